@@ -1,0 +1,160 @@
+# libpohmelfs — one non-recursive Makefile.
+# Sources are found by wildcard: a new core/*.c, preload/*.c, node/*.c,
+# tools/<prog>/*.c or tests/unit/test_*.c needs no edit here.
+#
+#   make                      build everything into build/
+#   make check [SAN=address|undefined|thread]   all tests, one summary line
+#   make bench | demo | fuzz | deps | install | uninstall | clean
+
+CC       ?= cc
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wshadow -Wmissing-prototypes \
+            -Wno-unused-parameter
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SAN      ?=
+
+# A sanitizer build lives in its own directory so it never mixes with the
+# normal one.  Under a sanitizer the library uses the sanitizer's malloc
+# instead of the private jemalloc (the runtime must see every allocation).
+ifeq ($(SAN),)
+B        := build
+SANFLAGS :=
+else ifeq ($(SAN),address)
+B        := build/san-address
+SANFLAGS := -fsanitize=address -fno-omit-frame-pointer
+else ifeq ($(SAN),undefined)
+B        := build/san-undefined
+SANFLAGS := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SAN),thread)
+B        := build/san-thread
+SANFLAGS := -fsanitize=thread
+else
+$(error SAN must be address, undefined or thread)
+endif
+
+CPPFLAGS += -D_GNU_SOURCE -Icore -MMD -MP
+CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -fno-builtin-malloc \
+            -pthread $(SANFLAGS)
+LDFLAGS  += -pthread $(SANFLAGS)
+
+JEMALLOC_PIC ?= $(firstword $(wildcard /usr/lib/*/libjemalloc_pic.a /usr/lib/libjemalloc_pic.a))
+ifeq ($(SAN),)
+LIB_ALLOC := $(JEMALLOC_PIC)
+else
+LIB_ALLOC :=
+endif
+
+CORE_SRC    := $(wildcard core/*.c)
+PRELOAD_SRC := $(wildcard preload/*.c)
+NODE_SRC    := $(wildcard node/*.c)
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+TOOL_DIRS   := $(patsubst tools/%/,%,$(dir $(wildcard tools/*/main.c)))
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+
+CORE_OBJ    := $(CORE_SRC:%.c=$(B)/obj/%.o)
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
+NODE_OBJ    := $(NODE_SRC:%.c=$(B)/obj/%.o)
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+TOOL_BIN    := $(TOOL_DIRS:%=$(B)/%)
+SCRIPTS     := $(B)/pohmelfs-run $(B)/pohmelfs-cluster
+
+LIB         := $(B)/libpohmelfs.so
+CORE_A      := $(B)/libpohmcore.a
+
+all: $(LIB) $(CORE_A) $(TOOL_BIN) $(if $(NODE_SRC),$(B)/pohmelfs-node) $(SCRIPTS) $(UNIT_BIN) \
+     $(B)/tests/helpers/.stamp
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(CORE_A): $(CORE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# The export list is generated from the one symbol list, so the library
+# exports exactly what preload/syms.def names and nothing else.
+$(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
+	@mkdir -p $(@D)
+	sh preload/exports.sh preload/syms.def > $@
+
+$(LIB): $(PRELOAD_OBJ) $(CORE_OBJ) $(B)/libpohmelfs.map
+	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) \
+	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,now -Wl,-z,relro \
+	    $(LDFLAGS) -ldl
+
+$(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
+	$(CC) -o $@ $(NODE_OBJ) $(CORE_A) $(LDFLAGS)
+
+# Each tools/<prog>/main.c (plus its siblings) becomes build/<prog>.
+.SECONDEXPANSION:
+$(TOOL_BIN): $(B)/%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard tools/%/*.c)) $(CORE_A)
+	$(CC) -o $@ $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
+
+$(B)/pohmelfs-run: tools/pohmelfs-run.sh
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+$(B)/pohmelfs-cluster: tools/pohmelfs-cluster
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
+$(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
+$(B)/obj/tests/unit/%.o: CPPFLAGS += -Itests/unit
+
+# Small C programs the bats tests run (tests/helpers/*.c → build/tests/helpers/*).
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
+$(B)/tests/helpers/.stamp: $(HELPER_BIN)
+	@mkdir -p $(@D) && touch $@
+$(B)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -std=gnu11 $(OPT) -Wall -Wextra -Werror $(SANFLAGS) -o $@ $< -pthread
+
+# ---------------------------------------------------------------- tests
+check: all
+	B=$(B) SAN=$(SAN) CC=$(CC) tests/run
+
+fuzz:
+	tests/fuzz/run $(FUZZ_SECONDS)
+
+bench: all
+	B=$(B) tests/bench/run
+
+demo: all
+	B=$(B) tools/demo.sh
+
+# ---------------------------------------------------------------- setup
+DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
+        sqlite3 git rsync python3 util-linux
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y $(DEPS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	    $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8 \
+	    $(DESTDIR)$(PREFIX)/share/doc/libpohmelfs
+	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	for t in $(TOOL_BIN) $(B)/pohmelfs-node; do [ -f $$t ] && install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/; done; true
+	sed 's|^POHMELFS_LIBDIR=.*|POHMELFS_LIBDIR=$(PREFIX)/lib|' tools/pohmelfs-run.sh > $(DESTDIR)$(PREFIX)/bin/pohmelfs-run
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/pohmelfs-run
+	install -m 755 tools/pohmelfs-cluster $(DESTDIR)$(PREFIX)/bin/
+	for m in man/*.[1-8]; do [ -f $$m ] && install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done; true
+	for c in conf/*; do [ -f $$c ] && install -m 644 $$c $(DESTDIR)$(PREFIX)/share/doc/libpohmelfs/; done; true
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libpohmelfs.so
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,pohmelfs pohmelfsd pohmelfs-node pohmelfs-run pohmelfs-cluster)
+	for m in man/*.[1-8]; do rm -f $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done; true
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/libpohmelfs
+
+clean:
+	rm -rf build tests/tmp
+
+.PHONY: all check fuzz bench demo deps install uninstall clean
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

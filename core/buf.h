@@ -1,0 +1,51 @@
+/*
+ * buf.h — a growable byte buffer for building packets.
+ * Memory comes from the library's allocator (the private jemalloc inside
+ * libpohmelfs.so); never hand p to the host, never free host memory here.
+ */
+#ifndef POHM_CORE_BUF_H
+#define POHM_CORE_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pohm_buf {
+	uint8_t *p;	/* data, NULL while empty */
+	size_t len;	/* bytes used */
+	size_t cap;	/* bytes allocated */
+};
+
+#define POHM_BUF_INIT { NULL, 0, 0 }
+
+/* Make room for n more bytes; 0 or -ENOMEM. */
+int pohm_buf_reserve(struct pohm_buf *b, size_t n);
+/* Append n bytes (p may be NULL: append zeros); 0 or -ENOMEM. */
+int pohm_buf_put(struct pohm_buf *b, const void *p, size_t n);
+/* Append little-endian integers; 0 or -ENOMEM. */
+int pohm_buf_put_u32(struct pohm_buf *b, uint32_t v);
+int pohm_buf_put_u64(struct pohm_buf *b, uint64_t v);
+/* Release the memory and reset to empty. */
+void pohm_buf_free(struct pohm_buf *b);
+
+/* Little-endian loads and stores at a byte pointer (no alignment needed). */
+static inline uint16_t pohm_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t pohm_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t pohm_le64(const uint8_t *p)
+{
+	return (uint64_t)pohm_le32(p) | (uint64_t)pohm_le32(p + 4) << 32;
+}
+static inline void pohm_st16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void pohm_st32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void pohm_st64(uint8_t *p, uint64_t v)
+{
+	pohm_st32(p, (uint32_t)v);
+	pohm_st32(p + 4, (uint32_t)(v >> 32));
+}
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * sys.c — raw system calls for the library's own files and sockets.
+ * See sys.h for why nothing here calls the libc wrappers by name.
+ */
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Run a syscall expression, map -1/errno to -errno, and keep errno intact. */
+static long sysret(long r, int saved)
+{
+	if (r < 0)
+		r = -errno;
+	errno = saved;
+	return r;
+}
+
+int pohm_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_openat, dirfd, path, flags | O_CLOEXEC, mode), saved);
+}
+
+int pohm_sys_move_high(int fd)
+{
+	int saved = errno;
+	long nfd;
+
+	if (fd < 0 || fd >= POHM_FD_BASE)
+		return fd;
+	nfd = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	if (nfd < 0) {
+		/* Out of high numbers (tight RLIMIT_NOFILE): keep the low fd, cloexec. */
+		syscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		errno = saved;
+		return fd;
+	}
+	syscall(SYS_close, fd);
+	errno = saved;
+	return (int)nfd;
+}
+
+int pohm_sys_open_high(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = pohm_sys_openat(dirfd, path, flags, mode);
+
+	return fd < 0 ? fd : pohm_sys_move_high(fd);
+}
+
+int pohm_sys_close(int fd)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_close, fd), saved);
+}
+
+ssize_t pohm_sys_read(int fd, void *buf, size_t n)
+{
+	int saved = errno;
+	long r;
+
+	do
+		r = syscall(SYS_read, fd, buf, n);
+	while (r < 0 && errno == EINTR);
+	return sysret(r, saved);
+}
+
+ssize_t pohm_sys_write(int fd, const void *buf, size_t n)
+{
+	int saved = errno;
+	long r;
+
+	do
+		r = syscall(SYS_write, fd, buf, n);
+	while (r < 0 && errno == EINTR);
+	return sysret(r, saved);
+}
+
+ssize_t pohm_sys_read_full(int fd, void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pohm_sys_read(fd, (char *)buf + done, n - done);
+
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t pohm_sys_write_full(int fd, const void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pohm_sys_write(fd, (const char *)buf + done, n - done);
+
+		if (r < 0)
+			return r;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t pohm_sys_pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	int saved = errno;
+	size_t done = 0;
+
+	while (done < n) {
+		long r = syscall(SYS_pread64, fd, (char *)buf + done, n - done, off + (off_t)done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sysret(r, saved);
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	errno = saved;
+	return (ssize_t)done;
+}
+
+ssize_t pohm_sys_pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	int saved = errno;
+	size_t done = 0;
+
+	while (done < n) {
+		long r = syscall(SYS_pwrite64, fd, (const char *)buf + done, n - done,
+				 off + (off_t)done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sysret(r, saved);
+		done += (size_t)r;
+	}
+	errno = saved;
+	return (ssize_t)done;
+}
+
+int pohm_sys_fstat(int fd, struct stat *st)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_fstat, fd, st), saved);
+}
+
+int pohm_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_newfstatat, dirfd, path, st, flags), saved);
+}
+
+int pohm_sys_fsync(int fd)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_fsync, fd), saved);
+}
+
+int pohm_sys_ftruncate(int fd, off_t len)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_ftruncate, fd, len), saved);
+}
+
+int pohm_sys_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_mkdirat, dirfd, path, mode), saved);
+}
+
+int pohm_sys_unlinkat(int dirfd, const char *path, int flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_unlinkat, dirfd, path, flags), saved);
+}
+
+int pohm_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_renameat, olddirfd, oldpath, newdirfd, newpath), saved);
+}
+
+int pohm_sys_fcntl(int fd, int cmd, long arg)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_fcntl, fd, cmd, arg), saved);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	/* clock_gettime is vDSO, not interposed by us, and never fails for these ids. */
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pohm_sys_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t pohm_sys_real_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+pid_t pohm_sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}

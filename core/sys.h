@@ -1,0 +1,54 @@
+/*
+ * sys.h — the only place that makes system calls for the library itself.
+ *
+ * Inside libpohmelfs.so, calling open/close/stat by name would land in our
+ * own interposed wrappers, so everything here goes straight to the kernel
+ * with syscall(2).  All functions retry EINTR and short transfers where that
+ * makes sense, return >= 0 or -errno, and never touch errno as seen by the
+ * host (they save and restore it).  Internal fds are O_CLOEXEC and moved to
+ * POHM_FD_BASE or above, away from the numbers programs expect to be free.
+ */
+#ifndef POHM_CORE_SYS_H
+#define POHM_CORE_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define POHM_FD_BASE 700	/* internal fds live at or above this number */
+
+/* openat(2) with O_CLOEXEC added; the fd is not moved. fd or -errno. */
+int pohm_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
+/* Like pohm_sys_openat, then moved to >= POHM_FD_BASE. fd or -errno. */
+int pohm_sys_open_high(int dirfd, const char *path, int flags, mode_t mode);
+/* Move fd to >= POHM_FD_BASE with O_CLOEXEC (closes the old number). fd or -errno. */
+int pohm_sys_move_high(int fd);
+/* close(2) without EINTR retry (Linux closes the fd anyway). 0 or -errno. */
+int pohm_sys_close(int fd);
+/* Read exactly n bytes unless EOF: bytes read (< n only at EOF) or -errno. */
+ssize_t pohm_sys_read_full(int fd, void *buf, size_t n);
+/* Write all n bytes: n or -errno. */
+ssize_t pohm_sys_write_full(int fd, const void *buf, size_t n);
+/* pread/pwrite of exactly n bytes (pread: short only at EOF): bytes or -errno. */
+ssize_t pohm_sys_pread_full(int fd, void *buf, size_t n, off_t off);
+ssize_t pohm_sys_pwrite_full(int fd, const void *buf, size_t n, off_t off);
+/* One read(2)/write(2) with EINTR retry: bytes or -errno (-EAGAIN passes through). */
+ssize_t pohm_sys_read(int fd, void *buf, size_t n);
+ssize_t pohm_sys_write(int fd, const void *buf, size_t n);
+/* fstat/fstatat/fsync/ftruncate/mkdirat/unlinkat/renameat/fcntl: 0 (or value) or -errno. */
+int pohm_sys_fstat(int fd, struct stat *st);
+int pohm_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+int pohm_sys_fsync(int fd);
+int pohm_sys_ftruncate(int fd, off_t len);
+int pohm_sys_mkdirat(int dirfd, const char *path, mode_t mode);
+int pohm_sys_unlinkat(int dirfd, const char *path, int flags);
+int pohm_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+int pohm_sys_fcntl(int fd, int cmd, long arg);
+/* Monotonic and real clocks in nanoseconds. */
+uint64_t pohm_sys_mono_ns(void);
+uint64_t pohm_sys_real_ns(void);
+/* Current pid without the glibc cache (correct after vfork/clone). */
+pid_t pohm_sys_getpid(void);
+
+#endif

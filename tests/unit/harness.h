@@ -1,0 +1,125 @@
+/*
+ * harness.h — a tiny unit-test harness (jemalloc/redis style).
+ *
+ *   TEST(name) { EXPECT(cond); EXPECT_EQ_INT(a, b); ... }
+ *
+ * Each test file includes this header once; it provides main(), which runs
+ * every TEST in file order (or only those named on the command line) and
+ * prints TAP ("ok N - name" / "not ok N - name"), which tests/run counts.
+ * A failed EXPECT prints file:line and the values, marks the test failed and
+ * goes on; SKIP("why") ends a test as skipped.
+ */
+#ifndef POHM_TESTS_HARNESS_H
+#define POHM_TESTS_HARNESS_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct th_test {
+	const char *name;
+	void (*fn)(void);
+};
+
+/* Test registry, filled by constructors before main: single-threaded. */
+static struct th_test th_tests[512];
+static int th_ntests;
+static int th_failed;			/* current test failed */
+static const char *th_skip_reason;	/* current test skipped */
+
+#define TEST(name)							\
+	static void test_##name(void);					\
+	__attribute__((constructor)) static void th_reg_##name(void)	\
+	{								\
+		th_tests[th_ntests].name = #name;			\
+		th_tests[th_ntests++].fn = test_##name;			\
+	}								\
+	static void test_##name(void)
+
+#define EXPECT(cond) do {						\
+	if (!(cond)) {							\
+		printf("# %s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+		th_failed = 1;						\
+	}								\
+} while (0)
+
+#define EXPECT_EQ_INT(a, b) do {					\
+	long long th_a = (long long)(a), th_b = (long long)(b);		\
+	if (th_a != th_b) {						\
+		printf("# %s:%d: %s == %lld, expected %s == %lld\n",	\
+		       __FILE__, __LINE__, #a, th_a, #b, th_b);		\
+		th_failed = 1;						\
+	}								\
+} while (0)
+
+#define EXPECT_EQ_U64(a, b) do {					\
+	uint64_t th_a = (uint64_t)(a), th_b = (uint64_t)(b);		\
+	if (th_a != th_b) {						\
+		printf("# %s:%d: %s == %" PRIu64 ", expected %" PRIu64 "\n", \
+		       __FILE__, __LINE__, #a, th_a, th_b);		\
+		th_failed = 1;						\
+	}								\
+} while (0)
+
+#define EXPECT_EQ_STR(a, b) do {					\
+	const char *th_a = (a), *th_b = (b);				\
+	if (!th_a || !th_b || strcmp(th_a, th_b)) {			\
+		printf("# %s:%d: %s == \"%s\", expected \"%s\"\n",	\
+		       __FILE__, __LINE__, #a, th_a ? th_a : "(null)",	\
+		       th_b ? th_b : "(null)");				\
+		th_failed = 1;						\
+	}								\
+} while (0)
+
+#define EXPECT_MEM(a, b, n) do {					\
+	if (memcmp((a), (b), (n))) {					\
+		printf("# %s:%d: %s differs from %s (%zu bytes)\n",	\
+		       __FILE__, __LINE__, #a, #b, (size_t)(n));	\
+		th_failed = 1;						\
+	}								\
+} while (0)
+
+#define SKIP(why) do { th_skip_reason = (why); return; } while (0)
+
+/* Hex string → bytes; returns the byte count. */
+static inline size_t th_unhex(uint8_t *out, const char *hex)
+{
+	size_t n = 0;
+
+	for (; hex[0] && hex[1]; hex += 2) {
+		unsigned v;
+
+		sscanf(hex, "%2x", &v);
+		out[n++] = (uint8_t)v;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	int i, j, run = 0, bad = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; i < th_ntests; i++) {
+		if (argc > 1) {
+			for (j = 1; j < argc && strcmp(argv[j], th_tests[i].name); j++)
+				;
+			if (j == argc)
+				continue;
+		}
+		th_failed = 0;
+		th_skip_reason = NULL;
+		th_tests[i].fn();
+		run++;
+		if (th_skip_reason)
+			printf("ok %d - %s # SKIP %s\n", run, th_tests[i].name, th_skip_reason);
+		else
+			printf("%sok %d - %s\n", th_failed ? "not " : "", run, th_tests[i].name);
+		bad += th_failed;
+	}
+	printf("1..%d\n", run);
+	return bad ? 1 : 0;
+}
+
+#endif
