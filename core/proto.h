@@ -142,7 +142,7 @@ void pohm_io_attr_decode(struct pohm_io_attr *io, const uint8_t in[POHM_IO_ATTR_
 
 /*
  * Split a READ/WRITE-shaped payload (io_attr + data).  Returns 0 and sets
- * *data/*datalen (datalen = n - 208, and for a READ reply it must equal
+ * data and datalen (datalen = n - 208, and for a READ reply it must equal
  * io->size), or -EPROTO if n < 208 or the sizes disagree (check_size != 0).
  */
 int pohm_io_payload_decode(struct pohm_io_attr *io, const uint8_t **data, size_t *datalen,
@@ -270,7 +270,7 @@ void pohm_key_id(uint8_t out[POHM_ID_SIZE], const void *ns, size_t nslen,
  * The one table of server statuses.
  */
 int pohm_status_errno(int32_t status);
-/* Short name of a command number for logs ("WRITE", "cmd#42"); never NULL. */
+/* Short name of a command number for logs ("WRITE"; "cmd#?" if unknown); never NULL. */
 const char *pohm_cmd_name(int32_t cmd);
 
 #endif

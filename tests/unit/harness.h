@@ -28,14 +28,14 @@ static int th_ntests;
 static int th_failed;			/* current test failed */
 static const char *th_skip_reason;	/* current test skipped */
 
-#define TEST(name)							\
-	static void test_##name(void);					\
-	__attribute__((constructor)) static void th_reg_##name(void)	\
+#define TEST(tname)							\
+	static void test_##tname(void);					\
+	__attribute__((constructor)) static void th_reg_##tname(void)	\
 	{								\
-		th_tests[th_ntests].name = #name;			\
-		th_tests[th_ntests++].fn = test_##name;			\
+		th_tests[th_ntests].name = #tname;			\
+		th_tests[th_ntests++].fn = test_##tname;		\
 	}								\
-	static void test_##name(void)
+	static void test_##tname(void)
 
 #define EXPECT(cond) do {						\
 	if (!(cond)) {							\
