@@ -57,7 +57,7 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
 NODE_OBJ    := $(NODE_SRC:%.c=$(B)/obj/%.o)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_BIN    := $(TOOL_DIRS:%=$(B)/%)
-SCRIPTS     := $(B)/pohmelfs-run $(B)/pohmelfs-cluster
+SCRIPTS     := $(B)/pohmelfs-run $(if $(wildcard tools/pohmelfs-cluster),$(B)/pohmelfs-cluster)
 
 LIB         := $(B)/libpohmelfs.so
 CORE_A      := $(B)/libpohmcore.a
@@ -79,10 +79,10 @@ $(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
 	@mkdir -p $(@D)
 	sh preload/exports.sh preload/syms.def > $@
 
-$(LIB): $(PRELOAD_OBJ) $(CORE_OBJ) $(B)/libpohmelfs.map
+$(LIB): $(PRELOAD_OBJ) $(CORE_OBJ) $(B)/libpohmelfs.map Makefile
 	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,now -Wl,-z,relro \
-	    $(LDFLAGS) -ldl
+	    $(LDFLAGS) -ldl -lm
 
 $(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
 	$(CC) -o $@ $(NODE_OBJ) $(CORE_A) $(LDFLAGS)
