@@ -156,5 +156,8 @@ uninstall:
 clean:
 	rm -rf build tests/tmp
 
+# Keep objects of test programs (they are otherwise intermediate files).
+.SECONDARY:
+
 .PHONY: all check fuzz bench demo deps install uninstall clean
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -2,8 +2,7 @@
 # foundation.bats — symbol hygiene and the private allocator (issue 3).
 
 setup() {
-	B=${POHM_BUILD:-$BATS_TEST_DIRNAME/../../build}
-	LIB=$(cd "$B" && pwd)/libpohmelfs.so
+	load lib/common
 	[ -f "$LIB" ]
 }
 
@@ -40,14 +39,14 @@ expected_exports() {
 }
 
 @test "every wrapper resolves its real function (nothing logs ENOSYS)" {
-	run env LD_PRELOAD="$LIB" POHMELFS_LOG_LEVEL=debug /bin/true
+	run env LD_PRELOAD="$PRELOAD" POHMELFS_LOG_LEVEL=debug /bin/true
 	[ "$status" -eq 0 ]
 	[[ "$output" != *ENOSYS* ]]
 }
 
 @test "a malloc-heavy python program runs unchanged under the shim" {
-	[ -z "${SAN:-}" ] || skip "uninstrumented python cannot load a sanitizer-built library"
-	run env LD_PRELOAD="$LIB" python3 -c '
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	run env LD_PRELOAD="$PRELOAD" python3 -c '
 import os, threading
 def work(n):
     d = {}
@@ -64,18 +63,18 @@ print("ok", os.stat("/").st_ino)'
 }
 
 @test "sort of a large input under the shim equals sort without it" {
-	[ -z "${SAN:-}" ] || skip "uninstrumented sort cannot load a sanitizer-built library"
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	in=$BATS_TEST_TMPDIR/in
 	seq 1 300000 | awk '{print ($1 * 7919) % 300007}' >"$in"
 	want=$(sort -n "$in" | md5sum)
-	got=$(LD_PRELOAD="$LIB" sort -S 64M --parallel=2 -n "$in" | md5sum)
+	got=$(LD_PRELOAD="$PRELOAD" sort -S 64M --parallel=2 -n "$in" | md5sum)
 	[ "$want" = "$got" ]
 }
 
 @test "errno and results of passthrough calls match the kernel" {
-	[ -z "${SAN:-}" ] || skip "uninstrumented shell cannot load a sanitizer-built library"
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	d=$BATS_TEST_TMPDIR/d
-	run env LD_PRELOAD="$LIB" sh -c "mkdir '$d' && mkdir '$d' 2>&1; rmdir '$d' && rmdir '$d' 2>&1; ls '$d/none' 2>&1; true"
+	run env LD_PRELOAD="$PRELOAD" sh -c "mkdir '$d' && mkdir '$d' 2>&1; rmdir '$d' && rmdir '$d' 2>&1; ls '$d/none' 2>&1; true"
 	[[ "$output" == *"File exists"* ]]
 	[[ "$output" == *"No such file or directory"* ]]
 	[ ! -e "$d" ]

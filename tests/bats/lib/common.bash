@@ -1,0 +1,27 @@
+# common.bash — shared setup for bats tests: `load lib/common` in setup().
+#
+# Sets B (absolute build dir), LIB (the library) and PRELOAD, the value to
+# give LD_PRELOAD so the library loads into uninstrumented programs: under a
+# sanitizer build the sanitizer runtime must come first in the preload list.
+
+B=${POHM_BUILD:-$BATS_TEST_DIRNAME/../../build}
+B=$(cd "$B" && pwd)
+LIB=$B/libpohmelfs.so
+TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+case ${SAN:-} in
+address)
+	PRELOAD="$(${CC:-cc} -print-file-name=libasan.so):$LIB"
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0} ;;
+undefined)
+	PRELOAD="$(${CC:-cc} -print-file-name=libubsan.so):$LIB" ;;
+thread)
+	PRELOAD="$(${CC:-cc} -print-file-name=libtsan.so):$LIB" ;;
+*)
+	PRELOAD=$LIB ;;
+esac
+
+# True when preloading into an arbitrary uninstrumented program works here.
+preload_ok() {
+	LD_PRELOAD=$PRELOAD /bin/true 2>/dev/null
+}
