@@ -1,0 +1,79 @@
+/*
+ * kv.h — the storage as the namespace sees it: one replicated key-value
+ * store with compare-and-swap on the data's SHA-512.
+ *
+ * core/ns is written against this interface only.  The production
+ * implementation (core/kvio.c) maps it onto core/io: every key lives in the
+ * fsid namespace on every group, a put is committed at the configured quorum
+ * (a majority for CAS puts), a get returns the committed version.  The
+ * in-memory implementation (core/kvmem.c) serves unit tests and fault
+ * injection.  Semantics both must give, taken from Elliptics (DESIGN.md §3):
+ *
+ *   - get returns the whole value and its SHA-512;
+ *   - put with expect == NULL writes unconditionally;
+ *   - put with expect == a checksum writes only if the stored value hashes to
+ *     it, or if the key is missing (Elliptics lets CAS through on a missing
+ *     key); else -EAGAIN, nothing written;
+ *   - put with expect == POHM_KV_ABSENT writes only if the key is missing
+ *     (a CAS against a parent no data hashes to); else -EEXIST;
+ *   - values are never empty (every object carries a header);
+ *   - del takes no condition: core/ns only deletes immutable objects.
+ */
+#ifndef POHM_CORE_KV_H
+#define POHM_CORE_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define POHM_KV_CSUM 64
+
+/* The expect value that means "only if the key does not exist". */
+extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
+#define POHM_KV_ABSENT pohm_kv_absent
+
+struct pohm_kv_val {
+	uint8_t *data;			/* malloc'ed by the store; free() it */
+	size_t len;
+	uint8_t csum[POHM_KV_CSUM];	/* sha512(data) */
+};
+
+struct pohm_kv_ops {
+	/* Read key: 0, -ENOENT, or another -errno. */
+	int (*get)(void *ctx, const char *key, struct pohm_kv_val *out);
+	/* Read len bytes at off of key into buf: bytes read (short at end), -ENOENT, -errno. */
+	int (*read)(void *ctx, const char *key, uint64_t off, void *buf, size_t len);
+	/* Write key (see the file comment for expect): 0, -EAGAIN, -EEXIST, -errno. */
+	int (*put)(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect);
+	/* Remove key: 0 or -ENOENT or -errno. */
+	int (*del)(void *ctx, const char *key);
+	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
+	int (*scan)(void *ctx, const char *prefix,
+		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);
+};
+
+struct pohm_kv {
+	const struct pohm_kv_ops *ops;
+	void *ctx;
+};
+
+/* Release a value returned by get. */
+void pohm_kv_val_free(struct pohm_kv_val *v);
+
+/* ---- in-memory store (core/kvmem.c), thread-safe ---- */
+
+/* Create an empty in-memory store: 0 or -ENOMEM. */
+int pohm_kvmem_new(struct pohm_kv *kv);
+/* Destroy it and every value in it. */
+void pohm_kvmem_free(struct pohm_kv *kv);
+/*
+ * Fault injection: after `puts_left` more successful puts, every put and del
+ * fails with -EIO (simulates a client that died between two writes).
+ * A negative value disables the fault.
+ */
+void pohm_kvmem_fail_after(struct pohm_kv *kv, long puts_left);
+/* Number of puts performed so far (to enumerate crash points). */
+long pohm_kvmem_puts(const struct pohm_kv *kv);
+/* Number of keys stored. */
+size_t pohm_kvmem_count(const struct pohm_kv *kv);
+
+#endif

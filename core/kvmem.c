@@ -1,0 +1,272 @@
+/*
+ * kvmem.c — an in-memory pohm_kv for unit tests: an open hash table under
+ * one mutex, with the CAS rules of kv.h and put-count fault injection.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv.h"
+#include "sha512.h"
+
+const uint8_t pohm_kv_absent[POHM_KV_CSUM] = {
+	0x70, 0x6f, 0x68, 0x6d, 0x2d, 0x61, 0x62, 0x73, 0x65, 0x6e, 0x74, 0x21,	/* "pohm-absent!" */
+};
+
+struct mem_ent {
+	char *key;
+	uint8_t *data;
+	size_t len;
+	uint8_t csum[POHM_KV_CSUM];
+	struct mem_ent *next;
+};
+
+struct mem_kv {
+	pthread_mutex_t lock;		/* guards everything below */
+	struct mem_ent *tab[4096];
+	size_t count;
+	long puts;
+	long fail_after;		/* < 0: no fault */
+};
+
+static unsigned slot(const char *key)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *key; key++)
+		h = (h ^ (uint8_t)*key) * 1099511628211ULL;
+	return (unsigned)(h % 4096);
+}
+
+static struct mem_ent *find(struct mem_kv *m, const char *key)
+{
+	struct mem_ent *e;
+
+	for (e = m->tab[slot(key)]; e; e = e->next)
+		if (!strcmp(e->key, key))
+			return e;
+	return NULL;
+}
+
+void pohm_kv_val_free(struct pohm_kv_val *v)
+{
+	free(v->data);
+	v->data = NULL;
+	v->len = 0;
+}
+
+static int mem_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	struct mem_kv *m = ctx;
+	struct mem_ent *e;
+	int r = 0;
+
+	pthread_mutex_lock(&m->lock);
+	e = find(m, key);
+	if (!e) {
+		r = -ENOENT;
+		goto out;
+	}
+	out->data = malloc(e->len);
+	if (!out->data) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(out->data, e->data, e->len);
+	out->len = e->len;
+	memcpy(out->csum, e->csum, POHM_KV_CSUM);
+out:
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static int mem_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	struct mem_kv *m = ctx;
+	struct mem_ent *e;
+	int r;
+
+	pthread_mutex_lock(&m->lock);
+	e = find(m, key);
+	if (!e) {
+		r = -ENOENT;
+	} else if (off >= e->len) {
+		r = 0;
+	} else {
+		if (len > e->len - off)
+			len = e->len - off;
+		memcpy(buf, e->data + off, len);
+		r = (int)len;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static int mem_put(void *ctx, const char *key, const void *data, size_t len,
+		   const uint8_t *expect)
+{
+	struct mem_kv *m = ctx;
+	struct mem_ent *e;
+	uint8_t *copy = NULL;
+	int r = 0;
+
+	if (!len)
+		return -EINVAL;		/* Elliptics cannot create an empty object */
+	pthread_mutex_lock(&m->lock);
+	if (m->fail_after >= 0 && m->puts >= m->fail_after) {
+		r = -EIO;
+		goto out;
+	}
+	e = find(m, key);
+	if (e && expect == pohm_kv_absent) {
+		r = -EEXIST;
+		goto out;
+	}
+	if (e && expect && memcmp(expect, e->csum, POHM_KV_CSUM)) {
+		r = -EAGAIN;
+		goto out;
+	}
+	copy = malloc(len);
+	if (!copy) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(copy, data, len);
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e || !(e->key = malloc(strlen(key) + 1))) {
+			free(e);
+			r = -ENOMEM;
+			goto out;
+		}
+		strcpy(e->key, key);
+		e->next = m->tab[slot(key)];
+		m->tab[slot(key)] = e;
+		m->count++;
+	}
+	free(e->data);
+	e->data = copy;
+	copy = NULL;
+	e->len = len;
+	pohm_sha512(data, len, e->csum);
+	m->puts++;
+out:
+	pthread_mutex_unlock(&m->lock);
+	free(copy);
+	return r;
+}
+
+static int mem_del(void *ctx, const char *key)
+{
+	struct mem_kv *m = ctx;
+	struct mem_ent **pp, *e;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->fail_after >= 0 && m->puts >= m->fail_after) {
+		r = -EIO;
+		goto out;
+	}
+	for (pp = &m->tab[slot(key)]; (e = *pp); pp = &e->next) {
+		if (strcmp(e->key, key))
+			continue;
+		*pp = e->next;
+		free(e->key);
+		free(e->data);
+		free(e);
+		m->count--;
+		r = 0;
+		break;
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static int mem_scan(void *ctx, const char *prefix,
+		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	struct mem_kv *m = ctx;
+	struct mem_ent *e;
+	size_t plen = strlen(prefix);
+	int r = 0;
+	unsigned i;
+
+	/* Called with the lock held: fn must not call back into this store. */
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < 4096 && !r; i++)
+		for (e = m->tab[i]; e && !r; e = e->next)
+			if (!strncmp(e->key, prefix, plen))
+				r = fn(arg, e->key, e->data, e->len);
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static const struct pohm_kv_ops mem_ops = {
+	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
+};
+
+int pohm_kvmem_new(struct pohm_kv *kv)
+{
+	struct mem_kv *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
+	m->fail_after = -1;
+	kv->ops = &mem_ops;
+	kv->ctx = m;
+	return 0;
+}
+
+void pohm_kvmem_free(struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	struct mem_ent *e, *n;
+	unsigned i;
+
+	if (!m)
+		return;
+	for (i = 0; i < 4096; i++)
+		for (e = m->tab[i]; e; e = n) {
+			n = e->next;
+			free(e->key);
+			free(e->data);
+			free(e);
+		}
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	kv->ctx = NULL;
+}
+
+void pohm_kvmem_fail_after(struct pohm_kv *kv, long puts_left)
+{
+	struct mem_kv *m = kv->ctx;
+
+	pthread_mutex_lock(&m->lock);
+	m->fail_after = puts_left < 0 ? -1 : m->puts + puts_left;
+	pthread_mutex_unlock(&m->lock);
+}
+
+long pohm_kvmem_puts(const struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	long n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->puts;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+size_t pohm_kvmem_count(const struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	size_t n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->count;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}

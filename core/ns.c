@@ -1,0 +1,537 @@
+/*
+ * ns.c — the namespace handle, inodes and attributes.
+ *
+ * Sections: helpers (random, time, backoff) · inodes (get/put/CAS loop,
+ * nlink) · open/close (root creation) · getattr/setattr · xattrs · resolve.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ns_int.h"
+#include "sys.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+uint64_t ns_random(struct pohm_ns *ns)
+{
+	uint64_t x;
+
+	pthread_mutex_lock(&ns->rng_lock);
+	do {
+		x = ns->rng;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ns->rng = x;
+	} while (!x);
+	pthread_mutex_unlock(&ns->rng_lock);
+	return x;
+}
+
+void ns_backoff(struct pohm_ns *ns, unsigned attempt)
+{
+	/* Random sleep up to min(2^attempt, 256) × 50 µs: split votes drift apart. */
+	unsigned cap = attempt < 8 ? 1u << attempt : 256;
+	uint64_t us = (ns_random(ns) % cap + 1) * 50;
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	if (attempt == 0)
+		return;
+	nanosleep(&ts, NULL);
+}
+
+uint64_t ns_now_ns(void)
+{
+	return pohm_sys_real_ns();
+}
+
+void ns_now_ts(struct pohm_ts *t)
+{
+	uint64_t n = ns_now_ns();
+
+	t->sec = (int64_t)(n / 1000000000ULL);
+	t->nsec = (uint32_t)(n % 1000000000ULL);
+}
+
+void ns_hdr(struct pohm_ns *ns, struct pohm_obj_hdr *h, uint8_t type, uint64_t parent,
+	    const char *key)
+{
+	memset(h, 0, sizeof(*h));
+	h->type = type;
+	h->parent = parent;
+	memcpy(h->fsid, ns->fsid, sizeof(h->fsid));
+	snprintf(h->key, POHM_KEY_MAX, "%s", key);
+}
+
+int ns_check_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+		return -EINVAL;
+	if (n > POHM_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+uint8_t ns_dtype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:	return DT_REG;
+	case S_IFDIR:	return DT_DIR;
+	case S_IFLNK:	return DT_LNK;
+	case S_IFIFO:	return DT_FIFO;
+	case S_IFSOCK:	return DT_SOCK;
+	case S_IFCHR:	return DT_CHR;
+	case S_IFBLK:	return DT_BLK;
+	default:	return DT_UNKNOWN;
+	}
+}
+
+/* ---------------------------------------------------------------- inodes */
+
+int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum,
+		 int want_tomb)
+{
+	struct pohm_kv_val v = { 0 };
+	char key[POHM_KEY_MAX];
+	int r;
+
+	pohm_key_inode(key, ino);
+	r = ns->kv.ops->get(ns->kv.ctx, key, &v);
+	if (r)
+		return r;
+	r = pohm_inode_decode(in, v.data, v.len);
+	if (r) {
+		r = -EIO;	/* a malformed inode is a storage error, not "missing" */
+		goto out;
+	}
+	if (in->ino != ino) {
+		pohm_inode_clear(in);
+		r = -EIO;
+		goto out;
+	}
+	if (csum)
+		memcpy(csum, v.csum, POHM_KV_CSUM);
+	if ((in->hdr.flags & POHM_OBJF_TOMBSTONE) && !want_tomb) {
+		pohm_inode_clear(in);
+		r = -ENOENT;
+	}
+out:
+	pohm_kv_val_free(&v);
+	return r;
+}
+
+int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	int r = pohm_inode_encode(&b, in);
+
+	if (!r)
+		r = ns->kv.ops->put(ns->kv.ctx, in->hdr.key, b.p, b.len, expect);
+	pohm_buf_free(&b);
+	return r;
+}
+
+int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
+		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+		    struct pohm_inode *out)
+{
+	uint8_t csum[POHM_KV_CSUM];
+	struct pohm_inode in;
+	unsigned attempt;
+	int r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_inode_get(ns, ino, &in, csum, 0);
+		if (r)
+			return r;
+		r = fn(&in, arg);
+		if (r == 0) {
+			in.version++;
+			r = ns_inode_put(ns, &in, csum);
+			if (r == -EAGAIN) {
+				pohm_inode_clear(&in);
+				continue;
+			}
+		} else if (r == 1) {
+			r = 0;
+		}
+		if (!r && out)
+			*out = in;
+		else
+			pohm_inode_clear(&in);
+		return r;
+	}
+	return -EBUSY;
+}
+
+static int nlink_fn(struct pohm_inode *in, void *arg)
+{
+	int delta = *(int *)arg;
+
+	if (delta < 0 && in->nlink < (uint32_t)-delta)
+		in->nlink = 0;
+	else
+		in->nlink = (uint32_t)((int)in->nlink + delta);
+	ns_now_ts(&in->ctime);
+	if (!in->nlink)
+		in->hdr.flags |= POHM_OBJF_TOMBSTONE;
+	return 0;
+}
+
+int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
+{
+	return ns_inode_update(ns, ino, nlink_fn, &delta, NULL);
+}
+
+/* ---------------------------------------------------------------- open/close */
+
+static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
+{
+	struct pohm_inode root;
+	char key[POHM_KEY_MAX];
+	int r;
+
+	memset(&root, 0, sizeof(root));
+	pohm_key_inode(key, POHM_ROOT_INO);
+	ns_hdr(ns, &root.hdr, POHM_OBJ_INODE, POHM_ROOT_INO, key);
+	root.ino = POHM_ROOT_INO;
+	root.mode = S_IFDIR | (o->root_mode ? o->root_mode & 07777 : 0755);
+	root.uid = o->root_uid;
+	root.gid = o->root_gid;
+	root.nlink = 2;
+	root.chunk_shift = (uint8_t)ns->chunk_shift;
+	ns_now_ts(&root.mtime);
+	root.atime = root.ctime = root.btime = root.mtime;
+	root.version = 1;
+	/* Create-if-absent: whichever client gets there first makes the root, once. */
+	r = ns_inode_put(ns, &root, POHM_KV_ABSENT);
+	return r == -EEXIST ? 0 : r;
+}
+
+int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o)
+{
+	struct pohm_ns *ns = calloc(1, sizeof(*ns));
+	struct pohm_inode root;
+	int r;
+
+	if (!ns)
+		return -ENOMEM;
+	ns->kv = *kv;
+	snprintf(ns->fsid, sizeof(ns->fsid), "%s", o->fsid ? o->fsid : "pohmelfs");
+	ns->bucket_max = o->bucket_max ? o->bucket_max : 256;
+	ns->chunk_shift = o->chunk_shift ? o->chunk_shift : 20;
+	if (ns->chunk_shift < 12 || ns->chunk_shift > 30)
+		ns->chunk_shift = 20;
+	ns->intent_timeout_ns = (o->intent_timeout_ms ? o->intent_timeout_ms : 10000) * 1000000ULL;
+	ns->max_retries = o->max_retries ? o->max_retries : 200;
+	pthread_mutex_init(&ns->rng_lock, NULL);
+	pthread_mutex_init(&ns->hint_lock, NULL);
+	ns->rng = pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)ns;
+	if (!ns->rng)
+		ns->rng = 0x9E3779B97F4A7C15ULL;
+
+	r = ns_inode_get(ns, POHM_ROOT_INO, &root, NULL, 0);
+	if (r == -ENOENT)
+		r = root_create(ns, o);
+	else if (!r)
+		pohm_inode_clear(&root);
+	if (r) {
+		pohm_ns_close(ns);
+		return r;
+	}
+	*out = ns;
+	return 0;
+}
+
+void pohm_ns_close(struct pohm_ns *ns)
+{
+	if (!ns)
+		return;
+	pthread_mutex_destroy(&ns->rng_lock);
+	pthread_mutex_destroy(&ns->hint_lock);
+	free(ns);
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
+{
+	return ns_inode_get(ns, ino, out, NULL, 0);
+}
+
+static void truncate_map(struct pohm_inode *in, uint64_t size)
+{
+	uint64_t cs = pohm_inode_chunk_size(in);
+	uint64_t keep = (size + cs - 1) / cs;
+
+	if (keep < in->nchunks)
+		in->nchunks = (uint32_t)keep;
+	/* A kept last chunk longer than the new size: its tail is cut on read. */
+	if (keep && keep == in->nchunks && in->chunks[keep - 1].len > size - (keep - 1) * cs)
+		in->chunks[keep - 1].len = (uint32_t)(size - (keep - 1) * cs);
+}
+
+static int setattr_fn(struct pohm_inode *in, void *arg)
+{
+	const struct pohm_setattr *sa = arg;
+
+	if (sa->mask & POHM_SET_SIZE) {
+		if (!S_ISREG(in->mode))
+			return S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
+		if (sa->size < in->size) {
+			/*
+			 * Shrinking keeps the chunks' checksums valid only if no
+			 * kept chunk is cut: a cut chunk must be rewritten by a
+			 * commit.  Here the cut chunk keeps its object and the
+			 * map records the shorter length; the reader verifies
+			 * the checksum over the stored bytes and returns only
+			 * the prefix.
+			 */
+			truncate_map(in, sa->size);
+		}
+		in->size = sa->size;
+		in->dversion++;
+		ns_now_ts(&in->mtime);
+	}
+	if (sa->mask & POHM_SET_MODE)
+		in->mode = (in->mode & S_IFMT) | (sa->mode & 07777);
+	if (sa->mask & POHM_SET_UID)
+		in->uid = sa->uid;
+	if (sa->mask & POHM_SET_GID)
+		in->gid = sa->gid;
+	if (sa->mask & POHM_SET_ATIME)
+		in->atime = sa->atime;
+	if (sa->mask & POHM_SET_MTIME)
+		in->mtime = sa->mtime;
+	if (sa->mask & POHM_SET_CTIME)
+		in->ctime = sa->ctime;
+	else
+		ns_now_ts(&in->ctime);
+	return 0;
+}
+
+int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr *sa,
+		    struct pohm_inode *out)
+{
+	return ns_inode_update(ns, ino, setattr_fn, (void *)sa, out);
+}
+
+/* ---------------------------------------------------------------- xattrs */
+
+struct xattr_op {
+	const char *name;
+	const void *value;
+	size_t len;
+	int flags;
+	int remove;
+};
+
+static int xattr_fn(struct pohm_inode *in, void *arg)
+{
+	const struct xattr_op *op = arg;
+	struct pohm_xattr *x;
+	uint32_t i;
+
+	for (i = 0; i < in->nxattr; i++)
+		if (!strcmp(in->xattr[i].name, op->name))
+			break;
+	if (op->remove) {
+		if (i == in->nxattr)
+			return -ENODATA;
+		free(in->xattr[i].name);
+		free(in->xattr[i].value);
+		memmove(&in->xattr[i], &in->xattr[i + 1], (in->nxattr - i - 1) * sizeof(*in->xattr));
+		in->nxattr--;
+		ns_now_ts(&in->ctime);
+		return 0;
+	}
+	if (i < in->nxattr && (op->flags & POHM_XATTR_CREATE))
+		return -EEXIST;
+	if (i == in->nxattr && (op->flags & POHM_XATTR_REPLACE))
+		return -ENODATA;
+	if (i == in->nxattr) {
+		if (in->nxattr >= 1024)
+			return -ENOSPC;
+		x = realloc(in->xattr, (in->nxattr + 1) * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		in->xattr = x;
+		x = &in->xattr[in->nxattr];
+		memset(x, 0, sizeof(*x));
+		x->name = malloc(strlen(op->name) + 1);
+		if (!x->name)
+			return -ENOMEM;
+		strcpy(x->name, op->name);
+		in->nxattr++;
+	} else {
+		x = &in->xattr[i];
+		free(x->value);
+		x->value = NULL;
+	}
+	x->value = malloc(op->len + 1);
+	if (!x->value)
+		return -ENOMEM;
+	memcpy(x->value, op->value, op->len);
+	x->len = (uint32_t)op->len;
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
+int pohm_ns_setxattr(struct pohm_ns *ns, uint64_t ino, const char *name, const void *value,
+		     size_t len, int flags)
+{
+	struct xattr_op op = { name, value, len, flags, 0 };
+
+	if (!*name || strlen(name) > POHM_NAME_MAX)
+		return -ERANGE;
+	if (len > 65536)
+		return -E2BIG;
+	return ns_inode_update(ns, ino, xattr_fn, &op, NULL);
+}
+
+int pohm_ns_removexattr(struct pohm_ns *ns, uint64_t ino, const char *name)
+{
+	struct xattr_op op = { name, NULL, 0, 0, 1 };
+
+	return ns_inode_update(ns, ino, xattr_fn, &op, NULL);
+}
+
+int pohm_ns_getxattr(struct pohm_ns *ns, uint64_t ino, const char *name, void *buf,
+		     size_t size)
+{
+	struct pohm_inode in;
+	uint32_t i;
+	int r = ns_inode_get(ns, ino, &in, NULL, 0);
+
+	if (r)
+		return r;
+	r = -ENODATA;
+	for (i = 0; i < in.nxattr; i++) {
+		if (strcmp(in.xattr[i].name, name))
+			continue;
+		r = (int)in.xattr[i].len;
+		if (size && size < in.xattr[i].len)
+			r = -ERANGE;
+		else if (size)
+			memcpy(buf, in.xattr[i].value, in.xattr[i].len);
+		break;
+	}
+	pohm_inode_clear(&in);
+	return r;
+}
+
+int pohm_ns_listxattr(struct pohm_ns *ns, uint64_t ino, char *buf, size_t size)
+{
+	struct pohm_inode in;
+	size_t need = 0;
+	uint32_t i;
+	int r = ns_inode_get(ns, ino, &in, NULL, 0);
+
+	if (r)
+		return r;
+	for (i = 0; i < in.nxattr; i++)
+		need += strlen(in.xattr[i].name) + 1;
+	if (size && size < need) {
+		r = -ERANGE;
+	} else {
+		if (size) {
+			char *p = buf;
+
+			for (i = 0; i < in.nxattr; i++) {
+				strcpy(p, in.xattr[i].name);
+				p += strlen(p) + 1;
+			}
+		}
+		r = (int)need;
+	}
+	pohm_inode_clear(&in);
+	return r;
+}
+
+/* ---------------------------------------------------------------- resolve */
+
+int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino)
+{
+	char buf[8192], name[POHM_NAME_MAX + 1];
+	uint64_t cur = POHM_ROOT_INO, stack[256];
+	unsigned depth = 0, links = 0;
+	const char *p;
+	int r;
+
+	if (strlen(path) >= sizeof(buf) / 2)
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	p = buf;
+	for (;;) {
+		const char *end;
+		size_t n;
+		uint64_t next;
+		uint8_t type;
+		struct pohm_inode in;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n > POHM_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..")) {
+			if (!depth)
+				return -EXDEV;	/* leaves the fsid */
+			cur = stack[--depth];
+			continue;
+		}
+		r = pohm_ns_lookup(ns, cur, name, &next, &type);
+		if (r)
+			return r;
+		if (type == DT_LNK && (*p || follow)) {
+			char rest[sizeof(buf)];
+
+			if (++links > 40)
+				return -ELOOP;
+			r = ns_inode_get(ns, next, &in, NULL, 0);
+			if (r)
+				return r;
+			if (!in.target) {
+				pohm_inode_clear(&in);
+				return -EIO;
+			}
+			if (strlen(in.target) + strlen(p) + 2 > sizeof(buf) / 2) {
+				pohm_inode_clear(&in);
+				return -ENAMETOOLONG;
+			}
+			snprintf(rest, sizeof(rest), "%s%s%s", in.target, *p ? "/" : "", p);
+			if (in.target[0] == '/') {
+				pohm_inode_clear(&in);
+				return -EXDEV;	/* absolute targets are resolved by the caller */
+			}
+			pohm_inode_clear(&in);
+			strcpy(buf, rest);
+			p = buf;
+			continue;
+		}
+		if (*p && type != DT_DIR && type != DT_UNKNOWN)
+			return -ENOTDIR;
+		if (depth == sizeof(stack) / sizeof(stack[0]))
+			return -ENAMETOOLONG;
+		stack[depth++] = cur;
+		cur = next;
+	}
+	*ino = cur;
+	return 0;
+}

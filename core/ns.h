@@ -1,0 +1,164 @@
+/*
+ * ns.h — a POSIX namespace on the storage (DESIGN.md §3), shared by many
+ * processes and hosts at once.
+ *
+ * Every read-modify-write is a compare-and-swap loop with bounded retries
+ * and random backoff; nothing another client may CAS is ever removed (deletes
+ * are tombstones); multi-object changes leave an intent that any client
+ * completes.  Directories are hashed buckets that split by doubling; a
+ * lookup or create touches one bucket in the common case.
+ *
+ * Return values: 0 (or a count) on success, a negative errno as a local
+ * filesystem would give it (-ENOENT, -EEXIST, -ENOTDIR, -EISDIR, -ENOTEMPTY,
+ * -ENAMETOOLONG, -EINVAL, -EXDEV ...), -EIO when the storage fails, -EBUSY
+ * when a CAS loop ran out of retries.
+ *
+ * Thread-safe: one struct pohm_ns may be used by many threads.
+ */
+#ifndef POHM_CORE_NS_H
+#define POHM_CORE_NS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kv.h"
+#include "nsobj.h"
+
+#define POHM_ROOT_INO 1
+
+struct pohm_ns;
+
+struct pohm_ns_opts {
+	const char *fsid;		/* namespace name, recorded in every object header */
+	unsigned bucket_max;		/* entries per bucket before it splits (default 256) */
+	unsigned chunk_shift;		/* chunk size of new files (default 20 = 1 MiB) */
+	uint64_t intent_timeout_ms;	/* an intent older than this is completed by others (default 10000) */
+	unsigned max_retries;		/* CAS retries before -EBUSY (default 200) */
+	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
+	uint32_t root_mode;		/* permissions of a new root (default 0755) */
+};
+
+/* Open a namespace on kv, creating the root inode (once, by CAS) if absent. */
+int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o);
+/* Release the handle (the storage is untouched). */
+void pohm_ns_close(struct pohm_ns *ns);
+
+/* ---- attributes ---- */
+
+/* Read the committed inode: 0, -ENOENT (missing or tombstone).  Clear with pohm_inode_clear. */
+int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
+
+#define POHM_SET_MODE	0x01
+#define POHM_SET_UID	0x02
+#define POHM_SET_GID	0x04
+#define POHM_SET_SIZE	0x08
+#define POHM_SET_ATIME	0x10
+#define POHM_SET_MTIME	0x20
+#define POHM_SET_CTIME	0x40
+
+struct pohm_setattr {
+	unsigned mask;			/* POHM_SET_* */
+	uint32_t mode, uid, gid;	/* mode: permission bits only (type kept) */
+	uint64_t size;			/* truncate/extend (chunks past the end dropped) */
+	struct pohm_ts atime, mtime, ctime;
+};
+
+/* Change attributes by CAS; ctime is set to now unless given.  out may be NULL. */
+int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr *sa,
+		    struct pohm_inode *out);
+
+/* ---- names ---- */
+
+/* Look name up in dir: 0 and *ino (and *type, DT_*), -ENOENT, -ENOTDIR. */
+int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		   uint8_t *type);
+
+#define POHM_CREATE_EXCL 0x1	/* fail with -EEXIST if the name exists */
+
+/*
+ * Create a regular file, FIFO, socket or device (mode carries S_IFMT; rdev
+ * for devices) named name in dir.  Without EXCL an existing name is returned
+ * in *out with 1 (not created); a new one with 0.
+ */
+int pohm_ns_create(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t uid, uint32_t gid, uint64_t rdev, unsigned flags,
+		   struct pohm_inode *out);
+/* Create a directory. */
+int pohm_ns_mkdir(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, struct pohm_inode *out);
+/* Create a symlink holding target. */
+int pohm_ns_symlink(struct pohm_ns *ns, uint64_t dir, const char *name, const char *target,
+		    uint32_t uid, uint32_t gid, struct pohm_inode *out);
+/* Add a hard link to ino (not a directory) as dir/name. */
+int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *name,
+		 struct pohm_inode *out);
+/* Remove a non-directory name; the inode goes when its last name does. */
+int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name);
+/* Remove an empty directory (-ENOTEMPTY otherwise). */
+int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
+
+#define POHM_RENAME_NOREPLACE 0x1	/* as renameat2 RENAME_NOREPLACE */
+#define POHM_RENAME_EXCHANGE  0x2	/* as renameat2 RENAME_EXCHANGE */
+
+/* Rename sdir/sname to ddir/dname, replacing an existing target atomically. */
+int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		   const char *dname, unsigned flags);
+
+/* Call fn(arg, name, ino, type) for every entry of dir exactly once; fn != 0 stops. */
+int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
+		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),
+		    void *arg);
+
+/*
+ * Resolve a path relative to the fsid root ("/a/b" or "a/b"), following
+ * symlinks inside the fsid when follow is set for the last component
+ * (intermediate ones always).  0 and *ino, or -ENOENT/-ENOTDIR/-ELOOP/-EXDEV
+ * (a symlink that leaves the fsid).
+ */
+int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino);
+
+/* ---- extended attributes (user.* and others, small values) ---- */
+
+#define POHM_XATTR_CREATE  1	/* as XATTR_CREATE */
+#define POHM_XATTR_REPLACE 2	/* as XATTR_REPLACE */
+
+int pohm_ns_setxattr(struct pohm_ns *ns, uint64_t ino, const char *name, const void *value,
+		     size_t len, int flags);
+/* Copy the value into buf (size 0: just return the length): length, -ENODATA, -ERANGE. */
+int pohm_ns_getxattr(struct pohm_ns *ns, uint64_t ino, const char *name, void *buf,
+		     size_t size);
+/* NUL-separated names into buf (size 0: length): length or -ERANGE. */
+int pohm_ns_listxattr(struct pohm_ns *ns, uint64_t ino, char *buf, size_t size);
+int pohm_ns_removexattr(struct pohm_ns *ns, uint64_t ino, const char *name);
+
+/* ---- data ---- */
+
+struct pohm_chunk_write {
+	uint64_t index;			/* chunk number */
+	const void *data;		/* the chunk's whole new content */
+	size_t len;			/* ≤ chunk size; the last chunk may be short */
+};
+
+/*
+ * Commit new data for a regular file: write the given chunks as new
+ * immutable generations, then CAS the inode (the commit point) with the new
+ * map and size.  base_dversion is the data version the writer started from:
+ * if the stored file's data moved on meanwhile, nothing is committed and
+ * -ESTALE is returned (the caller keeps its copy as a conflict).  Chunks
+ * wholly beyond size are dropped.  mtime, if given, is stored.  out may be NULL.
+ */
+int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
+		   const struct pohm_chunk_write *w, size_t nw, const struct pohm_ts *mtime,
+		   struct pohm_inode *out);
+/* Read len bytes at off of a committed inode into buf: bytes read (short at EOF), -EIO on a bad checksum. */
+ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t off, void *buf,
+		     size_t len);
+
+/* Chunk size of an inode, in bytes. */
+static inline uint64_t pohm_inode_chunk_size(const struct pohm_inode *in)
+{
+	return 1ULL << in->chunk_shift;
+}
+
+#endif

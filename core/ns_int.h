@@ -1,0 +1,107 @@
+/*
+ * ns_int.h — internals shared by the files of the namespace module
+ * (ns.c, nsdir.c, nsops.c, nsdata.c).  Not for other modules.
+ */
+#ifndef POHM_CORE_NS_INT_H
+#define POHM_CORE_NS_INT_H
+
+#include <pthread.h>
+
+#include "ns.h"
+
+#define POHM_NS_HINTS 256
+
+struct pohm_ns {
+	struct pohm_kv kv;
+	char fsid[64];
+	unsigned bucket_max;
+	unsigned chunk_shift;
+	uint64_t intent_timeout_ns;
+	unsigned max_retries;
+	pthread_mutex_t rng_lock;	/* guards rng */
+	uint64_t rng;			/* xorshift state */
+	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth */
+	uint64_t hint_dir[POHM_NS_HINTS];	/* directory whose depth is cached in the slot */
+	uint8_t hint_depth[POHM_NS_HINTS];	/* its deepest bucket level seen */
+};
+
+/* A decoded bucket plus what is needed to CAS it back. */
+struct ns_bucket_ref {
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	uint8_t csum[POHM_KV_CSUM];
+	int absent;			/* not stored yet: CAS with POHM_KV_ABSENT */
+};
+
+/* ns.c */
+uint64_t ns_random(struct pohm_ns *ns);		/* non-zero random 64 bits */
+void ns_backoff(struct pohm_ns *ns, unsigned attempt);	/* random sleep growing with attempt */
+uint64_t ns_now_ns(void);
+void ns_now_ts(struct pohm_ts *t);
+void ns_hdr(struct pohm_ns *ns, struct pohm_obj_hdr *h, uint8_t type, uint64_t parent,
+	    const char *key);
+/* Read an inode with its checksum; tombstones are -ENOENT unless want_tomb. */
+int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum,
+		 int want_tomb);
+/* Write an inode: expect NULL / csum / POHM_KV_ABSENT as in kv.h. */
+int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect);
+/*
+ * CAS loop on an inode: fn edits *in and returns 0 to write it, 1 to stop
+ * without writing (success), or < 0 to fail.  On success *out (if given)
+ * receives the stored inode.
+ */
+int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
+		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+		    struct pohm_inode *out);
+/* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
+int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
+/* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
+int ns_check_name(const char *name);
+/* DT_* for an inode mode. */
+uint8_t ns_dtype(uint32_t mode);
+
+/* nsdir.c */
+/* Read the leaf bucket responsible for name in dir (may be absent root). */
+int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
+		     struct ns_bucket_ref *ref);
+/* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
+int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
+void ns_bucket_release(struct ns_bucket_ref *ref);
+/*
+ * Make ref writable for an insert or change: completes splits, resolves
+ * seals.  Returns 0 (ref usable), -EAGAIN (state changed: locate again),
+ * -ENOENT (the directory was removed), -errno.
+ */
+int ns_bucket_prepare(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref);
+/* Split ref's bucket if it is full: 1 if a split was started (locate again). */
+int ns_bucket_maybe_split(struct pohm_ns *ns, struct ns_bucket_ref *ref);
+/*
+ * Resolve the intent on entry i of ref (MOVE or RMDIR): completes it if it
+ * committed or is stale.  Returns 1 if the entry still stands (intent in
+ * progress), 0 if the caller must locate again, -errno.
+ */
+int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i);
+/* Visit every leaf bucket of dir (depth-first); fn returning non-zero stops. */
+int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
+		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg);
+/* Insert e into dir: 0, -EEXIST (then *existing gets the entry if given), -ENOENT, -errno. */
+int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
+		    struct pohm_dentry *existing);
+/* Remove name from dir if it maps to ino (0 = any): 0, -ENOENT, -errno. */
+int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
+/* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
+int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);
+/* Copy an entry (strings duplicated): 0 or -ENOMEM. */
+int ns_entry_copy(struct pohm_dentry *out, const struct pohm_dentry *e);
+
+/* nsops.c */
+/*
+ * Commit a MOVE intent at its destination: set e->i_name in e->i_dir to
+ * e->ino with txid e->i_txid (idempotent).  *replaced gets the inode it
+ * displaced (0 if none) and its type.  -EEXIST under NOREPLACE, -ENOENT if
+ * the destination directory is gone, -EISDIR/-ENOTDIR on a type clash.
+ */
+int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
+		   uint8_t *replaced_type);
+
+#endif

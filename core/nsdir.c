@@ -1,0 +1,505 @@
+/*
+ * nsdir.c — directories as hashed buckets (DESIGN.md §3).
+ *
+ * A directory's entries live in buckets b:<dir>:<depth>:<index>.  The name
+ * hash h picks index = h mod 2^depth.  A full bucket splits: it is first
+ * CAS'd to SPLITTING (sealed for changes), its two children at depth+1 are
+ * created (create-if-absent, so any number of helpers may race), then it is
+ * CAS'd to SPLIT and emptied.  A reader at depth d that finds the key
+ * missing goes one level up; one that finds SPLIT goes one level down; a
+ * per-handle hint remembers the depth, so a lookup is one read.  Children
+ * always exist before their parent says SPLIT, so the walk cannot oscillate.
+ *
+ * rmdir seals empty buckets (SEALED, with the rmdir's txid and entry); a
+ * writer that meets a seal asks the parent entry whether that rmdir is still
+ * running (wait), committed (-ENOENT) or aborted/stale (unseal and go on).
+ *
+ * Sections: locate/store · split · seals · intents · entries · walk.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ns_int.h"
+#include "sha512.h"
+
+/* ---------------------------------------------------------------- locate/store */
+
+static uint32_t index_at(uint64_t h, unsigned depth)
+{
+	return depth ? (uint32_t)(h & ((1ULL << depth) - 1)) : 0;
+}
+
+static void empty_bucket(struct pohm_ns *ns, struct ns_bucket_ref *ref, uint64_t dir,
+			 unsigned depth, uint32_t index)
+{
+	memset(&ref->bk, 0, sizeof(ref->bk));
+	pohm_key_bucket(ref->key, dir, depth, index);
+	ns_hdr(ns, &ref->bk.hdr, POHM_OBJ_BUCKET, dir, ref->key);
+	ref->bk.dir = dir;
+	ref->bk.depth = (uint8_t)depth;
+	ref->bk.index = index;
+	ref->absent = 1;
+	memset(ref->csum, 0, sizeof(ref->csum));
+}
+
+/* Read bucket (dir, depth, index) into ref: 0, -ENOENT, -EIO. */
+static int bucket_read(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
+		       struct ns_bucket_ref *ref)
+{
+	struct pohm_kv_val v = { 0 };
+	int r;
+
+	pohm_key_bucket(ref->key, dir, depth, index);
+	r = ns->kv.ops->get(ns->kv.ctx, ref->key, &v);
+	if (r)
+		return r;
+	r = pohm_bucket_decode(&ref->bk, v.data, v.len);
+	if (!r && (ref->bk.dir != dir || ref->bk.depth != depth || ref->bk.index != index)) {
+		pohm_bucket_clear(&ref->bk);
+		r = -EPROTO;
+	}
+	if (r) {
+		r = -EIO;
+	} else {
+		memcpy(ref->csum, v.csum, sizeof(ref->csum));
+		ref->absent = 0;
+	}
+	pohm_kv_val_free(&v);
+	return r;
+}
+
+/* The depth hint of dir (0 if unknown); a lossy direct-mapped cache. */
+static unsigned hint_get(struct pohm_ns *ns, uint64_t dir)
+{
+	unsigned slot = (unsigned)(dir % POHM_NS_HINTS), d = 0;
+
+	pthread_mutex_lock(&ns->hint_lock);
+	if (ns->hint_dir[slot] == dir)
+		d = ns->hint_depth[slot];
+	pthread_mutex_unlock(&ns->hint_lock);
+	return d;
+}
+
+static void hint_set(struct pohm_ns *ns, uint64_t dir, unsigned depth)
+{
+	unsigned slot = (unsigned)(dir % POHM_NS_HINTS);
+
+	pthread_mutex_lock(&ns->hint_lock);
+	ns->hint_dir[slot] = dir;
+	ns->hint_depth[slot] = (uint8_t)depth;
+	pthread_mutex_unlock(&ns->hint_lock);
+}
+
+int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
+		     struct ns_bucket_ref *ref)
+{
+	uint64_t h = pohm_name_hash(name);
+	unsigned depth = hint_get(ns, dir), steps;
+	int r;
+
+	for (steps = 0; steps < 80; steps++) {
+		r = bucket_read(ns, dir, depth, index_at(h, depth), ref);
+		if (r == -ENOENT) {
+			if (!depth) {
+				empty_bucket(ns, ref, dir, 0, 0);
+				return 0;
+			}
+			depth--;
+			continue;
+		}
+		if (r)
+			return r;
+		if (ref->bk.state == POHM_BUCKET_SPLIT && depth < 40) {
+			pohm_bucket_clear(&ref->bk);
+			depth++;
+			continue;
+		}
+		hint_set(ns, dir, depth);
+		return 0;
+	}
+	return -EIO;
+}
+
+int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	int r = pohm_bucket_encode(&b, &ref->bk);
+
+	if (!r)
+		r = ns->kv.ops->put(ns->kv.ctx, ref->key, b.p, b.len,
+				    ref->absent ? POHM_KV_ABSENT : ref->csum);
+	if (r == -EEXIST)
+		r = -EAGAIN;
+	if (!r) {
+		pohm_sha512(b.p, b.len, ref->csum);
+		ref->absent = 0;
+	}
+	pohm_buf_free(&b);
+	return r;
+}
+
+void ns_bucket_release(struct ns_bucket_ref *ref)
+{
+	pohm_bucket_clear(&ref->bk);
+}
+
+/* ---------------------------------------------------------------- split */
+
+/* Finish a split whose bucket is SPLITTING: children, then SPLIT. */
+static int split_finish(struct pohm_ns *ns, struct ns_bucket_ref *ref)
+{
+	struct ns_bucket_ref child[2];
+	unsigned d = ref->bk.depth, c;
+	uint32_t i;
+	int r = 0;
+
+	for (c = 0; c < 2; c++)
+		empty_bucket(ns, &child[c], ref->bk.dir, d + 1,
+			     ref->bk.index | (c ? 1u << d : 0));
+	for (i = 0; i < ref->bk.n && !r; i++) {
+		c = (unsigned)((pohm_name_hash(ref->bk.e[i].name) >> d) & 1);
+		r = pohm_bucket_add(&child[c].bk, &ref->bk.e[i]);
+	}
+	for (c = 0; c < 2 && !r; c++) {
+		r = ns_bucket_store(ns, &child[c]);
+		if (r == -EAGAIN)	/* another helper created it from the same entries */
+			r = 0;
+	}
+	for (c = 0; c < 2; c++)
+		pohm_bucket_clear(&child[c].bk);
+	if (r)
+		return r;
+	for (i = ref->bk.n; i > 0; i--)
+		pohm_bucket_remove(&ref->bk, i - 1);
+	ref->bk.state = POHM_BUCKET_SPLIT;
+	r = ns_bucket_store(ns, ref);
+	return r == -EAGAIN ? 0 : r;
+}
+
+int ns_bucket_maybe_split(struct pohm_ns *ns, struct ns_bucket_ref *ref)
+{
+	int r;
+
+	if (ref->bk.state != POHM_BUCKET_NORMAL || ref->bk.n < ns->bucket_max ||
+	    ref->bk.depth >= 40 || ref->absent)
+		return 0;
+	ref->bk.state = POHM_BUCKET_SPLITTING;
+	ref->bk.txid = ns_random(ns);
+	ref->bk.stamp = ns_now_ns();
+	r = ns_bucket_store(ns, ref);
+	if (r == -EAGAIN)
+		return 1;
+	if (r)
+		return r;
+	r = split_finish(ns, ref);
+	return r ? r : 1;
+}
+
+/* ---------------------------------------------------------------- seals */
+
+/* Return a sealed bucket to NORMAL (CAS against what we read). */
+static int unseal(struct pohm_ns *ns, struct ns_bucket_ref *ref)
+{
+	ref->bk.state = POHM_BUCKET_NORMAL;
+	ref->bk.txid = 0;
+	ref->bk.seal_parent = 0;
+	free(ref->bk.seal_name);
+	ref->bk.seal_name = NULL;
+	return ns_bucket_store(ns, ref);
+}
+
+/* Clear the intent of entry i in ref (only if it is still txid). */
+static int intent_clear(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, uint64_t txid)
+{
+	struct pohm_dentry *e = &ref->bk.e[i];
+
+	if (e->intent == POHM_INTENT_NONE || e->i_txid != txid)
+		return 0;
+	e->intent = POHM_INTENT_NONE;
+	e->i_txid = e->i_dir = e->i_time = e->i_replaced = 0;
+	e->i_flags = 0;
+	free(e->i_name);
+	e->i_name = NULL;
+	return ns_bucket_store(ns, ref);
+}
+
+/* A writer met a SEALED bucket of dir: decide what the seal means. */
+static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref)
+{
+	struct ns_bucket_ref pref;
+	uint64_t txid = ref->bk.txid;
+	int i, r;
+
+	if (!ref->bk.seal_name)
+		return unseal(ns, ref) ? -EAGAIN : -EAGAIN;
+	r = ns_bucket_locate(ns, ref->bk.seal_parent, ref->bk.seal_name, &pref);
+	if (r)
+		return r;
+	i = pohm_bucket_find(&pref.bk, ref->bk.seal_name);
+	if (i < 0 || pref.bk.e[i].ino != dir) {
+		r = -ENOENT;		/* the rmdir committed: dir is gone */
+	} else if (pref.bk.e[i].intent == POHM_INTENT_RMDIR && pref.bk.e[i].i_txid == txid) {
+		if (ns_now_ns() - pref.bk.e[i].i_time < ns->intent_timeout_ns) {
+			r = -EAGAIN;	/* still running: the caller backs off and retries */
+		} else {
+			/* Stale: abort it first (its commit then fails), then unseal. */
+			r = intent_clear(ns, &pref, i, txid);
+			if (!r)
+				unseal(ns, ref);
+			r = -EAGAIN;
+		}
+	} else {
+		unseal(ns, ref);	/* aborted rmdir left this seal */
+		r = -EAGAIN;
+	}
+	ns_bucket_release(&pref);
+	return r;
+}
+
+int ns_bucket_prepare(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref)
+{
+	int r;
+
+	switch (ref->bk.state) {
+	case POHM_BUCKET_NORMAL:
+		return 0;
+	case POHM_BUCKET_SPLITTING:
+		r = split_finish(ns, ref);
+		return r ? r : -EAGAIN;
+	case POHM_BUCKET_SEALED:
+		return seal_resolve(ns, dir, ref);
+	default:
+		return -EAGAIN;
+	}
+}
+
+/* ---------------------------------------------------------------- intents */
+
+/* Is the MOVE of entry e committed at its destination? 1, 0, -errno. */
+static int move_committed(struct pohm_ns *ns, const struct pohm_dentry *e)
+{
+	struct ns_bucket_ref dref;
+	int i, r;
+
+	r = ns_bucket_locate(ns, e->i_dir, e->i_name, &dref);
+	if (r)
+		return r;
+	i = pohm_bucket_find(&dref.bk, e->i_name);
+	r = i >= 0 && dref.bk.e[i].ino == e->ino && dref.bk.e[i].txid == e->i_txid;
+	ns_bucket_release(&dref);
+	return r;
+}
+
+int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i)
+{
+	struct pohm_dentry *e = &ref->bk.e[i];
+	int fresh = ns_now_ns() - e->i_time < ns->intent_timeout_ns;
+	uint64_t txid = e->i_txid, replaced = 0;
+	uint8_t rtype = 0;
+	int r;
+
+	if (e->intent == POHM_INTENT_RMDIR) {
+		if (fresh)
+			return 1;
+		r = intent_clear(ns, ref, i, txid);
+		return r && r != -EAGAIN ? r : 0;
+	}
+	if (e->intent != POHM_INTENT_MOVE)
+		return 1;
+	r = move_committed(ns, e);
+	if (r < 0)
+		return r;
+	if (!r) {
+		if (fresh)
+			return 1;
+		/* Stale and uncommitted: the renamer died; finish its rename. */
+		r = ns_move_commit(ns, e, &replaced, &rtype);
+		if (r == -ENOENT || r == -EEXIST || r == -ENOTDIR || r == -EISDIR) {
+			r = intent_clear(ns, ref, i, txid);	/* cannot complete: roll back */
+			return r && r != -EAGAIN ? r : 0;
+		}
+		if (r)
+			return r;
+		if (replaced && rtype != DT_DIR)
+			ns_inode_nlink(ns, replaced, -1);
+	}
+	/* Committed: the source name goes. */
+	pohm_bucket_remove(&ref->bk, (uint32_t)i);
+	r = ns_bucket_store(ns, ref);
+	return r && r != -EAGAIN ? r : 0;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+int ns_entry_copy(struct pohm_dentry *out, const struct pohm_dentry *e)
+{
+	struct pohm_bucket tmp = { 0 };
+	int r = pohm_bucket_add(&tmp, e);
+
+	if (!r)
+		*out = tmp.e[0];
+	free(tmp.e);
+	return r;
+}
+
+int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, dir, name, &ref);
+		if (r)
+			return r;
+		i = pohm_bucket_find(&ref.bk, name);
+		if (i < 0) {
+			ns_bucket_release(&ref);
+			return -ENOENT;
+		}
+		if (ref.bk.e[i].intent) {
+			r = ns_intent_resolve(ns, dir, &ref, i);
+			if (r == 0) {
+				ns_bucket_release(&ref);
+				continue;
+			}
+			if (r < 0) {
+				ns_bucket_release(&ref);
+				return r;
+			}
+		}
+		r = ns_entry_copy(out, &ref.bk.e[i]);
+		ns_bucket_release(&ref);
+		return r;
+	}
+	return -EBUSY;
+}
+
+int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
+		    struct pohm_dentry *existing)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, dir, e->name, &ref);
+		if (r)
+			return r;
+		r = ns_bucket_prepare(ns, dir, &ref);
+		i = r ? -1 : pohm_bucket_find(&ref.bk, e->name);
+		if (i >= 0 && ref.bk.e[i].intent)
+			r = ns_intent_resolve(ns, dir, &ref, i) == 1 ? 0 : -EAGAIN;
+		if (!r && i >= 0) {
+			r = existing ? ns_entry_copy(existing, &ref.bk.e[i]) : 0;
+			ns_bucket_release(&ref);
+			return r ? r : -EEXIST;
+		}
+		if (!r) {
+			r = ns_bucket_maybe_split(ns, &ref);
+			if (r == 1)
+				r = -EAGAIN;
+		}
+		if (!r)
+			r = pohm_bucket_add(&ref.bk, e);
+		if (!r)
+			r = ns_bucket_store(ns, &ref);
+		ns_bucket_release(&ref);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
+}
+
+int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, dir, name, &ref);
+		if (r)
+			return r;
+		i = pohm_bucket_find(&ref.bk, name);
+		if (i < 0 || (ino && ref.bk.e[i].ino != ino)) {
+			ns_bucket_release(&ref);
+			return -ENOENT;
+		}
+		r = ns_bucket_prepare(ns, dir, &ref);
+		if (!r && ref.bk.e[i].intent) {
+			r = ns_intent_resolve(ns, dir, &ref, i);
+			r = r == 1 ? -EAGAIN : (r == 0 ? -EAGAIN : r);	/* wait for it, or relocate */
+		}
+		if (!r) {
+			pohm_bucket_remove(&ref.bk, (uint32_t)i);
+			r = ns_bucket_store(ns, &ref);
+		}
+		ns_bucket_release(&ref);
+		if (r == -EAGAIN)
+			continue;
+		return r;
+	}
+	return -EBUSY;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
+		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg)
+{
+	struct { uint8_t depth; uint32_t index; } *stack;
+	size_t top = 0, cap = 64;
+	struct ns_bucket_ref ref;
+	int r = 0;
+
+	stack = malloc(cap * sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	stack[top].depth = 0;
+	stack[top++].index = 0;
+	while (top && !r) {
+		unsigned d;
+		uint32_t idx;
+
+		top--;
+		d = stack[top].depth;
+		idx = stack[top].index;
+		r = bucket_read(ns, dir, d, idx, &ref);
+		if (r == -ENOENT) {
+			r = 0;
+			if (d)
+				continue;	/* a SPLIT parent always has its children; be lenient */
+			empty_bucket(ns, &ref, dir, 0, 0);
+		} else if (r) {
+			break;
+		}
+		if (ref.bk.state == POHM_BUCKET_SPLIT && d < 40) {
+			if (top + 2 > cap) {
+				void *n = realloc(stack, cap * 2 * sizeof(*stack));
+
+				if (!n) {
+					r = -ENOMEM;
+					ns_bucket_release(&ref);
+					break;
+				}
+				stack = n;
+				cap *= 2;
+			}
+			stack[top].depth = (uint8_t)(d + 1);
+			stack[top++].index = idx | (1u << d);
+			stack[top].depth = (uint8_t)(d + 1);
+			stack[top++].index = idx;
+		} else {
+			r = fn(ns, &ref, arg);
+		}
+		ns_bucket_release(&ref);
+	}
+	free(stack);
+	return r;
+}

@@ -1,0 +1,626 @@
+/*
+ * nsobj.c — encode and decode the namespace objects (see nsobj.h).
+ *
+ * Sections: cursor · keys · header · inode · bucket · chunk · lease · hash.
+ * Decoding uses a cursor whose every read checks the remaining length and
+ * latches an error; a decoder checks the error once at the end.
+ */
+#include "nsobj.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- cursor */
+
+struct rd {
+	const uint8_t *p;
+	size_t left;
+	int err;
+};
+
+static const uint8_t *rd_take(struct rd *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if (r->err || n > r->left) {
+		r->err = -EPROTO;
+		return NULL;
+	}
+	r->p += n;
+	r->left -= n;
+	return p;
+}
+
+static uint8_t rd_u8(struct rd *r)
+{
+	const uint8_t *p = rd_take(r, 1);
+
+	return p ? p[0] : 0;
+}
+
+static uint16_t rd_u16(struct rd *r)
+{
+	const uint8_t *p = rd_take(r, 2);
+
+	return p ? pohm_le16(p) : 0;
+}
+
+static uint32_t rd_u32(struct rd *r)
+{
+	const uint8_t *p = rd_take(r, 4);
+
+	return p ? pohm_le32(p) : 0;
+}
+
+static uint64_t rd_u64(struct rd *r)
+{
+	const uint8_t *p = rd_take(r, 8);
+
+	return p ? pohm_le64(p) : 0;
+}
+
+/* A length-prefixed string copied into a fresh NUL-terminated allocation. */
+static char *rd_str(struct rd *r, size_t len, size_t max)
+{
+	const uint8_t *p;
+	char *s;
+
+	if (len > max) {
+		r->err = -EPROTO;
+		return NULL;
+	}
+	p = rd_take(r, len);
+	if (!p)
+		return NULL;
+	if (memchr(p, '\0', len)) {
+		r->err = -EPROTO;
+		return NULL;
+	}
+	s = malloc(len + 1);
+	if (!s) {
+		r->err = -ENOMEM;
+		return NULL;
+	}
+	memcpy(s, p, len);
+	s[len] = '\0';
+	return s;
+}
+
+static void rd_ts(struct rd *r, struct pohm_ts *t)
+{
+	t->sec = (int64_t)rd_u64(r);
+	t->nsec = rd_u32(r);
+	if (t->nsec >= 1000000000u)
+		r->err = r->err ? r->err : -EPROTO;
+}
+
+static int put_u8(struct pohm_buf *b, uint8_t v)
+{
+	return pohm_buf_put(b, &v, 1);
+}
+
+static int put_u16(struct pohm_buf *b, uint16_t v)
+{
+	uint8_t x[2];
+
+	pohm_st16(x, v);
+	return pohm_buf_put(b, x, 2);
+}
+
+static int put_ts(struct pohm_buf *b, const struct pohm_ts *t)
+{
+	return pohm_buf_put_u64(b, (uint64_t)t->sec) | pohm_buf_put_u32(b, t->nsec);
+}
+
+/* ---------------------------------------------------------------- keys */
+
+void pohm_key_inode(char *out, uint64_t ino)
+{
+	snprintf(out, POHM_KEY_MAX, "i:%" PRIx64, ino);
+}
+
+void pohm_key_bucket(char *out, uint64_t dir, unsigned depth, uint32_t index)
+{
+	snprintf(out, POHM_KEY_MAX, "b:%" PRIx64 ":%u:%" PRIx32, dir, depth, index);
+}
+
+void pohm_key_chunk(char *out, uint64_t ino, uint64_t chunk, uint64_t gen)
+{
+	snprintf(out, POHM_KEY_MAX, "d:%" PRIx64 ":%" PRIx64 ":%" PRIx64, ino, chunk, gen);
+}
+
+/* ---------------------------------------------------------------- header */
+
+static int hdr_encode(struct pohm_buf *b, const struct pohm_obj_hdr *h)
+{
+	size_t fl = strnlen(h->fsid, sizeof(h->fsid) - 1), kl = strnlen(h->key, POHM_KEY_MAX - 1);
+	int r = 0;
+
+	r |= pohm_buf_put_u32(b, POHM_OBJ_MAGIC);
+	r |= put_u8(b, POHM_OBJ_FORMAT);
+	r |= put_u8(b, h->type);
+	r |= put_u16(b, h->flags);
+	r |= pohm_buf_put_u64(b, h->parent);
+	r |= put_u16(b, (uint16_t)fl);
+	r |= put_u16(b, (uint16_t)kl);
+	r |= pohm_buf_put(b, h->fsid, fl);
+	r |= pohm_buf_put(b, h->key, kl);
+	return r ? -ENOMEM : 0;
+}
+
+static int hdr_decode(struct pohm_obj_hdr *h, struct rd *r)
+{
+	uint16_t fl, kl;
+	const uint8_t *p;
+
+	memset(h, 0, sizeof(*h));
+	if (rd_u32(r) != POHM_OBJ_MAGIC)
+		return r->err ? r->err : -EILSEQ;
+	if (rd_u8(r) != POHM_OBJ_FORMAT)
+		return r->err ? r->err : -EILSEQ;
+	h->type = rd_u8(r);
+	h->flags = rd_u16(r);
+	h->parent = rd_u64(r);
+	fl = rd_u16(r);
+	kl = rd_u16(r);
+	if (fl >= sizeof(h->fsid) || kl >= POHM_KEY_MAX)
+		return -EPROTO;
+	if ((p = rd_take(r, fl)))
+		memcpy(h->fsid, p, fl);
+	if ((p = rd_take(r, kl)))
+		memcpy(h->key, p, kl);
+	return r->err;
+}
+
+int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n)
+{
+	struct rd r = { p, n, 0 };
+
+	return hdr_decode(h, &r);
+}
+
+/* ---------------------------------------------------------------- inode */
+
+int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
+{
+	size_t tl = in->target ? strlen(in->target) : 0;
+	uint32_t i;
+	int r;
+
+	r = hdr_encode(b, &in->hdr);
+	if (r)
+		return r;
+	r |= pohm_buf_put_u64(b, in->ino);
+	r |= pohm_buf_put_u32(b, in->mode);
+	r |= pohm_buf_put_u32(b, in->uid);
+	r |= pohm_buf_put_u32(b, in->gid);
+	r |= pohm_buf_put_u32(b, in->nlink);
+	r |= pohm_buf_put_u64(b, in->size);
+	r |= pohm_buf_put_u64(b, in->rdev);
+	r |= put_ts(b, &in->atime);
+	r |= put_ts(b, &in->mtime);
+	r |= put_ts(b, &in->ctime);
+	r |= put_ts(b, &in->btime);
+	r |= pohm_buf_put_u64(b, in->version);
+	r |= pohm_buf_put_u64(b, in->dversion);
+	r |= put_u8(b, in->chunk_shift);
+	r |= put_u8(b, in->depth_hint);
+	r |= pohm_buf_put_u32(b, (uint32_t)tl);
+	r |= pohm_buf_put(b, in->target, tl);
+	r |= pohm_buf_put_u32(b, in->nxattr);
+	for (i = 0; i < in->nxattr; i++) {
+		size_t nl = strlen(in->xattr[i].name);
+
+		r |= put_u16(b, (uint16_t)nl);
+		r |= pohm_buf_put(b, in->xattr[i].name, nl);
+		r |= pohm_buf_put_u32(b, in->xattr[i].len);
+		r |= pohm_buf_put(b, in->xattr[i].value, in->xattr[i].len);
+	}
+	r |= pohm_buf_put_u32(b, in->nchunks);
+	for (i = 0; i < in->nchunks; i++) {
+		r |= pohm_buf_put_u64(b, in->chunks[i].gen);
+		r |= pohm_buf_put_u32(b, in->chunks[i].len);
+		if (in->chunks[i].gen)
+			r |= pohm_buf_put(b, in->chunks[i].csum, 64);
+	}
+	return r ? -ENOMEM : 0;
+}
+
+int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
+{
+	struct rd r = { p, n, 0 };
+	uint32_t i, tl, cnt;
+	int err;
+
+	memset(in, 0, sizeof(*in));
+	err = hdr_decode(&in->hdr, &r);
+	if (err)
+		return err;
+	if (in->hdr.type != POHM_OBJ_INODE)
+		return -EPROTO;
+	in->ino = rd_u64(&r);
+	in->mode = rd_u32(&r);
+	in->uid = rd_u32(&r);
+	in->gid = rd_u32(&r);
+	in->nlink = rd_u32(&r);
+	in->size = rd_u64(&r);
+	in->rdev = rd_u64(&r);
+	rd_ts(&r, &in->atime);
+	rd_ts(&r, &in->mtime);
+	rd_ts(&r, &in->ctime);
+	rd_ts(&r, &in->btime);
+	in->version = rd_u64(&r);
+	in->dversion = rd_u64(&r);
+	in->chunk_shift = rd_u8(&r);
+	in->depth_hint = rd_u8(&r);
+	if (in->chunk_shift < 12 || in->chunk_shift > 30)
+		r.err = r.err ? r.err : -EPROTO;
+	tl = rd_u32(&r);
+	if (tl)
+		in->target = rd_str(&r, tl, 4095);
+	cnt = rd_u32(&r);
+	if (r.err || cnt > 4096 || (size_t)cnt * 6 > r.left) {
+		err = r.err ? r.err : -EPROTO;
+		goto fail;
+	}
+	if (cnt && !(in->xattr = calloc(cnt, sizeof(*in->xattr)))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	in->nxattr = cnt;
+	for (i = 0; i < cnt && !r.err; i++) {
+		const uint8_t *v;
+
+		in->xattr[i].name = rd_str(&r, rd_u16(&r), POHM_NAME_MAX);
+		in->xattr[i].len = rd_u32(&r);
+		if (in->xattr[i].len > 65536) {
+			r.err = -EPROTO;
+			break;
+		}
+		v = rd_take(&r, in->xattr[i].len);
+		if (v && (in->xattr[i].value = malloc(in->xattr[i].len + 1)))
+			memcpy(in->xattr[i].value, v, in->xattr[i].len);
+		else if (v)
+			r.err = -ENOMEM;
+	}
+	cnt = rd_u32(&r);
+	if (r.err || (size_t)cnt * 12 > r.left) {
+		err = r.err ? r.err : -EPROTO;
+		goto fail;
+	}
+	if (cnt && !(in->chunks = calloc(cnt, sizeof(*in->chunks)))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	in->nchunks = cnt;
+	for (i = 0; i < cnt && !r.err; i++) {
+		const uint8_t *c;
+
+		in->chunks[i].gen = rd_u64(&r);
+		in->chunks[i].len = rd_u32(&r);
+		if (in->chunks[i].len > (1u << in->chunk_shift))
+			r.err = -EPROTO;
+		if (in->chunks[i].gen && (c = rd_take(&r, 64)))
+			memcpy(in->chunks[i].csum, c, 64);
+	}
+	if (r.err) {
+		err = r.err;
+		goto fail;
+	}
+	return 0;
+fail:
+	pohm_inode_clear(in);
+	return err;
+}
+
+void pohm_inode_clear(struct pohm_inode *in)
+{
+	uint32_t i;
+
+	free(in->target);
+	for (i = 0; i < in->nxattr && in->xattr; i++) {
+		free(in->xattr[i].name);
+		free(in->xattr[i].value);
+	}
+	free(in->xattr);
+	free(in->chunks);
+	memset(in, 0, sizeof(*in));
+}
+
+int pohm_inode_copy(struct pohm_inode *dst, const struct pohm_inode *src)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	int r = pohm_inode_encode(&b, src);
+
+	if (!r)
+		r = pohm_inode_decode(dst, b.p, b.len);
+	pohm_buf_free(&b);
+	return r;
+}
+
+/* ---------------------------------------------------------------- bucket */
+
+int pohm_bucket_encode(struct pohm_buf *b, const struct pohm_bucket *bk)
+{
+	uint32_t i;
+	int r = hdr_encode(b, &bk->hdr);
+
+	if (r)
+		return r;
+	r |= pohm_buf_put_u64(b, bk->dir);
+	r |= put_u8(b, bk->depth);
+	r |= put_u8(b, bk->state);
+	r |= pohm_buf_put_u32(b, bk->index);
+	r |= pohm_buf_put_u64(b, bk->txid);
+	r |= pohm_buf_put_u64(b, bk->stamp);
+	if (bk->state == POHM_BUCKET_SEALED) {
+		size_t sl = bk->seal_name ? strlen(bk->seal_name) : 0;
+
+		r |= pohm_buf_put_u64(b, bk->seal_parent);
+		r |= put_u16(b, (uint16_t)sl);
+		r |= pohm_buf_put(b, bk->seal_name, sl);
+	}
+	r |= pohm_buf_put_u32(b, bk->n);
+	for (i = 0; i < bk->n; i++) {
+		const struct pohm_dentry *e = &bk->e[i];
+		size_t nl = strlen(e->name);
+
+		r |= put_u16(b, (uint16_t)nl);
+		r |= pohm_buf_put(b, e->name, nl);
+		r |= pohm_buf_put_u64(b, e->ino);
+		r |= put_u8(b, e->type);
+		r |= pohm_buf_put_u64(b, e->txid);
+		r |= put_u8(b, e->intent);
+		if (e->intent) {
+			size_t il = e->i_name ? strlen(e->i_name) : 0;
+
+			r |= pohm_buf_put_u64(b, e->i_txid);
+			r |= pohm_buf_put_u64(b, e->i_dir);
+			r |= put_u16(b, (uint16_t)il);
+			r |= pohm_buf_put(b, e->i_name, il);
+			r |= pohm_buf_put_u64(b, e->i_time);
+			r |= pohm_buf_put_u64(b, e->i_replaced);
+			r |= pohm_buf_put_u32(b, e->i_flags);
+		}
+	}
+	return r ? -ENOMEM : 0;
+}
+
+int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
+{
+	struct rd r = { p, n, 0 };
+	uint32_t i, cnt;
+	int err;
+
+	memset(bk, 0, sizeof(*bk));
+	err = hdr_decode(&bk->hdr, &r);
+	if (err)
+		return err;
+	if (bk->hdr.type != POHM_OBJ_BUCKET)
+		return -EPROTO;
+	bk->dir = rd_u64(&r);
+	bk->depth = rd_u8(&r);
+	bk->state = rd_u8(&r);
+	bk->index = rd_u32(&r);
+	bk->txid = rd_u64(&r);
+	bk->stamp = rd_u64(&r);
+	if (bk->state == POHM_BUCKET_SEALED) {
+		uint16_t sl;
+
+		bk->seal_parent = rd_u64(&r);
+		sl = rd_u16(&r);
+		if (sl)
+			bk->seal_name = rd_str(&r, sl, POHM_NAME_MAX);
+	}
+	cnt = rd_u32(&r);
+	if (r.err || bk->depth > 40 || bk->state > POHM_BUCKET_SEALED ||
+	    (size_t)cnt * 20 > r.left) {
+		err = r.err ? r.err : -EPROTO;
+		pohm_bucket_clear(bk);
+		return err;
+	}
+	if (cnt && !(bk->e = calloc(cnt, sizeof(*bk->e)))) {
+		pohm_bucket_clear(bk);
+		return -ENOMEM;
+	}
+	bk->n = bk->cap = cnt;
+	for (i = 0; i < cnt && !r.err; i++) {
+		struct pohm_dentry *e = &bk->e[i];
+		uint16_t nl = rd_u16(&r);
+
+		if (!nl)
+			r.err = -EPROTO;
+		e->name = rd_str(&r, nl, POHM_NAME_MAX);
+		e->ino = rd_u64(&r);
+		e->type = rd_u8(&r);
+		e->txid = rd_u64(&r);
+		e->intent = rd_u8(&r);
+		if (e->intent > POHM_INTENT_RMDIR)
+			r.err = -EPROTO;
+		if (e->intent && !r.err) {
+			uint16_t il;
+
+			e->i_txid = rd_u64(&r);
+			e->i_dir = rd_u64(&r);
+			il = rd_u16(&r);
+			if (il)
+				e->i_name = rd_str(&r, il, POHM_NAME_MAX);
+			e->i_time = rd_u64(&r);
+			e->i_replaced = rd_u64(&r);
+			e->i_flags = rd_u32(&r);
+		}
+	}
+	if (r.err) {
+		err = r.err;
+		pohm_bucket_clear(bk);
+		return err;
+	}
+	return 0;
+}
+
+void pohm_dentry_clear(struct pohm_dentry *e)
+{
+	free(e->name);
+	free(e->i_name);
+	e->name = e->i_name = NULL;
+}
+
+void pohm_bucket_clear(struct pohm_bucket *bk)
+{
+	uint32_t i;
+
+	for (i = 0; i < bk->n; i++)
+		pohm_dentry_clear(&bk->e[i]);
+	free(bk->e);
+	free(bk->seal_name);
+	memset(bk, 0, sizeof(*bk));
+}
+
+int pohm_bucket_find(const struct pohm_bucket *bk, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < bk->n; i++)
+		if (!strcmp(bk->e[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static char *dup_str(const char *s)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = malloc(strlen(s) + 1);
+	if (d)
+		strcpy(d, s);
+	return d;
+}
+
+int pohm_bucket_add(struct pohm_bucket *bk, const struct pohm_dentry *e)
+{
+	struct pohm_dentry *ne;
+
+	if (bk->n == bk->cap) {
+		uint32_t cap = bk->cap ? bk->cap * 2 : 8;
+		struct pohm_dentry *a = realloc(bk->e, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		bk->e = a;
+		bk->cap = cap;
+	}
+	ne = &bk->e[bk->n];
+	*ne = *e;
+	ne->name = dup_str(e->name);
+	ne->i_name = dup_str(e->i_name);
+	if (!ne->name || (e->i_name && !ne->i_name)) {
+		pohm_dentry_clear(ne);
+		return -ENOMEM;
+	}
+	bk->n++;
+	return 0;
+}
+
+void pohm_bucket_remove(struct pohm_bucket *bk, uint32_t i)
+{
+	if (i >= bk->n)
+		return;
+	pohm_dentry_clear(&bk->e[i]);
+	memmove(&bk->e[i], &bk->e[i + 1], (bk->n - i - 1) * sizeof(bk->e[0]));
+	bk->n--;
+}
+
+/* ---------------------------------------------------------------- chunk */
+
+int pohm_chunk_encode(struct pohm_buf *b, const char *fsid, uint64_t ino, uint64_t chunk,
+		      uint64_t gen, const void *data, size_t len)
+{
+	struct pohm_obj_hdr h = { .type = POHM_OBJ_CHUNK, .parent = ino };
+	int r;
+
+	snprintf(h.fsid, sizeof(h.fsid), "%s", fsid);
+	pohm_key_chunk(h.key, ino, chunk, gen);
+	r = pohm_buf_reserve(b, 64 + strlen(h.key) + sizeof(h.fsid) + 24 + len);
+	if (r)
+		return r;
+	r = hdr_encode(b, &h);
+	r |= pohm_buf_put_u64(b, ino);
+	r |= pohm_buf_put_u64(b, chunk);
+	r |= pohm_buf_put_u64(b, gen);
+	r |= pohm_buf_put(b, data, len);
+	return r ? -ENOMEM : 0;
+}
+
+int pohm_chunk_decode(uint64_t *ino, uint64_t *chunk, uint64_t *gen, const uint8_t **data,
+		      size_t *len, const uint8_t *p, size_t n)
+{
+	struct pohm_obj_hdr h;
+	struct rd r = { p, n, 0 };
+	int err = hdr_decode(&h, &r);
+
+	if (err)
+		return err;
+	if (h.type != POHM_OBJ_CHUNK)
+		return -EPROTO;
+	*ino = rd_u64(&r);
+	*chunk = rd_u64(&r);
+	*gen = rd_u64(&r);
+	if (r.err)
+		return r.err;
+	*data = r.p;
+	*len = r.left;
+	return 0;
+}
+
+size_t pohm_chunk_data_offset(const char *fsid, const char *key)
+{
+	size_t fl = strlen(fsid), kl = strlen(key);
+
+	if (fl > 63)
+		fl = 63;
+	return 4 + 1 + 1 + 2 + 8 + 2 + 2 + fl + kl + 24;
+}
+
+/* ---------------------------------------------------------------- lease */
+
+int pohm_lease_encode(struct pohm_buf *b, const struct pohm_lease *l)
+{
+	int r = hdr_encode(b, &l->hdr);
+
+	if (r)
+		return r;
+	r |= pohm_buf_put_u64(b, l->txid);
+	r |= pohm_buf_put_u64(b, l->expires);
+	return r ? -ENOMEM : 0;
+}
+
+int pohm_lease_decode(struct pohm_lease *l, const uint8_t *p, size_t n)
+{
+	struct rd r = { p, n, 0 };
+	int err = hdr_decode(&l->hdr, &r);
+
+	if (err)
+		return err;
+	if (l->hdr.type != POHM_OBJ_LEASE)
+		return -EPROTO;
+	l->txid = rd_u64(&r);
+	l->expires = rd_u64(&r);
+	return r.err;
+}
+
+/* ---------------------------------------------------------------- hash */
+
+uint64_t pohm_name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	/* FNV's low bits are weak for short names: fold the high half in. */
+	return h ^ (h >> 29) ^ (h >> 47);
+}

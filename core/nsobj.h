@@ -1,0 +1,173 @@
+/*
+ * nsobj.h — the objects of the storage layout (DESIGN.md §3), encoded.
+ *
+ * Every object starts with a self-describing header (magic, format, type,
+ * flags, parent inode, fsid, its own key) so that fsck can classify anything
+ * the iterator returns, and no object is ever empty.  All integers are
+ * little-endian.  Decoders check every length against the bytes present and
+ * return -EPROTO (or -EILSEQ for a foreign magic) on malformed input.
+ *
+ *   i:<ino>                 inode (attributes, symlink target, xattrs, chunk map)
+ *   b:<dir>:<depth>:<idx>   directory bucket (entries, split/seal state)
+ *   d:<ino>:<chunk>:<gen>   immutable data chunk
+ *   l:<name>                lease (rename of directories across parents)
+ *
+ * Keys are plain strings here; core/kvio hashes them into the fsid namespace.
+ */
+#ifndef POHM_CORE_NSOBJ_H
+#define POHM_CORE_NSOBJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define POHM_OBJ_MAGIC	0x53464850u	/* "PHFS" */
+#define POHM_OBJ_FORMAT	1
+
+enum pohm_obj_type {
+	POHM_OBJ_INODE  = 1,
+	POHM_OBJ_BUCKET = 2,
+	POHM_OBJ_CHUNK  = 3,
+	POHM_OBJ_LEASE  = 4,
+};
+
+#define POHM_OBJF_TOMBSTONE 0x1	/* a deleted object: readers treat it as absent */
+
+#define POHM_NAME_MAX	255
+#define POHM_KEY_MAX	96	/* longest key string we build, with NUL */
+
+struct pohm_obj_hdr {
+	uint8_t  type;		/* enum pohm_obj_type */
+	uint16_t flags;		/* POHM_OBJF_* */
+	uint64_t parent;	/* parent inode (dir of an inode, dir of a bucket, file of a chunk) */
+	char fsid[64];		/* NUL-terminated, truncated if longer */
+	char key[POHM_KEY_MAX];
+};
+
+struct pohm_ts {
+	int64_t  sec;		/* signed: dates before 1970 and after 2038 */
+	uint32_t nsec;
+};
+
+struct pohm_chunkref {
+	uint64_t gen;			/* 0 = hole (no object) */
+	uint8_t  csum[64];		/* sha512 of the chunk's data */
+	uint32_t len;			/* data bytes in the chunk */
+};
+
+struct pohm_xattr {
+	char *name;
+	uint8_t *value;
+	uint32_t len;
+};
+
+struct pohm_inode {
+	struct pohm_obj_hdr hdr;
+	uint64_t ino;
+	uint32_t mode;			/* S_IFMT type bits and permissions */
+	uint32_t uid, gid, nlink;
+	uint64_t size, rdev;
+	struct pohm_ts atime, mtime, ctime, btime;
+	uint64_t version;		/* +1 on every committed change */
+	uint64_t dversion;		/* +1 on every change of size or data */
+	uint8_t  chunk_shift;		/* chunk size = 1 << chunk_shift */
+	uint8_t  depth_hint;		/* directories: deepest bucket level seen */
+	char    *target;		/* symlink target, malloc'ed, or NULL */
+	uint32_t nxattr;
+	struct pohm_xattr *xattr;	/* malloc'ed array */
+	uint32_t nchunks;
+	struct pohm_chunkref *chunks;	/* malloc'ed array, nchunks entries */
+};
+
+enum pohm_bucket_state {
+	POHM_BUCKET_NORMAL    = 0,
+	POHM_BUCKET_SPLITTING = 1,	/* sealed for inserts; children being written */
+	POHM_BUCKET_SPLIT     = 2,	/* entries live in the two children at depth+1 */
+	POHM_BUCKET_SEALED    = 3,	/* sealed empty by rmdir txid */
+};
+
+enum pohm_intent {
+	POHM_INTENT_NONE = 0,
+	POHM_INTENT_MOVE = 1,		/* rename: this entry moves to (i_dir, i_name) */
+	POHM_INTENT_RMDIR = 2,		/* rmdir of this entry's directory in progress */
+};
+
+struct pohm_dentry {
+	char    *name;			/* malloc'ed */
+	uint64_t ino;
+	uint8_t  type;			/* DT_* */
+	uint64_t txid;			/* transaction that created this entry, or 0 */
+	uint8_t  intent;		/* enum pohm_intent */
+	uint64_t i_txid;
+	uint64_t i_dir;			/* MOVE: destination directory */
+	char    *i_name;		/* MOVE: destination name, malloc'ed */
+	uint64_t i_time;		/* when the intent was written (realtime ns) */
+	uint64_t i_replaced;		/* MOVE: inode the destination held then, or 0 */
+	uint32_t i_flags;		/* MOVE: rename flags */
+};
+
+struct pohm_bucket {
+	struct pohm_obj_hdr hdr;
+	uint64_t dir;
+	uint8_t  depth;
+	uint32_t index;
+	uint8_t  state;			/* enum pohm_bucket_state */
+	uint64_t txid;			/* SEALED/SPLITTING: who */
+	uint64_t stamp;			/* when the state was set (realtime ns) */
+	uint64_t seal_parent;		/* SEALED: the rmdir's parent directory */
+	char    *seal_name;		/* SEALED: the rmdir's entry name, malloc'ed */
+	uint32_t n, cap;
+	struct pohm_dentry *e;		/* malloc'ed array */
+};
+
+struct pohm_lease {
+	struct pohm_obj_hdr hdr;
+	uint64_t txid;			/* holder, 0 = free */
+	uint64_t expires;		/* realtime ns */
+};
+
+/* Key builders: write the key string into out (POHM_KEY_MAX bytes). */
+void pohm_key_inode(char *out, uint64_t ino);
+void pohm_key_bucket(char *out, uint64_t dir, unsigned depth, uint32_t index);
+void pohm_key_chunk(char *out, uint64_t ino, uint64_t chunk, uint64_t gen);
+
+/* Peek at any object's header: 0, -EILSEQ (not ours), -EPROTO (malformed). */
+int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n);
+
+/* Encode/decode an inode; decode allocates (free with pohm_inode_clear). */
+int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in);
+int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n);
+/* Release what an inode owns and zero it. */
+void pohm_inode_clear(struct pohm_inode *in);
+/* Deep copy src into dst (dst is overwritten, not freed): 0 or -ENOMEM. */
+int pohm_inode_copy(struct pohm_inode *dst, const struct pohm_inode *src);
+
+/* Encode/decode a bucket; decode allocates (free with pohm_bucket_clear). */
+int pohm_bucket_encode(struct pohm_buf *b, const struct pohm_bucket *bk);
+int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n);
+void pohm_bucket_clear(struct pohm_bucket *bk);
+/* Index of the entry called name, or -1. */
+int pohm_bucket_find(const struct pohm_bucket *bk, const char *name);
+/* Append a copy of e (name strings duplicated): 0 or -ENOMEM. */
+int pohm_bucket_add(struct pohm_bucket *bk, const struct pohm_dentry *e);
+/* Remove entry i (frees its strings). */
+void pohm_bucket_remove(struct pohm_bucket *bk, uint32_t i);
+/* Release one entry's strings. */
+void pohm_dentry_clear(struct pohm_dentry *e);
+
+/* Chunk object: header + fixed fields + data.  Decode points data into p. */
+int pohm_chunk_encode(struct pohm_buf *b, const char *fsid, uint64_t ino, uint64_t chunk,
+		      uint64_t gen, const void *data, size_t len);
+int pohm_chunk_decode(uint64_t *ino, uint64_t *chunk, uint64_t *gen, const uint8_t **data,
+		      size_t *len, const uint8_t *p, size_t n);
+/* Byte offset of the data inside an encoded chunk object for this fsid and key. */
+size_t pohm_chunk_data_offset(const char *fsid, const char *key);
+
+int pohm_lease_encode(struct pohm_buf *b, const struct pohm_lease *l);
+int pohm_lease_decode(struct pohm_lease *l, const uint8_t *p, size_t n);
+
+/* Stable 64-bit hash of a name (FNV-1a): picks the bucket. */
+uint64_t pohm_name_hash(const char *name);
+
+#endif

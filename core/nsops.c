@@ -1,0 +1,898 @@
+/*
+ * nsops.c — namespace operations: lookup, create, mkdir, symlink, link,
+ * unlink, rmdir, rename, readdir.
+ *
+ * Orders (DESIGN.md §3, "multi-object changes"), each with one commit point:
+ *   create/mkdir/symlink: write the new inode (create-if-absent; an orphan
+ *     inode is harmless), then insert the entry (commit).  mkdir raises the
+ *     parent's nlink first: a count too high is repaired by fsck, one too
+ *     low would be a lie.
+ *   link: nlink+1 first, then insert the entry (commit).
+ *   unlink: remove the entry (commit), then nlink-1 (tombstone at 0).
+ *   rmdir: RMDIR intent on the entry, seal every (empty) bucket of the
+ *     directory, remove the entry (commit), tombstone the inode.
+ *   rename: MOVE intent on the source entry, set the destination entry
+ *     (commit), remove (or, for EXCHANGE, repoint) the source.  Whoever meets
+ *     a MOVE intent completes it (nsdir.c ns_intent_resolve).
+ * A directory moving to another parent holds the per-fsid rename lease and
+ * checks ancestry through the parent inodes, so no cycle can be built.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ns_int.h"
+
+/* ---------------------------------------------------------------- lookup */
+
+/* dir must be a live directory: 0, -ENOENT, -ENOTDIR. */
+static int check_dir(struct pohm_ns *ns, uint64_t dir)
+{
+	struct pohm_inode in;
+	int r = ns_inode_get(ns, dir, &in, NULL, 0);
+
+	if (r)
+		return r;
+	r = S_ISDIR(in.mode) ? 0 : -ENOTDIR;
+	pohm_inode_clear(&in);
+	return r;
+}
+
+int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		   uint8_t *type)
+{
+	struct pohm_dentry e;
+	int r;
+
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		struct pohm_inode in;
+
+		r = ns_inode_get(ns, dir, &in, NULL, 0);
+		if (r)
+			return r;
+		if (!S_ISDIR(in.mode)) {
+			pohm_inode_clear(&in);
+			return -ENOTDIR;
+		}
+		*ino = name[1] ? in.hdr.parent : dir;
+		if (type)
+			*type = DT_DIR;
+		pohm_inode_clear(&in);
+		return 0;
+	}
+	r = ns_check_name(name);
+	if (r)
+		return r;
+	r = ns_entry_get(ns, dir, name, &e);
+	if (r == -ENOENT) {
+		int d = check_dir(ns, dir);
+
+		return d ? d : r;
+	}
+	if (r)
+		return r;
+	*ino = e.ino;
+	if (type)
+		*type = e.type;
+	pohm_dentry_clear(&e);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- create */
+
+/* Write a new inode with a fresh random number (create-if-absent). */
+static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_t uid,
+		     uint32_t gid, uint64_t rdev, const char *target, struct pohm_inode *in)
+{
+	char key[POHM_KEY_MAX];
+	int tries, r = -EBUSY;
+
+	for (tries = 0; tries < 8; tries++) {
+		memset(in, 0, sizeof(*in));
+		in->ino = ns_random(ns) >> 1;
+		if (in->ino <= POHM_ROOT_INO)
+			continue;
+		pohm_key_inode(key, in->ino);
+		ns_hdr(ns, &in->hdr, POHM_OBJ_INODE, parent, key);
+		in->mode = mode;
+		in->uid = uid;
+		in->gid = gid;
+		in->rdev = rdev;
+		in->nlink = S_ISDIR(mode) ? 2 : 1;
+		in->chunk_shift = (uint8_t)ns->chunk_shift;
+		in->version = 1;
+		ns_now_ts(&in->mtime);
+		in->atime = in->ctime = in->btime = in->mtime;
+		in->target = (char *)target;
+		in->size = target ? strlen(target) : 0;
+		r = ns_inode_put(ns, in, POHM_KV_ABSENT);
+		in->target = NULL;
+		if (r != -EEXIST)
+			break;		/* -EEXIST: the number is taken; draw another */
+	}
+	if (!r && target) {
+		in->target = malloc(strlen(target) + 1);
+		if (!in->target)
+			return -ENOMEM;
+		strcpy(in->target, target);
+	}
+	return r;
+}
+
+/* Remove an inode nobody else has seen (it never got a name). */
+static void inode_discard(struct pohm_ns *ns, struct pohm_inode *in)
+{
+	ns->kv.ops->del(ns->kv.ctx, in->hdr.key);
+	pohm_inode_clear(in);
+}
+
+static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
+		     uint32_t uid, uint32_t gid, uint64_t rdev, const char *target,
+		     unsigned flags, struct pohm_inode *out)
+{
+	struct pohm_dentry e = { 0 }, old = { 0 };
+	struct pohm_inode in;
+	int r, isdir = S_ISDIR(mode);
+
+	r = ns_check_name(name);
+	if (r)
+		return r;
+	r = check_dir(ns, dir);
+	if (r)
+		return r;
+	if (!(flags & POHM_CREATE_EXCL)) {
+		uint64_t ino;
+
+		r = pohm_ns_lookup(ns, dir, name, &ino, NULL);
+		if (!r)
+			return out ? (ns_inode_get(ns, ino, out, NULL, 0) ?: 1) : 1;
+		if (r != -ENOENT)
+			return r;
+	}
+	if (isdir) {
+		r = ns_inode_nlink(ns, dir, +1);
+		if (r)
+			return r;
+	}
+	r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
+	if (r)
+		goto undo_parent;
+	e.name = (char *)name;
+	e.ino = in.ino;
+	e.type = ns_dtype(mode);
+	r = ns_entry_insert(ns, dir, &e, &old);
+	if (r) {
+		inode_discard(ns, &in);
+		if (r == -EEXIST && !(flags & POHM_CREATE_EXCL) && !isdir) {
+			r = out ? (ns_inode_get(ns, old.ino, out, NULL, 0) ?: 1) : 1;
+			pohm_dentry_clear(&old);
+			return r;
+		}
+		pohm_dentry_clear(&old);
+		goto undo_parent;
+	}
+	if (out)
+		*out = in;
+	else
+		pohm_inode_clear(&in);
+	return 0;
+undo_parent:
+	if (isdir)
+		ns_inode_nlink(ns, dir, -1);
+	return r;
+}
+
+int pohm_ns_create(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t uid, uint32_t gid, uint64_t rdev, unsigned flags,
+		   struct pohm_inode *out)
+{
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	return make_node(ns, dir, name, mode, uid, gid, rdev, NULL, flags, out);
+}
+
+int pohm_ns_mkdir(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, struct pohm_inode *out)
+{
+	return make_node(ns, dir, name, S_IFDIR | (mode & 07777), uid, gid, 0, NULL,
+			 POHM_CREATE_EXCL, out);
+}
+
+int pohm_ns_symlink(struct pohm_ns *ns, uint64_t dir, const char *name, const char *target,
+		    uint32_t uid, uint32_t gid, struct pohm_inode *out)
+{
+	if (!*target)
+		return -ENOENT;
+	if (strlen(target) >= 4096)
+		return -ENAMETOOLONG;
+	return make_node(ns, dir, name, S_IFLNK | 0777, uid, gid, 0, target,
+			 POHM_CREATE_EXCL, out);
+}
+
+int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *name,
+		 struct pohm_inode *out)
+{
+	struct pohm_dentry e = { 0 };
+	struct pohm_inode in;
+	int r;
+
+	r = ns_check_name(name);
+	if (r)
+		return r;
+	r = check_dir(ns, dir);
+	if (r)
+		return r;
+	r = ns_inode_get(ns, ino, &in, NULL, 0);
+	if (r)
+		return r;
+	if (S_ISDIR(in.mode)) {
+		pohm_inode_clear(&in);
+		return -EPERM;
+	}
+	e.type = ns_dtype(in.mode);
+	pohm_inode_clear(&in);
+	r = ns_inode_nlink(ns, ino, +1);	/* first: too high is safe */
+	if (r)
+		return r;
+	e.name = (char *)name;
+	e.ino = ino;
+	r = ns_entry_insert(ns, dir, &e, NULL);
+	if (r) {
+		ns_inode_nlink(ns, ino, -1);
+		return r;
+	}
+	return out ? ns_inode_get(ns, ino, out, NULL, 0) : 0;
+}
+
+/* ---------------------------------------------------------------- unlink */
+
+int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
+{
+	struct pohm_dentry e;
+	int r;
+
+	r = ns_check_name(name);
+	if (r)
+		return r == -EINVAL ? -EISDIR : r;
+	r = ns_entry_get(ns, dir, name, &e);
+	if (r == -ENOENT) {
+		int d = check_dir(ns, dir);
+
+		return d ? d : r;
+	}
+	if (r)
+		return r;
+	if (e.type == DT_DIR) {
+		pohm_dentry_clear(&e);
+		return -EISDIR;
+	}
+	r = ns_entry_remove(ns, dir, name, e.ino);
+	if (!r)
+		r = ns_inode_nlink(ns, e.ino, -1);
+	if (r == -ENOENT)
+		r = 0;		/* the inode was already gone: the name was dangling */
+	pohm_dentry_clear(&e);
+	return r;
+}
+
+/* ---------------------------------------------------------------- intents */
+
+/* Set (or check) an intent on dir/name, which must still map to ino. */
+static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+		      const struct pohm_dentry *intent)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		struct pohm_dentry *e;
+
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, dir, name, &ref);
+		if (r)
+			return r;
+		r = ns_bucket_prepare(ns, dir, &ref);
+		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (!r && (i < 0 || ref.bk.e[i].ino != ino))
+			r = -ENOENT;
+		if (!r && ref.bk.e[i].intent)
+			r = ns_intent_resolve(ns, dir, &ref, i) < 0 ? -EIO : -EAGAIN;
+		if (!r) {
+			e = &ref.bk.e[i];
+			e->intent = intent->intent;
+			e->i_txid = intent->i_txid;
+			e->i_dir = intent->i_dir;
+			e->i_time = ns_now_ns();
+			e->i_replaced = intent->i_replaced;
+			e->i_flags = intent->i_flags;
+			free(e->i_name);
+			e->i_name = NULL;
+			if (intent->i_name && !(e->i_name = malloc(strlen(intent->i_name) + 1)))
+				r = -ENOMEM;
+			else if (intent->i_name)
+				strcpy(e->i_name, intent->i_name);
+		}
+		if (!r)
+			r = ns_bucket_store(ns, &ref);
+		ns_bucket_release(&ref);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
+}
+
+/*
+ * Finish (commit=1: remove or repoint) or abort (commit=0: clear) the entry
+ * dir/name carrying intent txid.  -ENOENT if the intent is no longer there
+ * (someone else finished or aborted it).
+ */
+static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t txid,
+			 int commit, uint64_t repoint, uint8_t repoint_type)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, dir, name, &ref);
+		if (r)
+			return r;
+		r = ns_bucket_prepare(ns, dir, &ref);
+		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (!r && (i < 0 || !ref.bk.e[i].intent || ref.bk.e[i].i_txid != txid))
+			r = -ENOENT;
+		if (!r) {
+			struct pohm_dentry *e = &ref.bk.e[i];
+
+			if (commit && !repoint) {
+				pohm_bucket_remove(&ref.bk, (uint32_t)i);
+			} else {
+				if (commit) {
+					e->ino = repoint;
+					e->type = repoint_type;
+					e->txid = txid;
+				}
+				e->intent = POHM_INTENT_NONE;
+				e->i_txid = e->i_dir = e->i_time = e->i_replaced = 0;
+				e->i_flags = 0;
+				free(e->i_name);
+				e->i_name = NULL;
+			}
+			r = ns_bucket_store(ns, &ref);
+		}
+		ns_bucket_release(&ref);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
+}
+
+/* ---------------------------------------------------------------- seal */
+
+struct seal_ctx {
+	uint64_t txid;
+	uint64_t parent;
+	const char *name;
+	int restart;
+};
+
+static int seal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
+{
+	struct seal_ctx *c = arg;
+	int r;
+
+	if (ref->bk.n || ref->bk.state == POHM_BUCKET_SPLITTING)
+		return -ENOTEMPTY;
+	if (ref->bk.state == POHM_BUCKET_SEALED && ref->bk.txid == c->txid)
+		return 0;
+	ref->bk.state = POHM_BUCKET_SEALED;
+	ref->bk.txid = c->txid;
+	ref->bk.stamp = ns_now_ns();
+	ref->bk.seal_parent = c->parent;
+	free(ref->bk.seal_name);
+	ref->bk.seal_name = malloc(strlen(c->name) + 1);
+	if (!ref->bk.seal_name)
+		return -ENOMEM;
+	strcpy(ref->bk.seal_name, c->name);
+	r = ns_bucket_store(ns, ref);
+	if (r == -EAGAIN) {
+		c->restart = 1;		/* it changed under us: walk again */
+		return 1;
+	}
+	return r;
+}
+
+static int unseal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
+{
+	struct seal_ctx *c = arg;
+
+	if (ref->bk.state != POHM_BUCKET_SEALED || ref->bk.txid != c->txid)
+		return 0;
+	ref->bk.state = POHM_BUCKET_NORMAL;
+	ref->bk.txid = 0;
+	ref->bk.seal_parent = 0;
+	free(ref->bk.seal_name);
+	ref->bk.seal_name = NULL;
+	ns_bucket_store(ns, ref);	/* best effort: a leftover seal is resolved by writers */
+	return 0;
+}
+
+/* Seal every bucket of dir (which must be empty) for txid: 0 or -ENOTEMPTY. */
+static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
+		    const char *name)
+{
+	struct seal_ctx c = { txid, parent, name, 0 };
+	unsigned round;
+	int r = 0;
+
+	for (round = 0; round < ns->max_retries; round++) {
+		c.restart = 0;
+		r = ns_bucket_walk(ns, dir, seal_fn, &c);
+		if (r < 0 || !c.restart)
+			break;
+	}
+	if (r > 0 || c.restart)
+		r = -EBUSY;
+	if (r)
+		ns_bucket_walk(ns, dir, unseal_fn, &c);
+	return r;
+}
+
+static void unseal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid)
+{
+	struct seal_ctx c = { txid, 0, "", 0 };
+
+	ns_bucket_walk(ns, dir, unseal_fn, &c);
+}
+
+/* ---------------------------------------------------------------- rmdir */
+
+static int tomb_fn(struct pohm_inode *in, void *arg)
+{
+	in->nlink = 0;
+	in->hdr.flags |= POHM_OBJF_TOMBSTONE;
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
+int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
+{
+	struct pohm_dentry e, intent = { 0 };
+	int r;
+
+	if (!strcmp(name, "."))
+		return -EINVAL;
+	if (!strcmp(name, ".."))
+		return -ENOTEMPTY;
+	r = ns_check_name(name);
+	if (r)
+		return r;
+	r = ns_entry_get(ns, dir, name, &e);
+	if (r == -ENOENT) {
+		int d = check_dir(ns, dir);
+
+		return d ? d : r;
+	}
+	if (r)
+		return r;
+	if (e.type != DT_DIR) {
+		pohm_dentry_clear(&e);
+		return -ENOTDIR;
+	}
+	intent.intent = POHM_INTENT_RMDIR;
+	intent.i_txid = ns_random(ns);
+	r = intent_set(ns, dir, name, e.ino, &intent);
+	if (r)
+		goto out;
+	r = seal_dir(ns, e.ino, intent.i_txid, dir, name);
+	if (r) {
+		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0);
+		goto out;
+	}
+	/* Commit point: the entry goes, if our intent is still there. */
+	r = intent_finish(ns, dir, name, intent.i_txid, 1, 0, 0);
+	if (r == -ENOENT) {
+		unseal_dir(ns, e.ino, intent.i_txid);
+		r = -EBUSY;	/* aborted by a writer that met our seal */
+		goto out;
+	}
+	if (r)
+		goto out;
+	ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL);
+	ns_inode_nlink(ns, dir, -1);
+out:
+	pohm_dentry_clear(&e);
+	return r;
+}
+
+/* ---------------------------------------------------------------- rename */
+
+int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
+		   uint8_t *replaced_type)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r;
+
+	*replaced = 0;
+	*replaced_type = 0;
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
+		if (r)
+			return r;
+		r = ns_bucket_prepare(ns, e->i_dir, &ref);
+		i = r ? -1 : pohm_bucket_find(&ref.bk, e->i_name);
+		if (!r && i >= 0) {
+			struct pohm_dentry *d = &ref.bk.e[i];
+
+			if (d->ino == e->ino && d->txid == e->i_txid) {
+				ns_bucket_release(&ref);
+				return 0;		/* already committed */
+			}
+			if (d->intent)
+				r = ns_intent_resolve(ns, e->i_dir, &ref, i) == 1 ? 0 : -EAGAIN;
+			if (!r && (e->i_flags & POHM_RENAME_NOREPLACE))
+				r = -EEXIST;
+			if (!r && d->ino != e->i_replaced)
+				r = -EEXIST;		/* the target changed since we checked */
+			if (!r) {
+				*replaced = d->ino;
+				*replaced_type = d->type;
+				d->ino = e->ino;
+				d->type = e->type;
+				d->txid = e->i_txid;
+			}
+		} else if (!r) {
+			struct pohm_dentry n = { 0 };
+
+			if (e->i_flags & POHM_RENAME_EXCHANGE)
+				r = -ENOENT;
+			else if (e->i_replaced)
+				r = -EEXIST;		/* the target we meant to replace vanished */
+			if (!r)
+				r = ns_bucket_maybe_split(ns, &ref) ? -EAGAIN : 0;
+			n.name = e->i_name;
+			n.ino = e->ino;
+			n.type = e->type;
+			n.txid = e->i_txid;
+			if (!r)
+				r = pohm_bucket_add(&ref.bk, &n);
+		}
+		if (!r)
+			r = ns_bucket_store(ns, &ref);
+		ns_bucket_release(&ref);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
+}
+
+/* The rename lease: one directory move across parents at a time per fsid. */
+static int lease_take(struct pohm_ns *ns, uint64_t txid)
+{
+	unsigned attempt;
+	int r;
+
+	for (attempt = 0; attempt < ns->max_retries * 4; attempt++) {
+		struct pohm_kv_val v = { 0 };
+		struct pohm_lease l;
+		struct pohm_buf b = POHM_BUF_INIT;
+		const uint8_t *expect = POHM_KV_ABSENT;
+
+		ns_backoff(ns, attempt < 10 ? attempt : 10);
+		r = ns->kv.ops->get(ns->kv.ctx, "l:rename", &v);
+		if (r && r != -ENOENT)
+			return r;
+		if (!r) {
+			if (pohm_lease_decode(&l, v.data, v.len) == 0 && l.txid &&
+			    l.expires > ns_now_ns()) {
+				pohm_kv_val_free(&v);
+				continue;	/* held by a live renamer */
+			}
+			expect = v.csum;
+		}
+		memset(&l, 0, sizeof(l));
+		ns_hdr(ns, &l.hdr, POHM_OBJ_LEASE, 0, "l:rename");
+		l.txid = txid;
+		l.expires = ns_now_ns() + ns->intent_timeout_ns;
+		r = pohm_lease_encode(&b, &l);
+		if (!r)
+			r = ns->kv.ops->put(ns->kv.ctx, "l:rename", b.p, b.len, expect);
+		pohm_buf_free(&b);
+		pohm_kv_val_free(&v);
+		if (r != -EAGAIN && r != -EEXIST)
+			return r;
+	}
+	return -EBUSY;
+}
+
+static void lease_drop(struct pohm_ns *ns, uint64_t txid)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_lease l;
+	struct pohm_buf b = POHM_BUF_INIT;
+
+	if (ns->kv.ops->get(ns->kv.ctx, "l:rename", &v))
+		return;
+	if (!pohm_lease_decode(&l, v.data, v.len) && l.txid == txid) {
+		l.txid = 0;
+		l.expires = 0;
+		if (!pohm_lease_encode(&b, &l))
+			ns->kv.ops->put(ns->kv.ctx, "l:rename", b.p, b.len, v.csum);
+	}
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+}
+
+/* Is dir equal to or below anc?  Walks the parent inodes up to the root. */
+static int is_under(struct pohm_ns *ns, uint64_t dir, uint64_t anc)
+{
+	unsigned hops;
+
+	for (hops = 0; hops < 4096; hops++) {
+		struct pohm_inode in;
+		uint64_t parent;
+		int r;
+
+		if (dir == anc)
+			return 1;
+		if (dir == POHM_ROOT_INO)
+			return 0;
+		r = ns_inode_get(ns, dir, &in, NULL, 0);
+		if (r)
+			return r;
+		parent = in.hdr.parent;
+		pohm_inode_clear(&in);
+		dir = parent;
+	}
+	return -ELOOP;
+}
+
+static int parent_fn(struct pohm_inode *in, void *arg)
+{
+	in->hdr.parent = *(uint64_t *)arg;
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
+static int touch_fn(struct pohm_inode *in, void *arg)
+{
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
+int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		   const char *dname, unsigned flags)
+{
+	struct pohm_dentry src, dst = { 0 }, intent = { 0 };
+	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
+	uint64_t replaced = 0;
+	uint8_t rtype = 0;
+
+	if ((flags & POHM_RENAME_EXCHANGE) && (flags & POHM_RENAME_NOREPLACE))
+		return -EINVAL;
+	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
+		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
+	r = check_dir(ns, ddir);
+	if (r)
+		return r;
+	r = ns_entry_get(ns, sdir, sname, &src);
+	if (r == -ENOENT) {
+		int d = check_dir(ns, sdir);
+
+		return d ? d : r;
+	}
+	if (r)
+		return r;
+	if (sdir == ddir && !strcmp(sname, dname)) {
+		r = 0;
+		goto out;
+	}
+	r = ns_entry_get(ns, ddir, dname, &dst);
+	if (r && r != -ENOENT)
+		goto out;
+	have_dst = !r;
+	r = 0;
+	if (have_dst && (flags & POHM_RENAME_NOREPLACE)) {
+		r = -EEXIST;
+		goto out;
+	}
+	if (!have_dst && exch) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (have_dst && dst.ino == src.ino)
+		goto out;	/* two names of one inode: POSIX says do nothing */
+	if (have_dst && !exch) {
+		if (src.type == DT_DIR && dst.type != DT_DIR) {
+			r = -ENOTDIR;
+			goto out;
+		}
+		if (src.type != DT_DIR && dst.type == DT_DIR) {
+			r = -EISDIR;
+			goto out;
+		}
+	}
+	intent.intent = POHM_INTENT_MOVE;
+	intent.i_txid = ns_random(ns);
+	intent.i_dir = ddir;
+	intent.i_name = (char *)dname;
+	intent.i_replaced = have_dst ? dst.ino : 0;
+	intent.i_flags = flags;
+
+	if ((src.type == DT_DIR || (exch && dst.type == DT_DIR)) && sdir != ddir) {
+		r = lease_take(ns, intent.i_txid);
+		if (r)
+			goto out;
+		leased = 1;
+		if (src.type == DT_DIR && (r = is_under(ns, ddir, src.ino)) != 0) {
+			r = r > 0 ? -EINVAL : r;
+			goto out;
+		}
+		if (exch && dst.type == DT_DIR && (r = is_under(ns, sdir, dst.ino)) != 0) {
+			r = r > 0 ? -EINVAL : r;
+			goto out;
+		}
+	}
+	if (have_dst && !exch && dst.type == DT_DIR) {
+		/* Replacing a directory: it must be empty, and stays sealed. */
+		r = seal_dir(ns, dst.ino, intent.i_txid, ddir, dname);
+		if (r)
+			goto out;
+		sealed = 1;
+	}
+	r = intent_set(ns, sdir, sname, src.ino, &intent);
+	if (r)
+		goto out;
+	src.i_txid = intent.i_txid;
+	src.i_dir = ddir;
+	src.i_flags = flags;
+	src.i_replaced = intent.i_replaced;
+	free(src.i_name);
+	src.i_name = malloc(strlen(dname) + 1);
+	if (!src.i_name) {
+		r = -ENOMEM;
+		goto abort;
+	}
+	strcpy(src.i_name, dname);
+	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
+	if (r)
+		goto abort;
+	/* The source name goes (or, for an exchange, takes the other inode). */
+	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype);
+	if (r == -ENOENT)
+		r = 0;		/* a helper finished it for us */
+	if (r)
+		goto out;
+	if (replaced && !exch) {
+		if (rtype == DT_DIR) {
+			ns_inode_update(ns, replaced, tomb_fn, NULL, NULL);
+			ns_inode_nlink(ns, ddir, -1);
+		} else {
+			ns_inode_nlink(ns, replaced, -1);
+		}
+	}
+	if (sdir != ddir && src.type == DT_DIR) {
+		ns_inode_update(ns, src.ino, parent_fn, &ddir, NULL);
+		if (!(replaced && rtype == DT_DIR && !exch))
+			ns_inode_nlink(ns, ddir, +1);
+		ns_inode_nlink(ns, sdir, -1);
+	} else {
+		ns_inode_update(ns, src.ino, touch_fn, NULL, NULL);
+	}
+	if (exch && replaced && sdir != ddir && rtype == DT_DIR) {
+		ns_inode_update(ns, replaced, parent_fn, &sdir, NULL);
+		ns_inode_nlink(ns, sdir, +1);
+		ns_inode_nlink(ns, ddir, -1);
+	}
+	goto out;
+abort:
+	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0);
+	if (sealed)
+		unseal_dir(ns, dst.ino, intent.i_txid);
+out:
+	if (leased)
+		lease_drop(ns, intent.i_txid);
+	pohm_dentry_clear(&src);
+	pohm_dentry_clear(&dst);
+	return r;
+}
+
+/* ---------------------------------------------------------------- readdir */
+
+/*
+ * readdir collects the whole listing first, then calls the callback: an
+ * entry with a rename in flight is looked up again (which completes the
+ * rename if it committed or its writer died), and if that changed anything
+ * the collected snapshot is stale and the walk starts over.  So a listing
+ * after a crash already shows the completed state, and every entry appears
+ * exactly once.
+ */
+struct readdir_ctx {
+	struct pohm_dentry *e;		/* collected entries (name owned) */
+	size_t n, cap;
+	int changed;			/* an intent was resolved: walk again */
+};
+
+static void readdir_reset(struct readdir_ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->e[i].name);
+	c->n = 0;
+	c->changed = 0;
+}
+
+static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
+{
+	struct readdir_ctx *c = arg;
+	uint32_t i;
+	int r;
+
+	for (i = 0; i < ref->bk.n; i++) {
+		struct pohm_dentry *e = &ref->bk.e[i], d = { 0 };
+
+		if (e->intent == POHM_INTENT_MOVE) {
+			r = ns_entry_get(ns, ref->bk.dir, e->name, &d);
+			if (r && r != -ENOENT)
+				return r;
+			if (r == -ENOENT || d.ino != e->ino || !d.intent) {
+				c->changed = 1;	/* resolved: this snapshot is stale */
+				pohm_dentry_clear(&d);
+				return 1;
+			}
+			pohm_dentry_clear(&d);
+		}
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 64;
+			struct pohm_dentry *a = realloc(c->e, cap * sizeof(*a));
+
+			if (!a)
+				return -ENOMEM;
+			c->e = a;
+			c->cap = cap;
+		}
+		d.ino = e->ino;
+		d.type = e->type;
+		d.name = malloc(strlen(e->name) + 1);
+		if (!d.name)
+			return -ENOMEM;
+		strcpy(d.name, e->name);
+		c->e[c->n++] = d;
+	}
+	return 0;
+}
+
+int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
+		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),
+		    void *arg)
+{
+	struct readdir_ctx c = { 0 };
+	unsigned round;
+	size_t i;
+	int r = check_dir(ns, dir);
+
+	if (r)
+		return r;
+	for (round = 0; round < 16; round++) {
+		readdir_reset(&c);
+		r = ns_bucket_walk(ns, dir, readdir_fn, &c);
+		if (r < 0 || !c.changed)
+			break;
+	}
+	if (c.changed)
+		r = -EBUSY;
+	for (i = 0; i < c.n && !r; i++)
+		r = fn(arg, c.e[i].name, c.e[i].ino, c.e[i].type);
+	readdir_reset(&c);
+	free(c.e);
+	return r > 0 ? 0 : r;
+}
