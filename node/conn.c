@@ -1,0 +1,244 @@
+/*
+ * conn.c — inbound connections.
+ *
+ * Each accepted socket gets one reader thread that frames packets
+ * (wire.c), and runs cheap, order-sensitive commands (handshake, AUTH,
+ * READ, LOOKUP, …) itself; WRITE, DEL and the multi-reply commands go to
+ * the worker pool, so their replies may overtake each other exactly as
+ * with real Elliptics (§10.9).  Replies from any thread are serialised by
+ * the connection's write lock.  A connection is freed when the reader and
+ * every queued request have dropped their references; the fd is closed
+ * only then, so a late reply can never land on a reused descriptor.
+ */
+#include "node.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "log.h"
+#include "wire.h"
+
+struct node_conn {
+	struct node *node;
+	int fd;				/* -1 for a capture connection */
+	struct pohm_buf *capture;	/* fuzz target: replies are appended here */
+	pthread_mutex_t wlock;		/* serialises sends (and capture appends) */
+	int refs;			/* atomic */
+	int authed;			/* atomic: AUTH passed */
+	int dead;			/* atomic: dropped or a send failed */
+	struct node_conn *prev, *next;	/* node->conns; guarded by node->conns_lock */
+	int listed;			/* guarded by node->conns_lock */
+};
+
+static struct node_conn *conn_alloc(struct node *n, int fd)
+{
+	struct node_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->node = n;
+	c->fd = fd;
+	c->refs = 1;
+	c->authed = !n->need_auth;
+	pthread_mutex_init(&c->wlock, NULL);
+	return c;
+}
+
+void node_conn_get(struct node_conn *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void node_conn_put(struct node_conn *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->wlock);
+	free(c);
+}
+
+void node_conn_drop(struct node_conn *c)
+{
+	if (__atomic_exchange_n(&c->dead, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+}
+
+int node_conn_dead(struct node_conn *c)
+{
+	return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE);
+}
+
+int node_conn_authed(struct node_conn *c)
+{
+	return __atomic_load_n(&c->authed, __ATOMIC_ACQUIRE);
+}
+
+void node_conn_set_authed(struct node_conn *c)
+{
+	__atomic_store_n(&c->authed, 1, __ATOMIC_RELEASE);
+}
+
+struct node_conn *node_conn_new_capture(struct node *n, struct pohm_buf *out)
+{
+	struct node_conn *c = conn_alloc(n, -1);
+
+	if (c)
+		c->capture = out;
+	return c;
+}
+
+int node_conn_send(struct node_conn *c, const struct pohm_cmd *hdr, const struct iovec *iov,
+		   int iovcnt)
+{
+	int i, ret = 0;
+
+	if (node_conn_dead(c))
+		return -EPIPE;
+	pthread_mutex_lock(&c->wlock);
+	if (c->capture) {
+		uint8_t h[POHM_CMD_SIZE];
+
+		pohm_cmd_encode(h, hdr);
+		ret = pohm_buf_put(c->capture, h, sizeof(h));
+		for (i = 0; i < iovcnt && !ret; i++)
+			ret = pohm_buf_put(c->capture, iov[i].iov_base, iov[i].iov_len);
+	} else {
+		ret = node_wire_send(c->fd, hdr, iov, iovcnt);
+	}
+	pthread_mutex_unlock(&c->wlock);
+	if (ret && c->fd >= 0) {
+		pohm_debug("conn: send failed (%d), dropping the connection", ret);
+		node_conn_drop(c);
+	}
+	return ret;
+}
+
+static void list_add(struct node *n, struct node_conn *c)
+{
+	pthread_mutex_lock(&n->conns_lock);
+	c->next = n->conns;
+	if (n->conns)
+		n->conns->prev = c;
+	n->conns = c;
+	c->listed = 1;
+	pthread_mutex_unlock(&n->conns_lock);
+}
+
+static void list_del(struct node *n, struct node_conn *c)
+{
+	pthread_mutex_lock(&n->conns_lock);
+	if (c->listed) {
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			n->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		c->listed = 0;
+	}
+	pthread_mutex_unlock(&n->conns_lock);
+}
+
+void node_conn_drop_all(struct node *n)
+{
+	struct node_conn *c;
+
+	pthread_mutex_lock(&n->conns_lock);
+	for (c = n->conns; c; c = c->next)
+		node_conn_drop(c);
+	pthread_mutex_unlock(&n->conns_lock);
+}
+
+/* The reader thread of one inbound connection. */
+static void *conn_reader(void *arg)
+{
+	struct node_conn *c = arg;
+	struct node *n = c->node;
+	struct node_rd *rd = malloc(sizeof(*rd));
+	struct node_fault_state fs;
+	struct pohm_cmd cmd;
+	uint8_t *payload;
+	int r = -ENOMEM;
+
+	if (!rd)
+		goto out;
+	rd->start = rd->end = 0;
+	while (!node_conn_dead(c)) {
+		struct node_req *req;
+
+		r = node_wire_read(c->fd, rd, n->cfg.max_packet, &cmd, &payload);
+		if (r <= 0) {
+			if (r == -EMSGSIZE)
+				pohm_warn("conn: %s header announces %llu bytes (max %llu): dropping",
+					  pohm_cmd_name(cmd.cmd), (unsigned long long)cmd.size,
+					  (unsigned long long)n->cfg.max_packet);
+			else if (r < 0)
+				pohm_debug("conn: read failed: %d", r);
+			break;
+		}
+		req = calloc(1, sizeof(*req));
+		if (!req) {
+			free(payload);
+			r = -ENOMEM;
+			break;
+		}
+		req->cmd = cmd;
+		req->payload = payload;
+		req->len = (size_t)cmd.size;
+		req->conn = c;
+		node_conn_get(c);
+		node_faults_get(n->faults, &fs);
+		if (!n->pool || (!fs.delay_ms && node_dispatch_inline(&cmd))) {
+			node_dispatch(n, req);
+			node_req_free(req);
+		} else {
+			node_pool_push(n->pool, req);
+		}
+	}
+out:
+	free(rd);
+	/*
+	 * On EOF (even inside a packet) requests already queued still answer:
+	 * a client may half-close after sending.  The fd closes with the last
+	 * reference.  An absurd size or a read error drops the link at once.
+	 */
+	if (r != 0 && r != -EPROTO)
+		node_conn_drop(c);
+	list_del(n, c);
+	node_conn_put(c);
+	return NULL;
+}
+
+int node_conn_serve(struct node *n, int fd)
+{
+	struct node_conn *c = conn_alloc(n, fd);
+	pthread_attr_t at;
+	pthread_t t;
+	int r;
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	node_wire_tune(fd);
+	list_add(n, c);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&t, &at, conn_reader, c);
+	pthread_attr_destroy(&at);
+	if (r) {
+		list_del(n, c);
+		node_conn_put(c);
+		return -r;
+	}
+	return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * main.c — pohmelfs-node entry point: picks the mode from argv[1] and
+ * hands off.  Kept alone so the fuzz target can link everything else.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "node.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pohmelfs-node --listen HOST:PORT --group G --data DIR [--join HOST:PORT]...\n"
+		"                     [--ids N] [--nosync] [--auth-cookie C] [--protocol 3.0|2.26]\n"
+		"                     [--threads N] [--max-packet SIZE] [--backend-id N]\n"
+		"                     [--config FILE] [--log FILE] [--log-level L] [--pidfile F]\n"
+		"       pohmelfs-node --probe HOST:PORT [--expect-nodes N]\n"
+		"       pohmelfs-node --client HOST:PORT [options] COMMAND [ARGS]\n"
+		"       pohmelfs-node --free-ports N\n"
+		"       pohmelfs-node --corrupt-disk DIR ID-HEX\n"
+		"See pohmelfs-node(8).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct node_config cfg;
+	static char err[8192];
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--probe"))
+		return node_probe_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--client"))
+		return node_client_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--free-ports"))
+		return node_free_ports_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--corrupt-disk"))
+		return node_corrupt_main(argc - 2, argv + 2);
+	if (node_config_parse(&cfg, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "pohmelfs-node: %s\n", err);
+		usage(stderr);
+		return 2;
+	}
+	return node_run(&cfg);
+}

@@ -1,0 +1,107 @@
+/*
+ * store.h — records on disk for pohmelfs-node.
+ *
+ * One file per key under DIR/data/XX/ (XX = first id byte in hex), written
+ * as a temp file and renamed into place, so a committed record is never
+ * modified in place and a crash leaves either the old or the new record.
+ * Every record carries a header checksum and a CRC-32C per 64 KiB chunk;
+ * reads verify what they touch and report -EILSEQ (-84) on a mismatch,
+ * exactly as eblob does.  See store.c for the format and the reasoning.
+ */
+#ifndef POHM_NODE_STORE_H
+#define POHM_NODE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "proto.h"
+
+#define NODE_STORE_MAX_OBJECT	(1ULL << 36)	/* 64 GiB: larger objects get -EFBIG */
+#define NODE_STORE_MAX_IDS	1024		/* ring ids per node */
+
+struct node_store;
+
+/* What a record says about itself. */
+struct node_meta {
+	uint64_t size;			/* data bytes */
+	uint64_t record_flags;		/* POHM_RECORD_* as reported to clients */
+	uint64_t user_flags;		/* stored verbatim */
+	struct pohm_time ts;		/* stored verbatim */
+	uint64_t data_offset;		/* where the data starts in the record file */
+};
+
+/* One WRITE as the store sees it. */
+struct node_wreq {
+	const uint8_t *id;		/* 64 bytes: the record key (io.id) */
+	const struct pohm_io_attr *io;	/* flags, offset, size, num, parent, timestamp, user_flags */
+	const uint8_t *data;		/* io->size bytes */
+	int want_csum;			/* fill res.csum with sha512 of the object */
+};
+
+struct node_wres {
+	struct node_meta meta;		/* uncommitted: size 0, flags 0x1c0 (§10.6) */
+	uint8_t csum[POHM_ID_SIZE];	/* with want_csum: sha512 of the whole object */
+	uint64_t reply_size;		/* file_info.size to report (§10.3 for APPEND) */
+};
+
+/*
+ * Open (creating if needed) the store in dir; stale temp files of an
+ * interrupted write are removed.  nosync skips every fsync.  0 or -errno.
+ */
+int node_store_open(struct node_store **out, const char *dir, int nosync);
+void node_store_close(struct node_store *s);
+
+/*
+ * This node's ring ids: read from DIR/ids, or on first start create want
+ * random ids and persist them (so a restart keeps the ring position).
+ * *ids is malloc'ed (n × 64).  0 or -errno.
+ */
+int node_store_ids(struct node_store *s, unsigned want, uint8_t **ids, unsigned *n);
+
+/*
+ * Metadata of a committed record.  With csum != NULL the whole data is
+ * verified and its sha512 written there (64 zero bytes for an empty record).
+ * lock = take the key lock (0 for NOLOCK).  0, -ENOENT (missing or only
+ * uncommitted), -EILSEQ (corrupt or torn record) or -errno.
+ */
+int node_store_lookup(struct node_store *s, const uint8_t *id, int lock, struct node_meta *m,
+		      uint8_t *csum);
+
+/*
+ * Read size bytes (0 = to the end) at off of a committed record into
+ * scratch (reused between calls); *data points into it and *n is the byte
+ * count.  verify = check the chunk CRCs of the range (-EILSEQ on mismatch).
+ * -ENOENT, -E2BIG (off >= size, except off 0 of an empty record), -EFBIG
+ * (more than max bytes), -EILSEQ, or 0.
+ */
+int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint64_t size,
+		    uint64_t max, int verify, int lock, struct pohm_buf *scratch,
+		    struct node_meta *m, const uint8_t **data, size_t *n);
+
+/*
+ * Apply one WRITE (plain, APPEND, PREPARE/PLAIN_WRITE/COMMIT, CAS,
+ * CAS_TIMESTAMP) under the key lock.  Durable before it returns unless the
+ * store is nosync.  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
+ * -errno; nothing is changed on failure (except a COMMIT beyond the
+ * reservation, whose chunk stays in the uncommitted record, as in eblob).
+ */
+int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res);
+
+/* Remove a record (committed and uncommitted). 0 or -ENOENT / -errno. */
+int node_store_del(struct node_store *s, const uint8_t *id);
+
+/* Every committed key, sorted (*ids malloc'ed, n × 64). 0 or -errno. */
+int node_store_list(struct node_store *s, uint8_t **ids, size_t *n);
+
+/*
+ * Test tool: flip one data byte of a record on disk so that it reads as
+ * -EILSEQ.  Idempotent: a record that already fails its check is left
+ * alone.  0, -ENOENT, -EINVAL (empty record) or -errno.
+ */
+int node_store_corrupt(struct node_store *s, const uint8_t *id);
+
+/* The record's path relative to DIR (for file_info), NUL-terminated. */
+void node_store_relpath(const uint8_t *id, char *out, size_t outlen);
+
+#endif
