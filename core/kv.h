@@ -76,4 +76,10 @@ long pohm_kvmem_puts(const struct pohm_kv *kv);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
 
+/* ---- the replicated store (core/kvio.c) ---- */
+
+struct pohm_client;
+/* Make kv use client (core/io) for every operation; client must outlive kv. */
+void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client);
+
 #endif

@@ -151,6 +151,23 @@ struct pohm_chunk_write {
 int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		   const struct pohm_chunk_write *w, size_t nw, const struct pohm_ts *mtime,
 		   struct pohm_inode *out);
+/* Write one chunk as a new immutable generation: 0 and *gen, or -errno.
+ * Nothing refers to it until pohm_ns_commit_map names it. */
+int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
+		      size_t len, uint64_t *gen);
+
+struct pohm_chunk_set {
+	uint64_t index;			/* chunk number */
+	uint64_t gen;			/* generation written by pohm_ns_put_chunk */
+	uint32_t len;
+	uint8_t csum[64];		/* sha512 of its data */
+};
+
+/* The commit point of pohm_ns_commit for chunks already written (streaming pushes). */
+int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
+		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
+		       struct pohm_inode *out);
+
 /* Read len bytes at off of a committed inode into buf: bytes read (short at EOF), -EIO on a bad checksum. */
 ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t off, void *buf,
 		     size_t len);

@@ -19,9 +19,8 @@
 struct commit_ctx {
 	uint64_t base_dversion;
 	uint64_t size;
-	const struct pohm_chunk_write *w;
-	const uint64_t *gens;
-	size_t nw;
+	const struct pohm_chunk_set *set;
+	size_t n;
 	const struct pohm_ts *mtime;
 };
 
@@ -45,15 +44,15 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 		in->chunks = m;
 	}
 	in->nchunks = (uint32_t)need;
-	for (i = 0; i < c->nw; i++) {
+	for (i = 0; i < c->n; i++) {
 		struct pohm_chunkref *ref;
 
-		if (c->w[i].index >= need)
+		if (c->set[i].index >= need)
 			continue;	/* wholly past the new end */
-		ref = &in->chunks[c->w[i].index];
-		ref->gen = c->gens[i];
-		ref->len = (uint32_t)c->w[i].len;
-		pohm_sha512(c->w[i].data, c->w[i].len, ref->csum);
+		ref = &in->chunks[c->set[i].index];
+		ref->gen = c->set[i].gen;
+		ref->len = c->set[i].len;
+		memcpy(ref->csum, c->set[i].csum, 64);
 	}
 	/* A kept last chunk that reaches past the new size is cut on read. */
 	if (need && in->chunks[need - 1].len > c->size - (need - 1) * cs)
@@ -68,48 +67,69 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
+		      size_t len, uint64_t *gen)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	char key[POHM_KEY_MAX];
+	int r;
+
+	if (!len)
+		return -EINVAL;
+	*gen = ns_random(ns);
+	pohm_key_chunk(key, ino, index, *gen);
+	r = pohm_chunk_encode(&b, ns->fsid, ino, index, *gen, data, len);
+	if (!r)
+		r = ns->kv.ops->put(ns->kv.ctx, key, b.p, b.len, NULL);
+	pohm_buf_free(&b);
+	return r;
+}
+
+int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
+		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
+		       struct pohm_inode *out)
+{
+	struct commit_ctx c = { base_dversion, size, set, n, mtime };
+
+	return ns_inode_update(ns, ino, commit_fn, &c, out);
+}
+
 int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		   const struct pohm_chunk_write *w, size_t nw, const struct pohm_ts *mtime,
 		   struct pohm_inode *out)
 {
-	struct commit_ctx c = { base_dversion, size, w, NULL, nw, mtime };
-	struct pohm_buf b = POHM_BUF_INIT;
-	uint64_t *gens = NULL, cs = 1ULL << ns->chunk_shift;
+	struct pohm_chunk_set *set = NULL;
 	struct pohm_inode in;
-	size_t i;
+	uint64_t cs;
+	size_t i, n = 0;
 	int r;
 
-	/* The chunk size is the inode's: read it once (commit_fn re-checks the rest). */
+	/* The chunk size is the inode's. */
 	r = ns_inode_get(ns, ino, &in, NULL, 0);
 	if (r)
 		return r;
 	cs = pohm_inode_chunk_size(&in);
 	pohm_inode_clear(&in);
-	if (nw && !(gens = calloc(nw, sizeof(*gens))))
+	if (nw && !(set = calloc(nw, sizeof(*set))))
 		return -ENOMEM;
 	for (i = 0; i < nw; i++) {
-		char key[POHM_KEY_MAX];
-
 		if (w[i].len > cs || (w[i].len == 0 && w[i].index * cs < size)) {
 			r = -EINVAL;
 			goto out;
 		}
 		if (w[i].index * cs >= size)
 			continue;
-		gens[i] = ns_random(ns);
-		pohm_key_chunk(key, ino, w[i].index, gens[i]);
-		b.len = 0;
-		r = pohm_chunk_encode(&b, ns->fsid, ino, w[i].index, gens[i], w[i].data, w[i].len);
-		if (!r)
-			r = ns->kv.ops->put(ns->kv.ctx, key, b.p, b.len, NULL);
+		set[n].index = w[i].index;
+		set[n].len = (uint32_t)w[i].len;
+		pohm_sha512(w[i].data, w[i].len, set[n].csum);
+		r = pohm_ns_put_chunk(ns, ino, w[i].index, w[i].data, w[i].len, &set[n].gen);
 		if (r)
 			goto out;
+		n++;
 	}
-	c.gens = gens;
-	r = ns_inode_update(ns, ino, commit_fn, &c, out);
+	r = pohm_ns_commit_map(ns, ino, base_dversion, size, set, n, mtime, out);
 out:
-	pohm_buf_free(&b);
-	free(gens);
+	free(set);
 	return r;
 }
 

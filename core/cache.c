@@ -1,0 +1,853 @@
+/*
+ * cache.c — opening a cache, materializing paths, and the stat overlay.
+ *
+ * Sections: helpers · open/close · local copies (stubs, fetch) · walk and
+ * materialize · stat overlay.
+ *
+ * Every local change goes through *at calls relative to a held directory fd
+ * with O_NOFOLLOW, so a symlink swapped into the cache can never redirect a
+ * fetch outside the prefix.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "sha512.h"
+#include "sys.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static unsigned vslot(uint64_t ino)
+{
+	return (unsigned)((ino * 0x9E3779B97F4A7C15ULL) >> 52) % POHM_VCACHE;
+}
+
+int cache_fresh(struct pohm_cache *c, uint64_t ino)
+{
+	unsigned s = vslot(ino);
+	int fresh;
+
+	if (!c->attr_timeout_ns)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	fresh = c->vino[s] == ino && pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
+	if (fresh)
+		c->stats.validations_skipped++;
+	pthread_mutex_unlock(&c->vlock);
+	return fresh;
+}
+
+void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = ino;
+	c->vtime[s] = pohm_sys_mono_ns();
+	pthread_mutex_unlock(&c->vlock);
+}
+
+void cache_unmark(struct pohm_cache *c, uint64_t ino)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	if (c->vino[s] == ino)
+		c->vino[s] = 0;
+	pthread_mutex_unlock(&c->vlock);
+}
+
+void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&c->vlock);
+	*field += n;
+	pthread_mutex_unlock(&c->vlock);
+}
+
+static int sys_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+	int r;
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		r = pohm_sys_mkdirat(AT_FDCWD, buf, mode);
+		if (r && r != -EEXIST)
+			return r;
+		buf[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+/* Default cache_dir: $XDG_STATE_HOME (or ~/.local/state)/pohmelfs/<prefix with / as _>. */
+static int default_cache_dir(char *out, size_t len, const char *prefix)
+{
+	const char *base = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char esc[1024];
+	size_t i;
+
+	for (i = 0; prefix[i] && i < sizeof(esc) - 1; i++)
+		esc[i] = prefix[i] == '/' ? '_' : prefix[i];
+	esc[i] = '\0';
+	if (strlen(prefix) >= sizeof(esc))
+		return -ENAMETOOLONG;
+	if (base && *base)
+		i = (size_t)snprintf(out, len, "%.2048s/pohmelfs/%s", base, esc);
+	else if (home && *home)
+		i = (size_t)snprintf(out, len, "%.2048s/.local/state/pohmelfs/%s", home, esc);
+	else
+		return -ENOENT;
+	return i < len ? 0 : -ENAMETOOLONG;
+}
+
+/* One cache serves one fsid: refuse a prefix already bound to another. */
+static int bind_fsid(struct pohm_cache *c, const char *fsid, char *err, size_t errlen)
+{
+	char have[256];
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = pohm_sys_openat(c->j.dirfd, "fsid", O_RDONLY, 0);
+	if (fd >= 0) {
+		n = pohm_sys_read_full(fd, have, sizeof(have) - 1);
+		pohm_sys_close(fd);
+		have[n > 0 ? n : 0] = '\0';
+		if (strcmp(have, fsid)) {
+			snprintf(err, errlen, "prefix=%s is bound to fsid \"%s\", not \"%s\" "
+				 "(use another prefix or cache_dir)", c->prefix, have, fsid);
+			return -EEXIST;
+		}
+		return 0;
+	}
+	fd = pohm_sys_openat(c->j.dirfd, "fsid", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0) {
+		r = (int)pohm_sys_write_full(fd, fsid, strlen(fsid));
+		pohm_sys_close(fd);
+	}
+	return r < 0 ? r : 0;
+}
+
+/* ---------------------------------------------------------------- open/close */
+
+int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, char *err,
+		    size_t errlen)
+{
+	struct pohm_ns_opts nso = { 0 };
+	struct pohm_cache *c;
+	char cdir[4096];
+	struct stat pst, sst;
+	uint8_t h[64];
+	int r;
+
+	err[0] = '\0';
+	if (!o->prefix || o->prefix[0] != '/') {
+		snprintf(err, errlen, "prefix=%s: expected an absolute path", o->prefix ? o->prefix : "");
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->pfd = c->stage_fd = -1;
+	c->j.dirfd = -1;
+	pthread_mutex_init(&c->vlock, NULL);
+	snprintf(c->prefix, sizeof(c->prefix), "%s", o->prefix);
+	snprintf(c->host, sizeof(c->host), "%s", o->host_id && *o->host_id ? o->host_id : "host");
+	c->attr_timeout_ns = o->attr_timeout_ns;
+	c->is_root = syscall(SYS_geteuid) == 0;
+
+	r = sys_mkdir_p(c->prefix, 0755);
+	if (!r)
+		r = pohm_sys_open_high(AT_FDCWD, c->prefix, O_PATH | O_DIRECTORY, 0);
+	if (r < 0) {
+		snprintf(err, errlen, "prefix=%s: %s", c->prefix,
+			 r == -ENOTDIR || r == -EEXIST ? "exists and is not a directory" : strerror(-r));
+		goto fail;
+	}
+	c->pfd = r;
+	pohm_sys_fstat(c->pfd, &pst);
+	c->pdev = (uint64_t)pst.st_dev;
+	pohm_sha512(o->fsid, strlen(o->fsid), h);
+	c->dev = (pohm_le64(h) & 0x7fffffffULL) | 0x10000000ULL;	/* stable per fsid */
+
+	if (o->cache_dir && *o->cache_dir)
+		snprintf(cdir, sizeof(cdir), "%s", o->cache_dir);
+	else if (default_cache_dir(cdir, sizeof(cdir), c->prefix)) {
+		snprintf(err, errlen, "cache_dir: neither XDG_STATE_HOME nor HOME is set");
+		r = -EINVAL;
+		goto fail;
+	}
+	r = sys_mkdir_p(cdir, 0700);
+	if (!r)
+		r = pohm_journal_open(&c->j, cdir);
+	if (r) {
+		snprintf(err, errlen, "cache_dir=%s: %s", cdir, strerror(-r));
+		goto fail;
+	}
+	r = bind_fsid(c, o->fsid, err, errlen);
+	if (r)
+		goto fail;
+	/* Fetches build files on the prefix's own filesystem, so rename is atomic. */
+	r = pohm_sys_fstatat(c->j.dirfd, "tmp", &sst, 0);
+	if (!r && sst.st_dev == pst.st_dev) {
+		c->stage_fd = pohm_sys_open_high(c->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
+	} else {
+		r = pohm_sys_mkdirat(c->pfd, ".pohmelfs-staging", 0700);
+		if (r && r != -EEXIST)
+			goto fail_stage;
+		c->stage_fd = pohm_sys_open_high(c->pfd, ".pohmelfs-staging",
+						 O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	}
+	if (c->stage_fd < 0) {
+		r = c->stage_fd;
+		goto fail_stage;
+	}
+
+	nso.fsid = o->fsid;
+	nso.bucket_max = o->bucket_max;
+	nso.chunk_shift = o->chunk_shift;
+	nso.root_uid = (uint32_t)syscall(SYS_geteuid);
+	nso.root_gid = (uint32_t)syscall(SYS_getegid);
+	r = pohm_ns_open(&c->ns, o->kv, &nso);
+	if (r) {
+		snprintf(err, errlen, "fsid=%s: cannot open the root (%s)", o->fsid, strerror(-r));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail_stage:
+	snprintf(err, errlen, "prefix=%s: cannot make a staging directory (%s)", c->prefix,
+		 strerror(-r));
+fail:
+	pohm_cache_close(c);
+	return r < 0 ? r : -EIO;
+}
+
+void pohm_cache_close(struct pohm_cache *c)
+{
+	if (!c)
+		return;
+	pohm_ns_close(c->ns);
+	pohm_journal_close(&c->j);
+	if (c->pfd >= 0)
+		pohm_sys_close(c->pfd);
+	if (c->stage_fd >= 0)
+		pohm_sys_close(c->stage_fd);
+	pthread_mutex_destroy(&c->vlock);
+	free(c);
+}
+
+int pohm_cache_prefix_fd(const struct pohm_cache *c)
+{
+	return c->pfd;
+}
+
+uint64_t pohm_cache_dev(const struct pohm_cache *c)
+{
+	return c->dev;
+}
+
+void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s)
+{
+	pthread_mutex_lock((pthread_mutex_t *)&c->vlock);
+	*s = c->stats;
+	pthread_mutex_unlock((pthread_mutex_t *)&c->vlock);
+}
+
+/* ---------------------------------------------------------------- local copies */
+
+int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		 const struct pohm_inode *in, uint32_t flags)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	int r;
+
+	memset(&rec, 0, sizeof(rec));
+	r = pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (r)
+		return r;
+	pohm_journal_note_inode(&rec, in);
+	pohm_journal_note_local(&rec, &st);
+	rec.flags = flags;
+	rec.validated_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		     const struct pohm_inode *in)
+{
+	uint32_t flags = 0;
+	int r, fd;
+
+	switch (in->mode & S_IFMT) {
+	case S_IFDIR:
+		/* Ours to fill with stubs: the owner keeps rwx locally; stat shows the stored mode. */
+		r = pohm_sys_mkdirat(dfd, name, (in->mode & 07777) | 0700);
+		break;
+	case S_IFLNK:
+		r = syscall(SYS_symlinkat, in->target ? in->target : "", dfd, name) ? -errno : 0;
+		break;
+	case S_IFIFO:
+		r = syscall(SYS_mknodat, dfd, name, S_IFIFO | (in->mode & 07777), 0) ? -errno : 0;
+		break;
+	case S_IFCHR:
+	case S_IFBLK:
+		if (c->is_root) {
+			r = syscall(SYS_mknodat, dfd, name, in->mode, in->rdev) ? -errno : 0;
+			break;
+		}
+		/* Without privilege a device is a stub. */
+		__attribute__((fallthrough));
+	default:
+		/* A stub: empty, mode 000, so a reader without the shim gets EACCES. */
+		fd = pohm_sys_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
+		r = fd < 0 ? fd : 0;
+		if (fd >= 0) {
+			syscall(SYS_fchmod, fd, 0);
+			pohm_sys_close(fd);
+		}
+		flags = S_ISREG(in->mode) && in->size ? POHM_J_STUB : 0;
+		if (S_ISREG(in->mode) && !in->size) {
+			/* An empty file needs no fetch: give it its mode now. */
+			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
+		}
+		break;
+	}
+	if (r && r != -EEXIST)
+		return r;
+	if (c->is_root && !S_ISLNK(in->mode))
+		syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
+	return cache_record(c, dfd, name, rel, in, flags);
+}
+
+int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		const struct pohm_inode *in)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	char tmp[64];
+	struct timespec tv[2];
+	struct pohm_jrec rec;
+	struct stat st;
+	uint8_t *buf = NULL;
+	uint64_t off = 0, piece = 1 << 20;
+	int fd, r;
+
+	snprintf(tmp, sizeof(tmp), "f.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	fd = pohm_sys_open_high(c->stage_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fd;
+	buf = malloc(piece);
+	if (!buf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	while (off < in->size) {
+		ssize_t n = pohm_ns_read(c->ns, in, off, buf, piece);
+
+		if (n <= 0) {
+			r = n < 0 ? (int)n : -EIO;
+			goto fail;
+		}
+		r = (int)pohm_sys_pwrite_full(fd, buf, (size_t)n, (off_t)off);
+		if (r < 0)
+			goto fail;
+		off += (uint64_t)n;
+	}
+	r = pohm_sys_fsync(fd);
+	if (r)
+		goto fail;
+	syscall(SYS_fchmod, fd, in->mode & 07777);
+	if (c->is_root)
+		syscall(SYS_fchown, fd, in->uid, in->gid);
+	tv[0].tv_sec = in->atime.sec;
+	tv[0].tv_nsec = in->atime.nsec;
+	tv[1].tv_sec = in->mtime.sec;
+	tv[1].tv_nsec = in->mtime.nsec;
+	syscall(SYS_utimensat, fd, NULL, tv, 0);
+	/* Readers and mappings of the old copy keep it; the name now shows the new one. */
+	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	if (r)
+		goto fail;
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		goto out;
+	memset(&rec, 0, sizeof(rec));
+	pohm_journal_note_inode(&rec, in);
+	pohm_journal_note_local(&rec, &st);
+	rec.validated_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	cache_count(c, &c->stats.fetches, 1);
+	cache_count(c, &c->stats.fetched_bytes, in->size);
+	goto out;
+fail:
+	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+	if (r == -ENOSPC || r == -EDQUOT)
+		pohm_err("fetch of %s: the cache filesystem is full", rel);
+out:
+	free(buf);
+	pohm_sys_close(fd);
+	return r;
+}
+
+int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			const char *name, const struct stat *st)
+{
+	int d = pohm_journal_is_dirty(rec, st), fd;
+
+	if (d != 2)
+		return d;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	/* Racy timestamps: only the contents can tell. */
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return 1;	/* cannot read it (mode 000?): assume changed, never lose it */
+	d = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
+	pohm_sys_close(fd);
+	return d != 0;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+/*
+ * Make dfd/name agree with the storage entry of dino/name.  0 with *in
+ * filled (clear it), -ENOENT if the storage has no such entry.
+ */
+static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
+			const char *rel, struct pohm_inode *in)
+{
+	struct pohm_jrec rec;
+	struct stat lst;
+	uint64_t ino = 0, known = 0;
+	uint8_t type;
+	int r, have_local, have_rec = 0;
+
+	have_local = !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
+						     (uint64_t)lst.st_ino, &known) &&
+	    !pohm_journal_get(&c->j, known, &rec))
+		have_rec = 1;
+	if (have_rec && cache_fresh(c, known)) {
+		/* Validated within attr_timeout: answer from the journal. */
+		r = pohm_ns_getattr(c->ns, known, in);
+		pohm_jrec_clear(&rec);
+		return r;
+	}
+	cache_count(c, &c->stats.lookups, 1);
+	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
+	if (r == -ENOENT && have_rec && !S_ISDIR(lst.st_mode) &&
+	    !cache_local_changed(c, &rec, dfd, name, &lst) && !(rec.flags & POHM_J_CONFLICT)) {
+		/* Deleted on another host and clean here: the local name goes too. */
+		pohm_sys_unlinkat(dfd, name, 0);
+		if (rec.nlink <= 1)
+			pohm_journal_del(&c->j, known);
+	}
+	if (r)
+		goto out;
+	r = pohm_ns_getattr(c->ns, ino, in);
+	if (r)
+		goto out;
+	if (have_local && have_rec && known == ino) {
+		cache_mark_fresh(c, ino);
+		goto out;
+	}
+	if (have_local) {
+		/* The name means another inode now.  Replace a clean local copy. */
+		if (!have_rec || cache_local_changed(c, &rec, dfd, name, &lst)) {
+			pohm_warn("%s: changed here and replaced elsewhere; keeping the local copy "
+				  "until it is pushed", rel);
+			goto out;
+		}
+		if (S_ISDIR(lst.st_mode)) {
+			pohm_warn("%s: replaced elsewhere, but the local directory remains", rel);
+			goto out;
+		}
+		pohm_sys_unlinkat(dfd, name, 0);
+	}
+	r = cache_make_local(c, dfd, name, rel, in);
+	if (!r)
+		cache_mark_fresh(c, ino);
+out:
+	if (r)
+		pohm_inode_clear(in);
+	if (have_rec)
+		pohm_jrec_clear(&rec);
+	return r;
+}
+
+/* The inode of the prefix root, recorded once so the index knows the root. */
+static int ensure_root(struct pohm_cache *c)
+{
+	struct pohm_inode in;
+	uint64_t ino;
+	struct stat st;
+	int r;
+
+	r = pohm_sys_fstat(c->pfd, &st);
+	if (r)
+		return r;
+	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;
+	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
+	if (r)
+		return r;
+	r = cache_record(c, c->pfd, "", "", &in, 0);
+	if (r == -ENOENT) {
+		/* fstatat with "" needs AT_EMPTY_PATH: record through "." instead. */
+		r = cache_record(c, c->pfd, ".", "", &in, 0);
+	}
+	pohm_inode_clear(&in);
+	return r;
+}
+
+/* Split rel into components in buf (NUL separated); returns the count. */
+static int split_rel(const char *rel, char *buf, size_t len, const char **comp, int max)
+{
+	int n = 0;
+	char *p;
+
+	if (strlen(rel) >= len)
+		return -ENAMETOOLONG;
+	strcpy(buf, rel);
+	for (p = strtok(buf, "/"); p && n < max; p = strtok(NULL, "/"))
+		comp[n++] = p;
+	return p ? -ENAMETOOLONG : n;
+}
+
+/* List a directory whole: every storage entry present locally. */
+static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel);
+
+static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
+{
+	char buf[4096], path[4096];
+	const char *comp[512];
+	int n, i, dfd, r = 0;
+	uint64_t dino = POHM_ROOT_INO;
+	size_t plen = 0;
+
+	if (depth > 40)
+		return -ELOOP;
+	n = split_rel(rel, buf, sizeof(buf), comp, 512);
+	if (n < 0)
+		return n;
+	r = ensure_root(c);
+	if (r)
+		return r;
+	dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return dfd;
+	path[0] = '\0';
+	if (n == 0 && (flags & POHM_MAT_LIST))
+		r = list_dir(c, dfd, POHM_ROOT_INO, "");
+	for (i = 0; i < n && !r; i++) {
+		int last = i == n - 1;
+		struct pohm_inode in;
+
+		if (last && (flags & POHM_MAT_PARENT))
+			break;
+		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "%s%s", i ? "/" : "",
+					 comp[i]);
+		r = ensure_entry(c, dfd, dino, comp[i], path, &in);
+		if (r == -ENOENT || r == -ENOTDIR) {
+			r = 0;		/* the real call reports it */
+			break;
+		}
+		if (r)
+			break;
+		if (S_ISLNK(in.mode) && (!last || !(flags & POHM_MAT_NOFOLLOW))) {
+			/* Follow a symlink that stays in the prefix, as the kernel will. */
+			char next[8192];
+			const char *rest = rel + (comp[i] - buf) + strlen(comp[i]);
+
+			if (in.target && in.target[0] != '/')
+				snprintf(next, sizeof(next), "%.*s%s%s", (int)(plen - strlen(comp[i])),
+					 path, in.target, rest);
+			else if (in.target && !strncmp(in.target, c->prefix, strlen(c->prefix)) &&
+				 (in.target[strlen(c->prefix)] == '/' || !in.target[strlen(c->prefix)]))
+				snprintf(next, sizeof(next), "%s%s", in.target + strlen(c->prefix), rest);
+			else
+				next[0] = '\0';		/* leaves the prefix: not ours */
+			pohm_inode_clear(&in);
+			if (next[0]) {
+				char norm[4096];
+
+				r = pohm_cache_normalize(next, norm, sizeof(norm));
+				if (!r)
+					r = materialize_at(c, norm, flags, depth + 1);
+				if (r == -EXDEV)
+					r = 0;
+			}
+			break;
+		}
+		if (!last) {
+			int nfd;
+
+			if (!S_ISDIR(in.mode)) {
+				pohm_inode_clear(&in);
+				break;		/* ENOTDIR comes from the real call */
+			}
+			nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+			dino = in.ino;
+			pohm_inode_clear(&in);
+			if (nfd < 0) {
+				r = nfd;
+				break;
+			}
+			pohm_sys_close(dfd);
+			dfd = nfd;
+			continue;
+		}
+		if (S_ISREG(in.mode) && (flags & POHM_MAT_DATA))
+			r = pohm_cache_refresh(c, dfd, comp[i], path, &in);
+		else if (S_ISDIR(in.mode) && (flags & POHM_MAT_LIST)) {
+			int nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+
+			if (nfd >= 0) {
+				r = list_dir(c, nfd, in.ino, path);
+				pohm_sys_close(nfd);
+			}
+		}
+		pohm_inode_clear(&in);
+	}
+	pohm_sys_close(dfd);
+	return r;
+}
+
+int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	return materialize_at(c, rel, flags, 0);
+}
+
+int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		       const struct pohm_inode *in)
+{
+	struct pohm_jrec rec;
+	struct stat lst;
+	int r;
+
+	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (r)
+		return r;
+	r = pohm_journal_get(&c->j, in->ino, &rec);
+	if (r == -ENOENT)
+		return cache_fetch(c, dfd, name, rel, in);
+	if (r)
+		return r;
+	if (!(rec.flags & POHM_J_STUB) && rec.dversion == in->dversion) {
+		r = 0;		/* our copy is the committed one */
+	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
+		r = 0;		/* changed here too: the push will keep both (conflict copy) */
+	} else if ((rec.flags & POHM_J_STUB) && (lst.st_size || (lst.st_mode & 07777))) {
+		/* A stub written without the shim: never pushed, kept as a conflict. */
+		pohm_warn("%s: a stub was changed without the shim; it becomes a conflict copy", rel);
+		r = pohm_cache_push_path(c, rel);
+		if (r >= 0)
+			r = cache_fetch(c, dfd, name, rel, in);
+	} else {
+		r = cache_fetch(c, dfd, name, rel, in);
+	}
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+		      const char **name)
+{
+	char dir[4096];
+	const char *slash = strrchr(rel, '/');
+	uint64_t ino = POHM_ROOT_INO;
+	int r;
+
+	*name = slash ? slash + 1 : rel;
+	if (!**name)
+		return -EINVAL;
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+		r = materialize_at(c, dir, 0, 0);
+		if (r)
+			return r;
+		r = pohm_ns_resolve(c->ns, dir, 1, &ino);
+		if (r)
+			return r;
+		*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
+	} else {
+		r = ensure_root(c);
+		if (r)
+			return r;
+		*dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
+	}
+	if (*dfd < 0)
+		return *dfd;
+	*dino = ino;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- listing */
+
+struct list_ctx {
+	struct pohm_cache *c;
+	int dfd;
+	const char *rel;
+	char **names;
+	size_t n, cap;
+};
+
+static int list_one(void *arg, const char *name, uint64_t ino, uint8_t type)
+{
+	struct list_ctx *l = arg;
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	char path[4096];
+	struct stat lst;
+	uint64_t known = 0;
+	int r, have_local;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **a = realloc(l->names, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		l->names = a;
+		l->cap = cap;
+	}
+	l->names[l->n] = malloc(strlen(name) + 1);
+	if (!l->names[l->n])
+		return -ENOMEM;
+	strcpy(l->names[l->n++], name);
+	have_local = !pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (have_local &&
+	    !pohm_journal_lookup_local(&l->c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino, &known) &&
+	    known == ino)
+		return 0;	/* present and the same inode */
+	if (have_local) {
+		/* Another inode (or an unknown file) holds the name: replace it only if clean. */
+		if (!known || pohm_journal_get(&l->c->j, known, &rec))
+			return 0;
+		r = S_ISDIR(lst.st_mode) || cache_local_changed(l->c, &rec, l->dfd, name, &lst);
+		pohm_jrec_clear(&rec);
+		if (r)
+			return 0;
+		pohm_sys_unlinkat(l->dfd, name, 0);
+	}
+	snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
+	r = pohm_ns_getattr(l->c->ns, ino, &in);
+	if (r == -ENOENT)
+		return 0;	/* removed meanwhile */
+	if (r)
+		return r;
+	r = cache_make_local(l->c, l->dfd, name, path, &in);
+	pohm_inode_clear(&in);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
+{
+	struct list_ctx l = { c, dfd, rel, NULL, 0, 0 };
+	size_t i;
+	int r;
+
+	r = pohm_ns_readdir(c->ns, dino, list_one, &l);
+	for (i = 0; i < l.n; i++)
+		free(l.names[i]);
+	free(l.names);
+	return r;
+}
+
+/* ---------------------------------------------------------------- stat overlay */
+
+void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
+{
+	struct pohm_jrec rec;
+	uint64_t ino;
+
+	if ((uint64_t)st->st_dev != c->pdev)
+		return;
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
+		return;		/* not known (staging, or made without the shim): leave it */
+	if (pohm_journal_get(&c->j, ino, &rec))
+		return;
+	st->st_ino = (ino_t)ino;
+	st->st_dev = (dev_t)c->dev;
+	if ((rec.flags & POHM_J_STUB) || !c->is_root) {
+		st->st_uid = rec.uid;
+		st->st_gid = rec.gid;
+	}
+	if (rec.flags & POHM_J_STUB) {
+		st->st_mode = rec.mode;
+		st->st_size = (off_t)rec.size;
+		st->st_blocks = (blkcnt_t)((rec.size + 511) / 512);
+		st->st_nlink = rec.nlink;
+		st->st_atim.tv_sec = rec.atime.sec;
+		st->st_atim.tv_nsec = rec.atime.nsec;
+		st->st_mtim.tv_sec = rec.mtime.sec;
+		st->st_mtim.tv_nsec = rec.mtime.nsec;
+		st->st_ctim.tv_sec = rec.ctime.sec;
+		st->st_ctim.tv_nsec = rec.ctime.nsec;
+	} else if (S_ISDIR(rec.mode)) {
+		st->st_mode = rec.mode;		/* local dirs keep u+rwx for the cache's own use */
+	}
+	pohm_jrec_clear(&rec);
+}
+
+/* ---------------------------------------------------------------- paths */
+
+int pohm_cache_normalize(const char *path, char *out, size_t len)
+{
+	size_t n = 0;
+	const char *p = path;
+
+	while (*p) {
+		const char *end;
+		size_t cl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		cl = end ? (size_t)(end - p) : strlen(p);
+		if (cl == 1 && p[0] == '.') {
+			/* skip */
+		} else if (cl == 2 && p[0] == '.' && p[1] == '.') {
+			if (!n)
+				return -EXDEV;
+			while (n && out[n - 1] != '/')
+				n--;
+			if (n)
+				n--;	/* the slash */
+		} else {
+			if (n + !!n + cl + 1 > len)
+				return -ENAMETOOLONG;
+			if (n)
+				out[n++] = '/';
+			memcpy(out + n, p, cl);
+			n += cl;
+		}
+		p += cl;
+	}
+	if (!len)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return 0;
+}

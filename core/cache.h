@@ -1,0 +1,105 @@
+/*
+ * cache.h — the local cache: real files under the prefix that mirror the
+ * storage (DESIGN.md §2).  The preload layer calls these around the real
+ * libc call; tools and tests call them directly.
+ *
+ * Paths given here are relative to the prefix root, lexically normalised
+ * (no ".", "..", empty or trailing components; "" is the root).  Every
+ * function returns 0 (or a count) or a negative errno, never sets errno, and
+ * never holds a lock across network I/O.
+ *
+ *   materialize   make a path ready for the real call: each existing
+ *                 component present locally (directories as directories,
+ *                 files as stubs: empty, mode 000, true attributes in the
+ *                 journal), the last one fresh (one lookup per component,
+ *                 skipped within attr_timeout) and, with DATA, its contents
+ *                 fetched; with LIST, a directory listed whole.
+ *   namespace     storage first, then the local change; a local failure
+ *                 compensates the storage change.
+ *   push          a file whose local copy changed since the last fetch or
+ *                 push: changed chunks, then the inode CAS; a lost race
+ *                 keeps the storage version and stores ours as a conflict
+ *                 copy under .pohmelfs-conflicts/HOST/.
+ *   stat overlay  storage inode numbers, one device per fsid, and a stub's
+ *                 true attributes.
+ */
+#ifndef POHM_CORE_CACHE_H
+#define POHM_CORE_CACHE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "kv.h"
+
+struct pohm_cache;
+struct pohm_config;
+
+struct pohm_cache_opts {
+	const char *prefix;		/* absolute directory (created if missing) */
+	const char *cache_dir;		/* journal and state; NULL = default per prefix */
+	const char *fsid;
+	const char *host_id;		/* names conflict copies */
+	uint64_t attr_timeout_ns;	/* revalidation period (0 = every time) */
+	const struct pohm_kv *kv;	/* the store (kvio over a client, or kvmem in tests) */
+	unsigned bucket_max;		/* 0 = default */
+	unsigned chunk_shift;		/* 0 = default */
+};
+
+/* Open the cache for a prefix; err gets a one-line reason on failure. */
+int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, char *err,
+		    size_t errlen);
+void pohm_cache_close(struct pohm_cache *c);
+/* The prefix directory fd (held open, high, O_PATH). */
+int pohm_cache_prefix_fd(const struct pohm_cache *c);
+/* The device number reported for everything under the prefix. */
+uint64_t pohm_cache_dev(const struct pohm_cache *c);
+
+#define POHM_MAT_DATA     0x1	/* fetch the last component's contents */
+#define POHM_MAT_LIST     0x2	/* list the last component (a directory) whole */
+#define POHM_MAT_NOFOLLOW 0x4	/* a symlink as the last component is not followed */
+#define POHM_MAT_PARENT   0x8	/* only the parent chain; the last name may not exist */
+
+/* Make rel ready for the real call (see the file comment).  A missing last
+ * component is not an error (the real call reports it); a missing parent is. */
+int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags);
+
+/* Create rel in the storage before a real open(O_CREAT) (excl: O_EXCL).
+ * Returns 1 if it existed already (and was materialized), 0 if created. */
+int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl);
+/* After the real open of a path under the prefix: learn its local identity. */
+int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd);
+/* Undo a create whose real open failed. */
+void pohm_cache_create_undo(struct pohm_cache *c, const char *rel);
+
+int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode);
+int pohm_cache_unlink(struct pohm_cache *c, const char *rel);
+int pohm_cache_rmdir(struct pohm_cache *c, const char *rel);
+int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags);
+int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to);
+int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel);
+
+/* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
+int pohm_cache_push_fd(struct pohm_cache *c, int fd);
+/* Push rel (a file changed by a program without the shim, or by a path call): as push_fd. */
+int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
+/* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
+int pohm_cache_sync_all(struct pohm_cache *c);
+
+/* Rewrite a local stat of something under the prefix (stat overlay). */
+void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st);
+
+/*
+ * Normalise a path relative to the prefix lexically: "a/./b//c/../d" →
+ * "a/b/d".  -EXDEV if ".." climbs above the prefix root, -ENAMETOOLONG.
+ */
+int pohm_cache_normalize(const char *path, char *out, size_t len);
+
+/* Counters for status and stats. */
+struct pohm_cache_stats {
+	uint64_t fetches, fetched_bytes, pushes, pushed_chunks, pushed_bytes, conflicts;
+	uint64_t lookups, validations_skipped;
+};
+void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s);
+
+#endif

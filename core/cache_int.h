@@ -1,0 +1,65 @@
+/*
+ * cache_int.h — internals shared by cache.c (open, materialize, stat),
+ * cachens.c (namespace changes) and push.c (pushes and conflicts).
+ */
+#ifndef POHM_CORE_CACHE_INT_H
+#define POHM_CORE_CACHE_INT_H
+
+#include <pthread.h>
+
+#include "cache.h"
+#include "journal.h"
+#include "ns.h"
+
+#define POHM_VCACHE 4096
+
+struct pohm_cache {
+	struct pohm_ns *ns;
+	struct pohm_journal j;
+	int pfd;			/* the prefix directory, O_PATH, high */
+	int stage_fd;			/* where fetches build temp files (same filesystem) */
+	uint64_t pdev;			/* st_dev of the prefix's filesystem */
+	uint64_t dev;			/* device number reported for the fsid */
+	uint64_t attr_timeout_ns;
+	char prefix[4096];
+	char host[256];
+	int is_root;			/* may chown: local files carry the stored owner */
+	pthread_mutex_t vlock;		/* guards vino, vtime, stats */
+	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
+	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
+	struct pohm_cache_stats stats;
+};
+
+/* Was ino checked against the storage within attr_timeout? */
+int cache_fresh(struct pohm_cache *c, uint64_t ino);
+/* Remember that ino was just checked. */
+void cache_mark_fresh(struct pohm_cache *c, uint64_t ino);
+/* Forget that (after a local or remote change). */
+void cache_unmark(struct pohm_cache *c, uint64_t ino);
+/* Add to a counter under vlock. */
+void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n);
+
+/*
+ * Walk rel's parent chain (materializing it): *dfd gets an O_PATH fd of the
+ * parent directory (close it), *dino its storage inode, *name points at the
+ * last component inside rel.  -ENOENT/-ENOTDIR if the chain does not exist.
+ */
+int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+		      const char **name);
+/* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
+int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		     const struct pohm_inode *in);
+/* Fetch in's data into dfd/name (temp file + rename); rec updated and stored. */
+int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		const struct pohm_inode *in);
+/* Fetch in's data into dfd/name unless the local copy is current or dirty. */
+int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		       const struct pohm_inode *in);
+/* Has dfd/name (described by st) changed since rec's fetch or push?  1, 0. */
+int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			const char *name, const struct stat *st);
+/* Journal record for a local file just made from in (no data state change). */
+int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		 const struct pohm_inode *in, uint32_t flags);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * cachens.c — namespace changes under the prefix: the storage first (so
+ * other hosts see them as soon as the call returns, like the 2012 directory
+ * objects), then the same change on the local copy; if the local change
+ * fails, the storage change is compensated.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "sys.h"
+
+static uint32_t my_uid(void)
+{
+	return (uint32_t)syscall(SYS_geteuid);
+}
+
+static uint32_t my_gid(void)
+{
+	return (uint32_t)syscall(SYS_getegid);
+}
+
+int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
+{
+	struct pohm_inode in;
+	const char *name;
+	uint64_t dino;
+	int dfd, r;
+
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
+			   excl ? POHM_CREATE_EXCL : 0, &in);
+	if (r == 1) {
+		/* It exists: open it with its contents, as a local file system would. */
+		if (S_ISREG(in.mode)) {
+			struct stat lst;
+
+			if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+				cache_make_local(c, dfd, name, rel, &in);
+			r = pohm_cache_refresh(c, dfd, name, rel, &in);
+			r = r ? r : 1;
+		}
+		pohm_inode_clear(&in);
+	} else if (r == 0) {
+		struct stat lst;
+
+		/* A stale local file of that name (deleted elsewhere) makes way. */
+		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode))
+			pohm_sys_unlinkat(dfd, name, 0);
+		cache_mark_fresh(c, in.ino);
+		/* Remember the inode under its name until the real open tells us the local file. */
+		{
+			struct pohm_jrec rec;
+
+			memset(&rec, 0, sizeof(rec));
+			pohm_journal_note_inode(&rec, &in);
+			rec.validated_ns = pohm_sys_real_ns();
+			snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+			r = pohm_journal_put(&c->j, &rec);
+			pohm_jrec_clear(&rec);
+		}
+		pohm_inode_clear(&in);
+	}
+	pohm_sys_close(dfd);
+	return r;
+}
+
+int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int r;
+
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		return r;
+	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* already known */
+	r = pohm_ns_resolve(c->ns, rel, 0, &ino);
+	if (r)
+		return r;
+	r = pohm_journal_get(&c->j, ino, &rec);
+	if (r == -ENOENT) {
+		struct pohm_inode in;
+
+		memset(&rec, 0, sizeof(rec));
+		r = pohm_ns_getattr(c->ns, ino, &in);
+		if (r)
+			return r;
+		pohm_journal_note_inode(&rec, &in);
+		pohm_inode_clear(&in);
+	} else if (r) {
+		return r;
+	}
+	/* The local file starts as the (empty) committed version: a write makes it dirty. */
+	if (!rec.lino && !st.st_size)
+		pohm_journal_note_local(&rec, &st);
+	else {
+		rec.ldev = (uint64_t)st.st_dev;
+		rec.lino = (uint64_t)st.st_ino;
+	}
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
+{
+	const char *name;
+	uint64_t dino;
+	int dfd;
+
+	if (cache_walk_parent(c, rel, &dfd, &dino, &name))
+		return;
+	pohm_ns_unlink(c->ns, dino, name);
+	pohm_sys_close(dfd);
+}
+
+int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
+{
+	struct pohm_inode in;
+	const char *name;
+	uint64_t dino;
+	int dfd, r;
+
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_ns_mkdir(c->ns, dino, name, mode & 07777, my_uid(), my_gid(), &in);
+	if (r)
+		goto out;
+	r = pohm_sys_mkdirat(dfd, name, mode & 07777);
+	if (r == -EEXIST) {
+		struct stat lst;
+
+		/* A stale local directory (removed elsewhere): reuse it if it is a directory. */
+		r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+		if (!r && !S_ISDIR(lst.st_mode))
+			r = -EEXIST;
+	}
+	if (r) {
+		pohm_ns_rmdir(c->ns, dino, name);	/* compensate */
+	} else {
+		r = cache_record(c, dfd, name, rel, &in, 0);
+		cache_mark_fresh(c, in.ino);
+	}
+	pohm_inode_clear(&in);
+out:
+	pohm_sys_close(dfd);
+	return r;
+}
+
+/* Storage inode behind dfd/name as the journal knows it (0 if unknown). */
+static uint64_t local_ino(struct pohm_cache *c, int dfd, const char *name)
+{
+	struct stat st;
+	uint64_t ino = 0;
+
+	if (!pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino);
+	return ino;
+}
+
+static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
+{
+	const char *name;
+	uint64_t dino, ino;
+	int dfd, r;
+
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW);
+	if (r)
+		goto out;
+	ino = local_ino(c, dfd, name);
+	r = dir ? pohm_ns_rmdir(c->ns, dino, name) : pohm_ns_unlink(c->ns, dino, name);
+	if (r)
+		goto out;
+	/* The storage change is made; the local copy follows. */
+	r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
+	if (r == -ENOENT)
+		r = 0;
+	if (r)
+		pohm_warn("%s: removed from the storage, but the local copy stays (%s)", rel,
+			  strerror(-r));
+	if (ino) {
+		struct pohm_inode in;
+
+		cache_unmark(c, ino);
+		if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT)
+			pohm_journal_del(&c->j, ino);
+		else
+			pohm_inode_clear(&in);
+	}
+out:
+	pohm_sys_close(dfd);
+	return r;
+}
+
+int pohm_cache_unlink(struct pohm_cache *c, const char *rel)
+{
+	return remove_entry(c, rel, 0);
+}
+
+int pohm_cache_rmdir(struct pohm_cache *c, const char *rel)
+{
+	return remove_entry(c, rel, 1);
+}
+
+int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags)
+{
+	const char *fname, *tname;
+	uint64_t fdino, tdino, ino;
+	int ffd = -1, tfd = -1, r;
+
+	r = cache_walk_parent(c, from, &ffd, &fdino, &fname);
+	if (r)
+		return r;
+	r = cache_walk_parent(c, to, &tfd, &tdino, &tname);
+	if (r)
+		goto out;
+	r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
+	if (!r)
+		r = pohm_cache_materialize(c, to, POHM_MAT_NOFOLLOW);
+	if (r)
+		goto out;
+	ino = local_ino(c, ffd, fname);
+	r = pohm_ns_rename(c->ns, fdino, fname, tdino, tname, flags);
+	if (r)
+		goto out;
+	r = syscall(SYS_renameat2, ffd, fname, tfd, tname, flags) ? -errno : 0;
+	if (r) {
+		/* Put the storage back as it was (best effort; logged if it fails). */
+		unsigned back = flags & POHM_RENAME_EXCHANGE;
+
+		if (pohm_ns_rename(c->ns, tdino, tname, fdino, fname, back))
+			pohm_err("rename %s -> %s: done in the storage, failed locally (%s), and "
+				 "could not be undone", from, to, strerror(-r));
+		goto out;
+	}
+	if (ino) {
+		struct pohm_jrec rec;
+
+		if (!pohm_journal_get(&c->j, ino, &rec)) {
+			snprintf(rec.hint, sizeof(rec.hint), "%s", to);
+			pohm_journal_put(&c->j, &rec);
+			pohm_jrec_clear(&rec);
+		}
+	}
+out:
+	if (ffd >= 0)
+		pohm_sys_close(ffd);
+	if (tfd >= 0)
+		pohm_sys_close(tfd);
+	return r;
+}
+
+int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
+{
+	const char *fname, *tname;
+	uint64_t fdino, tdino, ino;
+	int ffd = -1, tfd = -1, r;
+
+	r = cache_walk_parent(c, from, &ffd, &fdino, &fname);
+	if (r)
+		return r;
+	r = cache_walk_parent(c, to, &tfd, &tdino, &tname);
+	if (r)
+		goto out;
+	r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
+	if (r)
+		goto out;
+	r = pohm_ns_lookup(c->ns, fdino, fname, &ino, NULL);
+	if (r)
+		goto out;
+	r = pohm_ns_link(c->ns, ino, tdino, tname, NULL);
+	if (r)
+		goto out;
+	r = syscall(SYS_linkat, ffd, fname, tfd, tname, 0) ? -errno : 0;
+	if (r)
+		pohm_ns_unlink(c->ns, tdino, tname);	/* compensate */
+	cache_unmark(c, ino);
+out:
+	if (ffd >= 0)
+		pohm_sys_close(ffd);
+	if (tfd >= 0)
+		pohm_sys_close(tfd);
+	return r;
+}
+
+int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel)
+{
+	struct pohm_inode in;
+	const char *name;
+	uint64_t dino;
+	int dfd, r;
+
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_ns_symlink(c->ns, dino, name, target, my_uid(), my_gid(), &in);
+	if (r)
+		goto out;
+	r = syscall(SYS_symlinkat, target, dfd, name) ? -errno : 0;
+	if (r)
+		pohm_ns_unlink(c->ns, dino, name);
+	else
+		r = cache_record(c, dfd, name, rel, &in, 0);
+	pohm_inode_clear(&in);
+out:
+	pohm_sys_close(dfd);
+	return r;
+}

@@ -1,0 +1,73 @@
+/*
+ * journal.h — the cache's journal: what this host knows of each storage
+ * inode it has materialized, shared by every process on the host.
+ *
+ * One small file per storage inode, cache_dir/j/<ino>, replaced atomically
+ * (write a temp file, rename); an index cache_dir/x/<dev>.<ino> (a symlink
+ * whose target is the storage inode number) maps a local file to it, so an
+ * fd is resolved with one fstat and one readlink.  Nothing is written on the
+ * open path; records change after a fetch, a push or a namespace change.
+ * Change detection compares the local (st_ino, size, ctime) with what the
+ * record saw after the last fetch or push (journal_is_dirty).
+ */
+#ifndef POHM_CORE_JOURNAL_H
+#define POHM_CORE_JOURNAL_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "nsobj.h"
+
+#define POHM_J_STUB	0x1	/* local file is an empty mode-000 stub: data not fetched */
+#define POHM_J_LISTED	0x2	/* directory: every entry exists locally */
+#define POHM_J_CONFLICT	0x4	/* a conflict copy was made for this inode */
+
+struct pohm_jrec {
+	uint64_t ino;			/* storage inode */
+	uint64_t version, dversion;	/* storage versions this host last synced with */
+	uint32_t mode, uid, gid, nlink;	/* the stored attributes (stat overlay) */
+	uint64_t size, rdev;
+	struct pohm_ts atime, mtime, ctime;
+	uint64_t ldev, lino;		/* the local file */
+	uint64_t lsize;			/* local size after the last fetch/push */
+	struct pohm_ts lctime;		/* local ctime after the last fetch/push */
+	uint64_t recorded_ns;		/* realtime when ldev..lctime were recorded */
+	uint64_t validated_ns;		/* realtime of the last check against the storage */
+	uint64_t listed_ns;		/* directories: realtime of the last listing */
+	uint64_t boot;			/* boot id hash when the local copy was last written by us */
+	uint32_t flags;			/* POHM_J_* */
+	uint8_t chunk_shift;
+	uint32_t nchunks;		/* checksums of the synced version's chunks */
+	uint8_t (*csum)[64];		/* malloc'ed, nchunks entries */
+	char hint[4096];		/* one local name, relative to the prefix */
+};
+
+struct pohm_journal {
+	int dirfd;			/* cache_dir, held open (high fd) */
+};
+
+/* Open (creating 0700) the journal under cache_dir. 0 or -errno. */
+int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
+void pohm_journal_close(struct pohm_journal *j);
+/* Read the record of ino: 0, -ENOENT, -EIO (malformed).  Free with pohm_jrec_clear. */
+int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
+/* Replace the record atomically (and the index entry for its local file). */
+int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
+/* Forget ino (and its index entry). */
+int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
+/* Storage inode of a local file: 0 and *ino, or -ENOENT. */
+int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino);
+/* Call fn for every record (pohmelfsd, status); fn != 0 stops. */
+int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg);
+void pohm_jrec_clear(struct pohm_jrec *r);
+/* Does the local file (st) differ from what the record saw?  0 no, 1 yes,
+ * 2 cannot tell from the metadata (a racy ctime): compare the contents. */
+int pohm_journal_is_dirty(const struct pohm_jrec *r, const struct stat *st);
+/* 1 if the file open as fd differs from the record's chunk checksums, 0 if not, -errno. */
+int pohm_journal_content_differs(const struct pohm_jrec *r, int fd, uint64_t size);
+/* Record st as the local state after a fetch or push. */
+void pohm_journal_note_local(struct pohm_jrec *r, const struct stat *st);
+/* Fill the stored attributes of r from an inode. */
+void pohm_journal_note_inode(struct pohm_jrec *r, const struct pohm_inode *in);
+
+#endif

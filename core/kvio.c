@@ -1,0 +1,87 @@
+/*
+ * kvio.c — the namespace's key-value store (kv.h) on the replicated client
+ * (io.h): every key in the fsid namespace on every configured group.
+ *
+ *   get   pohm_io_get: the committed version (with read repair if enabled);
+ *         its checksum is computed here over the bytes received (io already
+ *         verified them against each group's READ checksum).
+ *   put   pohm_io_write; a CAS put is a data compare-and-swap that needs a
+ *         majority of groups (DESIGN.md §3: CAS-arbitrated objects), and
+ *         "absent" is a CAS against pohm_kv_absent, a parent no data hashes
+ *         to, which Elliptics lets through only where the key is missing.
+ *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+#include "kv.h"
+#include "log.h"
+#include "sha512.h"
+
+static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	struct pohm_io_result res;
+	int r;
+
+	r = pohm_io_get(ctx, key, strlen(key), &out->data, &out->len, &res);
+	if (r == -ENOENT)
+		return r;
+	if (r) {
+		pohm_debug("%s", res.msg);
+		return r == -ETIMEDOUT ? -EIO : r;
+	}
+	pohm_sha512(out->data, out->len, out->csum);
+	return 0;
+}
+
+static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	struct pohm_io_result res;
+	size_t got = 0;
+	int r = pohm_io_read(ctx, key, strlen(key), off, buf, len, &got, &res);
+
+	if (r == -E2BIG)
+		return 0;	/* offset at or past the end */
+	if (r)
+		return r;
+	return (int)got;
+}
+
+static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
+		    const uint8_t *expect)
+{
+	struct pohm_write_opts o;
+	struct pohm_io_result res;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	if (expect) {
+		o.flags = POHM_W_CAS_DATA | POHM_W_MAJORITY;
+		memcpy(o.parent, expect, sizeof(o.parent));
+	}
+	r = pohm_io_write(ctx, key, strlen(key), data, len, &o, &res);
+	if (r == -EBADFD)
+		return expect == POHM_KV_ABSENT ? -EEXIST : -EAGAIN;
+	if (r)
+		pohm_info("%s", res.msg);
+	return r;
+}
+
+static int kvio_del(void *ctx, const char *key)
+{
+	struct pohm_io_result res;
+
+	return pohm_io_del(ctx, key, strlen(key), &res);
+}
+
+static const struct pohm_kv_ops kvio_ops = {
+	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = NULL,
+};
+
+void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)
+{
+	kv->ops = &kvio_ops;
+	kv->ctx = client;
+}

@@ -1,0 +1,317 @@
+/* test_cache.c — the cache through its C API: two caches on one in-memory
+ * store act as two hosts. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "harness.h"
+#include "kv.h"
+
+static struct pohm_kv kv;
+static char root[128];
+
+static struct pohm_cache *host(const char *name)
+{
+	struct pohm_cache_opts o = { 0 };
+	struct pohm_cache *c = NULL;
+	char prefix[512], cdir[512], err[512];
+	int r;
+
+	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", root, name);
+	snprintf(cdir, sizeof(cdir), "%s/%s/state", root, name);
+	o.prefix = prefix;
+	o.cache_dir = cdir;
+	o.fsid = "t";
+	o.host_id = name;
+	o.kv = &kv;
+	o.chunk_shift = 12;
+	r = pohm_cache_open(&c, &o, err, sizeof(err));
+	if (r)
+		printf("# open %s: %d %s\n", name, r, err);
+	return c;
+}
+
+static void setup(void)
+{
+	char cmd[400];
+
+	if (!root[0]) {
+		snprintf(root, sizeof(root), "/tmp/pohm-cache-test.%d", (int)getpid());
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
+	if (system(cmd))
+		printf("# setup failed\n");
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+}
+
+static char *path(const char *h, const char *rel)
+{
+	static char buf[4][1024];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s/prefix/%s", root, h, rel);
+	return buf[i];
+}
+
+/* What the shim does for open(O_CREAT|O_WRONLY|O_TRUNC) + write + close. */
+static int write_file(struct pohm_cache *c, const char *h, const char *rel, const char *data)
+{
+	int fd, r;
+
+	r = pohm_cache_create(c, rel, 0644, 0);
+	if (r < 0)
+		return r;
+	fd = open(path(h, rel), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	pohm_cache_opened(c, rel, fd);
+	if (write(fd, data, strlen(data)) != (ssize_t)strlen(data))
+		return -EIO;
+	r = pohm_cache_push_fd(c, fd);
+	close(fd);
+	return r < 0 ? r : 0;
+}
+
+static int read_file(const char *p, char *buf, size_t len)
+{
+	int fd = open(p, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+TEST(two_hosts_round_trip)
+{
+	struct pohm_cache *a, *b;
+	char buf[256];
+	struct stat sa, sb;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "dir", 0755), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "dir/f", "hello from a"), 0);
+	/* b has never seen it: materialize with data brings it whole. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "dir/f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "dir/f"), buf, sizeof(buf)), 12);
+	EXPECT_EQ_STR(buf, "hello from a");
+	/* Same identity on both hosts. */
+	EXPECT_EQ_INT(stat(path("a", "dir/f"), &sa), 0);
+	EXPECT_EQ_INT(stat(path("b", "dir/f"), &sb), 0);
+	pohm_cache_stat_fix(a, &sa);
+	pohm_cache_stat_fix(b, &sb);
+	EXPECT_EQ_U64(sa.st_ino, sb.st_ino);
+	EXPECT_EQ_U64(sa.st_dev, sb.st_dev);
+	EXPECT_EQ_U64(sa.st_dev, pohm_cache_dev(a));
+	/* An update on a, then b refreshes (attr_timeout 0: every open checks). */
+	EXPECT_EQ_INT(write_file(a, "a", "dir/f", "second version"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "dir/f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "dir/f"), buf, sizeof(buf)), 14);
+	EXPECT_EQ_STR(buf, "second version");
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(listing_makes_stubs_with_true_attributes)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+	char buf[64];
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT_EQ_INT(write_file(a, "a", "x", "0123456789"), 0);
+	EXPECT_EQ_INT(pohm_cache_symlink(a, "x", "lnk"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(lstat(path("b", "x"), &st), 0);
+	EXPECT_EQ_INT(st.st_size, 0);			/* a stub locally */
+	EXPECT_EQ_INT(st.st_mode & 07777, 0);
+	pohm_cache_stat_fix(b, &st);
+	EXPECT_EQ_INT(st.st_size, 10);			/* its true attributes */
+	EXPECT_EQ_INT(st.st_mode & 07777, 0644);
+	EXPECT_EQ_INT(readlink(path("b", "lnk"), buf, sizeof(buf)), 1);
+	/* Opening through the symlink follows it inside the prefix. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "lnk", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "x"), buf, sizeof(buf)), 10);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(namespace_changes_travel)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT_EQ_INT(write_file(a, "a", "f", "data"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_rename(a, "f", "g", 0), 0);
+	EXPECT_EQ_INT(stat(path("a", "g"), &st), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT(stat(path("b", "f"), &st) != 0);		/* gone on b too */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "g", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(path("b", "g"), &st), 0);
+	EXPECT_EQ_INT(st.st_size, 4);
+	EXPECT_EQ_INT(pohm_cache_link(a, "g", "h"), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "g"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "h", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(path("b", "h"), &st), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0750), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0750), -EEXIST);
+	EXPECT_EQ_INT(pohm_cache_rmdir(a, "d"), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "nope"), -ENOENT);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(concurrent_writers_keep_a_conflict_copy)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[256];
+	int fd;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT_EQ_INT(write_file(a, "a", "doc", "base"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "doc", POHM_MAT_DATA), 0);
+	/* Both change it; a commits first. */
+	EXPECT_EQ_INT(write_file(a, "a", "doc", "from a"), 0);
+	fd = open(path("b", "doc"), O_RDWR | O_TRUNC);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "from b!", 7), 7);
+	EXPECT_EQ_INT(pohm_cache_push_fd(b, fd), 0);	/* not pushed: a conflict copy */
+	close(fd);
+	/* The storage keeps a's version; b's is a conflict copy, read by a third host. */
+	c = host("c");
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "doc", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("c", "doc"), buf, sizeof(buf)), 6);
+	EXPECT_EQ_STR(buf, "from a");
+	EXPECT_EQ_INT(pohm_cache_materialize(c, ".pohmelfs-conflicts/b", POHM_MAT_LIST), 0);
+	{
+		DIR *d = opendir(path("c", ".pohmelfs-conflicts/b"));
+		struct dirent *de;
+		int found = 0;
+
+		while (d && (de = readdir(d))) {
+			char rel[512];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(rel, sizeof(rel), ".pohmelfs-conflicts/b/%s", de->d_name);
+			EXPECT_EQ_INT(pohm_cache_materialize(c, rel, POHM_MAT_DATA), 0);
+			EXPECT_EQ_INT(read_file(path("c", rel), buf, sizeof(buf)), 7);
+			EXPECT_EQ_STR(buf, "from b!");
+			found++;
+		}
+		if (d)
+			closedir(d);
+		EXPECT_EQ_INT(found, 1);
+	}
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
+
+TEST(change_without_the_shim_is_pushed)
+{
+	struct pohm_cache *a, *b;
+	char buf[64];
+	FILE *f;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT_EQ_INT(write_file(a, "a", "f", "one"), 0);
+	f = fopen(path("a", "f"), "w");		/* a program without the shim */
+	fputs("written behind our back", f);
+	fclose(f);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 1);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 0);	/* nothing left */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "f"), buf, sizeof(buf)), 23);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(swapped_symlink_cannot_redirect_a_refresh)
+{
+	struct pohm_cache *a, *b;
+	char outside[512], cmd[4000];
+	struct stat st;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "d/f", "secret"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", 0), 0);
+	snprintf(outside, sizeof(outside), "%s/outside", root);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && rmdir %s && ln -s %s %s", outside,
+		 path("b", "d"), outside, path("b", "d"));
+	EXPECT_EQ_INT(system(cmd), 0);
+	pohm_cache_materialize(b, "d/f", POHM_MAT_DATA);
+	snprintf(cmd, sizeof(cmd), "%s/f", outside);
+	EXPECT(stat(cmd, &st) != 0);		/* nothing was written outside */
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(prefix_bound_to_one_fsid)
+{
+	struct pohm_cache_opts o = { 0 };
+	struct pohm_cache *c = NULL, *a;
+	char prefix[512], cdir[512], err[512];
+
+	setup();
+	a = host("a");
+	snprintf(prefix, sizeof(prefix), "%s/a/prefix", root);
+	snprintf(cdir, sizeof(cdir), "%s/a/state", root);
+	o.prefix = prefix;
+	o.cache_dir = cdir;
+	o.fsid = "other";
+	o.kv = &kv;
+	EXPECT_EQ_INT(pohm_cache_open(&c, &o, err, sizeof(err)), -EEXIST);
+	EXPECT(strstr(err, "bound to fsid") != NULL);
+	o.prefix = "relative/path";
+	EXPECT_EQ_INT(pohm_cache_open(&c, &o, err, sizeof(err)), -EINVAL);
+	pohm_cache_close(a);
+}
+
+TEST(normalize)
+{
+	char out[64];
+
+	EXPECT_EQ_INT(pohm_cache_normalize("a/./b//c/../d/", out, sizeof(out)), 0);
+	EXPECT_EQ_STR(out, "a/b/d");
+	EXPECT_EQ_INT(pohm_cache_normalize("", out, sizeof(out)), 0);
+	EXPECT_EQ_STR(out, "");
+	EXPECT_EQ_INT(pohm_cache_normalize("a/../..", out, sizeof(out)), -EXDEV);
+	EXPECT_EQ_INT(pohm_cache_normalize("..", out, sizeof(out)), -EXDEV);
+}
+
+TEST(zz_cleanup)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	EXPECT_EQ_INT(system(cmd), 0);
+	pohm_kvmem_free(&kv);
+}
