@@ -1,0 +1,266 @@
+/*
+ * conn.c — sockets and packet framing for the client.
+ *
+ * Sections: packet assembly (pure: bytes in, packets out) · reading a
+ * socket · socket calls.  The socket calls go through syscall(2): inside
+ * libpohmelfs.so, connect/poll/... by name could reach our own interposed
+ * wrappers (DESIGN.md §5).  errno is preserved.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sys.h"
+
+/* ---------------------------------------------------------------- packet assembly */
+
+void pohm_pkt_free_list(struct pohm_pkt *p)
+{
+	while (p) {
+		struct pohm_pkt *next = p->next;
+
+		free(p->data);
+		free(p);
+		p = next;
+	}
+}
+
+void pohm_rx_reset(struct pohm_rx *rx)
+{
+	pohm_pkt_free_list(rx->pkt);
+	free(rx->stage);
+	rx->pkt = NULL;
+	rx->stage = NULL;
+	rx->hgot = 0;
+	rx->dgot = 0;
+}
+
+/* Header complete: validate the size and allocate the packet. */
+static int rx_start_packet(struct pohm_rx *rx)
+{
+	struct pohm_pkt *pkt = calloc(1, sizeof(*pkt));
+	uint64_t max = rx->max ? rx->max : POHM_RX_MAX;
+
+	if (!pkt)
+		return -ENOMEM;
+	pohm_cmd_decode(&pkt->cmd, rx->hdr);
+	if (pkt->cmd.size > max) {
+		free(pkt);
+		return -EPROTO;
+	}
+	if (pkt->cmd.size) {
+		pkt->data = malloc((size_t)pkt->cmd.size);
+		if (!pkt->data) {
+			free(pkt);
+			return -ENOMEM;
+		}
+	}
+	rx->pkt = pkt;
+	rx->dgot = 0;
+	return 0;
+}
+
+static void rx_finish_packet(struct pohm_rx *rx, struct pohm_pkt ***tail)
+{
+	**tail = rx->pkt;
+	*tail = &rx->pkt->next;
+	rx->pkt = NULL;
+	rx->hgot = 0;
+	rx->dgot = 0;
+}
+
+int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt ***tail)
+{
+	int r;
+
+	while (n) {
+		if (!rx->pkt) {
+			size_t take = POHM_CMD_SIZE - rx->hgot;
+
+			if (take > n)
+				take = n;
+			memcpy(rx->hdr + rx->hgot, p, take);
+			rx->hgot += take;
+			p += take;
+			n -= take;
+			if (rx->hgot < POHM_CMD_SIZE)
+				break;
+			r = rx_start_packet(rx);
+			if (r)
+				return r;
+		} else {
+			size_t want = (size_t)rx->pkt->cmd.size - rx->dgot;
+			size_t take = want < n ? want : n;
+
+			memcpy(rx->pkt->data + rx->dgot, p, take);
+			rx->dgot += take;
+			p += take;
+			n -= take;
+		}
+		if (rx->pkt && rx->dgot == rx->pkt->cmd.size)
+			rx_finish_packet(rx, tail);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- reading a socket */
+
+int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail)
+{
+	int rounds;
+
+	/* Bounded so one busy socket cannot starve the others or the dispatch. */
+	for (rounds = 0; rounds < 64; rounds++) {
+		ssize_t got;
+		int r;
+
+		if (rx->pkt && rx->pkt->cmd.size - rx->dgot >= POHM_RX_STAGE) {
+			/* A large payload goes straight into its packet: no copy. */
+			got = pohm_sys_read(fd, rx->pkt->data + rx->dgot,
+					    (size_t)rx->pkt->cmd.size - rx->dgot);
+			if (got > 0) {
+				rx->dgot += (size_t)got;
+				if (rx->dgot == rx->pkt->cmd.size)
+					rx_finish_packet(rx, tail);
+				continue;
+			}
+		} else {
+			if (!rx->stage) {
+				rx->stage = malloc(POHM_RX_STAGE);
+				if (!rx->stage)
+					return -ENOMEM;
+			}
+			got = pohm_sys_read(fd, rx->stage, POHM_RX_STAGE);
+			if (got > 0) {
+				r = pohm_rx_feed(rx, rx->stage, (size_t)got, tail);
+				if (r)
+					return r;
+				continue;
+			}
+		}
+		if (got == 0)
+			return -ECONNRESET;	/* EOF */
+		if (got == -EAGAIN)
+			return 0;
+		return (int)got;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- socket calls */
+
+static long sys_ret(long r, int saved)
+{
+	if (r < 0)
+		r = -errno;
+	errno = saved;
+	return r;
+}
+
+int pohm_sock_connect_start(const struct pohm_addr *a)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int saved = errno, fd;
+	long r;
+
+	memset(&ss, 0, sizeof(ss));
+	if (a->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(a->port);
+		memcpy(&s6->sin6_addr, a->ip, 16);
+		s6->sin6_scope_id = a->scope_id;
+		len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(a->port);
+		memcpy(&s4->sin_addr, a->ip, 4);
+		len = sizeof(*s4);
+	}
+	r = syscall(SYS_socket, (int)ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (r < 0)
+		return (int)sys_ret(r, saved);
+	fd = pohm_sys_move_high((int)r);
+	r = syscall(SYS_connect, fd, (struct sockaddr *)&ss, len);
+	if (r < 0 && errno != EINPROGRESS) {
+		r = -errno;
+		syscall(SYS_close, fd);
+		errno = saved;
+		return (int)r;
+	}
+	errno = saved;
+	return fd;
+}
+
+static void setopt(int fd, int level, int name, int v)
+{
+	syscall(SYS_setsockopt, fd, level, name, &v, (socklen_t)sizeof(v));
+}
+
+int pohm_sock_connect_finish(int fd)
+{
+	int saved = errno, soerr = 0;
+	socklen_t len = sizeof(soerr);
+	long r;
+
+	r = syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+	if (r < 0)
+		return (int)sys_ret(r, saved);
+	if (soerr)
+		return -soerr;
+	/* As the stock client (PROTOCOL.md §6): keepalive 10 s idle, 10 s interval, 3 probes. */
+	setopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	setopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, 10);
+	setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10);
+	setopt(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+	setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	errno = saved;
+	return 0;
+}
+
+int pohm_sock_poll(struct pollfd *fds, unsigned n, uint64_t timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000ULL),
+		.tv_nsec = (long)(timeout_ns % 1000000000ULL),
+	};
+	int saved = errno;
+	long r;
+
+	do
+		r = syscall(SYS_ppoll, fds, (unsigned long)n, &ts, NULL, (size_t)8);
+	while (r < 0 && errno == EINTR);
+	return (int)sys_ret(r, saved);
+}
+
+ssize_t pohm_sock_sendv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct msghdr m;
+	int saved = errno;
+	long r;
+
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = (struct iovec *)iov;
+	m.msg_iovlen = (size_t)iovcnt;
+	do
+		r = syscall(SYS_sendmsg, fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	r = sys_ret(r, saved);
+	if (r == -EWOULDBLOCK)
+		r = -EAGAIN;
+	return r;
+}

@@ -1,0 +1,150 @@
+/*
+ * conn.h — internals of the client shared by net.c (transactions, the
+ * leader/follower engine), conn.c (sockets, packet framing) and
+ * conn_setup.c (connect, handshake, auth, ping, route refresh).
+ * Nothing outside those files includes this header; users see net.h.
+ *
+ * Locking (one rule for everything here): net->lock guards every field of
+ * struct pohm_net and struct pohm_conn except
+ *   - conn->rx, touched only by the current leader (net->leader_active),
+ *     outside the lock;
+ *   - the bytes of the request at the head of a send queue while
+ *     req->tx_inflight is set (a flusher writes them outside the lock).
+ * A thread that uses conn->fd outside the lock holds a conn->users
+ * reference; the fd is closed only when the last user lets go
+ * (conn_release), so a failed connection is never closed under a reader
+ * or a writer.  Condition variables: each waiting batch has its own
+ * (batch->cv); net->txcv wakes threads waiting for a flusher to finish;
+ * net->conncv wakes threads waiting for a connection being set up.
+ */
+#ifndef POHM_CORE_CONN_H
+#define POHM_CORE_CONN_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "config.h"
+#include "net.h"
+#include "route.h"
+
+#define POHM_MAX_NODES		256
+#define POHM_TRANS_BUCKETS	64
+#define POHM_RX_STAGE		(64 * 1024)	/* staging buffer for small packets */
+#define POHM_RX_MAX		((uint64_t)1 << 30) /* larger replies drop the connection */
+#define POHM_BACKOFF_MIN_NS	100000000ULL	/* first reconnect delay: 100 ms */
+#define POHM_BACKOFF_MAX_NS	2000000000ULL	/* at most 2 s between attempts */
+#define POHM_STALL_LIMIT	3		/* consecutive timeouts → reset the connection */
+
+enum conn_state {
+	CONN_DOWN = 0,		/* no usable socket (maybe waiting out a backoff) */
+	CONN_CONNECTING,	/* a thread is connecting/handshaking it */
+	CONN_UP,		/* handshake done: open for requests */
+};
+
+/* Packet assembly from a byte stream (pure; fuzzed by tests/fuzz/fuzz_reply.c). */
+struct pohm_rx {
+	uint8_t hdr[POHM_CMD_SIZE];
+	size_t hgot;			/* header bytes collected */
+	struct pohm_pkt *pkt;		/* packet whose payload is being collected */
+	size_t dgot;			/* payload bytes collected */
+	uint64_t max;			/* largest payload accepted */
+	uint8_t *stage;			/* POHM_RX_STAGE bytes, allocated on first read */
+};
+
+struct pohm_conn {
+	int idx;			/* node index == position in net->conns */
+	struct pohm_addr addr;
+	char name[64];			/* "ip:port" for messages */
+	int fd;				/* -1 when closed */
+	enum conn_state state;
+	int handshake_ok;		/* requests other than the handshake allowed */
+	int32_t version[4];		/* the server's, from the handshake */
+	uint64_t last_rx_ns, last_tx_ns;
+	uint64_t retry_at_ns;		/* backoff: no connect attempt before this */
+	unsigned fails;			/* consecutive failures (connect or socket) */
+	unsigned stalls;		/* consecutive batches with a timeout here */
+	const void *stall_batch;	/* last batch counted in stalls */
+	int last_err;			/* -errno of the last failure, 0 if none */
+	char last_msg[160];		/* human text of the last failure */
+	int seed;			/* configured server */
+	int listed;			/* in the last ROUTE_LIST */
+	unsigned users;			/* threads using fd outside the lock */
+	int close_pending;		/* close fd when users drops to 0 */
+	struct pohm_req *hash[POHM_TRANS_BUCKETS];	/* in-flight transactions by trans */
+	size_t inflight;
+	struct pohm_req *sq_head, *sq_tail;		/* send queue */
+	int tx_busy;			/* a flusher owns the queue head */
+	struct pohm_rx rx;		/* leader only */
+	uint64_t rtt_ns;		/* last ping round trip */
+};
+
+struct pohm_batch {
+	pthread_cond_t cv;
+	struct pohm_batch *next;	/* in net->waiters while waiting */
+	int waiting;
+	size_t remaining;		/* requests not done */
+};
+
+struct pohm_net {
+	pthread_mutex_t lock;
+	pthread_cond_t txcv, conncv;
+	const struct pohm_config *cfg;	/* owned by the caller, outlives net */
+	pid_t pid;			/* process that opened the sockets */
+	uint64_t next_trans;
+	struct pohm_conn *conns[POHM_MAX_NODES];
+	int nconns;
+	struct pohm_route route;
+	int leader_active;		/* some thread is polling the sockets */
+	struct pohm_batch *waiters;	/* followers, oldest first */
+	int evfd;			/* wakes the leader's poll; -1 until needed */
+	int bootstrapped;		/* seeds tried and ROUTE_LIST done once */
+	int refreshing;			/* a thread is refreshing the route */
+	int refresh_due;		/* a node failed since the last refresh */
+	uint64_t last_refresh_ns;
+	uint32_t dial_idx;		/* which of a node's addresses we dial */
+	char last_msg[256];		/* last cluster-level error text */
+};
+
+/* ---- net.c */
+/* Fail every transaction of c with err, mark it down (backoff) and close it
+ * when unused; msg (may be NULL) is kept for reports. Lock held. */
+void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const char *msg);
+/* Drop one fd user; closes the fd if a close is pending. Lock held. */
+void pohm_conn_release(struct pohm_net *net, struct pohm_conn *c);
+/* Run a batch; handshake != 0 allows connections still CONNECTING. */
+int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n,
+			  uint64_t deadline, pohm_enough_fn enough, void *arg, int handshake);
+/* Find or add the node with this address. Index or -ENOSPC/-ENOMEM. Lock held. */
+int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed);
+/* Wake the leader's poll (new fd or queued output). Lock held. */
+void pohm_net_poke(struct pohm_net *net);
+/* Detect a fork (pid change) and reset the child's copy. Lock not held. */
+void pohm_net_fork_check(struct pohm_net *net);
+
+/* ---- conn_setup.c */
+/* Bring up the nodes of reqs before a run: connect the down ones whose
+ * backoff expired, ping the idle ones, wait for ones being set up.  Lock not held. */
+void pohm_net_prepare(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_t deadline);
+
+/* ---- conn.c */
+/* Feed n bytes to rx; complete packets are appended at **tail. 0 or -EPROTO/-ENOMEM. */
+int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt ***tail);
+/* Read what fd has (non-blocking) into rx: 0, or -errno (-ECONNRESET on EOF). */
+int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail);
+/* Free rx's partial packet and staging buffer. */
+void pohm_rx_reset(struct pohm_rx *rx);
+/* Free a list of packets. */
+void pohm_pkt_free_list(struct pohm_pkt *p);
+/* Socket, non-blocking connect started; fd (moved high) or -errno. */
+int pohm_sock_connect_start(const struct pohm_addr *a);
+/* After POLLOUT: 0 if connected, else -errno (SO_ERROR). Sets keepalive and nodelay. */
+int pohm_sock_connect_finish(int fd);
+/* poll(2) via ppoll with a nanosecond timeout; ready count or -errno. */
+int pohm_sock_poll(struct pollfd *fds, unsigned n, uint64_t timeout_ns);
+/* One non-blocking sendmsg with MSG_NOSIGNAL: bytes or -errno (-EAGAIN). */
+ssize_t pohm_sock_sendv(int fd, const struct iovec *iov, int iovcnt);
+
+#endif

@@ -1,0 +1,1024 @@
+/*
+ * io.c — group operations of io.h: write, lookup, read, get (+ read
+ * repair) and delete over every configured group in parallel.
+ *
+ * Sections: pure helpers (quorum, clock) · client · per-operation context
+ * and messages · routing and running with the -95 retry · write · lookup ·
+ * read · repair · get · delete.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "sha512.h"
+#include "sys.h"
+
+#define GRACE_MIN_NS	20000000ULL	/* after a quorum, wait at least this for the rest */
+#define READ_INFLIGHT	8		/* pieces in flight per read */
+
+/* ---------------------------------------------------------------- pure helpers */
+
+struct pohm_time pohm_time_from_ns(uint64_t ns)
+{
+	struct pohm_time t = { ns / 1000000000ULL, ns % 1000000000ULL };
+
+	return t;
+}
+
+uint64_t pohm_time_to_ns(const struct pohm_time *t)
+{
+	if (t->tsec > UINT64_MAX / 1000000000ULL - 1)
+		return UINT64_MAX;
+	return t->tsec * 1000000000ULL + (t->tnsec < 1000000000ULL ? t->tnsec : 999999999ULL);
+}
+
+uint64_t pohm_clock_next(uint64_t *last, uint64_t now_ns, uint64_t floor_ns)
+{
+	uint64_t old = __atomic_load_n(last, __ATOMIC_ACQUIRE), v;
+
+	do {
+		v = now_ns;
+		if (v <= old)
+			v = old + 1;
+		if (v < floor_ns)
+			v = floor_ns;
+	} while (!__atomic_compare_exchange_n(last, &old, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	return v;
+}
+
+int pohm_quorum_pick(const struct pohm_vote *v, size_t n, unsigned w, int final,
+		     struct pohm_time *ts, int *absent)
+{
+	size_t answered = 0, pending = 0, i, j, t;
+	const struct pohm_time *best = NULL;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].status == 0 || v[i].status == -ENOENT)
+			answered++;
+		else if (v[i].status == 1)
+			pending++;
+	}
+	if (final && !answered)
+		return -ENODATA;
+	t = (final ? answered : n) / 2 + 1;
+	if (w && w < t)
+		t = w;
+	/* The highest version held (at or above) by t groups. */
+	for (i = 0; i < n; i++) {
+		size_t cnt = 0;
+
+		if (v[i].status != 0 || (best && pohm_time_cmp(&v[i].ts, best) <= 0))
+			continue;
+		for (j = 0; j < n; j++)
+			cnt += v[j].status == 0 && pohm_time_cmp(&v[j].ts, &v[i].ts) >= 0;
+		if (cnt >= t)
+			best = &v[i].ts;
+	}
+	if (!final) {
+		/* Decided only if the pending answers cannot lift a higher version to t. */
+		if (!best && answered < t)
+			return 0;
+		if (pending >= t)
+			return 0;
+		for (i = 0; i < n; i++) {
+			size_t cnt = 0;
+
+			if (v[i].status != 0 || (best && pohm_time_cmp(&v[i].ts, best) <= 0))
+				continue;
+			for (j = 0; j < n; j++)
+				cnt += v[j].status == 0 && pohm_time_cmp(&v[j].ts, &v[i].ts) >= 0;
+			if (cnt + pending >= t)
+				return 0;
+		}
+	}
+	if (best) {
+		*ts = *best;
+		*absent = 0;
+	} else {
+		memset(ts, 0, sizeof(*ts));
+		*absent = 1;
+	}
+	return 1;
+}
+
+/* ---------------------------------------------------------------- client */
+
+struct pohm_client {
+	const struct pohm_config *cfg;
+	struct pohm_net *net;
+	uint64_t clock_last;		/* last stamp issued, ns; atomic (pohm_clock_next) */
+};
+
+int pohm_client_open(struct pohm_client **out, const struct pohm_config *cfg, char *err,
+		     size_t errlen)
+{
+	struct pohm_client *c;
+	int r = pohm_config_check_client(cfg, err, errlen);
+
+	if (r)
+		return r;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	r = pohm_net_open(&c->net, cfg);
+	if (r) {
+		free(c);
+		snprintf(err, errlen, "cannot create the client: %s", strerror(-r));
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void pohm_client_close(struct pohm_client *c)
+{
+	if (!c)
+		return;
+	pohm_net_close(c->net);
+	free(c);
+}
+
+struct pohm_net *pohm_client_net(struct pohm_client *c)
+{
+	return c->net;
+}
+
+/* ---------------------------------------------------------------- operation context */
+
+struct gop {
+	struct pohm_client *c;
+	struct pohm_io_result *res;
+	uint8_t id[POHM_ID_SIZE];
+	struct pohm_req reqs[POHM_MAX_GROUPS];
+	struct pohm_req *ptrs[POHM_MAX_GROUPS];
+	unsigned gi[POHM_MAX_GROUPS];	/* request k → group index */
+	size_t n;
+	unsigned w;			/* groups needed */
+	uint64_t start, quorum_at;
+	int wait_rest;			/* lookup: after the quorum, wait a grace for the rest */
+	int wait_all;			/* lookup: wait for every group */
+	int bad[POHM_MAX_GROUPS];	/* copy found corrupt while reading */
+};
+
+static void op_init(struct gop *op, struct pohm_client *c, const void *key, size_t keylen,
+		    struct pohm_io_result *res)
+{
+	char shown[100];
+	size_t i, o = 0;
+	unsigned g;
+
+	memset(op, 0, sizeof(*op));
+	memset(res, 0, sizeof(*res));
+	op->c = c;
+	op->res = res;
+	op->start = pohm_sys_mono_ns();
+	pohm_key_id(op->id, c->cfg->fsid, strlen(c->cfg->fsid), key, keylen);
+	res->ngroups = c->cfg->ngroups;
+	res->chosen = -1;
+	for (g = 0; g < res->ngroups; g++) {
+		res->g[g].group = c->cfg->groups[g];
+		res->g[g].node = -1;
+		res->g[g].status = -ECANCELED;
+	}
+	/* Keys are printed escaped and cut, for messages. */
+	for (i = 0; i < keylen && o + 5 < sizeof(shown) - 4; i++) {
+		unsigned char ch = ((const unsigned char *)key)[i];
+
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			shown[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(shown + o, sizeof(shown) - o, "\\x%02x", ch);
+	}
+	if (i < keylen)
+		o += (size_t)snprintf(shown + o, sizeof(shown) - o, "...");
+	shown[o] = 0;
+	snprintf(res->msg, sizeof(res->msg), "key %s", shown);
+	op->res->msg[sizeof(res->msg) - 1] = 0;
+}
+
+static void op_release(struct gop *op)
+{
+	size_t k;
+
+	for (k = 0; k < op->n; k++)
+		pohm_req_release(&op->reqs[k]);
+	op->n = 0;
+}
+
+/* Append "; text" (or ": text" first) to the result message. */
+static void note(struct gop *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct gop *op, const char *fmt, ...)
+{
+	char *m = op->res->msg;
+	size_t len = strlen(m);
+	va_list ap;
+
+	if (len >= sizeof(op->res->msg) - 8)
+		return;
+	memcpy(m + len, op->res->notes ? "; " : ": ", 3);
+	len += 2;
+	op->res->notes++;
+	va_start(ap, fmt);
+	vsnprintf(m + len, sizeof(op->res->msg) - len, fmt, ap);
+	va_end(ap);
+}
+
+static const char *status_text(int st)
+{
+	switch (st) {
+	case -EILSEQ:
+		return "the node's copy is corrupt (EILSEQ, -84)";
+	case -EBADMSG:
+		return "checksum mismatch: the bytes received do not match the SHA-512 the node sent";
+	case -EBADFD:
+		return "compare-and-swap refused (EBADFD, -77)";
+	case -ETIMEDOUT:
+		return "no answer in time";
+	case -EOPNOTSUPP:
+		return "the node does not serve this key (-95), even after a route refresh";
+	case -ENXIO:
+		return "no node serves this group";
+	case -ENOENT:
+		return "no such key";
+	case -ECANCELED:
+		return "not waited for";
+	case -ESTALE:
+		return "the copy changed while being read";
+	default:
+		return strerror(-st);
+	}
+}
+
+/* Note a group's failure: "group 2 (node 127.0.0.1:1026): why[: node's last error]". */
+static void note_group(struct gop *op, unsigned gi, int st, const char *what)
+{
+	struct pohm_group_reply *g = &op->res->g[gi];
+	struct pohm_node_info ni;
+	char extra[200] = "";
+
+	if (g->node >= 0 && !pohm_net_node_info(op->c->net, g->node, &ni)) {
+		if ((st == -ECONNREFUSED || st == -ECONNRESET || st == -ENOTCONN || st == -EPROTO ||
+		     st == -EHOSTUNREACH || st == -EPERM || st == -ETIMEDOUT || st == -EPIPE) &&
+		    ni.last_msg[0] && !ni.up)
+			snprintf(extra, sizeof(extra), " (%s)", ni.last_msg);
+		note(op, "%sgroup %u node %s: %s%s", what, g->group, ni.name, status_text(st), extra);
+	} else {
+		note(op, "%sgroup %u: %s", what, g->group, status_text(st));
+	}
+}
+
+/* ---------------------------------------------------------------- routing and running */
+
+/* Add a request for group index gi; a group without route gets -ENXIO and no request. */
+static struct pohm_req *op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t flags,
+			       const void *p1, size_t n1, const void *p2, size_t n2)
+{
+	struct pohm_group_reply *g = &op->res->g[gi];
+	struct pohm_req *r;
+	int32_t backend = 0;
+	int node = -1;
+
+	if (pohm_net_owner(op->c->net, g->group, op->id, &node, &backend)) {
+		g->status = -ENXIO;
+		g->node = -1;
+		return NULL;
+	}
+	g->node = node;
+	r = &op->reqs[op->n];
+	pohm_req_init(r, node, cmd, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT | flags);
+	memcpy(r->cmd.id.id, op->id, POHM_ID_SIZE);
+	r->cmd.id.group = g->group;
+	r->cmd.backend_id = backend;
+	r->p1 = p1;
+	r->n1 = n1;
+	r->p2 = p2;
+	r->n2 = n2;
+	op->ptrs[op->n] = r;
+	op->gi[op->n] = gi;
+	op->n++;
+	return r;
+}
+
+/* Run the requests; those answered -95 are re-routed after a forced refresh and sent once more. */
+static void op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
+{
+	struct pohm_req *again[POHM_MAX_GROUPS];
+	size_t k, m = 0;
+
+	pohm_net_run(op->c->net, op->ptrs, op->n, deadline, enough, op);
+	for (k = 0; k < op->n; k++)
+		if (op->reqs[k].status == -EOPNOTSUPP)
+			again[m++] = &op->reqs[k];
+	if (!m || pohm_sys_mono_ns() >= deadline)
+		return;
+	pohm_net_refresh(op->c->net, deadline, 1);
+	for (k = 0; k < m; k++) {
+		struct pohm_req *r = again[k];
+		int32_t backend;
+		int node;
+
+		if (pohm_net_owner(op->c->net, r->cmd.id.group, op->id, &node, &backend))
+			continue;
+		pohm_req_release(r);
+		r->node = node;
+		r->cmd.backend_id = backend;
+		op->res->g[op->gi[r - op->reqs]].node = node;
+	}
+	pohm_net_run(op->c->net, again, m, deadline, enough, op);
+}
+
+static void set_grace(struct gop *op, uint64_t *dl)
+{
+	uint64_t t = pohm_sys_mono_ns(), grace;
+
+	if (op->quorum_at)
+		return;
+	op->quorum_at = t;
+	grace = t - op->start;
+	if (grace < GRACE_MIN_NS)
+		grace = GRACE_MIN_NS;
+	if (t + grace < *dl)
+		*dl = t + grace;
+}
+
+/* ---------------------------------------------------------------- write */
+
+static int write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct gop *op = arg;
+	size_t k, ok = 0, pending = 0;
+
+	(void)reqs;
+	(void)n;
+	for (k = 0; k < op->n; k++) {
+		if (!op->reqs[k].done)
+			pending++;
+		else if (!op->reqs[k].status)
+			ok++;
+	}
+	if (ok >= op->w) {
+		set_grace(op, dl);
+		return !pending;
+	}
+	/* Short of a quorum: keep waiting; a -95 answer is retried after the run. */
+	return 0;
+}
+
+static unsigned write_quorum(struct pohm_client *c, unsigned flags)
+{
+	unsigned w = pohm_config_write_quorum(c->cfg), maj = c->cfg->ngroups / 2 + 1;
+
+	if ((flags & POHM_W_MAJORITY) && w < maj)
+		w = maj;
+	return w;
+}
+
+/* Collect per-group outcomes of the last step; return groups that succeeded. */
+static unsigned write_collect(struct gop *op)
+{
+	unsigned ok = 0;
+	size_t k;
+
+	for (k = 0; k < op->n; k++) {
+		struct pohm_req *r = &op->reqs[k];
+		struct pohm_group_reply *g = &op->res->g[op->gi[k]];
+		const struct pohm_pkt *p = pohm_req_final(r);
+		struct pohm_file_info fi;
+
+		g->status = r->status;
+		g->rtt_ns = r->done_ns - r->sent_ns;
+		if (r->status)
+			continue;
+		ok++;
+		if (p && p->cmd.size && !pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size)) {
+			g->ts = fi.mtime;
+			g->size = fi.size;
+			g->record_flags = fi.record_flags;
+		}
+	}
+	return ok;
+}
+
+static int write_error(struct gop *op, unsigned ok)
+{
+	unsigned gi, timeouts = 0, cas = 0, failed = 0;
+
+	note(op, "write committed on %u of %u groups, %u needed", ok, op->res->ngroups, op->w);
+	for (gi = 0; gi < op->res->ngroups; gi++) {
+		int st = op->res->g[gi].status;
+
+		if (!st)
+			continue;
+		failed++;
+		timeouts += st == -ETIMEDOUT;
+		cas += st == -EBADFD;
+		note_group(op, gi, st, "");
+	}
+	if (cas)
+		return -EBADFD;
+	if (timeouts == failed)
+		return -ETIMEDOUT;
+	return -EIO;
+}
+
+int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		  size_t len, const struct pohm_write_opts *opts, struct pohm_io_result *res)
+{
+	static const struct pohm_write_opts none;
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	struct pohm_io_attr a;
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t deadline, ts, off = 0;
+	unsigned gi, ok = 0, alive[POHM_MAX_GROUPS];
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	if (!opts)
+		opts = &none;
+	op_init(op, c, key, keylen, res);
+	if (!len) {
+		note(op, "empty objects cannot be stored (Elliptics creates no zero-length record)");
+		rc = -EINVAL;
+		goto out;
+	}
+	deadline = op->start + c->cfg->write_wait_timeout_ns;
+	rc = pohm_net_refresh(c->net, deadline, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		note(op, "%s", m);
+		goto out;
+	}
+	op->w = write_quorum(c, opts->flags);
+	ts = pohm_clock_next(&c->clock_last, pohm_sys_real_ns(), opts->min_ts_ns);
+	res->ts = pohm_time_from_ns(ts);
+	res->size = len;
+	for (gi = 0; gi < res->ngroups; gi++)
+		alive[gi] = 1;
+
+	/* One packet up to POHM_IO_PACKET_MAX, else PREPARE / PLAIN_WRITE... / COMMIT. */
+	do {
+		size_t piece = len - off > POHM_IO_PACKET_MAX ? POHM_IO_PACKET_MAX : len - (size_t)off;
+		int first = off == 0, last = off + piece == len;
+
+		memset(&a, 0, sizeof(a));
+		memcpy(a.id, op->id, POHM_ID_SIZE);
+		a.timestamp = res->ts;
+		a.user_flags = opts->user_flags;
+		a.offset = off;
+		a.size = piece;
+		if (first) {
+			if (opts->flags & POHM_W_CAS_TS)
+				a.flags |= POHM_IO_CAS_TIMESTAMP;
+			if (opts->flags & POHM_W_CAS_DATA) {
+				a.flags |= POHM_IO_CAS;
+				memcpy(a.parent, opts->parent, POHM_ID_SIZE);
+			}
+		}
+		if (!(first && last)) {
+			a.flags |= POHM_IO_PLAIN_WRITE;
+			if (first)
+				a.flags |= POHM_IO_PREPARE;
+			if (last)
+				a.flags |= POHM_IO_COMMIT;
+			a.num = first || last ? len : off + piece;
+		}
+		pohm_io_attr_encode(io, &a);
+		op_release(op);
+		op->quorum_at = 0;
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (alive[gi])
+				op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io),
+				       (const uint8_t *)data + off, piece);
+		/* Middle chunks must reach every group still writing: no early return. */
+		op_run(op, deadline, last ? write_enough : NULL);
+		ok = write_collect(op);
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status)
+				alive[gi] = 0;
+		off += piece;
+	} while (off < len && ok >= op->w);
+
+	res->committed = ok;
+	if (ok >= op->w && off == len) {
+		rc = 0;
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status && res->g[gi].status != -ECANCELED)
+				note_group(op, gi, res->g[gi].status, "not written to ");
+	} else {
+		rc = write_error(op, off == len ? ok : 0);
+	}
+out:
+	op_release(op);
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+static void take_lookup(struct gop *op, size_t k, int with_csum);
+
+/* Vote of request k (lock held by the caller of enough, or after the run). */
+static void vote_of(const struct pohm_req *r, struct pohm_vote *v)
+{
+	const struct pohm_pkt *p;
+	struct pohm_file_info fi;
+
+	memset(v, 0, sizeof(*v));
+	if (!r->done) {
+		v->status = 1;
+		return;
+	}
+	v->status = r->status;
+	if (r->status)
+		return;
+	p = pohm_req_final(r);
+	if (!p || pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size))
+		v->status = -EPROTO;
+	else
+		v->ts = fi.mtime;
+}
+
+static int lookup_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct gop *op = arg;
+	struct pohm_vote v[POHM_MAX_GROUPS];
+	struct pohm_time ts;
+	size_t k, m = 0, pending = 0;
+	int absent;
+
+	(void)reqs;
+	(void)n;
+	for (k = 0; k < op->n; k++) {
+		vote_of(&op->reqs[k], &v[m]);
+		pending += v[m].status == 1;
+		m++;
+	}
+	/* Groups without a route count as no answer. */
+	for (; m < op->res->ngroups; m++) {
+		memset(&v[m], 0, sizeof(v[m]));
+		v[m].status = -ENXIO;
+	}
+	if (pohm_quorum_pick(v, m, op->w, 0, &ts, &absent) != 1)
+		return 0;
+	if (!op->wait_rest)
+		return 1;
+	set_grace(op, dl);
+	return !pending;
+}
+
+/* LOOKUP every group and pick the version. 0, -ENOENT or -errno. Fills res. */
+static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	struct pohm_vote v[POHM_MAX_GROUPS];
+	struct pohm_time ts;
+	unsigned gi;
+	size_t k;
+	int absent = 0, rc;
+
+	rc = pohm_net_refresh(op->c->net, deadline, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(op->c->net, m, sizeof(m));
+		note(op, "%s", m);
+		return rc;
+	}
+	op->w = pohm_config_write_quorum(op->c->cfg);
+	for (gi = 0; gi < res->ngroups; gi++)
+		op_add(op, gi, POHM_CMD_LOOKUP, with_csum ? POHM_FLAG_CHECKSUM : 0, NULL, 0, NULL, 0);
+	op_run(op, deadline, op->wait_all ? NULL : lookup_enough);
+	for (k = 0; k < op->n; k++)
+		take_lookup(op, k, with_csum);
+	for (gi = 0; gi < res->ngroups; gi++) {
+		v[gi].status = res->g[gi].status;
+		v[gi].ts = res->g[gi].ts;
+	}
+	rc = pohm_quorum_pick(v, res->ngroups, op->w, 1, &ts, &absent);
+	if (rc < 0) {
+		note(op, "no group answered");
+		for (gi = 0; gi < res->ngroups; gi++)
+			note_group(op, gi, res->g[gi].status, "");
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status == -ETIMEDOUT)
+				return -ETIMEDOUT;
+		return -EIO;
+	}
+	if (absent)
+		return -ENOENT;
+	res->ts = ts;
+	/* The fastest group holding exactly that version. */
+	for (gi = 0; gi < res->ngroups; gi++) {
+		struct pohm_group_reply *g = &res->g[gi];
+
+		if (g->status || pohm_time_cmp(&g->ts, &ts))
+			continue;
+		if (res->chosen < 0 || g->rtt_ns < res->g[res->chosen].rtt_ns)
+			res->chosen = (int)gi;
+	}
+	res->size = res->g[res->chosen].size;
+	return 0;
+}
+
+int pohm_io_lookup(struct pohm_client *c, const void *key, size_t keylen, unsigned flags,
+		   struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	op_init(op, c, key, keylen, res);
+	op->wait_all = !!(flags & POHM_LOOKUP_ALL);
+	rc = do_lookup(op, !!(flags & POHM_LOOKUP_CSUM), op->start + c->cfg->read_wait_timeout_ns);
+	op_release(op);
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- read */
+
+/*
+ * Read [off, off+len) of version ts from group gi in pieces, checking each
+ * piece's checksum and stamp.  *got = bytes placed in buf.  0 or -errno.
+ */
+static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, uint64_t off,
+		      uint8_t *buf, size_t len, size_t *got, uint64_t deadline)
+{
+	int csum = !op->c->cfg->noreadcsum;
+	uint8_t io[READ_INFLIGHT][POHM_IO_ATTR_SIZE];
+	size_t done = 0;
+	int rc = 0;
+
+	*got = 0;
+	while (done < len && !rc) {
+		size_t k, m;
+
+		op_release(op);
+		for (m = 0; m < READ_INFLIGHT && done + (size_t)m * POHM_IO_PIECE < len; m++) {
+			struct pohm_io_attr a;
+			size_t at = done + m * (size_t)POHM_IO_PIECE;
+
+			memset(&a, 0, sizeof(a));
+			memcpy(a.id, op->id, POHM_ID_SIZE);
+			memcpy(a.parent, op->id, POHM_ID_SIZE);
+			a.offset = off + at;
+			a.size = len - at < POHM_IO_PIECE ? len - at : POHM_IO_PIECE;
+			a.flags = csum ? POHM_IO_CHECKSUM : 0;
+			pohm_io_attr_encode(io[m], &a);
+			if (!op_add(op, gi, POHM_CMD_READ, 0, io[m], POHM_IO_ATTR_SIZE, NULL, 0))
+				return -ENXIO;
+		}
+		op_run(op, deadline, NULL);
+		for (k = 0; k < op->n && !rc; k++) {
+			struct pohm_req *r = &op->reqs[k];
+			const struct pohm_pkt *p = pohm_req_final(r);
+			struct pohm_io_attr a;
+			const uint8_t *data;
+			size_t dlen, at = done + k * (size_t)POHM_IO_PIECE;
+			size_t want = len - at < POHM_IO_PIECE ? len - at : POHM_IO_PIECE;
+
+			if (r->status) {
+				rc = r->status;
+				break;
+			}
+			if (!p || pohm_io_payload_decode(&a, &data, &dlen, p->data, (size_t)p->cmd.size, 1) ||
+			    dlen > want) {
+				rc = -EPROTO;
+				break;
+			}
+			if (pohm_time_cmp(&a.timestamp, ts)) {
+				rc = -ESTALE;
+				break;
+			}
+			if (csum) {
+				uint8_t sum[POHM_SHA512_LEN];
+
+				pohm_sha512(data, dlen, sum);
+				if (memcmp(sum, a.parent, sizeof(sum))) {
+					rc = -EBADMSG;
+					break;
+				}
+			}
+			memcpy(buf + at, data, dlen);
+			*got = at + dlen;
+			if (dlen < want) {	/* end of the object */
+				op_release(op);
+				return 0;
+			}
+		}
+		done += op->n * (size_t)POHM_IO_PIECE;
+	}
+	op_release(op);
+	return rc;
+}
+
+/* Fill res->g[gi] from a LOOKUP reply. */
+static void take_lookup(struct gop *op, size_t k, int with_csum)
+{
+	struct pohm_req *r = &op->reqs[k];
+	struct pohm_group_reply *g = &op->res->g[op->gi[k]];
+	const struct pohm_pkt *p = pohm_req_final(r);
+	struct pohm_file_info fi;
+
+	g->status = r->status;
+	g->rtt_ns = r->done_ns - r->sent_ns;
+	if (r->status)
+		return;
+	if (!p || pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size)) {
+		g->status = -EPROTO;
+		return;
+	}
+	g->ts = fi.mtime;
+	g->size = fi.size;
+	g->record_flags = fi.record_flags;
+	g->has_csum = with_csum;
+	memcpy(g->csum, fi.checksum, POHM_ID_SIZE);
+}
+
+/* LOOKUP the groups not waited for (the quorum answered first). Count asked. */
+static int relookup_cancelled(struct gop *op, uint64_t deadline)
+{
+	unsigned gi;
+	size_t k;
+
+	op_release(op);
+	for (gi = 0; gi < op->res->ngroups; gi++)
+		if (op->res->g[gi].status == -ECANCELED)
+			op_add(op, gi, POHM_CMD_LOOKUP, 0, NULL, 0, NULL, 0);
+	if (!op->n)
+		return 0;
+	op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++)
+		take_lookup(op, k, 0);
+	k = op->n;
+	op_release(op);
+	return (int)k;
+}
+
+/* Try every group holding version ts, fastest first, until one reads cleanly. */
+static int read_failover(struct gop *op, uint64_t off, uint8_t *buf, size_t len, size_t *got,
+			 uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	int tried[POHM_MAX_GROUPS] = { 0 }, rc = -EIO, relooked = 0;
+	unsigned gi;
+
+	for (;;) {
+		int best = -1;
+
+		for (gi = 0; gi < res->ngroups; gi++) {
+			struct pohm_group_reply *g = &res->g[gi];
+
+			if (tried[gi] || g->status || pohm_time_cmp(&g->ts, &res->ts))
+				continue;
+			if (best < 0 || g->rtt_ns < res->g[best].rtt_ns)
+				best = (int)gi;
+		}
+		if (best < 0 && !relooked++ && relookup_cancelled(op, deadline))
+			continue;
+		if (best < 0)
+			return rc;
+		tried[best] = 1;
+		rc = read_group(op, (unsigned)best, &res->ts, off, buf, len, got, deadline);
+		if (!rc) {
+			res->chosen = best;
+			return 0;
+		}
+		if (rc == -EILSEQ || rc == -EBADMSG)
+			op->bad[best] = rc;
+		note_group(op, (unsigned)best, rc, "read failed from ");
+	}
+}
+
+int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t off, void *buf,
+		 size_t len, size_t *got, struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t deadline;
+	int rc;
+
+	*got = 0;
+	if (!op)
+		return -ENOMEM;
+	op_init(op, c, key, keylen, res);
+	deadline = op->start + c->cfg->read_wait_timeout_ns;
+	rc = do_lookup(op, 0, deadline);
+	op_release(op);
+	if (rc)
+		goto out;
+	if (off >= res->size) {
+		rc = 0;			/* at or past the end: nothing to read */
+		goto out;
+	}
+	if (len > res->size - off)
+		len = (size_t)(res->size - off);
+	rc = read_failover(op, off, buf, len, got, deadline);
+out:
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- repair */
+
+/* A parent no data hashes to: CAS with it passes only when the key is missing. */
+static const uint8_t absent_parent[POHM_ID_SIZE] = {
+	'p', 'o', 'h', 'm', 'e', 'l', 'f', 's', ':', 'a', 'b', 's', 'e', 'n', 't', 0xa5,
+};
+
+static int needs_repair(const struct gop *op, unsigned gi)
+{
+	const struct pohm_group_reply *g = &op->res->g[gi];
+
+	if (op->bad[gi] || g->status == -EILSEQ || g->status == -ENOENT)
+		return 1;
+	return !g->status && pohm_time_cmp(&g->ts, &op->res->ts);
+}
+
+/*
+ * Rewrite the committed content under a fresh stamp on every group that
+ * answered, when any of them is stale, missing, corrupt or ahead.
+ */
+static void repair(struct gop *op, const uint8_t *data, size_t len, uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	uint8_t io[3][POHM_IO_ATTR_SIZE], sum[POHM_SHA512_LEN];
+	struct pohm_io_attr a;
+	uint64_t floor = pohm_time_to_ns(&res->ts), ts;
+	unsigned gi, any = 0, v;
+	size_t k;
+
+	for (gi = 0; gi < res->ngroups; gi++) {
+		any |= (unsigned)needs_repair(op, gi);
+		if (!res->g[gi].status && pohm_time_to_ns(&res->g[gi].ts) > floor)
+			floor = pohm_time_to_ns(&res->g[gi].ts);
+	}
+	if (!any || len > POHM_IO_PACKET_MAX)
+		return;
+	ts = pohm_clock_next(&op->c->clock_last, pohm_sys_real_ns(), floor + 1);
+	pohm_sha512(data, len, sum);
+	/* 0: holds the version (data CAS), 1: absent (create only), 2: other (stamp CAS). */
+	for (v = 0; v < 3; v++) {
+		memset(&a, 0, sizeof(a));
+		memcpy(a.id, op->id, POHM_ID_SIZE);
+		a.timestamp = pohm_time_from_ns(ts);
+		a.size = len;
+		a.flags = POHM_IO_CAS_TIMESTAMP | (v < 2 ? POHM_IO_CAS : 0);
+		if (v == 0)
+			memcpy(a.parent, sum, sizeof(sum));
+		if (v == 1)
+			memcpy(a.parent, absent_parent, sizeof(absent_parent));
+		pohm_io_attr_encode(io[v], &a);
+	}
+	op_release(op);
+	for (gi = 0; gi < res->ngroups; gi++) {
+		struct pohm_group_reply *g = &res->g[gi];
+
+		if (g->status && g->status != -ENOENT && g->status != -EILSEQ)
+			continue;	/* no answer: nothing to write to */
+		v = g->status == -ENOENT ? 1 : (!g->status && !op->bad[gi] &&
+						 !pohm_time_cmp(&g->ts, &res->ts)) ? 0 : 2;
+		op_add(op, gi, POHM_CMD_WRITE, 0, io[v], POHM_IO_ATTR_SIZE, data, len);
+	}
+	op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		struct pohm_group_reply *g = &res->g[op->gi[k]];
+		int st = op->reqs[k].status;
+
+		g->repair = st ? st : 1;
+		if (st)
+			note_group(op, op->gi[k], st, "read repair failed on ");
+		else if (needs_repair(op, op->gi[k]))
+			note(op, "group %u repaired", g->group);
+	}
+	if (op->n)
+		res->ts = pohm_time_from_ns(ts);
+	op_release(op);
+}
+
+/* ---------------------------------------------------------------- get */
+
+int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
+		size_t *len, struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t deadline;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	unsigned gi;
+	int rc;
+
+	*data = NULL;
+	*len = 0;
+	if (!op)
+		return -ENOMEM;
+	op_init(op, c, key, keylen, res);
+	op->wait_rest = c->cfg->read_repair;
+	deadline = op->start + c->cfg->read_wait_timeout_ns;
+	rc = do_lookup(op, 0, deadline);
+	op_release(op);
+	if (rc)
+		goto out;
+	if (res->size > SIZE_MAX - 1) {
+		rc = -EFBIG;
+		goto out;
+	}
+	buf = malloc(res->size ? (size_t)res->size : 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_failover(op, 0, buf, (size_t)res->size, &got, deadline);
+	if (!rc && got != res->size) {
+		note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", got,
+		     (unsigned long long)res->size);
+		rc = -EIO;
+	}
+	if (rc)
+		goto out;
+	if (c->cfg->read_repair)
+		repair(op, buf, got, op->start + c->cfg->read_wait_timeout_ns +
+		       c->cfg->write_wait_timeout_ns);
+	else
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (needs_repair(op, gi) && !op->bad[gi])
+				note(op, "group %u holds another version (stale or uncommitted)",
+				     res->g[gi].group);
+	*data = buf;
+	*len = got;
+	buf = NULL;
+out:
+	free(buf);
+	op_release(op);
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- delete */
+
+int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
+		struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	struct pohm_io_attr a;
+	uint64_t deadline;
+	unsigned gi, ok = 0, absent = 0;
+	size_t k;
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	op_init(op, c, key, keylen, res);
+	deadline = op->start + c->cfg->write_wait_timeout_ns;
+	rc = pohm_net_refresh(c->net, deadline, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		note(op, "%s", m);
+		goto out;
+	}
+	op->w = write_quorum(c, 0);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.id, op->id, POHM_ID_SIZE);
+	memcpy(a.parent, op->id, POHM_ID_SIZE);
+	pohm_io_attr_encode(io, &a);
+	for (gi = 0; gi < res->ngroups; gi++)
+		op_add(op, gi, POHM_CMD_DEL, 0, io, sizeof(io), NULL, 0);
+	op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		struct pohm_group_reply *g = &res->g[op->gi[k]];
+
+		g->status = op->reqs[k].status;
+		g->rtt_ns = op->reqs[k].done_ns - op->reqs[k].sent_ns;
+		ok += !g->status || g->status == -ENOENT;
+		absent += g->status == -ENOENT;
+	}
+	res->committed = ok;
+	if (ok >= op->w) {
+		rc = absent == ok && ok == res->ngroups ? -ENOENT : 0;
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status && res->g[gi].status != -ENOENT)
+				note_group(op, gi, res->g[gi].status, "not deleted on ");
+	} else {
+		note(op, "delete confirmed by %u of %u groups, %u needed", ok, res->ngroups, op->w);
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status && res->g[gi].status != -ENOENT)
+				note_group(op, gi, res->g[gi].status, "");
+		rc = -EIO;
+	}
+out:
+	op_release(op);
+	free(op);
+	return rc;
+}

@@ -1,0 +1,136 @@
+/*
+ * io.h — key operations on every configured group at once, with the
+ * version and replica rules of DESIGN.md §3 "Versions and replicas".
+ *
+ * Keys live in the fsid namespace: id = sha512(fsid || 0 || key).  Each
+ * group's copy goes to the node that owns the id in that group, with
+ * DIRECT|NEED_ACK; a -95 answer refreshes the route and retries once.
+ *
+ *  write   stamps the object with a logical clock, max(now, last + 1 ns,
+ *          caller's floor), optionally CAS_TIMESTAMP and data CAS; it is
+ *          committed when successful_write_count groups acknowledge (default
+ *          a majority; POHM_W_MAJORITY forces a majority at least).  Once
+ *          committed it waits for the other groups only as long again as
+ *          the quorum took (a hung group costs little).  Objects larger than
+ *          POHM_IO_PACKET_MAX go as PREPARE / PLAIN_WRITE / COMMIT chunks
+ *          (PROTOCOL.md §10.6: the old object is hidden meanwhile).
+ *  lookup  LOOKUP on all groups; the version is the highest timestamp that
+ *          a quorum of the answering groups holds (pohm_quorum_pick), and
+ *          the call returns as soon as that quorum agrees.
+ *  read    lookup, then READ in pieces from a group holding that version,
+ *          with IO CHECKSUM (unless noreadcsum) checked against the bytes
+ *          received; checksum mismatch, -84, timeouts or errors fail over to
+ *          the next holder.
+ *  get     a whole object; with read_repair, stale, missing, corrupt or
+ *          uncommitted-newer copies are rewritten with the committed content
+ *          under a fresh logical timestamp on all groups (data CAS against
+ *          what each holds where known; never an older stamp).
+ *  del     DEL on all groups (per-group; absent counts as deleted).
+ *
+ * Every call fills a struct pohm_io_result: per-group outcome and a
+ * message naming key, group and node for everything that went wrong or
+ * was worked around.  Thread-safe; errors are negative errno.
+ */
+#ifndef POHM_CORE_IO_H
+#define POHM_CORE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "net.h"
+#include "proto.h"
+
+#define POHM_IO_PACKET_MAX	(32u << 20)	/* larger writes are chunked */
+#define POHM_IO_PIECE		(8u << 20)	/* reads go in pieces of this size */
+
+struct pohm_client;
+
+struct pohm_group_reply {
+	uint32_t group;
+	int node;			/* node index, -1 when the group has no route */
+	int status;			/* 0, the server's status or a local -errno */
+	struct pohm_time ts;		/* record timestamp of this group's copy */
+	uint64_t size;			/* object size this group reported */
+	uint8_t csum[POHM_ID_SIZE];	/* sha512 of the data (lookup with checksum) */
+	int has_csum;
+	uint64_t record_flags;
+	uint64_t rtt_ns;		/* answer time */
+	int repair;			/* read repair: 0 none, 1 rewritten, <0 failed */
+};
+
+struct pohm_io_result {
+	unsigned ngroups;
+	struct pohm_group_reply g[POHM_MAX_GROUPS];	/* in configured group order */
+	int chosen;			/* index of the group data/version came from, -1 */
+	struct pohm_time ts;		/* the version read or written */
+	uint64_t size;			/* object size of that version */
+	unsigned committed;		/* write/del: groups that acknowledged */
+	char msg[1024];			/* "key K" then ": note; note...", one line */
+	unsigned notes;			/* notes in msg (problems met or worked around) */
+};
+
+#define POHM_W_CAS_TS		0x1	/* refuse if a group holds a newer stamp */
+#define POHM_W_CAS_DATA		0x2	/* refuse unless sha512(current) == parent */
+#define POHM_W_MAJORITY		0x4	/* commit needs a majority at least */
+
+struct pohm_write_opts {
+	unsigned flags;			/* POHM_W_* */
+	uint8_t parent[POHM_ID_SIZE];	/* for POHM_W_CAS_DATA */
+	uint64_t min_ts_ns;		/* clock floor (e.g. stored version + 1) */
+	uint64_t user_flags;		/* stored with the record */
+};
+
+/* Open a client for cfg (checked; kept by reference). 0 or -EINVAL/-ENOMEM with a message. */
+int pohm_client_open(struct pohm_client **out, const struct pohm_config *cfg, char *err,
+		     size_t errlen);
+/* Close the client and its connections. */
+void pohm_client_close(struct pohm_client *c);
+/* The client's connection layer (status reports, pings). */
+struct pohm_net *pohm_client_net(struct pohm_client *c);
+
+/* Write len bytes (len > 0) as the whole object key. 0 when committed, else -errno. */
+int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		  size_t len, const struct pohm_write_opts *opts, struct pohm_io_result *res);
+#define POHM_LOOKUP_CSUM	0x1	/* every group sends the sha512 of its copy */
+#define POHM_LOOKUP_ALL		0x2	/* wait for every group (until the deadline), not the quorum */
+
+/* Committed version of key (res->ts, res->size), flags POHM_LOOKUP_*.
+ * 0, -ENOENT (absent), or -errno when no group answered. */
+int pohm_io_lookup(struct pohm_client *c, const void *key, size_t keylen, unsigned flags,
+		   struct pohm_io_result *res);
+/* Read up to len bytes at off of the committed version into buf; *got = bytes read. */
+int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t off, void *buf,
+		 size_t len, size_t *got, struct pohm_io_result *res);
+/* Read the whole committed object into *data (free with free()); read repair if enabled. */
+int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
+		size_t *len, struct pohm_io_result *res);
+/* Delete key on every group. 0, -ENOENT (absent everywhere) or -errno. */
+int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
+		struct pohm_io_result *res);
+
+/* ---- pure helpers (unit-tested without a network) */
+
+struct pohm_vote {
+	int status;			/* 0 holds ts; -ENOENT absent; 1 pending; other: no answer */
+	struct pohm_time ts;
+};
+
+/*
+ * Pick the committed version from per-group answers: the highest ts held
+ * (at or above) by t groups, t = min(w, majority of the answering groups)
+ * when final, min(w, majority of all n) before that.  Not final, it decides
+ * only when no pending answer could change the outcome.  Returns 1 with
+ * *ts set and *absent = 1 when the key is absent; 0 when undecided; -ENODATA
+ * when final and no group answered.
+ */
+int pohm_quorum_pick(const struct pohm_vote *v, size_t n, unsigned w, int final,
+		     struct pohm_time *ts, int *absent);
+
+/* Logical clock: max(now, *last + 1, floor) in ns since the epoch, stored in *last (atomic). */
+uint64_t pohm_clock_next(uint64_t *last, uint64_t now_ns, uint64_t floor_ns);
+/* ns since the epoch <-> dnet_time. */
+struct pohm_time pohm_time_from_ns(uint64_t ns);
+uint64_t pohm_time_to_ns(const struct pohm_time *t);
+
+#endif

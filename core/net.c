@@ -1,0 +1,910 @@
+/*
+ * net.c — the client object and its transaction engine (see net.h for the
+ * model and conn.h for the locking rules).
+ *
+ * Sections: helpers · open/close/nodes · transactions (hash, queue,
+ * finish) · sending · failing a connection · dispatch · the leader round ·
+ * run · fork · reports.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sys.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t now_ns(void)
+{
+	return pohm_sys_mono_ns();
+}
+
+static void cond_init_mono(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Wait on cv until signalled or the monotonic deadline. */
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, uint64_t deadline)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline / 1000000000ULL),
+		.tv_nsec = (long)(deadline % 1000000000ULL),
+	};
+
+	pthread_cond_timedwait(cv, m, &ts);
+}
+
+static struct pohm_conn *conn_of(struct pohm_net *net, int node)
+{
+	return node >= 0 && node < net->nconns ? net->conns[node] : NULL;
+}
+
+/* ---------------------------------------------------------------- open/close/nodes */
+
+int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed)
+{
+	struct pohm_conn *c;
+	int i;
+
+	for (i = 0; i < net->nconns; i++)
+		if (pohm_addr_equal(&net->conns[i]->addr, a)) {
+			net->conns[i]->seed |= seed;
+			return i;
+		}
+	if (net->nconns >= POHM_MAX_NODES)
+		return -ENOSPC;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->idx = net->nconns;
+	c->addr = *a;
+	pohm_addr_format(a, c->name, sizeof(c->name));
+	c->fd = -1;
+	c->seed = seed;
+	net->conns[net->nconns++] = c;
+	return c->idx;
+}
+
+int pohm_net_open(struct pohm_net **out, const struct pohm_config *cfg)
+{
+	struct pohm_net *net = calloc(1, sizeof(*net));
+	unsigned i;
+
+	if (!net)
+		return -ENOMEM;
+	pthread_mutex_init(&net->lock, NULL);
+	cond_init_mono(&net->txcv);
+	cond_init_mono(&net->conncv);
+	net->cfg = cfg;
+	net->pid = pohm_sys_getpid();
+	net->next_trans = 1;
+	net->evfd = -1;
+	for (i = 0; i < cfg->nservers; i++) {
+		int r = pohm_net_node_add(net, &cfg->servers[i], 1);
+
+		if (r < 0) {
+			pohm_net_close(net);
+			return r;
+		}
+	}
+	*out = net;
+	return 0;
+}
+
+/* Unlink every queued request; orphans (copies we own) are freed. */
+static void queue_clear(struct pohm_conn *c, int keep_inflight_head)
+{
+	struct pohm_req *r = c->sq_head, *keep = NULL;
+
+	while (r) {
+		struct pohm_req *next = r->qnext;
+
+		if (keep_inflight_head && r == c->sq_head && r->tx_inflight) {
+			keep = r;
+		} else {
+			r->queued = 0;
+			r->qnext = NULL;
+			if (r->orphan) {
+				free((void *)r->p1);
+				free(r);
+			}
+		}
+		r = next;
+	}
+	c->sq_head = c->sq_tail = keep;
+	if (keep)
+		keep->qnext = NULL;
+}
+
+void pohm_net_close(struct pohm_net *net)
+{
+	int i;
+
+	if (!net)
+		return;
+	for (i = 0; i < net->nconns; i++) {
+		struct pohm_conn *c = net->conns[i];
+
+		if (c->fd >= 0)
+			pohm_sys_close(c->fd);
+		queue_clear(c, 0);
+		pohm_rx_reset(&c->rx);
+		free(c);
+	}
+	if (net->evfd >= 0)
+		pohm_sys_close(net->evfd);
+	pohm_route_free(&net->route);
+	pthread_cond_destroy(&net->txcv);
+	pthread_cond_destroy(&net->conncv);
+	pthread_mutex_destroy(&net->lock);
+	free(net);
+}
+
+/* ---------------------------------------------------------------- transactions */
+
+void pohm_req_init(struct pohm_req *r, int node, int32_t cmd, uint64_t flags)
+{
+	memset(r, 0, sizeof(*r));
+	r->node = node;
+	r->cmd.cmd = cmd;
+	r->cmd.flags = flags;
+}
+
+void pohm_req_release(struct pohm_req *r)
+{
+	pohm_pkt_free_list(r->replies);
+	r->replies = NULL;
+	r->rtail = NULL;
+}
+
+const struct pohm_pkt *pohm_req_final(const struct pohm_req *r)
+{
+	const struct pohm_pkt *p = r->replies;
+
+	while (p && p->next)
+		p = p->next;
+	return p;
+}
+
+static void hash_add(struct pohm_conn *c, struct pohm_req *r)
+{
+	unsigned b = (unsigned)(r->cmd.trans % POHM_TRANS_BUCKETS);
+
+	r->hnext = c->hash[b];
+	c->hash[b] = r;
+	r->hashed = 1;
+	c->inflight++;
+}
+
+static struct pohm_req *hash_find(struct pohm_conn *c, uint64_t trans)
+{
+	struct pohm_req *r = c->hash[trans % POHM_TRANS_BUCKETS];
+
+	while (r && r->cmd.trans != trans)
+		r = r->hnext;
+	return r;
+}
+
+static void hash_del(struct pohm_conn *c, struct pohm_req *r)
+{
+	struct pohm_req **pp = &c->hash[r->cmd.trans % POHM_TRANS_BUCKETS];
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = r->hnext;
+		c->inflight--;
+	}
+	r->hashed = 0;
+	r->hnext = NULL;
+}
+
+static void queue_append(struct pohm_conn *c, struct pohm_req *r)
+{
+	r->qnext = NULL;
+	if (c->sq_tail)
+		c->sq_tail->qnext = r;
+	else
+		c->sq_head = r;
+	c->sq_tail = r;
+	r->queued = 1;
+}
+
+static void queue_remove(struct pohm_conn *c, struct pohm_req *r)
+{
+	struct pohm_req **pp = &c->sq_head, *prev = NULL;
+
+	while (*pp && *pp != r) {
+		prev = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (!*pp)
+		return;
+	*pp = r->qnext;
+	if (c->sq_tail == r)
+		c->sq_tail = prev;
+	r->queued = 0;
+	r->qnext = NULL;
+}
+
+/* Mark r done with status and wake its waiter. */
+static void finish(struct pohm_req *r, int status)
+{
+	if (r->done)
+		return;
+	r->done = 1;
+	r->status = status;
+	r->done_ns = now_ns();
+	if (r->batch) {
+		r->batch->remaining--;
+		pthread_cond_signal(&r->batch->cv);
+	}
+}
+
+static uint64_t total_len(const struct pohm_req *r)
+{
+	return POHM_CMD_SIZE + (uint64_t)r->n1 + r->n2;
+}
+
+/* Put r on its connection (or fail it at once when the node is not usable). */
+static void submit(struct pohm_net *net, struct pohm_req *r, struct pohm_batch *b, int handshake)
+{
+	struct pohm_conn *c = conn_of(net, r->node);
+
+	r->batch = b;
+	r->done = 0;
+	r->status = 0;
+	r->replies = NULL;
+	r->rtail = &r->replies;
+	r->txoff = 0;
+	r->queued = r->tx_inflight = r->hashed = r->orphan = 0;
+	r->sent_ns = now_ns();
+	if (!c) {
+		finish(r, -ENXIO);
+		return;
+	}
+	if (c->fd < 0 || c->close_pending ||
+	    !(c->state == CONN_UP || (handshake && c->state == CONN_CONNECTING))) {
+		finish(r, c->last_err ? c->last_err : -ENOTCONN);
+		return;
+	}
+	/* Never 0 (server pushes) and below 2^63 (early 2.26 reply bit). */
+	r->cmd.trans = net->next_trans++ & ~POHM_TRANS_REPLY_BIT;
+	if (!r->cmd.trans)
+		r->cmd.trans = net->next_trans++;
+	r->cmd.size = (uint64_t)r->n1 + r->n2;
+	r->cmd.status = 0;
+	pohm_cmd_encode(r->txhdr, &r->cmd);
+	hash_add(c, r);
+	queue_append(c, r);
+}
+
+/* ---------------------------------------------------------------- failing a connection */
+
+static void close_now(struct pohm_conn *c)
+{
+	if (c->fd >= 0)
+		pohm_sys_close(c->fd);
+	c->fd = -1;
+	c->close_pending = 0;
+	pohm_rx_reset(&c->rx);
+}
+
+void pohm_conn_release(struct pohm_net *net, struct pohm_conn *c)
+{
+	if (c->users)
+		c->users--;
+	if (!c->users && c->close_pending)
+		close_now(c);
+	(void)net;
+}
+
+static uint64_t backoff_ns(unsigned fails)
+{
+	uint64_t d = POHM_BACKOFF_MIN_NS;
+
+	if (fails <= 1)
+		return 0;	/* the first failure may be a restart: retry at once */
+	while (fails-- > 2 && d < POHM_BACKOFF_MAX_NS)
+		d *= 2;
+	return d < POHM_BACKOFF_MAX_NS ? d : POHM_BACKOFF_MAX_NS;
+}
+
+void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const char *msg)
+{
+	unsigned b;
+
+	if (err >= 0)
+		err = -EIO;
+	if (c->state != CONN_DOWN || c->fd >= 0)
+		pohm_warn("node %s: %s", c->name, msg ? msg : strerror(-err));
+	c->state = CONN_DOWN;
+	c->handshake_ok = 0;
+	c->fails++;
+	c->stalls = 0;
+	c->last_err = err;
+	if (msg)
+		snprintf(c->last_msg, sizeof(c->last_msg), "%s", msg);
+	else
+		snprintf(c->last_msg, sizeof(c->last_msg), "%s", strerror(-err));
+	c->retry_at_ns = now_ns() + backoff_ns(c->fails);
+	net->refresh_due = 1;
+	for (b = 0; b < POHM_TRANS_BUCKETS; b++) {
+		struct pohm_req *r = c->hash[b];
+
+		while (r) {
+			struct pohm_req *next = r->hnext;
+
+			r->hashed = 0;
+			r->hnext = NULL;
+			finish(r, err);
+			r = next;
+		}
+		c->hash[b] = NULL;
+	}
+	c->inflight = 0;
+	queue_clear(c, 1);
+	if (c->fd >= 0) {
+		if (c->users)
+			c->close_pending = 1;
+		else
+			close_now(c);
+	}
+	pthread_cond_broadcast(&net->conncv);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/* Write what the socket takes from the queue head on. Lock held; dropped while writing. */
+static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
+{
+	if (c->tx_busy || c->fd < 0 || c->close_pending)
+		return;
+	c->tx_busy = 1;
+	c->users++;
+	while (c->sq_head && c->state != CONN_DOWN && !c->close_pending) {
+		struct pohm_req *r = c->sq_head;
+		struct iovec iov[3];
+		uint64_t off = r->txoff;
+		int cnt = 0, fd = c->fd;
+		ssize_t n;
+
+		if (off < POHM_CMD_SIZE) {
+			iov[cnt].iov_base = r->txhdr + off;
+			iov[cnt++].iov_len = POHM_CMD_SIZE - (size_t)off;
+			off = 0;
+		} else {
+			off -= POHM_CMD_SIZE;
+		}
+		if (off < r->n1) {
+			iov[cnt].iov_base = (uint8_t *)r->p1 + off;
+			iov[cnt++].iov_len = r->n1 - (size_t)off;
+			off = 0;
+		} else {
+			off -= r->n1;
+		}
+		if (off < r->n2) {
+			iov[cnt].iov_base = (uint8_t *)r->p2 + off;
+			iov[cnt++].iov_len = r->n2 - (size_t)off;
+		}
+		r->tx_inflight = 1;
+		pthread_mutex_unlock(&net->lock);
+		n = cnt ? pohm_sock_sendv(fd, iov, cnt) : 0;
+		pthread_mutex_lock(&net->lock);
+		r->tx_inflight = 0;
+		pthread_cond_broadcast(&net->txcv);
+		if (n == -EAGAIN)
+			break;
+		if (n < 0) {
+			pohm_conn_fail(net, c, (int)n, "send failed");
+			break;
+		}
+		r->txoff += (uint64_t)n;
+		c->last_tx_ns = now_ns();
+		if (r->txoff >= total_len(r)) {
+			queue_remove(c, r);
+			if (r->orphan) {
+				free((void *)r->p1);
+				free(r);
+			}
+		}
+	}
+	if (c->state == CONN_DOWN)
+		queue_clear(c, 0);
+	c->tx_busy = 0;
+	pohm_conn_release(net, c);
+}
+
+void pohm_net_poke(struct pohm_net *net)
+{
+	static const uint64_t one = 1;
+
+	if (net->evfd >= 0)
+		pohm_sys_write(net->evfd, &one, sizeof(one));
+}
+
+/*
+ * Take r out of its connection's tables before its owner returns.  A
+ * partly sent request is replaced by a copy of its unsent bytes, so the
+ * stream stays whole while the caller's buffers go away.  Lock held.
+ */
+static void cancel(struct pohm_net *net, struct pohm_req *r, int err)
+{
+	struct pohm_conn *c = conn_of(net, r->node);
+
+	if (c && r->hashed)
+		hash_del(c, r);
+	while (c && r->queued && r->tx_inflight)
+		pthread_cond_wait(&net->txcv, &net->lock);
+	if (c && r->queued) {
+		if (!r->txoff) {
+			queue_remove(c, r);
+		} else {
+			uint64_t left = total_len(r) - r->txoff;
+			struct pohm_req *o = calloc(1, sizeof(*o));
+			uint8_t *copy = o ? malloc(left ? (size_t)left : 1) : NULL;
+
+			if (!copy) {
+				free(o);
+				queue_remove(c, r);
+				pohm_conn_fail(net, c, -ENOMEM, "out of memory while cancelling a request");
+			} else {
+				/* Gather the unsent tail of header + p1 + p2. */
+				uint64_t off = r->txoff, pos = 0;
+				const uint8_t *parts[3] = { r->txhdr, r->p1, r->p2 };
+				uint64_t lens[3] = { POHM_CMD_SIZE, r->n1, r->n2 };
+				int i;
+
+				for (i = 0; i < 3; i++) {
+					if (off >= lens[i]) {
+						off -= lens[i];
+						continue;
+					}
+					memcpy(copy + pos, parts[i] + off, (size_t)(lens[i] - off));
+					pos += lens[i] - off;
+					off = 0;
+				}
+				o->orphan = 1;
+				o->node = r->node;
+				o->p1 = copy;
+				o->n1 = (size_t)left;
+				o->txoff = POHM_CMD_SIZE;
+				o->queued = 1;
+				o->qnext = r->qnext;
+				c->sq_head = o;		/* a partly sent request is always the head */
+				if (c->sq_tail == r)
+					c->sq_tail = o;
+				r->queued = 0;
+				r->qnext = NULL;
+			}
+		}
+	}
+	finish(r, err);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt *pkt)
+{
+	struct pohm_req *r;
+	int rc;
+
+	c->last_rx_ns = now_ns();
+	if (!pohm_cmd_is_reply(&pkt->cmd)) {
+		if (pkt->cmd.cmd == POHM_CMD_UPDATE_IDS) {
+			rc = pohm_route_apply_ids(&net->route, c->idx, pkt->data, (size_t)pkt->cmd.size, 0);
+			if (rc)
+				pohm_warn("node %s: bad UPDATE_IDS packet ignored: %s", c->name,
+					  strerror(-rc));
+		}
+		pohm_pkt_free_list(pkt);
+		return;
+	}
+	r = hash_find(c, pkt->cmd.trans & ~POHM_TRANS_REPLY_BIT);
+	if (!r) {
+		pohm_debug("node %s: reply to unknown trans %llu dropped", c->name,
+			   (unsigned long long)pkt->cmd.trans);
+		pohm_pkt_free_list(pkt);
+		return;
+	}
+	pkt->next = NULL;
+	*r->rtail = pkt;
+	r->rtail = &pkt->next;
+	if (!(pkt->cmd.flags & POHM_FLAG_MORE)) {
+		hash_del(c, r);
+		c->stalls = 0;
+		rc = pohm_status_errno(pkt->cmd.status);
+		if (!rc && r->on_reply)
+			rc = r->on_reply(net, c, r);
+		finish(r, rc);
+	}
+}
+
+/* ---------------------------------------------------------------- the leader round */
+
+static int make_eventfd(void)
+{
+	int saved = errno;
+	long fd = syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	errno = saved;
+	return fd < 0 ? -1 : pohm_sys_move_high((int)fd);
+}
+
+/*
+ * One round of the leader: poll every open connection (and the wake-up
+ * eventfd) until something happens or the deadline; read whole packets
+ * outside the lock, then dispatch them.  Lock held on entry and exit.
+ */
+static void lead_round(struct pohm_net *net, uint64_t deadline)
+{
+	struct pollfd fds[POHM_MAX_NODES + 1];
+	struct pohm_conn *who[POHM_MAX_NODES];
+	struct pohm_pkt *got[POHM_MAX_NODES], **tail[POHM_MAX_NODES];
+	int err[POHM_MAX_NODES];
+	unsigned n = 0, i;
+	uint64_t t = now_ns();
+	int i2;
+
+	if (net->evfd < 0)
+		net->evfd = make_eventfd();
+	for (i2 = 0; i2 < net->nconns; i2++) {
+		struct pohm_conn *c = net->conns[i2];
+
+		if (c->fd < 0 || c->close_pending || c->state == CONN_DOWN)
+			continue;
+		fds[n].fd = c->fd;
+		fds[n].events = POLLIN | (c->sq_head && !c->tx_busy ? POLLOUT : 0);
+		fds[n].revents = 0;
+		who[n] = c;
+		got[n] = NULL;
+		tail[n] = &got[n];
+		err[n] = 0;
+		c->users++;
+		n++;
+	}
+	fds[n].fd = net->evfd;
+	fds[n].events = POLLIN;
+	fds[n].revents = 0;
+	pthread_mutex_unlock(&net->lock);
+
+	if (pohm_sock_poll(fds, n + 1, deadline > t ? deadline - t : 0) > 0) {
+		for (i = 0; i < n; i++)
+			if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+				err[i] = pohm_rx_read(&who[i]->rx, fds[i].fd, &tail[i]);
+		if (fds[n].revents & POLLIN) {
+			uint64_t v;
+
+			pohm_sys_read(net->evfd, &v, sizeof(v));
+		}
+	}
+
+	pthread_mutex_lock(&net->lock);
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = who[i];
+		struct pohm_pkt *p = got[i];
+
+		while (p) {
+			struct pohm_pkt *next = p->next;
+
+			p->next = NULL;
+			if (c->state != CONN_DOWN)
+				dispatch(net, c, p);
+			else
+				pohm_pkt_free_list(p);
+			p = next;
+		}
+		if (err[i] && c->state != CONN_DOWN)
+			pohm_conn_fail(net, c, err[i] == -EPROTO ? -EPROTO : err[i],
+				       err[i] == -ECONNRESET ? "connection closed by the node" :
+				       err[i] == -EPROTO ? "malformed packet from the node" : NULL);
+		if ((fds[i].revents & POLLOUT) && c->state != CONN_DOWN)
+			conn_flush(net, c);
+		pohm_conn_release(net, c);
+	}
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void waiter_add(struct pohm_net *net, struct pohm_batch *b)
+{
+	struct pohm_batch **pp = &net->waiters;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = b;
+	b->next = NULL;
+	b->waiting = 1;
+}
+
+static void waiter_remove(struct pohm_net *net, struct pohm_batch *b)
+{
+	struct pohm_batch **pp = &net->waiters;
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = b->next;
+	b->next = NULL;
+	b->waiting = 0;
+}
+
+/* 0: all done, 1: enough (or a deadline the predicate lowered), -ETIMEDOUT.  Lock held. */
+static int wait_loop(struct pohm_net *net, struct pohm_batch *b, struct pohm_req **reqs,
+		     size_t n, uint64_t deadline, pohm_enough_fn enough, void *arg)
+{
+	uint64_t dl = deadline;
+
+	for (;;) {
+		if (!b->remaining)
+			return 0;
+		if (enough && enough(arg, reqs, n, &dl))
+			return 1;
+		if (now_ns() >= dl)
+			return dl < deadline ? 1 : -ETIMEDOUT;
+		if (!net->leader_active) {
+			if (b->waiting)
+				waiter_remove(net, b);
+			net->leader_active = 1;
+			lead_round(net, dl);
+			net->leader_active = 0;
+			continue;
+		}
+		if (!b->waiting)
+			waiter_add(net, b);
+		cond_wait_until(&b->cv, &net->lock, dl);
+	}
+}
+
+int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n,
+			  uint64_t deadline, pohm_enough_fn enough, void *arg, int handshake)
+{
+	struct pohm_batch b;
+	size_t i;
+	int why, ok = 0;
+
+	memset(&b, 0, sizeof(b));
+	cond_init_mono(&b.cv);
+	pthread_mutex_lock(&net->lock);
+	b.remaining = n;
+	for (i = 0; i < n; i++)
+		submit(net, reqs[i], &b, handshake);
+	/* Send right away from this thread; what the socket refuses waits for the leader. */
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = conn_of(net, reqs[i]->node);
+
+		if (c && c->sq_head)
+			conn_flush(net, c);
+	}
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = conn_of(net, reqs[i]->node);
+
+		if (c && c->sq_head && net->leader_active) {
+			pohm_net_poke(net);
+			break;
+		}
+	}
+	why = wait_loop(net, &b, reqs, n, deadline, enough, arg);
+	if (b.waiting)
+		waiter_remove(net, &b);
+	for (i = 0; i < n; i++) {
+		struct pohm_req *r = reqs[i];
+		struct pohm_conn *c = conn_of(net, r->node);
+
+		if (r->done && !r->queued)
+			continue;
+		if (!r->done && why == -ETIMEDOUT && c && c->state == CONN_UP &&
+		    c->stall_batch != &b && (c->stall_batch = &b, ++c->stalls >= POHM_STALL_LIMIT)) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "no answer to %u requests in a row: connection reset",
+				 c->stalls);
+			pohm_conn_fail(net, c, -ETIMEDOUT, msg);
+		}
+		cancel(net, r, why == -ETIMEDOUT ? -ETIMEDOUT : -ECANCELED);
+	}
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = conn_of(net, reqs[i]->node);
+
+		if (c && c->stall_batch == &b)
+			c->stall_batch = NULL;	/* b lives on this stack frame */
+	}
+	/* Hand the leader role to a thread that still waits. */
+	if (!net->leader_active && net->waiters)
+		pthread_cond_signal(&net->waiters->cv);
+	pthread_mutex_unlock(&net->lock);
+	pthread_cond_destroy(&b.cv);
+	for (i = 0; i < n; i++)
+		ok += reqs[i]->status == 0;
+	return ok;
+}
+
+int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_t deadline,
+		 pohm_enough_fn enough, void *arg)
+{
+	pohm_net_fork_check(net);
+	pohm_net_prepare(net, reqs, n, deadline);
+	return pohm_net_run_internal(net, reqs, n, deadline, enough, arg, 0);
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/*
+ * Reset the child's copy: close inherited sockets without reading them,
+ * forget transactions (they belong to threads of the parent), keep the
+ * route table (still true) and reconnect lazily.
+ */
+void pohm_net_atfork_child(struct pohm_net *net)
+{
+	int i;
+
+	pthread_mutex_init(&net->lock, NULL);
+	cond_init_mono(&net->txcv);
+	cond_init_mono(&net->conncv);
+	for (i = 0; i < net->nconns; i++) {
+		struct pohm_conn *c = net->conns[i];
+
+		if (c->fd >= 0)
+			pohm_sys_close(c->fd);
+		c->fd = -1;
+		c->state = CONN_DOWN;
+		c->handshake_ok = 0;
+		c->users = 0;
+		c->close_pending = 0;
+		c->tx_busy = 0;
+		memset(c->hash, 0, sizeof(c->hash));
+		c->inflight = 0;
+		if (c->sq_head)
+			c->sq_head->tx_inflight = 0;
+		queue_clear(c, 0);
+		pohm_rx_reset(&c->rx);
+		c->fails = 0;
+		c->stalls = 0;
+		c->retry_at_ns = 0;
+	}
+	net->leader_active = 0;
+	net->waiters = NULL;
+	net->refreshing = 0;
+	if (net->evfd >= 0)
+		pohm_sys_close(net->evfd);
+	net->evfd = -1;
+	__atomic_store_n(&net->pid, pohm_sys_getpid(), __ATOMIC_RELEASE);
+}
+
+void pohm_net_atfork_prepare(struct pohm_net *net)
+{
+	pthread_mutex_lock(&net->lock);
+}
+
+void pohm_net_atfork_parent(struct pohm_net *net)
+{
+	pthread_mutex_unlock(&net->lock);
+}
+
+/* Guards the pid-change reset when no atfork hook ran (see pohm_net_fork_check). */
+static int fork_resetting;
+
+void pohm_net_fork_check(struct pohm_net *net)
+{
+	pid_t pid = pohm_sys_getpid();
+	int expect = 0;
+
+	if (__atomic_load_n(&net->pid, __ATOMIC_ACQUIRE) == pid)
+		return;
+	/* A forked child without the atfork hook: one thread resets, others wait. */
+	if (__atomic_compare_exchange_n(&fork_resetting, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&net->pid, __ATOMIC_ACQUIRE) != pid)
+			pohm_net_atfork_child(net);
+		__atomic_store_n(&fork_resetting, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	while (__atomic_load_n(&net->pid, __ATOMIC_ACQUIRE) != pid)
+		sched_yield();
+}
+
+/* ---------------------------------------------------------------- reports */
+
+int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_ID_SIZE],
+		   int *node, int32_t *backend)
+{
+	const struct pohm_route_entry *e;
+	int r = -ENXIO;
+
+	pthread_mutex_lock(&net->lock);
+	e = pohm_route_owner(&net->route, group, id);
+	if (e) {
+		*node = e->node;
+		*backend = e->backend;
+		r = 0;
+	}
+	pthread_mutex_unlock(&net->lock);
+	return r;
+}
+
+int pohm_net_nodes(struct pohm_net *net)
+{
+	int n;
+
+	pthread_mutex_lock(&net->lock);
+	n = net->nconns;
+	pthread_mutex_unlock(&net->lock);
+	return n;
+}
+
+void pohm_net_node_name(struct pohm_net *net, int node, char *buf, size_t len)
+{
+	struct pohm_conn *c;
+
+	pthread_mutex_lock(&net->lock);
+	c = conn_of(net, node);
+	snprintf(buf, len, "%s", c ? c->name : "?");
+	pthread_mutex_unlock(&net->lock);
+}
+
+int pohm_net_node_info(struct pohm_net *net, int node, struct pohm_node_info *out)
+{
+	struct pohm_conn *c;
+	size_t i;
+
+	pthread_mutex_lock(&net->lock);
+	c = conn_of(net, node);
+	if (!c) {
+		pthread_mutex_unlock(&net->lock);
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	out->addr = c->addr;
+	memcpy(out->name, c->name, sizeof(out->name));
+	out->up = c->state == CONN_UP;
+	memcpy(out->version, c->version, sizeof(out->version));
+	out->fails = c->fails;
+	out->last_err = c->last_err;
+	memcpy(out->last_msg, c->last_msg, sizeof(out->last_msg));
+	out->rtt_ns = c->rtt_ns;
+	for (i = 0; i < net->route.n; i++)
+		out->ids += net->route.e[i].node == node;
+	pthread_mutex_unlock(&net->lock);
+	return 0;
+}
+
+int pohm_net_route_copy(struct pohm_net *net, struct pohm_route *out)
+{
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&net->lock);
+	if (net->route.n) {
+		out->e = malloc(net->route.n * sizeof(*out->e));
+		if (out->e) {
+			memcpy(out->e, net->route.e, net->route.n * sizeof(*out->e));
+			out->n = out->cap = net->route.n;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&net->lock);
+	return r;
+}
+
+void pohm_net_last_error(struct pohm_net *net, char *buf, size_t len)
+{
+	pthread_mutex_lock(&net->lock);
+	snprintf(buf, len, "%s", net->last_msg);
+	pthread_mutex_unlock(&net->lock);
+}

@@ -1,0 +1,474 @@
+/*
+ * fake_node.h — a tiny in-test Elliptics node on 127.0.0.1 for the client's
+ * unit tests (test_net.c, test_io.c).  One thread per node; one backend
+ * owning the whole ring of one group; objects kept in memory.  Faults are
+ * switched by flags: never answer, EOF after the handshake (version
+ * mismatch), malformed handshake, replies held back and sent in reverse
+ * order, READ replies with a wrong checksum, -84 on READ, -95 on key
+ * commands.  Not the real node (node/): just enough protocol to test the
+ * client without a network dependency.
+ */
+#ifndef POHM_TESTS_FAKE_NODE_H
+#define POHM_TESTS_FAKE_NODE_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "proto.h"
+#include "sha512.h"
+
+#define FN_SILENT		0x01	/* accept, read, never answer */
+#define FN_EOF_HANDSHAKE	0x02	/* close right after reading the handshake */
+#define FN_BAD_HANDSHAKE	0x04	/* handshake reply with a truncated payload */
+#define FN_REVERSE		0x08	/* hold replies to reverse_n requests, send them reversed */
+#define FN_CORRUPT_READ		0x10	/* READ: flip a data byte after computing the checksum */
+#define FN_EILSEQ		0x20	/* READ/LOOKUP: answer -84 */
+#define FN_ENOTSUP		0x40	/* key commands: answer -95 */
+#define FN_SILENT_KEYS		0x80	/* answer control commands, never key commands */
+#define FN_V226			0x100	/* speak 2.26: EOF to a 3.0 handshake */
+#define FN_PUSH_UPDATE		0x200	/* after the handshake, push UPDATE_IDS: backend 0 → group 7 */
+#define FN_HUGE			0x400	/* answer BACKEND_STATUS with a 2^40-byte header */
+#define FN_SLOW_LOOKUP		0x800	/* answer LOOKUP 30 ms late */
+
+#define FN_MAX_OBJS	64
+#define FN_MAX_CONNS	16
+
+struct fn_obj {
+	int used;
+	uint8_t id[POHM_ID_SIZE];
+	uint8_t *data;
+	size_t len;
+	struct pohm_time ts;
+};
+
+struct fake_node {
+	int lfd;
+	uint16_t port;
+	uint32_t group;
+	int flags;			/* atomic: fn_flags / fn_set_flags */
+	int reverse_n;
+	uint16_t peers[8];		/* ports listed in ROUTE_LIST (self included by the test) */
+	int npeers;
+	pthread_t th;
+	int stop;			/* atomic */
+	pthread_mutex_t lock;		/* guards objs and counters */
+	struct fn_obj objs[FN_MAX_OBJS];
+	int requests[32];		/* per command number */
+	int conns_seen;			/* atomic */
+};
+
+static inline int fn_flags(struct fake_node *fn)
+{
+	return __atomic_load_n(&fn->flags, __ATOMIC_ACQUIRE);
+}
+
+static inline void fn_set_flags(struct fake_node *fn, int f)
+{
+	__atomic_store_n(&fn->flags, f, __ATOMIC_RELEASE);
+}
+
+/* Ports listed by ROUTE_LIST. */
+static inline void fn_set_peers(struct fake_node *fn, const uint16_t *ports, int n)
+{
+	pthread_mutex_lock(&fn->lock);
+	memcpy(fn->peers, ports, sizeof(uint16_t) * (size_t)n);
+	fn->npeers = n;
+	pthread_mutex_unlock(&fn->lock);
+}
+
+
+static inline void fn_addr(struct pohm_addr *a, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->port = port;
+	a->ip[0] = 127;
+	a->ip[3] = 1;
+}
+
+static inline void fn_send(int fd, struct pohm_cmd *c, const void *p, size_t n)
+{
+	uint8_t h[POHM_CMD_SIZE];
+
+	c->size = n;
+	pohm_cmd_encode(h, c);
+	(void)!send(fd, h, sizeof(h), MSG_NOSIGNAL);
+	if (n)
+		(void)!send(fd, p, n, MSG_NOSIGNAL);
+}
+
+static inline int fn_read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)p + got, n - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+static inline struct fn_obj *fn_find(struct fake_node *fn, const uint8_t *id, int create)
+{
+	int i;
+
+	for (i = 0; i < FN_MAX_OBJS; i++)
+		if (fn->objs[i].used && !memcmp(fn->objs[i].id, id, POHM_ID_SIZE))
+			return &fn->objs[i];
+	if (!create)
+		return NULL;
+	for (i = 0; i < FN_MAX_OBJS; i++)
+		if (!fn->objs[i].used) {
+			fn->objs[i].used = 1;
+			memcpy(fn->objs[i].id, id, POHM_ID_SIZE);
+			return &fn->objs[i];
+		}
+	return NULL;
+}
+
+/* Build the reply for one request into (rc, rb). Returns 0 to send, -1 to stay silent. */
+static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, const uint8_t *p,
+			    struct pohm_cmd *rc, struct pohm_buf *rb)
+{
+	struct pohm_addr self;
+	struct fn_obj *o;
+	struct pohm_io_attr io;
+	int32_t v[4];
+	int key_cmd = q->cmd == POHM_CMD_LOOKUP || q->cmd == POHM_CMD_READ ||
+		      q->cmd == POHM_CMD_WRITE || q->cmd == POHM_CMD_DEL;
+
+	*rc = *q;
+	rc->flags = (q->flags & ~POHM_FLAG_NEED_ACK) | POHM_FLAG_REPLY;
+	rc->status = 0;
+	fn_addr(&self, fn->port);
+	if ((fn_flags(fn) & FN_SILENT) || (key_cmd && (fn_flags(fn) & FN_SILENT_KEYS)))
+		return -1;
+	if (key_cmd && (fn_flags(fn) & FN_ENOTSUP)) {
+		rc->status = -EOPNOTSUPP;
+		return 0;
+	}
+	pthread_mutex_lock(&fn->lock);
+	fn->requests[q->cmd & 31]++;
+	pthread_mutex_unlock(&fn->lock);
+	switch (q->cmd) {
+	case POHM_CMD_REVERSE_LOOKUP: {
+		static const uint8_t zero_id[POHM_ID_SIZE];
+		struct pohm_backend_ids b = { 0, fn->group, 0, 1, zero_id };
+
+		rc->flags = POHM_FLAG_NOLOCK | POHM_FLAG_REPLY;
+		pohm_version_decode(v, q->id.id);
+		pohm_version_encode(rc->id.id, v);
+		pohm_addr_list_encode(rb, 1, &self, 1);
+		if (fn_flags(fn) & FN_BAD_HANDSHAKE) {
+			pohm_buf_put_u32(rb, 5);	/* claims 5 backends, has none */
+			return 0;
+		}
+		pohm_backends_encode_count(rb, 1);
+		pohm_backends_encode_one(rb, &b);
+		return 0;
+	}
+	case POHM_CMD_ROUTE_LIST: {
+		struct pohm_addr a[8];
+		int i;
+
+		rc->flags = POHM_FLAG_NOLOCK | POHM_FLAG_REPLY;
+		pthread_mutex_lock(&fn->lock);
+		for (i = 0; i < fn->npeers; i++)
+			fn_addr(&a[i], fn->peers[i]);
+		i = fn->npeers;
+		pthread_mutex_unlock(&fn->lock);
+		pohm_addr_list_encode(rb, 1, a, (uint32_t)i);
+		return 0;
+	}
+	case POHM_CMD_BACKEND_STATUS: {
+		struct pohm_backend_status s;
+
+		memset(&s, 0, sizeof(s));
+		s.state = 1;
+		pohm_backend_status_encode(rb, &s, 1);
+		return 0;
+	}
+	case POHM_CMD_AUTH:
+		return 0;
+	case POHM_CMD_LOOKUP: {
+		struct pohm_file_info fi;
+
+		if (fn_flags(fn) & FN_EILSEQ) {
+			rc->status = -EILSEQ;
+			return 0;
+		}
+		if (fn_flags(fn) & FN_SLOW_LOOKUP)
+			usleep(30000);
+		pthread_mutex_lock(&fn->lock);
+		o = fn_find(fn, q->id.id, 0);
+		if (!o) {
+			pthread_mutex_unlock(&fn->lock);
+			rc->status = -ENOENT;
+			return 0;
+		}
+		memset(&fi, 0, sizeof(fi));
+		fi.size = o->len;
+		fi.mtime = o->ts;
+		fi.record_flags = POHM_RECORD_EXTHDR;
+		if (q->flags & POHM_FLAG_CHECKSUM)
+			pohm_sha512(o->data, o->len, fi.checksum);
+		pthread_mutex_unlock(&fn->lock);
+		pohm_lookup_reply_encode(rb, &self, &fi, "/fake/blob");
+		return 0;
+	}
+	case POHM_CMD_WRITE: {
+		struct pohm_file_info fi;
+		uint8_t sum[POHM_ID_SIZE];
+
+		pohm_io_attr_decode(&io, p);
+		pthread_mutex_lock(&fn->lock);
+		o = fn_find(fn, io.id, 0);
+		if ((io.flags & POHM_IO_CAS_TIMESTAMP) && o && pohm_time_cmp(&o->ts, &io.timestamp) > 0)
+			rc->status = -EBADFD;
+		if (!rc->status && (io.flags & POHM_IO_CAS) && o) {
+			pohm_sha512(o->data, o->len, sum);
+			if (memcmp(sum, io.parent, sizeof(sum)))
+				rc->status = -EBADFD;
+		}
+		if (!rc->status) {
+			o = fn_find(fn, io.id, 1);
+			free(o->data);
+			o->data = malloc(io.size ? io.size : 1);
+			memcpy(o->data, p + POHM_IO_ATTR_SIZE, io.size);
+			o->len = io.size;
+			o->ts = io.timestamp;
+			memset(&fi, 0, sizeof(fi));
+			fi.size = o->len;
+			fi.mtime = o->ts;
+		}
+		pthread_mutex_unlock(&fn->lock);
+		if (!rc->status)
+			pohm_lookup_reply_encode(rb, &self, &fi, "/fake/blob");
+		return 0;
+	}
+	case POHM_CMD_READ: {
+		size_t off, n;
+
+		if (fn_flags(fn) & FN_EILSEQ) {
+			rc->status = -EILSEQ;
+			return 0;
+		}
+		pohm_io_attr_decode(&io, p);
+		pthread_mutex_lock(&fn->lock);
+		o = fn_find(fn, io.id, 0);
+		if (!o || io.offset >= o->len) {
+			pthread_mutex_unlock(&fn->lock);
+			rc->status = o ? -E2BIG : -ENOENT;
+			return 0;
+		}
+		off = (size_t)io.offset;
+		n = o->len - off;
+		if (io.size && io.size < n)
+			n = (size_t)io.size;
+		io.size = n;
+		io.total_size = o->len;
+		io.timestamp = o->ts;
+		if (io.flags & POHM_IO_CHECKSUM)
+			pohm_sha512(o->data + off, n, io.parent);
+		{
+			uint8_t raw[POHM_IO_ATTR_SIZE];
+
+			pohm_io_attr_encode(raw, &io);
+			pohm_buf_put(rb, raw, sizeof(raw));
+			pohm_buf_put(rb, o->data + off, n);
+		}
+		pthread_mutex_unlock(&fn->lock);
+		if ((fn_flags(fn) & FN_CORRUPT_READ) && n)
+			rb->p[POHM_IO_ATTR_SIZE] ^= 0x5a;
+		return 0;
+	}
+	case POHM_CMD_DEL:
+		pthread_mutex_lock(&fn->lock);
+		o = fn_find(fn, q->id.id, 0);
+		if (o) {
+			free(o->data);
+			memset(o, 0, sizeof(*o));
+		} else {
+			rc->status = -ENOENT;
+		}
+		pthread_mutex_unlock(&fn->lock);
+		return 0;
+	default:
+		rc->status = -EOPNOTSUPP;
+		return 0;
+	}
+}
+
+struct fn_held {
+	int fd;
+	struct pohm_cmd c;
+	struct pohm_buf b;
+};
+
+static inline void *fn_thread(void *arg)
+{
+	struct fake_node *fn = arg;
+	struct pollfd pfd[FN_MAX_CONNS + 1];
+	struct fn_held held[64];
+	int nheld = 0, n = 0, i, j;
+
+	pfd[0].fd = fn->lfd;
+	pfd[0].events = POLLIN;
+	while (!__atomic_load_n(&fn->stop, __ATOMIC_ACQUIRE)) {
+		if (poll(pfd, (nfds_t)(n + 1), 50) <= 0)
+			continue;
+		if ((pfd[0].revents & POLLIN) && n < FN_MAX_CONNS) {
+			int cfd = accept(fn->lfd, NULL, NULL);
+
+			if (cfd >= 0) {
+				pfd[++n].fd = cfd;
+				pfd[n].events = POLLIN;
+				pfd[n].revents = 0;
+				__atomic_fetch_add(&fn->conns_seen, 1, __ATOMIC_ACQ_REL);
+			}
+		}
+		for (i = 1; i <= n; i++) {
+			uint8_t h[POHM_CMD_SIZE], *p = NULL;
+			struct pohm_cmd q, rc;
+			struct pohm_buf rb = POHM_BUF_INIT;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			pfd[i].revents = 0;
+			if (fn_read_full(pfd[i].fd, h, sizeof(h)))
+				goto drop;
+			pohm_cmd_decode(&q, h);
+			if (q.size > (64u << 20))
+				goto drop;
+			if (q.size) {
+				p = malloc((size_t)q.size);
+				if (fn_read_full(pfd[i].fd, p, (size_t)q.size)) {
+					free(p);
+					goto drop;
+				}
+			}
+			if (q.cmd == POHM_CMD_REVERSE_LOOKUP) {
+				int32_t v[4];
+
+				pohm_version_decode(v, q.id.id);
+				if ((fn_flags(fn) & FN_EOF_HANDSHAKE) ||
+				    ((fn_flags(fn) & FN_V226) ? v[1] != 26 : v[1] != 0)) {
+					free(p);
+					goto drop;
+				}
+			}
+			if (fn_handle(fn, &q, p, &rc, &rb) == 0) {
+				if ((fn_flags(fn) & FN_REVERSE) && nheld < 64 && q.cmd != POHM_CMD_REVERSE_LOOKUP) {
+					held[nheld].fd = pfd[i].fd;
+					held[nheld].c = rc;
+					held[nheld++].b = rb;
+					rb.p = NULL;
+					if (nheld >= __atomic_load_n(&fn->reverse_n, __ATOMIC_ACQUIRE)) {
+						for (j = nheld - 1; j >= 0; j--) {
+							fn_send(held[j].fd, &held[j].c, held[j].b.p, held[j].b.len);
+							pohm_buf_free(&held[j].b);
+						}
+						nheld = 0;
+					}
+				} else if ((fn_flags(fn) & FN_HUGE) && q.cmd == POHM_CMD_BACKEND_STATUS) {
+					uint8_t hh[POHM_CMD_SIZE];
+
+					rc.size = 1ULL << 40;
+					pohm_cmd_encode(hh, &rc);
+					(void)!send(pfd[i].fd, hh, sizeof(hh), MSG_NOSIGNAL);
+				} else {
+					fn_send(pfd[i].fd, &rc, rb.p, rb.len);
+				}
+				if ((fn_flags(fn) & FN_PUSH_UPDATE) && q.cmd == POHM_CMD_REVERSE_LOOKUP) {
+					static const uint8_t zid[POHM_ID_SIZE];
+					struct pohm_backend_ids b = { 0, 7, 0, 1, zid };
+					struct pohm_buf ub = POHM_BUF_INIT;
+					struct pohm_cmd uc;
+
+					memset(&uc, 0, sizeof(uc));
+					uc.cmd = POHM_CMD_UPDATE_IDS;
+					uc.flags = POHM_FLAG_DIRECT | POHM_FLAG_NOLOCK;
+					pohm_backends_encode_count(&ub, 1);
+					pohm_backends_encode_one(&ub, &b);
+					fn_send(pfd[i].fd, &uc, ub.p, ub.len);
+					pohm_buf_free(&ub);
+				}
+			}
+			pohm_buf_free(&rb);
+			free(p);
+			continue;
+drop:
+			close(pfd[i].fd);
+			pfd[i] = pfd[n--];
+			i--;
+		}
+	}
+	for (i = 1; i <= n; i++)
+		close(pfd[i].fd);
+	for (j = 0; j < nheld; j++)
+		pohm_buf_free(&held[j].b);
+	return NULL;
+}
+
+/* Start a node serving group on an ephemeral port. 0 or -1. */
+static inline int fn_start(struct fake_node *fn, uint32_t group, int flags)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int one = 1;
+
+	memset(fn, 0, sizeof(*fn));
+	fn->group = group;
+	fn->flags = flags;
+	fn->reverse_n = 4;
+	pthread_mutex_init(&fn->lock, NULL);
+	fn->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fn->lfd < 0)
+		return -1;
+	setsockopt(fn->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fn->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fn->lfd, 16) ||
+	    getsockname(fn->lfd, (struct sockaddr *)&sa, &len))
+		return -1;
+	fn->port = ntohs(sa.sin_port);
+	fn->peers[0] = fn->port;
+	fn->npeers = 1;
+	return pthread_create(&fn->th, NULL, fn_thread, fn) ? -1 : 0;
+}
+
+static inline void fn_stop(struct fake_node *fn)
+{
+	int i;
+
+	__atomic_store_n(&fn->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(fn->th, NULL);
+	close(fn->lfd);
+	for (i = 0; i < FN_MAX_OBJS; i++)
+		free(fn->objs[i].data);
+	pthread_mutex_destroy(&fn->lock);
+}
+
+static inline int fn_count(struct fake_node *fn, int cmd)
+{
+	int n;
+
+	pthread_mutex_lock(&fn->lock);
+	n = fn->requests[cmd & 31];
+	pthread_mutex_unlock(&fn->lock);
+	return n;
+}
+
+#endif

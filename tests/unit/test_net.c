@@ -1,0 +1,568 @@
+/*
+ * test_net.c — core/net and core/conn: packet framing, the handshake and
+ * its failures, trans matching with replies out of order, timeouts against
+ * a node that never answers, discovery via ROUTE_LIST, UPDATE_IDS, many
+ * threads on one connection, fork safety.  Nodes are fake_node.h threads
+ * on 127.0.0.1 ephemeral ports.
+ */
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "fake_node.h"
+
+#include "config.h"
+#include "conn.h"
+#include "net.h"
+#include "sys.h"
+
+#define MS 1000000ULL
+
+static void cfg_for(struct pohm_config *cfg, const uint16_t *ports, int n, const char *groups)
+{
+	char s[64];
+	int i;
+
+	pohm_config_defaults(cfg);
+	for (i = 0; i < n; i++) {
+		snprintf(s, sizeof(s), "127.0.0.1:%u", ports[i]);
+		pohm_config_set(cfg, "server", s, POHM_CFG_CALLER, NULL, 0);
+	}
+	pohm_config_set(cfg, "groups", groups, POHM_CFG_CALLER, NULL, 0);
+}
+
+static uint64_t after(uint64_t ns)
+{
+	return pohm_sys_mono_ns() + ns;
+}
+
+/* ---------------------------------------------------------------- framing (pure) */
+
+static void put_header(uint8_t *out, uint64_t trans, uint64_t size)
+{
+	struct pohm_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.cmd = POHM_CMD_LOOKUP;
+	c.flags = POHM_FLAG_REPLY;
+	c.trans = trans;
+	c.size = size;
+	pohm_cmd_encode(out, &c);
+}
+
+TEST(rx_byte_by_byte_and_batched)
+{
+	uint8_t stream[2 * POHM_CMD_SIZE + 5];
+	struct pohm_rx rx;
+	struct pohm_pkt *list = NULL, **tail = &list;
+	size_t i;
+
+	memset(&rx, 0, sizeof(rx));
+	put_header(stream, 7, 5);
+	memcpy(stream + POHM_CMD_SIZE, "hello", 5);
+	put_header(stream + POHM_CMD_SIZE + 5, 8, 0);
+	for (i = 0; i < sizeof(stream); i++)
+		EXPECT_EQ_INT(pohm_rx_feed(&rx, stream + i, 1, &tail), 0);
+	EXPECT(list && list->next && !list->next->next);
+	if (list && list->next) {
+		EXPECT_EQ_U64(list->cmd.trans, 7);
+		EXPECT_MEM(list->data, "hello", 5);
+		EXPECT_EQ_U64(list->next->cmd.trans, 8);
+		EXPECT(list->next->data == NULL);
+	}
+	pohm_pkt_free_list(list);
+	list = NULL;
+	tail = &list;
+	EXPECT_EQ_INT(pohm_rx_feed(&rx, stream, sizeof(stream), &tail), 0);
+	EXPECT(list && list->next && !list->next->next);
+	pohm_pkt_free_list(list);
+	pohm_rx_reset(&rx);
+}
+
+TEST(rx_absurd_size_rejected)
+{
+	uint8_t h[POHM_CMD_SIZE];
+	struct pohm_rx rx;
+	struct pohm_pkt *list = NULL, **tail = &list;
+
+	memset(&rx, 0, sizeof(rx));
+	put_header(h, 1, 1ULL << 40);
+	EXPECT_EQ_INT(pohm_rx_feed(&rx, h, sizeof(h), &tail), -EPROTO);
+	EXPECT(list == NULL);
+	pohm_rx_reset(&rx);
+}
+
+/* ---------------------------------------------------------------- handshake */
+
+TEST(handshake_learns_backends)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+	uint8_t id[POHM_ID_SIZE];
+	int node = -1;
+	int32_t be = -1;
+
+	EXPECT_EQ_INT(fn_start(&fn, 3, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "3");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	pohm_key_id(id, "ns", 2, "k", 1);
+	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, &node, &be), -ENXIO);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, &node, &be), 0);
+	EXPECT_EQ_INT(node, 0);
+	EXPECT_EQ_INT(be, 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 4, id, &node, &be), -ENXIO);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(ni.up);
+	EXPECT_EQ_INT(ni.version[0], 3);
+	EXPECT_EQ_INT(ni.version[1], 0);
+	EXPECT_EQ_INT(ni.ids, 1);
+	EXPECT_EQ_INT(fn_count(&fn, POHM_CMD_ROUTE_LIST), 1);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+static void expect_refused(int flags, const char *needle)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+	char err[256];
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, flags), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), -EHOSTUNREACH);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(!ni.up);
+	if (!strstr(ni.last_msg, needle))
+		printf("# last_msg \"%s\" lacks \"%s\"\n", ni.last_msg, needle);
+	EXPECT(strstr(ni.last_msg, needle) != NULL);
+	pohm_net_last_error(net, err, sizeof(err));
+	EXPECT(strstr(err, "no node reachable") != NULL);
+	EXPECT(strstr(err, needle) != NULL);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(eof_after_handshake_is_version_mismatch)
+{
+	expect_refused(FN_EOF_HANDSHAKE, "server refused protocol 3.0 (version mismatch)");
+}
+
+TEST(version_probe_names_the_other_line)
+{
+	expect_refused(FN_V226, "the node speaks 2.26.11.1, set protocol=2.26");
+}
+
+TEST(protocol_226_talks_to_226)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_V226), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "protocol", "2.26", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(ni.up);
+	EXPECT_EQ_INT(ni.version[1], 26);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(malformed_handshake_rejected)
+{
+	expect_refused(FN_BAD_HANDSHAKE, "malformed handshake reply");
+}
+
+TEST(connect_refused_then_backoff)
+{
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+	uint16_t port;
+	struct fake_node fn;
+
+	/* A port that was just free: start and stop a node to learn one. */
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	port = fn.port;
+	fn_stop(&fn);
+	cfg_for(&cfg, &port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(1000 * MS), 0), -EHOSTUNREACH);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(strstr(ni.last_msg, "connect: Connection refused") != NULL);
+	EXPECT_EQ_INT(ni.fails, 1);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(1000 * MS), 1), -EHOSTUNREACH);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT_EQ_INT(ni.fails, 2);
+	/* Now backing off (100 ms): a third attempt right away does not dial. */
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(1000 * MS), 1), -EHOSTUNREACH);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT_EQ_INT(ni.fails, 2);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+}
+
+/* ---------------------------------------------------------------- transactions */
+
+static void lookup_req(struct pohm_req *r, int node, uint32_t group, const char *key)
+{
+	pohm_req_init(r, node, POHM_CMD_LOOKUP, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+	pohm_key_id(r->cmd.id.id, NULL, 0, key, strlen(key));
+	r->cmd.id.group = group;
+}
+
+static void store(struct fake_node *fn, const char *key, const char *data, uint64_t tsec)
+{
+	uint8_t id[POHM_ID_SIZE];
+	struct fn_obj *o;
+
+	pohm_key_id(id, NULL, 0, key, strlen(key));
+	pthread_mutex_lock(&fn->lock);
+	o = fn_find(fn, id, 1);
+	o->data = malloc(strlen(data) + 1);
+	memcpy(o->data, data, strlen(data));
+	o->len = strlen(data);
+	o->ts.tsec = tsec;
+	pthread_mutex_unlock(&fn->lock);
+}
+
+TEST(replies_out_of_order_matched_by_trans)
+{
+	static const char *keys[4] = { "a", "missing-1", "b", "missing-2" };
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r[4], *p[4];
+	int i;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	store(&fn, "a", "A", 1);
+	store(&fn, "b", "B", 2);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	__atomic_store_n(&fn.reverse_n, 4, __ATOMIC_RELEASE);
+	fn_set_flags(&fn, FN_REVERSE);
+	for (i = 0; i < 4; i++) {
+		lookup_req(&r[i], 0, 1, keys[i]);
+		p[i] = &r[i];
+	}
+	EXPECT_EQ_INT(pohm_net_run(net, p, 4, after(2000 * MS), NULL, NULL), 2);
+	for (i = 0; i < 4; i++) {
+		const struct pohm_pkt *f = pohm_req_final(&r[i]);
+
+		EXPECT(r[i].done);
+		EXPECT_EQ_INT(r[i].status, i % 2 ? -ENOENT : 0);
+		EXPECT(f && f->cmd.trans == r[i].cmd.trans);
+		EXPECT(!memcmp(r[i].cmd.id.id, f ? f->cmd.id.id : r[i].cmd.id.id, 1));
+		pohm_req_release(&r[i]);
+	}
+	/* The last reply came first: the 4th request finished before the 1st. */
+	EXPECT(r[3].done_ns <= r[0].done_ns);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(timeout_against_silent_node)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	uint64_t t0, dt;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_SILENT_KEYS), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	lookup_req(&r, 0, 1, "k");
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_net_run(net, &p, 1, t0 + 200 * MS, NULL, NULL), 0);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT_EQ_INT(r.status, -ETIMEDOUT);
+	EXPECT(r.done);
+	EXPECT(dt >= 199 * MS);
+	EXPECT(dt < 1000 * MS);
+	pohm_req_release(&r);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(silent_connection_reset_after_stalls)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	struct pohm_node_info ni;
+	int i;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_SILENT_KEYS), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	for (i = 0; i < POHM_STALL_LIMIT; i++) {
+		lookup_req(&r, 0, 1, "k");
+		pohm_net_run(net, &p, 1, after(50 * MS), NULL, NULL);
+		pohm_req_release(&r);
+	}
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(!ni.up);
+	EXPECT(strstr(ni.last_msg, "no answer") != NULL);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(absurd_reply_size_drops_connection)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	fn_set_flags(&fn, FN_HUGE);
+	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 0);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(!ni.up);
+	EXPECT(strstr(ni.last_msg, "malformed packet") != NULL);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(route_list_discovers_nodes)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	uint8_t id[POHM_ID_SIZE] = { 1 };
+	int node;
+	int32_t be;
+
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_nodes(net), 2);
+	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, &node, &be), 0);
+	EXPECT_EQ_INT(node, 1);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
+
+TEST(update_ids_push_moves_backend)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	uint8_t id[POHM_ID_SIZE] = { 9 };
+	int node;
+	int32_t be;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_PUSH_UPDATE), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	/* The push travels behind the handshake reply; a ping round trip flushes it. */
+	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
+	EXPECT_EQ_INT(pohm_net_owner(net, 7, id, &node, &be), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 1, id, &node, &be), -ENXIO);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+struct thr_arg {
+	struct pohm_net *net;
+	int bad;
+};
+
+static void *lookup_thread(void *p)
+{
+	struct thr_arg *a = p;
+	int i, j;
+
+	for (i = 0; i < 100; i++) {
+		struct pohm_req r[4], *pr[4];
+
+		for (j = 0; j < 4; j++) {
+			lookup_req(&r[j], 0, 1, j % 2 ? "nope" : "a");
+			pr[j] = &r[j];
+		}
+		if (pohm_net_run(a->net, pr, 4, after(5000 * MS), NULL, NULL) != 2)
+			a->bad++;
+		for (j = 0; j < 4; j++) {
+			if (r[j].status != (j % 2 ? -ENOENT : 0))
+				a->bad++;
+			pohm_req_release(&r[j]);
+		}
+	}
+	return NULL;
+}
+
+TEST(many_threads_share_one_connection)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	pthread_t th[8];
+	struct thr_arg arg[8];
+	int i, bad = 0;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	store(&fn, "a", "A", 1);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	for (i = 0; i < 8; i++) {
+		arg[i].net = net;
+		arg[i].bad = 0;
+		pthread_create(&th[i], NULL, lookup_thread, &arg[i]);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		bad += arg[i].bad;
+	}
+	EXPECT_EQ_INT(bad, 0);
+	EXPECT_EQ_INT(__atomic_load_n(&fn.conns_seen, __ATOMIC_ACQUIRE), 1);
+	EXPECT_EQ_INT(fn_count(&fn, POHM_CMD_LOOKUP), 8 * 100 * 4);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(fork_child_reconnects)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	int status = -1;
+	pid_t pid;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	store(&fn, "a", "A", 1);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "keepalive_interval", "0", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(__atomic_load_n(&fn.conns_seen, __ATOMIC_ACQUIRE), 1);
+	pid = fork();
+	if (pid == 0) {
+		/* No atfork hook: the pid check must notice and reconnect. */
+		lookup_req(&r, 0, 1, "a");
+		pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+		_exit(r.status == 0 ? 0 : 1);
+	}
+	EXPECT(pid > 0);
+	waitpid(pid, &status, 0);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(__atomic_load_n(&fn.conns_seen, __ATOMIC_ACQUIRE), 2);
+	/* The parent's connection is untouched. */
+	lookup_req(&r, 0, 1, "a");
+	EXPECT_EQ_INT(pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL), 1);
+	pohm_req_release(&r);
+	EXPECT_EQ_INT(__atomic_load_n(&fn.conns_seen, __ATOMIC_ACQUIRE), 2);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(idle_connection_pinged_before_use)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "keepalive_interval", "0.05", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(fn_count(&fn, POHM_CMD_BACKEND_STATUS), 0);
+	usleep(80000);
+	lookup_req(&r, 0, 1, "a");
+	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+	EXPECT_EQ_INT(r.status, -ENOENT);
+	pohm_req_release(&r);
+	EXPECT_EQ_INT(fn_count(&fn, POHM_CMD_BACKEND_STATUS), 1);
+	EXPECT_EQ_INT(fn_count(&fn, 13 /* STATUS: never */), 0);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(node_restart_reconnects)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	uint16_t port;
+	int lfd;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "keepalive_interval", "0", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	/* Kill the node (its connections close), restart it on the same port. */
+	port = fn.port;
+	fn_stop(&fn);
+	lookup_req(&r, 0, 1, "a");
+	pohm_net_run(net, &p, 1, after(500 * MS), NULL, NULL);
+	EXPECT(r.status != 0);
+	pohm_req_release(&r);
+	{
+		struct sockaddr_in sa;
+		int one = 1;
+
+		memset(&fn, 0, sizeof(fn));
+		fn.group = 1;
+		pthread_mutex_init(&fn.lock, NULL);
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa.sin_port = htons(port);
+		EXPECT_EQ_INT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		listen(lfd, 16);
+		fn.lfd = lfd;
+		fn.port = port;
+		fn.peers[0] = port;
+		fn.npeers = 1;
+		pthread_create(&fn.th, NULL, fn_thread, &fn);
+	}
+	usleep(250000);	/* past the backoff */
+	lookup_req(&r, 0, 1, "a");
+	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+	EXPECT_EQ_INT(r.status, -ENOENT);
+	pohm_req_release(&r);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
