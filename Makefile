@@ -63,7 +63,7 @@ LIB         := $(B)/libpohmelfs.so
 CORE_A      := $(B)/libpohmcore.a
 
 all: $(LIB) $(CORE_A) $(TOOL_BIN) $(if $(NODE_SRC),$(B)/pohmelfs-node) $(SCRIPTS) $(UNIT_BIN) \
-     $(B)/tests/helpers/.stamp
+     $(PROG_BIN) $(B)/tests/helpers/.stamp
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -103,6 +103,13 @@ $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(CORE_A)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
 $(B)/obj/tests/unit/%.o: CPPFLAGS += -Itests/unit
+
+# Test programs linked with core (tests/progs/*.c → build/tests/progs/*).
+PROG_SRC := $(wildcard tests/progs/*.c)
+PROG_BIN := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
+$(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
 
 # Small C programs the bats tests run (tests/helpers/*.c → build/tests/helpers/*).
 HELPER_SRC := $(wildcard tests/helpers/*.c)

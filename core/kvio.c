@@ -23,9 +23,12 @@
 static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
-	int r;
+	int r, tries = 0;
 
-	r = pohm_io_get(ctx, key, strlen(key), &out->data, &out->len, &res);
+	/* -ESTALE: a newer version was committed between the lookup and the read. */
+	do
+		r = pohm_io_get(ctx, key, strlen(key), &out->data, &out->len, &res);
+	while (r == -ESTALE && ++tries < 20);
 	if (r == -ENOENT)
 		return r;
 	if (r) {
@@ -62,8 +65,10 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		memcpy(o.parent, expect, sizeof(o.parent));
 	}
 	r = pohm_io_write(ctx, key, strlen(key), data, len, &o, &res);
-	if (r == -EBADFD)
+	if (r == -EBADFD) {
+		pohm_debug("%s", res.msg);
 		return expect == POHM_KV_ABSENT ? -EEXIST : -EAGAIN;
+	}
 	if (r)
 		pohm_info("%s", res.msg);
 	return r;
