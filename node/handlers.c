@@ -35,7 +35,7 @@
 #define ITER_FLAG_DATA		1u
 #define ITER_FLAG_KEY_RANGE	2u
 #define ITER_FLAG_TS_RANGE	4u
-#define SCRATCH_KEEP		(64u << 20)	/* larger read buffers are freed after use */
+#define SCRATCH_KEEP		(160u << 20)	/* larger read buffers are freed after use */
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -18,6 +18,8 @@ static void usage(FILE *f)
 		"       pohmelfs-node --client HOST:PORT [options] COMMAND [ARGS]\n"
 		"       pohmelfs-node --free-ports N\n"
 		"       pohmelfs-node --corrupt-disk DIR ID-HEX\n"
+		"       pohmelfs-node --bench HOST:PORT read|write [--size B] [--count N] [--conns C]\n"
+		"                     [--depth D] [--csum]\n"
 		"See pohmelfs-node(8).\n");
 }
 
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
 		return node_client_main(argc - 2, argv + 2);
 	if (argc > 1 && !strcmp(argv[1], "--free-ports"))
 		return node_free_ports_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--bench"))
+		return node_bench_main(argc - 2, argv + 2);
 	if (argc > 1 && !strcmp(argv[1], "--corrupt-disk"))
 		return node_corrupt_main(argc - 2, argv + 2);
 	if (node_config_parse(&cfg, argc, argv, err, sizeof(err))) {

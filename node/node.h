@@ -21,6 +21,7 @@
  *   fault.c     the run-time fault file
  *   wire.c      packet framing on sockets (read, writev, connect, listen)
  *   client.c    --probe / --client: a raw test client for the bats tests
+ *   bench.c     --bench: a load generator for the node alone
  *
  * Locking overview: each object documents its own guard.  Lock order:
  * node.conns_lock → conn.wlock; peers.lock → peer.wlock; the store's key
@@ -197,5 +198,9 @@ int node_client_main(int argc, char **argv);
 int node_free_ports_main(int argc, char **argv);
 /* --corrupt-disk DIR ID-HEX: flip a data byte of a stored record; exit status. */
 int node_corrupt_main(int argc, char **argv);
+
+/* ---------------------------------------------------------------- bench.c */
+/* --bench ADDR read|write [...]: load generator; prints req/s and MiB/s. */
+int node_bench_main(int argc, char **argv);
 
 #endif

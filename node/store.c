@@ -591,23 +591,28 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 	if (ret)
 		goto out;
 	scratch->len = 0;
-	got = pohm_sys_pread_full(fd, scratch->p, REC_SMALL, 0);
+	/* One pread, not a _full loop: that would cost a second call to see EOF. */
+	do
+		got = pread(fd, scratch->p, REC_SMALL, 0);
+	while (got < 0 && errno == EINTR);
 	if (got < 0) {
-		ret = (int)got;
+		ret = -errno;
 		goto out;
 	}
 	if (got < REC_HDR || hdr_decode(&r, scratch->p)) {
 		ret = -EILSEQ;
 		goto out;
 	}
-	if (got < REC_SMALL) {
-		flen = (uint64_t)got;
-	} else {
+	flen = (uint64_t)got;
+	if (got == REC_SMALL || flen != rec_file_len(&r)) {
+		/* Large, or a short read that is not the end: ask the file system. */
 		if (fstat(fd, &st) < 0) {
 			ret = -errno;
 			goto out;
 		}
 		flen = (uint64_t)st.st_size;
+		if (flen > REC_SMALL || flen != (uint64_t)got)
+			got = REC_SMALL + 1;	/* not all in the buffer */
 	}
 	if (flen != rec_file_len(&r)) {
 		ret = -EILSEQ;		/* torn: never serve it */
@@ -634,7 +639,7 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 		a = off;
 		b = off + size;
 	}
-	if (flen <= REC_SMALL) {
+	if ((uint64_t)got == flen) {
 		*data = scratch->p + REC_HDR + off;
 		if (verify)
 			ret = check_chunks(&r, c0, ncr, scratch->p + REC_HDR + a,
