@@ -89,7 +89,7 @@ $(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
 
 # Each tools/<prog>/main.c (plus its siblings) becomes build/<prog>.
 .SECONDEXPANSION:
-$(TOOL_BIN): $(B)/%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard tools/%/*.c)) $(CORE_A)
+$(TOOL_BIN): $(B)/%: $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$*/*.c))) $(CORE_A)
 	$(CC) -o $@ $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
 
 $(B)/pohmelfs-run: tools/pohmelfs-run.sh

@@ -1,0 +1,124 @@
+#!/usr/bin/env bats
+# cache_hosts.bats — two caches on one machine as two hosts (different
+# host_id, prefix and cache_dir) against one local cluster, through the
+# cache's C API (tests/progs/cache_ctl) and pohmelfsd.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
+	export POHMELFS_FSID=hosts POHMELFS_ATTR_TIMEOUT=0 POHMELFS_READ_REPAIR=1
+	CTL=$B/tests/progs/cache_ctl
+	T=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	for h in a b c; do
+		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
+	done
+	cluster_stop
+}
+
+# on HOST CMD...: run CMD as host HOST.
+on() {
+	local h=$1
+	shift
+	POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h "$@"
+}
+
+@test "a file written on one host is read whole on the other" {
+	on a "$CTL" mkdir dir
+	on a "$CTL" write dir/f "hello from a"
+	run on b "$CTL" get dir/f
+	[ "$status" -eq 0 ]
+	[ "$(cat "$T/b/dir/f")" = "hello from a" ]
+	on a "$CTL" write dir/f "version two"
+	on b "$CTL" get dir/f
+	[ "$(cat "$T/b/dir/f")" = "version two" ]
+}
+
+@test "both hosts report the same inode and device" {
+	on a "$CTL" write f "x"
+	sa=$(on a "$CTL" stat f)
+	sb=$(on b "$CTL" stat f)
+	[ "$(echo "$sa" | cut -d' ' -f1,2,4)" = "$(echo "$sb" | cut -d' ' -f1,2,4)" ]
+}
+
+@test "a rename on one host appears on the other" {
+	on a "$CTL" write f "data"
+	on b "$CTL" get f
+	on a "$CTL" mv f g
+	on b "$CTL" get f || true
+	[ ! -e "$T/b/f" ]
+	on b "$CTL" get g
+	[ "$(cat "$T/b/g")" = "data" ]
+}
+
+@test "a listing makes stubs that programs without the shim cannot read" {
+	on a "$CTL" write secret "content"
+	on b "$CTL" ls ""
+	[ -f "$T/b/secret" ]
+	[ "$(stat -c %s "$T/b/secret")" = 0 ]
+	[ "$(stat -c %a "$T/b/secret")" = 0 ]
+	# stat through the cache reports the true size and mode.
+	[ "$(on b "$CTL" stat secret | cut -d' ' -f3,4)" = "100644 7" ]
+	# An unprivileged reader without the shim gets EACCES, not empty data.
+	chmod 755 "$T" "$T/b"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups cat "$T/b/secret"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+}
+
+@test "concurrent writers of one file: one committed version and one conflict copy" {
+	on a "$CTL" write doc "base"
+	on b "$CTL" get doc
+	on a "$CTL" write doc "from a"
+	printf 'from b!' >"$T/b/doc"		# b's program changed it too
+	run on b "$CTL" push doc
+	[ "$status" -eq 0 ]
+	on c "$CTL" get doc
+	[ "$(cat "$T/c/doc")" = "from a" ]
+	on c "$CTL" ls .pohmelfs-conflicts/b
+	n=0
+	for f in "$T"/c/.pohmelfs-conflicts/b/*; do
+		on c "$CTL" get ".pohmelfs-conflicts/b/$(basename "$f")"
+		[ "$(cat "$f")" = "from b!" ]
+		n=$((n + 1))
+	done
+	[ "$n" -eq 1 ]
+}
+
+@test "pohmelfsd pushes a file changed by a program without the shim" {
+	on a "$CTL" write f "one"
+	printf 'changed behind our back' >"$T/a/f"
+	on a env POHMELFS_SYNC_TIMEOUT=0.2 "$B/pohmelfsd" --once
+	on b "$CTL" get f
+	[ "$(cat "$T/b/f")" = "changed behind our back" ]
+}
+
+@test "pohmelfsd runs once per cache and leaves with SIGTERM" {
+	on a env POHMELFS_SYNC_TIMEOUT=0.2 "$B/pohmelfsd" --idle 30
+	for i in $(seq 50); do [ -f "$T/a-state/pohmelfsd.pid" ] && break; sleep 0.1; done
+	pid=$(cat "$T/a-state/pohmelfsd.pid")
+	kill -0 "$pid"
+	# A second one sees the lock and leaves at once.
+	run on a "$B/pohmelfsd" --foreground --idle 1
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"already running"* ]]
+	on a "$CTL" write g "pushed by close"
+	printf 'later' >"$T/a/g"
+	sleep 1
+	on b "$CTL" get g
+	[ "$(cat "$T/b/g")" = "later" ]
+	kill -TERM "$pid"
+	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$pid" 2>/dev/null
+	[ ! -f "$T/a-state/pohmelfsd.pid" ]
+}
+
+@test "a prefix bound to one fsid refuses another" {
+	on a "$CTL" write f "x"
+	run on a env POHMELFS_FSID=other "$CTL" get f
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bound to fsid"* ]]
+}

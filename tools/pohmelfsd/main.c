@@ -1,0 +1,152 @@
+/*
+ * pohmelfsd — the per-cache background process (DESIGN.md §2 "No threads in
+ * host processes").  One runs per cache (an exclusive lock on
+ * cache_dir/pohmelfsd.lock; its pid in cache_dir/pohmelfsd.pid).  Every
+ * sync_timeout seconds it pushes what is dirty in the cache (files closed
+ * without sync_on_close, files left by processes that died, files changed
+ * by programs without the shim); it exits after --idle seconds with nothing
+ * to push.  SIGTERM or SIGINT: one last push, then exit.
+ *
+ *   pohmelfsd [--foreground] [--once] [--idle SECONDS]
+ *
+ * Configured by the same POHMELFS_* variables and file as the library.
+ * Logs go to the cache's log (cache_dir/pohmelfsd.log) unless log= is set.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mount.h"
+#include "sys.h"
+
+extern char **environ;
+
+/* Set by the signal handler, read by the main loop (this is our own process). */
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: pohmelfsd [--foreground] [--once] [--idle SECONDS]\n");
+	exit(2);
+}
+
+/* Sleep up to ns, waking early on a signal. */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct pohm_config cfg;
+	struct pohm_mount m;
+	struct sigaction sa;
+	char err[1024], path[4200], pid[32];
+	int foreground = 0, once = 0, i, lockfd, logfd = -1, r;
+	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--foreground"))
+			foreground = 1;
+		else if (!strcmp(argv[i], "--once"))
+			once = 1;
+		else if (!strcmp(argv[i], "--idle") && i + 1 < argc)
+			idle_ns = strtoull(argv[++i], NULL, 10) * 1000000000ULL;
+		else
+			usage();
+	}
+	r = pohm_config_load(&cfg, environ, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "pohmelfsd: %s\n", err);
+		return 2;
+	}
+	pohm_log_setup((enum pohm_log_level)cfg.log_level, -1);
+	r = pohm_mount_open(&m, &cfg, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "pohmelfsd: %s\n", err);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", m.cache_dir);
+	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
+		if (lockfd >= 0 && errno == EWOULDBLOCK) {
+			if (foreground)
+				fprintf(stderr, "pohmelfsd: already running for %s\n", m.prefix);
+			pohm_mount_close(&m);
+			return 0;
+		}
+		fprintf(stderr, "pohmelfsd: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (!foreground && !once) {
+		/* Detach: our own session, no terminal, standard fds on /dev/null or the log. */
+		if (daemon(1, 1))
+			return 1;
+		if (!cfg.log[0]) {
+			snprintf(path, sizeof(path), "%s/pohmelfsd.log", m.cache_dir);
+			logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		}
+		i = open("/dev/null", O_RDWR);
+		if (i >= 0) {
+			dup2(i, 0);
+			dup2(i, 1);
+			dup2(logfd >= 0 ? logfd : i, 2);
+			if (i > 2)
+				close(i);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
+	i = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (i >= 0) {
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+		if (write(i, pid, (size_t)n) != n)
+			pohm_warn("cannot write %s", path);
+		close(i);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pohm_info("pohmelfsd %d: prefix %s, push every %.1f s", (int)getpid(), m.prefix,
+		  (double)m.sync_timeout_ns / 1e9);
+
+	idle_since = pohm_sys_mono_ns();
+	for (;;) {
+		r = pohm_cache_sync_all(m.cache);
+		if (r < 0)
+			pohm_err("push round failed: %s", strerror(-r));
+		else if (r > 0) {
+			pohm_info("pushed %d file%s", r, r == 1 ? "" : "s");
+			idle_since = pohm_sys_mono_ns();
+		}
+		if (once || stop_requested)
+			break;
+		if (pohm_sys_mono_ns() - idle_since > idle_ns)
+			break;
+		nap(m.sync_timeout_ns);
+	}
+	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
+	unlink(path);
+	pohm_mount_close(&m);
+	pohm_config_free(&cfg);
+	close(lockfd);
+	return r < 0 ? 1 : 0;
+}
