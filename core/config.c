@@ -493,6 +493,10 @@ int pohm_config_load_file(struct pohm_config *c, const char *path, char *err, si
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		goto out;
+	if (S_ISCHR(st.st_mode) && !st.st_size) {
+		r = 0;		/* /dev/null: "no configuration file" */
+		goto out;
+	}
 	if (!S_ISREG(st.st_mode) || st.st_size > CFG_FILE_MAX) {
 		errf(err, errlen, "%s: not a regular file of at most 1 MiB", path);
 		r = -EINVAL;

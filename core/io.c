@@ -268,6 +268,20 @@ static void note_group(struct gop *op, unsigned gi, int st, const char *what)
 		    ni.last_msg[0] && !ni.up)
 			snprintf(extra, sizeof(extra), " (%s)", ni.last_msg);
 		note(op, "%sgroup %u node %s: %s%s", what, g->group, ni.name, status_text(st), extra);
+	} else if (st == -ENXIO) {
+		/* The group's nodes are unknown: name the nodes we could not reach. */
+		int i, n = pohm_net_nodes(op->c->net), shown = 0;
+		size_t off = 0;
+
+		for (i = 0; i < n && shown < 3; i++)
+			if (!pohm_net_node_info(op->c->net, i, &ni) && !ni.up && ni.last_msg[0]) {
+				off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%s%s %s",
+							shown++ ? ", " : "; unreachable: ", ni.name,
+							ni.last_msg);
+				if (off >= sizeof(extra))
+					break;
+			}
+		note(op, "%sgroup %u: %s%s", what, g->group, status_text(st), extra);
 	} else {
 		note(op, "%sgroup %u: %s", what, g->group, status_text(st));
 	}
@@ -937,6 +951,9 @@ int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t *
 		rc = -ENOMEM;
 		goto out;
 	}
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].status == -EILSEQ)
+			note_group(op, gi, -EILSEQ, "");
 	rc = read_failover(op, 0, buf, (size_t)res->size, &got, deadline);
 	if (!rc && got != res->size) {
 		note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", got,

@@ -1,0 +1,32 @@
+/*
+ * cli.h — shared pieces of the `pohmelfs` tool: the opened client, output
+ * helpers and the subcommand entry points (raw.c, status.c).
+ */
+#ifndef POHM_TOOLS_POHMELFS_CLI_H
+#define POHM_TOOLS_POHMELFS_CLI_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "io.h"
+
+struct cli {
+	struct pohm_config cfg;
+	struct pohm_client *client;
+	int json;			/* --json */
+};
+
+/* Open the client from POHMELFS_* / the config file; 0 or prints the error and returns 2. */
+int cli_open(struct cli *cli);
+/* Print s as a JSON string (with quotes) to f. */
+void cli_json_str(FILE *f, const char *s);
+/* "sec.nsec" of a timestamp into buf. */
+void cli_fmt_time(const struct pohm_time *t, char *buf, size_t len);
+
+int cmd_put(struct cli *cli, const char *key);
+int cmd_get(struct cli *cli, const char *key);
+int cmd_lookup(struct cli *cli, const char *key);
+int cmd_del(struct cli *cli, const char *key);
+int cmd_status(struct cli *cli);
+
+#endif
