@@ -6,9 +6,9 @@
 #   p put KEY < file        run the tool ($POHMELFS_BIN) with the cluster's env
 #   timed CMD...            run CMD; sets ELAPSED_MS and ELAPSED_RC
 #
-# POHMELFS_BIN is build/pohmelfs when the Makefile built it; until the
-# Makefile's tool rule links tools/pohmelfs/, the tool is compiled here once
-# per test file from tools/pohmelfs/*.c and the build's libpohmcore.a.
+# POHMELFS_BIN is build/pohmelfs (make builds it); a tree built without it
+# (an old build directory) gets it compiled here once per test file from
+# tools/pohmelfs/*.c and the build's libpohmcore.a.
 
 raw_find_bin() {
 	local top out san=
