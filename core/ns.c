@@ -144,6 +144,7 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 {
 	uint8_t csum[POHM_KV_CSUM];
 	struct pohm_inode in;
+	uint64_t txid = ns_random(ns);
 	unsigned attempt;
 	int r;
 
@@ -152,9 +153,18 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		r = ns_inode_get(ns, ino, &in, csum, 0);
 		if (r)
 			return r;
-		r = fn(&in, arg);
+		/*
+		 * A put that reported failure may still have been committed (a
+		 * minority write spread by repair): the version says who wrote
+		 * it, so a retry never applies the same change twice.
+		 */
+		if (attempt && in.txid == txid)
+			r = 1;
+		else
+			r = fn(&in, arg);
 		if (r == 0) {
 			in.version++;
+			in.txid = txid;
 			r = ns_inode_put(ns, &in, csum);
 			if (r == -EAGAIN) {
 				pohm_inode_clear(&in);

@@ -394,6 +394,12 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 		i = r ? -1 : pohm_bucket_find(&ref.bk, e->name);
 		if (i >= 0 && ref.bk.e[i].intent)
 			r = ns_intent_resolve(ns, dir, &ref, i) == 1 ? 0 : -EAGAIN;
+		if (!r && i >= 0 && e->txid && ref.bk.e[i].txid == e->txid &&
+		    ref.bk.e[i].ino == e->ino) {
+			/* Our own earlier attempt, reported failed, did commit. */
+			ns_bucket_release(&ref);
+			return 0;
+		}
 		if (!r && i >= 0) {
 			r = existing ? ns_entry_copy(existing, &ref.bk.e[i]) : 0;
 			ns_bucket_release(&ref);
@@ -429,7 +435,8 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 		i = pohm_bucket_find(&ref.bk, name);
 		if (i < 0 || (ino && ref.bk.e[i].ino != ino)) {
 			ns_bucket_release(&ref);
-			return -ENOENT;
+			/* After a reported failure the entry may be gone by our own hand. */
+			return attempt ? 0 : -ENOENT;
 		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		if (!r && ref.bk.e[i].intent) {

@@ -206,6 +206,7 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 	r |= put_ts(b, &in->btime);
 	r |= pohm_buf_put_u64(b, in->version);
 	r |= pohm_buf_put_u64(b, in->dversion);
+	r |= pohm_buf_put_u64(b, in->txid);
 	r |= put_u8(b, in->chunk_shift);
 	r |= put_u8(b, in->depth_hint);
 	r |= pohm_buf_put_u32(b, (uint32_t)tl);
@@ -254,6 +255,7 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 	rd_ts(&r, &in->btime);
 	in->version = rd_u64(&r);
 	in->dversion = rd_u64(&r);
+	in->txid = rd_u64(&r);
 	in->chunk_shift = rd_u8(&r);
 	in->depth_hint = rd_u8(&r);
 	if (in->chunk_shift < 12 || in->chunk_shift > 30)

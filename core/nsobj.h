@@ -71,6 +71,7 @@ struct pohm_inode {
 	struct pohm_ts atime, mtime, ctime, btime;
 	uint64_t version;		/* +1 on every committed change */
 	uint64_t dversion;		/* +1 on every change of size or data */
+	uint64_t txid;			/* the operation that wrote this version (idempotent retries) */
 	uint8_t  chunk_shift;		/* chunk size = 1 << chunk_shift */
 	uint8_t  depth_hint;		/* directories: deepest bucket level seen */
 	char    *target;		/* symlink target, malloc'ed, or NULL */

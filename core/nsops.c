@@ -121,10 +121,15 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
 	return r;
 }
 
-/* Remove an inode nobody else has seen (it never got a name). */
+/*
+ * An inode whose entry could not be inserted.  It is left in place, not
+ * deleted: a bucket write reported as failed may still surface later (a
+ * minority version spread by repair), and its entry must then point at a
+ * live inode.  An inode that never got a name is an orphan for fsck.
+ */
 static void inode_discard(struct pohm_ns *ns, struct pohm_inode *in)
 {
-	ns->kv.ops->del(ns->kv.ctx, in->hdr.key);
+	(void)ns;
 	pohm_inode_clear(in);
 }
 
@@ -162,6 +167,7 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	e.name = (char *)name;
 	e.ino = in.ino;
 	e.type = ns_dtype(mode);
+	e.txid = ns_random(ns);
 	r = ns_entry_insert(ns, dir, &e, &old);
 	if (r) {
 		inode_discard(ns, &in);
@@ -240,6 +246,7 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 		return r;
 	e.name = (char *)name;
 	e.ino = ino;
+	e.txid = ns_random(ns);
 	r = ns_entry_insert(ns, dir, &e, NULL);
 	if (r) {
 		ns_inode_nlink(ns, ino, -1);
