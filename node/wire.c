@@ -174,6 +174,31 @@ int node_wire_send(int fd, const struct pohm_cmd *hdr, const struct iovec *iov, 
 	return 0;
 }
 
+int node_wire_send_raw(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t r = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int node_rd_ready(const struct node_rd *rd)
+{
+	size_t have = rd->end - rd->start;
+
+	return have >= POHM_CMD_SIZE &&
+	       pohm_le64(rd->buf + rd->start + 112) <= have - POHM_CMD_SIZE;
+}
+
 socklen_t node_wire_sockaddr(const struct pohm_addr *a, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));

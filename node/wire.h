@@ -33,6 +33,10 @@ int node_wire_read(int fd, struct node_rd *rd, uint64_t max, struct pohm_cmd *cm
  * hdr->size is sent as given.  0 or -errno.
  */
 int node_wire_send(int fd, const struct pohm_cmd *hdr, const struct iovec *iov, int iovcnt);
+/* Send n bytes as they are (MSG_NOSIGNAL, looping). 0 or -errno. */
+int node_wire_send_raw(int fd, const void *p, size_t n);
+/* 1 if rd holds a whole packet (header and payload): reading it will not block. */
+int node_rd_ready(const struct node_rd *rd);
 /* Fill a sockaddr from a pohm_addr; returns its length. */
 socklen_t node_wire_sockaddr(const struct pohm_addr *a, struct sockaddr_storage *ss);
 /* Blocking TCP connect with a timeout (ms); fd (O_CLOEXEC, TCP_NODELAY) or -errno. */
