@@ -1,72 +1,187 @@
 /*
- * init.c — light initialisation of the shim (DESIGN.md §5): the real table,
- * the log level and the prefix.  No network, no files opened: a program that
- * never touches the prefix pays only this.  The heavy stage (connections,
- * journal) belongs to core/cache and runs on the first call under the prefix.
+ * init.c — light initialisation of the shim (DESIGN.md §5) and the global
+ * state.  Light init: the real table, the log level, the prefix and its
+ * realpath, the cwd, the fds handed over by the previous image, fork
+ * handlers.  No network, no allocation, no file opened: a program that
+ * never touches the prefix pays only this (measured in
+ * tests/bench/bench_passthrough.sh).  The heavy stage (connections,
+ * journal) belongs to the storage side and starts from its hooks.
+ *
+ * Sections: state; light init; entry from wrappers; constructor and
+ * destructor; test-only internal fd.
  */
+#include "shim.h"
+
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
-#include "shim.h"
-#include "sys.h"
 
-__thread int pohm_depth;
+/* ------------------------------------------------------------ state */
+
+struct pohm_state pohm_state = { .test_ifd = -1 };
+POHM_TLS int pohm_depth;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* This thread is running init: its nested wrappers must not wait for it. */
+static POHM_TLS int in_init;
+
+/* ------------------------------------------------------------ light init */
 
 /*
- * The prefix as configured (absolute, no trailing slash).  Written once in
- * shim_init() under pthread_once; read-only afterwards.
+ * realpath() of a prefix that may not exist yet ("created on first use"):
+ * resolve the longest existing ancestor and append the rest.  Uses the
+ * real realpath with our own buffer (nothing allocated).
  */
-static char prefix[4096];
-static size_t prefix_len;
-static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
-/* Thread-local: this thread is running shim_init (recursion guard). */
-static __thread int in_init;
-
-static void shim_init(void)
+static int prefix_realpath(const char *prefix, char *out)
 {
-	const char *p, *lvl;
+	char tmp[PATH_MAX];
+	size_t n = strlen(prefix), cut = n, m;
 
-	in_init = 1;
-	pohm_depth++;
-	lvl = getenv("POHMELFS_LOG_LEVEL");
-	if (lvl && pohm_log_parse_level(lvl) >= 0)
-		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
-	pohm_real_init();
-	p = getenv("POHMELFS_PREFIX");
-	if (p && p[0] == '/' && strlen(p) < sizeof(prefix)) {
-		prefix_len = strlen(p);
-		memcpy(prefix, p, prefix_len + 1);
-		while (prefix_len > 1 && prefix[prefix_len - 1] == '/')
-			prefix[--prefix_len] = '\0';
-	} else if (p && *p) {
-		pohm_err("prefix=%s: expected an absolute path; the shim stays inactive", p);
+	if (n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, prefix, n + 1);
+	while (!pohm_real.realpath(cut ? tmp : "/", out)) {
+		if (errno != ENOENT || !cut)
+			return -errno;
+		while (cut && tmp[cut] != '/')
+			cut--;
+		tmp[cut] = '\0';
 	}
-	pohm_depth--;
-	in_init = 0;
-}
-
-int pohm_enter(void)
-{
-	if (in_init)
-		return -EAGAIN;
-	pthread_once(&shim_once, shim_init);
+	if (cut == n)
+		return 0;
+	m = strlen(out);
+	if (m == 1)
+		m = 0;		/* "/" + "/rest" */
+	if (m + (n - cut) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(out + m, prefix + cut, n - cut + 1);
 	return 0;
 }
 
-int pohm_classify(int dirfd, const char *path)
+static void prefix_setup(void)
 {
-	if (!prefix_len || pohm_depth || !path)
-		return 0;
-	if (path[0] != '/')
-		return 0;	/* relative paths: tracked-cwd classification comes with issue 8 */
-	if (strncmp(path, prefix, prefix_len))
-		return 0;
-	return path[prefix_len] == '/' || path[prefix_len] == '\0';
+	char real[PATH_MAX];
+	const char *p = getenv("POHMELFS_PREFIX");
+	int r;
+
+	if (!p || !*p)
+		return;
+	r = pohm_pc_prefix_add(&pohm_state.prefix, p);
+	if (r < 0) {
+		pohm_err("prefix=%s: expected an absolute path below \"/\"; the shim stays inactive",
+			 p);
+		return;
+	}
+	if (prefix_realpath(pohm_state.prefix.sp[0].path, real) == 0 &&
+	    pohm_pc_prefix_add(&pohm_state.prefix, real) < 0)
+		pohm_warn("prefix=%s: its realpath %s is inside it or contains it; "
+			  "only the configured spelling is used", p, real);
+	pohm_state.on = 1;
 }
+
+/* Test-only: POHMELFS_TEST_INTERNAL_FD=FILE makes init hold FILE open as an
+ * internal fd, and the destructor writes one line through it. */
+static void test_ifd_setup(void)
+{
+	const char *f = getenv("POHMELFS_TEST_INTERNAL_FD");
+	int fd;
+
+	if (!f || !*f)
+		return;
+	fd = pohm_sys_open_high(AT_FDCWD, f, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (fd < 0)
+		return;
+	pohm_state.test_ifd = pohm_ifd_register(fd);
+	if (pohm_state.test_ifd < 0)
+		pohm_sys_close(fd);
+}
+
+static void atfork_prepare(void)
+{
+	pohm_hook_fork(POHM_FORK_PREPARE);
+	pohm_cwd_atfork(POHM_FORK_PREPARE);
+	pohm_fd_atfork(POHM_FORK_PREPARE);
+}
+
+static void atfork_parent(void)
+{
+	pohm_fd_atfork(POHM_FORK_PARENT);
+	pohm_cwd_atfork(POHM_FORK_PARENT);
+	pohm_hook_fork(POHM_FORK_PARENT);
+}
+
+static void atfork_child(void)
+{
+	pohm_fd_atfork(POHM_FORK_CHILD);
+	pohm_cwd_atfork(POHM_FORK_CHILD);
+	pohm_hook_fork(POHM_FORK_CHILD);
+}
+
+static void shim_init(void)
+{
+	uint64_t t0 = pohm_sys_mono_ns();
+	const char *lvl;
+	int saved = errno;
+
+	in_init = 1;
+	pohm_depth++;
+	pohm_real_init();
+	lvl = getenv("POHMELFS_LOG_LEVEL");
+	if (lvl && pohm_log_parse_level(lvl) >= 0)
+		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
+	prefix_setup();
+	if (pohm_state.on) {
+		pohm_cwd_resync();
+		pohm_fd_adopt_env();
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	}
+	test_ifd_setup();
+	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,
+		   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
+	pohm_depth--;
+	in_init = 0;
+	__atomic_store_n(&pohm_state.ready, 1, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+/* ------------------------------------------------------------ entry from wrappers */
+
+void pohm_init_slow(void)
+{
+	if (in_init)
+		return;		/* a wrapper called from init itself: depth > 0 */
+	pthread_once(&init_once, shim_init);
+}
+
+void pohm_hold(void)
+{
+	pohm_depth++;
+}
+
+void pohm_unhold(void)
+{
+	pohm_depth--;
+}
+
+/* ------------------------------------------------------------ constructor and destructor */
 
 __attribute__((constructor)) static void shim_constructor(void)
 {
-	pohm_enter();
+	pohm_init_slow();
+}
+
+__attribute__((destructor)) static void shim_destructor(void)
+{
+	static const char line[] = "pohmelfs: internal fd survived\n";
+	int fd;
+
+	if (!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE) || pohm_depth)
+		return;
+	if (pohm_state.on)
+		pohm_hook_exit();
+	if (pohm_state.test_ifd >= 0 && (fd = pohm_ifd_fd(pohm_state.test_ifd)) >= 0)
+		pohm_sys_write_full(fd, line, sizeof(line) - 1);
 }

@@ -1,94 +1,150 @@
 /*
  * open.c — the open family: open/open64/openat/openat64, the fortified
- * __open_2 names, creat/creat64.  The mode argument is read whenever the
- * flags need one (O_CREAT or O_TMPFILE), and va_end is called on every path.
- * Calls under the prefix will be handed to core/cache (issue 8); until then
- * everything goes to libc.
+ * __open_2 names, creat/creat64, and name_to_handle_at.
+ *
+ * Every open funnels into do_open: classify; outside the prefix call libc
+ * and keep the fd table honest (forget a stale entry, or record an
+ * ancestor of the prefix, which later *at calls may walk down from);
+ * under it, the open hooks around the real call and record the fd.
+ * The mode argument is read whenever the flags need one (O_CREAT or
+ * O_TMPFILE), and va_end is called on every path.
  */
-#include <stdarg.h>
-
 #include "shim.h"
+
+#include <stdarg.h>
 
 static int needs_mode(int flags)
 {
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-/* Every open-family wrapper funnels here. */
-static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
+static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-	if (pohm_enter() < 0 || !pohm_real.openat)
-		return pohm_ret(pohm_fallback_openat(dirfd, path, flags, mode));
-	return pohm_real.openat(dirfd, path, flags, mode);
+	struct pohm_fd_info fi = { 0, pohm_fd_flags_of(flags) };
+	struct pohm_where w;
+	struct pohm_path p;
+	int fd, r;
+
+	if (!pohm_active())
+		return pohm_real.openat(dirfd, path, flags, mode);
+	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
+		fd = pohm_real.openat(dirfd, path, flags, mode);
+		pohm_fd_opened(fd, &p, &w, NULL);
+		return fd;
+	}
+	r = pohm_hook_open(&p, flags, mode, &fd);
+	if (r == POHM_PASS)
+		fd = pohm_sysret(pohm_real.openat(dirfd, path, flags, mode));
+	else if (r < 0)
+		fd = r;
+	r = pohm_hook_open_done(&p, flags, fd, &fi);
+	if (r < 0 && fd >= 0)
+		pohm_sys_close(fd);
+	pohm_fd_opened(r, &p, &w, &fi);
+	return pohm_ret(r);
 }
 
-#define MODE_ARG(flags, mode) do {		\
-	va_list ap;				\
-	va_start(ap, flags);			\
-	if (needs_mode(flags))			\
-		mode = va_arg(ap, mode_t);	\
-	va_end(ap);				\
-} while (0)
+static mode_t mode_arg(int flags, va_list ap)
+{
+	return needs_mode(flags) ? va_arg(ap, mode_t) : 0;
+}
 
 POHM_EXPORT int open(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
+	va_list ap;
+	mode_t mode;
 
-	MODE_ARG(flags, mode);
-	return do_openat(AT_FDCWD, path, flags, mode);
+	va_start(ap, flags);
+	mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_open(AT_FDCWD, path, flags, mode);
 }
 
 POHM_EXPORT int open64(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
+	va_list ap;
+	mode_t mode;
 
-	MODE_ARG(flags, mode);
-	return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, mode);
+	va_start(ap, flags);
+	mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_open(AT_FDCWD, path, flags | O_LARGEFILE, mode);
 }
 
 POHM_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-	mode_t mode = 0;
+	va_list ap;
+	mode_t mode;
 
-	MODE_ARG(flags, mode);
-	return do_openat(dirfd, path, flags, mode);
+	va_start(ap, flags);
+	mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_open(dirfd, path, flags, mode);
 }
 
 POHM_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-	mode_t mode = 0;
+	va_list ap;
+	mode_t mode;
 
-	MODE_ARG(flags, mode);
-	return do_openat(dirfd, path, flags | O_LARGEFILE, mode);
+	va_start(ap, flags);
+	mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_open(dirfd, path, flags | O_LARGEFILE, mode);
 }
 
-/* _FORTIFY_SOURCE entry points: called when the compiler saw no mode. */
+/*
+ * _FORTIFY_SOURCE entry points, called when the compiler saw no mode: a
+ * call that needs one goes to libc, which aborts as it would without us.
+ */
 POHM_EXPORT int __open_2(const char *path, int flags)
 {
-	return do_openat(AT_FDCWD, path, flags, 0);
+	if (needs_mode(flags))
+		return pohm_real.__open_2(path, flags);
+	return do_open(AT_FDCWD, path, flags, 0);
 }
 
 POHM_EXPORT int __open64_2(const char *path, int flags)
 {
-	return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, 0);
+	if (needs_mode(flags))
+		return pohm_real.__open64_2(path, flags);
+	return do_open(AT_FDCWD, path, flags | O_LARGEFILE, 0);
 }
 
 POHM_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
-	return do_openat(dirfd, path, flags, 0);
+	if (needs_mode(flags))
+		return pohm_real.__openat_2(dirfd, path, flags);
+	return do_open(dirfd, path, flags, 0);
 }
 
 POHM_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
-	return do_openat(dirfd, path, flags | O_LARGEFILE, 0);
+	if (needs_mode(flags))
+		return pohm_real.__openat64_2(dirfd, path, flags);
+	return do_open(dirfd, path, flags | O_LARGEFILE, 0);
 }
 
 POHM_EXPORT int creat(const char *path, mode_t mode)
 {
-	return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
 POHM_EXPORT int creat64(const char *path, mode_t mode)
 {
-	return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE, mode);
+	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE, mode);
+}
+
+POHM_EXPORT int name_to_handle_at(int dirfd, const char *path, struct file_handle *h,
+				  int *mount_id, int flags)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim_at(dirfd, path, flags, &p))
+		return pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags);
+	r = pohm_hook_lookup(POHM_LK_HANDLE, &p, flags);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags));
+	return pohm_ret(r);
 }

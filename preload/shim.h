@@ -1,29 +1,101 @@
 /*
- * shim.h — what every wrapper in preload/ needs: the real table, light
- * initialisation, path classification and the one place errno is set.
+ * shim.h — what every wrapper in preload/ needs: initialisation, path
+ * classification, the fd table, the cwd, and the one place errno is set.
+ * Include it first in every preload/ file.
  *
- * A wrapper is a handful of lines: pohm_enter(); classify; hand off to
- * core/ (under the prefix) or call pohm_real.<name> (everything else).
+ * The shape of a wrapper (STYLE.md example 4):
+ *
+ *	struct pohm_path p;
+ *	if (!pohm_claim(AT_FDCWD, path, &p))
+ *		return pohm_real.mkdir(path, mode);        // not ours: libc
+ *	r = pohm_hook_ns(POHM_NS_MKDIR, &p, NULL, &a);      // ours: the storage
+ *	if (r == POHM_PASS)
+ *		r = pohm_sysret(pohm_real.mkdir(path, mode));
+ *	return pohm_ret(pohm_hook_ns_done(POHM_NS_MKDIR, &p, NULL, &a, r));
+ *
+ * Sections: state and init; errno; classification; fd table; internal
+ * fds; cwd; exec handoff.
  */
 #ifndef POHM_PRELOAD_SHIM_H
 #define POHM_PRELOAD_SHIM_H
 
+#undef _FORTIFY_SOURCE		/* fortified inlines would clash with our definitions */
+
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
 
+#include "hooks.h"
+#include "pathclass.h"
 #include "real.h"
+#include "sys.h"
 
-/* Per-thread nesting depth: > 0 while the shim itself runs (its own file
- * calls, symbol resolution).  Thread-local, so no lock. */
-extern __thread int pohm_depth;
+/* Thread-local state of the running thread, initial-exec: no call to read it. */
+#define POHM_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Light init (real table, config, prefix): idempotent, cheap after the
- * first call.  Returns 0, or < 0 when this thread is inside the shim's own
- * initialisation; the wrapper must then use pohm_fallback_* or fail. */
-int pohm_enter(void);
+/* ------------------------------------------------------------ state and init */
 
-/* 1 if (dirfd, path) names something under the configured prefix, else 0.
- * Lexical, no syscall and no allocation for absolute paths outside it. */
-int pohm_classify(int dirfd, const char *path);
+/*
+ * struct pohm_state (init.c) — the shim's global state, one struct.
+ *
+ *   prefix   written once by light init (under pthread_once), read-only
+ *            afterwards: no lock.
+ *   on       1 when a prefix is configured; same rule.
+ *   ready    0 → 1 once init finished (release store; wrappers load-acquire).
+ *
+ * The fd table (fd.c) and the cwd (cwd.c) keep their own state and locks;
+ * lock order: cwd_lock, then fdt_lock (no code holds both today).  No lock
+ * is ever held across a hook or a real libc call that may block.
+ */
+struct pohm_state {
+	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
+	int on;				/* a prefix is configured */
+	int ready;			/* init done (atomic) */
+	int test_ifd;			/* handle of the test-only internal fd, or -1 */
+};
+extern struct pohm_state pohm_state;
+
+/*
+ * Per-thread nesting depth: > 0 while the shim itself runs (init, a hook
+ * that called pohm_hold) and in a vfork child (set by our vfork until the
+ * parent resumes).  Wrappers then go straight to libc and touch no table.
+ */
+extern POHM_TLS int pohm_depth;
+
+/* Slow part of pohm_active: run light init once (idempotent, thread-safe). */
+void pohm_init_slow(void);
+
+/*
+ * Make sure light init ran; 1 when this call must be looked at (a prefix
+ * is configured and the shim is not running itself), else 0.
+ */
+static inline int pohm_active(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
+		pohm_init_slow();
+	return pohm_state.on && !pohm_depth;
+}
+
+/*
+ * glibc declares most path parameters nonnull, and the compiler may then
+ * drop a NULL check in our definitions; a NULL from the host must reach
+ * the kernel (EFAULT), not crash us.  Test pointers through this.
+ */
+static inline const char *pohm_launder(const char *p)
+{
+	__asm__("" : "+r"(p));
+	return p;
+}
+
+/* 1 if p is not NULL, for any pointer the host may pass as NULL. */
+static inline int pohm_given(const void *p)
+{
+	__asm__("" : "+r"(p));
+	return p != 0;
+}
+
+/* ------------------------------------------------------------ errno */
 
 /* The preload boundary: r < 0 → errno = -r, return -1; else return r. */
 static inline int pohm_ret(int r)
@@ -35,8 +107,172 @@ static inline int pohm_ret(int r)
 	return r;
 }
 
-/* Raw-syscall versions used only while the real table is being resolved. */
-int pohm_fallback_openat(int dirfd, const char *path, int flags, mode_t mode);
-int pohm_fallback_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+static inline long pohm_retl(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* After a real call: its result, or -errno when it failed. */
+static inline int pohm_sysret(int r)
+{
+	return r < 0 ? -errno : r;
+}
+
+static inline long pohm_sysretl(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
+/* ------------------------------------------------------------ classification */
+
+/* What pohm_locate found beyond the pohm_path (for tracking fds and the cwd). */
+struct pohm_where {
+	enum pohm_pc_class cls;		/* OUT, IN or ANCESTOR */
+	struct pohm_pc_pos pos;		/* exact unless cls == OUT without POHM_LOC_FULL */
+};
+
+#define POHM_LOC_EMPTY	0x1	/* "" names the dirfd itself (AT_EMPTY_PATH) */
+#define POHM_LOC_FULL	0x2	/* exact position even outside (chdir) */
+
+/*
+ * Classify (dirfd, path) (classify.c).  Lexical; no system call and no
+ * allocation unless a ".." climbs above a directory fd the shim never saw
+ * opened (then one readlink of /proc/self/fd/N).  Fills p (and w if not
+ * NULL).  Returns the class: POHM_PC_IN when p describes a path under the
+ * prefix.  errno is preserved.
+ */
+enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
+			       struct pohm_path *p, struct pohm_where *w);
+
+/* 1 if (dirfd, path) is under the prefix (p filled), else 0. */
+int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
+
+/* pohm_active() and pohm_classify(): "is this call ours?" */
+static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
+{
+	return pohm_active() && pohm_classify(dirfd, path, p);
+}
+
+/* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
+static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
+{
+	return pohm_active() &&
+	       pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
+	       POHM_PC_IN;
+}
+
+/* "Is this fd ours?": opened under the prefix (fi filled). */
+static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
+{
+	return pohm_active() && pohm_fd_lookup(fd, fi);
+}
+
+/* The position of the prefix root plus p->rel (for recording an fd or the cwd). */
+struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p);
+
+/* ------------------------------------------------------------ fd table (fd.c) */
+
+/*
+ * A snapshot of one entry, taken out of the table (rel ownership moves
+ * with it); put back or released.
+ */
+struct pohm_relstr;
+struct pohm_fdsnap {
+	uint64_t st;			/* packed state, 0 = the fd was not in the table */
+	uint64_t cookie;
+	struct pohm_relstr *rel;	/* owned by the snapshot */
+};
+
+/* A position in the low 55 bits of a word (bits 55..63 are the caller's). */
+uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos);
+void pohm_pos_unpack(uint64_t v, struct pohm_pc_pos *pos);
+
+/* Forget fd (it is new, or gone).  Lock-free when fd is not in the table. */
+void pohm_fd_forget(int fd);
+/* Record fd at a position (ANCESTOR or IN; rel for IN, or NULL if unknown). */
+void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		    const struct pohm_fd_info *fi);
+/* After an open of (p, w) returned fd: record or forget, as the class says. */
+void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *w,
+		    const struct pohm_fd_info *fi);
+/* Take fd's entry out of the table; 1 if it was under the prefix (fi set). */
+int pohm_fd_take(int fd, struct pohm_fdsnap *snap, struct pohm_fd_info *fi);
+/* Put a taken entry back (a failed dup2), or release it. */
+void pohm_fd_put(int fd, struct pohm_fdsnap *snap);
+void pohm_fd_release(struct pohm_fdsnap *snap);
+/* After a successful dup: newfd gets a copy of oldfd's entry (or is forgotten). */
+void pohm_fd_dup(int oldfd, int newfd);
+/*
+ * The base of a relative path at dirfd: its position, and its rel when
+ * under the prefix (copied into rel, *rellen set).  A dirfd the shim never
+ * saw opened is "somewhere outside" (depth POHM_PC_DEEP).  Returns 0, or
+ * -1 when the position is unknown and must be resolved (inherited fds).
+ */
+int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+/* Number of fds under the prefix in the table (atomic read). */
+int pohm_fd_count_under(void);
+/* Lazy entry (handed over by exec) whose position is now known: record it. */
+void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel);
+/* Before a close_range: the close hook of every fd under the prefix in [lo, hi]. */
+void pohm_fd_close_hooks(unsigned lo, unsigned hi);
+/* After it: forget every entry in [lo, hi] (internal fds excepted). */
+void pohm_fd_forget_range(unsigned lo, unsigned hi);
+/* pthread_atfork handlers of the table. */
+void pohm_fd_atfork(enum pohm_fork_phase phase);
+
+/* Directory streams opened under the prefix (readdir looks only when > 0). */
+extern int pohm_dirs_under;
+
+/* ------------------------------------------------------------ internal fds (fd.c) */
+
+/* 1 if fd is one of the library's registered internal fds. */
+int pohm_ifd_is(int fd);
+/* The lowest internal fd in [lo, hi], or -1. */
+int pohm_ifd_first_in(unsigned lo, unsigned hi);
+/* dup2/dup3 onto fd: move the internal fd aside first.  0 or -errno. */
+int pohm_ifd_evict(int fd);
+
+/* ------------------------------------------------------------ cwd (cwd.c) */
+
+/* Base of relative paths at AT_FDCWD, as pohm_fd_base. */
+int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+/* Set the cwd state from the kernel's getcwd (init, chdir, unknown fchdir). */
+void pohm_cwd_resync(void);
+/* glibc code that changes the cwd behind our back runs (nftw, fts): +1 / -1. */
+void pohm_cwd_volatile(int delta);
+void pohm_cwd_atfork(enum pohm_fork_phase phase);
+
+/* ------------------------------------------------------------ exec handoff (fd.c) */
+
+#define POHM_FDTAB_ENV	"POHMELFS_FDTAB"
+
+/*
+ * Memory of one exec environment, mapped with a raw mmap so it can be
+ * built in a vfork child (no allocator, no lock).
+ */
+struct pohm_exec_mem {
+	void *map;
+	size_t len;
+};
+
+/*
+ * The environment for a new image: envp minus any POHMELFS_FDTAB=, plus
+ * POHMELFS_FDTAB=<table> when fds under the prefix stay open across the
+ * exec, plus the strings of pohm_hook_exec_env (not in a vfork child).
+ * Returns envp itself when nothing changes.  Preserves errno.
+ */
+char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_mem *mem);
+void pohm_exec_env_free(struct pohm_exec_mem *mem);
+/* At init: adopt the fds of POHMELFS_FDTAB and remove it from environ. */
+void pohm_fd_adopt_env(void);
+
+/* ------------------------------------------------------------ helpers */
+
+/* fd flags (POHM_FD_*) implied by open flags. */
+unsigned pohm_fd_flags_of(int oflags);
 
 #endif

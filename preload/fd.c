@@ -1,0 +1,670 @@
+/*
+ * fd.c — the fd table, the library's internal fds, and the exec handoff.
+ *
+ * The table records, for fds the shim saw opened under the prefix or on an
+ * ancestor of it, their lexical position (pathclass.h) and, under the
+ * prefix, their path inside it, the storage's cookie and the POHM_FD_*
+ * flags.  Every other fd has no entry: as a dirfd it is "somewhere
+ * outside" (pohm_fd_base).  It is an array of chunks indexed by fd (DAOS
+ * fd_table, STYLE.md example 9), so the common question "is this fd in the
+ * table?" is two loads and no lock.
+ *
+ * Rules (the "Mutex rules" of this file):
+ *   - fdt_chunks[i] goes from NULL to a chunk once (CAS, release) and is
+ *     never freed; readers load it acquire.
+ *   - an entry's st and cookie are atomics: read anywhere without a lock
+ *     (vfork-safe); written only with fdt_lock held.
+ *   - an entry's rel (a refcounted immutable string) is read and written
+ *     with fdt_lock held.
+ *   - nothing allocates or frees with fdt_lock held (an allocator's own
+ *     fork handlers could otherwise deadlock with ours), and no hook or
+ *     libc call that may block runs under it.
+ *
+ * Sections: entries; table operations; internal fds; exec handoff; fork.
+ */
+#include "shim.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "log.h"
+
+/* ------------------------------------------------------------ entries */
+
+/* Packed entry state (one atomic word). */
+#define ST_SET		(1ull << 63)	/* the entry holds something */
+#define ST_UNDER	(1ull << 62)	/* the fd names something under the prefix */
+#define ST_LAZY		(1ull << 61)	/* position unknown (handed over): resolve */
+#define ST_FLAGS_SHIFT	56		/* POHM_FD_* flags, 4 bits */
+#define ST_M0_SHIFT	31		/* match[0], 12 bits */
+#define ST_M1_SHIFT	43		/* match[1], 12 bits */
+#define ST_DEPTH_MASK	0x7fffffffull	/* depth, 31 bits */
+
+#define FDT_SHIFT	10
+#define FDT_CHUNK	(1 << FDT_SHIFT)
+#define FDT_NCHUNK	1024		/* fds below 2^20 are tracked */
+#define FDT_LIMIT	(FDT_CHUNK * FDT_NCHUNK)
+
+/* An immutable path inside the prefix, shared by dup'ed fds. */
+struct pohm_relstr {
+	int refs;		/* atomic */
+	size_t len;
+	char s[];
+};
+
+struct fdent {
+	uint64_t st;		/* atomic, see ST_* */
+	uint64_t cookie;	/* atomic */
+	struct pohm_relstr *rel;	/* fdt_lock; NULL unless ST_UNDER and known */
+};
+
+static struct fdent *fdt_chunks[FDT_NCHUNK];
+static pthread_mutex_t fdt_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fdt_under;		/* atomic: entries with ST_UNDER */
+static int fdt_max = -1;	/* atomic: highest fd ever recorded */
+int pohm_dirs_under;		/* atomic: see shim.h */
+
+uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos)
+{
+	uint64_t d = pos->depth > ST_DEPTH_MASK ? ST_DEPTH_MASK : pos->depth;
+
+	return d | ((uint64_t)(pos->match[0] & 0xfff) << ST_M0_SHIFT) |
+	       ((uint64_t)(pos->match[1] & 0xfff) << ST_M1_SHIFT);
+}
+
+void pohm_pos_unpack(uint64_t st, struct pohm_pc_pos *pos)
+{
+	pos->depth = (uint32_t)(st & ST_DEPTH_MASK);
+	pos->match[0] = (uint16_t)((st >> ST_M0_SHIFT) & 0xfff);
+	pos->match[1] = (uint16_t)((st >> ST_M1_SHIFT) & 0xfff);
+}
+
+static uint64_t st_pack(const struct pohm_pc_pos *pos, unsigned flags, int under)
+{
+	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0xf) << ST_FLAGS_SHIFT) |
+	       pohm_pos_pack(pos);
+}
+
+static unsigned st_flags(uint64_t st)
+{
+	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0xf;
+}
+
+/* The entry of fd if its chunk exists, else NULL (lock-free). */
+static struct fdent *ent_peek(int fd)
+{
+	struct fdent *c;
+
+	if (fd < 0 || fd >= FDT_LIMIT)
+		return NULL;
+	c = __atomic_load_n(&fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
+	return c ? &c[fd & (FDT_CHUNK - 1)] : NULL;
+}
+
+/* The entry of fd, creating its chunk (called without fdt_lock). */
+static struct fdent *ent_get(int fd)
+{
+	struct fdent *c, *want = NULL;
+
+	if (fd < 0 || fd >= FDT_LIMIT)
+		return NULL;
+	c = __atomic_load_n(&fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
+	if (!c) {
+		want = calloc(FDT_CHUNK, sizeof(*want));
+		if (!want)
+			return NULL;
+		if (__atomic_compare_exchange_n(&fdt_chunks[fd >> FDT_SHIFT], &c, want, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			c = want;
+		else
+			free(want);	/* another thread won; c is its chunk */
+	}
+	return &c[fd & (FDT_CHUNK - 1)];
+}
+
+static struct pohm_relstr *rel_new(const char *s)
+{
+	size_t n = strlen(s);
+	struct pohm_relstr *r = malloc(sizeof(*r) + n + 1);
+
+	if (!r)
+		return NULL;
+	r->refs = 1;
+	r->len = n;
+	memcpy(r->s, s, n + 1);
+	return r;
+}
+
+static struct pohm_relstr *rel_ref(struct pohm_relstr *r)
+{
+	if (r)
+		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+static void rel_unref(struct pohm_relstr *r)
+{
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(r);
+}
+
+/*
+ * Replace an entry (fdt_lock held): returns the old rel for the caller to
+ * unref after unlocking.
+ */
+static struct pohm_relstr *ent_set(struct fdent *e, uint64_t st, uint64_t cookie, struct pohm_relstr *rel)
+{
+	uint64_t old = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
+	struct pohm_relstr *orel = e->rel;
+
+	if ((old & ST_UNDER) && !(st & ST_UNDER))
+		__atomic_sub_fetch(&fdt_under, 1, __ATOMIC_RELAXED);
+	else if (!(old & ST_UNDER) && (st & ST_UNDER))
+		__atomic_add_fetch(&fdt_under, 1, __ATOMIC_RELAXED);
+	e->rel = rel;
+	__atomic_store_n(&e->cookie, cookie, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->st, st, __ATOMIC_RELEASE);
+	return orel;
+}
+
+static void note_max(int fd)
+{
+	int m = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED);
+
+	while (fd > m && !__atomic_compare_exchange_n(&fdt_max, &m, fd, 1, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+}
+
+/* ------------------------------------------------------------ table operations */
+
+unsigned pohm_fd_flags_of(int oflags)
+{
+	unsigned f = 0;
+
+	if ((oflags & O_ACCMODE) == O_WRONLY || (oflags & O_ACCMODE) == O_RDWR)
+		f |= POHM_FD_WRITE;
+	if (oflags & O_DIRECTORY)
+		f |= POHM_FD_DIR;
+	if ((oflags & O_PATH) == O_PATH)
+		f = (f & ~POHM_FD_WRITE) | POHM_FD_PATH;
+	return f;
+}
+
+void pohm_fd_forget(int fd)
+{
+	struct fdent *e = ent_peek(fd);
+	struct pohm_relstr *old;
+	int saved;
+
+	if (!e || !__atomic_load_n(&e->st, __ATOMIC_RELAXED))
+		return;
+	saved = errno;
+	pthread_mutex_lock(&fdt_lock);
+	old = ent_set(e, 0, 0, NULL);
+	pthread_mutex_unlock(&fdt_lock);
+	rel_unref(old);
+	errno = saved;
+}
+
+void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		    const struct pohm_fd_info *fi)
+{
+	struct pohm_relstr *r = NULL, *old;
+	struct fdent *e;
+	uint64_t st;
+	int saved = errno, under = rel != NULL || (fi && (fi->flags & POHM_FD_INHERITED));
+
+	e = ent_get(fd);
+	if (!e)
+		goto out;
+	if (rel && !(r = rel_new(rel)))
+		goto out;
+	st = st_pack(pos, fi ? fi->flags : 0, under);
+	if (under && !rel)
+		st |= ST_LAZY;
+	pthread_mutex_lock(&fdt_lock);
+	old = ent_set(e, st, fi ? fi->cookie : 0, r);
+	pthread_mutex_unlock(&fdt_lock);
+	rel_unref(old);
+	note_max(fd);
+out:
+	errno = saved;
+}
+
+void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *w,
+		    const struct pohm_fd_info *fi)
+{
+	struct pohm_pc_pos pos;
+
+	if (fd < 0)
+		return;
+	if (w->cls == POHM_PC_IN) {
+		pos = pohm_path_pos(p);
+		pohm_fd_record(fd, &pos, (p->flags & POHM_PATH_TRUNC) ? NULL : p->rel, fi);
+	} else if (w->cls == POHM_PC_ANCESTOR) {
+		pohm_fd_record(fd, &w->pos, NULL, NULL);
+	} else {
+		pohm_fd_forget(fd);
+	}
+}
+
+void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
+{
+	struct pohm_relstr *r = rel ? rel_new(rel) : NULL, *old = r;
+	struct fdent *e = ent_peek(fd);
+	uint64_t st;
+	int saved = errno;
+
+	if (e) {
+		pthread_mutex_lock(&fdt_lock);
+		st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
+		if (st & ST_LAZY)
+			old = ent_set(e, st_pack(pos, st_flags(st), rel != NULL),
+				      __atomic_load_n(&e->cookie, __ATOMIC_RELAXED), r);
+		pthread_mutex_unlock(&fdt_lock);
+	}
+	rel_unref(old);
+	errno = saved;
+}
+
+int pohm_fd_take(int fd, struct pohm_fdsnap *snap, struct pohm_fd_info *fi)
+{
+	struct fdent *e = ent_peek(fd);
+
+	snap->st = 0;
+	snap->cookie = 0;
+	snap->rel = NULL;
+	if (!e || !__atomic_load_n(&e->st, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&fdt_lock);
+	snap->st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
+	snap->cookie = __atomic_load_n(&e->cookie, __ATOMIC_RELAXED);
+	snap->rel = ent_set(e, 0, 0, NULL);
+	pthread_mutex_unlock(&fdt_lock);
+	if (!(snap->st & ST_UNDER))
+		return 0;
+	fi->cookie = snap->cookie;
+	fi->flags = st_flags(snap->st);
+	return 1;
+}
+
+void pohm_fd_put(int fd, struct pohm_fdsnap *snap)
+{
+	struct fdent *e = ent_peek(fd);
+	struct pohm_relstr *old = snap->rel;
+
+	if (e && snap->st) {
+		pthread_mutex_lock(&fdt_lock);
+		if (!__atomic_load_n(&e->st, __ATOMIC_RELAXED))
+			old = ent_set(e, snap->st, snap->cookie, snap->rel);
+		pthread_mutex_unlock(&fdt_lock);
+	}
+	rel_unref(old);
+	snap->rel = NULL;
+}
+
+void pohm_fd_release(struct pohm_fdsnap *snap)
+{
+	int saved = errno;
+
+	rel_unref(snap->rel);
+	snap->rel = NULL;
+	errno = saved;
+}
+
+void pohm_fd_dup(int oldfd, int newfd)
+{
+	struct fdent *o = ent_peek(oldfd), *n;
+	struct pohm_relstr *old;
+	int saved = errno;
+
+	if (!o || !__atomic_load_n(&o->st, __ATOMIC_RELAXED)) {
+		pohm_fd_forget(newfd);
+		return;
+	}
+	n = ent_get(newfd);
+	if (!n)
+		goto out;
+	pthread_mutex_lock(&fdt_lock);
+	old = ent_set(n, __atomic_load_n(&o->st, __ATOMIC_RELAXED),
+		      __atomic_load_n(&o->cookie, __ATOMIC_RELAXED), rel_ref(o->rel));
+	pthread_mutex_unlock(&fdt_lock);
+	rel_unref(old);
+	note_max(newfd);
+out:
+	errno = saved;
+}
+
+int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
+{
+	struct fdent *e = ent_peek(fd);
+	uint64_t st = e ? __atomic_load_n(&e->st, __ATOMIC_ACQUIRE) : 0;
+
+	*rellen = 0;
+	if (!st) {
+		pos->depth = POHM_PC_DEEP;
+		pos->match[0] = pos->match[1] = 0;
+		return 0;
+	}
+	if (st & ST_LAZY)
+		return -1;
+	pohm_pos_unpack(st, pos);
+	if (!(st & ST_UNDER))
+		return 0;
+	pthread_mutex_lock(&fdt_lock);
+	if (e->rel) {
+		*rellen = e->rel->len;
+		if (e->rel->len < relsz)
+			memcpy(rel, e->rel->s, e->rel->len);
+		else
+			*rellen = relsz;	/* the walk sees it as truncated */
+	}
+	pthread_mutex_unlock(&fdt_lock);
+	return 0;
+}
+
+int pohm_fd_lookup(int fd, struct pohm_fd_info *fi)
+{
+	struct fdent *e = ent_peek(fd);
+	uint64_t st = e ? __atomic_load_n(&e->st, __ATOMIC_ACQUIRE) : 0;
+
+	if (!(st & ST_UNDER))
+		return 0;
+	fi->cookie = __atomic_load_n(&e->cookie, __ATOMIC_RELAXED);
+	fi->flags = st_flags(st);
+	return 1;
+}
+
+int pohm_fd_count_under(void)
+{
+	return __atomic_load_n(&fdt_under, __ATOMIC_RELAXED);
+}
+
+void pohm_fd_close_hooks(unsigned lo, unsigned hi)
+{
+	int max = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED), fd;
+	struct pohm_fd_info fi;
+
+	if (max < 0 || lo > (unsigned)max)
+		return;
+	if (hi > (unsigned)max)
+		hi = (unsigned)max;
+	for (fd = (int)lo; fd <= (int)hi; fd++)
+		if (pohm_fd_lookup(fd, &fi))
+			pohm_hook_close(fd, &fi);
+}
+
+void pohm_fd_forget_range(unsigned lo, unsigned hi)
+{
+	int max = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED), fd;
+
+	if (max < 0 || lo > (unsigned)max)
+		return;
+	if (hi > (unsigned)max)
+		hi = (unsigned)max;
+	for (fd = (int)lo; fd <= (int)hi; fd++)
+		if (!pohm_ifd_is(fd))
+			pohm_fd_forget(fd);
+}
+
+/* ------------------------------------------------------------ internal fds */
+
+#define IFD_MAX 32
+
+/* Registered internal fds by handle: fd number or -1.  Atomics. */
+static int ifd_tab[IFD_MAX] = { [0 ... IFD_MAX - 1] = -1 };
+static int ifd_low = INT_MAX;	/* atomic: no internal fd is below it */
+
+int pohm_ifd_register(int fd)
+{
+	int h, none;
+
+	if (fd < 0)
+		return -EINVAL;
+	for (h = 0; h < IFD_MAX; h++) {
+		none = -1;
+		if (__atomic_compare_exchange_n(&ifd_tab[h], &none, fd, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			int low = __atomic_load_n(&ifd_low, __ATOMIC_RELAXED);
+
+			while (fd < low && !__atomic_compare_exchange_n(&ifd_low, &low, fd, 1,
+									__ATOMIC_RELAXED,
+									__ATOMIC_RELAXED))
+				;
+			pohm_fd_forget(fd);
+			return h;
+		}
+	}
+	return -ENOSPC;
+}
+
+int pohm_ifd_fd(int handle)
+{
+	int fd;
+
+	if (handle < 0 || handle >= IFD_MAX)
+		return -EBADF;
+	fd = __atomic_load_n(&ifd_tab[handle], __ATOMIC_ACQUIRE);
+	return fd < 0 ? -EBADF : fd;
+}
+
+void pohm_ifd_unregister(int handle)
+{
+	if (handle >= 0 && handle < IFD_MAX)
+		__atomic_store_n(&ifd_tab[handle], -1, __ATOMIC_RELEASE);
+}
+
+int pohm_ifd_is(int fd)
+{
+	int h;
+
+	if (fd < __atomic_load_n(&ifd_low, __ATOMIC_RELAXED))
+		return 0;
+	for (h = 0; h < IFD_MAX; h++)
+		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) == fd)
+			return 1;
+	return 0;
+}
+
+int pohm_ifd_first_in(unsigned lo, unsigned hi)
+{
+	int h, fd, best = -1;
+
+	for (h = 0; h < IFD_MAX; h++) {
+		fd = __atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED);
+		if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi && (best < 0 || fd < best))
+			best = fd;
+	}
+	return best;
+}
+
+int pohm_ifd_evict(int fd)
+{
+	int h, nfd;
+
+	for (h = 0; h < IFD_MAX; h++) {
+		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) != fd)
+			continue;
+		nfd = pohm_sys_fcntl(fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+		if (nfd < 0)
+			return nfd;
+		__atomic_store_n(&ifd_tab[h], nfd, __ATOMIC_RELEASE);
+		pohm_debug("internal fd %d moved to %d (the program reuses %d)", fd, nfd, fd);
+		return 0;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ exec handoff */
+
+/* Append x in hex; returns the new end (never past lim). */
+static char *put_hex(char *o, char *lim, uint64_t x)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[x & 15];
+		x >>= 4;
+	} while (x);
+	while (n && o < lim)
+		*o++ = tmp[--n];
+	return o;
+}
+
+/* "POHMELFS_FDTAB=fd:flags:cookie;..." for under-prefix fds that survive exec. */
+static size_t handoff_table(char *buf, size_t size)
+{
+	static const char name[] = POHM_FDTAB_ENV "=";
+	char *o = buf, *lim = buf + size - 1, *mark;
+	int max = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED), fd;
+	struct pohm_fd_info fi;
+	long fl;
+
+	if (size < sizeof(name) + 1)
+		return 0;
+	memcpy(o, name, sizeof(name) - 1);
+	o += sizeof(name) - 1;
+	mark = o;
+	for (fd = 0; fd <= max && o + 40 < lim; fd++) {
+		if (!pohm_fd_lookup(fd, &fi))
+			continue;
+		fl = syscall(SYS_fcntl, fd, F_GETFD);
+		if (fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		o = put_hex(o, lim, (uint64_t)fd);
+		*o++ = ':';
+		o = put_hex(o, lim, fi.flags & ~(unsigned)POHM_FD_INHERITED);
+		*o++ = ':';
+		o = put_hex(o, lim, fi.cookie);
+		*o++ = ';';
+	}
+	if (o == mark)
+		return 0;
+	*o++ = '\0';
+	return (size_t)(o - buf);
+}
+
+static int is_fdtab(const char *s)
+{
+	return !strncmp(s, POHM_FDTAB_ENV "=", sizeof(POHM_FDTAB_ENV));
+}
+
+char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_mem *mem)
+{
+	size_t n = 0, i, j, tablen, extlen = 0, tabmax, extmax = 4096, size;
+	char **out, *tab, *ext, *s;
+	int saved = errno, stale = 0, under;
+	long r;
+
+	mem->map = NULL;
+	mem->len = 0;
+	if (!pohm_state.on)
+		return envp;
+	under = pohm_fd_count_under();
+	for (n = 0; envp && envp[n]; n++)
+		stale |= is_fdtab(envp[n]);
+	if (!under && !stale && pohm_depth)
+		return envp;
+	tabmax = 64 + (size_t)under * 48;
+	size = (n + 2 + extmax / 2) * sizeof(char *) + tabmax + extmax;
+	size = (size + 4095) & ~(size_t)4095;
+	r = syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (r == -1) {
+		errno = saved;
+		return envp;
+	}
+	mem->map = (void *)r;
+	mem->len = size;
+	out = mem->map;
+	tab = (char *)mem->map + (n + 2 + extmax / 2) * sizeof(char *);
+	ext = tab + tabmax;
+	tablen = under ? handoff_table(tab, tabmax) : 0;
+	if (!pohm_depth)
+		extlen = pohm_hook_exec_env(ext, extmax, replacing);
+	if (!tablen && !stale && !extlen) {
+		pohm_exec_env_free(mem);
+		errno = saved;
+		return envp;
+	}
+	for (i = j = 0; i < n; i++)
+		if (!is_fdtab(envp[i]))
+			out[j++] = envp[i];
+	if (tablen)
+		out[j++] = tab;
+	for (s = ext; extlen && s < ext + extlen && *s; s += strlen(s) + 1)
+		out[j++] = s;
+	out[j] = NULL;
+	errno = saved;
+	return out;
+}
+
+void pohm_exec_env_free(struct pohm_exec_mem *mem)
+{
+	int saved = errno;
+
+	if (mem->map)
+		syscall(SYS_munmap, mem->map, mem->len);
+	mem->map = NULL;
+	errno = saved;
+}
+
+/* Parse one hex field up to sep; NULL on a malformed entry. */
+static const char *get_hex(const char *s, int sep, uint64_t *x)
+{
+	const char *start = s;
+
+	*x = 0;
+	for (; *s && *s != sep; s++) {
+		if (*s >= '0' && *s <= '9')
+			*x = *x << 4 | (uint64_t)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			*x = *x << 4 | (uint64_t)(*s - 'a' + 10);
+		else
+			return NULL;
+	}
+	return *s == sep && s > start ? s + 1 : NULL;
+}
+
+void pohm_fd_adopt_env(void)
+{
+	const char *s = getenv(POHM_FDTAB_ENV);
+	struct pohm_pc_pos deep = { POHM_PC_DEEP, { 0, 0 } };
+	struct pohm_fd_info fi;
+	uint64_t fd, fl, ck;
+
+	if (!s)
+		return;
+	while (*s) {
+		if (!(s = get_hex(s, ':', &fd)) || !(s = get_hex(s, ':', &fl)) ||
+		    !(s = get_hex(s, ';', &ck))) {
+			pohm_warn("%s is malformed; the rest of it is ignored", POHM_FDTAB_ENV);
+			break;
+		}
+		if (fd >= FDT_LIMIT || pohm_sys_fcntl((int)fd, F_GETFD, 0) < 0)
+			continue;	/* closed on the way (cloexec, or by the program) */
+		fi.cookie = ck;
+		fi.flags = ((unsigned)fl & 0x7) | POHM_FD_INHERITED;
+		pohm_hook_fd_inherited((int)fd, &fi);
+		pohm_fd_record((int)fd, &deep, NULL, &fi);
+		pohm_debug("inherited fd %d under the prefix (flags %x, cookie %llx)", (int)fd,
+			   fi.flags, (unsigned long long)fi.cookie);
+	}
+	unsetenv(POHM_FDTAB_ENV);
+}
+
+/* ------------------------------------------------------------ fork */
+
+void pohm_fd_atfork(enum pohm_fork_phase phase)
+{
+	if (phase == POHM_FORK_PREPARE)
+		pthread_mutex_lock(&fdt_lock);
+	else
+		pthread_mutex_unlock(&fdt_lock);
+}

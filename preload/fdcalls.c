@@ -1,0 +1,170 @@
+/*
+ * fdcalls.c — calls that create or destroy fd numbers: close, close_range,
+ * closefrom, dup, dup2, dup3, fcntl(F_DUPFD*).  They keep the fd table
+ * right, give the storage its push at close (pohm_hook_close, before the
+ * real close, while the fd still reads), and keep the library's internal
+ * fds alive in hosts that close or dup2 onto fds they never opened:
+ * close of one fails EBADF as if it were not open, close_range and
+ * closefrom close around them, dup2/dup3 onto one move it aside first.
+ */
+#include "shim.h"
+
+#include <stdarg.h>
+
+POHM_EXPORT int close(int fd)
+{
+	struct pohm_fdsnap snap;
+	struct pohm_fd_info fi;
+	int r, hr = 0;
+
+	if (!pohm_depth && pohm_ifd_is(fd))
+		return pohm_ret(-EBADF);
+	if (!pohm_active())
+		return pohm_real.close(fd);
+	if (pohm_fd_take(fd, &snap, &fi))
+		hr = pohm_hook_close(fd, &fi);
+	r = pohm_real.close(fd);
+	pohm_fd_release(&snap);
+	if (r == 0 && hr < 0)
+		return pohm_ret(hr);
+	return r;
+}
+
+/* close_range around the internal fds (they are CLOEXEC already). */
+static int close_around(unsigned lo, unsigned hi, int flags)
+{
+	int ifd, r;
+
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return pohm_real.close_range(lo, hi, flags);
+	while ((ifd = pohm_ifd_first_in(lo, hi)) >= 0) {
+		if ((unsigned)ifd > lo && (r = pohm_real.close_range(lo, (unsigned)ifd - 1, flags)) < 0)
+			return r;
+		if ((unsigned)ifd == hi)
+			return 0;
+		lo = (unsigned)ifd + 1;
+	}
+	return pohm_real.close_range(lo, hi, flags);
+}
+
+POHM_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags)
+{
+	int r;
+
+	if (pohm_depth || lo > hi || (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)))
+		return pohm_real.close_range(lo, hi, flags);
+	if (pohm_active() && !(flags & CLOSE_RANGE_CLOEXEC))
+		pohm_fd_close_hooks(lo, hi);
+	r = close_around(lo, hi, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		pohm_fd_forget_range(lo, hi);
+	return r;
+}
+
+POHM_EXPORT void closefrom(int lo)
+{
+	unsigned from = lo < 0 ? 0 : (unsigned)lo;
+	int ifd;
+
+	if (pohm_depth || pohm_ifd_first_in(from, ~0u) < 0) {
+		if (pohm_active())
+			pohm_fd_close_hooks(from, ~0u);
+		pohm_real.closefrom(lo);
+		if (pohm_active())
+			pohm_fd_forget_range(from, ~0u);
+		return;
+	}
+	if (pohm_active())
+		pohm_fd_close_hooks(from, ~0u);
+	while ((ifd = pohm_ifd_first_in(from, ~0u)) >= 0) {
+		if ((unsigned)ifd > from)
+			pohm_real.close_range(from, (unsigned)ifd - 1, 0);
+		from = (unsigned)ifd + 1;
+	}
+	pohm_real.closefrom((int)from);
+	pohm_fd_forget_range(lo < 0 ? 0 : (unsigned)lo, ~0u);
+}
+
+POHM_EXPORT int dup(int fd)
+{
+	int r;
+
+	if (!pohm_depth && pohm_ifd_is(fd))
+		return pohm_ret(-EBADF);
+	r = pohm_real.dup(fd);
+	if (r >= 0 && pohm_active())
+		pohm_fd_dup(fd, r);
+	return r;
+}
+
+/* dup2 and dup3 onto newfd: the close hook of what newfd was, internal fds aside. */
+static int dup_onto(int oldfd, int newfd, int flags, int three)
+{
+	struct pohm_fdsnap snap;
+	struct pohm_fd_info fi;
+	int r, saved;
+
+	if (pohm_depth || oldfd == newfd || newfd < 0)
+		goto real;
+	if (pohm_ifd_is(oldfd))
+		return pohm_ret(-EBADF);
+	if (pohm_ifd_is(newfd) && (r = pohm_ifd_evict(newfd)) < 0)
+		return pohm_ret(r);
+	if (!pohm_active())
+		goto real;
+	if (pohm_fd_take(newfd, &snap, &fi))
+		pohm_hook_close(newfd, &fi);
+	r = three ? pohm_real.dup3(oldfd, newfd, flags) : pohm_real.dup2(oldfd, newfd);
+	if (r < 0) {
+		saved = errno;
+		pohm_fd_put(newfd, &snap);	/* nothing was replaced */
+		errno = saved;
+		return r;
+	}
+	pohm_fd_release(&snap);
+	pohm_fd_dup(oldfd, newfd);
+	return r;
+real:
+	return three ? pohm_real.dup3(oldfd, newfd, flags) : pohm_real.dup2(oldfd, newfd);
+}
+
+POHM_EXPORT int dup2(int oldfd, int newfd)
+{
+	return dup_onto(oldfd, newfd, 0, 0);
+}
+
+POHM_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	return dup_onto(oldfd, newfd, flags, 1);
+}
+
+/* The argument is read as glibc reads it: one pointer-sized word. */
+POHM_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	r = pohm_real.fcntl(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && pohm_active())
+		pohm_fd_dup(fd, r);
+	return r;
+}
+
+POHM_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	r = pohm_real.fcntl64(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && pohm_active())
+		pohm_fd_dup(fd, r);
+	return r;
+}

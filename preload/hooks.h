@@ -1,0 +1,303 @@
+/*
+ * hooks.h — where the storage side (core/cache, core/ns, core/sync) plugs
+ * into the interposition layer.
+ *
+ * preload/ decides *whether* a call concerns the prefix (classification,
+ * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
+ * *what the storage does* about it.  A hook is called only for calls under
+ * the prefix (or on fds opened under it), never for anything else, never
+ * while the shim is initialising, never inside a vfork child, and never
+ * with a preload/ lock held.
+ *
+ * Contract of every hook that returns int:
+ *   POHM_PASS   not handled: the wrapper goes on with the real libc call
+ *               on the caller's own (dirfd, path) and arguments;
+ *   >= 0        handled: the wrapper returns this result without calling
+ *               libc (for open: 0 and the fd in *fd_out);
+ *   -errno      handled, failed: the wrapper sets errno and returns -1
+ *               (or NULL/EOF, as the function does).
+ * Hooks follow core/'s error convention: they never touch errno and make
+ * their own system calls through core/sys (pohm_sys_*), never by name.
+ * The "_done" hooks run after the real call with its result (>= 0, or
+ * -errno) and return the result the caller sees.
+ *
+ * The defaults are in preload/hooks_pass.c: weak definitions that pass
+ * everything to libc, so that today the library is a pure passthrough.
+ * The storage side overrides any of them by defining the same function
+ * (a strong definition wins at link time); nothing else changes.
+ *
+ * Sections: paths; fds; the open family; stat; the namespace; attributes;
+ * lookups; directories; fds in flight; processes; services for hooks.
+ */
+#ifndef POHM_PRELOAD_HOOKS_H
+#define POHM_PRELOAD_HOOKS_H
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+/* "Not handled": any value below -4095 is never a valid -errno. */
+#define POHM_PASS	(-0x10000)
+
+/* ------------------------------------------------------------ paths */
+
+#define POHM_REL_MAX	4096	/* bytes of pohm_path.rel, with its NUL */
+
+/* A classified path under the prefix (DESIGN.md §2 step 1). */
+struct pohm_path {
+	int dirfd;		/* the caller's dirfd, unchanged (AT_FDCWD or an fd) */
+	const char *path;	/* the caller's path, unchanged: what libc gets */
+	int spelling;		/* 0: under the prefix as configured, 1: under realpath(prefix) */
+	unsigned flags;		/* POHM_PATH_* */
+	size_t len;		/* strlen(rel) */
+	char rel[POHM_REL_MAX];	/* normalised path below the prefix root: "" = the root,
+				 * "a/b" otherwise; no leading or trailing slash */
+};
+
+#define POHM_PATH_SLASH	0x1	/* the path ended in "/" (or "/.", "/.."): a directory */
+#define POHM_PATH_TRUNC	0x2	/* rel did not fit (cwd deep inside + long relative
+				 * path): rel is "", use (dirfd, path) */
+#define POHM_PATH_PROCFD 0x4	/* named through /proc/self/fd/N or /dev/fd/N */
+
+/* ------------------------------------------------------------ fds */
+
+/* What the fd table records for an fd opened under the prefix. */
+struct pohm_fd_info {
+	uint64_t cookie;	/* the storage's handle for the file (set by the
+				 * open hooks; 0 = none) — e.g. its inode number */
+	unsigned flags;		/* POHM_FD_* */
+};
+
+#define POHM_FD_WRITE	0x1	/* opened for writing (O_WRONLY, O_RDWR, fopen "w"/"a"/"+") */
+#define POHM_FD_DIR	0x2	/* opened with O_DIRECTORY, or by opendir */
+#define POHM_FD_PATH	0x4	/* O_PATH: no I/O through it */
+#define POHM_FD_INHERITED 0x8	/* came from the previous image through exec */
+
+/* ------------------------------------------------------------ the open family */
+
+/*
+ * open/openat/creat (+64, fortified), fopen/freopen (flags derived from the
+ * mode string), before the real call: materialize p, push a create.
+ * POHM_PASS, 0 with *fd_out, or -errno.  (freopen must keep its stream:
+ * there an fd the hook opened is closed and libc opens the name.)
+ */
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out);
+
+/*
+ * After the open (real or the hook's own): fd >= 0 or -errno.  Fill
+ * fi->cookie (fi->flags is preset from the open flags) and return fd, or
+ * return -errno to fail the open (the wrapper then closes fd, or the
+ * stream, itself).  A successful fd is then recorded in the fd table with
+ * *fi.  Also called, without a prior pohm_hook_open, for fds libc creates
+ * internally under the prefix: the mkstemp family (p is the filled-in
+ * template).
+ */
+int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+
+/* ------------------------------------------------------------ stat */
+
+/*
+ * The stat family and statx, before the real call.  POHM_PASS, or 0 with
+ * *st (or *stx) filled, or -errno.  flags are the fstatat flags
+ * (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH) or statx's.
+ */
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st);
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx);
+
+/*
+ * After a successful real stat: overlay storage identity and stub
+ * attributes.  p is NULL for fstat of a tracked fd (fd >= 0), fd is -1
+ * for a path.
+ */
+void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			struct stat *st);
+void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			 struct statx *stx);
+
+/* statfs/statvfs (fd forms for tracked fds): after success, e.g. f_bavail. */
+void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct statfs *sf,
+			  struct statvfs *sv);
+
+/* ------------------------------------------------------------ the namespace */
+
+enum pohm_ns_op {
+	POHM_NS_MKDIR,		/* a: the new directory; arg.mode */
+	POHM_NS_RMDIR,		/* a */
+	POHM_NS_UNLINK,		/* a (unlinkat with AT_REMOVEDIR is RMDIR) */
+	POHM_NS_REMOVE,		/* a: remove(3), unlink or rmdir */
+	POHM_NS_RENAME,		/* a → b, both under the prefix; arg.flags (RENAME_*) */
+	POHM_NS_LINK,		/* a → b, both under the prefix; arg.flags (AT_SYMLINK_FOLLOW) */
+	POHM_NS_SYMLINK,	/* a: the new link; arg.target */
+	POHM_NS_MKNOD,		/* a; arg.mode (with S_IFMT), arg.dev (mknod, mkfifo) */
+	POHM_NS_MKDTEMP,	/* a: the created directory (only _done is called) */
+};
+
+struct pohm_ns_arg {
+	mode_t mode;
+	dev_t dev;
+	unsigned flags;
+	const char *target;	/* symlink contents */
+};
+
+/*
+ * Before a namespace change under the prefix (rename and link across the
+ * prefix boundary never get here: they fail EXDEV in preload/).
+ * POHM_PASS, or a result (0 / -errno).
+ */
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg);
+/* After it: result is 0 or -errno; returns the caller's result (compensate on failure). */
+int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		      const struct pohm_ns_arg *arg, int result);
+
+/* ------------------------------------------------------------ attributes */
+
+enum pohm_attr_op {
+	POHM_AT_CHMOD,		/* chmod family */
+	POHM_AT_CHOWN,		/* chown family */
+	POHM_AT_TRUNCATE,	/* truncate, ftruncate (+64) */
+	POHM_AT_UTIMES,		/* utime family */
+	POHM_AT_XATTR_SET,	/* setxattr family */
+	POHM_AT_XATTR_REMOVE,	/* removexattr family */
+};
+
+/*
+ * Before an attribute change of a file under the prefix: by path (p, fd
+ * -1) or on a tracked fd (p NULL, fd, fi).  flags: AT_SYMLINK_NOFOLLOW for
+ * the l-forms.  POHM_PASS or a result.  The change itself travels with the
+ * file's next push.
+ */
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+		   const struct pohm_fd_info *fi, int flags);
+/* After it: returns the caller's result. */
+int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+			const struct pohm_fd_info *fi, int flags, int result);
+
+/* ------------------------------------------------------------ lookups */
+
+/* Why a name must be materialized (read-only uses of a path). */
+enum pohm_lookup {
+	POHM_LK_ACCESS,		/* access family */
+	POHM_LK_READLINK,	/* readlink family */
+	POHM_LK_XATTR_GET,	/* getxattr/listxattr families */
+	POHM_LK_CHDIR,		/* chdir */
+	POHM_LK_OPENDIR,	/* opendir, scandir*, nftw, ftw, fts_open, glob: the
+				 * directory (or the glob pattern's fixed part) */
+	POHM_LK_REALPATH,	/* realpath, canonicalize_file_name: every component */
+	POHM_LK_STATFS,		/* statfs, statvfs */
+	POHM_LK_EXEC,		/* exec*, posix_spawn: the binary, its #! interpreter
+				 * and DT_NEEDED libraries in the prefix */
+	POHM_LK_DLOPEN,		/* dlopen, dlmopen with a path */
+	POHM_LK_TEMPDIR,	/* mkstemp family, mkdtemp: the template's directory */
+	POHM_LK_HANDLE,		/* name_to_handle_at */
+	POHM_LK_WATCH,		/* inotify_add_watch */
+	POHM_LK_SPAWN_OPEN,	/* posix_spawn_file_actions_addopen (flags: open flags) */
+};
+
+/*
+ * Before the real call.  flags: the call's own flags, when it has some.
+ * POHM_PASS (materialized, or nothing to do: go on), or -errno to fail
+ * the call.  For calls that return an int status (access, chdir,
+ * readlink, ...) a result >= 0 answers without libc; for the others
+ * (opendir, the walks, realpath, exec, dlopen) it means POHM_PASS.
+ */
+int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
+
+/* ------------------------------------------------------------ directories */
+
+/*
+ * An entry read from a directory stream opened under the prefix (readdir,
+ * readdir64, readdir_r family): fix d_ino, or return 1 to hide it (the
+ * staging directory), 0 to return it.
+ */
+int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent);
+
+/* ------------------------------------------------------------ fds in flight */
+
+/*
+ * Before the real close of a tracked fd (close, close_range, closefrom,
+ * dup2/dup3 onto it, fclose, freopen, closedir): push what was written.
+ * 0 or -errno; an error is reported by close after the fd is closed (as
+ * NFS does).
+ */
+int pohm_hook_close(int fd, const struct pohm_fd_info *fi);
+
+enum pohm_sync_op {
+	POHM_SYNC_FSYNC,	/* fsync */
+	POHM_SYNC_FDATASYNC,	/* fdatasync */
+	POHM_SYNC_RANGE,	/* sync_file_range with SYNC_FILE_RANGE_WAIT_AFTER */
+	POHM_SYNC_FS,		/* syncfs(fd) on an fd under the prefix */
+	POHM_SYNC_ALL,		/* sync(): fd is -1, fi NULL */
+};
+
+/* After a successful real sync call: commit to the storage.  0 or -errno. */
+int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi);
+
+enum pohm_fd_event {
+	POHM_EV_MAP_WRITE,	/* mmap MAP_SHARED|PROT_WRITE of a tracked fd: addr, len
+				 * (a writer until unmapped) */
+	POHM_EV_UNMAP,		/* munmap since such a mapping was made: addr, len (fd -1) */
+	POHM_EV_MSYNC,		/* msync(MS_SYNC) since such a mapping was made: addr,
+				 * len (fd -1); the result is msync's (commit, as fsync) */
+	POHM_EV_WRITTEN,	/* copy_file_range/sendfile wrote into a tracked fd */
+};
+
+/*
+ * Something happened (after the real call succeeded) that changes a
+ * tracked file's data.  0 or -errno (used by POHM_EV_MSYNC only).
+ */
+int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
+		       void *addr, size_t len);
+
+/*
+ * An fd handed over by the previous image through exec: called from light
+ * init (the one hook that is), before the program's main.  May adjust *fi.
+ */
+void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi);
+
+/* ------------------------------------------------------------ processes */
+
+/* pthread_atfork phases: prepare (parent, before), parent, child. */
+enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD };
+void pohm_hook_fork(enum pohm_fork_phase phase);
+
+/*
+ * Before an exec (replacing = 1: this image ends, act as at exit and push
+ * what it wrote) or a posix_spawn (replacing = 0), never in a vfork
+ * child: optionally add environment strings for the new image, written
+ * into buf as "NAME=value\0" strings (at most size bytes, at most size/2
+ * strings); returns the bytes used (0 = none).
+ */
+size_t pohm_hook_exec_env(char *buf, size_t size, int replacing);
+
+/* At the end of the process (library destructor): push what it wrote. */
+void pohm_hook_exit(void);
+
+/* ------------------------------------------------------------ services for hooks */
+
+/*
+ * Internal fds (sockets, journal, locks) must be registered so that a host
+ * that closes or dup2()s fds it did not open cannot break them: close and
+ * close_range skip them (close reports EBADF, as if the fd were not open),
+ * dup2/dup3 onto one move it aside first.  Register an fd >= POHM_FD_BASE
+ * and always read its current number back through the handle.
+ */
+int pohm_ifd_register(int fd);		/* handle >= 0, or -ENOSPC / -EINVAL */
+int pohm_ifd_fd(int handle);		/* the fd's current number, or -EBADF */
+void pohm_ifd_unregister(int handle);	/* before closing it with pohm_sys_close */
+
+/*
+ * Code of a hook that calls libc functions by name (which may be
+ * interposed) brackets them with these, so the shim passes them through.
+ */
+void pohm_hold(void);
+void pohm_unhold(void);
+
+/* The fd table entry of fd: 1 and *fi if it was opened under the prefix. */
+int pohm_fd_lookup(int fd, struct pohm_fd_info *fi);
+
+#endif

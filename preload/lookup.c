@@ -1,0 +1,126 @@
+/*
+ * lookup.c — read-only uses of a name: readlink (+ fortified), the access
+ * family, inotify_add_watch.  Under the prefix the storage materializes the
+ * name first (pohm_hook_lookup), then libc answers from the local copy.
+ */
+#include "shim.h"
+
+#include <sys/inotify.h>
+
+POHM_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.readlink(path, buf, n);
+	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	if (r == POHM_PASS)
+		r = pohm_sysretl(pohm_real.readlink(path, buf, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim_at(dirfd, path, AT_EMPTY_PATH, &p))
+		return pohm_real.readlinkat(dirfd, path, buf, n);
+	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	if (r == POHM_PASS)
+		r = pohm_sysretl(pohm_real.readlinkat(dirfd, path, buf, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t buflen)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.__readlink_chk(path, buf, n, buflen);
+	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	if (r == POHM_PASS)
+		r = pohm_sysretl(pohm_real.__readlink_chk(path, buf, n, buflen));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t n,
+				     size_t buflen)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim_at(dirfd, path, AT_EMPTY_PATH, &p))
+		return pohm_real.__readlinkat_chk(dirfd, path, buf, n, buflen);
+	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	if (r == POHM_PASS)
+		r = pohm_sysretl(pohm_real.__readlinkat_chk(dirfd, path, buf, n, buflen));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT int access(const char *path, int mode)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.access(path, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.access(path, mode));
+	return pohm_ret(r);
+}
+
+POHM_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim_at(dirfd, path, flags, &p))
+		return pohm_real.faccessat(dirfd, path, mode, flags);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.faccessat(dirfd, path, mode, flags));
+	return pohm_ret(r);
+}
+
+POHM_EXPORT int euidaccess(const char *path, int mode)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.euidaccess(path, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.euidaccess(path, mode));
+	return pohm_ret(r);
+}
+
+POHM_EXPORT int eaccess(const char *path, int mode)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.eaccess(path, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.eaccess(path, mode));
+	return pohm_ret(r);
+}
+
+POHM_EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.inotify_add_watch(fd, path, mask);
+	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)mask);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.inotify_add_watch(fd, path, mask));
+	return pohm_ret(r);
+}

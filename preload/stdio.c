@@ -1,0 +1,351 @@
+/*
+ * stdio.c — streams and names libc makes itself: fopen/fopen64, freopen
+ * (+64), fdopen, fclose, tmpfile (+64), the mkstemp family, mkdtemp,
+ * realpath (+ fortified), canonicalize_file_name.
+ *
+ * fopen, freopen, fclose, mkstemp and mkdtemp open and close fds inside
+ * glibc, with no interposable call, so these wrappers do what the open
+ * and close wrappers would: the open hooks around fopen (with the open
+ * flags its mode string means), the close hook before fclose (after
+ * flushing the stream, so the push sees its last bytes), and for mkstemp
+ * and mkdtemp the _done hooks on the name glibc chose.
+ *
+ * Sections: fopen family; fclose; temporary files; realpath.
+ */
+#include "shim.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ fopen family */
+
+/* The open(2) flags of an fopen mode string, as glibc reads it. */
+static int mode_flags(const char *mode)
+{
+	int f;
+
+	switch (*mode) {
+	case 'w':
+		f = O_WRONLY | O_CREAT | O_TRUNC;
+		break;
+	case 'a':
+		f = O_WRONLY | O_CREAT | O_APPEND;
+		break;
+	default:
+		f = O_RDONLY;
+		break;
+	}
+	for (mode++; *mode && *mode != ','; mode++) {
+		if (*mode == '+')
+			f = (f & ~O_ACCMODE) | O_RDWR;
+		else if (*mode == 'x')
+			f |= O_EXCL;
+		else if (*mode == 'e')
+			f |= O_CLOEXEC;
+	}
+	return f;
+}
+
+/* fopen/fopen64 (which = 0/1), freopen/freopen64 (2/3, reopening old). */
+static FILE *real_fopen(int which, const char *path, const char *mode, FILE *old)
+{
+	switch (which) {
+	case 0:
+		return pohm_real.fopen(path, mode);
+	case 1:
+		return pohm_real.fopen64(path, mode);
+	case 2:
+		return pohm_real.freopen(path, mode, old);
+	default:
+		return pohm_real.freopen64(path, mode, old);
+	}
+}
+
+/*
+ * The open hooks around fopen.  A hook that opens the file itself gives
+ * its fd to fdopen (fopen only: freopen must keep the stream, so there
+ * the hook's fd is closed and libc reopens the name).
+ */
+static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
+{
+	struct pohm_fd_info fi = { 0, 0 };
+	struct pohm_where w;
+	struct pohm_path p;
+	FILE *f = NULL;
+	int flags, fd = -1, r;
+
+	if (pohm_locate(AT_FDCWD, path, 0, &p, &w) != POHM_PC_IN) {
+		f = real_fopen(which, path, mode, old);
+		if (f)
+			pohm_fd_opened(fileno(f), &p, &w, NULL);
+		return f;
+	}
+	flags = mode_flags(mode);
+	fi.flags = pohm_fd_flags_of(flags);
+	r = pohm_hook_open(&p, flags, 0666, &fd);
+	if (r >= 0 && which >= 2) {
+		pohm_sys_close(fd);
+		r = POHM_PASS;
+	}
+	if (r == POHM_PASS) {
+		f = real_fopen(which, path, mode, old);
+		fd = f ? fileno(f) : -errno;
+	} else if (r < 0) {
+		fd = r;
+	} else if (!(f = pohm_real.fdopen(fd, mode))) {
+		r = -errno;
+		pohm_sys_close(fd);
+		fd = r;
+	}
+	r = pohm_hook_open_done(&p, flags, fd, &fi);
+	if (r < 0 && f) {
+		pohm_real.fclose(f);
+		f = NULL;
+	}
+	pohm_fd_opened(r, &p, &w, &fi);
+	if (!f)
+		errno = -r;
+	return f;
+}
+
+POHM_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	if (!pohm_active())
+		return pohm_real.fopen(path, mode);
+	return do_fopen(0, path, mode, NULL);
+}
+
+POHM_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	if (!pohm_active())
+		return pohm_real.fopen64(path, mode);
+	return do_fopen(1, path, mode, NULL);
+}
+
+/* Before glibc closes the stream's old fd: flush, then the close hook. */
+static void stream_closing(FILE *f)
+{
+	struct pohm_fdsnap snap;
+	struct pohm_fd_info fi;
+	int fd = fileno(f), saved = errno;
+
+	if (fd >= 0 && pohm_fd_take(fd, &snap, &fi)) {
+		fflush(f);
+		pohm_hook_close(fd, &fi);
+	}
+	pohm_fd_release(&snap);
+	errno = saved;
+}
+
+/* freopen(NULL, mode, f) changes the mode of the same fd: nothing to track. */
+POHM_EXPORT FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+	if (!pohm_active() || !pohm_launder(path) || !f)
+		return pohm_real.freopen(path, mode, f);
+	stream_closing(f);
+	return do_fopen(2, path, mode, f);
+}
+
+POHM_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+	if (!pohm_active() || !pohm_launder(path) || !f)
+		return pohm_real.freopen64(path, mode, f);
+	stream_closing(f);
+	return do_fopen(3, path, mode, f);
+}
+
+POHM_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	return pohm_real.fdopen(fd, mode);
+}
+
+/* ------------------------------------------------------------ fclose */
+
+POHM_EXPORT int fclose(FILE *f)
+{
+	struct pohm_fdsnap snap;
+	struct pohm_fd_info fi;
+	int fd, r, ferr = 0, hr = 0;
+
+	if (!pohm_active() || !f)
+		return pohm_real.fclose(f);
+	fd = fileno(f);
+	if (fd < 0 || !pohm_fd_take(fd, &snap, &fi)) {
+		pohm_fd_release(&snap);
+		return pohm_real.fclose(f);
+	}
+	if (fflush(f) == EOF)
+		ferr = errno;
+	hr = pohm_hook_close(fd, &fi);
+	r = pohm_real.fclose(f);
+	pohm_fd_release(&snap);
+	if (r == 0 && ferr)
+		return errno = ferr, EOF;
+	if (r == 0 && hr < 0)
+		return errno = -hr, EOF;
+	return r;
+}
+
+/* ------------------------------------------------------------ temporary files */
+
+/* tmpfile uses O_TMPFILE or an unlinked name in P_tmpdir: never a name in the storage. */
+POHM_EXPORT FILE *tmpfile(void)
+{
+	FILE *f = pohm_real.tmpfile();
+
+	if (f && pohm_active())
+		pohm_fd_forget(fileno(f));
+	return f;
+}
+
+POHM_EXPORT FILE *tmpfile64(void)
+{
+	FILE *f = pohm_real.tmpfile64();
+
+	if (f && pohm_active())
+		pohm_fd_forget(fileno(f));
+	return f;
+}
+
+/*
+ * The mkstemp family: the lookup hook on the template (its directory must
+ * be local), glibc's own loop, then the open _done hook on the name it
+ * chose.  which: 0 mkstemp, 1 mkostemp, 2 mkstemps, 3 mkostemps (64 or not).
+ */
+static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
+{
+	struct pohm_fd_info fi = { 0, POHM_FD_WRITE };
+	struct pohm_where w;
+	struct pohm_path p;
+	int fd, r, in;
+
+	in = pohm_active() && pohm_locate(AT_FDCWD, tmpl, 0, &p, &w) == POHM_PC_IN;
+	if (in && (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
+		return pohm_ret(r);
+	switch (which) {
+	case 0:
+		fd = is64 ? pohm_real.mkstemp64(tmpl) : pohm_real.mkstemp(tmpl);
+		break;
+	case 1:
+		fd = is64 ? pohm_real.mkostemp64(tmpl, flags) : pohm_real.mkostemp(tmpl, flags);
+		break;
+	case 2:
+		fd = is64 ? pohm_real.mkstemps64(tmpl, suffix) : pohm_real.mkstemps(tmpl, suffix);
+		break;
+	default:
+		fd = is64 ? pohm_real.mkostemps64(tmpl, suffix, flags) :
+			    pohm_real.mkostemps(tmpl, suffix, flags);
+		break;
+	}
+	if (fd < 0 || !pohm_active())
+		return fd;
+	if (!in) {
+		pohm_fd_forget(fd);
+		return fd;
+	}
+	pohm_locate(AT_FDCWD, tmpl, 0, &p, &w);	/* the name glibc chose */
+	r = pohm_hook_open_done(&p, O_RDWR | O_CREAT | O_EXCL | flags, fd, &fi);
+	if (r < 0)
+		pohm_real.close(fd);
+	pohm_fd_opened(r, &p, &w, &fi);
+	return pohm_ret(r);
+}
+
+POHM_EXPORT int mkstemp(char *t)
+{
+	return do_mkstemp(0, 0, t, 0, 0);
+}
+
+POHM_EXPORT int mkstemp64(char *t)
+{
+	return do_mkstemp(0, 1, t, 0, 0);
+}
+
+POHM_EXPORT int mkostemp(char *t, int flags)
+{
+	return do_mkstemp(1, 0, t, 0, flags);
+}
+
+POHM_EXPORT int mkostemp64(char *t, int flags)
+{
+	return do_mkstemp(1, 1, t, 0, flags);
+}
+
+POHM_EXPORT int mkstemps(char *t, int suffix)
+{
+	return do_mkstemp(2, 0, t, suffix, 0);
+}
+
+POHM_EXPORT int mkstemps64(char *t, int suffix)
+{
+	return do_mkstemp(2, 1, t, suffix, 0);
+}
+
+POHM_EXPORT int mkostemps(char *t, int suffix, int flags)
+{
+	return do_mkstemp(3, 0, t, suffix, flags);
+}
+
+POHM_EXPORT int mkostemps64(char *t, int suffix, int flags)
+{
+	return do_mkstemp(3, 1, t, suffix, flags);
+}
+
+POHM_EXPORT char *mkdtemp(char *tmpl)
+{
+	struct pohm_ns_arg arg = { .mode = 0700 };
+	struct pohm_path p;
+	char *d;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, tmpl, &p))
+		return pohm_real.mkdtemp(tmpl);
+	if ((r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	d = pohm_real.mkdtemp(tmpl);
+	if (!d || !pohm_classify(AT_FDCWD, tmpl, &p))
+		return d;
+	r = pohm_hook_ns_done(POHM_NS_MKDTEMP, &p, NULL, &arg, 0);
+	if (r < 0) {
+		pohm_real.rmdir(tmpl);
+		errno = -r;
+		return NULL;
+	}
+	return d;
+}
+
+/* ------------------------------------------------------------ realpath */
+
+/* The lookup hook of a realpath-like call: 0 to go on, or -1 with errno. */
+static int realpath_pre(const char *path)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return 0;
+	r = pohm_hook_lookup(POHM_LK_REALPATH, &p, 0);
+	if (r == POHM_PASS || r >= 0)
+		return 0;
+	errno = -r;
+	return -1;
+}
+
+POHM_EXPORT char *realpath(const char *path, char *resolved)
+{
+	return realpath_pre(path) < 0 ? NULL : pohm_real.realpath(path, resolved);
+}
+
+POHM_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
+{
+	return realpath_pre(path) < 0 ? NULL : pohm_real.__realpath_chk(path, resolved, len);
+}
+
+POHM_EXPORT char *canonicalize_file_name(const char *path)
+{
+	return realpath_pre(path) < 0 ? NULL : pohm_real.canonicalize_file_name(path);
+}

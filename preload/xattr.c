@@ -1,0 +1,155 @@
+/*
+ * xattr.c — the extended attribute families, path, l- and f-forms.
+ * Reads (get, list) by path materialize the name first (lookup hook);
+ * changes (set, remove) are attribute changes (attr hooks), by path or on
+ * an fd opened under the prefix.  Reads on an fd need nothing: the file
+ * is local already.
+ */
+#include "shim.h"
+
+#include <sys/xattr.h>
+
+/* A read by path: lookup hook, then libc. */
+static long get_pre(struct pohm_path *p)
+{
+	return pohm_hook_lookup(POHM_LK_XATTR_GET, p, 0);
+}
+
+POHM_EXPORT ssize_t getxattr(const char *path, const char *name, void *val, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.getxattr(path, name, val, n);
+	if ((r = get_pre(&p)) == POHM_PASS)
+		r = pohm_sysretl(pohm_real.getxattr(path, name, val, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *val, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.lgetxattr(path, name, val, n);
+	if ((r = get_pre(&p)) == POHM_PASS)
+		r = pohm_sysretl(pohm_real.lgetxattr(path, name, val, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t fgetxattr(int fd, const char *name, void *val, size_t n)
+{
+	return pohm_real.fgetxattr(fd, name, val, n);
+}
+
+POHM_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.listxattr(path, list, n);
+	if ((r = get_pre(&p)) == POHM_PASS)
+		r = pohm_sysretl(pohm_real.listxattr(path, list, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.llistxattr(path, list, n);
+	if ((r = get_pre(&p)) == POHM_PASS)
+		r = pohm_sysretl(pohm_real.llistxattr(path, list, n));
+	return pohm_retl(r);
+}
+
+POHM_EXPORT ssize_t flistxattr(int fd, char *list, size_t n)
+{
+	return pohm_real.flistxattr(fd, list, n);
+}
+
+/* A change by path: attr hooks around libc. */
+static int path_done(enum pohm_attr_op op, struct pohm_path *p, int flags, int r)
+{
+	return pohm_ret(pohm_hook_attr_done(op, p, -1, NULL, flags, r));
+}
+
+POHM_EXPORT int setxattr(const char *path, const char *name, const void *val, size_t n,
+			 int flags)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.setxattr(path, name, val, n, flags);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, &p, -1, NULL, 0)) == POHM_PASS)
+		r = pohm_sysret(pohm_real.setxattr(path, name, val, n, flags));
+	return path_done(POHM_AT_XATTR_SET, &p, 0, r);
+}
+
+POHM_EXPORT int lsetxattr(const char *path, const char *name, const void *val, size_t n,
+			  int flags)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.lsetxattr(path, name, val, n, flags);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
+		r = pohm_sysret(pohm_real.lsetxattr(path, name, val, n, flags));
+	return path_done(POHM_AT_XATTR_SET, &p, AT_SYMLINK_NOFOLLOW, r);
+}
+
+POHM_EXPORT int fsetxattr(int fd, const char *name, const void *val, size_t n, int flags)
+{
+	struct pohm_fd_info fi;
+	int r;
+
+	if (!pohm_claim_fd(fd, &fi))
+		return pohm_real.fsetxattr(fd, name, val, n, flags);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, NULL, fd, &fi, 0)) == POHM_PASS)
+		r = pohm_sysret(pohm_real.fsetxattr(fd, name, val, n, flags));
+	return pohm_ret(pohm_hook_attr_done(POHM_AT_XATTR_SET, NULL, fd, &fi, 0, r));
+}
+
+POHM_EXPORT int removexattr(const char *path, const char *name)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.removexattr(path, name);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, &p, -1, NULL, 0)) == POHM_PASS)
+		r = pohm_sysret(pohm_real.removexattr(path, name));
+	return path_done(POHM_AT_XATTR_REMOVE, &p, 0, r);
+}
+
+POHM_EXPORT int lremovexattr(const char *path, const char *name)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.lremovexattr(path, name);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) ==
+	    POHM_PASS)
+		r = pohm_sysret(pohm_real.lremovexattr(path, name));
+	return path_done(POHM_AT_XATTR_REMOVE, &p, AT_SYMLINK_NOFOLLOW, r);
+}
+
+POHM_EXPORT int fremovexattr(int fd, const char *name)
+{
+	struct pohm_fd_info fi;
+	int r;
+
+	if (!pohm_claim_fd(fd, &fi))
+		return pohm_real.fremovexattr(fd, name);
+	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, NULL, fd, &fi, 0)) == POHM_PASS)
+		r = pohm_sysret(pohm_real.fremovexattr(fd, name));
+	return pohm_ret(pohm_hook_attr_done(POHM_AT_XATTR_REMOVE, NULL, fd, &fi, 0, r));
+}
