@@ -45,8 +45,11 @@ static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
 static void scratch_destroy(void *p)
 {
-	pohm_buf_free(p);
-	free(p);
+	struct node_rbuf *b = p;
+
+	node_rbuf_release(b);
+	pohm_buf_free(&b->buf);
+	free(b);
 }
 
 static void scratch_init(void)
@@ -54,9 +57,9 @@ static void scratch_init(void)
 	pthread_key_create(&scratch_key, scratch_destroy);
 }
 
-static struct pohm_buf *scratch_get(void)
+static struct node_rbuf *scratch_get(void)
 {
-	struct pohm_buf *b;
+	struct node_rbuf *b;
 
 	pthread_once(&scratch_once, scratch_init);
 	b = pthread_getspecific(scratch_key);
@@ -68,10 +71,14 @@ static struct pohm_buf *scratch_get(void)
 	return b;
 }
 
-static void scratch_trim(struct pohm_buf *b)
+/* After a reply went out: drop the mapping, and a buffer grown too large. */
+static void scratch_trim(struct node_rbuf *b)
 {
-	if (b && b->cap > SCRATCH_KEEP)
-		pohm_buf_free(b);
+	if (!b)
+		return;
+	node_rbuf_release(b);
+	if (b->buf.cap > SCRATCH_KEEP)
+		pohm_buf_free(&b->buf);
 }
 
 static uint64_t reply_flags(const struct pohm_cmd *c)
@@ -383,12 +390,13 @@ static int read_one(struct node *n, struct node_req *r, const struct pohm_io_att
 		    uint64_t extra_flags)
 {
 	uint8_t hdr_io[POHM_IO_ATTR_SIZE];
-	struct pohm_buf *scratch = scratch_get();
+	struct node_rbuf *scratch = scratch_get();
 	struct pohm_io_attr io = *req_io;
 	struct pohm_cmd h = r->cmd;
 	const uint8_t *data;
 	struct node_meta m;
 	struct iovec iov[2];
+	uint8_t *flipped = NULL;
 	size_t cnt;
 	int ret;
 
@@ -412,11 +420,16 @@ static int read_one(struct node *n, struct node_req *r, const struct pohm_io_att
 		pohm_sha512(data, cnt, io.parent);
 	if (cnt && node_faults_corrupts(n->faults, io.id)) {
 		/* The fault: flip the bytes sent, not the checksum of the true data. */
-		uint8_t *p = (uint8_t *)data;
+		uint8_t *p = malloc(cnt);
 		size_t i;
 
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		for (i = 0; i < cnt; i++)
-			p[i] ^= 0xff;
+			p[i] = data[i] ^ 0xff;
+		data = flipped = p;
 	}
 	pohm_io_attr_encode(hdr_io, &io);
 	memcpy(h.id.id, io.id, POHM_ID_SIZE);
@@ -430,6 +443,7 @@ static int read_one(struct node *n, struct node_req *r, const struct pohm_io_att
 	iov[1].iov_len = cnt;
 	node_conn_send(r->conn, &h, iov, 2);
 out:
+	free(flipped);
 	scratch_trim(scratch);
 	return ret;
 }
@@ -584,7 +598,7 @@ static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct 
 static void h_iterator(struct node *n, struct node_req *r)
 {
 	uint8_t resp[ITER_RESP_SIZE];
-	struct pohm_buf *scratch = scratch_get();
+	struct node_rbuf *scratch = scratch_get();
 	uint8_t *ids = NULL;
 	struct iter_req q;
 	size_t nkeys = 0, i;

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@
 #define REC_FLAGS	(POHM_RECORD_EXTHDR | POHM_RECORD_CHUNKED_CSUM)	/* 0x140 */
 #define REC_SMALL	(16384u + REC_HDR)	/* first read: whole file if small */
 #define REC_BOUNCE	(1u << 20)		/* copy/hash buffer */
+#define REC_MAP_MIN	(1u << 20)		/* reads this large are served from a mapping */
 
 struct node_store {
 	int dirfd;			/* DIR */
@@ -565,11 +567,38 @@ static int check_chunks(const struct rec *r, uint64_t c0, uint64_t k, const uint
 	return 0;
 }
 
+void node_rbuf_release(struct node_rbuf *b)
+{
+	if (b->map)
+		munmap(b->map, b->maplen);
+	b->map = NULL;
+	b->maplen = 0;
+}
+
+/*
+ * Map [REC_HDR + a, REC_HDR + b) of fd read-only and populated; returns
+ * the address of byte a, or NULL (then the caller falls back to pread).
+ */
+static uint8_t *map_range(int fd, uint64_t a, uint64_t b, struct node_rbuf *rb)
+{
+	uint64_t start = (REC_HDR + a) & ~(uint64_t)4095, end = REC_HDR + b;
+	void *p = mmap(NULL, (size_t)(end - start), PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+		       (off_t)start);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	rb->map = p;
+	rb->maplen = (size_t)(end - start);
+	return (uint8_t *)p + (REC_HDR + a - start);
+}
+
 int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint64_t size,
-		    uint64_t max, int verify, int lock, struct pohm_buf *scratch,
+		    uint64_t max, int verify, int lock, struct node_rbuf *rb,
 		    struct node_meta *m, const uint8_t **data, size_t *n)
 {
+	struct pohm_buf *scratch = &rb->buf;
 	pthread_mutex_t *mx = lock ? stripe(s, id) : NULL;
+	uint8_t crcbuf[4 * 64], *base;
 	uint64_t flen, c0, c1, a, b, ncr;
 	uint8_t *crcs = NULL;
 	struct rec r;
@@ -647,26 +676,43 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 		*n = (size_t)size;
 		goto out;
 	}
-	ret = pohm_buf_reserve(scratch, (size_t)(b - a) + 4 * ncr);
-	if (ret)
-		goto out;
-	got = pohm_sys_pread_full(fd, scratch->p, (size_t)(b - a), (off_t)(REC_HDR + a));
-	if (got < 0 || (uint64_t)got != b - a) {
-		ret = got < 0 ? (int)got : -EILSEQ;
-		goto out;
-	}
-	if (verify) {
-		crcs = scratch->p + (b - a);
-		got = pohm_sys_pread_full(fd, crcs, 4 * ncr, (off_t)(REC_HDR + r.size + 4 * c0));
-		if (got < 0 || (uint64_t)got != 4 * ncr) {
+	/*
+	 * Large ranges come from a mapping of the page cache: the bytes are
+	 * checked and sent from there, one copy fewer than pread.  The file is
+	 * never truncated in place (writes rename a new file over it), so the
+	 * mapping cannot fault.
+	 */
+	base = NULL;
+	if (b - a >= REC_MAP_MIN)
+		base = map_range(fd, a, b, rb);
+	if (!base) {
+		ret = pohm_buf_reserve(scratch, (size_t)(b - a));
+		if (ret)
+			goto out;
+		base = scratch->p;
+		got = pohm_sys_pread_full(fd, base, (size_t)(b - a), (off_t)(REC_HDR + a));
+		if (got < 0 || (uint64_t)got != b - a) {
 			ret = got < 0 ? (int)got : -EILSEQ;
 			goto out;
 		}
-		ret = check_chunks(&r, c0, ncr, scratch->p, crcs);
+	}
+	if (verify) {
+		crcs = ncr <= sizeof(crcbuf) / 4 ? crcbuf : malloc(4 * ncr);
+		if (!crcs) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		got = pohm_sys_pread_full(fd, crcs, 4 * ncr, (off_t)(REC_HDR + r.size + 4 * c0));
+		if (got < 0 || (uint64_t)got != 4 * ncr)
+			ret = got < 0 ? (int)got : -EILSEQ;
+		else
+			ret = check_chunks(&r, c0, ncr, base, crcs);
+		if (crcs != crcbuf)
+			free(crcs);
 		if (ret)
 			goto out;
 	}
-	*data = scratch->p + (off - a);
+	*data = base + (off - a);
 	*n = (size_t)size;
 out:
 	if (fd >= 0)
@@ -674,6 +720,7 @@ out:
 	if (mx)
 		pthread_mutex_unlock(mx);
 	if (ret) {
+		node_rbuf_release(rb);
 		*data = NULL;
 		*n = 0;
 	}

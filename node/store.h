@@ -69,14 +69,28 @@ int node_store_lookup(struct node_store *s, const uint8_t *id, int lock, struct 
 		      uint8_t *csum);
 
 /*
- * Read size bytes (0 = to the end) at off of a committed record into
- * scratch (reused between calls); *data points into it and *n is the byte
- * count.  verify = check the chunk CRCs of the range (-EILSEQ on mismatch).
- * -ENOENT, -E2BIG (off >= size, except off 0 of an empty record), -EFBIG
- * (more than max bytes), -EILSEQ, or 0.
+ * Where read data lives: the reusable buffer, or (large reads) a read-only
+ * mapping of the record file, which saves one copy of every byte.
+ */
+struct node_rbuf {
+	struct pohm_buf buf;		/* reused between reads */
+	void *map;			/* a mapping to release, or NULL */
+	size_t maplen;
+};
+
+/* Unmap the mapping of the last read, if any (the buffer is kept). */
+void node_rbuf_release(struct node_rbuf *b);
+
+/*
+ * Read size bytes (0 = to the end) at off of a committed record into rb
+ * (call node_rbuf_release after using the data); *data points into it
+ * and *n is the byte count (the bytes may be read-only).  verify = check
+ * the chunk CRCs of the range (-EILSEQ on mismatch).  -ENOENT, -E2BIG
+ * (off >= size, except off 0 of an empty record), -EFBIG (more than max
+ * bytes), -EILSEQ, or 0.
  */
 int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint64_t size,
-		    uint64_t max, int verify, int lock, struct pohm_buf *scratch,
+		    uint64_t max, int verify, int lock, struct node_rbuf *rb,
 		    struct node_meta *m, const uint8_t **data, size_t *n);
 
 /*
