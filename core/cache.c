@@ -442,6 +442,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	uint8_t type;
 	int r, have_local, have_rec = 0;
 
+	memset(in, 0, sizeof(*in));
 	have_local = !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
 						     (uint64_t)lst.st_ino, &known) &&
