@@ -269,6 +269,9 @@ void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s
 
 /* ---------------------------------------------------------------- local copies */
 
+static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			   const char *name);
+
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags)
 {
@@ -316,6 +319,19 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		/* Without privilege a device is a stub. */
 		__attribute__((fallthrough));
 	default:
+		if (S_ISREG(in->mode) && in->nlink > 1) {
+			struct pohm_jrec known;
+
+			/* A second name of an inode cached here: a local hardlink. */
+			if (!pohm_journal_get(&c->j, in->ino, &known)) {
+				r = known.lino ? cache_link_name(c, &known, dfd, name) : -ENOENT;
+				pohm_jrec_clear(&known);
+				if (!r) {
+					cache_mark_fresh(c, in->ino);
+					return 0;
+				}
+			}
+		}
 		/* A stub: empty, mode 000, so a reader without the shim gets EACCES. */
 		fd = pohm_sys_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
 		r = fd < 0 ? fd : 0;
@@ -469,6 +485,23 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	if (r)
 		goto out;
 	if (have_local && have_rec && known == ino) {
+		if (rec.version != in->version) {
+			/* Attributes changed in the storage: the overlay must show them.
+			 * (Data changes are the refresh's business: keep dversion.) */
+			uint64_t dv = rec.dversion;
+			uint8_t (*cs)[64] = rec.csum;
+			uint32_t nc = rec.nchunks;
+
+			rec.csum = NULL;
+			rec.nchunks = 0;
+			pohm_journal_note_inode(&rec, in);
+			pohm_jrec_clear(&rec);
+			rec.csum = cs;
+			rec.nchunks = nc;
+			rec.dversion = dv;
+			rec.version = in->version;
+			pohm_journal_put(&c->j, &rec);
+		}
 		cache_mark_fresh(c, ino);
 		goto out;
 	}
@@ -639,6 +672,33 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 	return materialize_at(c, rel, flags, 0);
 }
 
+/*
+ * Make dfd/name a hardlink of the local copy the journal tracks for rec
+ * (its hint), replacing what is there by rename.  0, or -errno (then the
+ * caller fetches instead).
+ */
+static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			   const char *name)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct stat hst;
+	char tmp[64];
+	int r;
+
+	if (!rec->hint[0] || pohm_sys_fstatat(c->pfd, rec->hint, &hst, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)hst.st_ino != rec->lino)
+		return -ENOENT;
+	snprintf(tmp, sizeof(tmp), "l.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	r = syscall(SYS_linkat, c->pfd, rec->hint, c->stage_fd, tmp, 0) ? -errno : 0;
+	if (r)
+		return r;
+	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	if (r)
+		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+	return r;
+}
+
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in)
 {
@@ -654,7 +714,13 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		return cache_fetch(c, dfd, name, rel, in);
 	if (r)
 		return r;
-	if (!(rec.flags & POHM_J_STUB) && rec.dversion == in->dversion) {
+	if ((uint64_t)lst.st_ino != rec.lino && !(rec.flags & POHM_J_STUB) &&
+	    rec.dversion == in->dversion && !lst.st_size && !(lst.st_mode & 07777)) {
+		/* Another name of a hardlinked inode, still a stub: link it to the copy. */
+		r = cache_link_name(c, &rec, dfd, name);
+		if (r)
+			r = cache_fetch(c, dfd, name, rel, in);
+	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion == in->dversion) {
 		r = 0;		/* our copy is the committed one */
 	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
 		r = 0;		/* changed here too: the push will keep both (conflict copy) */
@@ -762,13 +828,20 @@ static int list_one(void *arg, const char *name, uint64_t ino, uint8_t type)
 	return r == -EEXIST ? 0 : r;
 }
 
+/* The validation table also remembers listings, under a salted key. */
+#define LISTED(ino) ((ino) ^ 0x4c49535445440000ULL)
+
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
 	struct list_ctx l = { c, dfd, rel, NULL, 0, 0 };
 	size_t i;
 	int r;
 
+	if (cache_fresh(c, LISTED(dino)))
+		return 0;	/* listed within attr_timeout */
 	r = pohm_ns_readdir(c->ns, dino, list_one, &l);
+	if (!r)
+		cache_mark_fresh(c, LISTED(dino));
 	for (i = 0; i < l.n; i++)
 		free(l.names[i]);
 	free(l.names);
@@ -806,8 +879,23 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		st->st_ctim.tv_sec = rec.ctime.sec;
 		st->st_ctim.tv_nsec = rec.ctime.nsec;
 	} else if (S_ISDIR(rec.mode)) {
-		st->st_mode = rec.mode;		/* local dirs keep u+rwx for the cache's own use */
+		/*
+		 * Local directories keep u+rwx for the cache's own use, and their
+		 * times move when a fetch renames a file into them: show the
+		 * stored mode and times (entry changes do not touch a stored
+		 * directory's times: a documented limit).
+		 */
+		st->st_mode = rec.mode;
+		st->st_atim.tv_sec = rec.atime.sec;
+		st->st_atim.tv_nsec = rec.atime.nsec;
+		st->st_mtim.tv_sec = rec.mtime.sec;
+		st->st_mtim.tv_nsec = rec.mtime.nsec;
+		st->st_ctim.tv_sec = rec.ctime.sec;
+		st->st_ctim.tv_nsec = rec.ctime.nsec;
 	}
+	/* The link count is the storage's: local hardlinks are made lazily. */
+	if (rec.nlink)
+		st->st_nlink = rec.nlink;
 	pohm_jrec_clear(&rec);
 }
 

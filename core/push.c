@@ -136,7 +136,7 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 	struct pohm_setattr sa = { 0 };
 	int r;
 
-	if ((st->st_mode & 07777) != (rec->mode & 07777) && !S_ISDIR(st->st_mode)) {
+	if ((st->st_mode & 07777) != (rec->mode & 07777)) {
 		sa.mask |= POHM_SET_MODE;
 		sa.mode = st->st_mode & 07777;
 	}
@@ -273,10 +273,38 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return r;
 }
 
+/* Mode, owner and times of a directory (or other non-regular) local copy. */
+static int push_dir_attrs(struct pohm_cache *c, const char *rel, const struct stat *st)
+{
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	uint64_t ino;
+	int r;
+
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
+		return 0;
+	r = pohm_journal_get(&c->j, ino, &rec);
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	memset(&in, 0, sizeof(in));
+	r = push_attrs(c, &rec, st, &in);
+	if (r > 0) {
+		pohm_journal_note_inode(&rec, &in);
+		pohm_journal_put(&c->j, &rec);
+	}
+	pohm_inode_clear(&in);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 {
-	int fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	int r;
+	int fd, r;
+	struct stat st;
+
+	if (!pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, rel, &st) : 0;
+	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {
 		/* Our own mode-000 stub or a file without read permission. */
