@@ -43,7 +43,7 @@ static void bench_hdr(struct pohm_cmd *h, int32_t cmd, const uint8_t *id, uint32
 	memcpy(h->id.id, id, POHM_ID_SIZE);
 	h->id.group = group;
 	h->cmd = cmd;
-	h->flags = POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT;
+	h->flags = POHM_FLAG_NEED_ACK;	/* no DIRECT: a non-owner forwards */
 	h->trans = trans;
 	h->size = size;
 }

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	struct node_config cfg;
-	static char err[8192];
+	char err[8192];
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);

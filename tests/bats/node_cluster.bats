@@ -212,3 +212,10 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	run "$CLUSTER_BIN" start "$CLUSTER_DIR" --groups 2
 	[ "$status" -ne 0 ]	# 1-1 still runs: refuse a second start
 }
+
+@test "the man page renders without warnings" {
+	command -v man >/dev/null || skip "man is not installed"
+	run sh -c "MANWIDTH=80 man --warnings -l '$BATS_TEST_DIRNAME/../../man/pohmelfs-node.8' 2>&1 >/dev/null"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
