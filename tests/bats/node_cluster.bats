@@ -219,3 +219,33 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
 }
+
+@test "the owner of every key follows the ring rule, wrap-around included (§3.6)" {
+	cluster_start ring --groups 1 --nodes-per-group 3 --ids 4
+	# Every (id, node) of the group, sorted as 64-byte big-endian numbers.
+	for n in 1-1 1-2 1-3; do
+		node_client "$n" handshake | sed -n "s/^id \([0-9a-f]*\)$/\1 $n/p"
+	done | sort >"$TMP/ring"
+	[ "$(wc -l <"$TMP/ring")" -eq 12 ]
+	low=$(head -n 1 "$TMP/ring" | cut -d' ' -f1)
+	for i in $(seq 1 40); do
+		k=$(node_keyid "ring-$i")
+		# The largest id <= k; none means wrap to the largest id of all.
+		owner=$(awk -v k="$k" '$1 <= k { o = $2 } END { print o }' "$TMP/ring")
+		[ -n "$owner" ] || owner=$(tail -n 1 "$TMP/ring" | cut -d' ' -f2)
+		echo "v$i" >"$TMP/v"
+		run node_client 1-1 --nodirect put "ring-$i" "$TMP/v"
+		[ "$status" -eq 0 ]
+		run node_client "$owner" lookup "ring-$i"
+		[ "$status" -eq 0 ]
+	done
+	# A key below the lowest id belongs to the owner of the largest id.
+	k=$(for i in $(seq 1 400); do node_keyid "w-$i"; done | awk -v l="$low" '$1 < l { print; exit }')
+	[ -n "$k" ]
+	owner=$(tail -n 1 "$TMP/ring" | cut -d' ' -f2)
+	echo wrap >"$TMP/v"
+	run node_client 1-1 --nodirect --hex put "$k" "$TMP/v"
+	[ "$status" -eq 0 ]
+	run node_client "$owner" --hex lookup "$k"
+	[ "$status" -eq 0 ]
+}
