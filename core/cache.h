@@ -69,6 +69,9 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl);
 /* After the real open of a path under the prefix: learn its local identity. */
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd);
+/* A file created under the prefix without a prior pohm_cache_create (libc's
+ * own mkstemp): make its storage entry now.  0 (also if known already). */
+int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd);
 /* Undo a create whose real open failed. */
 void pohm_cache_create_undo(struct pohm_cache *c, const char *rel);
 

@@ -113,6 +113,44 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	return r;
 }
 
+int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
+{
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	const char *name;
+	struct stat st;
+	uint64_t dino, ino;
+	int dfd, r;
+
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		return r;
+	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* known already */
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (st.st_mode & 07777),
+			   (uint32_t)st.st_uid, (uint32_t)st.st_gid, 0, 0, &in);
+	pohm_sys_close(dfd);
+	if (r < 0)
+		return r;
+	memset(&rec, 0, sizeof(rec));
+	pohm_journal_note_inode(&rec, &in);
+	pohm_inode_clear(&in);
+	/* Recorded as the empty committed version: any content is a change to push. */
+	rec.ldev = (uint64_t)st.st_dev;
+	rec.lino = (uint64_t)st.st_ino;
+	rec.lsize = st.st_size ? (uint64_t)-1 : 0;
+	rec.lctime.sec = st.st_ctim.tv_sec;
+	rec.lctime.nsec = (uint32_t)st.st_ctim.tv_nsec;
+	rec.recorded_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
 {
 	const char *name;
@@ -184,6 +222,14 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 		goto out;
 	ino = local_ino(c, dfd, name);
 	r = dir ? pohm_ns_rmdir(c->ns, dino, name) : pohm_ns_unlink(c->ns, dino, name);
+	if (r == -ENOENT && !ino) {
+		struct stat lst;
+
+		/* Only here (made behind the storage's back, e.g. by libc's mkstemp): local only. */
+		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+			r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
+		goto out;
+	}
 	if (r)
 		goto out;
 	/* The storage change is made; the local copy follows. */
