@@ -103,7 +103,7 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 		[[ "$s1 $s2" == "0 95" || "$s1 $s2" == "95 0" ]]
 	done
 	# Without NEED_ACK a wrongly directed request gets nothing at all (§10.7).
-	for i in 0 1 2 3 4 5 6 7; do
+	for i in 0 1 2; do
 		run node_client 1-1 --noack --timeout 1 lookup "key-$i"
 		[[ $status -eq 0 || $status -eq 124 ]]
 	done

@@ -50,7 +50,7 @@ header() {
 
 @test "random payloads behind valid headers of every command get an error or an answer" {
 	for cmd in 1 2 3 4 5 8 11 13 14 15 16 17 19 23 24 25 26 27 99; do
-		for size in 0 7 208 300; do
+		for size in 0 300; do
 			{ header "$cmd" 1 5 "$size"; head -c "$size" /dev/urandom; } >"$TMP/pkt"
 			run c --timeout 2 send-file "$TMP/pkt"
 			[[ $status -eq 0 || $status -eq 124 ]]
