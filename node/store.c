@@ -954,6 +954,8 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 			return rec_hash(oldfd, old, res->csum);
 		return 0;
 	}
+	if (io->offset > NODE_STORE_MAX_OBJECT || io->size > NODE_STORE_MAX_OBJECT)
+		return -EFBIG;		/* also keeps old size + offset from wrapping */
 	memset(&l, 0, sizeof(l));
 	l.oldfd = -1;
 	l.data = w->data;

@@ -249,3 +249,15 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	c --offset $((40 << 20)) --size 4096 --out "$TMP/piece" get big 2>/dev/null
 	cmp "$TMP/piece" <(tail -c +$(((40 << 20) + 1)) "$TMP/big" | head -c 4096)
 }
+
+@test "offsets beyond the object size limit get -27 (EFBIG) and leave the record intact" {
+	printf 'keep me' >"$TMP/v"
+	c put k "$TMP/v" >/dev/null
+	run c --append --offset 18446744073709551600 put k "$TMP/v"
+	[ "$status" -eq 27 ]
+	run c --offset 1099511627776 put k "$TMP/v"
+	[ "$status" -eq 27 ]
+	run c --csum get k
+	[ "$status" -eq 0 ]
+	[[ $output == *"keep me" ]]
+}
