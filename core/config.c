@@ -208,7 +208,7 @@ struct cfg_key {
 
 static const struct cfg_key keys[] = {
 	{ "server", T_SERVER, NULL, F(servers),
-	  "addr:port[:family] with a numeric IPv4 or [IPv6] address, family 2 or 10" },
+	  "addr:port[:family] with a numeric IPv4 or [IPv6] address (or localhost), family 2 or 10" },
 	{ "fsid", T_NAME, "pohmelfs", F(fsid), "a name of 1-255 printable bytes without '/' or spaces" },
 	{ "groups", T_GROUPS, NULL, F(groups), "group numbers 1..4294967295 separated by ':' (e.g. 1:2:3), no repeats" },
 	{ "successful_write_count", T_UINT, NULL, F(successful_write_count),
@@ -247,8 +247,28 @@ static int key_index(const char *name)
 	return -1;
 }
 
-/* Parse text into the typed field (if any); 0 or -EINVAL. */
-static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v)
+/*
+ * prefix= and cache_dir= name directories: one that exists must be one
+ * (prefix= is created on first use when missing, DESIGN.md §1), and the
+ * prefix cannot be "/" (the shim would take over the whole tree).  NULL if
+ * fine, else what is wrong, for the message.
+ */
+static const char *check_dir(const struct cfg_key *k, const char *v)
+{
+	struct stat st;
+	const char *p = v;
+
+	while (*p == '/')
+		p++;
+	if (!*p && !strcmp(k->name, "prefix"))
+		return "is the root directory itself";
+	if (!pohm_sys_fstatat(AT_FDCWD, v, &st, 0) && !S_ISDIR(st.st_mode))
+		return "exists and is not a directory";
+	return NULL;
+}
+
+/* Parse text into the typed field (if any); 0 or -EINVAL (*why may say why). */
+static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v, const char **why)
 {
 	char *field = k->off >= 0 ? (char *)c + k->off : NULL;
 	uint64_t u;
@@ -262,6 +282,8 @@ static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v)
 		if (!*v || strlen(v) >= (k->type == T_COOKIE ? 32 : (field ? k->size : 4096)))
 			return -EINVAL;
 		if (k->type == T_ABSPATH && v[0] != '/')
+			return -EINVAL;
+		if (k->type == T_ABSPATH && why && (*why = check_dir(k, v)))
 			return -EINVAL;
 		break;
 	case T_NAME:
@@ -328,12 +350,16 @@ static int set_idx(struct pohm_config *c, unsigned i, const char *value,
 		   enum pohm_cfg_origin origin, const char *where, char *err, size_t errlen)
 {
 	const struct cfg_key *k = &keys[i];
+	const char *why = NULL;
 	char *copy;
 
-	if (apply(c, k, value)) {
+	if (apply(c, k, value, &why)) {
 		if (k->type == T_SERVER && c->nservers >= POHM_MAX_SERVERS)
 			errf(err, errlen, "%s%s=%s: too many servers (at most %d)", where, k->name,
 			     value, POHM_MAX_SERVERS);
+		else if (why)
+			errf(err, errlen, "%s%s=%s: %s, expected %s", where, k->name, value, why,
+			     k->expect);
 		else
 			errf(err, errlen, "%s%s=%s: invalid value, expected %s", where, k->name,
 			     value, k->expect);
@@ -360,13 +386,64 @@ static int set_idx(struct pohm_config *c, unsigned i, const char *value,
 	return 0;
 }
 
+/* Edit distance of a and b, capped: enough to suggest a key for a typo. */
+static unsigned distance(const char *a, const char *b)
+{
+	unsigned row[64], i, j, diag, up;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la >= 64 || lb >= 64)
+		return 99;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			up = row[j];
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/* "unknown configuration key" message: the key, the line, a suggestion. */
+static void unknown_key(char *err, size_t errlen, const char *where, const char *key,
+			const char *value)
+{
+	unsigned i, best = 3, d;
+	const char *hint = NULL;
+
+	for (i = 0; i < NKEYS; i++) {
+		d = distance(key, keys[i].name);
+		if (d < best) {
+			best = d;
+			hint = keys[i].name;
+		}
+	}
+	if (hint)
+		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
+		     "of pohmelfs.conf(5); did you mean \"%s\"?", where, key, key, value ? "=" : "",
+		     value ? value : "", hint);
+	else
+		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
+		     "of pohmelfs.conf(5)", where, key, key, value ? "=" : "", value ? value : "");
+}
+
 int pohm_config_set(struct pohm_config *c, const char *key, const char *value,
 		    enum pohm_cfg_origin origin, char *err, size_t errlen)
 {
 	int i = key_index(key);
 
 	if (i < 0) {
-		errf(err, errlen, "%s: unknown configuration key", key);
+		unknown_key(err, errlen, "", key, value);
 		return -ENOENT;
 	}
 	return set_idx(c, (unsigned)i, value, origin, "", err, errlen);
@@ -388,7 +465,7 @@ void pohm_config_defaults(struct pohm_config *c)
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < NKEYS; i++)
 		if (keys[i].dflt)
-			apply(c, &keys[i], keys[i].dflt);	/* defaults are valid by construction */
+			apply(c, &keys[i], keys[i].dflt, NULL);	/* valid by construction */
 	if (gethostname(c->host_id, sizeof(c->host_id) - 1) || parse_name(c->host_id, 256))
 		memcpy(c->host_id, "localhost", sizeof("localhost"));
 }
@@ -456,7 +533,12 @@ int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
 		*ke = 0;
 		i = key_index(ks);
 		if (i < 0) {
-			errf(err, errlen, "%sunknown configuration key \"%s\"", where, ks);
+			if (eq) {
+				s = eq + 1;
+				trim(&s, &e);
+				*e = 0;
+			}
+			unknown_key(err, errlen, where, ks, eq ? s : NULL);
 			return -EINVAL;
 		}
 		if (!eq) {
@@ -629,6 +711,8 @@ int pohm_config_load(struct pohm_config *c, char *const *envp, char *err, size_t
 
 int pohm_config_check_client(const struct pohm_config *c, char *err, size_t errlen)
 {
+	int i;
+
 	if (!c->nservers) {
 		errf(err, errlen, "no server configured: set POHMELFS_SERVERS=addr:port[,...] "
 			     "or server=addr:port in the configuration file");
@@ -639,10 +723,16 @@ int pohm_config_check_client(const struct pohm_config *c, char *err, size_t errl
 			     "or groups=1:2:3 in the configuration file");
 		return -EINVAL;
 	}
-	if (c->successful_write_count > c->ngroups || (c->raw[key_index("successful_write_count")] &&
-						       !c->successful_write_count)) {
-		errf(err, errlen, "successful_write_count=%u: expected 1 to %u (the number of groups)",
-		     c->successful_write_count, c->ngroups);
+	i = key_index("successful_write_count");
+	if (c->successful_write_count > c->ngroups || (c->raw[i] && !c->successful_write_count)) {
+		errf(err, errlen, "%ssuccessful_write_count=%u: more than the %u group%s of groups=%s, "
+		     "expected 1 to %u", c->origin[i] == POHM_CFG_ENV ?
+		     "POHMELFS_SUCCESSFUL_WRITE_COUNT: " : "", c->successful_write_count, c->ngroups,
+		     c->ngroups == 1 ? "" : "s", pohm_config_raw(c, "groups"), c->ngroups);
+		if (!c->successful_write_count)
+			errf(err, errlen, "%ssuccessful_write_count=0: expected 1 to %u (the number "
+			     "of groups)", c->origin[i] == POHM_CFG_ENV ?
+			     "POHMELFS_SUCCESSFUL_WRITE_COUNT: " : "", c->ngroups);
 		return -EINVAL;
 	}
 	return 0;

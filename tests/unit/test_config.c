@@ -200,3 +200,233 @@ TEST(client_check_messages)
 	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), -EINVAL);
 	pohm_config_free(&c);
 }
+
+/* ---- one test per class of configuration error (issue 9) ---- */
+
+/* err is one line that names every string of want[] (NULL-terminated). */
+static int one_line_naming(const char *err, const char *const *want)
+{
+	if (!err[0] || strchr(err, '\n')) {
+		printf("# not one line: \"%s\"\n", err);
+		return 0;
+	}
+	for (; *want; want++)
+		if (!strstr(err, *want)) {
+			printf("# \"%s\" does not name \"%s\"\n", err, *want);
+			return 0;
+		}
+	return 1;
+}
+
+static int parse(struct pohm_config *c, const char *text, char *err)
+{
+	err[0] = 0;
+	return pohm_config_parse_text(c, text, strlen(text), "f.conf", err, POHM_CFG_ERRLEN);
+}
+
+TEST(error_unknown_key)
+{
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+
+	pohm_config_defaults(&c);
+	EXPECT_EQ_INT(parse(&c, "groups=1\ngrups=1:2\n", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:2:", "unknown configuration key "
+			       "\"grups\"", "grups=1:2", "expected a key of pohmelfs.conf(5)",
+			       "did you mean \"groups\"", NULL }));
+	EXPECT_EQ_INT(parse(&c, "zzzzzzzzzz = 7\n", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:1:", "\"zzzzzzzzzz\"", "zzzzzzzzzz=7",
+			       "expected a key", NULL }));
+	EXPECT(strstr(err, "did you mean") == NULL);
+	EXPECT_EQ_INT(parse(&c, "bogus\n", err), -EINVAL);	/* a bare word */
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:1:", "\"bogus\"", NULL }));
+	/* Environment names that are not keys are not errors (POHMELFS_CONFIG, test-only ones). */
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){ "POHMELFS_NOT_A_KEY=1", NULL }, err,
+					   sizeof(err)), 0);
+	pohm_config_free(&c);
+}
+
+TEST(error_bad_number)
+{
+	static const char *bad[][3] = {
+		/* key, value, a word of the expectation */
+		{ "sync_timeout", "5s", "seconds" }, { "attr_timeout", "-1", "seconds" },
+		{ "read_wait_timeout", "1e3", "seconds" }, { "keepalive_interval", "", "seconds" },
+		{ "successful_write_count", "two", "number" },
+		{ "successful_write_count", "-1", "number" },
+		{ "cache_size", "1.5G", "bytes" }, { "cache_size", "G", "bytes" },
+		{ "cache_min_free", "101%", "N%" }, { "cache_size", "99999999999999999999", "bytes" },
+		{ "sync_on_close", "2", "0 or 1" }, { "stats", "enable", "0 or 1" },
+	};
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN], line[128];
+	size_t i;
+
+	pohm_config_defaults(&c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line), "%s=%s", bad[i][0], bad[i][1]);
+		EXPECT_EQ_INT(set(&c, bad[i][0], bad[i][1], err), -EINVAL);
+		EXPECT(one_line_naming(err, (const char *[]){ line, "expected", bad[i][2], NULL }));
+	}
+	/* The same from a file names the line, from the environment the variable. */
+	EXPECT_EQ_INT(parse(&c, "\n\nsync_timeout = soon\n", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:3:", "sync_timeout=soon",
+			       "expected seconds", NULL }));
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){ "POHMELFS_CACHE_SIZE=lots", NULL }, err,
+					   sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "POHMELFS_CACHE_SIZE:", "cache_size=lots",
+			       "expected bytes", NULL }));
+	pohm_config_free(&c);
+}
+
+TEST(error_bad_address)
+{
+	static const char *bad[] = {
+		"example.org:1025", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:1025:3", "256.0.0.1:1025", "[::1:1025", "127.0.0.1:1025:2:x", "",
+	};
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN], line[128];
+	size_t i;
+
+	pohm_config_defaults(&c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line), "server=%s:", bad[i]);
+		EXPECT_EQ_INT(set(&c, "server", bad[i], err), -EINVAL);
+		EXPECT(one_line_naming(err, (const char *[]){ line, "expected addr:port", NULL }));
+	}
+	EXPECT_EQ_INT(c.nservers, 0);
+	/* One bad item of the comma list is named alone. */
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){
+		"POHMELFS_SERVERS=127.0.0.1:1025,nohost:1,127.0.0.1:1026", NULL }, err, sizeof(err)),
+		-EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "POHMELFS_SERVERS:", "server=nohost:1:",
+			       "numeric IPv4", NULL }));
+	pohm_config_free(&c);
+}
+
+TEST(error_prefix_relative_or_not_a_directory)
+{
+	char file[] = "/tmp/pohm-test-prefix-XXXXXX", dir[] = "/tmp/pohm-test-prefixd-XXXXXX";
+	char missing[64], under[64], line[128];
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+	int fd = mkstemp(file);
+
+	EXPECT(fd >= 0);
+	close(fd);
+	EXPECT(mkdtemp(dir) != NULL);
+	pohm_config_defaults(&c);
+	EXPECT_EQ_INT(set(&c, "prefix", "relative/dir", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "prefix=relative/dir:",
+			       "expected an absolute directory path", NULL }));
+	EXPECT_EQ_INT(set(&c, "prefix", "./p", err), -EINVAL);
+	EXPECT_EQ_INT(set(&c, "prefix", "", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "prefix=:", "expected an absolute", NULL }));
+	snprintf(line, sizeof(line), "prefix=%s: exists and is not a directory", file);
+	EXPECT_EQ_INT(set(&c, "prefix", file, err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ line, "expected an absolute directory path",
+			       NULL }));
+	EXPECT_EQ_INT(set(&c, "prefix", "/", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "prefix=/:", "root directory", NULL }));
+	EXPECT_EQ_INT(set(&c, "prefix", "//", err), -EINVAL);
+	/* A path below a file cannot become a directory either: that is the mount's error
+	 * (ENOTDIR at first use); a missing one is created then, so it is fine here. */
+	snprintf(under, sizeof(under), "%s/sub", file);
+	EXPECT_EQ_INT(set(&c, "prefix", under, err), 0);
+	snprintf(missing, sizeof(missing), "%s/not/yet", dir);
+	EXPECT_EQ_INT(set(&c, "prefix", missing, err), 0);
+	EXPECT_EQ_INT(set(&c, "prefix", dir, err), 0);
+	EXPECT_EQ_STR(pohm_config_raw(&c, "prefix"), dir);
+	/* cache_dir follows the same rule. */
+	EXPECT_EQ_INT(set(&c, "cache_dir", file, err), -EINVAL);
+	EXPECT(strstr(err, "cache_dir=") && strstr(err, "not a directory"));
+	EXPECT_EQ_INT(set(&c, "cache_dir", "state", err), -EINVAL);
+	/* From the environment: the variable is named too. */
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){ "POHMELFS_PREFIX=relative", NULL }, err,
+					   sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "POHMELFS_PREFIX:", "prefix=relative:",
+			       "expected an absolute directory path", NULL }));
+	pohm_config_free(&c);
+	unlink(file);
+	rmdir(dir);
+}
+
+TEST(error_groups_empty)
+{
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+
+	pohm_config_defaults(&c);
+	EXPECT_EQ_INT(set(&c, "groups", "", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "groups=:", "expected group numbers", NULL }));
+	EXPECT_EQ_INT(set(&c, "groups", ":", err), -EINVAL);
+	EXPECT_EQ_INT(set(&c, "groups", "1::2", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "groups=1::2:", "expected", NULL }));
+	EXPECT_EQ_INT(parse(&c, "groups =\n", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:1:", "groups=:", "expected", NULL }));
+	EXPECT_EQ_INT(parse(&c, "groups\n", err), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "f.conf:1:", "groups", "missing value",
+			       NULL }));
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){ "POHMELFS_GROUPS=", NULL }, err,
+					   sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "POHMELFS_GROUPS:", "groups=:", NULL }));
+	/* Never set at all: the client check says which key is missing and how to set it. */
+	EXPECT_EQ_INT(set(&c, "server", "127.0.0.1:1025", err), 0);
+	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "no groups configured", "POHMELFS_GROUPS=",
+			       "groups=", NULL }));
+	pohm_config_free(&c);
+}
+
+TEST(error_write_count_above_groups)
+{
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+
+	pohm_config_defaults(&c);
+	EXPECT_EQ_INT(parse(&c, "server=127.0.0.1:1025\ngroups=1:2\nsuccessful_write_count=3\n",
+			    err), 0);		/* the file alone is well-formed... */
+	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), -EINVAL);	/* ...not usable */
+	EXPECT(one_line_naming(err, (const char *[]){ "successful_write_count=3", "2 groups",
+			       "groups=1:2", "expected 1 to 2", NULL }));
+	EXPECT(strstr(err, "POHMELFS_") == NULL);
+	EXPECT_EQ_INT(pohm_config_load_env(&c, (char *[]){ "POHMELFS_SUCCESSFUL_WRITE_COUNT=5",
+					   "POHMELFS_GROUPS=7", NULL }, err, sizeof(err)), 0);
+	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "POHMELFS_SUCCESSFUL_WRITE_COUNT:",
+			       "successful_write_count=5", "1 group ", "groups=7", "expected 1 to 1",
+			       NULL }));
+	EXPECT_EQ_INT(set(&c, "successful_write_count", "0", err), 0);
+	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), -EINVAL);
+	EXPECT(one_line_naming(err, (const char *[]){ "successful_write_count=0", "expected 1 to 1",
+			       NULL }));
+	EXPECT_EQ_INT(set(&c, "successful_write_count", "1", err), 0);
+	EXPECT_EQ_INT(pohm_config_check_client(&c, err, sizeof(err)), 0);
+	pohm_config_free(&c);
+}
+
+TEST(every_key_of_the_design_is_known)
+{
+	/* DESIGN.md §1 and the man page pohmelfs.conf(5) list exactly these. */
+	static const char *names[] = {
+		"server", "fsid", "groups", "sync_timeout", "sync_on_close", "successful_write_count",
+		"noreadcsum", "http_compat", "read_wait_timeout", "write_wait_timeout",
+		"keepalive_interval", "prefix", "cache_dir", "cache_size", "cache_min_free",
+		"attr_timeout", "read_repair", "auth_cookie", "protocol", "host_id", "log",
+		"log_level", "stats",
+	};
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+	size_t i;
+
+	pohm_config_defaults(&c);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int r = set(&c, names[i], "", err);
+
+		if (r == -ENOENT)
+			printf("# %s is not a key\n", names[i]);
+		EXPECT(r != -ENOENT);
+	}
+	pohm_config_free(&c);
+}
