@@ -249,3 +249,24 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	run node_client "$owner" --hex lookup "$k"
 	[ "$status" -eq 0 ]
 }
+
+@test "the project's raw client round-trips data through a 3-group cluster (issue 5: done when)" {
+	[ -x "$POHM_BUILD/pohmelfs" ] || skip "build/pohmelfs (issue 4) is not built"
+	cluster_start raw --groups 3 --nodes-per-group 2
+	export POHMELFS_FSID=node-test POHMELFS_CONFIG=/dev/null
+	head -c 3000000 /dev/urandom >"$TMP/in"
+	"$POHM_BUILD/pohmelfs" put rawkey <"$TMP/in"
+	"$POHM_BUILD/pohmelfs" get rawkey >"$TMP/out"
+	cmp "$TMP/in" "$TMP/out"
+	run "$POHM_BUILD/pohmelfs" lookup rawkey
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'size 3000000' <<<"$output")" -eq 3 ]
+	# One copy per group, on the node the ring names.
+	for g in 1 2 3; do
+		[ $(($(find "$(cluster_dir "$g-1")/data" -type f | wc -l) +
+		     $(find "$(cluster_dir "$g-2")/data" -type f | wc -l))) -ge 1 ]
+	done
+	"$POHM_BUILD/pohmelfs" del rawkey
+	run "$POHM_BUILD/pohmelfs" get rawkey
+	[ "$status" -ne 0 ]
+}
