@@ -270,3 +270,14 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	run "$POHM_BUILD/pohmelfs" get rawkey
 	[ "$status" -ne 0 ]
 }
+
+@test "pohmelfs-cluster start on a stopped cluster's directory keeps its data" {
+	cluster_start again --groups 2
+	echo "still here" >"$TMP/v"
+	node_client 1-1 --nodirect put keep "$TMP/v" >/dev/null
+	"$CLUSTER_BIN" stop "$CLUSTER_DIR"
+	eval "$("$CLUSTER_BIN" start "$CLUSTER_DIR" --groups 2)"
+	run node_client 1-1 --nodirect get keep
+	[ "$status" -eq 0 ]
+	[[ $output == *"still here"* ]]
+}
