@@ -52,6 +52,8 @@ struct fwd {
 	uint64_t ptrans;		/* trans on the link */
 	struct node_conn *client;	/* holds a reference */
 	uint64_t ctrans;		/* the client's trans */
+	struct pohm_id id;		/* the request's id and cmd, for an error ack */
+	int32_t cmd;
 	int want_ack;			/* the client set NEED_ACK */
 	uint64_t born;			/* mono ns */
 	struct fwd *next;
@@ -162,6 +164,8 @@ static void fail_forwards(struct fwd *list)
 
 		list = f->next;
 		memset(&h, 0, sizeof(h));
+		h.id = f->id;
+		h.cmd = f->cmd;
 		h.status = -ENXIO;
 		h.trans = f->ctrans;
 		h.flags = POHM_FLAG_REPLY;
@@ -525,6 +529,8 @@ int node_peers_forward(struct node *n, const struct pohm_addr *owner, struct nod
 		f->ptrans = p->next_trans++;
 		f->client = req->conn;
 		f->ctrans = req->cmd.trans;
+		f->id = req->cmd.id;
+		f->cmd = req->cmd.cmd;
 		f->want_ack = !!(req->cmd.flags & POHM_FLAG_NEED_ACK);
 		f->born = pohm_sys_mono_ns();
 		node_conn_get(f->client);

@@ -281,3 +281,21 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	[ "$status" -eq 0 ]
 	[[ $output == *"still here"* ]]
 }
+
+@test "a forward pending when its owner dies ends with -6 (ENXIO), not silence" {
+	cluster_start fwdfail --groups 1 --nodes-per-group 2
+	# A key that 1-2 owns.
+	for i in $(seq 1 50); do
+		echo v >"$TMP/v"
+		node_client 1-2 put "own-$i" "$TMP/v" >/dev/null 2>&1 && { key=own-$i; break; }
+	done
+	[ -n "$key" ]
+	cluster_fault 1-2 hang
+	( sleep 1; "$CLUSTER_BIN" kill "$CLUSTER_DIR" 1-2 KILL ) &
+	run node_client 1-1 --nodirect --timeout 10 get "$key"
+	wait
+	[ "$status" -eq 6 ]
+	# With 1-2 gone, 1-1 owns the whole group.
+	run node_client 1-1 lookup "$key"
+	[ "$status" -eq 2 ]
+}
