@@ -1,8 +1,9 @@
 /*
  * status.c — `pohmelfs status [--json]`, the cluster part: every node
  * (address, state, protocol, ping latency, last error), every group
- * (nodes, backends, ids) and the route table.  Exit 1 when a node is down
- * or a configured group has no route.
+ * (nodes, backends, ids) and the route table; then the cache part
+ * (cache.c) when a prefix is configured.  Exit 1 when a node is down or a
+ * configured group has no route.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -156,7 +157,10 @@ int cmd_status(struct cli *cli)
 		}
 	}
 	if (cli->json)
-		printf("],\"healthy\":%s}\n", bad ? "false" : "true");
+		printf("],\"healthy\":%s", bad ? "false" : "true");
 	pohm_route_free(&rt);
+	status_cache(cli);
+	if (cli->json)
+		printf("}\n");
 	return bad ? 1 : 0;
 }

@@ -1,0 +1,591 @@
+/*
+ * cachetool.c — whole-cache views and maintenance (cachetool.h).
+ *
+ * Sections: open/close · classification · scan · clean · pohmelfsd.
+ *
+ * The journal's on-disk names are journal.c's: records in j/<ino>, the
+ * local index in x/<dev>.<ino> (hex, symlinks whose target is the storage
+ * inode in hex).  clean writes one index entry itself, ahead of the
+ * journal record, for the reason given there.
+ */
+#include "cachetool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sys.h"
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* ---------------------------------------------------------------- open/close */
+
+int pohm_ct_open(struct pohm_ct *t, const char *prefix, const char *cache_dir, char *err,
+		 size_t errlen)
+{
+	char path[4200];
+	struct stat st;
+	ssize_t n;
+	int fd, r;
+
+	memset(t, 0, sizeof(*t));
+	t->j.dirfd = t->pfd = -1;
+	if (strlen(prefix) >= sizeof(t->prefix) || strlen(cache_dir) >= sizeof(t->cache_dir)) {
+		snprintf(err, errlen, "prefix or cache_dir: path too long");
+		return -ENAMETOOLONG;
+	}
+	memcpy(t->prefix, prefix, strlen(prefix) + 1);
+	memcpy(t->cache_dir, cache_dir, strlen(cache_dir) + 1);
+	snprintf(path, sizeof(path), "%s/j", cache_dir);
+	r = pohm_sys_fstatat(AT_FDCWD, path, &st, 0);
+	if (r) {
+		if (r == -ENOENT)
+			snprintf(err, errlen, "cache_dir=%s: no cache yet (nothing under prefix=%s "
+				 "was used)", cache_dir, prefix);
+		else
+			snprintf(err, errlen, "cache_dir=%s: %s", cache_dir, strerror(-r));
+		return r;
+	}
+	r = pohm_journal_open(&t->j, cache_dir);
+	if (r) {
+		snprintf(err, errlen, "cache_dir=%s: %s", cache_dir, strerror(-r));
+		return r;
+	}
+	r = pohm_sys_open_high(AT_FDCWD, prefix, O_PATH | O_DIRECTORY, 0);
+	t->pfd = r < 0 ? -1 : r;
+	fd = pohm_sys_openat(t->j.dirfd, "fsid", O_RDONLY, 0);
+	if (fd >= 0) {
+		n = pohm_sys_read_full(fd, t->fsid, sizeof(t->fsid) - 1);
+		t->fsid[n > 0 ? n : 0] = '\0';
+		pohm_sys_close(fd);
+	}
+	return 0;
+}
+
+void pohm_ct_close(struct pohm_ct *t)
+{
+	pohm_journal_close(&t->j);
+	if (t->pfd >= 0)
+		pohm_sys_close(t->pfd);
+	t->pfd = -1;
+}
+
+/* ---------------------------------------------------------------- classification */
+
+const char *pohm_ct_state_name(enum pohm_ct_state s)
+{
+	static const char *const names[] = {
+		"directory", "other", "clean", "dirty", "stub", "stub-changed", "missing",
+	};
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+/* Dirty by the cache's own rule, settling a racy ctime by the contents of fd. */
+static int differs(const struct pohm_jrec *r, const struct stat *st, int fd)
+{
+	int d = pohm_journal_is_dirty(r, st);
+
+	if ((st->st_mode & 07777) != (r->mode & 07777))
+		return 1;	/* a chmod not pushed yet */
+	if (d != 2)
+		return d;
+	if (fd < 0)
+		return 1;	/* cannot read it: assume changed, as the cache does */
+	return pohm_journal_content_differs(r, fd, (uint64_t)st->st_size) != 0;
+}
+
+enum pohm_ct_state pohm_ct_classify(struct pohm_ct *t, const struct pohm_jrec *r,
+				    struct stat *st)
+{
+	int d, fd;
+
+	memset(st, 0, sizeof(*st));
+	if (S_ISDIR(r->mode))
+		return POHM_CT_DIR;
+	if (!S_ISREG(r->mode))
+		return POHM_CT_OTHER;
+	if (t->pfd < 0 || !r->hint[0] ||
+	    pohm_sys_fstatat(t->pfd, r->hint, st, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)st->st_ino != r->lino || !S_ISREG(st->st_mode)) {
+		memset(st, 0, sizeof(*st));
+		return POHM_CT_MISSING;
+	}
+	if (r->flags & POHM_J_STUB)
+		return st->st_size || (st->st_mode & 07777) ? POHM_CT_STUB_CHANGED : POHM_CT_STUB;
+	if (pohm_journal_is_dirty(r, st) != 2 || (st->st_mode & 07777) != (r->mode & 07777))
+		return differs(r, st, -1) ? POHM_CT_DIRTY : POHM_CT_CLEAN;
+	fd = pohm_sys_openat(t->pfd, r->hint, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	d = differs(r, st, fd);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	return d ? POHM_CT_DIRTY : POHM_CT_CLEAN;
+}
+
+/* ---------------------------------------------------------------- scan */
+
+/* Bytes allocated under dirfd/name (a directory), at most depth levels down. */
+static uint64_t disk_usage(int dirfd, const char *name, int depth)
+{
+	char buf[8192];
+	uint64_t sum = 0;
+	struct stat st;
+	long n;
+	int fd;
+
+	fd = pohm_sys_openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return 0;
+	if (!pohm_sys_fstat(fd, &st))
+		sum += (uint64_t)st.st_blocks * 512;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (pohm_sys_fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;
+			if (S_ISDIR(st.st_mode))
+				sum += depth > 0 ? disk_usage(fd, de->d_name, depth - 1) : 0;
+			else
+				sum += (uint64_t)st.st_blocks * 512;
+		}
+	}
+	pohm_sys_close(fd);
+	return sum;
+}
+
+struct scan_ctx {
+	struct pohm_ct *t;
+	struct pohm_ct_summary *s;
+	int (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_state st,
+		  const struct stat *lst);
+	void *arg;
+};
+
+static int scan_one(void *arg, struct pohm_jrec *r)
+{
+	struct scan_ctx *x = arg;
+	struct pohm_ct_summary *s = x->s;
+	enum pohm_ct_state state;
+	struct stat st;
+
+	state = pohm_ct_classify(x->t, r, &st);
+	s->records++;
+	if (r->flags & POHM_J_CONFLICT)
+		s->conflicts++;
+	switch (state) {
+	case POHM_CT_DIR:
+		s->dirs++;
+		break;
+	case POHM_CT_OTHER:
+		s->others++;
+		break;
+	case POHM_CT_CLEAN:
+	case POHM_CT_DIRTY:
+		s->files++;
+		if (state == POHM_CT_CLEAN) {
+			s->clean++;
+		} else {
+			s->dirty++;
+			s->dirty_bytes += (uint64_t)st.st_size;
+		}
+		s->cached_bytes += (uint64_t)st.st_size;
+		s->cached_disk += (uint64_t)st.st_blocks * 512;
+		if (r->recorded_ns > s->last_ns)
+			s->last_ns = r->recorded_ns;
+		break;
+	case POHM_CT_STUB:
+	case POHM_CT_STUB_CHANGED:
+		s->files++;
+		if (state == POHM_CT_STUB)
+			s->stubs++;
+		else
+			s->stubs_changed++;
+		s->stub_bytes += r->size;
+		break;
+	case POHM_CT_MISSING:
+		s->files++;
+		s->missing++;
+		break;
+	}
+	return x->fn ? x->fn(x->arg, r, state, &st) : 0;
+}
+
+int pohm_ct_scan(struct pohm_ct *t, struct pohm_ct_summary *s,
+		 int (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_state st,
+			   const struct stat *lst),
+		 void *arg)
+{
+	struct scan_ctx x = { t, s, fn, arg };
+
+	memset(s, 0, sizeof(*s));
+	s->state_disk = disk_usage(AT_FDCWD, t->cache_dir, 8);
+	return pohm_journal_each(&t->j, scan_one, &x);
+}
+
+/* ---------------------------------------------------------------- clean */
+
+struct ino_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* Candidates: fetched regular files with data. */
+static int collect(void *arg, struct pohm_jrec *r)
+{
+	struct ino_list *l = arg;
+
+	if (!S_ISREG(r->mode) || (r->flags & POHM_J_STUB) || !r->lsize || !r->hint[0])
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		uint64_t *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = r->ino;
+	return 0;
+}
+
+/* The parent directory of rel under pfd, walked with O_NOFOLLOW; *name is the last part. */
+static int open_parent(int pfd, const char *rel, const char **name)
+{
+	char comp[256];
+	const char *p = rel, *slash;
+	int dfd, nfd;
+
+	dfd = pohm_sys_openat(pfd, ".", O_PATH | O_DIRECTORY, 0);
+	while (dfd >= 0 && (slash = strchr(p, '/'))) {
+		size_t n = (size_t)(slash - p);
+
+		if (!n || n >= sizeof(comp)) {
+			pohm_sys_close(dfd);
+			return -EINVAL;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = pohm_sys_openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+		pohm_sys_close(dfd);
+		dfd = nfd;
+		p = slash + 1;
+	}
+	*name = p;
+	if (dfd >= 0 && !*p) {
+		pohm_sys_close(dfd);
+		return -EINVAL;
+	}
+	return dfd;
+}
+
+/* Where stubs are built: on the prefix's filesystem, as the cache builds fetches. */
+static int open_stage(struct pohm_ct *t)
+{
+	struct stat pst, sst;
+	int r;
+
+	r = pohm_sys_fstat(t->pfd, &pst);
+	if (r)
+		return r;
+	if (!pohm_sys_fstatat(t->j.dirfd, "tmp", &sst, 0) && sst.st_dev == pst.st_dev)
+		return pohm_sys_openat(t->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
+	r = pohm_sys_mkdirat(t->pfd, ".pohmelfs-staging", 0700);
+	if (r && r != -EEXIST)
+		return r;
+	return pohm_sys_openat(t->pfd, ".pohmelfs-staging", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+}
+
+static void index_name(char *out, size_t len, uint64_t dev, uint64_t lino)
+{
+	snprintf(out, len, "x/%" PRIx64 ".%" PRIx64, dev, lino);
+}
+
+/* Point the index entry of local (dev, lino) at ino, as journal_put does. */
+static int index_add(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	char tmp[96], idx[96], target[32];
+	int saved = errno, r;
+
+	index_name(idx, sizeof(idx), dev, lino);
+	snprintf(target, sizeof(target), "%" PRIx64, ino);
+	snprintf(tmp, sizeof(tmp), "tmp/x.%d.c%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	r = syscall(SYS_symlinkat, target, t->j.dirfd, tmp) ? -errno : 0;
+	errno = saved;
+	if (!r) {
+		r = pohm_sys_renameat(t->j.dirfd, tmp, t->j.dirfd, idx);
+		if (r)
+			pohm_sys_unlinkat(t->j.dirfd, tmp, 0);
+	}
+	return r;
+}
+
+/* Drop the index entry of local (dev, lino) if it still names ino. */
+static void index_drop(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	char idx[96];
+	uint64_t have;
+
+	if (pohm_journal_lookup_local(&t->j, dev, lino, &have) || have != ino)
+		return;
+	index_name(idx, sizeof(idx), dev, lino);
+	pohm_sys_unlinkat(t->j.dirfd, idx, 0);
+}
+
+/* Write lease on fd: 0 if nobody else has the file open, -EAGAIN if someone does. */
+static int lease(int fd, int type)
+{
+	return pohm_sys_fcntl(fd, F_SETLEASE, type);
+}
+
+/*
+ * One file: 0 and *verdict, or -errno (counted as failed).  The order is
+ * what makes it safe while programs use the cache:
+ *   1. a write lease: nobody has the file open, and an open by anyone now
+ *      waits until we let go (so nobody writes it under us);
+ *   2. clean by the cache's own rule, checked under the lease;
+ *   3. the stub's index entry first: a process that meets the stub in the
+ *      next moment finds the record (still "fetched", another local inode)
+ *      and fetches the data again, never takes the stub for a file changed
+ *      without the shim;
+ *   4. exchange stub and file (RENAME_EXCHANGE), check that the file we
+ *      leased is the one that moved out (else exchange back);
+ *   5. the record becomes a stub — unless someone changed it meanwhile.
+ */
+static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_verdict *verdict,
+		     uint64_t *freed, struct pohm_jrec *rec)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct stat st, sst, moved;
+	struct pohm_jrec cur;
+	const char *name;
+	char tmp[64];
+	int dfd = -1, fd = -1, sfd = -1, leased = 0, placed = 0, indexed = 0, r;
+	int saved = errno;
+
+	*verdict = POHM_CT_FAILED;
+	*freed = 0;
+	r = pohm_journal_get(&t->j, ino, rec);
+	if (r)
+		return r == -ENOENT ? 1 : r;	/* 1: nothing to do */
+	if (!S_ISREG(rec->mode) || (rec->flags & POHM_J_STUB) || !rec->lsize || !rec->hint[0])
+		return 1;
+	dfd = open_parent(t->pfd, rec->hint, &name);
+	if (dfd < 0)
+		return dfd == -ENOENT || dfd == -ENOTDIR || dfd == -ELOOP ? 1 : dfd;
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0) {
+		r = fd == -ENOENT || fd == -ELOOP ? 1 : fd;
+		goto out;
+	}
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		goto out;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_ino != rec->lino) {
+		r = 1;		/* the name holds something else now */
+		goto out;
+	}
+	if (st.st_nlink > 1) {
+		*verdict = POHM_CT_KEPT_LINKED;
+		r = 0;
+		goto out;
+	}
+	r = lease(fd, F_WRLCK);
+	if (r) {
+		if (r != -EAGAIN)
+			pohm_debug("%s: no lease (%s): kept", rec->hint, strerror(-r));
+		*verdict = POHM_CT_KEPT_BUSY;
+		r = 0;
+		goto out;
+	}
+	leased = 1;
+	if (differs(rec, &st, fd)) {
+		*verdict = POHM_CT_KEPT_DIRTY;
+		r = 0;
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "c.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	sfd = pohm_sys_openat(stage, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
+	if (sfd < 0) {
+		r = sfd;
+		goto out;
+	}
+	placed = 1;
+	syscall(SYS_fchmod, sfd, 0);
+	if (syscall(SYS_geteuid) == 0)
+		syscall(SYS_fchown, sfd, rec->uid, rec->gid);
+	r = pohm_sys_fstat(sfd, &sst);
+	if (!r)
+		r = index_add(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
+	if (r)
+		goto out;
+	indexed = 1;
+	r = syscall(SYS_renameat2, stage, tmp, dfd, name, RENAME_EXCHANGE) ? -errno : 0;
+	if (r == -EINVAL || r == -ENOSYS) {
+		/* No exchange on this filesystem: a plain rename, under our lease. */
+		r = pohm_sys_renameat(stage, tmp, dfd, name);
+		if (!r)
+			placed = 0;
+	} else if (!r) {
+		if (pohm_sys_fstatat(stage, tmp, &moved, AT_SYMLINK_NOFOLLOW) ||
+		    moved.st_ino != st.st_ino || moved.st_dev != st.st_dev) {
+			/* Someone renamed another file into the name meanwhile: put it back. */
+			syscall(SYS_renameat2, stage, tmp, dfd, name, RENAME_EXCHANGE);
+			r = -EBUSY;
+		}
+	} else {
+		goto out;
+	}
+	if (r)
+		goto out;
+	*freed = (uint64_t)st.st_blocks * 512;
+	*verdict = POHM_CT_STUBBED;
+	indexed = 0;
+	/* The data file is gone from the tree; its inode lives until we close fd,
+	 * so its number cannot be reused before its index entry is dropped. */
+	if (!pohm_journal_get(&t->j, ino, &cur)) {
+		if (cur.lino == (uint64_t)st.st_ino && !(cur.flags & POHM_J_STUB)) {
+			cur.flags |= POHM_J_STUB;
+			pohm_journal_note_local(&cur, &sst);
+			r = pohm_journal_put(&t->j, &cur);
+		}
+		pohm_jrec_clear(&cur);
+	}
+	index_drop(t, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ino);
+out:
+	if (indexed)
+		index_drop(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
+	if (placed)
+		pohm_sys_unlinkat(stage, tmp, 0);
+	if (sfd >= 0)
+		pohm_sys_close(sfd);
+	if (leased)
+		lease(fd, F_UNLCK);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	if (dfd >= 0)
+		pohm_sys_close(dfd);
+	errno = saved;
+	return r;
+}
+
+int pohm_ct_clean(struct pohm_ct *t, struct pohm_ct_clean *res,
+		  void (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_verdict v,
+			     uint64_t bytes),
+		  void *arg)
+{
+	struct ino_list l = { NULL, 0, 0 };
+	struct pohm_jrec rec;
+	size_t i;
+	int stage = -1, r;
+
+	memset(res, 0, sizeof(*res));
+	if (t->pfd < 0)
+		return 0;		/* no prefix directory: nothing cached */
+	r = pohm_journal_each(&t->j, collect, &l);
+	if (r)
+		goto out;
+	stage = open_stage(t);
+	if (stage < 0) {
+		r = stage;
+		goto out;
+	}
+	for (i = 0; i < l.n; i++) {
+		enum pohm_ct_verdict v;
+		uint64_t freed;
+
+		memset(&rec, 0, sizeof(rec));
+		r = clean_one(t, stage, l.v[i], &v, &freed, &rec);
+		if (r == 1) {
+			pohm_jrec_clear(&rec);
+			continue;
+		}
+		if (r < 0) {
+			pohm_warn("cache clean: %s: %s", rec.hint[0] ? rec.hint : "?", strerror(-r));
+			v = POHM_CT_FAILED;
+		}
+		switch (v) {
+		case POHM_CT_STUBBED:
+			res->stubbed++;
+			res->freed += freed;
+			break;
+		case POHM_CT_KEPT_DIRTY:
+			res->dirty++;
+			break;
+		case POHM_CT_KEPT_BUSY:
+			res->busy++;
+			break;
+		case POHM_CT_KEPT_LINKED:
+			res->linked++;
+			break;
+		case POHM_CT_FAILED:
+			res->failed++;
+			break;
+		}
+		if (fn)
+			fn(arg, &rec, v, freed);
+		pohm_jrec_clear(&rec);
+	}
+	r = 0;
+out:
+	if (stage >= 0)
+		pohm_sys_close(stage);
+	free(l.v);
+	return r;
+}
+
+/* ---------------------------------------------------------------- pohmelfsd */
+
+int pohm_ct_daemon_pid(const char *cache_dir)
+{
+	char path[4200], buf[64];
+	int fd, saved = errno, alive;
+	ssize_t n;
+	long pid;
+	char *end;
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", cache_dir);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	n = pohm_sys_read_full(fd, buf, sizeof(buf) - 1);
+	pohm_sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	if (pid <= 0 || pid > 0x3fffffff || (*end && *end != '\n'))
+		return 0;
+	alive = !syscall(SYS_kill, (pid_t)pid, 0) || errno == EPERM;
+	errno = saved;
+	if (!alive)
+		return 0;
+	/* A stale pid file whose number was reused by another program is not pohmelfsd. */
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
+	if (fd >= 0) {
+		n = pohm_sys_read_full(fd, buf, sizeof(buf) - 1);
+		pohm_sys_close(fd);
+		if (n > 0 && strncmp(buf, "pohmelfsd", 9))
+			return 0;
+	}
+	return (int)pid;
+}
