@@ -1030,7 +1030,7 @@ int node_corrupt_main(int argc, char **argv)
 		fprintf(stderr, "usage: pohmelfs-node --corrupt-disk DIR ID-HEX (128 hex digits)\n");
 		return EX_LOCAL;
 	}
-	r = node_store_open(&s, argv[0], 0);
+	r = node_store_open(&s, argv[0], 0, 0);
 	if (r) {
 		fprintf(stderr, "%s: %s\n", argv[0], strerror(-r));
 		return EX_LOCAL;

@@ -162,6 +162,10 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 		if (node_parse_size(val, &v) || v < 4096 || v > POHM_MAX_PACKET)
 			return fail(err, errlen, "%s: a size between 4K and 4G, not %s", key, val);
 		c->max_packet = v;
+	} else if (!strcmp(k, "max_object")) {
+		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 36))
+			return fail(err, errlen, "%s: a size between 1M and 64G, not %s", key, val);
+		c->max_object = v;
 	} else if (!strcmp(k, "backend_id")) {
 		if (parse_uint(val, 0x7FFFFFFF, &v))
 			return fail(err, errlen, "%s: not a backend id: %s", key, val);
@@ -181,6 +185,7 @@ static void defaults(struct node_config *c)
 	c->proto_minor = 0;
 	c->threads = NODE_DEFAULT_THREADS;
 	c->max_packet = POHM_MAX_PACKET;
+	c->max_object = 1ULL << 36;
 	c->backend_id = 0;
 }
 

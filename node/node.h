@@ -61,6 +61,7 @@ struct node_config {
 	int proto_major, proto_minor;	/* 3.0 or 2.26 */
 	unsigned threads;		/* worker pool size */
 	uint64_t max_packet;		/* larger headers drop the connection */
+	uint64_t max_object;		/* larger objects get -EFBIG (0 = 64 GiB) */
 	int32_t backend_id;
 };
 

@@ -46,7 +46,7 @@ int node_init(struct node *n, const struct node_config *cfg)
 		n->need_auth = 1;
 		pohm_auth_cookie_from_string(n->cookie, cfg->auth_cookie);
 	}
-	ret = node_store_open(&n->store, cfg->data, cfg->nosync);
+	ret = node_store_open(&n->store, cfg->data, cfg->nosync, cfg->max_object);
 	if (ret) {
 		pohm_err("cannot open the data directory %s: %s", cfg->data, strerror(-ret));
 		goto fail;

@@ -62,6 +62,7 @@ struct node_store {
 	int dirfd;			/* DIR */
 	int subfd[256];			/* DIR/data/XX */
 	int nosync;
+	uint64_t max_object;		/* larger objects get -EFBIG */
 	pthread_mutex_t stripes[REC_STRIPES];	/* per-key locks, by id hash */
 };
 
@@ -103,6 +104,15 @@ static pthread_mutex_t *stripe(struct node_store *s, const uint8_t *id)
 {
 	/* Ids are hashes: any four bytes spread evenly. */
 	return &s->stripes[pohm_le32(id + 4) % REC_STRIPES];
+}
+
+/* CRC of a whole chunk of zeros (a hole); computed once. */
+static uint32_t zero_chunk_crc;
+static pthread_once_t zero_chunk_once = PTHREAD_ONCE_INIT;
+
+static void zero_chunk_init(void)
+{
+	zero_chunk_crc = node_crc32c_zeros(0, REC_CHUNK);
 }
 
 static uint64_t nchunks(uint64_t size, uint32_t chunk)
@@ -324,7 +334,7 @@ static void sweep_temps(int subfd)
 	closedir(d);
 }
 
-int node_store_open(struct node_store **out, const char *dir, int nosync)
+int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object)
 {
 	struct node_store *s = calloc(1, sizeof(*s));
 	int ret = 0, datafd = -1, i;
@@ -338,6 +348,8 @@ int node_store_open(struct node_store **out, const char *dir, int nosync)
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_init(&s->stripes[i], NULL);
 	s->nosync = nosync;
+	s->max_object = max_object && max_object < NODE_STORE_MAX_OBJECT ? max_object
+									 : NODE_STORE_MAX_OBJECT;
 	ret = mkdir_p(AT_FDCWD, dir);
 	if (ret)
 		goto out;
@@ -814,7 +826,13 @@ static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
 		if (p < b && p < l->data_off) {
 			uint64_t e = b < l->data_off ? b : l->data_off;
 
-			crc = node_crc32c_zeros(crc, e - p);
+			if (p == a && e - p == REC_CHUNK) {
+				/* A whole chunk of hole: a far offset costs no CRC work. */
+				pthread_once(&zero_chunk_once, zero_chunk_init);
+				crc = zero_chunk_crc;
+			} else {
+				crc = node_crc32c_zeros(crc, e - p);
+			}
 			if (sha) {
 				static const uint8_t zero[4096];
 				uint64_t z = e - p;
@@ -954,7 +972,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 			return rec_hash(oldfd, old, res->csum);
 		return 0;
 	}
-	if (io->offset > NODE_STORE_MAX_OBJECT || io->size > NODE_STORE_MAX_OBJECT)
+	if (io->offset > s->max_object || io->size > s->max_object)
 		return -EFBIG;		/* also keeps old size + offset from wrapping */
 	memset(&l, 0, sizeof(l));
 	l.oldfd = -1;
@@ -975,7 +993,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 		if (old_err && (io->offset || (io->flags & POHM_IO_APPEND)))
 			return old_err;		/* cannot keep a prefix of a corrupt record */
 	}
-	if (l.data_off > NODE_STORE_MAX_OBJECT || l.len > NODE_STORE_MAX_OBJECT - l.data_off)
+	if (l.data_off > s->max_object || l.len > s->max_object - l.data_off)
 		return -EFBIG;
 	l.size = l.data_off + l.len;
 	if (w->want_csum)
@@ -1100,8 +1118,8 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 	uint64_t end;
 	int fd = -1, ret = 0;
 
-	if (io->offset > NODE_STORE_MAX_OBJECT || io->size > NODE_STORE_MAX_OBJECT - io->offset ||
-	    io->num > NODE_STORE_MAX_OBJECT)
+	if (io->offset > s->max_object || io->size > s->max_object - io->offset ||
+	    io->num > s->max_object)
 		return -EFBIG;
 	end = io->offset + io->size;
 	if (io->flags & POHM_IO_PREPARE) {

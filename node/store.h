@@ -17,7 +17,7 @@
 #include "buf.h"
 #include "proto.h"
 
-#define NODE_STORE_MAX_OBJECT	(1ULL << 36)	/* 64 GiB: larger objects get -EFBIG */
+#define NODE_STORE_MAX_OBJECT	(1ULL << 36)	/* 64 GiB: the largest object ever stored */
 #define NODE_STORE_MAX_IDS	1024		/* ring ids per node */
 
 struct node_store;
@@ -47,9 +47,11 @@ struct node_wres {
 
 /*
  * Open (creating if needed) the store in dir; stale temp files of an
- * interrupted write are removed.  nosync skips every fsync.  0 or -errno.
+ * interrupted write are removed.  nosync skips every fsync.  Writes that
+ * would make an object larger than max_object bytes (at most
+ * NODE_STORE_MAX_OBJECT; 0 = that) get -EFBIG.  0 or -errno.
  */
-int node_store_open(struct node_store **out, const char *dir, int nosync);
+int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object);
 void node_store_close(struct node_store *s);
 
 /*

@@ -227,11 +227,11 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 		node_client "$n" handshake | sed -n "s/^id \([0-9a-f]*\)$/\1 $n/p"
 	done | sort >"$TMP/ring"
 	[ "$(wc -l <"$TMP/ring")" -eq 12 ]
-	low=$(head -n 1 "$TMP/ring" | cut -d' ' -f1)
 	for i in $(seq 1 40); do
 		k=$(node_keyid "ring-$i")
 		# The largest id <= k; none means wrap to the largest id of all.
-		owner=$(awk -v k="$k" '$1 <= k { o = $2 } END { print o }' "$TMP/ring")
+		# ("" x) forces string comparison: hex such as 1e5… looks numeric to awk.
+		owner=$(awk -v k="$k" '("" $1) <= ("" k) { o = $2 } END { print o }' "$TMP/ring")
 		[ -n "$owner" ] || owner=$(tail -n 1 "$TMP/ring" | cut -d' ' -f2)
 		echo "v$i" >"$TMP/v"
 		run node_client 1-1 --nodirect put "ring-$i" "$TMP/v"
@@ -239,14 +239,19 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 		run node_client "$owner" lookup "ring-$i"
 		[ "$status" -eq 0 ]
 	done
-	# A key below the lowest id belongs to the owner of the largest id.
-	k=$(for i in $(seq 1 400); do node_keyid "w-$i"; done | awk -v l="$low" '$1 < l { print; exit }')
-	[ -n "$k" ]
+	# Key 0 is below every id: it wraps to the owner of the largest id.
+	zero=$(printf '0%.0s' $(seq 128))
 	owner=$(tail -n 1 "$TMP/ring" | cut -d' ' -f2)
 	echo wrap >"$TMP/v"
-	run node_client 1-1 --nodirect --hex put "$k" "$TMP/v"
+	run node_client 1-1 --nodirect --hex put "$zero" "$TMP/v"
 	[ "$status" -eq 0 ]
-	run node_client "$owner" --hex lookup "$k"
+	run node_client "$owner" --hex lookup "$zero"
+	[ "$status" -eq 0 ]
+	# A key equal to a ring id belongs to that id's node ("largest id <= key").
+	read -r id owner < <(sed -n 6p "$TMP/ring")
+	run node_client 1-1 --nodirect --hex put "$id" "$TMP/v"
+	[ "$status" -eq 0 ]
+	run node_client "$owner" --hex lookup "$id"
 	[ "$status" -eq 0 ]
 }
 

@@ -42,15 +42,16 @@ static void fuzz_cleanup(void)
 static int fuzz_setup(void)
 {
 	char *argv[] = { "fuzz", "--listen", "127.0.0.1:1", "--group", "1", "--data", dir,
-			 "--nosync", "--ids", "4", "--max-packet", "1M", "--log-level", "error",
-			 NULL };
+			 "--nosync", "--ids", "4", "--max-packet", "1M", "--max-object", "16M",
+			 "--log-level", "error", NULL };
 	struct node_config cfg;
 	char err[512];
 
 	if (!mkdtemp(dir))
 		return -1;
 	atexit(fuzz_cleanup);
-	if (node_config_parse(&cfg, 14, argv, err, sizeof(err))) {
+	if (node_config_parse(&cfg, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, err,
+			      sizeof(err))) {
 		fprintf(stderr, "fuzz: %s\n", err);
 		return -1;
 	}
