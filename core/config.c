@@ -229,7 +229,7 @@ static const struct cfg_key keys[] = {
 	{ "http_compat", T_BOOL, NULL, TEXT_ONLY, "0 or 1" },
 	{ "prefix", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
 	{ "cache_dir", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
-	{ "cache_size", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix" },
+	{ "cache_size", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix, or N%" },
 	{ "cache_min_free", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix, or N%" },
 	{ "attr_timeout", T_SECONDS, NULL, TEXT_ONLY, "seconds, e.g. 1 or 0.5" },
 	{ "stats", T_BOOL, NULL, TEXT_ONLY, "0 or 1" },

@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# ux_config.bats — configuration errors as a user meets them (issue 9):
+# one test per class of bad value, each giving exactly one line that names
+# the key, the value and what is expected (exit status 2 from the tools);
+# a program under the shim with a bad configuration still does everything
+# outside the prefix; the sample configuration parses.
+
+setup() {
+	load lib/common
+	T=$BATS_TEST_TMPDIR
+	P=$B/pohmelfs
+	# Nothing from the machine running the tests.
+	unset $(env | sed -n 's/^\(POHMELFS_[A-Z_]*\)=.*/\1/p')
+	export POHMELFS_CONFIG=/dev/null XDG_CONFIG_HOME=$T/xdg HOME=$T/home
+	# A well-formed client configuration that each test spoils in one place.
+	export POHMELFS_SERVERS=127.0.0.1:1 POHMELFS_GROUPS=1:2:3 POHMELFS_READ_WAIT_TIMEOUT=0.2
+}
+
+# one_line_error CMD...: CMD fails with status 2 and prints exactly one line.
+one_line_error() {
+	run "$@"
+	echo "status $status, output: $output"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ ${lines[0]} == "pohmelfs: "* ]]
+}
+
+@test "config error: an unknown key in the file names the file, line, key and value" {
+	printf 'groups = 1:2\n# comment\ngrups = 1:2:3\n' >"$T/c.conf"
+	one_line_error env POHMELFS_CONFIG="$T/c.conf" "$P" status
+	[[ $output == *"$T/c.conf:3: unknown configuration key \"grups\" in grups=1:2:3"* ]]
+	[[ $output == *"expected a key of pohmelfs.conf(5); did you mean \"groups\"?"* ]]
+	printf 'frobnicate=yes\n' >"$T/d.conf"
+	one_line_error env POHMELFS_CONFIG="$T/d.conf" "$P" stats
+	[[ $output == *"d.conf:1: unknown configuration key \"frobnicate\" in frobnicate=yes: expected a key"* ]]
+}
+
+@test "config error: a bad number names the key, the value and the unit expected" {
+	one_line_error env POHMELFS_SYNC_TIMEOUT=5s "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_SYNC_TIMEOUT: sync_timeout=5s: invalid value, expected seconds, e.g. 5 or 0.5" ]
+	one_line_error env POHMELFS_SUCCESSFUL_WRITE_COUNT=two "$P" status
+	[[ $output == *"successful_write_count=two: invalid value, expected a number of groups"* ]]
+	one_line_error env POHMELFS_CACHE_SIZE=10Q "$P" status
+	[[ $output == *"cache_size=10Q: invalid value, expected bytes with an optional K, M, G or T suffix"* ]]
+	printf 'attr_timeout = -1\n' >"$T/c.conf"
+	one_line_error env POHMELFS_CONFIG="$T/c.conf" "$P" status
+	[[ $output == *"c.conf:1: attr_timeout=-1: invalid value, expected seconds"* ]]
+}
+
+@test "config error: a bad address names the server and the address syntax" {
+	one_line_error env POHMELFS_SERVERS=127.0.0.1:1025,example.org:1025 "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_SERVERS: server=example.org:1025: invalid value, expected addr:port[:family] with a numeric IPv4 or [IPv6] address (or localhost), family 2 or 10" ]
+	printf 'server = 127.0.0.1:70000\n' >"$T/c.conf"
+	one_line_error env -u POHMELFS_SERVERS POHMELFS_CONFIG="$T/c.conf" "$P" status
+	[[ $output == *"c.conf:1: server=127.0.0.1:70000: invalid value, expected addr:port"* ]]
+	# No server at all: which key, and how to set it.
+	one_line_error env -u POHMELFS_SERVERS "$P" status
+	[[ $output == *"no server configured: set POHMELFS_SERVERS=addr:port"* ]]
+}
+
+@test "config error: a relative prefix" {
+	one_line_error env POHMELFS_PREFIX=relative/dir "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_PREFIX: prefix=relative/dir: invalid value, expected an absolute directory path" ]
+	one_line_error env POHMELFS_PREFIX=relative "$P" sync
+	one_line_error env POHMELFS_PREFIX=relative "$P" cache clean
+}
+
+@test "config error: a prefix that exists and is not a directory" {
+	echo data >"$T/file"
+	one_line_error env POHMELFS_PREFIX="$T/file" "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_PREFIX: prefix=$T/file: exists and is not a directory, expected an absolute directory path" ]
+	printf 'prefix = /\n' >"$T/c.conf"
+	one_line_error env POHMELFS_CONFIG="$T/c.conf" "$P" stats
+	[[ $output == *"c.conf:1: prefix=/: is the root directory itself, expected an absolute directory path"* ]]
+	# A missing prefix is fine: it is created on first use.
+	run env POHMELFS_PREFIX="$T/not/yet" "$P" stats
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/not" ]		# ... and stats does not create it
+}
+
+@test "config error: empty groups" {
+	one_line_error env POHMELFS_GROUPS= "$P" status
+	[[ $output == *"POHMELFS_GROUPS: groups=: invalid value, expected group numbers 1..4294967295 separated by ':'"* ]]
+	printf 'groups =\n' >"$T/c.conf"
+	one_line_error env -u POHMELFS_GROUPS POHMELFS_CONFIG="$T/c.conf" "$P" status
+	[[ $output == *"c.conf:1: groups=: invalid value, expected group numbers"* ]]
+	one_line_error env -u POHMELFS_GROUPS "$P" status
+	[[ $output == *"no groups configured: set POHMELFS_GROUPS=1:2:3 or groups=1:2:3"* ]]
+}
+
+@test "config error: successful_write_count larger than the groups" {
+	one_line_error env POHMELFS_GROUPS=1:2 POHMELFS_SUCCESSFUL_WRITE_COUNT=3 "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_SUCCESSFUL_WRITE_COUNT: successful_write_count=3: more than the 2 groups of groups=1:2, expected 1 to 2" ]
+	printf 'groups = 4\nsuccessful_write_count = 2\n' >"$T/c.conf"
+	one_line_error env -u POHMELFS_GROUPS POHMELFS_CONFIG="$T/c.conf" "$P" get k
+	[ "$output" = "pohmelfs: successful_write_count=2: more than the 1 group of groups=4, expected 1 to 1" ]
+}
+
+@test "config error: POHMELFS_CONFIG naming a missing file" {
+	one_line_error env POHMELFS_CONFIG="$T/none.conf" "$P" status
+	[ "$output" = "pohmelfs: POHMELFS_CONFIG=$T/none.conf: no such file" ]
+}
+
+@test "a program under the shim with a bad configuration still works outside the prefix" {
+	preload_ok || skip "cannot preload this build into uninstrumented programs"
+	want_ls=$(ls /)
+	want_host=$(cat /etc/hostname)
+	# The relative prefix: the shim says so once and stays out of the way.
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=relative ls / >"$T/out" 2>"$T/err"
+	[ "$(cat "$T/out")" = "$want_ls" ]
+	[ "$(wc -l <"$T/err")" -eq 1 ]
+	grep -q 'prefix=relative.*absolute' "$T/err"
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=relative cat /etc/hostname >"$T/out" 2>"$T/err"
+	[ "$(cat "$T/out")" = "$want_host" ]
+	[ "$(wc -l <"$T/err")" -eq 1 ]
+	# Every other class: the work outside the prefix is untouched, and the
+	# shim says at most one line about it.
+	echo data >"$T/file"
+	printf 'grups = 1\n' >"$T/bad.conf"
+	for bad in "POHMELFS_PREFIX=$T/file" "POHMELFS_PREFIX=$T/p POHMELFS_GROUPS=" \
+		   "POHMELFS_PREFIX=$T/p POHMELFS_SERVERS=nohost" \
+		   "POHMELFS_PREFIX=$T/p POHMELFS_SYNC_TIMEOUT=soon" \
+		   "POHMELFS_PREFIX=$T/p POHMELFS_CONFIG=$T/bad.conf" \
+		   "POHMELFS_PREFIX=$T/p POHMELFS_GROUPS=1 POHMELFS_SUCCESSFUL_WRITE_COUNT=2"; do
+		# shellcheck disable=SC2086
+		env $bad LD_PRELOAD="$PRELOAD" sh -c 'ls /; cat /etc/hostname' >"$T/out" 2>"$T/err"
+		[ "$(cat "$T/out")" = "$(printf '%s\n%s' "$want_ls" "$want_host")" ]
+		[ "$(wc -l <"$T/err")" -le 1 ]
+	done
+}
+
+@test "the sample configuration parses, also with every key uncommented" {
+	sample=$TOP/conf/pohmelfs.conf
+	run env -u POHMELFS_SERVERS -u POHMELFS_GROUPS POHMELFS_CONFIG="$sample" \
+		POHMELFS_PREFIX="$T/p" "$P" stats
+	[ "$status" -eq 0 ]
+	sed 's/^#\([a-z_]* *=\)/\1/' "$sample" >"$T/all.conf"
+	# every key of the sample is now set (prefix and cache_dir point at
+	# /home/alice, which need not exist; the log goes elsewhere)
+	[ "$(grep -cE '^[a-z_]+ *=' "$T/all.conf")" -ge 23 ]
+	run env -u POHMELFS_SERVERS -u POHMELFS_GROUPS POHMELFS_CONFIG="$T/all.conf" \
+		POHMELFS_LOG="$T/log" "$P" stats
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == "prefix"*"/home/alice/pohmelfs" ]]
+}
