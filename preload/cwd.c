@@ -148,8 +148,10 @@ POHM_EXPORT int fchdir(int fd)
 	char rel[POHM_REL_MAX];
 	struct pohm_pc_pos pos;
 	size_t len;
-	int r = pohm_real.fchdir(fd);
+	int r;
 
+	pohm_init();
+	r = pohm_real.fchdir(fd);
 	if (r < 0 || !pohm_active())
 		return r;
 	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len) < 0 || len >= sizeof(rel)) {
@@ -164,10 +166,12 @@ POHM_EXPORT int fchdir(int fd)
 
 POHM_EXPORT char *getcwd(char *buf, size_t size)
 {
+	pohm_init();
 	return pohm_real.getcwd(buf, size);
 }
 
 POHM_EXPORT char *__getcwd_chk(char *buf, size_t size, size_t buflen)
 {
+	pohm_init();
 	return pohm_real.__getcwd_chk(buf, size, buflen);
 }

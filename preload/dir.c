@@ -63,8 +63,10 @@ POHM_EXPORT DIR *opendir(const char *path)
 
 POHM_EXPORT DIR *fdopendir(int fd)
 {
-	DIR *d = pohm_real.fdopendir(fd);
+	DIR *d;
 
+	pohm_init();
+	d = pohm_real.fdopendir(fd);
 	if (d && pohm_active())
 		stream_opened(d, NULL, NULL);
 	return d;
@@ -106,6 +108,7 @@ POHM_EXPORT struct dirent *readdir(DIR *d)
 	struct dirent *e;
 	int fd;
 
+	pohm_init();
 	if (!stream_ours(d, &fd))
 		return pohm_real.readdir(d);
 	while ((e = pohm_real.readdir(d)) && pohm_hook_readdir(d, fd, (struct dirent64 *)e))
@@ -118,6 +121,7 @@ POHM_EXPORT struct dirent64 *readdir64(DIR *d)
 	struct dirent64 *e;
 	int fd;
 
+	pohm_init();
 	if (!stream_ours(d, &fd))
 		return pohm_real.readdir64(d);
 	while ((e = pohm_real.readdir64(d)) && pohm_hook_readdir(d, fd, e))
@@ -129,6 +133,7 @@ POHM_EXPORT int readdir_r(DIR *d, struct dirent *ent, struct dirent **res)
 {
 	int r, fd;
 
+	pohm_init();
 	if (!stream_ours(d, &fd))
 		return pohm_real.readdir_r(d, ent, res);
 	while (!(r = pohm_real.readdir_r(d, ent, res)) && *res &&
@@ -141,6 +146,7 @@ POHM_EXPORT int readdir64_r(DIR *d, struct dirent64 *ent, struct dirent64 **res)
 {
 	int r, fd;
 
+	pohm_init();
 	if (!stream_ours(d, &fd))
 		return pohm_real.readdir64_r(d, ent, res);
 	while (!(r = pohm_real.readdir64_r(d, ent, res)) && *res &&
@@ -289,16 +295,19 @@ POHM_EXPORT int fts_close(FTS *f)
 
 POHM_EXPORT FTSENT *fts_read(FTS *f)
 {
+	pohm_init();
 	return pohm_real.fts_read(f);
 }
 
 POHM_EXPORT FTSENT *fts_children(FTS *f, int opts)
 {
+	pohm_init();
 	return pohm_real.fts_children(f, opts);
 }
 
 POHM_EXPORT int fts_set(FTS *f, FTSENT *e, int opts)
 {
+	pohm_init();
 	return pohm_real.fts_set(f, e, opts);
 }
 
@@ -333,16 +342,19 @@ POHM_EXPORT int fts64_close(FTS64 *f)
 
 POHM_EXPORT FTSENT64 *fts64_read(FTS64 *f)
 {
+	pohm_init();
 	return pohm_real.fts64_read(f);
 }
 
 POHM_EXPORT FTSENT64 *fts64_children(FTS64 *f, int opts)
 {
+	pohm_init();
 	return pohm_real.fts64_children(f, opts);
 }
 
 POHM_EXPORT int fts64_set(FTS64 *f, FTSENT64 *e, int opts)
 {
+	pohm_init();
 	return pohm_real.fts64_set(f, e, opts);
 }
 

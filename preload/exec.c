@@ -213,20 +213,19 @@ POHM_EXPORT int execlp(const char *file, const char *arg0, ...)
 
 /* ------------------------------------------------------------ spawn */
 
-/* posix_spawn reports errors as its result, not in errno. */
+/* posix_spawn reports errors as its result; errno is left as glibc leaves it. */
 POHM_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	struct pohm_exec_mem m;
 	char *const *env;
-	int r, saved = errno;
+	int r;
 
 	if ((r = exec_pre(AT_FDCWD, path, 0)) < 0)
 		return -r;
 	env = pohm_exec_env(envp, 0, &m);
 	r = pohm_real.posix_spawn(pid, path, fa, attr, argv, env);
 	pohm_exec_env_free(&m);
-	errno = saved;
 	return r;
 }
 
@@ -236,14 +235,13 @@ POHM_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
 {
 	struct pohm_exec_mem m;
 	char *const *env;
-	int r, saved = errno;
+	int r;
 
 	if ((r = execp_pre(file)) < 0)
 		return -r;
 	env = pohm_exec_env(envp, 0, &m);
 	r = pohm_real.posix_spawnp(pid, file, fa, attr, argv, env);
 	pohm_exec_env_free(&m);
-	errno = saved;
 	return r;
 }
 
@@ -262,11 +260,13 @@ POHM_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa,
 
 POHM_EXPORT int system(const char *cmd)
 {
+	pohm_init();
 	return pohm_real.system(cmd);
 }
 
 POHM_EXPORT FILE *popen(const char *cmd, const char *type)
 {
+	pohm_init();
 	return pohm_real.popen(cmd, type);
 }
 
@@ -283,6 +283,7 @@ __attribute__((noinline)) static void dl_pre(const char *file)
 
 POHM_EXPORT void *dlopen(const char *file, int mode)
 {
+	pohm_init();
 	if (pohm_launder(file) && strchr(file, '/'))
 		dl_pre(file);
 	return pohm_real.dlopen(file, mode);
@@ -290,6 +291,7 @@ POHM_EXPORT void *dlopen(const char *file, int mode)
 
 POHM_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
+	pohm_init();
 	if (pohm_launder(file) && strchr(file, '/'))
 		dl_pre(file);
 	return pohm_real.dlmopen(lmid, file, mode);

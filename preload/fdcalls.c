@@ -17,6 +17,7 @@ POHM_EXPORT int close(int fd)
 	struct pohm_fd_info fi;
 	int r, hr = 0;
 
+	pohm_init();
 	if (!pohm_depth && pohm_ifd_is(fd))
 		return pohm_ret(-EBADF);
 	if (!pohm_active())
@@ -51,6 +52,7 @@ POHM_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags)
 {
 	int r;
 
+	pohm_init();
 	if (pohm_depth || lo > hi || (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)))
 		return pohm_real.close_range(lo, hi, flags);
 	if (pohm_active() && !(flags & CLOSE_RANGE_CLOEXEC))
@@ -66,6 +68,7 @@ POHM_EXPORT void closefrom(int lo)
 	unsigned from = lo < 0 ? 0 : (unsigned)lo;
 	int ifd;
 
+	pohm_init();
 	if (pohm_depth || pohm_ifd_first_in(from, ~0u) < 0) {
 		if (pohm_active())
 			pohm_fd_close_hooks(from, ~0u);
@@ -89,6 +92,7 @@ POHM_EXPORT int dup(int fd)
 {
 	int r;
 
+	pohm_init();
 	if (!pohm_depth && pohm_ifd_is(fd))
 		return pohm_ret(-EBADF);
 	r = pohm_real.dup(fd);
@@ -145,6 +149,7 @@ POHM_EXPORT int fcntl(int fd, int cmd, ...)
 	void *arg;
 	int r;
 
+	pohm_init();
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
@@ -160,6 +165,7 @@ POHM_EXPORT int fcntl64(int fd, int cmd, ...)
 	void *arg;
 	int r;
 
+	pohm_init();
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);

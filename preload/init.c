@@ -19,6 +19,8 @@
 
 #include "log.h"
 
+extern char **environ;
+
 /* ------------------------------------------------------------ state */
 
 struct pohm_state pohm_state = { .test_ifd = -1 };
@@ -153,6 +155,16 @@ void pohm_init_slow(void)
 {
 	if (in_init)
 		return;		/* a wrapper called from init itself: depth > 0 */
+	if (!environ) {
+		/*
+		 * Too early to read the configuration: a sanitizer runtime (or
+		 * another preinit function) calls us before libc has set up
+		 * environ.  Resolve the table so the call can go through, and
+		 * leave the rest for later (our constructor at the latest).
+		 */
+		pohm_real_init();
+		return;
+	}
 	pthread_once(&init_once, shim_init);
 }
 

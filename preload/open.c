@@ -99,6 +99,7 @@ POHM_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
  */
 POHM_EXPORT int __open_2(const char *path, int flags)
 {
+	pohm_init();
 	if (needs_mode(flags))
 		return pohm_real.__open_2(path, flags);
 	return do_open(AT_FDCWD, path, flags, 0);
@@ -106,6 +107,7 @@ POHM_EXPORT int __open_2(const char *path, int flags)
 
 POHM_EXPORT int __open64_2(const char *path, int flags)
 {
+	pohm_init();
 	if (needs_mode(flags))
 		return pohm_real.__open64_2(path, flags);
 	return do_open(AT_FDCWD, path, flags | O_LARGEFILE, 0);
@@ -113,6 +115,7 @@ POHM_EXPORT int __open64_2(const char *path, int flags)
 
 POHM_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
+	pohm_init();
 	if (needs_mode(flags))
 		return pohm_real.__openat_2(dirfd, path, flags);
 	return do_open(dirfd, path, flags, 0);
@@ -120,6 +123,7 @@ POHM_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 
 POHM_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
+	pohm_init();
 	if (needs_mode(flags))
 		return pohm_real.__openat64_2(dirfd, path, flags);
 	return do_open(dirfd, path, flags | O_LARGEFILE, 0);

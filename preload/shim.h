@@ -67,6 +67,17 @@ extern POHM_TLS int pohm_depth;
 void pohm_init_slow(void);
 
 /*
+ * Make sure light init ran, so the real table is filled: the first thing a
+ * wrapper does when it calls pohm_real before pohm_active (another
+ * library's constructor may call it before ours runs).
+ */
+static inline void pohm_init(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
+		pohm_init_slow();
+}
+
+/*
  * Make sure light init ran; 1 when this call must be looked at (a prefix
  * is configured and the shim is not running itself), else 0.
  */

@@ -113,11 +113,13 @@ POHM_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int fl
 
 POHM_EXPORT int fstat(int fd, struct stat *st)
 {
+	pohm_init();
 	return fstat_done(fd, pohm_real.fstat(fd, st), st);
 }
 
 POHM_EXPORT int fstat64(int fd, struct stat64 *st)
 {
+	pohm_init();
 	return fstat_done(fd, pohm_real.fstat64(fd, st), st);
 }
 
@@ -205,11 +207,13 @@ POHM_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64
 
 POHM_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
+	pohm_init();
 	return fstat_done(fd, pohm_real.__fxstat(ver, fd, st), st);
 }
 
 POHM_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
+	pohm_init();
 	return fstat_done(fd, pohm_real.__fxstat64(ver, fd, st), st);
 }
 

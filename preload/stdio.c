@@ -158,6 +158,7 @@ POHM_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
 
 POHM_EXPORT FILE *fdopen(int fd, const char *mode)
 {
+	pohm_init();
 	return pohm_real.fdopen(fd, mode);
 }
 
@@ -193,8 +194,10 @@ POHM_EXPORT int fclose(FILE *f)
 /* tmpfile uses O_TMPFILE or an unlinked name in P_tmpdir: never a name in the storage. */
 POHM_EXPORT FILE *tmpfile(void)
 {
-	FILE *f = pohm_real.tmpfile();
+	FILE *f;
 
+	pohm_init();
+	f = pohm_real.tmpfile();
 	if (f && pohm_active())
 		pohm_fd_forget(fileno(f));
 	return f;
@@ -202,8 +205,10 @@ POHM_EXPORT FILE *tmpfile(void)
 
 POHM_EXPORT FILE *tmpfile64(void)
 {
-	FILE *f = pohm_real.tmpfile64();
+	FILE *f;
 
+	pohm_init();
+	f = pohm_real.tmpfile64();
 	if (f && pohm_active())
 		pohm_fd_forget(fileno(f));
 	return f;

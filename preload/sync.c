@@ -29,23 +29,28 @@ static int synced(enum pohm_sync_op op, int fd, int r)
 
 POHM_EXPORT int fsync(int fd)
 {
+	pohm_init();
 	return synced(POHM_SYNC_FSYNC, fd, pohm_real.fsync(fd));
 }
 
 POHM_EXPORT int fdatasync(int fd)
 {
+	pohm_init();
 	return synced(POHM_SYNC_FDATASYNC, fd, pohm_real.fdatasync(fd));
 }
 
 POHM_EXPORT int syncfs(int fd)
 {
+	pohm_init();
 	return synced(POHM_SYNC_FS, fd, pohm_real.syncfs(fd));
 }
 
 POHM_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
-	int r = pohm_real.sync_file_range(fd, off, n, flags);
+	int r;
 
+	pohm_init();
+	r = pohm_real.sync_file_range(fd, off, n, flags);
 	if (!(flags & SYNC_FILE_RANGE_WAIT_AFTER))
 		return r;
 	return synced(POHM_SYNC_RANGE, fd, r);
@@ -56,6 +61,7 @@ POHM_EXPORT void sync(void)
 {
 	int saved;
 
+	pohm_init();
 	pohm_real.sync();
 	if (pohm_active()) {
 		saved = errno;
@@ -82,24 +88,30 @@ static void mapped(void *m, size_t len, int prot, int flags, int fd)
 
 POHM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	void *m = pohm_real.mmap(addr, len, prot, flags, fd, off);
+	void *m;
 
+	pohm_init();
+	m = pohm_real.mmap(addr, len, prot, flags, fd, off);
 	mapped(m, len, prot, flags, fd);
 	return m;
 }
 
 POHM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	void *m = pohm_real.mmap64(addr, len, prot, flags, fd, off);
+	void *m;
 
+	pohm_init();
+	m = pohm_real.mmap64(addr, len, prot, flags, fd, off);
 	mapped(m, len, prot, flags, fd);
 	return m;
 }
 
 POHM_EXPORT int munmap(void *addr, size_t len)
 {
-	int r = pohm_real.munmap(addr, len);
+	int r;
 
+	pohm_init();
+	r = pohm_real.munmap(addr, len);
 	if (r == 0 && __atomic_load_n(&maps_writable, __ATOMIC_RELAXED) && pohm_active())
 		pohm_hook_fd_event(POHM_EV_UNMAP, -1, NULL, addr, len);
 	return r;
@@ -107,8 +119,10 @@ POHM_EXPORT int munmap(void *addr, size_t len)
 
 POHM_EXPORT int msync(void *addr, size_t len, int flags)
 {
-	int r = pohm_real.msync(addr, len, flags);
+	int r;
 
+	pohm_init();
+	r = pohm_real.msync(addr, len, flags);
 	if (r < 0 || !(flags & MS_SYNC) || !__atomic_load_n(&maps_writable, __ATOMIC_RELAXED) ||
 	    !pohm_active())
 		return r;
@@ -128,24 +142,30 @@ static void written(int fd, long r)
 POHM_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
 				    unsigned int flags)
 {
-	ssize_t r = pohm_real.copy_file_range(in, inoff, out, outoff, n, flags);
+	ssize_t r;
 
+	pohm_init();
+	r = pohm_real.copy_file_range(in, inoff, out, outoff, n, flags);
 	written(out, r);
 	return r;
 }
 
 POHM_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
-	ssize_t r = pohm_real.sendfile(out, in, off, n);
+	ssize_t r;
 
+	pohm_init();
+	r = pohm_real.sendfile(out, in, off, n);
 	written(out, r);
 	return r;
 }
 
 POHM_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
-	ssize_t r = pohm_real.sendfile64(out, in, off, n);
+	ssize_t r;
 
+	pohm_init();
+	r = pohm_real.sendfile64(out, in, off, n);
 	written(out, r);
 	return r;
 }
@@ -223,20 +243,24 @@ static int fstatfs_done(int fd, int r, struct statfs *sf, struct statvfs *sv)
 
 POHM_EXPORT int fstatfs(int fd, struct statfs *sf)
 {
+	pohm_init();
 	return fstatfs_done(fd, pohm_real.fstatfs(fd, sf), sf, NULL);
 }
 
 POHM_EXPORT int fstatfs64(int fd, struct statfs64 *sf)
 {
+	pohm_init();
 	return fstatfs_done(fd, pohm_real.fstatfs64(fd, sf), (struct statfs *)sf, NULL);
 }
 
 POHM_EXPORT int fstatvfs(int fd, struct statvfs *sv)
 {
+	pohm_init();
 	return fstatfs_done(fd, pohm_real.fstatvfs(fd, sv), NULL, sv);
 }
 
 POHM_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 {
+	pohm_init();
 	return fstatfs_done(fd, pohm_real.fstatvfs64(fd, sv), NULL, (struct statvfs *)sv);
 }

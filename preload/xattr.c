@@ -41,6 +41,7 @@ POHM_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *val, siz
 
 POHM_EXPORT ssize_t fgetxattr(int fd, const char *name, void *val, size_t n)
 {
+	pohm_init();
 	return pohm_real.fgetxattr(fd, name, val, n);
 }
 
@@ -70,6 +71,7 @@ POHM_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
 
 POHM_EXPORT ssize_t flistxattr(int fd, char *list, size_t n)
 {
+	pohm_init();
 	return pohm_real.flistxattr(fd, list, n);
 }
 

@@ -1,0 +1,133 @@
+#!/usr/bin/env bats
+# preload_process.bats — the shim inside other people's processes (DESIGN.md
+# §5, issue 8): fds under the prefix handed across exec, fork/vfork/
+# posix_spawn children, internal fds that survive hosts closing what they
+# never opened, many threads at once, dlopen keeping the caller's RUNPATH,
+# nothing on stdout, and a cheap light init.
+
+setup() {
+	load lib/common
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	T=$BATS_TEST_TMPDIR
+	P=$T/p
+	mkdir -p "$P/d" "$T/o"
+	echo f >"$P/f"; echo g >"$T/o/g"
+	H=$B/tests/helpers
+}
+
+shim() { env LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$P" "$@"; }
+
+@test "exec hands the fds under the prefix to the new image (sh -c 'exec 3<file; exec cmd')" {
+	run shim sh -c "exec 3<'$P/f' 4<'$T/o/g' 5>'$P/new'; LD_PRELOAD= exec '$H/pathops' --dump"
+	[ "$output" = "fdtab: 3 5" ]
+	# the new image adopts them (and says so at debug level) ...
+	run shim env POHMELFS_LOG_LEVEL=debug sh -c "exec 3<'$P/f'; exec /bin/true"
+	[[ "$output" == *"inherited fd 3 under the prefix"* ]]
+	# ... removes the variable from its own environment ...
+	run shim sh -c "exec 3<'$P/f'; exec env"
+	[[ "$output" != *POHMELFS_FDTAB* ]]
+	# ... and hands them on at its own exec
+	run shim sh -c "exec 3<'$P/f'; exec sh -c \"LD_PRELOAD= exec '$H/pathops' --dump\""
+	[ "$output" = "fdtab: 3" ]
+}
+
+@test "close-on-exec fds are not handed over; a stale table in the environment is dropped" {
+	run shim python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)          # close-on-exec by default in python
+fd2 = os.open(sys.argv[1], os.O_RDONLY); os.set_inheritable(fd2, True)
+env = dict(os.environ); env.pop("LD_PRELOAD")
+os.execve(sys.argv[2], [sys.argv[2], "--dump"], env)' "$P/f" "$H/pathops"
+	[[ "$output" =~ ^fdtab:\ [0-9]+$ ]]
+	run shim env POHMELFS_FDTAB="7:0:0;" sh -c "LD_PRELOAD= exec '$H/pathops' --dump"
+	[ "$output" = "fdtab: none" ]
+}
+
+@test "fork, vfork and posix_spawn children keep working and see the table" {
+	run shim "$H/pathops" open "$P/d" 4 open "$P/f" 6 forkshow vforkshow spawnshow
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'fdtab: 4 6\nfdtab: 4 6\nfdtab: 4 6')" ]
+	run shim python3 -c '
+import os, sys
+p = sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    with open(p + "/child", "w") as f: f.write("c")
+    os.rename(p + "/child", p + "/d/child")
+    os._exit(0)
+os.waitpid(pid, 0)
+with open(p + "/d/child") as f: print(f.read())' "$P"
+	[ "$output" = c ]
+}
+
+@test "the library's internal fds survive close, close_range, closefrom and dup2 by the host" {
+	for m in close-each close-range closefrom dup2-onto; do
+		run shim env POHMELFS_TEST_INTERNAL_FD="$T/ifd.$m" "$H/fdtorture" $m
+		echo "$m: $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"open 1"* ]]
+		grep -q "internal fd survived" "$T/ifd.$m"
+	done
+	# close() of an internal fd looks like close() of an fd that is not open
+	run "$H/fdtorture" close-each
+	want=$output
+	run shim env POHMELFS_TEST_INTERNAL_FD="$T/ifd.x" "$H/fdtorture" close-each
+	[ "${output%%$'\n'*}" = "${want%%$'\n'*}" ]
+}
+
+@test "many threads opening, renaming and stating under the prefix at once" {
+	run shim "$H/threads" "$P" 16 60
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "ok 16 60" ]
+	[ -z "$(ls -A "$P" | grep -v -e '^d$' -e '^f$')" ]
+}
+
+@test "dlopen keeps the caller's RUNPATH (the wrapper is a tail call)" {
+	command -v "${CC:-cc}" >/dev/null || skip "no C compiler"
+	case ${SAN:-} in address|thread)
+		skip "the $SAN runtime's own dlopen interceptor loses the caller's RUNPATH" ;;
+	esac
+	mkdir -p "$T/app/lib"
+	echo 'int plugin_answer(void) { return 42; }' >"$T/plugin.c"
+	cat >"$T/app.c" <<-'C'
+	#include <dlfcn.h>
+	#include <stdio.h>
+	int main(void) {
+		void *h = dlopen("libplugin.so", RTLD_NOW);
+		int (*f)(void) = h ? (int (*)(void))dlsym(h, "plugin_answer") : 0;
+		printf("%d\n", f ? f() : -1);
+		return !f;
+	}
+	C
+	${CC:-cc} -shared -fPIC -o "$T/app/lib/libplugin.so" "$T/plugin.c"
+	${CC:-cc} -o "$T/app/app" "$T/app.c" -ldl -Wl,--enable-new-dtags,-rpath,'$ORIGIN/lib'
+	run "$T/app/app"
+	[ "$output" = 42 ]
+	run shim "$T/app/app"
+	[ "$output" = 42 ]
+}
+
+@test "the shim never writes to stdout, even at debug level" {
+	out=$(shim env POHMELFS_LOG_LEVEL=debug sh -c "cat '$P/f' >/dev/null; exec 3<'$P/f'; exec /bin/true" 2>/dev/null)
+	[ -z "$out" ]
+}
+
+@test "light init stays under 0.3 ms (POHMELFS_LOG_LEVEL=debug reports it)" {
+	[ -z "${SAN:-}" ] || skip "timings mean nothing under a sanitizer"
+	best=
+	for i in 1 2 3 4 5 6 7 8 9; do
+		line=$(shim env POHMELFS_LOG_LEVEL=debug /bin/true 2>&1 | grep 'light init')
+		us=$(echo "$line" | sed -n 's/.*light init: \([0-9.]*\) us.*/\1/p')
+		[ -n "$us" ]
+		if [ -z "$best" ] || awk -v a="$us" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$us; fi
+	done
+	echo "best of 9: $best us"
+	awk -v a="$best" 'BEGIN {exit !(a < 300)}'
+}
+
+@test "a process without a prefix configured passes everything through untouched" {
+	run env LD_PRELOAD="$PRELOAD" POHMELFS_LOG_LEVEL=debug sh -c "exec 3<'$P/f'; LD_PRELOAD= exec '$H/pathops' --dump"
+	[[ "$output" == *"fdtab: none"* ]]
+	[[ "$output" == *"prefix (none)"* ]]
+}
