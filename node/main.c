@@ -14,6 +14,7 @@ static void usage(FILE *f)
 		"                     [--ids N] [--nosync] [--auth-cookie C] [--protocol 3.0|2.26]\n"
 		"                     [--threads N] [--max-packet SIZE] [--max-object SIZE] [--backend-id N]\n"
 		"                     [--config FILE] [--log FILE] [--log-level L] [--pidfile F]\n"
+		"                     [--watch-pid PID]\n"
 		"       pohmelfs-node --probe HOST:PORT [--expect-nodes N]\n"
 		"       pohmelfs-node --client HOST:PORT [options] COMMAND [ARGS]\n"
 		"       pohmelfs-node --free-ports N\n"

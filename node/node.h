@@ -63,6 +63,7 @@ struct node_config {
 	uint64_t max_packet;		/* larger headers drop the connection */
 	uint64_t max_object;		/* larger objects get -EFBIG (0 = 64 GiB) */
 	int32_t backend_id;
+	int watch_pid;			/* exit when this process is gone (0 = never) */
 };
 
 struct node_store;

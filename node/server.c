@@ -110,14 +110,28 @@ static int write_pidfile(const char *path)
 	return ret;
 }
 
-/* Accept until a signal arrives; returns the signal number. */
+/* 1 if --watch-pid names a process that no longer exists. */
+static int watched_gone(const struct node *n)
+{
+	return n->cfg.watch_pid > 0 && kill(n->cfg.watch_pid, 0) < 0 && errno == ESRCH;
+}
+
+/*
+ * Accept until a signal arrives (returns its number) or the watched process
+ * is gone (returns 0): a test harness killed before its teardown cannot
+ * leave nodes behind.
+ */
 static int accept_loop(struct node *n, int sigfd)
 {
 	struct pollfd pfd[2] = { { n->listen_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
 
 	for (;;) {
-		int r = poll(pfd, 2, -1), fd;
+		int r = poll(pfd, 2, n->cfg.watch_pid > 0 ? 1000 : -1), fd;
 
+		if (r == 0 && watched_gone(n)) {
+			pohm_info("process %d is gone: exiting", n->cfg.watch_pid);
+			return 0;
+		}
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -203,7 +217,8 @@ int node_run(const struct node_config *cfg)
 		  n->nids, cfg->proto_major, cfg->proto_minor, cfg->nosync ? ", nosync" : "",
 		  n->need_auth ? ", auth required" : "");
 	sig = accept_loop(n, sigfd);
-	pohm_info("signal %d: shutting down", sig);
+	if (sig)
+		pohm_info("signal %d: shutting down", sig);
 	__atomic_store_n(&n->stopping, 1, __ATOMIC_RELEASE);
 	close(n->listen_fd);
 	n->listen_fd = -1;

@@ -8,7 +8,8 @@
 #     starts a cluster in a fresh directory under $BATS_TEST_TMPDIR (else
 #     $BATS_TMPDIR), waits until every node answers, and exports
 #     POHMELFS_SERVERS, POHMELFS_GROUPS and CLUSTER_DIR.  Nodes are named
-#     G-M (group G, member M).
+#     G-M (group G, member M).  The nodes watch this shell ($$): should the
+#     test be killed before teardown, they exit by themselves within a second.
 # cluster_stop                 stop every node of the cluster (call it in teardown)
 # cluster_addr|cluster_dir|cluster_pid NODE
 # cluster_kill NODE [SIG]      signal (default KILL) and wait until it is gone
@@ -44,7 +45,7 @@ cluster_start() {
 	rm -rf "$CLUSTER_DIR"
 	mkdir -p "$CLUSTER_DIR"
 	export CLUSTER_DIR
-	out=$("$CLUSTER_BIN" start "$CLUSTER_DIR" "$@") || {
+	out=$("$CLUSTER_BIN" start "$CLUSTER_DIR" --watch-pid $$ "$@") || {
 		echo "cluster_start failed" >&2
 		return 1
 	}
