@@ -488,7 +488,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		if (rec.version != in->version) {
 			/* Attributes changed in the storage: the overlay must show them.
 			 * (Data changes are the refresh's business: keep dversion.) */
-			uint64_t dv = rec.dversion;
+			uint64_t dv = rec.dversion, size = rec.size;
 			uint8_t (*cs)[64] = rec.csum;
 			uint32_t nc = rec.nchunks;
 
@@ -496,9 +496,12 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			rec.nchunks = 0;
 			pohm_journal_note_inode(&rec, in);
 			pohm_jrec_clear(&rec);
+			/* dversion, size and checksums describe the local data: keep them. */
 			rec.csum = cs;
 			rec.nchunks = nc;
 			rec.dversion = dv;
+			if (!(rec.flags & POHM_J_STUB))
+				rec.size = size;	/* a stub shows the stored size */
 			rec.version = in->version;
 			pohm_journal_put(&c->j, &rec);
 		}
