@@ -124,13 +124,18 @@ static int watched_gone(const struct node *n)
 static int accept_loop(struct node *n, int sigfd)
 {
 	struct pollfd pfd[2] = { { n->listen_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
+	uint64_t last_watch = pohm_sys_mono_ns();
 
 	for (;;) {
 		int r = poll(pfd, 2, n->cfg.watch_pid > 0 ? 1000 : -1), fd;
 
-		if (r == 0 && watched_gone(n)) {
-			pohm_info("process %d is gone: exiting", n->cfg.watch_pid);
-			return 0;
+		/* Checked once a second, busy or idle. */
+		if (n->cfg.watch_pid > 0 && pohm_sys_mono_ns() - last_watch >= 1000000000ull) {
+			last_watch = pohm_sys_mono_ns();
+			if (watched_gone(n)) {
+				pohm_info("process %d is gone: exiting", n->cfg.watch_pid);
+				return 0;
+			}
 		}
 		if (r < 0 && errno == EINTR)
 			continue;

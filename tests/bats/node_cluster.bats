@@ -304,3 +304,22 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	run node_client 1-1 lookup "$key"
 	[ "$status" -eq 2 ]
 }
+
+@test "--watch-pid: nodes exit by themselves when the watched process is gone" {
+	sleep 60 &
+	watched=$!
+	dir=$TMP/watched
+	"$CLUSTER_BIN" start "$dir" --groups 2 --watch-pid "$watched" >/dev/null
+	pids=$(for n in 1-1 2-1; do "$CLUSTER_BIN" pid "$dir" "$n"; done)
+	[ "$(echo "$pids" | wc -w)" -eq 2 ]
+	kill "$watched"
+	wait "$watched" 2>/dev/null || true
+	# Keep the nodes busy meanwhile: the check must not wait for an idle second.
+	for t in $(seq 1 40); do
+		run "$CLUSTER_BIN" status "$dir"
+		[ "$(grep -c stopped <<<"$output")" -eq 2 ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c stopped <<<"$output")" -eq 2 ]
+	"$CLUSTER_BIN" stop "$dir"
+}
