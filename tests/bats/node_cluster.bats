@@ -306,7 +306,7 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 }
 
 @test "--watch-pid: nodes exit by themselves when the watched process is gone" {
-	sleep 60 &
+	sleep 60 3>&- &
 	watched=$!
 	dir=$TMP/watched
 	"$CLUSTER_BIN" start "$dir" --groups 2 --watch-pid "$watched" >/dev/null
