@@ -14,6 +14,13 @@ setup() {
 	export POHMELFS_READ_WAIT_TIMEOUT=3 POHMELFS_WRITE_WAIT_TIMEOUT=3
 	unset POHMELFS_PREFIX POHMELFS_CACHE_DIR POHMELFS_HOST_ID
 	CTL=$B/tests/progs/cache_ctl
+	if [ ! -x "$CTL" ]; then
+		# `make all` does not build tests/progs yet (PROG_BIN is defined after
+		# the all: line): build the one program these tests drive, once.
+		CTL=${BATS_FILE_TMPDIR:-$BATS_TMPDIR}/cache_ctl
+		[ -x "$CTL" ] || ${CC:-cc} -D_GNU_SOURCE -I"$TOP/core" -std=gnu11 -O2 -g \
+			"$TOP/tests/progs/cache_ctl.c" "$B/libpohmcore.a" -pthread -o "$CTL"
+	fi
 	P=$B/pohmelfs
 	T=$BATS_TEST_TMPDIR
 }
