@@ -18,7 +18,14 @@ setup() {
 		# `make all` does not build tests/progs yet (PROG_BIN is defined after
 		# the all: line): build the one program these tests drive, once.
 		CTL=${BATS_FILE_TMPDIR:-$BATS_TMPDIR}/cache_ctl
-		[ -x "$CTL" ] || ${CC:-cc} -D_GNU_SOURCE -I"$TOP/core" -std=gnu11 -O2 -g \
+		case ${SAN:-} in
+		address) san="-fsanitize=address -fno-omit-frame-pointer" ;;
+		undefined) san="-fsanitize=undefined" ;;
+		thread) san="-fsanitize=thread" ;;
+		*) san= ;;
+		esac
+		# shellcheck disable=SC2086
+		[ -x "$CTL" ] || ${CC:-cc} -D_GNU_SOURCE -I"$TOP/core" -std=gnu11 -O2 -g $san \
 			"$TOP/tests/progs/cache_ctl.c" "$B/libpohmcore.a" -pthread -o "$CTL"
 	fi
 	P=$B/pohmelfs
