@@ -105,6 +105,14 @@ json() {
 	on a "$P" sync
 	run on a "$P" status --json
 	[ "$(json 'd["cache"]["dirty"], d["cache"]["dirty_files"]')" = "0 []" ]
+	# File names are bytes, JSON is UTF-8: quotes, control characters and
+	# invalid sequences still give valid JSON.
+	odd=$'odd "name"\t\xe9\xff'
+	on a "$CTL" write "$odd" "1"
+	printf 'changed' >"$T/a/$odd"
+	run on a "$P" --json status
+	echo "$output" | python3 -m json.tool >/dev/null
+	[ "$(json 'd["cache"]["dirty_files"] == ["odd \"name\"\t\ufffd\ufffd"]')" = "True" ]
 }
 
 @test "pohmelfs status without a prefix shows only the cluster; with a fresh prefix, no cache yet" {

@@ -84,18 +84,50 @@ int cli_open(struct cli *cli)
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+	int n, i;
+	unsigned cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, cp = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, cp = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;	/* overlong, out of range or a surrogate */
+	return n;
+}
+
 void cli_json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
+	fputc('"', f);
+	while (*p) {
+		int n = utf8_len(p);
+
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else if (n)
+			fwrite(p, 1, (size_t)n, f);
 		else
-			fputc(c, f);
+			fputs("\\ufffd", f);	/* a file name need not be UTF-8; JSON must */
+		p += n ? n : 1;
 	}
 	fputc('"', f);
 }
