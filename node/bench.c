@@ -36,6 +36,7 @@ struct bench {
 	uint64_t errors;		/* atomic */
 };
 
+/* A request header: NEED_ACK, no DIRECT (a non-owner forwards). */
 static void bench_hdr(struct pohm_cmd *h, int32_t cmd, const uint8_t *id, uint32_t group,
 		      uint64_t trans, uint64_t size)
 {
@@ -48,6 +49,7 @@ static void bench_hdr(struct pohm_cmd *h, int32_t cmd, const uint8_t *id, uint32
 	h->size = size;
 }
 
+/* Connect and handshake; the fd or -errno. */
 static int bench_connect(struct bench *b, struct node_rd *rd)
 {
 	struct pohm_cmd h, r;
@@ -71,6 +73,7 @@ static int bench_connect(struct bench *b, struct node_rd *rd)
 	return fd;
 }
 
+/* Send request number n (a READ of the one key, or a WRITE of a rotating key). */
 static int bench_send(struct bench *b, int fd, uint64_t trans, uint64_t n)
 {
 	uint8_t id[POHM_ID_SIZE], io_raw[POHM_IO_ATTR_SIZE];
@@ -101,6 +104,7 @@ static int bench_send(struct bench *b, int fd, uint64_t trans, uint64_t n)
 	return node_wire_send(fd, &h, iov, 2);
 }
 
+/* One connection: keep depth requests in flight until count completed. */
 static void *bench_thread(void *arg)
 {
 	struct bench *b = arg;
@@ -152,6 +156,7 @@ out:
 	return NULL;
 }
 
+/* See node.h: parse options, write the read key, run the threads, print. */
 int node_bench_main(int argc, char **argv)
 {
 	struct bench b;

@@ -61,6 +61,7 @@ struct cl {
 	uint64_t trans;
 };
 
+/* Print the usage; the local-error exit status. */
 static int usage(void)
 {
 	fprintf(stderr,
@@ -78,6 +79,7 @@ static int usage(void)
 	return EX_LOCAL;
 }
 
+/* Exactly 2*outlen hex digits into out; 0 or -EINVAL. */
 static int unhex(uint8_t *out, size_t outlen, const char *s)
 {
 	size_t i;
@@ -94,6 +96,7 @@ static int unhex(uint8_t *out, size_t outlen, const char *s)
 	return 0;
 }
 
+/* n bytes as lower-case hex. */
 static void print_hex(FILE *f, const uint8_t *p, size_t n)
 {
 	size_t i;
@@ -102,6 +105,7 @@ static void print_hex(FILE *f, const uint8_t *p, size_t n)
 		fprintf(f, "%02x", p[i]);
 }
 
+/* KEY as given: a 128-hex id with --hex, else sha512(ns, key). */
 static int key_id(const struct cl *c, const char *key, uint8_t *id)
 {
 	if (c->hex_keys)
@@ -110,6 +114,7 @@ static int key_id(const struct cl *c, const char *key, uint8_t *id)
 	return 0;
 }
 
+/* A whole file ("-" = stdin) into a malloc'ed buffer; 0 or -errno. */
 static int read_file(const char *path, uint8_t **data, size_t *len)
 {
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
@@ -150,6 +155,7 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
 	return 0;
 }
 
+/* The exit status for a local socket error. */
 static int exit_for(int err)
 {
 	if (err == -EAGAIN || err == -EWOULDBLOCK || err == -ETIMEDOUT)
@@ -180,6 +186,7 @@ static int next_packet(struct cl *c, struct pohm_cmd *h, uint8_t **payload)
 	return exit_for(r);
 }
 
+/* The exit status for a reply status (printed when an error). */
 static int status_exit(int32_t st)
 {
 	if (st >= 0)
@@ -188,6 +195,7 @@ static int status_exit(int32_t st)
 	return (-st) & 0xff ? (-st) & 0xff : 1;
 }
 
+/* A request header with the next trans and the options' group and flags. */
 static void hdr(struct cl *c, struct pohm_cmd *h, int32_t cmd, const uint8_t *id, uint64_t size)
 {
 	memset(h, 0, sizeof(*h));
@@ -201,6 +209,7 @@ static void hdr(struct cl *c, struct pohm_cmd *h, int32_t cmd, const uint8_t *id
 	h->size = size;
 }
 
+/* Send a header with up to two payload pieces; 0 or an exit status. */
 static int send_pkt(struct cl *c, struct pohm_cmd *h, const void *p1, size_t n1, const void *p2,
 		    size_t n2)
 {
@@ -287,6 +296,7 @@ out:
 	return ex;
 }
 
+/* AUTH with --auth; 0 or an exit status. */
 static int do_auth(struct cl *c)
 {
 	uint8_t a[POHM_AUTH_SIZE];
@@ -325,6 +335,7 @@ static int wait_reply(struct cl *c, uint64_t trans, struct pohm_cmd *h, uint8_t 
 	}
 }
 
+/* An io_attr from the options (timestamp: --ts, else now). */
 static void fill_io(struct cl *c, struct pohm_io_attr *io, const uint8_t *id, uint64_t size)
 {
 	memset(io, 0, sizeof(*io));
@@ -347,6 +358,7 @@ static void fill_io(struct cl *c, struct pohm_io_attr *io, const uint8_t *id, ui
 	}
 }
 
+/* Print a LOOKUP/WRITE reply body as key=value fields. */
 static void print_file_info(const uint8_t *p, size_t n)
 {
 	struct pohm_file_info fi;
@@ -366,6 +378,7 @@ static void print_file_info(const uint8_t *p, size_t n)
 	       (const char *)p + POHM_ADDR_SIZE + POHM_FILE_INFO_SIZE);
 }
 
+/* WRITE KEY with FILE (or nothing) as data; prints the file info. */
 static int cmd_put(struct cl *c, const char *key, const char *file)
 {
 	uint8_t id[POHM_ID_SIZE], io_raw[POHM_IO_ATTR_SIZE], *data = NULL, *p = NULL;
@@ -399,6 +412,7 @@ static int cmd_put(struct cl *c, const char *key, const char *file)
 	return ex;
 }
 
+/* Data to --out or stdout; 0 or the local-error status. */
 static int write_out(struct cl *c, const uint8_t *d, size_t n)
 {
 	int fd = c->out ? open(c->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : 1;
@@ -412,6 +426,7 @@ static int write_out(struct cl *c, const uint8_t *d, size_t n)
 	return r ? EX_LOCAL : 0;
 }
 
+/* Print a READ reply's io_attr. */
 static void print_io(FILE *f, const struct pohm_io_attr *io)
 {
 	fprintf(f, "size=%" PRIu64 " offset=%" PRIu64 " total_size=%" PRIu64 " ts=%" PRIu64
@@ -422,6 +437,7 @@ static void print_io(FILE *f, const struct pohm_io_attr *io)
 	fprintf(f, "\n");
 }
 
+/* READ KEY; data to stdout, the io_attr to stderr; --csum checks io.parent. */
 static int cmd_get(struct cl *c, const char *key)
 {
 	uint8_t id[POHM_ID_SIZE], io_raw[POHM_IO_ATTR_SIZE], *p = NULL, sum[POHM_ID_SIZE];
@@ -469,6 +485,7 @@ out:
 	return ex;
 }
 
+/* LOOKUP or DEL of KEY (DEL without NEED_ACK waits a second for an error). */
 static int cmd_simple(struct cl *c, int32_t cmd, const char *key)
 {
 	uint8_t id[POHM_ID_SIZE], io_raw[POHM_IO_ATTR_SIZE], *p = NULL;
@@ -507,6 +524,7 @@ static int cmd_simple(struct cl *c, int32_t cmd, const char *key)
 	return ex;
 }
 
+/* ROUTE_LIST: the flags and every address. */
 static int cmd_routes(struct cl *c)
 {
 	struct pohm_addr_list l;
@@ -588,6 +606,7 @@ static int cmd_generic(struct cl *c, int32_t cmd, const uint8_t *payload, size_t
 	}
 }
 
+/* BULK_READ of the keys: one line per reply. */
 static int cmd_bulk(struct cl *c, int nkeys, char **keys)
 {
 	uint8_t *payload, id[POHM_ID_SIZE], *p = NULL;
@@ -670,6 +689,7 @@ static int cmd_send_raw(struct cl *c, const uint8_t *d, size_t n)
 	}
 }
 
+/* A decimal or 0x number; 0 or -EINVAL. */
 static int parse_u64(const char *s, uint64_t *v)
 {
 	char *e;
@@ -679,6 +699,7 @@ static int parse_u64(const char *s, uint64_t *v)
 	return errno || *e ? -EINVAL : 0;
 }
 
+/* A.B[.C.D] into four ints (2.26 defaults to 2.26.11.1). */
 static int parse_version(const char *s, int32_t v[4])
 {
 	int a = 0, b = 0, cc = 0, d = 0, k = sscanf(s, "%d.%d.%d.%d", &a, &b, &cc, &d);
@@ -694,6 +715,7 @@ static int parse_version(const char *s, int32_t v[4])
 	return 0;
 }
 
+/* See node.h: options, connect, handshake (and AUTH), then the command. */
 int node_client_main(int argc, char **argv)
 {
 	struct cl *c = calloc(1, sizeof(*c));

@@ -17,12 +17,14 @@
 
 #include "log.h"
 
+/* Format an error message; always -EINVAL. */
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 {
 	snprintf(err, errlen, fmt, a, b);
 	return -EINVAL;
 }
 
+/* See node.h. */
 int node_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -50,6 +52,7 @@ int node_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* A decimal number <= max; 0 or -EINVAL. */
 static int parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;
@@ -65,6 +68,7 @@ static int parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* 1, 0, or -1 when s is not a boolean (empty counts as true). */
 static int parse_bool(const char *s)
 {
 	if (!s || !*s || !strcasecmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "true") ||
@@ -76,6 +80,7 @@ static int parse_bool(const char *s)
 	return -1;
 }
 
+/* Copy a string option, refusing one that does not fit. */
 static int copy_str(char *dst, size_t dstlen, const char *key, const char *val, char *err,
 		    size_t errlen)
 {
@@ -95,6 +100,7 @@ static void canon(char *dst, size_t dstlen, const char *key)
 	dst[i] = '\0';
 }
 
+/* See node.h. */
 int node_config_set(struct node_config *c, const char *key, const char *val, char *err,
 		    size_t errlen)
 {
@@ -180,6 +186,7 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 	return 0;
 }
 
+/* Every option's default. */
 static void defaults(struct node_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -193,6 +200,7 @@ static void defaults(struct node_config *c)
 	c->backend_id = 0;
 }
 
+/* Strip blanks and the line end on both sides (in place). */
 static char *trim(char *s)
 {
 	char *e;
@@ -205,6 +213,7 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Apply every key = value line of path; errors name file:line. */
 static int load_file(struct node_config *c, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
@@ -238,6 +247,7 @@ static int load_file(struct node_config *c, const char *path, char *err, size_t 
 	return ret;
 }
 
+/* See node.h. */
 int node_config_parse(struct node_config *c, int argc, char **argv, char *err, size_t errlen)
 {
 	int i, ret;

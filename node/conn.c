@@ -47,6 +47,7 @@ struct node_conn {
 	int listed;			/* guarded by node->conns_lock */
 };
 
+/* A connection with one reference (the caller's). */
 static struct node_conn *conn_alloc(struct node *n, int fd)
 {
 	struct node_conn *c = calloc(1, sizeof(*c));
@@ -61,11 +62,13 @@ static struct node_conn *conn_alloc(struct node *n, int fd)
 	return c;
 }
 
+/* See node.h. */
 void node_conn_get(struct node_conn *c)
 {
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
+/* See node.h: the last reference closes the fd and frees. */
 void node_conn_put(struct node_conn *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
@@ -77,6 +80,7 @@ void node_conn_put(struct node_conn *c)
 	free(c);
 }
 
+/* See node.h: once; shutdown() wakes the reader, close waits for the refs. */
 void node_conn_drop(struct node_conn *c)
 {
 	if (__atomic_exchange_n(&c->dead, 1, __ATOMIC_ACQ_REL))
@@ -85,21 +89,25 @@ void node_conn_drop(struct node_conn *c)
 		shutdown(c->fd, SHUT_RDWR);
 }
 
+/* See node.h. */
 int node_conn_dead(struct node_conn *c)
 {
 	return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE);
 }
 
+/* See node.h. */
 int node_conn_authed(struct node_conn *c)
 {
 	return __atomic_load_n(&c->authed, __ATOMIC_ACQUIRE);
 }
 
+/* See node.h. */
 void node_conn_set_authed(struct node_conn *c)
 {
 	__atomic_store_n(&c->authed, 1, __ATOMIC_RELEASE);
 }
 
+/* See node.h. */
 struct node_conn *node_conn_new_capture(struct node *n, struct pohm_buf *out)
 {
 	struct node_conn *c = conn_alloc(n, -1);
@@ -147,6 +155,7 @@ static void conn_flush(struct node_conn *c)
 		node_conn_drop(c);
 }
 
+/* See node.h: capture, batch (the reader's small replies) or send now. */
 int node_conn_send(struct node_conn *c, const struct pohm_cmd *hdr, const struct iovec *iov,
 		   int iovcnt)
 {
@@ -175,6 +184,7 @@ int node_conn_send(struct node_conn *c, const struct pohm_cmd *hdr, const struct
 	return ret;
 }
 
+/* Link c into node->conns. */
 static void list_add(struct node *n, struct node_conn *c)
 {
 	pthread_mutex_lock(&n->conns_lock);
@@ -186,6 +196,7 @@ static void list_add(struct node *n, struct node_conn *c)
 	pthread_mutex_unlock(&n->conns_lock);
 }
 
+/* Unlink c from node->conns (idempotent). */
 static void list_del(struct node *n, struct node_conn *c)
 {
 	pthread_mutex_lock(&n->conns_lock);
@@ -201,6 +212,7 @@ static void list_del(struct node *n, struct node_conn *c)
 	pthread_mutex_unlock(&n->conns_lock);
 }
 
+/* See node.h. */
 void node_conn_drop_all(struct node *n)
 {
 	struct node_conn *c;
@@ -274,6 +286,7 @@ out:
 	return NULL;
 }
 
+/* See node.h. */
 int node_conn_serve(struct node *n, int fd)
 {
 	struct node_conn *c = conn_alloc(n, fd);

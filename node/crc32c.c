@@ -37,6 +37,7 @@ static void table_init(void)
 #endif
 }
 
+/* Slicing-by-8 over the table (crc pre-inverted). */
 static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n)
 {
 	while (n >= 8) {
@@ -58,6 +59,7 @@ static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n)
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2")))
+/* The SSE4.2 crc32 instruction, 8 bytes at a time (crc pre-inverted). */
 static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
 {
 	uint64_t c = crc;
@@ -76,6 +78,7 @@ static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
 }
 #endif
 
+/* See crc32c.h. */
 uint32_t node_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	pthread_once(&table_once, table_init);
@@ -87,6 +90,7 @@ uint32_t node_crc32c(uint32_t crc, const void *p, size_t n)
 	return ~crc_sw(crc, p, n);
 }
 
+/* See crc32c.h. */
 uint32_t node_crc32c_zeros(uint32_t crc, uint64_t n)
 {
 	static const uint8_t zero[4096];

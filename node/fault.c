@@ -35,6 +35,7 @@ struct node_faults {
 	unsigned ncorrupt;
 };
 
+/* A hex digit's value, or -1. */
 static int hexval(int c)
 {
 	if (c >= '0' && c <= '9')
@@ -46,6 +47,7 @@ static int hexval(int c)
 	return -1;
 }
 
+/* "all" or a hex id prefix; 0 or -EINVAL. */
 static int parse_prefix(const char *s, struct prefix *p)
 {
 	unsigned i;
@@ -66,6 +68,7 @@ static int parse_prefix(const char *s, struct prefix *p)
 	return 0;
 }
 
+/* 1 if id starts with the prefix. */
 static int prefix_match(const struct prefix *p, const uint8_t *id)
 {
 	unsigned full = p->nibbles / 2;
@@ -143,6 +146,7 @@ static void load(struct node_faults *f)
 		  f->ncorrupt);
 }
 
+/* See fault.h. */
 struct node_faults *node_faults_new(const char *dir, struct node_store *store)
 {
 	struct node_faults *f = calloc(1, sizeof(*f));
@@ -155,6 +159,7 @@ struct node_faults *node_faults_new(const char *dir, struct node_store *store)
 	return f;
 }
 
+/* See fault.h. */
 void node_faults_free(struct node_faults *f)
 {
 	if (!f)
@@ -190,6 +195,7 @@ static void refresh(struct node_faults *f)
 	load(f);
 }
 
+/* See fault.h. */
 void node_faults_get(struct node_faults *f, struct node_fault_state *st)
 {
 	pthread_mutex_lock(&f->lock);
@@ -198,6 +204,7 @@ void node_faults_get(struct node_faults *f, struct node_fault_state *st)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* See fault.h. */
 int node_faults_corrupts(struct node_faults *f, const uint8_t *id)
 {
 	unsigned i;

@@ -43,6 +43,7 @@
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
+/* Thread exit: release the thread's read buffer. */
 static void scratch_destroy(void *p)
 {
 	struct node_rbuf *b = p;
@@ -52,11 +53,13 @@ static void scratch_destroy(void *p)
 	free(b);
 }
 
+/* The key of the per-thread read buffers. */
 static void scratch_init(void)
 {
 	pthread_key_create(&scratch_key, scratch_destroy);
 }
 
+/* This thread's read buffer (NULL on ENOMEM). */
 static struct node_rbuf *scratch_get(void)
 {
 	struct node_rbuf *b;
@@ -81,11 +84,13 @@ static void scratch_trim(struct node_rbuf *b)
 		pohm_buf_free(&b->buf);
 }
 
+/* Request flags - NEED_ACK - MORE + REPLY (§4). */
 static uint64_t reply_flags(const struct pohm_cmd *c)
 {
 	return (c->flags & ~(POHM_FLAG_NEED_ACK | POHM_FLAG_MORE)) | POHM_FLAG_REPLY;
 }
 
+/* Total bytes of an iovec array. */
 static size_t iov_total(const struct iovec *iov, int n)
 {
 	size_t t = 0;
@@ -108,17 +113,20 @@ static int reply(struct node_req *r, int32_t status, uint64_t flags, const struc
 	return node_conn_send(r->conn, &h, iov, iovcnt);
 }
 
+/* A header-only reply with status (sent whatever NEED_ACK says). */
 static void ack(struct node_req *r, int32_t status)
 {
 	reply(r, status, reply_flags(&r->cmd), NULL, 0);
 }
 
+/* The ack only when the request asked for one. */
 static void ack_if(struct node_req *r, int32_t status)
 {
 	if (r->cmd.flags & POHM_FLAG_NEED_ACK)
 		ack(r, status);
 }
 
+/* Sleep, resuming after signals. */
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -127,6 +135,7 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* The version this node announces (3.0.0.1 or 2.26.11.1). */
 static void server_version(const struct node *n, int32_t v[4])
 {
 	v[0] = n->cfg.proto_major;
@@ -135,6 +144,7 @@ static void server_version(const struct node *n, int32_t v[4])
 	v[3] = NODE_VERSION_BUILD_30;
 }
 
+/* See node.h. */
 void node_req_free(struct node_req *req)
 {
 	if (!req)
@@ -145,6 +155,7 @@ void node_req_free(struct node_req *req)
 	free(req);
 }
 
+/* See node.h: commands that never block on disk writes or peers. */
 int node_dispatch_inline(const struct pohm_cmd *c)
 {
 	switch (c->cmd) {
@@ -364,6 +375,7 @@ out:
 	pohm_buf_free(&b);
 }
 
+/* LOOKUP (§5.4): file info; -2 for missing, empty or uncommitted; CHECKSUM verifies. */
 static void h_lookup(struct node *n, struct node_req *r)
 {
 	int want = !!(r->cmd.flags & POHM_FLAG_CHECKSUM);
@@ -448,6 +460,7 @@ out:
 	return ret;
 }
 
+/* READ (§5.3): one READ-shaped reply or an error ack. */
 static void h_read(struct node *n, struct node_req *r)
 {
 	struct pohm_io_attr io;
@@ -464,6 +477,7 @@ static void h_read(struct node *n, struct node_req *r)
 		ack(r, ret);
 }
 
+/* WRITE (§5.2, §10.2-10.6): file info, a bare ack (NO_FILE_INFO) or an error ack. */
 static void h_write(struct node *n, struct node_req *r, const struct node_fault_state *fs)
 {
 	struct pohm_io_attr io;
@@ -498,6 +512,7 @@ static void h_write(struct node *n, struct node_req *r, const struct node_fault_
 	send_file_info(n, r, &res.meta, res.reply_size, w.want_csum ? res.csum : NULL, io.id);
 }
 
+/* DEL (§5.5): addressed by cmd.id; an ack (errors always, success with NEED_ACK). */
 static void h_del(struct node *n, struct node_req *r, const struct node_fault_state *fs)
 {
 	int ret;
@@ -556,6 +571,7 @@ struct iter_req {
 	const uint8_t *ranges;
 };
 
+/* Decode and size-check a dnet_iterator_request; 0 or -EINVAL. */
 static int iter_decode(struct iter_req *q, const uint8_t *p, size_t n)
 {
 	if (n < ITER_REQ_SIZE)
@@ -577,6 +593,7 @@ static int iter_decode(struct iter_req *q, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* 1 if the key passes the request's key and time ranges. */
 static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct node_meta *m)
 {
 	uint64_t i;
@@ -595,6 +612,7 @@ static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct 
 	return 0;
 }
 
+/* Keys sorted by id, each a reply with MORE (and data with DATA), then an ack. */
 static void h_iterator(struct node *n, struct node_req *r)
 {
 	uint8_t resp[ITER_RESP_SIZE];
@@ -703,6 +721,7 @@ static int route(struct node *n, struct node_req *r)
 	return 0;
 }
 
+/* See node.h: faults, stray replies, the auth gate, routing, then the command. */
 void node_dispatch(struct node *n, struct node_req *r)
 {
 	struct node_fault_state fs;

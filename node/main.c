@@ -7,6 +7,7 @@
 
 #include "node.h"
 
+/* The synopsis of every mode. */
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 		"See pohmelfs-node(8).\n");
 }
 
+/* Dispatch on the first argument; a server by default. */
 int main(int argc, char **argv)
 {
 	struct node_config cfg;

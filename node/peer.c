@@ -112,6 +112,7 @@ static int link_send(struct node_peers *ps, struct peer *p, struct pohm_cmd *h,
 	return ret;
 }
 
+/* A header-only request of our own on a link. */
 static void request_hdr(struct pohm_cmd *h, int32_t cmd, uint64_t flags, uint64_t trans,
 			uint64_t size)
 {
@@ -355,6 +356,7 @@ down:
 	return NULL;
 }
 
+/* Dial p on a detached link thread (peers.lock held). */
 static void start_link(struct node_peers *ps, struct peer *p)
 {
 	struct link_arg *la = malloc(sizeof(*la));
@@ -393,6 +395,7 @@ static void expire_forwards(struct peer *p, uint64_t now)
 	}
 }
 
+/* Redial links that are down, gossip ROUTE_LIST, expire forwards. */
 static void *manager(void *arg)
 {
 	struct node_peers *ps = arg;
@@ -480,6 +483,7 @@ int node_peers_start(struct node *n)
 	return -r;
 }
 
+/* See node.h: a new peer is dialled at once (the manager is kicked). */
 void node_peers_learn(struct node *n, const struct pohm_addr *a)
 {
 	struct node_peers *ps = n->peers;
@@ -503,6 +507,7 @@ out:
 	pthread_mutex_unlock(&ps->lock);
 }
 
+/* See node.h: the forward is recorded before the send, so no reply can beat it. */
 int node_peers_forward(struct node *n, const struct pohm_addr *owner, struct node_req *req)
 {
 	struct node_peers *ps = n->peers;

@@ -16,6 +16,7 @@ struct node_pool {
 	struct node_req *head, *tail;
 };
 
+/* Take requests off the queue forever. */
 static void *worker(void *arg)
 {
 	struct node_pool *p = arg;
@@ -37,6 +38,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* See node.h. */
 struct node_pool *node_pool_start(struct node *n, unsigned threads)
 {
 	struct node_pool *p = calloc(1, sizeof(*p));
@@ -65,6 +67,7 @@ struct node_pool *node_pool_start(struct node *n, unsigned threads)
 	return p;
 }
 
+/* See node.h. */
 void node_pool_push(struct node_pool *p, struct node_req *req)
 {
 	req->next = NULL;

@@ -42,6 +42,7 @@ struct node_ring {
 	size_t nent;
 };
 
+/* Order by group, then by id as a big-endian number. */
 static int ent_cmp(const void *a, const void *b)
 {
 	const struct rentry *x = a, *y = b;
@@ -51,6 +52,7 @@ static int ent_cmp(const void *a, const void *b)
 	return memcmp(x->id, y->id, POHM_ID_SIZE);
 }
 
+/* Free a node's backends and their ids. */
 static void free_backends(struct rnode *n)
 {
 	unsigned i;
@@ -93,6 +95,7 @@ static int rebuild(struct node_ring *r)
 	return 0;
 }
 
+/* See ring.h. */
 struct node_ring *node_ring_new(const struct pohm_addr *self)
 {
 	struct node_ring *r = calloc(1, sizeof(*r));
@@ -110,6 +113,7 @@ struct node_ring *node_ring_new(const struct pohm_addr *self)
 	return r;
 }
 
+/* See ring.h. */
 void node_ring_free(struct node_ring *r)
 {
 	unsigned i;
@@ -124,6 +128,7 @@ void node_ring_free(struct node_ring *r)
 	free(r);
 }
 
+/* The index of the node with this address, or -1 (lock held). */
 static int find_node(struct node_ring *r, const struct pohm_addr *addr)
 {
 	unsigned i;
@@ -142,6 +147,7 @@ static void drop_node(struct node_ring *r, unsigned i)
 	r->nnodes--;
 }
 
+/* See ring.h: the copies are made before the write lock is taken. */
 int node_ring_set(struct node_ring *r, const struct pohm_addr *addr,
 		  const struct pohm_backend_ids *be, unsigned nbe)
 {
@@ -208,6 +214,7 @@ fail:
 	return ret;
 }
 
+/* See ring.h: this node itself (index 0) is never removed. */
 void node_ring_remove(struct node_ring *r, const struct pohm_addr *addr)
 {
 	int idx;
@@ -221,6 +228,7 @@ void node_ring_remove(struct node_ring *r, const struct pohm_addr *addr)
 	pthread_rwlock_unlock(&r->lock);
 }
 
+/* See ring.h. */
 int node_ring_owner(struct node_ring *r, uint32_t group, const uint8_t *id, struct node_owner *o)
 {
 	size_t lo, hi, first, end, mid;
@@ -271,6 +279,7 @@ out:
 	return ret;
 }
 
+/* See ring.h. */
 unsigned node_ring_nodes(struct node_ring *r, struct pohm_addr *out, unsigned max)
 {
 	unsigned i, n = 0;
@@ -282,6 +291,7 @@ unsigned node_ring_nodes(struct node_ring *r, struct pohm_addr *out, unsigned ma
 	return n;
 }
 
+/* See ring.h. */
 int node_ring_has(struct node_ring *r, const struct pohm_addr *addr)
 {
 	int found;

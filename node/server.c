@@ -27,6 +27,7 @@
 #include "sys.h"
 #include "wire.h"
 
+/* See node.h. */
 int node_init(struct node *n, const struct node_config *cfg)
 {
 	struct pohm_backend_ids be;
@@ -78,6 +79,7 @@ fail:
 	return ret;
 }
 
+/* See node.h. */
 void node_fini(struct node *n)
 {
 	node_faults_free(n->faults);
@@ -167,6 +169,7 @@ static int accept_loop(struct node *n, int sigfd)
 	}
 }
 
+/* See node.h: signals are blocked before any thread starts. */
 int node_run(const struct node_config *cfg)
 {
 	static struct node node;	/* one per process; lives until exit */

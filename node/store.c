@@ -86,12 +86,14 @@ static void id_hex(const uint8_t *id, char *out)
 	out[2 * POHM_ID_SIZE] = '\0';
 }
 
+/* The file name of a record: hex id plus suffix ("", ".u", ".t"). */
 static void rec_name(const uint8_t *id, const char *suffix, char *out)
 {
 	id_hex(id, out);
 	strcpy(out + 2 * POHM_ID_SIZE, suffix);
 }
 
+/* See store.h. */
 void node_store_relpath(const uint8_t *id, char *out, size_t outlen)
 {
 	char hex[2 * POHM_ID_SIZE + 1];
@@ -100,6 +102,7 @@ void node_store_relpath(const uint8_t *id, char *out, size_t outlen)
 	snprintf(out, outlen, "data/%.2s/%s", hex, hex);
 }
 
+/* The lock stripe of a key. */
 static pthread_mutex_t *stripe(struct node_store *s, const uint8_t *id)
 {
 	/* Ids are hashes: any four bytes spread evenly. */
@@ -110,16 +113,19 @@ static pthread_mutex_t *stripe(struct node_store *s, const uint8_t *id)
 static uint32_t zero_chunk_crc;
 static pthread_once_t zero_chunk_once = PTHREAD_ONCE_INIT;
 
+/* Fill zero_chunk_crc (pthread_once). */
 static void zero_chunk_init(void)
 {
 	zero_chunk_crc = node_crc32c_zeros(0, REC_CHUNK);
 }
 
+/* Number of chunks covering size bytes. */
 static uint64_t nchunks(uint64_t size, uint32_t chunk)
 {
 	return (size + chunk - 1) / chunk;
 }
 
+/* Encode a record header, its CRC last. */
 static void hdr_encode(uint8_t *h, const struct rec *r)
 {
 	memset(h, 0, REC_HDR);
@@ -136,6 +142,7 @@ static void hdr_encode(uint8_t *h, const struct rec *r)
 	pohm_st32(h + 120, node_crc32c(0, h, 120));
 }
 
+/* Decode and check a record header; 0 or -EILSEQ. */
 static int hdr_decode(struct rec *r, const uint8_t *h)
 {
 	if (memcmp(h, REC_MAGIC, 8) || pohm_le32(h + 8) != 1 || pohm_le32(h + 12) != REC_HDR ||
@@ -153,6 +160,7 @@ static int hdr_decode(struct rec *r, const uint8_t *h)
 	return 0;
 }
 
+/* What a header tells clients. */
 static void rec_meta(const struct rec *r, struct node_meta *m)
 {
 	m->size = r->size;
@@ -169,6 +177,7 @@ static uint64_t rec_file_len(const struct rec *r)
 	return REC_HDR + r->size + 4 * nchunks(r->size, r->chunk);
 }
 
+/* Open a record file of the key; fd or -errno. */
 static int rec_open(struct node_store *s, const uint8_t *id, const char *suffix, int flags)
 {
 	char name[2 * POHM_ID_SIZE + 8];
@@ -181,6 +190,7 @@ static int rec_open(struct node_store *s, const uint8_t *id, const char *suffix,
 	return fd < 0 ? -errno : fd;
 }
 
+/* Remove a record file of the key; 0 or -errno. */
 static int rec_unlink(struct node_store *s, const uint8_t *id, const char *suffix)
 {
 	char name[2 * POHM_ID_SIZE + 8];
@@ -189,6 +199,7 @@ static int rec_unlink(struct node_store *s, const uint8_t *id, const char *suffi
 	return unlinkat(s->subfd[id[0]], name, 0) < 0 ? -errno : 0;
 }
 
+/* fsync the key's directory (not with nosync). */
 static int dir_sync(struct node_store *s, const uint8_t *id)
 {
 	if (s->nosync)
@@ -196,6 +207,7 @@ static int dir_sync(struct node_store *s, const uint8_t *id)
 	return fsync(s->subfd[id[0]]) < 0 ? -errno : 0;
 }
 
+/* fdatasync a record (not with nosync). */
 static int file_sync(struct node_store *s, int fd)
 {
 	if (s->nosync)
@@ -334,6 +346,7 @@ static void sweep_temps(int subfd)
 	closedir(d);
 }
 
+/* See store.h. */
 int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object)
 {
 	struct node_store *s = calloc(1, sizeof(*s));
@@ -391,6 +404,7 @@ out:
 	return 0;
 }
 
+/* See store.h. */
 void node_store_close(struct node_store *s)
 {
 	int i;
@@ -420,6 +434,7 @@ static int hexval(int c)
 	return -1;
 }
 
+/* Read DIR/ids; 0, -ENOENT, or -EILSEQ for a damaged file. */
 static int ids_read(struct node_store *s, uint8_t **ids, unsigned *n)
 {
 	int fd = openat(s->dirfd, "ids", O_RDONLY | O_CLOEXEC);
@@ -473,6 +488,7 @@ out:
 	return 0;
 }
 
+/* Write DIR/ids durably (temp file, fsync, rename, fsync). */
 static int ids_write(struct node_store *s, const uint8_t *ids, unsigned n)
 {
 	char hex[2 * POHM_ID_SIZE + 2];
@@ -498,6 +514,7 @@ static int ids_write(struct node_store *s, const uint8_t *ids, unsigned n)
 	return ret;
 }
 
+/* See store.h. */
 int node_store_ids(struct node_store *s, unsigned want, uint8_t **ids, unsigned *n)
 {
 	uint8_t *v;
@@ -579,6 +596,7 @@ static int check_chunks(const struct rec *r, uint64_t c0, uint64_t k, const uint
 	return 0;
 }
 
+/* See store.h. */
 void node_rbuf_release(struct node_rbuf *b)
 {
 	if (b->map)
@@ -604,6 +622,7 @@ static uint8_t *map_range(int fd, uint64_t a, uint64_t b, struct node_rbuf *rb)
 	return (uint8_t *)p + (REC_HDR + a - start);
 }
 
+/* See store.h. */
 int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint64_t size,
 		    uint64_t max, int verify, int lock, struct node_rbuf *rb,
 		    struct node_meta *m, const uint8_t **data, size_t *n)
@@ -1099,6 +1118,7 @@ out:
 	return ret;
 }
 
+/* The file info of an uncommitted chunk: size 0, flags 0x1c0 (§10.6). */
 static void uncommitted_reply(const struct rec *u, struct node_wres *res)
 {
 	rec_meta(u, &res->meta);
@@ -1203,6 +1223,7 @@ out:
 	return ret;
 }
 
+/* See store.h: conditions are checked against the committed record first. */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res)
 {
 	const struct pohm_io_attr *io = w->io;
@@ -1251,11 +1272,13 @@ int node_store_del(struct node_store *s, const uint8_t *id)
 	return ret;
 }
 
+/* memcmp order of 64-byte ids. */
 static int id_cmp(const void *a, const void *b)
 {
 	return memcmp(a, b, POHM_ID_SIZE);
 }
 
+/* See store.h. */
 int node_store_list(struct node_store *s, uint8_t **ids, size_t *n)
 {
 	uint8_t *v = NULL, *nv;
@@ -1313,6 +1336,7 @@ int node_store_list(struct node_store *s, uint8_t **ids, size_t *n)
 	return 0;
 }
 
+/* See store.h. */
 int node_store_corrupt(struct node_store *s, const uint8_t *id)
 {
 	pthread_mutex_t *mx = stripe(s, id);
