@@ -273,7 +273,12 @@ static void *conn_reader(void *arg)
 	}
 out:
 	free(rd);
-	conn_flush(c);
+	/* Last flush; from now on nothing may be batched (a new thread could reuse our id). */
+	pthread_mutex_lock(&c->wlock);
+	if (flush_locked(c))
+		r = -EPIPE;
+	c->has_reader = 0;
+	pthread_mutex_unlock(&c->wlock);
 	/*
 	 * On EOF (even inside a packet) requests already queued still answer:
 	 * a client may half-close after sending.  The fd closes with the last
