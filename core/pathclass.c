@@ -8,6 +8,9 @@
 
 #include <errno.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ------------------------------------------------------------ spellings */
 
@@ -218,6 +221,123 @@ static int walk_pop(struct walk *w)
 	return 0;
 }
 
+#if !defined(__SSE2__)
+/* 0x80 in every byte of x that is zero, exactly (no false positives). */
+static inline uint64_t zero_bytes(uint64_t x)
+{
+	const uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
+
+	return ~(((x & low7) + low7) | x | low7);
+}
+#endif
+
+/*
+ * path_is_clean(p, n): 1 if the path (n bytes) has no "//" and no "/."
+ * anywhere: then normalising changes nothing, and a plain comparison with
+ * the prefix decides.  Sixteen bytes at a time with SSE2 (eight with plain
+ * words elsewhere); never reads past p[n], the NUL.
+ */
+#if defined(__SSE2__)
+/* 1 if some byte i of the 16 at p is '/' and byte i+1 is '/' or '.'. */
+static inline int slash_pair16(const char *p)
+{
+	const __m128i slash = _mm_set1_epi8('/'), dot = _mm_set1_epi8('.');
+	__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+
+	return _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, slash),
+					       _mm_or_si128(_mm_cmpeq_epi8(b, slash),
+							    _mm_cmpeq_epi8(b, dot)))) != 0;
+}
+
+static int path_is_clean(const char *p, size_t n)
+{
+	char tmp[32];
+	size_t i;
+
+	if (n < 16) {		/* pad short paths so one block covers them */
+		memset(tmp, 0, sizeof(tmp));
+		memcpy(tmp, p, n);
+		p = tmp;
+		n = 16;
+	}
+	for (i = 0; i + 16 <= n; i += 16)
+		if (slash_pair16(p + i))
+			return 0;
+	return i == n || !slash_pair16(p + n - 16);	/* the tail, overlapping */
+}
+#else
+static int path_is_clean(const char *p, size_t n)
+{
+	const uint64_t slash = 0x2f2f2f2f2f2f2f2full, dot = 0x2e2e2e2e2e2e2e2eull;
+	uint64_t w0, w1;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w0, p + i, 8);
+		memcpy(&w1, p + i + 1, 8);
+		if (zero_bytes(w0 ^ slash) & (zero_bytes(w1 ^ slash) | zero_bytes(w1 ^ dot)))
+			return 0;
+	}
+	for (; i < n; i++)
+		if (p[i] == '/' && (p[i + 1] == '/' || p[i + 1] == '.'))
+			return 0;
+	return 1;
+}
+#endif
+
+/* 1 if the first n bytes of a and b are equal (a word at a time: most
+ * paths differ from the prefix within the first component). */
+static inline int same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			return 0;
+	}
+	for (; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+int pohm_pc_fast_out(const struct pohm_pc_prefix *pf, const char *path)
+{
+	size_t n = strlen(path);
+	unsigned s;
+
+	for (s = 0; s < pf->nsp; s++)
+		if (same_bytes(path, pf->sp[s].path, n < pf->sp[s].len ? n : pf->sp[s].len))
+			return 0;	/* under, an ancestor, or a sibling like "/p.x" */
+	return path_is_clean(path, n);
+}
+
+int pohm_pc_fast_out_rel(const struct pohm_pc_prefix *pf, const struct pohm_pc_pos *pos,
+			 const char *path)
+{
+	const struct pohm_pc_spelling *sp;
+	size_t n;
+	unsigned s;
+
+	if (path[0] == '.' || path[0] == '/' || !path[0])
+		return 0;	/* "./x", "../x", "": let the walk decide */
+	n = strcspn(path, "/");
+	for (s = 0; s < pf->nsp; s++) {
+		sp = &pf->sp[s];
+		if (pos->match[s] == sp->ncomp)
+			return 0;	/* the base is under the prefix */
+		if (pos->match[s] == pos->depth && sp->clen[pos->depth] == n &&
+		    !memcmp(sp->path + sp->off[pos->depth], path, n))
+			return 0;	/* the first component leads towards it */
+	}
+	/* Off every spelling after the first component: only ".." comes back. */
+	return !strstr(path + n, "..");
+}
+
 enum pohm_pc_class pohm_pc_walk(const struct pohm_pc_prefix *pf, struct pohm_pc_pos *pos,
 				char *rel, size_t relsz, size_t *rellen, const char *path,
 				unsigned flags, struct pohm_pc_res *res)
@@ -235,6 +355,8 @@ enum pohm_pc_class pohm_pc_walk(const struct pohm_pc_prefix *pf, struct pohm_pc_
 	if (!pf->nsp)
 		return POHM_PC_OUT;
 	if (*s == '/') {
+		if (!(flags & POHM_PC_FULL) && pohm_pc_fast_out(pf, s))
+			return POHM_PC_OUT;
 		pos->depth = 0;
 		memset(pos->match, 0, sizeof(pos->match));
 		w.len = 0;

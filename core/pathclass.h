@@ -121,6 +121,22 @@ enum pohm_pc_class pohm_pc_walk(const struct pohm_pc_prefix *pf, struct pohm_pc_
 				char *rel, size_t relsz, size_t *rellen, const char *path,
 				unsigned flags, struct pohm_pc_res *res);
 
+/*
+ * The common case alone: 1 if the absolute path is certainly outside the
+ * prefix and no ancestor of it (it differs from every spelling and has no
+ * "//" or "/." that normalising could change), 0 if it needs the walk.
+ * A string comparison and one SSE2 scan; pohm_pc_walk starts with it.
+ */
+int pohm_pc_fast_out(const struct pohm_pc_prefix *pf, const char *path);
+
+/*
+ * The same for a relative path from the position pos (a base that is not
+ * under the prefix): 1 if certainly outside and no ancestor, 0 if it
+ * needs the walk.  Looks at the first component only, then for "..".
+ */
+int pohm_pc_fast_out_rel(const struct pohm_pc_prefix *pf, const struct pohm_pc_pos *pos,
+			 const char *path);
+
 /* Class of a position: POHM_PC_IN (and *spelling), ANCESTOR or OUT. */
 enum pohm_pc_class pohm_pc_pos_class(const struct pohm_pc_prefix *pf,
 				     const struct pohm_pc_pos *pos, int *spelling);

@@ -126,15 +126,24 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 	if (!w)
 		w = &local;
 	w->cls = POHM_PC_OUT;
+	path = pohm_launder(path);
+	if (!path || !pf->nsp)
+		return POHM_PC_OUT;
+	/* The hot path: an absolute path outside, by string comparison alone. */
+	if (path[0] == '/' && !(flags & POHM_LOC_FULL) && !proc_fd(path, &base, &walk) &&
+	    pohm_pc_fast_out(pf, path))
+		return POHM_PC_OUT;
+	/* The next hottest: a relative name from a cwd that is not under the prefix. */
+	if (path[0] != '/' && dirfd == AT_FDCWD && !(flags & POHM_LOC_FULL) &&
+	    pohm_cwd_base(&w->pos, NULL, 0, &len) == 0 && !len &&
+	    pohm_pc_fast_out_rel(pf, &w->pos, path))
+		return POHM_PC_OUT;
 	p->dirfd = dirfd;
 	p->path = path;
 	p->spelling = -1;
 	p->flags = 0;
 	p->len = 0;
 	p->rel[0] = '\0';
-	path = pohm_launder(path);
-	if (!path || !pf->nsp)
-		return POHM_PC_OUT;
 	walk = path;
 	if (path[0] == '/') {
 		if (!proc_fd(path, &base, &walk)) {

@@ -43,6 +43,11 @@ int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rell
 	*rellen = 0;
 	if (!st || __atomic_load_n(&cwd_vol, __ATOMIC_RELAXED))
 		return -1;
+	if (!rel) {		/* the position only; *rellen says whether there is a rel */
+		pohm_pos_unpack(st, pos);
+		*rellen = (st & CWD_UNDER) != 0;
+		return 0;
+	}
 	if (st & CWD_UNDER) {
 		pthread_mutex_lock(&cwd_lock);
 		st = __atomic_load_n(&cwd_st, __ATOMIC_RELAXED);

@@ -10,7 +10,7 @@
  * table?" is two loads and no lock.
  *
  * Rules (the "Mutex rules" of this file):
- *   - fdt_chunks[i] goes from NULL to a chunk once (CAS, release) and is
+ *   - pohm_fdt_chunks[i] goes from NULL to a chunk once (CAS, release) and is
  *     never freed; readers load it acquire.
  *   - an entry's st and cookie are atomics: read anywhere without a lock
  *     (vfork-safe); written only with fdt_lock held.
@@ -44,9 +44,9 @@
 #define ST_M1_SHIFT	43		/* match[1], 12 bits */
 #define ST_DEPTH_MASK	0x7fffffffull	/* depth, 31 bits */
 
-#define FDT_SHIFT	10
+#define FDT_SHIFT	POHM_FDT_SHIFT
 #define FDT_CHUNK	(1 << FDT_SHIFT)
-#define FDT_NCHUNK	1024		/* fds below 2^20 are tracked */
+#define FDT_NCHUNK	POHM_FDT_NCHUNK
 #define FDT_LIMIT	(FDT_CHUNK * FDT_NCHUNK)
 
 /* An immutable path inside the prefix, shared by dup'ed fds. */
@@ -56,13 +56,7 @@ struct pohm_relstr {
 	char s[];
 };
 
-struct fdent {
-	uint64_t st;		/* atomic, see ST_* */
-	uint64_t cookie;	/* atomic */
-	struct pohm_relstr *rel;	/* fdt_lock; NULL unless ST_UNDER and known */
-};
-
-static struct fdent *fdt_chunks[FDT_NCHUNK];
+struct pohm_fdent *pohm_fdt_chunks[FDT_NCHUNK];
 static pthread_mutex_t fdt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fdt_under;		/* atomic: entries with ST_UNDER */
 static int fdt_max = -1;	/* atomic: highest fd ever recorded */
@@ -95,29 +89,29 @@ static unsigned st_flags(uint64_t st)
 }
 
 /* The entry of fd if its chunk exists, else NULL (lock-free). */
-static struct fdent *ent_peek(int fd)
+static struct pohm_fdent *ent_peek(int fd)
 {
-	struct fdent *c;
+	struct pohm_fdent *c;
 
 	if (fd < 0 || fd >= FDT_LIMIT)
 		return NULL;
-	c = __atomic_load_n(&fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
+	c = __atomic_load_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
 	return c ? &c[fd & (FDT_CHUNK - 1)] : NULL;
 }
 
 /* The entry of fd, creating its chunk (called without fdt_lock). */
-static struct fdent *ent_get(int fd)
+static struct pohm_fdent *ent_get(int fd)
 {
-	struct fdent *c, *want = NULL;
+	struct pohm_fdent *c, *want = NULL;
 
 	if (fd < 0 || fd >= FDT_LIMIT)
 		return NULL;
-	c = __atomic_load_n(&fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
+	c = __atomic_load_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
 	if (!c) {
 		want = calloc(FDT_CHUNK, sizeof(*want));
 		if (!want)
 			return NULL;
-		if (__atomic_compare_exchange_n(&fdt_chunks[fd >> FDT_SHIFT], &c, want, 0,
+		if (__atomic_compare_exchange_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], &c, want, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			c = want;
 		else
@@ -156,7 +150,7 @@ static void rel_unref(struct pohm_relstr *r)
  * Replace an entry (fdt_lock held): returns the old rel for the caller to
  * unref after unlocking.
  */
-static struct pohm_relstr *ent_set(struct fdent *e, uint64_t st, uint64_t cookie, struct pohm_relstr *rel)
+static struct pohm_relstr *ent_set(struct pohm_fdent *e, uint64_t st, uint64_t cookie, struct pohm_relstr *rel)
 {
 	uint64_t old = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
 	struct pohm_relstr *orel = e->rel;
@@ -197,7 +191,7 @@ unsigned pohm_fd_flags_of(int oflags)
 
 void pohm_fd_forget(int fd)
 {
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 	struct pohm_relstr *old;
 	int saved;
 
@@ -215,7 +209,7 @@ void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
 		    const struct pohm_fd_info *fi)
 {
 	struct pohm_relstr *r = NULL, *old;
-	struct fdent *e;
+	struct pohm_fdent *e;
 	uint64_t st;
 	int saved = errno, under = rel != NULL || (fi && (fi->flags & POHM_FD_INHERITED));
 
@@ -256,7 +250,7 @@ void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *
 void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
 {
 	struct pohm_relstr *r = rel ? rel_new(rel) : NULL, *old = r;
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 	uint64_t st;
 	int saved = errno;
 
@@ -274,7 +268,7 @@ void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
 
 int pohm_fd_take(int fd, struct pohm_fdsnap *snap, struct pohm_fd_info *fi)
 {
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 
 	snap->st = 0;
 	snap->cookie = 0;
@@ -295,7 +289,7 @@ int pohm_fd_take(int fd, struct pohm_fdsnap *snap, struct pohm_fd_info *fi)
 
 void pohm_fd_put(int fd, struct pohm_fdsnap *snap)
 {
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 	struct pohm_relstr *old = snap->rel;
 
 	if (e && snap->st) {
@@ -319,7 +313,7 @@ void pohm_fd_release(struct pohm_fdsnap *snap)
 
 void pohm_fd_dup(int oldfd, int newfd)
 {
-	struct fdent *o = ent_peek(oldfd), *n;
+	struct pohm_fdent *o = ent_peek(oldfd), *n;
 	struct pohm_relstr *old;
 	int saved = errno;
 
@@ -342,7 +336,7 @@ out:
 
 int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
 {
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 	uint64_t st = e ? __atomic_load_n(&e->st, __ATOMIC_ACQUIRE) : 0;
 
 	*rellen = 0;
@@ -370,7 +364,7 @@ int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_
 
 int pohm_fd_lookup(int fd, struct pohm_fd_info *fi)
 {
-	struct fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_peek(fd);
 	uint64_t st = e ? __atomic_load_n(&e->st, __ATOMIC_ACQUIRE) : 0;
 
 	if (!(st & ST_UNDER))

@@ -20,7 +20,7 @@ POHM_EXPORT int close(int fd)
 	pohm_init();
 	if (!pohm_depth && pohm_ifd_is(fd))
 		return pohm_ret(-EBADF);
-	if (!pohm_active())
+	if (!pohm_active() || !pohm_fd_known(fd))
 		return pohm_real.close(fd);
 	if (pohm_fd_take(fd, &snap, &fi))
 		hr = pohm_hook_close(fd, &fi);

@@ -20,18 +20,26 @@ static int needs_mode(int flags)
 
 static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-	struct pohm_fd_info fi = { 0, pohm_fd_flags_of(flags) };
+	struct pohm_fd_info fi;
 	struct pohm_where w;
 	struct pohm_path p;
 	int fd, r;
 
 	if (!pohm_active())
 		return pohm_real.openat(dirfd, path, flags, mode);
+	if (pohm_outside_fast(path)) {
+		fd = pohm_real.openat(dirfd, path, flags, mode);
+		if (pohm_fd_known(fd))
+			pohm_fd_forget(fd);
+		return fd;
+	}
 	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		pohm_fd_opened(fd, &p, &w, NULL);
 		return fd;
 	}
+	fi.cookie = 0;
+	fi.flags = pohm_fd_flags_of(flags);
 	r = pohm_hook_open(&p, flags, mode, &fd);
 	if (r == POHM_PASS)
 		fd = pohm_sysret(pohm_real.openat(dirfd, path, flags, mode));

@@ -162,25 +162,35 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 /* 1 if (dirfd, path) is under the prefix (p filled), else 0. */
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
 
+/*
+ * The hot path, inlined into the wrappers: 1 if path is absolute and
+ * certainly outside the prefix (a string comparison and one scan, no
+ * call into the classifier).  /proc/... and /dev/... take the full way
+ * (/proc/self/fd/N, /dev/fd/N).
+ */
+static inline int pohm_outside_fast(const char *path)
+{
+	path = pohm_launder(path);
+	return path && path[0] == '/' && path[1] != 'p' && path[1] != 'd' &&
+	       pohm_pc_fast_out(&pohm_state.prefix, path);
+}
+
 /* pohm_active() and pohm_classify(): "is this call ours?" */
 static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
 {
-	return pohm_active() && pohm_classify(dirfd, path, p);
+	return pohm_active() && !pohm_outside_fast(path) && pohm_classify(dirfd, path, p);
 }
 
 /* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
 static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return pohm_active() &&
+	return pohm_active() && !pohm_outside_fast(path) &&
 	       pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
 	       POHM_PC_IN;
 }
 
 /* "Is this fd ours?": opened under the prefix (fi filled). */
-static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
-{
-	return pohm_active() && pohm_fd_lookup(fd, fi);
-}
+static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi);
 
 /* The position of the prefix root plus p->rel (for recording an fd or the cwd). */
 struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p);
@@ -197,6 +207,31 @@ struct pohm_fdsnap {
 	uint64_t cookie;
 	struct pohm_relstr *rel;	/* owned by the snapshot */
 };
+
+/*
+ * One entry of the fd table (fd.c has the rules).  Declared here so the
+ * hot paths can ask "has this fd an entry at all?" inline.
+ */
+struct pohm_fdent {
+	uint64_t st;			/* atomic, packed state; 0 = no entry */
+	uint64_t cookie;		/* atomic */
+	struct pohm_relstr *rel;	/* fdt_lock */
+};
+
+#define POHM_FDT_SHIFT	10		/* 1024 entries a chunk */
+#define POHM_FDT_NCHUNK	1024		/* fds below 2^20 are tracked */
+extern struct pohm_fdent *pohm_fdt_chunks[POHM_FDT_NCHUNK];
+
+/* 1 if fd has an entry (lock-free): the cheap test before the others. */
+static inline int pohm_fd_known(int fd)
+{
+	struct pohm_fdent *c;
+
+	if ((unsigned)fd >= (POHM_FDT_NCHUNK << POHM_FDT_SHIFT))
+		return 0;
+	c = __atomic_load_n(&pohm_fdt_chunks[fd >> POHM_FDT_SHIFT], __ATOMIC_ACQUIRE);
+	return c && __atomic_load_n(&c[fd & ((1 << POHM_FDT_SHIFT) - 1)].st, __ATOMIC_RELAXED);
+}
 
 /* A position in the low 55 bits of a word (bits 55..63 are the caller's). */
 uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos);
@@ -238,6 +273,11 @@ void pohm_fd_atfork(enum pohm_fork_phase phase);
 /* Directory streams opened under the prefix (readdir looks only when > 0). */
 extern int pohm_dirs_under;
 
+static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
+{
+	return pohm_active() && pohm_fd_known(fd) && pohm_fd_lookup(fd, fi);
+}
+
 /* ------------------------------------------------------------ internal fds (fd.c) */
 
 /* 1 if fd is one of the library's registered internal fds. */
@@ -249,7 +289,8 @@ int pohm_ifd_evict(int fd);
 
 /* ------------------------------------------------------------ cwd (cwd.c) */
 
-/* Base of relative paths at AT_FDCWD, as pohm_fd_base. */
+/* Base of relative paths at AT_FDCWD, as pohm_fd_base; with rel NULL only
+ * the position (lock-free), and *rellen = 1 when the cwd is under the prefix. */
 int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
 /* Set the cwd state from the kernel's getcwd (init, chdir, unknown fchdir). */
 void pohm_cwd_resync(void);

@@ -256,3 +256,63 @@ TEST(full_walk_gives_exact_depth)
 				   0, &res), POHM_PC_IN);
 	EXPECT_EQ_STR(rel, "w");
 }
+
+/* The fast checks may only ever say "outside" when the walk says so. */
+static void fast_agrees(const char *base, const char *path)
+{
+	struct pohm_pc_pos pos = { 0, { 0, 0 } };
+	struct pohm_pc_res res;
+	enum pohm_pc_class full;
+	size_t len = 0;
+	int fast;
+
+	if (base) {
+		pohm_pc_walk(&pf, &pos, rel, sizeof(rel), &len, base, POHM_PC_FULL, &res);
+		if (res.cls == POHM_PC_IN)
+			return;		/* fast_out_rel is for bases outside */
+		fast = pohm_pc_fast_out_rel(&pf, &pos, path);
+	} else {
+		fast = pohm_pc_fast_out(&pf, path);
+	}
+	len = 0;
+	full = pohm_pc_walk(&pf, &pos, rel, sizeof(rel), &len, path, POHM_PC_FULL, &res);
+	if (fast && full != POHM_PC_OUT) {
+		printf("# fast says outside, walk says %d: base %s, path %s\n", full,
+		       base ? base : "-", path);
+		th_failed = 1;
+	}
+}
+
+TEST(fast_checks_never_contradict_the_walk)
+{
+	static const char *const abs[] = {
+		"/tmp/p", "/tmp/p/", "/tmp/p/a", "/tmp/px", "/tmp", "/tmp/", "/", "//tmp/p/a",
+		"/tmp//p", "/tmp/./p", "/tmp/x/../p/a", "/usr/lib/libc.so.6", "/tmp/q/..",
+		"/tmp/q/../p", "/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/../../../../tmp/p",
+		"/tmp/pp/../p", "/tmp/p/.", "/tmp/.p", "/tm", "/tmp/qqqqqqqqqqqqqqqqqqqqqqqqqqqqqq/x",
+		"/tmp/qqqqqqqqqqqqqqqqqqqqqqqqqqqqqq/..//p", "/x/y", "/home/u/pohm/a", "/data/pohm",
+	};
+	static const char *const relp[] = {
+		"p", "p/a", "x", "x/../p", "./p", "../tmp/p", "pp", "..", ".", "", "q/../../tmp/p",
+		"tmp/p", "pohm/a", "data/pohm/x", "src/file.c", "a..b/c",
+	};
+	static const char *const bases[] = { "/", "/tmp", "/tmp/q", "/var/lib", "/home/u", "/data" };
+	unsigned i, j, k;
+
+	for (k = 0; k < 2; k++) {
+		if (k == 0)
+			prefix("/tmp/p", NULL);
+		else
+			prefix("/home/u/pohm", "/data/pohm");
+		for (i = 0; i < sizeof(abs) / sizeof(abs[0]); i++)
+			fast_agrees(NULL, abs[i]);
+		for (j = 0; j < sizeof(bases) / sizeof(bases[0]); j++)
+			for (i = 0; i < sizeof(relp) / sizeof(relp[0]); i++)
+				fast_agrees(bases[j], relp[i]);
+	}
+	prefix("/tmp/p", NULL);
+	EXPECT_EQ_INT(pohm_pc_fast_out(&pf, "/usr/lib/libc.so.6"), 1);
+	EXPECT_EQ_INT(pohm_pc_fast_out(&pf, "/tmp/q/file"), 1);
+	EXPECT_EQ_INT(pohm_pc_fast_out(&pf, "/tmp/q/../p"), 0);
+	EXPECT_EQ_INT(pohm_pc_fast_out(&pf, "/tmp/p/a"), 0);
+}
