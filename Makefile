@@ -59,6 +59,9 @@ UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_BIN    := $(TOOL_DIRS:%=$(B)/%)
 SCRIPTS     := $(B)/pohmelfs-run $(if $(wildcard tools/pohmelfs-cluster),$(B)/pohmelfs-cluster)
 
+PROG_SRC    := $(wildcard tests/progs/*.c)
+PROG_BIN    := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
+
 LIB         := $(B)/libpohmelfs.so
 CORE_A      := $(B)/libpohmcore.a
 
@@ -105,8 +108,6 @@ $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(CORE_A)
 $(B)/obj/tests/unit/%.o: CPPFLAGS += -Itests/unit
 
 # Test programs linked with core (tests/progs/*.c → build/tests/progs/*).
-PROG_SRC := $(wildcard tests/progs/*.c)
-PROG_BIN := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 $(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(CORE_A)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
@@ -135,7 +136,7 @@ demo: all
 
 # ---------------------------------------------------------------- setup
 DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
-        sqlite3 git rsync python3 util-linux
+        sqlite3 git rsync python3 util-linux man-db groff-base
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update

@@ -242,11 +242,21 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 	struct pohm_buf b = POHM_BUF_INIT;
 	char tmp[96], name[64], idx[96], target[32];
 	static unsigned long seq;	/* temp-name uniqueness within a process; races only widen names */
+	uint64_t old_ldev = 0, old_lino = 0;
 	int fd, rc;
 
 	rc = encode(&b, r);
 	if (rc)
 		goto out;
+	{
+		struct pohm_jrec prev;
+
+		if (!pohm_journal_get(j, r->ino, &prev)) {
+			old_ldev = prev.ldev;
+			old_lino = prev.lino;
+			pohm_jrec_clear(&prev);
+		}
+	}
 	snprintf(tmp, sizeof(tmp), "tmp/j.%d.%lu.%" PRIx64, (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), r->ino);
 	snprintf(name, sizeof(name), "j/%" PRIx64, r->ino);
@@ -264,6 +274,11 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 		goto out;
 	}
 	rc = 0;
+	if (old_lino && (old_lino != r->lino || old_ldev != r->ldev)) {
+		/* The local file was replaced (a fetch renames a new one in): drop its index entry. */
+		index_name(idx, sizeof(idx), old_ldev, old_lino);
+		pohm_sys_unlinkat(j->dirfd, idx, 0);
+	}
 	if (r->lino) {
 		index_name(idx, sizeof(idx), r->ldev, r->lino);
 		snprintf(target, sizeof(target), "%" PRIx64, r->ino);
