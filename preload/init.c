@@ -1,8 +1,9 @@
 /*
  * init.c — light initialisation of the shim (DESIGN.md §5) and the global
- * state.  Light init: the real table, the log level, the prefix and its
+ * state.  Light init: the real table, the log level, the prefix
+ * (POHMELFS_PREFIX, else prefix= of the configuration files) and its
  * realpath, the cwd, the fds handed over by the previous image, fork
- * handlers.  No network, no allocation, no file opened: a program that
+ * handlers.  No network, no file kept open: a program that
  * never touches the prefix pays only this (measured in
  * tests/bench/bench_passthrough.sh).  The heavy stage (connections,
  * journal) belongs to the storage side and starts from its hooks.
@@ -14,9 +15,11 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 
 extern char **environ;
@@ -63,12 +66,48 @@ static int prefix_realpath(const char *prefix, char *out)
 	return 0;
 }
 
+/*
+ * prefix= of the configuration files, when POHMELFS_PREFIX is not set.
+ * Errors are not reported here: the storage side's heavy init loads the
+ * configuration again and says what is wrong, once, on the first call
+ * under the prefix (DESIGN.md §1).
+ */
+static int prefix_from_files(char *out, size_t len)
+{
+	struct pohm_config c;
+	struct stat st;
+	const char *v, *dir;
+	char err[POHM_CFG_ERRLEN], user[PATH_MAX];
+	int found = 0;
+
+	/* Most processes have no file at all: two stats, and nothing allocated. */
+	if ((dir = getenv("XDG_CONFIG_HOME")) && *dir)
+		snprintf(user, sizeof(user), "%s/pohmelfs.conf", dir);
+	else if ((dir = getenv("HOME")) && *dir)
+		snprintf(user, sizeof(user), "%s/.config/pohmelfs.conf", dir);
+	else
+		user[0] = '\0';
+	if (!getenv("POHMELFS_CONFIG") && pohm_sys_fstatat(AT_FDCWD, "/etc/pohmelfs.conf", &st, 0) &&
+	    (!user[0] || pohm_sys_fstatat(AT_FDCWD, user, &st, 0)))
+		return 0;
+	pohm_config_load(&c, environ, err, sizeof(err));
+	v = pohm_config_raw(&c, "prefix");
+	if (v && *v && strlen(v) < len) {
+		memcpy(out, v, strlen(v) + 1);
+		found = 1;
+	}
+	pohm_config_free(&c);
+	return found;
+}
+
 static void prefix_setup(void)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], file[PATH_MAX];
 	const char *p = getenv("POHMELFS_PREFIX");
 	int r;
 
+	if ((!p || !*p) && prefix_from_files(file, sizeof(file)))
+		p = file;
 	if (!p || !*p)
 		return;
 	r = pohm_pc_prefix_add(&pohm_state.prefix, p);

@@ -1,11 +1,13 @@
 /*
  * lookup.c — read-only uses of a name: readlink (+ fortified), the access
- * family, inotify_add_watch.  Under the prefix the storage materializes the
+ * family, pathconf, ftok, inotify_add_watch, fanotify_mark.  Under the prefix the storage materializes the
  * name first (pohm_hook_lookup), then libc answers from the local copy.
  */
 #include "shim.h"
 
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
+#include <sys/ipc.h>
 
 POHM_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
 {
@@ -122,5 +124,48 @@ POHM_EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)mask);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.inotify_add_watch(fd, path, mask));
+	return pohm_ret(r);
+}
+
+/* pathconf asks the file system of path (statfs inside glibc). */
+POHM_EXPORT long pathconf(const char *path, int name)
+{
+	struct pohm_path p;
+	long r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.pathconf(path, name);
+	r = pohm_hook_lookup(POHM_LK_STATFS, &p, name);
+	if (r == POHM_PASS)
+		r = pohm_sysretl(pohm_real.pathconf(path, name));
+	return pohm_retl(r);
+}
+
+/* ftok stats path inside glibc; its key is host-local anyway. */
+POHM_EXPORT key_t ftok(const char *path, int id)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim(AT_FDCWD, path, &p))
+		return pohm_real.ftok(path, id);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, 0);
+	if (r != POHM_PASS && r < 0)
+		return pohm_ret(r);
+	return pohm_real.ftok(path, id);
+}
+
+/* A NULL pathname marks dirfd itself. */
+POHM_EXPORT int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dirfd,
+			      const char *path)
+{
+	struct pohm_path p;
+	int r;
+
+	if (!pohm_claim_at(dirfd, pohm_given(path) ? path : "", AT_EMPTY_PATH, &p))
+		return pohm_real.fanotify_mark(fd, flags, mask, dirfd, path);
+	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)flags);
+	if (r == POHM_PASS)
+		r = pohm_sysret(pohm_real.fanotify_mark(fd, flags, mask, dirfd, path));
 	return pohm_ret(r);
 }

@@ -22,6 +22,7 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>

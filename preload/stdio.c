@@ -1,6 +1,6 @@
 /*
  * stdio.c — streams and names libc makes itself: fopen/fopen64, freopen
- * (+64), fdopen, fclose, tmpfile (+64), the mkstemp family, mkdtemp,
+ * (+64), fdopen, fclose, tmpfile (+64), the mkstemp family, mkdtemp, mktemp,
  * realpath (+ fortified), canonicalize_file_name.
  *
  * fopen, freopen, fclose, mkstemp and mkdtemp open and close fds inside
@@ -321,6 +321,21 @@ POHM_EXPORT char *mkdtemp(char *tmpl)
 		return NULL;
 	}
 	return d;
+}
+
+/* mktemp only finds a free name (lstat inside glibc): the directory must be listed. */
+POHM_EXPORT char *mktemp(char *tmpl)
+{
+	struct pohm_path p;
+	int r;
+
+	if (pohm_claim(AT_FDCWD, tmpl, &p) &&
+	    (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
+		tmpl[0] = '\0';	/* as glibc reports failure */
+		errno = -r;
+		return tmpl;
+	}
+	return pohm_real.mktemp(tmpl);
 }
 
 /* ------------------------------------------------------------ realpath */

@@ -76,6 +76,22 @@ ops() { env LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$P" "$ops" "$@"; }
 	[ "$output" = "fdtab: 3 4" ]
 }
 
+@test "without POHMELFS_PREFIX the prefix comes from the configuration file" {
+	echo "prefix=$P" >"$T/c.conf"
+	run env -u POHMELFS_PREFIX POHMELFS_CONFIG="$T/c.conf" LD_PRELOAD="$PRELOAD" \
+		"$ops" open "$P/f" 3 open "$T/o/g" 4 show
+	[ "$output" = "fdtab: 3" ]
+	mkdir -p "$T/home/.config"
+	echo "prefix=$P/d" >"$T/home/.config/pohmelfs.conf"
+	run env -u POHMELFS_PREFIX -u POHMELFS_CONFIG -u XDG_CONFIG_HOME HOME="$T/home" \
+		LD_PRELOAD="$PRELOAD" "$ops" open "$P/f" 3 open "$P/d/e" 4 show
+	[ "$output" = "fdtab: 4" ]
+	# the variable wins over the file
+	run env POHMELFS_PREFIX="$T/o" POHMELFS_CONFIG="$T/c.conf" LD_PRELOAD="$PRELOAD" \
+		"$ops" open "$P/f" 3 open "$T/o/g" 4 show
+	[ "$output" = "fdtab: 4" ]
+}
+
 @test "dup2, fcntl(F_DUPFD) and close keep the table right" {
 	run ops open "$P/d" 4 dup2 4 10 fdup 4 20 close 4 show
 	[ "$output" = "fdtab: 10 20" ]

@@ -21,13 +21,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/inotify.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
@@ -68,6 +71,12 @@ static int (*volatile utimensat_p)(int, const char *, const struct timespec *, i
 static int (*volatile closedir_p)(DIR *) = closedir;
 static char *(*volatile realpath_p)(const char *, char *) = realpath;
 
+static int nop_ftw_old(const char *p, const struct stat *st, int t)
+{
+	(void)p, (void)st, (void)t;
+	return 0;
+}
+
 static int nop_ftw(const char *p, const struct stat *st, int t, struct FTW *f)
 {
 	(void)p, (void)st, (void)t, (void)f;
@@ -85,7 +94,7 @@ int main(int argc, char **argv)
 	glob_t g;
 	pid_t pid;
 	char *args[] = { "x", NULL };
-	char tmpl[PATH_MAX];
+	char tmpl[PATH_MAX], *(*mktemp_p)(char *);
 	int fd, dfd;
 	FILE *f;
 
@@ -216,6 +225,12 @@ int main(int argc, char **argv)
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	show("mkostemp ok", fd >= 0);
 	CALL("close mkostemp fd", close(fd));
+	snprintf(tmpl, sizeof(tmpl), "%s", P("bad"));
+	mktemp_p = (char *(*)(char *))dlsym(RTLD_DEFAULT, "mktemp");	/* no link warning */
+	CALL("mktemp bad template", mktemp_p(tmpl)[0]);
+	CALL("pathconf missing", pathconf(P("ne"), _PC_NAME_MAX));
+	CALL("pathconf ok", pathconf(P("f"), _PC_NAME_MAX));
+	CALL("ftok missing", ftok(P("ne"), 1));
 
 	/* ---- file systems, cwd, sync */
 	CALL("statfs missing", statfs(P("ne"), &sf));
@@ -257,7 +272,107 @@ int main(int argc, char **argv)
 	CALL("sendfile bad fd", sendfile(-1, -1, NULL, 1));
 	CALL("inotify_add_watch bad fd", inotify_add_watch(-1, P("f"), IN_MODIFY));
 
+	/* ---- the other forms of each family: *at, l-, f-, 64, stream and walk variants */
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	fd = open(P("f"), O_RDWR);
+	CALL("readlinkat missing", readlinkat(AT_FDCWD, P("ne"), buf, sizeof(buf)));
+	CALL("renameat missing", renameat(AT_FDCWD, P("ne"), AT_FDCWD, P("y")));
+	CALL("linkat missing", linkat(AT_FDCWD, P("ne"), AT_FDCWD, P("y"), 0));
+	CALL("symlinkat existing", symlinkat("f", AT_FDCWD, P("f")));
+	CALL("mknodat existing", mknodat(AT_FDCWD, P("f"), S_IFIFO | 0600, 0));
+	CALL("mkfifoat existing", mkfifoat(AT_FDCWD, P("f"), 0600));
+	CALL("fchmodat missing", fchmodat(AT_FDCWD, P("ne"), 0600, 0));
+	CALL("fchownat missing", fchownat(AT_FDCWD, P("ne"), 0, 0, 0));
+	CALL("lchmod missing", lchmod(P("ne"), 0600));
+	CALL("eaccess missing", eaccess(P("ne"), R_OK));
+	CALL("lutimes missing", lutimes(P("ne"), NULL));
+	CALL("futimesat missing", futimesat(AT_FDCWD, P("ne"), NULL));
+	CALL("futimes ok", futimes(fd, NULL));
+	CALL("futimens ok", futimens(fd, NULL));
+	CALL("fchown bad fd", fchown(-1, 0, 0));
+	CALL("lgetxattr missing", lgetxattr(P("ne"), "user.a", buf, sizeof(buf)));
+	CALL("llistxattr missing", llistxattr(P("ne"), buf, sizeof(buf)));
+	CALL("lsetxattr missing", lsetxattr(P("ne"), "user.a", "v", 1, 0));
+	CALL("lremovexattr missing", lremovexattr(P("ne"), "user.a"));
+	CALL("flistxattr bad fd", flistxattr(-1, buf, sizeof(buf)));
+	CALL("fsetxattr bad fd", fsetxattr(-1, "user.a", "v", 1, 0));
+	CALL("fremovexattr bad fd", fremovexattr(-1, "user.a"));
+	CALL("fstatfs bad fd", fstatfs(-1, &sf));
+	CALLP("fdopen bad fd", fdopen(-1, "r"));
+	CALLP("fdopendir bad fd", fdopendir(-1));
+	CALLP("freopen missing", freopen(P("ne"), "r", tmpfile()));
+	CALLP("canonicalize_file_name missing", canonicalize_file_name(P("ne")));
+	snprintf(tmpl, sizeof(tmpl), "%s", P("bad"));
+	CALL("mkstemps bad template", mkstemps(tmpl, 0));
+	CALL("mkostemps bad template", mkostemps(tmpl, 0, 0));
+	CALL("scandirat missing", scandirat(dfd, P("ne"), &list, NULL, NULL));
+	CALL("ftw missing", ftw(P("ne"), nop_ftw_old, 4));
+	{
+		char *roots[] = { (char *)P("d"), NULL };
+		FTS *t = fts_open(roots, FTS_PHYSICAL, NULL);
+		FTSENT *e;
+		int n = 0;
+
+		if (t && (e = fts_read(t)) && fts_children(t, 0))
+			fts_set(t, e, FTS_AGAIN);
+		while (t && (e = fts_read(t)))
+			n += e->fts_info == FTS_F;
+		show("fts files", n);
+		CALL("fts_close", t ? fts_close(t) : -1);
+	}
+	{
+		DIR *dp = opendir(P("d"));
+		struct dirent ent, *res;
+		int n = 0;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		while (dp && readdir_r(dp, &ent, &res) == 0 && res)
+			n++;
+#pragma GCC diagnostic pop
+		show("readdir_r entries", n);
+		CALL("closedir", dp ? closedir(dp) : -1);
+	}
+	{
+		struct file_handle *h = malloc(sizeof(*h) + MAX_HANDLE_SZ);
+		int mount_id;
+
+		h->handle_bytes = MAX_HANDLE_SZ;
+		CALL("name_to_handle_at missing", name_to_handle_at(AT_FDCWD, P("ne"), h, &mount_id, 0));
+		free(h);
+	}
+	CALL("fanotify_mark bad fd", fanotify_mark(-1, FAN_MARK_ADD, FAN_MODIFY, AT_FDCWD, P("f")));
+	CALL("close f", close(fd));
+	CALL("close .", close(dfd));
+	sync();
+	CALLP("tmpfile ok", tmpfile());
+
 	/* ---- programs */
+	CALL("execv missing", execv(P("ne"), args));
+	CALL("execl missing", execl(P("ne"), "x", (char *)NULL));
+	CALL("execle missing", execle(P("ne"), "x", (char *)NULL, environ));
+	CALL("execlp missing", execlp("pohmelfs-no-such-program", "x", (char *)NULL));
+	CALL("execvpe missing", execvpe("pohmelfs-no-such-program", args, environ));
+	CALL("execveat missing", execveat(AT_FDCWD, P("ne"), args, environ, 0));
+	CALL("fexecve bad fd", fexecve(-1, args, environ));
+	errno = EDOM;
+	show("posix_spawnp missing (result)",
+	     posix_spawnp(&pid, "pohmelfs-no-such-program", NULL, NULL, args, environ));
+	{
+		posix_spawn_file_actions_t fa;
+
+		posix_spawn_file_actions_init(&fa);
+		CALL("spawn addopen", posix_spawn_file_actions_addopen(&fa, 3, P("f"), O_RDONLY, 0));
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	{
+		FILE *pp = popen("exit 3", "r");
+
+		show("popen", pp != NULL);
+		show("pclose status", pp ? WEXITSTATUS(pclose(pp)) : -1);
+		show("system status", WEXITSTATUS(system("exit 4")));
+	}
+	CALLP("dlmopen missing", dlmopen(LM_ID_NEWLM, "./pohmelfs-no-such.so", RTLD_NOW));
 	CALL("execve missing", execve(P("ne"), args, environ));
 	CALL("execve not executable", execve(P("f"), args, environ));
 	CALL("execvp missing", execvp("pohmelfs-no-such-program", args));
