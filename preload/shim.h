@@ -259,6 +259,8 @@ void pohm_fd_dup(int oldfd, int newfd);
  * -1 when the position is unknown and must be resolved (inherited fds).
  */
 int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+/* The highest fd ever recorded, or -1 (atomic read). */
+int pohm_fd_max(void);
 /* Number of fds under the prefix in the table (atomic read). */
 int pohm_fd_count_under(void);
 /* Lazy entry (handed over by exec) whose position is now known: record it. */
@@ -298,7 +300,7 @@ void pohm_cwd_resync(void);
 void pohm_cwd_volatile(int delta);
 void pohm_cwd_atfork(enum pohm_fork_phase phase);
 
-/* ------------------------------------------------------------ exec handoff (fd.c) */
+/* ------------------------------------------------------------ exec handoff (handoff.c) */
 
 #define POHM_FDTAB_ENV	"POHMELFS_FDTAB"
 
