@@ -4,9 +4,11 @@
  *
  * Sections: pure helpers (quorum, clock) · client · per-operation context
  * and messages · routing and running with the -95 retry · write · lookup ·
- * read · repair · get · delete.
+ * read · repair · get · delete.  Objects changed only by compare-and-swap
+ * have their own reads and writes in iocas.c, on the same machinery
+ * (io_int.h).
  */
-#include "io.h"
+#include "io_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -108,12 +110,6 @@ int pohm_quorum_pick(const struct pohm_vote *v, size_t n, unsigned w, int final,
 
 /* ---------------------------------------------------------------- client */
 
-struct pohm_client {
-	const struct pohm_config *cfg;
-	struct pohm_net *net;
-	uint64_t clock_last;		/* last stamp issued, ns; atomic (pohm_clock_next) */
-};
-
 int pohm_client_open(struct pohm_client **out, const struct pohm_config *cfg, char *err,
 		     size_t errlen)
 {
@@ -126,6 +122,7 @@ int pohm_client_open(struct pohm_client **out, const struct pohm_config *cfg, ch
 	if (!c)
 		return -ENOMEM;
 	c->cfg = cfg;
+	pohm_sha512(pohm_io_absent_marker, POHM_IO_MARKER_LEN, c->marker_sum);
 	r = pohm_net_open(&c->net, cfg);
 	if (r) {
 		free(c);
@@ -151,22 +148,7 @@ struct pohm_net *pohm_client_net(struct pohm_client *c)
 
 /* ---------------------------------------------------------------- operation context */
 
-struct gop {
-	struct pohm_client *c;
-	struct pohm_io_result *res;
-	uint8_t id[POHM_ID_SIZE];
-	struct pohm_req reqs[POHM_MAX_GROUPS];
-	struct pohm_req *ptrs[POHM_MAX_GROUPS];
-	unsigned gi[POHM_MAX_GROUPS];	/* request k → group index */
-	size_t n;
-	unsigned w;			/* groups needed */
-	uint64_t start, quorum_at;
-	int wait_rest;			/* lookup: after the quorum, wait a grace for the rest */
-	int wait_all;			/* lookup: wait for every group */
-	int bad[POHM_MAX_GROUPS];	/* copy found corrupt while reading */
-};
-
-static void op_init(struct gop *op, struct pohm_client *c, const void *key, size_t keylen,
+void io_op_init(struct gop *op, struct pohm_client *c, const void *key, size_t keylen,
 		    struct pohm_io_result *res)
 {
 	char shown[100];
@@ -202,7 +184,7 @@ static void op_init(struct gop *op, struct pohm_client *c, const void *key, size
 	op->res->msg[sizeof(res->msg) - 1] = 0;
 }
 
-static void op_release(struct gop *op)
+void io_op_release(struct gop *op)
 {
 	size_t k;
 
@@ -212,8 +194,7 @@ static void op_release(struct gop *op)
 }
 
 /* Append "; text" (or ": text" first) to the result message. */
-static void note(struct gop *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct gop *op, const char *fmt, ...)
+void io_note(struct gop *op, const char *fmt, ...)
 {
 	char *m = op->res->msg;
 	size_t len = strlen(m);
@@ -256,7 +237,7 @@ static const char *status_text(int st)
 }
 
 /* Note a group's failure: "group 2 (node 127.0.0.1:1026): why[: node's last error]". */
-static void note_group(struct gop *op, unsigned gi, int st, const char *what)
+void io_note_group(struct gop *op, unsigned gi, int st, const char *what)
 {
 	struct pohm_group_reply *g = &op->res->g[gi];
 	struct pohm_node_info ni;
@@ -267,7 +248,7 @@ static void note_group(struct gop *op, unsigned gi, int st, const char *what)
 		     st == -EHOSTUNREACH || st == -EPERM || st == -ETIMEDOUT || st == -EPIPE) &&
 		    ni.last_msg[0] && !ni.up)
 			snprintf(extra, sizeof(extra), " (%s)", ni.last_msg);
-		note(op, "%sgroup %u node %s: %s%s", what, g->group, ni.name, status_text(st), extra);
+		io_note(op, "%sgroup %u node %s: %s%s", what, g->group, ni.name, status_text(st), extra);
 	} else if (st == -ENXIO) {
 		/* The group's nodes are unknown: name the nodes we could not reach. */
 		int i, n = pohm_net_nodes(op->c->net), shown = 0;
@@ -281,16 +262,16 @@ static void note_group(struct gop *op, unsigned gi, int st, const char *what)
 				if (off >= sizeof(extra))
 					break;
 			}
-		note(op, "%sgroup %u: %s%s", what, g->group, status_text(st), extra);
+		io_note(op, "%sgroup %u: %s%s", what, g->group, status_text(st), extra);
 	} else {
-		note(op, "%sgroup %u: %s", what, g->group, status_text(st));
+		io_note(op, "%sgroup %u: %s", what, g->group, status_text(st));
 	}
 }
 
 /* ---------------------------------------------------------------- routing and running */
 
 /* Add a request for group index gi; a group without route gets -ENXIO and no request. */
-static struct pohm_req *op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t flags,
+struct pohm_req *io_op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t flags,
 			       const void *p1, size_t n1, const void *p2, size_t n2)
 {
 	struct pohm_group_reply *g = &op->res->g[gi];
@@ -320,7 +301,7 @@ static struct pohm_req *op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_
 }
 
 /* Run the requests; those answered -95 are re-routed after a forced refresh and sent once more. */
-static void op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
+void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
 {
 	struct pohm_req *again[POHM_MAX_GROUPS];
 	size_t k, m = 0;
@@ -347,7 +328,7 @@ static void op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
 	pohm_net_run(op->c->net, again, m, deadline, enough, op);
 }
 
-static void set_grace(struct gop *op, uint64_t *dl)
+void io_set_grace(struct gop *op, uint64_t *dl)
 {
 	uint64_t t = pohm_sys_mono_ns(), grace;
 
@@ -363,10 +344,10 @@ static void set_grace(struct gop *op, uint64_t *dl)
 
 /* ---------------------------------------------------------------- write */
 
-static int write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
 {
 	struct gop *op = arg;
-	size_t k, ok = 0, pending = 0;
+	size_t k, ok = op->pre_ok, pending = 0;
 
 	(void)reqs;
 	(void)n;
@@ -377,7 +358,7 @@ static int write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *d
 			ok++;
 	}
 	if (ok >= op->w) {
-		set_grace(op, dl);
+		io_set_grace(op, dl);
 		return !pending;
 	}
 	/* Short of a quorum: keep waiting; a -95 answer is retried after the run. */
@@ -394,7 +375,7 @@ static unsigned write_quorum(struct pohm_client *c, unsigned flags)
 }
 
 /* Collect per-group outcomes of the last step; return groups that succeeded. */
-static unsigned write_collect(struct gop *op)
+unsigned io_write_collect(struct gop *op)
 {
 	unsigned ok = 0;
 	size_t k;
@@ -423,7 +404,7 @@ static int write_error(struct gop *op, unsigned ok)
 {
 	unsigned gi, timeouts = 0, cas = 0, failed = 0;
 
-	note(op, "write committed on %u of %u groups, %u needed", ok, op->res->ngroups, op->w);
+	io_note(op, "write committed on %u of %u groups, %u needed", ok, op->res->ngroups, op->w);
 	for (gi = 0; gi < op->res->ngroups; gi++) {
 		int st = op->res->g[gi].status;
 
@@ -432,7 +413,7 @@ static int write_error(struct gop *op, unsigned ok)
 		failed++;
 		timeouts += st == -ETIMEDOUT;
 		cas += st == -EBADFD;
-		note_group(op, gi, st, "");
+		io_note_group(op, gi, st, "");
 	}
 	if (cas)
 		return -EBADFD;
@@ -456,9 +437,9 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 		return -ENOMEM;
 	if (!opts)
 		opts = &none;
-	op_init(op, c, key, keylen, res);
+	io_op_init(op, c, key, keylen, res);
 	if (!len) {
-		note(op, "empty objects cannot be stored (Elliptics creates no zero-length record)");
+		io_note(op, "empty objects cannot be stored (Elliptics creates no zero-length record)");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -468,7 +449,7 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 		char m[256];
 
 		pohm_net_last_error(c->net, m, sizeof(m));
-		note(op, "%s", m);
+		io_note(op, "%s", m);
 		goto out;
 	}
 	op->w = write_quorum(c, opts->flags);
@@ -506,15 +487,15 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 			a.num = first || last ? len : off + piece;
 		}
 		pohm_io_attr_encode(io, &a);
-		op_release(op);
+		io_op_release(op);
 		op->quorum_at = 0;
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (alive[gi])
-				op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io),
+				io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io),
 				       (const uint8_t *)data + off, piece);
 		/* Middle chunks must reach every group still writing: no early return. */
-		op_run(op, deadline, last ? write_enough : NULL);
-		ok = write_collect(op);
+		io_op_run(op, deadline, last ? io_write_enough : NULL);
+		ok = io_write_collect(op);
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].status)
 				alive[gi] = 0;
@@ -526,12 +507,12 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 		rc = 0;
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].status && res->g[gi].status != -ECANCELED)
-				note_group(op, gi, res->g[gi].status, "not written to ");
+				io_note_group(op, gi, res->g[gi].status, "not written to ");
 	} else {
 		rc = write_error(op, off == len ? ok : 0);
 	}
 out:
-	op_release(op);
+	io_op_release(op);
 	free(op);
 	return rc;
 }
@@ -585,7 +566,7 @@ static int lookup_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *
 		return 0;
 	if (!op->wait_rest)
 		return 1;
-	set_grace(op, dl);
+	io_set_grace(op, dl);
 	return !pending;
 }
 
@@ -604,13 +585,13 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 		char m[256];
 
 		pohm_net_last_error(op->c->net, m, sizeof(m));
-		note(op, "%s", m);
+		io_note(op, "%s", m);
 		return rc;
 	}
 	op->w = pohm_config_write_quorum(op->c->cfg);
 	for (gi = 0; gi < res->ngroups; gi++)
-		op_add(op, gi, POHM_CMD_LOOKUP, with_csum ? POHM_FLAG_CHECKSUM : 0, NULL, 0, NULL, 0);
-	op_run(op, deadline, op->wait_all ? NULL : lookup_enough);
+		io_op_add(op, gi, POHM_CMD_LOOKUP, with_csum ? POHM_FLAG_CHECKSUM : 0, NULL, 0, NULL, 0);
+	io_op_run(op, deadline, op->wait_all ? NULL : lookup_enough);
 	for (k = 0; k < op->n; k++)
 		take_lookup(op, k, with_csum);
 	for (gi = 0; gi < res->ngroups; gi++) {
@@ -619,9 +600,9 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 	}
 	rc = pohm_quorum_pick(v, res->ngroups, op->w, 1, &ts, &absent);
 	if (rc < 0) {
-		note(op, "no group answered");
+		io_note(op, "no group answered");
 		for (gi = 0; gi < res->ngroups; gi++)
-			note_group(op, gi, res->g[gi].status, "");
+			io_note_group(op, gi, res->g[gi].status, "");
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].status == -ETIMEDOUT)
 				return -ETIMEDOUT;
@@ -651,10 +632,10 @@ int pohm_io_lookup(struct pohm_client *c, const void *key, size_t keylen, unsign
 
 	if (!op)
 		return -ENOMEM;
-	op_init(op, c, key, keylen, res);
+	io_op_init(op, c, key, keylen, res);
 	op->wait_all = !!(flags & POHM_LOOKUP_ALL);
 	rc = do_lookup(op, !!(flags & POHM_LOOKUP_CSUM), op->start + c->cfg->read_wait_timeout_ns);
-	op_release(op);
+	io_op_release(op);
 	free(op);
 	return rc;
 }
@@ -677,7 +658,7 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 	while (done < len && !rc) {
 		size_t k, m;
 
-		op_release(op);
+		io_op_release(op);
 		for (m = 0; m < READ_INFLIGHT && done + (size_t)m * POHM_IO_PIECE < len; m++) {
 			struct pohm_io_attr a;
 			size_t at = done + m * (size_t)POHM_IO_PIECE;
@@ -689,10 +670,10 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 			a.size = len - at < POHM_IO_PIECE ? len - at : POHM_IO_PIECE;
 			a.flags = csum ? POHM_IO_CHECKSUM : 0;
 			pohm_io_attr_encode(io[m], &a);
-			if (!op_add(op, gi, POHM_CMD_READ, 0, io[m], POHM_IO_ATTR_SIZE, NULL, 0))
+			if (!io_op_add(op, gi, POHM_CMD_READ, 0, io[m], POHM_IO_ATTR_SIZE, NULL, 0))
 				return -ENXIO;
 		}
-		op_run(op, deadline, NULL);
+		io_op_run(op, deadline, NULL);
 		for (k = 0; k < op->n && !rc; k++) {
 			struct pohm_req *r = &op->reqs[k];
 			const struct pohm_pkt *p = pohm_req_final(r);
@@ -726,13 +707,13 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 			memcpy(buf + at, data, dlen);
 			*got = at + dlen;
 			if (dlen < want) {	/* end of the object */
-				op_release(op);
+				io_op_release(op);
 				return 0;
 			}
 		}
 		done += op->n * (size_t)POHM_IO_PIECE;
 	}
-	op_release(op);
+	io_op_release(op);
 	return rc;
 }
 
@@ -765,17 +746,17 @@ static int relookup_cancelled(struct gop *op, uint64_t deadline)
 	unsigned gi;
 	size_t k;
 
-	op_release(op);
+	io_op_release(op);
 	for (gi = 0; gi < op->res->ngroups; gi++)
 		if (op->res->g[gi].status == -ECANCELED)
-			op_add(op, gi, POHM_CMD_LOOKUP, 0, NULL, 0, NULL, 0);
+			io_op_add(op, gi, POHM_CMD_LOOKUP, 0, NULL, 0, NULL, 0);
 	if (!op->n)
 		return 0;
-	op_run(op, deadline, NULL);
+	io_op_run(op, deadline, NULL);
 	for (k = 0; k < op->n; k++)
 		take_lookup(op, k, 0);
 	k = op->n;
-	op_release(op);
+	io_op_release(op);
 	return (int)k;
 }
 
@@ -810,7 +791,7 @@ static int read_failover(struct gop *op, uint64_t off, uint8_t *buf, size_t len,
 		}
 		if (rc == -EILSEQ || rc == -EBADMSG)
 			op->bad[best] = rc;
-		note_group(op, (unsigned)best, rc, "read failed from ");
+		io_note_group(op, (unsigned)best, rc, "read failed from ");
 	}
 }
 
@@ -824,10 +805,10 @@ int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t
 	*got = 0;
 	if (!op)
 		return -ENOMEM;
-	op_init(op, c, key, keylen, res);
+	io_op_init(op, c, key, keylen, res);
 	deadline = op->start + c->cfg->read_wait_timeout_ns;
 	rc = do_lookup(op, 0, deadline);
-	op_release(op);
+	io_op_release(op);
 	if (rc)
 		goto out;
 	if (off >= res->size) {
@@ -893,7 +874,7 @@ static void repair(struct gop *op, const uint8_t *data, size_t len, uint64_t dea
 			memcpy(a.parent, absent_parent, sizeof(absent_parent));
 		pohm_io_attr_encode(io[v], &a);
 	}
-	op_release(op);
+	io_op_release(op);
 	for (gi = 0; gi < res->ngroups; gi++) {
 		struct pohm_group_reply *g = &res->g[gi];
 
@@ -901,22 +882,22 @@ static void repair(struct gop *op, const uint8_t *data, size_t len, uint64_t dea
 			continue;	/* no answer: nothing to write to */
 		v = g->status == -ENOENT ? 1 : (!g->status && !op->bad[gi] &&
 						 !pohm_time_cmp(&g->ts, &res->ts)) ? 0 : 2;
-		op_add(op, gi, POHM_CMD_WRITE, 0, io[v], POHM_IO_ATTR_SIZE, data, len);
+		io_op_add(op, gi, POHM_CMD_WRITE, 0, io[v], POHM_IO_ATTR_SIZE, data, len);
 	}
-	op_run(op, deadline, NULL);
+	io_op_run(op, deadline, NULL);
 	for (k = 0; k < op->n; k++) {
 		struct pohm_group_reply *g = &res->g[op->gi[k]];
 		int st = op->reqs[k].status;
 
 		g->repair = st ? st : 1;
 		if (st)
-			note_group(op, op->gi[k], st, "read repair failed on ");
+			io_note_group(op, op->gi[k], st, "read repair failed on ");
 		else if (needs_repair(op, op->gi[k]))
-			note(op, "group %u repaired", g->group);
+			io_note(op, "group %u repaired", g->group);
 	}
 	if (op->n)
 		res->ts = pohm_time_from_ns(ts);
-	op_release(op);
+	io_op_release(op);
 }
 
 /* ---------------------------------------------------------------- get */
@@ -935,11 +916,11 @@ int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t *
 	*len = 0;
 	if (!op)
 		return -ENOMEM;
-	op_init(op, c, key, keylen, res);
+	io_op_init(op, c, key, keylen, res);
 	op->wait_rest = c->cfg->read_repair;
 	deadline = op->start + c->cfg->read_wait_timeout_ns;
 	rc = do_lookup(op, 0, deadline);
-	op_release(op);
+	io_op_release(op);
 	if (rc)
 		goto out;
 	if (res->size > SIZE_MAX - 1) {
@@ -953,10 +934,10 @@ int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t *
 	}
 	for (gi = 0; gi < res->ngroups; gi++)
 		if (res->g[gi].status == -EILSEQ)
-			note_group(op, gi, -EILSEQ, "");
+			io_note_group(op, gi, -EILSEQ, "");
 	rc = read_failover(op, 0, buf, (size_t)res->size, &got, deadline);
 	if (!rc && got != res->size) {
-		note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", got,
+		io_note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", got,
 		     (unsigned long long)res->size);
 		rc = -EIO;
 	}
@@ -968,14 +949,14 @@ int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t *
 	else
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (needs_repair(op, gi) && !op->bad[gi])
-				note(op, "group %u holds another version (stale or uncommitted)",
+				io_note(op, "group %u holds another version (stale or uncommitted)",
 				     res->g[gi].group);
 	*data = buf;
 	*len = got;
 	buf = NULL;
 out:
 	free(buf);
-	op_release(op);
+	io_op_release(op);
 	free(op);
 	return rc;
 }
@@ -995,14 +976,14 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 
 	if (!op)
 		return -ENOMEM;
-	op_init(op, c, key, keylen, res);
+	io_op_init(op, c, key, keylen, res);
 	deadline = op->start + c->cfg->write_wait_timeout_ns;
 	rc = pohm_net_refresh(c->net, deadline, 0);
 	if (rc) {
 		char m[256];
 
 		pohm_net_last_error(c->net, m, sizeof(m));
-		note(op, "%s", m);
+		io_note(op, "%s", m);
 		goto out;
 	}
 	op->w = write_quorum(c, 0);
@@ -1011,8 +992,8 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 	memcpy(a.parent, op->id, POHM_ID_SIZE);
 	pohm_io_attr_encode(io, &a);
 	for (gi = 0; gi < res->ngroups; gi++)
-		op_add(op, gi, POHM_CMD_DEL, 0, io, sizeof(io), NULL, 0);
-	op_run(op, deadline, NULL);
+		io_op_add(op, gi, POHM_CMD_DEL, 0, io, sizeof(io), NULL, 0);
+	io_op_run(op, deadline, NULL);
 	for (k = 0; k < op->n; k++) {
 		struct pohm_group_reply *g = &res->g[op->gi[k]];
 
@@ -1026,16 +1007,16 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 		rc = absent == ok && ok == res->ngroups ? -ENOENT : 0;
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].status && res->g[gi].status != -ENOENT)
-				note_group(op, gi, res->g[gi].status, "not deleted on ");
+				io_note_group(op, gi, res->g[gi].status, "not deleted on ");
 	} else {
-		note(op, "delete confirmed by %u of %u groups, %u needed", ok, res->ngroups, op->w);
+		io_note(op, "delete confirmed by %u of %u groups, %u needed", ok, res->ngroups, op->w);
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].status && res->g[gi].status != -ENOENT)
-				note_group(op, gi, res->g[gi].status, "");
+				io_note_group(op, gi, res->g[gi].status, "");
 		rc = -EIO;
 	}
 out:
-	op_release(op);
+	io_op_release(op);
 	free(op);
 	return rc;
 }

@@ -27,6 +27,12 @@
  *          what each holds where known; never an older stamp).
  *  del     DEL on all groups (per-group; absent counts as deleted).
  *
+ *  cas_get / cas_put   objects changed only by compare-and-swap (inodes,
+ *          buckets): see "compare-and-swap objects" below.  Their versions
+ *          are not a linear chain per group (a lost CAS leaves a newer
+ *          stamp on a minority until it is rolled back), so they are read
+ *          by content, not by the timestamp rule of lookup/get.
+ *
  * Every call fills a struct pohm_io_result: per-group outcome and a
  * message naming key, group and node for everything that went wrong or
  * was worked around.  Thread-safe; errors are negative errno.
@@ -34,6 +40,7 @@
 #ifndef POHM_CORE_IO_H
 #define POHM_CORE_IO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,7 +63,10 @@ struct pohm_group_reply {
 	int has_csum;
 	uint64_t record_flags;
 	uint64_t rtt_ns;		/* answer time */
-	int repair;			/* read repair: 0 none, 1 rewritten, <0 failed */
+	int repair;			/* read repair: 0 none, 1 rewritten, <0 failed;
+					 * cas_put: rollback or catch-up of this group */
+	int applied;			/* cas_put: 1 holds our version, 0 not, -1 unknown
+					 * (sent, no answer, and a LOOKUP could not tell) */
 };
 
 struct pohm_io_result {
@@ -109,7 +119,103 @@ int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t *
 int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 		struct pohm_io_result *res);
 
+/* ---- compare-and-swap objects (DESIGN.md §3 "Versions and replicas")
+ *
+ * A version is its bytes.  It is committed once a majority of all
+ * configured groups hold it (the same SHA-512; every copy of a version
+ * carries the version's stamp, but that is not what decides).  A CAS write
+ * is a data CAS against the content it replaces, the arbiter first (the
+ * first group in a per-key order, so racing writers meet there one at a
+ * time; the loser writes nothing), then the others; it is committed when a
+ * majority applied it.  One that applied on fewer is undone by its writer
+ * on exactly the groups that applied it, by a data CAS against ours (a
+ * group that moved on is left alone): to the content a majority holds now
+ * if any, else to what it replaced; a create to the absent marker, a
+ * 16-byte object that reads as absent (Elliptics has no conditional delete
+ * and a missing key passes any CAS, so "create if absent" is a CAS against
+ * the marker's checksum: it passes where the key is missing or holds the
+ * marker).  Read repair never spreads a version a majority does not hold;
+ * it rewrites a differing copy only with a data CAS against that copy, and
+ * only once the copy is older than a writer may count it (a CAS write
+ * counts acks for POHM_CAS_ACK_WINDOW, at most write_wait_timeout; plus
+ * POHM_CAS_CLOCK_SKEW): until then it may be a write in flight, which only
+ * its writer may undo.  Missing copies are created at once.
+ */
+
+#define POHM_IO_MARKER_LEN	16
+#define POHM_CAS_ACK_WINDOW	2000000000ULL	/* acks later than this (ns) do not count */
+#define POHM_CAS_CLOCK_SKEW	1000000000ULL	/* hosts' clocks agree within this (ns) */
+extern const uint8_t pohm_io_absent_marker[POHM_IO_MARKER_LEN];
+
+struct pohm_cas_old {
+	const uint8_t *csum;		/* sha512 of the committed content replaced; NULL: create */
+	const void *data;		/* that content, for a rollback (NULL: unknown) */
+	size_t len;
+	uint64_t min_ts_ns;		/* stamp floor (the version read + 1) */
+	uint32_t behind;		/* groups (bit = index in the configured order) whose
+					 * copy was older than csum when it was read: not
+					 * to be the arbiter */
+};
+
+/*
+ * Read the committed content of a CAS object: READ of every group (whole
+ * object, with checksum); the answer is the content a majority of all
+ * groups holds, as soon as a majority agrees.  While the answers split (a
+ * write in flight, or a lost one not yet rolled back) it reads again with a
+ * growing random pause; a split whose copies are all older than a writer
+ * can take is settled by pohm_cas_fallback and written back.  With
+ * read_repair, missing copies get the committed content and old differing
+ * ones are replaced (data CAS against each).  Fills res->ts (the newest
+ * stamp among the holders) and csum (sha512 of *data).  0, -ENOENT, -EIO /
+ * -ETIMEDOUT (fewer than a majority answered, or the split outlived the
+ * read), -EFBIG, -ENOMEM.
+ */
+int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
+		    size_t *len, uint8_t csum[POHM_ID_SIZE], struct pohm_io_result *res);
+
+/*
+ * CAS data over old (see struct pohm_cas_old) on every group, the arbiter
+ * first: the first group in a per-key order that is not behind and can be
+ * reached; if it refuses, the write has lost and went nowhere else.  After
+ * a commit, a group that refused is brought up to it where that cannot
+ * undo a write that may still win (it holds old, misses the key, or its
+ * copy is stamped before old).  res->g[].applied tells exactly where it
+ * landed.  0: committed (a majority applied it).
+ * -EBADFD: lost (refused somewhere) and not committed; where it had applied
+ * it was rolled back, and it can no longer become committed.  -EIO with
+ * "outcome unknown" in res->msg: groups that did not answer (or a rollback
+ * that did not) could still make it committed.  Other -errno as for write.
+ */
+int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
+
 /* ---- pure helpers (unit-tested without a network) */
+
+struct pohm_cas_vote {
+	int status;			/* 0 holds csum; -ENOENT absent (or the marker); 1 pending;
+					 * other: no usable answer */
+	uint8_t csum[POHM_ID_SIZE];
+	struct pohm_time ts;
+};
+
+#define POHM_CAS_UNDECIDED	(-EINPROGRESS)	/* pending answers may still decide */
+#define POHM_CAS_SPLIT		(-EAGAIN)	/* no content can reach a majority */
+#define POHM_CAS_NOQUORUM	(-ENODATA)	/* fewer than a majority can answer */
+
+/*
+ * The committed content of a CAS object from per-group answers: the index
+ * of a group holding the content that a majority of all n groups holds,
+ * -ENOENT when a majority is absent, else one of the POHM_CAS_* codes
+ * (UNDECIDED only when not final).
+ */
+int pohm_cas_pick(const struct pohm_cas_vote *v, size_t n, int final);
+/*
+ * Settle a split nobody will settle any more (every copy older than a
+ * writer can take): the content the most groups hold, ties to a present
+ * copy with the newest stamp.  Index of a holder, or -ENOENT (absent), or
+ * POHM_CAS_NOQUORUM when no group answered.
+ */
+int pohm_cas_fallback(const struct pohm_cas_vote *v, size_t n);
 
 struct pohm_vote {
 	int status;			/* 0 holds ts; -ENOENT absent; 1 pending; other: no answer */

@@ -2,22 +2,24 @@
  * kvio.c — the namespace's key-value store (kv.h) on the replicated client
  * (io.h): every key in the fsid namespace on every configured group.
  *
- *   get   pohm_io_get: the committed version (with read repair if enabled);
- *         its checksum is computed here over the bytes received (io already
- *         verified them against each group's READ checksum).
- *   put   pohm_io_write; a CAS put is a data compare-and-swap that needs a
- *         majority of groups (DESIGN.md §3: CAS-arbitrated objects), and
- *         "absent" is a CAS against pohm_kv_absent, a parent no data hashes
- *         to, which Elliptics lets through only where the key is missing.
+ *   get   pohm_io_cas_get: the content a majority of the groups holds
+ *         (objects that core/ns reads with get are the ones it CASes);
+ *   put   with a condition, pohm_io_cas_put: a data CAS on every group that
+ *         counts only where it applied and is rolled back where it applied
+ *         if that is fewer than a majority (io.h "compare-and-swap objects");
+ *         "absent" is a CAS against the absent marker, which passes where
+ *         the key is missing or was rolled back to the marker.  Without a
+ *         condition (immutable data chunks) a plain pohm_io_write.
+ *   read  pohm_io_read (data chunks: immutable, the timestamp rule holds).
  *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
  *
- * A CAS put that lands on fewer groups than it needs has lost, but the
- * groups that took it now hold an uncommitted version.  It is rolled back
- * at once: the content it replaced (remembered from this thread's last get
- * of the key; core/ns always reads before it CASes) is written again with
- * a data CAS against our version, so only the groups that hold ours change
- * (DESIGN.md §3: the writer rolls a minority version back by re-committing
- * the committed content under a fresh timestamp, never an older one).
+ * A rollback needs the content our CAS replaced.  core/ns always reads (or
+ * has just written) what it CASes against, so this thread's last few values
+ * are kept, by key and checksum, and handed to pohm_io_cas_put with it.
+ *
+ * Results: -EAGAIN / -EEXIST mean "lost, and nothing of ours is left that
+ * could ever become committed"; an outcome io could not settle (groups that
+ * did not answer) is -EIO, never -EAGAIN.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,68 +32,95 @@
 #include "sha512.h"
 
 /*
- * This thread's last value read, kept for the rollback above.  Thread-local,
- * so no lock; bounded to small objects (inodes and buckets).
+ * This thread's recent values (gets and committed puts), for rollbacks.
+ * Thread-local, so no lock; bounded to small objects (inodes, buckets).
  */
-#define LAST_MAX (256u << 10)
-static __thread struct {
+#define RECENT_N	8
+#define RECENT_MAX	(256u << 10)
+static __thread struct recent {
 	char key[POHM_KEY_MAX];
 	uint8_t csum[POHM_KV_CSUM];
 	uint8_t *data;
 	size_t len, cap;
-} last;
+	uint64_t ts_ns;			/* stamp of the version (newest holder) */
+	uint32_t behind;		/* groups that were behind it (pohm_cas_old.behind) */
+	uint64_t used;			/* LRU tick, 0 = empty */
+} recent[RECENT_N];
+static __thread uint64_t recent_tick;
 
-static void remember(const char *key, const struct pohm_kv_val *v)
+static void remember(const char *key, const void *data, size_t len, const uint8_t *csum,
+		     const struct pohm_io_result *res)
 {
-	if (v->len > LAST_MAX || strlen(key) >= sizeof(last.key))
-		return;
-	if (v->len > last.cap) {
-		uint8_t *p = realloc(last.data, v->len);
+	struct recent *r = NULL;
+	size_t i;
 
-		if (!p)
-			return;
-		last.data = p;
-		last.cap = v->len;
+	if (len > RECENT_MAX || strlen(key) >= sizeof(r->key))
+		return;
+	/* The slot of this key, else the least recently used. */
+	for (i = 0; i < RECENT_N; i++)
+		if (recent[i].used && !strcmp(recent[i].key, key)) {
+			r = &recent[i];
+			break;
+		}
+	if (!r) {
+		r = &recent[0];
+		for (i = 1; i < RECENT_N; i++)
+			if (recent[i].used < r->used)
+				r = &recent[i];
 	}
-	memcpy(last.data, v->data, v->len);
-	last.len = v->len;
-	memcpy(last.csum, v->csum, POHM_KV_CSUM);
-	strcpy(last.key, key);
+	if (len > r->cap) {
+		uint8_t *p = realloc(r->data, len);
+
+		if (!p) {
+			r->used = 0;
+			return;
+		}
+		r->data = p;
+		r->cap = len;
+	}
+	memcpy(r->data, data, len);
+	r->len = len;
+	memcpy(r->csum, csum, POHM_KV_CSUM);
+	strcpy(r->key, key);
+	r->ts_ns = pohm_time_to_ns(&res->ts);
+	/* Behind: groups whose copy was missing or older than these bytes. */
+	r->behind = 0;
+	for (i = 0; i < res->ngroups; i++) {
+		const struct pohm_group_reply *g = &res->g[i];
+
+		if (g->applied > 0 || (g->has_csum && !memcmp(g->csum, csum, POHM_KV_CSUM)))
+			continue;
+		if (g->status == -ENOENT || (!g->status && pohm_time_cmp(&g->ts, &res->ts) < 0))
+			r->behind |= 1u << i;
+	}
+	r->used = ++recent_tick;
 }
 
-/* Put back what our minority write replaced, where it is still ours. */
-static void rollback(struct pohm_client *c, const char *key, const void *ours, size_t len,
-		     const uint8_t *expect)
+static const struct recent *recall(const char *key, const uint8_t *csum)
 {
-	struct pohm_write_opts o;
-	struct pohm_io_result res;
+	size_t i;
 
-	if (!last.data || strcmp(last.key, key) || memcmp(last.csum, expect, POHM_KV_CSUM))
-		return;		/* nothing known to put back: read repair settles it */
-	memset(&o, 0, sizeof(o));
-	o.flags = POHM_W_CAS_DATA;
-	pohm_sha512(ours, len, o.parent);
-	pohm_io_write(c, key, strlen(key), last.data, last.len, &o, &res);
-	pohm_debug("rolled back a minority write of %s on %u group(s)", key, res.committed);
+	for (i = 0; i < RECENT_N; i++)
+		if (recent[i].used && !strcmp(recent[i].key, key) &&
+		    !memcmp(recent[i].csum, csum, POHM_KV_CSUM))
+			return &recent[i];
+	return NULL;
 }
 
 static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
-	int r, tries = 0;
+	int r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
 
-	/* -ESTALE: a newer version was committed between the lookup and the read. */
-	do
-		r = pohm_io_get(ctx, key, strlen(key), &out->data, &out->len, &res);
-	while (r == -ESTALE && ++tries < 20);
 	if (r == -ENOENT)
 		return r;
 	if (r) {
-		pohm_debug("%s", res.msg);
+		pohm_info("%s", res.msg);
 		return r == -ETIMEDOUT ? -EIO : r;
 	}
-	pohm_sha512(out->data, out->len, out->csum);
-	remember(key, out);
+	if (res.notes)
+		pohm_debug("%s", res.msg);
+	remember(key, out->data, out->len, out->csum, &res);
 	return 0;
 }
 
@@ -111,25 +140,46 @@ static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t
 static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		    const uint8_t *expect)
 {
-	struct pohm_write_opts o;
 	struct pohm_io_result res;
+	struct pohm_cas_old old;
+	const struct recent *prev;
+	uint8_t sum[POHM_KV_CSUM];
 	int r;
 
-	memset(&o, 0, sizeof(o));
-	if (expect) {
-		o.flags = POHM_W_CAS_DATA | POHM_W_MAJORITY;
-		memcpy(o.parent, expect, sizeof(o.parent));
+	if (!expect) {
+		r = pohm_io_write(ctx, key, strlen(key), data, len, NULL, &res);
+		if (r)
+			pohm_info("%s", res.msg);
+		return r == -ETIMEDOUT ? -EIO : r;
 	}
-	r = pohm_io_write(ctx, key, strlen(key), data, len, &o, &res);
+	memset(&old, 0, sizeof(old));
+	if (expect != POHM_KV_ABSENT) {
+		old.csum = expect;
+		prev = recall(key, expect);
+		if (prev) {
+			old.data = prev->data;
+			old.len = prev->len;
+			old.min_ts_ns = prev->ts_ns + 1;
+			old.behind = prev->behind;
+		} else {
+			pohm_debug("key %s: CAS against a value this thread has not read: "
+				   "a lost write cannot be rolled back", key);
+		}
+	}
+	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
+	if (!r) {
+		pohm_sha512(data, len, sum);
+		remember(key, data, len, sum, &res);
+		if (res.notes)
+			pohm_debug("%s", res.msg);
+		return 0;
+	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res.msg);
-		if (res.committed && expect != POHM_KV_ABSENT)
-			rollback(ctx, key, data, len, expect);
 		return expect == POHM_KV_ABSENT ? -EEXIST : -EAGAIN;
 	}
-	if (r)
-		pohm_info("%s", res.msg);
-	return r;
+	pohm_info("%s", res.msg);
+	return r == -ETIMEDOUT ? -EIO : r;
 }
 
 static int kvio_del(void *ctx, const char *key)

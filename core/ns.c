@@ -207,7 +207,8 @@ static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
 {
 	struct pohm_inode root;
 	char key[POHM_KEY_MAX];
-	int r;
+	unsigned attempt;
+	int r = -EBUSY;
 
 	memset(&root, 0, sizeof(root));
 	pohm_key_inode(key, POHM_ROOT_INO);
@@ -221,9 +222,26 @@ static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
 	ns_now_ts(&root.mtime);
 	root.atime = root.ctime = root.btime = root.mtime;
 	root.version = 1;
-	/* Create-if-absent: whichever client gets there first makes the root, once. */
-	r = ns_inode_put(ns, &root, POHM_KV_ABSENT);
-	return r == -EEXIST ? 0 : r;
+	/*
+	 * Create-if-absent: whichever client gets there first makes the root,
+	 * once.  Losing means another client won, or that racing creates all
+	 * lost (each rolled back): read it to know which.
+	 */
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		struct pohm_inode cur;
+
+		ns_backoff(ns, attempt);
+		r = ns_inode_put(ns, &root, POHM_KV_ABSENT);
+		if (r != -EEXIST)
+			return r;
+		r = ns_inode_get(ns, POHM_ROOT_INO, &cur, NULL, 1);
+		if (r != -ENOENT) {
+			if (!r)
+				pohm_inode_clear(&cur);
+			return r;
+		}
+	}
+	return -EBUSY;
 }
 
 int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o)

@@ -147,6 +147,33 @@ void ns_bucket_release(struct ns_bucket_ref *ref)
 
 /* ---------------------------------------------------------------- split */
 
+/*
+ * Create a split child (create-if-absent).  Losing means another helper's
+ * create won, or that all of them lost (each rolled back where it landed):
+ * only a read tells, and the parent may say SPLIT only once the child is
+ * really there.
+ */
+static int child_create(struct pohm_ns *ns, struct ns_bucket_ref *child)
+{
+	unsigned attempt;
+	int r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		struct pohm_kv_val v = { 0 };
+
+		ns_backoff(ns, attempt);
+		r = ns_bucket_store(ns, child);
+		if (r != -EAGAIN)
+			return r;
+		r = ns->kv.ops->get(ns->kv.ctx, child->key, &v);
+		pohm_kv_val_free(&v);
+		if (r != -ENOENT)
+			return r;	/* 0: another helper created it from the same entries */
+		child->absent = 1;
+	}
+	return -EBUSY;
+}
+
 /* Finish a split whose bucket is SPLITTING: children, then SPLIT. */
 static int split_finish(struct pohm_ns *ns, struct ns_bucket_ref *ref)
 {
@@ -162,11 +189,8 @@ static int split_finish(struct pohm_ns *ns, struct ns_bucket_ref *ref)
 		c = (unsigned)((pohm_name_hash(ref->bk.e[i].name) >> d) & 1);
 		r = pohm_bucket_add(&child[c].bk, &ref->bk.e[i]);
 	}
-	for (c = 0; c < 2 && !r; c++) {
-		r = ns_bucket_store(ns, &child[c]);
-		if (r == -EAGAIN)	/* another helper created it from the same entries */
-			r = 0;
-	}
+	for (c = 0; c < 2 && !r; c++)
+		r = child_create(ns, &child[c]);
 	for (c = 0; c < 2; c++)
 		pohm_bucket_clear(&child[c].bk);
 	if (r)
@@ -435,8 +459,11 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 		i = pohm_bucket_find(&ref.bk, name);
 		if (i < 0 || (ino && ref.bk.e[i].ino != ino)) {
 			ns_bucket_release(&ref);
-			/* After a reported failure the entry may be gone by our own hand. */
-			return attempt ? 0 : -ENOENT;
+			/*
+			 * A lost put left nothing of ours (kv.h -EAGAIN), so a
+			 * name gone now was removed by someone else.
+			 */
+			return -ENOENT;
 		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		if (!r && ref.bk.e[i].intent) {

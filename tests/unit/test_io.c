@@ -3,13 +3,17 @@
  * clock, and group operations against three fake nodes (one group each):
  * round trip, a group down (quorum holds / successful_write_count=3
  * fails), a stale group and read repair, corruption in transit and on disk
- * (failover), a hung node, -95 with a route refresh, CAS.
+ * (failover), a hung node, -95 with a route refresh, CAS; the content
+ * quorum of CAS objects (pure) and cas_get / cas_put against fake nodes:
+ * minority versions never read or spread, arbiter first, rollback and roll
+ * forward, the absent marker, repair only of copies no writer may count.
  */
 #include "harness.h"
 #include "fake_node.h"
 
 #include "config.h"
 #include "io.h"
+#include "sha512.h"
 #include "sys.h"
 
 #define MS 1000000ULL
@@ -99,6 +103,95 @@ TEST(quorum_failures_and_write_count)
 	v[0] = V(0, 9); v[1] = V(-ENOENT, 0);
 	EXPECT_EQ_INT(pick(v, 2, 2, 1, &t), 1);
 	EXPECT_EQ_U64(t, 0);
+}
+
+/* ---------------------------------------------------------------- CAS quorum (pure) */
+
+static struct pohm_cas_vote CV(int status, char content, uint64_t tsec)
+{
+	struct pohm_cas_vote v;
+
+	memset(&v, 0, sizeof(v));
+	v.status = status;
+	v.csum[0] = (uint8_t)content;	/* stands for sha512 of the content */
+	v.ts.tsec = tsec;
+	return v;
+}
+
+TEST(cas_pick_by_content)
+{
+	struct pohm_cas_vote v[5];
+
+	/* The same bytes under different stamps are one version (a rollback re-stamps). */
+	v[0] = CV(0, 'A', 9); v[1] = CV(0, 'A', 3); v[2] = CV(0, 'B', 5);
+	EXPECT(pohm_cas_pick(v, 3, 1) == 0 || pohm_cas_pick(v, 3, 1) == 1);
+	/* A newer version on one group is uncommitted: never picked, whatever its stamp. */
+	v[0] = CV(0, 'N', 99); v[1] = CV(0, 'P', 5); v[2] = CV(0, 'P', 5);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 1), 1);
+	/*
+	 * Not a linear chain: the stamp rule would take 'M' (held "at or above"
+	 * by two groups); nothing is committed, the answer is a split.
+	 */
+	v[0] = CV(0, 'X', 9); v[1] = CV(0, 'M', 7); v[2] = CV(0, 'P', 3);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 1), POHM_CAS_SPLIT);
+	/* Absent (missing or the marker) on a majority: absent. */
+	v[0] = CV(-ENOENT, 0, 0); v[1] = CV(0, 'A', 4); v[2] = CV(-ENOENT, 0, 8);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 1), -ENOENT);
+	/* One group answering of three cannot tell. */
+	v[0] = CV(-ETIMEDOUT, 0, 0); v[1] = CV(0, 'A', 4); v[2] = CV(-ECONNREFUSED, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 1), POHM_CAS_NOQUORUM);
+	/* Two groups: a majority is both; one each is a split. */
+	v[0] = CV(0, 'A', 4); v[1] = CV(0, 'B', 5);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 2, 1), POHM_CAS_SPLIT);
+	v[1] = CV(0, 'A', 6);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 2, 1), 0);
+	/* One group: itself. */
+	EXPECT_EQ_INT(pohm_cas_pick(v + 1, 1, 1), 0);
+	/* Five groups, three agree. */
+	v[0] = CV(0, 'A', 1); v[1] = CV(0, 'B', 2); v[2] = CV(0, 'A', 3); v[3] = CV(0, 'C', 4);
+	v[4] = CV(0, 'A', 1);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 5, 1), 0);
+}
+
+TEST(cas_pick_early)
+{
+	struct pohm_cas_vote v[3];
+
+	/* Two agree, one pending: decided (a hung group is not waited for). */
+	v[0] = CV(0, 'A', 5); v[1] = CV(1, 0, 0); v[2] = CV(0, 'A', 5);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 0), 0);
+	/* Two differ, one pending: it decides. */
+	v[2] = CV(0, 'B', 6);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 0), POHM_CAS_UNDECIDED);
+	/* One answered, two pending. */
+	v[2] = CV(1, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 0), POHM_CAS_UNDECIDED);
+	/* Two absent, one pending: absent. */
+	v[0] = CV(-ENOENT, 0, 0); v[2] = CV(-ENOENT, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 0), -ENOENT);
+	/* Two failed, one pending: no majority can answer. */
+	v[0] = CV(-ETIMEDOUT, 0, 0); v[2] = CV(-ENXIO, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_pick(v, 3, 0), POHM_CAS_NOQUORUM);
+}
+
+TEST(cas_fallback_settles_a_split)
+{
+	struct pohm_cas_vote v[5];
+
+	/* The content most groups hold. */
+	v[0] = CV(0, 'A', 1); v[1] = CV(0, 'B', 9); v[2] = CV(0, 'A', 2); v[3] = CV(-ENOENT, 0, 0);
+	v[4] = CV(-ENOENT, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_fallback(v, 3), 0);
+	/* A tie: a present copy over absence, then the newest stamp. */
+	v[0] = CV(-ENOENT, 0, 0); v[1] = CV(0, 'B', 3); v[2] = CV(0, 'C', 7);
+	EXPECT_EQ_INT(pohm_cas_fallback(v, 3), 2);
+	v[0] = CV(0, 'A', 1); v[1] = CV(-ENOENT, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_fallback(v, 2), 0);
+	/* Absent wins when most are absent. */
+	v[0] = CV(0, 'A', 1); v[1] = CV(-ENOENT, 0, 0); v[2] = CV(-ENOENT, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_fallback(v, 3), -ENOENT);
+	v[0] = CV(-ETIMEDOUT, 0, 0); v[1] = CV(-EIO, 0, 0);
+	EXPECT_EQ_INT(pohm_cas_fallback(v, 2), POHM_CAS_NOQUORUM);
 }
 
 TEST(logical_clock)
@@ -373,6 +466,365 @@ TEST(cas_timestamp_and_data)
 	pohm_sha512("v1", 2, o.parent);
 	EXPECT_EQ_INT(pohm_io_write(cl.c, "k", 1, "v2", 2, &o, &res), 0);
 	EXPECT(get_is(&cl, "k", "v2", &res));
+	stop3(&cl);
+}
+
+/* ---------------------------------------------------------------- CAS objects against fake nodes */
+
+/* Put len bytes directly into group g's store, stamped ts_ns (NULL data: remove). */
+static void set_bytes(struct cluster *cl, int g, const char *key, const void *data, size_t len,
+		      uint64_t ts_ns)
+{
+	uint8_t id[64];
+	struct fn_obj *o;
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	pthread_mutex_lock(&cl->fn[g].lock);
+	o = fn_find(&cl->fn[g], id, data != NULL);
+	if (o && !data) {
+		free(o->data);
+		memset(o, 0, sizeof(*o));
+	} else if (o) {
+		free(o->data);
+		o->len = len;
+		o->data = malloc(len + 1);
+		memcpy(o->data, data, len);
+		o->ts = pohm_time_from_ns(ts_ns);
+	}
+	pthread_mutex_unlock(&cl->fn[g].lock);
+}
+
+static void set_copy(struct cluster *cl, int g, const char *key, const char *data, uint64_t ts_ns)
+{
+	set_bytes(cl, g, key, data, data ? strlen(data) : 0, ts_ns);
+}
+
+static void set_marker(struct cluster *cl, int g, const char *key, uint64_t ts_ns)
+{
+	set_bytes(cl, g, key, pohm_io_absent_marker, POHM_IO_MARKER_LEN, ts_ns);
+}
+
+/* Group g's copy is data (NULL: missing; "" : the absent marker); *ts_ns gets its stamp. */
+static int copy_is(struct cluster *cl, int g, const char *key, const char *data, uint64_t *ts_ns)
+{
+	uint8_t id[64];
+	struct fn_obj *o;
+	int ok;
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	pthread_mutex_lock(&cl->fn[g].lock);
+	o = fn_find(&cl->fn[g], id, 0);
+	if (!data)
+		ok = !o;
+	else if (!*data)
+		ok = o && o->len == POHM_IO_MARKER_LEN &&
+		     !memcmp(o->data, pohm_io_absent_marker, POHM_IO_MARKER_LEN);
+	else
+		ok = o && o->len == strlen(data) && !memcmp(o->data, data, o->len);
+	if (o && ts_ns)
+		*ts_ns = pohm_time_to_ns(&o->ts);
+	if (!ok)
+		printf("# group %d copy of %s: %.*s, expected %s\n", g + 1, key, o ? (int)o->len : 6,
+		       o ? (const char *)o->data : "(none)", data ? data : "(none)");
+	pthread_mutex_unlock(&cl->fn[g].lock);
+	return ok;
+}
+
+/* The arbiter of key: its first group in the per-key order (io.c). */
+static int arbiter_of(const char *key)
+{
+	uint8_t id[64];
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	return id[0] % 3;
+}
+
+static int cas_get_is(struct cluster *cl, const char *key, const char *want,
+		      struct pohm_io_result *res)
+{
+	uint8_t *d = NULL, sum[64];
+	size_t n = 0;
+	int r = pohm_io_cas_get(cl->c, key, strlen(key), &d, &n, sum, res), ok;
+
+	ok = want ? r == 0 && n == strlen(want) && !memcmp(d, want, n) : r == -ENOENT;
+	if (!ok)
+		printf("# cas_get %s: rc %d, %zu bytes, msg: %s\n", key, r, n, res->msg);
+	free(d);
+	return ok;
+}
+
+static int cas_put(struct cluster *cl, const char *key, const char *data, const char *old,
+		   uint64_t old_ts, struct pohm_io_result *res)
+{
+	struct pohm_cas_old o;
+	uint8_t sum[64];
+
+	memset(&o, 0, sizeof(o));
+	if (old) {
+		pohm_sha512(old, strlen(old), sum);
+		o.csum = sum;
+		o.data = old;
+		o.len = strlen(old);
+		o.min_ts_ns = old_ts + 1;
+	}
+	return pohm_io_cas_put(cl->c, key, strlen(key), data, strlen(data), &o, res);
+}
+
+#define SEC 1000000000ULL
+
+TEST(cas_get_reads_the_majority_content)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns(), ts;
+
+	start3(&cl, NULL, 1);
+	/* The committed "A" on two groups (stamps differ), a newer lost write on one. */
+	set_copy(&cl, 0, "k", "A", now - 3 * MS);
+	set_copy(&cl, 1, "k", "A", now - 2 * MS);
+	set_copy(&cl, 2, "k", "lost", now - MS);
+	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT(res.chosen == 0 || res.chosen == 1);
+	EXPECT_EQ_U64(pohm_time_to_ns(&res.ts), now - 2 * MS);
+	/* Young: may be a write in flight; only its writer may undo it. */
+	EXPECT(copy_is(&cl, 2, "k", "lost", NULL));
+	EXPECT_EQ_INT(res.g[2].repair, 0);
+	/* Old: nobody can still count it: replaced, under the version's own stamp. */
+	set_copy(&cl, 2, "k", "lost", now - 10 * SEC);
+	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT(copy_is(&cl, 2, "k", "A", &ts));
+	EXPECT_EQ_U64(ts, now - 2 * MS);
+	/* A missing copy is created at once. */
+	set_copy(&cl, 1, "k", NULL, 0);
+	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT(copy_is(&cl, 1, "k", "A", NULL));
+	/* The marker reads as absent; a majority of markers and missing copies is absent. */
+	set_copy(&cl, 0, "k", NULL, 0);
+	set_marker(&cl, 1, "k", now);
+	EXPECT(copy_is(&cl, 1, "k", "", NULL));
+	EXPECT(cas_get_is(&cl, "k", NULL, &res));
+	stop3(&cl);
+}
+
+TEST(cas_get_waits_out_a_split_then_settles_an_old_one)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns(), t0;
+
+	start3(&cl, NULL, 0);
+	/* Three versions, all old: their writers are gone; the newest of a tie wins. */
+	set_copy(&cl, 0, "k", "X", now - 20 * SEC);
+	set_copy(&cl, 1, "k", "Y", now - 10 * SEC);
+	EXPECT(cas_get_is(&cl, "k", "Y", &res));
+	EXPECT(copy_is(&cl, 0, "k", "Y", NULL));
+	EXPECT(copy_is(&cl, 2, "k", "Y", NULL));
+	/* A young split is waited out (its writers settle it) until it is old. */
+	set_copy(&cl, 0, "j", "X", now - 1500 * MS);
+	set_copy(&cl, 1, "j", "Y", now - 1400 * MS);
+	t0 = pohm_sys_mono_ns();
+	EXPECT(cas_get_is(&cl, "j", "Y", &res));
+	EXPECT(pohm_sys_mono_ns() - t0 > 300 * MS);	/* age limit here: 1 s + 1 s */
+	stop3(&cl);
+}
+
+TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	int g;
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v1", NULL, 0, &res), 0);
+	EXPECT_EQ_INT(res.committed, 3);
+	for (g = 0; g < 3; g++)
+		EXPECT_EQ_INT(res.g[g].applied, 1);
+	/* A second create loses at the arbiter and touches nothing else. */
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v9", NULL, 0, &res), -EBADFD);
+	EXPECT(strstr(res.msg, "(the arbiter)") != NULL);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "k", "v1", NULL));
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v2", "v1", pohm_time_to_ns(&res.ts), &res), 0);
+	EXPECT(cas_get_is(&cl, "k", "v2", &res));
+	/* Markers count as absent for a create. */
+	for (g = 0; g < 3; g++)
+		set_marker(&cl, g, "m", pohm_sys_real_ns());
+	EXPECT(cas_get_is(&cl, "m", NULL, &res));
+	EXPECT_EQ_INT(cas_put(&cl, "m", "born", NULL, 0, &res), 0);
+	EXPECT(cas_get_is(&cl, "m", "born", &res));
+	stop3(&cl);
+}
+
+TEST(cas_put_lost_on_the_followers_rolls_back_exactly_where_it_landed)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns(), ts;
+	int a = arbiter_of("k"), f1 = (a + 1) % 3, f2 = (a + 2) % 3;
+
+	start3(&cl, NULL, 0);
+	/* The arbiter holds P; both followers moved on to Q (committed): roll forward. */
+	set_copy(&cl, a, "k", "P", now - 5 * MS);
+	set_copy(&cl, f1, "k", "Q", now - 3 * MS);
+	set_copy(&cl, f2, "k", "Q", now - 3 * MS);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "N", "P", now - 5 * MS, &res), -EBADFD);
+	EXPECT_EQ_INT(res.g[a].applied, 1);
+	EXPECT_EQ_INT(res.g[f1].applied, 0);
+	EXPECT_EQ_INT(res.g[a].repair, 1);
+	EXPECT(copy_is(&cl, a, "k", "Q", &ts));
+	EXPECT_EQ_U64(ts, now - 3 * MS);		/* the version keeps its stamp */
+	EXPECT(strstr(res.msg, "rolled forward") != NULL);
+	/* The followers disagree (no majority): put back what we replaced. */
+	set_copy(&cl, a, "k", "P", now - 5 * MS);
+	set_copy(&cl, f1, "k", "Q", now - 3 * MS);
+	set_copy(&cl, f2, "k", "R", now - 2 * MS);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "N", "P", now - 5 * MS, &res), -EBADFD);
+	EXPECT(copy_is(&cl, a, "k", "P", &ts));
+	EXPECT_EQ_U64(ts, now - 5 * MS);
+	EXPECT(copy_is(&cl, f1, "k", "Q", NULL));
+	EXPECT(copy_is(&cl, f2, "k", "R", NULL));
+	/* A lost create is rolled back to the marker, which reads as absent. */
+	a = arbiter_of("c");
+	set_copy(&cl, a, "c", NULL, 0);
+	set_copy(&cl, (a + 1) % 3, "c", "Q", now);
+	set_copy(&cl, (a + 2) % 3, "c", "R", now);
+	EXPECT_EQ_INT(cas_put(&cl, "c", "N", NULL, 0, &res), -EBADFD);
+	EXPECT(copy_is(&cl, a, "c", "", NULL));
+	stop3(&cl);
+}
+
+TEST(cas_put_passes_a_stale_arbiter_and_catches_up_followers)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns(), ts;
+	struct pohm_cas_old o;
+	uint8_t sum[64];
+	int a = arbiter_of("k"), f1 = (a + 1) % 3, f2 = (a + 2) % 3;
+
+	start3(&cl, NULL, 0);
+	/* The arbiter missed the last commit (stale, older): the next group arbitrates. */
+	set_copy(&cl, a, "k", "O", now - 9 * MS);
+	set_copy(&cl, f1, "k", "P", now - 5 * MS);
+	set_copy(&cl, f2, "k", "P", now - 5 * MS);
+	memset(&o, 0, sizeof(o));
+	pohm_sha512("P", 1, sum);
+	o.csum = sum;
+	o.data = "P";
+	o.len = 1;
+	o.min_ts_ns = now - 5 * MS + 1;
+	o.behind = 1u << a;
+	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "k", 1, "N", 1, &o, &res), 0);
+	EXPECT(strstr(res.msg, "(the arbiter)") == NULL);
+	/* ...and the stale copy (stamped before our parent) is brought up to ours. */
+	EXPECT(strstr(res.msg, "caught up") != NULL);
+	EXPECT(copy_is(&cl, a, "k", "N", &ts));
+	EXPECT_EQ_U64(ts, pohm_time_to_ns(&res.ts));
+	/* A follower holding something newer than our parent is left to read repair. */
+	a = arbiter_of("j");
+	set_copy(&cl, a, "j", "P", now - 5 * MS);
+	set_copy(&cl, (a + 1) % 3, "j", "P", now - 5 * MS);
+	set_copy(&cl, (a + 2) % 3, "j", "Z", now - MS);
+	EXPECT_EQ_INT(cas_put(&cl, "j", "N", "P", now - 5 * MS, &res), 0);
+	EXPECT(copy_is(&cl, (a + 2) % 3, "j", "Z", NULL));
+	stop3(&cl);
+}
+
+TEST(cas_put_with_a_group_down)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	int a = arbiter_of("k");
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v1", NULL, 0, &res), 0);
+	/* The arbiter hangs: its write may still apply; the others decide. */
+	fn_set_flags(&cl.fn[a], FN_SILENT);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v2", "v1", pohm_time_to_ns(&res.ts), &res), 0);
+	EXPECT_EQ_INT(res.g[a].applied, -1);
+	EXPECT(cas_get_is(&cl, "k", "v2", &res));
+	/* The arbiter refuses to serve the key (-95 even after a refresh): passed on. */
+	fn_set_flags(&cl.fn[a], FN_ENOTSUP);
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v3", "v2", pohm_time_to_ns(&res.ts), &res), 0);
+	EXPECT_EQ_INT(res.g[a].applied, 0);
+	EXPECT(cas_get_is(&cl, "k", "v3", &res));
+	stop3(&cl);
+}
+
+struct counter_arg {
+	struct cluster *cl;
+	int n, lost, errors;
+};
+
+/* Increment the counter key "n" n times by CAS (read, +1, CAS; lost: again). */
+static void *counter_thread(void *p)
+{
+	struct counter_arg *a = p;
+	int i;
+
+	for (i = 0; i < a->n; i++) {
+		for (;;) {
+			struct pohm_io_result res;
+			struct pohm_cas_old o;
+			uint8_t *d = NULL, sum[64];
+			size_t len = 0;
+			char buf[32];
+			int r = pohm_io_cas_get(a->cl->c, "n", 1, &d, &len, sum, &res), v = 0;
+
+			if (r && r != -ENOENT) {
+				a->errors++;
+				break;
+			}
+			memset(&o, 0, sizeof(o));
+			if (!r) {
+				memcpy(buf, d, len < 31 ? len : 31);
+				buf[len < 31 ? len : 31] = 0;
+				v = atoi(buf);
+				o.csum = sum;
+				o.data = d;
+				o.len = len;
+				o.min_ts_ns = pohm_time_to_ns(&res.ts) + 1;
+			}
+			snprintf(buf, sizeof(buf), "%d", v + 1);
+			r = pohm_io_cas_put(a->cl->c, "n", 1, buf, strlen(buf), &o, &res);
+			free(d);
+			if (!r)
+				break;
+			if (r != -EBADFD) {
+				printf("# put: %d %s\n", r, res.msg);
+				a->errors++;
+				break;
+			}
+			a->lost++;
+		}
+	}
+	return NULL;
+}
+
+TEST(cas_counter_from_threads_loses_no_increment)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct counter_arg a[4];
+	pthread_t th[4];
+	char want[16];
+	int i, lost = 0;
+
+	start3(&cl, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		a[i].cl = &cl;
+		a[i].n = 25;
+		a[i].lost = a[i].errors = 0;
+		pthread_create(&th[i], NULL, counter_thread, &a[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ_INT(a[i].errors, 0);
+		lost += a[i].lost;
+	}
+	snprintf(want, sizeof(want), "%d", 4 * 25);
+	EXPECT(cas_get_is(&cl, "n", want, &res));
+	printf("# 100 increments, %d lost CAS retried\n", lost);
 	stop3(&cl);
 }
 

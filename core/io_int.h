@@ -1,0 +1,56 @@
+/*
+ * io_int.h — internals shared by the files of the group client (io.c:
+ * write, lookup, read, get, delete; iocas.c: compare-and-swap objects).
+ * Not for other modules.
+ */
+#ifndef POHM_CORE_IO_INT_H
+#define POHM_CORE_IO_INT_H
+
+#include "io.h"
+
+struct pohm_client {
+	const struct pohm_config *cfg;
+	struct pohm_net *net;
+	uint64_t clock_last;		/* last stamp issued, ns; atomic (pohm_clock_next) */
+	uint8_t marker_sum[POHM_ID_SIZE];	/* sha512 of pohm_io_absent_marker */
+};
+
+/* One operation on every group: its requests, their groups, the result. */
+struct gop {
+	struct pohm_client *c;
+	struct pohm_io_result *res;
+	uint8_t id[POHM_ID_SIZE];
+	struct pohm_req reqs[POHM_MAX_GROUPS];
+	struct pohm_req *ptrs[POHM_MAX_GROUPS];
+	unsigned gi[POHM_MAX_GROUPS];	/* request k → group index */
+	size_t n;
+	unsigned w;			/* groups needed */
+	uint64_t start, quorum_at;
+	int wait_rest;			/* lookup: after the quorum, wait a grace for the rest */
+	int wait_all;			/* lookup: wait for every group */
+	unsigned pre_ok;		/* write: groups that acknowledged in an earlier step */
+	int bad[POHM_MAX_GROUPS];	/* copy found corrupt while reading */
+};
+
+/* Start op for key: res cleared, every group "not waited for". */
+void io_op_init(struct gop *op, struct pohm_client *c, const void *key, size_t keylen,
+		struct pohm_io_result *res);
+/* Release the requests' replies (op->n = 0). */
+void io_op_release(struct gop *op);
+/* Append "; text" (or ": text" first) to the result message. */
+void io_note(struct gop *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Note a group's failure: "group 2 node 127.0.0.1:1026: why[: node's last error]". */
+void io_note_group(struct gop *op, unsigned gi, int st, const char *what);
+/* Add a request for group index gi; a group without route gets -ENXIO and no request. */
+struct pohm_req *io_op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t flags,
+			   const void *p1, size_t n1, const void *p2, size_t n2);
+/* Run the requests; those answered -95 are re-routed after a forced refresh and sent once more. */
+void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
+/* The quorum is in: lower *dl to a grace as long as the quorum took (at least 20 ms). */
+void io_set_grace(struct gop *op, uint64_t *dl);
+/* Enough for a write: op->w acknowledged (with op->pre_ok), then the rest for a grace. */
+int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
+/* Per-group outcomes of the requests into res->g; returns how many succeeded. */
+unsigned io_write_collect(struct gop *op);
+
+#endif

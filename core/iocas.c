@@ -1,0 +1,843 @@
+/*
+ * iocas.c — compare-and-swap objects on every group (io.h "compare-and-swap
+ * objects", DESIGN.md §3 "Versions and replicas"): the content quorum,
+ * cas_get (read, wait out or settle splits, repair) and cas_put (arbiter
+ * first, count exactly where it applied, roll back or forward, catch up).
+ *
+ * Sections: pure helpers · marker and timing · reading · repair · get ·
+ * put (outcome, confirm, rollback, catch-up).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io_int.h"
+#include "sha512.h"
+#include "sys.h"
+
+#define ARBITER_MIN_NS	50000000ULL	/* a CAS arbiter is waited for at least this */
+
+/* ---------------------------------------------------------------- pure helpers */
+
+/*
+ * Content classes of CAS votes: class[i] = index of the first group with
+ * the same content as i (absent is one class of its own), -1 no answer.
+ */
+static void cas_classes(const struct pohm_cas_vote *v, size_t n, int *cls, size_t *cnt)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		cnt[i] = 0;
+		cls[i] = -1;
+		if (v[i].status != 0 && v[i].status != -ENOENT)
+			continue;
+		cls[i] = (int)i;
+		for (j = 0; j < i; j++) {
+			if (cls[j] != (int)j || v[j].status != v[i].status)
+				continue;
+			if (v[i].status == -ENOENT || !memcmp(v[i].csum, v[j].csum, POHM_ID_SIZE)) {
+				cls[i] = (int)j;
+				break;
+			}
+		}
+		cnt[cls[i]]++;
+	}
+}
+
+int pohm_cas_pick(const struct pohm_cas_vote *v, size_t n, int final)
+{
+	size_t cnt[POHM_MAX_GROUPS], i, answered = 0, pending = 0, best = 0, m = n / 2 + 1;
+	int cls[POHM_MAX_GROUPS], at = -1;
+
+	if (n > POHM_MAX_GROUPS)
+		return POHM_CAS_NOQUORUM;
+	cas_classes(v, n, cls, cnt);
+	for (i = 0; i < n; i++) {
+		if (cls[i] >= 0)
+			answered++;
+		else if (v[i].status == 1 && !final)
+			pending++;
+		if (cls[i] == (int)i && cnt[i] > best) {
+			best = cnt[i];
+			at = (int)i;
+		}
+	}
+	if (best >= m)
+		return v[at].status == -ENOENT ? -ENOENT : at;
+	if (answered + pending < m)
+		return POHM_CAS_NOQUORUM;
+	if (pending && best + pending >= m)
+		return POHM_CAS_UNDECIDED;
+	return POHM_CAS_SPLIT;
+}
+
+int pohm_cas_fallback(const struct pohm_cas_vote *v, size_t n)
+{
+	size_t cnt[POHM_MAX_GROUPS], i, j;
+	int cls[POHM_MAX_GROUPS], at = -1;
+	struct pohm_time newest[POHM_MAX_GROUPS];
+
+	if (n > POHM_MAX_GROUPS)
+		return POHM_CAS_NOQUORUM;
+	cas_classes(v, n, cls, cnt);
+	for (i = 0; i < n; i++) {
+		if (cls[i] != (int)i)
+			continue;
+		newest[i] = v[i].ts;
+		for (j = i + 1; j < n; j++)
+			if (cls[j] == (int)i && pohm_time_cmp(&v[j].ts, &newest[i]) > 0)
+				newest[i] = v[j].ts;
+		/* Most holders; then a present copy over absence; then the newest stamp. */
+		if (at < 0 || cnt[i] > cnt[at] ||
+		    (cnt[i] == cnt[at] && v[at].status == -ENOENT && v[i].status == 0) ||
+		    (cnt[i] == cnt[at] && v[at].status == 0 && v[i].status == 0 &&
+		     pohm_time_cmp(&newest[i], &newest[at]) > 0))
+			at = (int)i;
+	}
+	if (at < 0)
+		return POHM_CAS_NOQUORUM;
+	return v[at].status == -ENOENT ? -ENOENT : at;
+}
+
+/* ---------------------------------------------------------------- marker and timing */
+
+const uint8_t pohm_io_absent_marker[POHM_IO_MARKER_LEN] = {
+	'p', 'o', 'h', 'm', 'e', 'l', 'f', 's', ':', 'a', 'b', 's', 'e', 'n', 't', '\n',
+};
+
+/*
+ * A CAS write counts only the acks that arrive within this of its start
+ * (its stamp is at least the real time of its start), so a copy older than
+ * the window plus a margin for clock skew between hosts cannot be a write
+ * whose writer may still count it: read repair may replace it then.
+ */
+static uint64_t cas_ack_window(const struct pohm_client *c)
+{
+	uint64_t w = c->cfg->write_wait_timeout_ns;
+
+	return w < POHM_CAS_ACK_WINDOW ? w : POHM_CAS_ACK_WINDOW;
+}
+
+static uint64_t cas_age_limit(const struct pohm_client *c)
+{
+	return cas_ack_window(c) + POHM_CAS_CLOCK_SKEW;
+}
+
+static int cas_old_enough(const struct pohm_client *c, const struct pohm_time *ts, uint64_t now)
+{
+	uint64_t t = pohm_time_to_ns(ts);
+
+	return t < now && now - t > cas_age_limit(c);
+}
+
+static void cas_pause(uint64_t *pause_ns)
+{
+	static __thread uint64_t rng;
+	struct timespec t;
+	uint64_t ns;
+
+	if (!rng)
+		rng = pohm_sys_mono_ns() ^ (uintptr_t)&t ^ 0x9E3779B97F4A7C15ULL;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	ns = *pause_ns / 2 + rng % (*pause_ns / 2 + 1);
+	t.tv_sec = (time_t)(ns / 1000000000ULL);
+	t.tv_nsec = (long)(ns % 1000000000ULL);
+	nanosleep(&t, NULL);
+	if (*pause_ns < 20 * 1000000ULL)
+		*pause_ns *= 2;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+/*
+ * The vote of READ request r; data and dlen point into its reply.  Without
+ * verify the server's checksum is taken as is (cheap, under the client's
+ * lock); with verify the bytes are hashed and checked against it.
+ */
+static void cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
+			  const uint8_t **data, size_t *dlen, int verify)
+{
+	int csum = !op->c->cfg->noreadcsum;
+	const struct pohm_pkt *p;
+	struct pohm_io_attr a;
+
+	memset(v, 0, sizeof(*v));
+	*data = NULL;
+	*dlen = 0;
+	if (!r->done) {
+		v->status = 1;
+		return;
+	}
+	v->status = r->status;
+	if (r->status)
+		return;
+	p = pohm_req_final(r);
+	if (!p || pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1)) {
+		v->status = -EPROTO;
+		return;
+	}
+	if (a.offset || a.total_size != *dlen) {
+		v->status = -EFBIG;	/* more than one READ answers: no CAS object is */
+		return;
+	}
+	v->ts = a.timestamp;
+	if (*dlen == POHM_IO_MARKER_LEN && !memcmp(*data, pohm_io_absent_marker, POHM_IO_MARKER_LEN)) {
+		v->status = -ENOENT;
+		memcpy(v->csum, op->c->marker_sum, POHM_ID_SIZE);
+		return;
+	}
+	if (csum && !verify) {
+		memcpy(v->csum, a.parent, POHM_ID_SIZE);
+		return;
+	}
+	pohm_sha512(*data, *dlen, v->csum);
+	if (csum && memcmp(v->csum, a.parent, POHM_ID_SIZE))
+		v->status = -EBADMSG;
+}
+
+static void cas_votes_init(const struct gop *op, struct pohm_cas_vote *v)
+{
+	unsigned gi;
+
+	for (gi = 0; gi < op->res->ngroups; gi++) {
+		memset(&v[gi], 0, sizeof(v[gi]));
+		v[gi].status = op->res->g[gi].status == -ENXIO ? -ENXIO : -ECANCELED;
+	}
+}
+
+static int cas_read_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct gop *op = arg;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	const uint8_t *d;
+	size_t k, dn, pending = 0;
+	int r;
+
+	(void)reqs;
+	(void)n;
+	cas_votes_init(op, v);
+	for (k = 0; k < op->n; k++) {
+		cas_vote_read(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
+		pending += v[op->gi[k]].status == 1;
+	}
+	r = pohm_cas_pick(v, op->res->ngroups, 0);
+	if (r == POHM_CAS_UNDECIDED)
+		return 0;
+	if (r == POHM_CAS_SPLIT)
+		return !pending;	/* all answers help to judge the split */
+	if (r == POHM_CAS_NOQUORUM || !op->wait_rest)
+		return 1;
+	io_set_grace(op, dl);		/* read repair: the rest, briefly */
+	return !pending;
+}
+
+/*
+ * READ every group; fill v, and bytes/blen pointing into the replies (valid
+ * until io_op_release).  fill_res: record each group's answer in res->g.
+ * 0 or -errno (no route to anything).
+ */
+static int cas_read_all(struct gop *op, struct pohm_cas_vote *v, const uint8_t **bytes,
+			size_t *blen, int wait_rest, int fill_res, uint64_t deadline)
+{
+	struct pohm_client *c = op->c;
+	struct pohm_io_result *res = op->res;
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	struct pohm_io_attr a;
+	unsigned gi;
+	size_t k;
+	int rc;
+
+	rc = pohm_net_refresh(c->net, deadline, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		io_note(op, "%s", m);
+		return rc;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(a.id, op->id, POHM_ID_SIZE);
+	memcpy(a.parent, op->id, POHM_ID_SIZE);
+	a.flags = c->cfg->noreadcsum ? 0 : POHM_IO_CHECKSUM;
+	pohm_io_attr_encode(io, &a);
+	io_op_release(op);
+	op->wait_rest = wait_rest;
+	op->quorum_at = 0;
+	for (gi = 0; gi < res->ngroups; gi++) {
+		bytes[gi] = NULL;
+		blen[gi] = 0;
+		io_op_add(op, gi, POHM_CMD_READ, 0, io, sizeof(io), NULL, 0);
+	}
+	io_op_run(op, deadline, cas_read_enough);
+	for (gi = 0; gi < res->ngroups; gi++) {
+		memset(&v[gi], 0, sizeof(v[gi]));
+		v[gi].status = -ENXIO;
+	}
+	for (k = 0; k < op->n; k++) {
+		unsigned g = op->gi[k];
+		struct pohm_group_reply *gr = &res->g[g];
+
+		cas_vote_read(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
+		if (!fill_res)
+			continue;
+		gr->rtt_ns = op->reqs[k].done_ns - op->reqs[k].sent_ns;
+		gr->status = v[g].status;
+		gr->ts = v[g].ts;
+		gr->size = blen[g];
+		memcpy(gr->csum, v[g].csum, POHM_ID_SIZE);
+		gr->has_csum = v[g].status == 0;
+		if (v[g].status == -EBADMSG || v[g].status == -EILSEQ)
+			op->bad[g] = v[g].status;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- repair */
+
+/*
+ * Write content (data, or the absent marker when data is NULL) over every
+ * copy that differs from it, each by a data CAS against what that group
+ * holds, under the stamp of the version (stamp; NULL: a fresh one), so
+ * that every copy of a version carries its stamp.  forced: also copies
+ * that may be young (a split being settled).
+ */
+static void cas_repair(struct gop *op, const struct pohm_cas_vote *v, const void *data, size_t len,
+		       const uint8_t *sum, const struct pohm_time *stamp, int forced,
+		       uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	uint8_t io[POHM_MAX_GROUPS][POHM_IO_ATTR_SIZE];
+	uint64_t floor = 0, now = pohm_sys_real_ns(), fresh = 0;
+	const void *content = data ? data : pohm_io_absent_marker;
+	size_t clen = data ? len : POHM_IO_MARKER_LEN, k;
+	unsigned gi;
+
+	for (gi = 0; gi < res->ngroups; gi++)
+		if ((v[gi].status == 0 || v[gi].status == -ENOENT) &&
+		    pohm_time_to_ns(&v[gi].ts) > floor)
+			floor = pohm_time_to_ns(&v[gi].ts);
+	io_op_release(op);
+	for (gi = 0; gi < res->ngroups; gi++) {
+		struct pohm_io_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.flags = POHM_IO_CAS;
+		if (v[gi].status == 0) {
+			if (sum && !memcmp(v[gi].csum, sum, POHM_ID_SIZE))
+				continue;		/* holds it */
+			if (!forced && !cas_old_enough(op->c, &v[gi].ts, now))
+				continue;		/* may be a write in flight: its writer's */
+			memcpy(a.parent, v[gi].csum, POHM_ID_SIZE);
+		} else if (v[gi].status == -ENOENT) {
+			if (!sum)
+				continue;		/* absent wanted, absent held */
+			/* Passes where the key is missing or holds the marker. */
+			memcpy(a.parent, op->c->marker_sum, POHM_ID_SIZE);
+		} else if (res->g[gi].status == -EILSEQ) {
+			a.flags = POHM_IO_CAS_TIMESTAMP;	/* corrupt: no CAS can match it */
+		} else {
+			continue;			/* no answer: nothing known to replace */
+		}
+		if (stamp && a.flags == POHM_IO_CAS) {
+			a.timestamp = *stamp;
+		} else {
+			if (!fresh)
+				fresh = pohm_clock_next(&op->c->clock_last, now, floor + 1);
+			a.timestamp = pohm_time_from_ns(fresh);
+		}
+		memcpy(a.id, op->id, POHM_ID_SIZE);
+		a.size = clen;
+		pohm_io_attr_encode(io[gi], &a);
+		io_op_add(op, gi, POHM_CMD_WRITE, 0, io[gi], POHM_IO_ATTR_SIZE, content, clen);
+	}
+	if (!op->n)
+		return;
+	io_op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		struct pohm_group_reply *g = &res->g[op->gi[k]];
+		int st = op->reqs[k].status;
+
+		g->repair = st ? st : 1;
+		if (st == -EBADFD)
+			io_note(op, "group %u changed meanwhile: not repaired", g->group);
+		else if (st)
+			io_note_group(op, op->gi[k], st, "read repair failed on ");
+		else
+			io_note(op, "group %u repaired%s", g->group, data ? "" : " (absent)");
+	}
+	io_op_release(op);
+}
+
+/* ---------------------------------------------------------------- get */
+
+/*
+ * One read of every group.  0 (*data, *len, csum), -ENOENT, POHM_CAS_SPLIT
+ * (read again), or -errno.
+ */
+static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *csum)
+{
+	struct pohm_client *c = op->c;
+	struct pohm_io_result *res = op->res;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	const uint8_t *bytes[POHM_MAX_GROUPS];
+	size_t blen[POHM_MAX_GROUPS];
+	uint64_t now;
+	unsigned gi;
+	int rc, idx, forced = 0;
+
+	rc = cas_read_all(op, v, bytes, blen, c->cfg->read_repair, 1,
+			  op->start + c->cfg->read_wait_timeout_ns);
+	if (rc)
+		return rc;
+	idx = pohm_cas_pick(v, res->ngroups, 1);
+	if (idx == POHM_CAS_SPLIT) {
+		/* Young copies may be writes in flight or lost ones their writers undo: wait. */
+		now = pohm_sys_real_ns();
+		for (gi = 0; gi < res->ngroups; gi++)
+			if ((v[gi].status == 0 || (v[gi].status == -ENOENT && v[gi].ts.tsec)) &&
+			    !cas_old_enough(c, &v[gi].ts, now))
+				break;
+		if (gi < res->ngroups) {
+			io_op_release(op);
+			return POHM_CAS_SPLIT;
+		}
+		idx = pohm_cas_fallback(v, res->ngroups);
+		forced = 1;
+		io_note(op, "the groups disagree and nobody is settling it: taking %s",
+		     idx >= 0 ? "the newest copy most groups hold" : "absent");
+	}
+	if (idx == POHM_CAS_NOQUORUM || idx == POHM_CAS_SPLIT) {
+		io_note(op, "fewer than a majority of the groups answered");
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (v[gi].status != 0 && v[gi].status != -ENOENT)
+				io_note_group(op, gi, res->g[gi].status, "");
+		io_op_release(op);
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status == -ETIMEDOUT)
+				return -ETIMEDOUT;
+		return -EIO;
+	}
+	if (idx >= 0) {
+		res->chosen = idx;
+		res->size = blen[idx];
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (v[gi].status == 0 && !memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE) &&
+			    pohm_time_cmp(&v[gi].ts, &res->ts) > 0)
+				res->ts = v[gi].ts;
+		*data = malloc(blen[idx] ? blen[idx] : 1);
+		if (!*data) {
+			io_op_release(op);
+			return -ENOMEM;
+		}
+		memcpy(*data, bytes[idx], blen[idx]);
+		*len = blen[idx];
+		memcpy(csum, v[idx].csum, POHM_ID_SIZE);
+		for (gi = 0; gi < res->ngroups; gi++) {
+			int64_t d = (int64_t)(pohm_time_to_ns(&v[gi].ts) - pohm_time_to_ns(&res->ts));
+
+			if (v[gi].status == -ENOENT)
+				io_note(op, "group %u has no copy", res->g[gi].group);
+			else if (!v[gi].status && memcmp(v[gi].csum, csum, POHM_ID_SIZE))
+				io_note(op, "group %u holds another version, stamped %lld us %s", res->g[gi].group,
+				     (long long)(d < 0 ? -d : d) / 1000, d < 0 ? "earlier" : "later");
+		}
+	}
+	if (c->cfg->read_repair || forced)
+		cas_repair(op, v, idx >= 0 ? *data : NULL, *len, idx >= 0 ? csum : NULL,
+			   idx >= 0 ? &res->ts : NULL, forced,
+			   pohm_sys_mono_ns() + c->cfg->write_wait_timeout_ns);
+	io_op_release(op);
+	if (forced) {
+		/* Read it back: the settled content is committed only once a majority holds it. */
+		free(*data);
+		*data = NULL;
+		*len = 0;
+		return POHM_CAS_SPLIT;
+	}
+	return idx >= 0 ? 0 : -ENOENT;
+}
+
+int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
+		    size_t *len, uint8_t csum[POHM_ID_SIZE], struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t t0 = pohm_sys_mono_ns(), pause = 100000, splits = 0;
+	uint64_t limit = t0 + c->cfg->read_wait_timeout_ns + cas_age_limit(c);
+	int rc;
+
+	*data = NULL;
+	*len = 0;
+	if (!op)
+		return -ENOMEM;
+	for (;;) {
+		io_op_init(op, c, key, keylen, res);
+		rc = cas_read_once(op, data, len, csum);
+		if (rc != POHM_CAS_SPLIT)
+			break;
+		splits++;
+		if (pohm_sys_mono_ns() >= limit) {
+			io_note(op, "the groups still disagree after %.1f s (%llu reads)",
+			     (double)(pohm_sys_mono_ns() - t0) / 1e9, (unsigned long long)splits);
+			rc = -EIO;
+			break;
+		}
+		cas_pause(&pause);
+	}
+	if (splits && !rc)
+		io_note(op, "read %llu times while the groups disagreed", (unsigned long long)splits);
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- put */
+
+/* A WRITE's outcome: 1 applied, 0 not (refused, failed, never sent), -1 unknown. */
+static int write_outcome(const struct pohm_req *r)
+{
+	if (pohm_req_final(r))
+		return r->status == 0;
+	return r->txoff ? -1 : 0;
+}
+
+/* LOOKUP the groups whose outcome is unknown: those holding exactly our version applied it. */
+static void cas_confirm(struct gop *op, const uint8_t *sum, const struct pohm_time *ts,
+			uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	unsigned gi;
+	size_t k;
+
+	io_op_release(op);
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].applied < 0)
+			io_op_add(op, gi, POHM_CMD_LOOKUP, POHM_FLAG_CHECKSUM, NULL, 0, NULL, 0);
+	if (!op->n)
+		return;
+	io_op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		const struct pohm_pkt *p = pohm_req_final(&op->reqs[k]);
+		struct pohm_file_info fi;
+
+		if (op->reqs[k].status || !p ||
+		    pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size))
+			continue;
+		if (!memcmp(fi.checksum, sum, POHM_ID_SIZE) && !pohm_time_cmp(&fi.mtime, ts))
+			res->g[op->gi[k]].applied = 1;
+	}
+	io_op_release(op);
+}
+
+/*
+ * Undo our version on the groups that applied it, by a data CAS against
+ * ours (a group that moved on is left alone).  What goes back is the
+ * content committed now, if a majority holds one (so a group that took our
+ * lost write is not left behind the others), else what we replaced (the
+ * absent marker for a create).  Returns the groups where ours may still be
+ * (no answer); *replaced counts groups that had moved on.
+ */
+static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct pohm_cas_old *old,
+			     const struct pohm_time *ours, unsigned *replaced)
+{
+	struct pohm_io_result *res = op->res;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	const uint8_t *bytes[POHM_MAX_GROUPS];
+	size_t blen[POHM_MAX_GROUPS], clen = 0, k;
+	uint8_t io[POHM_IO_ATTR_SIZE], *fwd = NULL;
+	const void *content = NULL;
+	struct pohm_io_attr a;
+	unsigned gi, stuck = 0;
+	uint64_t stamp;
+	int idx = POHM_CAS_SPLIT;
+
+	*replaced = 0;
+	if (!cas_read_all(op, v, bytes, blen, 0, 0,
+			  pohm_sys_mono_ns() + op->c->cfg->read_wait_timeout_ns))
+		idx = pohm_cas_pick(v, res->ngroups, 1);
+	if (idx >= 0 && !memcmp(v[idx].csum, sum, POHM_ID_SIZE)) {
+		/* A majority holds the same bytes (another writer made the same change). */
+		io_note(op, "the same content is committed by another writer: left in place");
+		io_op_release(op);
+		return 0;
+	}
+	/* The version put back keeps its stamp (every copy of a version carries it). */
+	stamp = pohm_clock_next(&op->c->clock_last, pohm_sys_real_ns(), pohm_time_to_ns(ours) + 1);
+	if (idx >= 0 && (fwd = malloc(blen[idx] ? blen[idx] : 1))) {
+		memcpy(fwd, bytes[idx], blen[idx]);
+		content = fwd;
+		clen = blen[idx];
+		stamp = 0;
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (!v[gi].status && !memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE) &&
+			    pohm_time_to_ns(&v[gi].ts) > stamp)
+				stamp = pohm_time_to_ns(&v[gi].ts);
+	} else if (idx == -ENOENT || (idx < 0 && !old->csum)) {
+		content = pohm_io_absent_marker;
+		clen = POHM_IO_MARKER_LEN;
+	} else if (old->data && old->len) {
+		content = old->data;
+		clen = old->len;
+		if (old->min_ts_ns)
+			stamp = old->min_ts_ns - 1;
+	}
+	io_op_release(op);
+	if (!content) {
+		for (gi = 0; gi < res->ngroups; gi++)
+			stuck += res->g[gi].applied > 0;
+		io_note(op, "no rollback: no majority to roll forward to and the replaced content is "
+		     "not known");
+		return stuck;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(a.id, op->id, POHM_ID_SIZE);
+	memcpy(a.parent, sum, POHM_ID_SIZE);
+	a.flags = POHM_IO_CAS;
+	a.size = clen;
+	a.timestamp = pohm_time_from_ns(stamp);
+	pohm_io_attr_encode(io, &a);
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].applied > 0)
+			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), content, clen);
+	io_op_run(op, pohm_sys_mono_ns() + op->c->cfg->write_wait_timeout_ns, NULL);
+	for (k = 0; k < op->n; k++) {
+		struct pohm_group_reply *g = &res->g[op->gi[k]];
+		int st = op->reqs[k].status;
+
+		g->repair = st ? st : 1;
+		if (!st) {
+			io_note(op, "%s on group %u", fwd ? "rolled forward to the committed content" :
+			     "rolled back", g->group);
+		} else if (st == -EBADFD && pohm_req_final(&op->reqs[k])) {
+			(*replaced)++;
+			io_note(op, "group %u moved on before the rollback", g->group);
+		} else {
+			stuck++;
+			io_note_group(op, op->gi[k], st, "rollback failed on ");
+		}
+	}
+	io_op_release(op);
+	free(fwd);
+	return stuck;
+}
+
+/*
+ * After a commit of ours (stamp res->ts, over parent whose newest stamp
+ * was floor): bring each group that refused it up to it where that cannot
+ * undo a write that may still be committed.  A group holding our parent
+ * (it refused because another write was still on its way) takes our CAS
+ * as sent; a missing copy is created; a copy stamped before our parent is
+ * older than everything a write that could still win must be based on
+ * (our version or a later one), so it is replaced.  Anything else is left
+ * to read repair.
+ */
+static void cas_catch_up(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+			 const uint8_t *parent, uint64_t floor)
+{
+	struct pohm_io_result *res = op->res;
+	uint8_t io[POHM_MAX_GROUPS][POHM_IO_ATTR_SIZE];
+	uint8_t with[POHM_MAX_GROUPS][POHM_ID_SIZE];
+	unsigned gi, want[POHM_MAX_GROUPS] = { 0 };
+	uint64_t deadline = pohm_sys_mono_ns() + op->c->cfg->write_wait_timeout_ns;
+	size_t k;
+
+	io_op_release(op);
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].status == -EBADFD && !res->g[gi].applied)
+			io_op_add(op, gi, POHM_CMD_LOOKUP, POHM_FLAG_CHECKSUM, NULL, 0, NULL, 0);
+	if (!op->n)
+		return;
+	io_op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		const struct pohm_pkt *p = pohm_req_final(&op->reqs[k]);
+		struct pohm_file_info fi;
+
+		gi = op->gi[k];
+		if (op->reqs[k].status == -ENOENT) {
+			memcpy(with[gi], op->c->marker_sum, POHM_ID_SIZE);
+		} else if (op->reqs[k].status || !p ||
+			   pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size) ||
+			   !memcmp(fi.checksum, sum, POHM_ID_SIZE)) {
+			continue;
+		} else if (!memcmp(fi.checksum, parent, POHM_ID_SIZE) ||
+			   pohm_time_to_ns(&fi.mtime) < floor) {
+			memcpy(with[gi], fi.checksum, POHM_ID_SIZE);
+		} else {
+			continue;
+		}
+		want[gi] = 1;
+	}
+	io_op_release(op);
+	for (gi = 0; gi < res->ngroups; gi++) {
+		struct pohm_io_attr a;
+
+		if (!want[gi])
+			continue;
+		memset(&a, 0, sizeof(a));
+		memcpy(a.id, op->id, POHM_ID_SIZE);
+		memcpy(a.parent, with[gi], POHM_ID_SIZE);
+		a.flags = POHM_IO_CAS;
+		a.timestamp = res->ts;
+		a.size = len;
+		pohm_io_attr_encode(io[gi], &a);
+		io_op_add(op, gi, POHM_CMD_WRITE, 0, io[gi], POHM_IO_ATTR_SIZE, data, len);
+	}
+	if (!op->n)
+		return;
+	io_op_run(op, deadline, NULL);
+	for (k = 0; k < op->n; k++) {
+		gi = op->gi[k];
+		res->g[gi].repair = op->reqs[k].status ? op->reqs[k].status : 1;
+		if (!op->reqs[k].status) {
+			res->g[gi].applied = 1;
+			io_note(op, "group %u caught up", res->g[gi].group);
+		}
+	}
+	io_op_release(op);
+}
+
+int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res)
+{
+	uint8_t io[POHM_IO_ATTR_SIZE], sum[POHM_ID_SIZE];
+	struct pohm_io_attr a;
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t deadline, arbiter_dl;
+	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, rot;
+	uint32_t sent = 0;
+	size_t k;
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	io_op_init(op, c, key, keylen, res);
+	if (!len || len > POHM_IO_PACKET_MAX) {
+		io_note(op, "a CAS object must be 1 byte to %u MiB", POHM_IO_PACKET_MAX >> 20);
+		rc = len ? -EFBIG : -EINVAL;
+		goto out;
+	}
+	/* Acks after the window do not count (see cas_ack_window). */
+	deadline = op->start + cas_ack_window(c);
+	rc = pohm_net_refresh(c->net, deadline, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		io_note(op, "%s", m);
+		goto out;
+	}
+	/* CAS-arbitrated objects: a majority of all groups, always (DESIGN.md §3). */
+	op->w = res->ngroups / 2 + 1;
+	res->ts = pohm_time_from_ns(pohm_clock_next(&c->clock_last, pohm_sys_real_ns(),
+						    old->min_ts_ns));
+	res->size = len;
+	pohm_sha512(data, len, sum);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.id, op->id, POHM_ID_SIZE);
+	memcpy(a.parent, old->csum ? old->csum : c->marker_sum, POHM_ID_SIZE);
+	a.flags = POHM_IO_CAS;
+	a.timestamp = res->ts;
+	a.size = len;
+	pohm_io_attr_encode(io, &a);
+	/*
+	 * The arbiter first: the first group, in an order that depends on the
+	 * key only, so that racing writers meet there one at a time; the loser
+	 * has written nothing and stops, the winner goes on to the others,
+	 * which then hold what it expects.  A group that was behind when we
+	 * read (a stale copy, not yet repaired) would refuse everyone: it is
+	 * passed over (one ahead is not: it holds a write in flight that we
+	 * must lose to).  A group that cannot be reached passes the role on;
+	 * one that does not answer within an eighth of the window (at least
+	 * ARBITER_MIN_NS) leaves the rest to be written in parallel.
+	 */
+	rot = (unsigned)op->id[0] % res->ngroups;
+	arbiter_dl = cas_ack_window(c) / 8;
+	arbiter_dl = op->start + (arbiter_dl > ARBITER_MIN_NS ? arbiter_dl : ARBITER_MIN_NS);
+	for (k = 0; k < res->ngroups; k++) {
+		const struct pohm_req *r;
+		int o;
+
+		gi = (rot + (unsigned)k) % res->ngroups;
+		if (old->behind & (1u << gi))
+			continue;
+		sent |= 1u << gi;
+		io_op_release(op);
+		if (!io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), data, len))
+			continue;	/* no route: -ENXIO */
+		io_op_run(op, arbiter_dl < deadline ? arbiter_dl : deadline, NULL);
+		io_write_collect(op);
+		r = &op->reqs[0];
+		o = res->g[gi].applied = write_outcome(r);
+		if (o > 0) {
+			op->pre_ok = 1;
+			break;
+		}
+		if (r->status == -EBADFD && pohm_req_final(r)) {
+			res->committed = 0;
+			io_note(op, "compare-and-swap refused by group %u (the arbiter)", res->g[gi].group);
+			rc = -EBADFD;
+			goto out;
+		}
+		if (o < 0)
+			break;		/* may still apply: no second arbiter */
+	}
+	io_op_release(op);
+	op->quorum_at = 0;
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (!(sent & (1u << gi)))
+			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), data, len);
+	if (op->n) {
+		io_op_run(op, deadline, io_write_enough);
+		io_write_collect(op);
+		for (k = 0; k < op->n; k++)
+			res->g[op->gi[k]].applied = write_outcome(&op->reqs[k]);
+	}
+	for (gi = 0; gi < res->ngroups; gi++) {
+		applied += res->g[gi].applied > 0;
+		unknown += res->g[gi].applied < 0;
+		refused += res->g[gi].status == -EBADFD;
+	}
+	if (applied < op->w && unknown && pohm_sys_mono_ns() < deadline) {
+		cas_confirm(op, sum, &res->ts, deadline);
+		applied = unknown = 0;
+		for (gi = 0; gi < res->ngroups; gi++) {
+			applied += res->g[gi].applied > 0;
+			unknown += res->g[gi].applied < 0;
+		}
+	}
+	res->committed = applied;
+	if (applied >= op->w) {
+		rc = 0;
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].applied <= 0 && res->g[gi].status != -ECANCELED)
+				io_note_group(op, gi, res->g[gi].status, "not written to ");
+		if (refused)
+			cas_catch_up(op, data, len, sum, a.parent,
+				     old->min_ts_ns ? old->min_ts_ns - 1 : 0);
+		goto out;
+	}
+	io_note(op, "compare-and-swap applied on %u of %u groups, %u needed", applied, res->ngroups,
+	     op->w);
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].applied <= 0)
+			io_note_group(op, gi, res->g[gi].status, "");
+	stuck = applied ? cas_rollback(op, sum, old, &res->ts, &replaced) : 0;
+	if (stuck + unknown >= op->w || (replaced && unknown)) {
+		io_note(op, "outcome unknown: %u group(s) may still hold this version", stuck + unknown);
+		rc = -EIO;
+	} else if (refused) {
+		rc = -EBADFD;
+	} else {
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (res->g[gi].status && res->g[gi].status != -ETIMEDOUT)
+				break;
+		rc = gi < res->ngroups ? -EIO : -ETIMEDOUT;
+	}
+out:
+	io_op_release(op);
+	free(op);
+	return rc;
+}
+
