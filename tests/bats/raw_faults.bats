@@ -126,8 +126,9 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 		[[ $output == *"key big: write committed on"* ]]
 	fi
 	# either way a new put with one group down commits and reads back whole
-	p put big2 <"$TMP/big"
-	p get big2 >"$TMP/out2"
+	# (generous timeouts: 60 MB under a sanitizer on a loaded machine is slow)
+	POHMELFS_WRITE_WAIT_TIMEOUT=60 p put big2 <"$TMP/big"
+	POHMELFS_READ_WAIT_TIMEOUT=60 p get big2 >"$TMP/out2"
 	cmp "$TMP/big" "$TMP/out2"
 }
 
