@@ -5,7 +5,8 @@
  *
  * The state is set from the kernel's getcwd at light init and after every
  * successful chdir (one extra system call; symlinks make a lexical update
- * wrong), and copied from the fd table on fchdir.  While glibc code that
+ * wrong), and copied from the fd table on fchdir (getcwd again when the
+ * table does not know the fd's place).  While glibc code that
  * changes the cwd behind our back runs (nftw with FTW_CHDIR, fts without
  * FTS_NOCHDIR) the state is "volatile": classification asks getcwd each
  * time, and resyncs when that code is done.
@@ -147,7 +148,7 @@ POHM_EXPORT int chdir(const char *path)
 	return pohm_ret(r);
 }
 
-/* The fd's position is in the table (or it is "somewhere outside"). */
+/* The fd's position is in the table; for an fd of unknown place, getcwd. */
 POHM_EXPORT int fchdir(int fd)
 {
 	char rel[POHM_REL_MAX];
@@ -159,8 +160,9 @@ POHM_EXPORT int fchdir(int fd)
 	r = pohm_real.fchdir(fd);
 	if (r < 0 || !pohm_active())
 		return r;
-	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len) < 0 || len >= sizeof(rel)) {
-		pohm_cwd_resync();
+	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len) < 0 || len >= sizeof(rel) ||
+	    pos.depth >= POHM_PC_DEEP) {
+		pohm_cwd_resync();	/* an fd of unknown place: ask the kernel once */
 		return r;
 	}
 	rel[len] = '\0';

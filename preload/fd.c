@@ -250,17 +250,19 @@ void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *
 void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
 {
 	struct pohm_relstr *r = rel ? rel_new(rel) : NULL, *old = r;
-	struct pohm_fdent *e = ent_peek(fd);
+	struct pohm_fdent *e = ent_get(fd);
 	uint64_t st;
 	int saved = errno;
 
-	if (e) {
+	if (e && (!rel || r)) {
 		pthread_mutex_lock(&fdt_lock);
 		st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
-		if (st & ST_LAZY)
+		/* a handed-over fd, or one never seen: remember where it is */
+		if (!st || (st & ST_LAZY))
 			old = ent_set(e, st_pack(pos, st_flags(st), rel != NULL),
 				      __atomic_load_n(&e->cookie, __ATOMIC_RELAXED), r);
 		pthread_mutex_unlock(&fdt_lock);
+		note_max(fd);
 	}
 	rel_unref(old);
 	errno = saved;

@@ -263,7 +263,8 @@ int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_
 int pohm_fd_max(void);
 /* Number of fds under the prefix in the table (atomic read). */
 int pohm_fd_count_under(void);
-/* Lazy entry (handed over by exec) whose position is now known: record it. */
+/* An fd handed over by exec, or never seen opened, whose position the
+ * kernel just told: record it (only if the entry is still lazy or empty). */
 void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel);
 /* Before a close_range: the close hook of every fd under the prefix in [lo, hi]. */
 void pohm_fd_close_hooks(unsigned lo, unsigned hi);
