@@ -325,7 +325,8 @@ int pohm_pc_fast_out_rel(const struct pohm_pc_prefix *pf, const struct pohm_pc_p
 
 	if (path[0] == '.' || path[0] == '/' || !path[0])
 		return 0;	/* "./x", "../x", "": let the walk decide */
-	n = strcspn(path, "/");
+	for (n = 1; path[n] && path[n] != '/'; n++)
+		;
 	for (s = 0; s < pf->nsp; s++) {
 		sp = &pf->sp[s];
 		if (pos->match[s] == sp->ncomp)

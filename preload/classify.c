@@ -135,8 +135,7 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 		return POHM_PC_OUT;
 	/* The next hottest: a relative name from a cwd that is not under the prefix. */
 	if (path[0] != '/' && dirfd == AT_FDCWD && !(flags & POHM_LOC_FULL) &&
-	    pohm_cwd_base(&w->pos, NULL, 0, &len) == 0 && !len &&
-	    pohm_pc_fast_out_rel(pf, &w->pos, path))
+	    pohm_cwd_fast_out(path))
 		return POHM_PC_OUT;
 	p->dirfd = dirfd;
 	p->path = path;

@@ -65,6 +65,22 @@ int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rell
 	return 0;
 }
 
+/*
+ * 1 if the relative path is certainly outside the prefix from the cwd
+ * (known, not volatile, not under the prefix): lock-free, for the wrappers'
+ * hot path.
+ */
+int pohm_cwd_fast_out(const char *path)
+{
+	uint64_t st = __atomic_load_n(&cwd_st, __ATOMIC_ACQUIRE);
+	struct pohm_pc_pos pos;
+
+	if (!st || (st & CWD_UNDER) || __atomic_load_n(&cwd_vol, __ATOMIC_RELAXED))
+		return 0;
+	pohm_pos_unpack(st, &pos);
+	return pohm_pc_fast_out_rel(&pohm_state.prefix, &pos, path);
+}
+
 /* Set the state: pos known (or NULL = unknown), rel when under the prefix. */
 static void cwd_store(const struct pohm_pc_pos *pos, const char *rel, size_t len)
 {

@@ -27,7 +27,7 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 
 	if (!pohm_active())
 		return pohm_real.openat(dirfd, path, flags, mode);
-	if (pohm_outside_fast(path)) {
+	if (pohm_outside_fast(dirfd, path)) {
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		if (pohm_fd_known(fd))
 			pohm_fd_forget(fd);

@@ -163,28 +163,35 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
 
 /*
- * The hot path, inlined into the wrappers: 1 if path is absolute and
- * certainly outside the prefix (a string comparison and one scan, no
- * call into the classifier).  /proc/... and /dev/... take the full way
- * (/proc/self/fd/N, /dev/fd/N).
+ * The hot path, inlined into the wrappers: 1 if path is certainly outside
+ * the prefix, decided without the classifier: an absolute path by a string
+ * comparison and one scan (/proc/... and /dev/... take the full way, for
+ * /proc/self/fd/N and /dev/fd/N), a relative one from a cwd that is not
+ * under the prefix by its first component (pohm_cwd_fast_out, cwd.c).
  */
-static inline int pohm_outside_fast(const char *path)
+int pohm_cwd_fast_out(const char *path);
+
+static inline int pohm_outside_fast(int dirfd, const char *path)
 {
 	path = pohm_launder(path);
-	return path && path[0] == '/' && path[1] != 'p' && path[1] != 'd' &&
-	       pohm_pc_fast_out(&pohm_state.prefix, path);
+	if (!path || !path[0])
+		return 0;
+	if (path[0] == '/')
+		return path[1] != 'p' && path[1] != 'd' &&
+		       pohm_pc_fast_out(&pohm_state.prefix, path);
+	return dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
 }
 
 /* pohm_active() and pohm_classify(): "is this call ours?" */
 static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
 {
-	return pohm_active() && !pohm_outside_fast(path) && pohm_classify(dirfd, path, p);
+	return pohm_active() && !pohm_outside_fast(dirfd, path) && pohm_classify(dirfd, path, p);
 }
 
 /* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
 static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return pohm_active() && !pohm_outside_fast(path) &&
+	return pohm_active() && !pohm_outside_fast(dirfd, path) &&
 	       pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
 	       POHM_PC_IN;
 }

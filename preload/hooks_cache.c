@@ -1,0 +1,585 @@
+/*
+ * hooks_cache.c — the storage side of the hooks (hooks.h): strong
+ * definitions that replace the passthrough defaults of hooks_pass.c and
+ * hand every call under the prefix to core/cache.
+ *
+ * Heavy init (DESIGN.md §5) happens here, on the first hook call: the
+ * configuration, the client and the cache (core/mount).  If it fails, the
+ * reason is logged once and every call under the prefix fails with ENOTCONN
+ * (no server could be configured) or EIO; calls outside the prefix never
+ * get here.  Everything runs with pohm_hold() held, so libc calls made by
+ * core/ (config files, name lookups) pass straight through the wrappers.
+ *
+ * POHMELFS_TEST_PASSTHROUGH=1 (test-only, documented in libpohmelfs(7))
+ * turns every hook back into the passthrough default: the interposition
+ * layer's own tests (classification, errno, processes) run without a
+ * cluster that way.
+ *
+ * Pushes: a writing fd is pushed at close when sync_on_close is set, and
+ * always at fsync/fdatasync/sync; otherwise the files this process wrote
+ * are pushed at exit (and by exec, which ends the image) and pohmelfsd,
+ * started on demand, pushes them every sync_timeout seconds meanwhile.
+ *
+ * Sections: heavy init · open · stat · namespace · attributes · lookups ·
+ * directories · fds · processes.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "shim.h"
+#include "cache.h"
+#include "log.h"
+#include "io.h"
+#include "mount.h"
+#include "net.h"
+
+extern char **environ;
+
+/*
+ * The mount of this process.  Written once by heavy_init under
+ * pthread_once (mount_rc says how it went), read-only afterwards; the
+ * cache and client inside are thread-safe themselves.
+ */
+static struct pohm_mount mount;
+static struct pohm_config mount_cfg;
+static int mount_rc = -EAGAIN;
+static pthread_once_t mount_once = PTHREAD_ONCE_INIT;
+
+/* Files this process wrote and did not push yet (ino list), guarded by dirty_lock. */
+static pthread_mutex_t dirty_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *dirty;
+static size_t ndirty, capdirty;
+static int daemon_started;	/* pohmelfsd spawned by this process; under dirty_lock */
+
+/* This thread created the file the current open is about (undo on failure). */
+static POHM_TLS int open_created;
+
+static void heavy_init(void)
+{
+	const char *pt = getenv("POHMELFS_TEST_PASSTHROUGH");
+	char err[1024];
+	int r;
+
+	if (pt && *pt && strcmp(pt, "0")) {
+		mount_rc = POHM_PASS;	/* test-only: the storage side stays out */
+		return;
+	}
+	pohm_hold();
+	r = pohm_config_load(&mount_cfg, environ, err, sizeof(err));
+	if (!r)
+		r = pohm_mount_open(&mount, &mount_cfg, err, sizeof(err));
+	if (r) {
+		pohm_err("%s; calls under the prefix fail until this is fixed", err);
+		mount_rc = r == -EINVAL && strstr(err, "server") ? -ENOTCONN : -EIO;
+	} else {
+		mount_rc = 0;
+	}
+	pohm_unhold();
+}
+
+/* The cache, or NULL with *rc set: -errno when heavy init failed, POHM_PASS in passthrough tests. */
+static struct pohm_cache *cache(int *rc)
+{
+	pthread_once(&mount_once, heavy_init);
+	*rc = mount_rc;
+	return mount_rc ? NULL : mount.cache;
+}
+
+/* The process umask (applied to modes stored in the storage, as the kernel does locally). */
+static mode_t cur_umask(void)
+{
+	mode_t um = (mode_t)syscall(SYS_umask, 022);
+
+	syscall(SYS_umask, um);
+	return um;
+}
+
+/* Run a core call with the shim held (core may call libc by name). */
+#define HELD(expr) ({ int held_r_; pohm_hold(); held_r_ = (expr); pohm_unhold(); held_r_; })
+
+/* ---------------------------------------------------------------- open */
+
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+{
+	struct pohm_cache *c;
+	unsigned mf = POHM_MAT_DATA | POHM_MAT_LIST;	/* a file's data, a directory's entries */
+	int r;
+
+	open_created = 0;
+	if (p->flags & POHM_PATH_TRUNC)
+		return POHM_PASS;
+	if (!(c = cache(&r)))
+		return r;
+	if (flags & O_CREAT) {
+		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
+		if (r == 0)
+			open_created = 1;
+		return r < 0 && r != -EISDIR ? r : POHM_PASS;
+	}
+	if (flags & O_NOFOLLOW)
+		mf |= POHM_MAT_NOFOLLOW;
+	if (flags & O_PATH)
+		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
+	r = HELD(pohm_cache_materialize(c, p->rel, mf));
+	return r < 0 ? r : POHM_PASS;
+}
+
+int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+{
+	struct pohm_cache *c;
+	struct stat st;
+	int r;
+
+	if (!(c = cache(&r)))
+		return fd;
+	if (fd < 0) {
+		if (open_created)
+			HELD((pohm_cache_create_undo(c, p->rel), 0));
+		open_created = 0;
+		return fd;
+	}
+	if (open_created)
+		HELD(pohm_cache_opened(c, p->rel, fd));
+	else if ((flags & O_CREAT) && !(p->flags & POHM_PATH_TRUNC))
+		HELD(pohm_cache_adopt(c, p->rel, fd));	/* made by libc itself (mkstemp) */
+	open_created = 0;
+	if (!pohm_sys_fstat(fd, &st)) {
+		pohm_cache_stat_fix(c, &st);
+		fi->cookie = (uint64_t)st.st_ino;
+	}
+	return fd;
+}
+
+/* ---------------------------------------------------------------- stat */
+
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (p->flags & POHM_PATH_TRUNC)
+		return POHM_PASS;
+	if (!(c = cache(&r)))
+		return r;
+	r = HELD(pohm_cache_materialize(c, p->rel,
+					(flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0));
+	return r < 0 ? r : POHM_PASS;
+}
+
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+{
+	return pohm_hook_stat(p, flags, NULL);
+}
+
+void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			struct stat *st)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if ((c = cache(&r)))
+		pohm_cache_stat_fix(c, st);
+}
+
+void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			 struct statx *stx)
+{
+	struct pohm_cache *c;
+	struct stat st;
+	int r;
+
+	if (!(c = cache(&r)))
+		return;
+	memset(&st, 0, sizeof(st));
+	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+	st.st_ino = stx->stx_ino;
+	st.st_mode = stx->stx_mode;
+	st.st_nlink = stx->stx_nlink;
+	st.st_uid = stx->stx_uid;
+	st.st_gid = stx->stx_gid;
+	st.st_size = (off_t)stx->stx_size;
+	st.st_blocks = (blkcnt_t)stx->stx_blocks;
+	st.st_atim.tv_sec = stx->stx_atime.tv_sec;
+	st.st_atim.tv_nsec = stx->stx_atime.tv_nsec;
+	st.st_mtim.tv_sec = stx->stx_mtime.tv_sec;
+	st.st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
+	st.st_ctim.tv_sec = stx->stx_ctime.tv_sec;
+	st.st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
+	pohm_cache_stat_fix(c, &st);
+	stx->stx_dev_major = major(st.st_dev);
+	stx->stx_dev_minor = minor(st.st_dev);
+	stx->stx_ino = (uint64_t)st.st_ino;
+	stx->stx_mode = (uint16_t)st.st_mode;
+	stx->stx_nlink = (uint32_t)st.st_nlink;
+	stx->stx_uid = st.st_uid;
+	stx->stx_gid = st.st_gid;
+	stx->stx_size = (uint64_t)st.st_size;
+	stx->stx_blocks = (uint64_t)st.st_blocks;
+	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
+	stx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
+	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
+	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
+	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- namespace */
+
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg)
+{
+	struct pohm_cache *c;
+	struct stat st;
+	int r;
+
+	if ((a->flags & POHM_PATH_TRUNC) || (b && (b->flags & POHM_PATH_TRUNC)))
+		return POHM_PASS;
+	if (!(c = cache(&r)))
+		return r;
+	if (!a->rel[0])
+		return op == POHM_NS_MKDIR ? -EEXIST : -EBUSY;	/* the prefix root itself */
+	pohm_hold();
+	switch (op) {
+	case POHM_NS_MKDIR:
+		r = pohm_cache_mkdir(c, a->rel, arg->mode & ~cur_umask());
+		break;
+	case POHM_NS_RMDIR:
+		r = pohm_cache_rmdir(c, a->rel);
+		break;
+	case POHM_NS_UNLINK:
+		r = pohm_cache_unlink(c, a->rel);
+		break;
+	case POHM_NS_REMOVE:
+		r = pohm_cache_materialize(c, a->rel, POHM_MAT_NOFOLLOW);
+		if (!r)
+			r = pohm_sys_fstatat(pohm_cache_prefix_fd(c), a->rel, &st, AT_SYMLINK_NOFOLLOW);
+		if (!r)
+			r = S_ISDIR(st.st_mode) ? pohm_cache_rmdir(c, a->rel) :
+						  pohm_cache_unlink(c, a->rel);
+		break;
+	case POHM_NS_RENAME:
+		r = pohm_cache_rename(c, a->rel, b->rel, arg->flags);
+		break;
+	case POHM_NS_LINK:
+		r = pohm_cache_link(c, a->rel, b->rel);
+		break;
+	case POHM_NS_SYMLINK:
+		r = pohm_cache_symlink(c, arg->target, a->rel);
+		break;
+	default:
+		/* mknod/mkfifo: local only for now (documented limit). */
+		r = POHM_PASS;
+		break;
+	}
+	pohm_unhold();
+	return r;
+}
+
+int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		      const struct pohm_ns_arg *arg, int result)
+{
+	return result;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+		   const struct pohm_fd_info *fi, int flags)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (!(c = cache(&r)))
+		return r;
+	if (p && !(p->flags & POHM_PATH_TRUNC)) {
+		/* Change a real copy, not a stub (a changed stub would be a conflict). */
+		r = HELD(pohm_cache_materialize(c, p->rel,
+			 POHM_MAT_DATA | ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0)));
+		if (r < 0)
+			return r;
+	}
+	return POHM_PASS;
+}
+
+int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+			const struct pohm_fd_info *fi, int flags, int result)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (result < 0 || !(c = cache(&r)))
+		return result;
+	/* The change travels now, so that other hosts see it after attr_timeout. */
+	if (fd >= 0)
+		r = HELD(pohm_cache_push_fd(c, fd));
+	else if (p && !(p->flags & POHM_PATH_TRUNC))
+		r = HELD(pohm_cache_push_path(c, p->rel));
+	else
+		r = 0;
+	if (r < 0 && r != -EBADF)
+		pohm_warn("%s: attribute change not pushed yet (%s)", p ? p->rel : "fd",
+			  strerror(-r));
+	return result;
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+{
+	struct pohm_cache *c;
+	unsigned mf = 0;
+	int r;
+
+	if (p->flags & POHM_PATH_TRUNC)
+		return POHM_PASS;
+	if (!(c = cache(&r)))
+		return r;
+	switch (why) {
+	case POHM_LK_READLINK:
+		mf = POHM_MAT_NOFOLLOW;
+		break;
+	case POHM_LK_OPENDIR:
+		mf = POHM_MAT_LIST;
+		break;
+	case POHM_LK_EXEC:
+	case POHM_LK_DLOPEN:
+	case POHM_LK_SPAWN_OPEN:
+		mf = POHM_MAT_DATA;
+		break;
+	case POHM_LK_TEMPDIR:
+		mf = 0;
+		break;
+	default:
+		mf = 0;
+		break;
+	}
+	r = HELD(pohm_cache_materialize(c, p->rel, mf));
+	return r < 0 ? r : POHM_PASS;
+}
+
+/* ---------------------------------------------------------------- directories */
+
+int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
+{
+	struct pohm_cache *c;
+	struct stat st;
+	int r;
+
+	if (!strcmp(ent->d_name, ".pohmelfs-staging"))
+		return 1;
+	if (!(c = cache(&r)) || fd < 0)
+		return 0;
+	if (!pohm_sys_fstatat(fd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+		pohm_cache_stat_fix(c, &st);
+		ent->d_ino = st.st_ino;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- fds */
+
+static void note_dirty(uint64_t ino)
+{
+	size_t i;
+
+	pthread_mutex_lock(&dirty_lock);
+	for (i = 0; i < ndirty && dirty[i] != ino; i++)
+		;
+	if (i == ndirty) {
+		if (ndirty == capdirty) {
+			size_t cap = capdirty ? capdirty * 2 : 16;
+			uint64_t *d = realloc(dirty, cap * sizeof(*d));
+
+			if (d) {
+				dirty = d;
+				capdirty = cap;
+			}
+		}
+		if (ndirty < capdirty)
+			dirty[ndirty++] = ino;
+	}
+	pthread_mutex_unlock(&dirty_lock);
+}
+
+/* Push through fd, or through a read-only shadow when fd is write-only. */
+static int push_fd(struct pohm_cache *c, int fd)
+{
+	char proc[64];
+	int r, shadow;
+
+	r = HELD(pohm_cache_push_fd(c, fd));
+	if (r != -EBADF)
+		return r;
+	/*
+	 * A write-only fd: read through a second fd on the same file.  This is
+	 * the moment just before the host's own close, which releases the
+	 * process's POSIX locks on the file anyway.
+	 */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	shadow = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK, 0);
+	if (shadow < 0)
+		return shadow;
+	r = HELD(pohm_cache_push_fd(c, shadow));
+	pohm_sys_close(shadow);
+	return r;
+}
+
+/* Start pohmelfsd for this cache (once per process); it exits when idle. */
+static void daemon_start(void)
+{
+	Dl_info info;
+	char path[PATH_MAX], *slash;
+	pid_t pid;
+
+	pthread_mutex_lock(&dirty_lock);
+	if (daemon_started) {
+		pthread_mutex_unlock(&dirty_lock);
+		return;
+	}
+	daemon_started = 1;
+	pthread_mutex_unlock(&dirty_lock);
+	if (!dladdr((void *)daemon_start, &info) || !info.dli_fname)
+		return;
+	snprintf(path, sizeof(path), "%s", info.dli_fname);
+	slash = strrchr(path, '/');
+	if (!slash)
+		return;
+	/* build/libpohmelfs.so → build/pohmelfsd; PREFIX/lib → PREFIX/bin. */
+	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "pohmelfsd");
+	if (access(path, X_OK)) {
+		snprintf(slash, sizeof(path) - (size_t)(slash - path), "/../bin/pohmelfsd");
+		if (access(path, X_OK))
+			return;
+	}
+	/* Double fork: the host never sees the daemon as its child. */
+	pid = (pid_t)syscall(SYS_fork);
+	if (pid == 0) {
+		if (syscall(SYS_fork) == 0) {
+			char *argv[] = { path, NULL };
+			int fd;
+
+			syscall(SYS_setsid);
+			fd = (int)syscall(SYS_open, "/dev/null", O_RDWR);
+			if (fd >= 0) {
+				syscall(SYS_dup2, fd, 0);
+				syscall(SYS_dup2, fd, 1);
+				syscall(SYS_dup2, fd, 2);
+			}
+			syscall(SYS_close_range, 3, ~0U, 0);
+			unsetenv("LD_PRELOAD");
+			execve(path, argv, environ);
+		}
+		syscall(SYS_exit, 0);
+	}
+	if (pid > 0)
+		syscall(SYS_wait4, pid, NULL, 0, NULL);
+}
+
+int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r)))
+		return 0;
+	if (mount.sync_on_close)
+		return push_fd(c, fd) < 0 ? -EIO : 0;
+	/* Pushed at exit and by pohmelfsd meanwhile. */
+	note_dirty(fi->cookie);
+	pohm_hold();
+	daemon_start();
+	pohm_unhold();
+	return 0;
+}
+
+int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (!(c = cache(&r)))
+		return r == POHM_PASS ? 0 : r;
+	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
+		r = HELD(pohm_cache_sync_all(c));
+	else
+		r = push_fd(c, fd);
+	return r < 0 ? -EIO : 0;
+}
+
+int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
+		       void *addr, size_t len)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (!(c = cache(&r)))
+		return 0;
+	if (ev == POHM_EV_MSYNC)
+		return HELD(pohm_cache_sync_all(c)) < 0 ? -EIO : 0;
+	if (ev == POHM_EV_UNMAP)
+		HELD(pohm_cache_sync_all(c));
+	return 0;
+}
+
+void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi)
+{
+}
+
+/* ---------------------------------------------------------------- processes */
+
+void pohm_hook_fork(enum pohm_fork_phase phase)
+{
+	struct pohm_net *net = mount_rc || !mount.client ? NULL : pohm_client_net(mount.client);
+
+	/* The client's own locks are taken around fork so the child inherits none held. */
+	if (net && phase == POHM_FORK_PREPARE)
+		pohm_net_atfork_prepare(net);
+	else if (net && phase == POHM_FORK_PARENT)
+		pohm_net_atfork_parent(net);
+	else if (net && phase == POHM_FORK_CHILD)
+		pohm_net_atfork_child(net);
+	if (phase == POHM_FORK_CHILD) {
+		pthread_mutex_init(&dirty_lock, NULL);
+		ndirty = 0;
+		daemon_started = 0;
+	}
+}
+
+/* Push everything this process wrote. */
+static void push_written(void)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (mount_rc || !(c = mount.cache))
+		return;
+	pthread_mutex_lock(&dirty_lock);
+	r = (int)ndirty;
+	ndirty = 0;
+	pthread_mutex_unlock(&dirty_lock);
+	if (r)
+		HELD(pohm_cache_sync_all(c));
+}
+
+size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
+{
+	if (replacing)
+		push_written();
+	return 0;
+}
+
+void pohm_hook_exit(void)
+{
+	push_written();
+}
