@@ -308,11 +308,13 @@ static inline int same_bytes(const char *a, const char *b, size_t n)
 int pohm_pc_fast_out(const struct pohm_pc_prefix *pf, const char *path)
 {
 	size_t n = strlen(path);
-	unsigned s;
+	const struct pohm_pc_spelling *sp = &pf->sp[0];
 
-	for (s = 0; s < pf->nsp; s++)
-		if (same_bytes(path, pf->sp[s].path, n < pf->sp[s].len ? n : pf->sp[s].len))
-			return 0;	/* under, an ancestor, or a sibling like "/p.x" */
+	/* under, an ancestor, or a sibling like "/p.x": the walk decides */
+	if (same_bytes(path, sp->path, n < sp->len ? n : sp->len))
+		return 0;
+	if (pf->nsp > 1 && same_bytes(path, sp[1].path, n < sp[1].len ? n : sp[1].len))
+		return 0;
 	return path_is_clean(path, n);
 }
 

@@ -126,6 +126,7 @@ enum pohm_pc_class pohm_pc_walk(const struct pohm_pc_prefix *pf, struct pohm_pc_
  * prefix and no ancestor of it (it differs from every spelling and has no
  * "//" or "/." that normalising could change), 0 if it needs the walk.
  * A string comparison and one SSE2 scan; pohm_pc_walk starts with it.
+ * pf must have at least one spelling.
  */
 int pohm_pc_fast_out(const struct pohm_pc_prefix *pf, const char *path);
 

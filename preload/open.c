@@ -18,21 +18,15 @@ static int needs_mode(int flags)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-static int do_open(int dirfd, const char *path, int flags, mode_t mode)
+/* Under the prefix, or needing the full classifier: the hooks around libc. */
+__attribute__((noinline)) static int open_slow(int dirfd, const char *path, int flags,
+					       mode_t mode)
 {
 	struct pohm_fd_info fi;
 	struct pohm_where w;
 	struct pohm_path p;
 	int fd, r;
 
-	if (!pohm_active())
-		return pohm_real.openat(dirfd, path, flags, mode);
-	if (pohm_outside_fast(dirfd, path)) {
-		fd = pohm_real.openat(dirfd, path, flags, mode);
-		if (pohm_fd_known(fd))
-			pohm_fd_forget(fd);
-		return fd;
-	}
 	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		pohm_fd_opened(fd, &p, &w, NULL);
@@ -50,6 +44,19 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 		pohm_sys_close(fd);
 	pohm_fd_opened(r, &p, &w, &fi);
 	return pohm_ret(r);
+}
+
+/* Every open funnels here; the common case (outside) stays in this frame. */
+static inline int do_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd;
+
+	if (pohm_active() && !pohm_outside_fast(dirfd, path))
+		return open_slow(dirfd, path, flags, mode);
+	fd = pohm_real.openat(dirfd, path, flags, mode);
+	if (pohm_fd_known(fd))
+		pohm_fd_forget(fd);	/* a stale entry of a number closed behind our back */
+	return fd;
 }
 
 static mode_t mode_arg(int flags, va_list ap)
