@@ -334,11 +334,11 @@ int pohm_pc_fast_out_rel(const struct pohm_pc_prefix *pf, const struct pohm_pc_p
 		if (pos->match[s] == sp->ncomp)
 			return 0;	/* the base is under the prefix */
 		if (pos->match[s] == pos->depth && sp->clen[pos->depth] == n &&
-		    !memcmp(sp->path + sp->off[pos->depth], path, n))
+		    same_bytes(sp->path + sp->off[pos->depth], path, n))
 			return 0;	/* the first component leads towards it */
 	}
 	/* Off every spelling after the first component: only ".." comes back. */
-	return !strstr(path + n, "..");
+	return !path[n] || !strchr(path + n, '.') || !strstr(path + n, "..");
 }
 
 enum pohm_pc_class pohm_pc_walk(const struct pohm_pc_prefix *pf, struct pohm_pc_pos *pos,
