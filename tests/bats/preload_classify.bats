@@ -7,6 +7,8 @@
 # detail are the unit tests of core/pathclass (tests/unit/test_pathclass.c).
 
 setup() {
+	# These test the interposition layer alone: the storage hooks stay out.
+	export POHMELFS_TEST_PASSTHROUGH=1
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	T=$BATS_TEST_TMPDIR

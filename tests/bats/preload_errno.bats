@@ -4,6 +4,8 @@
 # boundary fail EXDEV exactly as the kernel does across two mounts.
 
 setup() {
+	# These test the interposition layer alone: the storage hooks stay out.
+	export POHMELFS_TEST_PASSTHROUGH=1
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	H=$B/tests/helpers

@@ -6,6 +6,8 @@
 # nothing on stdout, and a cheap light init.
 
 setup() {
+	# These test the interposition layer alone: the storage hooks stay out.
+	export POHMELFS_TEST_PASSTHROUGH=1
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	T=$BATS_TEST_TMPDIR

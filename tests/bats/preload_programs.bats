@@ -9,6 +9,8 @@
 # exec handoff and EXDEV must never change what a program sees.
 
 setup() {
+	# These test the interposition layer alone: the storage hooks stay out.
+	export POHMELFS_TEST_PASSTHROUGH=1
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	T=$BATS_TEST_TMPDIR
