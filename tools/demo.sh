@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# tools/demo.sh — `make demo`: start a local 3-group cluster, run real
-# programs against it, show what happened, stop the cluster.
-#
-# The demo grows with the project: each stage runs when its pieces exist
-# and says plainly what is not built yet.
+# tools/demo.sh — `make demo`: start a local 3-group cluster, run real,
+# unmodified programs against it through LD_PRELOAD=libpohmelfs.so, show
+# what happened, prove from a second empty cache ("another host") that
+# everything is in the storage, stop the cluster.  About half a minute.
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -13,51 +12,62 @@ cluster=$work/cluster
 started=
 
 cleanup() {
+	for h in host1 host2; do
+		[ -f "$work/$h-state/pohmelfsd.pid" ] && kill "$(cat "$work/$h-state/pohmelfsd.pid")" 2>/dev/null
+	done
 	[ -n "$started" ] && "$BIN/pohmelfs-cluster" stop "$cluster" >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
 
-missing=()
-[ -x "$BIN/pohmelfs-node" ] || missing+=("pohmelfs-node (issue 5)")
-[ -x "$BIN/pohmelfs-cluster" ] || missing+=("pohmelfs-cluster (issue 5)")
-[ -x "$BIN/pohmelfs" ] || missing+=("pohmelfs raw client (issue 4)")
+for f in libpohmelfs.so pohmelfs-node pohmelfs-cluster pohmelfs pohmelfsd; do
+	[ -e "$BIN/$f" ] || { echo "demo: $BIN/$f is missing; run make first" >&2; exit 1; }
+done
 
-if [ ${#missing[@]} -gt 0 ]; then
-	say "libpohmelfs demo: built $BIN/libpohmelfs.so"
-	echo "Not built yet, so the demo stops here:"
-	printf '  - %s\n' "${missing[@]}"
-	exit 0
-fi
-
-say "Starting a local cluster: 3 groups x 2 nodes on 127.0.0.1"
+say "1. A local cluster: 3 groups x 2 nodes on 127.0.0.1 (pohmelfs-node speaks the Elliptics protocol)"
 eval "$("$BIN/pohmelfs-cluster" start "$cluster" --groups 3 --nodes-per-group 2)" || exit 1
 started=1
 echo "POHMELFS_SERVERS=$POHMELFS_SERVERS"
 echo "POHMELFS_GROUPS=$POHMELFS_GROUPS"
-export POHMELFS_FSID=demo
+export POHMELFS_FSID=demo POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
 
-say "Storing a file in all 3 groups with the raw client (pohmelfs put), reading it back"
-head -c 3000000 /dev/urandom >"$work/blob"
-"$BIN/pohmelfs" put demo/blob <"$work/blob" || exit 1
-"$BIN/pohmelfs" get demo/blob >"$work/blob.back" || exit 1
-if cmp -s "$work/blob" "$work/blob.back"; then
-	echo "round trip OK: $(stat -c %s "$work/blob") bytes, sha512 $(sha512sum <"$work/blob" | cut -c1-16)..."
-else
-	echo "round trip FAILED"; exit 1
-fi
-"$BIN/pohmelfs" lookup demo/blob
+# A small C project as a source tarball.
+mkdir -p "$work/src/hello"
+cat >"$work/src/hello/main.c" <<'C'
+#include <stdio.h>
+int greet(const char *who);
+int main(int argc, char **argv) { return greet(argc > 1 ? argv[1] : "world"); }
+C
+cat >"$work/src/hello/greet.c" <<'C'
+#include <stdio.h>
+int greet(const char *who) { return printf("hello, %s, from a binary stored in Elliptics\n", who) < 0; }
+C
+printf 'hello: main.o greet.o\n\tcc -o hello main.o greet.o\nclean:\n\trm -f hello *.o\n' >"$work/src/hello/Makefile"
+tar -C "$work/src" -czf "$work/hello.tar.gz" hello
 
-say "One group goes down; the data is still served from the others"
-"$BIN/pohmelfs-cluster" kill "$cluster" 1 >/dev/null 2>&1 || true
-"$BIN/pohmelfs" get demo/blob | cmp -s - "$work/blob" && echo "read with group 1 down: OK"
+host1() { LD_PRELOAD=$BIN/libpohmelfs.so POHMELFS_PREFIX=$work/host1 POHMELFS_CACHE_DIR=$work/host1-state POHMELFS_HOST_ID=host1 "$@"; }
+host2() { LD_PRELOAD=$BIN/libpohmelfs.so POHMELFS_PREFIX=$work/host2 POHMELFS_CACHE_DIR=$work/host2-state POHMELFS_HOST_ID=host2 "$@"; }
 
-say "Cluster status"
-"$BIN/pohmelfs" status || true
+say "2. Host 1 unpacks the tarball into its prefix, builds it with make, runs it from there"
+echo "   (LD_PRELOAD=libpohmelfs.so, POHMELFS_PREFIX=$work/host1; tar, make, cc and the shell are unmodified)"
+host1 bash -c "cd '$work/host1' && tar -xzf '$work/hello.tar.gz' && make -s -C hello && ./hello/hello demo && git init -q notes && echo 'stored in 3 groups' > notes/README && git -C notes add . && git -C notes -c user.email=demo@pohmelfs -c user.name=demo commit -qm 'first note' && echo '   git commit: ok'" || exit 1
 
-say "Not built yet"
-echo "  - the cache and pohmelfsd (issue 7) and the interposition layer (issue 8):"
-echo "    running unmodified programs under LD_PRELOAD=libpohmelfs.so comes with them."
-say "Stopping the cluster"
+say "3. The raw storage: the root directory object and a lookup on every group"
+run "$BIN/pohmelfs" lookup i:1 || true
+
+say "4. Host 2 starts with an empty cache and sees everything, from the storage"
+host2 bash -c "cd '$work/host2' && ls -l hello && ./hello/hello 'host 2' && git -C notes log --format='   git log: %s' && cmp hello/main.c '$work/src/hello/main.c' && echo '   sources identical'" || exit 1
+
+say "5. One group goes down: reads still come from the other two"
+"$BIN/pohmelfs-cluster" kill "$cluster" 1-1 >/dev/null 2>&1 || true
+"$BIN/pohmelfs-cluster" kill "$cluster" 1-2 >/dev/null 2>&1 || true
+rm -rf "$work/host2" "$work/host2-state"	# a fresh cache again (plain rm: not through the shim)
+host2 bash -c "cd '$work/host2' && ./hello/hello 'a host reading with group 1 down'" || exit 1
+
+say "6. Cluster status"
+"$BIN/pohmelfs" status 2>&1 | sed -n "1,/^route/p" || true
+
+say "Done. Stopping the cluster."

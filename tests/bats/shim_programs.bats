@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# shim_programs.bats — unmodified programs under LD_PRELOAD=libpohmelfs.so
+# against a local 2-group cluster.  Each scenario runs once in a plain local
+# directory and once under the prefix; the trees must match, and a second,
+# empty cache (another "host") must see the same tree, contents and metadata.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_FSID="t-${BATS_TEST_NUMBER}" POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0 \
+	       POHMELFS_READ_REPAIR=1
+	mkdir -p "$T/native"
+}
+
+teardown() {
+	for h in a b; do
+		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
+	done
+	cluster_stop
+}
+
+# shim HOST CMD...: run CMD under the shim as host HOST (prefix $T/HOST).
+shim() {
+	local h=$1
+	shift
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h "$@"
+}
+
+# tree DIR: a listing of DIR with type, mode, size, link count, mtime and a
+# checksum of every file, seen through the shim as host HOST (or natively).
+tree_of() {
+	local how=$1 dir=$2
+	$how bash -c "cd '$dir' && find . -mindepth 1 -printf '%y %m %s %n %TY-%Tm-%Td_%TH:%TM %p %l\n' | sort \
+		&& find . -type f -print0 | sort -z | xargs -0 -r md5sum"
+}
+
+native() { "$@"; }
+
+run_both() {	# run_both SCRIPT: native and under the shim (host a)
+	local script=$1
+	mkdir -p "$T/native/w"
+	(cd "$T/native/w" && bash -e -c "$script") >"$T/native.out" 2>&1
+	shim a bash -e -c "mkdir -p '$T/a/w' && cd '$T/a/w' && $script" >"$T/shim.out" 2>&1
+	diff "$T/native.out" "$T/shim.out"
+	diff <(tree_of native "$T/native/w") <(tree_of "shim a" "$T/a/w")
+	# Another host, with an empty cache, sees the same.
+	diff <(tree_of native "$T/native/w") <(tree_of "shim b" "$T/b/w")
+}
+
+@test "coreutils: cp -a, mv, ln, ln -s, chmod -R, touch -d, rm -rf, mkdir -p" {
+	mkdir -p "$T/src/d/e" && echo one >"$T/src/d/f" && echo two >"$T/src/d/e/g" && ln -s f "$T/src/d/l"
+	run_both "cp -a '$T/src' c && mkdir -p x/y/z && mv c/d/f x/y/moved && ln x/y/moved hard && ln -s x/y sym \
+		&& chmod -R go-w x && touch -d '2001-02-03 04:05' hard && rm -rf c/d/e && ls -la x/y | wc -l"
+}
+
+@test "tar: extract and re-create a tree with hardlinks and symlinks" {
+	mkdir -p "$T/src/d1/d2" && for i in $(seq 30); do head -c $((i * 977)) /dev/urandom >"$T/src/d1/f$i"; done
+	ln "$T/src/d1/f1" "$T/src/d1/hard" && ln -s f2 "$T/src/d1/sym"
+	tar -C "$T/src" -cf "$T/in.tar" .
+	run_both "tar -xf '$T/in.tar' && tar -cf - . | tar -tvf - | wc -l"
+}
+
+@test "git: init, add, commit, clone, gc, fsck (and the clone is whole on another host)" {
+	# Object names hold times and paths, so compare what git says, not its bytes.
+	script="git init -q r && cd r && for i in 1 2 3; do echo \$i > f\$i; done \
+		&& git add . && git -c user.email=t@t -c user.name=t commit -qm one \
+		&& git clone -q . ../clone && cd ../clone && git gc -q && git fsck --strict 2>&1 | grep -v '^Checking' | wc -l \
+		&& git log --format=%s && git ls-files"
+	mkdir -p "$T/native/w"
+	(cd "$T/native/w" && bash -e -c "$script") >"$T/native.out" 2>&1
+	shim a bash -e -c "mkdir -p '$T/a/w' && cd '$T/a/w' && $script" >"$T/shim.out" 2>&1
+	diff "$T/native.out" "$T/shim.out"
+	run shim b bash -e -c "cd '$T/b/w/clone' && git fsck --strict 2>&1 | grep -v '^Checking' | wc -l \
+		&& git status --porcelain | wc -l && git log --format=%s && cat f1 f2 f3"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '0\n0\none\n1\n2\n3')" ]
+	# No stray temporary files left in the storage.
+	[ -z "$(shim b find "$T/b/w" -name 'tmp_*' -o -name 't??????' -newer "$T/native.out")" ]
+}
+
+@test "sqlite3 creates and queries a database" {
+	run_both "sqlite3 db 'create table t(x); begin; insert into t values(1),(2),(3); commit; select sum(x) from t;'"
+}
+
+@test "python3: os, shutil, tempfile, mmap" {
+	run_both "python3 -c \"
+import os, shutil, tempfile, mmap
+os.makedirs('p/x', exist_ok=True)
+open('p/x/f', 'wb').write(b'0' * 8192)
+with open('p/x/f', 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 0); m[0:5] = b'hello'; m.flush(); m.close()
+shutil.copytree('p', 'p2')
+fd, name = tempfile.mkstemp(dir='.'); os.write(fd, b'tmp'); os.close(fd); os.rename(name, 'tmpfile')
+print(sorted(os.listdir('.')))
+\""
+}
+
+@test "make -j2 builds a small C project in the prefix and the binary runs from there" {
+	run_both "mkdir proj && cd proj && printf 'int f(void);\nint main(void){return f()-42;}\n' > main.c \
+		&& printf 'int f(void){return 42;}\n' > f.c \
+		&& printf 'prog: main.o f.o\n\tcc -o prog main.o f.o\n' > Makefile \
+		&& make -s -j2 && ./prog && echo ran"
+}
+
+@test "a shell redirect into the prefix is pushed" {
+	shim a bash -c "mkdir -p '$T/a/w' && echo redirected > '$T/a/w/out' && sh -c 'cat /etc/hostname > $T/a/w/host'"
+	[ "$(shim b cat "$T/b/w/out")" = redirected ]
+	[ "$(shim b cat "$T/b/w/host")" = "$(cat /etc/hostname)" ]
+}
+
+@test "mv out of the prefix falls back to copy (EXDEV), and mv in works" {
+	shim a bash -c "mkdir -p '$T/a/w' && echo x > '$T/a/w/f' && mv '$T/a/w/f' '$T/outside' && echo y > '$T/in' && mv '$T/in' '$T/a/w/in'"
+	[ "$(cat "$T/outside")" = x ]
+	[ ! -e "$T/b/w/f" ] || false
+	run shim b cat "$T/b/w/f"
+	[ "$status" -ne 0 ]
+	[ "$(shim b cat "$T/b/w/in")" = y ]
+}
