@@ -40,6 +40,17 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 	return r;
 }
 
+/* The entry dir/name; a missing one is -ENOENT only if dir is a live directory. */
+static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+{
+	int r = ns_entry_get(ns, dir, name, e), d;
+
+	if (r != -ENOENT)
+		return r;
+	d = check_dir(ns, dir);
+	return d ? d : r;
+}
+
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		   uint8_t *type)
 {
@@ -65,12 +76,7 @@ int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t 
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = ns_entry_get(ns, dir, name, &e);
-	if (r == -ENOENT) {
-		int d = check_dir(ns, dir);
-
-		return d ? d : r;
-	}
+	r = entry_of(ns, dir, name, &e);
 	if (r)
 		return r;
 	*ino = e.ino;
@@ -265,12 +271,7 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 	r = ns_check_name(name);
 	if (r)
 		return r == -EINVAL ? -EISDIR : r;
-	r = ns_entry_get(ns, dir, name, &e);
-	if (r == -ENOENT) {
-		int d = check_dir(ns, dir);
-
-		return d ? d : r;
-	}
+	r = entry_of(ns, dir, name, &e);
 	if (r)
 		return r;
 	if (e.type == DT_DIR) {
@@ -480,12 +481,7 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = ns_entry_get(ns, dir, name, &e);
-	if (r == -ENOENT) {
-		int d = check_dir(ns, dir);
-
-		return d ? d : r;
-	}
+	r = entry_of(ns, dir, name, &e);
 	if (r)
 		return r;
 	if (e.type != DT_DIR) {
@@ -690,12 +686,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	r = check_dir(ns, ddir);
 	if (r)
 		return r;
-	r = ns_entry_get(ns, sdir, sname, &src);
-	if (r == -ENOENT) {
-		int d = check_dir(ns, sdir);
-
-		return d ? d : r;
-	}
+	r = entry_of(ns, sdir, sname, &src);
 	if (r)
 		return r;
 	if (sdir == ddir && !strcmp(sname, dname)) {
