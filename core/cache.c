@@ -462,8 +462,15 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	have_local = !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
 						     (uint64_t)lst.st_ino, &known) &&
-	    !pohm_journal_get(&c->j, known, &rec))
+	    !pohm_journal_get(&c->j, known, &rec)) {
 		have_rec = 1;
+		if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1) {
+			/* A stale index entry (a deleted file's reused inode number). */
+			pohm_jrec_clear(&rec);
+			have_rec = 0;
+			known = 0;
+		}
+	}
 	if (have_rec && cache_fresh(c, known)) {
 		/* Validated within attr_timeout: answer from the journal. */
 		r = pohm_ns_getattr(c->ns, known, in);
@@ -864,6 +871,10 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		return;		/* not known (staging, or made without the shim): leave it */
 	if (pohm_journal_get(&c->j, ino, &rec))
 		return;
+	if (rec.lino != (uint64_t)st->st_ino && !S_ISDIR(st->st_mode) && rec.nlink <= 1) {
+		pohm_jrec_clear(&rec);	/* a stale index entry: not ours to describe */
+		return;
+	}
 	st->st_ino = (ino_t)ino;
 	st->st_dev = (dev_t)c->dev;
 	if ((rec.flags & POHM_J_STUB) || !c->is_root) {

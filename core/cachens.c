@@ -82,8 +82,10 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
-	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;	/* already known */
+	/*
+	 * Just created: whatever the index says about this local inode number
+	 * is stale (the file system reuses numbers of deleted files at once).
+	 */
 	r = pohm_ns_resolve(c->ns, rel, 0, &ino);
 	if (r)
 		return r;
