@@ -265,33 +265,56 @@ int pohm_cache_rmdir(struct pohm_cache *c, const char *rel)
 	return remove_entry(c, rel, 1);
 }
 
+/* Both parents of a rename or link, materialized, with the source itself. */
+struct two_paths {
+	int ffd, tfd;			/* parent directory fds (close with two_close) */
+	uint64_t fdino, tdino;		/* their storage inodes */
+	const char *fname, *tname;	/* the last components */
+};
+
+static int two_walk(struct pohm_cache *c, const char *from, const char *to, int mat_to,
+		    struct two_paths *t)
+{
+	int r;
+
+	t->ffd = t->tfd = -1;
+	r = cache_walk_parent(c, from, &t->ffd, &t->fdino, &t->fname);
+	if (!r)
+		r = cache_walk_parent(c, to, &t->tfd, &t->tdino, &t->tname);
+	if (!r)
+		r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
+	if (!r && mat_to)
+		r = pohm_cache_materialize(c, to, POHM_MAT_NOFOLLOW);
+	return r;
+}
+
+static void two_close(struct two_paths *t)
+{
+	if (t->ffd >= 0)
+		pohm_sys_close(t->ffd);
+	if (t->tfd >= 0)
+		pohm_sys_close(t->tfd);
+}
+
 int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags)
 {
-	const char *fname, *tname;
-	uint64_t fdino, tdino, ino;
-	int ffd = -1, tfd = -1, r;
+	struct two_paths t;
+	uint64_t ino;
+	int r;
 
-	r = cache_walk_parent(c, from, &ffd, &fdino, &fname);
-	if (r)
-		return r;
-	r = cache_walk_parent(c, to, &tfd, &tdino, &tname);
+	r = two_walk(c, from, to, 1, &t);
 	if (r)
 		goto out;
-	r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
-	if (!r)
-		r = pohm_cache_materialize(c, to, POHM_MAT_NOFOLLOW);
+	ino = local_ino(c, t.ffd, t.fname);
+	r = pohm_ns_rename(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags);
 	if (r)
 		goto out;
-	ino = local_ino(c, ffd, fname);
-	r = pohm_ns_rename(c->ns, fdino, fname, tdino, tname, flags);
-	if (r)
-		goto out;
-	r = syscall(SYS_renameat2, ffd, fname, tfd, tname, flags) ? -errno : 0;
+	r = syscall(SYS_renameat2, t.ffd, t.fname, t.tfd, t.tname, flags) ? -errno : 0;
 	if (r) {
 		/* Put the storage back as it was (best effort; logged if it fails). */
 		unsigned back = flags & POHM_RENAME_EXCHANGE;
 
-		if (pohm_ns_rename(c->ns, tdino, tname, fdino, fname, back))
+		if (pohm_ns_rename(c->ns, t.tdino, t.tname, t.fdino, t.fname, back))
 			pohm_err("rename %s -> %s: done in the storage, failed locally (%s), and "
 				 "could not be undone", from, to, strerror(-r));
 		goto out;
@@ -306,43 +329,29 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 		}
 	}
 out:
-	if (ffd >= 0)
-		pohm_sys_close(ffd);
-	if (tfd >= 0)
-		pohm_sys_close(tfd);
+	two_close(&t);
 	return r;
 }
 
 int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 {
-	const char *fname, *tname;
-	uint64_t fdino, tdino, ino;
-	int ffd = -1, tfd = -1, r;
+	struct two_paths t;
+	uint64_t ino;
+	int r;
 
-	r = cache_walk_parent(c, from, &ffd, &fdino, &fname);
-	if (r)
-		return r;
-	r = cache_walk_parent(c, to, &tfd, &tdino, &tname);
-	if (r)
-		goto out;
-	r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
+	r = two_walk(c, from, to, 0, &t);
+	if (!r)
+		r = pohm_ns_lookup(c->ns, t.fdino, t.fname, &ino, NULL);
+	if (!r)
+		r = pohm_ns_link(c->ns, ino, t.tdino, t.tname, NULL);
 	if (r)
 		goto out;
-	r = pohm_ns_lookup(c->ns, fdino, fname, &ino, NULL);
+	r = syscall(SYS_linkat, t.ffd, t.fname, t.tfd, t.tname, 0) ? -errno : 0;
 	if (r)
-		goto out;
-	r = pohm_ns_link(c->ns, ino, tdino, tname, NULL);
-	if (r)
-		goto out;
-	r = syscall(SYS_linkat, ffd, fname, tfd, tname, 0) ? -errno : 0;
-	if (r)
-		pohm_ns_unlink(c->ns, tdino, tname);	/* compensate */
+		pohm_ns_unlink(c->ns, t.tdino, t.tname);	/* compensate */
 	cache_unmark(c, ino);
 out:
-	if (ffd >= 0)
-		pohm_sys_close(ffd);
-	if (tfd >= 0)
-		pohm_sys_close(tfd);
+	two_close(&t);
 	return r;
 }
 
