@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench_raw.sh — the raw client against one local node (issue 4).
+#
+# Targets (node --nosync, client noreadcsum): `pohmelfs put` and `get` of a
+# 256 MiB object at >= 1 GiB/s; 10 000 reads of 4 KiB with 32 in flight in
+# <= 2 s.  The same with checksums on shows the cost of safety.
+#
+# Rows "name | ratio | detail", higher is better everywhere:
+#   put/get          MiB/s ÷ 1024 (1.0 = the target)
+#   small reads      2 s ÷ the time taken (1.0 = the target)
+#   ... csum on÷off  speed with checksums ÷ speed without
+# Times are wall times of whole tool runs (process start, connect,
+# handshake and route list included), the best of RUNS.  Every result is
+# checked: the object read back must equal what was written.
+#
+# Environment: B / POHM_BUILD (build dir), RUNS (default 3), SIZE_MB
+# (default 256), READS (default 10000), BENCH_QUICK=1 (a short smoke run).
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+B=${B:-build}
+build=${POHM_BUILD:-$root/$B}
+RUNS=${RUNS:-3}
+SIZE_MB=${SIZE_MB:-256}
+READS=${READS:-10000}
+if [ "${BENCH_QUICK:-}" = 1 ]; then RUNS=1 SIZE_MB=32 READS=1000; fi
+tool=$build/pohmelfs
+cluster=$root/tools/pohmelfs-cluster
+[ -x "$tool" ] && [ -x "$build/pohmelfs-node" ] && [ -f "$build/libpohmcore.a" ] ||
+	{ echo "raw | SKIP | build first (make)"; exit 0; }
+
+tmp=$(mktemp -d)
+cleanup() {
+	POHM_BUILD=$build "$cluster" stop "$tmp/cluster" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The small-read driver, built against this build's core library.
+reads_bin=$tmp/raw_reads
+cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$root/core" -o "$reads_bin" "$root/tests/bench/raw_reads.c" \
+	"$build/libpohmcore.a" -pthread -lm 2>"$tmp/cc.log" ||
+	{ echo "raw | FAILED | cannot build raw_reads.c: $(head -c 300 "$tmp/cc.log")"; exit 0; }
+
+POHM_BUILD=$build "$cluster" start "$tmp/cluster" --groups 1 --nosync --watch-pid $$ \
+	>"$tmp/env" 2>"$tmp/cluster.log" ||
+	{ echo "raw | FAILED | cluster did not start: $(tail -c 300 "$tmp/cluster.log")"; exit 0; }
+# shellcheck disable=SC1091
+. "$tmp/env"
+export POHMELFS_LOG_LEVEL=error
+
+head -c $((SIZE_MB << 20)) /dev/urandom >"$tmp/obj"
+
+now_ns() { date +%s%N; }
+# best_of CMD...: the shortest wall time (ns) of RUNS runs of CMD; fails if a run fails.
+best_of() {
+	local i t0 t best=
+	for ((i = 0; i < RUNS; i++)); do
+		t0=$(now_ns)
+		"$@" || return 1
+		t=$(($(now_ns) - t0))
+		if [ -z "$best" ] || ((t < best)); then best=$t; fi
+	done
+	echo "$best"
+}
+put_once() { "$tool" put bench-big <"$tmp/obj"; }
+get_once() { "$tool" get bench-big >/dev/null; }
+mibs() { awk -v mb="$SIZE_MB" -v ns="$1" 'BEGIN {printf "%.0f", mb / (ns / 1e9)}'; }
+row() { printf '%-44s | %-10s | %s\n' "$1" "$2" "$3"; }
+
+if ! t_put=$(best_of put_once); then
+	row "raw put ${SIZE_MB} MiB" FAILED "pohmelfs put failed"
+	exit 0
+fi
+# The bytes must come back whole (once, outside the timing).
+if ! POHMELFS_NOREADCSUM=1 "$tool" get bench-big | cmp -s - "$tmp/obj"; then
+	row "raw get ${SIZE_MB} MiB" FAILED "the object read back differs from what was put"
+	exit 0
+fi
+t_get=$(POHMELFS_NOREADCSUM=1 best_of get_once) || t_get=
+t_getc=$(POHMELFS_NOREADCSUM=0 best_of get_once) || t_getc=
+
+p=$(mibs "$t_put")
+row "raw put ${SIZE_MB} MiB (MiB/s / 1024)" "$(awk -v v="$p" 'BEGIN {printf "%.3f", v / 1024}')" \
+	"$p MiB/s, best of $RUNS; writes carry no read checksum (same with checksums on)"
+if [ -n "$t_get" ]; then
+	g=$(mibs "$t_get")
+	row "raw get ${SIZE_MB} MiB noreadcsum (MiB/s / 1024)" \
+		"$(awk -v v="$g" 'BEGIN {printf "%.3f", v / 1024}')" "$g MiB/s, best of $RUNS"
+else
+	row "raw get ${SIZE_MB} MiB noreadcsum" FAILED "pohmelfs get failed"
+fi
+if [ -n "$t_get" ] && [ -n "$t_getc" ]; then
+	gc=$(mibs "$t_getc")
+	row "raw get ${SIZE_MB} MiB checksums on / off" \
+		"$(awk -v a="$t_get" -v b="$t_getc" 'BEGIN {printf "%.3f", a / b}')" \
+		"$gc MiB/s with SHA-512 on both sides vs $g MiB/s"
+else
+	row "raw get ${SIZE_MB} MiB checksums on" FAILED "pohmelfs get failed"
+fi
+
+# Small reads: best of RUNS runs of READS reads by 32 threads.
+small() {
+	local i s best=
+	for ((i = 0; i < RUNS; i++)); do
+		s=$("$reads_bin" "$READS" 32 256 4096 2>>"$tmp/reads.log") || return 1
+		s=${s%% *}
+		if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$s; fi
+	done
+	echo "$best"
+}
+if s_off=$(POHMELFS_NOREADCSUM=1 small) && s_on=$(POHMELFS_NOREADCSUM=0 small); then
+	row "raw $READS reads of 4 KiB, 32 in flight (2 s / t)" \
+		"$(awk -v s="$s_off" -v n="$READS" 'BEGIN {printf "%.3f", 2 * n / 10000 / s}')" \
+		"${s_off} s noreadcsum, best of $RUNS (target for 10 000: 2 s)"
+	row "raw small reads checksums on / off" \
+		"$(awk -v a="$s_off" -v b="$s_on" 'BEGIN {printf "%.3f", a / b}')" \
+		"${s_on} s with checksums vs ${s_off} s"
+else
+	row "raw small reads" FAILED "$(tail -c 300 "$tmp/reads.log")"
+fi
