@@ -200,6 +200,9 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	r = bind_fsid(c, o->fsid, err, errlen);
 	if (r)
 		goto fail;
+	r = cache_boot_check(c);
+	if (r)
+		pohm_warn("cache_dir=%s: cannot check the boot id (%s)", cdir, strerror(-r));
 	/* Fetches build files on the prefix's own filesystem, so rename is atomic. */
 	r = pohm_sys_fstatat(c->j.dirfd, "tmp", &sst, 0);
 	if (!r && sst.st_dev == pst.st_dev) {
@@ -422,6 +425,42 @@ fail:
 out:
 	free(buf);
 	pohm_sys_close(fd);
+	return r;
+}
+
+int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	const char *name;
+	struct stat st;
+	char tmp[64];
+	int fd, dfd, r;
+
+	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	syscall(SYS_fchmod, fd, 0);
+	if (c->is_root)
+		syscall(SYS_fchown, fd, rec->uid, rec->gid);
+	r = pohm_sys_fstat(fd, &st);
+	pohm_sys_close(fd);
+	dfd = r ? r : pohm_sys_open_parent(c->pfd, rec->hint, &name);
+	if (dfd < 0) {
+		r = dfd;
+		goto fail;
+	}
+	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	pohm_sys_close(dfd);
+	if (r)
+		goto fail;
+	rec->flags |= POHM_J_STUB;
+	pohm_journal_note_local(rec, &st);
+	cache_unmark(c, rec->ino);
+	return pohm_journal_put(&c->j, rec);
+fail:
+	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 	return r;
 }
 

@@ -30,6 +30,11 @@ struct pohm_cache {
 	struct pohm_cache_stats stats;
 };
 
+/* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in tests); 0 if unknown. */
+uint64_t cache_boot_id(void);
+/* First open of the cache in a new boot: mark files left dirty POHM_J_TORN. 0 or -errno. */
+int cache_boot_check(struct pohm_cache *c);
+
 /* Was ino checked against the storage within attr_timeout? */
 int cache_fresh(struct pohm_cache *c, uint64_t ino);
 /* Remember that ino was just checked. */
@@ -55,6 +60,9 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 /* Fetch in's data into dfd/name unless the local copy is current or dirty. */
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in);
+/* Put a fresh stub over rec's local name (its contents are saved elsewhere);
+ * rec becomes a stub record and is stored.  0 or -errno. */
+int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);
 /* Has dfd/name (described by st) changed since rec's fetch or push?  1, 0. */
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			const char *name, const struct stat *st);

@@ -264,36 +264,6 @@ static int collect(void *arg, struct pohm_jrec *r)
 	return 0;
 }
 
-/* The parent directory of rel under pfd, walked with O_NOFOLLOW; *name is the last part. */
-static int open_parent(int pfd, const char *rel, const char **name)
-{
-	char comp[256];
-	const char *p = rel, *slash;
-	int dfd, nfd;
-
-	dfd = pohm_sys_openat(pfd, ".", O_PATH | O_DIRECTORY, 0);
-	while (dfd >= 0 && (slash = strchr(p, '/'))) {
-		size_t n = (size_t)(slash - p);
-
-		if (!n || n >= sizeof(comp)) {
-			pohm_sys_close(dfd);
-			return -EINVAL;
-		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
-		nfd = pohm_sys_openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
-		pohm_sys_close(dfd);
-		dfd = nfd;
-		p = slash + 1;
-	}
-	*name = p;
-	if (dfd >= 0 && !*p) {
-		pohm_sys_close(dfd);
-		return -EINVAL;
-	}
-	return dfd;
-}
-
 /* Where stubs are built: on the prefix's filesystem, as the cache builds fetches. */
 static int open_stage(struct pohm_ct *t)
 {
@@ -387,7 +357,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 		return r == -ENOENT ? 1 : r;	/* 1: nothing to do */
 	if (!S_ISREG(rec->mode) || (rec->flags & POHM_J_STUB) || !rec->lsize || !rec->hint[0])
 		return 1;
-	dfd = open_parent(t->pfd, rec->hint, &name);
+	dfd = pohm_sys_open_parent(t->pfd, rec->hint, &name);
 	if (dfd < 0)
 		return dfd == -ENOENT || dfd == -ENOTDIR || dfd == -ELOOP ? 1 : dfd;
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);

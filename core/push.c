@@ -91,7 +91,7 @@ static int ns_mkdir_p(struct pohm_cache *c, uint64_t dir, const char *name, uint
 
 /* Store fd's contents as a new file under /.pohmelfs-conflicts/HOST/. */
 static int conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
-			 const struct stat *st)
+			 const struct stat *st, const char *why)
 {
 	struct pohm_chunk_set *set = NULL;
 	uint8_t (*sums)[64] = NULL;
@@ -120,8 +120,8 @@ static int conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *r
 				       NULL, NULL);
 	if (!r) {
 		cache_count(c, &c->stats.conflicts, 1);
-		pohm_warn("%s: changed here and on another host; the other version stays, ours "
-			  "is /.pohmelfs-conflicts/%s/%s", rec->hint, c->host, name);
+		pohm_warn("%s: %s; the stored version stays, ours is /.pohmelfs-conflicts/%s/%s",
+			  rec->hint, why, c->host, name);
 	}
 	pohm_inode_clear(&in);
 	free(set);
@@ -160,6 +160,29 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 	return r ? r : 1;
 }
 
+/*
+ * A file left dirty across an unclean shutdown (cacheboot.c): its contents
+ * may be torn, so they never replace the committed version.  Different from
+ * the synced version: a conflict copy, and the name shows the storage
+ * version from its next open (1).  Equal: 0, an ordinary push follows (the
+ * attributes may still have changed).
+ */
+static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
+{
+	int r = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
+
+	if (r <= 0) {
+		rec->flags &= ~(uint32_t)POHM_J_TORN;
+		return r;
+	}
+	r = conflict_copy(c, fd, rec, st, "changed before an unclean shutdown (maybe torn)");
+	if (r)
+		return r;
+	rec->flags = (rec->flags | POHM_J_CONFLICT) & ~(uint32_t)POHM_J_TORN;
+	r = cache_restub(c, rec);
+	return r ? r : 1;
+}
+
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
 static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
 {
@@ -178,8 +201,13 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 		if (!st->st_size && !(st->st_mode & 07777))
 			return 0;	/* an untouched stub */
 		/* A stub changed without the shim: its base is unknown, so never a push. */
-		r = conflict_copy(c, fd, rec, st);
+		r = conflict_copy(c, fd, rec, st, "a stub written without the shim");
 		return r;
+	}
+	if (rec->flags & POHM_J_TORN) {
+		r = push_torn(c, fd, rec, st);
+		if (r)
+			return r < 0 ? r : 0;
 	}
 	r = push_chunks(c, fd, rec->ino, (uint64_t)st->st_size,
 			rec->chunk_shift ? rec->chunk_shift : 20, rec->csum, rec->nchunks,
@@ -211,13 +239,12 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 				same = i < in.nchunks && in.chunks[i].gen &&
 				       !memcmp(in.chunks[i].csum, sums[i], 64);
 			if (!same) {
-				r = conflict_copy(c, fd, rec, st);
+				r = conflict_copy(c, fd, rec, st, "changed here and on another host");
 				pohm_journal_note_inode(rec, &in);
 				rec->flags |= POHM_J_CONFLICT;
 				/* The local name shows the storage version again at the next open. */
-				rec->flags |= POHM_J_STUB;
-				pohm_journal_note_local(rec, st);
-				pohm_journal_put(&c->j, rec);
+				if (!r)
+					r = cache_restub(c, rec);
 				pohm_inode_clear(&in);
 				goto out;
 			}

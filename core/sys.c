@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,4 +229,33 @@ uint64_t pohm_sys_real_ns(void)
 pid_t pohm_sys_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
+}
+
+int pohm_sys_open_parent(int pfd, const char *rel, const char **name)
+{
+	char comp[256];
+	const char *p = rel, *slash;
+	int dfd, nfd;
+
+	dfd = pohm_sys_openat(pfd, ".", O_PATH | O_DIRECTORY, 0);
+	while (dfd >= 0 && (slash = strchr(p, '/'))) {
+		size_t n = (size_t)(slash - p);
+
+		if (!n || n >= sizeof(comp)) {
+			pohm_sys_close(dfd);
+			return -EINVAL;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = pohm_sys_openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+		pohm_sys_close(dfd);
+		dfd = nfd;
+		p = slash + 1;
+	}
+	*name = p;
+	if (dfd >= 0 && !*p) {
+		pohm_sys_close(dfd);
+		return -EINVAL;
+	}
+	return dfd;
 }

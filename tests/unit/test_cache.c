@@ -251,6 +251,89 @@ TEST(change_without_the_shim_is_pushed)
 	pohm_cache_close(b);
 }
 
+/* Count the conflict copies host h's cache c sees under .pohmelfs-conflicts/from. */
+static int conflict_copies(struct pohm_cache *c, const char *h, const char *from,
+			   const char *want)
+{
+	char rel[512], buf[256];
+	struct dirent *de;
+	DIR *d;
+	int found = 0;
+
+	snprintf(rel, sizeof(rel), ".pohmelfs-conflicts/%s", from);
+	if (pohm_cache_materialize(c, rel, POHM_MAT_LIST))
+		return 0;
+	d = opendir(path(h, rel));
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), ".pohmelfs-conflicts/%s/%s", from, de->d_name);
+		if (pohm_cache_materialize(c, rel, POHM_MAT_DATA) ||
+		    read_file(path(h, rel), buf, sizeof(buf)) < 0 || strcmp(buf, want))
+			return -1;
+		found++;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+TEST(unclean_shutdown_makes_conflict_copies_not_pushes)
+{
+	struct pohm_cache *a, *b;
+	char buf[64];
+	FILE *f;
+
+	setup();
+	setenv("POHMELFS_TEST_BOOT_ID", "boot-1", 1);
+	a = host("a");
+	EXPECT_EQ_INT(write_file(a, "a", "torn", "committed"), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "same", "unchanged"), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "later", "old"), 0);
+	/* Written, not pushed, then the host goes down. */
+	f = fopen(path("a", "torn"), "w");
+	fputs("half-writ", f);
+	fclose(f);
+	f = fopen(path("a", "same"), "w");	/* rewritten with the same bytes */
+	fputs("unchanged", f);
+	fclose(f);
+	pohm_cache_close(a);
+
+	setenv("POHMELFS_TEST_BOOT_ID", "boot-2", 1);
+	a = host("a");
+	/* Changed in the new boot: an ordinary push.  "same" pushes its new mtime
+	 * (equal bytes), "torn" becomes a conflict copy. */
+	f = fopen(path("a", "later"), "w");
+	fputs("new boot", f);
+	fclose(f);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 2);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 0);
+
+	b = host("b");
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "torn", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "torn"), buf, sizeof(buf)), 9);
+	EXPECT_EQ_STR(buf, "committed");
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "later", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "later"), buf, sizeof(buf)), 8);
+	EXPECT_EQ_STR(buf, "new boot");
+	EXPECT_EQ_INT(conflict_copies(b, "b", "a", "half-writ"), 1);
+	/* The suspect name shows the committed version again on host a. */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "torn", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("a", "torn"), buf, sizeof(buf)), 9);
+	EXPECT_EQ_STR(buf, "committed");
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+
+	/* Same boot again: a change is an ordinary push. */
+	a = host("a");
+	f = fopen(path("a", "same"), "w");
+	fputs("same boot", f);
+	fclose(f);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 1);
+	pohm_cache_close(a);
+	unsetenv("POHMELFS_TEST_BOOT_ID");
+}
+
 TEST(swapped_symlink_cannot_redirect_a_refresh)
 {
 	struct pohm_cache *a, *b;
