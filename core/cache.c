@@ -356,8 +356,9 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	return cache_record(c, dfd, name, rel, in, flags);
 }
 
-int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		const struct pohm_inode *in)
+/* One attempt of cache_fetch. */
+static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		      const struct pohm_inode *in)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
 	char tmp[64];
@@ -420,12 +421,37 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 	goto out;
 fail:
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
-	if (r == -ENOSPC || r == -EDQUOT)
-		pohm_err("fetch of %s: the cache filesystem is full", rel);
 out:
 	free(buf);
 	pohm_sys_close(fd);
 	return r;
+}
+
+int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		const struct pohm_inode *in)
+{
+	int r = fetch_once(c, dfd, name, rel, in);
+
+	if (r != -ENOSPC && r != -EDQUOT) {
+		if (!r && c->space_fn)
+			c->space_fn(c->space_arg, 0);	/* the cache grew */
+		return r;
+	}
+	/* Full: ask for room (pohmelfsd evicts clean files), then once more. */
+	if (c->space_fn && !c->space_fn(c->space_arg, in->size + (1u << 20)))
+		r = fetch_once(c, dfd, name, rel, in);
+	if (r == -ENOSPC || r == -EDQUOT) {
+		pohm_err("fetch of %s (%llu bytes): the cache filesystem is full and nothing more "
+			 "could be evicted", rel, (unsigned long long)in->size);
+		r = -EIO;
+	}
+	return r;
+}
+
+void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t need), void *arg)
+{
+	c->space_fn = fn;
+	c->space_arg = arg;
 }
 
 int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
@@ -718,7 +744,16 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
 {
-	return materialize_at(c, rel, flags, 0);
+	int r = materialize_at(c, rel, flags, 0);
+
+	/* A stub or a journal record that did not fit (a fetch asks for itself). */
+	if ((r == -ENOSPC || r == -EDQUOT) && c->space_fn && !c->space_fn(c->space_arg, 1u << 20))
+		r = materialize_at(c, rel, flags, 0);
+	if (r == -ENOSPC || r == -EDQUOT) {
+		pohm_err("%s: the cache filesystem is full and nothing more could be evicted", rel);
+		r = -EIO;
+	}
+	return r;
 }
 
 /*

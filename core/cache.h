@@ -89,6 +89,15 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
 /* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
 int pohm_cache_sync_all(struct pohm_cache *c);
 
+/*
+ * Who makes room in the cache (the preload layer: pohmelfsd).  fn(arg, 0)
+ * after each fetch (the cache grew: start the evictor if bounds are set);
+ * fn(arg, need) when a fetch found the filesystem full: make need bytes
+ * free if possible, return 0 to have the fetch tried once more.  Set once,
+ * before the cache is used by several threads.
+ */
+void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t need), void *arg);
+
 /* Rewrite a local stat of something under the prefix (stat overlay). */
 void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st);
 

@@ -28,6 +28,8 @@ struct pohm_cache {
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_cache_stats stats;
+	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
+	void *space_arg;
 };
 
 /* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in tests); 0 if unknown. */

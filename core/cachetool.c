@@ -1,7 +1,7 @@
 /*
  * cachetool.c — whole-cache views and maintenance (cachetool.h).
  *
- * Sections: open/close · classification · scan · clean · pohmelfsd.
+ * Sections: open/close · classification · scan · clean · evict · pohmelfsd.
  *
  * The journal's on-disk names are journal.c's: records in j/<ino>, the
  * local index in x/<dev>.<ino> (hex, symlinks whose target is the storage
@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "sys.h"
 
@@ -519,6 +521,150 @@ out:
 	if (stage >= 0)
 		pohm_sys_close(stage);
 	free(l.v);
+	return r;
+}
+
+/* ---------------------------------------------------------------- evict */
+
+struct lru_item {
+	uint64_t ino, used_ns, bytes;
+};
+
+struct lru_ctx {
+	struct pohm_ct *t;
+	struct lru_item *v;
+	size_t n, cap;
+	uint64_t cached;		/* bytes held by fetched files, dirty ones too */
+};
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ULL + (uint64_t)ts->tv_nsec;
+}
+
+/* Every fetched regular file: its blocks count; the evictable ones are listed. */
+static int lru_collect(void *arg, struct pohm_jrec *r)
+{
+	struct lru_ctx *x = arg;
+	struct stat st;
+	uint64_t used;
+
+	if (!S_ISREG(r->mode) || (r->flags & POHM_J_STUB) || !r->hint[0] ||
+	    pohm_sys_fstatat(x->t->pfd, r->hint, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)st.st_ino != r->lino || !S_ISREG(st.st_mode))
+		return 0;
+	x->cached += (uint64_t)st.st_blocks * 512;
+	if (!st.st_blocks)
+		return 0;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		struct lru_item *v = realloc(x->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		x->v = v;
+		x->cap = cap;
+	}
+	/* Last use: the later of the local atime and the cache's own last check. */
+	used = ts_ns(&st.st_atim);
+	if (r->validated_ns > used)
+		used = r->validated_ns;
+	x->v[x->n].ino = r->ino;
+	x->v[x->n].used_ns = used;
+	x->v[x->n].bytes = (uint64_t)st.st_blocks * 512;
+	x->n++;
+	return 0;
+}
+
+static int lru_cmp(const void *a, const void *b)
+{
+	const struct lru_item *x = a, *y = b;
+
+	return x->used_ns < y->used_ns ? -1 : x->used_ns > y->used_ns;
+}
+
+int pohm_ct_size_value(const char *v, uint64_t fs_size, uint64_t *out)
+{
+	uint64_t n;
+	int pct;
+
+	*out = 0;
+	if (!v || !*v)
+		return 0;
+	if (pohm_config_parse_size(v, &n, &pct))
+		return -EINVAL;
+	*out = pct ? fs_size / 100 * n : n;
+	return 0;
+}
+
+int pohm_ct_evict(struct pohm_ct *t, const struct pohm_ct_limits *lim, struct pohm_ct_clean *res,
+		  void (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_verdict v,
+			     uint64_t bytes),
+		  void *arg)
+{
+	struct lru_ctx x = { t, NULL, 0, 0, 0 };
+	struct pohm_jrec rec;
+	struct statfs sfs;
+	uint64_t avail = UINT64_MAX;
+	size_t i;
+	int stage = -1, r;
+
+	memset(res, 0, sizeof(*res));
+	if (t->pfd < 0 || (!lim->max_bytes && !lim->min_free))
+		return 0;
+	if (lim->min_free && !fstatfs(t->pfd, &sfs))
+		avail = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+	r = pohm_journal_each(&t->j, lru_collect, &x);
+	if (r)
+		goto out;
+	if ((!lim->max_bytes || x.cached <= lim->max_bytes) && avail >= lim->min_free)
+		goto out;	/* within bounds: the common case */
+	qsort(x.v, x.n, sizeof(*x.v), lru_cmp);
+	stage = open_stage(t);
+	if (stage < 0) {
+		r = stage;
+		goto out;
+	}
+	for (i = 0; i < x.n; i++) {
+		enum pohm_ct_verdict v;
+		uint64_t freed;
+
+		if ((!lim->max_bytes || x.cached <= lim->max_bytes) && avail >= lim->min_free)
+			break;
+		memset(&rec, 0, sizeof(rec));
+		r = clean_one(t, stage, x.v[i].ino, &v, &freed, &rec);
+		if (r == 1) {
+			pohm_jrec_clear(&rec);
+			continue;
+		}
+		if (r < 0) {
+			pohm_warn("evict: %s: %s", rec.hint[0] ? rec.hint : "?", strerror(-r));
+			v = POHM_CT_FAILED;
+		}
+		if (v == POHM_CT_STUBBED) {
+			res->stubbed++;
+			res->freed += freed;
+			x.cached -= freed < x.cached ? freed : x.cached;
+			if (avail != UINT64_MAX)
+				avail += freed;
+		} else if (v == POHM_CT_KEPT_DIRTY) {
+			res->dirty++;
+		} else if (v == POHM_CT_KEPT_BUSY) {
+			res->busy++;
+		} else if (v == POHM_CT_KEPT_LINKED) {
+			res->linked++;
+		} else {
+			res->failed++;
+		}
+		if (fn)
+			fn(arg, &rec, v, freed);
+		pohm_jrec_clear(&rec);
+	}
+	r = 0;
+out:
+	if (stage >= 0)
+		pohm_sys_close(stage);
+	free(x.v);
 	return r;
 }
 

@@ -110,6 +110,26 @@ int pohm_ct_clean(struct pohm_ct *t, struct pohm_ct_clean *res,
 			     uint64_t bytes),
 		  void *arg);
 
+/* Bounds of a cache (0 = no bound). */
+struct pohm_ct_limits {
+	uint64_t max_bytes;		/* cache_size: bytes held by fetched files */
+	uint64_t min_free;		/* cache_min_free: free bytes on the prefix's filesystem */
+};
+
+/*
+ * Evict as pohm_ct_clean replaces (clean, unopened, single-named files
+ * only; the caller ignores SIGIO), least recently used first (local atime
+ * or the cache's last check, whichever is later), until the cache is
+ * within lim.  Files counted toward the size include dirty ones, which are
+ * never evicted.  res and fn as pohm_ct_clean.  0 or -errno.
+ */
+int pohm_ct_evict(struct pohm_ct *t, const struct pohm_ct_limits *lim, struct pohm_ct_clean *res,
+		  void (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_verdict v,
+			     uint64_t bytes),
+		  void *arg);
+/* A cache_size/cache_min_free value ("10G", "5%" of fs_size) in bytes; "" or NULL is 0. */
+int pohm_ct_size_value(const char *v, uint64_t fs_size, uint64_t *out);
+
 /* The pid of the pohmelfsd of cache_dir if one runs (pid file and kill -0), else 0. */
 int pohm_ct_daemon_pid(const char *cache_dir);
 

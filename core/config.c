@@ -102,8 +102,7 @@ static int parse_bool(const char *s, int *out)
 	return -EINVAL;
 }
 
-/* "1024", "64K", "10M", "2G", "1T" (binary units) or "N%" (percent of the disk). */
-static int parse_size(const char *s, uint64_t *out)
+int pohm_config_parse_size(const char *s, uint64_t *out, int *percent)
 {
 	char num[32];
 	size_t n = strlen(s);
@@ -124,6 +123,7 @@ static int parse_size(const char *s, uint64_t *out)
 		num[n - 1] = 0;
 	if (parse_u64(num, &v))
 		return -EINVAL;
+	*percent = !mul;
 	if (!mul)
 		return v > 100 ? -EINVAL : (*out = v, 0);
 	if (v > UINT64_MAX / mul)
@@ -272,7 +272,7 @@ static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v, 
 {
 	char *field = k->off >= 0 ? (char *)c + k->off : NULL;
 	uint64_t u;
-	int b, r;
+	int b, r, pct;
 
 	switch (k->type) {
 	case T_STR:
@@ -312,7 +312,7 @@ static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v, 
 			memcpy(field, &u, sizeof(u));
 		return 0;
 	case T_SIZE:
-		return parse_size(v, &u);
+		return pohm_config_parse_size(v, &u, &pct);
 	case T_GROUPS:
 		return parse_groups(v, c->groups, &c->ngroups);
 	case T_SERVER:

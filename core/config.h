@@ -116,5 +116,7 @@ void pohm_config_free(struct pohm_config *c);
 
 /* Parse "5", "0.25", "1.5s"-free decimal seconds into ns: 0 or -EINVAL. */
 int pohm_config_parse_seconds(const char *s, uint64_t *ns);
+/* "1024", "64K", "10M", "2G", "1T" (binary units), or "N%" (*percent set, N ≤ 100). 0 or -EINVAL. */
+int pohm_config_parse_size(const char *s, uint64_t *out, int *percent);
 
 #endif

@@ -32,15 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "shim.h"
 #include "cache.h"
+#include "cachetool.h"
 #include "log.h"
 #include "mount.h"
+#include "sys.h"
 
 extern char **environ;
 
@@ -63,6 +66,8 @@ static int daemon_started;	/* pohmelfsd spawned by this process; under dirty_loc
 /* This thread created the file the current open is about (undo on failure). */
 static POHM_TLS int open_created;
 
+static int space_fn(void *arg, uint64_t need);
+
 static void heavy_init(void)
 {
 	const char *pt = getenv("POHMELFS_TEST_PASSTHROUGH");
@@ -82,6 +87,7 @@ static void heavy_init(void)
 		mount_rc = r == -EINVAL && strstr(err, "server") ? -ENOTCONN : -EIO;
 	} else {
 		mount_rc = 0;
+		pohm_cache_set_space_fn(mount.cache, space_fn, NULL);
 	}
 	pohm_unhold();
 }
@@ -482,6 +488,70 @@ static void daemon_start(void)
 	}
 	if (pid > 0)
 		syscall(SYS_wait4, pid, NULL, 0, NULL);
+}
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000L };
+
+	syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* Free bytes on the prefix's filesystem. */
+static uint64_t prefix_free(void)
+{
+	struct statfs sfs;
+
+	if (syscall(SYS_fstatfs, pohm_cache_prefix_fd(mount.cache), &sfs))
+		return 0;
+	return (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+}
+
+/*
+ * The cache's space callback (pohm_cache_set_space_fn).  need == 0: data
+ * was fetched; with cache_size or cache_min_free set, pohmelfsd must run
+ * to keep the bounds.  need > 0: the disk is full; ask pohmelfsd (started
+ * if it does not run) for that much room and wait up to 5 s for it.  The
+ * eviction itself never runs here: it takes leases, whose breaks signal
+ * the lease holder, and a host process must not get signals from us.
+ */
+static int space_fn(void *arg, uint64_t need)
+{
+	union sigval v;
+	uint64_t t0;
+	int pid = 0, i;
+
+	(void)arg;
+	if (!need) {
+		if (pohm_config_raw(&mount_cfg, "cache_size") ||
+		    pohm_config_raw(&mount_cfg, "cache_min_free"))
+			daemon_start();
+		return 0;
+	}
+	for (i = 0; i < 2 && !pid; i++) {
+		pid = pohm_ct_daemon_pid(mount.cache_dir);
+		if (!pid) {
+			pthread_mutex_lock(&dirty_lock);
+			daemon_started = 0;	/* it left when idle: start it again */
+			pthread_mutex_unlock(&dirty_lock);
+			daemon_start();
+			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
+				nap_ms(20);
+				pid = pohm_ct_daemon_pid(mount.cache_dir);
+			}
+		}
+	}
+	if (!pid)
+		return -ENOSPC;
+	v.sival_int = (int)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
+	if (sigqueue(pid, SIGUSR1, v))
+		return -ENOSPC;
+	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
+		if (prefix_free() >= need)
+			return 0;
+		nap_ms(20);
+	}
+	return -ENOSPC;
 }
 
 int pohm_hook_close(int fd, const struct pohm_fd_info *fi)

@@ -7,6 +7,12 @@
  * by programs without the shim); it exits after --idle seconds with nothing
  * to push.  SIGTERM or SIGINT: one last push, then exit.
  *
+ * It also keeps the cache within cache_size and cache_min_free: after each
+ * push round it evicts clean, unopened files, least recently used first
+ * (core/cachetool.c).  A process whose fetch found the disk full sends
+ * SIGUSR1 with the MiB it needs (sigqueue): the daemon wakes at once and
+ * evicts until that much is free, whatever the configured bounds.
+ *
  *   pohmelfsd [--foreground] [--once] [--idle SECONDS]
  *
  * Configured by the same POHMELFS_* variables and file as the library.
@@ -20,22 +26,62 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cachetool.h"
 #include "log.h"
 #include "mount.h"
 #include "sys.h"
 
 extern char **environ;
 
-/* Set by the signal handler, read by the main loop (this is our own process). */
+/* Set by the signal handlers, read by the main loop (this is our own process). */
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t need_mib;	/* largest room asked for by SIGUSR1 since the last round */
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+static void on_need(int sig, siginfo_t *si, void *uc)
+{
+	int mib = si->si_code == SI_QUEUE ? si->si_value.sival_int : 1;
+
+	(void)sig;
+	(void)uc;
+	if (mib > need_mib)
+		need_mib = mib;
+}
+
+/* One eviction round: the configured bounds, raised by what was asked for. */
+static void evict_round(struct pohm_ct *t, const struct pohm_config *cfg, const char *prefix)
+{
+	struct pohm_ct_limits lim = { 0, 0 };
+	struct pohm_ct_clean res;
+	struct statvfs vfs;
+	uint64_t fs_size = 0, need = (uint64_t)need_mib << 20;
+	int r;
+
+	need_mib = 0;
+	if (!statvfs(prefix, &vfs))
+		fs_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	pohm_ct_size_value(pohm_config_raw(cfg, "cache_size"), fs_size, &lim.max_bytes);
+	pohm_ct_size_value(pohm_config_raw(cfg, "cache_min_free"), fs_size, &lim.min_free);
+	if (need > lim.min_free)
+		lim.min_free = need;
+	r = pohm_ct_evict(t, &lim, &res, NULL, NULL);
+	if (r)
+		pohm_err("eviction failed: %s", strerror(-r));
+	else if (res.stubbed || res.failed)
+		pohm_info("evicted %llu file%s (%llu bytes); kept %llu dirty, %llu open, %llu "
+			  "linked; %llu failed", (unsigned long long)res.stubbed,
+			  res.stubbed == 1 ? "" : "s", (unsigned long long)res.freed,
+			  (unsigned long long)res.dirty, (unsigned long long)res.busy,
+			  (unsigned long long)res.linked, (unsigned long long)res.failed);
 }
 
 static void usage(void)
@@ -56,6 +102,7 @@ int main(int argc, char **argv)
 {
 	struct pohm_config cfg;
 	struct pohm_mount m;
+	struct pohm_ct t;
 	struct sigaction sa;
 	char err[1024], path[4200], pid[32];
 	int foreground = 0, once = 0, i, lockfd, logfd = -1, r;
@@ -111,6 +158,22 @@ int main(int argc, char **argv)
 				close(i);
 		}
 	}
+	r = pohm_ct_open(&t, m.prefix, m.cache_dir, err, sizeof(err));
+	if (r) {
+		pohm_err("%s", err);
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_sigaction = on_need;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* Evicting holds a write lease for a moment: an open by someone else signals SIGIO. */
+	signal(SIGIO, SIG_IGN);
+	/* The pid file last: whoever reads it may signal us at once. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
 	i = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (i >= 0) {
@@ -120,11 +183,6 @@ int main(int argc, char **argv)
 			pohm_warn("cannot write %s", path);
 		close(i);
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	pohm_info("pohmelfsd %d: prefix %s, push every %.1f s", (int)getpid(), m.prefix,
 		  (double)m.sync_timeout_ns / 1e9);
 
@@ -137,14 +195,17 @@ int main(int argc, char **argv)
 			pohm_info("pushed %d file%s", r, r == 1 ? "" : "s");
 			idle_since = pohm_sys_mono_ns();
 		}
+		evict_round(&t, &cfg, m.prefix);
 		if (once || stop_requested)
 			break;
 		if (pohm_sys_mono_ns() - idle_since > idle_ns)
 			break;
-		nap(m.sync_timeout_ns);
+		if (!need_mib)
+			nap(m.sync_timeout_ns);	/* SIGUSR1 cuts it short */
 	}
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
 	unlink(path);
+	pohm_ct_close(&t);
 	pohm_mount_close(&m);
 	pohm_config_free(&cfg);
 	close(lockfd);
