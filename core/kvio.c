@@ -12,6 +12,13 @@
  *         condition (immutable data chunks) a plain pohm_io_write.
  *   read  pohm_io_read (data chunks: immutable, the timestamp rule holds).
  *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
+ *   scan  pohm_iter_all (every backend of every group, each id's copies
+ *         read): an object is found by its self-describing header, whose
+ *         key must hash to the id it is stored under; its value is the
+ *         content a majority of the groups holds (pohm_cas_pick), or, while
+ *         the groups disagree, what kvio_get settles.  Absent markers and
+ *         objects without our header (http_compat copies, other data) are
+ *         skipped.
  *
  * A rollback needs the content our CAS replaced.  core/ns always reads (or
  * has just written) what it CASes against, so this thread's last few values
@@ -26,6 +33,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "iter.h"
 #include "kv.h"
 #include "nsobj.h"
 #include "log.h"
@@ -189,8 +197,90 @@ static int kvio_del(void *ctx, const char *key)
 	return pohm_io_del(ctx, key, strlen(key), &res);
 }
 
+struct scan_ctx {
+	struct pohm_client *c;
+	const char *prefix;
+	size_t plen;
+	int (*fn)(void *arg, const char *key, const void *data, size_t len);
+	void *arg;
+};
+
+/* The key an object's copies claim, checked against its id: 0 or -ENOENT. */
+static int scan_key(struct scan_ctx *s, const struct pohm_iter_obj *o, char *key)
+{
+	unsigned g;
+
+	for (g = 0; g < o->ncopies; g++) {
+		const struct pohm_iter_copy *cp = &o->copy[g];
+		struct pohm_obj_hdr h;
+
+		if (cp->status || pohm_obj_peek(&h, cp->data, cp->len))
+			continue;
+		if (pohm_iter_key_is(s->c, o->id, h.key)) {
+			memcpy(key, h.key, POHM_KEY_MAX);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int scan_obj(void *arg, const struct pohm_iter_obj *o)
+{
+	struct scan_ctx *s = arg;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	struct pohm_kv_val val = { 0 };
+	char key[POHM_KEY_MAX];
+	unsigned g;
+	int idx, r;
+
+	if (scan_key(s, o, key) || strncmp(key, s->prefix, s->plen))
+		return 0;
+	memset(v, 0, sizeof(v));
+	for (g = 0; g < o->ncopies; g++) {
+		const struct pohm_iter_copy *cp = &o->copy[g];
+
+		if (cp->status == -ENOENT ||
+		    (!cp->status && cp->len == POHM_IO_MARKER_LEN &&
+		     !memcmp(cp->data, pohm_io_absent_marker, POHM_IO_MARKER_LEN)))
+			v[g].status = -ENOENT;
+		else if (cp->status || cp->partial)
+			v[g].status = -EIO;
+		else
+			memcpy(v[g].csum, cp->csum, POHM_KV_CSUM);
+		v[g].ts = cp->ts;
+	}
+	idx = pohm_cas_pick(v, o->ncopies, 1);
+	if (idx == -ENOENT)
+		return 0;
+	if (idx >= 0)
+		return s->fn(s->arg, key, o->copy[idx].data, o->copy[idx].len);
+	/* The groups disagree (or too few answered): settle it as a reader does. */
+	r = kvio_get(s->c, key, &val);
+	if (r == -ENOENT)
+		return 0;
+	if (r)
+		return r;
+	r = s->fn(s->arg, key, val.data, val.len);
+	pohm_kv_val_free(&val);
+	return r;
+}
+
+static int kvio_scan(void *ctx, const char *prefix,
+		     int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	struct scan_ctx s = { ctx, prefix, strlen(prefix), fn, arg };
+	struct pohm_iter_stats st;
+	unsigned g;
+	int r = pohm_iter_all(ctx, scan_obj, &s, &st);
+
+	for (g = 0; g < st.ngroups; g++)
+		if (st.g[g].error)
+			pohm_info("scan: %s", st.g[g].msg);
+	return r;
+}
+
 static const struct pohm_kv_ops kvio_ops = {
-	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = NULL,
+	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -37,6 +37,7 @@ struct pohm_ns_opts {
 	unsigned max_retries;		/* CAS retries before -EBUSY (default 200) */
 	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
+	int http_compat;		/* also keep path copies of files (core/ns_http.h) */
 };
 
 /* Open a namespace on kv, creating the root inode (once, by CAS) if absent. */
@@ -168,9 +169,49 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       struct pohm_inode *out);
 
+/*
+ * Load an external chunk map (large files, nsobj.h) into in->chunks, so
+ * that in->chunks/nchunks list every chunk; a no-op for inline maps.
+ * pohm_ns_getattr and the out inode of a commit come loaded.  0 or -errno.
+ */
+int pohm_ns_map_load(struct pohm_ns *ns, struct pohm_inode *in);
+
 /* Read len bytes at off of a committed inode into buf: bytes read (short at EOF), -EIO on a bad checksum. */
 ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t off, void *buf,
 		     size_t len);
+
+/* ---- repair entry points (core/nsrepair.c, for fsck): each does what the
+ * next client meeting the state would do, or the smallest fix fsck needs.
+ * Return 0 when done (or nothing was left to do), -errno otherwise. */
+
+/* How old an intent must be before others complete it, in ns. */
+uint64_t pohm_ns_intent_timeout_ns(const struct pohm_ns *ns);
+/*
+ * Resolve the intent on dir/name as the next client would: complete a
+ * committed or stale MOVE, roll back what cannot complete, clear a stale
+ * RMDIR.  -EINPROGRESS while the intent is younger than the timeout.
+ */
+int pohm_ns_settle_entry(struct pohm_ns *ns, uint64_t dir, const char *name);
+/*
+ * Settle bucket (dir, depth, index): finish a split in progress, resolve a
+ * seal (unseal an aborted rmdir's bucket).  -ENOENT: the bucket or its
+ * directory is gone.
+ */
+int pohm_ns_settle_bucket(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index);
+/* Free the per-fsid rename lease if its holder's time ran out (1 if freed). */
+int pohm_ns_clear_stale_lease(struct pohm_ns *ns);
+/* Remove the entry dir/name if it still maps to ino (a dangling name). */
+int pohm_ns_drop_entry(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
+/*
+ * Give the existing inode ino a name dir/name without touching its nlink
+ * (an orphan moved to lost+found); a directory also gets dir as parent.
+ * -EEXIST when the name is taken.
+ */
+int pohm_ns_relink(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *name);
+/* Set ino's nlink (and, if parent != 0, its parent) to what the names say. */
+int pohm_ns_fix_links(struct pohm_ns *ns, uint64_t ino, uint32_t nlink, uint64_t parent);
+/* Make ino a tombstone (an orphan with nothing in it). */
+int pohm_ns_tombstone(struct pohm_ns *ns, uint64_t ino);
 
 /* Chunk size of an inode, in bytes. */
 static inline uint64_t pohm_inode_chunk_size(const struct pohm_inode *in)

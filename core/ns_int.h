@@ -1,6 +1,6 @@
 /*
  * ns_int.h — internals shared by the files of the namespace module
- * (ns.c, nsdir.c, nsops.c, nsdata.c).  Not for other modules.
+ * (ns.c, nsdir.c, nsops.c, nsdata.c, nsrepair.c).  Not for other modules.
  */
 #ifndef POHM_CORE_NS_INT_H
 #define POHM_CORE_NS_INT_H
@@ -18,6 +18,7 @@ struct pohm_ns {
 	unsigned chunk_shift;
 	uint64_t intent_timeout_ns;
 	unsigned max_retries;
+	int http_compat;		/* path copies of files (ns_http.c) */
 	pthread_mutex_t rng_lock;	/* guards rng */
 	uint64_t rng;			/* xorshift state */
 	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth */
@@ -64,6 +65,9 @@ uint8_t ns_dtype(uint32_t mode);
 /* Read the leaf bucket responsible for name in dir (may be absent root). */
 int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 		     struct ns_bucket_ref *ref);
+/* Read bucket (dir, depth, index) into ref: 0, -ENOENT, -EIO (fsck repairs). */
+int ns_bucket_read_at(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
+		      struct ns_bucket_ref *ref);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
 void ns_bucket_release(struct ns_bucket_ref *ref);

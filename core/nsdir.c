@@ -70,6 +70,12 @@ static int bucket_read(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_
 	return r;
 }
 
+int ns_bucket_read_at(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
+		      struct ns_bucket_ref *ref)
+{
+	return bucket_read(ns, dir, depth, index, ref);
+}
+
 /* The depth hint of dir (0 if unknown); a lossy direct-mapped cache. */
 static unsigned hint_get(struct pohm_ns *ns, uint64_t dir)
 {

@@ -1,0 +1,644 @@
+/*
+ * fsck.c — check and repair (fsck.h): the driver, the committed view of
+ * every object, the issue reports, and the replica checks (every group's
+ * copy of every key compared with the committed one, and the repairs that
+ * bring the groups in line).  The namespace checks are in fsck_ns.c.
+ *
+ * Sections: issues · the view · replicas · driver.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsck_int.h"
+#include "io.h"
+#include "iter.h"
+#include "log.h"
+#include "sha512.h"
+#include "sys.h"
+
+static const char *const class_names[POHM_FSCK_NCLASSES] = {
+	[POHM_FSCK_DANGLING] = "dangling",	[POHM_FSCK_ORPHAN] = "orphan",
+	[POHM_FSCK_NLINK] = "nlink",		[POHM_FSCK_INTENT] = "intent",
+	[POHM_FSCK_DIVERGENT] = "divergent",	[POHM_FSCK_CHECKSUM] = "checksum",
+	[POHM_FSCK_GARBAGE] = "garbage",	[POHM_FSCK_TOMBSTONE] = "tombstone",
+	[POHM_FSCK_LOST] = "lost",		[POHM_FSCK_UNCHECKED] = "unchecked",
+};
+
+const char *pohm_fsck_class_name(enum pohm_fsck_class c)
+{
+	return (unsigned)c < POHM_FSCK_NCLASSES ? class_names[c] : "?";
+}
+
+/* ---------------------------------------------------------------- issues */
+
+void fk_issue(struct fsck *f, enum pohm_fsck_class cls, enum pohm_fsck_sev sev, const char *key,
+	      uint64_t ino, int action, const char *fmt, ...)
+{
+	struct pohm_fsck_issue is;
+	va_list ap;
+
+	memset(&is, 0, sizeof(is));
+	is.cls = cls;
+	is.sev = sev;
+	is.ino = ino;
+	is.action = action;
+	is.verify = f->verify;
+	snprintf(is.key, sizeof(is.key), "%s", key ? key : "");
+	va_start(ap, fmt);
+	vsnprintf(is.what, sizeof(is.what), fmt, ap);
+	va_end(ap);
+	if (sev == POHM_FSCK_INFO) {
+		f->res->info[cls]++;
+	} else {
+		f->res->found[cls]++;
+		/* A repaired issue no longer counts against the outcome; loss always does. */
+		if (action != 1 || sev == POHM_FSCK_LOSS)
+			f->res->status |= (int)sev;
+	}
+	if (action == 1)
+		f->res->fixed++;
+	else if (action < 0)
+		f->res->failed++;
+	if (f->o->report)
+		f->o->report(f->o->arg, &is);
+}
+
+int fk_act(struct fsck *f, int rc)
+{
+	if (!f->repair)
+		return f->o->repair && f->o->dry_run && !f->verify ? 2 : 0;
+	return rc ? (rc < 0 ? rc : 1) : 1;
+}
+
+void fk_age(char *buf, size_t len, uint64_t ns)
+{
+	double s = (double)ns / 1e9;
+
+	if (s < 120)
+		snprintf(buf, len, "%.1f s", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0f min", s / 60);
+	else
+		snprintf(buf, len, "%.0f h", s / 3600);
+}
+
+/* ---------------------------------------------------------------- the view */
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+static struct fk_slot *slot_of(const struct fsck *f, const char *key)
+{
+	size_t i = (size_t)(str_hash(key) & (f->nslot - 1));
+
+	while (f->slot[i].key && strcmp(f->slot[i].key, key))
+		i = (i + 1) & (f->nslot - 1);
+	return &f->slot[i];
+}
+
+const struct fk_slot *fk_find(const struct fsck *f, const char *key)
+{
+	const struct fk_slot *s;
+
+	if (!f->nslot)
+		return NULL;
+	s = slot_of(f, key);
+	return s->key ? s : NULL;
+}
+
+static int slots_grow(struct fsck *f)
+{
+	struct fk_slot *old = f->slot;
+	size_t n = f->nslot, i;
+
+	f->nslot = n ? n * 2 : 1024;
+	f->slot = calloc(f->nslot, sizeof(*f->slot));
+	if (!f->slot) {
+		f->slot = old;
+		f->nslot = n;
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		if (old[i].key)
+			*slot_of(f, old[i].key) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Make room for one more element of size sz in *arr (count n, capacity *cap). */
+static int grow(void **arr, size_t n, size_t *cap, size_t sz)
+{
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	p = realloc(*arr, (*cap ? *cap * 2 : 256) * sz);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = *cap ? *cap * 2 : 256;
+	return 0;
+}
+
+struct fk_inode *fk_inode(struct fsck *f, uint64_t ino)
+{
+	char key[POHM_KEY_MAX];
+	const struct fk_slot *s;
+
+	pohm_key_inode(key, ino);
+	s = fk_find(f, key);
+	return s && s->type == POHM_OBJ_INODE ? &f->ino[s->idx] : NULL;
+}
+
+struct fk_bucket *fk_bucket(struct fsck *f, uint64_t dir, unsigned depth, uint32_t index)
+{
+	char key[POHM_KEY_MAX];
+	const struct fk_slot *s;
+
+	pohm_key_bucket(key, dir, depth, index);
+	s = fk_find(f, key);
+	return s && s->type == POHM_OBJ_BUCKET ? &f->bk[s->idx] : NULL;
+}
+
+/* sha512 of a chunk object's data part: 0, or -EPROTO. */
+static int chunk_sum(const uint8_t *data, size_t len, uint64_t *ino, uint64_t *idx, uint64_t *gen,
+		     uint32_t *dlen, uint8_t *sum)
+{
+	const uint8_t *d;
+	size_t n;
+	int r = pohm_chunk_decode(ino, idx, gen, &d, &n, data, len);
+
+	if (r)
+		return r;
+	*dlen = (uint32_t)n;
+	pohm_sha512(d, n, sum);
+	return 0;
+}
+
+void fk_chunk_alt(struct fsck *f, const char *key, const uint8_t *data, size_t len)
+{
+	const struct fk_slot *s = fk_find(f, key);
+	struct fk_chunk *c;
+	uint64_t a, b, g;
+	uint32_t n;
+	uint8_t sum[64];
+	unsigned i;
+
+	if (!s || s->type != POHM_OBJ_CHUNK || chunk_sum(data, len, &a, &b, &g, &n, sum))
+		return;
+	c = &f->ch[s->idx];
+	for (i = 0; i < c->nalt; i++)
+		if (!memcmp(c->csum[i], sum, 64))
+			return;
+	if (c->nalt < FK_ALT)
+		memcpy(c->csum[c->nalt++], sum, 64);
+}
+
+int fk_add(struct fsck *f, const char *key, const uint8_t *data, size_t len, uint64_t ts_ns)
+{
+	struct pohm_obj_hdr h;
+	struct fk_slot *s;
+	int r;
+
+	if (pohm_obj_peek(&h, data, len)) {
+		f->res->foreign++;
+		return 0;
+	}
+	if ((f->used + 1) * 2 > f->nslot && (r = slots_grow(f)))
+		return r;
+	s = slot_of(f, key);
+	if (s->key)
+		return 0;	/* seen already (a store that lists a key twice) */
+	switch (h.type) {
+	case POHM_OBJ_INODE: {
+		struct fk_inode *x;
+
+		if ((r = grow((void **)&f->ino, f->nino, &f->cino, sizeof(*f->ino))))
+			return r;
+		x = &f->ino[f->nino];
+		memset(x, 0, sizeof(*x));
+		if (pohm_inode_decode(&x->in, data, len)) {
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
+				 "inode object does not decode (malformed committed version)");
+			return 0;
+		}
+		x->ts_ns = ts_ns;
+		s->idx = (uint32_t)f->nino++;
+		if (x->in.hdr.flags & POHM_OBJF_TOMBSTONE)
+			f->res->tombstones++;
+		else
+			f->res->inodes++;
+		break;
+	}
+	case POHM_OBJ_BUCKET: {
+		struct fk_bucket *x;
+
+		if ((r = grow((void **)&f->bk, f->nbk, &f->cbk, sizeof(*f->bk))))
+			return r;
+		x = &f->bk[f->nbk];
+		memset(x, 0, sizeof(*x));
+		if (pohm_bucket_decode(&x->bk, data, len)) {
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
+				 "bucket object does not decode (malformed committed version)");
+			return 0;
+		}
+		x->ts_ns = ts_ns;
+		s->idx = (uint32_t)f->nbk++;
+		f->res->buckets++;
+		break;
+	}
+	case POHM_OBJ_CHUNK: {
+		struct fk_chunk *x;
+
+		if ((r = grow((void **)&f->ch, f->nch, &f->cch, sizeof(*f->ch))))
+			return r;
+		x = &f->ch[f->nch];
+		memset(x, 0, sizeof(*x));
+		if (chunk_sum(data, len, &x->ino, &x->idx, &x->gen, &x->len, x->csum[0])) {
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
+				 "chunk object does not decode");
+			return 0;
+		}
+		x->nalt = 1;
+		x->ts_ns = ts_ns;
+		snprintf(x->key, sizeof(x->key), "%s", key);
+		s->idx = (uint32_t)f->nch++;
+		f->res->chunks++;
+		break;
+	}
+	case POHM_OBJ_LEASE:
+		if (!strcmp(key, "l:rename") && !pohm_lease_decode(&f->lease, data, len)) {
+			f->have_lease = 1;
+			f->lease_ts = ts_ns;
+		}
+		f->res->leases++;
+		s->idx = 0;
+		break;
+	default:
+		/* A kind this fsck does not know (e.g. a newer format): leave it alone. */
+		f->res->foreign++;
+		f->unknown++;
+		return 0;
+	}
+	s->key = strdup(key);
+	if (!s->key)
+		return -ENOMEM;
+	s->type = h.type;
+	f->used++;
+	return 0;
+}
+
+static int scan_fn(void *arg, const char *key, const void *data, size_t len)
+{
+	struct fsck *f = arg;
+
+	f->res->objects++;
+	return fk_add(f, key, data, len, 0);
+}
+
+static void view_free(struct fsck *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nslot; i++)
+		free(f->slot[i].key);
+	for (i = 0; i < f->nino; i++)
+		pohm_inode_clear(&f->ino[i].in);
+	for (i = 0; i < f->nbk; i++)
+		pohm_bucket_clear(&f->bk[i].bk);
+	free(f->slot);
+	free(f->ino);
+	free(f->bk);
+	free(f->ch);
+	f->slot = NULL;
+	f->ino = NULL;
+	f->bk = NULL;
+	f->ch = NULL;
+	f->nslot = f->used = f->nino = f->nbk = f->nch = 0;
+	f->cino = f->cbk = f->cch = 0;
+}
+
+/* ---------------------------------------------------------------- replicas */
+
+struct pending {
+	char key[POHM_KEY_MAX];
+	uint8_t id[POHM_ID_SIZE];
+	enum pohm_fsck_class cls;
+	enum pohm_fsck_sev sev;
+	int kind;			/* 0 CAS object, 1 chunk, 2 marker (delete by id) */
+	char what[240];
+};
+
+struct rep {
+	struct fsck *f;
+	struct pending *p;
+	size_t n, cap;
+	uint32_t bad_group;		/* groups already reported unreadable (bit per index) */
+	int err;
+};
+
+static int is_marker(const struct pohm_iter_copy *cp)
+{
+	return !cp->status && cp->len == POHM_IO_MARKER_LEN &&
+	       !memcmp(cp->data, pohm_io_absent_marker, POHM_IO_MARKER_LEN);
+}
+
+static void pend(struct rep *r, const char *key, const uint8_t *id, enum pohm_fsck_class cls,
+		 enum pohm_fsck_sev sev, int kind, const char *what)
+{
+	struct pending *p;
+
+	if (grow((void **)&r->p, r->n, &r->cap, sizeof(*r->p))) {
+		r->err = -ENOMEM;
+		return;
+	}
+	p = &r->p[r->n++];
+	snprintf(p->key, sizeof(p->key), "%s", key);
+	memcpy(p->id, id, POHM_ID_SIZE);
+	p->cls = cls;
+	p->sev = sev;
+	p->kind = kind;
+	snprintf(p->what, sizeof(p->what), "%s", what);
+}
+
+/* The key an object's copies claim (checked against its id), or "" and -ENOENT. */
+static int obj_key(struct fsck *f, const struct pohm_iter_obj *o, char *key, uint8_t *type)
+{
+	unsigned g;
+
+	key[0] = 0;
+	for (g = 0; g < o->ncopies; g++) {
+		const struct pohm_iter_copy *cp = &o->copy[g];
+		struct pohm_obj_hdr h;
+
+		if (cp->status || pohm_obj_peek(&h, cp->data, cp->len))
+			continue;
+		if (pohm_iter_key_is(f->c, o->id, h.key)) {
+			memcpy(key, h.key, POHM_KEY_MAX);
+			*type = h.type;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Compare one object's copies; add its committed version to the view. */
+static int rep_obj(void *arg, const struct pohm_iter_obj *o)
+{
+	struct rep *r = arg;
+	struct fsck *f = r->f;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	char key[POHM_KEY_MAX], what[240], age[32];
+	size_t off = 0;
+	uint8_t type = 0;
+	unsigned g, markers = 0, good = 0, corrupt = 0, differ = 0, missing = 0;
+	int idx, chunk;
+
+	f->res->objects++;
+	memset(v, 0, sizeof(v));
+	for (g = 0; g < o->ncopies; g++) {
+		const struct pohm_iter_copy *cp = &o->copy[g];
+
+		v[g].ts = cp->ts;
+		if (cp->status == -ENOENT || is_marker(cp)) {
+			v[g].status = -ENOENT;
+			markers += is_marker(cp);
+		} else if (cp->status == -EILSEQ) {
+			v[g].status = -EILSEQ;
+			corrupt++;
+		} else if (cp->status || cp->partial) {
+			v[g].status = cp->status ? cp->status : -EFBIG;
+			if (cp->status && !(r->bad_group & (1u << g))) {
+				r->bad_group |= 1u << g;
+				f->res->complete = 0;
+				fk_issue(f, POHM_FSCK_UNCHECKED, POHM_FSCK_ERR, "", 0, 0,
+					 "group %u: copies could not be read (%s): the check is incomplete",
+					 cp->group, strerror(-cp->status));
+			}
+		} else {
+			memcpy(v[g].csum, cp->csum, 64);
+			good++;
+		}
+	}
+	if (obj_key(f, o, key, &type)) {
+		if (markers && !good) {
+			/* Only markers (and gaps): a create that was rolled back. */
+			uint64_t newest = 0;
+
+			f->res->markers++;
+			for (g = 0; g < o->ncopies; g++)
+				if (is_marker(&o->copy[g]) && pohm_time_to_ns(&o->copy[g].ts) > newest)
+					newest = pohm_time_to_ns(&o->copy[g].ts);
+			if (newest + f->age < f->now)
+				pend(r, "", o->id, POHM_FSCK_TOMBSTONE, POHM_FSCK_FIX, 2,
+				     "absent marker past its age");
+		} else {
+			f->res->foreign++;
+		}
+		return 0;
+	}
+	chunk = type == POHM_OBJ_CHUNK;
+	idx = pohm_cas_pick(v, o->ncopies, 1);
+	if (chunk && idx < 0 && idx != -ENOENT)
+		idx = pohm_cas_fallback(v, o->ncopies);	/* immutable: any good copy is it */
+	if (idx == -ENOENT) {
+		/* Committed absent; a minority still holds content: roll it back. */
+		if (good)
+			pend(r, key, o->id, POHM_FSCK_DIVERGENT, POHM_FSCK_FIX, chunk,
+			     "a minority of the groups holds an uncommitted version");
+		return 0;
+	}
+	if (idx < 0) {
+		if (!good && corrupt) {
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
+				 "every readable copy is corrupt");
+		} else if (good) {
+			pend(r, key, o->id, POHM_FSCK_DIVERGENT, POHM_FSCK_FIX, chunk,
+			     "the groups disagree and no version has a majority");
+		}
+		return 0;
+	}
+	/* The committed version: what the namespace checks see. */
+	r->err = fk_add(f, key, o->copy[idx].data, o->copy[idx].len, pohm_time_to_ns(&o->copy[idx].ts));
+	if (r->err)
+		return r->err;
+	for (g = 0; g < o->ncopies; g++) {
+		const struct pohm_iter_copy *cp = &o->copy[g];
+
+		if (chunk && !v[g].status && memcmp(v[g].csum, v[idx].csum, 64))
+			fk_chunk_alt(f, key, cp->data, cp->len);
+		if (v[g].status == -EILSEQ) {
+			off += (size_t)snprintf(what + off, sizeof(what) - off, "%sgroup %u corrupt",
+						off ? ", " : "", cp->group);
+		} else if (v[g].status == -ENOENT) {
+			missing++;
+			off += (size_t)snprintf(what + off, sizeof(what) - off, "%sgroup %u %s",
+						off ? ", " : "", cp->group,
+						is_marker(cp) ? "holds the absent marker" : "has no copy");
+		} else if (!v[g].status && memcmp(v[g].csum, v[idx].csum, 64)) {
+			int64_t d = (int64_t)(pohm_time_to_ns(&cp->ts) - pohm_time_to_ns(&o->copy[idx].ts));
+
+			differ++;
+			fk_age(age, sizeof(age), (uint64_t)(d < 0 ? -d : d));
+			off += (size_t)snprintf(what + off, sizeof(what) - off,
+						"%sgroup %u holds another version (%s %s)", off ? ", " : "",
+						cp->group, age, d < 0 ? "older" : "newer, uncommitted");
+		}
+		if (off >= sizeof(what))
+			off = sizeof(what) - 1;
+	}
+	if (corrupt)
+		pend(r, key, o->id, POHM_FSCK_CHECKSUM, POHM_FSCK_FIX, chunk, what);
+	else if (missing || differ)
+		pend(r, key, o->id, POHM_FSCK_DIVERGENT, POHM_FSCK_FIX, chunk, what);
+	return 0;
+}
+
+/* Bring one key's groups in line with its committed version (read repair). */
+static int rep_fix(struct fsck *f, const struct pending *p, char *note, size_t len)
+{
+	struct pohm_io_result *res = malloc(sizeof(*res));
+	uint8_t *data = NULL, sum[64];
+	size_t dlen = 0;
+	unsigned g;
+	int rc;
+
+	if (!res)
+		return -ENOMEM;
+	note[0] = 0;
+	if (p->kind == 2) {
+		rc = pohm_iter_del(f->c, p->id);
+		free(res);
+		return rc;
+	}
+	if (p->kind == 1)
+		rc = pohm_io_get(f->c, p->key, strlen(p->key), &data, &dlen, res);
+	else
+		rc = pohm_io_cas_get(f->c, p->key, strlen(p->key), &data, &dlen, sum, res);
+	free(data);
+	if (rc == -ENOENT)
+		rc = 0;		/* committed absent: the minority copies were rolled back */
+	for (g = 0; !rc && g < res->ngroups; g++)
+		if (res->g[g].repair < 0)
+			rc = res->g[g].repair;
+	if (res->notes)
+		snprintf(note, len, "%.380s", res->msg);
+	free(res);
+	return rc;
+}
+
+static void rep_report(struct fsck *f, struct rep *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct pending *p = &r->p[i];
+		char note[400];
+		int act = fk_act(f, 0);
+
+		note[0] = 0;
+		if (f->repair)
+			act = fk_act(f, rep_fix(f, p, note, sizeof(note)));
+		if (act < 0)
+			fk_issue(f, p->cls, p->sev, p->key, 0, act, "%s; repair failed: %s (%s)",
+				 p->what, strerror(-act), note);
+		else
+			fk_issue(f, p->cls, p->sev, p->key, 0, act, "%s", p->what);
+	}
+}
+
+/* Fill the view from every group's copies, and check them against each other. */
+static int view_from_groups(struct fsck *f)
+{
+	struct pohm_iter_stats *st = calloc(1, sizeof(*st));
+	struct rep r;
+	unsigned g;
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	memset(&r, 0, sizeof(r));
+	r.f = f;
+	rc = pohm_iter_all(f->c, rep_obj, &r, st);
+	for (g = 0; g < st->ngroups; g++) {
+		if (!st->g[g].error)
+			continue;
+		f->res->complete = 0;
+		fk_issue(f, POHM_FSCK_UNCHECKED, POHM_FSCK_ERR, "", 0, 0,
+			 "not every backend could be listed: %s", st->g[g].msg);
+	}
+	if (!rc)
+		rc = r.err;
+	if (!rc)
+		rep_report(f, &r);
+	free(r.p);
+	free(st);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int one_pass(struct fsck *f)
+{
+	int rc;
+
+	f->now = pohm_sys_real_ns();
+	f->res->complete = 1;
+	if (f->c) {
+		rc = view_from_groups(f);
+	} else {
+		rc = f->kv->ops->scan ? f->kv->ops->scan(f->kv->ctx, "", scan_fn, f) : -ENOTSUP;
+	}
+	if (rc) {
+		fk_issue(f, POHM_FSCK_UNCHECKED, POHM_FSCK_ERR, "", 0, 0,
+			 "the objects could not be listed: %s", strerror(-rc));
+		view_free(f);
+		return rc;
+	}
+	fk_check_namespace(f);
+	view_free(f);
+	f->unknown = 0;
+	f->lost_found = 0;
+	f->have_lease = 0;
+	return 0;
+}
+
+int pohm_fsck_run(struct pohm_ns *ns, const struct pohm_kv *kv, struct pohm_client *client,
+		  const struct pohm_fsck_opts *o, struct pohm_fsck_result *res)
+{
+	struct pohm_fsck_result again;
+	struct fsck f;
+	int rc, loss;
+
+	memset(res, 0, sizeof(*res));
+	memset(&f, 0, sizeof(f));
+	f.ns = ns;
+	f.kv = kv;
+	f.c = client;
+	f.o = o;
+	f.res = res;
+	f.age = o->age_ns ? o->age_ns : POHM_FSCK_DEFAULT_AGE;
+	f.repair = o->repair && !o->dry_run;
+	rc = one_pass(&f);
+	if (rc || !f.repair)
+		return rc == -ENOMEM ? rc : res->status;
+	/* What the repair left: a second, read-only pass. */
+	loss = res->status & POHM_FSCK_DATALOSS;
+	memset(&again, 0, sizeof(again));
+	f.res = &again;
+	f.repair = 0;
+	f.verify = 1;
+	rc = one_pass(&f);
+	res->status = again.status | loss;
+	res->complete = again.complete;
+	return rc == -ENOMEM ? rc : res->status;
+}

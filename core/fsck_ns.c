@@ -1,0 +1,431 @@
+/*
+ * fsck_ns.c — the namespace checks of fsck (fsck.h) on the committed view
+ * built by fsck.c, and their repairs through core/ns's repair entry points.
+ *
+ * Order: the rename lease; every live directory's buckets walked from
+ * (dir, 0, 0) as a reader walks them (entries counted only in leaves),
+ * with intents, seals, splits and dangling entries handled on the way;
+ * then every inode's names against its nlink (orphans, counts, parents);
+ * chunks against the maps; tombstones and buckets nothing reaches.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsck_int.h"
+
+static uint64_t ts_ns(const struct pohm_ts *t)
+{
+	return t->sec < 0 ? 0 : (uint64_t)t->sec * 1000000000ULL + t->nsec;
+}
+
+/* Age of something stamped at ns (0 = unknown: counts as old). */
+static uint64_t age_of(const struct fsck *f, uint64_t ns)
+{
+	return ns && ns < f->now ? f->now - ns : (ns ? 0 : UINT64_MAX);
+}
+
+/* ---------------------------------------------------------------- lease */
+
+static void check_lease(struct fsck *f, uint64_t tmo)
+{
+	char age[32];
+
+	(void)tmo;
+	if (!f->have_lease || !f->lease.txid)
+		return;
+	if (f->lease.expires > f->now) {
+		fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_INFO, "l:rename", 0, 0,
+			 "rename lease held (a directory move in progress)");
+		return;
+	}
+	fk_age(age, sizeof(age), f->now - f->lease.expires);
+	fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_FIX, "l:rename", 0,
+		 fk_act(f, f->repair ? pohm_ns_clear_stale_lease(f->ns) : 0),
+		 "rename lease of txid %016" PRIx64 " expired %s ago (its holder died)",
+		 f->lease.txid, age);
+}
+
+/* ---------------------------------------------------------------- directories */
+
+static void mark_busy(struct fsck *f, uint64_t ino)
+{
+	struct fk_inode *x = ino ? fk_inode(f, ino) : NULL;
+
+	if (x)
+		x->busy = 1;
+}
+
+static void check_intent(struct fsck *f, struct fk_inode *dir, const struct fk_bucket *b,
+			 const struct pohm_dentry *e, uint64_t tmo)
+{
+	uint64_t age = age_of(f, e->i_time);
+	const char *kind = e->intent == POHM_INTENT_MOVE ? "rename" : "rmdir";
+	char a[32];
+
+	mark_busy(f, e->ino);
+	mark_busy(f, e->i_replaced);
+	mark_busy(f, e->i_dir);
+	dir->busy = 1;
+	fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+	if (age < tmo) {
+		fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_INFO, b->bk.hdr.key, e->ino, 0,
+			 "%s of \"%s\" in progress (%s old)", kind, e->name, a);
+		return;
+	}
+	fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_FIX, b->bk.hdr.key, e->ino,
+		 fk_act(f, f->repair ? pohm_ns_settle_entry(f->ns, dir->in.ino, e->name) : 0),
+		 "unfinished %s of \"%s\" in directory %" PRIu64 "%s%s (%s old): completed or "
+		 "rolled back as the next client would", kind, e->name, dir->in.ino,
+		 e->intent == POHM_INTENT_MOVE ? " to " : "",
+		 e->intent == POHM_INTENT_MOVE && e->i_name ? e->i_name : "", a);
+}
+
+static void check_entry(struct fsck *f, struct fk_inode *dir, const struct fk_bucket *b,
+			const struct pohm_dentry *e, uint64_t tmo)
+{
+	struct fk_inode *x = fk_inode(f, e->ino);
+	struct pohm_inode cur;
+	int rc = 0;
+
+	dir->entries++;
+	if (e->intent)
+		check_intent(f, dir, b, e, tmo);
+	if (x && !(x->in.hdr.flags & POHM_OBJF_TOMBSTONE)) {
+		x->names++;
+		x->name_dir = dir->in.ino;
+		if (S_ISDIR(x->in.mode))
+			dir->subdirs++;
+		return;
+	}
+	if (x)
+		x->names++;	/* a tombstone something still names: not reclaimed */
+	if (e->intent)
+		return;		/* the intent decides */
+	if (f->repair && f->res->complete) {
+		/* Read it again: the view may be older than the name. */
+		rc = pohm_ns_getattr(f->ns, e->ino, &cur);
+		if (!rc) {
+			pohm_inode_clear(&cur);
+			return;
+		}
+		rc = rc == -ENOENT ? pohm_ns_drop_entry(f->ns, dir->in.ino, e->name, e->ino) : rc;
+		if (rc == -ENOENT)
+			rc = 0;		/* gone meanwhile */
+	}
+	fk_issue(f, POHM_FSCK_DANGLING, POHM_FSCK_FIX, b->bk.hdr.key, e->ino,
+		 f->repair && !f->res->complete ? -EAGAIN : fk_act(f, rc),
+		 "entry \"%s\" in directory %" PRIu64 " names inode %" PRIu64 ", which is %s",
+		 e->name, dir->in.ino, e->ino, x ? "deleted (a tombstone)" : "missing");
+}
+
+static void check_leaf(struct fsck *f, struct fk_inode *dir, struct fk_bucket *b, uint64_t tmo)
+{
+	uint64_t age = age_of(f, b->bk.stamp);
+	char a[32];
+	uint32_t i;
+
+	fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+	if (b->bk.state == POHM_BUCKET_SPLITTING || b->bk.state == POHM_BUCKET_SEALED) {
+		const char *what = b->bk.state == POHM_BUCKET_SEALED ? "seal (rmdir)" : "split";
+
+		dir->busy = 1;
+		if (age < tmo)
+			fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_INFO, b->bk.hdr.key, dir->in.ino, 0,
+				 "%s in progress (%s old)", what, a);
+		else
+			fk_issue(f, POHM_FSCK_INTENT, POHM_FSCK_FIX, b->bk.hdr.key, dir->in.ino,
+				 fk_act(f, f->repair ? pohm_ns_settle_bucket(f->ns, b->bk.dir, b->bk.depth,
+									b->bk.index) : 0),
+				 "unfinished %s of a bucket of directory %" PRIu64 " (%s old)", what,
+				 dir->in.ino, a);
+	}
+	for (i = 0; i < b->bk.n; i++)
+		check_entry(f, dir, b, &b->bk.e[i], tmo);
+}
+
+/* Walk dir's buckets from the root bucket, as readdir does. */
+static void walk_dir(struct fsck *f, struct fk_inode *dir, uint64_t tmo)
+{
+	struct { uint8_t depth; uint32_t index; } stack[96];
+	size_t top = 0;
+
+	stack[top].depth = 0;
+	stack[top++].index = 0;
+	while (top) {
+		struct fk_bucket *b;
+		unsigned d;
+		uint32_t idx;
+
+		top--;
+		d = stack[top].depth;
+		idx = stack[top].index;
+		b = fk_bucket(f, dir->in.ino, d, idx);
+		if (!b) {
+			if (d && f->res->complete)
+				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, "", dir->in.ino, 0,
+					 "directory %" PRIu64 ": bucket %u:%u of a split is missing "
+					 "(its entries are lost)", dir->in.ino, d, idx);
+			continue;
+		}
+		if (b->reached)
+			continue;
+		b->reached = 1;
+		if (b->bk.state == POHM_BUCKET_SPLIT && d < 40 && top + 2 <= 96) {
+			stack[top].depth = (uint8_t)(d + 1);
+			stack[top++].index = idx | (1u << d);
+			stack[top].depth = (uint8_t)(d + 1);
+			stack[top++].index = idx;
+		} else {
+			check_leaf(f, dir, b, tmo);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- inodes */
+
+static int lost_found(struct fsck *f, uint64_t *out)
+{
+	uint64_t ino;
+	int rc;
+
+	if (f->lost_found) {
+		*out = f->lost_found;
+		return 0;
+	}
+	rc = pohm_ns_lookup(f->ns, POHM_ROOT_INO, "lost+found", &ino, NULL);
+	if (rc == -ENOENT) {
+		rc = pohm_ns_mkdir(f->ns, POHM_ROOT_INO, "lost+found", 0700, 0, 0, NULL);
+		if (!rc || rc == -EEXIST)
+			rc = pohm_ns_lookup(f->ns, POHM_ROOT_INO, "lost+found", &ino, NULL);
+	}
+	if (!rc)
+		*out = f->lost_found = ino;
+	return rc;
+}
+
+static int orphan_fix(struct fsck *f, const struct fk_inode *x, int keep, char *where, size_t len)
+{
+	char name[32];
+	uint64_t lf;
+	int rc;
+
+	if (!keep)
+		return f->res->complete ? pohm_ns_tombstone(f->ns, x->in.ino) : -EAGAIN;
+	rc = lost_found(f, &lf);
+	if (rc)
+		return rc;
+	snprintf(name, sizeof(name), "#%" PRIu64, x->in.ino);
+	rc = pohm_ns_relink(f->ns, x->in.ino, lf, name);
+	if (!rc && !S_ISDIR(x->in.mode) && x->in.nlink != 1)
+		rc = pohm_ns_fix_links(f->ns, x->in.ino, 1, 0);
+	snprintf(where, len, " → /lost+found/%s", name);
+	return rc;
+}
+
+static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
+{
+	const struct pohm_inode *in = &x->in;
+	int isdir = S_ISDIR(in->mode), root = in->ino == POHM_ROOT_INO;
+	uint32_t want = isdir ? 2 + x->subdirs : x->names;
+	uint64_t parent = root ? POHM_ROOT_INO : x->name_dir;
+	char where[64] = "", a[32];
+
+	if (x->busy) {
+		fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_INFO, in->hdr.key, in->ino, 0,
+			 "link count not checked: part of an operation in progress");
+		return;
+	}
+	if (!x->names && !root) {
+		uint64_t t = ts_ns(&in->ctime), age;
+		int keep = (S_ISREG(in->mode) && in->size) || (isdir && x->entries) ||
+			   S_ISLNK(in->mode);
+
+		if (x->ts_ns > t)
+			t = x->ts_ns;
+		age = age_of(f, t);
+		if (age < tmo) {
+			fk_issue(f, POHM_FSCK_ORPHAN, POHM_FSCK_INFO, in->hdr.key, in->ino, 0,
+				 "inode without a name, changed recently (a create in progress?)");
+			return;
+		}
+		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		{
+			int act = fk_act(f, f->repair ? orphan_fix(f, x, keep, where, sizeof(where)) : 0);
+
+			fk_issue(f, POHM_FSCK_ORPHAN, POHM_FSCK_FIX, in->hdr.key, in->ino, act,
+				 "inode %" PRIu64 " (%s, %" PRIu64 " bytes, nlink %u) has no name "
+				 "(%s unchanged)%s%s", in->ino, isdir ? "directory" :
+				 S_ISREG(in->mode) ? "file" : S_ISLNK(in->mode) ? "symlink" : "special",
+				 in->size, in->nlink, a, keep ? ": goes to /lost+found" : ": empty, removed",
+				 act == 1 ? where : "");
+		}
+		return;
+	}
+	if (isdir && x->names > 1) {
+		fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_ERR, in->hdr.key, in->ino, 0,
+			 "directory %" PRIu64 " has %u names (not repaired: remove one by hand)",
+			 in->ino, x->names);
+		return;
+	}
+	if (in->nlink == want && (!isdir || in->hdr.parent == parent))
+		return;
+	fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_FIX, in->hdr.key, in->ino,
+		 fk_act(f, f->repair ? pohm_ns_fix_links(f->ns, in->ino, want, isdir ? parent : 0) : 0),
+		 "inode %" PRIu64 ": nlink %u, the names say %u%s", in->ino, in->nlink, want,
+		 isdir && in->hdr.parent != parent ? "; its parent is recorded wrong" : "");
+}
+
+/* ---------------------------------------------------------------- chunks */
+
+/* Is chunk c named by its inode's committed map? */
+static int chunk_referenced(struct fsck *f, const struct fk_chunk *c, const struct fk_inode **xo)
+{
+	const struct fk_inode *x = fk_inode(f, c->ino);
+
+	*xo = x;
+	return x && !(x->in.hdr.flags & POHM_OBJF_TOMBSTONE) && S_ISREG(x->in.mode) &&
+	       c->idx < x->in.nchunks && x->in.chunks[c->idx].gen == c->gen;
+}
+
+static void check_chunks(struct fsck *f, int gc_ok)
+{
+	size_t i;
+	unsigned k;
+
+	for (i = 0; i < f->nch; i++) {
+		const struct fk_chunk *c = &f->ch[i];
+		const struct fk_inode *x;
+		uint64_t age;
+		char a[32];
+
+		if (chunk_referenced(f, c, &x)) {
+			const struct pohm_chunkref *ref = &x->in.chunks[c->idx];
+
+			for (k = 0; k < c->nalt; k++)
+				if (!memcmp(c->csum[k], ref->csum, 64))
+					break;
+			if (k == c->nalt || c->len < ref->len)
+				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, c->key, c->ino, 0,
+					 "chunk %" PRIu64 " of inode %" PRIu64 ": no copy matches the "
+					 "checksum its map records (data lost)", c->idx, c->ino);
+			continue;
+		}
+		age = age_of(f, c->ts_ns);
+		if (age < f->age) {
+			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, c->key, c->ino, 0,
+				 "unreferenced chunk generation, young (a push in progress?)");
+			continue;
+		}
+		if (!gc_ok) {
+			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, c->key, c->ino, 0,
+				 "unreferenced chunk generation kept: objects of a kind this fsck "
+				 "does not know exist (external chunk maps?)");
+			continue;
+		}
+		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_FIX, c->key, c->ino,
+			 f->repair && !f->res->complete ? -EAGAIN :
+			 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, c->key) : 0),
+			 "chunk generation no committed map names (%s; inode %s)",
+			 c->ts_ns ? a : "age unknown",
+			 !x ? "missing" : (x->in.hdr.flags & POHM_OBJF_TOMBSTONE) ? "deleted" : "live");
+	}
+	/* Every chunk a live map names must exist. */
+	for (i = 0; i < f->nino; i++) {
+		const struct fk_inode *x = &f->ino[i];
+		char key[POHM_KEY_MAX];
+		uint32_t n;
+
+		if ((x->in.hdr.flags & POHM_OBJF_TOMBSTONE) || !S_ISREG(x->in.mode) || !f->res->complete)
+			continue;
+		for (n = 0; n < x->in.nchunks; n++) {
+			if (!x->in.chunks[n].gen)
+				continue;
+			pohm_key_chunk(key, x->in.ino, n, x->in.chunks[n].gen);
+			if (!fk_find(f, key))
+				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, x->in.ino, 0,
+					 "inode %" PRIu64 ": chunk %u (generation %016" PRIx64 ") its map "
+					 "names is missing in every group (data lost)", x->in.ino, n,
+					 x->in.chunks[n].gen);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- leftovers */
+
+static void check_tombstones(struct fsck *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nino; i++) {
+		const struct fk_inode *x = &f->ino[i];
+		uint64_t t = x->ts_ns ? x->ts_ns : ts_ns(&x->in.ctime), age = age_of(f, t);
+		char a[32];
+
+		if (!(x->in.hdr.flags & POHM_OBJF_TOMBSTONE) || x->names || age < f->age)
+			continue;
+		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		fk_issue(f, POHM_FSCK_TOMBSTONE, POHM_FSCK_FIX, x->in.hdr.key, x->in.ino,
+			 f->repair && !f->res->complete ? -EAGAIN :
+			 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, x->in.hdr.key) : 0),
+			 "tombstone of inode %" PRIu64 " is %s old: reclaimed", x->in.ino, a);
+	}
+}
+
+static void check_unreached(struct fsck *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nbk; i++) {
+		const struct fk_bucket *b = &f->bk[i];
+		const struct fk_inode *d;
+		uint64_t age;
+		char a[32];
+
+		if (b->reached)
+			continue;
+		d = fk_inode(f, b->bk.dir);
+		if (d && !(d->in.hdr.flags & POHM_OBJF_TOMBSTONE) && S_ISDIR(d->in.mode)) {
+			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, b->bk.hdr.key, b->bk.dir, 0,
+				 "bucket not reachable from its directory's root bucket "
+				 "(written by a split that has not finished)");
+			continue;
+		}
+		age = age_of(f, b->ts_ns ? b->ts_ns : b->bk.stamp);
+		if (age < f->age)
+			continue;
+		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_FIX, b->bk.hdr.key, b->bk.dir,
+			 f->repair && !f->res->complete ? -EAGAIN :
+			 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, b->bk.hdr.key) : 0),
+			 "bucket of removed directory %" PRIu64 " (%u entries, %s old)", b->bk.dir,
+			 b->bk.n, b->ts_ns || b->bk.stamp ? a : "age unknown");
+	}
+}
+
+/* ---------------------------------------------------------------- all */
+
+void fk_check_namespace(struct fsck *f)
+{
+	uint64_t tmo = pohm_ns_intent_timeout_ns(f->ns);
+	size_t i;
+
+	check_lease(f, tmo);
+	for (i = 0; i < f->nino; i++) {
+		struct fk_inode *x = &f->ino[i];
+
+		if (!(x->in.hdr.flags & POHM_OBJF_TOMBSTONE) && S_ISDIR(x->in.mode))
+			walk_dir(f, x, tmo);
+	}
+	for (i = 0; i < f->nino; i++)
+		if (!(f->ino[i].in.hdr.flags & POHM_OBJF_TOMBSTONE))
+			check_inode(f, &f->ino[i], tmo);
+	check_chunks(f, !f->unknown);
+	check_tombstones(f);
+	check_unreached(f);
+}

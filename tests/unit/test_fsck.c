@@ -1,0 +1,400 @@
+/* test_fsck.c — fsck and repair on the in-memory store: each namespace
+ * class injected (dangling entries, orphans with and without data, wrong
+ * link counts, unfinished intents left by a crash at every step of a
+ * rename, a stale rename lease, unreferenced chunk generations, old
+ * tombstones, lost chunks), found, repaired, and fsck clean afterwards.
+ * The replica classes (divergent groups, checksum errors) need several
+ * groups: tests/bats/ns_fsck.bats covers them on a local cluster. */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "fsck.h"
+#include "kv.h"
+#include "ns.h"
+
+static struct pohm_kv kv;
+
+struct seen {
+	int n[POHM_FSCK_NCLASSES];	/* issues (not INFO) of the first pass */
+	int fixed[POHM_FSCK_NCLASSES];
+	int dry[POHM_FSCK_NCLASSES];	/* action 2 */
+	int left;			/* issues (not INFO) the verify pass found */
+};
+
+static void collect(void *arg, const struct pohm_fsck_issue *is)
+{
+	struct seen *s = arg;
+
+	if (is->sev == POHM_FSCK_INFO)
+		return;
+	if (getenv("FSCK_VERBOSE"))
+		printf("# %s%s [%s] %s (action %d)\n", is->verify ? "left: " : "",
+		       pohm_fsck_class_name(is->cls), is->key, is->what, is->action);
+	if (is->verify) {
+		s->left++;
+		return;
+	}
+	s->n[is->cls]++;
+	if (is->action == 1)
+		s->fixed[is->cls]++;
+	if (is->action == 2)
+		s->dry[is->cls]++;
+}
+
+static struct pohm_ns *open_ns(uint64_t intent_ms)
+{
+	struct pohm_ns_opts o = { .fsid = "test", .intent_timeout_ms = intent_ms,
+				  .chunk_shift = 12 };
+	struct pohm_ns *ns = NULL;
+	int r = pohm_ns_open(&ns, &kv, &o);
+
+	if (r)
+		printf("# pohm_ns_open: %d\n", r);
+	return ns;
+}
+
+static struct pohm_ns *fresh(void)
+{
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	return open_ns(1);
+}
+
+/* Run fsck (repair: 0 check, 1 repair, 2 dry run); returns the status. */
+static int run(struct pohm_ns *ns, int repair, struct seen *s, uint64_t age_ns)
+{
+	struct pohm_fsck_opts o = { .repair = repair != 0, .dry_run = repair == 2,
+				    .age_ns = age_ns, .report = collect, .arg = s };
+	struct pohm_fsck_result res;
+
+	memset(s, 0, sizeof(*s));
+	return pohm_fsck_run(ns, &kv, NULL, &o, &res);
+}
+
+static uint64_t ino_of(struct pohm_ns *ns, uint64_t dir, const char *name)
+{
+	uint64_t ino = 0;
+
+	return pohm_ns_lookup(ns, dir, name, &ino, NULL) ? 0 : ino;
+}
+
+static uint32_t nlink_of(struct pohm_ns *ns, uint64_t ino)
+{
+	struct pohm_inode in;
+	uint32_t n;
+
+	if (pohm_ns_getattr(ns, ino, &in))
+		return 0;
+	n = in.nlink;
+	pohm_inode_clear(&in);
+	return n;
+}
+
+static int exists(const char *key)
+{
+	struct pohm_kv_val v = { 0 };
+	int r = kv.ops->get(kv.ctx, key, &v);
+
+	pohm_kv_val_free(&v);
+	return r == 0;
+}
+
+/* A file dir/name holding text (one chunk). */
+static uint64_t file_with(struct pohm_ns *ns, uint64_t dir, const char *name, const char *text)
+{
+	struct pohm_chunk_write w = { 0, text, strlen(text) };
+	struct pohm_inode in;
+	uint64_t ino;
+
+	if (pohm_ns_create(ns, dir, name, 0644, 0, 0, 0, POHM_CREATE_EXCL, &in))
+		return 0;
+	ino = in.ino;
+	if (pohm_ns_commit(ns, ino, in.dversion, strlen(text), &w, 1, NULL, NULL))
+		ino = 0;
+	pohm_inode_clear(&in);
+	return ino;
+}
+
+static struct pohm_ns *sample(uint64_t *d, uint64_t *f)
+{
+	struct pohm_ns *ns = fresh();
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, NULL), 0);
+	*d = ino_of(ns, POHM_ROOT_INO, "d");
+	*f = file_with(ns, *d, "f", "hello fsck");
+	EXPECT(*f != 0);
+	EXPECT_EQ_INT(pohm_ns_symlink(ns, *d, "s", "f", 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns, *f, POHM_ROOT_INO, "hard", NULL), 0);
+	return ns;
+}
+
+TEST(clean_namespace_is_clean)
+{
+	struct seen s;
+	uint64_t d, f;
+	struct pohm_ns *ns = sample(&d, &f);
+	long puts = pohm_kvmem_puts(&kv);
+	int i, total = 0;
+
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+	for (i = 0; i < POHM_FSCK_NCLASSES; i++)
+		total += s.n[i];
+	EXPECT_EQ_INT(total, 0);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), puts);	/* a clean repair writes nothing */
+	pohm_ns_close(ns);
+}
+
+TEST(dangling_entry_removed)
+{
+	struct seen s;
+	uint64_t d, f, g;
+	struct pohm_ns *ns = sample(&d, &f);
+	char key[POHM_KEY_MAX];
+
+	g = file_with(ns, d, "gone", "x");
+	pohm_key_inode(key, g);
+	EXPECT_EQ_INT(kv.ops->del(kv.ctx, key), 0);	/* the inode vanished */
+	EXPECT_EQ_INT(pohm_ns_tombstone(ns, f), 0);	/* the other a tombstone */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_DANGLING], 3);	/* d/gone, d/f, /hard */
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_DANGLING], 3);
+	EXPECT_EQ_INT(s.left, 0);
+	EXPECT_EQ_INT(ino_of(ns, d, "gone"), 0);
+	EXPECT_EQ_INT(ino_of(ns, POHM_ROOT_INO, "hard"), 0);
+	EXPECT(ino_of(ns, d, "s") != 0);	/* the rest untouched */
+	pohm_ns_close(ns);
+}
+
+TEST(orphans_to_lost_found_or_removed)
+{
+	struct seen s;
+	uint64_t d, f, e, lf;
+	struct pohm_ns *ns = sample(&d, &f);
+	struct pohm_inode in;
+	char buf[32];
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "empty", 0644, 0, 0, 0, 0, &in), 0);
+	e = in.ino;
+	pohm_inode_clear(&in);
+	/* Both lose their names behind the namespace's back. */
+	EXPECT_EQ_INT(pohm_ns_drop_entry(ns, d, "f", f), 0);
+	EXPECT_EQ_INT(pohm_ns_drop_entry(ns, POHM_ROOT_INO, "hard", f), 0);
+	EXPECT_EQ_INT(pohm_ns_drop_entry(ns, d, "empty", e), 0);
+	/* Young orphans may be creates in progress: only noted. */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+	usleep(1200 * 1000);	/* past the intent timeout... */
+	pohm_ns_close(ns);
+	ns = open_ns(1000);	/* ...of a client whose timeout is 1 s */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 2);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_ORPHAN], 2);
+	EXPECT_EQ_INT(s.left, 0);
+	lf = ino_of(ns, POHM_ROOT_INO, "lost+found");
+	EXPECT(lf != 0);
+	snprintf(buf, sizeof(buf), "#%llu", (unsigned long long)f);
+	EXPECT_EQ_U64(ino_of(ns, lf, buf), f);
+	EXPECT_EQ_INT(nlink_of(ns, f), 1);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, e, &in), -ENOENT);	/* empty: removed */
+	{
+		struct pohm_inode fi;
+		char data[32] = { 0 };
+
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &fi), 0);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &fi, 0, data, sizeof(data)), 10);
+		EXPECT_EQ_STR(data, "hello fsck");
+		pohm_inode_clear(&fi);
+	}
+	pohm_ns_close(ns);
+}
+
+TEST(nlink_and_parent_fixed)
+{
+	struct seen s;
+	uint64_t d, f, sub;
+	struct pohm_ns *ns = sample(&d, &f);
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, d, "sub", 0755, 0, 0, NULL), 0);
+	sub = ino_of(ns, d, "sub");
+	EXPECT_EQ_INT(pohm_ns_fix_links(ns, f, 7, 0), 0);
+	EXPECT_EQ_INT(pohm_ns_fix_links(ns, d, 9, 0), 0);
+	EXPECT_EQ_INT(pohm_ns_fix_links(ns, sub, 2, POHM_ROOT_INO), 0);	/* wrong parent */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_NLINK], 3);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.left, 0);
+	EXPECT_EQ_INT(nlink_of(ns, f), 2);
+	EXPECT_EQ_INT(nlink_of(ns, d), 3);
+	EXPECT_EQ_U64(ino_of(ns, sub, ".."), d);
+	pohm_ns_close(ns);
+}
+
+/* A crash at every step of a rename across directories: repair completes
+ * or rolls back what is left, and fsck is clean afterwards. */
+TEST(crash_mid_rename_repaired)
+{
+	int k, done = 0, intents = 0;
+
+	for (k = 0; k < 40 && !done; k++) {
+		struct seen s;
+		uint64_t d, f, d2, a, b;
+		struct pohm_ns *ns = sample(&d, &f);
+		int r, st;
+
+		EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d2", 0755, 0, 0, NULL), 0);
+		d2 = ino_of(ns, POHM_ROOT_INO, "d2");
+		pohm_kvmem_fail_after(&kv, k);
+		r = pohm_ns_rename(ns, d, "f", d2, "g", 0);
+		pohm_kvmem_fail_after(&kv, -1);
+		done = r == 0;
+		usleep(3000);	/* past the 1 ms intent timeout */
+		st = run(ns, 0, &s, 0);
+		intents += s.n[POHM_FSCK_INTENT];
+		EXPECT(st == POHM_FSCK_OK || st == POHM_FSCK_FOUND);
+		EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+		if (s.left)
+			printf("# crash after %d writes: %d issues left after repair\n", k, s.left);
+		EXPECT_EQ_INT(s.left, 0);
+		a = ino_of(ns, d, "f");
+		b = ino_of(ns, d2, "g");
+		/* Exactly one name, never lost, link count right. */
+		EXPECT((a == f) != (b == f));
+		EXPECT_EQ_INT(nlink_of(ns, f), 2);
+		EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+		pohm_ns_close(ns);
+	}
+	EXPECT(done);
+	EXPECT(intents > 0);	/* some crash points did leave an intent */
+}
+
+TEST(stale_rename_lease_cleared)
+{
+	struct seen s;
+	uint64_t d, f;
+	struct pohm_ns *ns = sample(&d, &f), *other = open_ns(1);
+	uint64_t d2, sub;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, d, "sub", 0755, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d2", 0755, 0, 0, NULL), 0);
+	sub = ino_of(ns, d, "sub");
+	d2 = ino_of(ns, POHM_ROOT_INO, "d2");
+	/* A directory move that dies right after taking the lease (its first write). */
+	pohm_kvmem_fail_after(&kv, 1);
+	EXPECT(pohm_ns_rename(ns, d, "sub", d2, "sub", 0) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	usleep(3000);
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_INTENT], 1);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_INTENT], 1);
+	EXPECT_EQ_U64(ino_of(ns, d, "sub"), sub);
+	pohm_ns_close(other);
+	pohm_ns_close(ns);
+}
+
+TEST(chunk_gc_and_tombstones)
+{
+	struct seen s;
+	uint64_t d, f, g, gen;
+	struct pohm_ns *ns = sample(&d, &f);
+	struct pohm_chunk_write w = { 0, "second version", 14 };
+	struct pohm_inode in;
+	char old[POHM_KEY_MAX], stray[POHM_KEY_MAX], tomb[POHM_KEY_MAX];
+
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+	pohm_key_chunk(old, f, 0, in.chunks[0].gen);
+	EXPECT_EQ_INT(pohm_ns_commit(ns, f, in.dversion, 14, &w, 1, NULL, NULL), 0);
+	pohm_inode_clear(&in);
+	/* A push that died before its commit. */
+	EXPECT_EQ_INT(pohm_ns_put_chunk(ns, f, 3, "lost push", 9, &gen), 0);
+	pohm_key_chunk(stray, f, 3, gen);
+	/* A deleted file: its tombstone and its chunk. */
+	g = file_with(ns, d, "del", "bye");
+	pohm_key_inode(tomb, g);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d, "del"), 0);
+	EXPECT(exists(old) && exists(stray) && exists(tomb));
+	/* Younger than the age: kept (tombstones know their age; chunks here do not). */
+	EXPECT_EQ_INT(run(ns, 1, &s, 3600ULL * 1000000000ULL), POHM_FSCK_OK);
+	EXPECT(exists(tomb));
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_GARBAGE], 3);	/* old gen, stray, deleted file's */
+	EXPECT(!exists(old) && !exists(stray));
+	/* Past the age: the tombstone goes too. */
+	EXPECT_EQ_INT(run(ns, 0, &s, 1), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_TOMBSTONE], 1);
+	EXPECT_EQ_INT(run(ns, 1, &s, 1), POHM_FSCK_OK);
+	EXPECT(!exists(tomb));
+	/* The live data is intact. */
+	{
+		char data[32] = { 0 };
+
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &in, 0, data, sizeof(data)), 14);
+		EXPECT_EQ_STR(data, "second version");
+		pohm_inode_clear(&in);
+	}
+	pohm_ns_close(ns);
+}
+
+TEST(lost_chunk_is_data_loss)
+{
+	struct seen s;
+	uint64_t d, f;
+	struct pohm_ns *ns = sample(&d, &f);
+	struct pohm_inode in;
+	char key[POHM_KEY_MAX];
+	uint64_t g;
+
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+	pohm_key_chunk(key, f, 0, in.chunks[0].gen);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(kv.ops->del(kv.ctx, key), 0);
+	/* Another file's chunk overwritten with other bytes (a valid object). */
+	g = file_with(ns, d, "other", "original");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, g, &in), 0);
+	pohm_key_chunk(key, g, 0, in.chunks[0].gen);
+	{
+		struct pohm_buf b = POHM_BUF_INIT;
+
+		EXPECT_EQ_INT(pohm_chunk_encode(&b, "test", g, 0, in.chunks[0].gen, "tampered", 8), 0);
+		EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, NULL), 0);
+		pohm_buf_free(&b);
+	}
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_DATALOSS);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_LOST], 2);
+	/* Repair cannot bring it back, and says so. */
+	EXPECT_EQ_INT(run(ns, 1, &s, 0) & POHM_FSCK_DATALOSS, POHM_FSCK_DATALOSS);
+	pohm_ns_close(ns);
+}
+
+TEST(dry_run_changes_nothing)
+{
+	struct seen s;
+	uint64_t d, f;
+	struct pohm_ns *ns = sample(&d, &f);
+	long puts;
+	size_t keys;
+
+	EXPECT_EQ_INT(pohm_ns_fix_links(ns, f, 5, 0), 0);
+	EXPECT_EQ_INT(pohm_ns_drop_entry(ns, POHM_ROOT_INO, "hard", f), 0);
+	puts = pohm_kvmem_puts(&kv);
+	keys = pohm_kvmem_count(&kv);
+	EXPECT_EQ_INT(run(ns, 2, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.dry[POHM_FSCK_NLINK], 1);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), puts);
+	EXPECT_EQ_INT(pohm_kvmem_count(&kv), keys);
+	EXPECT_EQ_INT(nlink_of(ns, f), 5);
+	pohm_ns_close(ns);
+}
+
+TEST(class_names)
+{
+	EXPECT_EQ_STR(pohm_fsck_class_name(POHM_FSCK_DANGLING), "dangling");
+	EXPECT_EQ_STR(pohm_fsck_class_name(POHM_FSCK_DIVERGENT), "divergent");
+	EXPECT_EQ_STR(pohm_fsck_class_name(POHM_FSCK_NCLASSES), "?");
+}
