@@ -136,7 +136,7 @@ demo: all
 
 # ---------------------------------------------------------------- setup
 DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
-        sqlite3 git rsync python3 util-linux man-db groff-base
+        sqlite3 git rsync python3 util-linux man-db groff-base gnuplot-nox
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update

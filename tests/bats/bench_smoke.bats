@@ -1,0 +1,36 @@
+#!/usr/bin/env bats
+# bench_smoke.bats — `make bench` must not rot: one BENCH_QUICK=1 run of
+# tests/bench/run (every bench_*.sh at smoke sizes, each with its own
+# loopback cluster) prints a table with rows from every script and no
+# FAILED row.  About a minute; bounded at 4.
+
+setup() {
+	load lib/common
+	[ -z "${SAN:-}" ] || skip "the benchmarks measure the plain build"
+	preload_ok || skip "the library cannot be preloaded here"
+}
+
+@test "BENCH_QUICK=1 tests/bench/run: a row from every benchmark, none FAILED" {
+	out=$BATS_TEST_TMPDIR/bench
+	b=$B
+	case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac	# the scripts take B relative to the tree
+	t0=$(date +%s)
+	run timeout -k 10 240 env BENCH_QUICK=1 BENCH_OUT="$out" BENCH_TMP="$BATS_TEST_TMPDIR" B="$b" \
+		"$TOP/tests/bench/run"
+	echo "$output"
+	echo "took $(($(date +%s) - t0)) s"
+	[ "$status" -eq 0 ]
+	! grep -q 'FAILED' <<<"$output"
+	[[ $output =~ bench:\ ([0-9]+)\ rows ]]
+	[ "${BASH_REMATCH[1]}" -gt 0 ]
+	# Every script contributed rows (results.tsv's last column names it).
+	for s in "$TOP"/tests/bench/bench_*.sh; do
+		name=$(basename "$s" .sh)
+		n=$(awk -F'\t' -v s="$name" 'NR > 1 && $6 == s' "$out/results.tsv" | wc -l)
+		[ "$n" -gt 0 ] || { echo "no rows from $name"; false; }
+	done
+	# The rows are "name | ratio | target | verdict | detail" with a number
+	# (or SKIP) as the ratio.
+	bad=$(awk -F'\t' 'NR > 1 && $2 !~ /^[-+]?[0-9.]+$/ && $2 != "SKIP"' "$out/results.tsv")
+	[ -z "$bad" ] || { echo "rows without a ratio: $bad"; false; }
+}

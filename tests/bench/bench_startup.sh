@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench_startup.sh — what the shim adds to a program's start (issue 11:
+# target +0.5 ms): /bin/true and `python3 -c pass` started STARTS times by
+# helpers/spawn_loop, CPU time (user + system) per start of the child, with
+# the shim minus without, median of REPS interleaved rounds.  The
+# environment names a running cluster and a prefix the programs do not
+# touch, so only the light init runs.  A third row starts python3 listing its working directory, inside
+# the prefix, which makes it connect (heavy init):
+# wall time, no target.
+. "$(dirname "$0")/lib.sh"
+bench_init startup
+REPS=${REPS:-11} STARTS=${STARTS:-100} WALL_STARTS=${WALL_STARTS:-20}
+[ "$QUICK" = 1 ] && REPS=3 STARTS=20 WALL_STARTS=5
+spawner=$BIN/tests/helpers/spawn_loop
+[ -x "$spawner" ] || fail "$spawner missing (make)"
+py=$PY
+[ -x "$py" ] || fail "python3 not found"
+bench_cluster
+export POHMELFS_PREFIX=$W/a POHMELFS_CACHE_DIR=$W/a-state POHMELFS_HOST_ID=a
+
+true_none() { "$spawner" "$STARTS" /bin/true; }
+true_shim() { "$spawner" -e LD_PRELOAD="$LIB" "$STARTS" /bin/true; }
+py_none() { "$spawner" "$STARTS" "$py" -c pass; }
+py_shim() { "$spawner" -e LD_PRELOAD="$LIB" "$STARTS" "$py" -c pass; }
+
+# diff_row NAME A B: median over rounds of (m.B - m.A), ns → ms.
+diff_row() {
+	local d
+	paste "$W/m.$2" "$W/m.$3" | awk '{print $2 - $1}' >"$W/d.$2"
+	d=$(median_of "$W/d.$2")
+	row "$1" "$(awk -v d="$d" 'BEGIN {printf "%+.3f", d / 1e6}')" \
+		"ms CPU per start; median of $REPS rounds x $STARTS; $(awk -v a="$(median_of "$W/m.$2")" \
+		'BEGIN {printf "%.2f", a / 1e6}') ms without, $(awk -v a="$(median_of "$W/m.$3")" \
+		'BEGIN {printf "%.2f", a / 1e6}') ms with"
+}
+
+interleave "$REPS" true_none true_shim
+diff_row "start-up /bin/true (shim-none ms)" true_none true_shim
+interleave "$REPS" py_none py_shim
+diff_row "start-up python3 -c pass (shim-none ms)" py_none py_shim
+
+# In the prefix: the first call under it starts the client (config,
+# connect, route list).  The prefix exists locally once the shim made it.
+shim a ls -a "$W/a" >&2
+[ -d "$W/a" ] || fail "the shim did not create the prefix $W/a"
+wall_loop() {	# wall_loop PRELOAD: ms per start of python3 in $W/a
+	local i t0 t1
+	t0=$(now_ns)
+	for ((i = 0; i < WALL_STARTS; i++)); do
+		(cd "$W/a" && LD_PRELOAD=$1 "$py" -c 'import os; os.listdir(".")') || return 1
+	done
+	t1=$(now_ns)
+	awk -v a="$t0" -v b="$t1" -v n="$WALL_STARTS" 'BEGIN {printf "%.4f\n", (b - a) / 1e6 / n}'
+}
+inpfx_none() { wall_loop ""; }
+inpfx_shim() { wall_loop "$LIB"; }
+interleave "$REPS" inpfx_none inpfx_shim
+paste "$W/m.inpfx_none" "$W/m.inpfx_shim" | awk '{print $2 - $1}' >"$W/d.inpfx"
+row "start-up python3 listing the prefix (wall ms)" \
+	"$(awk -v d="$(median_of "$W/d.inpfx")" 'BEGIN {printf "%+.2f", d}')" \
+	"ms wall per start of python3 -c \"os.listdir('.')\" in the prefix (connects); median of $REPS rounds x $WALL_STARTS; $(median_of "$W/m.inpfx_none") ms without"

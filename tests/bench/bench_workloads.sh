@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# bench_workloads.sh — real programs under the shim ÷ the same on local disk
+# (issue 11: ≤ 2.0, goal 1.5):
+#   tar -x    of a tree of FILES (5000) small files in 100 directories
+#   git clone (file://, so both sides run the same transport) of a local
+#             repository of 300 files and 10 commits
+#   make -j2  of a project of 24 C files
+#   sqlite3   inserting ROWS (100 000) rows, 1000 per transaction
+# Each shim round runs in a new directory under host a's prefix with
+# sync_on_close and ends with `pohmelfs sync`, so the time includes getting
+# everything into the storage; the disk round runs the same commands in a
+# local directory.  Wall time, median of REPS interleaved rounds.  At the
+# end an empty cache (host b) checks that the last round's results are whole.
+. "$(dirname "$0")/lib.sh"
+bench_init workloads
+REPS=${REPS:-3} FILES=${FILES:-5000} ROWS=${ROWS:-100000} GITFILES=${GITFILES:-300} CFILES=${CFILES:-24}
+[ "$QUICK" = 1 ] && REPS=1 FILES=300 ROWS=5000 GITFILES=30 CFILES=4
+for p in tar git make sqlite3 cc; do
+	command -v $p >/dev/null || fail "$p is not installed (make deps)"
+done
+bench_cluster
+mkdir -p "$W/local" "$W/src"
+
+# The inputs, made once on local disk.
+"$PY" - "$W/src" "$FILES" "$ROWS" "$GITFILES" "$CFILES" <<'PY' || fail "making the inputs"
+import os, random, sys
+src, files, rows, gitfiles, cfiles = sys.argv[1], *map(int, sys.argv[2:])
+rnd = random.Random(11)
+for i in range(files):
+    d = "%s/tree/d%03d" % (src, i % 100)
+    os.makedirs(d, exist_ok=True)
+    with open("%s/f%05d.txt" % (d, i), "wb") as f:
+        f.write(rnd.randbytes(rnd.randrange(0, 8192)))
+with open(src + "/insert.sql", "w") as f:
+    f.write("create table t(id integer primary key, name text, value real);\n")
+    per = 1000
+    for t in range(0, rows, per):
+        f.write("begin;\n")
+        for i in range(t, min(t + per, rows)):
+            f.write("insert into t(name, value) values('row %d', %d.5);\n" % (i, i))
+        f.write("commit;\n")
+os.makedirs(src + "/proj")
+with open(src + "/proj/Makefile", "w") as f:
+    objs = " ".join("u%02d.o" % i for i in range(cfiles))
+    f.write("prog: main.o %s\n\tcc -o prog main.o %s\n%%.o: %%.c\n\tcc -O2 -c -o $@ $<\n" % (objs, objs))
+with open(src + "/proj/main.c", "w") as f:
+    f.write("#include <stdio.h>\n")
+    f.write("".join("int u%02d(int);\n" % i for i in range(cfiles)))
+    f.write("int main(void) { int s = 0;\n")
+    f.write("".join("s += u%02d(%d);\n" % (i, i) for i in range(cfiles)))
+    f.write('printf("%d\\n", s); return 0; }\n')
+for i in range(cfiles):
+    with open(src + "/proj/u%02d.c" % i, "w") as f:
+        f.write("#include <string.h>\n#include <stdlib.h>\n")
+        f.write("int u%02d(int x) { char b[64]; int i, s = 0; memset(b, x, sizeof b);\n" % i)
+        f.write("for (i = 0; i < 64; i++) s += b[i] * (i + %d); return s %% 1000; }\n" % i)
+os.makedirs(src + "/repo")
+PY
+tar -C "$W/src/tree" -cf "$W/src/tree.tar" . || fail "tar -c"
+(
+	cd "$W/src/repo" && git init -q && for c in $(seq 10); do
+		for i in $(seq "$GITFILES"); do
+			[ $((i % 10)) -eq $((c % 10)) ] || [ "$c" -eq 1 ] || continue
+			echo "file $i commit $c $RANDOM" >"f$i.txt"
+		done
+		git add . && git -c user.email=b@b -c user.name=b commit -qm "commit $c" || exit 1
+	done
+) >&2 || fail "making the git repository"
+rows_expected=$ROWS
+S=$W/src
+wl_tar="tar -xf '$S/tree.tar'"
+wl_git="git clone -q 'file://$S/repo' clone"
+wl_make="cp -r '$S/proj' . && make -s -j2 -C proj"
+wl_sqlite="sqlite3 db < '$S/insert.sql'"
+
+# run_disk NAME ROUND / run_shim NAME ROUND: seconds of workload NAME.
+run_disk() {
+	eval "local cmd=\$wl_$1"
+	secs bash -ec "mkdir '$W/local/$1$2' && cd '$W/local/$1$2' && $cmd"
+}
+shim_round() {
+	eval "local cmd=\$wl_$1"
+	shim a bash -ec "mkdir -p '$W/a/$1$2' && cd '$W/a/$1$2' && $cmd" && shim_sync a
+}
+run_shim() { secs shim_round "$1" "$2"; }
+
+for wl in tar git make sqlite; do
+	eval "disk_$wl() { run_disk $wl \$1; }"
+	eval "shim_$wl() { run_shim $wl \$1; }"
+	interleave "$REPS" "disk_$wl" "shim_$wl"
+	ts=$(median_of "$W/m.shim_$wl"); td=$(median_of "$W/m.disk_$wl")
+	case $wl in
+	tar) what="tar -x $FILES files" ;;
+	git) what="git clone $GITFILES files" ;;
+	make) what="make -j2 $CFILES C files" ;;
+	sqlite) what="sqlite3 $ROWS rows" ;;
+	esac
+	row "$what (time shim/disk)" "$(ratio_median "shim_$wl" "disk_$wl")" \
+		"$(fmt "$ts") s under the shim incl. push, $(fmt "$td") s on disk; wall, median of $REPS"
+done
+
+# Another host with an empty cache sees the last round whole.
+r=$((REPS - 1))
+n=$(shim b find "$W/b/tar$r" -type f | wc -l)
+[ "$n" -eq "$FILES" ] || fail "host b sees $n of $FILES extracted files"
+shim b git -C "$W/b/git$r/clone" fsck --no-progress >&2 || fail "git fsck of the clone on host b"
+[ "$(shim b git -C "$W/b/git$r/clone" rev-list --count HEAD)" = 10 ] || fail "the clone on host b lacks commits"
+[ "$(shim b bash -c "'$W/b/make$r/proj/prog'")" = "$("$W/local/make$r/proj/prog")" ] || fail "the binary built under the shim runs differently on host b"
+[ "$(shim b sqlite3 "$W/b/sqlite$r/db" 'select count(*) from t')" = "$rows_expected" ] || fail "host b counts another number of rows"
