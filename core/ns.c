@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ns_http.h"
 #include "ns_int.h"
 #include "sys.h"
 
@@ -260,6 +261,7 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 		ns->chunk_shift = 20;
 	ns->intent_timeout_ns = (o->intent_timeout_ms ? o->intent_timeout_ms : 10000) * 1000000ULL;
 	ns->max_retries = o->max_retries ? o->max_retries : 200;
+	ns->http_compat = o->http_compat;
 	pthread_mutex_init(&ns->rng_lock, NULL);
 	pthread_mutex_init(&ns->hint_lock, NULL);
 	ns->rng = pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)ns;
@@ -292,7 +294,11 @@ void pohm_ns_close(struct pohm_ns *ns)
 
 int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
 {
-	return ns_inode_get(ns, ino, out, NULL, 0);
+	int r = ns_inode_get(ns, ino, out, NULL, 0);
+
+	if (!r && (r = pohm_ns_map_load(ns, out)))	/* large files: the whole map */
+		pohm_inode_clear(out);
+	return r;
 }
 
 static void truncate_map(struct pohm_inode *in, uint64_t size)
@@ -349,7 +355,11 @@ static int setattr_fn(struct pohm_inode *in, void *arg)
 int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr *sa,
 		    struct pohm_inode *out)
 {
-	return ns_inode_update(ns, ino, setattr_fn, (void *)sa, out);
+	int r = ns_inode_update(ns, ino, setattr_fn, (void *)sa, out);
+
+	if (!r)
+		ns_http_setattr(ns, ino, sa->mask);
+	return r;
 }
 
 /* ---------------------------------------------------------------- xattrs */

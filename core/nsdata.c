@@ -6,57 +6,44 @@
  * new map: the inode CAS is the commit point, so a reader that follows a
  * committed map never sees a mix of old and new chunks, and a writer that
  * dies before it leaves only unreferenced chunks (reclaimed by fsck).
- * Every map entry carries the chunk's SHA-512; a read verifies it.
+ * Every map entry carries the chunk's SHA-512; a read verifies it.  Where
+ * the map lives (inline, or in map objects for large files) is nsmap.c's
+ * business; the http_compat path copy is written after the commit point
+ * (ns_http.c).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ns_int.h"
+#include "ns_http.h"
+#include "nsmap.h"
 #include "sha512.h"
 
 struct commit_ctx {
+	struct pohm_ns *ns;
 	uint64_t base_dversion;
 	uint64_t size;
-	const struct pohm_chunk_set *set;
+	const struct pohm_chunk_set *set;	/* sorted by index (set_sorted) */
 	size_t n;
 	const struct pohm_ts *mtime;
+	uint64_t hint_dir;			/* http_compat: the name the copy follows, */
+	const char *hint_name;			/* or NULL */
 };
 
 static int commit_fn(struct pohm_inode *in, void *arg)
 {
 	const struct commit_ctx *c = arg;
-	uint64_t cs = pohm_inode_chunk_size(in), need;
-	size_t i;
+	int r;
 
 	if (!S_ISREG(in->mode))
 		return S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
 	if (in->dversion != c->base_dversion)
 		return -ESTALE;		/* the data moved on since the writer's base */
-	need = (c->size + cs - 1) / cs;
-	if (need > in->nchunks) {
-		struct pohm_chunkref *m = realloc(in->chunks, need * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		memset(m + in->nchunks, 0, (need - in->nchunks) * sizeof(*m));
-		in->chunks = m;
-	}
-	in->nchunks = (uint32_t)need;
-	for (i = 0; i < c->n; i++) {
-		struct pohm_chunkref *ref;
-
-		if (c->set[i].index >= need)
-			continue;	/* wholly past the new end */
-		ref = &in->chunks[c->set[i].index];
-		ref->gen = c->set[i].gen;
-		ref->len = c->set[i].len;
-		memcpy(ref->csum, c->set[i].csum, 64);
-	}
-	/* A kept last chunk that reaches past the new size is cut on read. */
-	if (need && in->chunks[need - 1].len > c->size - (need - 1) * cs)
-		in->chunks[need - 1].len = (uint32_t)(c->size - (need - 1) * cs);
+	/* Writes the map objects that change (external maps) before our CAS. */
+	r = ns_map_apply(c->ns, in, c->size, c->set, c->n);
+	if (r)
+		return r;
 	in->size = c->size;
 	in->dversion++;
 	if (c->mtime)
@@ -64,7 +51,40 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 	else
 		ns_now_ts(&in->mtime);
 	ns_now_ts(&in->ctime);
+	if (c->hint_name)
+		return ns_http_hint_set(in, c->hint_dir, c->hint_name);
 	return 0;
+}
+
+static int set_cmp(const void *a, const void *b)
+{
+	const struct pohm_chunk_set *x = *(const struct pohm_chunk_set * const *)a;
+	const struct pohm_chunk_set *y = *(const struct pohm_chunk_set * const *)b;
+
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return x < y ? -1 : x > y;	/* the later of two equal indexes wins */
+}
+
+/* A copy of set sorted by index, in which a later entry for the same chunk comes later. */
+static struct pohm_chunk_set *set_sorted(const struct pohm_chunk_set *set, size_t n)
+{
+	const struct pohm_chunk_set **p = malloc((n ? n : 1) * sizeof(*p));
+	struct pohm_chunk_set *out = malloc((n ? n : 1) * sizeof(*out));
+	size_t i;
+
+	if (!p || !out) {
+		free(p);
+		free(out);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		p[i] = &set[i];
+	qsort(p, n, sizeof(*p), set_cmp);
+	for (i = 0; i < n; i++)
+		out[i] = *p[i];
+	free(p);
+	return out;
 }
 
 int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
@@ -89,9 +109,36 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       struct pohm_inode *out)
 {
-	struct commit_ctx c = { base_dversion, size, set, n, mtime };
+	struct commit_ctx c = { ns, base_dversion, size, NULL, n, mtime, 0, NULL };
+	struct pohm_chunk_set *sorted = set_sorted(set, n);
+	char hint[POHM_NAME_MAX + 1];
+	struct pohm_inode in;
+	int r;
 
-	return ns_inode_update(ns, ino, commit_fn, &c, out);
+	if (!sorted)
+		return -ENOMEM;
+	c.set = sorted;
+	/* http_compat: the name the path copy follows is recorded by this CAS. */
+	if (ns_http_hint_find(ns, ino, &c.hint_dir, hint) == 0)
+		c.hint_name = hint;
+	r = ns_inode_update(ns, ino, commit_fn, &c, &in);
+	free(sorted);
+	if (r)
+		return r;
+	/* After the commit point: the path copy is a convenience, never the truth. */
+	ns_http_commit(ns, &in);
+	if (out) {
+		/* Callers get the whole map (the cache keeps every chunk's checksum). */
+		r = pohm_ns_map_load(ns, &in);
+		if (r) {
+			pohm_inode_clear(&in);
+			return r;
+		}
+		*out = in;
+	} else {
+		pohm_inode_clear(&in);
+	}
+	return 0;
 }
 
 int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
@@ -165,32 +212,41 @@ ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t o
 		     size_t len)
 {
 	uint64_t cs = pohm_inode_chunk_size(in), done = 0;
+	struct ns_map_cursor cur;
+	ssize_t ret;
 
 	if (off >= in->size)
 		return 0;
 	if (len > in->size - off)
 		len = (size_t)(in->size - off);
+	ns_map_cursor_init(&cur, in);
 	while (done < len) {
 		uint64_t pos = off + done, index = pos / cs, in_chunk = pos % cs;
 		size_t n = (size_t)(cs - in_chunk);
-		const struct pohm_chunkref *ref;
+		struct pohm_chunkref ref;
+		int r;
 
 		if (n > len - done)
 			n = (size_t)(len - done);
-		ref = index < in->nchunks ? &in->chunks[index] : NULL;
-		if (!ref || !ref->gen || in_chunk >= ref->len) {
+		r = ns_map_entry(ns, &cur, index, &ref);
+		if (r) {
+			ret = r;
+			goto out;
+		}
+		if (!ref.gen || in_chunk >= ref.len) {
 			memset((char *)buf + done, 0, n);	/* a hole */
 		} else {
 			struct pohm_kv_val v = { 0 };
 			const uint8_t *data;
 			size_t dlen, have;
-			int r = chunk_fetch(ns, in->ino, index, ref, &v, &data, &dlen);
 
+			r = chunk_fetch(ns, in->ino, index, &ref, &v, &data, &dlen);
 			if (r) {
 				pohm_kv_val_free(&v);
-				return r;
+				ret = r;
+				goto out;
 			}
-			have = ref->len - in_chunk;
+			have = ref.len - in_chunk;
 			if (have > n)
 				have = n;
 			memcpy((char *)buf + done, data + in_chunk, have);
@@ -200,5 +256,8 @@ ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t o
 		}
 		done += n;
 	}
-	return (ssize_t)done;
+	ret = (ssize_t)done;
+out:
+	ns_map_cursor_release(&cur);
+	return ret;
 }

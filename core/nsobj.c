@@ -1,7 +1,8 @@
 /*
  * nsobj.c — encode and decode the namespace objects (see nsobj.h).
  *
- * Sections: cursor · keys · header · inode · bucket · chunk · lease · hash.
+ * Sections: cursor · keys · header · chunk map entries · inode · bucket ·
+ * chunk · map object · lease · hash.
  * Decoding uses a cursor whose every read checks the remaining length and
  * latches an error; a decoder checks the error once at the end.
  */
@@ -132,6 +133,11 @@ void pohm_key_chunk(char *out, uint64_t ino, uint64_t chunk, uint64_t gen)
 	snprintf(out, POHM_KEY_MAX, "d:%" PRIx64 ":%" PRIx64 ":%" PRIx64, ino, chunk, gen);
 }
 
+void pohm_key_map(char *out, uint64_t ino, uint64_t map, uint64_t gen)
+{
+	snprintf(out, POHM_KEY_MAX, "m:%" PRIx64 ":%" PRIx64 ":%" PRIx64, ino, map, gen);
+}
+
 /* ---------------------------------------------------------------- header */
 
 static int hdr_encode(struct pohm_buf *b, const struct pohm_obj_hdr *h)
@@ -182,7 +188,67 @@ int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n)
 	return hdr_decode(h, &r);
 }
 
+/* ---------------------------------------------------------------- chunk map entries */
+
+/* n entries: gen, len, and the checksum of non-holes. */
+static int put_chunkrefs(struct pohm_buf *b, const struct pohm_chunkref *c, uint32_t n)
+{
+	uint32_t i;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		r |= pohm_buf_put_u64(b, c[i].gen);
+		r |= pohm_buf_put_u32(b, c[i].len);
+		if (c[i].gen)
+			r |= pohm_buf_put(b, c[i].csum, 64);
+	}
+	return r;
+}
+
+/* Read cnt entries of at most max bytes each into a fresh array (*out; NULL if cnt is 0). */
+static void rd_chunkrefs(struct rd *r, uint32_t cnt, uint64_t max, struct pohm_chunkref **out)
+{
+	uint32_t i;
+
+	*out = NULL;
+	if (r->err || (size_t)cnt * 12 > r->left) {
+		r->err = r->err ? r->err : -EPROTO;
+		return;
+	}
+	if (cnt && !(*out = calloc(cnt, sizeof(**out)))) {
+		r->err = -ENOMEM;
+		return;
+	}
+	for (i = 0; i < cnt && !r->err; i++) {
+		const uint8_t *c;
+
+		(*out)[i].gen = rd_u64(r);
+		(*out)[i].len = rd_u32(r);
+		if ((*out)[i].len > max)
+			r->err = -EPROTO;
+		if ((*out)[i].gen && (c = rd_take(r, 64)))
+			memcpy((*out)[i].csum, c, 64);
+	}
+}
+
 /* ---------------------------------------------------------------- inode */
+
+/* Optional trailing section of an inode (absent in older objects). */
+#define INODE_EXT_MAPS	0x1	/* external map */
+#define INODE_EXT_PNAME	0x2	/* http_compat name hint */
+
+/* The external map as stored: map_end clamped to size, refs past it dropped. */
+static void inode_map_stored(const struct pohm_inode *in, uint64_t *end, uint32_t *nmaps,
+			     uint8_t *trimmed)
+{
+	uint64_t cs = 1ULL << in->chunk_shift, span = in->map_span ? in->map_span : 1;
+	uint64_t keep;
+
+	*end = in->map_end < in->size ? in->map_end : in->size;
+	*trimmed = in->map_trimmed || *end < in->map_end;
+	keep = ((*end + cs - 1) / cs + span - 1) / span;
+	*nmaps = keep < in->nmaps ? (uint32_t)keep : in->nmaps;
+}
 
 int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 {
@@ -220,14 +286,89 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 		r |= pohm_buf_put_u32(b, in->xattr[i].len);
 		r |= pohm_buf_put(b, in->xattr[i].value, in->xattr[i].len);
 	}
-	r |= pohm_buf_put_u32(b, in->nchunks);
-	for (i = 0; i < in->nchunks; i++) {
-		r |= pohm_buf_put_u64(b, in->chunks[i].gen);
-		r |= pohm_buf_put_u32(b, in->chunks[i].len);
-		if (in->chunks[i].gen)
-			r |= pohm_buf_put(b, in->chunks[i].csum, 64);
+	if (in->nmaps) {
+		uint64_t end;
+		uint32_t nmaps;
+		uint8_t trimmed, ext = in->pname ? INODE_EXT_PNAME : 0;
+
+		inode_map_stored(in, &end, &nmaps, &trimmed);
+		r |= pohm_buf_put_u32(b, 0);	/* no inline entries */
+		if (nmaps)
+			ext |= INODE_EXT_MAPS;
+		if (ext)
+			r |= put_u8(b, ext);
+		if (ext & INODE_EXT_MAPS) {
+			r |= pohm_buf_put_u64(b, end);
+			r |= put_u8(b, trimmed);
+			r |= pohm_buf_put_u32(b, in->map_span);
+			r |= pohm_buf_put_u32(b, nmaps);
+			for (i = 0; i < nmaps; i++) {
+				r |= pohm_buf_put_u64(b, in->maps[i].gen);
+				if (in->maps[i].gen)
+					r |= pohm_buf_put(b, in->maps[i].csum, 64);
+			}
+		}
+	} else {
+		r |= pohm_buf_put_u32(b, in->nchunks);
+		r |= put_chunkrefs(b, in->chunks, in->nchunks);
+		if (in->pname)
+			r |= put_u8(b, INODE_EXT_PNAME);
+	}
+	if (in->pname) {
+		size_t nl = strlen(in->pname);
+
+		r |= put_u16(b, (uint16_t)nl);
+		r |= pohm_buf_put(b, in->pname, nl);
 	}
 	return r ? -ENOMEM : 0;
+}
+
+/* The trailing section: external map references and the name hint. */
+static void inode_ext_decode(struct pohm_inode *in, struct rd *r)
+{
+	uint8_t ext;
+	uint32_t i;
+
+	if (r->err || !r->left)
+		return;
+	ext = rd_u8(r);
+	if (ext & ~(INODE_EXT_MAPS | INODE_EXT_PNAME)) {
+		r->err = -EPROTO;
+		return;
+	}
+	if (ext & INODE_EXT_MAPS) {
+		in->map_end = rd_u64(r);
+		in->map_trimmed = rd_u8(r);
+		in->map_span = rd_u32(r);
+		in->nmaps = rd_u32(r);
+		if (r->err || !in->nmaps || in->nchunks || !in->map_span ||
+		    in->map_span > 65536 || (size_t)in->nmaps * 8 > r->left ||
+		    in->map_end > in->size) {
+			r->err = r->err ? r->err : -EPROTO;
+			in->nmaps = 0;
+			return;
+		}
+		if (!(in->maps = calloc(in->nmaps, sizeof(*in->maps)))) {
+			r->err = -ENOMEM;
+			in->nmaps = 0;
+			return;
+		}
+		for (i = 0; i < in->nmaps && !r->err; i++) {
+			const uint8_t *c;
+
+			in->maps[i].gen = rd_u64(r);
+			if (in->maps[i].gen && (c = rd_take(r, 64)))
+				memcpy(in->maps[i].csum, c, 64);
+		}
+	}
+	if (ext & INODE_EXT_PNAME) {
+		uint16_t nl = rd_u16(r);
+
+		if (!nl)
+			r->err = r->err ? r->err : -EPROTO;
+		else
+			in->pname = rd_str(r, nl, POHM_NAME_MAX);
+	}
 }
 
 int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
@@ -289,25 +430,10 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 			r.err = -ENOMEM;
 	}
 	cnt = rd_u32(&r);
-	if (r.err || (size_t)cnt * 12 > r.left) {
-		err = r.err ? r.err : -EPROTO;
-		goto fail;
-	}
-	if (cnt && !(in->chunks = calloc(cnt, sizeof(*in->chunks)))) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	in->nchunks = cnt;
-	for (i = 0; i < cnt && !r.err; i++) {
-		const uint8_t *c;
-
-		in->chunks[i].gen = rd_u64(&r);
-		in->chunks[i].len = rd_u32(&r);
-		if (in->chunks[i].len > (1u << in->chunk_shift))
-			r.err = -EPROTO;
-		if (in->chunks[i].gen && (c = rd_take(&r, 64)))
-			memcpy(in->chunks[i].csum, c, 64);
-	}
+	rd_chunkrefs(&r, cnt, 1ULL << in->chunk_shift, &in->chunks);
+	if (!r.err)
+		in->nchunks = cnt;
+	inode_ext_decode(in, &r);
 	if (r.err) {
 		err = r.err;
 		goto fail;
@@ -329,6 +455,8 @@ void pohm_inode_clear(struct pohm_inode *in)
 	}
 	free(in->xattr);
 	free(in->chunks);
+	free(in->maps);
+	free(in->pname);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -340,6 +468,17 @@ int pohm_inode_copy(struct pohm_inode *dst, const struct pohm_inode *src)
 	if (!r)
 		r = pohm_inode_decode(dst, b.p, b.len);
 	pohm_buf_free(&b);
+	/* A loaded external map is not part of the encoding: copy it too. */
+	if (!r && src->nmaps && src->map_loaded && dst->nmaps) {
+		dst->chunks = malloc(((size_t)src->nchunks ? src->nchunks : 1) * sizeof(*dst->chunks));
+		if (!dst->chunks) {
+			pohm_inode_clear(dst);
+			return -ENOMEM;
+		}
+		memcpy(dst->chunks, src->chunks, (size_t)src->nchunks * sizeof(*dst->chunks));
+		dst->nchunks = src->nchunks;
+		dst->map_loaded = 1;
+	}
 	return r;
 }
 
@@ -586,6 +725,54 @@ size_t pohm_chunk_data_offset(const char *fsid, const char *key)
 	if (fl > 63)
 		fl = 63;
 	return 4 + 1 + 1 + 2 + 8 + 2 + 2 + fl + kl + 24;
+}
+
+/* ---------------------------------------------------------------- map object */
+
+int pohm_map_encode(struct pohm_buf *b, const struct pohm_map *m)
+{
+	int r = hdr_encode(b, &m->hdr);
+
+	if (r)
+		return r;
+	r |= pohm_buf_put_u64(b, m->ino);
+	r |= pohm_buf_put_u64(b, m->index);
+	r |= pohm_buf_put_u64(b, m->gen);
+	r |= pohm_buf_put_u32(b, m->n);
+	r |= put_chunkrefs(b, m->e, m->n);
+	return r ? -ENOMEM : 0;
+}
+
+int pohm_map_decode(struct pohm_map *m, const uint8_t *p, size_t n)
+{
+	struct rd r = { p, n, 0 };
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	err = hdr_decode(&m->hdr, &r);
+	if (err)
+		return err;
+	if (m->hdr.type != POHM_OBJ_MAP)
+		return -EPROTO;
+	m->ino = rd_u64(&r);
+	m->index = rd_u64(&r);
+	m->gen = rd_u64(&r);
+	m->n = rd_u32(&r);
+	if (!r.err && m->n > 65536)
+		r.err = -EPROTO;
+	rd_chunkrefs(&r, m->n, 1u << 30, &m->e);
+	if (r.err) {
+		err = r.err;
+		pohm_map_clear(m);
+		return err;
+	}
+	return 0;
+}
+
+void pohm_map_clear(struct pohm_map *m)
+{
+	free(m->e);
+	memset(m, 0, sizeof(*m));
 }
 
 /* ---------------------------------------------------------------- lease */

@@ -10,9 +10,24 @@
  *   i:<ino>                 inode (attributes, symlink target, xattrs, chunk map)
  *   b:<dir>:<depth>:<idx>   directory bucket (entries, split/seal state)
  *   d:<ino>:<chunk>:<gen>   immutable data chunk
+ *   m:<ino>:<map>:<gen>     immutable chunk-map object of a large file
  *   l:<name>                lease (rename of directories across parents)
+ *   /<path>                 http_compat copy of a file (raw content, no header)
+ *
+ * What refers to what (for fsck): the inode i:<ino> holds either its whole
+ * chunk map inline (small files) or, above POHM_MAP_INLINE_MAX chunks, one
+ * reference (generation + SHA-512 of the object) per POHM_MAP_SPAN chunks to
+ * an m:<ino>:<map>:<gen> object, which holds the entries of chunks
+ * [map × span, (map + 1) × span).  A chunk d:<ino>:<c>:<gen> is live only if
+ * the committed map names it (inline, or in a map object the inode refers
+ * to); a map object is live only if the inode refers to it.  Both kinds are
+ * written before the inode CAS that commits them and never changed after, so
+ * an unreferenced one is garbage of a lost commit or an old generation.
+ * Path copies (/<path>, only with http_compat) are not objects of this
+ * layout: raw file bytes, convenience copies never read by core/ns.
  *
  * Keys are plain strings here; core/kvio hashes them into the fsid namespace.
+ * Internal keys never start with '/', so no path copy can overwrite one.
  */
 #ifndef POHM_CORE_NSOBJ_H
 #define POHM_CORE_NSOBJ_H
@@ -30,6 +45,7 @@ enum pohm_obj_type {
 	POHM_OBJ_BUCKET = 2,
 	POHM_OBJ_CHUNK  = 3,
 	POHM_OBJ_LEASE  = 4,
+	POHM_OBJ_MAP    = 5,	/* m:<ino>:<map>:<gen>: chunk-map object (see above) */
 };
 
 #define POHM_OBJF_TOMBSTONE 0x1	/* a deleted object: readers treat it as absent */
@@ -56,6 +72,15 @@ struct pohm_chunkref {
 	uint32_t len;			/* data bytes in the chunk */
 };
 
+/* Reference from an inode to one of its map objects. */
+struct pohm_mapref {
+	uint64_t gen;			/* 0 = every chunk of the range is a hole (no object) */
+	uint8_t  csum[64];		/* sha512 of the whole encoded map object */
+};
+
+#define POHM_MAP_SPAN		256	/* chunk entries per map object */
+#define POHM_MAP_INLINE_MAX	256	/* more chunks than this: the map lives in map objects */
+
 struct pohm_xattr {
 	char *name;
 	uint8_t *value;
@@ -79,6 +104,29 @@ struct pohm_inode {
 	struct pohm_xattr *xattr;	/* malloc'ed array */
 	uint32_t nchunks;
 	struct pohm_chunkref *chunks;	/* malloc'ed array, nchunks entries */
+	/*
+	 * External map (nmaps > 0): the entries live in map objects; chunks is
+	 * then either not loaded (NULL, nchunks 0) or a copy of the whole map
+	 * (map_loaded, pohm_ns_map_load) that encoding ignores.  The objects are
+	 * valid below map_end only: a truncate lowers map_end (encoding clamps it
+	 * to size) instead of rewriting them; bytes at or past it read as zeros.
+	 */
+	uint32_t nmaps;
+	uint32_t map_span;		/* chunk entries per map object */
+	uint64_t map_end;		/* bytes the map objects are valid for */
+	uint8_t  map_trimmed;		/* map_end was lowered since the objects were written */
+	uint8_t  map_loaded;		/* chunks holds the whole external map (not stored) */
+	struct pohm_mapref *maps;	/* malloc'ed array, nmaps entries */
+	char    *pname;			/* http_compat: name of the entry in hdr.parent the
+					 * path copy follows (malloc'ed), or NULL */
+};
+
+/* A map object: the entries of chunks [index × span, index × span + n). */
+struct pohm_map {
+	struct pohm_obj_hdr hdr;
+	uint64_t ino, index, gen;
+	uint32_t n;
+	struct pohm_chunkref *e;	/* malloc'ed by decode, n entries */
 };
 
 enum pohm_bucket_state {
@@ -132,6 +180,7 @@ struct pohm_lease {
 void pohm_key_inode(char *out, uint64_t ino);
 void pohm_key_bucket(char *out, uint64_t dir, unsigned depth, uint32_t index);
 void pohm_key_chunk(char *out, uint64_t ino, uint64_t chunk, uint64_t gen);
+void pohm_key_map(char *out, uint64_t ino, uint64_t map, uint64_t gen);
 
 /* Peek at any object's header: 0, -EILSEQ (not ours), -EPROTO (malformed). */
 int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n);
@@ -164,6 +213,11 @@ int pohm_chunk_decode(uint64_t *ino, uint64_t *chunk, uint64_t *gen, const uint8
 		      size_t *len, const uint8_t *p, size_t n);
 /* Byte offset of the data inside an encoded chunk object for this fsid and key. */
 size_t pohm_chunk_data_offset(const char *fsid, const char *key);
+
+/* Encode/decode a map object; decode allocates e (free with pohm_map_clear). */
+int pohm_map_encode(struct pohm_buf *b, const struct pohm_map *m);
+int pohm_map_decode(struct pohm_map *m, const uint8_t *p, size_t n);
+void pohm_map_clear(struct pohm_map *m);
 
 int pohm_lease_encode(struct pohm_buf *b, const struct pohm_lease *l);
 int pohm_lease_decode(struct pohm_lease *l, const uint8_t *p, size_t n);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ns_http.h"
 #include "ns_int.h"
 
 /* ---------------------------------------------------------------- lookup */
@@ -283,6 +284,8 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 		r = ns_inode_nlink(ns, e.ino, -1);
 	if (r == -ENOENT)
 		r = 0;		/* the inode was already gone: the name was dangling */
+	if (!r)
+		ns_http_unlink(ns, dir, name, e.type, e.ino);
 	pohm_dentry_clear(&e);
 	return r;
 }
@@ -790,6 +793,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		ns_inode_nlink(ns, sdir, +1);
 		ns_inode_nlink(ns, ddir, -1);
 	}
+	ns_http_rename(ns, sdir, sname, ddir, dname, src.ino, src.type, exch ? replaced : 0, rtype);
 	goto out;
 abort:
 	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0);

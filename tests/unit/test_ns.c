@@ -732,6 +732,476 @@ TEST(cross_moves_never_cycle)
 	EXPECT_EQ_INT(cycles, 0);
 }
 
+/* ---- large files: chunk maps in map objects ---- */
+
+static struct pohm_ns *open_with(unsigned chunk_shift, int http)
+{
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = chunk_shift, .http_compat = http };
+	struct pohm_ns *ns = NULL;
+	int r = pohm_ns_open(&ns, &kv, &o);
+
+	if (r)
+		printf("# pohm_ns_open: %d\n", r);
+	return ns;
+}
+
+static size_t stored_len(const char *key)
+{
+	struct pohm_kv_val v;
+	size_t n;
+
+	if (kv.ops->get(kv.ctx, key, &v))
+		return 0;
+	n = v.len;
+	pohm_kv_val_free(&v);
+	return n;
+}
+
+static size_t inode_len(uint64_t ino)
+{
+	char key[POHM_KEY_MAX];
+
+	pohm_key_inode(key, ino);
+	return stored_len(key);
+}
+
+/* A 1 GiB file of 1 MiB chunks, sparse: 100 bytes in chunks 0, 300, 511 and 1023. */
+TEST(map_one_byte_in_1gib_sparse_file)
+{
+	static const uint64_t idx[] = { 0, 300, 511, 1023 };
+	struct pohm_chunk_write w[4];
+	struct pohm_inode in, in2, in3;
+	static uint8_t data[4][100], got[256];
+	struct pohm_ns *ns;
+	long before;
+	size_t i;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(20, 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "big", 0644, 0, 0, 0, 0, &in), 0);
+	for (i = 0; i < 4; i++) {
+		memset(data[i], 'a' + (int)i, sizeof(data[i]));
+		w[i].index = idx[i];
+		w[i].data = data[i];
+		w[i].len = sizeof(data[i]);
+	}
+	EXPECT_EQ_INT(pohm_ns_commit(ns, in.ino, in.dversion, 1ULL << 30, w, 4, NULL, &in2), 0);
+	EXPECT_EQ_INT(in2.nmaps, 4);			/* 1024 chunks / 256 per map */
+	EXPECT_EQ_INT(in2.nchunks, 1024);		/* the out inode comes with the whole map */
+	EXPECT(inode_len(in.ino) < 1024);		/* inline it would be ~12 KiB here, 74 KiB full */
+	/* The 1-byte overwrite: one chunk, one map object, one inode CAS. */
+	data[2][50] = 'X';
+	w[0].index = 511;
+	w[0].data = data[2];
+	w[0].len = sizeof(data[2]);
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_commit(ns, in.ino, in2.dversion, 1ULL << 30, w, 1, NULL, &in3), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 3);
+	EXPECT_EQ_U64(in3.maps[0].gen, in2.maps[0].gen);
+	EXPECT(in3.maps[1].gen != in2.maps[1].gen);
+	EXPECT_EQ_U64(in3.maps[2].gen, in2.maps[2].gen);
+	EXPECT_EQ_U64(in3.maps[3].gen, in2.maps[3].gen);
+	/* Reads follow the maps, from a loaded inode and from a bare one. */
+	for (i = 0; i < 2; i++) {
+		struct pohm_inode r;
+
+		if (i) {
+			EXPECT_EQ_INT(pohm_ns_getattr(ns, in.ino, &r), 0);
+		} else {
+			pohm_inode_copy(&r, &in3);
+			free(r.chunks);
+			r.chunks = NULL;
+			r.nchunks = 0;
+			r.map_loaded = 0;
+		}
+		EXPECT_EQ_INT(pohm_ns_read(ns, &r, 511ULL << 20, got, 100), 100);
+		EXPECT_EQ_INT(got[50], 'X');
+		EXPECT_EQ_INT(got[49], 'c');
+		EXPECT_EQ_INT(pohm_ns_read(ns, &r, (1023ULL << 20) + 90, got, 20), 20);
+		EXPECT_EQ_INT(got[9], 'd');
+		EXPECT_EQ_INT(got[10], 0);		/* past the chunk's bytes: zeros */
+		EXPECT_EQ_INT(pohm_ns_read(ns, &r, 700ULL << 20, got, 256), 256);
+		EXPECT_EQ_INT(got[0] | got[255], 0);	/* a hole */
+		pohm_inode_clear(&r);
+	}
+	printf("# 1 GiB sparse file: 1-byte overwrite = %ld puts (chunk + map + inode), "
+	       "inode %zu bytes, map object %zu bytes\n", pohm_kvmem_puts(&kv) - before,
+	       inode_len(in.ino), (size_t)0);
+	pohm_inode_clear(&in);
+	pohm_inode_clear(&in2);
+	pohm_inode_clear(&in3);
+	pohm_ns_close(ns);
+}
+
+/* Fill ino with size bytes of pattern seed (every chunk written), base dversion *dv. */
+static int fill(struct pohm_ns *ns, uint64_t ino, uint64_t *dv, size_t size, uint8_t seed,
+		uint8_t *buf)
+{
+	size_t cs = 4096, n = (size + cs - 1) / cs, i;
+	struct pohm_chunk_write *w = calloc(n, sizeof(*w));
+	struct pohm_inode out;
+	int r;
+
+	for (i = 0; i < size; i++)
+		buf[i] = (uint8_t)(i * 7 + seed + i / 4096);
+	for (i = 0; i < n; i++) {
+		w[i].index = i;
+		w[i].data = buf + i * cs;
+		w[i].len = i + 1 < n ? cs : size - i * cs;
+	}
+	r = pohm_ns_commit(ns, ino, *dv, size, w, n, NULL, &out);
+	if (!r) {
+		*dv = out.dversion;
+		pohm_inode_clear(&out);
+	}
+	free(w);
+	return r;
+}
+
+static int read_all(struct pohm_ns *ns, uint64_t ino, uint8_t *buf, size_t cap, uint64_t *size)
+{
+	struct pohm_inode in;
+	ssize_t n;
+	int r = pohm_ns_getattr(ns, ino, &in);
+
+	if (r)
+		return r;
+	*size = in.size;
+	n = in.size <= cap ? pohm_ns_read(ns, &in, 0, buf, (size_t)in.size) : -EFBIG;
+	pohm_inode_clear(&in);
+	return n < 0 ? (int)n : 0;
+}
+
+/* 16 MiB of 4 KiB chunks, every chunk written: 16 map objects. */
+TEST(map_one_byte_in_large_full_file)
+{
+	size_t size = 16u << 20;
+	uint8_t *buf = malloc(size), *got = malloc(size);
+	struct pohm_chunk_write w;
+	struct pohm_inode in;
+	struct pohm_ns *ns;
+	uint64_t dv, sz = 0;
+	long before;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(12, 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "full", 0644, 0, 0, 0, 0, &in), 0);
+	dv = in.dversion;
+	EXPECT_EQ_INT(fill(ns, in.ino, &dv, size, 1, buf), 0);
+	EXPECT(inode_len(in.ino) < 2048);
+	buf[5 * 4096 * 256 + 17] ^= 0x5a;
+	w.index = 5 * 256;
+	w.data = buf + w.index * 4096;
+	w.len = 4096;
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_commit(ns, in.ino, dv, size, &w, 1, NULL, NULL), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 3);
+	EXPECT_EQ_INT(read_all(ns, in.ino, got, size, &sz), 0);
+	EXPECT_EQ_U64(sz, size);
+	EXPECT(!memcmp(got, buf, size));
+	pohm_inode_clear(&in);
+	pohm_ns_close(ns);
+	free(buf);
+	free(got);
+}
+
+/*
+ * Crash at every write of a commit that changes chunks in two map objects
+ * and grows the file: the file is the old version or the new one, whole.
+ */
+TEST(map_crash_every_write)
+{
+	size_t size = 300 * 4096 + 123, nsize = size + 5000;
+	uint8_t *a = malloc(nsize), *b = malloc(nsize), *got = malloc(nsize);
+	struct pohm_chunk_write w[3];
+	int k, olds = 0, news = 0, bad = 0;
+	long writes = 0;
+
+	for (k = 0; k < 16; k++) {
+		struct pohm_ns *ns, *ns2;
+		struct pohm_inode in;
+		uint64_t dv, sz = 0, ino;
+		long start;
+		int r;
+
+		pohm_kvmem_free(&kv);
+		pohm_kvmem_new(&kv);
+		ns = open_with(12, 0);
+		pohm_ns_create(ns, 1, "f", 0644, 0, 0, 0, 0, &in);
+		ino = in.ino;
+		dv = in.dversion;
+		pohm_inode_clear(&in);
+		if (fill(ns, ino, &dv, size, 3, a)) {
+			bad++;
+			break;
+		}
+		memcpy(b, a, size);
+		memset(b + size, 0, nsize - size);
+		b[10] ^= 1;			/* map 0 */
+		b[299 * 4096] ^= 1;		/* map 1; chunk 300, the old last, now continues with zeros */
+		memset(b + 301 * 4096 + 10, 'z', 50);	/* chunk 301, new */
+		w[0].index = 0;
+		w[0].data = b;
+		w[0].len = 4096;
+		w[1].index = 299;
+		w[1].data = b + 299 * 4096;
+		w[1].len = 4096;
+		w[2].index = 301;
+		w[2].data = b + 301 * 4096;
+		w[2].len = nsize - 301 * 4096;
+		start = pohm_kvmem_puts(&kv);
+		pohm_kvmem_fail_after(&kv, k);
+		r = pohm_ns_commit(ns, ino, dv, nsize, w, 3, NULL, NULL);
+		pohm_kvmem_fail_after(&kv, -1);
+		if (!r)
+			writes = pohm_kvmem_puts(&kv) - start;
+		ns2 = open_with(12, 0);		/* the next client */
+		if (read_all(ns2, ino, got, nsize, &sz)) {
+			bad++;
+		} else if (sz == size && !memcmp(got, a, size)) {
+			olds++;
+		} else if (sz == nsize && !memcmp(got, b, nsize)) {
+			news++;
+		} else {
+			size_t j = 0;
+
+			while (j < nsize && got[j] == (sz == size ? a[j] : b[j]))
+				j++;
+			printf("# crash after %d writes: size %" PRIu64 ", first difference at %zu\n",
+			       k, sz, j);
+			bad++;
+		}
+		pohm_ns_close(ns2);
+		pohm_ns_close(ns);
+		if (!r)
+			break;
+	}
+	/* 3 chunks + 2 map objects + the inode. */
+	EXPECT_EQ_INT(writes, 6);
+	EXPECT_EQ_INT(olds, 6);
+	EXPECT_EQ_INT(news, 1);
+	EXPECT_EQ_INT(bad, 0);
+	free(a);
+	free(b);
+	free(got);
+}
+
+/* Truncate, extend, shrink back inline, grow external again. */
+TEST(map_truncate_and_transitions)
+{
+	size_t size = 600 * 4096;
+	uint8_t *buf = malloc(size), *got = malloc(size), *exp = malloc(size);
+	struct pohm_setattr sa = { .mask = POHM_SET_SIZE };
+	struct pohm_inode in;
+	struct pohm_ns *ns;
+	uint64_t dv, sz = 0, ino;
+	long before;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(12, 0);
+	pohm_ns_create(ns, 1, "t", 0644, 0, 0, 0, 0, &in);
+	ino = in.ino;
+	dv = in.dversion;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(fill(ns, ino, &dv, size, 9, buf), 0);
+	/* Truncate into map 1, then extend: no map object is written, zeros show. */
+	before = pohm_kvmem_puts(&kv);
+	sa.size = 300 * 4096 + 10;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, ino, &sa, NULL), 0);
+	sa.size = size;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, ino, &sa, &in), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);
+	dv = in.dversion;
+	pohm_inode_clear(&in);
+	memcpy(exp, buf, 300 * 4096 + 10);
+	memset(exp + 300 * 4096 + 10, 0, size - (300 * 4096 + 10));
+	EXPECT_EQ_INT(read_all(ns, ino, got, size, &sz), 0);
+	EXPECT_EQ_U64(sz, size);
+	EXPECT(!memcmp(got, exp, size));
+	/* A commit after the truncate keeps the zeros (the cut map is rewritten). */
+	{
+		struct pohm_chunk_write w = { 550, buf + 550 * 4096, 4096 };
+
+		memcpy(exp + 550 * 4096, buf + 550 * 4096, 4096);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, ino, dv, size, &w, 1, NULL, &in), 0);
+		dv = in.dversion;
+		pohm_inode_clear(&in);
+		EXPECT_EQ_INT(read_all(ns, ino, got, size, &sz), 0);
+		EXPECT(!memcmp(got, exp, size));
+	}
+	/* Shrink to 100 chunks by a commit: back inline. */
+	EXPECT_EQ_INT(pohm_ns_commit(ns, ino, dv, 100 * 4096 - 7, NULL, 0, NULL, &in), 0);
+	EXPECT_EQ_INT(in.nmaps, 0);
+	EXPECT_EQ_INT(in.nchunks, 100);
+	dv = in.dversion;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(read_all(ns, ino, got, size, &sz), 0);
+	EXPECT_EQ_U64(sz, 100 * 4096 - 7);
+	EXPECT(!memcmp(got, exp, 100 * 4096 - 7));
+	/* Grow by a commit without new chunks: external again, the rest zeros. */
+	EXPECT_EQ_INT(pohm_ns_commit(ns, ino, dv, size, NULL, 0, NULL, &in), 0);
+	EXPECT_EQ_INT(in.nmaps, 3);
+	pohm_inode_clear(&in);
+	memset(exp + 100 * 4096 - 7, 0, size - (100 * 4096 - 7));
+	EXPECT_EQ_INT(read_all(ns, ino, got, size, &sz), 0);
+	EXPECT(!memcmp(got, exp, size));
+	/* A chmod of a large file does not touch its maps. */
+	before = pohm_kvmem_puts(&kv);
+	sa.mask = POHM_SET_MODE;
+	sa.mode = 0600;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, ino, &sa, NULL), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 1);
+	EXPECT_EQ_INT(read_all(ns, ino, got, size, &sz), 0);
+	EXPECT(!memcmp(got, exp, size));
+	/* A damaged map object fails the read, never returns wrong bytes. */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, ino, &in), 0);
+	{
+		char key[POHM_KEY_MAX];
+		struct pohm_kv_val v;
+
+		pohm_key_map(key, ino, 0, in.maps[0].gen);
+		EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+		v.data[v.len - 1] ^= 1;
+		kv.ops->put(kv.ctx, key, v.data, v.len, NULL);
+		pohm_kv_val_free(&v);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, ino, &in), -EIO);
+	}
+	pohm_inode_clear(&in);
+	pohm_ns_close(ns);
+	free(buf);
+	free(got);
+	free(exp);
+}
+
+/* ---- http_compat: path copies ---- */
+
+/* The copy at key as a string ("" if absent). */
+static const char *copy_of(const char *key)
+{
+	static char s[256];
+	struct pohm_kv_val v;
+
+	s[0] = '\0';
+	if (kv.ops->get(kv.ctx, key, &v))
+		return s;
+	snprintf(s, sizeof(s), "%.*s", (int)v.len, (const char *)v.data);
+	pohm_kv_val_free(&v);
+	return s;
+}
+
+static int put_text(struct pohm_ns *ns, uint64_t ino, const char *text)
+{
+	struct pohm_chunk_write w = { 0, text, strlen(text) };
+	struct pohm_inode in;
+	int r = pohm_ns_getattr(ns, ino, &in);
+
+	if (r)
+		return r;
+	r = pohm_ns_commit(ns, ino, in.dversion, strlen(text), &w, *text ? 1 : 0, NULL, NULL);
+	pohm_inode_clear(&in);
+	return r;
+}
+
+TEST(http_compat_path_copies)
+{
+	struct pohm_ns *ns, *plain;
+	struct pohm_inode in;
+	uint64_t d, e, f, g;
+	long before;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(12, 1);
+	plain = open_with(12, 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &in), 0);
+	d = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "f", 0644, 0, 0, 0, 0, &in), 0);
+	f = in.ino;
+	pohm_inode_clear(&in);
+	/* Without http_compat nothing but chunk and inode is written. */
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(put_text(plain, f, "zero"), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);
+	EXPECT_EQ_STR(copy_of("/d/f"), "");
+	/*
+	 * With it: one more WRITE, after the commit, at "/" + the path (the
+	 * first one also records the directory's name in its inode, once).
+	 */
+	EXPECT_EQ_INT(put_text(ns, f, "hello"), 0);
+	EXPECT_EQ_STR(copy_of("/d/f"), "hello");
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(put_text(ns, f, "hello again"), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 3);
+	EXPECT_EQ_STR(copy_of("/d/f"), "hello again");
+	/* A truncate rewrites it; an empty file has none (a zero-size WRITE cannot create a key). */
+	{
+		struct pohm_setattr sa = { .mask = POHM_SET_SIZE, .size = 5 };
+
+		EXPECT_EQ_INT(pohm_ns_setattr(ns, f, &sa, NULL), 0);
+		EXPECT_EQ_STR(copy_of("/d/f"), "hello");
+		sa.size = 0;
+		EXPECT_EQ_INT(pohm_ns_setattr(ns, f, &sa, NULL), 0);
+		EXPECT_EQ_STR(copy_of("/d/f"), "");
+		EXPECT_EQ_INT(put_text(ns, f, "hello"), 0);
+	}
+	/* Rename of the file, then of its directory: the copies follow. */
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d, "f", d, "g", 0), 0);
+	EXPECT_EQ_STR(copy_of("/d/f"), "");
+	EXPECT_EQ_STR(copy_of("/d/g"), "hello");
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "e", 0755, 0, 0, &in), 0);
+	e = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "d", e, "d2", 0), 0);
+	EXPECT_EQ_STR(copy_of("/d/g"), "");
+	EXPECT_EQ_STR(copy_of("/e/d2/g"), "hello");
+	EXPECT_EQ_INT(put_text(ns, f, "third"), 0);
+	EXPECT_EQ_STR(copy_of("/e/d2/g"), "third");
+	/* Across directories, replacing a file. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, e, "x", 0644, 0, 0, 0, 0, &in), 0);
+	g = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(put_text(ns, g, "xx"), 0);
+	EXPECT_EQ_STR(copy_of("/e/x"), "xx");
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d, "g", e, "x", 0), 0);
+	EXPECT_EQ_STR(copy_of("/e/x"), "third");
+	EXPECT_EQ_STR(copy_of("/e/d2/g"), "");
+	EXPECT_EQ_INT(put_text(ns, f, "fourth"), 0);
+	EXPECT_EQ_STR(copy_of("/e/x"), "fourth");
+	/* Exchange. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "y", 0644, 0, 0, 0, 0, &in), 0);
+	g = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(put_text(ns, g, "why"), 0);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "y", e, "x", POHM_RENAME_EXCHANGE), 0);
+	EXPECT_EQ_STR(copy_of("/y"), "fourth");
+	EXPECT_EQ_STR(copy_of("/e/x"), "why");
+	/* Hard links: the copy stays under its name; when that goes, another name in the directory takes it. */
+	EXPECT_EQ_INT(pohm_ns_link(ns, f, 1, "y2", NULL), 0);
+	EXPECT_EQ_STR(copy_of("/y2"), "");
+	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "y2", 1, "y3", 0), 0);
+	EXPECT_EQ_STR(copy_of("/y3"), "");
+	EXPECT_EQ_STR(copy_of("/y"), "fourth");
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "y"), 0);
+	EXPECT_EQ_STR(copy_of("/y"), "");
+	EXPECT_EQ_STR(copy_of("/y3"), "fourth");
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "y3"), 0);
+	EXPECT_EQ_STR(copy_of("/y3"), "");
+	/* A file named like an internal key cannot overwrite it. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "i:1", 0644, 0, 0, 0, 0, &in), 0);
+	EXPECT_EQ_INT(put_text(ns, in.ino, "not a root"), 0);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_STR(copy_of("/i:1"), "not a root");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, 1, &in), 0);
+	EXPECT(S_ISDIR(in.mode));
+	pohm_inode_clear(&in);
+	pohm_ns_close(plain);
+	pohm_ns_close(ns);
+}
+
 TEST(zz_cleanup)
 {
 	pohm_kvmem_free(&kv);
