@@ -88,6 +88,11 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd);
 int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
 /* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
 int pohm_cache_sync_all(struct pohm_cache *c);
+/* As sync_all, but skip local files held(arg, st_dev, st_ino) says the caller
+ * has open: those are pushed through the caller's own fds (an fd the cache
+ * opened and closed would release the caller's POSIX locks on the file). */
+int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
+			   void *arg);
 
 /*
  * Who makes room in the cache (the preload layer: pohmelfsd).  fn(arg, 0)

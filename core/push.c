@@ -346,6 +346,8 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 
 struct sync_ctx {
 	struct pohm_cache *c;
+	int (*held)(void *arg, uint64_t dev, uint64_t ino);
+	void *arg;
 	int pushed;
 	int err;
 };
@@ -361,6 +363,8 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
 	    (uint64_t)st.st_ino != rec->lino || !pohm_journal_is_dirty(rec, &st))
 		return 0;
+	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))
+		return 0;	/* open in the calling process: an fd of ours would drop its locks */
 	r = pohm_cache_push_path(s->c, rec->hint);
 	if (r < 0)
 		s->err = r;
@@ -369,12 +373,18 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	return 0;
 }
 
-int pohm_cache_sync_all(struct pohm_cache *c)
+int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
+			   void *arg)
 {
-	struct sync_ctx s = { c, 0, 0 };
+	struct sync_ctx s = { c, held, arg, 0, 0 };
 	int r = pohm_journal_each(&c->j, sync_one, &s);
 
 	if (r)
 		return r;
 	return s.err ? s.err : s.pushed;
+}
+
+int pohm_cache_sync_all(struct pohm_cache *c)
+{
+	return pohm_cache_sync_others(c, NULL, NULL);
 }

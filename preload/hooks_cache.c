@@ -416,8 +416,13 @@ static void note_dirty(uint64_t ino)
 	pthread_mutex_unlock(&dirty_lock);
 }
 
-/* Push through fd, or through a read-only shadow when fd is write-only. */
-static int push_fd(struct pohm_cache *c, int fd)
+/*
+ * Push through fd, or, at close, through a read-only shadow when fd is
+ * write-only.  Before the host's close (at_close == 0: fsync, sync) a
+ * shadow would release the process's POSIX locks on the file when we close
+ * it, so a write-only fd's push waits for its close, pohmelfsd or exit.
+ */
+static int push_fd(struct pohm_cache *c, int fd, int at_close)
 {
 	char proc[64];
 	int r, shadow;
@@ -425,6 +430,8 @@ static int push_fd(struct pohm_cache *c, int fd)
 	r = HELD(pohm_cache_push_fd(c, fd));
 	if (r != -EBADF)
 		return r;
+	if (!at_close)
+		return 0;
 	/*
 	 * A write-only fd: read through a second fd on the same file.  This is
 	 * the moment just before the host's own close, which releases the
@@ -562,13 +569,48 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r)))
 		return 0;
 	if (mount.sync_on_close)
-		return push_fd(c, fd) < 0 ? -EIO : 0;
+		return push_fd(c, fd, 1) < 0 ? -EIO : 0;
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
 	pohm_hold();
 	daemon_start();
 	pohm_unhold();
 	return 0;
+}
+
+/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
+static int held_here(void *arg, uint64_t dev, uint64_t ino)
+{
+	struct pohm_fd_info fi;
+	struct stat st;
+	int fd, max = pohm_fd_max();
+
+	(void)arg;
+	for (fd = 0; fd <= max; fd++)
+		if (pohm_fd_lookup(fd, &fi) && !pohm_sys_fstat(fd, &st) &&
+		    (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)
+			return 1;
+	return 0;
+}
+
+/*
+ * Push everything dirty without touching the process's POSIX locks: files
+ * it has open through its own fds (pread on them), the others by path.
+ */
+static int sync_process(struct pohm_cache *c)
+{
+	struct pohm_fd_info fi;
+	int fd, max = pohm_fd_max(), r, err = 0;
+
+	for (fd = 0; fd <= max; fd++) {
+		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
+			continue;
+		r = push_fd(c, fd, 0);
+		if (r < 0)
+			err = r;
+	}
+	r = HELD(pohm_cache_sync_others(c, held_here, NULL));
+	return r < 0 ? r : err;
 }
 
 int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
@@ -579,9 +621,9 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 	if (!(c = cache(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = HELD(pohm_cache_sync_all(c));
+		r = sync_process(c);
 	else
-		r = push_fd(c, fd);
+		r = push_fd(c, fd, 0);
 	return r < 0 ? -EIO : 0;
 }
 
@@ -594,9 +636,9 @@ int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info 
 	if (!(c = cache(&r)))
 		return 0;
 	if (ev == POHM_EV_MSYNC)
-		return HELD(pohm_cache_sync_all(c)) < 0 ? -EIO : 0;
+		return sync_process(c) < 0 ? -EIO : 0;
 	if (ev == POHM_EV_UNMAP)
-		HELD(pohm_cache_sync_all(c));
+		sync_process(c);
 	return 0;
 }
 
@@ -636,7 +678,7 @@ static void push_written(void)
 	ndirty = 0;
 	pthread_mutex_unlock(&dirty_lock);
 	if (r)
-		HELD(pohm_cache_sync_all(c));
+		sync_process(c);
 }
 
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
