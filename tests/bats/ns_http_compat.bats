@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# ns_http_compat.bats — with http_compat, a file written through the cache
+# (tests/progs/cache_ctl, the calls the shim makes) is also stored whole
+# under "/" + its path in the fsid namespace; the raw tool reads it back by
+# that key, and the key follows rename (of the file and of its directory)
+# and unlink.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	# The option travels config → core/mount.c → cache → namespace.
+	grep -q http_compat "$TOP/core/mount.c" ||
+		skip "core/mount.c does not pass http_compat to the cache yet"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	export POHMELFS_FSID=httpc POHMELFS_ATTR_TIMEOUT=0 POHMELFS_HTTP_COMPAT=1
+	export POHMELFS_PREFIX=$BATS_TEST_TMPDIR/p POHMELFS_CACHE_DIR=$BATS_TEST_TMPDIR/s
+	CTL=$B/tests/progs/cache_ctl
+	RAW=$B/pohmelfs
+}
+
+teardown() {
+	[ -f "$BATS_TEST_TMPDIR/s/pohmelfsd.pid" ] &&
+		kill "$(cat "$BATS_TEST_TMPDIR/s/pohmelfsd.pid")" 2>/dev/null
+	[ -n "${CLUSTER_DIR:-}" ] && cluster_stop
+	true
+}
+
+# get_is KEY TEXT: the raw tool reads exactly TEXT under KEY.
+get_is() {
+	run timeout 20 "$RAW" get "$1"
+	[ "$status" -eq 0 ] || { echo "get $1: status $status: $output"; return 1; }
+	[ "$output" = "$2" ] || { echo "get $1: '$output', expected '$2'"; return 1; }
+}
+
+# absent KEY: the raw tool finds nothing under KEY.
+absent() {
+	run timeout 20 "$RAW" get "$1"
+	[ "$status" -ne 0 ] || { echo "get $1: still there: '$output'"; return 1; }
+}
+
+@test "a file's content is readable by its path key, which follows rename and unlink" {
+	timeout 20 "$CTL" mkdir dir
+	timeout 20 "$CTL" write dir/f "hello over http"
+	get_is /dir/f "hello over http"
+	timeout 20 "$CTL" write dir/f "version two"
+	get_is /dir/f "version two"
+	timeout 20 "$CTL" mv dir/f dir/g
+	absent /dir/f
+	get_is /dir/g "version two"
+	timeout 20 "$CTL" mv dir top
+	absent /dir/g
+	get_is /top/g "version two"
+	timeout 20 "$CTL" unlink top/g
+	absent /top/g
+	# The namespace itself is untouched by the copies.
+	run timeout 20 "$CTL" get top/g
+	[ "$status" -ne 0 ] || [ ! -e "$POHMELFS_PREFIX/top/g" ]
+}
+
+@test "a file replaced by a rename leaves the new content under the target's key" {
+	timeout 20 "$CTL" write a "from a"
+	timeout 20 "$CTL" write b "from b"
+	get_is /b "from b"
+	timeout 20 "$CTL" mv a b
+	absent /a
+	get_is /b "from a"
+}
+
+@test "without http_compat no path key is written" {
+	POHMELFS_HTTP_COMPAT=0 timeout 20 "$CTL" write plain "no copy"
+	absent /plain
+	run timeout 20 "$CTL" get plain
+	[ "$status" -eq 0 ]
+	[ "$(cat "$POHMELFS_PREFIX/plain")" = "no copy" ]
+}
