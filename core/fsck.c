@@ -441,6 +441,14 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 			if (newest + f->age < f->now)
 				pend(r, "", o->id, POHM_FSCK_TOMBSTONE, POHM_FSCK_FIX, 2,
 				     "absent marker past its age");
+		} else if (corrupt && !good) {
+			char hex[17];
+
+			for (g = 0; g < 8; g++)
+				snprintf(hex + 2 * g, 3, "%02x", o->id[g]);
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, "", 0, 0,
+				 "id %s...: every readable copy is corrupt (%u of %u groups; "
+				 "whose object it was cannot be told)", hex, corrupt, o->ncopies);
 		} else {
 			f->res->foreign++;
 		}

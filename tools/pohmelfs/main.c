@@ -2,12 +2,13 @@
  * main.c — `pohmelfs`: command line entry and dispatch.
  *
  *   pohmelfs [--json] put KEY | get KEY | lookup KEY | del KEY
- *   pohmelfs [--json] status | sync | stats | cache clean | fsck | repair
+ *   pohmelfs [--json] status | sync | stats | cache clean
+ *   pohmelfs fsck [--json] [-v] [--age=S] | repair [--json] [-v] [--dry-run] [--age=S]
  *
  * Configured by the POHMELFS_* environment and the config file, like the
  * library (core/config.h).  Exit status: 0 success, 1 the operation
- * failed (the message names what), 2 usage, configuration, or a command
- * that is not available yet (fsck, repair).
+ * failed (the message names what), 2 usage or configuration; fsck and
+ * repair have their own (fsck.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,9 @@ static void usage(FILE *f)
 		"  sync          push every dirty file of the prefix's cache now\n"
 		"  stats         what the cache holds: files, stubs, bytes, journal\n"
 		"  cache clean   replace clean, unopened cached files by stubs (frees space)\n"
-		"  fsck, repair  not available yet (they need storage iteration)\n"
+		"  fsck [-v]     check every group's copies and the namespace (exit 0 clean,\n"
+		"                1 issues, 2 incomplete, 4 data lost; --age=SECONDS for garbage)\n"
+		"  repair [--dry-run]  fix what fsck finds, then check again\n"
 		"--json prints the report of status, sync, stats, cache clean and lookup as JSON.\n"
 		"configuration: POHMELFS_SERVERS, POHMELFS_GROUPS, POHMELFS_PREFIX, ... or\n"
 		"the file named by POHMELFS_CONFIG (see pohmelfs(1), pohmelfs.conf(5)).\n");
@@ -138,13 +141,7 @@ void cli_fmt_time(const struct pohm_time *t, char *buf, size_t len)
 		 (unsigned long long)t->tnsec);
 }
 
-/* fsck and repair: named in DESIGN.md §1, not buildable yet. */
-static int not_yet(const char *cmd)
-{
-	fprintf(stderr, "pohmelfs: %s: not available yet: it needs to iterate every object "
-		"of the storage, which the client cannot do yet (see pohmelfs(1))\n", cmd);
-	return 2;
-}
+int cmd_fsck_main(int argc, char **argv);	/* fsck.c: parses its own options */
 
 int main(int argc, char **argv)
 {
@@ -157,6 +154,10 @@ int main(int argc, char **argv)
 	 * the heap for reuse instead of an mmap (and its page faults) each time. */
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
+		;
+	if (i < argc && (!strcmp(argv[i], "fsck") || !strcmp(argv[i], "repair")))
+		return cmd_fsck_main(argc, argv);
 	for (i = 1; i < argc; i++) {
 		if (!dashdash && !strcmp(argv[i], "--")) {
 			dashdash = 1;
@@ -192,11 +193,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pohmelfs: cache: the only cache command is \"cache clean\"\n");
 			return 2;
 		}
-	} else if (IS("fsck", 0) || IS("repair", 0)) {
-		return not_yet(pos[0]);
 	} else if (!IS("status", 0) && !IS("sync", 0) && !IS("stats", 0)) {
 		if (!strcmp(pos[0], "status") || !strcmp(pos[0], "sync") ||
-		    !strcmp(pos[0], "stats") || !strcmp(pos[0], "fsck") || !strcmp(pos[0], "repair"))
+		    !strcmp(pos[0], "stats"))
 			fprintf(stderr, "pohmelfs: %s takes no arguments\n", pos[0]);
 		else
 			fprintf(stderr, "pohmelfs: unknown command \"%s\"\n", pos[0]);

@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# ns_fsck.bats — `pohmelfs fsck` and `pohmelfs repair` against a local
+# cluster of 3 groups: a clean tree is clean (text and JSON); a group that
+# was down while the tree changed is reported divergent and brought in line
+# by repair (proved by reading with another group gone); a copy corrupted
+# on disk is a checksum error that repair rewrites, every copy corrupt is
+# data loss (exit 4); a rename killed between its intent and its commit
+# leaves an intent that repair completes once it is stale.  The tree is
+# built with the cache's C API (cache_ctl: files with data) and ns_stress.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/raw
+	S=$B/tests/progs/ns_stress
+	CTL=$B/tests/progs/cache_ctl
+	[ -x "$S" ] && [ -x "$CTL" ] || skip "ns_stress or cache_ctl not built"
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_FSID=fsck POHMELFS_ATTR_TIMEOUT=0 POHMELFS_SYNC_ON_CLOSE=1
+	export POHMELFS_PREFIX=$T/p POHMELFS_CACHE_DIR=$T/state POHMELFS_HOST_ID=a
+	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
+}
+
+teardown() {
+	[ -f "$T/state/pohmelfsd.pid" ] && kill "$(cat "$T/state/pohmelfsd.pid")" 2>/dev/null
+	[ -n "${MV_PID:-}" ] && kill -9 "$MV_PID" 2>/dev/null
+	cluster_stop
+}
+
+tree() {
+	"$CTL" mkdir d
+	"$CTL" write d/f1 "one"
+	"$CTL" write d/f2 "two two"
+	"$CTL" mkdir d/sub
+	"$CTL" write d/sub/f3 "three three three"
+	"$CTL" symlink f1 d/l
+	"$CTL" ln d/f1 d/hard
+}
+
+# id KEY: the storage id (hex) of KEY in the fsid namespace.
+id() { printf '%s\0%s' "$POHMELFS_FSID" "$1" | sha512sum | cut -c1-128; }
+
+@test "a fresh tree is clean, in text and in JSON" {
+	tree
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"clean (exit 0)"* ]]
+	[[ $output == *"chunks 3"* ]]
+	run p fsck --json
+	[ "$status" -eq 0 ]
+	echo "$output" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["status"] == 0 and r["complete"] and r["issues"] == [], r
+assert r["inodes"] >= 7 and r["chunks"] == 3, r'
+	run p repair
+	[ "$status" -eq 0 ]
+	[[ $output == *"repaired: 0, failed: 0"* ]]
+}
+
+@test "a group down while the tree changed: fsck reports it, repair brings it in line" {
+	tree
+	cluster_kill 2-1
+	"$CTL" write d/new "written while group 2 was down"
+	"$CTL" mv d/f2 d/sub/f2moved
+	"$CTL" mkdir e
+	cluster_start_node 2-1
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"divergent"*"group 2 has no copy"* ]]
+	[[ $output == *"group 2 holds another version"* ]]
+	run p repair --dry-run
+	[ "$status" -eq 1 ]
+	[[ $output == *"would repair"* ]]
+	# Copies younger than a writer may count (about 3 s) are the writer's.
+	sleep 3.2
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"repaired"* ]]
+	run p fsck
+	[ "$status" -eq 0 ]
+	# Group 2 holds everything now: with group 1 gone, 2 and 3 agree.
+	cluster_kill 1-1
+	run "$S" resolve d/new
+	[ "$status" -eq 0 ]
+	run "$S" resolve d/sub/f2moved
+	[ "$status" -eq 0 ]
+	run "$S" resolve e
+	[ "$status" -eq 0 ]
+}
+
+@test "a corrupt copy is a checksum error repair rewrites; every copy corrupt is data loss" {
+	tree
+	cluster_corrupt_disk 3-1 "$(id i:1)"
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"checksum"*"i:1: group 3 corrupt"* ]]
+	sleep 3.2
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"checksum"*"i:1: group 3 corrupt — repaired"* ]]
+	run p fsck
+	[ "$status" -eq 0 ]
+	# The root directory's bucket corrupt in every group: nothing to repair from.
+	for n in 1-1 2-1 3-1; do cluster_corrupt_disk "$n" "$(id b:1:0:0)"; done
+	run p fsck
+	echo "$output"
+	[ $((status & 4)) -eq 4 ]
+	[[ $output == *"lost"*"every readable copy is corrupt"* ]]
+	run p repair
+	[ $((status & 4)) -eq 4 ]
+}
+
+@test "a rename killed after its intent: fsck shows it, repair completes it once stale" {
+	local t0 caught=
+	"$S" create victim
+	"$S" mkdir m2
+	# Slow every node down, start the rename, and kill it as soon as the
+	# intent is in the root directory's bucket (the target name shows).
+	cluster_fault all "delay 150"
+	"$S" mv victim m2/moved >/dev/null 2>&1 &
+	MV_PID=$!
+	t0=$(date +%s)
+	while [ $(($(date +%s) - t0)) -lt 20 ] && kill -0 "$MV_PID" 2>/dev/null; do
+		if p get b:1:0:0 2>/dev/null | grep -aq moved; then
+			kill -9 "$MV_PID"
+			caught=1
+			break
+		fi
+	done
+	wait "$MV_PID" 2>/dev/null || true
+	MV_PID=
+	cluster_clear_faults all
+	[ -n "$caught" ] || skip "the rename finished before it could be killed (machine too slow)"
+	t0=$(date +%s%N)
+	run p fsck -v
+	echo "$output"
+	[[ $output == *"rename of \"victim\""* ]]
+	# Stale after the clients' intent timeout (10 s): repair completes it.
+	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"intent"*"unfinished rename of \"victim\""* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$S" resolve m2/moved
+	[ "$status" -eq 0 ]
+	run "$S" resolve victim
+	[ "$output" = "No such file or directory" ]
+	run p fsck
+	[ "$status" -eq 0 ]
+}
+
+@test "fsck and repair refuse bad arguments with a clear message" {
+	run p fsck --dry-run
+	[ "$status" -eq 2 ]
+	[[ $output == *"--dry-run belongs to repair"* ]]
+	run p fsck --age=soon
+	[ "$status" -eq 2 ]
+	[[ $output == *"--age=soon: expected a number of seconds"* ]]
+	run p fsck extra
+	[ "$status" -eq 2 ]
+	[[ $output == *"unexpected argument \"extra\""* ]]
+	POHMELFS_FSID=never-used run p fsck
+	[ "$status" -eq 2 ]
+	[[ $output == *"has no root inode"* ]]
+}

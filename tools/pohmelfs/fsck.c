@@ -1,0 +1,234 @@
+/*
+ * fsck.c — `pohmelfs fsck [--json] [-v] [--age=SECONDS]` and
+ * `pohmelfs repair [--json] [-v] [--dry-run] [--age=SECONDS]` (core/fsck.h).
+ *
+ * The report lists every issue (with -v also what is in progress and
+ * left alone), then counts per class and a verdict.  Exit status, OR'ed
+ * like fsck(8): 0 clean; 1 repairable issues found (fsck) or left (repair);
+ * 2 the check could not be completed (a group or backend unreadable, bad
+ * configuration, usage); 4 data lost (every copy of something corrupt or
+ * missing).  repair runs the check again after fixing and reports what is
+ * left; its exit status is that of the second check (plus 4 for loss).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fsck.h"
+#include "kv.h"
+#include "ns.h"
+
+struct fsck_out {
+	int json, verbose, first;
+	FILE *f;
+};
+
+static const char *sev_name(enum pohm_fsck_sev s)
+{
+	return s == POHM_FSCK_LOSS ? "data-loss" : s == POHM_FSCK_ERR ? "error" :
+	       s == POHM_FSCK_FIX ? "repairable" : "info";
+}
+
+static const char *action_name(int a)
+{
+	return a == 1 ? "repaired" : a == 2 ? "would repair" : a < 0 ? "repair failed" : "";
+}
+
+static void print_issue(void *arg, const struct pohm_fsck_issue *is)
+{
+	struct fsck_out *o = arg;
+
+	if (is->sev == POHM_FSCK_INFO && !o->verbose)
+		return;
+	if (o->json) {
+		fprintf(o->f, "%s\n    {\"class\": \"%s\", \"severity\": \"%s\", \"key\": ",
+			o->first ? "" : ",", pohm_fsck_class_name(is->cls), sev_name(is->sev));
+		cli_json_str(o->f, is->key);
+		fprintf(o->f, ", \"ino\": %" PRIu64 ", \"action\": \"%s\", \"error\": %d, "
+			"\"after_repair\": %s, \"what\": ", is->ino,
+			is->action == 1 ? "repaired" : is->action == 2 ? "would-repair" :
+			is->action < 0 ? "failed" : "none", is->action < 0 ? -is->action : 0,
+			is->verify ? "true" : "false");
+		cli_json_str(o->f, is->what);
+		fputc('}', o->f);
+		o->first = 0;
+		return;
+	}
+	fprintf(o->f, "%s%-10s %-10s %s%s%s%s%s\n", is->verify ? "left: " : "",
+		pohm_fsck_class_name(is->cls), sev_name(is->sev), is->key[0] ? is->key : "-",
+		is->key[0] ? ": " : " ", is->what, is->action ? " — " : "",
+		is->action < 0 ? strerror(-is->action) : action_name(is->action));
+	if (is->action < 0)
+		fprintf(o->f, "           (%s)\n", action_name(is->action));
+}
+
+static const char *verdict(int status, int repair)
+{
+	if (status & POHM_FSCK_DATALOSS)
+		return "DATA LOST: every copy of something is corrupt or missing";
+	if (status & POHM_FSCK_ERROR)
+		return "INCOMPLETE: some groups or objects could not be read";
+	if (status & POHM_FSCK_FOUND)
+		return repair ? "issues left: run `pohmelfs repair` again later" :
+				"issues found: `pohmelfs repair` fixes them";
+	return "clean";
+}
+
+static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm_fsck_result *r,
+		    int status, int repair)
+{
+	unsigned c;
+	int any;
+
+	if (o->json) {
+		fprintf(o->f, "%s\n  ],\n  \"objects\": %" PRIu64 ", \"inodes\": %" PRIu64
+			", \"tombstones\": %" PRIu64 ", \"buckets\": %" PRIu64 ", \"chunks\": %" PRIu64
+			", \"leases\": %" PRIu64 ", \"markers\": %" PRIu64 ", \"other\": %" PRIu64 ",\n"
+			"  \"found\": {", o->first ? "" : "", r->objects, r->inodes, r->tombstones,
+			r->buckets, r->chunks, r->leases, r->markers, r->foreign);
+		for (c = 0; c < POHM_FSCK_NCLASSES; c++)
+			fprintf(o->f, "%s\"%s\": %" PRIu64, c ? ", " : "",
+				pohm_fsck_class_name((enum pohm_fsck_class)c), r->found[c]);
+		fprintf(o->f, "},\n  \"repaired\": %" PRIu64 ", \"repair_failed\": %" PRIu64
+			", \"complete\": %s, \"status\": %d, \"verdict\": ", r->fixed, r->failed,
+			r->complete ? "true" : "false", status);
+		cli_json_str(o->f, verdict(status, repair));
+		fprintf(o->f, "\n}\n");
+		return;
+	}
+	fprintf(o->f, "objects: %" PRIu64 " (inodes %" PRIu64 ", tombstones %" PRIu64
+		", buckets %" PRIu64 ", chunks %" PRIu64 ", leases %" PRIu64 ", absent markers %"
+		PRIu64 ", other %" PRIu64 ")\n", r->objects, r->inodes, r->tombstones, r->buckets,
+		r->chunks, r->leases, r->markers, r->foreign);
+	fprintf(o->f, "issues:");
+	for (c = 0, any = 0; c < POHM_FSCK_NCLASSES; c++)
+		if (r->found[c]) {
+			fprintf(o->f, " %s %" PRIu64, pohm_fsck_class_name((enum pohm_fsck_class)c),
+				r->found[c]);
+			any = 1;
+		}
+	fprintf(o->f, "%s\n", any ? "" : " none");
+	if (repair)
+		fprintf(o->f, "repaired: %" PRIu64 ", failed: %" PRIu64 "\n", r->fixed, r->failed);
+	fprintf(o->f, "fsid \"%s\": %s (exit %d)\n", cli->cfg.fsid, verdict(status, repair), status);
+}
+
+/* Parse "--age=SECONDS": 0 or -1. */
+static int parse_age(const char *s, uint64_t *ns)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || v > 100ULL * 365 * 86400)
+		return -1;
+	*ns = v ? v * 1000000000ULL : 1;
+	return 0;
+}
+
+int cmd_fsck_main(int argc, char **argv);
+
+int cmd_fsck_main(int argc, char **argv)
+{
+	struct fsck_out out = { 0, 0, 1, stdout };
+	struct pohm_fsck_opts o;
+	struct pohm_fsck_result *res = calloc(1, sizeof(*res));
+	struct pohm_ns_opts nso;
+	struct pohm_ns *ns = NULL;
+	struct pohm_kv kv;
+	struct cli cli;
+	const char *cmd = NULL;
+	int i, rc, repair = 0, status = 2;
+
+	memset(&cli, 0, sizeof(cli));
+	memset(&o, 0, sizeof(o));
+	if (!res)
+		return 2;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			out.json = 1;
+		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			out.verbose = 1;
+		} else if (!strcmp(argv[i], "--dry-run")) {
+			o.dry_run = 1;
+		} else if (!strncmp(argv[i], "--age=", 6)) {
+			if (parse_age(argv[i] + 6, &o.age_ns)) {
+				fprintf(stderr, "pohmelfs: --age=%s: expected a number of seconds\n",
+					argv[i] + 6);
+				goto out;
+			}
+		} else if (!cmd && (!strcmp(argv[i], "fsck") || !strcmp(argv[i], "repair"))) {
+			cmd = argv[i];
+		} else {
+			fprintf(stderr, "pohmelfs: %s: unexpected argument \"%s\" (usage: pohmelfs "
+				"fsck [--json] [-v] [--age=SECONDS] | pohmelfs repair [--json] [-v] "
+				"[--dry-run] [--age=SECONDS])\n", cmd ? cmd : "fsck", argv[i]);
+			goto out;
+		}
+	}
+	repair = cmd && !strcmp(cmd, "repair");
+	if (o.dry_run && !repair) {
+		fprintf(stderr, "pohmelfs: fsck: --dry-run belongs to repair (fsck never changes "
+			"anything)\n");
+		goto out;
+	}
+	if ((rc = cli_load(&cli)))
+		goto out;
+	/* A check changes nothing: no read repair (until the repair pass, below). */
+	cli.cfg.read_repair = 0;
+	if ((rc = cli_open(&cli)))
+		goto out;
+	pohm_kvio_init(&kv, cli.client);
+	{
+		struct pohm_kv_val v = { 0 };
+
+		rc = kv.ops->get(kv.ctx, "i:1", &v);
+		pohm_kv_val_free(&v);
+		if (rc == -ENOENT) {
+			fprintf(stderr, "pohmelfs: %s: fsid \"%s\" has no root inode (never used, or "
+				"the root was lost); nothing checked\n", cmd, cli.cfg.fsid);
+			status = 2;
+			goto out;
+		}
+	}
+	memset(&nso, 0, sizeof(nso));
+	nso.fsid = cli.cfg.fsid;
+	rc = pohm_ns_open(&ns, &kv, &nso);
+	if (rc) {
+		fprintf(stderr, "pohmelfs: %s: cannot open fsid \"%s\": %s\n", cmd, cli.cfg.fsid,
+			strerror(-rc));
+		goto out;
+	}
+	o.repair = repair;
+	o.report = print_issue;
+	o.arg = &out;
+	if (out.json) {
+		fprintf(out.f, "{\n  \"command\": \"%s\", \"dry_run\": %s, \"fsid\": ", cmd,
+			o.dry_run ? "true" : "false");
+		cli_json_str(out.f, cli.cfg.fsid);
+		fprintf(out.f, ",\n  \"issues\": [");
+	} else {
+		fprintf(out.f, "%s fsid \"%s\" on %u group(s)%s\n", repair ? "repairing" : "checking",
+			cli.cfg.fsid, cli.cfg.ngroups, o.dry_run ? " (dry run: nothing is changed)" : "");
+	}
+	fflush(out.f);
+	/* Repairing divergent copies is read repair (the client reads cfg at each call). */
+	cli.cfg.read_repair = repair && !o.dry_run;
+	rc = pohm_fsck_run(ns, &kv, cli.client, &o, res);
+	status = rc < 0 ? POHM_FSCK_ERROR : rc;
+	if (rc < 0)
+		fprintf(stderr, "pohmelfs: %s: %s\n", cmd, strerror(-rc));
+	summary(&out, &cli, res, status, repair);
+out:
+	if (ns)
+		pohm_ns_close(ns);
+	if (cli.client)
+		pohm_client_close(cli.client);
+	if (cli.loaded)
+		pohm_config_free(&cli.cfg);
+	free(res);
+	return status;
+}
