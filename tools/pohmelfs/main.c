@@ -39,9 +39,9 @@ static void usage(FILE *f)
 		"  sync          push every dirty file of the prefix's cache now\n"
 		"  stats         what the cache holds: files, stubs, bytes, journal\n"
 		"  cache clean   replace clean, unopened cached files by stubs (frees space)\n"
-		"  fsck [-v]     check every group's copies and the namespace (exit 0 clean,\n"
-		"                1 issues, 2 incomplete, 4 data lost; --age=SECONDS for garbage)\n"
-		"  repair [--dry-run]  fix what fsck finds, then check again\n"
+		"  fsck, repair  check every group's copies and the namespace (fsck [-v]), or\n"
+		"                fix what it finds and check again (repair [--dry-run]); exit 0\n"
+		"                clean, 1 issues, 2 incomplete, 4 data lost; --age=SECONDS\n"
 		"--json prints the report of status, sync, stats, cache clean and lookup as JSON.\n"
 		"configuration: POHMELFS_SERVERS, POHMELFS_GROUPS, POHMELFS_PREFIX, ... or\n"
 		"the file named by POHMELFS_CONFIG (see pohmelfs(1), pohmelfs.conf(5)).\n");
