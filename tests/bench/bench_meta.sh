@@ -57,8 +57,8 @@ col() { awk -v k="$2" '{print $k}' "$W/m.$1" >"$W/m.$1.$2"; }
 out=$(bench_out meta_scaling.tsv)
 first= last=
 for n in $SIZES; do
-	eval "disk_$n() { '$PY' '$W/meta.py' '$W/local/d$n.\$1' $n; }"
-	eval "shim_$n() { shim a '$PY' '$W/meta.py' '$W/a/m/d$n.\$1' $n; }"
+	eval "disk_$n() { '$PY' '$W/meta.py' '$W/local/d$n.'\"\$1\" $n; }"
+	eval "shim_$n() { shim a '$PY' '$W/meta.py' '$W/a/m/d$n.'\"\$1\" $n; }"
 	reps=$(reps_for "$n")
 	echo "meta: N=$n, $reps rounds" >&2
 	interleave "$reps" "disk_$n" "shim_$n"
