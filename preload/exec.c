@@ -1,20 +1,21 @@
 /*
  * exec.c — programs and libraries: the exec family, posix_spawn (+p, and
- * its addopen file action), system, popen, dlopen/dlmopen, and vfork.
+ * its addopen file action), dlopen/dlmopen, and vfork.
  *
  * exec hands the table of fds under the prefix to the new image in
  * POHMELFS_FDTAB (fd.c), which its shim adopts at init; the environment is
  * built in memory from a raw mmap, so this works in a vfork child too.
  * A binary under the prefix gets the lookup hook first (materialize it,
  * its #! interpreter and libraries).  execl* are built on execve/execvpe
- * (glibc's reach execve internally).  execvp/posix_spawnp search PATH
- * inside glibc: only a name with a slash is classified (see the man page).
+ * (glibc's reach execve internally).  execvp/execvpe/execlp/posix_spawnp
+ * search PATH inside glibc: the candidates under the prefix are fetched
+ * first (execp_pre).
  *
  * vfork is our own system call (x86-64): the child runs with pohm_depth
  * raised, so every wrapper it calls passes straight through and touches
  * no table and takes no lock, until the parent resumes and lowers it.
  * posix_spawn children run glibc's internal code only.  system and popen
- * read environ themselves: their children get no fd table (limit).
+ * are in shell.c.
  *
  * dlopen must stay a tail call: glibc looks at its caller's address to
  * find the RUNPATH and namespace, which must be the program's, not ours.
@@ -24,10 +25,12 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
@@ -45,11 +48,72 @@ static int exec_pre(int dirfd, const char *path, int atflags)
 	return r == POHM_PASS || r >= 0 ? 0 : r;
 }
 
-/* A name execvp-style functions search in PATH is classified only with a slash. */
+/*
+ * execvp-style calls search PATH with glibc's internal execve, which no
+ * wrapper sees: a candidate under the prefix would be tried as an empty
+ * mode-000 stub.  So before glibc searches, walk PATH as it will (the
+ * caller's PATH, or "/bin:/usr/bin"; an empty entry is the cwd) and fetch
+ * each candidate under the prefix through the exec hook, up to the first
+ * candidate that exists and may be executed (which glibc will run).  A
+ * PATH with nothing under the prefix costs no system call.
+ */
+static int path_cand(char *cand, size_t size, const char *dir, size_t n, const char *file,
+		     size_t flen)
+{
+	if (n + flen + 2 > size)
+		return 0;
+	memcpy(cand, dir, n);
+	if (n)
+		cand[n++] = '/';
+	memcpy(cand + n, file, flen + 1);
+	return 1;
+}
+
+/* 1 if glibc's search would stop at cand (it exists, may be executed, is no directory). */
+static int path_runs(const char *cand)
+{
+	struct stat st;
+
+	return pohm_real.faccessat(AT_FDCWD, cand, X_OK, AT_EACCESS) == 0 &&
+	       pohm_real.stat(cand, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 static int execp_pre(const char *file)
 {
+	const char *path, *dir, *end;
+	char cand[PATH_MAX];
+	struct pohm_path p;
+	size_t flen;
+	int pass, any = 0, saved;
+
 	file = pohm_launder(file);
-	return file && strchr(file, '/') ? exec_pre(AT_FDCWD, file, 0) : 0;
+	if (!file || !*file || !pohm_active())
+		return 0;
+	if (strchr(file, '/'))
+		return exec_pre(AT_FDCWD, file, 0);
+	if ((flen = strlen(file)) > NAME_MAX)
+		return 0;
+	if (!(path = getenv("PATH")))
+		path = "/bin:/usr/bin";
+	saved = errno;
+	/* Pass 0 only looks for a candidate under the prefix; pass 1 fetches. */
+	for (pass = 0; pass < 2 && (pass == 0 || any); pass++) {
+		for (dir = path;; dir = end + 1) {
+			end = strchrnul(dir, ':');
+			if (path_cand(cand, sizeof(cand), dir, (size_t)(end - dir), file, flen) &&
+			    pohm_claim(AT_FDCWD, cand, &p)) {
+				any = 1;
+				if (pass == 1)
+					pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
+			}
+			if (pass == 1 && path_runs(cand))
+				break;
+			if (!*end)
+				break;
+		}
+	}
+	errno = saved;
+	return 0;
 }
 
 POHM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -256,18 +320,6 @@ POHM_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa,
 	    (r = pohm_hook_lookup(POHM_LK_SPAWN_OPEN, &p, oflag)) != POHM_PASS && r < 0)
 		return -r;
 	return pohm_real.posix_spawn_file_actions_addopen(fa, fd, path, oflag, mode);
-}
-
-POHM_EXPORT int system(const char *cmd)
-{
-	pohm_init();
-	return pohm_real.system(cmd);
-}
-
-POHM_EXPORT FILE *popen(const char *cmd, const char *type)
-{
-	pohm_init();
-	return pohm_real.popen(cmd, type);
 }
 
 /* ------------------------------------------------------------ libraries */

@@ -1,7 +1,7 @@
 /*
  * stdio.c — streams and names libc makes itself: fopen/fopen64, freopen
- * (+64), fdopen, fclose, tmpfile (+64), the mkstemp family, mkdtemp, mktemp,
- * realpath (+ fortified), canonicalize_file_name.
+ * (+64), fdopen, fclose, tmpfile (+64), the mkstemp family, mkdtemp, mktemp.
+ * (realpath is in realpath.c.)
  *
  * fopen, freopen, fclose, mkstemp and mkdtemp open and close fds inside
  * glibc, with no interposable call, so these wrappers do what the open
@@ -10,7 +10,7 @@
  * flushing the stream, so the push sees its last bytes), and for mkstemp
  * and mkdtemp the _done hooks on the name glibc chose.
  *
- * Sections: fopen family; fclose; temporary files; realpath.
+ * Sections: fopen family; fclose; temporary files.
  */
 #include "shim.h"
 
@@ -336,36 +336,4 @@ POHM_EXPORT char *mktemp(char *tmpl)
 		return tmpl;
 	}
 	return pohm_real.mktemp(tmpl);
-}
-
-/* ------------------------------------------------------------ realpath */
-
-/* The lookup hook of a realpath-like call: 0 to go on, or -1 with errno. */
-static int realpath_pre(const char *path)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
-		return 0;
-	r = pohm_hook_lookup(POHM_LK_REALPATH, &p, 0);
-	if (r == POHM_PASS || r >= 0)
-		return 0;
-	errno = -r;
-	return -1;
-}
-
-POHM_EXPORT char *realpath(const char *path, char *resolved)
-{
-	return realpath_pre(path) < 0 ? NULL : pohm_real.realpath(path, resolved);
-}
-
-POHM_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
-{
-	return realpath_pre(path) < 0 ? NULL : pohm_real.__realpath_chk(path, resolved, len);
-}
-
-POHM_EXPORT char *canonicalize_file_name(const char *path)
-{
-	return realpath_pre(path) < 0 ? NULL : pohm_real.canonicalize_file_name(path);
 }

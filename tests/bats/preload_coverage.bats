@@ -62,3 +62,28 @@ sym_names() {
 	echo "not called by a helper:$untested"
 	[ -z "$untested" ]
 }
+
+# The functions the man page says the library implements itself ("Functions
+# that reach the kernel inside glibc", the headings before fopen's): each
+# must be called by the helpers that preload_walks.bats runs against a
+# cache of stubs (walks.c, spawns.c).
+own_names() {
+	sed -n '/^\.SS Functions that reach the kernel inside glibc/,/^\.BR fopen ", "/p' "$man" |
+		grep -A1 '^\.TP' | grep '^\.BR ' | grep -v '^\.BR fopen' |
+		sed 's/"[^"]*"/ /g; s/^\.BR //' | tr ' ' '\n' | grep -E '^[a-z_]' |
+		sed 's/^fts_\*$/fts_open fts_read fts_children fts_set fts_close/' | tr ' ' '\n' | sort -u
+}
+
+@test "every function the library implements itself is tested on a cache of stubs" {
+	names=$(own_names)
+	[ "$(echo "$names" | wc -w)" -ge 15 ]	# the parse found the list
+	grep -q 'helpers/walks' "$TOP/tests/bats/preload_walks.bats"
+	grep -q 'helpers/spawns' "$TOP/tests/bats/preload_walks.bats"
+	untested=
+	for n in $names; do
+		grep -qE "\\b$n\\(" "$TOP/tests/helpers/walks.c" "$TOP/tests/helpers/spawns.c" ||
+			untested="$untested $n"
+	done
+	echo "not called by walks.c or spawns.c:$untested"
+	[ -z "$untested" ]
+}
