@@ -261,3 +261,9 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	[ "$status" -eq 0 ]
 	[[ $output == *"keep me" ]]
 }
+
+@test "the record CRC's fast path (three lanes of the crc32 instruction) equals the portable table" {
+	run "$NODE_BIN" --self-test
+	[ "$status" -eq 0 ]
+	[[ $output == "crc32c: ok"* ]]
+}
