@@ -14,6 +14,7 @@
 
 #include "ns_http.h"
 #include "ns_int.h"
+#include "nsmap.h"
 #include "sys.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -262,6 +263,7 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	ns->intent_timeout_ns = (o->intent_timeout_ms ? o->intent_timeout_ms : 10000) * 1000000ULL;
 	ns->max_retries = o->max_retries ? o->max_retries : 200;
 	ns->http_compat = o->http_compat;
+	ns->map_cache = ns_map_cache_new();	/* NULL: no cache, still correct */
 	pthread_mutex_init(&ns->rng_lock, NULL);
 	pthread_mutex_init(&ns->hint_lock, NULL);
 	ns->rng = pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)ns;
@@ -287,6 +289,7 @@ void pohm_ns_close(struct pohm_ns *ns)
 		return;
 	pthread_mutex_destroy(&ns->rng_lock);
 	pthread_mutex_destroy(&ns->hint_lock);
+	ns_map_cache_free(ns->map_cache);
 	free(ns);
 }
 

@@ -19,6 +19,7 @@ struct pohm_ns {
 	uint64_t intent_timeout_ns;
 	unsigned max_retries;
 	int http_compat;		/* path copies of files (ns_http.c) */
+	struct ns_map_cache *map_cache;	/* map objects read or written (nsmap.c, own lock) */
 	pthread_mutex_t rng_lock;	/* guards rng */
 	uint64_t rng;			/* xorshift state */
 	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth */

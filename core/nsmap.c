@@ -1,8 +1,9 @@
 /*
  * nsmap.c — a file's chunk map, inline or in map objects (nsmap.h).
  *
- * Sections: reading (fetch a map object, one entry, the whole map) ·
- * committing (inline, back to inline, external).
+ * Sections: cache (map objects are immutable: any copy read or written is
+ * good for as long as its generation exists) · reading (fetch a map object,
+ * one entry, the whole map) · committing (inline, back to inline, external).
  *
  * An external map is valid below min(map_end, size) only: past that every
  * chunk is a hole, and the chunk that straddles it is cut there.  So a
@@ -10,11 +11,109 @@
  * and the next commit rewrites just the object that holds the cut, if any.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nsmap.h"
 #include "sha512.h"
+
+/* ---------------------------------------------------------------- cache */
+
+#define MAP_CACHE_N	32	/* objects kept per handle (at most ~20 KiB each) */
+
+struct ns_map_cache {
+	pthread_mutex_t lock;	/* guards tick and ent */
+	uint64_t tick;
+	struct map_cache_ent {
+		uint64_t ino, k, gen;
+		uint64_t used;			/* LRU tick, 0 = empty */
+		uint8_t csum[64];		/* of the encoded object */
+		uint32_t n;
+		struct pohm_chunkref *e;
+	} ent[MAP_CACHE_N];
+};
+
+struct ns_map_cache *ns_map_cache_new(void)
+{
+	struct ns_map_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void ns_map_cache_free(struct ns_map_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < MAP_CACHE_N; i++)
+		free(c->ent[i].e);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* Copy the cached object (ino, k, gen) with checksum csum into m: 1 if found. */
+static int cache_get(struct ns_map_cache *c, uint64_t ino, uint64_t k, uint64_t gen,
+		     const uint8_t *csum, struct pohm_map *m)
+{
+	size_t i;
+	int hit = 0;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < MAP_CACHE_N; i++) {
+		struct map_cache_ent *x = &c->ent[i];
+
+		if (!x->used || x->ino != ino || x->k != k || x->gen != gen ||
+		    memcmp(x->csum, csum, 64))
+			continue;
+		memset(m, 0, sizeof(*m));
+		m->e = malloc((x->n ? x->n : 1) * sizeof(*m->e));
+		if (m->e) {
+			memcpy(m->e, x->e, x->n * sizeof(*m->e));
+			m->ino = ino;
+			m->index = k;
+			m->gen = gen;
+			m->n = x->n;
+			x->used = ++c->tick;
+			hit = 1;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return hit;
+}
+
+/* Remember entries e[0..n) of object (ino, k, gen) (best effort). */
+static void cache_put(struct ns_map_cache *c, uint64_t ino, uint64_t k, uint64_t gen,
+		      const uint8_t *csum, const struct pohm_chunkref *e, uint32_t n)
+{
+	struct pohm_chunkref *copy;
+	struct map_cache_ent *x;
+	size_t i;
+
+	if (!c || !(copy = malloc((n ? n : 1) * sizeof(*copy))))
+		return;
+	memcpy(copy, e, n * sizeof(*copy));
+	pthread_mutex_lock(&c->lock);
+	x = &c->ent[0];
+	for (i = 1; i < MAP_CACHE_N; i++)
+		if (c->ent[i].used < x->used)
+			x = &c->ent[i];
+	free(x->e);
+	x->ino = ino;
+	x->k = k;
+	x->gen = gen;
+	memcpy(x->csum, csum, 64);
+	x->n = n;
+	x->e = copy;
+	x->used = ++c->tick;
+	pthread_mutex_unlock(&c->lock);
+}
 
 /* ---------------------------------------------------------------- reading */
 
@@ -33,6 +132,8 @@ static int map_fetch(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t k
 	char key[POHM_KEY_MAX];
 	int r;
 
+	if (cache_get(ns->map_cache, in->ino, k, ref->gen, ref->csum, m))
+		return 0;
 	pohm_key_map(key, in->ino, k, ref->gen);
 	r = ns->kv.ops->get(ns->kv.ctx, key, &v);
 	if (r) {
@@ -51,7 +152,9 @@ static int map_fetch(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t k
 	if (m->ino != in->ino || m->index != k || m->gen != ref->gen || m->n > in->map_span) {
 		pohm_map_clear(m);
 		r = -EIO;
+		goto out;
 	}
+	cache_put(ns->map_cache, in->ino, k, ref->gen, ref->csum, m->e, m->n);
 out:
 	pohm_kv_val_free(&v);
 	return r;
@@ -236,6 +339,7 @@ static int map_write(struct pohm_ns *ns, uint64_t ino, uint64_t k, struct pohm_c
 	if (!r) {
 		ref->gen = m.gen;
 		pohm_sha512(b.p, b.len, ref->csum);
+		cache_put(ns->map_cache, ino, k, m.gen, ref->csum, e, n);
 	}
 	pohm_buf_free(&b);
 	return r;

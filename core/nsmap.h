@@ -14,6 +14,10 @@
 
 #include "ns_int.h"
 
+/* A handle's cache of map objects read or written (thread-safe); NULL = none. */
+struct ns_map_cache *ns_map_cache_new(void);
+void ns_map_cache_free(struct ns_map_cache *c);
+
 /* Reads entries of one committed inode's map, one map object at a time. */
 struct ns_map_cursor {
 	const struct pohm_inode *in;

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -43,6 +44,7 @@
 #include "cachetool.h"
 #include "log.h"
 #include "mount.h"
+#include "stats.h"
 #include "sys.h"
 
 extern char **environ;
@@ -63,10 +65,32 @@ static uint64_t *dirty;
 static size_t ndirty, capdirty;
 static int daemon_started;	/* pohmelfsd spawned by this process; under dirty_lock */
 
+/* This process's counters (stats.h): relaxed atomics, any thread. */
+static struct pohm_stats proc_stats;
+
+/* Count one call of kind k; r, counted as an error if the call fails. */
+static int counted(enum pohm_stat k, int r)
+{
+	pohm_stat_add(&proc_stats, k, 1);
+	if (r < 0 && r != POHM_PASS)
+		pohm_stat_add(&proc_stats, POHM_ST_ERRORS, 1);
+	return r;
+}
+
 /* This thread created the file the current open is about (undo on failure). */
 static POHM_TLS int open_created;
 
 static int space_fn(void *arg, uint64_t need);
+static int held_here(void *arg, uint64_t dev, uint64_t ino);
+
+/* Is rel (under the prefix) open through an fd of this process? */
+static int held_path(struct pohm_cache *c, const char *rel)
+{
+	struct stat st;
+
+	return !pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW) &&
+	       held_here(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+}
 
 static void heavy_init(void)
 {
@@ -129,14 +153,14 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
 		if (r == 0)
 			open_created = 1;
-		return r < 0 && r != -EISDIR ? r : POHM_PASS;
+		return counted(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
 	}
 	if (flags & O_NOFOLLOW)
 		mf |= POHM_MAT_NOFOLLOW;
 	if (flags & O_PATH)
 		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	return r < 0 ? r : POHM_PASS;
+	return counted(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
 }
 
 int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
@@ -178,7 +202,7 @@ int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 		return r;
 	r = HELD(pohm_cache_materialize(c, p->rel,
 					(flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0));
-	return r < 0 ? r : POHM_PASS;
+	return counted(POHM_ST_STAT, r < 0 ? r : POHM_PASS);
 }
 
 int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
@@ -287,7 +311,7 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 		break;
 	}
 	pohm_unhold();
-	return r;
+	return r == POHM_PASS ? r : counted(POHM_ST_NS, r);
 }
 
 int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
@@ -311,9 +335,9 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		r = HELD(pohm_cache_materialize(c, p->rel,
 			 POHM_MAT_DATA | ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0)));
 		if (r < 0)
-			return r;
+			return counted(POHM_ST_ATTR, r);
 	}
-	return POHM_PASS;
+	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
 int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
@@ -327,10 +351,10 @@ int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 	/* The change travels now, so that other hosts see it after attr_timeout. */
 	if (fd >= 0)
 		r = HELD(pohm_cache_push_fd(c, fd));
-	else if (p && !(p->flags & POHM_PATH_TRUNC))
+	else if (p && !(p->flags & POHM_PATH_TRUNC) && !held_path(c, p->rel))
 		r = HELD(pohm_cache_push_path(c, p->rel));
 	else
-		r = 0;
+		r = 0;	/* open here: pushed through its fd at close or sync */
 	if (r < 0 && r != -EBADF)
 		pohm_warn("%s: attribute change not pushed yet (%s)", p ? p->rel : "fd",
 			  strerror(-r));
@@ -369,7 +393,8 @@ int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 		break;
 	}
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	return r < 0 ? r : POHM_PASS;
+	return counted(why == POHM_LK_OPENDIR ? POHM_ST_READDIR : POHM_ST_LOOKUP,
+		       r < 0 ? r : POHM_PASS);
 }
 
 /* ---------------------------------------------------------------- directories */
@@ -569,7 +594,8 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r)))
 		return 0;
 	if (mount.sync_on_close)
-		return push_fd(c, fd, 1) < 0 ? -EIO : 0;
+		return counted(POHM_ST_CLOSE, push_fd(c, fd, 1) < 0 ? -EIO : 0);
+	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
 	pohm_hold();
@@ -624,7 +650,7 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 		r = sync_process(c);
 	else
 		r = push_fd(c, fd, 0);
-	return r < 0 ? -EIO : 0;
+	return counted(POHM_ST_SYNC, r < 0 ? -EIO : 0);
 }
 
 int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
@@ -681,14 +707,73 @@ static void push_written(void)
 		sync_process(c);
 }
 
+/* Does the stats= key say yes? */
+static int stats_wanted(void)
+{
+	const char *v = pohm_config_raw(&mount_cfg, "stats");
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "on"));
+}
+
+/*
+ * This image's counters: added to the cache's total (pohmelfs stats) and,
+ * with stats=1, printed as one table on stderr (or to the log= file).  At
+ * exit, and at an exec that replaces the image.
+ */
+static void flush_stats(void)
+{
+	struct pohm_cache_stats cs;
+	struct pohm_stats st;
+	char buf[2048], title[4200];
+	unsigned i;
+	int any = 0, fd;
+	size_t n;
+
+	if (mount_rc || !mount.cache)
+		return;
+	for (i = 0; i < POHM_ST_COUNT; i++)
+		st.v[i] = __atomic_exchange_n(&proc_stats.v[i], 0, __ATOMIC_RELAXED);
+	pohm_cache_get_stats(mount.cache, &cs);
+	st.v[POHM_ST_MISSES] = cs.fetches;
+	st.v[POHM_ST_HITS] = st.v[POHM_ST_OPEN] > cs.fetches ? st.v[POHM_ST_OPEN] - cs.fetches : 0;
+	st.v[POHM_ST_FETCHED_BYTES] = cs.fetched_bytes;
+	st.v[POHM_ST_PUSHES] = cs.pushes;
+	st.v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes;
+	st.v[POHM_ST_CONFLICTS] = cs.conflicts;
+	for (i = 0; i < POHM_ST_COUNT; i++)
+		any |= st.v[i] != 0;
+	if (!any)
+		return;
+	pohm_stats_merge(mount.cache_dir, &st);
+	if (!stats_wanted())
+		return;
+	snprintf(title, sizeof(title), "pohmelfs[%d]: calls under %s", (int)pohm_sys_getpid(),
+		 mount.prefix);
+	n = pohm_stats_format(buf, sizeof(buf), title, &st);
+	if (mount_cfg.log[0]) {
+		fd = pohm_sys_openat(AT_FDCWD, mount_cfg.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+				     0600);
+		if (fd >= 0) {
+			pohm_sys_write_full(fd, buf, n);
+			pohm_sys_close(fd);
+		}
+	} else {
+		pohm_sys_write_full(2, buf, n);
+	}
+}
+
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 {
-	if (replacing)
+	if (replacing) {
 		push_written();
+		flush_stats();
+	}
 	return 0;
 }
 
 void pohm_hook_exit(void)
 {
 	push_written();
+	flush_stats();
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cachetool.h"
+#include "stats.h"
 #include "cli.h"
 #include "kv.h"
 #include "log.h"
@@ -370,6 +371,8 @@ int cmd_stats(struct cli *cli)
 	char cache_dir[4096], err[1024], a[32], b[32], tm[32];
 	const char *prefix, *size, *minfree;
 	uint64_t fs_free = 0, fs_size = 0;
+	struct pohm_stats ctr;
+	unsigned i;
 	int r, pid, have;
 
 	r = cli_load(cli);
@@ -378,6 +381,10 @@ int cmd_stats(struct cli *cli)
 	r = cache_paths(cli, "stats", &prefix, cache_dir, sizeof(cache_dir));
 	if (r)
 		return r;
+	r = pohm_stats_load(cache_dir, &ctr);
+	if (r)
+		fprintf(stderr, "pohmelfs: stats: %s/stats: %s (counters shown as 0)\n", cache_dir,
+			strerror(-r));
 	size = pohm_config_raw(&cli->cfg, "cache_size");
 	minfree = pohm_config_raw(&cli->cfg, "cache_min_free");
 	if (!statvfs(prefix, &vfs)) {
@@ -430,7 +437,12 @@ int cmd_stats(struct cli *cli)
 			printf("%.3f", (double)s.last_ns / 1e9);
 		else
 			printf("null");
-		printf(",\"pohmelfsd\":{\"running\":%s,\"pid\":%d}}\n", pid ? "true" : "false", pid);
+		printf(",\"pohmelfsd\":{\"running\":%s,\"pid\":%d},\"counters\":{",
+		       pid ? "true" : "false", pid);
+		for (i = 0; i < POHM_ST_COUNT; i++)
+			printf("%s\"%s\":%llu", i ? "," : "", pohm_stat_name((enum pohm_stat)i),
+			       (unsigned long long)ctr.v[i]);
+		printf("}}\n");
 	} else {
 		printf("prefix              %s\n", prefix);
 		printf("cache_dir           %s%s\n", cache_dir, have ? "" : " (no cache yet)");
@@ -461,6 +473,11 @@ int cmd_stats(struct cli *cli)
 			printf("pohmelfsd           running (pid %d)\n", pid);
 		else
 			printf("pohmelfsd           not running\n");
+		printf("counters (every process under the shim that has exited, since the cache "
+		       "was made):\n");
+		for (i = 0; i < POHM_ST_COUNT; i++)
+			printf("  %-18s %llu\n", pohm_stat_name((enum pohm_stat)i),
+			       (unsigned long long)ctr.v[i]);
 	}
 	if (have)
 		pohm_ct_close(&t);

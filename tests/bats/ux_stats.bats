@@ -1,0 +1,68 @@
+#!/usr/bin/env bats
+# ux_stats.bats — counters: stats=1 prints a process's table at exit on
+# stderr (never stdout), and `pohmelfs stats` shows the total of every
+# process that used the cache.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load lib/common
+	load lib/cluster
+	preload_ok || skip "LD_PRELOAD does not work here"
+	cluster_start "$BATS_TEST_NAME" --groups 1 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_FSID=stats-$RANDOM POHMELFS_PREFIX=$T/p POHMELFS_CACHE_DIR=$T/state
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	mkdir -p "$T/p"
+}
+
+teardown() {
+	[ -f "$T/state/pohmelfsd.pid" ] && kill "$(cat "$T/state/pohmelfsd.pid")" 2>/dev/null
+	cluster_stop
+}
+
+# counter NAME: its value in `pohmelfs stats --json`.
+counter() {
+	"$B/pohmelfs" --json stats | python3 -c "import json,sys; print(json.load(sys.stdin)['counters']['$1'])"
+}
+
+@test "stats=1 prints the process's table on stderr at exit, stdout untouched" {
+	run --separate-stderr env LD_PRELOAD=$PRELOAD POHMELFS_STATS=1 python3 -c "
+import os
+open('$T/p/a', 'w').write('hello')
+print(open('$T/p/a').read())
+os.mkdir('$T/p/d')"
+	[ "$status" -eq 0 ]
+	[ "$output" = "hello" ]
+	[[ "$stderr" == *"calls under $T/p"* ]]
+	[[ "$stderr" == *"create"* ]]
+	[[ "$stderr" == *"pushes"* ]]
+	# Without stats=1 nothing is printed.
+	run --separate-stderr env LD_PRELOAD=$PRELOAD python3 -c "print(open('$T/p/a').read())"
+	[ "$output" = "hello" ]
+	[ -z "$stderr" ]
+}
+
+@test "pohmelfs stats adds up the counters of every process" {
+	[ "$(counter create)" -eq 0 ]
+	for i in 1 2 3; do
+		LD_PRELOAD=$PRELOAD python3 -c "open('$T/p/f$i', 'w').write('x' * 1000)"
+	done
+	LD_PRELOAD=$PRELOAD python3 -c "open('$T/p/f1').read(); open('$T/p/f2').read()"
+	LD_PRELOAD=$PRELOAD python3 -c "import os; os.rename('$T/p/f3', '$T/p/g3')"
+	[ "$(counter create)" -ge 3 ]
+	[ "$(counter pushes)" -ge 3 ]
+	[ "$(counter bytes_pushed)" -ge 3000 ]
+	[ "$(counter namespace_change)" -ge 1 ]
+	[ "$(counter open)" -ge 2 ]
+	run "$B/pohmelfs" stats
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"counters"* ]]
+	# A damaged total is reported, and the next exit starts it again.
+	echo garbage >"$T/state/stats"
+	run "$B/pohmelfs" stats
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"stats"*"counters shown as 0"* ]] || [[ "$stderr" == *"counters shown as 0"* ]]
+	LD_PRELOAD=$PRELOAD python3 -c "open('$T/p/f1').read()"
+	[ "$(counter open)" -ge 1 ]
+}
