@@ -222,6 +222,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.fsid = o->fsid;
 	nso.bucket_max = o->bucket_max;
 	nso.chunk_shift = o->chunk_shift;
+	nso.http_compat = o->http_compat;
 	nso.root_uid = (uint32_t)syscall(SYS_geteuid);
 	nso.root_gid = (uint32_t)syscall(SYS_getegid);
 	r = pohm_ns_open(&c->ns, o->kv, &nso);

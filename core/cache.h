@@ -44,6 +44,7 @@ struct pohm_cache_opts {
 	const struct pohm_kv *kv;	/* the store (kvio over a client, or kvmem in tests) */
 	unsigned bucket_max;		/* 0 = default */
 	unsigned chunk_shift;		/* 0 = default */
+	int http_compat;		/* also keep each file whole under its path key */
 };
 
 /* Open the cache for a prefix; err gets a one-line reason on failure. */

@@ -449,6 +449,16 @@ int pohm_config_set(struct pohm_config *c, const char *key, const char *value,
 	return set_idx(c, (unsigned)i, value, origin, "", err, errlen);
 }
 
+int pohm_config_bool(const struct pohm_config *c, const char *key)
+{
+	const char *v = pohm_config_raw(c, key);
+	int b;
+
+	if (!v)
+		return 0;
+	return !*v || (!parse_bool(v, &b) && b);	/* a bare "key" line in the file means yes */
+}
+
 const char *pohm_config_raw(const struct pohm_config *c, const char *key)
 {
 	int i = key_index(key);

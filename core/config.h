@@ -107,6 +107,8 @@ int pohm_config_check_client(const struct pohm_config *c, char *err, size_t errl
 
 /* The text a key was set from, or its default text, or NULL. */
 const char *pohm_config_raw(const struct pohm_config *c, const char *key);
+/* A boolean key: 1 if set to yes (1, yes, true, on, or bare), else 0. */
+int pohm_config_bool(const struct pohm_config *c, const char *key);
 
 /* Write quorum in effect: successful_write_count, or the majority of groups. */
 unsigned pohm_config_write_quorum(const struct pohm_config *c);

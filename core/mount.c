@@ -51,7 +51,7 @@ int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen)
 {
 	struct pohm_cache_opts o = { 0 };
-	const char *prefix = pohm_config_raw(cfg, "prefix"), *soc;
+	const char *prefix = pohm_config_raw(cfg, "prefix");
 	char host[256];
 	int r;
 
@@ -85,9 +85,8 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 	o.attr_timeout_ns = seconds_key(cfg, "attr_timeout", 1000000000ULL);
 	o.kv = &m->kv;
 	m->sync_timeout_ns = seconds_key(cfg, "sync_timeout", 5000000000ULL);
-	soc = pohm_config_raw(cfg, "sync_on_close");
-	m->sync_on_close = soc && (!strcmp(soc, "1") || !strcmp(soc, "yes") || !strcmp(soc, "true") ||
-				   !strcmp(soc, "on") || !*soc);
+	m->sync_on_close = pohm_config_bool(cfg, "sync_on_close");
+	o.http_compat = pohm_config_bool(cfg, "http_compat");
 	r = pohm_cache_open(&m->cache, &o, err, errlen);
 	if (r) {
 		pohm_client_close(m->client);

@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -707,15 +706,6 @@ static void push_written(void)
 		sync_process(c);
 }
 
-/* Does the stats= key say yes? */
-static int stats_wanted(void)
-{
-	const char *v = pohm_config_raw(&mount_cfg, "stats");
-
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
-		     !strcasecmp(v, "on"));
-}
-
 /*
  * This image's counters: added to the cache's total (pohmelfs stats) and,
  * with stats=1, printed as one table on stderr (or to the log= file).  At
@@ -746,7 +736,7 @@ static void flush_stats(void)
 	if (!any)
 		return;
 	pohm_stats_merge(mount.cache_dir, &st);
-	if (!stats_wanted())
+	if (!pohm_config_bool(&mount_cfg, "stats"))
 		return;
 	snprintf(title, sizeof(title), "pohmelfs[%d]: calls under %s", (int)pohm_sys_getpid(),
 		 mount.prefix);

@@ -825,9 +825,15 @@ TEST(map_one_byte_in_1gib_sparse_file)
 		EXPECT_EQ_INT(got[0] | got[255], 0);	/* a hole */
 		pohm_inode_clear(&r);
 	}
-	printf("# 1 GiB sparse file: 1-byte overwrite = %ld puts (chunk + map + inode), "
-	       "inode %zu bytes, map object %zu bytes\n", pohm_kvmem_puts(&kv) - before,
-	       inode_len(in.ino), (size_t)0);
+	{
+		char key[POHM_KEY_MAX];
+
+		pohm_key_map(key, in.ino, 1, in3.maps[1].gen);
+		printf("# 1 GiB sparse file: 1-byte overwrite = %ld puts (chunk + map + inode), "
+		       "inode %zu bytes, map object %zu bytes\n", pohm_kvmem_puts(&kv) - before,
+		       inode_len(in.ino), stored_len(key));
+		EXPECT(stored_len(key) > 0);
+	}
 	pohm_inode_clear(&in);
 	pohm_inode_clear(&in2);
 	pohm_inode_clear(&in3);
