@@ -599,7 +599,6 @@ static int one_pass(struct fsck *f)
 {
 	int rc;
 
-	f->now = pohm_sys_real_ns();
 	f->res->complete = 1;
 	if (f->c) {
 		rc = view_from_groups(f);
@@ -636,6 +635,9 @@ int pohm_fsck_run(struct pohm_ns *ns, const struct pohm_kv *kv, struct pohm_clie
 	f.res = res;
 	f.age = o->age_ns ? o->age_ns : POHM_FSCK_DEFAULT_AGE;
 	f.repair = o->repair && !o->dry_run;
+	/* One clock for both passes: what was young for the repair stays young
+	 * for the check after it (else it would be "left" by crossing an age). */
+	f.now = pohm_sys_real_ns();
 	rc = one_pass(&f);
 	if (rc || !f.repair)
 		return rc == -ENOMEM ? rc : res->status;

@@ -23,8 +23,10 @@
  *   dangling entries      removed (after re-reading the inode);
  *   nlink / parent        set to what the names say;
  *   orphans               with data (a non-empty file, a directory with
- *                         entries, a symlink): linked into /lost+found as
- *                         "#<ino>" (made if needed); without: tombstoned;
+ *                         entries, a symlink), older than the intent
+ *                         timeout: linked into /lost+found as "#<ino>" (made
+ *                         if needed); without data, older than opts.age_ns
+ *                         (creates that lost a race leave them): tombstoned;
  *   garbage / tombstones  deleted once older than opts.age_ns: chunk
  *                         generations no committed map names (the chunk
  *                         GC), inode tombstones no entry refers to, buckets

@@ -248,9 +248,16 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 		if (x->ts_ns > t)
 			t = x->ts_ns;
 		age = age_of(f, t);
-		if (age < tmo) {
+		/*
+		 * One with data is a lost file once no operation can still name it
+		 * (the intent timeout); an empty one is the harmless leftover of a
+		 * create that lost its race (nsops.c inode_discard): garbage,
+		 * reclaimed at the garbage age.
+		 */
+		if (age < (keep ? tmo : f->age)) {
 			fk_issue(f, POHM_FSCK_ORPHAN, POHM_FSCK_INFO, in->hdr.key, in->ino, 0,
-				 "inode without a name, changed recently (a create in progress?)");
+				 keep ? "inode without a name, changed recently (a create in progress?)"
+				      : "empty inode without a name (a create that lost a race?), young");
 			return;
 		}
 		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);

@@ -190,9 +190,12 @@ TEST(orphans_to_lost_found_or_removed)
 	usleep(1200 * 1000);	/* past the intent timeout... */
 	pohm_ns_close(ns);
 	ns = open_ns(1000);	/* ...of a client whose timeout is 1 s */
+	/* The one with data is lost; the empty one is garbage only past the age. */
 	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 1);
+	EXPECT_EQ_INT(run(ns, 0, &s, 1), POHM_FSCK_FOUND);
 	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 2);
-	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(run(ns, 1, &s, 1), POHM_FSCK_OK);
 	EXPECT_EQ_INT(s.fixed[POHM_FSCK_ORPHAN], 2);
 	EXPECT_EQ_INT(s.left, 0);
 	lf = ino_of(ns, POHM_ROOT_INO, "lost+found");
