@@ -316,6 +316,16 @@ struct moves {
 	int err;
 };
 
+/* A malloc'ed copy of s (never libc's strdup: the library has its own allocator). */
+static char *copy_str(const char *s)
+{
+	char *d = malloc(strlen(s) + 1);
+
+	if (d)
+		strcpy(d, s);
+	return d;
+}
+
 static void moves_add(struct moves *l, const char *from, const char *to, uint64_t ino)
 {
 	struct move *m;
@@ -334,8 +344,8 @@ static void moves_add(struct moves *l, const char *from, const char *to, uint64_
 		l->cap = cap;
 	}
 	m = &l->m[l->n];
-	m->from = from ? strdup(from) : NULL;
-	m->to = strdup(to);
+	m->from = from ? copy_str(from) : NULL;
+	m->to = copy_str(to);
 	m->ino = ino;
 	if ((from && !m->from) || !m->to) {
 		free(m->from);

@@ -8,9 +8,6 @@
 setup() {
 	load lib/common
 	load lib/cluster
-	# The option travels config → core/mount.c → cache → namespace.
-	grep -q http_compat "$TOP/core/mount.c" ||
-		skip "core/mount.c does not pass http_compat to the cache yet"
 	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
 	export POHMELFS_FSID=httpc POHMELFS_ATTR_TIMEOUT=0 POHMELFS_HTTP_COMPAT=1
 	export POHMELFS_PREFIX=$BATS_TEST_TMPDIR/p POHMELFS_CACHE_DIR=$BATS_TEST_TMPDIR/s
@@ -72,4 +69,18 @@ absent() {
 	run timeout 20 "$CTL" get plain
 	[ "$status" -eq 0 ]
 	[ "$(cat "$POHMELFS_PREFIX/plain")" = "no copy" ]
+}
+
+@test "under the shim: cp, mv of the directory and rm move and remove the path keys" {
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	echo "written by cp under the shim" >"$BATS_TEST_TMPDIR/src"
+	shim() { LD_PRELOAD=$PRELOAD POHMELFS_SYNC_ON_CLOSE=1 timeout 20 "$@"; }
+	shim mkdir -p "$POHMELFS_PREFIX/d/e"
+	shim cp "$BATS_TEST_TMPDIR/src" "$POHMELFS_PREFIX/d/e/f.txt"
+	get_is /d/e/f.txt "written by cp under the shim"
+	shim mv "$POHMELFS_PREFIX/d" "$POHMELFS_PREFIX/moved"
+	absent /d/e/f.txt
+	get_is /moved/e/f.txt "written by cp under the shim"
+	shim rm "$POHMELFS_PREFIX/moved/e/f.txt"
+	absent /moved/e/f.txt
 }
