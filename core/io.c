@@ -22,6 +22,8 @@
 
 #define GRACE_MIN_NS	20000000ULL	/* after a quorum, wait at least this for the rest */
 #define READ_INFLIGHT	8		/* pieces in flight per read */
+#define WRITE_PIECE	(8u << 20)	/* a chunked write goes in pieces of this size */
+#define WRITE_INFLIGHT	8		/* middle pieces in flight per group */
 
 /* ---------------------------------------------------------------- pure helpers */
 
@@ -400,6 +402,134 @@ unsigned io_write_collect(struct gop *op)
 	return ok;
 }
 
+/* One piece of a windowed write: its WRITE attributes and a request per group. */
+struct write_slot {
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	struct pohm_req req[POHM_MAX_GROUPS];
+	unsigned gi[POHM_MAX_GROUPS];
+	size_t n;
+};
+
+/* Send piece [o, o + piece) to every live group in slot s. */
+static void write_piece_send(struct gop *op, struct pohm_batch *w, struct write_slot *s,
+			     const struct pohm_io_attr *base, const uint8_t *data, uint64_t o,
+			     size_t piece, unsigned *alive, unsigned *live, uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	struct pohm_req *ptrs[POHM_MAX_GROUPS];
+	struct pohm_io_attr a = *base;
+	unsigned gi;
+
+	a.offset = o;
+	a.size = piece;
+	a.flags = POHM_IO_PLAIN_WRITE;
+	a.num = o + piece;
+	memset(a.parent, 0, sizeof(a.parent));
+	pohm_io_attr_encode(s->io, &a);
+	s->n = 0;
+	for (gi = 0; gi < res->ngroups; gi++) {
+		struct pohm_group_reply *g = &res->g[gi];
+		struct pohm_req *r = &s->req[s->n];
+		int32_t backend = 0;
+		int node = -1;
+
+		if (!alive[gi])
+			continue;
+		if (pohm_net_owner(op->c->net, g->group, op->id, &node, &backend)) {
+			g->status = -ENXIO;
+			alive[gi] = 0;
+			(*live)--;
+			continue;
+		}
+		g->node = node;
+		pohm_req_init(r, node, POHM_CMD_WRITE, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+		memcpy(r->cmd.id.id, op->id, POHM_ID_SIZE);
+		r->cmd.id.group = g->group;
+		r->cmd.backend_id = backend;
+		r->p1 = s->io;
+		r->n1 = POHM_IO_ATTR_SIZE;
+		r->p2 = data + o;
+		r->n2 = piece;
+		s->gi[s->n] = gi;
+		ptrs[s->n++] = r;
+	}
+	pohm_net_window_send(op->c->net, w, ptrs, s->n, deadline);
+}
+
+/*
+ * The middle pieces [off, end) of a chunked write (PLAIN_WRITE) in a
+ * sliding window of WRITE_INFLIGHT pieces: the node may apply them in any
+ * order, each lands at its own offset of the prepared record, and the
+ * caller sends the COMMIT only after all of them were acknowledged.  A
+ * group that fails one is dropped (alive[gi] = 0, its status in res).
+ * Returns the groups still alive.
+ */
+static unsigned write_middle(struct gop *op, const struct pohm_io_attr *base, const uint8_t *data,
+			     uint64_t off, uint64_t end, unsigned *alive, uint64_t deadline)
+{
+	struct pohm_net *net = op->c->net;
+	struct pohm_io_result *res = op->res;
+	struct write_slot *slots = calloc(WRITE_INFLIGHT, sizeof(*slots));
+	struct pohm_req **all = calloc(WRITE_INFLIGHT * POHM_MAX_GROUPS, sizeof(*all));
+	struct pohm_batch *w = slots && all ? pohm_net_window_open(net) : NULL;
+	size_t sent = 0, next = 0, k;
+	unsigned gi, live = 0;
+
+	for (gi = 0; gi < res->ngroups; gi++)
+		live += alive[gi];
+	if (!w) {
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (alive[gi])
+				res->g[gi].status = -ENOMEM;
+		live = 0;
+		goto out;
+	}
+	for (k = 0; k < WRITE_INFLIGHT * POHM_MAX_GROUPS; k++)
+		all[k] = &slots[k / POHM_MAX_GROUPS].req[k % POHM_MAX_GROUPS];
+	while (live) {
+		struct write_slot *s;
+
+		while (sent - next < WRITE_INFLIGHT && off < end && live) {
+			size_t piece = end - off < WRITE_PIECE ? (size_t)(end - off) : WRITE_PIECE;
+
+			write_piece_send(op, w, &slots[sent % WRITE_INFLIGHT], base, data, off, piece,
+					 alive, &live, deadline);
+			off += piece;
+			sent++;
+		}
+		if (next == sent)
+			break;
+		/* The oldest piece: every group's answer. */
+		s = &slots[next % WRITE_INFLIGHT];
+		for (k = 0; k < s->n; k++) {
+			struct pohm_req *r = &s->req[k];
+			struct pohm_group_reply *g = &res->g[s->gi[k]];
+
+			pohm_net_window_wait(net, w, r, deadline);
+			g->rtt_ns = r->done_ns - r->sent_ns;
+			if (alive[s->gi[k]]) {
+				g->status = r->status;
+				if (r->status) {
+					alive[s->gi[k]] = 0;
+					live--;
+				}
+			}
+			pohm_req_release(r);
+		}
+		s->n = 0;
+		next++;
+	}
+out:
+	if (w) {
+		pohm_net_window_close(net, w, all, WRITE_INFLIGHT * POHM_MAX_GROUPS);
+		for (k = 0; k < WRITE_INFLIGHT * POHM_MAX_GROUPS; k++)
+			pohm_req_release(all[k]);
+	}
+	free(all);
+	free(slots);
+	return live;
+}
+
 static int write_error(struct gop *op, unsigned ok)
 {
 	unsigned gi, timeouts = 0, cas = 0, failed = 0;
@@ -430,6 +560,7 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 	struct pohm_io_attr a;
 	struct gop *op = malloc(sizeof(*op));
 	uint64_t deadline, ts, off = 0;
+	size_t piece_max;
 	unsigned gi, ok = 0, alive[POHM_MAX_GROUPS];
 	int rc;
 
@@ -459,10 +590,21 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 	for (gi = 0; gi < res->ngroups; gi++)
 		alive[gi] = 1;
 
-	/* One packet up to POHM_IO_PACKET_MAX, else PREPARE / PLAIN_WRITE... / COMMIT. */
+	/* One packet up to POHM_IO_PACKET_MAX, else PREPARE / PLAIN_WRITE... / COMMIT
+	 * in pieces of WRITE_PIECE. */
+	piece_max = len > POHM_IO_PACKET_MAX ? WRITE_PIECE : len;
 	do {
-		size_t piece = len - off > POHM_IO_PACKET_MAX ? POHM_IO_PACKET_MAX : len - (size_t)off;
+		size_t piece = len - off > piece_max ? piece_max : len - (size_t)off;
 		int first = off == 0, last = off + piece == len;
+
+		if (!first && !last) {
+			/* Every piece up to the last one, pipelined; then the COMMIT. */
+			uint64_t end = len - ((len - 1) % piece_max + 1);
+
+			ok = write_middle(op, &a, data, off, end, alive, deadline);
+			off = end;
+			continue;
+		}
 
 		memset(&a, 0, sizeof(a));
 		memcpy(a.id, op->id, POHM_ID_SIZE);
@@ -642,78 +784,149 @@ int pohm_io_lookup(struct pohm_client *c, const void *key, size_t keylen, unsign
 
 /* ---------------------------------------------------------------- read */
 
+typedef pohm_io_sink_fn read_sink_fn;
+
+struct buf_sink {
+	uint8_t *buf;
+	uint64_t base;		/* object offset of buf[0] */
+};
+
+static int buf_sink(void *arg, const uint8_t *p, size_t n, uint64_t off)
+{
+	struct buf_sink *b = arg;
+
+	memcpy(b->buf + (off - b->base), p, n);
+	return 0;
+}
+
+/* One piece of a windowed read: its request and its READ attributes. */
+struct read_slot {
+	struct pohm_req req;
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	size_t at, want;		/* offset within the range, bytes asked */
+};
+
+/* Check piece s's reply (stamp ts, checksum if csum); *data, *dlen its bytes. 0 or -errno. */
+static int read_check(const struct read_slot *s, const struct pohm_time *ts, int csum,
+		      const uint8_t **data, size_t *dlen)
+{
+	const struct pohm_pkt *p = pohm_req_final(&s->req);
+	struct pohm_io_attr a;
+
+	if (s->req.status)
+		return s->req.status;
+	if (!p || pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1) ||
+	    *dlen > s->want)
+		return -EPROTO;
+	if (pohm_time_cmp(&a.timestamp, ts))
+		return -ESTALE;
+	if (csum) {
+		uint8_t sum[POHM_SHA512_LEN];
+
+		pohm_sha512(*data, *dlen, sum);
+		if (memcmp(sum, a.parent, sizeof(sum)))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 /*
- * Read [off, off+len) of version ts from group gi in pieces, checking each
- * piece's checksum and stamp.  *got = bytes placed in buf.  0 or -errno.
+ * Read [off, off+len) of version ts from group gi in pieces, READ_INFLIGHT
+ * of them in flight in a sliding window (pohm_net_window_*): while one
+ * answer is checked and handed to sink, the node works on the next ones.
+ * Each piece's stamp and checksum are checked; pieces reach sink in order.
+ * *got = bytes delivered (a failover continues from there).  0 (also at an
+ * early end of the object), or -errno.
  */
 static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, uint64_t off,
-		      uint8_t *buf, size_t len, size_t *got, uint64_t deadline)
+		      size_t len, read_sink_fn sink, void *arg, size_t *got, uint64_t deadline)
 {
+	struct pohm_net *net = op->c->net;
+	struct pohm_group_reply *g = &op->res->g[gi];
 	int csum = !op->c->cfg->noreadcsum;
-	uint8_t io[READ_INFLIGHT][POHM_IO_ATTR_SIZE];
-	size_t done = 0;
+	struct read_slot *slots = calloc(READ_INFLIGHT, sizeof(*slots));
+	struct pohm_req *ptrs[READ_INFLIGHT];
+	struct pohm_batch *w = slots ? pohm_net_window_open(net) : NULL;
+	size_t sent = 0, next = 0, k;
 	int rc = 0;
 
 	*got = 0;
-	while (done < len && !rc) {
-		size_t k, m;
+	if (!w) {
+		free(slots);
+		return -ENOMEM;
+	}
+	for (k = 0; k < READ_INFLIGHT; k++)
+		ptrs[k] = &slots[k].req;
+	while (next * (size_t)POHM_IO_PIECE < len && !rc) {
+		struct read_slot *s;
+		const uint8_t *data;
+		size_t dlen;
+		uint64_t dl;
 
-		io_op_release(op);
-		for (m = 0; m < READ_INFLIGHT && done + (size_t)m * POHM_IO_PIECE < len; m++) {
+		/* Keep the window full. */
+		while (sent - next < READ_INFLIGHT && sent * (size_t)POHM_IO_PIECE < len) {
 			struct pohm_io_attr a;
-			size_t at = done + m * (size_t)POHM_IO_PIECE;
+			struct pohm_req *r;
+			int32_t backend = 0;
+			int node = -1;
 
+			s = &slots[sent % READ_INFLIGHT];
+			if (pohm_net_owner(net, g->group, op->id, &node, &backend)) {
+				rc = -ENXIO;
+				break;
+			}
+			g->node = node;
+			s->at = sent * (size_t)POHM_IO_PIECE;
+			s->want = len - s->at < POHM_IO_PIECE ? len - s->at : POHM_IO_PIECE;
 			memset(&a, 0, sizeof(a));
 			memcpy(a.id, op->id, POHM_ID_SIZE);
 			memcpy(a.parent, op->id, POHM_ID_SIZE);
-			a.offset = off + at;
-			a.size = len - at < POHM_IO_PIECE ? len - at : POHM_IO_PIECE;
+			a.offset = off + s->at;
+			a.size = s->want;
 			a.flags = csum ? POHM_IO_CHECKSUM : 0;
-			pohm_io_attr_encode(io[m], &a);
-			if (!io_op_add(op, gi, POHM_CMD_READ, 0, io[m], POHM_IO_ATTR_SIZE, NULL, 0))
-				return -ENXIO;
+			pohm_io_attr_encode(s->io, &a);
+			r = &s->req;
+			pohm_req_init(r, node, POHM_CMD_READ,
+				      POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+			memcpy(r->cmd.id.id, op->id, POHM_ID_SIZE);
+			r->cmd.id.group = g->group;
+			r->cmd.backend_id = backend;
+			r->p1 = s->io;
+			r->n1 = POHM_IO_ATTR_SIZE;
+			pohm_net_window_send(net, w, &r, 1, deadline);
+			sent++;
 		}
-		io_op_run(op, deadline, NULL);
-		for (k = 0; k < op->n && !rc; k++) {
-			struct pohm_req *r = &op->reqs[k];
-			const struct pohm_pkt *p = pohm_req_final(r);
-			struct pohm_io_attr a;
-			const uint8_t *data;
-			size_t dlen, at = done + k * (size_t)POHM_IO_PIECE;
-			size_t want = len - at < POHM_IO_PIECE ? len - at : POHM_IO_PIECE;
-
-			if (r->status) {
-				rc = r->status;
-				break;
-			}
-			if (!p || pohm_io_payload_decode(&a, &data, &dlen, p->data, (size_t)p->cmd.size, 1) ||
-			    dlen > want) {
-				rc = -EPROTO;
-				break;
-			}
-			if (pohm_time_cmp(&a.timestamp, ts)) {
-				rc = -ESTALE;
-				break;
-			}
-			if (csum) {
-				uint8_t sum[POHM_SHA512_LEN];
-
-				pohm_sha512(data, dlen, sum);
-				if (memcmp(sum, a.parent, sizeof(sum))) {
-					rc = -EBADMSG;
-					break;
-				}
-			}
-			memcpy(buf + at, data, dlen);
-			*got = at + dlen;
-			if (dlen < want) {	/* end of the object */
-				io_op_release(op);
-				return 0;
+		if (rc || next == sent)
+			break;
+		/* A stream gets a fresh timeout per piece: its consumer sets the pace. */
+		dl = op->piece_timeout ? pohm_sys_mono_ns() + op->piece_timeout : deadline;
+		s = &slots[next % READ_INFLIGHT];
+		pohm_net_window_wait(net, w, &s->req, dl);
+		g->rtt_ns = s->req.done_ns - s->req.sent_ns;
+		rc = read_check(s, ts, csum, &data, &dlen);
+		if (!rc && dlen) {
+			rc = sink(arg, data, dlen, off + s->at);
+			if (rc) {
+				rc = rc < 0 ? rc : -EIO;
+				op->sink_failed = 1;
 			}
 		}
-		done += op->n * (size_t)POHM_IO_PIECE;
+		if (!rc) {
+			*got = s->at + dlen;
+			if (dlen < s->want) {	/* end of the object */
+				pohm_req_release(&s->req);
+				next++;
+				break;
+			}
+		}
+		/* The piece's memory goes back now, so the next ones can reuse it. */
+		pohm_req_release(&s->req);
+		next++;
 	}
-	io_op_release(op);
+	pohm_net_window_close(net, w, ptrs, READ_INFLIGHT);
+	for (k = 0; k < READ_INFLIGHT; k++)
+		pohm_req_release(&slots[k].req);
+	free(slots);
 	return rc;
 }
 
@@ -760,15 +973,21 @@ static int relookup_cancelled(struct gop *op, uint64_t deadline)
 	return (int)k;
 }
 
-/* Try every group holding version ts, fastest first, until one reads cleanly. */
-static int read_failover(struct gop *op, uint64_t off, uint8_t *buf, size_t len, size_t *got,
-			 uint64_t deadline)
+/*
+ * Try every group holding version ts, fastest first, until the range is
+ * read; a group that fails part-way is followed by the next one from the
+ * first byte not yet delivered.  *got = bytes delivered to sink.
+ */
+static int read_failover(struct gop *op, uint64_t off, size_t len, read_sink_fn sink, void *arg,
+			 size_t *got, uint64_t deadline)
 {
 	struct pohm_io_result *res = op->res;
-	int tried[POHM_MAX_GROUPS] = { 0 }, rc = -EIO, relooked = 0;
+	int tried[POHM_MAX_GROUPS] = { 0 }, rc = -EIO, relooked = 0, refreshed = 0;
 	unsigned gi;
 
+	*got = 0;
 	for (;;) {
+		size_t part = 0;
 		int best = -1;
 
 		for (gi = 0; gi < res->ngroups; gi++) {
@@ -784,10 +1003,20 @@ static int read_failover(struct gop *op, uint64_t off, uint8_t *buf, size_t len,
 		if (best < 0)
 			return rc;
 		tried[best] = 1;
-		rc = read_group(op, (unsigned)best, &res->ts, off, buf, len, got, deadline);
+		rc = read_group(op, (unsigned)best, &res->ts, off + *got, len - *got, sink, arg, &part,
+				deadline);
+		*got += part;
 		if (!rc) {
 			res->chosen = best;
 			return 0;
+		}
+		if (op->sink_failed)
+			return rc;	/* the caller refused the bytes: no other group helps */
+		if (rc == -EOPNOTSUPP && !refreshed++ && pohm_sys_mono_ns() < deadline) {
+			/* A stale route: refresh it and ask the group's new owner. */
+			pohm_net_refresh(op->c->net, deadline, 1);
+			tried[best] = 0;
+			continue;
 		}
 		if (rc == -EILSEQ || rc == -EBADMSG)
 			op->bad[best] = rc;
@@ -799,6 +1028,7 @@ int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t
 		 size_t len, size_t *got, struct pohm_io_result *res)
 {
 	struct gop *op = malloc(sizeof(*op));
+	struct buf_sink bs;
 	uint64_t deadline;
 	int rc;
 
@@ -817,7 +1047,9 @@ int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t
 	}
 	if (len > res->size - off)
 		len = (size_t)(res->size - off);
-	rc = read_failover(op, off, buf, len, got, deadline);
+	bs.buf = buf;
+	bs.base = off;
+	rc = read_failover(op, off, len, buf_sink, &bs, got, deadline);
 out:
 	free(op);
 	return rc;
@@ -902,60 +1134,133 @@ static void repair(struct gop *op, const uint8_t *data, size_t len, uint64_t dea
 
 /* ---------------------------------------------------------------- get */
 
+/* Read the whole committed version (looked up in op->res) to sink. 0 or -errno. */
+static int get_body(struct gop *op, read_sink_fn sink, void *arg, size_t *got, uint64_t deadline)
+{
+	struct pohm_io_result *res = op->res;
+	unsigned gi;
+	int rc;
+
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].status == -EILSEQ)
+			io_note_group(op, gi, -EILSEQ, "");
+	rc = read_failover(op, 0, (size_t)res->size, sink, arg, got, deadline);
+	if (!rc && *got != res->size) {
+		io_note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", *got,
+			(unsigned long long)res->size);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/* Without read repair: say which groups hold another version. */
+static void note_stale(struct gop *op)
+{
+	unsigned gi;
+
+	for (gi = 0; gi < op->res->ngroups; gi++)
+		if (needs_repair(op, gi) && !op->bad[gi])
+			io_note(op, "group %u holds another version (stale or uncommitted)",
+				op->res->g[gi].group);
+}
+
+/* Start a get: op for key, the committed version looked up.  0 or -errno. */
+static int get_start(struct gop *op, struct pohm_client *c, const void *key, size_t keylen,
+		     struct pohm_io_result *res, uint64_t *deadline)
+{
+	int rc;
+
+	io_op_init(op, c, key, keylen, res);
+	op->wait_rest = c->cfg->read_repair;
+	*deadline = op->start + c->cfg->read_wait_timeout_ns;
+	rc = do_lookup(op, 0, *deadline);
+	io_op_release(op);
+	if (!rc && res->size > SIZE_MAX - 1)
+		rc = -EFBIG;
+	return rc;
+}
+
+/* The whole object into a new buffer, repaired when configured (and small enough). */
+static int get_whole(struct gop *op, uint64_t deadline, uint8_t **data, size_t *len)
+{
+	struct pohm_client *c = op->c;
+	struct pohm_io_result *res = op->res;
+	struct buf_sink bs;
+	uint8_t *buf;
+	size_t got = 0;
+	int rc;
+
+	buf = malloc(res->size ? (size_t)res->size : 1);
+	if (!buf)
+		return -ENOMEM;
+	bs.buf = buf;
+	bs.base = 0;
+	rc = get_body(op, buf_sink, &bs, &got, deadline);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	if (c->cfg->read_repair)
+		repair(op, buf, got, op->start + c->cfg->read_wait_timeout_ns +
+		       c->cfg->write_wait_timeout_ns);
+	else
+		note_stale(op);
+	*data = buf;
+	*len = got;
+	return 0;
+}
+
 int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
 		size_t *len, struct pohm_io_result *res)
 {
 	struct gop *op = malloc(sizeof(*op));
 	uint64_t deadline;
-	uint8_t *buf = NULL;
-	size_t got = 0;
-	unsigned gi;
 	int rc;
 
 	*data = NULL;
 	*len = 0;
 	if (!op)
 		return -ENOMEM;
-	io_op_init(op, c, key, keylen, res);
-	op->wait_rest = c->cfg->read_repair;
-	deadline = op->start + c->cfg->read_wait_timeout_ns;
-	rc = do_lookup(op, 0, deadline);
+	rc = get_start(op, c, key, keylen, res, &deadline);
+	if (!rc)
+		rc = get_whole(op, deadline, data, len);
 	io_op_release(op);
+	free(op);
+	return rc;
+}
+
+int pohm_io_get_stream(struct pohm_client *c, const void *key, size_t keylen,
+		       pohm_io_sink_fn sink, void *arg, uint64_t *total,
+		       struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	uint64_t deadline;
+	uint8_t *data = NULL;
+	size_t got = 0;
+	int rc;
+
+	*total = 0;
+	if (!op)
+		return -ENOMEM;
+	rc = get_start(op, c, key, keylen, res, &deadline);
 	if (rc)
 		goto out;
-	if (res->size > SIZE_MAX - 1) {
-		rc = -EFBIG;
+	if (c->cfg->read_repair && res->size <= POHM_IO_PACKET_MAX) {
+		/* Repair needs the whole content: read it first, then hand it over. */
+		rc = get_whole(op, deadline, &data, &got);
+		if (!rc && got)
+			rc = sink(arg, data, got, 0);
+		if (!rc)
+			*total = got;
 		goto out;
 	}
-	buf = malloc(res->size ? (size_t)res->size : 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (gi = 0; gi < res->ngroups; gi++)
-		if (res->g[gi].status == -EILSEQ)
-			io_note_group(op, gi, -EILSEQ, "");
-	rc = read_failover(op, 0, buf, (size_t)res->size, &got, deadline);
-	if (!rc && got != res->size) {
-		io_note(op, "object shorter than its LOOKUP size (%zu of %llu bytes)", got,
-		     (unsigned long long)res->size);
-		rc = -EIO;
-	}
-	if (rc)
-		goto out;
-	if (c->cfg->read_repair)
-		repair(op, buf, got, op->start + c->cfg->read_wait_timeout_ns +
-		       c->cfg->write_wait_timeout_ns);
-	else
-		for (gi = 0; gi < res->ngroups; gi++)
-			if (needs_repair(op, gi) && !op->bad[gi])
-				io_note(op, "group %u holds another version (stale or uncommitted)",
-				     res->g[gi].group);
-	*data = buf;
-	*len = got;
-	buf = NULL;
+	op->piece_timeout = c->cfg->read_wait_timeout_ns;
+	rc = get_body(op, sink, arg, &got, deadline);
+	*total = got;
+	if (!rc)
+		note_stale(op);
 out:
-	free(buf);
+	free(data);
 	io_op_release(op);
 	free(op);
 	return rc;

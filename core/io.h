@@ -115,6 +115,20 @@ int pohm_io_read(struct pohm_client *c, const void *key, size_t keylen, uint64_t
 /* Read the whole committed object into *data (free with free()); read repair if enabled. */
 int pohm_io_get(struct pohm_client *c, const void *key, size_t keylen, uint8_t **data,
 		size_t *len, struct pohm_io_result *res);
+/* Consumer of a streamed read: n bytes at object offset off, in order, each
+ * piece verified first.  0 to go on, or -errno to stop the read with it. */
+typedef int (*pohm_io_sink_fn)(void *arg, const uint8_t *p, size_t n, uint64_t off);
+/*
+ * The whole committed object to sink, piece by piece in order, without
+ * holding it in memory (*total = bytes delivered).  A group that fails
+ * part-way is followed by another from the first byte not delivered; each
+ * batch of pieces gets its own read_wait_timeout.  With read_repair, an
+ * object up to POHM_IO_PACKET_MAX is read whole and repaired as by
+ * pohm_io_get, then delivered in one call.  0 or -errno (sink's included).
+ */
+int pohm_io_get_stream(struct pohm_client *c, const void *key, size_t keylen,
+		       pohm_io_sink_fn sink, void *arg, uint64_t *total,
+		       struct pohm_io_result *res);
 /* Delete key on every group. 0, -ENOENT (absent everywhere) or -errno. */
 int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 		struct pohm_io_result *res);

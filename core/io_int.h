@@ -30,6 +30,8 @@ struct gop {
 	int wait_all;			/* lookup: wait for every group */
 	unsigned pre_ok;		/* write: groups that acknowledged in an earlier step */
 	int bad[POHM_MAX_GROUPS];	/* copy found corrupt while reading */
+	int sink_failed;		/* read: the caller's sink refused the bytes */
+	uint64_t piece_timeout;		/* read: non-zero = a fresh deadline per batch of pieces */
 };
 
 /* Start op for key: res cleared, every group "not waited for". */

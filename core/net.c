@@ -742,6 +742,93 @@ int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_
 	return pohm_net_run_internal(net, reqs, n, deadline, enough, arg, 0);
 }
 
+/* ---------------------------------------------------------------- windows */
+
+struct pohm_batch *pohm_net_window_open(struct pohm_net *net)
+{
+	struct pohm_batch *w = calloc(1, sizeof(*w));
+
+	(void)net;
+	if (w)
+		cond_init_mono(&w->cv);
+	return w;
+}
+
+void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			  size_t n, uint64_t deadline)
+{
+	size_t i;
+
+	pohm_net_fork_check(net);
+	pohm_net_prepare(net, reqs, n, deadline);
+	pthread_mutex_lock(&net->lock);
+	w->remaining += n;
+	for (i = 0; i < n; i++)
+		submit(net, reqs[i], w, 0);
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = conn_of(net, reqs[i]->node);
+
+		if (c && c->sq_head)
+			conn_flush(net, c);
+	}
+	for (i = 0; i < n; i++) {
+		struct pohm_conn *c = conn_of(net, reqs[i]->node);
+
+		if (c && c->sq_head && net->leader_active) {
+			pohm_net_poke(net);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&net->lock);
+}
+
+/* enough() for a window wait: the one request is done. */
+static int req_done(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	(void)reqs;
+	(void)n;
+	(void)dl;
+	return ((struct pohm_req *)arg)->done;
+}
+
+int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm_req *r,
+			 uint64_t deadline)
+{
+	struct pohm_req *one = r;
+	int why;
+
+	pthread_mutex_lock(&net->lock);
+	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
+	if (w->waiting)
+		waiter_remove(net, w);
+	if (!r->done || r->queued)
+		cancel(net, r, why == -ETIMEDOUT ? -ETIMEDOUT : -ECANCELED);
+	if (!net->leader_active && net->waiters)
+		pthread_cond_signal(&net->waiters->cv);
+	pthread_mutex_unlock(&net->lock);
+	return r->status;
+}
+
+void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			   size_t n)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&net->lock);
+	for (i = 0; i < n; i++)
+		if (reqs[i]->batch == w && (!reqs[i]->done || reqs[i]->queued))
+			cancel(net, reqs[i], -ECANCELED);
+	if (w->waiting)
+		waiter_remove(net, w);
+	if (!net->leader_active && net->waiters)
+		pthread_cond_signal(&net->waiters->cv);
+	pthread_mutex_unlock(&net->lock);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+}
+
 /* ---------------------------------------------------------------- fork */
 
 /*

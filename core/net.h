@@ -109,6 +109,26 @@ int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_
 		 pohm_enough_fn enough, void *arg);
 
 /*
+ * A window: requests kept in flight across calls, so a caller can work on
+ * one answer (verify it, hand it on) while later ones are still coming
+ * (a streamed read).  open → send (any number of times) → wait for one
+ * request at a time → close.  Requests progress only while some thread of
+ * the client waits (in a wait or a run).  Every request sent must stay
+ * alive, with its payload, until it was waited for or the window closed.
+ */
+/* A new window, or NULL (out of memory). */
+struct pohm_batch *pohm_net_window_open(struct pohm_net *net);
+/* Send reqs now (connecting their nodes first, bounded by deadline); no waiting. */
+void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			  size_t n, uint64_t deadline);
+/* Wait until r (sent in w) is done, or fail it with -ETIMEDOUT at deadline. r->status. */
+int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm_req *r,
+			 uint64_t deadline);
+/* Cancel what of reqs (every request sent in w) is not done (-ECANCELED), free w. */
+void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			   size_t n);
+
+/*
  * Make sure the cluster is known: connect the configured servers, ask one
  * for ROUTE_LIST and connect and handshake every node it lists.  Cheap once
  * done; again when a node failed (at most once a second) or when force is set

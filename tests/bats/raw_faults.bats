@@ -46,7 +46,8 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 	cluster_start_node 3-1
 	run p get k
 	[ "$status" -eq 0 ]
-	[ "${lines[${#lines[@]}-1]}" = new ]
+	# the data streams out first; any warning follows on stderr
+	[ "${lines[0]}" = new ]
 	# lookup waits for every group: the stale one is shown as not committed
 	run p lookup k
 	[[ ${lines[2]} == "group 3 "*"(not the committed version)" ]]

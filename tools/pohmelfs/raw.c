@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -62,17 +64,57 @@ static int slurp(int fd, uint8_t **out, size_t *len)
 	return 0;
 }
 
+/*
+ * Standard input as one buffer: a regular file is mapped (no copy, no
+ * growing buffer), anything else read.  *mapped says which to release.
+ */
+static int input(uint8_t **out, size_t *len, int *mapped)
+{
+	struct stat st;
+	off_t pos = lseek(0, 0, SEEK_CUR);
+
+	*mapped = 0;
+	if (!fstat(0, &st) && S_ISREG(st.st_mode) && pos >= 0 && st.st_size > pos &&
+	    (uint64_t)(st.st_size - pos) <= SIZE_MAX) {
+		off_t base = pos & ~(off_t)(sysconf(_SC_PAGESIZE) - 1);
+		size_t n = (size_t)(st.st_size - base);
+		uint8_t *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, 0, base);
+
+		if (p != MAP_FAILED) {
+			*out = p + (pos - base);
+			*len = (size_t)(st.st_size - pos);
+			*mapped = 1;
+			return 0;
+		}
+	}
+	return slurp(0, out, len);
+}
+
+static void input_release(uint8_t *p, size_t len, int mapped)
+{
+	if (!mapped) {
+		free(p);
+		return;
+	}
+	{
+		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+		uint8_t *base = (uint8_t *)((uintptr_t)p & ~page);
+
+		munmap(base, len + (size_t)(p - base));
+	}
+}
+
 int cmd_put(struct cli *cli, const char *key)
 {
 	struct pohm_write_opts o;
 	struct pohm_io_result *res = malloc(sizeof(*res));
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int rc, ret = 1;
+	int rc, ret = 1, mapped = 0;
 
 	if (!res)
 		return 1;
-	rc = slurp(0, &data, &len);
+	rc = input(&data, &len, &mapped);
 	if (rc) {
 		fprintf(stderr, "pohmelfs: put %s: reading standard input: %s\n", key, strerror(-rc));
 		goto out;
@@ -87,43 +129,52 @@ int cmd_put(struct cli *cli, const char *key)
 	warn_notes("put", res);
 	ret = 0;
 out:
-	free(data);
+	if (data)
+		input_release(data, len, mapped);
 	free(res);
 	return ret;
+}
+
+/* Sink of a streamed get: each verified piece goes to standard output. */
+static int write_out(void *arg, const uint8_t *p, size_t n, uint64_t off)
+{
+	int *werr = arg;
+
+	(void)off;
+	while (n) {
+		ssize_t w = write(1, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			*werr = errno;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }
 
 int cmd_get(struct cli *cli, const char *key)
 {
 	struct pohm_io_result *res = malloc(sizeof(*res));
-	uint8_t *data = NULL;
-	size_t len = 0, off = 0;
-	int rc, ret = 1;
+	uint64_t total = 0;
+	int rc, werr = 0;
 
 	if (!res)
 		return 1;
-	rc = pohm_io_get(cli->client, key, strlen(key), &data, &len, res);
-	if (rc) {
-		ret = fail("get", res, rc);
-		goto out;
-	}
-	warn_notes("get", res);
-	while (off < len) {
-		ssize_t w = write(1, data + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			fprintf(stderr, "pohmelfs: get %s: writing standard output: %s\n", key,
-				strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	ret = 0;
-out:
-	free(data);
+	/* Piece by piece to stdout: a large object is never held whole. */
+	rc = pohm_io_get_stream(cli->client, key, strlen(key), write_out, &werr, &total, res);
+	if (rc && werr)
+		fprintf(stderr, "pohmelfs: get %s: writing standard output: %s\n", key,
+			strerror(werr));
+	else if (rc)
+		fail("get", res, rc);
+	else
+		warn_notes("get", res);
 	free(res);
-	return ret;
+	return rc ? 1 : 0;
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
