@@ -275,6 +275,84 @@ TEST(replies_out_of_order_matched_by_trans)
 	fn_stop(&fn);
 }
 
+TEST(window_waits_in_order_while_replies_come_reversed)
+{
+	static const char *keys[4] = { "a", "missing-1", "b", "missing-2" };
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_batch *w;
+	struct pohm_req r[4], *p[4];
+	int i;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	store(&fn, "a", "A", 1);
+	store(&fn, "b", "B", 2);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	__atomic_store_n(&fn.reverse_n, 4, __ATOMIC_RELEASE);
+	fn_set_flags(&fn, FN_REVERSE);
+	w = pohm_net_window_open(net);
+	EXPECT(w != NULL);
+	for (i = 0; i < 4; i++) {
+		lookup_req(&r[i], 0, 1, keys[i]);
+		p[i] = &r[i];
+	}
+	/* Two sends: the node holds all four, then answers the last first. */
+	pohm_net_window_send(net, w, p, 2, after(2000 * MS));
+	pohm_net_window_send(net, w, p + 2, 2, after(2000 * MS));
+	for (i = 0; i < 4; i++) {
+		const struct pohm_pkt *f;
+
+		EXPECT_EQ_INT(pohm_net_window_wait(net, w, &r[i], after(2000 * MS)), i % 2 ? -ENOENT : 0);
+		f = pohm_req_final(&r[i]);
+		EXPECT(r[i].done);
+		EXPECT(f && f->cmd.trans == r[i].cmd.trans);
+	}
+	EXPECT(r[3].done_ns <= r[0].done_ns);
+	pohm_net_window_close(net, w, p, 4);
+	for (i = 0; i < 4; i++)
+		pohm_req_release(&r[i]);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+TEST(window_wait_times_out_and_close_cancels_the_rest)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_batch *w;
+	struct pohm_req r[2], *p[2] = { &r[0], &r[1] };
+	uint64_t t0, dt;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_SILENT_KEYS), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	w = pohm_net_window_open(net);
+	EXPECT(w != NULL);
+	lookup_req(&r[0], 0, 1, "k1");
+	lookup_req(&r[1], 0, 1, "k2");
+	pohm_net_window_send(net, w, p, 2, after(2000 * MS));
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_net_window_wait(net, w, &r[0], t0 + 100 * MS), -ETIMEDOUT);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT(dt >= 99 * MS);
+	EXPECT(dt < 1000 * MS);
+	EXPECT(!r[1].done);
+	pohm_net_window_close(net, w, p, 2);
+	EXPECT(r[1].done);
+	EXPECT_EQ_INT(r[1].status, -ECANCELED);
+	pohm_req_release(&r[0]);
+	pohm_req_release(&r[1]);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
 TEST(timeout_against_silent_node)
 {
 	struct fake_node fn;
