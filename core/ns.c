@@ -362,6 +362,8 @@ int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr 
 
 	if (!r)
 		ns_http_setattr(ns, ino, sa->mask);
+	if (!r && out && (r = pohm_ns_map_load(ns, out)))	/* large files: the whole map */
+		pohm_inode_clear(out);
 	return r;
 }
 

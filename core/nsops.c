@@ -159,7 +159,7 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 
 		r = pohm_ns_lookup(ns, dir, name, &ino, NULL);
 		if (!r)
-			return out ? (ns_inode_get(ns, ino, out, NULL, 0) ?: 1) : 1;
+			return out ? (pohm_ns_getattr(ns, ino, out) ?: 1) : 1;
 		if (r != -ENOENT)
 			return r;
 	}
@@ -179,7 +179,7 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	if (r) {
 		inode_discard(ns, &in);
 		if (r == -EEXIST && !(flags & POHM_CREATE_EXCL) && !isdir) {
-			r = out ? (ns_inode_get(ns, old.ino, out, NULL, 0) ?: 1) : 1;
+			r = out ? (pohm_ns_getattr(ns, old.ino, out) ?: 1) : 1;
 			pohm_dentry_clear(&old);
 			return r;
 		}
@@ -259,7 +259,7 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 		ns_inode_nlink(ns, ino, -1);
 		return r;
 	}
-	return out ? ns_inode_get(ns, ino, out, NULL, 0) : 0;
+	return out ? pohm_ns_getattr(ns, ino, out) : 0;
 }
 
 /* ---------------------------------------------------------------- unlink */

@@ -1020,6 +1020,8 @@ TEST(map_truncate_and_transitions)
 	sa.size = size;
 	EXPECT_EQ_INT(pohm_ns_setattr(ns, ino, &sa, &in), 0);
 	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);
+	EXPECT_EQ_INT(in.nchunks, 600);		/* returned inodes list every chunk */
+	EXPECT(in.map_loaded && in.chunks[300].gen && in.chunks[300].len == 10 && !in.chunks[301].gen);
 	dv = in.dversion;
 	pohm_inode_clear(&in);
 	memcpy(exp, buf, 300 * 4096 + 10);
