@@ -169,6 +169,16 @@ struct fk_bucket *fk_bucket(struct fsck *f, uint64_t dir, unsigned depth, uint32
 	return s && s->type == POHM_OBJ_BUCKET ? &f->bk[s->idx] : NULL;
 }
 
+struct fk_map *fk_map(struct fsck *f, uint64_t ino, uint64_t index, uint64_t gen)
+{
+	char key[POHM_KEY_MAX];
+	const struct fk_slot *s;
+
+	pohm_key_map(key, ino, index, gen);
+	s = fk_find(f, key);
+	return s && s->type == POHM_OBJ_MAP ? &f->map[s->idx] : NULL;
+}
+
 /* sha512 of a chunk object's data part: 0, or -EPROTO. */
 static int chunk_sum(const uint8_t *data, size_t len, uint64_t *ino, uint64_t *idx, uint64_t *gen,
 		     uint32_t *dlen, uint8_t *sum)
@@ -193,6 +203,17 @@ void fk_chunk_alt(struct fsck *f, const char *key, const uint8_t *data, size_t l
 	uint8_t sum[64];
 	unsigned i;
 
+	if (s && s->type == POHM_OBJ_MAP) {
+		struct fk_map *m = &f->map[s->idx];
+
+		pohm_sha512(data, len, sum);
+		for (i = 0; i < m->nalt; i++)
+			if (!memcmp(m->csum[i], sum, 64))
+				return;
+		if (m->nalt < FK_ALT)
+			memcpy(m->csum[m->nalt++], sum, 64);
+		return;
+	}
 	if (!s || s->type != POHM_OBJ_CHUNK || chunk_sum(data, len, &a, &b, &g, &n, sum))
 		return;
 	c = &f->ch[s->idx];
@@ -275,6 +296,26 @@ int fk_add(struct fsck *f, const char *key, const uint8_t *data, size_t len, uin
 		f->res->chunks++;
 		break;
 	}
+	case POHM_OBJ_MAP: {
+		struct fk_map *x;
+
+		if ((r = grow((void **)&f->map, f->nmap, &f->cmap, sizeof(*f->map))))
+			return r;
+		x = &f->map[f->nmap];
+		memset(x, 0, sizeof(*x));
+		if (pohm_map_decode(&x->m, data, len)) {
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
+				 "chunk-map object does not decode");
+			return 0;
+		}
+		pohm_sha512(data, len, x->csum[0]);
+		x->nalt = 1;
+		x->ts_ns = ts_ns;
+		snprintf(x->key, sizeof(x->key), "%s", key);
+		s->idx = (uint32_t)f->nmap++;
+		f->res->maps++;
+		break;
+	}
 	case POHM_OBJ_LEASE:
 		if (!strcmp(key, "l:rename") && !pohm_lease_decode(&f->lease, data, len)) {
 			f->have_lease = 1;
@@ -315,6 +356,11 @@ static void view_free(struct fsck *f)
 		pohm_inode_clear(&f->ino[i].in);
 	for (i = 0; i < f->nbk; i++)
 		pohm_bucket_clear(&f->bk[i].bk);
+	for (i = 0; i < f->nmap; i++)
+		pohm_map_clear(&f->map[i].m);
+	free(f->map);
+	f->map = NULL;
+	f->nmap = f->cmap = 0;
 	free(f->slot);
 	free(f->ino);
 	free(f->bk);
@@ -454,7 +500,7 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 		}
 		return 0;
 	}
-	chunk = type == POHM_OBJ_CHUNK;
+	chunk = type == POHM_OBJ_CHUNK || type == POHM_OBJ_MAP;	/* immutable, written plainly */
 	idx = pohm_cas_pick(v, o->ncopies, 1);
 	if (chunk && idx < 0 && idx != -ENOENT)
 		idx = pohm_cas_fallback(v, o->ncopies);	/* immutable: any good copy is it */

@@ -28,8 +28,8 @@
  *                         if needed); without data, older than opts.age_ns
  *                         (creates that lost a race leave them): tombstoned;
  *   garbage / tombstones  deleted once older than opts.age_ns: chunk
- *                         generations no committed map names (the chunk
- *                         GC), inode tombstones no entry refers to, buckets
+ *                         generations and chunk-map objects no committed
+ *                         inode names (the chunk GC), inode tombstones no entry refers to, buckets
  *                         of removed directories, absent markers.
  * Destructive repairs (deletes, drops, tombstones) run only when every
  * group could be read completely.  Run it on a quiet namespace: a change
@@ -96,7 +96,7 @@ struct pohm_fsck_opts {
 
 struct pohm_fsck_result {
 	uint64_t objects;		/* distinct keys seen */
-	uint64_t inodes, tombstones, buckets, chunks, leases, markers, foreign;
+	uint64_t inodes, tombstones, buckets, chunks, maps, leases, markers, foreign;
 	uint64_t found[POHM_FSCK_NCLASSES];	/* issues (severity > INFO) per class */
 	uint64_t info[POHM_FSCK_NCLASSES];	/* INFO notes per class */
 	uint64_t fixed, failed;		/* repairs done / that failed */

@@ -35,6 +35,14 @@ struct fk_chunk {
 	uint8_t csum[FK_ALT][64];	/* sha512 of the data of the good copies */
 };
 
+struct fk_map {
+	char key[POHM_KEY_MAX];
+	struct pohm_map m;		/* decoded (entries owned) */
+	uint64_t ts_ns;
+	unsigned nalt;
+	uint8_t csum[FK_ALT][64];	/* sha512 of the whole object, per good content */
+};
+
 /* The committed view: every object by key. */
 struct fk_slot {
 	char *key;			/* NULL = empty */
@@ -61,6 +69,8 @@ struct fsck {
 	size_t nbk, cbk;
 	struct fk_chunk *ch;
 	size_t nch, cch;
+	struct fk_map *map;
+	size_t nmap, cmap;
 	struct pohm_lease lease;
 	int have_lease;
 	uint64_t lease_ts;
@@ -75,12 +85,13 @@ void fk_issue(struct fsck *f, enum pohm_fsck_class cls, enum pohm_fsck_sev sev, 
 int fk_act(struct fsck *f, int rc);
 /* Add one committed object to the view (key, bytes, stamp); 0 or -ENOMEM. */
 int fk_add(struct fsck *f, const char *key, const uint8_t *data, size_t len, uint64_t ts_ns);
-/* Add another good content of a chunk already in the view. */
+/* Add another good content of a chunk or map object already in the view. */
 void fk_chunk_alt(struct fsck *f, const char *key, const uint8_t *data, size_t len);
 /* Slot of key, or NULL. */
 const struct fk_slot *fk_find(const struct fsck *f, const char *key);
 struct fk_inode *fk_inode(struct fsck *f, uint64_t ino);
 struct fk_bucket *fk_bucket(struct fsck *f, uint64_t dir, unsigned depth, uint32_t index);
+struct fk_map *fk_map(struct fsck *f, uint64_t ino, uint64_t index, uint64_t gen);
 /* "age" as text: "3.2 s", "2 h". */
 void fk_age(char *buf, size_t len, uint64_t ns);
 

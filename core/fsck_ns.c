@@ -289,14 +289,120 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 
 /* ---------------------------------------------------------------- chunks */
 
-/* Is chunk c named by its inode's committed map? */
-static int chunk_referenced(struct fsck *f, const struct fk_chunk *c, const struct fk_inode **xo)
+/* The map entry of chunk idx of a live regular inode x (inline or in its
+ * map objects), or NULL when the committed map names none. */
+static const struct pohm_chunkref *map_entry(struct fsck *f, const struct fk_inode *x, uint64_t idx)
+{
+	uint64_t span, mi;
+	const struct fk_map *m;
+
+	if (!x->in.nmaps)
+		return idx < x->in.nchunks ? &x->in.chunks[idx] : NULL;
+	span = x->in.map_span ? x->in.map_span : POHM_MAP_SPAN;
+	mi = idx / span;
+	if (mi >= x->in.nmaps || !x->in.maps[mi].gen)
+		return NULL;
+	m = fk_map(f, x->in.ino, mi, x->in.maps[mi].gen);
+	if (!m || idx - mi * span >= m->m.n)
+		return NULL;
+	return &m->m.e[idx - mi * span];
+}
+
+static int live_file(const struct fk_inode *x)
+{
+	return x && !(x->in.hdr.flags & POHM_OBJF_TOMBSTONE) && S_ISREG(x->in.mode);
+}
+
+/* Is chunk c named by its inode's committed map?  *ref gets the entry. */
+static int chunk_referenced(struct fsck *f, const struct fk_chunk *c, const struct fk_inode **xo,
+			    const struct pohm_chunkref **ref)
 {
 	const struct fk_inode *x = fk_inode(f, c->ino);
 
 	*xo = x;
-	return x && !(x->in.hdr.flags & POHM_OBJF_TOMBSTONE) && S_ISREG(x->in.mode) &&
-	       c->idx < x->in.nchunks && x->in.chunks[c->idx].gen == c->gen;
+	*ref = live_file(x) ? map_entry(f, x, c->idx) : NULL;
+	return *ref && (*ref)->gen == c->gen;
+}
+
+/* Is map object m named by its inode? */
+static int map_referenced(struct fsck *f, const struct fk_map *m, const struct fk_inode **xo)
+{
+	const struct fk_inode *x = fk_inode(f, m->m.ino);
+
+	*xo = x;
+	return live_file(x) && m->m.index < x->in.nmaps && x->in.maps[m->m.index].gen == m->m.gen;
+}
+
+/* Delete an unreferenced immutable object once it is old enough. */
+static void reclaim(struct fsck *f, const char *key, uint64_t ino, uint64_t ts, int gc_ok,
+		    const struct fk_inode *x, const char *kind)
+{
+	uint64_t age = age_of(f, ts);
+	char a[32];
+
+	if (age < f->age) {
+		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, key, ino, 0,
+			 "unreferenced %s, young (a push in progress?)", kind);
+		return;
+	}
+	if (!gc_ok) {
+		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, key, ino, 0,
+			 "unreferenced %s kept: objects of a kind this fsck does not know exist",
+			 kind);
+		return;
+	}
+	fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+	fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_FIX, key, ino,
+		 f->repair && !f->res->complete ? -EAGAIN :
+		 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, key) : 0),
+		 "%s no committed inode names (%s; inode %s)", kind, ts ? a : "age unknown",
+		 !x ? "missing" : (x->in.hdr.flags & POHM_OBJF_TOMBSTONE) ? "deleted" : "live");
+}
+
+/* Every object a live inode's committed map names must exist. */
+static void check_named(struct fsck *f, const struct fk_inode *x)
+{
+	char key[POHM_KEY_MAX];
+	uint64_t span = x->in.map_span ? x->in.map_span : POHM_MAP_SPAN, i, n;
+	unsigned k;
+
+	if (x->in.nmaps) {
+		for (i = 0; i < x->in.nmaps; i++) {
+			const struct fk_map *m;
+
+			if (!x->in.maps[i].gen)
+				continue;
+			m = fk_map(f, x->in.ino, i, x->in.maps[i].gen);
+			if (!m) {
+				pohm_key_map(key, x->in.ino, i, x->in.maps[i].gen);
+				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, x->in.ino, 0,
+					 "inode %" PRIu64 ": chunk-map object %" PRIu64 " is missing in "
+					 "every group (chunks %" PRIu64 "-%" PRIu64 " lost)", x->in.ino, i,
+					 i * span, i * span + span - 1);
+				continue;
+			}
+			for (k = 0; k < m->nalt; k++)
+				if (!memcmp(m->csum[k], x->in.maps[i].csum, 64))
+					break;
+			if (k == m->nalt)
+				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, m->key, x->in.ino, 0,
+					 "inode %" PRIu64 ": no copy of chunk-map object %" PRIu64
+					 " matches the checksum the inode records", x->in.ino, i);
+		}
+	}
+	n = x->in.nmaps ? x->in.nmaps * span : x->in.nchunks;
+	for (i = 0; i < n; i++) {
+		const struct pohm_chunkref *ref = map_entry(f, x, i);
+
+		if (!ref || !ref->gen)
+			continue;
+		pohm_key_chunk(key, x->in.ino, i, ref->gen);
+		if (!fk_find(f, key))
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, x->in.ino, 0,
+				 "inode %" PRIu64 ": chunk %" PRIu64 " (generation %016" PRIx64 ") its "
+				 "map names is missing in every group (data lost)", x->in.ino, i,
+				 ref->gen);
+	}
 }
 
 static void check_chunks(struct fsck *f, int gc_ok)
@@ -306,61 +412,33 @@ static void check_chunks(struct fsck *f, int gc_ok)
 
 	for (i = 0; i < f->nch; i++) {
 		const struct fk_chunk *c = &f->ch[i];
+		const struct pohm_chunkref *ref;
 		const struct fk_inode *x;
-		uint64_t age;
-		char a[32];
 
-		if (chunk_referenced(f, c, &x)) {
-			const struct pohm_chunkref *ref = &x->in.chunks[c->idx];
-
-			for (k = 0; k < c->nalt; k++)
-				if (!memcmp(c->csum[k], ref->csum, 64))
-					break;
-			if (k == c->nalt || c->len < ref->len)
-				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, c->key, c->ino, 0,
-					 "chunk %" PRIu64 " of inode %" PRIu64 ": no copy matches the "
-					 "checksum its map records (data lost)", c->idx, c->ino);
+		if (!chunk_referenced(f, c, &x, &ref)) {
+			reclaim(f, c->key, c->ino, c->ts_ns, gc_ok, x, "chunk generation");
 			continue;
 		}
-		age = age_of(f, c->ts_ns);
-		if (age < f->age) {
-			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, c->key, c->ino, 0,
-				 "unreferenced chunk generation, young (a push in progress?)");
-			continue;
-		}
-		if (!gc_ok) {
-			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, c->key, c->ino, 0,
-				 "unreferenced chunk generation kept: objects of a kind this fsck "
-				 "does not know exist (external chunk maps?)");
-			continue;
-		}
-		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
-		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_FIX, c->key, c->ino,
-			 f->repair && !f->res->complete ? -EAGAIN :
-			 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, c->key) : 0),
-			 "chunk generation no committed map names (%s; inode %s)",
-			 c->ts_ns ? a : "age unknown",
-			 !x ? "missing" : (x->in.hdr.flags & POHM_OBJF_TOMBSTONE) ? "deleted" : "live");
+		for (k = 0; k < c->nalt; k++)
+			if (!memcmp(c->csum[k], ref->csum, 64))
+				break;
+		if (k == c->nalt || c->len < ref->len)
+			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, c->key, c->ino, 0,
+				 "chunk %" PRIu64 " of inode %" PRIu64 ": no copy matches the "
+				 "checksum its map records (data lost)", c->idx, c->ino);
 	}
-	/* Every chunk a live map names must exist. */
-	for (i = 0; i < f->nino; i++) {
-		const struct fk_inode *x = &f->ino[i];
-		char key[POHM_KEY_MAX];
-		uint32_t n;
+	for (i = 0; i < f->nmap; i++) {
+		const struct fk_map *m = &f->map[i];
+		const struct fk_inode *x;
 
-		if ((x->in.hdr.flags & POHM_OBJF_TOMBSTONE) || !S_ISREG(x->in.mode) || !f->res->complete)
-			continue;
-		for (n = 0; n < x->in.nchunks; n++) {
-			if (!x->in.chunks[n].gen)
-				continue;
-			pohm_key_chunk(key, x->in.ino, n, x->in.chunks[n].gen);
-			if (!fk_find(f, key))
-				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, x->in.ino, 0,
-					 "inode %" PRIu64 ": chunk %u (generation %016" PRIx64 ") its map "
-					 "names is missing in every group (data lost)", x->in.ino, n,
-					 x->in.chunks[n].gen);
-		}
+		if (!map_referenced(f, m, &x))
+			reclaim(f, m->key, m->m.ino, m->ts_ns, gc_ok, x, "chunk-map object");
 	}
+	if (!f->res->complete)
+		return;
+	for (i = 0; i < f->nino; i++)
+		if (live_file(&f->ino[i]))
+			check_named(f, &f->ino[i]);
 }
 
 /* ---------------------------------------------------------------- leftovers */

@@ -343,6 +343,64 @@ TEST(chunk_gc_and_tombstones)
 	pohm_ns_close(ns);
 }
 
+/* A file large enough for external chunk-map objects (4 KiB chunks, more
+ * than POHM_MAP_INLINE_MAX of them): an overwrite leaves an old map object
+ * and an old chunk behind; GC takes exactly those; a lost map is loss. */
+TEST(chunk_maps_gc_and_loss)
+{
+	enum { N = POHM_MAP_INLINE_MAX + 44 };
+	static char buf[N][4096];
+	struct pohm_chunk_write w[N];
+	struct seen s;
+	uint64_t d, f, big;
+	struct pohm_ns *ns = sample(&d, &f);
+	struct pohm_inode in;
+	char oldmap[POHM_KEY_MAX], oldchunk[POHM_KEY_MAX];
+	int i;
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "big", 0644, 0, 0, 0, 0, &in), 0);
+	big = in.ino;
+	for (i = 0; i < N; i++) {
+		memset(buf[i], 'a' + i % 26, sizeof(buf[i]));
+		w[i].index = (uint64_t)i;
+		w[i].data = buf[i];
+		w[i].len = sizeof(buf[i]);
+	}
+	EXPECT_EQ_INT(pohm_ns_commit(ns, big, in.dversion, (uint64_t)N * 4096, w, N, NULL, NULL), 0);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+	/* Overwrite chunk 5: a new chunk and a new map object for its range. */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, big, &in), 0);
+	EXPECT(in.nmaps >= 2);
+	pohm_key_map(oldmap, big, 0, in.maps[0].gen);
+	pohm_key_chunk(oldchunk, big, 5, in.chunks[5].gen);
+	buf[5][0] = 'X';
+	EXPECT_EQ_INT(pohm_ns_commit(ns, big, in.dversion, (uint64_t)N * 4096, &w[5], 1, NULL, NULL), 0);
+	pohm_inode_clear(&in);
+	EXPECT(exists(oldmap) && exists(oldchunk));
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_GARBAGE], 2);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_GARBAGE], 2);
+	EXPECT(!exists(oldmap) && !exists(oldchunk));
+	{
+		char got[4096];
+
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, big, &in), 0);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &in, 5 * 4096, got, sizeof(got)), 4096);
+		EXPECT_MEM(got, buf[5], 4096);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &in, (uint64_t)(N - 1) * 4096, got, sizeof(got)), 4096);
+		EXPECT_MEM(got, buf[N - 1], 4096);
+		/* The second map object vanishes: its chunks are lost. */
+		pohm_key_map(oldmap, big, 1, in.maps[1].gen);
+		pohm_inode_clear(&in);
+	}
+	EXPECT_EQ_INT(kv.ops->del(kv.ctx, oldmap), 0);
+	EXPECT_EQ_INT(run(ns, 0, &s, 0) & POHM_FSCK_DATALOSS, POHM_FSCK_DATALOSS);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_LOST], 1);
+	pohm_ns_close(ns);
+}
+
 TEST(lost_chunk_is_data_loss)
 {
 	struct seen s;

@@ -85,9 +85,10 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 	if (o->json) {
 		fprintf(o->f, "%s\n  ],\n  \"objects\": %" PRIu64 ", \"inodes\": %" PRIu64
 			", \"tombstones\": %" PRIu64 ", \"buckets\": %" PRIu64 ", \"chunks\": %" PRIu64
-			", \"leases\": %" PRIu64 ", \"markers\": %" PRIu64 ", \"other\": %" PRIu64 ",\n"
-			"  \"found\": {", o->first ? "" : "", r->objects, r->inodes, r->tombstones,
-			r->buckets, r->chunks, r->leases, r->markers, r->foreign);
+			", \"maps\": %" PRIu64 ", \"leases\": %" PRIu64 ", \"markers\": %" PRIu64
+			", \"other\": %" PRIu64 ",\n  \"found\": {", o->first ? "" : "", r->objects,
+			r->inodes, r->tombstones, r->buckets, r->chunks, r->maps, r->leases, r->markers,
+			r->foreign);
 		for (c = 0; c < POHM_FSCK_NCLASSES; c++)
 			fprintf(o->f, "%s\"%s\": %" PRIu64, c ? ", " : "",
 				pohm_fsck_class_name((enum pohm_fsck_class)c), r->found[c]);
@@ -99,9 +100,9 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 		return;
 	}
 	fprintf(o->f, "objects: %" PRIu64 " (inodes %" PRIu64 ", tombstones %" PRIu64
-		", buckets %" PRIu64 ", chunks %" PRIu64 ", leases %" PRIu64 ", absent markers %"
-		PRIu64 ", other %" PRIu64 ")\n", r->objects, r->inodes, r->tombstones, r->buckets,
-		r->chunks, r->leases, r->markers, r->foreign);
+		", buckets %" PRIu64 ", chunks %" PRIu64 ", chunk maps %" PRIu64 ", leases %" PRIu64
+		", absent markers %" PRIu64 ", other %" PRIu64 ")\n", r->objects, r->inodes,
+		r->tombstones, r->buckets, r->chunks, r->maps, r->leases, r->markers, r->foreign);
 	fprintf(o->f, "issues:");
 	for (c = 0, any = 0; c < POHM_FSCK_NCLASSES; c++)
 		if (r->found[c]) {
