@@ -13,6 +13,7 @@
 #ifndef POHM_PRELOAD_WALK_H
 #define POHM_PRELOAD_WALK_H
 
+#include <fts.h>
 #include <stddef.h>
 
 /*
@@ -30,5 +31,15 @@ int pohm_walk_ours(int dirfd, const char *path);
 void *pohm_host_malloc(size_t n);
 void *pohm_host_realloc(void *p, size_t n);
 void pohm_host_free(void *p);
+
+/*
+ * The fts walk of walk_fts.c, on our wrappers; walk_ftsapi.c exports it.
+ * Each behaves as glibc's function of the same name (errno included).
+ */
+FTS *pohm_fts_open(char *const *roots, int opts, int (*cmp)(const FTSENT **, const FTSENT **));
+FTSENT *pohm_fts_read(FTS *sp);
+FTSENT *pohm_fts_children(FTS *sp, int instr);
+int pohm_fts_set(FTSENT *e, int instr);
+int pohm_fts_close(FTS *sp);
 
 #endif

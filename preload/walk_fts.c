@@ -17,8 +17,8 @@
  * a finished walk returns NULL with errno 0.  FTSENT and FTS64ENT have the
  * same layout on this ABI, so one implementation serves both.
  *
- * Sections: handles; entries; stat and sort; reading a directory;
- * fts_read; entry points.
+ * Sections: entries; stat and sort; reading a directory; fts_read and
+ * the rest.
  */
 #include "shim.h"
 #include "walk.h"
@@ -26,68 +26,15 @@
 #include <dirent.h>
 #include <fts.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
-
-_Static_assert(sizeof(FTSENT) == sizeof(FTSENT64), "FTSENT and FTSENT64 differ");
-_Static_assert(sizeof(FTS) == sizeof(FTS64), "FTS and FTS64 differ");
 
 #define ISSET(sp, o)	((sp)->fts_options & (o))
 #define IS_DOT(n)	((n)[0] == '.' && (!(n)[1] || ((n)[1] == '.' && !(n)[2])))
 
 /* How a directory is read: for fts_children, its names only, for fts_read. */
 enum build { B_CHILD = 1, B_NAMES, B_READ };
-
-/* ------------------------------------------------------------ handles */
-
-/* An FTS made here; pub comes first, so an FTS * is a struct ofts *. */
-struct ofts {
-	FTS pub;
-	struct ofts *next;
-};
-
-/* Our open walks (fts_lock guards the list; nours is read without it). */
-static pthread_mutex_t fts_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ofts *fts_list;
-static int nours;
-
-static int is_ours(FTS *sp)
-{
-	struct ofts *o;
-
-	if (!__atomic_load_n(&nours, __ATOMIC_ACQUIRE) || !pohm_given(sp))
-		return 0;
-	pthread_mutex_lock(&fts_lock);
-	for (o = fts_list; o && &o->pub != sp; o = o->next)
-		;
-	pthread_mutex_unlock(&fts_lock);
-	return o != NULL;
-}
-
-static void remember(struct ofts *o)
-{
-	pthread_mutex_lock(&fts_lock);
-	o->next = fts_list;
-	fts_list = o;
-	__atomic_add_fetch(&nours, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&fts_lock);
-}
-
-static void forget(struct ofts *o)
-{
-	struct ofts **pp;
-
-	pthread_mutex_lock(&fts_lock);
-	for (pp = &fts_list; *pp && *pp != o; pp = &(*pp)->next)
-		;
-	if (*pp) {
-		*pp = o->next;
-		__atomic_sub_fetch(&nours, 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&fts_lock);
-}
 
 /* ------------------------------------------------------------ entries */
 
@@ -404,7 +351,7 @@ static FTSENT *build(FTS *sp, enum build type)
 	return head;
 }
 
-/* ------------------------------------------------------------ fts_read */
+/* ------------------------------------------------------------ fts_read and the rest */
 
 /* A root becomes current: its path into the buffer, its name the last component. */
 static void load_root(FTS *sp, FTSENT *p)
@@ -438,7 +385,7 @@ static void follow(FTS *sp, FTSENT *p)
 	}
 }
 
-static FTSENT *do_read(FTS *sp)
+FTSENT *pohm_fts_read(FTS *sp)
 {
 	FTSENT *p, *prev;
 	int instr, e;
@@ -550,7 +497,7 @@ name:
 	return p;
 }
 
-static FTSENT *do_children(FTS *sp, int instr)
+FTSENT *pohm_fts_children(FTS *sp, int instr)
 {
 	FTSENT *p;
 	int fd;
@@ -586,13 +533,11 @@ static FTSENT *do_children(FTS *sp, int instr)
 	return sp->fts_child;
 }
 
-static int do_close(struct ofts *o)
+int pohm_fts_close(FTS *sp)
 {
-	FTS *sp = &o->pub;
 	FTSENT *p, *gone;
 	int e = 0;
 
-	forget(o);
 	if (sp->fts_cur) {
 		for (p = sp->fts_cur; p->fts_level >= FTS_ROOTLEVEL;) {
 			gone = p;
@@ -608,7 +553,7 @@ static int do_close(struct ofts *o)
 		e = fchdir(sp->fts_rfd) ? errno : 0;
 		close(sp->fts_rfd);
 	}
-	free(o);
+	free(sp);
 	if (e) {
 		errno = e;
 		return -1;
@@ -616,12 +561,10 @@ static int do_close(struct ofts *o)
 	return 0;
 }
 
-static FTS *do_open(char *const *argv, int opts,
-		    int (*cmp)(const FTSENT **, const FTSENT **))
+FTS *pohm_fts_open(char *const *argv, int opts, int (*cmp)(const FTSENT **, const FTSENT **))
 {
 	FTSENT *parent = NULL, *root = NULL, *tail = NULL, *p;
 	size_t maxarg = 0, len;
-	struct ofts *o;
 	char *const *a;
 	int n = 0, e;
 	FTS *sp;
@@ -630,9 +573,8 @@ static FTS *do_open(char *const *argv, int opts,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!(o = calloc(1, sizeof(*o))))
+	if (!(sp = calloc(1, sizeof(*sp))))
 		return NULL;
-	sp = &o->pub;
 	sp->fts_compar = (int (*)(const void *, const void *))cmp;
 	sp->fts_options = opts;
 	if (ISSET(sp, FTS_LOGICAL))
@@ -680,94 +622,18 @@ static FTS *do_open(char *const *argv, int opts,
 	sp->fts_cur->fts_info = FTS_INIT;
 	if (!ISSET(sp, FTS_NOCHDIR) && (sp->fts_rfd = open(".", O_RDONLY)) < 0)
 		sp->fts_options |= FTS_NOCHDIR;
-	remember(o);
 	return sp;
 fail:
 	e = errno;
 	ent_free_list(root);
 	free(parent);
 	free(sp->fts_path);
-	free(o);
+	free(sp);
 	errno = e;
 	return NULL;
 }
 
-/* ------------------------------------------------------------ entry points */
-
-/* 1 when some root may meet the prefix. */
-static int roots_ours(char *const *roots)
-{
-	if (!pohm_active() || !pohm_given(roots))
-		return 0;
-	for (; *roots; roots++)
-		if (pohm_walk_ours(AT_FDCWD, *roots))
-			return 1;
-	return 0;
-}
-
-/* glibc's walk moves the cwd behind our back unless FTS_NOCHDIR: volatile meanwhile. */
-static void real_opened(int nochdir, int delta)
-{
-	int saved = errno;
-
-	if (!nochdir && pohm_active())
-		pohm_cwd_volatile(delta);
-	errno = saved;
-}
-
-POHM_EXPORT FTS *fts_open(char *const *roots, int opts,
-			  int (*cmp)(const FTSENT **, const FTSENT **))
-{
-	FTS *f;
-
-	if (roots_ours(roots))
-		return do_open(roots, opts, cmp);
-	f = pohm_real.fts_open(roots, opts, cmp);
-	if (f)
-		real_opened(f->fts_options & FTS_NOCHDIR, 1);
-	return f;
-}
-
-POHM_EXPORT FTS64 *fts64_open(char *const *roots, int opts,
-			      int (*cmp)(const FTSENT64 **, const FTSENT64 **))
-{
-	FTS64 *f;
-
-	if (roots_ours(roots))
-		return (FTS64 *)do_open(roots, opts, (int (*)(const FTSENT **, const FTSENT **))cmp);
-	f = pohm_real.fts64_open(roots, opts, cmp);
-	if (f)
-		real_opened(f->fts_options & FTS_NOCHDIR, 1);
-	return f;
-}
-
-POHM_EXPORT FTSENT *fts_read(FTS *f)
-{
-	pohm_init();
-	return is_ours(f) ? do_read(f) : pohm_real.fts_read(f);
-}
-
-POHM_EXPORT FTSENT64 *fts64_read(FTS64 *f)
-{
-	pohm_init();
-	return is_ours((FTS *)f) ? (FTSENT64 *)do_read((FTS *)f) : pohm_real.fts64_read(f);
-}
-
-POHM_EXPORT FTSENT *fts_children(FTS *f, int opts)
-{
-	pohm_init();
-	return is_ours(f) ? do_children(f, opts) : pohm_real.fts_children(f, opts);
-}
-
-POHM_EXPORT FTSENT64 *fts64_children(FTS64 *f, int opts)
-{
-	pohm_init();
-	return is_ours((FTS *)f) ? (FTSENT64 *)do_children((FTS *)f, opts) :
-				   pohm_real.fts64_children(f, opts);
-}
-
-/* fts_set only records the instruction: one version serves both kinds. */
-static int do_set(FTSENT *e, int instr)
+int pohm_fts_set(FTSENT *e, int instr)
 {
 	if (instr != 0 && instr != FTS_AGAIN && instr != FTS_FOLLOW && instr != FTS_NOINSTR &&
 	    instr != FTS_SKIP) {
@@ -776,42 +642,4 @@ static int do_set(FTSENT *e, int instr)
 	}
 	e->fts_instr = (unsigned short)instr;
 	return 0;
-}
-
-POHM_EXPORT int fts_set(FTS *f, FTSENT *e, int instr)
-{
-	pohm_init();
-	return is_ours(f) ? do_set(e, instr) : pohm_real.fts_set(f, e, instr);
-}
-
-POHM_EXPORT int fts64_set(FTS64 *f, FTSENT64 *e, int instr)
-{
-	pohm_init();
-	return is_ours((FTS *)f) ? do_set((FTSENT *)e, instr) : pohm_real.fts64_set(f, e, instr);
-}
-
-POHM_EXPORT int fts_close(FTS *f)
-{
-	int nochdir, r;
-
-	pohm_init();
-	if (is_ours(f))
-		return do_close((struct ofts *)f);
-	nochdir = !f || (f->fts_options & FTS_NOCHDIR);
-	r = pohm_real.fts_close(f);
-	real_opened(nochdir, -1);
-	return r;
-}
-
-POHM_EXPORT int fts64_close(FTS64 *f)
-{
-	int nochdir, r;
-
-	pohm_init();
-	if (is_ours((FTS *)f))
-		return do_close((struct ofts *)f);
-	nochdir = !f || (f->fts_options & FTS_NOCHDIR);
-	r = pohm_real.fts64_close(f);
-	real_opened(nochdir, -1);
-	return r;
 }

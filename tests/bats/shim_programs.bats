@@ -88,7 +88,7 @@ run_both() {	# run_both SCRIPT: native and under the shim (host a)
 	run_both "sqlite3 db 'create table t(x); begin; insert into t values(1),(2),(3); commit; select sum(x) from t;'"
 }
 
-@test "python3: os, shutil, tempfile, mmap" {
+@test "python3: os, shutil (copytree, copy2, move, rmtree), tempfile (mkstemp, NamedTemporaryFile, TemporaryDirectory), mmap" {
 	run_both "python3 -c \"
 import os, shutil, tempfile, mmap
 os.makedirs('p/x', exist_ok=True)
@@ -97,7 +97,13 @@ with open('p/x/f', 'r+b') as f:
     m = mmap.mmap(f.fileno(), 0); m[0:5] = b'hello'; m.flush(); m.close()
 shutil.copytree('p', 'p2')
 fd, name = tempfile.mkstemp(dir='.'); os.write(fd, b'tmp'); os.close(fd); os.rename(name, 'tmpfile')
-print(sorted(os.listdir('.')))
+with tempfile.NamedTemporaryFile(dir='p', delete=False) as t:
+    t.write(b'named')
+shutil.move(t.name, 'p/named')
+with tempfile.TemporaryDirectory(dir='.') as d:
+    open(os.path.join(d, 'gone'), 'w').write('x'); print(len(os.listdir(d)))
+shutil.copy2('p/x/f', 'copy2'); shutil.copytree('p2', 'p3'); shutil.rmtree('p2')
+print(sorted(os.listdir('.')), sorted(os.listdir('p')))
 \""
 }
 
@@ -121,4 +127,63 @@ print(sorted(os.listdir('.')))
 	run shim b cat "$T/b/w/f"
 	[ "$status" -ne 0 ]
 	[ "$(shim b cat "$T/b/w/in")" = y ]
+}
+
+# rsync_src: a tree with files of several sizes, a symlink, a hardlink and
+# file modes; every time fixed, so that itemized changes do not depend on
+# how long a run takes.  DIRMODE is the mode of its directories.
+rsync_src() {
+	mkdir -p "$T/src/d/e" && for i in $(seq 20); do head -c $((i * 1531)) /dev/urandom >"$T/src/d/f$i"; done
+	ln -s f1 "$T/src/d/sym" && ln "$T/src/d/f2" "$T/src/d/hard" && chmod 640 "$T/src/d/f3"
+	find "$T/src" -type d -exec chmod "$1" {} +
+	find "$T/src" -exec touch -h -d '2001-02-03 04:05' {} +
+}
+
+# rsync -a copies into the prefix, within it and out of it; rsync -ac -n
+# (compare contents) itemizes nothing between the copies; a change is
+# itemized alike; another host verifies its view against the source.
+rsync_script='mkdir in again && chmod DIRMODE in again && rsync -aH OPTS "$SRC/" in && rsync -aH OPTS in/ again \
+	&& rsync -acH OPTS -n --itemize-changes "$SRC/" in \
+	&& rsync -acH OPTS -n --itemize-changes in/ again \
+	&& o=$(mktemp -d) && rsync -aH OPTS in/ $o/ && rsync -acH OPTS -n --itemize-changes $o/ in && rm -rf $o \
+	&& echo changed >> again/d/f4 && rsync -acH OPTS --itemize-changes again/ in'
+
+rsync_both() {	# rsync_both DIRMODE OPTS
+	local script=${rsync_script//DIRMODE/$1}
+	export SRC=$T/src
+	run_both "${script//OPTS/$2}"
+	# -J: a symlink's own time is not kept by the storage (a known limit of
+	# the cache engine: host b's copy of d/sym carries its creation time).
+	run shim b rsync -acHJ $2 -n --itemize-changes "$T/src/" "$T/b/w/again/"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = ">fcst...... d/f4" ]
+}
+
+@test "rsync -a into, within and out of the prefix; rsync -ac verifies the copies (files)" {
+	# Directories of mode 700 with their times left alone (-O): rsync then
+	# changes no directory attribute (see the next test).
+	rsync_src 700
+	rsync_both 700 -O
+}
+
+@test "rsync -a with directory modes and times" {
+	# Known bug of the cache engine (core/push.c, preload/hooks_cache.c):
+	# fchmod of a directory fd is not pushed (pohm_cache_push_fd handles
+	# regular files only), and a directory's times set within a few ms of
+	# its creation are taken for unchanged.  rsync does both.
+	shim a python3 -c "
+import os
+os.makedirs('$T/a/probe'); fd = os.open('$T/a/probe', os.O_RDONLY); os.fchmod(fd, 0o700); os.close(fd)"
+	[ "$(shim b stat -c %a "$T/b/probe")" = 700 ] ||
+		skip "cache engine: directory attribute changes through an fd are not pushed"
+	rsync_src 755
+	rsync_both 755 ""
+}
+
+@test "a binary copied into the prefix runs from there, by path and through PATH, on both hosts" {
+	run_both "mkdir bin && cp /bin/echo bin/myecho && ./bin/myecho direct \
+		&& PATH=\"\$PWD/bin:\$PATH\" myecho via-path && PATH=\"\$PWD/bin:\$PATH\" sh -c 'myecho from-sh'"
+	[ "$(shim b "$T/b/w/bin/myecho" on-b)" = on-b ]
+	[ "$(PATH="$T/b/w/bin:$PATH" shim b sh -c 'myecho via-path-on-b')" = via-path-on-b ]
 }
