@@ -1090,6 +1090,63 @@ TEST(map_truncate_and_transitions)
 	free(exp);
 }
 
+/* Decoders meet every truncation and every flipped byte of an external-map inode and a map object. */
+TEST(map_objects_decode_hostile_bytes)
+{
+	struct pohm_inode in = { 0 }, out;
+	struct pohm_chunkref e[3] = { { 5, { 1 }, 100 }, { 0, { 0 }, 0 }, { 9, { 2 }, 4096 } };
+	struct pohm_map m = { .ino = 77, .index = 2, .gen = 3, .n = 3, .e = e }, mo;
+	struct pohm_buf bi = POHM_BUF_INIT, bm = POHM_BUF_INIT;
+	struct pohm_mapref refs[2] = { { 11, { 3 } }, { 0, { 0 } } };
+	size_t i;
+	int ok = 0;
+
+	in.hdr.type = POHM_OBJ_INODE;
+	strcpy(in.hdr.key, "i:4d");
+	in.ino = 77;
+	in.mode = S_IFREG | 0644;
+	in.chunk_shift = 12;
+	in.size = 300 * 4096;
+	in.nmaps = 2;
+	in.map_span = 256;
+	in.map_end = in.size;
+	in.maps = refs;
+	in.pname = "name";
+	m.hdr.type = POHM_OBJ_MAP;
+	strcpy(m.hdr.key, "m:4d:2:3");
+	EXPECT_EQ_INT(pohm_inode_encode(&bi, &in), 0);
+	EXPECT_EQ_INT(pohm_map_encode(&bm, &m), 0);
+	EXPECT_EQ_INT(pohm_inode_decode(&out, bi.p, bi.len), 0);
+	EXPECT_EQ_INT(out.nmaps, 2);
+	EXPECT_EQ_U64(out.maps[0].gen, 11);
+	EXPECT_EQ_STR(out.pname, "name");
+	pohm_inode_clear(&out);
+	EXPECT_EQ_INT(pohm_map_decode(&mo, bm.p, bm.len), 0);
+	EXPECT_EQ_INT(mo.n, 3);
+	EXPECT_EQ_U64(mo.e[2].gen, 9);
+	pohm_map_clear(&mo);
+	for (i = 0; i < bi.len; i++) {
+		if (!pohm_inode_decode(&out, bi.p, i)) {
+			ok++;	/* a prefix that ends before the optional section decodes */
+			pohm_inode_clear(&out);
+		}
+		bi.p[i] ^= 0xa5;
+		if (!pohm_inode_decode(&out, bi.p, bi.len))
+			pohm_inode_clear(&out);
+		bi.p[i] ^= 0xa5;
+	}
+	for (i = 0; i < bm.len; i++) {
+		EXPECT(pohm_map_decode(&mo, bm.p, i) != 0);
+		bm.p[i] ^= 0x5a;
+		if (!pohm_map_decode(&mo, bm.p, bm.len))
+			pohm_map_clear(&mo);
+		bm.p[i] ^= 0x5a;
+	}
+	EXPECT(ok <= 1);
+	pohm_buf_free(&bi);
+	pohm_buf_free(&bm);
+}
+
 /* ---- http_compat: path copies ---- */
 
 /* The copy at key as a string ("" if absent). */
