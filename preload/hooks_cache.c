@@ -66,6 +66,10 @@ static int daemon_started;	/* pohmelfsd spawned by this process; under dirty_loc
 
 /* This process's counters (stats.h): relaxed atomics, any thread. */
 static struct pohm_stats proc_stats;
+/* stats=1: a copy of the stderr the process started with (coreutils close
+ * fd 2 in an atexit handler, before our destructor runs); written once by
+ * heavy_init, -1 if none. */
+static int stats_ifd = -1;
 
 /* Count one call of kind k; r, counted as an error if the call fails. */
 static int counted(enum pohm_stat k, int r)
@@ -111,6 +115,12 @@ static void heavy_init(void)
 	} else {
 		mount_rc = 0;
 		pohm_cache_set_space_fn(mount.cache, space_fn, NULL);
+		if (pohm_config_bool(&mount_cfg, "stats") && !mount_cfg.log[0]) {
+			long fd = syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+
+			if (fd >= 0 && (stats_ifd = pohm_ifd_register((int)fd)) < 0)
+				pohm_sys_close((int)fd);
+		}
 	}
 	pohm_unhold();
 }
@@ -748,8 +758,8 @@ static void flush_stats(void)
 			pohm_sys_write_full(fd, buf, n);
 			pohm_sys_close(fd);
 		}
-	} else {
-		pohm_sys_write_full(2, buf, n);
+	} else if (stats_ifd >= 0 && (fd = pohm_ifd_fd(stats_ifd)) >= 0) {
+		pohm_sys_write_full(fd, buf, n);
 	}
 }
 
