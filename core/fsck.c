@@ -437,6 +437,25 @@ static int obj_key(struct fsck *f, const struct pohm_iter_obj *o, char *key, uin
 	return -ENOENT;
 }
 
+/* The present content most groups hold (ties: the newest stamp). */
+static int most_held(const struct pohm_cas_vote *v, unsigned n)
+{
+	unsigned i, j, best_n = 0, cnt;
+	int best = -1;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].status)
+			continue;
+		for (j = 0, cnt = 0; j < n; j++)
+			cnt += !v[j].status && !memcmp(v[j].csum, v[i].csum, 64);
+		if (cnt > best_n || (cnt == best_n && pohm_time_cmp(&v[i].ts, &v[best].ts) > 0)) {
+			best = (int)i;
+			best_n = cnt;
+		}
+	}
+	return best;
+}
+
 /* Compare one object's copies; add its committed version to the view. */
 static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 {
@@ -502,8 +521,8 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 	}
 	chunk = type == POHM_OBJ_CHUNK || type == POHM_OBJ_MAP;	/* immutable, written plainly */
 	idx = pohm_cas_pick(v, o->ncopies, 1);
-	if (chunk && idx < 0 && idx != -ENOENT)
-		idx = pohm_cas_fallback(v, o->ncopies);	/* immutable: any good copy is it */
+	if (chunk && idx < 0 && good)
+		idx = most_held(v, o->ncopies);	/* immutable: any good copy is it */
 	if (idx == -ENOENT) {
 		/* Committed absent; a minority still holds content: roll it back. */
 		if (good)
@@ -579,6 +598,8 @@ static int rep_fix(struct fsck *f, const struct pending *p, char *note, size_t l
 	else
 		rc = pohm_io_cas_get(f->c, p->key, strlen(p->key), &data, &dlen, sum, res);
 	free(data);
+	if (rc == -ENOENT && p->kind == 1)
+		rc = -ENODATA;	/* immutable, held by a minority only: not spread (see "lost") */
 	if (rc == -ENOENT)
 		rc = 0;		/* committed absent: the minority copies were rolled back */
 	for (g = 0; !rc && g < res->ngroups; g++)
