@@ -5,7 +5,8 @@
 # by repair (proved by reading with another group gone); a copy corrupted
 # on disk is a checksum error that repair rewrites, every copy corrupt is
 # data loss (exit 4); a rename killed between its intent and its commit
-# leaves an intent that repair completes once it is stale.  The tree is
+# leaves an intent that repair completes once it is stale; old chunk
+# generations and tombstones go past the age (the chunk GC).  The tree is
 # built with the cache's C API (cache_ctl: files with data) and ns_stress.
 
 setup() {
@@ -156,6 +157,34 @@ assert r["inodes"] >= 7 and r["chunks"] == 3, r'
 	[ "$output" = "No such file or directory" ]
 	run p fsck
 	[ "$status" -eq 0 ]
+}
+
+@test "old chunk generations and tombstones are reclaimed past the age, live data kept" {
+	tree
+	"$CTL" write d/f1 "one, second version"
+	"$CTL" unlink d/f2
+	# Within the default age (1 h) nothing is reclaimable yet.
+	run p fsck
+	[ "$status" -eq 0 ]
+	run p fsck --age=0
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"garbage"*"chunk generation no committed inode names"*"inode live"* ]]
+	[[ $output == *"garbage"*"inode deleted"* ]]
+	[[ $output == *"tombstone"*"reclaimed"* ]]
+	run p repair --age=0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"issues: garbage 2 tombstone 1"* ]]
+	run p fsck --age=0 --json
+	[ "$status" -eq 0 ]
+	echo "$output" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["chunks"] == 2 and r["tombstones"] == 0, r'
+	rm -rf "$T/p" "$T/state"
+	"$CTL" get d/hard
+	[ "$(cat "$T/p/d/hard")" = "one, second version" ]
 }
 
 @test "fsck and repair refuse bad arguments with a clear message" {
