@@ -66,6 +66,11 @@ assert r["inodes"] >= 7 and r["chunks"] == 3, r'
 	"$CTL" write d/new "written while group 2 was down"
 	"$CTL" mv d/f2 d/sub/f2moved
 	"$CTL" mkdir e
+	# While it is down the check cannot be complete, and repair deletes nothing.
+	run p fsck
+	echo "$output"
+	[ $((status & 2)) -eq 2 ]
+	[[ $output == *"unchecked"*"group 2"* ]]
 	cluster_start_node 2-1
 	run p fsck
 	echo "$output"
