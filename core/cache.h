@@ -82,6 +82,10 @@ int pohm_cache_rmdir(struct pohm_cache *c, const char *rel);
 int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags);
 int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to);
 int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel);
+/* A FIFO, device node or empty regular file (mode with S_IFMT, rdev for
+ * devices), as mknod(2): in the storage as a typed inode, then locally.
+ * Sockets: -EINVAL (they stay local). */
+int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_t rdev);
 
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);

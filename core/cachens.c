@@ -355,6 +355,37 @@ out:
 	return r;
 }
 
+int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_t rdev)
+{
+	struct pohm_inode in;
+	const char *name;
+	uint64_t dino;
+	int dfd, r;
+
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && !c->is_root)
+		return -EPERM;		/* what mknod(2) says without CAP_MKNOD */
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;	/* as mknod(2): no type is a regular file */
+	if (!S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISREG(mode))
+		return -EINVAL;
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r;
+	r = pohm_ns_create(c->ns, dino, name, (uint32_t)(mode & (S_IFMT | 07777)), my_uid(),
+			   my_gid(), S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0, POHM_CREATE_EXCL, &in);
+	if (r)
+		goto out;
+	r = syscall(SYS_mknodat, dfd, name, mode, (dev_t)rdev) ? -errno : 0;
+	if (r)
+		pohm_ns_unlink(c->ns, dino, name);	/* compensate */
+	else
+		r = cache_record(c, dfd, name, rel, &in, 0);
+	pohm_inode_clear(&in);
+out:
+	pohm_sys_close(dfd);
+	return r;
+}
+
 int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel)
 {
 	struct pohm_inode in;

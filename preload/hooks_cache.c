@@ -314,8 +314,15 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 	case POHM_NS_SYMLINK:
 		r = pohm_cache_symlink(c, arg->target, a->rel);
 		break;
+	case POHM_NS_MKNOD:
+		if (S_ISSOCK(arg->mode))
+			r = POHM_PASS;	/* sockets stay local */
+		else
+			r = pohm_cache_mknod(c, a->rel,
+					     (arg->mode & S_IFMT) | (arg->mode & 07777 & ~cur_umask()),
+					     (uint64_t)arg->dev);
+		break;
 	default:
-		/* mknod/mkfifo: local only for now (documented limit). */
 		r = POHM_PASS;
 		break;
 	}
