@@ -1090,6 +1090,97 @@ TEST(map_truncate_and_transitions)
 	free(exp);
 }
 
+/*
+ * One thread commits versions that change a chunk in map 0 and one in map 1
+ * together; readers on the same handle (sharing its map cache) must always
+ * see both chunks of one version.
+ */
+struct map_race {
+	struct pohm_ns *ns;
+	uint64_t ino;
+	int done;			/* atomic */
+	int torn, reads, errors;	/* atomic */
+};
+
+static void *map_reader(void *arg)
+{
+	struct map_race *m = arg;
+	uint8_t a[16], b[16];
+	unsigned n = 0;
+
+	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
+		struct pohm_inode in;
+
+		if (pohm_ns_getattr(m->ns, m->ino, &in)) {
+			__atomic_add_fetch(&m->errors, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (n++ & 1) {		/* both read paths: loaded map, and map objects */
+			free(in.chunks);
+			in.chunks = NULL;
+			in.nchunks = 0;
+			in.map_loaded = 0;
+		}
+		if (pohm_ns_read(m->ns, &in, 0, a, 16) != 16 ||
+		    pohm_ns_read(m->ns, &in, 299 * 4096, b, 16) != 16)
+			__atomic_add_fetch(&m->errors, 1, __ATOMIC_RELAXED);
+		else if (memcmp(a, b, 16))
+			__atomic_add_fetch(&m->torn, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&m->reads, 1, __ATOMIC_RELAXED);
+		pohm_inode_clear(&in);
+	}
+	return NULL;
+}
+
+TEST(map_readers_never_see_half_a_commit)
+{
+	size_t size = 300 * 4096;
+	uint8_t *buf = malloc(size);
+	struct map_race m = { 0 };
+	pthread_t t[3];
+	struct pohm_inode in;
+	uint64_t dv;
+	int v, i;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	m.ns = open_with(12, 0);
+	pohm_ns_create(m.ns, 1, "r", 0644, 0, 0, 0, 0, &in);
+	m.ino = in.ino;
+	dv = in.dversion;
+	pohm_inode_clear(&in);
+	memset(buf, 0, size);
+	EXPECT_EQ_INT(fill(m.ns, m.ino, &dv, size, 0, buf), 0);
+	memset(buf, 0, 4096);
+	memset(buf + 299 * 4096, 0, 4096);
+	{
+		struct pohm_chunk_write w[2] = { { 0, buf, 4096 }, { 299, buf + 299 * 4096, 4096 } };
+
+		EXPECT_EQ_INT(pohm_ns_commit(m.ns, m.ino, dv, size, w, 2, NULL, &in), 0);
+		dv = in.dversion;
+		pohm_inode_clear(&in);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, map_reader, &m);
+	for (v = 1; v <= 40; v++) {
+		struct pohm_chunk_write w[2] = { { 0, buf, 4096 }, { 299, buf + 299 * 4096, 4096 } };
+
+		memset(buf, v, 16);
+		memset(buf + 299 * 4096, v, 16);
+		EXPECT_EQ_INT(pohm_ns_commit(m.ns, m.ino, dv, size, w, 2, NULL, &in), 0);
+		dv = in.dversion;
+		pohm_inode_clear(&in);
+	}
+	__atomic_store_n(&m.done, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	EXPECT_EQ_INT(m.torn, 0);
+	EXPECT_EQ_INT(m.errors, 0);
+	EXPECT(m.reads > 0);
+	pohm_ns_close(m.ns);
+	free(buf);
+}
+
 /* Decoders meet every truncation and every flipped byte of an external-map inode and a map object. */
 TEST(map_objects_decode_hostile_bytes)
 {
