@@ -297,9 +297,10 @@ void ns_http_unlink(struct pohm_ns *ns, uint64_t dir, const char *name, uint8_t 
 		return;
 	if (!entry_path(ns, dir, name, path))
 		copy_del(ns, path);
-	/* Another name of the file in the same directory takes the copy over. */
+	/* If that was the copy's name, another one in the same directory takes it over. */
 	if (!ns_inode_get(ns, ino, &in, NULL, 0)) {
-		ns_http_commit(ns, &in);
+		if (!in.pname || (in.hdr.parent == dir && !strcmp(in.pname, name)))
+			ns_http_commit(ns, &in);
 		pohm_inode_clear(&in);
 	}
 }

@@ -1347,6 +1347,12 @@ TEST(http_compat_path_copies)
 	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "y2", 1, "y3", 0), 0);
 	EXPECT_EQ_STR(copy_of("/y3"), "");
 	EXPECT_EQ_STR(copy_of("/y"), "fourth");
+	/* Removing a name the copy does not follow costs one DEL, no rewrite. */
+	EXPECT_EQ_INT(pohm_ns_link(ns, f, 1, "y4", NULL), 0);
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "y4"), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);	/* bucket + nlink */
+	EXPECT_EQ_STR(copy_of("/y"), "fourth");
 	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "y"), 0);
 	EXPECT_EQ_STR(copy_of("/y"), "");
 	EXPECT_EQ_STR(copy_of("/y3"), "fourth");
