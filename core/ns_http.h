@@ -25,7 +25,12 @@
 
 #include "ns_int.h"
 
-#define POHM_HTTP_MAX	(64ULL << 20)	/* larger files get no path copy */
+/*
+ * Larger files get no path copy: the client sends up to 32 MiB as one
+ * WRITE packet (io.h POHM_IO_PACKET_MAX) and anything larger as PREPARE /
+ * WRITE / COMMIT, which hides the key while it runs (PROTOCOL.md §10).
+ */
+#define POHM_HTTP_MAX	(32ULL << 20)
 #define POHM_HTTP_PATH	4096		/* longest path key, with NUL */
 
 /*

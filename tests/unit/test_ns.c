@@ -1358,6 +1358,25 @@ TEST(http_compat_path_copies)
 	EXPECT_EQ_STR(copy_of("/y3"), "fourth");
 	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "y3"), 0);
 	EXPECT_EQ_STR(copy_of("/y3"), "");
+	/* Over 32 MiB (one WRITE packet) there is no copy, and an old one goes. */
+	{
+		struct pohm_chunk_write w = { 0, "big", 3 };
+		struct pohm_setattr sa = { .mask = POHM_SET_SIZE, .size = 3 };
+		uint64_t big;
+
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, "big", 0644, 0, 0, 0, 0, &in), 0);
+		big = in.ino;
+		EXPECT_EQ_INT(pohm_ns_commit(ns, big, in.dversion, 3, &w, 1, NULL, NULL), 0);
+		pohm_inode_clear(&in);
+		EXPECT_EQ_STR(copy_of("/big"), "big");
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, big, &in), 0);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, big, in.dversion, (32u << 20) + 1, &w, 1, NULL,
+					     NULL), 0);
+		pohm_inode_clear(&in);
+		EXPECT_EQ_STR(copy_of("/big"), "");
+		EXPECT_EQ_INT(pohm_ns_setattr(ns, big, &sa, NULL), 0);
+		EXPECT_EQ_STR(copy_of("/big"), "big");
+	}
 	/* A file named like an internal key cannot overwrite it. */
 	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "i:1", 0644, 0, 0, 0, 0, &in), 0);
 	EXPECT_EQ_INT(put_text(ns, in.ino, "not a root"), 0);
