@@ -108,6 +108,10 @@ int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t
  */
 void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t need), void *arg);
 
+/* Adopt names made under the prefix without the shim (pohmelfsd, pohmelfs
+ * sync only: it opens and closes files).  Count adopted, or -errno. */
+int pohm_cache_reconcile(struct pohm_cache *c);
+
 /* Rewrite a local stat of something under the prefix (stat overlay). */
 void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st);
 

@@ -62,6 +62,10 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 /* Fetch in's data into dfd/name unless the local copy is current or dirty. */
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in);
+/* Store fd's contents (rec->hint names it) as a new file under
+ * /.pohmelfs-conflicts/HOST/, and log why.  0 or -errno. */
+int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
+			const struct stat *st, const char *why);
 /* Put a fresh stub over rec's local name (its contents are saved elsewhere);
  * rec becomes a stub record and is stored.  0 or -errno. */
 int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);

@@ -89,8 +89,7 @@ static int ns_mkdir_p(struct pohm_cache *c, uint64_t dir, const char *name, uint
 	return pohm_ns_lookup(c->ns, dir, name, ino, NULL);
 }
 
-/* Store fd's contents as a new file under /.pohmelfs-conflicts/HOST/. */
-static int conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
+int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
 			 const struct stat *st, const char *why)
 {
 	struct pohm_chunk_set *set = NULL;
@@ -175,7 +174,7 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		rec->flags &= ~(uint32_t)POHM_J_TORN;
 		return r;
 	}
-	r = conflict_copy(c, fd, rec, st, "changed before an unclean shutdown (maybe torn)");
+	r = cache_conflict_copy(c, fd, rec, st, "changed before an unclean shutdown (maybe torn)");
 	if (r)
 		return r;
 	rec->flags = (rec->flags | POHM_J_CONFLICT) & ~(uint32_t)POHM_J_TORN;
@@ -201,7 +200,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 		if (!st->st_size && !(st->st_mode & 07777))
 			return 0;	/* an untouched stub */
 		/* A stub changed without the shim: its base is unknown, so never a push. */
-		r = conflict_copy(c, fd, rec, st, "a stub written without the shim");
+		r = cache_conflict_copy(c, fd, rec, st, "a stub written without the shim");
 		return r;
 	}
 	if (rec->flags & POHM_J_TORN) {
@@ -239,7 +238,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 				same = i < in.nchunks && in.chunks[i].gen &&
 				       !memcmp(in.chunks[i].csum, sums[i], 64);
 			if (!same) {
-				r = conflict_copy(c, fd, rec, st, "changed here and on another host");
+				r = cache_conflict_copy(c, fd, rec, st, "changed here and on another host");
 				pohm_journal_note_inode(rec, &in);
 				rec->flags |= POHM_J_CONFLICT;
 				/* The local name shows the storage version again at the next open. */

@@ -573,7 +573,14 @@ int cmd_sync(struct cli *cli)
 		progress(col.dirty.n, col.dirty.n, "");
 		fputc('\n', stderr);
 	}
-	/* A last sweep, as pohmelfsd does: files that became dirty while we ran. */
+	/* A last sweep, as pohmelfsd does: names made without the shim, then files
+	 * that became dirty while we ran. */
+	r = pohm_cache_reconcile(m.cache);
+	if (r > 0)
+		pushed += (uint64_t)r;
+	else if (r < 0)
+		fprintf(stderr, "pohmelfs: sync: adopting names made without the shim: %s\n",
+			strerror(-r));
 	r = pohm_cache_sync_all(m.cache);
 	if (r > 0)
 		pushed += (uint64_t)r;

@@ -4,8 +4,8 @@
  * cache_dir/pohmelfsd.lock; its pid in cache_dir/pohmelfsd.pid).  Every
  * sync_timeout seconds it pushes what is dirty in the cache (files closed
  * without sync_on_close, files left by processes that died, files changed
- * by programs without the shim); it exits after --idle seconds with nothing
- * to push.  SIGTERM or SIGINT: one last push, then exit.
+ * by programs without the shim, and names they made: pohm_cache_reconcile);
+ * it exits after --idle seconds with nothing to push.  SIGTERM or SIGINT: one last push, then exit.
  *
  * It also keeps the cache within cache_size and cache_min_free: after each
  * push round it evicts clean, unopened files, least recently used first
@@ -188,6 +188,11 @@ int main(int argc, char **argv)
 
 	idle_since = pohm_sys_mono_ns();
 	for (;;) {
+		i = pohm_cache_reconcile(m.cache);
+		if (i < 0)
+			pohm_err("reconcile: %s", strerror(-i));
+		else if (i > 0)
+			idle_since = pohm_sys_mono_ns();
 		r = pohm_cache_sync_all(m.cache);
 		if (r < 0)
 			pohm_err("push round failed: %s", strerror(-r));

@@ -1,0 +1,265 @@
+/*
+ * cachescan.c — adopt what programs made in the prefix without the shim
+ * (pohmelfsd's reconcile pass, DESIGN.md §2: "reconciles changes made
+ * without the shim").
+ *
+ * Changed contents of known files are found by the journal's change
+ * detection and pushed by sync_all; this pass finds new names.  A known
+ * directory whose local ctime moved since the pass last saw it is read
+ * whole; each entry the local index does not know is made in the storage:
+ * directories (then read in turn), regular files (created, then pushed),
+ * symlinks and FIFOs.  A name the storage already holds for another inode
+ * is not overwritten: a regular file becomes a conflict copy and leaves the
+ * tree (the next open shows the storage's version); anything else is left
+ * alone and logged.  Runs only in pohmelfsd and `pohmelfs sync`: its own
+ * opens and closes would release a host process's POSIX locks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "sys.h"
+
+/* Names younger than this are left for the next pass: the shim creates the
+ * local file a moment before it records it (and a fetch renames a copy in
+ * a moment before its record), so a fresh unknown name may be one of ours. */
+#define SETTLE_NS 5000000000ULL
+
+struct scan {
+	struct pohm_cache *c;
+	uint64_t now_ns;
+	int adopted;
+	int pending;		/* a name was too young: scan its directory again */
+	int err;
+};
+
+/* Names the cache itself keeps in the prefix. */
+static int ours(const char *rel, const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..") ||
+	       (!*rel && !strcmp(name, ".pohmelfs-staging"));
+}
+
+/* Record a symlink or FIFO found at dfd/name as a new storage inode. */
+static int adopt_other(struct scan *s, int dfd, uint64_t dino, const char *name, const char *rel,
+		       const struct stat *st)
+{
+	struct pohm_inode in;
+	char target[4096];
+	ssize_t n;
+	int r;
+
+	if (S_ISLNK(st->st_mode)) {
+		n = syscall(SYS_readlinkat, dfd, name, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		r = pohm_ns_symlink(s->c->ns, dino, name, target, (uint32_t)st->st_uid,
+				    (uint32_t)st->st_gid, &in);
+	} else if (S_ISFIFO(st->st_mode)) {
+		r = pohm_ns_create(s->c->ns, dino, name, (uint32_t)(S_IFIFO | (st->st_mode & 07777)),
+				   (uint32_t)st->st_uid, (uint32_t)st->st_gid, 0, POHM_CREATE_EXCL,
+				   &in);
+	} else {
+		return 0;	/* sockets and devices stay local */
+	}
+	if (r)
+		return r;
+	r = cache_record(s->c, dfd, name, rel, &in, 0);
+	pohm_inode_clear(&in);
+	return r;
+}
+
+/* A regular file unknown to the journal: create and push it, or keep it as a conflict. */
+static int adopt_file(struct scan *s, int dfd, uint64_t dino, const char *name, const char *rel,
+		      int exists)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	int fd, r;
+
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	r = pohm_sys_fstat(fd, &st);
+	if (r || !S_ISREG(st.st_mode))
+		goto out;
+	if (exists) {
+		memset(&rec, 0, sizeof(rec));
+		snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+		r = cache_conflict_copy(s->c, fd, &rec, &st,
+					"made here without the shim while the storage has the name");
+		if (!r)
+			r = pohm_sys_unlinkat(dfd, name, 0);
+		goto out;
+	}
+	r = pohm_cache_adopt(s->c, rel, fd);
+	if (!r)
+		r = pohm_cache_push_fd(s->c, fd);
+	if (r >= 0)
+		r = 0;
+out:
+	pohm_sys_close(fd);
+	return r;
+}
+
+static int scan_dir(struct scan *s, const char *rel, int depth);
+
+/* One entry of a directory being scanned. */
+static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, const char *name)
+{
+	char rel[4096];
+	struct stat st;
+	uint64_t ino;
+	uint8_t type;
+	int r, exists;
+
+	if (snprintf(rel, sizeof(rel), "%s%s%s", dir, *dir ? "/" : "", name) >= (int)sizeof(rel))
+		return -ENAMETOOLONG;
+	if (pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* gone meanwhile */
+	if (!pohm_journal_lookup_local(&s->c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* known */
+	if ((uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec + SETTLE_NS >
+	    s->now_ns) {
+		s->pending = 1;
+		return 0;
+	}
+	exists = !pohm_ns_lookup(s->c->ns, dino, name, &ino, &type);
+	if (S_ISREG(st.st_mode)) {
+		r = adopt_file(s, dfd, dino, name, rel, exists);
+	} else if (exists) {
+		pohm_warn("%s: made here without the shim, but the storage has this name: left "
+			  "alone (rename it)", rel);
+		return 0;
+	} else if (S_ISDIR(st.st_mode)) {
+		r = pohm_cache_mkdir(s->c, rel, st.st_mode & 07777);
+		if (!r)
+			r = scan_dir(s, rel, 1);
+	} else {
+		r = adopt_other(s, dfd, dino, name, rel, &st);
+	}
+	if (!r) {
+		s->adopted++;
+		pohm_info("%s: made without the shim, now in the storage", rel);
+	}
+	return r;
+}
+
+/* Read rel whole if it changed since the last pass (depth > 0: always). */
+static int scan_dir(struct scan *s, const char *rel, int depth)
+{
+	char buf[8192];
+	struct pohm_jrec rec;
+	struct stat st;
+	const char *name;
+	uint64_t dino;
+	long n;
+	int dfd, fd, r, pending = s->pending;
+
+	if (*rel) {
+		dfd = pohm_sys_open_parent(s->c->pfd, rel, &name);
+		if (dfd < 0)
+			return dfd == -ENOENT || dfd == -ENOTDIR ? 0 : dfd;
+		fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		pohm_sys_close(dfd);
+	} else {
+		fd = pohm_sys_openat(s->c->pfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	}
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? 0 : fd;
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		goto out;
+	if (pohm_journal_lookup_local(&s->c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dino) ||
+	    pohm_journal_get(&s->c->j, dino, &rec))
+		goto out;	/* not a directory of ours (yet) */
+	if (!depth && rec.lctime.sec == st.st_ctim.tv_sec &&
+	    rec.lctime.nsec == (uint32_t)st.st_ctim.tv_nsec) {
+		pohm_jrec_clear(&rec);
+		goto out;	/* no name added or removed since the last pass */
+	}
+	s->pending = 0;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			int e;
+
+			off += de->d_reclen;
+			if (ours(rel, de->d_name))
+				continue;
+			e = scan_entry(s, fd, dino, rel, de->d_name);
+			if (e && e != -EEXIST) {
+				pohm_warn("%s/%s: not adopted: %s", rel, de->d_name, strerror(-e));
+				s->err = e;
+			}
+		}
+	}
+	/* Seen as it is now (our own adoptions included), unless a name must wait. */
+	if (!s->pending && !pohm_sys_fstat(fd, &st)) {
+		pohm_journal_note_local(&rec, &st);
+		pohm_journal_put(&s->c->j, &rec);
+	}
+	pohm_jrec_clear(&rec);
+	s->pending |= pending;
+out:
+	pohm_sys_close(fd);
+	return r;
+}
+
+struct dir_list {
+	char **v;
+	size_t n, cap;
+};
+
+static int collect_dir(void *arg, struct pohm_jrec *r)
+{
+	struct dir_list *l = arg;
+
+	if (!S_ISDIR(r->mode) || !r->hint[0])
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n] = malloc(strlen(r->hint) + 1);	/* not strdup: libc's allocator */
+	if (!l->v[l->n])
+		return -ENOMEM;
+	memcpy(l->v[l->n], r->hint, strlen(r->hint) + 1);
+	l->n++;
+	return 0;
+}
+
+int pohm_cache_reconcile(struct pohm_cache *c)
+{
+	struct scan s = { c, pohm_sys_real_ns(), 0, 0, 0 };
+	struct dir_list l = { NULL, 0, 0 };
+	size_t i;
+	int r;
+
+	r = pohm_journal_each(&c->j, collect_dir, &l);
+	if (!r)
+		r = scan_dir(&s, "", 0);
+	for (i = 0; !r && i < l.n; i++)
+		r = scan_dir(&s, l.v[i], 0);
+	for (i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	if (r)
+		return r;
+	return s.err ? s.err : s.adopted;
+}
