@@ -462,10 +462,10 @@ static void write_piece_send(struct gop *op, struct pohm_batch *w, struct write_
  * order, each lands at its own offset of the prepared record, and the
  * caller sends the COMMIT only after all of them were acknowledged.  A
  * group that fails one is dropped (alive[gi] = 0, its status in res).
- * Returns the groups still alive.
+ * Each answer is waited for at most timeout.  Returns the groups still alive.
  */
 static unsigned write_middle(struct gop *op, const struct pohm_io_attr *base, const uint8_t *data,
-			     uint64_t off, uint64_t end, unsigned *alive, uint64_t deadline)
+			     uint64_t off, uint64_t end, unsigned *alive, uint64_t timeout)
 {
 	struct pohm_net *net = op->c->net;
 	struct pohm_io_result *res = op->res;
@@ -493,7 +493,7 @@ static unsigned write_middle(struct gop *op, const struct pohm_io_attr *base, co
 			size_t piece = end - off < WRITE_PIECE ? (size_t)(end - off) : WRITE_PIECE;
 
 			write_piece_send(op, w, &slots[sent % WRITE_INFLIGHT], base, data, off, piece,
-					 alive, &live, deadline);
+					 alive, &live, pohm_sys_mono_ns() + timeout);
 			off += piece;
 			sent++;
 		}
@@ -505,7 +505,7 @@ static unsigned write_middle(struct gop *op, const struct pohm_io_attr *base, co
 			struct pohm_req *r = &s->req[k];
 			struct pohm_group_reply *g = &res->g[s->gi[k]];
 
-			pohm_net_window_wait(net, w, r, deadline);
+			pohm_net_window_wait(net, w, r, pohm_sys_mono_ns() + timeout);
 			g->rtt_ns = r->done_ns - r->sent_ns;
 			if (alive[s->gi[k]]) {
 				g->status = r->status;
@@ -601,7 +601,7 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 			/* Every piece up to the last one, pipelined; then the COMMIT. */
 			uint64_t end = len - ((len - 1) % piece_max + 1);
 
-			ok = write_middle(op, &a, data, off, end, alive, deadline);
+			ok = write_middle(op, &a, data, off, end, alive, c->cfg->write_wait_timeout_ns);
 			off = end;
 			continue;
 		}
@@ -631,6 +631,9 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 		pohm_io_attr_encode(io, &a);
 		io_op_release(op);
 		op->quorum_at = 0;
+		/* A chunked write may take long: every step has write_wait_timeout of its own. */
+		if (!first)
+			deadline = pohm_sys_mono_ns() + c->cfg->write_wait_timeout_ns;
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (alive[gi])
 				io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io),

@@ -13,11 +13,14 @@
  *          committed it waits for the other groups only as long again as
  *          the quorum took (a hung group costs little).  Objects larger than
  *          POHM_IO_PACKET_MAX go as PREPARE / PLAIN_WRITE / COMMIT chunks
- *          (PROTOCOL.md §10.6: the old object is hidden meanwhile).
+ *          of 8 MiB, 8 in flight per group, each answer waited for at most
+ *          write_wait_timeout (PROTOCOL.md §10.6: the old object is hidden
+ *          meanwhile).
  *  lookup  LOOKUP on all groups; the version is the highest timestamp that
  *          a quorum of the answering groups holds (pohm_quorum_pick), and
  *          the call returns as soon as that quorum agrees.
- *  read    lookup, then READ in pieces from a group holding that version,
+ *  read    lookup, then READ in pieces (POHM_IO_PIECE, 8 in flight in a
+ *          sliding window) from a group holding that version,
  *          with IO CHECKSUM (unless noreadcsum) checked against the bytes
  *          received; checksum mismatch, -84, timeouts or errors fail over to
  *          the next holder.

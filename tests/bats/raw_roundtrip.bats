@@ -45,8 +45,10 @@ teardown() {
 	cmp "$TMP/small" "$TMP/small.out"
 	# larger than one packet (32 MiB): written in chunks, read in 8 MiB pieces
 	head -c 41000000 /dev/urandom >"$TMP/big"
-	p put big <"$TMP/big"
-	p get big >"$TMP/big.out"
+	# generous timeouts: a sanitizer build on a loaded machine takes seconds
+	# per step here, and this test is about the bytes, not about timeouts
+	env POHMELFS_WRITE_WAIT_TIMEOUT=20 "$POHMELFS_BIN" put big <"$TMP/big"
+	env POHMELFS_READ_WAIT_TIMEOUT=20 "$POHMELFS_BIN" get big >"$TMP/big.out"
 	cmp "$TMP/big" "$TMP/big.out"
 	run p --json lookup big
 	[ "$status" -eq 0 ]
