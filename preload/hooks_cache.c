@@ -609,8 +609,15 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r)))
 		return 0;
-	if (mount.sync_on_close)
-		return counted(POHM_ST_CLOSE, push_fd(c, fd, 1) < 0 ? -EIO : 0);
+	if (mount.sync_on_close) {
+		r = push_fd(c, fd, 1);
+		if (r != -EACCES && r != -EPERM)
+			return counted(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
+		/* A write-only fd on a file we may not read: no shadow; another process
+		 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
+		pohm_warn("a file closed under the prefix cannot be read back for its push (%s); "
+			  "pohmelfsd will push it", strerror(-r));
+	}
 	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
