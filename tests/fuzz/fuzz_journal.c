@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,22 @@ static char dir[64];		/* the private cache_dir, made once */
 static struct pohm_journal jr;	/* open on dir for the whole run */
 static int ready;
 
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* At exit: the private cache_dir goes. */
+static void cleanup(void)
+{
+	pohm_journal_close(&jr);
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void)
 {
 	char local[96];
@@ -52,6 +69,7 @@ static void setup(void)
 	mkdir(dir, 0700);
 	if (pohm_journal_open(&jr, dir))
 		abort();
+	atexit(cleanup);
 	snprintf(local, sizeof(local), "%s/local", dir);
 	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, "local file contents\n", 20) != 20)
