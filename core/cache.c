@@ -511,6 +511,43 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
 
 /* ---------------------------------------------------------------- walk */
 
+/* What materialize needs of an inode, from its journal record and the local copy. */
+static int inode_from_record(int dfd, const char *name, const struct pohm_jrec *rec,
+			     struct pohm_inode *in)
+{
+	char target[4096];
+	int saved = errno;
+	long n;
+
+	in->ino = rec->ino;
+	in->mode = rec->mode;
+	in->uid = rec->uid;
+	in->gid = rec->gid;
+	in->nlink = rec->nlink;
+	in->size = rec->size;
+	in->rdev = rec->rdev;
+	in->atime = rec->atime;
+	in->mtime = rec->mtime;
+	in->ctime = rec->ctime;
+	in->version = rec->version;
+	in->dversion = rec->dversion;
+	in->chunk_shift = rec->chunk_shift;
+	if (!S_ISLNK(rec->mode))
+		return 0;
+	n = syscall(SYS_readlinkat, dfd, name, target, sizeof(target) - 1);
+	if (n < 0) {
+		n = -errno;
+		errno = saved;
+		return (int)n;
+	}
+	in->target = malloc((size_t)n + 1);
+	if (!in->target)
+		return -ENOMEM;
+	memcpy(in->target, target, (size_t)n);
+	in->target[n] = '\0';
+	return 0;
+}
+
 /*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.
@@ -538,8 +575,12 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		}
 	}
 	if (have_rec && cache_fresh(c, known)) {
-		/* Validated within attr_timeout: answer from the journal. */
-		r = pohm_ns_getattr(c->ns, known, in);
+		/* Validated within attr_timeout: answer from the journal, no round trip
+		 * (a stub about to be fetched needs the stored chunk map). */
+		if (S_ISREG(rec.mode) && (rec.flags & POHM_J_STUB))
+			r = pohm_ns_getattr(c->ns, known, in);
+		else
+			r = inode_from_record(dfd, name, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
 	}
@@ -743,9 +784,76 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 	return r;
 }
 
+/*
+ * The open path's shortcut: a path this process materialized (with at least
+ * these flags) within attr_timeout, whose local name still holds the same
+ * local file, needs nothing — one fstatat instead of a walk with journal
+ * reads.  Listed directories and followed symlinks are never remembered (the target
+ * could have been evicted since); a fetch, eviction or rename gives the name
+ * a new local inode, which misses.
+ */
+static uint64_t path_hash(const char *rel, unsigned flags)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *rel; rel++)
+		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
+	h = (h ^ (flags & (POHM_MAT_DATA | POHM_MAT_NOFOLLOW))) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+static int path_fresh(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct pohm_pfresh *e;
+	struct stat st;
+	uint64_t h, ldev, lino;
+	int hit;
+
+	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel)
+		return 0;
+	h = path_hash(rel, flags);
+	e = &c->pfresh[h % POHM_PCACHE];
+	pthread_mutex_lock(&c->vlock);
+	hit = e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns;
+	ldev = e->ldev;
+	lino = e->lino;
+	pthread_mutex_unlock(&c->vlock);
+	return hit && !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) &&
+	       (uint64_t)st.st_dev == ldev && (uint64_t)st.st_ino == lino &&
+	       !(S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST));
+}
+
+static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct pohm_pfresh *e;
+	struct stat st;
+	uint64_t h;
+
+	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel ||
+	    pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST)) ||
+	    (S_ISLNK(st.st_mode) && !(flags & POHM_MAT_NOFOLLOW)) ||
+	    (S_ISREG(st.st_mode) && !st.st_size && !(st.st_mode & 07777)))
+		return;		/* missing, a followed symlink, or a stub */
+	h = path_hash(rel, flags);
+	e = &c->pfresh[h % POHM_PCACHE];
+	pthread_mutex_lock(&c->vlock);
+	e->hash = h;
+	e->ldev = (uint64_t)st.st_dev;
+	e->lino = (uint64_t)st.st_ino;
+	e->mono_ns = pohm_sys_mono_ns();
+	pthread_mutex_unlock(&c->vlock);
+}
+
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
 {
-	int r = materialize_at(c, rel, flags, 0);
+	int r;
+
+	if (path_fresh(c, rel, flags))
+		return 0;
+	r = materialize_at(c, rel, flags, 0);
+	if (!r)
+		path_remember(c, rel, flags);
 
 	/* A stub or a journal record that did not fit (a fetch asks for itself). */
 	if ((r == -ENOSPC || r == -EDQUOT) && c->space_fn && !c->space_fn(c->space_arg, 1u << 20))

@@ -12,6 +12,14 @@
 #include "ns.h"
 
 #define POHM_VCACHE 4096
+#define POHM_PCACHE 1024
+
+/* A path materialized within attr_timeout, and the local file it found. */
+struct pohm_pfresh {
+	uint64_t hash;			/* of the path and the flags that matter (0 = empty) */
+	uint64_t ldev, lino;
+	uint64_t mono_ns;
+};
 
 struct pohm_cache {
 	struct pohm_ns *ns;
@@ -24,9 +32,10 @@ struct pohm_cache {
 	char prefix[4096];
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
-	pthread_mutex_t vlock;		/* guards vino, vtime, stats */
+	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, stats */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
+	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
 	struct pohm_cache_stats stats;
 	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
 	void *space_arg;

@@ -191,7 +191,9 @@ int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct poh
 	else if ((flags & O_CREAT) && !(p->flags & POHM_PATH_TRUNC))
 		HELD(pohm_cache_adopt(c, p->rel, fd));	/* made by libc itself (mkstemp) */
 	open_created = 0;
-	if (!pohm_sys_fstat(fd, &st)) {
+	/* The storage inode, for the dirty list at close: writers only (a reader's
+	 * open stays a few syscalls). */
+	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
 		pohm_cache_stat_fix(c, &st);
 		fi->cookie = (uint64_t)st.st_ino;
 	}

@@ -1,0 +1,35 @@
+/*
+ * open_loop — N × open(PATH, O_RDONLY) + close, prints the mean ns per
+ * pair (wall clock).  For the cached-open benchmark (tests/bench/bench_open.sh).
+ *
+ *   open_loop N PATH
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	struct timespec a, b;
+	long n, i;
+	int fd;
+
+	if (argc != 3 || (n = atol(argv[1])) <= 0) {
+		fprintf(stderr, "usage: open_loop N PATH\n");
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < n; i++) {
+		fd = open(argv[2], O_RDONLY);
+		if (fd < 0) {
+			perror(argv[2]);
+			return 1;
+		}
+		close(fd);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%.1f\n", ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n);
+	return 0;
+}
