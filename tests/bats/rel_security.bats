@@ -60,7 +60,9 @@ outside_state() {
 	shim a bash -c "echo VIA-DIRLINK-$$ > '$T/a/w/dirlink/new'; cp '$T/a/w/inside' '$T/a/w/dirlink/copied'; \
 		cd '$T/a/w/dirlink' && echo VIA-CWD-$$ > cwdfile" || true
 	shim a sync
-	[ ! -e "$T/a/w/new" ] && [ ! -e "$T/a/w/copied" ] && [ ! -e "$T/a/w/cwdfile" ]
+	[ ! -e "$T/a/w/new" ]
+	[ ! -e "$T/a/w/copied" ]
+	[ ! -e "$T/a/w/cwdfile" ]
 	for m in OUTSIDE-SECRET DOTDOT-ABS DOTDOT-REL VIA-DIRLINK VIA-CWD; do
 		if stored "$m-$$"; then
 			echo "$m-$$ was pushed to the storage"
@@ -122,7 +124,8 @@ outside_state() {
 	wait "$swapper"
 	echo "# $(cat "$T/swaps") swaps during 3 × 40 reads" >&3
 	[ "$(cat "$T/swaps")" -gt 0 ]
-	[ -d "$T/b/w/d" ] && [ ! -L "$T/b/w/d" ]
+	[ -d "$T/b/w/d" ]
+	[ ! -L "$T/b/w/d" ]
 	# Reading never wrote into the outside directory.
 	[ "$(outside_state)" = "$before" ]
 	# And the storage still holds the right bytes.
