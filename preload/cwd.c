@@ -13,8 +13,9 @@
  *
  * Rules: cwd_st is an atomic word (CWD_KNOWN, CWD_UNDER, packed position),
  * read without a lock; cwd_st and cwd_rel are written together with
- * cwd_lock held, and cwd_rel is read with it held.  No allocation under
- * the lock.
+ * cwd_lock held, and cwd_rel is read with it held; pohm_cwd_fast, the hot
+ * path's summary of cwd_st and cwd_vol, is rewritten with cwd_lock held
+ * whenever either changes.  No allocation under the lock.
  *
  * Sections: state; wrappers.
  */
@@ -66,19 +67,38 @@ int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rell
 }
 
 /*
- * 1 if the relative path is certainly outside the prefix from the cwd
- * (known, not volatile, not under the prefix): lock-free, for the wrappers'
- * hot path.
+ * The hot path's view of the cwd (shim.h, pohm_cwd_fast_out): a pure
+ * function of cwd_st and cwd_vol, rewritten with cwd_lock held whenever
+ * either changes, read lock-free.
  */
-int pohm_cwd_fast_out(const char *path)
+uint64_t pohm_cwd_fast;
+
+static uint64_t fast_of(uint64_t st)
 {
-	uint64_t st = __atomic_load_n(&cwd_st, __ATOMIC_ACQUIRE);
+	const struct pohm_pc_prefix *pf = &pohm_state.prefix;
 	struct pohm_pc_pos pos;
+	uint64_t w = POHM_CWD_FAST_VALID;
+	unsigned s;
 
 	if (!st || (st & CWD_UNDER) || __atomic_load_n(&cwd_vol, __ATOMIC_RELAXED))
 		return 0;
 	pohm_pos_unpack(st, &pos);
-	return pohm_pc_fast_out_rel(&pohm_state.prefix, &pos, path);
+	if (pos.depth >= POHM_PC_MAXCOMP)
+		return w;	/* below any prefix component: off every spelling */
+	for (s = 0; s < pf->nsp; s++) {
+		if (pos.match[s] >= pf->sp[s].ncomp)
+			return 0;	/* under the prefix after all */
+		if (pos.match[s] == pos.depth)
+			w |= 1u << s;	/* the next component may lead towards it */
+	}
+	return w | ((uint64_t)pos.depth << POHM_CWD_FAST_DEPTH_SHIFT);
+}
+
+/* Rewrite the fast word (cwd_lock held). */
+static void fast_update(void)
+{
+	__atomic_store_n(&pohm_cwd_fast, fast_of(__atomic_load_n(&cwd_st, __ATOMIC_RELAXED)),
+			 __ATOMIC_RELEASE);
 }
 
 /* Set the state: pos known (or NULL = unknown), rel when under the prefix. */
@@ -102,6 +122,7 @@ static void cwd_store(const struct pohm_pc_pos *pos, const char *rel, size_t len
 	cwd_rel = copy;
 	cwd_rellen = copy ? len : 0;
 	__atomic_store_n(&cwd_st, st, __ATOMIC_RELEASE);
+	fast_update();
 	pthread_mutex_unlock(&cwd_lock);
 	free(old);
 	errno = saved;
@@ -131,8 +152,13 @@ void pohm_cwd_resync(void)
 
 void pohm_cwd_volatile(int delta)
 {
-	if (__atomic_add_fetch(&cwd_vol, delta, __ATOMIC_ACQ_REL) == 0 && delta < 0)
+	if (__atomic_add_fetch(&cwd_vol, delta, __ATOMIC_ACQ_REL) == 0 && delta < 0) {
 		pohm_cwd_resync();
+		return;
+	}
+	pthread_mutex_lock(&cwd_lock);
+	fast_update();
+	pthread_mutex_unlock(&cwd_lock);
 }
 
 void pohm_cwd_atfork(enum pohm_fork_phase phase)

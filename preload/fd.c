@@ -419,7 +419,7 @@ void pohm_fd_forget_range(unsigned lo, unsigned hi)
 
 /* Registered internal fds by handle: fd number or -1.  Atomics. */
 static int ifd_tab[IFD_MAX] = { [0 ... IFD_MAX - 1] = -1 };
-static int ifd_low = INT_MAX;	/* atomic: no internal fd is below it */
+int pohm_ifd_low = INT_MAX;	/* atomic: no internal fd is below it (shim.h) */
 
 int pohm_ifd_register(int fd)
 {
@@ -431,9 +431,9 @@ int pohm_ifd_register(int fd)
 		none = -1;
 		if (__atomic_compare_exchange_n(&ifd_tab[h], &none, fd, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			int low = __atomic_load_n(&ifd_low, __ATOMIC_RELAXED);
+			int low = __atomic_load_n(&pohm_ifd_low, __ATOMIC_RELAXED);
 
-			while (fd < low && !__atomic_compare_exchange_n(&ifd_low, &low, fd, 1,
+			while (fd < low && !__atomic_compare_exchange_n(&pohm_ifd_low, &low, fd, 1,
 									__ATOMIC_RELAXED,
 									__ATOMIC_RELAXED))
 				;
@@ -464,7 +464,7 @@ int pohm_ifd_is(int fd)
 {
 	int h;
 
-	if (fd < __atomic_load_n(&ifd_low, __ATOMIC_RELAXED))
+	if (fd < __atomic_load_n(&pohm_ifd_low, __ATOMIC_RELAXED))
 		return 0;
 	for (h = 0; h < IFD_MAX; h++)
 		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) == fd)

@@ -18,7 +18,7 @@ POHM_EXPORT int close(int fd)
 	int r, hr = 0;
 
 	pohm_init();
-	if (!pohm_depth && pohm_ifd_is(fd))
+	if (__builtin_expect(pohm_ifd_maybe(fd), 0) && !pohm_depth && pohm_ifd_is(fd))
 		return pohm_ret(-EBADF);
 	if (!pohm_active() || !pohm_fd_known(fd))
 		return pohm_real.close(fd);

@@ -163,13 +163,50 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
 
 /*
+ * The cwd as the hot path needs it (cwd.c keeps it): POHM_CWD_FAST_VALID
+ * when the cwd is known, not under the prefix and not volatile; then bit s
+ * set when the cwd lies on spelling s's way (its next component could lead
+ * into the prefix), with the cwd's depth above POHM_CWD_FAST_DEPTH_SHIFT.
+ * 0: ask the classifier.
+ */
+#define POHM_CWD_FAST_VALID	(1ull << 63)
+#define POHM_CWD_FAST_DEPTH_SHIFT 8
+extern uint64_t pohm_cwd_fast;
+
+/*
+ * 1 if the relative path is certainly outside the prefix from the cwd:
+ * its first component does not lead towards the prefix and no ".." can
+ * bring it back.  Lock-free, no call.
+ */
+static inline int pohm_cwd_fast_out(const char *path)
+{
+	uint64_t w = __atomic_load_n(&pohm_cwd_fast, __ATOMIC_RELAXED);
+	const struct pohm_pc_spelling *sp;
+	unsigned s, depth;
+	size_t n;
+
+	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
+		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
+	for (n = 1; path[n] && path[n] != '/'; n++)
+		;
+	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
+	for (s = 0; s < POHM_PC_NSPELL; s++) {
+		if (!(w & (1u << s)))
+			continue;
+		sp = &pohm_state.prefix.sp[s];
+		if (sp->clen[depth] == n && !__builtin_memcmp(sp->path + sp->off[depth], path, n))
+			return 0;	/* the first component leads towards it */
+	}
+	return !path[n] || !__builtin_strstr(path + n, "..");
+}
+
+/*
  * The hot path, inlined into the wrappers: 1 if path is certainly outside
  * the prefix, decided without the classifier: an absolute path by a string
  * comparison and one scan (/proc/... and /dev/... take the full way, for
  * /proc/self/fd/N and /dev/fd/N), a relative one from a cwd that is not
- * under the prefix by its first component (pohm_cwd_fast_out, cwd.c).
+ * under the prefix by its first component (pohm_cwd_fast_out).
  */
-int pohm_cwd_fast_out(const char *path);
 
 static inline int pohm_outside_fast(int dirfd, const char *path)
 {
@@ -180,6 +217,16 @@ static inline int pohm_outside_fast(int dirfd, const char *path)
 		return path[1] != 'p' && path[1] != 'd' &&
 		       pohm_pc_fast_out(&pohm_state.prefix, path);
 	return dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
+}
+
+/*
+ * 1 when a path call certainly goes to libc unchanged: the shim is off or
+ * running itself, or the path is certainly outside.  The hot wrappers test
+ * this first and tail-call libc, before anything needs a stack frame.
+ */
+static inline int pohm_pass(int dirfd, const char *path)
+{
+	return !pohm_active() || pohm_outside_fast(dirfd, path);
 }
 
 /* pohm_active() and pohm_classify(): "is this call ours?" */
@@ -292,6 +339,12 @@ static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
 
 /* 1 if fd is one of the library's registered internal fds. */
 int pohm_ifd_is(int fd);
+/* No internal fd is below this (atomic, fd.c): the inline first test. */
+extern int pohm_ifd_low;
+static inline int pohm_ifd_maybe(int fd)
+{
+	return fd >= __atomic_load_n(&pohm_ifd_low, __ATOMIC_RELAXED);
+}
 /* The lowest internal fd in [lo, hi], or -1. */
 int pohm_ifd_first_in(unsigned lo, unsigned hi);
 /* dup2/dup3 onto fd: move the internal fd aside first.  0 or -errno. */

@@ -8,6 +8,12 @@
  * Under the prefix: pohm_hook_stat before (it may answer alone), the real
  * call, then pohm_hook_stat_fix to overlay storage identity and stub
  * attributes.  fstat of a tracked fd gets the overlay only.
+ *
+ * The path forms are the hottest calls a program makes outside the
+ * prefix: each wrapper decides that inline (pohm_pass) and tail-calls
+ * libc; everything else is in one out-of-line stat_slow.
+ *
+ * Sections: path forms; fd forms; statx.
  */
 #include "shim.h"
 
@@ -24,92 +30,153 @@ static int stat_done(const struct pohm_path *p, int r, void *st)
 }
 
 /* After a real fstat: the overlay when fd is ours (errno untouched). */
-static int fstat_done(int fd, int r, void *st)
+__attribute__((noinline)) static void fstat_fix(int fd, void *st)
 {
 	struct pohm_fd_info fi;
 
-	if (r == 0 && pohm_claim_fd(fd, &fi))
+	if (pohm_claim_fd(fd, &fi))
 		pohm_hook_stat_fix(NULL, fd, &fi, st);
+}
+
+/* After a real fstat: the overlay for a tracked fd (an untracked one costs one test). */
+static inline int fstat_done(int fd, int r, void *st)
+{
+	if (__builtin_expect(r == 0 && pohm_fd_known(fd), 0))
+		fstat_fix(fd, st);
 	return r;
 }
 
+/* The path forms: which real function a stat_slow call stands for. */
+enum stat_fn {
+	F_STAT, F_LSTAT, F_FSTATAT, F_STAT64, F_LSTAT64, F_FSTATAT64,
+	F_XSTAT, F_LXSTAT, F_FXSTATAT, F_XSTAT64, F_LXSTAT64, F_FXSTATAT64,
+};
+
+static int real_stat(enum stat_fn f, int ver, int dirfd, const char *path, void *st, int flags)
+{
+	switch (f) {
+	case F_STAT:		return pohm_real.stat(path, st);
+	case F_LSTAT:		return pohm_real.lstat(path, st);
+	case F_FSTATAT:		return pohm_real.fstatat(dirfd, path, st, flags);
+	case F_STAT64:		return pohm_real.stat64(path, st);
+	case F_LSTAT64:		return pohm_real.lstat64(path, st);
+	case F_FSTATAT64:	return pohm_real.fstatat64(dirfd, path, st, flags);
+	case F_XSTAT:		return pohm_real.__xstat(ver, path, st);
+	case F_LXSTAT:		return pohm_real.__lxstat(ver, path, st);
+	case F_FXSTATAT:	return pohm_real.__fxstatat(ver, dirfd, path, st, flags);
+	case F_XSTAT64:		return pohm_real.__xstat64(ver, path, st);
+	case F_LXSTAT64:	return pohm_real.__lxstat64(ver, path, st);
+	default:		return pohm_real.__fxstatat64(ver, dirfd, path, st, flags);
+	}
+}
+
+/* A path form that may be under the prefix: the hooks around the real call. */
+__attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirfd,
+					       const char *path, void *st, int flags)
+{
+	int hflags = flags, r;
+	struct pohm_path p;
+
+	if (f == F_LSTAT || f == F_LSTAT64 || f == F_LXSTAT || f == F_LXSTAT64)
+		hflags = AT_SYMLINK_NOFOLLOW;
+	if (pohm_locate(dirfd, path, (flags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, &p, NULL) !=
+	    POHM_PC_IN)
+		return real_stat(f, ver, dirfd, path, st, flags);
+	r = pohm_hook_stat(&p, hflags, st);
+	if (r == POHM_PASS)
+		r = stat_done(&p, pohm_sysret(real_stat(f, ver, dirfd, path, st, flags)), st);
+	return pohm_ret(r);
+}
+
+/* ------------------------------------------------------------ path forms */
+
 POHM_EXPORT int stat(const char *path, struct stat *st)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (pohm_pass(AT_FDCWD, path))
 		return pohm_real.stat(path, st);
-	r = pohm_hook_stat(&p, 0, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.stat(path, st)), st);
-	return pohm_ret(r);
+	return stat_slow(F_STAT, 0, AT_FDCWD, path, st, 0);
 }
 
 POHM_EXPORT int lstat(const char *path, struct stat *st)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (pohm_pass(AT_FDCWD, path))
 		return pohm_real.lstat(path, st);
-	r = pohm_hook_stat(&p, AT_SYMLINK_NOFOLLOW, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.lstat(path, st)), st);
-	return pohm_ret(r);
+	return stat_slow(F_LSTAT, 0, AT_FDCWD, path, st, 0);
 }
 
 POHM_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim_at(dirfd, path, flags, &p))
+	if (pohm_pass(dirfd, path))
 		return pohm_real.fstatat(dirfd, path, st, flags);
-	r = pohm_hook_stat(&p, flags, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.fstatat(dirfd, path, st, flags)), st);
-	return pohm_ret(r);
+	return stat_slow(F_FSTATAT, 0, dirfd, path, st, flags);
 }
 
 POHM_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (pohm_pass(AT_FDCWD, path))
 		return pohm_real.stat64(path, st);
-	r = pohm_hook_stat(&p, 0, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.stat64(path, st)), st);
-	return pohm_ret(r);
+	return stat_slow(F_STAT64, 0, AT_FDCWD, path, st, 0);
 }
 
 POHM_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (pohm_pass(AT_FDCWD, path))
 		return pohm_real.lstat64(path, st);
-	r = pohm_hook_stat(&p, AT_SYMLINK_NOFOLLOW, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.lstat64(path, st)), st);
-	return pohm_ret(r);
+	return stat_slow(F_LSTAT64, 0, AT_FDCWD, path, st, 0);
 }
 
 POHM_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim_at(dirfd, path, flags, &p))
+	if (pohm_pass(dirfd, path))
 		return pohm_real.fstatat64(dirfd, path, st, flags);
-	r = pohm_hook_stat(&p, flags, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.fstatat64(dirfd, path, st, flags)), st);
-	return pohm_ret(r);
+	return stat_slow(F_FSTATAT64, 0, dirfd, path, st, flags);
 }
+
+/* ---- the glibc < 2.33 ABI: a version argument first */
+
+POHM_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	if (pohm_pass(AT_FDCWD, path))
+		return pohm_real.__xstat(ver, path, st);
+	return stat_slow(F_XSTAT, ver, AT_FDCWD, path, st, 0);
+}
+
+POHM_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	if (pohm_pass(AT_FDCWD, path))
+		return pohm_real.__lxstat(ver, path, st);
+	return stat_slow(F_LXSTAT, ver, AT_FDCWD, path, st, 0);
+}
+
+POHM_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	if (pohm_pass(dirfd, path))
+		return pohm_real.__fxstatat(ver, dirfd, path, st, flags);
+	return stat_slow(F_FXSTATAT, ver, dirfd, path, st, flags);
+}
+
+POHM_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	if (pohm_pass(AT_FDCWD, path))
+		return pohm_real.__xstat64(ver, path, st);
+	return stat_slow(F_XSTAT64, ver, AT_FDCWD, path, st, 0);
+}
+
+POHM_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	if (pohm_pass(AT_FDCWD, path))
+		return pohm_real.__lxstat64(ver, path, st);
+	return stat_slow(F_LXSTAT64, ver, AT_FDCWD, path, st, 0);
+}
+
+POHM_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	if (pohm_pass(dirfd, path))
+		return pohm_real.__fxstatat64(ver, dirfd, path, st, flags);
+	return stat_slow(F_FXSTATAT64, ver, dirfd, path, st, flags);
+}
+
+/* ------------------------------------------------------------ fd forms */
 
 POHM_EXPORT int fstat(int fd, struct stat *st)
 {
@@ -121,88 +188,6 @@ POHM_EXPORT int fstat64(int fd, struct stat64 *st)
 {
 	pohm_init();
 	return fstat_done(fd, pohm_real.fstat64(fd, st), st);
-}
-
-/* ---- the glibc < 2.33 ABI: a version argument first */
-
-POHM_EXPORT int __xstat(int ver, const char *path, struct stat *st)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
-		return pohm_real.__xstat(ver, path, st);
-	r = pohm_hook_stat(&p, 0, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__xstat(ver, path, st)), st);
-	return pohm_ret(r);
-}
-
-POHM_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
-		return pohm_real.__lxstat(ver, path, st);
-	r = pohm_hook_stat(&p, AT_SYMLINK_NOFOLLOW, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__lxstat(ver, path, st)), st);
-	return pohm_ret(r);
-}
-
-POHM_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim_at(dirfd, path, flags, &p))
-		return pohm_real.__fxstatat(ver, dirfd, path, st, flags);
-	r = pohm_hook_stat(&p, flags, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__fxstatat(ver, dirfd, path, st, flags)),
-			      st);
-	return pohm_ret(r);
-}
-
-POHM_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
-		return pohm_real.__xstat64(ver, path, st);
-	r = pohm_hook_stat(&p, 0, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__xstat64(ver, path, st)), st);
-	return pohm_ret(r);
-}
-
-POHM_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim(AT_FDCWD, path, &p))
-		return pohm_real.__lxstat64(ver, path, st);
-	r = pohm_hook_stat(&p, AT_SYMLINK_NOFOLLOW, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__lxstat64(ver, path, st)), st);
-	return pohm_ret(r);
-}
-
-POHM_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim_at(dirfd, path, flags, &p))
-		return pohm_real.__fxstatat64(ver, dirfd, path, st, flags);
-	r = pohm_hook_stat(&p, flags, (struct stat *)st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(pohm_real.__fxstatat64(ver, dirfd, path, st, flags)),
-			      st);
-	return pohm_ret(r);
 }
 
 POHM_EXPORT int __fxstat(int ver, int fd, struct stat *st)
@@ -217,7 +202,7 @@ POHM_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 	return fstat_done(fd, pohm_real.__fxstat64(ver, fd, st), st);
 }
 
-/* ---- statx */
+/* ------------------------------------------------------------ statx */
 
 POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 		      struct statx *stx)
