@@ -435,6 +435,54 @@ TEST(corruption_on_disk_fails_over)
 	stop3(&cl);
 }
 
+/* A sink that collects what it is given, or refuses after `refuse` calls. */
+struct collect {
+	char buf[64];
+	size_t len;
+	int calls, refuse;
+};
+
+static int collect_sink(void *arg, const uint8_t *p, size_t n, uint64_t off)
+{
+	struct collect *c = arg;
+
+	if (c->refuse && c->calls >= c->refuse - 1) {
+		c->calls++;
+		return -EPIPE;
+	}
+	c->calls++;
+	if (off != c->len || c->len + n > sizeof(c->buf))
+		return -EINVAL;
+	memcpy(c->buf + c->len, p, n);
+	c->len += n;
+	return 0;
+}
+
+TEST(get_stream_delivers_in_order_and_a_refusing_sink_stops_it)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct collect c;
+	uint64_t total = 0;
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(put(&cl, "k", "streamed payload", &res), 0);
+	memset(&c, 0, sizeof(c));
+	EXPECT_EQ_INT(pohm_io_get_stream(cl.c, "k", 1, collect_sink, &c, &total, &res), 0);
+	EXPECT_EQ_U64(total, 16);
+	EXPECT_EQ_INT((int)c.len, 16);
+	EXPECT_MEM(c.buf, "streamed payload", 16);
+	/* The sink's error ends the read at once: no other group is tried. */
+	memset(&c, 0, sizeof(c));
+	c.refuse = 1;
+	EXPECT_EQ_INT(pohm_io_get_stream(cl.c, "k", 1, collect_sink, &c, &total, &res), -EPIPE);
+	EXPECT_EQ_INT(c.calls, 1);
+	EXPECT_EQ_U64(total, 0);
+	EXPECT_EQ_INT(pohm_io_get_stream(cl.c, "missing", 7, collect_sink, &c, &total, &res),
+		      -ENOENT);
+	stop3(&cl);
+}
+
 TEST(noreadcsum_skips_checksum)
 {
 	struct cluster cl;
