@@ -71,12 +71,19 @@ static struct pohm_stats proc_stats;
  * heavy_init, -1 if none. */
 static int stats_ifd = -1;
 
-/* Count one call of kind k; r, counted as an error if the call fails. */
+/* Count one call of kind k; r, counted as an error when the storage or the
+ * cache failed (not for answers a local disk gives too: ENOENT, EEXIST...). */
 static int counted(enum pohm_stat k, int r)
 {
 	pohm_stat_add(&proc_stats, k, 1);
-	if (r < 0 && r != POHM_PASS)
+	switch (r) {
+	case -EIO: case -ENOTCONN: case -ETIMEDOUT: case -ENOSPC: case -EDQUOT:
+	case -ESTALE: case -ENOMEM: case -EAGAIN: case -EROFS:
 		pohm_stat_add(&proc_stats, POHM_ST_ERRORS, 1);
+		break;
+	default:
+		break;
+	}
 	return r;
 }
 

@@ -55,6 +55,10 @@ say "2. Host 1 unpacks the tarball into its prefix, builds it with make, runs it
 echo "   (LD_PRELOAD=libpohmelfs.so, POHMELFS_PREFIX=$work/host1; tar, make, cc and the shell are unmodified)"
 host1 bash -c "cd '$work/host1' && tar -xzf '$work/hello.tar.gz' && make -s -C hello && ./hello/hello demo && git init -q notes && echo 'stored in 3 groups' > notes/README && git -C notes add . && git -C notes -c user.email=demo@pohmelfs -c user.name=demo commit -qm 'first note' && echo '   git commit: ok'" || exit 1
 
+say "2b. What the library did for those programs (pohmelfs stats: every process's counters)"
+POHMELFS_PREFIX=$work/host1 POHMELFS_CACHE_DIR=$work/host1-state "$BIN/pohmelfs" stats |
+	sed -n '/^counters/,$p' | awk 'NR == 1 || $2 != 0'
+
 say "3. The raw storage: the root directory object and a lookup on every group"
 run "$BIN/pohmelfs" lookup i:1 || true
 
