@@ -1,8 +1,8 @@
 /*
  * stats.h — counters of one process (calls under the prefix by kind, cache
  * hits and misses, bytes moved, failures of the storage or the cache), and
- * their running total per cache
- * in cache_dir/stats, which every process adds to when it exits.
+ * their running total per cache in cache_dir/stats, which every process adds
+ * to when it exits.
  * `pohmelfs stats` prints the total; stats=1 prints a process's own table
  * at its exit (like DAOS's interception report).
  */
