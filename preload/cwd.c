@@ -94,6 +94,34 @@ static uint64_t fast_of(uint64_t st)
 	return w | ((uint64_t)pos.depth << POHM_CWD_FAST_DEPTH_SHIFT);
 }
 
+int pohm_cwd_fast_out(const char *path)
+{
+	uint64_t w = __atomic_load_n(&pohm_cwd_fast, __ATOMIC_RELAXED);
+	const struct pohm_pc_spelling *sp;
+	unsigned s, depth;
+	const char *c;
+	size_t n, i;
+
+	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
+		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
+	for (n = 1; path[n] && path[n] != '/'; n++)
+		;
+	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
+	for (s = 0; s < POHM_PC_NSPELL; s++) {
+		if (!(w & (1u << s)))
+			continue;
+		sp = &pohm_state.prefix.sp[s];
+		if (sp->clen[depth] != n)
+			continue;
+		/* names are short: a byte loop beats a call of memcmp */
+		for (c = sp->path + sp->off[depth], i = 0; i < n && c[i] == path[i]; i++)
+			;
+		if (i == n)
+			return 0;	/* the first component leads towards it */
+	}
+	return !path[n] || !__builtin_strstr(path + n, "..");
+}
+
 /* Rewrite the fast word (cwd_lock held). */
 static void fast_update(void)
 {

@@ -176,29 +176,9 @@ extern uint64_t pohm_cwd_fast;
 /*
  * 1 if the relative path is certainly outside the prefix from the cwd:
  * its first component does not lead towards the prefix and no ".." can
- * bring it back.  Lock-free, no call.
+ * bring it back.  Lock-free, from pohm_cwd_fast alone (cwd.c).
  */
-static inline int pohm_cwd_fast_out(const char *path)
-{
-	uint64_t w = __atomic_load_n(&pohm_cwd_fast, __ATOMIC_RELAXED);
-	const struct pohm_pc_spelling *sp;
-	unsigned s, depth;
-	size_t n;
-
-	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
-		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
-	for (n = 1; path[n] && path[n] != '/'; n++)
-		;
-	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
-	for (s = 0; s < POHM_PC_NSPELL; s++) {
-		if (!(w & (1u << s)))
-			continue;
-		sp = &pohm_state.prefix.sp[s];
-		if (sp->clen[depth] == n && !__builtin_memcmp(sp->path + sp->off[depth], path, n))
-			return 0;	/* the first component leads towards it */
-	}
-	return !path[n] || !__builtin_strstr(path + n, "..");
-}
+int pohm_cwd_fast_out(const char *path);
 
 /*
  * The hot path, inlined into the wrappers: 1 if path is certainly outside
