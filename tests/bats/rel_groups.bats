@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # rel_groups.bats — groups failing under a running program (issue 10,
-# DESIGN.md §3): a stream of cp / dd-append / mkdir -p / mv / rm through the
+# DESIGN.md §3): a stream of cp / append + sync / mkdir -p / mv / rm through the
 # shim while one of 3 groups is killed and restarted loses nothing that was
 # acknowledged, reads after the restart return committed data and repair
 # brings the stale group in line; with 2 of 3 groups down a write fails with
@@ -29,7 +29,7 @@ teardown() {
 wait_ops() {
 	local i
 	for ((i = 0; i < 600; i++)); do
-		[ "$(wc -l <"$T/ops")" -ge "$1" ] && return 0
+		[ "$(cat "$T/ops" 2>/dev/null | wc -l)" -ge "$1" ] && return 0
 		kill -0 "$wpid" 2>/dev/null || return 0
 		sleep 0.1
 	done

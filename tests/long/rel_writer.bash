@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rel_writer.bash DIR LOG N SEED SRC — a stream of file writes and namespace
-# changes made with real programs (cp, dd with O_APPEND and fsync, mkdir -p,
-# mv, rm) in DIR, meant to run under the shim.  Every command that exits 0
+# changes made with real programs (cp, cat >> with `sync FILE` (fsync),
+# mkdir -p, mv, rm) in DIR, meant to run under the shim.  Every command that exits 0
 # is appended to LOG exactly as run (relative to DIR), every one that fails
 # to LOG.fail with its status, so `cd NATIVE && bash LOG` rebuilds what the
 # program was told succeeded.  SRC holds the contents (c0 … c15, outside the
@@ -27,7 +27,7 @@ for ((i = 0; i < n; i++)); do
 		d=${dirs[$(pick ${#dirs[@]})]}
 		new_file=$d/f$i
 		cmd="cp $src/c$k $new_file" ;;
-	4)	cmd="dd if=$src/c$k of=append.log oflag=append conv=notrunc,fsync status=none" ;;
+	4)	cmd="cat $src/c$k >>append.log && sync append.log" ;;
 	5)	d=${dirs[$(pick ${#dirs[@]})]}
 		cmd="mkdir -p $d/d$i/sub" ;;
 	6)	j=$(pick ${#files[@]}) d=${dirs[$(pick ${#dirs[@]})]}
