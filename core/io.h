@@ -52,7 +52,7 @@
 #include "proto.h"
 
 #define POHM_IO_PACKET_MAX	(32u << 20)	/* larger writes are chunked */
-#define POHM_IO_PIECE		(8u << 20)	/* reads go in pieces of this size */
+#define POHM_IO_PIECE		(4u << 20)	/* reads go in pieces of this size */
 
 struct pohm_client;
 

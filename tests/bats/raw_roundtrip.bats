@@ -43,7 +43,7 @@ teardown() {
 	p put bin <"$TMP/small"
 	p get bin >"$TMP/small.out"
 	cmp "$TMP/small" "$TMP/small.out"
-	# larger than one packet (32 MiB): written in chunks, read in 8 MiB pieces
+	# larger than one packet (32 MiB): written in 8 MiB chunks, read in 4 MiB pieces
 	head -c 41000000 /dev/urandom >"$TMP/big"
 	# generous timeouts: a sanitizer build on a loaded machine takes seconds
 	# per step here, and this test is about the bytes, not about timeouts
