@@ -214,7 +214,8 @@ static int run_fts(int is64, const char *opts, char **roots)
 		e = is64 ? (FTSENT *)fts64_read((FTS64 *)f) : fts_read(f);
 		if (!e)
 			break;
-		if (e->fts_statp && e->fts_info != FTS_NS && e->fts_info != FTS_NSOK &&
+		/* With FTS_NOSTAT glibc leaves fts_statp unset: never read it then. */
+		if (!(o & FTS_NOSTAT) && e->fts_info != FTS_NS && e->fts_info != FTS_NSOK &&
 		    e->fts_info != FTS_DNR && e->fts_info != FTS_ERR)
 			stat_str(s, sizeof(s), e->fts_statp);
 		printf("%s %s name=%s acc=%s level=%d err=%d %s cwd=%s\n", fts_name(e->fts_info),
