@@ -354,6 +354,14 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		return r;
 	if (c->is_root && !S_ISLNK(in->mode))
 		syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
+	if (!r && (S_ISLNK(in->mode) || S_ISFIFO(in->mode))) {
+		/* Nothing will be fetched into these: their stored times now. */
+		struct timespec tv[2] = {
+			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
+		};
+
+		syscall(SYS_utimensat, dfd, name, tv, AT_SYMLINK_NOFOLLOW);
+	}
 	return cache_record(c, dfd, name, rel, in, flags);
 }
 

@@ -179,6 +179,8 @@ static int decode(struct pohm_jrec *r, const uint8_t *p, size_t n)
 	r->flags = u32(&d);
 	q = take(&d, 1);
 	r->chunk_shift = q ? q[0] : 0;
+	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
+		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
 	q = take(&d, 2);
 	hl = q ? pohm_le16(q) : 0;
 	if (hl >= sizeof(r->hint))
@@ -224,8 +226,10 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 	}
 	n = pohm_sys_read_full(fd, buf, (size_t)st.st_size);
 	rc = n < 0 ? (int)n : decode(r, buf, (size_t)n);
-	if (!rc && r->ino != ino)
+	if (!rc && r->ino != ino) {
+		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
 		rc = -EIO;
+	}
 out:
 	free(buf);
 	pohm_sys_close(fd);

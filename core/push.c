@@ -135,7 +135,10 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 	struct pohm_setattr sa = { 0 };
 	int r;
 
-	if ((st->st_mode & 07777) != (rec->mode & 07777)) {
+	/* A local directory keeps rwx for its owner whatever the stored mode
+	 * (cache_make_local): that difference is ours, not a chmod. */
+	if ((st->st_mode & 07777) != (rec->mode & 07777) &&
+	    !(S_ISDIR(st->st_mode) && (st->st_mode & 07777) == ((rec->mode & 07777) | 0700))) {
 		sa.mask |= POHM_SET_MODE;
 		sa.mode = st->st_mode & 07777;
 	}
@@ -273,6 +276,8 @@ out:
 	return r;
 }
 
+static int push_dir_attrs(struct pohm_cache *c, const char *rel, const struct stat *st);
+
 int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 {
 	struct pohm_jrec rec;
@@ -284,8 +289,10 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		r = pohm_sys_fstat(fd, &st);
 		if (r)
 			return r;
-		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != c->pdev)
+		if ((uint64_t)st.st_dev != c->pdev)
 			return 0;
+		if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
+			return S_ISDIR(st.st_mode) ? push_dir_attrs(c, NULL, &st) : 0;
 		if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 			return 0;	/* not a file of ours */
 		r = pohm_journal_get(&c->j, ino, &rec);
@@ -299,7 +306,7 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return r;
 }
 
-/* Mode, owner and times of a directory (or other non-regular) local copy. */
+/* Mode, owner and times of a directory or symlink (rel unused: st says which). */
 static int push_dir_attrs(struct pohm_cache *c, const char *rel, const struct stat *st)
 {
 	struct pohm_inode in;
@@ -329,7 +336,7 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 	struct stat st;
 
 	if (!pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, rel, &st) : 0;
+		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, rel, &st) : 0;
 	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {

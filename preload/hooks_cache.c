@@ -93,12 +93,13 @@ static POHM_TLS int open_created;
 static int space_fn(void *arg, uint64_t need);
 static int held_here(void *arg, uint64_t dev, uint64_t ino);
 
-/* Is rel (under the prefix) open through an fd of this process? */
+/* Is rel (under the prefix) a regular file open through an fd of this process? */
 static int held_path(struct pohm_cache *c, const char *rel)
 {
 	struct stat st;
 
 	return !pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st.st_mode) &&	/* only a file's push opens an fd of ours */
 	       held_here(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 }
 

@@ -47,3 +47,25 @@ shim() {
 	run shim b stat "$T/b/dev2"
 	[ "$status" -ne 0 ]
 }
+
+@test "fchmod and futimens of a directory fd, and a symlink's own times, reach another host" {
+	shim a python3 -c "
+import os
+os.mkdir('$T/a/y', 0o700)
+fd = os.open('$T/a/y', os.O_RDONLY)
+os.fchmod(fd, 0o751)
+os.close(fd)
+os.mkdir('$T/a/v')
+os.chdir('$T/a/v')
+fd = os.open('.', os.O_PATH | os.O_DIRECTORY)
+os.utime('.', (1000000000, 1000000000), follow_symlinks=False)
+os.close(fd)
+os.symlink('target', '$T/a/l')
+os.utime('$T/a/l', (1100000000, 1100000000), follow_symlinks=False)
+"
+	run shim b stat -c '%n %a %Y' "$T/b/y" "$T/b/v" "$T/b/l"
+	echo "$output"
+	[ "${lines[0]}" = "$T/b/y 751 $(stat -c %Y "$T/a/y")" ]
+	[ "${lines[1]}" = "$T/b/v 755 1000000000" ]
+	[ "${lines[2]}" = "$T/b/l 777 1100000000" ]
+}
