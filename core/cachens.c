@@ -72,6 +72,28 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	return r;
 }
 
+/*
+ * Is the file open as fd (fst) the one rel names in the prefix, walked one
+ * component at a time without following a symlink?  An open that went
+ * through a symlink (or a directory swapped for one) may have reached a
+ * file outside the prefix: that file is never recorded, so never pushed.
+ */
+static int names_fd(struct pohm_cache *c, const char *rel, const struct stat *fst)
+{
+	const char *name;
+	struct stat st;
+	int dfd = pohm_sys_open_parent(c->pfd, rel, &name), same;
+
+	if (dfd < 0)
+		return 0;
+	same = !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+	       st.st_dev == fst->st_dev && st.st_ino == fst->st_ino;
+	pohm_sys_close(dfd);
+	if (!same)
+		pohm_debug("%s: the open reached another file (through a symlink): not ours", rel);
+	return same;
+}
+
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 {
 	struct pohm_jrec rec;
@@ -82,6 +104,8 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
+	if (!names_fd(c, rel, &st))
+		return 0;
 	/*
 	 * Just created: whatever the index says about this local inode number
 	 * is stale (the file system reuses numbers of deleted files at once).
@@ -129,6 +153,8 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 		return r;
 	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* known already */
+	if (!names_fd(c, rel, &st))
+		return 0;
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "net.h"
 
 /* Seconds key as ns, or def when unset. */
 static uint64_t seconds_key(const struct pohm_config *cfg, const char *key, uint64_t def)
@@ -88,6 +89,15 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 	m->sync_on_close = pohm_config_bool(cfg, "sync_on_close");
 	o.http_compat = pohm_config_bool(cfg, "http_compat");
 	r = pohm_cache_open(&m->cache, &o, err, errlen);
+	if (r == -EHOSTUNREACH || r == -ETIMEDOUT || r == -ENOTCONN || r == -EPERM) {
+		/* Say why no node answered (a refused auth_cookie, a version mismatch...). */
+		char why[400];
+		size_t n = strlen(err);
+
+		pohm_net_last_error(pohm_client_net(m->client), why, sizeof(why));
+		if (why[0] && n < errlen)
+			snprintf(err + n, errlen - n, ": %s", why);
+	}
 	if (r) {
 		pohm_client_close(m->client);
 		m->client = NULL;
