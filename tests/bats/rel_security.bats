@@ -82,9 +82,6 @@ outside_state() {
 	shim a sync
 	[ "$(tail -n 1 "$T/outside/secret")" = "VIA-FILELINK-$$" ]
 	[ -L "$T/a/w/filelink" ]
-	if [ -z "${REL_RUN_BUGS:-}" ] && stored "OUTSIDE-SECRET-$$"; then
-		skip "BUG: a write through a prefix symlink to a file outside the prefix pushes that outside file's bytes into the storage (as data of the symlink's inode)"
-	fi
 	run stored "OUTSIDE-SECRET-$$"
 	[ "$status" -ne 0 ]
 	run stored "VIA-FILELINK-$$"
@@ -150,9 +147,6 @@ outside_state() {
 	run stored "OUTSIDE-SECRET-$$"
 	[ "$status" -ne 0 ]
 	pushed=$(for i in $(seq 30); do stored "PRE-OUT-$i-$$" && echo "$i"; done | wc -l)
-	if [ -z "${REL_RUN_BUGS:-}" ] && [ "$pushed" -gt 0 ]; then
-		skip "BUG: appends through a prefix directory swapped for a symlink push $pushed outside files' bytes into the storage"
-	fi
 	[ "$pushed" -eq 0 ]
 }
 
@@ -189,8 +183,5 @@ outside_state() {
 	[ "$status" -ne 0 ]
 	[[ $output != *"COOKIE-OK"* ]]
 	# The log line should say why (the raw tool says "auth_cookie rejected by the node").
-	if [ -z "${REL_RUN_BUGS:-}" ] && [[ $bad_cookie_output != *auth* ]]; then
-		skip "BUG: a shim whose auth_cookie the node refuses logs 'cannot open the root (No route to host)', not the cookie"
-	fi
 	[[ $bad_cookie_output == *auth* ]]
 }
