@@ -2,7 +2,7 @@
 # bench_meta.sh — metadata in one directory as it grows (issue 11: create
 # scaling 100k÷1k ≤ 1.3).
 #
-# For each size N (SIZES, default 1000 10000 100000; BENCH_QUICK: 200 1000)
+# For each size N (SIZES, default 1000 10000 100000; BENCH_QUICK: 100 500)
 # one python3 process, in a new directory, creates N empty files (open
 # O_CREAT + close), stats each, runs `ls -l` of the directory and unlinks
 # them all, timing each phase (wall: under the shim these wait for the
@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 bench_init meta
 SIZES=${SIZES:-1000 10000 100000}
-[ "$QUICK" = 1 ] && SIZES=${QUICK_SIZES:-200 1000}
+[ "$QUICK" = 1 ] && SIZES=${QUICK_SIZES:-100 500}
 reps_for() {
 	[ "$QUICK" = 1 ] && { echo 1; return; }
 	if [ "$1" -le 1000 ]; then echo "${REPS_SMALL:-5}"

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 bench_init startup
 REPS=${REPS:-11} STARTS=${STARTS:-100} WALL_STARTS=${WALL_STARTS:-20}
-[ "$QUICK" = 1 ] && REPS=3 STARTS=20 WALL_STARTS=5
+[ "$QUICK" = 1 ] && REPS=3 STARTS=10 WALL_STARTS=3
 spawner=$BIN/tests/helpers/spawn_loop
 [ -x "$spawner" ] || fail "$spawner missing (make)"
 py=$PY
