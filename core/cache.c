@@ -911,8 +911,18 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 	if (r)
 		return r;
 	r = pohm_journal_get(&c->j, in->ino, &rec);
-	if (r == -ENOENT)
+	if (r == -ENOENT) {
+		uint64_t known;
+
+		/* A local file nobody recorded may be another process's create of a
+		 * moment ago, being written: never fetch over it (adopt, or
+		 * pohmelfsd's reconcile, records it).  Only a stub is replaced. */
+		if (S_ISREG(lst.st_mode) && (lst.st_size || (lst.st_mode & 07777)) &&
+		    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino,
+					      &known))
+			return 0;
 		return cache_fetch(c, dfd, name, rel, in);
+	}
 	if (r)
 		return r;
 	if ((uint64_t)lst.st_ino != rec.lino && !(rec.flags & POHM_J_STUB) &&

@@ -185,6 +185,36 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	return r ? r : 1;
 }
 
+/* Was the storage's current version (in) committed by this host from the
+ * local file st, since rec was read?  Then the journal says so now. */
+static int pushed_here(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
+		       const struct pohm_inode *in)
+{
+	struct pohm_jrec cur;
+	int here = 0, wait;
+
+	/* The committer records its version right after its commit: give it a
+	 * moment (up to ~0.2 s) if the journal still shows the version we had. */
+	for (wait = 0; wait < 40; wait++) {
+		if (pohm_journal_get(&c->j, rec->ino, &cur))
+			return 0;
+		if (cur.lino != (uint64_t)st->st_ino || cur.ldev != (uint64_t)st->st_dev ||
+		    (cur.flags & (POHM_J_STUB | POHM_J_CONFLICT))) {
+			pohm_jrec_clear(&cur);
+			return 0;	/* the local file was replaced: not the same history */
+		}
+		here = cur.dversion == in->dversion;
+		wait = here || cur.dversion != rec->dversion ? 40 : wait;
+		pohm_jrec_clear(&cur);
+		if (wait < 40) {
+			struct timespec ts = { 0, 5000000L };
+
+			syscall(SYS_nanosleep, &ts, NULL);
+		}
+	}
+	return here;
+}
+
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
 static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
 {
@@ -233,6 +263,14 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r == -ESTALE) {
 		/* The storage moved on.  Identical content is no conflict. */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
+		if (!r && pushed_here(c, rec, st, &in)) {
+			/* Another process of this host committed from this same local file
+			 * (appenders, sqlite): ours is a later state of it, not a conflict.
+			 * Again from the version it committed. */
+			pohm_inode_clear(&in);
+			r = -EAGAIN;
+			goto out;
+		}
 		if (!r) {
 			uint64_t i, same = in.size == (uint64_t)st->st_size;
 			uint64_t cs = 1ULL << in.chunk_shift, nch = (in.size + cs - 1) / cs;
@@ -285,7 +323,13 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	uint64_t ino;
 	int r, tries;
 
-	for (tries = 0; tries < 5; tries++) {
+	for (tries = 0; tries < 20; tries++) {
+		if (tries) {
+			/* Raced another pusher of this file: a short random pause. */
+			struct timespec ts = { 0, (long)(pohm_sys_mono_ns() % 8 + 1) * 1000000L };
+
+			syscall(SYS_nanosleep, &ts, NULL);
+		}
 		r = pohm_sys_fstat(fd, &st);
 		if (r)
 			return r;
@@ -301,7 +345,8 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		r = push_known(c, fd, &rec, &st);
 		pohm_jrec_clear(&rec);
 		if (r != -EAGAIN)
-			return r;	/* -EAGAIN: the file changed size while we read it */
+			return r;	/* -EAGAIN: the file changed size while we read it, or
+					 * another process of this host committed it first */
 	}
 	return r;
 }
