@@ -11,7 +11,9 @@
  * symlinks and FIFOs.  A name the storage already holds for another inode
  * is not overwritten: a regular file becomes a conflict copy and leaves the
  * tree (the next open shows the storage's version); anything else is left
- * alone and logged.  Runs only in pohmelfsd and `pohmelfs sync`: its own
+ * alone and logged.  Except an empty stored file: that is what a process
+ * killed between its create and its record leaves, and the local file is
+ * taken as its contents.  Runs only in pohmelfsd and `pohmelfs sync`: its own
  * opens and closes would release a host process's POSIX locks.
  */
 #include <dirent.h>
@@ -133,6 +135,18 @@ static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, c
 		return 0;
 	}
 	exists = !pohm_ns_lookup(s->c->ns, dino, name, &ino, &type);
+	if (exists && S_ISREG(st.st_mode)) {
+		struct pohm_inode in;
+
+		/* An empty stored file under the name: most likely the shim's own
+		 * create whose process died before it recorded the local file.
+		 * Nothing to lose by taking it as that file's first contents. */
+		if (!pohm_ns_getattr(s->c->ns, ino, &in)) {
+			if (S_ISREG(in.mode) && !in.size)
+				exists = 0;
+			pohm_inode_clear(&in);
+		}
+	}
 	if (S_ISREG(st.st_mode)) {
 		r = adopt_file(s, dfd, dino, name, rel, exists);
 	} else if (exists) {

@@ -171,3 +171,19 @@ on() {
 	on a "$CTL" get same
 	[ "$(cat "$T/a/same")" = "from b" ]
 }
+
+@test "a file whose creator died before recording it is pushed by pohmelfsd, not made a conflict" {
+	on a "$CTL" ls ""
+	# What a process killed between the storage create and its record leaves:
+	# an empty stored file, and a local file with data that the journal does not know.
+	on a "$CTL" write crashed ""
+	rm -f "$T/a/crashed"
+	printf 'written before the kill' >"$T/a/crashed"
+	sleep 5.5
+	on a "$B/pohmelfsd" --once
+	on b "$CTL" get crashed
+	[ "$(cat "$T/b/crashed")" = "written before the kill" ]
+	[ ! -e "$T/b/.pohmelfs-conflicts" ]
+	on b "$CTL" ls ""
+	[ ! -e "$T/b/.pohmelfs-conflicts" ]
+}
