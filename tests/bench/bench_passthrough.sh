@@ -14,8 +14,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-lib=$PWD/$B/libpohmelfs.so
-ops=$PWD/$B/tests/helpers/bench_ops
+case $B in /*) BIN=$B ;; *) BIN=$PWD/$B ;; esac
+lib=$BIN/libpohmelfs.so
+ops=$BIN/tests/helpers/bench_ops
 RUNS=${RUNS:-15}
 ROUNDS=${ROUNDS:-200000}
 STARTS=${STARTS:-400}
@@ -54,7 +55,7 @@ pairs "passthrough open+fstat+stat+close (rel)" "$ops" "$tmp/file" "$ROUNDS" rel
 
 # Start-up: STARTS executions of /bin/true by posix_spawn (helpers/spawn_loop),
 # CPU ns per start; the spawning process runs without the shim on both sides.
-spawner=$PWD/$B/tests/helpers/spawn_loop
+spawner=$BIN/tests/helpers/spawn_loop
 : >"$tmp/d"; : >"$tmp/sa"; : >"$tmp/sb"
 for ((i = 0; i < RUNS; i++)); do
 	if ((i % 2)); then
