@@ -459,13 +459,58 @@ out:
 	return r;
 }
 
+/* clean_one for ino, its verdict added to res and told to fn: the bytes freed. */
+static uint64_t clean_counted(struct pohm_ct *t, int stage, uint64_t ino, const char *who,
+			      struct pohm_ct_clean *res,
+			      void (*fn)(void *arg, const struct pohm_jrec *r,
+					 enum pohm_ct_verdict v, uint64_t bytes),
+			      void *arg)
+{
+	enum pohm_ct_verdict v;
+	struct pohm_jrec rec;
+	uint64_t freed = 0;
+	int r;
+
+	memset(&rec, 0, sizeof(rec));
+	r = clean_one(t, stage, ino, &v, &freed, &rec);
+	if (r == 1) {
+		pohm_jrec_clear(&rec);
+		return 0;	/* nothing to do */
+	}
+	if (r < 0) {
+		pohm_warn("%s: %s: %s", who, rec.hint[0] ? rec.hint : "?", strerror(-r));
+		v = POHM_CT_FAILED;
+	}
+	switch (v) {
+	case POHM_CT_STUBBED:
+		res->stubbed++;
+		res->freed += freed;
+		break;
+	case POHM_CT_KEPT_DIRTY:
+		res->dirty++;
+		break;
+	case POHM_CT_KEPT_BUSY:
+		res->busy++;
+		break;
+	case POHM_CT_KEPT_LINKED:
+		res->linked++;
+		break;
+	case POHM_CT_FAILED:
+		res->failed++;
+		break;
+	}
+	if (fn)
+		fn(arg, &rec, v, freed);
+	pohm_jrec_clear(&rec);
+	return v == POHM_CT_STUBBED ? freed : 0;
+}
+
 int pohm_ct_clean(struct pohm_ct *t, struct pohm_ct_clean *res,
 		  void (*fn)(void *arg, const struct pohm_jrec *r, enum pohm_ct_verdict v,
 			     uint64_t bytes),
 		  void *arg)
 {
 	struct ino_list l = { NULL, 0, 0 };
-	struct pohm_jrec rec;
 	size_t i;
 	int stage = -1, r;
 
@@ -480,42 +525,8 @@ int pohm_ct_clean(struct pohm_ct *t, struct pohm_ct_clean *res,
 		r = stage;
 		goto out;
 	}
-	for (i = 0; i < l.n; i++) {
-		enum pohm_ct_verdict v;
-		uint64_t freed;
-
-		memset(&rec, 0, sizeof(rec));
-		r = clean_one(t, stage, l.v[i], &v, &freed, &rec);
-		if (r == 1) {
-			pohm_jrec_clear(&rec);
-			continue;
-		}
-		if (r < 0) {
-			pohm_warn("cache clean: %s: %s", rec.hint[0] ? rec.hint : "?", strerror(-r));
-			v = POHM_CT_FAILED;
-		}
-		switch (v) {
-		case POHM_CT_STUBBED:
-			res->stubbed++;
-			res->freed += freed;
-			break;
-		case POHM_CT_KEPT_DIRTY:
-			res->dirty++;
-			break;
-		case POHM_CT_KEPT_BUSY:
-			res->busy++;
-			break;
-		case POHM_CT_KEPT_LINKED:
-			res->linked++;
-			break;
-		case POHM_CT_FAILED:
-			res->failed++;
-			break;
-		}
-		if (fn)
-			fn(arg, &rec, v, freed);
-		pohm_jrec_clear(&rec);
-	}
+	for (i = 0; i < l.n; i++)
+		clean_counted(t, stage, l.v[i], "cache clean", res, fn, arg);
 	r = 0;
 out:
 	if (stage >= 0)
@@ -603,7 +614,6 @@ int pohm_ct_evict(struct pohm_ct *t, const struct pohm_ct_limits *lim, struct po
 		  void *arg)
 {
 	struct lru_ctx x = { t, NULL, 0, 0, 0 };
-	struct pohm_jrec rec;
 	struct statfs sfs;
 	uint64_t avail = UINT64_MAX;
 	size_t i;
@@ -626,39 +636,14 @@ int pohm_ct_evict(struct pohm_ct *t, const struct pohm_ct_limits *lim, struct po
 		goto out;
 	}
 	for (i = 0; i < x.n; i++) {
-		enum pohm_ct_verdict v;
 		uint64_t freed;
 
 		if ((!lim->max_bytes || x.cached <= lim->max_bytes) && avail >= lim->min_free)
 			break;
-		memset(&rec, 0, sizeof(rec));
-		r = clean_one(t, stage, x.v[i].ino, &v, &freed, &rec);
-		if (r == 1) {
-			pohm_jrec_clear(&rec);
-			continue;
-		}
-		if (r < 0) {
-			pohm_warn("evict: %s: %s", rec.hint[0] ? rec.hint : "?", strerror(-r));
-			v = POHM_CT_FAILED;
-		}
-		if (v == POHM_CT_STUBBED) {
-			res->stubbed++;
-			res->freed += freed;
-			x.cached -= freed < x.cached ? freed : x.cached;
-			if (avail != UINT64_MAX)
-				avail += freed;
-		} else if (v == POHM_CT_KEPT_DIRTY) {
-			res->dirty++;
-		} else if (v == POHM_CT_KEPT_BUSY) {
-			res->busy++;
-		} else if (v == POHM_CT_KEPT_LINKED) {
-			res->linked++;
-		} else {
-			res->failed++;
-		}
-		if (fn)
-			fn(arg, &rec, v, freed);
-		pohm_jrec_clear(&rec);
+		freed = clean_counted(t, stage, x.v[i].ino, "evict", res, fn, arg);
+		x.cached -= freed < x.cached ? freed : x.cached;
+		if (avail != UINT64_MAX)
+			avail += freed;
 	}
 	r = 0;
 out:

@@ -7,6 +7,7 @@
 setup() {
 	load lib/common
 	load lib/cluster
+	load lib/hosts
 	preload_ok || skip "LD_PRELOAD does not work here"
 	command -v sqlite3 >/dev/null || skip "no sqlite3"
 	python3 -c 'import sqlite3' 2>/dev/null || skip "no python3 sqlite3 module"
@@ -16,17 +17,8 @@ setup() {
 }
 
 teardown() {
-	for d in "$T"/*-state; do
-		[ -f "$d/pohmelfsd.pid" ] && kill "$(cat "$d/pohmelfsd.pid")" 2>/dev/null
-	done
+	stop_daemons
 	cluster_stop
-}
-
-shim() {
-	local h=$1
-	shift
-	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state \
-		POHMELFS_HOST_ID=$h "$@"
 }
 
 @test "sqlite: a push in the middle of a transaction keeps the writer's locks" {

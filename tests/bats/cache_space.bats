@@ -8,6 +8,7 @@
 setup() {
 	load lib/common
 	load lib/cluster
+	load lib/hosts
 	preload_ok || skip "LD_PRELOAD does not work here"
 	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
 	export POHMELFS_FSID=space-$RANDOM POHMELFS_ATTR_TIMEOUT=0 POHMELFS_SYNC_ON_CLOSE=1
@@ -15,18 +16,8 @@ setup() {
 }
 
 teardown() {
-	for d in "$T"/*state "$T"/small/*state; do
-		[ -f "$d/pohmelfsd.pid" ] && kill "$(cat "$d/pohmelfsd.pid")" 2>/dev/null
-	done
+	stop_daemons
 	cluster_stop
-}
-
-# shim HOST CMD...: run CMD under the shim as host HOST (prefix $T/HOST).
-shim() {
-	local h=$1
-	shift
-	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state \
-		POHMELFS_HOST_ID=$h "$@"
 }
 
 # is_stub FILE: an empty mode-000 local file (what eviction leaves).

@@ -6,6 +6,7 @@
 setup() {
 	load lib/common
 	load lib/cluster
+	load lib/hosts
 	preload_ok || skip "LD_PRELOAD does not work here"
 	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
 	export POHMELFS_FSID=special-$RANDOM POHMELFS_ATTR_TIMEOUT=0 POHMELFS_SYNC_ON_CLOSE=1
@@ -14,14 +15,8 @@ setup() {
 }
 
 teardown() {
+	stop_daemons
 	cluster_stop
-}
-
-shim() {
-	local h=$1
-	shift
-	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state \
-		POHMELFS_HOST_ID=$h "$@"
 }
 
 @test "mkfifo and mknod travel as typed inodes; the local call's errors stay native" {
