@@ -25,6 +25,19 @@ static uint32_t my_gid(void)
 	return (uint32_t)syscall(SYS_getegid);
 }
 
+/* The inode this thread's last pohm_cache_create made, and a hash of its
+ * path, for the pohm_cache_opened that follows (thread-local: no lock). */
+static __thread uint64_t created_ino, created_hash;
+
+static uint64_t rel_hash(const char *rel)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *rel; rel++)
+		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
+	return h;
+}
+
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
@@ -45,6 +58,8 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
 				cache_make_local(c, dfd, name, rel, &in);
 			r = pohm_cache_refresh(c, dfd, name, rel, &in);
+			if (r == -ENOENT)
+				r = 0;	/* gone locally meanwhile (another thread's create): O_CREAT makes it */
 			r = r ? r : 1;
 		}
 		pohm_inode_clear(&in);
@@ -55,6 +70,8 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode))
 			pohm_sys_unlinkat(dfd, name, 0);
 		cache_mark_fresh(c, in.ino);
+		created_ino = in.ino;
+		created_hash = rel_hash(rel);
 		/* Remember the inode under its name until the real open tells us the local file. */
 		{
 			struct pohm_jrec rec;
@@ -109,10 +126,16 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	/*
 	 * Just created: whatever the index says about this local inode number
 	 * is stale (the file system reuses numbers of deleted files at once).
+	 * The create just before told us the inode (else ask the storage).
 	 */
-	r = pohm_ns_resolve(c->ns, rel, 0, &ino);
-	if (r)
-		return r;
+	if (created_ino && created_hash == rel_hash(rel)) {
+		ino = created_ino;
+	} else {
+		r = pohm_ns_resolve(c->ns, rel, 0, &ino);
+		if (r)
+			return r;
+	}
+	created_ino = 0;
 	r = pohm_journal_get(&c->j, ino, &rec);
 	if (r == -ENOENT) {
 		struct pohm_inode in;
@@ -126,9 +149,20 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	} else if (r) {
 		return r;
 	}
-	/* The local file starts as the (empty) committed version: a write makes it dirty. */
-	if (!rec.lino && !st.st_size)
+	/* The local file starts as the (empty) committed version, with its times
+	 * (so that closing it unwritten pushes nothing): a write makes it dirty. */
+	if (!rec.lino && !st.st_size) {
+		struct timespec tv[2] = {
+			{ rec.atime.sec, rec.atime.nsec }, { rec.mtime.sec, rec.mtime.nsec },
+		};
+
+		int saved = errno;
+
+		if (!syscall(SYS_utimensat, fd, NULL, tv, 0))
+			pohm_sys_fstat(fd, &st);
+		errno = saved;
 		pohm_journal_note_local(&rec, &st);
+	}
 	else {
 		rec.ldev = (uint64_t)st.st_dev;
 		rec.lino = (uint64_t)st.st_ino;

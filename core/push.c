@@ -223,9 +223,14 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	struct pohm_inode in;
 	struct pohm_ts mt;
 	size_t n = 0;
-	int r, pushed_attrs = 0;
+	int r, d, pushed_attrs = 0;
 
-	if (!pohm_journal_is_dirty(rec, st) && (st->st_mode & 07777) == (rec->mode & 07777))
+	d = pohm_journal_is_dirty(rec, st);
+	if (d == 2 && !(rec->flags & POHM_J_STUB) &&
+	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec &&
+	    !pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size))
+		d = 0;	/* a racy ctime, but the same bytes and times: nothing to send */
+	if (!d && (st->st_mode & 07777) == (rec->mode & 07777))
 		return 0;
 	if (!S_ISREG(st->st_mode))
 		return 0;
