@@ -125,6 +125,7 @@ int pohm_cache_normalize(const char *path, char *out, size_t len);
 struct pohm_cache_stats {
 	uint64_t fetches, fetched_bytes, pushes, pushed_chunks, pushed_bytes, conflicts;
 	uint64_t lookups, validations_skipped;
+	uint64_t retries;		/* pushes tried again after a lost race */
 };
 void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s);
 

@@ -331,6 +331,7 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	for (tries = 0; tries < 20; tries++) {
 		if (tries) {
 			/* Raced another pusher of this file: a short random pause. */
+			cache_count(c, &c->stats.retries, 1);
 			struct timespec ts = { 0, (long)(pohm_sys_mono_ns() % 8 + 1) * 1000000L };
 
 			syscall(SYS_nanosleep, &ts, NULL);

@@ -36,6 +36,7 @@ static const char *const names[POHM_ST_COUNT] = {
 	[POHM_ST_PUSHES] = "pushes",
 	[POHM_ST_PUSHED_BYTES] = "bytes_pushed",
 	[POHM_ST_CONFLICTS] = "conflicts",
+	[POHM_ST_RETRIES] = "retries",
 	[POHM_ST_ERRORS] = "errors",
 };
 

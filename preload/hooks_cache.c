@@ -765,6 +765,7 @@ static void flush_stats(void)
 	st.v[POHM_ST_PUSHES] = cs.pushes;
 	st.v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes;
 	st.v[POHM_ST_CONFLICTS] = cs.conflicts;
+	st.v[POHM_ST_RETRIES] = cs.retries;
 	for (i = 0; i < POHM_ST_COUNT; i++)
 		any |= st.v[i] != 0;
 	if (!any)
