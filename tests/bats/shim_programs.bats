@@ -33,9 +33,12 @@ shim() {
 # checksum of every file, seen through the shim as host HOST (or natively).
 tree_of() {
 	local how=$1 dir=$2
-	# A symlink's mtime is its creation time (tar does not set it): left out,
-	# or a run that crosses a minute boundary would differ.
-	$how bash -c "cd '$dir' && { find . -mindepth 1 ! -type l -printf '%y %m %s %n %TY-%Tm-%Td_%TH:%TM %p\n'; \
+	# A symlink's mtime is its creation time (tar does not set it): left out;
+	# so is the mtime of anything made during the run (RUN_T0 on): the native
+	# run and the shim run happen at different times, maybe minutes apart.
+	# Times a program set (touch -d, cp -a, tar, rsync) predate the run.
+	$how bash -c "cd '$dir' && { find . -mindepth 1 ! -type l \\( -newermt @$RUN_T0 -printf '%y %m %s %n new %p\n' \
+		-o -printf '%y %m %s %n %TY-%Tm-%Td_%TH:%TM %p\n' \\); \\
 		find . -mindepth 1 -type l -printf '%y %m %s %n %p %l\n'; } | sort \
 		&& find . -type f -print0 | sort -z | xargs -0 -r md5sum"
 }
@@ -44,6 +47,7 @@ native() { "$@"; }
 
 run_both() {	# run_both SCRIPT: native and under the shim (host a)
 	local script=$1
+	RUN_T0=$(date +%s)
 	mkdir -p "$T/native/w"
 	(cd "$T/native/w" && bash -e -c "$script") >"$T/native.out" 2>&1
 	shim a bash -e -c "mkdir -p '$T/a/w' && cd '$T/a/w' && $script" >"$T/shim.out" 2>&1
