@@ -16,7 +16,10 @@ address)
 undefined)
 	PRELOAD="$(${CC:-cc} -print-file-name=libubsan.so):$LIB" ;;
 thread)
-	PRELOAD="$(${CC:-cc} -print-file-name=libtsan.so):$LIB" ;;
+	PRELOAD="$(${CC:-cc} -print-file-name=libtsan.so):$LIB"
+	# Host programs' own signal handlers that spoil errno (rsync's) are
+	# their business, not the library's: suppressed by module.
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$BATS_TEST_DIRNAME/lib/tsan.supp} ;;
 *)
 	PRELOAD=$LIB ;;
 esac
