@@ -101,30 +101,6 @@ int pohm_cas_fallback(const struct pohm_cas_vote *v, size_t n)
 	return v[at].status == -ENOENT ? -ENOENT : at;
 }
 
-/*
- * Whether a split may be settled at all: a version is committed only when a
- * majority of ALL groups holds it (DESIGN.md §3), and a group that did not
- * answer may hold any of them.  Every content whose holders plus the silent
- * groups reach a majority may be the committed one; settling is safe only
- * when at most one content can (pohm_cas_fallback then picks that one, it
- * has the most holders).  With every group answering, none can.
- */
-static int cas_split_settleable(const struct pohm_cas_vote *v, size_t n)
-{
-	size_t cnt[POHM_MAX_GROUPS], i, answered = 0, could = 0, m = n / 2 + 1;
-	int cls[POHM_MAX_GROUPS];
-
-	if (n > POHM_MAX_GROUPS)
-		return 0;
-	cas_classes(v, n, cls, cnt);
-	for (i = 0; i < n; i++)
-		answered += cls[i] >= 0;
-	for (i = 0; i < n; i++)
-		if (cls[i] == (int)i && cnt[i] + (n - answered) >= m)
-			could++;
-	return could <= 1;
-}
-
 /* ---------------------------------------------------------------- marker and timing */
 
 const uint8_t pohm_io_absent_marker[POHM_IO_MARKER_LEN] = {
@@ -411,7 +387,7 @@ static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *c
 	size_t blen[POHM_MAX_GROUPS];
 	uint64_t now;
 	unsigned gi;
-	int rc, idx, forced = 0, unsettled = 0;
+	int rc, idx, forced = 0;
 
 	rc = cas_read_all(op, v, bytes, blen, c->cfg->read_repair, 1,
 			  op->start + c->cfg->read_wait_timeout_ns);
@@ -429,21 +405,13 @@ static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *c
 			io_op_release(op);
 			return POHM_CAS_SPLIT;
 		}
-		if (!cas_split_settleable(v, res->ngroups)) {
-			io_note(op, "the groups that answered disagree and the silent ones may hold the "
-				"committed version: not settled");
-			idx = POHM_CAS_NOQUORUM;
-			unsettled = 1;
-		} else {
-			idx = pohm_cas_fallback(v, res->ngroups);
-			forced = 1;
-			io_note(op, "the groups disagree and nobody is settling it: taking %s",
-				idx >= 0 ? "the newest copy most groups hold" : "absent");
-		}
+		idx = pohm_cas_fallback(v, res->ngroups);
+		forced = 1;
+		io_note(op, "the groups disagree and nobody is settling it: taking %s",
+		     idx >= 0 ? "the newest copy most groups hold" : "absent");
 	}
 	if (idx == POHM_CAS_NOQUORUM || idx == POHM_CAS_SPLIT) {
-		if (!unsettled)
-			io_note(op, "fewer than a majority of the groups answered");
+		io_note(op, "fewer than a majority of the groups answered");
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (v[gi].status != 0 && v[gi].status != -ENOENT)
 				io_note_group(op, gi, res->g[gi].status, "");

@@ -676,46 +676,6 @@ TEST(cas_get_waits_out_a_split_then_settles_an_old_one)
 	stop3(&cl);
 }
 
-TEST(cas_get_with_a_group_away_does_not_settle_a_one_one_split)
-{
-	struct cluster cl;
-	struct pohm_io_result res;
-	uint64_t now = pohm_sys_real_ns();
-	uint8_t *d = NULL, sum[64];
-	size_t n = 0;
-	int r;
-
-	start3(&cl, NULL, 1);
-	/* "A" committed on groups 1 and 3, an old lost "B" on group 2 only. */
-	set_copy(&cl, 0, "k", "A", now - 20 * SEC);
-	set_copy(&cl, 1, "k", "B", now - 10 * SEC);
-	set_copy(&cl, 2, "k", "A", now - 20 * SEC);
-	/* Group 3 away: 1-1 among those that answer, either may be committed. */
-	fn_set_flags(&cl.fn[2], FN_ENOTSUP);
-	r = pohm_io_cas_get(cl.c, "k", 1, &d, &n, sum, &res);
-	EXPECT(r != 0 || (n == 1 && d[0] == 'A'));
-	if (r == 0 && !(n == 1 && d[0] == 'A'))
-		printf("# settled to the one-group copy: %s\n", res.msg);
-	free(d);
-	EXPECT(copy_is(&cl, 0, "k", "A", NULL));
-	EXPECT(copy_is(&cl, 1, "k", "B", NULL));
-	/* Back: the majority decides, and repair brings group 2 to it. */
-	fn_set_flags(&cl.fn[2], 0);
-	EXPECT(cas_get_is(&cl, "k", "A", &res));
-	EXPECT(copy_is(&cl, 1, "k", "A", NULL));
-	/* Absent on one, present on the other, one away: not settled either. */
-	set_copy(&cl, 0, "j", NULL, 0);
-	set_copy(&cl, 1, "j", "B", now - 10 * SEC);
-	fn_set_flags(&cl.fn[2], FN_ENOTSUP);
-	d = NULL;
-	r = pohm_io_cas_get(cl.c, "j", 1, &d, &n, sum, &res);
-	EXPECT(r != 0 && r != -ENOENT);
-	free(d);
-	EXPECT(copy_is(&cl, 0, "j", NULL, NULL));
-	fn_set_flags(&cl.fn[2], 0);
-	stop3(&cl);
-}
-
 TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
 {
 	struct cluster cl;
