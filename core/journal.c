@@ -1,11 +1,32 @@
 /*
  * journal.c — per-inode journal records and the local index (journal.h).
  *
- * Record file format (little-endian): magic "PHJ1", then the fixed fields in
- * struct order, the hint path (u16 length + bytes), then nchunks × 64-byte
- * checksums.  A torn or foreign file reads as -EIO and is treated by callers
- * as "unknown: revalidate".  Writes go to a unique temp name and are renamed
- * into place, so readers see the old or the new record, never a mix.
+ * Sections: record format (encode, decode, check), reading a record file,
+ * the per-record lock, writing in place, the index.
+ *
+ * Record file cache_dir/j/<ino>, format 2 (little-endian):
+ *
+ *    0  u32  magic "PHJ2"
+ *    4  u64  ino
+ *   12  u32  len: bytes of the record from offset 0 (the file may be longer:
+ *            a shorter record written over a longer one leaves a tail that
+ *            is not part of it)
+ *   16  u64  check: jcheck() of bytes [0, 16) and [24, len)
+ *   24  the fields of struct pohm_jrec in struct order from version to
+ *       chunk_shift, the hint (u16 length + bytes), nchunks, nchunks × 64
+ *       bytes of checksums.
+ *
+ * Format 1 ("PHJ1": magic, ino, the same fields, exactly as long as the
+ * file) is still read; every write makes format 2.  A record is written in
+ * place with one pwrite while its lock is held (a write lock on byte <ino>
+ * of cache_dir/j.lock, an OFD lock taken on a fresh open of that file, which
+ * is never renamed): no temp file, no rename, no new inode on the host's
+ * file system after the first write.  A reader takes no lock; a record
+ * whose check fails (a writer is in the middle of it, or a crash or kill
+ * tore it) is read once more under a read lock, which waits for a writer,
+ * and if it still fails it reads as -EIO: callers treat it as "unknown:
+ * revalidate", never as data.  A record of a newer format reads as -EIO
+ * with a warning naming the format.
  */
 #include "journal.h"
 
@@ -20,14 +41,19 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "log.h"
 #include "sha512.h"
 #include "sys.h"
 
-#define JMAGIC 0x314a4850u	/* "PHJ1" */
+#define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
+#define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */
+#define JHDR2 24		/* magic, ino, len, check */
+#define JREAD0 4096		/* first read of a record file: most records fit */
+#define JMAX (64u << 20)	/* larger record files are damage */
 
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
-	int r;
+	int r, fd;
 
 	j->dirfd = -1;
 	r = pohm_sys_mkdirat(AT_FDCWD, cache_dir, 0700);
@@ -45,6 +71,12 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	r = pohm_sys_mkdirat(j->dirfd, "tmp", 0700);
 	if (r && r != -EEXIST)
 		goto fail;
+	fd = pohm_sys_openat(j->dirfd, "j.lock", O_RDWR | O_CREAT, 0600);
+	if (fd < 0) {
+		r = fd;
+		goto fail;
+	}
+	pohm_sys_close(fd);
 	return 0;
 fail:
 	pohm_sys_close(j->dirfd);
@@ -66,19 +98,67 @@ void pohm_jrec_clear(struct pohm_jrec *r)
 	r->nchunks = 0;
 }
 
+/* ---------------------------------------------------------------- record format */
+
+/*
+ * The check of a format-2 record: a 64-bit multiply-xorshift hash over 8-byte
+ * words.  Each step is a bijection of the state for a given word, so a record
+ * that differs from the written one in any single word never passes; a torn
+ * mix of two records passes with a chance of about 2^-64.  It guards against
+ * torn and concurrent writes, not against an attacker (the journal is the
+ * user's own, mode 0700).
+ */
+static uint64_t jmix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+static uint64_t jcheck(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0x6a09e667f3bcc908ULL ^ len, w;
+	size_t i;
+
+	h = jmix(h, pohm_le64(p));		/* magic and the low half of ino */
+	h = jmix(h, pohm_le64(p + 8));		/* the rest of ino and len */
+	for (i = JHDR2; i + 8 <= len; i += 8)
+		h = jmix(h, pohm_le64(p + i));
+	for (w = 0; i < len; i++)
+		w = (w << 8) | p[i];
+	h = jmix(h, w ^ ((uint64_t)(len & 7) << 56));
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
+void pohm_journal_seal(uint8_t *p, size_t len)
+{
+	if (len < JHDR2)
+		return;
+	pohm_st32(p + 12, (uint32_t)len);
+	pohm_st64(p + 16, jcheck(p, len));
+}
+
 static void put_ts(struct pohm_buf *b, const struct pohm_ts *t)
 {
 	pohm_buf_put_u64(b, (uint64_t)t->sec);
 	pohm_buf_put_u32(b, t->nsec);
 }
 
+/* The format-2 bytes of r, sealed. */
 static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 {
 	size_t hl = strnlen(r->hint, sizeof(r->hint) - 1);
 	uint8_t x[2];
+	int rc;
 
-	pohm_buf_put_u32(b, JMAGIC);
+	rc = pohm_buf_reserve(b, 256 + hl + (size_t)r->nchunks * 64);
+	if (rc)
+		return rc;	/* then no put below can fail half-way */
+	pohm_buf_put_u32(b, JMAGIC2);
 	pohm_buf_put_u64(b, r->ino);
+	pohm_buf_put_u32(b, 0);		/* len, set by the seal */
+	pohm_buf_put_u64(b, 0);		/* check, likewise */
 	pohm_buf_put_u64(b, r->version);
 	pohm_buf_put_u64(b, r->dversion);
 	pohm_buf_put_u32(b, r->mode);
@@ -104,7 +184,13 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	pohm_buf_put(b, x, 2);
 	pohm_buf_put(b, r->hint, hl);
 	pohm_buf_put_u32(b, r->nchunks);
-	return pohm_buf_put(b, r->csum, (size_t)r->nchunks * 64);
+	rc = pohm_buf_put(b, r->csum, (size_t)r->nchunks * 64);
+	if (rc)
+		return rc;
+	if (b->len > JMAX)
+		return -EFBIG;
+	pohm_journal_seal(b->p, b->len);
+	return 0;
 }
 
 /* Bounds-checked reader over the record bytes. */
@@ -147,151 +233,307 @@ static void ts(struct jrd *d, struct pohm_ts *t)
 	t->nsec = u32(d);
 }
 
-static int decode(struct pohm_jrec *r, const uint8_t *p, size_t n)
+/* The fields both formats share, from version on (d is past the header). */
+static int decode_body(struct pohm_jrec *r, struct jrd *d)
 {
-	struct jrd d = { p, n, 0 };
 	const uint8_t *q;
 	uint16_t hl;
 
-	memset(r, 0, sizeof(*r));
-	if (u32(&d) != JMAGIC)
-		return -EIO;
-	r->ino = u64(&d);
-	r->version = u64(&d);
-	r->dversion = u64(&d);
-	r->mode = u32(&d);
-	r->uid = u32(&d);
-	r->gid = u32(&d);
-	r->nlink = u32(&d);
-	r->size = u64(&d);
-	r->rdev = u64(&d);
-	ts(&d, &r->atime);
-	ts(&d, &r->mtime);
-	ts(&d, &r->ctime);
-	r->ldev = u64(&d);
-	r->lino = u64(&d);
-	r->lsize = u64(&d);
-	ts(&d, &r->lctime);
-	r->recorded_ns = u64(&d);
-	r->validated_ns = u64(&d);
-	r->listed_ns = u64(&d);
-	r->boot = u64(&d);
-	r->flags = u32(&d);
-	q = take(&d, 1);
+	r->version = u64(d);
+	r->dversion = u64(d);
+	r->mode = u32(d);
+	r->uid = u32(d);
+	r->gid = u32(d);
+	r->nlink = u32(d);
+	r->size = u64(d);
+	r->rdev = u64(d);
+	ts(d, &r->atime);
+	ts(d, &r->mtime);
+	ts(d, &r->ctime);
+	r->ldev = u64(d);
+	r->lino = u64(d);
+	r->lsize = u64(d);
+	ts(d, &r->lctime);
+	r->recorded_ns = u64(d);
+	r->validated_ns = u64(d);
+	r->listed_ns = u64(d);
+	r->boot = u64(d);
+	r->flags = u32(d);
+	q = take(d, 1);
 	r->chunk_shift = q ? q[0] : 0;
 	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
 		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
-	q = take(&d, 2);
+	q = take(d, 2);
 	hl = q ? pohm_le16(q) : 0;
 	if (hl >= sizeof(r->hint))
 		return -EIO;
-	q = take(&d, hl);
+	q = take(d, hl);
 	if (q)
 		memcpy(r->hint, q, hl);
-	r->nchunks = u32(&d);
-	if (d.bad || (uint64_t)r->nchunks * 64 != d.left)
+	r->nchunks = u32(d);
+	if (d->bad || (uint64_t)r->nchunks * 64 != d->left)
 		return -EIO;
 	if (r->nchunks) {
 		r->csum = malloc((size_t)r->nchunks * 64);
 		if (!r->csum)
 			return -ENOMEM;
-		memcpy(r->csum, d.p, (size_t)r->nchunks * 64);
+		memcpy(r->csum, d->p, (size_t)r->nchunks * 64);
 	}
 	return 0;
+}
+
+/*
+ * Where the record in the n bytes at p ends: its length, 0 if the bytes are
+ * not a whole, intact record, or -EIO for a foreign or newer file.
+ * Format 2: the length field, when p holds that many bytes and the check
+ * matches; format 1: n (it was renamed into place whole).
+ */
+static ssize_t record_len(const uint8_t *p, size_t n)
+{
+	uint32_t magic, len;
+
+	if (n < 4)
+		return 0;
+	magic = pohm_le32(p);
+	if (magic == JMAGIC1)
+		return (ssize_t)n;
+	if (magic != JMAGIC2) {
+		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '2' &&
+		    (magic >> 24) <= '9')
+			pohm_warn("journal: a record of format %c (a newer libpohmelfs); "
+				  "this one reads format 1 and 2", (int)(magic >> 24));
+		return -EIO;
+	}
+	if (n < JHDR2)
+		return 0;
+	len = pohm_le32(p + 12);
+	if (len < JHDR2 || len > n || pohm_le64(p + 16) != jcheck(p, len))
+		return 0;
+	return (ssize_t)len;
+}
+
+/* Decode the whole record of len bytes at p (record_len said it is one). */
+static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
+{
+	struct jrd d = { p, len, 0 };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (u32(&d) == JMAGIC2) {
+		r->ino = u64(&d);
+		take(&d, JHDR2 - 12);
+	} else {
+		r->ino = u64(&d);
+	}
+	rc = decode_body(r, &d);
+	if (rc)
+		pohm_jrec_clear(r);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+/*
+ * Read the record file open as fd into *out (malloc'ed; free it): its
+ * length, 0 if it holds no intact record (torn, or a writer is in it), or
+ * -errno.  One pread for a record up to JREAD0 bytes.
+ */
+static ssize_t read_record(int fd, uint8_t **out)
+{
+	size_t cap = JREAD0, have = 0;
+	uint8_t *buf = NULL, *nb;
+	ssize_t n, len;
+
+	for (;;) {
+		nb = realloc(buf, cap);
+		if (!nb) {
+			len = -ENOMEM;
+			goto out;
+		}
+		buf = nb;
+		n = pohm_sys_pread_full(fd, buf + have, cap - have, (off_t)have);
+		if (n < 0) {
+			len = n;
+			goto out;
+		}
+		have += (size_t)n;
+		if (have < cap)
+			break;		/* the whole file */
+		/* Format 2 names its length: read that much, else double. */
+		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= have)
+			break;
+		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= JMAX)
+			cap = pohm_le32(buf + 12);
+		else if (cap < JMAX)
+			cap *= 2;
+		else {
+			len = -EIO;
+			goto out;
+		}
+	}
+	len = record_len(buf, have);
+out:
+	if (len > 0)
+		*out = buf;
+	else
+		free(buf);
+	return len;
+}
+
+static void record_name(char *out, size_t size, uint64_t ino)
+{
+	snprintf(out, size, "j/%" PRIx64, ino);
+}
+
+/* ---------------------------------------------------------------- the lock */
+
+/*
+ * Lock ino's byte of cache_dir/j.lock (F_WRLCK or F_RDLCK), waiting: the fd
+ * that holds it (closing it unlocks), or -errno.  A fresh open each time:
+ * OFD locks belong to the open file description, so threads of one process
+ * and a fork child sharing one description would not exclude each other.
+ * Never held across network I/O: only around a record's own file calls.
+ */
+static int jlock(struct pohm_journal *j, uint64_t ino, short type)
+{
+	struct flock fl;
+	int fd, r;
+
+	fd = pohm_sys_openat(j->dirfd, "j.lock", O_RDWR | O_CREAT, 0600);
+	if (fd < 0)
+		return fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)(ino & 0x3fffffffffffffffULL);	/* two inodes may share a byte */
+	fl.l_len = 1;
+	do
+		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);
+	while (r == -EINTR);
+	if (r) {
+		pohm_sys_close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Read and decode ino's record from the file open as fd: 0, -EAGAIN (no
+ * intact record now), -EIO, -ENOMEM. */
+static int get_from(int fd, uint64_t ino, struct pohm_jrec *r)
+{
+	uint8_t *buf = NULL;
+	ssize_t len;
+	int rc;
+
+	len = read_record(fd, &buf);
+	if (len <= 0)
+		return len ? (int)len : -EAGAIN;
+	rc = decode(r, buf, (size_t)len);
+	free(buf);
+	if (!rc && r->ino != ino) {
+		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
+		rc = -EIO;
+	}
+	return rc;
 }
 
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 {
 	char name[64];
-	uint8_t *buf = NULL;
-	struct stat st;
-	ssize_t n;
-	int fd, rc;
+	int fd, lfd, rc;
 
-	snprintf(name, sizeof(name), "j/%" PRIx64, ino);
+	memset(r, 0, sizeof(*r));
+	record_name(name, sizeof(name), ino);
 	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
-	rc = pohm_sys_fstat(fd, &st);
-	if (rc)
-		goto out;
-	if (st.st_size > (64 << 20)) {
-		rc = -EIO;
-		goto out;
+	rc = get_from(fd, ino, r);
+	if (rc == -EAGAIN) {
+		/* A writer is in it, or it was torn: once more after any writer. */
+		lfd = jlock(j, ino, F_RDLCK);
+		rc = lfd < 0 ? lfd : get_from(fd, ino, r);
+		if (lfd >= 0)
+			pohm_sys_close(lfd);
+		if (rc == -EAGAIN)
+			rc = -EIO;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	n = pohm_sys_read_full(fd, buf, (size_t)st.st_size);
-	rc = n < 0 ? (int)n : decode(r, buf, (size_t)n);
-	if (!rc && r->ino != ino) {
-		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
-		rc = -EIO;
-	}
-out:
-	free(buf);
 	pohm_sys_close(fd);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- writing */
 
 static void index_name(char *out, size_t len, uint64_t dev, uint64_t lino)
 {
 	snprintf(out, len, "x/%" PRIx64 ".%" PRIx64, dev, lino);
 }
 
+/* Make the index entry of (ldev, lino) name ino; one symlinkat when it is new. */
+static void index_set(struct pohm_journal *j, uint64_t ldev, uint64_t lino, uint64_t ino)
+{
+	static unsigned long seq;	/* temp-name uniqueness within a process; atomic */
+	char idx[96], tmp[96], target[32], have[32];
+	long n;
+
+	index_name(idx, sizeof(idx), ldev, lino);
+	snprintf(target, sizeof(target), "%" PRIx64, ino);
+	if (!syscall(SYS_symlinkat, target, j->dirfd, idx))
+		return;
+	/* There is one: left by a deleted file whose inode number came back? */
+	n = syscall(SYS_readlinkat, j->dirfd, idx, have, sizeof(have) - 1);
+	if (n > 0 && (size_t)n == strlen(target) && !memcmp(have, target, (size_t)n))
+		return;
+	snprintf(tmp, sizeof(tmp), "tmp/x.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	if (!syscall(SYS_symlinkat, target, j->dirfd, tmp) &&
+	    pohm_sys_renameat(j->dirfd, tmp, j->dirfd, idx))
+		pohm_sys_unlinkat(j->dirfd, tmp, 0);
+}
+
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	char tmp[96], name[64], idx[96], target[32];
-	static unsigned long seq;	/* temp-name uniqueness within a process; races only widen names */
-	uint64_t old_ldev = 0, old_lino = 0;
-	int fd, rc;
+	struct pohm_jrec prev;
+	char name[64], idx[96];
+	int fd = -1, lfd = -1, rc, had;
+	ssize_t n;
 
+	memset(&prev, 0, sizeof(prev));
 	rc = encode(&b, r);
 	if (rc)
 		goto out;
-	{
-		struct pohm_jrec prev;
-
-		if (!pohm_journal_get(j, r->ino, &prev)) {
-			old_ldev = prev.ldev;
-			old_lino = prev.lino;
-			pohm_jrec_clear(&prev);
-		}
+	record_name(name, sizeof(name), r->ino);
+	lfd = jlock(j, r->ino, F_WRLCK);
+	if (lfd < 0) {
+		rc = lfd;
+		goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "tmp/j.%d.%lu.%" PRIx64, (int)pohm_sys_getpid(),
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), r->ino);
-	snprintf(name, sizeof(name), "j/%" PRIx64, r->ino);
-	fd = pohm_sys_openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fd = pohm_sys_openat(j->dirfd, name, O_RDWR | O_CREAT, 0600);
 	if (fd < 0) {
 		rc = fd;
 		goto out;
 	}
-	rc = (int)pohm_sys_write_full(fd, b.p, b.len);
-	pohm_sys_close(fd);
-	if (rc >= 0)
-		rc = pohm_sys_renameat(j->dirfd, tmp, j->dirfd, name);
-	if (rc < 0) {
-		pohm_sys_unlinkat(j->dirfd, tmp, 0);
+	/* The record being replaced: which index entry it made (torn: none known). */
+	had = !get_from(fd, r->ino, &prev);
+	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
+	if (n < 0) {
+		/* Perhaps part of it went: the check makes that read as torn. */
+		rc = (int)n;
 		goto out;
 	}
-	rc = 0;
-	if (old_lino && (old_lino != r->lino || old_ldev != r->ldev)) {
-		/* The local file was replaced (a fetch renames a new one in): drop its index entry. */
-		index_name(idx, sizeof(idx), old_ldev, old_lino);
+	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev)) {
+		/* The local file was replaced (a fetch renames a new one in): drop its entry. */
+		index_name(idx, sizeof(idx), prev.ldev, prev.lino);
 		pohm_sys_unlinkat(j->dirfd, idx, 0);
 	}
-	if (r->lino) {
-		index_name(idx, sizeof(idx), r->ldev, r->lino);
-		snprintf(target, sizeof(target), "%" PRIx64, r->ino);
-		snprintf(tmp, sizeof(tmp), "tmp/x.%d.%lu", (int)pohm_sys_getpid(),
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-		if (!syscall(SYS_symlinkat, target, j->dirfd, tmp))
-			pohm_sys_renameat(j->dirfd, tmp, j->dirfd, idx);
-	}
+	if (r->lino && !(had && prev.lino == r->lino && prev.ldev == r->ldev))
+		index_set(j, r->ldev, r->lino, r->ino);
 out:
+	pohm_jrec_clear(&prev);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	if (lfd >= 0)
+		pohm_sys_close(lfd);
 	pohm_buf_free(&b);
 	return rc;
 }
@@ -300,16 +542,25 @@ int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 {
 	struct pohm_jrec r;
 	char name[64], idx[96];
+	int fd, lfd, rc;
 
-	if (!pohm_journal_get(j, ino, &r)) {
-		if (r.lino) {
+	memset(&r, 0, sizeof(r));
+	record_name(name, sizeof(name), ino);
+	lfd = jlock(j, ino, F_WRLCK);
+	if (lfd < 0)
+		return lfd;
+	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
+	if (fd >= 0) {
+		if (!get_from(fd, ino, &r) && r.lino) {
 			index_name(idx, sizeof(idx), r.ldev, r.lino);
 			pohm_sys_unlinkat(j->dirfd, idx, 0);
 		}
 		pohm_jrec_clear(&r);
+		pohm_sys_close(fd);
 	}
-	snprintf(name, sizeof(name), "j/%" PRIx64, ino);
-	return pohm_sys_unlinkat(j->dirfd, name, 0);
+	rc = pohm_sys_unlinkat(j->dirfd, name, 0);
+	pohm_sys_close(lfd);
+	return rc;
 }
 
 int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino)

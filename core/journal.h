@@ -2,11 +2,14 @@
  * journal.h — the cache's journal: what this host knows of each storage
  * inode it has materialized, shared by every process on the host.
  *
- * One small file per storage inode, cache_dir/j/<ino>, replaced atomically
- * (write a temp file, rename); an index cache_dir/x/<dev>.<ino> (a symlink
- * whose target is the storage inode number) maps a local file to it, so an
- * fd is resolved with one fstat and one readlink.  Nothing is written on the
- * open path; records change after a fetch, a push or a namespace change.
+ * One small file per storage inode, cache_dir/j/<ino>, written in place
+ * with one pwrite under a per-record lock (a byte of cache_dir/j.lock, a
+ * file never renamed) and carrying a check, so a reader sees the old or the
+ * new record and a torn one reads as damage (journal.c has the format); an
+ * index cache_dir/x/<dev>.<ino> (a symlink whose target is the storage
+ * inode number) maps a local file to it, so an fd is resolved with one
+ * fstat and one readlink.  Nothing is written on the open path; records
+ * change after a fetch, a push or a namespace change.
  * Change detection compares the local (st_ino, size, ctime) with what the
  * record saw after the last fetch or push (journal_is_dirty).
  */
@@ -50,10 +53,15 @@ struct pohm_journal {
 /* Open (creating 0700) the journal under cache_dir. 0 or -errno. */
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
 void pohm_journal_close(struct pohm_journal *j);
-/* Read the record of ino: 0, -ENOENT, -EIO (malformed).  Free with pohm_jrec_clear. */
+/* Read the record of ino: 0, -ENOENT, -EIO (malformed, torn, or a newer
+ * format).  Free with pohm_jrec_clear (also after an error: harmless). */
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
-/* Replace the record atomically (and the index entry for its local file). */
+/* Replace the record atomically (and the index entry for its local file).
+ * Takes the record's lock for a few file calls. 0 or -errno. */
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
+/* Set the length and check fields of the len format-2 record bytes at p
+ * (tests and the fuzz target build records by hand). */
+void pohm_journal_seal(uint8_t *p, size_t len);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */

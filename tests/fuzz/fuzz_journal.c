@@ -1,7 +1,11 @@
 /*
  * fuzz_journal.c — libFuzzer target for the journal reader (core/journal.c):
  * the input is the content of one record file, cache_dir/j/<ino>, in a
- * private temporary cache directory.  It is read the ways the cache reads
+ * private temporary cache directory.  An input in format 2 ("PHJ2") is
+ * tried twice: as it is (its check almost never matches a mutation: the
+ * torn-record path) and sealed with pohm_journal_seal over its first
+ * len bytes (bytes 12-15, clamped to the input), so mutations of the
+ * fields reach the decoder.  It is read the ways the cache reads
  * records: pohm_journal_get under the inode its bytes name (bytes 4-11) and
  * under another one, pohm_journal_each over the directory; a record that
  * decodes is checked against a local file (is_dirty, content_differs),
@@ -11,19 +15,20 @@
  * pohm_journal_lookup_local.  Hostile records must read as -EIO, never
  * crash, over-read or leak.
  *
- * Known bugs (tests/RELIABILITY.md, open findings): pohm_journal_get leaks
+ * Bugs this target found, both fixed in journal.c: pohm_journal_get leaked
  * the checksum array of a record whose inode differs from its file name,
- * and pohm_journal_content_differs shifts by the record's unchecked
- * chunk_shift (found by this target; the input is in the corpus as
- * crash-chunk-shift).  The target clears the record after every get, as a
- * fixed get would, and skips content_differs for a chunk_shift above 24,
- * so the run stays useful; build with -DFUZZ_JOURNAL_STRICT to see both.
+ * and a record's chunk_shift was not checked (content_differs shifted by
+ * it; the input is in the corpus as crash-chunk-shift; decode now refuses
+ * shifts outside 12..30).  The target still clears the record after every
+ * failed get and skips content_differs for a chunk_shift above 24 (a
+ * 1 GiB buffer per run); -DFUZZ_JOURNAL_STRICT drops both.
  *
  * Build (tests/fuzz/run does this):
  *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore tests/fuzz/fuzz_journal.c core/[all].c -pthread
  * Seeds in tests/fuzz/corpus/journal/: records written by pohm_journal_put
  * (plain, stub, directory, with 0-3 chunk checksums, long hint), and
- * truncated, over-long and wrong-magic variants.
+ * truncated, over-long and wrong-magic variants, in format 1 (the first
+ * library's) and format 2 (v2-*).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,7 +146,31 @@ static void roundtrip(struct pohm_jrec *r)
 	pohm_journal_del(&jr, r->ino);
 }
 
+static void one_input(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *sealed;
+	size_t len;
+
+	one_input(data, size);
+	if (size < 24 || memcmp(data, "PHJ2", 4))
+		return 0;
+	len = (size_t)data[12] | (size_t)data[13] << 8 | (size_t)data[14] << 16 |
+	      (size_t)data[15] << 24;
+	if (len < 24 || len > size)
+		len = size;
+	sealed = malloc(size);
+	if (!sealed)
+		return 0;
+	memcpy(sealed, data, size);
+	pohm_journal_seal(sealed, len);
+	one_input(sealed, size);
+	free(sealed);
+	return 0;
+}
+
+static void one_input(const uint8_t *data, size_t size)
 {
 	struct pohm_jrec r;
 	struct stat st;
@@ -203,5 +232,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pohm_journal_lookup_local(&jr, 1, 2, &found);
 		unlink(link);
 	}
-	return 0;
 }

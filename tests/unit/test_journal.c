@@ -1,0 +1,372 @@
+/* test_journal.c — core/journal: records written in place (format 2), the
+ * old format still read, torn records refused, the index, and several
+ * processes writing and reading one record at once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "harness.h"
+#include "journal.h"
+
+static char dir[96];
+
+static void fresh(struct pohm_journal *j)
+{
+	char cmd[200];
+
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/tmp/pohm-journal-test.%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# %s failed\n", cmd);
+	EXPECT_EQ_INT(pohm_journal_open(j, dir), 0);
+}
+
+static void done(struct pohm_journal *j)
+{
+	char cmd[200];
+
+	pohm_journal_close(j);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# %s failed\n", cmd);
+}
+
+/* A record whose fields all derive from (ino, k): nchunks and the hint's
+ * length vary with k, so records of one inode differ in length. */
+static void make_rec(struct pohm_jrec *r, uint64_t ino, unsigned k)
+{
+	unsigned i;
+
+	memset(r, 0, sizeof(*r));
+	r->ino = ino;
+	r->version = k;
+	r->dversion = k * 3;
+	r->mode = 0100644;
+	r->size = (uint64_t)k * 4096;
+	r->ldev = 7;
+	r->lino = 1000 + k % 3;
+	r->lsize = k;
+	r->chunk_shift = 12;
+	r->nchunks = k % 5 * 7;
+	r->csum = r->nchunks ? calloc(r->nchunks, 64) : NULL;
+	for (i = 0; i < r->nchunks; i++)
+		memset(r->csum[i], (int)(k + i), 64);
+	snprintf(r->hint, sizeof(r->hint), "d/%u/%.*s", k, (int)(k % 97), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+}
+
+/* Is r exactly make_rec(ino, r->version)? */
+static int rec_consistent(const struct pohm_jrec *r, uint64_t ino)
+{
+	struct pohm_jrec want;
+	int ok;
+
+	make_rec(&want, ino, (unsigned)r->version);
+	ok = r->ino == want.ino && r->dversion == want.dversion && r->size == want.size &&
+	     r->lino == want.lino && r->nchunks == want.nchunks && !strcmp(r->hint, want.hint) &&
+	     (!want.nchunks || !memcmp(r->csum, want.csum, (size_t)want.nchunks * 64));
+	pohm_jrec_clear(&want);
+	return ok;
+}
+
+static void record_path(char *out, size_t len, uint64_t ino)
+{
+	snprintf(out, len, "%s/j/%" PRIx64, dir, ino);
+}
+
+TEST(put_get_in_place)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	struct stat st1, st2;
+	char path[160];
+	uint64_t ino = 0;
+
+	fresh(&j);
+	make_rec(&r, 0x42, 9);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x42, &back), 0);
+	EXPECT(rec_consistent(&back, 0x42));
+	pohm_jrec_clear(&back);
+	record_path(path, sizeof(path), 0x42);
+	EXPECT_EQ_INT(stat(path, &st1), 0);
+	/* A shorter record over a longer one: the same file, the new record. */
+	pohm_jrec_clear(&r);
+	make_rec(&r, 0x42, 5);
+	EXPECT(r.nchunks == 0);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(stat(path, &st2), 0);
+	EXPECT_EQ_INT(st1.st_ino, st2.st_ino);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x42, &back), 0);
+	EXPECT_EQ_INT(back.version, 5);
+	EXPECT(rec_consistent(&back, 0x42));
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, r.lino, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x42);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x43, &back), -ENOENT);
+	done(&j);
+}
+
+TEST(index_follows_the_local_file)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	uint64_t ino = 0;
+
+	fresh(&j);
+	make_rec(&r, 0x50, 3);		/* lino 1000 */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1000, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x50);
+	r.lino = 2000;			/* a fetch renamed a new local file in */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1000, &ino), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), 0);
+	/* A stale entry (a deleted file's inode number came back) is replaced. */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	make_rec(&r, 0x51, 3);
+	r.lino = 2000;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x51);
+	EXPECT_EQ_INT(pohm_journal_del(&j, 0x51), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &r), -ENOENT);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* Write bytes as the whole record file of ino. */
+static void write_raw(uint64_t ino, const void *p, size_t n)
+{
+	char path[160];
+	int fd;
+
+	record_path(path, sizeof(path), ino);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	if (fd >= 0) {
+		EXPECT_EQ_INT(write(fd, p, n), (ssize_t)n);
+		close(fd);
+	}
+}
+
+static size_t read_raw(uint64_t ino, uint8_t *p, size_t cap)
+{
+	char path[160];
+	ssize_t n = -1;
+	int fd;
+
+	record_path(path, sizeof(path), ino);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, p, cap);
+		close(fd);
+	}
+	return n < 0 ? 0 : (size_t)n;
+}
+
+TEST(torn_records_read_as_damage)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t good[8192], bad[8192];
+	size_t n, cut;
+
+	fresh(&j);
+	make_rec(&r, 0x60, 13);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	n = read_raw(0x60, good, sizeof(good));
+	EXPECT(n > 24);
+	/* Every prefix (a write cut short) and every flipped byte is refused. */
+	for (cut = 0; cut < n; cut += 7) {
+		write_raw(0x60, good, cut);
+		EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), -EIO);
+		pohm_jrec_clear(&back);
+	}
+	for (cut = 0; cut < n; cut += 5) {
+		memcpy(bad, good, n);
+		bad[cut] ^= 0x10;
+		write_raw(0x60, bad, n);
+		EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), -EIO);
+		pohm_jrec_clear(&back);
+	}
+	/* A record under another inode's name. */
+	write_raw(0x61, good, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x61, &back), -EIO);
+	/* A newer format. */
+	memcpy(bad, good, n);
+	bad[3] = '3';
+	write_raw(0x60, bad, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), -EIO);
+	/* Intact again, with a tail of an older, longer record after it. */
+	memcpy(bad, good, n);
+	memset(bad + n, 0xab, 300);
+	write_raw(0x60, bad, n + 300);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), 0);
+	EXPECT(rec_consistent(&back, 0x60));
+	pohm_jrec_clear(&back);
+	/* A put over a torn record repairs it. */
+	write_raw(0x60, good, n / 2);
+	make_rec(&r, 0x60, 14);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), 0);
+	EXPECT_EQ_INT(back.version, 14);
+	pohm_jrec_clear(&back);
+	done(&j);
+}
+
+/* A format-1 record as the previous library wrote it: renamed into place. */
+static size_t v1_bytes(uint8_t *p, const struct pohm_jrec *r)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	const struct pohm_ts *t[4] = { &r->atime, &r->mtime, &r->ctime, &r->lctime };
+	size_t hl = strlen(r->hint), n;
+	uint8_t x[2];
+	int i;
+
+	pohm_buf_put_u32(&b, 0x314a4850u);
+	pohm_buf_put_u64(&b, r->ino);
+	pohm_buf_put_u64(&b, r->version);
+	pohm_buf_put_u64(&b, r->dversion);
+	pohm_buf_put_u32(&b, r->mode);
+	pohm_buf_put_u32(&b, r->uid);
+	pohm_buf_put_u32(&b, r->gid);
+	pohm_buf_put_u32(&b, r->nlink);
+	pohm_buf_put_u64(&b, r->size);
+	pohm_buf_put_u64(&b, r->rdev);
+	for (i = 0; i < 3; i++) {
+		pohm_buf_put_u64(&b, (uint64_t)t[i]->sec);
+		pohm_buf_put_u32(&b, t[i]->nsec);
+	}
+	pohm_buf_put_u64(&b, r->ldev);
+	pohm_buf_put_u64(&b, r->lino);
+	pohm_buf_put_u64(&b, r->lsize);
+	pohm_buf_put_u64(&b, (uint64_t)t[3]->sec);
+	pohm_buf_put_u32(&b, t[3]->nsec);
+	pohm_buf_put_u64(&b, r->recorded_ns);
+	pohm_buf_put_u64(&b, r->validated_ns);
+	pohm_buf_put_u64(&b, r->listed_ns);
+	pohm_buf_put_u64(&b, r->boot);
+	pohm_buf_put_u32(&b, r->flags);
+	pohm_buf_put(&b, &r->chunk_shift, 1);
+	pohm_st16(x, (uint16_t)hl);
+	pohm_buf_put(&b, x, 2);
+	pohm_buf_put(&b, r->hint, hl);
+	pohm_buf_put_u32(&b, r->nchunks);
+	pohm_buf_put(&b, r->csum, (size_t)r->nchunks * 64);
+	n = b.len;
+	memcpy(p, b.p, n);
+	pohm_buf_free(&b);
+	return n;
+}
+
+TEST(format_1_still_read)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	size_t n;
+
+	fresh(&j);
+	make_rec(&r, 0x70, 22);
+	n = v1_bytes(buf, &r);
+	write_raw(0x70, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), 0);
+	EXPECT(rec_consistent(&back, 0x70));
+	pohm_jrec_clear(&back);
+	/* A format-1 file one byte short is damage (it was whole or nothing). */
+	write_raw(0x70, buf, n - 1);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), -EIO);
+	/* Written back: format 2 from then on. */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT(read_raw(0x70, buf, sizeof(buf)) > 4);
+	EXPECT_EQ_INT(buf[3], '2');
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), 0);
+	EXPECT(rec_consistent(&back, 0x70));
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+TEST(large_record)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	unsigned i;
+
+	fresh(&j);
+	make_rec(&r, 0x80, 1);
+	free(r.csum);
+	r.nchunks = 1024;	/* a 1 GiB file in 1 MiB chunks: 64 KiB of checksums */
+	r.csum = malloc((size_t)r.nchunks * 64);
+	for (i = 0; i < r.nchunks; i++)
+		memset(r.csum[i], (int)i, 64);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x80, &back), 0);
+	EXPECT_EQ_INT(back.nchunks, 1024);
+	EXPECT(back.csum && !memcmp(back.csum, r.csum, (size_t)r.nchunks * 64));
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* Writers and readers of one record in several processes: every read is
+ * one of the written records, whole (never -EIO, never a mix). */
+TEST(concurrent_processes)
+{
+	struct pohm_journal j;
+	pid_t kids[4];
+	int i, status, bad = 0;
+
+	fresh(&j);
+	for (i = 0; i < 4; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			struct pohm_journal jj;
+			struct pohm_jrec r;
+			time_t end = time(NULL) + 20;	/* bound, even on a loaded machine */
+			int n, errs = 0, rc;
+
+			if (pohm_journal_open(&jj, dir))
+				_exit(2);
+			for (n = 0; n < 1500 && time(NULL) < end; n++) {
+				if (i < 2) {
+					make_rec(&r, 0x90, (unsigned)(i * 100000 + n));
+					rc = pohm_journal_put(&jj, &r);
+				} else {
+					rc = pohm_journal_get(&jj, 0x90, &r);
+					if (rc == -ENOENT)
+						rc = 0;
+					else if (!rc && !rec_consistent(&r, 0x90))
+						rc = -EBADMSG;
+				}
+				if (rc) {
+					printf("# process %d, step %d: %d\n", i, n, rc);
+					errs++;
+				}
+				pohm_jrec_clear(&r);
+			}
+			pohm_journal_close(&jj);
+			_exit(errs ? 1 : 0);
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		if (kids[i] < 0 || waitpid(kids[i], &status, 0) != kids[i] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	EXPECT_EQ_INT(bad, 0);
+	done(&j);
+}
