@@ -12,8 +12,10 @@
 #       KILL_FILES (files in the tree), KILL_PUSHED (files the sync pushed),
 #       KILL_MS (when the kill came) and KILL_WHY (what differed); adds the
 #       syncs that found a file busy to KILL_BUSY, stale local names left by a
-#       kill inside a rename to KILL_STALE, whole directories missing from
-#       the storage to KILL_LOSTDIR (known bugs).
+#       kill inside a rename to KILL_STALE (a known bug), whole directories
+#       missing from the storage to KILL_LOSTDIR (a failure; the data is
+#       copied to $T/keep.K, named by KILL_KEPT).  Before the writer starts,
+#       host p must see the new w$K in the storage.
 #       Returns 0 if the storage equals the cache.
 
 KILL_WRITER='cd "$1" || exit 1
@@ -28,7 +30,7 @@ while :; do
 	echo $i >>count
 done'
 
-KILL_BUSY=0 KILL_STALE=0 KILL_LOSTDIR=0
+KILL_BUSY=0 KILL_STALE=0 KILL_LOSTDIR=0 KILL_KEPT=
 
 # only_stale_names K: true if every difference in $T/kill-diff.K is a file
 # that exists on host a only and that the journal's index does not know.
@@ -49,12 +51,48 @@ only_stale_names() {
 	KILL_STALE=$((KILL_STALE + n))
 }
 
+# kill_storage_has K: host p, a fresh look at the storage (attr_timeout 0),
+# finds the directory w$K; its answer is in $T/mkdir-check.K.
+kill_storage_has() {
+	[ "$(shim p stat -c %F "$T/p/w$1" 2>"$T/mkdir-check.$1")" = directory ]
+}
+
+# kill_unloaded K: the first line of the logs of kill K in which ld.so says
+# the shim could not be loaded (the library was being relinked: the process
+# ran without it), or nothing.
+kill_unloaded() {
+	grep -h -m1 "cannot be preloaded" "$T/mkdir.$1.log" "$T/writer.$1.log" 2>/dev/null | head -1
+}
+
+# kill_keep K: copy the storage nodes' data and host a's cache state before
+# anything else changes them (into $T/keep.K; kill_loop.sh then keeps $T).
+kill_keep() {
+	mkdir -p "$T/keep.$1" && cp -a "$T/a-state" "$T/keep.$1/" 2>/dev/null
+	cp -a "${CLUSTER_DIR:-$T/cluster}" "$T/keep.$1/" 2>/dev/null
+	KILL_KEPT="$T/keep.$1"
+	return 0
+}
+
 kill_iteration() {
 	local k=$1 pid out i
 	KILL_WHY= KILL_PUSHED=0 KILL_FILES=0
-	shim a mkdir -p "$T/a/w$k" || { KILL_WHY="mkdir failed"; return 1; }
+	# The shim's log of mkdir and of the writer is kept per kill (KILL_LOG_LEVEL,
+	# default info) for a post-mortem.
+	POHMELFS_LOG_LEVEL=${KILL_LOG_LEVEL:-info} shim a mkdir -p "$T/a/w$k" 2>"$T/mkdir.$k.log" ||
+		{ KILL_WHY="mkdir failed: $(head -c 300 "$T/mkdir.$k.log")"; return 1; }
+	# An acknowledged mkdir is in the storage: another host (p, attr_timeout 0)
+	# sees it at once (tests/RELIABILITY.md finding 10: once a mkdir -p and
+	# the creates after it went to host a's disk only).
+	if ! kill_storage_has "$k"; then
+		KILL_LOSTDIR=$((KILL_LOSTDIR + 1))
+		kill_keep "$k"
+		KILL_WHY="mkdir -p w$k returned 0 but the storage has no w$k: $(head -c 300 "$T/mkdir-check.$k")"
+		[ -z "$(kill_unloaded "$k")" ] || KILL_WHY="$KILL_WHY; the shim was not loaded: $(kill_unloaded "$k")"
+		return 1
+	fi
 	POHMELFS_SYNC_ON_CLOSE=0 LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
-		POHMELFS_HOST_ID=a setsid bash -c "$KILL_WRITER" writer "$T/a/w$k" </dev/null >/dev/null 2>&1 &
+		POHMELFS_HOST_ID=a POHMELFS_LOG_LEVEL=${KILL_LOG_LEVEL:-info} \
+		setsid bash -c "$KILL_WRITER" writer "$T/a/w$k" </dev/null >/dev/null 2>"$T/writer.$k.log" &
 	pid=$!
 	KILL_MS=$((200 + RANDOM % 1500))
 	sleep "$((KILL_MS / 1000)).$(printf '%03d' $((KILL_MS % 1000)))"
@@ -64,6 +102,8 @@ kill_iteration() {
 		sleep 0.05
 	done
 	wait "$pid" 2>/dev/null
+	# Every process of the writer ran with the shim.
+	[ -z "$(kill_unloaded "$k")" ] || { KILL_WHY="the shim was not loaded: $(kill_unloaded "$k")"; return 1; }
 	# pohmelfsd (started on demand by the writer) may be pushing the same
 	# file at this moment: sync then reports it busy.  Try again (counted in
 	# KILL_BUSY, see tests/RELIABILITY.md, open findings).
@@ -88,13 +128,13 @@ kill_iteration() {
 		# journal index entry, beside the new name fetched from the storage.
 		# Counted in KILL_STALE unless REL_RUN_BUGS is set.
 		[ -z "${REL_RUN_BUGS:-}" ] || return 1
-		# Known bug (open findings): the whole directory w$K, made by
-		# `mkdir -p` before the writer started, is gone from the storage
-		# (the root bucket lost its entry while `pohmelfs sync` made a
-		# conflict copy).  Counted in KILL_LOSTDIR.
+		# The whole directory w$K gone from the storage after the writer ran
+		# (finding 10) is a failure, never a known bug: keep the data.
 		if grep -q "w$k: No such file or directory" "$T/kill-v.$k" && [ "$KILL_FILES" -gt 0 ]; then
 			KILL_LOSTDIR=$((KILL_LOSTDIR + 1))
-			return 0
+			kill_keep "$k"
+			KILL_WHY="directory w$k ($KILL_FILES files on host a) is missing from the storage after the kill; $KILL_WHY"
+			return 1
 		fi
 		only_stale_names "$k" || return 1
 	fi
