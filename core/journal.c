@@ -336,9 +336,10 @@ static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
 /*
  * Read the record file open as fd into *out (malloc'ed; free it): its
  * length, 0 if it holds no intact record (torn, or a writer is in it), or
- * -errno.  One pread for a record up to JREAD0 bytes.
+ * -errno; *fsize gets the bytes the file held (what was read).  One pread
+ * for a record up to JREAD0 bytes.
  */
-static ssize_t read_record(int fd, uint8_t **out)
+static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 {
 	size_t cap = JREAD0, have = 0;
 	uint8_t *buf = NULL, *nb;
@@ -372,6 +373,7 @@ static ssize_t read_record(int fd, uint8_t **out)
 		}
 	}
 	len = record_len(buf, have);
+	*fsize = have;
 out:
 	if (len > 0)
 		*out = buf;
@@ -418,14 +420,15 @@ static int jlock(struct pohm_journal *j, uint64_t ino, short type)
 }
 
 /* Read and decode ino's record from the file open as fd: 0, -EAGAIN (no
- * intact record now), -EIO, -ENOMEM. */
-static int get_from(int fd, uint64_t ino, struct pohm_jrec *r)
+ * intact record now), -EIO, -ENOMEM.  *fsize: see read_record. */
+static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
 {
 	uint8_t *buf = NULL;
 	ssize_t len;
 	int rc;
 
-	len = read_record(fd, &buf);
+	*fsize = 0;
+	len = read_record(fd, &buf, fsize);
 	if (len <= 0)
 		return len ? (int)len : -EAGAIN;
 	rc = decode(r, buf, (size_t)len);
@@ -440,6 +443,7 @@ static int get_from(int fd, uint64_t ino, struct pohm_jrec *r)
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 {
 	char name[64];
+	size_t fsize;
 	int fd, lfd, rc;
 
 	memset(r, 0, sizeof(*r));
@@ -447,11 +451,11 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
-	rc = get_from(fd, ino, r);
+	rc = get_from(fd, ino, r, &fsize);
 	if (rc == -EAGAIN) {
 		/* A writer is in it, or it was torn: once more after any writer. */
 		lfd = jlock(j, ino, F_RDLCK);
-		rc = lfd < 0 ? lfd : get_from(fd, ino, r);
+		rc = lfd < 0 ? lfd : get_from(fd, ino, r, &fsize);
 		if (lfd >= 0)
 			pohm_sys_close(lfd);
 		if (rc == -EAGAIN)
@@ -473,21 +477,24 @@ static void index_set(struct pohm_journal *j, uint64_t ldev, uint64_t lino, uint
 {
 	static unsigned long seq;	/* temp-name uniqueness within a process; atomic */
 	char idx[96], tmp[96], target[32], have[32];
+	int saved = errno;	/* raw syscall() sets it: the host's stays */
 	long n;
 
 	index_name(idx, sizeof(idx), ldev, lino);
 	snprintf(target, sizeof(target), "%" PRIx64, ino);
 	if (!syscall(SYS_symlinkat, target, j->dirfd, idx))
-		return;
+		goto out;
 	/* There is one: left by a deleted file whose inode number came back? */
 	n = syscall(SYS_readlinkat, j->dirfd, idx, have, sizeof(have) - 1);
 	if (n > 0 && (size_t)n == strlen(target) && !memcmp(have, target, (size_t)n))
-		return;
+		goto out;
 	snprintf(tmp, sizeof(tmp), "tmp/x.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	if (!syscall(SYS_symlinkat, target, j->dirfd, tmp) &&
 	    pohm_sys_renameat(j->dirfd, tmp, j->dirfd, idx))
 		pohm_sys_unlinkat(j->dirfd, tmp, 0);
+out:
+	errno = saved;
 }
 
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
@@ -496,6 +503,7 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 	struct pohm_jrec prev;
 	char name[64], idx[96];
 	int fd = -1, lfd = -1, rc, had;
+	size_t fsize;
 	ssize_t n;
 
 	memset(&prev, 0, sizeof(prev));
@@ -514,7 +522,23 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 		goto out;
 	}
 	/* The record being replaced: which index entry it made (torn: none known). */
-	had = !get_from(fd, r->ino, &prev);
+	had = !get_from(fd, r->ino, &prev, &fsize);
+	if (had && b.len > fsize) {
+		/*
+		 * A longer record over an intact one: get the blocks first, so a
+		 * full file system (or a file size limit) fails here with the old
+		 * record whole instead of half-way through the pwrite; a file
+		 * system without fallocate just goes on.
+		 */
+		int saved = errno;
+		long f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)b.len);
+
+		rc = f ? -errno : 0;
+		errno = saved;
+		if (rc && rc != -EOPNOTSUPP && rc != -ENOSYS)
+			goto out;
+		rc = 0;
+	}
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	if (n < 0) {
 		/* Perhaps part of it went: the check makes that read as torn. */
@@ -551,7 +575,9 @@ int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 		return lfd;
 	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
 	if (fd >= 0) {
-		if (!get_from(fd, ino, &r) && r.lino) {
+		size_t fsize;
+
+		if (!get_from(fd, ino, &r, &fsize) && r.lino) {
 			index_name(idx, sizeof(idx), r.ldev, r.lino);
 			pohm_sys_unlinkat(j->dirfd, idx, 0);
 		}

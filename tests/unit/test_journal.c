@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -319,6 +320,39 @@ TEST(large_record)
 	EXPECT(back.csum && !memcmp(back.csum, r.csum, (size_t)r.nchunks * 64));
 	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* A longer record that cannot get its blocks (here: a file size limit, as a
+ * full file system would): the put fails and the old record stays whole. */
+TEST(no_room_keeps_the_old_record)
+{
+	struct pohm_journal j;
+	pid_t kid;
+	int status = -1;
+
+	fresh(&j);
+	kid = fork();
+	if (kid == 0) {
+		struct pohm_jrec r, back;
+		struct rlimit rl = { 1024, 1024 };
+		int bad = 0;
+
+		make_rec(&r, 0xa0, 5);		/* short: no checksums */
+		bad |= pohm_journal_put(&j, &r) != 0;
+		pohm_jrec_clear(&r);
+		signal(SIGXFSZ, SIG_IGN);
+		bad |= setrlimit(RLIMIT_FSIZE, &rl) != 0;
+		make_rec(&r, 0xa0, 9);		/* 28 checksums: 1.8 KiB */
+		bad |= pohm_journal_put(&j, &r) != -EFBIG;
+		pohm_jrec_clear(&r);
+		bad |= pohm_journal_get(&j, 0xa0, &back) != 0;
+		bad |= back.version != 5 || !rec_consistent(&back, 0xa0);
+		pohm_jrec_clear(&back);
+		_exit(bad);
+	}
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	done(&j);
 }
 
