@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# cache_shadow.bats — pushes from write-only fds (DESIGN.md §2 "Never close a
+# second fd at the wrong moment"): the POSIX locks a process holds on a file
+# it opened O_WRONLY survive every push trigger (fsync, fdatasync, sync,
+# syncfs, attribute changes, the close of another file), its data is pushed
+# at close, and fsync commits it; a file the writer may not read back (mode
+# 0200) is handed to pohmelfsd at close and still arrives in the storage.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	preload_ok || skip "LD_PRELOAD does not work here"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_FSID=shadow-$RANDOM
+	WOLOCK=$B/tests/helpers/cr_wolock
+	U=
+	mkdir -p "$T/a" "$T/b"
+}
+
+teardown() {
+	local p
+	[ -n "${WRITER:-}" ] && kill -KILL "$WRITER" 2>/dev/null
+	stop_daemons
+	if [ -n "$U" ]; then
+		for p in $(pgrep -x pohmelfsd); do
+			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^POHMELFS_PREFIX=$U/" &&
+				kill "$p" 2>/dev/null
+		done
+		rm -rf "$U"
+	fi
+	cluster_stop
+}
+
+# until_true SECONDS CMD...: poll CMD every 0.3 s; false if it never succeeds.
+until_true() {
+	local end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$end" ]; do
+		"$@" && return 0
+		sleep 0.3
+	done
+	return 1
+}
+
+# reader_cmd OUT: a shell command that reads $T/b/f as host b into OUT.
+reader_cmd() {
+	echo "env LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/b POHMELFS_CACHE_DIR=$T/b-state POHMELFS_HOST_ID=b POHMELFS_ATTR_TIMEOUT=0 cat $T/b/f > $1 2>&1"
+}
+
+@test "sync_on_close: a write-only fd keeps its POSIX lock through every push trigger and is pushed at close" {
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	READER=$(reader_cmd "$T/at_close") run shim a timeout 120 "$WOLOCK" "$T/a/f" "$T/a/other"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for step in write fsync fdatasync fstat fchmod sync syncfs other-close; do
+		[[ "$output" == *"$step held"* ]]
+	done
+	[[ "$output" != *LOST* ]]
+	# Read by host b after the close and before the writer exited.
+	[ "$(cat "$T/at_close")" = "locked and written" ]
+	[ "$(shim b cat "$T/b/other")" = other ]
+}
+
+@test "defaults (no sync_on_close): a write-only fd keeps its POSIX lock through every push trigger; pushed at exit" {
+	unset POHMELFS_SYNC_ON_CLOSE
+	export POHMELFS_ATTR_TIMEOUT=0
+	run shim a timeout 120 "$WOLOCK" "$T/a/f" "$T/a/other"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *LOST* ]]
+	[ "$(echo "$output" | grep -c ' held$')" -eq 8 ]
+	[ "$(shim b cat "$T/b/f")" = "locked and written" ]
+}
+
+@test "fsync of a write-only fd commits the data (host b reads it before the close)" {
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	AFTER_FSYNC=$(reader_cmd "$T/after_fsync") run shim a timeout 120 "$WOLOCK" "$T/a/f" "$T/a/other"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"fsync held"* ]]
+	got=$(cat "$T/after_fsync")
+	echo "host b after the writer's fsync: '$got'"
+	if [ -z "${REL_RUN_BUGS:-}" ] && [ "$got" != "locked and written" ]; then
+		skip "BUG: fsync of an O_WRONLY fd pushes nothing (preload/hooks_cache.c push_fd: no shadow before close); host b read '$got'"
+	fi
+	[ "$got" = "locked and written" ]
+}
+
+@test "sync_on_close: a file the writer may not read (mode 0200) is pushed by pohmelfsd" {
+	U=$(mktemp -d /tmp/cr-shadow-XXXXXX)
+	chmod 755 "$U"
+	mkdir -p "$U/u" "$U/u-state"
+	chown 65534:65534 "$U/u" "$U/u-state"
+	: >"$U/empty.conf"	# /root/.config is not readable for the unprivileged writer
+	chmod 644 "$U/empty.conf"
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	# Unprivileged (root reads anything): the close cannot open a shadow.
+	# The writer stays alive, and is killed with SIGKILL, so its exit pushes nothing.
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$U/u POHMELFS_CACHE_DIR=$U/u-state POHMELFS_HOST_ID=u \
+		POHMELFS_CONFIG=$U/empty.conf setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tests/helpers/cr_wonly" "$U/u/wo" 120 >"$T/writer.out" 2>&1 &
+	WRITER=$!
+	until_true 30 grep -q readable "$T/writer.out" || true
+	cat "$T/writer.out"
+	grep -q "^closed 200$" "$T/writer.out"
+	grep -q "^not readable$" "$T/writer.out"
+	# Host b (root) finds it in the storage while the writer still runs.
+	b_has() {
+		[ "$(LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/b POHMELFS_CACHE_DIR=$T/b-state POHMELFS_HOST_ID=b \
+			timeout 30 cat "$T/b/wo" 2>/dev/null)" = 'write-only data' ]
+	}
+	if ! until_true 30 b_has; then
+		ls -la "$U/u" "$U/u-state"
+		cat "$U/u-state/pohmelfsd.log" 2>/dev/null
+		# What a foreground push by the same user says about it.
+		POHMELFS_PREFIX=$U/u POHMELFS_CACHE_DIR=$U/u-state POHMELFS_CONFIG=$U/empty.conf \
+			setpriv --reuid=65534 --regid=65534 --clear-groups timeout 60 "$B/pohmelfs" sync 2>&1 | tee "$T/sync.out"
+		if [ -z "${REL_RUN_BUGS:-}" ]; then
+			skip "BUG: a mode-0200 file closed under sync_on_close never reaches the storage: pohmelfsd runs as the same user and cannot read it either (pohmelfs sync: $(head -c 200 "$T/sync.out" | tr '\n' ' '))"
+		fi
+		false
+	fi
+	kill -0 "$WRITER"
+	[ "$(shim b stat -c %a "$T/b/wo")" = 200 ]
+}
