@@ -101,6 +101,39 @@ int pohm_cas_fallback(const struct pohm_cas_vote *v, size_t n)
 	return v[at].status == -ENOENT ? -ENOENT : at;
 }
 
+/*
+ * Whether an old split may be settled (finding 1 of tests/RELIABILITY.md):
+ * a version is committed once a majority of ALL groups holds it (DESIGN.md
+ * §3), and a group that gave no usable answer may hold any of the versions
+ * seen.  A content "could be committed" if its holders plus the silent
+ * groups reach a majority.  Settling spreads one content over the others,
+ * so it is safe only while at most one content could be committed — always
+ * so when every group answered; pohm_cas_fallback then picks that one (it
+ * has the most holders).  Absence that no group stamped (the key was never
+ * written there) is not a version anyone committed: a present copy wins
+ * over it as before (an abandoned create spread is an orphan, harmless).
+ */
+static int cas_split_settleable(const struct pohm_cas_vote *v, size_t n)
+{
+	size_t cnt[POHM_MAX_GROUPS], i, j, answered = 0, could = 0, m = n / 2 + 1;
+	int cls[POHM_MAX_GROUPS], stamped;
+
+	if (n > POHM_MAX_GROUPS)
+		return 0;
+	cas_classes(v, n, cls, cnt);
+	for (i = 0; i < n; i++)
+		answered += cls[i] >= 0;
+	for (i = 0; i < n; i++) {
+		if (cls[i] != (int)i || cnt[i] + (n - answered) < m)
+			continue;
+		stamped = v[i].status == 0;
+		for (j = i; j < n && !stamped; j++)
+			stamped = cls[j] == (int)i && (v[j].ts.tsec || v[j].ts.tnsec);
+		could += stamped;
+	}
+	return could <= 1;
+}
+
 /* ---------------------------------------------------------------- marker and timing */
 
 const uint8_t pohm_io_absent_marker[POHM_IO_MARKER_LEN] = {
@@ -376,9 +409,11 @@ static void cas_repair(struct gop *op, const struct pohm_cas_vote *v, const void
 
 /*
  * One read of every group.  0 (*data, *len, csum), -ENOENT, POHM_CAS_SPLIT
- * (read again), or -errno.
+ * (read again; *unsettled = 1 if it is an old split that a silent group
+ * keeps from being settled), or -errno.
  */
-static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *csum)
+static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *csum,
+			 int *unsettled)
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;
@@ -402,6 +437,17 @@ static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *c
 			    !cas_old_enough(c, &v[gi].ts, now))
 				break;
 		if (gi < res->ngroups) {
+			io_op_release(op);
+			return POHM_CAS_SPLIT;
+		}
+		if (!cas_split_settleable(v, res->ngroups)) {
+			/*
+			 * Old, but a group that did not answer may hold the
+			 * committed version: spreading one of these could
+			 * overwrite it (RELIABILITY.md finding 1).  Read again
+			 * until that group is back or the read's time is up.
+			 */
+			*unsettled = 1;
 			io_op_release(op);
 			return POHM_CAS_SPLIT;
 		}
@@ -467,7 +513,8 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 	struct gop *op = malloc(sizeof(*op));
 	uint64_t t0 = pohm_sys_mono_ns(), pause = 100000, splits = 0;
 	uint64_t limit = t0 + c->cfg->read_wait_timeout_ns + cas_age_limit(c);
-	int rc;
+	unsigned gi;
+	int rc, unsettled = 0;
 
 	*data = NULL;
 	*len = 0;
@@ -475,13 +522,20 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 		return -ENOMEM;
 	for (;;) {
 		io_op_init(op, c, key, keylen, res);
-		rc = cas_read_once(op, data, len, csum);
+		unsettled = 0;
+		rc = cas_read_once(op, data, len, csum, &unsettled);
 		if (rc != POHM_CAS_SPLIT)
 			break;
 		splits++;
 		if (pohm_sys_mono_ns() >= limit) {
-			io_note(op, "the groups still disagree after %.1f s (%llu reads)",
-			     (double)(pohm_sys_mono_ns() - t0) / 1e9, (unsigned long long)splits);
+			io_note(op, "the groups still disagree after %.1f s (%llu reads)%s",
+			     (double)(pohm_sys_mono_ns() - t0) / 1e9, (unsigned long long)splits,
+			     unsettled ? ": the groups that answered hold different old versions "
+			     "and one that did not may hold the committed one; not settled" : "");
+			if (unsettled)
+				for (gi = 0; gi < res->ngroups; gi++)
+					if (res->g[gi].status && res->g[gi].status != -ENOENT)
+						io_note_group(op, gi, res->g[gi].status, "");
 			rc = -EIO;
 			break;
 		}
@@ -537,10 +591,13 @@ static void cas_confirm(struct gop *op, const uint8_t *sum, const struct pohm_ti
  * content committed now, if a majority holds one (so a group that took our
  * lost write is not left behind the others), else what we replaced (the
  * absent marker for a create).  Returns the groups where ours may still be
- * (no answer); *replaced counts groups that had moved on.
+ * (no answer); *replaced counts groups that had moved on.  If a majority
+ * already holds exactly our bytes (our write landed where its outcome was
+ * unknown, or another writer made the same change), nothing is undone and
+ * *committed is set to how many groups hold them.
  */
 static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct pohm_cas_old *old,
-			     const struct pohm_time *ours, unsigned *replaced)
+			     const struct pohm_time *ours, unsigned *replaced, unsigned *committed)
 {
 	struct pohm_io_result *res = op->res;
 	struct pohm_cas_vote v[POHM_MAX_GROUPS];
@@ -554,12 +611,21 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	int idx = POHM_CAS_SPLIT;
 
 	*replaced = 0;
+	*committed = 0;
 	if (!cas_read_all(op, v, bytes, blen, 0, 0,
 			  pohm_sys_mono_ns() + op->c->cfg->read_wait_timeout_ns))
 		idx = pohm_cas_pick(v, res->ngroups, 1);
 	if (idx >= 0 && !memcmp(v[idx].csum, sum, POHM_ID_SIZE)) {
-		/* A majority holds the same bytes (another writer made the same change). */
-		io_note(op, "the same content is committed by another writer: left in place");
+		/* A majority holds our bytes: ours landed after all, or another writer's same change. */
+		for (gi = 0; gi < res->ngroups; gi++) {
+			if (v[gi].status || memcmp(v[gi].csum, sum, POHM_ID_SIZE))
+				continue;
+			(*committed)++;
+			if (pohm_time_cmp(&v[gi].ts, &res->ts) > 0)
+				res->ts = v[gi].ts;	/* the version's stamp: its newest holder */
+		}
+		io_note(op, "a majority holds these bytes after all (%u groups): committed, left in place",
+			*committed);
 		io_op_release(op);
 		return 0;
 	}
@@ -587,8 +653,9 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	if (!content) {
 		for (gi = 0; gi < res->ngroups; gi++)
 			stuck += res->g[gi].applied > 0;
-		io_note(op, "no rollback: no majority to roll forward to and the replaced content is "
-		     "not known");
+		if (stuck)
+			io_note(op, "no rollback: no majority to roll forward to and the replaced "
+				"content is not known");
 		return stuck;
 	}
 	memset(&a, 0, sizeof(a));
@@ -601,6 +668,10 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	for (gi = 0; gi < res->ngroups; gi++)
 		if (res->g[gi].applied > 0)
 			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), content, clen);
+	if (!op->n) {
+		free(fwd);
+		return 0;	/* applied nowhere known: nothing to undo */
+	}
 	io_op_run(op, pohm_sys_mono_ns() + op->c->cfg->write_wait_timeout_ns, NULL);
 	for (k = 0; k < op->n; k++) {
 		struct pohm_group_reply *g = &res->g[op->gi[k]];
@@ -705,7 +776,7 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	struct pohm_io_attr a;
 	struct gop *op = malloc(sizeof(*op));
 	uint64_t deadline, arbiter_dl;
-	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, rot;
+	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0, rot;
 	uint32_t sent = 0;
 	size_t k;
 	int rc;
@@ -823,8 +894,18 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	for (gi = 0; gi < res->ngroups; gi++)
 		if (res->g[gi].applied <= 0)
 			io_note_group(op, gi, res->g[gi].status, "");
-	stuck = applied ? cas_rollback(op, sum, old, &res->ts, &replaced) : 0;
-	if (stuck + unknown >= op->w || (replaced && unknown)) {
+	/*
+	 * Also where none is known to have applied but some outcome is unknown
+	 * and a group refused (a racing writer, maybe with the same bytes): the
+	 * rollback's read tells whether a majority holds our bytes after all.
+	 */
+	stuck = applied || (unknown && refused) ?
+		cas_rollback(op, sum, old, &res->ts, &replaced, &held) : 0;
+	if (held >= op->w) {
+		/* The truth is "committed", whoever's write put the bytes there. */
+		res->committed = held;
+		rc = 0;
+	} else if (stuck + unknown >= op->w || (replaced && unknown)) {
 		io_note(op, "outcome unknown: %u group(s) may still hold this version", stuck + unknown);
 		rc = -EIO;
 	} else if (refused) {

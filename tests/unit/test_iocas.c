@@ -1,0 +1,246 @@
+/*
+ * test_iocas.c — core/iocas against three fake nodes (one group each):
+ * the cases of issue 6 around a group that does not answer.
+ *
+ *   - an old 1-1 split with the third group away is not settled (neither
+ *     copy is spread) while either copy could be the committed one, and is
+ *     settled by the majority once the group is back (RELIABILITY.md
+ *     finding 1); a present copy still wins over a key never written;
+ *   - cas_put whose outcome on one group is unknown, refused on another,
+ *     while a majority holds exactly its bytes reports committed, not lost
+ *     (RELIABILITY.md finding 10, "found on the way").
+ *
+ * Helpers mirror those of test_io.c (which this file does not share code
+ * with: each test binary is one file).
+ */
+#include "harness.h"
+#include "fake_node.h"
+
+#include "config.h"
+#include "io.h"
+#include "sha512.h"
+#include "sys.h"
+
+#define MS  1000000ULL
+#define SEC 1000000000ULL
+
+struct cluster {
+	struct fake_node fn[3];
+	struct pohm_config cfg;
+	struct pohm_client *c;
+};
+
+/* Three groups, short timeouts (read and write wait: tmo, e.g. "1"). */
+static void start3(struct cluster *cl, const char *tmo)
+{
+	char s[64], err[256];
+	int i;
+
+	pohm_config_defaults(&cl->cfg);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ_INT(fn_start(&cl->fn[i], (uint32_t)i + 1, 0), 0);
+	for (i = 0; i < 3; i++)
+		fn_set_peers(&cl->fn[i], (uint16_t[]){ cl->fn[0].port, cl->fn[1].port, cl->fn[2].port }, 3);
+	snprintf(s, sizeof(s), "127.0.0.1:%u", cl->fn[0].port);
+	pohm_config_set(&cl->cfg, "server", s, POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cl->cfg, "groups", "1:2:3", POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cl->cfg, "read_wait_timeout", tmo, POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cl->cfg, "write_wait_timeout", tmo, POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cl->cfg, "read_repair", "1", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_client_open(&cl->c, &cl->cfg, err, sizeof(err)), 0);
+}
+
+static void stop3(struct cluster *cl)
+{
+	int i;
+
+	pohm_client_close(cl->c);
+	for (i = 0; i < 3; i++)
+		fn_stop(&cl->fn[i]);
+	pohm_config_free(&cl->cfg);
+}
+
+/* Group g's copy of key: data stamped ts_ns (NULL data: no copy). */
+static void set_copy(struct cluster *cl, int g, const char *key, const char *data, uint64_t ts_ns)
+{
+	uint8_t id[64];
+	struct fn_obj *o;
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	pthread_mutex_lock(&cl->fn[g].lock);
+	o = fn_find(&cl->fn[g], id, data != NULL);
+	if (o && !data) {
+		free(o->data);
+		memset(o, 0, sizeof(*o));
+	} else if (o) {
+		free(o->data);
+		o->len = strlen(data);
+		o->data = malloc(o->len + 1);
+		memcpy(o->data, data, o->len);
+		o->ts = pohm_time_from_ns(ts_ns);
+	}
+	pthread_mutex_unlock(&cl->fn[g].lock);
+}
+
+/* Group g's copy is data (NULL: missing). */
+static int copy_is(struct cluster *cl, int g, const char *key, const char *data)
+{
+	uint8_t id[64];
+	struct fn_obj *o;
+	int ok;
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	pthread_mutex_lock(&cl->fn[g].lock);
+	o = fn_find(&cl->fn[g], id, 0);
+	ok = data ? o && o->len == strlen(data) && !memcmp(o->data, data, o->len) : !o;
+	if (!ok)
+		printf("# group %d copy of %s: %.*s, expected %s\n", g + 1, key, o ? (int)o->len : 6,
+		       o ? (const char *)o->data : "(none)", data ? data : "(none)");
+	pthread_mutex_unlock(&cl->fn[g].lock);
+	return ok;
+}
+
+/* The arbiter of key: its first group in the per-key order (iocas.c). */
+static int arbiter_of(const char *key)
+{
+	uint8_t id[64];
+
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+	return id[0] % 3;
+}
+
+/* cas_get: rc, and whether it returned want (NULL: anything). */
+static int cas_get(struct cluster *cl, const char *key, char *got, size_t cap,
+		   struct pohm_io_result *res)
+{
+	uint8_t *d = NULL, sum[64];
+	size_t n = 0;
+	int r = pohm_io_cas_get(cl->c, key, strlen(key), &d, &n, sum, res);
+
+	got[0] = 0;
+	if (!r) {
+		n = n < cap - 1 ? n : cap - 1;
+		memcpy(got, d, n);
+		got[n] = 0;
+	}
+	free(d);
+	return r;
+}
+
+TEST(old_split_with_a_group_away_is_not_settled)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns(), t0;
+	char got[16];
+	int r, g;
+
+	start3(&cl, "0.5");
+	/* "C" committed on groups 1 and 3, an abandoned newer "M" on group 2 only. */
+	set_copy(&cl, 0, "k", "C", now - 20 * SEC);
+	set_copy(&cl, 1, "k", "M", now - 10 * SEC);
+	set_copy(&cl, 2, "k", "C", now - 20 * SEC);
+	/* Group 3 away: either answering copy may be the committed one. */
+	fn_set_flags(&cl.fn[2], FN_ENOTSUP);
+	t0 = pohm_sys_mono_ns();
+	r = cas_get(&cl, "k", got, sizeof(got), &res);
+	if (r == 0)
+		printf("# settled to %s: %s\n", got, res.msg);
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(strstr(res.msg, "not settled") != NULL);
+	/* It read again for a while (the group may come back), then gave up. */
+	EXPECT(pohm_sys_mono_ns() - t0 > 400 * MS);
+	EXPECT(copy_is(&cl, 0, "k", "C"));
+	EXPECT(copy_is(&cl, 1, "k", "M"));
+	/* The same with the newer copy on the arbiter's side or not: by symmetry, never spread. */
+	set_copy(&cl, 0, "k", "M", now - 10 * SEC);
+	set_copy(&cl, 1, "k", "C", now - 20 * SEC);
+	r = cas_get(&cl, "k", got, sizeof(got), &res);
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(copy_is(&cl, 0, "k", "M"));
+	EXPECT(copy_is(&cl, 1, "k", "C"));
+	/* Back: the majority decides, and repair brings the odd group to it. */
+	fn_set_flags(&cl.fn[2], 0);
+	EXPECT_EQ_INT(cas_get(&cl, "k", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "C"));
+	EXPECT(copy_is(&cl, 0, "k", "C"));
+	/* A present old copy against a key never written, one group away: settled as before. */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "j", NULL, 0);
+	set_copy(&cl, 1, "j", "B", now - 10 * SEC);
+	fn_set_flags(&cl.fn[2], FN_ENOTSUP);
+	EXPECT_EQ_INT(cas_get(&cl, "j", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "B"));
+	EXPECT(copy_is(&cl, 0, "j", "B"));
+	fn_set_flags(&cl.fn[2], 0);
+	/* Every group answers: an old 1-1-1 split is settled (newest) as before. */
+	set_copy(&cl, 0, "h", "X", now - 20 * SEC);
+	set_copy(&cl, 1, "h", "Y", now - 10 * SEC);
+	set_copy(&cl, 2, "h", "Z", now - 30 * SEC);
+	EXPECT_EQ_INT(cas_get(&cl, "h", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "Y"));
+	stop3(&cl);
+}
+
+TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_cas_old o;
+	const char *key = NULL;
+	char keys[8][8], got[16];
+	uint8_t sum[64];
+	int i, a = 0, b, s;
+	uint64_t now = pohm_sys_real_ns();
+
+	start3(&cl, "0.3");
+	/* A key whose arbiter is group 1 (index 0): the order is then 1, 2, 3. */
+	for (i = 0; i < 8 && !key; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "u%d", i);
+		if (arbiter_of(keys[i]) == 0)
+			key = keys[i];
+	}
+	EXPECT(key != NULL);
+	if (!key) {
+		stop3(&cl);
+		return;
+	}
+	b = 1;
+	s = 2;
+	/*
+	 * "P" committed everywhere; another writer's identical change "N"
+	 * already on group b (so b refuses our CAS over "P"), group s takes
+	 * requests but never answers (our write's outcome there is unknown).
+	 */
+	set_copy(&cl, a, key, "P", now - 20 * SEC);
+	set_copy(&cl, b, key, "N", now - 5 * SEC);
+	set_copy(&cl, s, key, "P", now - 20 * SEC);
+	fn_set_flags(&cl.fn[s], FN_SILENT_KEYS);
+	memset(&o, 0, sizeof(o));
+	pohm_sha512("P", 1, sum);
+	o.csum = sum;
+	o.data = "P";
+	o.len = 1;
+	o.min_ts_ns = now - 20 * SEC + 1;
+	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
+	if (i)
+		printf("# cas_put: %d: %s\n", i, res.msg);
+	/* Groups a and b hold "N": that is committed, whoever wrote it. */
+	EXPECT_EQ_INT(i, 0);
+	EXPECT(res.committed >= 2);
+	EXPECT(copy_is(&cl, a, key, "N"));
+	EXPECT(copy_is(&cl, b, key, "N"));
+	fn_set_flags(&cl.fn[s], 0);
+	EXPECT_EQ_INT(cas_get(&cl, key, got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "N"));
+	/* Where no majority holds our bytes it is still "lost" (-EBADFD), and undone. */
+	set_copy(&cl, a, key, "P", now - 20 * SEC);
+	set_copy(&cl, b, key, "Q", now - 5 * SEC);
+	set_copy(&cl, s, key, "P", now - 20 * SEC);
+	fn_set_flags(&cl.fn[s], FN_SILENT_KEYS);
+	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
+	EXPECT(i == -EBADFD || i == -EIO);
+	EXPECT(copy_is(&cl, a, key, "P"));
+	fn_set_flags(&cl.fn[s], 0);
+	stop3(&cl);
+}
