@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 
 #include "fsck_int.h"
+#include "io.h"
+#include "sha512.h"
 
 static uint64_t ts_ns(const struct pohm_ts *t)
 {
@@ -493,6 +495,151 @@ static void check_unreached(struct fsck *f)
 	}
 }
 
+/* ---------------------------------------------------------------- http_compat copies */
+
+/*
+ * Where the copy at path differs from the file (sum: sha512 of its size
+ * bytes; NULL: there must be no copy): a description into what, 0 in line,
+ * 1 not, -errno (could not tell).  *seen: some group holds a copy.  With
+ * a client every group is looked up; without one the store is read.
+ */
+static int http_state(struct fsck *f, const char *path, const uint8_t *sum, uint64_t size,
+		      char *what, size_t len, int *seen)
+{
+	struct pohm_io_result res;
+	size_t off = 0;
+	unsigned g;
+	int r, bad = 0;
+
+	*seen = 0;
+	what[0] = 0;
+	if (!f->c) {
+		uint8_t *buf = malloc(size + 1), got[64];
+
+		if (!buf)
+			return -ENOMEM;
+		r = f->kv->ops->read(f->kv->ctx, path, 0, buf, size + 1);
+		if (r >= 0) {
+			*seen = 1;
+			pohm_sha512(buf, (size_t)r, got);
+			bad = !sum || (uint64_t)r != size || memcmp(got, sum, 64);
+			snprintf(what, len, "%s", sum ? "stale" : "should not exist");
+			r = bad;
+		} else if (r == -ENOENT) {
+			snprintf(what, len, "missing");
+			r = sum != NULL;
+		}
+		free(buf);
+		return r;
+	}
+	r = pohm_io_lookup(f->c, path, strlen(path), POHM_LOOKUP_CSUM | POHM_LOOKUP_ALL, &res);
+	if (r && r != -ENOENT)
+		return r;
+	for (g = 0; g < res.ngroups && off < len; g++) {
+		const struct pohm_group_reply *gr = &res.g[g];
+		const char *state;
+
+		if (!gr->status && gr->has_csum)
+			*seen = 1;
+		if (!gr->status && gr->has_csum)
+			state = !sum ? "should not exist" :
+				!memcmp(gr->csum, sum, 64) && gr->size == size ? NULL : "stale";
+		else if (gr->status == -ENOENT)
+			state = sum ? "missing" : NULL;
+		else
+			return gr->status ? gr->status : -EIO;	/* unknown: not judged */
+		if (!state)
+			continue;
+		bad = 1;
+		off += (size_t)snprintf(what + off, len - off, "%sgroup %u: %s", off ? ", " : "",
+					gr->group, state);
+	}
+	return bad;
+}
+
+/*
+ * A writer writes a file's copy right after its commit (ns_http.h): a file
+ * changed more recently than this may still have its copy on the way.
+ */
+#define HTTP_YOUNG_NS	(5 * 1000000000ULL)
+
+/* One file's copy: checked against its committed content, repaired. */
+static void check_http_file(struct fsck *f, const struct fk_inode *x, int *seen)
+{
+	char path[POHM_NS_HTTP_PATH], what[200];
+	uint8_t sum[64], *buf = NULL;
+	int r, want;
+	ssize_t n;
+
+	*seen = 0;
+	r = pohm_ns_http_key(f->ns, &x->in, path, &want);
+	if (r)
+		return;		/* no name to follow (it is checked as an orphan) */
+	if (want) {
+		buf = malloc((size_t)x->in.size);
+		if (!buf)
+			return;
+		n = pohm_ns_read(f->ns, &x->in, 0, buf, (size_t)x->in.size);
+		if (n != (ssize_t)x->in.size) {
+			free(buf);
+			return;		/* unreadable data is reported by the chunk checks */
+		}
+		pohm_sha512(buf, (size_t)x->in.size, sum);
+		free(buf);
+	}
+	r = http_state(f, path, want ? sum : NULL, x->in.size, what, sizeof(what), seen);
+	if (r <= 0) {
+		if (r < 0)
+			fk_issue(f, POHM_FSCK_UNCHECKED, POHM_FSCK_INFO, path, x->in.ino, 0,
+				 "http_compat copy of inode %" PRIu64 " not checked: %s", x->in.ino,
+				 strerror(-r));
+		return;
+	}
+	if (age_of(f, x->ts_ns) < HTTP_YOUNG_NS) {
+		fk_issue(f, POHM_FSCK_DIVERGENT, POHM_FSCK_INFO, path, x->in.ino, 0,
+			 "http_compat copy of inode %" PRIu64 " (%s) behind a recent change: its "
+			 "writer may still be writing it", x->in.ino, what);
+		return;
+	}
+	fk_issue(f, POHM_FSCK_DIVERGENT, POHM_FSCK_FIX, path, x->in.ino,
+		 fk_act(f, f->repair ? pohm_ns_http_restore(f->ns, x->in.ino) : 0),
+		 "http_compat copy of inode %" PRIu64 " (%" PRIu64 " bytes) at its path: %s",
+		 x->in.ino, x->in.size, what);
+}
+
+/*
+ * The path copies of every named regular file: checked when the handle
+ * has http_compat, or — a tool that opened it without knowing — when the
+ * storage holds objects without our header and one of them is the copy of
+ * a file (then the fsid uses http_compat, and every file's copy counts).
+ */
+static int http_candidate(const struct fk_inode *x)
+{
+	return live_file(x) && x->names && !x->busy;
+}
+
+static void check_http(struct fsck *f)
+{
+	char path[POHM_NS_HTTP_PATH], what[200];
+	int want, seen = 0;
+	size_t i;
+
+	if (!pohm_ns_http_compat(f->ns)) {
+		if (!f->res->foreign)
+			return;
+		for (i = 0; i < f->nino && !seen; i++)
+			if (http_candidate(&f->ino[i]) &&
+			    !pohm_ns_http_key(f->ns, &f->ino[i].in, path, &want) &&
+			    http_state(f, path, NULL, 0, what, sizeof(what), &seen) < 0)
+				seen = 0;
+		if (!seen)
+			return;		/* no file has a copy: not an http_compat fsid */
+	}
+	for (i = 0; i < f->nino; i++)
+		if (http_candidate(&f->ino[i]))
+			check_http_file(f, &f->ino[i], &seen);
+}
+
 /* ---------------------------------------------------------------- all */
 
 void fk_check_namespace(struct fsck *f)
@@ -511,6 +658,7 @@ void fk_check_namespace(struct fsck *f)
 		if (!(f->ino[i].in.hdr.flags & POHM_OBJF_TOMBSTONE))
 			check_inode(f, &f->ino[i], tmo);
 	check_chunks(f, !f->unknown);
+	check_http(f);
 	check_tombstones(f);
 	check_unreached(f);
 }

@@ -213,6 +213,25 @@ int pohm_ns_fix_links(struct pohm_ns *ns, uint64_t ino, uint32_t nlink, uint64_t
 /* Make ino a tombstone (an orphan with nothing in it). */
 int pohm_ns_tombstone(struct pohm_ns *ns, uint64_t ino);
 
+/* Longest http_compat path key, with its NUL (core/ns_http.h). */
+#define POHM_NS_HTTP_PATH	4096
+/* Whether the handle was opened with http_compat (it writes path copies). */
+int pohm_ns_http_compat(const struct pohm_ns *ns);
+/*
+ * The http_compat path key of regular file in (the name its copy follows,
+ * core/ns_http.h) into path (POHM_NS_HTTP_PATH bytes), whether or not the
+ * handle has http_compat; *want = 1 if the key should hold the file's whole
+ * content, 0 if it must not exist (empty, or over the size limit).  0,
+ * -ENOENT (not a regular file, or no name), -errno.
+ */
+int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path, int *want);
+/*
+ * Bring regular file ino's path copy in line with its committed content
+ * now (write it whole, or remove it if the file must have none), whether or
+ * not the handle has http_compat.  0 or -errno.
+ */
+int pohm_ns_http_restore(struct pohm_ns *ns, uint64_t ino);
+
 /* Chunk size of an inode, in bytes. */
 static inline uint64_t pohm_inode_chunk_size(const struct pohm_inode *in)
 {

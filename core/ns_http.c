@@ -191,21 +191,23 @@ static void copy_del(struct pohm_ns *ns, const char *key)
 		pohm_warn("http_compat: cannot remove the copy %s: %s", key, strerror(-r));
 }
 
-/* Make key hold in's whole content, or nothing if in gets no copy. */
-static void copy_write(struct pohm_ns *ns, const struct pohm_inode *in, const char *key)
+/* Make key hold in's whole content, or nothing if in gets no copy.  0 or -errno (logged). */
+static int copy_write(struct pohm_ns *ns, const struct pohm_inode *in, const char *key)
 {
 	uint8_t *buf;
 	ssize_t n;
 	int r;
 
 	if (!S_ISREG(in->mode) || !in->size || in->size > POHM_HTTP_MAX) {
-		copy_del(ns, key);
-		return;
+		r = ns->kv.ops->del(ns->kv.ctx, key);
+		if (r && r != -ENOENT)
+			pohm_warn("http_compat: cannot remove the copy %s: %s", key, strerror(-r));
+		return r == -ENOENT ? 0 : r;
 	}
 	buf = malloc((size_t)in->size);
 	if (!buf) {
 		pohm_warn("http_compat: no memory for the copy %s", key);
-		return;
+		return -ENOMEM;
 	}
 	n = pohm_ns_read(ns, in, 0, buf, (size_t)in->size);
 	if (n == (ssize_t)in->size)
@@ -217,6 +219,7 @@ static void copy_write(struct pohm_ns *ns, const struct pohm_inode *in, const ch
 		copy_del(ns, key);	/* never leave an older version there */
 	}
 	free(buf);
+	return r;
 }
 
 /* ---------------------------------------------------------------- hooks */
@@ -462,4 +465,42 @@ void ns_http_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64
 		free(l.m[i].to);
 	}
 	free(l.m);
+}
+
+/* ---------------------------------------------------------------- fsck */
+
+int pohm_ns_http_compat(const struct pohm_ns *ns)
+{
+	return ns->http_compat;
+}
+
+int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path, int *want)
+{
+	char name[POHM_NAME_MAX + 1];
+	uint64_t dir;
+	int r, scanned;
+
+	if (!S_ISREG(in->mode))
+		return -ENOENT;
+	r = name_of(ns, in, &dir, name, &scanned);
+	if (!r)
+		r = entry_path(ns, dir, name, path);
+	*want = in->size && in->size <= POHM_HTTP_MAX;
+	return r;
+}
+
+int pohm_ns_http_restore(struct pohm_ns *ns, uint64_t ino)
+{
+	char path[POHM_HTTP_PATH];
+	struct pohm_inode in;
+	int r, want;
+
+	r = ns_inode_get(ns, ino, &in, NULL, 0);
+	if (r)
+		return r;
+	r = pohm_ns_http_key(ns, &in, path, &want);
+	if (!r)
+		r = copy_write(ns, &in, path);
+	pohm_inode_clear(&in);
+	return r;
 }

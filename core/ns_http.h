@@ -31,7 +31,7 @@
  * WRITE / COMMIT, which hides the key while it runs (PROTOCOL.md §10).
  */
 #define POHM_HTTP_MAX	(32ULL << 20)
-#define POHM_HTTP_PATH	4096		/* longest path key, with NUL */
+#define POHM_HTTP_PATH	POHM_NS_HTTP_PATH	/* longest path key, with NUL (ns.h) */
 
 /*
  * The name the copy of regular file ino follows, checked against its
