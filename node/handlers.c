@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fault.h"
 #include "log.h"
@@ -505,11 +506,13 @@ static void h_write(struct node *n, struct node_req *r, const struct node_fault_
 		ack(r, ret);
 		return;
 	}
-	if (io.flags & POHM_IO_WRITE_NO_FILE_INFO) {
+	if (io.flags & POHM_IO_WRITE_NO_FILE_INFO)
 		ack_if(r, 0);
-		return;
-	}
-	send_file_info(n, r, &res.meta, res.reply_size, w.want_csum ? res.csum : NULL, io.id);
+	else
+		send_file_info(n, r, &res.meta, res.reply_size, w.want_csum ? res.csum : NULL, io.id);
+	/* Freeing the replaced record's pages is not on the client's path. */
+	if (res.release_fd >= 0)
+		close(res.release_fd);
 }
 
 /* DEL (§5.5): addressed by cmd.id; an ack (errors always, success with NEED_ACK). */

@@ -48,6 +48,7 @@
 #include "log.h"
 #include "sha512.h"
 #include "sys.h"
+#include "ucrc.h"
 
 #define REC_MAGIC	"PohmRec\1"
 #define REC_HDR		128u
@@ -64,6 +65,8 @@ struct node_store {
 	int nosync;
 	uint64_t max_object;		/* larger objects get -EFBIG */
 	pthread_mutex_t stripes[REC_STRIPES];	/* per-key locks, by id hash */
+	struct node_ucrc *ucrc;		/* chunk CRCs noted while uncommitted records are
+					 * written (ucrc.h; its own lock) */
 };
 
 /* A decoded record header. */
@@ -361,6 +364,11 @@ int node_store_open(struct node_store **out, const char *dir, int nosync, uint64
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_init(&s->stripes[i], NULL);
 	s->nosync = nosync;
+	s->ucrc = node_ucrc_new(REC_CHUNK);
+	if (!s->ucrc) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	s->max_object = max_object && max_object < NODE_STORE_MAX_OBJECT ? max_object
 									 : NODE_STORE_MAX_OBJECT;
 	ret = mkdir_p(AT_FDCWD, dir);
@@ -418,6 +426,7 @@ void node_store_close(struct node_store *s)
 		close(s->dirfd);
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_destroy(&s->stripes[i]);
+	node_ucrc_free(s->ucrc);
 	free(s);
 }
 
@@ -1021,6 +1030,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 	if (ret)
 		return ret;
 	/* A plain write replaces an uncommitted record too. */
+	node_ucrc_drop(s->ucrc, w->id);
 	if (rec_unlink(s, w->id, ".u") == 0)
 		pohm_debug("store: plain write dropped an uncommitted record");
 	ret = dir_sync(s, w->id);
@@ -1045,9 +1055,11 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 			      uint64_t final, const struct node_wreq *w, struct node_wres *res)
 {
 	char uname[2 * POHM_ID_SIZE + 8], name[2 * POHM_ID_SIZE + 8];
-	uint64_t nc = nchunks(final, REC_CHUNK), i;
+	uint64_t nc = nchunks(final, REC_CHUNK), i, missing = 0;
 	uint8_t *buf = NULL, *crcs = NULL, *map = NULL, h[REC_HDR];
+	struct node_ucrc_entry *noted = node_ucrc_take(s->ucrc, id);
 	struct pohm_sha512 sha;
+	uint32_t crc;
 	int ret = 0;
 
 	buf = malloc(REC_CHUNK);
@@ -1064,21 +1076,33 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 	}
 	if (w->want_csum)
 		pohm_sha512_init(&sha);
+	/* Chunks whose CRC was noted as their piece was written need no reading. */
+	for (i = 0; i < nc; i++) {
+		uint64_t a = i * REC_CHUNK, len = final - a < REC_CHUNK ? final - a : REC_CHUNK;
+
+		if (node_ucrc_get(noted, i, len, &crc))
+			pohm_st32(crcs + 4 * i, crc);
+		else
+			missing++;
+	}
 	/*
-	 * The chunks are checksummed where they lie in the page cache (a
-	 * mapping: no copy, no call per chunk).  The file cannot shrink under
-	 * it: every change of a .u file holds the key lock.  pread if the
-	 * mapping fails.
+	 * The other chunks (all of them for a SHA-512) are checksummed where
+	 * they lie in the page cache (a mapping: no copy, no call per chunk).
+	 * The file cannot shrink under it: every change of a .u file holds
+	 * the key lock.  pread if the mapping fails.
 	 */
-	if (final >= REC_MAP_MIN) {
+	if ((missing || w->want_csum) && final >= REC_MAP_MIN) {
 		map = mmap(NULL, (size_t)(REC_HDR + final), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
 		if (map == MAP_FAILED)
 			map = NULL;
 	}
-	for (i = 0; i < nc; i++) {
+	for (i = 0; i < nc && (missing || w->want_csum); i++) {
 		uint64_t a = i * REC_CHUNK, len = final - a < REC_CHUNK ? final - a : REC_CHUNK;
 		const uint8_t *src = buf;
+		int known = node_ucrc_get(noted, i, len, &crc);
 
+		if (known && !w->want_csum)
+			continue;
 		if (map) {
 			src = map + REC_HDR + a;
 		} else {
@@ -1089,7 +1113,8 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 				goto out;
 			}
 		}
-		pohm_st32(crcs + 4 * i, node_crc32c(0, src, len));
+		if (!known)
+			pohm_st32(crcs + 4 * i, node_crc32c(0, src, len));
 		if (w->want_csum)
 			pohm_sha512_update(&sha, src, len);
 	}
@@ -1132,6 +1157,7 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 out:
 	if (map)
 		munmap(map, (size_t)(REC_HDR + final));
+	node_ucrc_entry_free(noted);
 	free(buf);
 	free(crcs);
 	return ret;
@@ -1163,6 +1189,7 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 	end = io->offset + io->size;
 	if (io->flags & POHM_IO_PREPARE) {
 		fd = rec_open(s, w->id, ".u", O_RDWR | O_CREAT | O_TRUNC);
+		node_ucrc_drop(s->ucrc, w->id);	/* a new uncommitted record */
 		if (fd < 0)
 			return fd;
 		memset(&u, 0, sizeof(u));
@@ -1186,9 +1213,12 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 	}
 	if (io->size && pohm_sys_pwrite_full(fd, w->data, io->size,
 					     (off_t)(REC_HDR + io->offset)) < 0) {
+		node_ucrc_drop(s->ucrc, w->id);	/* the record's bytes are unknown now */
 		ret = -EIO;
 		goto fail_new;
 	}
+	node_ucrc_note(s->ucrc, w->id, !!(io->flags & POHM_IO_PREPARE), io->offset, w->data,
+		       (size_t)io->size);
 	if (end > u.size)
 		u.size = end;
 	if (io->flags & POHM_IO_COMMIT) {
@@ -1251,6 +1281,7 @@ int node_store_write(struct node_store *s, const struct node_wreq *w, struct nod
 	int oldfd, old_err = 0, ret;
 
 	memset(res, 0, sizeof(*res));
+	res->release_fd = -1;
 	pthread_mutex_lock(mx);
 	oldfd = rec_open(s, w->id, "", O_RDONLY);
 	if (oldfd < 0 && oldfd != -ENOENT) {
@@ -1267,7 +1298,10 @@ int node_store_write(struct node_store *s, const struct node_wreq *w, struct nod
 	else
 		ret = write_plain(s, w, oldfd, &old, old_err, res);
 out:
-	if (oldfd >= 0)
+	/* A replaced record's pages are freed by the last close: the caller's, after its reply. */
+	if (oldfd >= 0 && !ret)
+		res->release_fd = oldfd;
+	else if (oldfd >= 0)
 		close(oldfd);
 	pthread_mutex_unlock(mx);
 	return ret;
@@ -1283,6 +1317,7 @@ int node_store_del(struct node_store *s, const uint8_t *id)
 	pthread_mutex_lock(mx);
 	r1 = rec_unlink(s, id, "");
 	r2 = rec_unlink(s, id, ".u");
+	node_ucrc_drop(s->ucrc, id);
 	if (r1 && r2)
 		ret = r1 == -ENOENT ? (r2 == -ENOENT ? -ENOENT : r2) : r1;
 	else

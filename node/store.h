@@ -43,6 +43,8 @@ struct node_wres {
 	struct node_meta meta;		/* uncommitted: size 0, flags 0x1c0 (§10.6) */
 	uint8_t csum[POHM_ID_SIZE];	/* with want_csum: sha512 of the whole object */
 	uint64_t reply_size;		/* file_info.size to report (§10.3 for APPEND) */
+	int release_fd;			/* >= 0: the replaced record's descriptor; the caller
+					 * closes it after replying (the close frees its pages) */
 };
 
 /*
@@ -101,6 +103,7 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
  * store is nosync.  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
  * -errno; nothing is changed on failure (except a COMMIT beyond the
  * reservation, whose chunk stays in the uncommitted record, as in eblob).
+ * On success the caller must close res->release_fd when it is >= 0.
  */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res);
 

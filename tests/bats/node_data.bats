@@ -159,6 +159,32 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	[ "$status" -eq 2 ]
 }
 
+@test "COMMIT's chunk CRCs noted as pieces land: unaligned, overlapping, rewritten pieces and a hole read back whole" {
+	# 600 KiB in 64 KiB record chunks; chunks 6-7 are never written (zeros).
+	total=614400
+	: >"$TMP/want"
+	truncate -s $total "$TMP/want"
+	# piece OFFSET SIZE FLAGS...: random bytes at OFFSET, sent and put into want.
+	piece() {
+		local off=$1 size=$2
+		shift 2
+		head -c "$size" /dev/urandom >"$TMP/p"
+		dd if="$TMP/p" of="$TMP/want" bs=1 seek="$off" conv=notrunc status=none
+		c "$@" --offset "$off" --num $total put k "$TMP/p" >/dev/null
+	}
+	piece 0 65536 --prepare --plain
+	piece 196608 131072 --plain		# chunks 3-4 whole
+	piece 100000 50000 --plain		# inside chunk 1, a partial chunk 2
+	piece 141072 200000 --plain		# enters chunk 2 mid-way, rewrites 3-4, part of 5
+	piece 0 65536 --plain			# chunk 0 again, other bytes
+	piece 540000 74400 --plain --commit	# inside chunk 8, the short last chunk 9
+	c --csum --out "$TMP/back" get k
+	cmp "$TMP/want" "$TMP/back"
+	run c --csum lookup k
+	[ "$status" -eq 0 ]
+	[ "$(field size)" = $total ]
+}
+
 @test "an empty object: LOOKUP -2, READ size 0, READ with checksum -29" {
 	: >"$TMP/empty"
 	run c --prepare --plain --commit --num 0 put z "$TMP/empty"
