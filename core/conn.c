@@ -35,6 +35,15 @@ void pohm_pkt_free_list(struct pohm_pkt *p)
 	}
 }
 
+/* Forget the current packet's split. */
+static void rx_split_clear(struct pohm_rx *rx)
+{
+	rx->split = 0;
+	rx->bound = NULL;
+	rx->dest = NULL;
+	rx->skip = 0;
+}
+
 void pohm_rx_reset(struct pohm_rx *rx)
 {
 	pohm_pkt_free_list(rx->pkt);
@@ -43,13 +52,21 @@ void pohm_rx_reset(struct pohm_rx *rx)
 	rx->stage = NULL;
 	rx->hgot = 0;
 	rx->dgot = 0;
+	rx_split_clear(rx);
 }
 
-/* Header complete: validate the size and allocate the packet. */
+void pohm_rx_unbind(struct pohm_rx *rx)
+{
+	rx->bound = NULL;
+	rx->dest = NULL;
+}
+
+/* Header complete: validate the size and allocate the packet (split if bind says so). */
 static int rx_start_packet(struct pohm_rx *rx)
 {
 	struct pohm_pkt *pkt = calloc(1, sizeof(*pkt));
 	uint64_t max = rx->max ? rx->max : POHM_RX_MAX;
+	size_t keep;
 
 	if (!pkt)
 		return -ENOMEM;
@@ -58,8 +75,23 @@ static int rx_start_packet(struct pohm_rx *rx)
 		free(pkt);
 		return -EPROTO;
 	}
-	if (pkt->cmd.size) {
-		pkt->data = malloc((size_t)pkt->cmd.size);
+	rx_split_clear(rx);
+	keep = (size_t)pkt->cmd.size;
+	if (keep && rx->bind) {
+		uint8_t *dest = NULL;
+		size_t skip = 0;
+		void *tok = rx->bind(rx->bind_arg, &pkt->cmd, &dest, &skip);
+
+		if (tok && dest && skip <= keep) {
+			rx->split = 1;
+			rx->bound = tok;
+			rx->dest = dest;
+			rx->skip = skip;
+			keep = skip;
+		}
+	}
+	if (keep) {
+		pkt->data = malloc(keep);
 		if (!pkt->data) {
 			free(pkt);
 			return -ENOMEM;
@@ -72,11 +104,37 @@ static int rx_start_packet(struct pohm_rx *rx)
 
 static void rx_finish_packet(struct pohm_rx *rx, struct pohm_pkt ***tail)
 {
+	if (rx->split) {
+		rx->pkt->split = 1;
+		rx->pkt->ext = rx->dest;
+		rx->pkt->ext_len = (size_t)rx->pkt->cmd.size - rx->skip;
+	}
+	rx_split_clear(rx);
 	**tail = rx->pkt;
 	*tail = &rx->pkt->next;
 	rx->pkt = NULL;
 	rx->hgot = 0;
 	rx->dgot = 0;
+}
+
+/*
+ * Where the current packet's next payload bytes go: *at (NULL = dropped:
+ * the tail of an unbound split packet) and at most how many.
+ */
+static size_t rx_target(struct pohm_rx *rx, uint8_t **at)
+{
+	size_t size = (size_t)rx->pkt->cmd.size;
+
+	if (!rx->split) {
+		*at = rx->pkt->data + rx->dgot;
+		return size - rx->dgot;
+	}
+	if (rx->dgot < rx->skip) {
+		*at = rx->pkt->data + rx->dgot;
+		return rx->skip - rx->dgot;
+	}
+	*at = rx->dest ? rx->dest + (rx->dgot - rx->skip) : NULL;
+	return size - rx->dgot;
 }
 
 int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt ***tail)
@@ -99,10 +157,12 @@ int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt
 			if (r)
 				return r;
 		} else {
-			size_t want = (size_t)rx->pkt->cmd.size - rx->dgot;
+			uint8_t *at;
+			size_t want = rx_target(rx, &at);
 			size_t take = want < n ? want : n;
 
-			memcpy(rx->pkt->data + rx->dgot, p, take);
+			if (at)
+				memcpy(at, p, take);
 			rx->dgot += take;
 			p += take;
 			n -= take;
@@ -121,13 +181,14 @@ int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail)
 
 	/* Bounded so one busy socket cannot starve the others or the dispatch. */
 	for (rounds = 0; rounds < 64; rounds++) {
+		uint8_t *at = NULL;
+		size_t want = rx->pkt ? rx_target(rx, &at) : 0;
 		ssize_t got;
 		int r;
 
-		if (rx->pkt && rx->pkt->cmd.size - rx->dgot >= POHM_RX_STAGE) {
-			/* A large payload goes straight into its packet: no copy. */
-			got = pohm_sys_read(fd, rx->pkt->data + rx->dgot,
-					    (size_t)rx->pkt->cmd.size - rx->dgot);
+		if (at && want >= POHM_RX_STAGE) {
+			/* A large payload goes straight into its packet (or the caller's memory). */
+			got = pohm_sys_read(fd, at, want);
 			if (got > 0) {
 				rx->dgot += (size_t)got;
 				if (rx->dgot == rx->pkt->cmd.size)

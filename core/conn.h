@@ -52,9 +52,21 @@ struct pohm_rx {
 	size_t dgot;			/* payload bytes collected */
 	uint64_t max;			/* largest payload accepted */
 	uint8_t *stage;			/* POHM_RX_STAGE bytes, allocated on first read */
+	/*
+	 * Optional (NULL: every payload goes to pkt->data): asked when a
+	 * header is complete; returns a token and sets *dest and *skip to read
+	 * the payload's bytes from skip on straight into dest (a split packet).
+	 */
+	void *(*bind)(void *arg, const struct pohm_cmd *cmd, uint8_t **dest, size_t *skip);
+	void *bind_arg;
+	int split;			/* the packet being read is split */
+	void *bound;			/* its token; NULL once unbound */
+	uint8_t *dest;			/* its tail's memory; NULL once unbound (tail dropped) */
+	size_t skip;			/* its bytes kept in pkt->data */
 };
 
 struct pohm_conn {
+	struct pohm_net *net;
 	int idx;			/* node index == position in net->conns */
 	struct pohm_addr addr;
 	char name[64];			/* "ip:port" for messages */
@@ -98,6 +110,8 @@ struct pohm_net {
 	int nconns;
 	struct pohm_route route;
 	int leader_active;		/* some thread is polling the sockets */
+	int rx_reading;			/* the leader reads sockets outside the lock */
+	unsigned rx_waiters;		/* threads waiting for rx_reading to end (txcv) */
 	struct pohm_batch *waiters;	/* followers, oldest first */
 	int evfd;			/* wakes the leader's poll; -1 until needed */
 	int bootstrapped;		/* seeds tried and ROUTE_LIST done once */
@@ -134,8 +148,10 @@ void pohm_net_prepare(struct pohm_net *net, struct pohm_req **reqs, size_t n, ui
 int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt ***tail);
 /* Read what fd has (non-blocking) into rx: 0, or -errno (-ECONNRESET on EOF). */
 int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail);
-/* Free rx's partial packet and staging buffer. */
+/* Free rx's partial packet and staging buffer (bind is kept). */
 void pohm_rx_reset(struct pohm_rx *rx);
+/* Stop writing the current split packet's tail into its memory (dropped instead). */
+void pohm_rx_unbind(struct pohm_rx *rx);
 /* Free a list of packets. */
 void pohm_pkt_free_list(struct pohm_pkt *p);
 /* Socket, non-blocking connect started; fd (moved high) or -errno. */

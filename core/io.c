@@ -24,6 +24,8 @@
 #define READ_INFLIGHT	8		/* pieces in flight per read */
 #define WRITE_PIECE	(8u << 20)	/* a chunked write goes in pieces of this size */
 #define WRITE_INFLIGHT	8		/* middle pieces in flight per group */
+#define WRITE_FIRST	(1u << 20)	/* the PREPARE piece: small, since nothing else
+					 * may be sent until it is acknowledged */
 
 /* ---------------------------------------------------------------- pure helpers */
 
@@ -590,16 +592,19 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 	for (gi = 0; gi < res->ngroups; gi++)
 		alive[gi] = 1;
 
-	/* One packet up to POHM_IO_PACKET_MAX, else PREPARE / PLAIN_WRITE... / COMMIT
-	 * in pieces of WRITE_PIECE. */
+	/* One packet up to POHM_IO_PACKET_MAX, else PREPARE (WRITE_FIRST bytes) /
+	 * PLAIN_WRITE... / COMMIT in pieces of WRITE_PIECE. */
 	piece_max = len > POHM_IO_PACKET_MAX ? WRITE_PIECE : len;
 	do {
 		size_t piece = len - off > piece_max ? piece_max : len - (size_t)off;
-		int first = off == 0, last = off + piece == len;
+		int first = off == 0, last;
 
+		if (first && len > POHM_IO_PACKET_MAX)
+			piece = WRITE_FIRST;
+		last = off + piece == len;
 		if (!first && !last) {
 			/* Every piece up to the last one, pipelined; then the COMMIT. */
-			uint64_t end = len - ((len - 1) % piece_max + 1);
+			uint64_t end = len - ((len - off - 1) % piece_max + 1);
 
 			ok = write_middle(op, &a, data, off, end, alive, c->cfg->write_wait_timeout_ns);
 			off = end;
@@ -797,8 +802,10 @@ struct buf_sink {
 static int buf_sink(void *arg, const uint8_t *p, size_t n, uint64_t off)
 {
 	struct buf_sink *b = arg;
+	uint8_t *to = b->buf + (off - b->base);
 
-	memcpy(b->buf + (off - b->base), p, n);
+	if (to != p)			/* read_group read it in place already */
+		memcpy(to, p, n);
 	return 0;
 }
 
@@ -807,6 +814,7 @@ struct read_slot {
 	struct pohm_req req;
 	uint8_t io[POHM_IO_ATTR_SIZE];
 	size_t at, want;		/* offset within the range, bytes asked */
+	uint8_t *own;			/* reused reply memory when there is no caller buffer */
 };
 
 /* Check piece s's reply (stamp ts, checksum if csum); *data, *dlen its bytes. 0 or -errno. */
@@ -818,8 +826,21 @@ static int read_check(const struct read_slot *s, const struct pohm_time *ts, int
 
 	if (s->req.status)
 		return s->req.status;
-	if (!p || pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1) ||
-	    *dlen > s->want)
+	if (!p)
+		return -EPROTO;
+	if (p->split) {
+		/* The data went straight to the piece's memory; the attributes stayed. */
+		if (!p->ext || p->cmd.size - p->ext_len != POHM_IO_ATTR_SIZE)
+			return -EPROTO;
+		pohm_io_attr_decode(&a, p->data);
+		*data = p->ext;
+		*dlen = p->ext_len;
+		if (a.size != *dlen)
+			return -EPROTO;
+	} else if (pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1)) {
+		return -EPROTO;
+	}
+	if (*dlen > s->want)
 		return -EPROTO;
 	if (pohm_time_cmp(&a.timestamp, ts))
 		return -ESTALE;
@@ -851,8 +872,16 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 	struct pohm_req *ptrs[READ_INFLIGHT];
 	struct pohm_batch *w = slots ? pohm_net_window_open(net) : NULL;
 	size_t sent = 0, next = 0, k;
+	uint8_t *direct = NULL;
 	int rc = 0;
 
+	/*
+	 * Replies are read straight into memory: the caller's buffer when it
+	 * gave one, else one reused buffer per slot (not a fresh allocation,
+	 * with its page faults, per piece).
+	 */
+	if (sink == buf_sink)
+		direct = ((struct buf_sink *)arg)->buf + (off - ((struct buf_sink *)arg)->base);
 	*got = 0;
 	if (!w) {
 		free(slots);
@@ -896,6 +925,11 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 			r->cmd.backend_id = backend;
 			r->p1 = s->io;
 			r->n1 = POHM_IO_ATTR_SIZE;
+			if (!direct && !s->own)
+				s->own = malloc(len < POHM_IO_PIECE ? len : POHM_IO_PIECE);
+			r->rdest = direct ? direct + s->at : s->own;
+			r->rdest_cap = s->want;
+			r->rdest_skip = POHM_IO_ATTR_SIZE;
 			pohm_net_window_send(net, w, &r, 1, deadline);
 			sent++;
 		}
@@ -927,8 +961,10 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 		next++;
 	}
 	pohm_net_window_close(net, w, ptrs, READ_INFLIGHT);
-	for (k = 0; k < READ_INFLIGHT; k++)
+	for (k = 0; k < READ_INFLIGHT; k++) {
 		pohm_req_release(&slots[k].req);
+		free(slots[k].own);
+	}
 	free(slots);
 	return rc;
 }

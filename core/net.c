@@ -56,6 +56,8 @@ static struct pohm_conn *conn_of(struct pohm_net *net, int node)
 
 /* ---------------------------------------------------------------- open/close/nodes */
 
+static void *rx_bind(void *arg, const struct pohm_cmd *cmd, uint8_t **dest, size_t *skip);
+
 int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed)
 {
 	struct pohm_conn *c;
@@ -71,8 +73,11 @@ int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->net = net;
 	c->idx = net->nconns;
 	c->addr = *a;
+	c->rx.bind = rx_bind;
+	c->rx.bind_arg = c;
 	pohm_addr_format(a, c->name, sizeof(c->name));
 	c->fd = -1;
 	c->seed = seed;
@@ -497,6 +502,61 @@ static void cancel(struct pohm_net *net, struct pohm_req *r, int err)
 	finish(r, err);
 }
 
+/* ---------------------------------------------------------------- replies into the caller's memory */
+
+/*
+ * rx's bind (called by the leader outside the lock, when a header is in):
+ * a final reply to a request with rdest that fits is read into rdest.
+ * r->rx_busy stays set until the packet is dispatched or rx_release()
+ * takes the memory back, so no request whose memory a leader may still
+ * write is ever handed back to its caller.
+ */
+static void *rx_bind(void *arg, const struct pohm_cmd *cmd, uint8_t **dest, size_t *skip)
+{
+	struct pohm_conn *c = arg;
+	struct pohm_net *net = c->net;
+	struct pohm_req *r;
+
+	if (!pohm_cmd_is_reply(cmd) || (cmd->flags & POHM_FLAG_MORE) || cmd->status)
+		return NULL;
+	pthread_mutex_lock(&net->lock);
+	r = hash_find(c, cmd->trans & ~POHM_TRANS_REPLY_BIT);
+	if (r && r->rdest && !r->rx_busy && cmd->size >= r->rdest_skip &&
+	    cmd->size - r->rdest_skip <= r->rdest_cap) {
+		r->rx_busy = 1;
+		*dest = r->rdest;
+		*skip = r->rdest_skip;
+	} else {
+		r = NULL;
+	}
+	pthread_mutex_unlock(&net->lock);
+	return r;
+}
+
+/*
+ * Before r goes back to its caller: wait until no leader is reading (it
+ * might be writing r->rdest; the wait is short: the leader's poll is woken
+ * and its reads do not block), then unbind a split packet still meant for
+ * r (its tail is dropped).  Lock held.
+ */
+static void rx_release(struct pohm_net *net, struct pohm_req *r)
+{
+	struct pohm_conn *c;
+
+	if (!r->rx_busy)
+		return;
+	net->rx_waiters++;
+	if (net->rx_reading)
+		pohm_net_poke(net);	/* the leader may be in a long poll: end it */
+	while (net->rx_reading)
+		pthread_cond_wait(&net->txcv, &net->lock);
+	net->rx_waiters--;
+	c = conn_of(net, r->node);
+	if (c && c->rx.split && c->rx.bound == r)
+		pohm_rx_unbind(&c->rx);
+	r->rx_busy = 0;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt *pkt)
@@ -516,6 +576,12 @@ static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt 
 		return;
 	}
 	r = hash_find(c, pkt->cmd.trans & ~POHM_TRANS_REPLY_BIT);
+	if (r && pkt->split) {
+		/* Read into r->rdest (or dropped, if r gave its memory back meanwhile). */
+		r->rx_busy = 0;
+		if (!pkt->ext)
+			r = NULL;
+	}
 	if (!r) {
 		pohm_debug("node %s: reply to unknown trans %llu dropped", c->name,
 			   (unsigned long long)pkt->cmd.trans);
@@ -581,6 +647,7 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 	fds[n].fd = net->evfd;
 	fds[n].events = POLLIN;
 	fds[n].revents = 0;
+	net->rx_reading = 1;
 	pthread_mutex_unlock(&net->lock);
 
 	if (pohm_sock_poll(fds, n + 1, deadline > t ? deadline - t : 0) > 0) {
@@ -595,6 +662,9 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 	}
 
 	pthread_mutex_lock(&net->lock);
+	net->rx_reading = 0;
+	if (net->rx_waiters)
+		pthread_cond_broadcast(&net->txcv);
 	for (i = 0; i < n; i++) {
 		struct pohm_conn *c = who[i];
 		struct pohm_pkt *p = got[i];
@@ -706,6 +776,7 @@ int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n
 		struct pohm_req *r = reqs[i];
 		struct pohm_conn *c = conn_of(net, r->node);
 
+		rx_release(net, r);
 		if (r->done && !r->queued)
 			continue;
 		if (!r->done && why == -ETIMEDOUT && c && c->state == CONN_UP &&
@@ -801,6 +872,7 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
 	if (w->waiting)
 		waiter_remove(net, w);
+	rx_release(net, r);
 	if (!r->done || r->queued)
 		cancel(net, r, why == -ETIMEDOUT ? -ETIMEDOUT : -ECANCELED);
 	if (!net->leader_active && net->waiters)
@@ -817,9 +889,13 @@ void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct po
 	if (!w)
 		return;
 	pthread_mutex_lock(&net->lock);
-	for (i = 0; i < n; i++)
-		if (reqs[i]->batch == w && (!reqs[i]->done || reqs[i]->queued))
+	for (i = 0; i < n; i++) {
+		if (reqs[i]->batch != w)
+			continue;
+		rx_release(net, reqs[i]);
+		if (!reqs[i]->done || reqs[i]->queued)
 			cancel(net, reqs[i], -ECANCELED);
+	}
 	if (w->waiting)
 		waiter_remove(net, w);
 	if (!net->leader_active && net->waiters)

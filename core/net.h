@@ -40,11 +40,19 @@ struct pohm_net;
 struct pohm_batch;
 struct pohm_conn;
 
-/* One reply packet; data is cmd.size bytes (NULL when 0), owned by the request. */
+/*
+ * One reply packet; data is cmd.size bytes (NULL when 0), owned by the
+ * request.  Except a split packet (a reply read straight into the
+ * request's rdest): data holds its first cmd.size - ext_len bytes and ext
+ * (the caller's memory, not owned) the ext_len bytes after them.
+ */
 struct pohm_pkt {
 	struct pohm_pkt *next;
 	struct pohm_cmd cmd;
 	uint8_t *data;
+	uint8_t *ext;
+	size_t ext_len;
+	int split;
 };
 
 /*
@@ -59,6 +67,14 @@ struct pohm_req {
 	struct pohm_cmd cmd;
 	const void *p1; size_t n1;
 	const void *p2; size_t n2;
+	/*
+	 * Optional: a final reply (status 0, no MORE) of rdest_skip + k bytes,
+	 * k <= rdest_cap, is read with its last k bytes straight into rdest
+	 * (a split packet, see struct pohm_pkt): no copy, no allocation.  The
+	 * memory is written only until the call that hands r back returns.
+	 */
+	uint8_t *rdest;
+	size_t rdest_cap, rdest_skip;
 
 	int done;
 	int status;
@@ -71,6 +87,7 @@ struct pohm_req {
 	uint8_t txhdr[POHM_CMD_SIZE];
 	uint64_t txoff;			/* bytes of header+payload sent */
 	int queued, tx_inflight, hashed, orphan;
+	int rx_busy;			/* a leader reads a reply into rdest (net.lock) */
 	struct pohm_pkt **rtail;
 	/* Run under the lock when the final reply arrives with status 0, so its
 	 * effect is ordered with later pushes on the connection; returns the status. */

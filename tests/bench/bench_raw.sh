@@ -10,8 +10,9 @@
 #   small reads      2 s ÷ the time taken (1.0 = the target)
 #   ... csum on÷off  speed with checksums ÷ speed without
 # Times are wall times of whole tool runs (process start, connect,
-# handshake and route list included), the best of RUNS.  Every result is
-# checked: the object read back must equal what was written.
+# handshake and route list included): the ratio is the median of RUNS, the
+# detail adds the best and the range (the machine is shared and noisy).
+# Every result is checked: the object read back must equal what was written.
 #
 # Environment: B / POHM_BUILD (build dir), RUNS (default 3), SIZE_MB
 # (default 256), READS (default 10000), BENCH_QUICK=1 (a short smoke run).
@@ -60,23 +61,33 @@ node_cpu_ms() {
 	[ -n "$node_pid" ] && [ -r "/proc/$node_pid/stat" ] || { echo 0; return; }
 	awk -v t="$tck" '{sub(/^.*\) /, ""); printf "%d", ($12 + $13) * 1000 / t}' "/proc/$node_pid/stat"
 }
-# best_of CMD...: the shortest wall time (ns) of RUNS runs of CMD; fails if a
-# run fails.  CPU_NOTE gets the client's and the node's CPU time of that run.
+# median3 < numbers: "median min max" of the numbers (one per line).
+median3() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)], v[1], v[NR]}'; }
+# best_of CMD...: "median best worst" wall times (ns) of RUNS runs of CMD,
+# then the client's and the node's CPU time of the fastest run; fails if a
+# run fails.
 best_of() {
-	local i t0 t best= n0 n1 c
+	local i t0 t best= n0 n1 c note= all=
 	for ((i = 0; i < RUNS; i++)); do
 		n0=$(node_cpu_ms)
 		t0=$(now_ns)
 		c=$( { TIMEFORMAT='%U %S'; time "$@" >/dev/null 2>>"$tmp/tool.err"; } 2>&1 ) || return 1
 		t=$(($(now_ns) - t0))
 		n1=$(node_cpu_ms)
+		all+="$t"$'\n'
 		if [ -z "$best" ] || ((t < best)); then
 			best=$t
-			CPU_NOTE=$(awk -v c="$c" -v n=$((n1 - n0)) 'BEGIN {split(c, a, " ");
-				printf "CPU: client %.0f ms, node %d ms", (a[1] + a[2]) * 1000, n}')
+			note=$(awk -v c="$c" -v n=$((n1 - n0)) 'BEGIN {split(c, a, " ");
+				printf "CPU of the best: client %.0f ms, node %d ms", (a[1] + a[2]) * 1000, n}')
 		fi
 	done
-	echo "$best $CPU_NOTE"
+	echo "$(printf '%s' "$all" | median3) $note"
+}
+# stats3 "median best worst ...": "M MiB/s median of RUNS (best B, range W-B)".
+stats3() {
+	awk -v mb="$SIZE_MB" -v r="$RUNS" -v s="$1" 'BEGIN {split(s, a, " ");
+		printf "%.0f MiB/s median of %d (best %.0f, range %.0f-%.0f)", mb / (a[1] / 1e9), r,
+			mb / (a[2] / 1e9), mb / (a[3] / 1e9), mb / (a[2] / 1e9)}'
 }
 put_once() { "$tool" put bench-big <"$tmp/obj"; }
 get_once() { "$tool" get bench-big; }
@@ -98,11 +109,11 @@ t_put=${r_put%% *} t_get=${r_get%% *} t_getc=${r_getc%% *}
 
 p=$(mibs "$t_put")
 row "raw put ${SIZE_MB} MiB (MiB/s / 1024)" "$(awk -v v="$p" 'BEGIN {printf "%.3f", v / 1024}')" \
-	"$p MiB/s, best of $RUNS (${r_put#* }); writes carry no read checksum"
+	"$(stats3 "$r_put") (${r_put#* * * }); writes carry no read checksum"
 if [ -n "$t_get" ]; then
 	g=$(mibs "$t_get")
 	row "raw get ${SIZE_MB} MiB noreadcsum (MiB/s / 1024)" \
-		"$(awk -v v="$g" 'BEGIN {printf "%.3f", v / 1024}')" "$g MiB/s, best of $RUNS (${r_get#* })"
+		"$(awk -v v="$g" 'BEGIN {printf "%.3f", v / 1024}')" "$(stats3 "$r_get") (${r_get#* * * })"
 else
 	row "raw get ${SIZE_MB} MiB noreadcsum" FAILED "pohmelfs get failed"
 fi
@@ -110,28 +121,28 @@ if [ -n "$t_get" ] && [ -n "$t_getc" ]; then
 	gc=$(mibs "$t_getc")
 	row "raw get ${SIZE_MB} MiB checksums on / off" \
 		"$(awk -v a="$t_get" -v b="$t_getc" 'BEGIN {printf "%.3f", a / b}')" \
-		"$gc MiB/s with SHA-512 on both sides vs $g MiB/s (${r_getc#* })"
+		"$gc MiB/s with SHA-512 on both sides vs $g MiB/s, medians ($(stats3 "$r_getc"); ${r_getc#* * * })"
 else
 	row "raw get ${SIZE_MB} MiB checksums on" FAILED "pohmelfs get failed"
 fi
 
-# Small reads: best of RUNS runs of READS reads by 32 threads.
+# Small reads: "median best worst" seconds of RUNS runs of READS reads by 32 threads.
 small() {
-	local i s best=
+	local i s all=
 	for ((i = 0; i < RUNS; i++)); do
 		s=$("$reads_bin" "$READS" 32 256 4096 2>>"$tmp/reads.log") || return 1
-		s=${s%% *}
-		if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$s; fi
+		all+="${s%% *}"$'\n'
 	done
-	echo "$best"
+	printf '%s' "$all" | median3
 }
-if s_off=$(POHMELFS_NOREADCSUM=1 small) && s_on=$(POHMELFS_NOREADCSUM=0 small); then
+if m_off=$(POHMELFS_NOREADCSUM=1 small) && m_on=$(POHMELFS_NOREADCSUM=0 small); then
+	s_off=${m_off%% *} s_on=${m_on%% *}
 	row "raw $READS reads of 4 KiB, 32 in flight (2 s / t)" \
 		"$(awk -v s="$s_off" -v n="$READS" 'BEGIN {printf "%.3f", 2 * n / 10000 / s}')" \
-		"${s_off} s noreadcsum, best of $RUNS (target for 10 000: 2 s)"
+		"${s_off} s noreadcsum, median of $RUNS (best, worst: ${m_off#* }; target for 10 000: 2 s)"
 	row "raw small reads checksums on / off" \
 		"$(awk -v a="$s_off" -v b="$s_on" 'BEGIN {printf "%.3f", a / b}')" \
-		"${s_on} s with checksums vs ${s_off} s"
+		"${s_on} s with checksums vs ${s_off} s, medians (with checksums best, worst: ${m_on#* })"
 else
 	row "raw small reads" FAILED "$(tail -c 300 "$tmp/reads.log")"
 fi

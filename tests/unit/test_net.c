@@ -5,7 +5,9 @@
  * threads on one connection, fork safety.  Nodes are fake_node.h threads
  * on 127.0.0.1 ephemeral ports.
  */
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "fake_node.h"
@@ -89,6 +91,133 @@ TEST(rx_absurd_size_rejected)
 	EXPECT_EQ_INT(pohm_rx_feed(&rx, h, sizeof(h), &tail), -EPROTO);
 	EXPECT(list == NULL);
 	pohm_rx_reset(&rx);
+}
+
+/* bind for the split tests: packets with trans 7 go to the buffer in arg, 8 bytes kept. */
+static void *bind_trans7(void *arg, const struct pohm_cmd *cmd, uint8_t **dest, size_t *skip)
+{
+	if (cmd->trans != 7)
+		return NULL;
+	*dest = arg;
+	*skip = 8;
+	return arg;
+}
+
+/* A split packet: header, 8 kept bytes, then n tail bytes (value i & 0xff). */
+static size_t split_stream(uint8_t *out, uint64_t trans, size_t n)
+{
+	size_t i;
+
+	put_header(out, trans, 8 + n);
+	memcpy(out + POHM_CMD_SIZE, "ATTRIBS!", 8);
+	for (i = 0; i < n; i++)
+		out[POHM_CMD_SIZE + 8 + i] = (uint8_t)i;
+	return POHM_CMD_SIZE + 8 + n;
+}
+
+TEST(rx_split_packet_lands_in_the_callers_memory)
+{
+	static uint8_t stream[2 * (POHM_CMD_SIZE + 8 + 1000)], dest[1000], want[1000];
+	struct pohm_pkt *list = NULL, **tail = &list;
+	struct pohm_rx rx;
+	size_t n, i, step;
+
+	for (i = 0; i < sizeof(want); i++)
+		want[i] = (uint8_t)i;
+	for (step = 1; step <= sizeof(stream); step *= 37) {
+		memset(&rx, 0, sizeof(rx));
+		memset(dest, 0, sizeof(dest));
+		rx.bind = bind_trans7;
+		rx.bind_arg = dest;
+		n = split_stream(stream, 7, 1000);
+		n += split_stream(stream + n, 9, 1000);	/* not bound: whole in data */
+		for (i = 0; i < n; i += step)
+			EXPECT_EQ_INT(pohm_rx_feed(&rx, stream + i, n - i < step ? n - i : step, &tail), 0);
+		EXPECT(list && list->next && !list->next->next);
+		if (list && list->next) {
+			EXPECT(list->split && list->ext == dest);
+			EXPECT_EQ_U64(list->ext_len, 1000);
+			EXPECT_MEM(list->data, "ATTRIBS!", 8);
+			EXPECT_MEM(dest, want, sizeof(want));
+			EXPECT(!list->next->split && !list->next->ext);
+			EXPECT_MEM(list->next->data + 8, want, sizeof(want));
+		}
+		pohm_pkt_free_list(list);
+		list = NULL;
+		tail = &list;
+		pohm_rx_reset(&rx);
+	}
+}
+
+TEST(rx_unbound_split_packet_is_dropped_and_framing_holds)
+{
+	static uint8_t stream[2 * (POHM_CMD_SIZE + 8 + 1000)], dest[1000];
+	struct pohm_pkt *list = NULL, **tail = &list;
+	struct pohm_rx rx;
+	size_t n, half, i;
+
+	memset(&rx, 0, sizeof(rx));
+	memset(dest, 0xee, sizeof(dest));
+	rx.bind = bind_trans7;
+	rx.bind_arg = dest;
+	n = split_stream(stream, 7, 1000);
+	n += split_stream(stream + n, 9, 1000);
+	half = POHM_CMD_SIZE + 8 + 500;
+	EXPECT_EQ_INT(pohm_rx_feed(&rx, stream, half, &tail), 0);
+	EXPECT(rx.split && rx.bound == dest);
+	pohm_rx_unbind(&rx);		/* the caller took its memory back */
+	EXPECT_EQ_INT(pohm_rx_feed(&rx, stream + half, n - half, &tail), 0);
+	for (i = 500; i < 1000; i++)
+		if (dest[i] != 0xee)
+			break;
+	EXPECT_EQ_U64(i, 1000);		/* nothing written after the unbind */
+	EXPECT(list && list->next && !list->next->next);
+	if (list && list->next) {
+		EXPECT(list->split && !list->ext);
+		EXPECT_EQ_U64(list->next->cmd.trans, 9);
+		EXPECT_EQ_U64(list->next->cmd.size, 1008);
+	}
+	pohm_pkt_free_list(list);
+	pohm_rx_reset(&rx);
+}
+
+TEST(rx_read_large_split_payload_from_a_socket)
+{
+	size_t big = 3 * POHM_RX_STAGE + 123, n, off = 0;
+	uint8_t *stream = malloc(POHM_CMD_SIZE + 8 + big), *dest = calloc(1, big);
+	struct pohm_pkt *list = NULL, **tail = &list;
+	struct pohm_rx rx;
+	int sv[2], r = 0, spins = 0;
+
+	EXPECT(stream && dest);
+	EXPECT_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	if (!stream || !dest) {
+		free(stream);
+		free(dest);
+		return;
+	}
+	memset(&rx, 0, sizeof(rx));
+	rx.bind = bind_trans7;
+	rx.bind_arg = dest;
+	n = split_stream(stream, 7, big);
+	while (!list && r == 0 && spins++ < 100000) {
+		if (off < n) {
+			ssize_t w = write(sv[1], stream + off, n - off);
+
+			if (w > 0)
+				off += (size_t)w;
+		}
+		r = pohm_rx_read(&rx, sv[0], &tail);
+	}
+	EXPECT_EQ_INT(r, 0);
+	EXPECT(list && list->split && list->ext == dest && list->ext_len == big);
+	EXPECT_MEM(dest, stream + POHM_CMD_SIZE + 8, big);
+	pohm_pkt_free_list(list);
+	pohm_rx_reset(&rx);
+	close(sv[0]);
+	close(sv[1]);
+	free(stream);
+	free(dest);
 }
 
 /* ---------------------------------------------------------------- handshake */
