@@ -566,7 +566,8 @@ static int http_state(struct fsck *f, const char *path, const uint8_t *sum, uint
 /* One file's copy: checked against its committed content, repaired. */
 static void check_http_file(struct fsck *f, const struct fk_inode *x, int *seen)
 {
-	char path[POHM_NS_HTTP_PATH], what[200];
+	char path[POHM_NS_HTTP_PATH], old[POHM_NS_HTTP_PATH], what[POHM_NS_HTTP_PATH + 200];
+	char owhat[200];
 	uint8_t sum[64], *buf = NULL;
 	int r, want;
 	ssize_t n;
@@ -588,6 +589,17 @@ static void check_http_file(struct fsck *f, const struct fk_inode *x, int *seen)
 		free(buf);
 	}
 	r = http_state(f, path, want ? sum : NULL, x->in.size, what, sizeof(what), seen);
+	if (r >= 0 && !pohm_ns_http_old_key(f->ns, &x->in, old) && strcmp(old, path)) {
+		int at_old = 0, o = http_state(f, old, NULL, 0, owhat, sizeof(owhat), &at_old);
+
+		if (o >= 0 && at_old) {
+			/* A rename's copy left at the name the file had. */
+			*seen = 1;
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%scopy left at %s",
+				 r ? "; " : "", old);
+			r = 1;
+		}
+	}
 	if (r <= 0) {
 		if (r < 0)
 			fk_issue(f, POHM_FSCK_UNCHECKED, POHM_FSCK_INFO, path, x->in.ino, 0,
@@ -618,23 +630,42 @@ static int http_candidate(const struct fk_inode *x)
 	return live_file(x) && x->names && !x->busy;
 }
 
-static void check_http(struct fsck *f)
+/*
+ * A handle opened without http_compat (a tool that does not know) may be
+ * checking an fsid that uses it: it does when objects without our header
+ * exist and one is the copy of a file.  Then the handle is switched to
+ * http_compat, so that completing a rename moves the copies too.
+ */
+static void detect_http(struct fsck *f)
 {
 	char path[POHM_NS_HTTP_PATH], what[200];
-	int want, seen = 0;
+	int seen = 0;
 	size_t i;
 
-	if (!pohm_ns_http_compat(f->ns)) {
-		if (!f->res->foreign)
-			return;
-		for (i = 0; i < f->nino && !seen; i++)
-			if (http_candidate(&f->ino[i]) &&
-			    !pohm_ns_http_key(f->ns, &f->ino[i].in, path, &want) &&
-			    http_state(f, path, NULL, 0, what, sizeof(what), &seen) < 0)
-				seen = 0;
-		if (!seen)
-			return;		/* no file has a copy: not an http_compat fsid */
-	}
+	if (pohm_ns_http_compat(f->ns) || !f->res->foreign)
+		return;
+	/*
+	 * Before the directory walk (names are not counted yet, and a rename
+	 * completed on the way should move its copy): by the names recorded in
+	 * the inodes, which needs no lookup of the files' own names.
+	 */
+	for (i = 0; i < f->nino && !seen; i++)
+		if (live_file(&f->ino[i]) &&
+		    !pohm_ns_http_hint_key(f->ns, &f->ino[i].in, path) &&
+		    http_state(f, path, NULL, 0, what, sizeof(what), &seen) < 0)
+			seen = 0;
+	if (seen)
+		pohm_ns_set_http_compat(f->ns, 1);
+}
+
+/* The path copies of every named regular file, with http_compat. */
+static void check_http(struct fsck *f)
+{
+	int seen;
+	size_t i;
+
+	if (!pohm_ns_http_compat(f->ns))
+		return;
 	for (i = 0; i < f->nino; i++)
 		if (http_candidate(&f->ino[i]))
 			check_http_file(f, &f->ino[i], &seen);
@@ -647,6 +678,7 @@ void fk_check_namespace(struct fsck *f)
 	uint64_t tmo = pohm_ns_intent_timeout_ns(f->ns);
 	size_t i;
 
+	detect_http(f);
 	check_lease(f, tmo);
 	for (i = 0; i < f->nino; i++) {
 		struct fk_inode *x = &f->ino[i];

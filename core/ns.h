@@ -215,8 +215,13 @@ int pohm_ns_tombstone(struct pohm_ns *ns, uint64_t ino);
 
 /* Longest http_compat path key, with its NUL (core/ns_http.h). */
 #define POHM_NS_HTTP_PATH	4096
-/* Whether the handle was opened with http_compat (it writes path copies). */
+/* Whether the handle keeps http_compat path copies (opened so, or set). */
 int pohm_ns_http_compat(const struct pohm_ns *ns);
+/*
+ * fsck, single-threaded on its own handle: from now on keep path copies as
+ * an http_compat client does (fsck found the fsid uses them).
+ */
+void pohm_ns_set_http_compat(struct pohm_ns *ns, int on);
 /*
  * The http_compat path key of regular file in (the name its copy follows,
  * core/ns_http.h) into path (POHM_NS_HTTP_PATH bytes), whether or not the
@@ -226,9 +231,22 @@ int pohm_ns_http_compat(const struct pohm_ns *ns);
  */
 int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path, int *want);
 /*
+ * The path key of in's recorded name (where its copy was last written),
+ * without looking the name up.  0, -ENOENT (none recorded), -errno.
+ */
+int pohm_ns_http_hint_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path);
+/*
+ * The path key the copy of in was last written under (its recorded name,
+ * core/ns_http.h) if that name is gone from its directory: a copy there was
+ * left behind by a rename that did not finish moving it.  0, -ENOENT (no
+ * such key: not moved, or the name belongs to another file now), -errno.
+ */
+int pohm_ns_http_old_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path);
+/*
  * Bring regular file ino's path copy in line with its committed content
- * now (write it whole, or remove it if the file must have none), whether or
- * not the handle has http_compat.  0 or -errno.
+ * now (write it whole, or remove it if the file must have none; remove one
+ * left at its old name and record the current one), whether or not the
+ * handle has http_compat.  0 or -errno.
  */
 int pohm_ns_http_restore(struct pohm_ns *ns, uint64_t ino);
 

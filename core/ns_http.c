@@ -474,6 +474,11 @@ int pohm_ns_http_compat(const struct pohm_ns *ns)
 	return ns->http_compat;
 }
 
+void pohm_ns_set_http_compat(struct pohm_ns *ns, int on)
+{
+	ns->http_compat = !!on;
+}
+
 int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path, int *want)
 {
 	char name[POHM_NAME_MAX + 1];
@@ -489,16 +494,42 @@ int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path
 	return r;
 }
 
+int pohm_ns_http_hint_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path)
+{
+	if (!S_ISREG(in->mode) || !in->pname)
+		return -ENOENT;
+	return entry_path(ns, in->hdr.parent, in->pname, path);
+}
+
+int pohm_ns_http_old_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path)
+{
+	uint64_t x;
+
+	if (!S_ISREG(in->mode) || !in->pname)
+		return -ENOENT;
+	/* Still a name: this file's (not moved) or another's (its copy, its business). */
+	if (pohm_ns_lookup(ns, in->hdr.parent, in->pname, &x, NULL) != -ENOENT)
+		return -ENOENT;
+	return entry_path(ns, in->hdr.parent, in->pname, path);
+}
+
 int pohm_ns_http_restore(struct pohm_ns *ns, uint64_t ino)
 {
-	char path[POHM_HTTP_PATH];
+	char path[POHM_HTTP_PATH], name[POHM_NAME_MAX + 1];
 	struct pohm_inode in;
-	int r, want;
+	uint64_t dir;
+	int r, scanned;
 
 	r = ns_inode_get(ns, ino, &in, NULL, 0);
 	if (r)
 		return r;
-	r = pohm_ns_http_key(ns, &in, path, &want);
+	if (!pohm_ns_http_old_key(ns, &in, path))
+		copy_del(ns, path);	/* left behind by a rename that did not finish it */
+	r = S_ISREG(in.mode) ? name_of(ns, &in, &dir, name, &scanned) : -ENOENT;
+	if (!r && scanned)
+		hint_store(ns, ino, dir, name);
+	if (!r)
+		r = entry_path(ns, dir, name, path);
 	if (!r)
 		r = copy_write(ns, &in, path);
 	pohm_inode_clear(&in);

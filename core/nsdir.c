@@ -18,9 +18,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ns_http.h"
 #include "ns_int.h"
 #include "sha512.h"
 
@@ -326,9 +328,10 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 {
 	struct pohm_dentry *e = &ref->bk.e[i];
 	int fresh = ns_now_ns() - e->i_time < ns->intent_timeout_ns;
-	uint64_t txid = e->i_txid, replaced = 0;
-	uint8_t rtype = 0;
-	int r;
+	uint64_t txid = e->i_txid, replaced = 0, ino = e->ino, ddir = e->i_dir;
+	char sname[POHM_NAME_MAX + 1], dname[POHM_NAME_MAX + 1];
+	uint8_t rtype = 0, type = e->type;
+	int r, completed = 0, exch = !!(e->i_flags & POHM_RENAME_EXCHANGE);
 
 	if (e->intent == POHM_INTENT_RMDIR) {
 		if (fresh)
@@ -354,10 +357,19 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 			return r;
 		if (replaced && rtype != DT_DIR)
 			ns_inode_nlink(ns, replaced, -1);
+		completed = 1;
 	}
 	/* Committed: the source name goes. */
+	snprintf(sname, sizeof(sname), "%s", e->name);
+	snprintf(dname, sizeof(dname), "%s", e->i_name ? e->i_name : "");
 	pohm_bucket_remove(&ref->bk, (uint32_t)i);
 	r = ns_bucket_store(ns, ref);
+	/*
+	 * A stale intent: its renamer died, before moving the path copies
+	 * (ns_http.h); this completion moves them.  A fresh one's renamer does.
+	 */
+	if (!r && (completed || !fresh))
+		ns_http_rename(ns, dir, sname, ddir, dname, ino, type, exch ? replaced : 0, rtype);
 	return r && r != -EAGAIN ? r : 0;
 }
 

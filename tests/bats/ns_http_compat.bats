@@ -3,7 +3,8 @@
 # (tests/progs/cache_ctl, the calls the shim makes) is also stored whole
 # under "/" + its path in the fsid namespace; the raw tool reads it back by
 # that key, and the key follows rename (of the file and of its directory)
-# and unlink; fsck finds stale and missing copies and repair rewrites them.
+# and unlink; fsck finds stale and missing copies and repair rewrites them;
+# completing a rename whose renamer died moves the copy.
 
 setup() {
 	load lib/common
@@ -16,6 +17,7 @@ setup() {
 }
 
 teardown() {
+	[ -n "${MV_PID:-}" ] && kill -9 "$MV_PID" 2>/dev/null
 	[ -f "$BATS_TEST_TMPDIR/s/pohmelfsd.pid" ] &&
 		kill "$(cat "$BATS_TEST_TMPDIR/s/pohmelfsd.pid")" 2>/dev/null
 	[ -n "${CLUSTER_DIR:-}" ] && cluster_stop
@@ -114,6 +116,43 @@ absent() {
 	[ "$status" -eq 0 ]
 	get_is /dir/f "the committed content"
 	get_is /g "another file"
+	run timeout 60 "$RAW" fsck
+	[ "$status" -eq 0 ]
+}
+
+@test "a rename killed after its intent: repair completes it and moves the path copy" {
+	local t0 caught=
+	timeout 20 "$CTL" write victim "moved by the repair"
+	timeout 20 "$CTL" mkdir m2
+	get_is /victim "moved by the repair"
+	# Slow every node down, start the rename, and kill it as soon as the
+	# intent is in the root directory's bucket (the target name shows).
+	cluster_fault all "delay 150"
+	"$CTL" mv victim m2/moved >/dev/null 2>&1 &
+	MV_PID=$!
+	t0=$(date +%s%N)
+	while [ $(($(date +%s%N) - t0)) -lt 20000000000 ] && kill -0 "$MV_PID" 2>/dev/null; do
+		if timeout 10 "$RAW" get b:1:0:0 2>/dev/null | grep -aq moved; then
+			kill -9 "$MV_PID"
+			caught=1
+			t0=$(date +%s%N)
+			break
+		fi
+	done
+	wait "$MV_PID" 2>/dev/null || true
+	MV_PID=
+	cluster_clear_faults all
+	[ -n "$caught" ] || skip "the rename finished before it could be killed (machine too slow)"
+	# Stale after the clients' intent timeout (10 s, counted from before
+	# the kill): repair completes it, and with it the copy moves (the
+	# tool's handle learns that this fsid keeps path copies from the copies
+	# it finds).
+	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
+	run timeout 60 "$RAW" repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	get_is /m2/moved "moved by the repair"
+	absent /victim
 	run timeout 60 "$RAW" fsck
 	[ "$status" -eq 0 ]
 }
