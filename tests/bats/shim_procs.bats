@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# shim_procs.bats — process shapes under LD_PRELOAD=libpohmelfs.so with the
+# storage on (a local 2-group cluster, one fsid per test): a user switch
+# after start, shared libraries and interpreters in the prefix, a daemon
+# that works from /, fork, thousands of short-lived children, a program
+# that closes every fd it did not open.  Another host with an empty cache
+# checks what reached the storage.  The programs are tests/helpers/sc_procs.c.
+#
+# Cases that turn out broken keep their assertion but are skipped with
+# "BUG: …" unless REL_RUN_BUGS=1 (as in rel_*.bats).
+
+setup() {
+	load lib/common
+	load lib/cluster
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	H=$B/tests/helpers
+	export POHMELFS_FSID="sp-${BATS_TEST_NUMBER}" POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0 \
+	       POHMELFS_READ_REPAIR=1
+	# The storage is authoritative: the working directory is made through
+	# the shim.
+	shim a mkdir -p "$T/a/w"
+	U=
+}
+
+teardown() {
+	local h
+	for h in a b c d; do
+		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
+	done
+	cluster_stop
+	[ -z "$U" ] || rm -rf "$U"
+}
+
+# shim HOST CMD...: run CMD under the shim as host HOST (prefix $T/HOST),
+# bounded in time (SHIM_TIMEOUT seconds, default 120).
+shim() {
+	local h=$1
+	shift
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h \
+		timeout -k 5 "${SHIM_TIMEOUT:-120}" "$@"
+}
+
+bug() {
+	[ -n "${REL_RUN_BUGS:-}" ] || skip "BUG: $1"
+}
+
+# names_hold_names HOST DIR NAME...: on HOST, each DIR/NAME holds its own
+# path as written on host a.
+names_hold_names() {
+	local h=$1 d=$2 n
+	shift 2
+	for n in "$@"; do
+		[ "$(shim $h cat "$T/$h/w/$d/$n")" = "$T/a/w/$d/$n" ] || { echo "$d/$n wrong on $h"; return 1; }
+	done
+}
+
+# switch_user HOW DIR: run sc_procs HOW (setuid or seteuid) on host a in
+# DIR (mode 777); the program's result is in $output.  The prefixes move
+# to a directory the unprivileged user can reach (bats's is mode 700).
+switch_user() {
+	[ "$(id -u)" = 0 ] || skip "needs root to switch users"
+	U=$(mktemp -d /tmp/sc-procs-u.XXXXXX)
+	chmod 755 "$U"
+	T=$U
+	shim a bash -c "mkdir -p '$T/a/w'"
+	shim a bash -c "mkdir '$T/a/w/$2' && chmod 777 '$T/a/w/$2'"
+	# Natively the same program works in a plain directory of mode 777.
+	mkdir -m 777 "$T/native"
+	[ "$("$H/sc_procs" $1 65534 "$T/native" 5)" = ok ]
+	run shim a "$H/sc_procs" $1 65534 "$T/a/w/$2" 5
+	echo "$1: $output"
+	if [ "$output" != ok ]; then
+		bug "after $1 to an unprivileged user, calls under the prefix fail ($output): the cache_dir of the starting user (mode 700) is not usable by the new one"
+		false
+	fi
+}
+
+@test "setuid to an unprivileged user after start: I/O under the prefix goes on and reaches another host" {
+	switch_user setuid s
+	[ "$(shim b ls "$T/b/w/s" | tr '\n' ' ')" = "after-0.done after-1.done after-2.done after-3.done after-4.done before " ]
+	[ "$(shim b cat "$T/b/w/s/before")" = "$T/a/w/s/before" ]
+	[ "$(shim b cat "$T/b/w/s/after-4.done")" = "$T/a/w/s/after-4" ]
+	# Made after the switch: stored as the new user's.
+	[ "$(shim b stat -c %u "$T/b/w/s/after-3.done")" = 65534 ]
+}
+
+@test "seteuid to an unprivileged user and back: I/O under the prefix goes on and reaches another host" {
+	switch_user seteuid e
+	[ "$(shim b ls "$T/b/w/e" | tr '\n' ' ')" = "after-0.done after-1.done after-2.done after-3.done after-4.done back before " ]
+	[ "$(shim b cat "$T/b/w/e/after-4.done")" = "$T/a/w/e/after-4" ]
+	[ "$(shim b cat "$T/b/w/e/back")" = "$T/a/w/e/back" ]
+	[ "$(shim b stat -c %u "$T/b/w/e/after-3.done")" = 65534 ]
+	[ "$(shim b stat -c %u "$T/b/w/e/back")" = 0 ]
+}
+
+# build_lib DIR: libsc.so (sc_answer() = 42) and two programs calling it,
+# prog (found through LD_LIBRARY_PATH) and prog-rpath (RUNPATH $ORIGIN/../lib).
+build_lib() {
+	command -v "${CC:-cc}" >/dev/null || skip "no C compiler"
+	mkdir -p "$1"
+	printf 'int sc_answer(void) { return 42; }\n' >"$1/lib.c"
+	printf '#include <stdio.h>\nint sc_answer(void);\nint main(void) { printf("%%d\\n", sc_answer()); return 0; }\n' >"$1/main.c"
+	"${CC:-cc}" -shared -fPIC -o "$1/libsc.so" "$1/lib.c"
+	"${CC:-cc}" -o "$1/prog" "$1/main.c" -L"$1" -lsc
+	"${CC:-cc}" -o "$1/prog-rpath" "$1/main.c" -L"$1" -lsc -Wl,-rpath,'$ORIGIN/../lib'
+}
+
+@test "a shared library in the prefix: dlopen, DT_NEEDED through LD_LIBRARY_PATH and through RUNPATH, on fresh hosts" {
+	build_lib "$T/src"
+	shim a bash -c "mkdir -p '$T/a/w/lib' '$T/a/w/bin' && cp '$T/src/libsc.so' '$T/a/w/lib/' \
+		&& cp '$T/src/prog' '$T/src/prog-rpath' '$T/a/w/bin/'"
+	# On the host that copied them.
+	[ "$(shim a "$H/sc_procs" dlopen "$T/a/w/lib/libsc.so" sc_answer)" = 42 ]
+	[ "$(LD_LIBRARY_PATH=$T/a/w/lib shim a "$T/a/w/bin/prog")" = 42 ]
+	# dlopen on a host that has fetched nothing.
+	run shim b "$H/sc_procs" dlopen "$T/b/w/lib/libsc.so" sc_answer
+	echo "dlopen on b: $output"
+	[ "$output" = 42 ]
+	# A binary in the prefix whose DT_NEEDED library is in the prefix, on
+	# fresh hosts: the library must be materialized with the binary.
+	# (Not `run`: a loader failure exits 127, which bats would warn about.)
+	output=$(LD_LIBRARY_PATH="$T/c/w/lib" shim c "$T/c/w/bin/prog" 2>&1) || true
+	echo "LD_LIBRARY_PATH on c: $output"
+	rp_ok=1
+	[ "$output" = 42 ] || rp_ok=0
+	output=$(shim d "$T/d/w/bin/prog-rpath" 2>&1) || true
+	echo "RUNPATH on d: $output"
+	[ "$output" = 42 ] || rp_ok=0
+	if [ $rp_ok = 0 ]; then
+		bug "exec of a binary in the prefix does not materialize its DT_NEEDED library in the prefix (the loader gets ENOENT: the library's directory was never listed locally)"
+		false
+	fi
+}
+
+@test "a #! script in the prefix whose interpreter is in the prefix runs on a fresh host" {
+	# The interpreter's path is written for host b's prefix: the script is
+	# run there, where neither file has been fetched.
+	shim a bash -c "mkdir -p '$T/a/w/bin' && cp /bin/sh '$T/a/w/bin/mysh' \
+		&& printf '#!$T/b/w/bin/mysh\necho \"interpreted \$1\"\n' > '$T/a/w/bin/script' \
+		&& chmod 755 '$T/a/w/bin/script' \
+		&& printf '#!$T/a/w/bin/mysh\necho \"interpreted \$1\"\n' > '$T/a/w/bin/script-a' \
+		&& chmod 755 '$T/a/w/bin/script-a'"
+	[ "$(shim a "$T/a/w/bin/script-a" on-a)" = "interpreted on-a" ]
+	output=$(shim b "$T/b/w/bin/script" on-b 2>&1) || true
+	echo "$output"
+	if [ "$output" != "interpreted on-b" ]; then
+		bug "exec of a #! script in the prefix does not materialize its interpreter in the prefix"
+		false
+	fi
+	# Through a shell and PATH as well.
+	[ "$(PATH="$T/b/w/bin:$PATH" shim b sh -c 'script via-path')" = "interpreted via-path" ]
+}
+
+@test "a daemon that chdir(\"/\") works with absolute paths under the prefix" {
+	run shim a "$H/sc_procs" chdir-root "$T/a/w"
+	echo "$output"
+	[ "$output" = ok ]
+	run shim b bash -c "cd '$T/b/w/daemon' && ls"
+	[ "$output" = "$(printf 'f-0.done\nf-1.done\nf-2.done\nf-3.done\nf-4.done\npid')" ]
+	[ "$(shim b cat "$T/b/w/daemon/pid")" = "$T/a/w/daemon/pid" ]
+	[ "$(shim b cat "$T/b/w/daemon/f-3.done")" = "$T/a/w/daemon/f-3" ]
+}
+
+@test "fork: parent and child both write files at once; all reach another host" {
+	run shim a "$H/sc_procs" fork "$T/a/w" 20
+	echo "$output"
+	[ "$output" = ok ]
+	run shim b bash -c "cd '$T/b/w' && ls | sort"
+	expected=$( (echo before-fork; for i in $(seq 0 19); do echo child-$i.done; echo parent-$i.done; done) | sort)
+	[ "$output" = "$expected" ]
+	for i in 0 7 19; do
+		[ "$(shim b cat "$T/b/w/child-$i.done")" = "$T/a/w/child-$i" ]
+		[ "$(shim b cat "$T/b/w/parent-$i.done")" = "$T/a/w/parent-$i" ]
+	done
+}
+
+@test "2000 short-lived children (fork + exec sh) write one file each: all reach the storage, in bounded time" {
+	local n=2000 t0 ms
+	t0=$(date +%s%N)
+	SHIM_TIMEOUT=600 run shim a "$H/sc_procs" children "$T/a/w" $n
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "# $n children in $ms ms ($((ms * 1000 / n)) us each)" >&3
+	echo "$output"
+	[ "$output" = ok ]
+	# Natively, for comparison.
+	t0=$(date +%s%N)
+	mkdir -p "$T/native"
+	"$H/sc_procs" children "$T/native" 200 >/dev/null
+	echo "# natively: 200 children in $((($(date +%s%N) - t0) / 1000000)) ms" >&3
+	# Every file, with its content, from a host with an empty cache: one
+	# listing and one checksum of all contents.
+	run shim b bash -c "cd '$T/b/w' && ls | sort -t- -k2n | tr '\n' ' ' | md5sum && cat \$(ls | sort -t- -k2n) | md5sum"
+	echo "$output"
+	[ "$output" = "$(for i in $(seq 0 $((n - 1))); do echo c-$i; done | tr '\n' ' ' | md5sum)
+$(seq 0 $((n - 1)) | md5sum)" ]
+}
+
+# close_all HOW: sc_procs closefrom on host a in a directory of its own;
+# another host must find everything it wrote.
+close_all() {
+	local how=$1
+	shim a mkdir "$T/a/w/$how"
+	run shim a "$H/sc_procs" closefrom "$T/a/w/$how" $how
+	echo "$how: $output"
+	if [ "$output" != ok ]; then
+		bug "after $how the shim's own fds are gone: the next call under the prefix fails ($output)"
+		false
+	fi
+	run shim b bash -c "cd '$T/b/w/$how' && ls && cat sub/inner"
+	echo "$output"
+	[ "$output" = "$(printf 'after-0.done\nafter-1.done\nafter-2.done\nafter-3.done\nafter-4.done\nearly\nsub\nwarm\n%s' "$T/a/w/$how/sub/inner")" ]
+	names_hold_names b "$how" warm
+	# The fd that the program's own close closed had been written: pushed.
+	[ "$(shim b cat "$T/b/w/$how/early")" = "$T/a/w/$how/early" ]
+}
+
+@test "close_range(3, ~0) in a program: the file it had open is pushed, and it keeps working under the prefix" {
+	close_all close_range
+}
+
+@test "closefrom(3) in a program: the file it had open is pushed, and it keeps working under the prefix" {
+	close_all closefrom
+}

@@ -1,0 +1,283 @@
+/*
+ * sc_procs.c — process shapes that the shim must survive, for
+ * tests/bats/shim_procs.bats (run under the shim with the storage on; the
+ * test checks from another host what reached the storage).  Each file
+ * written holds its own name; each command prints "ok" at the end, or
+ * "ERR what: errno-name" and exits 1.
+ *
+ *   setuid UID DIR N    write DIR/before, then setgid+setuid(UID) and
+ *                       write, read back and rename N files in DIR
+ *   seteuid UID DIR N   the same with setegid+seteuid(UID), then back to
+ *                       the original user and write DIR/back
+ *   dlopen LIB SYM      dlopen LIB, call int SYM(void), print its result
+ *   chdir-root DIR      chdir("/"), then mkdir, write, rename, list and
+ *                       stat under DIR by absolute paths
+ *   fork DIR N          fork; parent and child each write N files
+ *                       (DIR/parent-I, DIR/child-I) at once
+ *   children DIR N      N short-lived children, one after another: each
+ *                       runs /bin/sh -c 'echo … > DIR/c-I' (fork + exec)
+ *   closefrom DIR HOW   write DIR/early through an fd left open, then
+ *                       close every fd from 3 up (HOW: close_range or
+ *                       closefrom), then write, read back, rename and
+ *                       list under DIR
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int fail(const char *what)
+{
+	const char *e = strerrorname_np(errno);
+
+	printf("ERR %s: %s\n", what, e ? e : "?");
+	return 1;
+}
+
+/* DIR/NAME-I, written with its own name as content. */
+static int write_named(const char *dir, const char *name, int i)
+{
+	char p[PATH_MAX];
+	int fd;
+	size_t n;
+
+	if (i >= 0)
+		snprintf(p, sizeof(p), "%s/%s-%d", dir, name, i);
+	else
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+		return fail(p);
+	n = strlen(p);
+	if (write(fd, p, n) != (ssize_t)n || close(fd))
+		return fail(p);
+	return 0;
+}
+
+/* The file P holds its own name. */
+static int check_named(const char *p)
+{
+	char buf[PATH_MAX];
+	ssize_t n;
+	int fd = open(p, O_RDONLY);
+
+	if (fd < 0)
+		return fail(p);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return fail(p);
+	buf[n] = 0;
+	if (strcmp(buf, p)) {
+		printf("ERR %s holds \"%s\"\n", p, buf);
+		return 1;
+	}
+	return 0;
+}
+
+/* Write N files DIR/NAME-I, read them back, rename each to NAME-I.done. */
+static int write_batch(const char *dir, const char *name, int n)
+{
+	char p[PATH_MAX], q[PATH_MAX + 8];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (write_named(dir, name, i))
+			return 1;
+		snprintf(p, sizeof(p), "%s/%s-%d", dir, name, i);
+		if (check_named(p))
+			return 1;
+		snprintf(q, sizeof(q), "%s.done", p);
+		if (rename(p, q))
+			return fail("rename");
+	}
+	return 0;
+}
+
+static int do_setuid(int eff, uid_t uid, const char *dir, int n)
+{
+	uid_t was = geteuid();
+	gid_t was_g = getegid();
+
+	if (write_named(dir, "before", -1))
+		return 1;
+	if (eff ? setegid(uid) || seteuid(uid) : setgid(uid) || setuid(uid))
+		return fail("setuid");
+	if (geteuid() != uid)
+		return fail("still the old user");
+	if (write_batch(dir, "after", n))
+		return 1;
+	if (eff) {
+		if (seteuid(was) || setegid(was_g))
+			return fail("seteuid back");
+		if (write_named(dir, "back", -1))
+			return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int do_dlopen(const char *lib, const char *sym)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*f)(void);
+
+	if (!h) {
+		printf("ERR dlopen: %s\n", dlerror());
+		return 1;
+	}
+	if (!(f = (int (*)(void))dlsym(h, sym))) {
+		printf("ERR dlsym: %s\n", dlerror());
+		return 1;
+	}
+	printf("%d\n", f());
+	dlclose(h);
+	return 0;
+}
+
+static int do_chdir_root(const char *dir)
+{
+	char p[PATH_MAX], q[PATH_MAX], cwd[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	if (chdir("/") || !getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/"))
+		return fail("chdir /");
+	snprintf(p, sizeof(p), "%s/daemon", dir);
+	if (mkdir(p, 0755))
+		return fail("mkdir");
+	if (write_batch(p, "f", 5) || write_named(p, "pid", -1))
+		return 1;
+	snprintf(q, sizeof(q), "%s/daemon/pid", dir);
+	if (stat(q, &st) || st.st_size != (off_t)strlen(q))
+		return fail("stat");
+	if (!(d = opendir(p)))
+		return fail("opendir");
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	if (n != 6) {
+		printf("ERR %d names in %s, not 6\n", n, p);
+		return 1;
+	}
+	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/"))
+		return fail("cwd moved");
+	printf("ok\n");
+	return 0;
+}
+
+static int do_fork(const char *dir, int n)
+{
+	int st, r;
+	pid_t pid;
+
+	if (write_named(dir, "before-fork", -1))
+		return 1;
+	if ((pid = fork()) < 0)
+		return fail("fork");
+	if (pid == 0) {
+		r = write_batch(dir, "child", n);
+		fflush(stdout);
+		_exit(r);
+	}
+	r = write_batch(dir, "parent", n);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return fail("child");
+	if (r)
+		return 1;
+	printf("ok\n");
+	return 0;
+}
+
+static int do_children(const char *dir, int n)
+{
+	char p[PATH_MAX], num[16];
+	int i, st;
+	pid_t pid;
+
+	for (i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/c-%d", dir, i);
+		snprintf(num, sizeof(num), "%d", i);
+		if ((pid = fork()) < 0)
+			return fail("fork");
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", "echo \"$0\" > \"$1\"", num, p, (char *)NULL);
+			_exit(127);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("ERR child %d: status %d\n", i, st);
+			return 1;
+		}
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int do_closefrom(const char *dir, const char *how)
+{
+	char p[PATH_MAX], early[PATH_MAX];
+	struct dirent *e;
+	int fd, n = 0;
+	DIR *d;
+
+	snprintf(early, sizeof(early), "%s/early", dir);
+	if ((fd = open(early, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+		return fail("open early");
+	if (write(fd, early, strlen(early)) != (ssize_t)strlen(early))
+		return fail("write early");
+	if (write_named(dir, "warm", -1))
+		return 1;
+	if (!strcmp(how, "closefrom"))
+		closefrom(3);
+	else if (close_range(3, ~0U, 0))
+		return fail("close_range");
+	if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+		return fail("fd survived");
+	if (write_batch(dir, "after", 5))
+		return 1;
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	if (mkdir(p, 0755) || write_named(p, "inner", -1))
+		return fail("mkdir");
+	if (!(d = opendir(dir)))
+		return fail("opendir");
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	if (n != 8) {
+		printf("ERR %d names in %s, not 8\n", n, dir);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *op = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 5 && !strcmp(op, "setuid"))
+		return do_setuid(0, atoi(argv[2]), argv[3], atoi(argv[4]));
+	if (argc == 5 && !strcmp(op, "seteuid"))
+		return do_setuid(1, atoi(argv[2]), argv[3], atoi(argv[4]));
+	if (argc == 4 && !strcmp(op, "dlopen"))
+		return do_dlopen(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(op, "chdir-root"))
+		return do_chdir_root(argv[2]);
+	if (argc == 4 && !strcmp(op, "fork"))
+		return do_fork(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(op, "children"))
+		return do_children(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(op, "closefrom"))
+		return do_closefrom(argv[2], argv[3]);
+	fprintf(stderr, "usage: see the comment at the top of sc_procs.c\n");
+	return 2;
+}
