@@ -375,9 +375,20 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	struct pohm_jrec rec;
 	struct stat st;
 	uint8_t *buf = NULL;
-	uint64_t off = 0, piece = 1 << 20;
+	uint64_t off = 0, piece = pohm_inode_chunk_size(in);
 	int fd, r;
 
+	/*
+	 * Whole chunks per read: each read of part of a chunk gets the whole
+	 * chunk object from the storage, so pieces smaller than a chunk would
+	 * fetch it several times.  At least 1 MiB, at most 64 MiB of memory.
+	 */
+	if (piece < (1u << 20))
+		piece = 1u << 20;
+	if (piece > (64u << 20))
+		piece = 64u << 20;
+	if (piece > in->size && in->size)
+		piece = in->size;
 	snprintf(tmp, sizeof(tmp), "f.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	fd = pohm_sys_open_high(c->stage_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);

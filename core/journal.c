@@ -71,12 +71,11 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	r = pohm_sys_mkdirat(j->dirfd, "tmp", 0700);
 	if (r && r != -EEXIST)
 		goto fail;
+	/* Made now so that readers find it; a cache_dir we may only read still
+	 * opens (its puts then fail, as they did before). */
 	fd = pohm_sys_openat(j->dirfd, "j.lock", O_RDWR | O_CREAT, 0600);
-	if (fd < 0) {
-		r = fd;
-		goto fail;
-	}
-	pohm_sys_close(fd);
+	if (fd >= 0)
+		pohm_sys_close(fd);
 	return 0;
 fail:
 	pohm_sys_close(j->dirfd);
@@ -401,7 +400,8 @@ static int jlock(struct pohm_journal *j, uint64_t ino, short type)
 	struct flock fl;
 	int fd, r;
 
-	fd = pohm_sys_openat(j->dirfd, "j.lock", O_RDWR | O_CREAT, 0600);
+	fd = pohm_sys_openat(j->dirfd, "j.lock",
+			     type == F_RDLCK ? O_RDONLY : O_RDWR | O_CREAT, 0600);
 	if (fd < 0)
 		return fd;
 	memset(&fl, 0, sizeof(fl));
@@ -455,7 +455,7 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 	if (rc == -EAGAIN) {
 		/* A writer is in it, or it was torn: once more after any writer. */
 		lfd = jlock(j, ino, F_RDLCK);
-		rc = lfd < 0 ? lfd : get_from(fd, ino, r, &fsize);
+		rc = lfd < 0 ? -EIO : get_from(fd, ino, r, &fsize);
 		if (lfd >= 0)
 			pohm_sys_close(lfd);
 		if (rc == -EAGAIN)

@@ -141,8 +141,8 @@ TEST(index_follows_the_local_file)
 	EXPECT_EQ_INT(ino, 0x51);
 	EXPECT_EQ_INT(pohm_journal_del(&j, 0x51), 0);
 	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), -ENOENT);
-	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &r), -ENOENT);
 	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &r), -ENOENT);
 	done(&j);
 }
 
