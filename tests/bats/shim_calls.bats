@@ -301,7 +301,7 @@ lnk 1003 1004" ]
 	[ "$(shim a cat "$T/a/w/fd")" = b ]
 }
 
-@test "fdatasync, syncfs and fsync commit to the storage while the file is still open (sync_on_close off)" {
+@test "fdatasync, syncfs, fsync and sync_file_range commit to the storage while the file is still open (sync_on_close off)" {
 	local how
 	# Nothing else may push: no close push, pohmelfsd's timer far away.
 	export POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_SYNC_TIMEOUT=3600
@@ -317,11 +317,11 @@ lnk 1003 1004" ]
 		wait
 		echo "$1 $3: $status $output"
 	}
-	for how in fdatasync syncfs fsync; do
+	for how in fdatasync syncfs fsync sync_file_range; do
 		sync_one $how $how-rw rw
 		[ "$output" = "data of $how-rw" ]
 	done
-	for how in fdatasync syncfs fsync; do
+	for how in fdatasync syncfs fsync sync_file_range; do
 		sync_one $how $how-wo
 		if [ "$output" != "data of $how-wo" ]; then
 			bug "$how of a write-only fd returns 0 without committing (push_fd skips write-only fds unless at close)"

@@ -22,7 +22,7 @@
  *                     user.* names)
  *   remove P | fdopendir DIR (sorted names; d_ino checked against lstat)
  *   freopen P TEXT | fdopen P TEXT
- *   fdatasync P TEXT HOLD [rw] | syncfs … | fsync …
+ *   fdatasync P TEXT HOLD [rw] | syncfs … | fsync … | sync_file_range …
  *                     write (through an O_WRONLY fd, O_RDWR with "rw"),
  *                     sync, print "synced", then keep the fd open until
  *                     the file HOLD exists (at most 60 s)
@@ -353,6 +353,9 @@ static int do_sync(const char *how, const char *p, const char *text, const char 
 		r = fdatasync(fd);
 	else if (!strcmp(how, "syncfs"))
 		r = syncfs(fd);
+	else if (!strcmp(how, "sync_file_range"))
+		r = sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+					      SYNC_FILE_RANGE_WAIT_AFTER);
 	else
 		r = fsync(fd);
 	if (r)
@@ -560,7 +563,8 @@ int main(int argc, char **argv)
 		return do_freopen(a, b);
 	if (!strcmp(op, "fdopen"))
 		return do_fdopen(a, b);
-	if ((!strcmp(op, "fdatasync") || !strcmp(op, "syncfs") || !strcmp(op, "fsync")) && argc > 4)
+	if ((!strcmp(op, "fdatasync") || !strcmp(op, "syncfs") || !strcmp(op, "fsync") ||
+	     !strcmp(op, "sync_file_range")) && argc > 4)
 		return do_sync(op, a, b, c, argc > 5 && !strcmp(argv[5], "rw"));
 	if (!strcmp(op, "copy_file_range") || !strcmp(op, "sendfile"))
 		return do_copy(op, a, b);
