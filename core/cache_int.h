@@ -75,6 +75,14 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
  * /.pohmelfs-conflicts/HOST/, and log why.  0 or -errno. */
 int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
 			const struct stat *st, const char *why);
+/* Wait for this host's turn to push ino (push.c: one pusher per inode and
+ * host; a marker, not a lock).  1 if taken (give it back with
+ * cache_push_turn_drop), 0 if waiting gave up.  No journal or storage change
+ * of this host's pushes happens to ino while the turn is held. */
+int cache_push_turn_take(struct pohm_cache *c, uint64_t ino);
+void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino);
+/* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
+void cache_push_forget(struct pohm_cache *c, uint64_t ino);
 /* Put a fresh stub over rec's local name (its contents are saved elsewhere);
  * rec becomes a stub record and is stored.  0 or -errno. */
 int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);

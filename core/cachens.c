@@ -38,6 +38,94 @@ static uint64_t rel_hash(const char *rel)
 	return h;
 }
 
+/* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
+ * deleted elsewhere?  An unknown file, or a changed one, is not stale. */
+static int stale_local(struct pohm_cache *c, int dfd, const char *name, const struct stat *lst,
+		       uint64_t ino)
+{
+	struct pohm_jrec rec;
+	uint64_t known;
+	int stale;
+
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino, &known) ||
+	    known == ino || pohm_journal_get(&c->j, known, &rec))
+		return 0;
+	stale = rec.lino == (uint64_t)lst->st_ino && !cache_local_changed(c, &rec, dfd, name, lst);
+	pohm_jrec_clear(&rec);
+	return stale;
+}
+
+/*
+ * The local copy of the regular file in, which a create found in the storage
+ * but not here: an empty file (or a stub when in has data, fetched next),
+ * built under a temp name and linked in, so that nobody writes to it before
+ * its state is taken.  If another process of this host made the name
+ * meanwhile, that file stays as it is (it may already hold writes; its
+ * maker records it).  0 or -errno.
+ */
+static int create_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct pohm_inode *in)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct pohm_jrec rec;
+	struct stat st;
+	char tmp[64];
+	int fd, r;
+
+	if (in->nlink > 1)
+		return cache_make_local(c, dfd, name, rel, in);	/* maybe a local hardlink */
+	snprintf(tmp, sizeof(tmp), "c.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	/* A stub is mode 000 (EACCES without the shim); an empty file needs no fetch. */
+	syscall(SYS_fchmod, fd, in->size ? 0 : in->mode & 07777);
+	if (c->is_root)
+		syscall(SYS_fchown, fd, in->uid, in->gid);
+	r = pohm_sys_fstat(fd, &st);
+	pohm_sys_close(fd);
+	if (!r)
+		r = syscall(SYS_linkat, c->stage_fd, tmp, dfd, name, 0) ? -errno : 0;
+	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+	if (r)
+		return r == -EEXIST ? 0 : r;
+	/* The state before the link: the link's own ctime change reads as dirty
+	 * (the push then finds nothing to send), a write by anyone else too. */
+	memset(&rec, 0, sizeof(rec));
+	pohm_journal_note_inode(&rec, in);
+	pohm_journal_note_local(&rec, &st);
+	rec.flags = in->size ? POHM_J_STUB : 0;
+	rec.validated_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+/*
+ * Refresh dfd/name from in, the version the create found, in this host's
+ * push turn of the inode: other processes may be appending to the local
+ * file and pushing it, and in may already be older than what one of them
+ * committed and recorded since; that local copy is newer, never replaced.
+ */
+static int refresh_in_turn(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			   const struct pohm_inode *in)
+{
+	struct pohm_jrec rec;
+	int turn = cache_push_turn_take(c, in->ino), r = 0, newer = 0;
+
+	if (!pohm_journal_get(&c->j, in->ino, &rec)) {
+		newer = !(rec.flags & POHM_J_STUB) && rec.dversion > in->dversion;
+		pohm_jrec_clear(&rec);
+	}
+	if (!newer)
+		r = pohm_cache_refresh(c, dfd, name, rel, in);
+	if (turn)
+		cache_push_turn_drop(c, in->ino);
+	return r;
+}
+
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
@@ -56,8 +144,8 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			struct stat lst;
 
 			if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
-				cache_make_local(c, dfd, name, rel, &in);
-			r = pohm_cache_refresh(c, dfd, name, rel, &in);
+				create_local(c, dfd, name, rel, &in);
+			r = refresh_in_turn(c, dfd, name, rel, &in);
 			if (r == -ENOENT)
 				r = 0;	/* gone locally meanwhile (another thread's create): O_CREAT makes it */
 			r = r ? r : 1;
@@ -66,8 +154,12 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	} else if (r == 0) {
 		struct stat lst;
 
-		/* A stale local file of that name (deleted elsewhere) makes way. */
-		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode))
+		/* A stale local file of that name (deleted elsewhere, clean) makes way.
+		 * Not a file the journal does not tie to another inode: that may be
+		 * another process's local copy of the inode we just made (its create
+		 * found ours), already being written. */
+		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode) &&
+		    stale_local(c, dfd, name, &lst, in.ino))
 			pohm_sys_unlinkat(dfd, name, 0);
 		cache_mark_fresh(c, in.ino);
 		created_ino = in.ino;
@@ -161,7 +253,10 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 		if (!syscall(SYS_utimensat, fd, NULL, tv, 0))
 			pohm_sys_fstat(fd, &st);
 		errno = saved;
-		pohm_journal_note_local(&rec, &st);
+		if (!st.st_size)
+			pohm_journal_note_local(&rec, &st);
+		else	/* another process wrote meanwhile: that is a change to push */
+			rec.ldev = (uint64_t)st.st_dev, rec.lino = (uint64_t)st.st_ino;
 	}
 	else {
 		rec.ldev = (uint64_t)st.st_dev;
@@ -305,9 +400,10 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 		struct pohm_inode in;
 
 		cache_unmark(c, ino);
-		if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT)
+		if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT) {
 			pohm_journal_del(&c->j, ino);
-		else
+			cache_push_forget(c, ino);
+		} else
 			pohm_inode_clear(&in);
 	}
 out:

@@ -185,34 +185,183 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	return r ? r : 1;
 }
 
-/* Was the storage's current version (in) committed by this host from the
- * local file st, since rec was read?  Then the journal says so now. */
-static int pushed_here(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
-		       const struct pohm_inode *in)
-{
-	struct pohm_jrec cur;
-	int here = 0, wait;
+/*
+ * One pusher of an inode at a time on this host (DESIGN.md §2: O_APPEND is
+ * atomic per host).  Processes and threads that write one file push it in
+ * turn, so each push starts from the version the previous one recorded.
+ * The turn is a marker, never a lock held across network I/O: the symlink
+ * cache_dir/p/INO.push, whose target names its holder ("pid.tid"), made
+ * with symlinkat (atomic; EEXIST while another pusher holds it).  A holder
+ * that died (tgkill says ESRCH) is broken by the next pusher; a pusher that
+ * waited PUSH_WAIT_NS gives up waiting and pushes anyway (the inode CAS
+ * still protects the storage; it only risks a spurious conflict copy).
+ *
+ * Beside it, cache_dir/p/INO ("DVERSION.LINO", replaced by the holder after
+ * each commit) says which data version this host last committed and from
+ * which local file.  The journal record cannot say it reliably: a process
+ * that read the record before our commit may write it back after (an open
+ * that notes changed attributes), so the record can go back a version.
+ */
+#define PUSH_WAIT_NS (30ULL * 1000000000ULL)
 
-	/* The committer records its version right after its commit: give it a
-	 * moment (up to ~0.2 s) if the journal still shows the version we had. */
-	for (wait = 0; wait < 40; wait++) {
-		if (pohm_journal_get(&c->j, rec->ino, &cur))
-			return 0;
-		if (cur.lino != (uint64_t)st->st_ino || cur.ldev != (uint64_t)st->st_dev ||
-		    (cur.flags & (POHM_J_STUB | POHM_J_CONFLICT))) {
-			pohm_jrec_clear(&cur);
-			return 0;	/* the local file was replaced: not the same history */
+static void push_names(uint64_t ino, char *mark, char *last, size_t len)
+{
+	snprintf(mark, len, "p/%llx.push", (unsigned long long)ino);
+	snprintf(last, len, "p/%llx", (unsigned long long)ino);
+}
+
+static void my_id(char *out, size_t len)
+{
+	snprintf(out, len, "%d.%ld", (int)pohm_sys_getpid(), (long)syscall(SYS_gettid));
+}
+
+/* Is the holder named by id ("pid.tid") gone?  Our own thread counts as gone:
+ * it does not hold the marker now, so that is a leftover of a dead thread. */
+static int holder_gone(const char *id, const char *me)
+{
+	long pid, tid;
+
+	if (!strcmp(id, me))
+		return 1;
+	if (sscanf(id, "%ld.%ld", &pid, &tid) != 2 || pid <= 0 || tid <= 0)
+		return 1;	/* not ours: a torn or foreign marker */
+	return syscall(SYS_tgkill, (pid_t)pid, (pid_t)tid, 0) && errno == ESRCH;
+}
+
+/* Remove the marker mark of the dead holder id.  Moved aside first and
+ * checked there: another waiter may have broken it and taken its own turn
+ * meanwhile, and that live marker goes back. */
+static void marker_break(struct pohm_cache *c, const char *mark, const char *id, const char *me)
+{
+	char aside[128], now[64];
+	long n;
+
+	snprintf(aside, sizeof(aside), "%s.%s", mark, me);
+	if (pohm_sys_renameat(c->j.dirfd, mark, c->j.dirfd, aside))
+		return;
+	n = syscall(SYS_readlinkat, c->j.dirfd, aside, now, sizeof(now) - 1);
+	if (n > 0) {
+		now[n] = '\0';
+		if (strcmp(now, id) &&
+		    !syscall(SYS_renameat2, c->j.dirfd, aside, c->j.dirfd, mark, RENAME_NOREPLACE))
+			return;	/* a live marker: back in place */
+	}
+	pohm_sys_unlinkat(c->j.dirfd, aside, 0);
+}
+
+/* Wait for this host's turn to push ino.  1 when the marker is ours, 0 when
+ * we gave up waiting (or the marker cannot be made: push without it). */
+int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
+{
+	char mark[64], last[64], me[48], id[64];
+	uint64_t t0 = pohm_sys_mono_ns(), pause_ns = 500000;
+	int saved = errno, got = 0, made_dir = 0, r;
+
+	push_names(ino, mark, last, sizeof(mark));
+	my_id(me, sizeof(me));
+	for (;;) {
+		long n;
+
+		if (!syscall(SYS_symlinkat, me, c->j.dirfd, mark)) {
+			got = 1;
+			break;
 		}
-		here = cur.dversion == in->dversion;
-		wait = here || cur.dversion != rec->dversion ? 40 : wait;
-		pohm_jrec_clear(&cur);
-		if (wait < 40) {
-			struct timespec ts = { 0, 5000000L };
+		if (errno == ENOENT && !made_dir) {
+			made_dir = 1;	/* the first push of this cache */
+			r = pohm_sys_mkdirat(c->j.dirfd, "p", 0700);
+			if (!r || r == -EEXIST)
+				continue;
+			errno = -r;
+		}
+		if (errno != EEXIST)
+			break;
+		n = syscall(SYS_readlinkat, c->j.dirfd, mark, id, sizeof(id) - 1);
+		if (n < 0)
+			continue;	/* released meanwhile */
+		id[n] = '\0';
+		if (holder_gone(id, me)) {
+			pohm_debug("push of %llx: breaking the marker of %s (gone)",
+				   (unsigned long long)ino, id);
+			marker_break(c, mark, id, me);
+			continue;
+		}
+		if (pohm_sys_mono_ns() - t0 > PUSH_WAIT_NS) {
+			pohm_warn("push of %llx: %s has been pushing it for %llu s; pushing "
+				  "without waiting", (unsigned long long)ino, id,
+				  (unsigned long long)(PUSH_WAIT_NS / 1000000000ULL));
+			break;
+		}
+		{
+			struct timespec ts = { 0, (long)pause_ns };
 
 			syscall(SYS_nanosleep, &ts, NULL);
 		}
+		if (pause_ns < 8000000)
+			pause_ns *= 2;
 	}
-	return here;
+	errno = saved;
+	return got;
+}
+
+/* Give the turn back (only if the marker is still ours). */
+void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
+{
+	char mark[64], last[64], me[48], id[64];
+	int saved = errno;
+	long n;
+
+	push_names(ino, mark, last, sizeof(mark));
+	my_id(me, sizeof(me));
+	n = syscall(SYS_readlinkat, c->j.dirfd, mark, id, sizeof(id) - 1);
+	if (n > 0) {
+		id[n] = '\0';
+		if (!strcmp(id, me))
+			pohm_sys_unlinkat(c->j.dirfd, mark, 0);
+	}
+	errno = saved;
+}
+
+/* Remember that this host committed data version dversion of ino from local file lino. */
+static void push_last_note(struct pohm_cache *c, uint64_t ino, uint64_t dversion, uint64_t lino)
+{
+	char mark[64], last[64], me[48], tmp[128], val[64];
+	int saved = errno;
+
+	push_names(ino, mark, last, sizeof(mark));
+	my_id(me, sizeof(me));
+	snprintf(tmp, sizeof(tmp), "p/.%llx.%s", (unsigned long long)ino, me);
+	snprintf(val, sizeof(val), "%llx.%llx", (unsigned long long)dversion,
+		 (unsigned long long)lino);
+	pohm_sys_unlinkat(c->j.dirfd, tmp, 0);
+	if (!syscall(SYS_symlinkat, val, c->j.dirfd, tmp) &&
+	    pohm_sys_renameat(c->j.dirfd, tmp, c->j.dirfd, last))
+		pohm_sys_unlinkat(c->j.dirfd, tmp, 0);
+	errno = saved;
+}
+
+/* Did this host commit ino's data version dversion from local file lino? */
+static int push_last_is(struct pohm_cache *c, uint64_t ino, uint64_t dversion, uint64_t lino)
+{
+	char mark[64], last[64], val[64];
+	unsigned long long dv, li;
+	int saved = errno;
+	long n;
+
+	push_names(ino, mark, last, sizeof(mark));
+	n = syscall(SYS_readlinkat, c->j.dirfd, last, val, sizeof(val) - 1);
+	errno = saved;
+	if (n <= 0)
+		return 0;
+	val[n] = '\0';
+	return sscanf(val, "%llx.%llx", &dv, &li) == 2 && dv == dversion && li == lino;
+}
+
+void cache_push_forget(struct pohm_cache *c, uint64_t ino)
+{
+	char mark[64], last[64];
+
+	push_names(ino, mark, last, sizeof(mark));
+	pohm_sys_unlinkat(c->j.dirfd, last, 0);
 }
 
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
@@ -268,10 +417,12 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r == -ESTALE) {
 		/* The storage moved on.  Identical content is no conflict. */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
-		if (!r && pushed_here(c, rec, st, &in)) {
-			/* Another process of this host committed from this same local file
-			 * (appenders, sqlite): ours is a later state of it, not a conflict.
-			 * Again from the version it committed. */
+		if (!r && push_last_is(c, rec->ino, in.dversion, (uint64_t)st->st_ino)) {
+			/* This host committed the stored version from this same local file
+			 * (another appender's push; the journal went back a version since):
+			 * ours is a later state of it, not a conflict.  Again from it. */
+			pohm_journal_note_inode(rec, &in);
+			pohm_journal_put(&c->j, rec);
 			pohm_inode_clear(&in);
 			r = -EAGAIN;
 			goto out;
@@ -305,6 +456,7 @@ attrs:
 	pohm_journal_note_inode(rec, &in);
 	pohm_journal_note_local(rec, st);
 	rec->flags &= ~(uint32_t)POHM_J_STUB;
+	push_last_note(c, rec->ino, rec->dversion, rec->lino);
 	r = pohm_journal_put(&c->j, rec);
 	cache_mark_fresh(c, rec->ino);
 	if (!r && (n || (uint64_t)st->st_size != rec->lsize || pushed_attrs)) {
@@ -319,15 +471,25 @@ out:
 	return r;
 }
 
-static int push_dir_attrs(struct pohm_cache *c, const char *rel, const struct stat *st);
+static int push_dir_attrs(struct pohm_cache *c, const struct stat *st);
 
 int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 {
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
-	int r, tries;
+	int r, tries, turn;
 
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		return r;
+	if ((uint64_t)st.st_dev != c->pdev)
+		return 0;
+	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
+		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st) : 0;
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* not a file of ours */
+	turn = cache_push_turn_take(c, ino);
 	for (tries = 0; tries < 20; tries++) {
 		if (tries) {
 			/* Raced another pusher of this file: a short random pause. */
@@ -336,29 +498,28 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 
 			syscall(SYS_nanosleep, &ts, NULL);
 		}
+		/* The state now, in our turn: what we read and what we record. */
 		r = pohm_sys_fstat(fd, &st);
 		if (r)
-			return r;
-		if ((uint64_t)st.st_dev != c->pdev)
-			return 0;
-		if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
-			return S_ISDIR(st.st_mode) ? push_dir_attrs(c, NULL, &st) : 0;
-		if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-			return 0;	/* not a file of ours */
+			break;
 		r = pohm_journal_get(&c->j, ino, &rec);
-		if (r)
-			return r == -ENOENT ? 0 : r;
+		if (r) {
+			r = r == -ENOENT ? 0 : r;
+			break;
+		}
 		r = push_known(c, fd, &rec, &st);
 		pohm_jrec_clear(&rec);
 		if (r != -EAGAIN)
-			return r;	/* -EAGAIN: the file changed size while we read it, or
-					 * another process of this host committed it first */
+			break;	/* -EAGAIN: the file changed size while we read it, or
+				 * the journal lagged behind this host's last commit */
 	}
+	if (turn)
+		cache_push_turn_drop(c, ino);
 	return r;
 }
 
-/* Mode, owner and times of a directory or symlink (rel unused: st says which). */
-static int push_dir_attrs(struct pohm_cache *c, const char *rel, const struct stat *st)
+/* Mode, owner and times of a directory or symlink (st says which). */
+static int push_dir_attrs(struct pohm_cache *c, const struct stat *st)
 {
 	struct pohm_inode in;
 	struct pohm_jrec rec;
@@ -387,7 +548,7 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 	struct stat st;
 
 	if (!pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, rel, &st) : 0;
+		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st) : 0;
 	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {

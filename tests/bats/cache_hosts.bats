@@ -187,3 +187,35 @@ on() {
 	on b "$CTL" ls ""
 	[ ! -e "$T/b/.pohmelfs-conflicts" ]
 }
+
+@test "a push waits for another process's push of the file, and breaks a dead one's marker" {
+	local ino mark dead live t0 ms
+	on a "$CTL" write f "one"
+	ino=$(on a "$CTL" stat f | cut -d' ' -f1)
+	mark=$T/a-state/p/$ino.push
+	[ -d "$T/a-state/p" ]
+	[ ! -e "$mark" ] && [ ! -L "$mark" ]
+	# A pusher killed in the middle leaves its marker ("pid.tid"): the next push breaks it.
+	sh -c 'exit 0' &
+	dead=$!
+	wait "$dead" || true
+	ln -s "$dead.$dead" "$mark"
+	timeout 20 bash -c "POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a '$CTL' write f two"
+	[ ! -L "$mark" ]
+	on b "$CTL" get f
+	[ "$(cat "$T/b/f")" = "two" ]
+	# A live pusher's marker is waited for, not broken.
+	sleep 30 &
+	live=$!
+	ln -s "$live.$live" "$mark"
+	(sleep 1.5; rm -f "$mark") &
+	t0=$(date +%s%N)
+	timeout 20 bash -c "POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a '$CTL' write f three"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill "$live" 2>/dev/null || true
+	wait
+	echo "push behind a live marker took $ms ms"
+	[ "$ms" -ge 1400 ]
+	on b "$CTL" get f
+	[ "$(cat "$T/b/f")" = "three" ]
+}
