@@ -178,6 +178,9 @@ build_lib() {
 
 @test "2000 short-lived children (fork + exec sh) write one file each: all reach the storage, in bounded time" {
 	local n=2000 t0 ms
+	# Under a sanitizer every sh start-up loads its runtime too: fewer, so
+	# that the file stays within tests/run's bound.
+	[ -z "${SAN:-}" ] || n=500
 	t0=$(date +%s%N)
 	SHIM_TIMEOUT=600 run shim a "$H/sc_procs" children "$T/a/w" $n
 	ms=$((($(date +%s%N) - t0) / 1000000))
