@@ -81,6 +81,9 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
  * of this host's pushes happens to ino while the turn is held. */
 int cache_push_turn_take(struct pohm_cache *c, uint64_t ino);
 void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino);
+/* Complete the local half of renames whose process died between the storage
+ * rename and the local one (cachens.c intents; run by reconcile).  0 or -errno. */
+int cache_rename_recover(struct pohm_cache *c);
 /* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
 void cache_push_forget(struct pohm_cache *c, uint64_t ino);
 /* Put a fresh stub over rec's local name (its contents are saved elsewhere);

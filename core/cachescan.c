@@ -265,6 +265,10 @@ int pohm_cache_reconcile(struct pohm_cache *c)
 	size_t i;
 	int r;
 
+	/* First the renames a kill cut in two: their old local names are not new files. */
+	r = cache_rename_recover(c);
+	if (r)
+		pohm_warn("completing interrupted renames: %s", strerror(-r));
 	r = pohm_journal_each(&c->j, collect_dir, &l);
 	if (!r)
 		r = scan_dir(&s, "", 0);

@@ -219,3 +219,44 @@ on() {
 	on b "$CTL" get f
 	[ "$(cat "$T/b/f")" = "three" ]
 }
+
+@test "a rename killed between the storage and the local half is completed, even after a listing made the new name" {
+	local ino
+	on a "$CTL" write f "data"
+	ino=$(on a "$CTL" stat f | cut -d' ' -f1)
+	# Changed on disk and not pushed yet when the kill comes (sync_on_close off).
+	printf ' and more' >>"$T/a/f"
+	run env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" \
+		POHMELFS_HOST_ID=a "$CTL" mv f g
+	[ "$status" -eq 137 ]
+	[ -e "$T/a/f" ] && [ ! -e "$T/a/g" ]
+	[ -f "$T/a-state/p/$ino.mv" ]
+	# The next listing makes g from the storage (a stub) before anything else.
+	on a "$CTL" ls ""
+	[ -e "$T/a/g" ]
+	on a "$B/pohmelfsd" --once
+	[ ! -e "$T/a/f" ]
+	[ ! -e "$T/a-state/p/$ino.mv" ]
+	[ "$(cat "$T/a/g")" = "data and more" ]
+	on b "$CTL" get g
+	[ "$(cat "$T/b/g")" = "data and more" ]
+	on b "$CTL" ls ""
+	[ ! -e "$T/b/f" ]
+	[ ! -e "$T/b/.pohmelfs-conflicts" ]
+	[ "$(on b "$CTL" stat g | cut -d' ' -f1)" = "$ino" ]
+}
+
+@test "a rename killed between its halves, with no listing after: pohmelfs sync completes it" {
+	on a "$CTL" write f "data"
+	run env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" \
+		POHMELFS_HOST_ID=a "$CTL" mv f g
+	[ "$status" -eq 137 ]
+	on a "$B/pohmelfs" sync
+	[ ! -e "$T/a/f" ]
+	[ "$(cat "$T/a/g")" = "data" ]
+	on a "$CTL" ls ""
+	[ ! -e "$T/a/f" ]
+	on b "$CTL" get g
+	[ "$(cat "$T/b/g")" = "data" ]
+	[ ! -e "$T/b/.pohmelfs-conflicts" ]
+}
