@@ -131,7 +131,7 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 		return POHM_PC_OUT;
 	/* The hot path: an absolute path outside, by string comparison alone. */
 	if (path[0] == '/' && !(flags & POHM_LOC_FULL) && !proc_fd(path, &base, &walk) &&
-	    pohm_pc_fast_out(pf, path))
+	    pohm_abs_fast_out_full(path))
 		return POHM_PC_OUT;
 	/* The next hottest: a relative name from a cwd that is not under the prefix. */
 	if (path[0] != '/' && dirfd == AT_FDCWD && !(flags & POHM_LOC_FULL) &&

@@ -26,9 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* ------------------------------------------------------------ state */
 
@@ -70,7 +67,7 @@ int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rell
 }
 
 /*
- * The hot path's view of the cwd (shim.h, pohm_cwd_fast_out): a pure
+ * The hot path's view of the cwd (fast.h, pohm_cwd_fast_out): a pure
  * function of cwd_st and cwd_vol, rewritten with cwd_lock held whenever
  * either changes, read lock-free.
  */
@@ -95,66 +92,6 @@ static uint64_t fast_of(uint64_t st)
 			w |= 1u << s;	/* the next component may lead towards it */
 	}
 	return w | ((uint64_t)pos.depth << POHM_CWD_FAST_DEPTH_SHIFT);
-}
-
-#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-/*
- * Length of the first component of path (up to '/' or the NUL), sixteen
- * bytes at a time with aligned loads (they never cross a page; the bytes
- * around the string are masked off; sanitizer builds use the byte loop).
- */
-static inline size_t comp_len(const char *path)
-{
-	const __m128i slash = _mm_set1_epi8('/'), zero = _mm_setzero_si128();
-	size_t off = (uintptr_t)path & 15;
-	const char *b = path - off;
-	unsigned valid = 0xffffu << off, m;
-	__m128i v;
-
-	for (;; b += 16, valid = 0xffff) {
-		v = _mm_load_si128((const __m128i *)(const void *)b);
-		m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, slash),
-							     _mm_cmpeq_epi8(v, zero))) & valid;
-		if (m)
-			return (size_t)(b - path) + (size_t)__builtin_ctz(m);
-	}
-}
-#else
-static inline size_t comp_len(const char *path)
-{
-	size_t n = 0;
-
-	while (path[n] && path[n] != '/')
-		n++;
-	return n;
-}
-#endif
-
-int pohm_cwd_fast_out(const char *path)
-{
-	uint64_t w = __atomic_load_n(&pohm_cwd_fast, __ATOMIC_RELAXED);
-	const struct pohm_pc_spelling *sp;
-	unsigned s, depth;
-	const char *c;
-	size_t n, i;
-
-	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
-		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
-	n = comp_len(path);
-	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
-	for (s = 0; s < POHM_PC_NSPELL; s++) {
-		if (!(w & (1u << s)))
-			continue;
-		sp = &pohm_state.prefix.sp[s];
-		if (sp->clen[depth] != n)
-			continue;
-		/* names are short: a byte loop beats a call of memcmp */
-		for (c = sp->path + sp->off[depth], i = 0; i < n && c[i] == path[i]; i++)
-			;
-		if (i == n)
-			return 0;	/* the first component leads towards it */
-	}
-	return !path[n] || !__builtin_strstr(path + n, "..");
 }
 
 /* Rewrite the fast word (cwd_lock held). */

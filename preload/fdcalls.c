@@ -11,7 +11,8 @@
 
 #include <stdarg.h>
 
-POHM_EXPORT int close(int fd)
+/* An fd that may be internal or in the table. */
+__attribute__((noinline)) static int close_slow(int fd)
 {
 	struct pohm_fdsnap snap;
 	struct pohm_fd_info fi;
@@ -29,6 +30,14 @@ POHM_EXPORT int close(int fd)
 	if (r == 0 && hr < 0)
 		return pohm_ret(hr);
 	return r;
+}
+
+/* The common case (an fd of the program's, not in the table) tail-calls libc. */
+POHM_EXPORT int close(int fd)
+{
+	if (__builtin_expect(!pohm_ifd_maybe(fd) && pohm_fd_untracked(fd), 1))
+		return pohm_real.close(fd);
+	return close_slow(fd);
 }
 
 /* close_range around the internal fds (they are CLOEXEC already). */

@@ -100,6 +100,20 @@ static int prefix_from_files(char *out, size_t len)
 	return found;
 }
 
+/* The hot path's copy of the spellings (fast.h), NUL-padded (the state is
+ * zeroed memory and each copy is written once). */
+static void fast_setup(void)
+{
+	const struct pohm_pc_prefix *pf = &pohm_state.prefix;
+	unsigned s;
+
+	for (s = 0; s < pf->nsp; s++) {
+		memcpy(pohm_state.fast[s].path, pf->sp[s].path, pf->sp[s].len);
+		pohm_state.fast[s].len = (uint32_t)pf->sp[s].len;
+	}
+	pohm_state.nfast = pf->nsp;
+}
+
 static void prefix_setup(void)
 {
 	char real[PATH_MAX], file[PATH_MAX];
@@ -120,6 +134,7 @@ static void prefix_setup(void)
 	    pohm_pc_prefix_add(&pohm_state.prefix, real) < 0)
 		pohm_warn("prefix=%s: its realpath %s is inside it or contains it; "
 			  "only the configured spelling is used", p, real);
+	fast_setup();
 	pohm_state.on = 1;
 }
 

@@ -27,6 +27,12 @@ __attribute__((noinline)) static int open_slow(int dirfd, const char *path, int 
 	struct pohm_path p;
 	int fd, r;
 
+	if (!pohm_active()) {	/* init just ran and found no prefix, or the shim's own call */
+		fd = pohm_real.openat(dirfd, path, flags, mode);
+		if (pohm_fd_known(fd))
+			pohm_fd_forget(fd);
+		return fd;
+	}
 	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		pohm_fd_opened(fd, &p, &w, NULL);
@@ -51,7 +57,7 @@ static inline int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int fd;
 
-	if (pohm_active() && !pohm_outside_fast(dirfd, path))
+	if (!pohm_pass(dirfd, path))
 		return open_slow(dirfd, path, flags, mode);
 	fd = pohm_real.openat(dirfd, path, flags, mode);
 	if (pohm_fd_known(fd))

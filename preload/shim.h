@@ -43,16 +43,27 @@
  *            afterwards: no lock.
  *   on       1 when a prefix is configured; same rule.
  *   ready    0 → 1 once init finished (release store; wrappers load-acquire).
+ *   nfast, fast  the hot path's copy of the prefix (fast.h); same rule as
+ *            prefix, filled before on is set.
  *
  * The fd table (fd.c) and the cwd (cwd.c) keep their own state and locks;
  * lock order: cwd_lock, then fdt_lock (no code holds both today).  No lock
  * is ever held across a hook or a real libc call that may block.
  */
+/* A spelling of the prefix as the hot path compares it: NUL-padded so whole
+ * words can be read up to and past its end (fast.c, pohm_abs_fast_out). */
+struct pohm_fast_spelling {
+	char path[POHM_PC_MAXLEN + 16] __attribute__((aligned(16)));
+	uint32_t len;			/* strlen(path) */
+};
+
 struct pohm_state {
-	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
 	int on;				/* a prefix is configured */
 	int ready;			/* init done (atomic) */
+	unsigned nfast;			/* spellings in fast[] (= prefix.nsp once on) */
 	int test_ifd;			/* handle of the test-only internal fd, or -1 */
+	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
+	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the same, for the hot path */
 };
 extern struct pohm_state pohm_state;
 
@@ -176,37 +187,47 @@ extern uint64_t pohm_cwd_fast;
 /*
  * 1 if the relative path is certainly outside the prefix from the cwd:
  * its first component does not lead towards the prefix and no ".." can
- * bring it back.  Lock-free, from pohm_cwd_fast alone (cwd.c).
+ * bring it back.  Lock-free, from pohm_cwd_fast alone (fast.h).
  */
-int pohm_cwd_fast_out(const char *path);
+static inline __attribute__((always_inline)) int pohm_cwd_fast_out(const char *path);
+
+/*
+ * 1 if the absolute path is certainly outside the prefix and no ancestor
+ * of it, 0 if the classifier must decide (fast.h has how and why).
+ */
+static inline __attribute__((always_inline)) int pohm_abs_fast_out(const char *path);
 
 /*
  * The hot path, inlined into the wrappers: 1 if path is certainly outside
- * the prefix, decided without the classifier: an absolute path by a string
- * comparison and one scan (/proc/... and /dev/... take the full way, for
+ * the prefix, decided without the classifier: an absolute path by a word
+ * comparison with each spelling and a scan of the rest for ".."
+ * (pohm_abs_fast_out; /proc/... and /dev/... take the full way, for
  * /proc/self/fd/N and /dev/fd/N), a relative one from a cwd that is not
  * under the prefix by its first component (pohm_cwd_fast_out).
  */
-
-static inline int pohm_outside_fast(int dirfd, const char *path)
+static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, const char *path)
 {
 	path = pohm_launder(path);
 	if (!path || !path[0])
 		return 0;
 	if (path[0] == '/')
-		return path[1] != 'p' && path[1] != 'd' &&
-		       pohm_pc_fast_out(&pohm_state.prefix, path);
+		return path[1] != 'p' && path[1] != 'd' && pohm_abs_fast_out(path);
 	return dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
 }
 
 /*
- * 1 when a path call certainly goes to libc unchanged: the shim is off or
- * running itself, or the path is certainly outside.  The hot wrappers test
- * this first and tail-call libc, before anything needs a stack frame.
+ * 1 when a path call certainly goes to libc unchanged: init is done and
+ * the shim is off or the path is certainly outside.  0: the caller's slow
+ * path decides, and it starts with pohm_active() (which runs init and
+ * passes the shim's own calls).  No call and no thread-local read here, so
+ * the hot wrappers test this first and tail-call libc without a stack
+ * frame.
  */
-static inline int pohm_pass(int dirfd, const char *path)
+static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char *path)
 {
-	return !pohm_active() || pohm_outside_fast(dirfd, path);
+	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
+		return 0;
+	return !pohm_state.on || pohm_outside_fast(dirfd, path);
 }
 
 /* pohm_active() and pohm_classify(): "is this call ours?" */
@@ -265,6 +286,15 @@ static inline int pohm_fd_known(int fd)
 		return 0;
 	c = __atomic_load_n(&pohm_fdt_chunks[fd >> POHM_FDT_SHIFT], __ATOMIC_ACQUIRE);
 	return c && __atomic_load_n(&c[fd & ((1 << POHM_FDT_SHIFT) - 1)].st, __ATOMIC_RELAXED);
+}
+
+/*
+ * 1 if init is done and fd has no entry: a call on it needs nothing of the
+ * shim (no call, no frame: the hot fd wrappers tail-call libc on it).
+ */
+static inline int pohm_fd_untracked(int fd)
+{
+	return __atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE) && !pohm_fd_known(fd);
 }
 
 /* A position in the low 55 bits of a word (bits 55..63 are the caller's). */
@@ -369,5 +399,7 @@ void pohm_fd_adopt_env(void);
 
 /* fd flags (POHM_FD_*) implied by open flags. */
 unsigned pohm_fd_flags_of(int oflags);
+
+#include "fast.h"
 
 #endif

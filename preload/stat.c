@@ -77,6 +77,8 @@ __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirf
 	int hflags = flags, r;
 	struct pohm_path p;
 
+	if (!pohm_active())
+		return real_stat(f, ver, dirfd, path, st, flags);
 	if (f == F_LSTAT || f == F_LSTAT64 || f == F_LXSTAT || f == F_LXSTAT64)
 		hflags = AT_SYMLINK_NOFOLLOW;
 	if (pohm_locate(dirfd, path, (flags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, &p, NULL) !=
@@ -178,16 +180,30 @@ POHM_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64
 
 /* ------------------------------------------------------------ fd forms */
 
-POHM_EXPORT int fstat(int fd, struct stat *st)
+__attribute__((noinline)) static int fstat_slow(int fd, struct stat *st)
 {
 	pohm_init();
 	return fstat_done(fd, pohm_real.fstat(fd, st), st);
 }
 
-POHM_EXPORT int fstat64(int fd, struct stat64 *st)
+POHM_EXPORT int fstat(int fd, struct stat *st)
+{
+	if (__builtin_expect(pohm_fd_untracked(fd), 1))
+		return pohm_real.fstat(fd, st);	/* not ours: nothing to overlay */
+	return fstat_slow(fd, st);
+}
+
+__attribute__((noinline)) static int fstat64_slow(int fd, struct stat64 *st)
 {
 	pohm_init();
 	return fstat_done(fd, pohm_real.fstat64(fd, st), st);
+}
+
+POHM_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	if (__builtin_expect(pohm_fd_untracked(fd), 1))
+		return pohm_real.fstat64(fd, st);	/* not ours: nothing to overlay */
+	return fstat64_slow(fd, st);
 }
 
 POHM_EXPORT int __fxstat(int ver, int fd, struct stat *st)

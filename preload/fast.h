@@ -1,0 +1,297 @@
+/*
+ * fast.h — the hot path's test of an absolute path against the prefix,
+ * inlined into every path wrapper (included by shim.h; not on its own).
+ *
+ * pohm_abs_fast_out(path) is 1 when path is certainly outside the prefix
+ * and no ancestor of it, 0 when the classifier must decide.  The rule, for
+ * each spelling of the prefix (the configured one, its realpath):
+ *
+ *   1. Find d, the first byte where path and the spelling differ (sixteen
+ *      bytes at once, then eight at a time).  The bytes before d equal a
+ *      normalised path, so they hold no "//", "/./" or "/../".
+ *   2. The path leaves the spelling at d for good if its component there
+ *      differs from the spelling's: path[d] is an ordinary byte (not '/',
+ *      '.' or NUL), or path[d] ends the path's component ('/' or NUL) in the
+ *      middle of one of the spelling's and that component does not end in
+ *      '.' (it could be "." or "..", as "/tmp/." against "/tmp/.x").
+ *      Anything else (equal through the spelling's end, "//", a '.' at d
+ *      after '/' or '.', a trailing '/') goes to the classifier.
+ *
+ * Left at d, only a ".." can climb back (pathclass.h, "Fast exit"), so the
+ * path is outside when no ".." follows the earliest d (the scan starts at
+ * d - 1, which may be the first dot of one).  When d is within the first
+ * sixteen bytes (a path outside by its first components), one unaligned
+ * sixteen-byte load gives the comparison with each spelling, the end of a
+ * short path and its dots: about 30 instructions, no strlen, no call, no
+ * lock, no thread-local read.
+ *
+ * pohm_cwd_fast_out(path) is the same for a relative path from the cwd,
+ * from the cwd's summary word (cwd.c keeps it): the first component does
+ * not lead towards the prefix and no ".." follows.
+ *
+ * Reads: the path sixteen or eight bytes at a time from its start, but
+ * never a block that crosses a page boundary (the sixteen-byte case then
+ * takes the word way, a word that would goes to the classifier), and the
+ * scan with aligned sixteen-byte loads (which never cross a page); the
+ * bytes read past the NUL are ignored.  Sanitizer builds, which would see
+ * those reads, compare byte by byte.
+ */
+#ifndef POHM_PRELOAD_FAST_H
+#define POHM_PRELOAD_FAST_H
+
+#include <string.h>
+
+#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define POHM_FAST_WORDS 1
+#include <emmintrin.h>
+#endif
+
+#define POHM_FAST_NONE ((size_t)-1)
+/* Inlined into each wrapper, so that its fast path needs no stack frame. */
+#define POHM_FAST_INLINE static inline __attribute__((always_inline))
+
+/* 1 if c ends a component or is a '.' (no ordinary byte of a name). */
+POHM_FAST_INLINE int pohm_fast_special(char c)
+{
+	return c == '/' || c == '.' || c == '\0';
+}
+
+/*
+ * Step 2 for the first difference d (path[d] != f->path[d], d >= 1):
+ * d if the path's component there differs from the spelling's, else
+ * POHM_FAST_NONE.
+ */
+POHM_FAST_INLINE size_t pohm_fast_leaves(const char *path, const struct pohm_fast_spelling *f,
+				      size_t d)
+{
+	char c = path[d], p = f->path[d];
+
+	if (!pohm_fast_special(c))
+		return d;
+	if (path[d - 1] == '/' || path[d - 1] == '.' || p == '/' || p == '\0')
+		return POHM_FAST_NONE;	/* "//", "/.", "." or "..", a trailing '/', both ends */
+	return d;	/* the path's component ends inside the spelling's */
+}
+
+#ifdef POHM_FAST_WORDS
+/* Step 1 and 2 for one spelling (path[0] == '/'). */
+POHM_FAST_INLINE size_t pohm_fast_diverge(const char *path, const struct pohm_fast_spelling *f)
+{
+	size_t room, i, d;
+	uint64_t x, y;
+
+	path = pohm_launder(path);	/* whole words: the compiler must not know the object */
+	room = 4096 - ((uintptr_t)path & 4095);	/* bytes to the page's end */
+
+	for (i = 0;; i += 8) {
+		if (__builtin_expect(i + 8 > room, 0))
+			return POHM_FAST_NONE;	/* the word would cross a page */
+		memcpy(&x, path + i, 8);
+		memcpy(&y, f->path + i, 8);
+		x ^= y;
+		if (x)
+			break;
+		if (i + 8 > f->len)
+			return POHM_FAST_NONE;	/* equal through the spelling's NUL */
+	}
+	d = i + (size_t)(__builtin_ctzll(x) >> 3);
+	if (d > f->len)
+		return POHM_FAST_NONE;		/* past the NUL both strings end at */
+	return pohm_fast_leaves(path, f, d);
+}
+
+/*
+ * Length of the first component of path (up to '/' or the NUL), by
+ * aligned sixteen-byte blocks.
+ */
+POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
+{
+	const __m128i slash = _mm_set1_epi8('/'), zero = _mm_setzero_si128();
+	size_t off = (uintptr_t)path & 15;
+	const char *b = path - off;
+	unsigned valid = 0xffffu << off, m;
+	__m128i v;
+
+	for (;; b += 16, valid = 0xffff) {
+		v = _mm_load_si128((const __m128i *)(const void *)b);
+		m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, slash),
+							     _mm_cmpeq_epi8(v, zero))) & valid;
+		if (m)
+			return (size_t)(b - path) + (size_t)__builtin_ctz(m);
+	}
+}
+
+/* 1 if s holds "..", by aligned sixteen-byte blocks up to its NUL. */
+POHM_FAST_INLINE int pohm_fast_dotdot(const char *s)
+{
+	const __m128i dot = _mm_set1_epi8('.'), zero = _mm_setzero_si128();
+	size_t off = (uintptr_t)s & 15;
+	const char *b = s - off;
+	unsigned valid = 0xffffu << off, carry = 0, m, z, before;
+	__m128i v;
+
+	for (;; b += 16, valid = 0xffff) {
+		v = _mm_load_si128((const __m128i *)(const void *)b);
+		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot)) & valid;
+		z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) & valid;
+		before = (z - 1) & ~z;	/* the bytes before the NUL (all when none) */
+		if (m & ((m << 1) | carry) & before)
+			return 1;
+		if (z)
+			return 0;
+		carry = m >> 15;
+	}
+}
+#else
+POHM_FAST_INLINE size_t pohm_fast_diverge(const char *path, const struct pohm_fast_spelling *f)
+{
+	size_t d;
+
+	for (d = 0; path[d] == f->path[d]; d++)
+		if (!path[d])
+			return POHM_FAST_NONE;
+	return pohm_fast_leaves(path, f, d);
+}
+
+POHM_FAST_INLINE int pohm_fast_dotdot(const char *s)
+{
+	return strstr(s, "..") != NULL;
+}
+
+POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
+{
+	size_t n = 0;
+
+	while (path[n] && path[n] != '/')
+		n++;
+	return n;
+}
+#endif
+
+/* The general case: step 1 word by word, then the scan (from d - 1: the
+ * byte before d may be the first '.' of a "..", as in "/tmp/.." against
+ * "/tmp/.x"). */
+static inline int pohm_abs_fast_out_any(const char *path)
+{
+	unsigned n = pohm_state.nfast;
+	size_t d, from;
+
+	if (!n || (from = pohm_fast_diverge(path, &pohm_state.fast[0])) == POHM_FAST_NONE)
+		return 0;
+	if (n > 1) {
+		d = pohm_fast_diverge(path, &pohm_state.fast[1]);
+		if (d == POHM_FAST_NONE)
+			return 0;
+		if (d < from)
+			from = d;
+	}
+	return !pohm_fast_dotdot(path + from - 1);
+}
+
+#ifdef POHM_FAST_WORDS
+/*
+ * The first difference with spelling s within the first sixteen bytes
+ * (eq: their equal bytes), through step 2; POHM_FAST_NONE if there is
+ * none there or the path does not leave the spelling at it.
+ */
+POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, unsigned eq)
+{
+	const struct pohm_fast_spelling *f = &pohm_state.fast[s];
+	size_t d;
+
+	if (eq == 0xffffu)
+		return POHM_FAST_NONE;
+	d = (size_t)__builtin_ctz(~eq);
+	if (d > f->len)
+		return POHM_FAST_NONE;		/* equal through the NUL both end at */
+	return pohm_fast_leaves(path, f, d);
+}
+
+/*
+ * The common case in one sixteen-byte block: the path differs from every
+ * spelling within its first sixteen bytes (each compared at once), and
+ * the same block gives the path's end and its dots.  A longer path scans
+ * on.  A path near a page's end, or equal to a spelling for sixteen bytes,
+ * is left to the caller's slow path (0), which asks pohm_abs_fast_out_full
+ * first: no call here, so the hot wrappers need no stack frame.
+ */
+POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
+{
+	const __m128i dot = _mm_set1_epi8('.'), zero = _mm_setzero_si128();
+	unsigned n = pohm_state.nfast, pairs, z;
+	size_t d, d1;
+	__m128i v;
+
+	path = pohm_launder(path);
+	if (__builtin_expect(!n || ((uintptr_t)path & 4095) > 4096 - 16, 0))
+		return 0;
+	v = _mm_loadu_si128((const __m128i *)(const void *)path);
+	d = pohm_fast_block_leaves(path, 0, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		v, _mm_load_si128((const __m128i *)(const void *)pohm_state.fast[0].path))));
+	if (d == POHM_FAST_NONE)
+		return 0;
+	if (n > 1) {
+		d1 = pohm_fast_block_leaves(path, 1, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			v, _mm_load_si128((const __m128i *)(const void *)pohm_state.fast[1].path))));
+		if (d1 == POHM_FAST_NONE)
+			return 0;
+		if (d1 < d)
+			d = d1;		/* the earlier difference */
+	}
+	/* ".." at or after d - 1 (d >= 1, d <= 15): pairs of dots in the block */
+	pairs = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot));
+	pairs &= pairs >> 1;
+	z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero));
+	if (__builtin_expect(!pairs, 1))	/* most paths: no two dots in a row */
+		return z || !pohm_fast_dotdot(path + 15);
+	pairs &= ~0u << (d - 1);
+	if (z)
+		return !(pairs & ((z & -z) - 1));	/* a pair's first dot before the NUL */
+	return !pairs && !pohm_fast_dotdot(path + 15);	/* longer: the rest, from byte 15 */
+}
+
+/* Both ways: the block, else words (classify.c's first test). */
+static inline int pohm_abs_fast_out_full(const char *path)
+{
+	return pohm_abs_fast_out(path) || pohm_abs_fast_out_any(path);
+}
+#else
+POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
+{
+	return pohm_abs_fast_out_any(path);
+}
+
+static inline int pohm_abs_fast_out_full(const char *path)
+{
+	return pohm_abs_fast_out_any(path);
+}
+#endif
+
+POHM_FAST_INLINE int pohm_cwd_fast_out(const char *path)
+{
+	uint64_t w = __atomic_load_n(&pohm_cwd_fast, __ATOMIC_RELAXED);
+	const struct pohm_pc_spelling *sp;
+	unsigned s, depth;
+	const char *c;
+	size_t n, i;
+
+	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
+		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
+	n = pohm_fast_comp_len(path);
+	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
+	for (s = 0; s < POHM_PC_NSPELL; s++) {
+		if (!(w & (1u << s)))
+			continue;
+		sp = &pohm_state.prefix.sp[s];
+		if (sp->clen[depth] != n)
+			continue;
+		/* names are short: a byte loop beats a call of memcmp */
+		for (c = sp->path + sp->off[depth], i = 0; i < n && c[i] == path[i]; i++)
+			;
+		if (i == n)
+			return 0;	/* the first component leads towards it */
+	}
+	return !path[n] || !pohm_fast_dotdot(path + n);
+}
+
+#endif

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench_passthrough_ab.sh LIB_A LIB_B — bench_passthrough.sh's rows for two
+# builds of the library side by side in one run: the same file, prefix and
+# helpers; each round runs the program without the shim, with A and with B
+# in a rotating order, so load drift hits all three alike.  Prints, per
+# row, the median ratio (with / without) of A and of B over RUNS rounds,
+# and for /bin/true the median extra CPU time per start.
+#
+# Environment: B (build dir with tests/helpers, default build), RUNS
+# (default 21), ROUNDS (calls per run, default 200000), STARTS (default 400).
+set -u
+cd "$(dirname "$0")/../.."
+[ $# -eq 2 ] || { echo "usage: $0 LIB_A LIB_B" >&2; exit 2; }
+libA=$(realpath "$1") libB=$(realpath "$2")
+B=${B:-build}
+case $B in /*) BIN=$B ;; *) BIN=$PWD/$B ;; esac
+ops=$BIN/tests/helpers/bench_ops spawner=$BIN/tests/helpers/spawn_loop
+RUNS=${RUNS:-21} ROUNDS=${ROUNDS:-200000} STARTS=${STARTS:-400}
+[ -x "$ops" ] && [ -x "$spawner" ] || { echo "build the helpers first (make B=$B)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo data >"$tmp/file"
+mkdir -p "$tmp/away"
+export POHMELFS_PREFIX=$tmp/away/prefix
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# one WHO CMD...: CMD's output without the shim (WHO=n) or with lib A / B;
+# the spawner itself runs without it and passes it to what it starts.
+one() {
+	local who=$1 lib
+	shift
+	case $who in
+	n) "$@"; return ;;
+	a) lib=$libA ;;
+	b) lib=$libB ;;
+	esac
+	if [ "$1" = "$spawner" ]; then
+		"$1" -e LD_PRELOAD="$lib" "${@:2}"
+	else
+		LD_PRELOAD=$lib "$@"
+	fi
+}
+
+# rows NAME KIND CMD...: KIND ratio (with/without) or diff (ms per start)
+rows() {
+	local name=$1 kind=$2 i who
+	shift 2
+	: >"$tmp/n"; : >"$tmp/a"; : >"$tmp/b"; : >"$tmp/ra"; : >"$tmp/rb"
+	for ((i = 0; i < RUNS; i++)); do
+		case $((i % 3)) in
+		0) order="n a b" ;; 1) order="a b n" ;; *) order="b n a" ;;
+		esac
+		for who in $order; do one "$who" "$@" >"$tmp/$who.1"; done
+		read -r vn <"$tmp/n.1"; read -r va <"$tmp/a.1"; read -r vb <"$tmp/b.1"
+		echo "$vn" >>"$tmp/n"; echo "$va" >>"$tmp/a"; echo "$vb" >>"$tmp/b"
+		if [ "$kind" = ratio ]; then
+			awk -v a="$va" -v n="$vn" 'BEGIN {printf "%.4f\n", a / n}' >>"$tmp/ra"
+			awk -v b="$vb" -v n="$vn" 'BEGIN {printf "%.4f\n", b / n}' >>"$tmp/rb"
+		else
+			awk -v a="$va" -v n="$vn" 'BEGIN {printf "%.3f\n", (a - n) / 1e6}' >>"$tmp/ra"
+			awk -v b="$vb" -v n="$vn" 'BEGIN {printf "%.3f\n", (b - n) / 1e6}' >>"$tmp/rb"
+		fi
+	done
+	printf '%-40s | A %-8s | B %-8s | median of %d; without %s, A %s, B %s\n' "$name" \
+		"$(median <"$tmp/ra")" "$(median <"$tmp/rb")" "$RUNS" "$(median <"$tmp/n")" \
+		"$(median <"$tmp/a")" "$(median <"$tmp/b")"
+}
+
+rows "open+fstat+stat+close, absolute (ratio)" ratio "$ops" "$tmp/file" "$ROUNDS"
+rows "open+fstat+stat+close, relative (ratio)" ratio "$ops" "$tmp/file" "$ROUNDS" rel
+rows "/bin/true start-up (+ms CPU per start)" diff "$spawner" "$STARTS" /bin/true
