@@ -197,6 +197,7 @@ int cmd_fsck_main(int argc, char **argv)
 	}
 	memset(&nso, 0, sizeof(nso));
 	nso.fsid = cli.cfg.fsid;
+	nso.http_compat = pohm_config_bool(&cli.cfg, "http_compat");
 	rc = pohm_ns_open(&ns, &kv, &nso);
 	if (rc) {
 		fprintf(stderr, "pohmelfs: %s: cannot open fsid \"%s\": %s\n", cmd, cli.cfg.fsid,
