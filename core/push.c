@@ -96,20 +96,32 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	uint8_t (*sums)[64] = NULL;
 	struct pohm_inode in;
 	const char *base = strrchr(rec->hint, '/');
-	uint64_t d1, d2;
+	uint64_t d1, d2 = 0;
 	char name[320];
 	size_t n;
-	int r;
+	int r, try = 0;
 
 	base = base ? base + 1 : rec->hint;
-	snprintf(name, sizeof(name), "%.200s.%llx.%lld", *base ? base : "file",
-		 (unsigned long long)rec->ino, (long long)(pohm_sys_real_ns() / 1000000000ULL));
 	r = ns_mkdir_p(c, POHM_ROOT_INO, ".pohmelfs-conflicts", &d1);
 	if (!r)
 		r = ns_mkdir_p(c, d1, c->host, &d2);
-	if (!r)
+	/* NAME.INO.SECONDS, or NAME.INO.SECONDS.N when that second has one already
+	 * (a create must never fail EEXIST because of a conflict copy). */
+	for (try = 0; !r && try < 100; try++) {
+		int len = snprintf(name, sizeof(name), "%.200s.%llx.%lld", *base ? base : "file",
+				   (unsigned long long)rec->ino,
+				   (long long)(pohm_sys_real_ns() / 1000000000ULL));
+
+		if (try)
+			snprintf(name + len, sizeof(name) - (size_t)len, ".%d", try);
 		r = pohm_ns_create(c->ns, d2, name, S_IFREG | (st->st_mode & 07777),
 				   (uint32_t)st->st_uid, (uint32_t)st->st_gid, 0, POHM_CREATE_EXCL, &in);
+		if (r != -EEXIST)
+			break;
+		r = 0;
+	}
+	if (!r && try == 100)
+		r = -EEXIST;
 	if (r)
 		return r;
 	r = push_chunks(c, fd, in.ino, (uint64_t)st->st_size, in.chunk_shift, NULL, 0, &set, &n,

@@ -260,3 +260,25 @@ on() {
 	[ "$(cat "$T/b/g")" = "data" ]
 	[ ! -e "$T/b/.pohmelfs-conflicts" ]
 }
+
+@test "two conflict copies of one file in the same second both succeed" {
+	local n=0 f
+	on a "$CTL" write f "stored"
+	on b "$CTL" ls ""
+	# A stub written without the shim is never pushed over the stored file:
+	# each push of it makes a conflict copy.  Two within one second must not
+	# collide on the copy's name (a create then failed EEXIST).
+	chmod 600 "$T/b/f"
+	printf 'written without the shim' >"$T/b/f"
+	on b "$CTL" push f
+	on b "$CTL" push f
+	on c "$CTL" ls .pohmelfs-conflicts/b
+	for f in "$T"/c/.pohmelfs-conflicts/b/f.*; do
+		on c "$CTL" get ".pohmelfs-conflicts/b/$(basename "$f")"
+		[ "$(cat "$f")" = "written without the shim" ]
+		n=$((n + 1))
+	done
+	[ "$n" -eq 2 ]
+	on c "$CTL" get f
+	[ "$(cat "$T/c/f")" = "stored" ]
+}
