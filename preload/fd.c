@@ -59,7 +59,7 @@ struct pohm_relstr {
 struct pohm_fdent *pohm_fdt_chunks[FDT_NCHUNK];
 static pthread_mutex_t fdt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fdt_under;		/* atomic: entries with ST_UNDER */
-static int fdt_max = -1;	/* atomic: highest fd ever recorded */
+int pohm_fdt_max = -1;		/* atomic: highest fd ever recorded (shim.h) */
 int pohm_dirs_under;		/* atomic: see shim.h */
 
 uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos)
@@ -167,9 +167,9 @@ static struct pohm_relstr *ent_set(struct pohm_fdent *e, uint64_t st, uint64_t c
 
 static void note_max(int fd)
 {
-	int m = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED);
+	int m = __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED);
 
-	while (fd > m && !__atomic_compare_exchange_n(&fdt_max, &m, fd, 1, __ATOMIC_RELAXED,
+	while (fd > m && !__atomic_compare_exchange_n(&pohm_fdt_max, &m, fd, 1, __ATOMIC_RELAXED,
 						      __ATOMIC_RELAXED))
 		;
 }
@@ -378,7 +378,7 @@ int pohm_fd_lookup(int fd, struct pohm_fd_info *fi)
 
 int pohm_fd_max(void)
 {
-	return __atomic_load_n(&fdt_max, __ATOMIC_RELAXED);
+	return __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED);
 }
 
 int pohm_fd_count_under(void)
@@ -388,7 +388,7 @@ int pohm_fd_count_under(void)
 
 void pohm_fd_close_hooks(unsigned lo, unsigned hi)
 {
-	int max = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED), fd;
+	int max = __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED), fd;
 	struct pohm_fd_info fi;
 
 	if (max < 0 || lo > (unsigned)max)
@@ -402,7 +402,7 @@ void pohm_fd_close_hooks(unsigned lo, unsigned hi)
 
 void pohm_fd_forget_range(unsigned lo, unsigned hi)
 {
-	int max = __atomic_load_n(&fdt_max, __ATOMIC_RELAXED), fd;
+	int max = __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED), fd;
 
 	if (max < 0 || lo > (unsigned)max)
 		return;

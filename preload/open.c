@@ -52,13 +52,16 @@ __attribute__((noinline)) static int open_slow(int dirfd, const char *path, int 
 	return pohm_ret(r);
 }
 
-/* Every open funnels here; the common case (outside) stays in this frame. */
-static inline int do_open(int dirfd, const char *path, int flags, mode_t mode)
+/* Every open funnels here; the common case (outside) stays in the wrapper's
+ * frame, inlined into each, and tail-calls libc when the fd table is empty. */
+static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int fd;
 
 	if (!pohm_pass(dirfd, path))
 		return open_slow(dirfd, path, flags, mode);
+	if (__builtin_expect(__atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED) < 0, 1))
+		return pohm_real.openat(dirfd, path, flags, mode);	/* no entry can be stale */
 	fd = pohm_real.openat(dirfd, path, flags, mode);
 	if (pohm_fd_known(fd))
 		pohm_fd_forget(fd);	/* a stale entry of a number closed behind our back */
@@ -72,23 +75,27 @@ static mode_t mode_arg(int flags, va_list ap)
 
 POHM_EXPORT int open(const char *path, int flags, ...)
 {
+	mode_t mode = 0;
 	va_list ap;
-	mode_t mode;
 
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
+	if (needs_mode(flags)) {	/* the argument area is read only when there is one */
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
 	return do_open(AT_FDCWD, path, flags, mode);
 }
 
 POHM_EXPORT int open64(const char *path, int flags, ...)
 {
+	mode_t mode = 0;
 	va_list ap;
-	mode_t mode;
 
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
+	if (needs_mode(flags)) {	/* the argument area is read only when there is one */
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
 	return do_open(AT_FDCWD, path, flags | O_LARGEFILE, mode);
 }
 

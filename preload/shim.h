@@ -288,6 +288,9 @@ static inline int pohm_fd_known(int fd)
 	return c && __atomic_load_n(&c[fd & ((1 << POHM_FDT_SHIFT) - 1)].st, __ATOMIC_RELAXED);
 }
 
+/* The highest fd ever recorded in the table, -1 while it never held one (fd.c). */
+extern int pohm_fdt_max;
+
 /*
  * 1 if init is done and fd has no entry: a call on it needs nothing of the
  * shim (no call, no frame: the hot fd wrappers tail-call libc on it).
