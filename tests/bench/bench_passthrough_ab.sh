@@ -22,9 +22,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Private copies: a relink of either library during the run would make some
 # runs go without the shim (ld.so only warns).
-mkdir "$tmp/a" "$tmp/b"
-cp "$libA" "$tmp/a/libpohmelfs.so" && cp "$libB" "$tmp/b/libpohmelfs.so" || exit 1
-libA=$tmp/a/libpohmelfs.so libB=$tmp/b/libpohmelfs.so
+mkdir "$tmp/liba" "$tmp/libb"
+cp "$libA" "$tmp/liba/libpohmelfs.so" && cp "$libB" "$tmp/libb/libpohmelfs.so" || exit 1
+libA=$tmp/liba/libpohmelfs.so libB=$tmp/libb/libpohmelfs.so
 for l in "$libA" "$libB"; do
 	out=$(LD_PRELOAD=$l /bin/true 2>&1)
 	[ -z "$out" ] || { echo "$l: $out" >&2; exit 1; }
