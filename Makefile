@@ -82,18 +82,25 @@ $(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
 	@mkdir -p $(@D)
 	sh preload/exports.sh preload/syms.def > $@
 
+# The library, the node and the tools are linked to NAME.tmp and renamed into
+# place: a program started while the linker writes would otherwise run with a
+# half-written file (ld.so only warns "cannot be preloaded" and goes on
+# without the shim: RELIABILITY.md finding 10).
 $(LIB): $(PRELOAD_OBJ) $(CORE_OBJ) $(B)/libpohmelfs.map Makefile
-	$(CC) -shared -o $@ $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) \
+	$(CC) -shared -o $@.tmp $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,now -Wl,-z,relro \
 	    $(LDFLAGS) -ldl -lm
+	mv -f $@.tmp $@
 
 $(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
-	$(CC) -o $@ $(NODE_OBJ) $(CORE_A) $(LDFLAGS)
+	$(CC) -o $@.tmp $(NODE_OBJ) $(CORE_A) $(LDFLAGS)
+	mv -f $@.tmp $@
 
 # Each tools/<prog>/main.c (plus its siblings) becomes build/<prog>.
 .SECONDEXPANSION:
 $(TOOL_BIN): $(B)/%: $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$*/*.c))) $(CORE_A)
-	$(CC) -o $@ $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
+	$(CC) -o $@.tmp $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
+	mv -f $@.tmp $@
 
 $(B)/pohmelfs-run: tools/pohmelfs-run.sh
 	@mkdir -p $(@D)
