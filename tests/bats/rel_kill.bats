@@ -33,9 +33,8 @@ teardown() {
 	done
 	echo "# 3 kills survived: $files files compared, $pushed pushed by pohmelfs sync after the kills;" \
 		"$KILL_BUSY syncs retried (file busy), $KILL_STALE stale local names, $KILL_LOSTDIR directories lost" >&3
-	if [ "$KILL_LOSTDIR" -gt 0 ]; then
-		skip "BUG: a directory made by mkdir -p before the writer ran is missing from the storage after the kill and sync ($KILL_LOSTDIR times)"
-	fi
+	# A directory lost from the storage (finding 10) already failed its
+	# iteration inside kill_iteration.
 	# A kill between the storage rename and the local one is completed by the
 	# sync (tests/RELIABILITY.md finding 5): no stale local name may remain.
 	[ "$KILL_STALE" -eq 0 ]
