@@ -96,4 +96,20 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);
 
+/* cacheperm.c: checks from the stored attributes (the journal's records),
+ * with the caller's fsuid, fsgid, groups and capabilities. */
+/* The calling thread's fsuid. */
+uint32_t cache_fsuid(void);
+/* May the caller have want (R_OK|W_OK|X_OK) on an object of this stored
+ * mode/uid/gid?  0 or -EACCES. */
+int cache_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want);
+/* Search on every directory below the prefix root above rel, and want on rel
+ * itself (0: nothing more).  Unrecorded objects pass.  0 or -EACCES. */
+int cache_perm_path(struct pohm_cache *c, const char *rel, int want);
+/* cache_perm_path of rel's parent directory: W_OK|X_OK to add or remove
+ * the name rel, X_OK to look it up.  0 or -EACCES. */
+int cache_perm_parent(struct pohm_cache *c, const char *rel, int want);
+/* Sticky-bit rule for removing or replacing dfd/name: 0 or -EPERM. */
+int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name);
+
 #endif

@@ -129,6 +129,38 @@ static int refresh_in_turn(struct pohm_cache *c, int dfd, const char *name, cons
 	return r;
 }
 
+/*
+ * The kernel's checks of a new name rel (dfd/name in storage directory dino),
+ * made from the stored attributes before the storage changes: 0, -EEXIST
+ * when the name exists (that comes first, as in the kernel), -EACCES.
+ */
+static int may_create(struct pohm_cache *c, uint64_t dino, const char *name, const char *rel)
+{
+	uint64_t ino;
+	int r = cache_perm_parent(c, rel, W_OK | X_OK);
+
+	if (r == -EACCES && !cache_perm_parent(c, rel, X_OK) &&
+	    !pohm_ns_lookup(c->ns, dino, name, &ino, NULL))
+		r = -EEXIST;
+	return r;
+}
+
+/* The same for removing (or renaming away) rel: 0, -ENOENT when it does not
+ * exist, -EACCES, or -EPERM by the sticky bit. */
+static int may_remove(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
+		      const char *rel)
+{
+	uint64_t ino;
+	int r = cache_perm_parent(c, rel, W_OK | X_OK);
+
+	if (r == -EACCES && !cache_perm_parent(c, rel, X_OK) &&
+	    pohm_ns_lookup(c->ns, dino, name, &ino, NULL) == -ENOENT)
+		r = -ENOENT;
+	if (!r)
+		r = cache_perm_sticky(c, dfd, name);
+	return r;
+}
+
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
@@ -139,6 +171,13 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
+	r = may_create(c, dino, name, rel);
+	if (r == -EEXIST && !excl)
+		r = 0;		/* opening an existing file needs no write on the directory */
+	if (r) {
+		pohm_sys_close(dfd);
+		return r;
+	}
 	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
 			   excl ? POHM_CREATE_EXCL : 0, &in);
 	if (r == 1) {
@@ -333,6 +372,9 @@ int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
+	r = may_create(c, dino, name, rel);
+	if (r)
+		goto out;
 	r = pohm_ns_mkdir(c->ns, dino, name, mode & 07777, my_uid(), my_gid(), &in);
 	if (r)
 		goto out;
@@ -368,6 +410,19 @@ static uint64_t local_ino(struct pohm_cache *c, int dfd, const char *name)
 	return ino;
 }
 
+/* ino lost a name: if the storage has no more of it, the journal forgets it. */
+static void forget_if_gone(struct pohm_cache *c, uint64_t ino)
+{
+	struct pohm_inode in;
+
+	cache_unmark(c, ino);
+	if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT) {
+		pohm_journal_del(&c->j, ino);
+		cache_push_forget(c, ino);
+	} else
+		pohm_inode_clear(&in);
+}
+
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
 	const char *name;
@@ -378,6 +433,8 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		return r;
 	r = pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW);
+	if (!r)
+		r = may_remove(c, dfd, dino, name, rel);
 	if (r)
 		goto out;
 	ino = local_ino(c, dfd, name);
@@ -399,16 +456,8 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		pohm_warn("%s: removed from the storage, but the local copy stays (%s)", rel,
 			  strerror(-r));
-	if (ino) {
-		struct pohm_inode in;
-
-		cache_unmark(c, ino);
-		if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT) {
-			pohm_journal_del(&c->j, ino);
-			cache_push_forget(c, ino);
-		} else
-			pohm_inode_clear(&in);
-	}
+	if (ino)
+		forget_if_gone(c, ino);
 out:
 	pohm_sys_close(dfd);
 	return r;
@@ -695,13 +744,21 @@ int cache_rename_recover(struct pohm_cache *c)
 int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags)
 {
 	struct two_paths t;
-	uint64_t ino = 0;
+	uint64_t ino = 0, over = 0;
 	int r, intent = 0;
 
 	r = two_walk(c, from, to, 1, &t);
+	if (!r)
+		r = may_remove(c, t.ffd, t.fdino, t.fname, from);
+	if (!r)
+		r = cache_perm_parent(c, to, W_OK | X_OK);
+	if (!r)
+		r = cache_perm_sticky(c, t.tfd, t.tname);
 	if (r)
 		goto out;
 	ino = local_ino(c, t.ffd, t.fname);
+	if (!(flags & POHM_RENAME_EXCHANGE))
+		over = local_ino(c, t.tfd, t.tname);
 	if (ino && !(flags & POHM_RENAME_EXCHANGE)) {
 		struct pohm_jrec rec;
 
@@ -726,6 +783,8 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 				 "could not be undone", from, to, strerror(-r));
 		goto out;
 	}
+	if (over && over != ino)
+		forget_if_gone(c, over);	/* renamed over: an fd's later push is dropped */
 	if (ino) {
 		struct pohm_jrec rec;
 
@@ -749,6 +808,10 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 	int r;
 
 	r = two_walk(c, from, to, 0, &t);
+	if (!r)
+		r = cache_perm_parent(c, from, X_OK);
+	if (!r)
+		r = may_create(c, t.tdino, t.tname, to);
 	if (!r)
 		r = pohm_ns_lookup(c->ns, t.fdino, t.fname, &ino, NULL);
 	if (!r)
@@ -780,6 +843,9 @@ int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
+	r = may_create(c, dino, name, rel);
+	if (r)
+		goto out;
 	r = pohm_ns_create(c->ns, dino, name, (uint32_t)(mode & (S_IFMT | 07777)), my_uid(),
 			   my_gid(), S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0, POHM_CREATE_EXCL, &in);
 	if (r)
@@ -805,6 +871,9 @@ int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
+	r = may_create(c, dino, name, rel);
+	if (r)
+		goto out;
 	r = pohm_ns_symlink(c->ns, dino, name, target, my_uid(), my_gid(), &in);
 	if (r)
 		goto out;

@@ -398,9 +398,15 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (rec->flags & POHM_J_STUB) {
 		if (!st->st_size && !(st->st_mode & 07777))
 			return 0;	/* an untouched stub */
-		/* A stub changed without the shim: its base is unknown, so never a push. */
+		/* A stub changed without the shim: its base is unknown, so never a push.
+		 * Its data is kept as a conflict copy; the name becomes a stub again
+		 * and shows the stored version at its next open. */
 		r = cache_conflict_copy(c, fd, rec, st, "a stub written without the shim");
-		return r;
+		if (!r) {
+			rec->flags |= POHM_J_CONFLICT;
+			r = cache_restub(c, rec);
+		}
+		return r ? r : 1;
 	}
 	if (rec->flags & POHM_J_TORN) {
 		r = push_torn(c, fd, rec, st);
@@ -485,6 +491,30 @@ out:
 
 static int push_dir_attrs(struct pohm_cache *c, const struct stat *st);
 
+/*
+ * A push failed with ENOENT: if the storage no longer has the inode (its
+ * last name was unlinked or renamed over, maybe on another host), the local
+ * writes are those of an unlinked file, lost when it goes (POSIX): the push
+ * is dropped and the journal forgets the inode.  0, or -ENOENT when the
+ * inode is still there (something else was missing).
+ */
+static int push_drop_gone(struct pohm_cache *c, uint64_t ino)
+{
+	struct pohm_inode in;
+	int r = pohm_ns_getattr(c->ns, ino, &in);
+
+	if (!r) {
+		pohm_inode_clear(&in);
+		return -ENOENT;
+	}
+	if (r != -ENOENT)
+		return r;
+	pohm_journal_del(&c->j, ino);
+	cache_push_forget(c, ino);
+	cache_unmark(c, ino);
+	return 0;
+}
+
 int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 {
 	struct pohm_jrec rec;
@@ -521,6 +551,8 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		}
 		r = push_known(c, fd, &rec, &st);
 		pohm_jrec_clear(&rec);
+		if (r == -ENOENT)
+			r = push_drop_gone(c, ino);
 		if (r != -EAGAIN)
 			break;	/* -EAGAIN: the file changed size while we read it, or
 				 * the journal lagged behind this host's last commit */
@@ -588,10 +620,15 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	struct stat st;
 	int r;
 
-	if (!rec->hint[0] || (rec->flags & POHM_J_STUB) || !S_ISREG(rec->mode))
+	if (!rec->hint[0] || !S_ISREG(rec->mode))
 		return 0;
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st.st_ino != rec->lino || !pohm_journal_is_dirty(rec, &st))
+	    (uint64_t)st.st_ino != rec->lino)
+		return 0;
+	/* A stub counts only once written without the shim (it then becomes a
+	 * conflict copy, push_known); an untouched one has nothing to send. */
+	if ((rec->flags & POHM_J_STUB) ? !st.st_size && !(st.st_mode & 07777)
+				       : !pohm_journal_is_dirty(rec, &st))
 		return 0;
 	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))
 		return 0;	/* open in the calling process: an fd of ours would drop its locks */

@@ -218,9 +218,6 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	[ "$(shim c timeout 30 ls -A "$T/c" | tr '\n' ' ')" = "f k2 " ]
 	! shim c timeout 30 grep -r ORPHAN "$T/c/"
 	# POSIX: fsync and close of such an fd succeed.
-	if [ -z "${REL_RUN_BUGS:-}" ] && [ "$(wc -l <"$T/orphans.out")" -gt 1 ]; then
-		skip "BUG: fsync/close of an fd whose name was renamed over or unlinked fails: $(grep -v '^done$' "$T/orphans.out" | tr '\n' ';') (the push of an inode deleted in the storage should be dropped: core/push.c pohm_cache_push_fd)"
-	fi
 	[ "$(cat "$T/orphans.out")" = done ]
 }
 
@@ -279,8 +276,5 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	fi
 	[ "$got" = "written into the stub" ]
 	[ "$(shim a timeout 30 cat "$T/a/f")" = stored ]
-	if [ -n "${NEEDS_OPEN:-}" ] && [ -z "${REL_RUN_BUGS:-}" ]; then
-		skip "BUG: a stub changed without the shim becomes a conflict copy only when a process of the host opens it; pohmelfs sync and pohmelfsd leave it local"
-	fi
 	[ -z "${NEEDS_OPEN:-}" ]
 }

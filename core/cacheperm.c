@@ -1,0 +1,178 @@
+/*
+ * cacheperm.c — permission checks from the STORED attributes.  The local
+ * copy of a directory is made with the owner's rwx added (cache_make_local
+ * fills it with stubs), so the kernel's own check on it is not the stored
+ * one; and a namespace change goes to the storage before the local call.
+ * These checks run first, as the kernel would: the process's fsuid, fsgid,
+ * supplementary groups and capabilities against the mode, owner and group
+ * the journal holds for each directory (recorded from the storage by the
+ * walk that materialized it).  A directory the journal does not know passes:
+ * the real call judges it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "sys.h"
+
+/* Does the calling thread hold capability cap in its effective set? */
+static int has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return !!(d[cap / 32].effective & (1u << (cap % 32)));
+}
+
+/* Is gid the fsgid or one of the supplementary groups? */
+static int in_group(uint32_t gid)
+{
+	gid_t small[256], *v = small;
+	int n, i, found = 0;
+
+	if ((uint32_t)syscall(SYS_setfsgid, -1) == gid)
+		return 1;
+	n = (int)syscall(SYS_getgroups, 0, NULL);
+	if (n <= 0)
+		return 0;
+	if (n > 256 && !(v = malloc(sizeof(*v) * (size_t)n)))
+		return 0;
+	n = (int)syscall(SYS_getgroups, n, v);
+	for (i = 0; i < n && !found; i++)
+		found = (uint32_t)v[i] == gid;
+	if (v != small)
+		free(v);
+	return found;
+}
+
+uint32_t cache_fsuid(void)
+{
+	/* setfsuid with an invalid id changes nothing and returns the current one. */
+	return (uint32_t)syscall(SYS_setfsuid, -1);
+}
+
+int cache_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want)
+{
+	uint32_t bits;
+
+	want &= R_OK | W_OK | X_OK;
+	if (!want)
+		return 0;
+	if (cache_fsuid() == uid)
+		bits = (mode >> 6) & 7;
+	else if (in_group(gid))
+		bits = (mode >> 3) & 7;
+	else
+		bits = mode & 7;
+	if ((bits & (uint32_t)want) == (uint32_t)want)
+		return 0;
+	/* Capabilities, as the kernel applies them. */
+	if (has_cap(CAP_DAC_OVERRIDE) &&
+	    (!(want & X_OK) || S_ISDIR(mode) || (mode & 0111)))
+		return 0;
+	if (has_cap(CAP_DAC_READ_SEARCH) && !(want & W_OK) &&
+	    (S_ISDIR(mode) || !(want & X_OK)))
+		return 0;
+	return -EACCES;
+}
+
+/* The journal's record of the local object dfd/path (fstatat, no follow). */
+static int local_record(struct pohm_cache *c, int dfd, const char *path, struct pohm_jrec *rec)
+{
+	struct stat st;
+	uint64_t ino;
+	int r;
+
+	memset(rec, 0, sizeof(*rec));
+	r = pohm_sys_fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH));
+	if (r)
+		return r;
+	r = pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino);
+	if (r)
+		return r;
+	return pohm_journal_get(&c->j, ino, rec);
+}
+
+/* want on the object dfd/path per its record; 0 when it has none. */
+static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
+{
+	struct pohm_jrec rec;
+	int r;
+
+	if (local_record(c, dfd, path, &rec)) {
+		pohm_jrec_clear(&rec);
+		return 0;
+	}
+	r = cache_perm_mode(rec.mode, rec.uid, rec.gid, want);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
+{
+	char path[4096];
+	size_t len = strlen(rel), i;
+	int r;
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, rel, len + 1);
+	/* Each directory above rel's last component.  Not the prefix root: that
+	 * is the local directory itself (the stored root inode's owner is
+	 * whoever made the file system), and the kernel checks it. */
+	r = 0;
+	for (i = 0; i < len; i++) {
+		if (path[i] != '/' || !i)
+			continue;
+		path[i] = '\0';
+		r = check_one(c, c->pfd, path, X_OK);
+		path[i] = '/';
+		if (r)
+			break;
+	}
+	if (!r && *rel && want)
+		r = check_one(c, c->pfd, path, want);
+	return r;
+}
+
+int cache_perm_parent(struct pohm_cache *c, const char *rel, int want)
+{
+	char dir[4096];
+	const char *slash = strrchr(rel, '/');
+
+	if (!slash)
+		return cache_perm_path(c, "", want);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	return cache_perm_path(c, dir, want);
+}
+
+int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name)
+{
+	struct pohm_jrec dir, victim;
+	uint32_t me;
+	int r = 0;
+
+	memset(&victim, 0, sizeof(victim));
+	if (local_record(c, dfd, "", &dir)) {
+		pohm_jrec_clear(&dir);
+		return 0;
+	}
+	if (!(dir.mode & S_ISVTX) || (me = cache_fsuid()) == dir.uid) {
+		pohm_jrec_clear(&dir);
+		return 0;
+	}
+	if (!local_record(c, dfd, name, &victim) && victim.uid != me && !has_cap(CAP_FOWNER))
+		r = -EPERM;
+	pohm_jrec_clear(&victim);
+	pohm_jrec_clear(&dir);
+	return r;
+}
