@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 
 #include "shim.h"
+#include "shadow.h"
 #include "cache.h"
 #include "cachetool.h"
 #include "log.h"
@@ -205,6 +206,10 @@ int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct poh
 		pohm_cache_stat_fix(c, &st);
 		fi->cookie = (uint64_t)st.st_ino;
 	}
+	/* A write-only fd gets its read-only shadow now, while the name still
+	 * names its inode (shadow.c); a file we may not read gets none. */
+	if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_PATH))
+		pohm_shadow_get(fd);
 	return fd;
 }
 
@@ -468,33 +473,36 @@ static void note_dirty(uint64_t ino)
 }
 
 /*
- * Push through fd, or, at close, through a read-only shadow when fd is
- * write-only.  Before the host's close (at_close == 0: fsync, sync) a
- * shadow would release the process's POSIX locks on the file when we close
- * it, so a write-only fd's push waits for its close, pohmelfsd or exit.
+ * Push through fd, or through the read-only shadow of its inode when fd
+ * is write-only (shadow.c: the shadow stays open until just before the
+ * host's last close of the inode, so no POSIX lock of the program is
+ * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
+ * permission); the caller hands the push to pohmelfsd.
  */
-static int push_fd(struct pohm_cache *c, int fd, int at_close)
+static void daemon_start(void);
+
+static int push_fd(struct pohm_cache *c, int fd)
 {
-	char proc[64];
 	int r, shadow;
 
 	r = HELD(pohm_cache_push_fd(c, fd));
 	if (r != -EBADF)
 		return r;
-	if (!at_close)
-		return 0;
-	/*
-	 * A write-only fd: read through a second fd on the same file.  This is
-	 * the moment just before the host's own close, which releases the
-	 * process's POSIX locks on the file anyway.
-	 */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	shadow = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK, 0);
+	shadow = pohm_shadow_get(fd);
 	if (shadow < 0)
-		return shadow;
-	r = HELD(pohm_cache_push_fd(c, shadow));
-	pohm_sys_close(shadow);
-	return r;
+		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */
+	return HELD(pohm_cache_push_fd(c, shadow));
+}
+
+/* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
+static void hand_to_daemon(uint64_t ino, int r)
+{
+	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
+		  "pohmelfsd will push it", strerror(-r));
+	note_dirty(ino);
+	pohm_hold();
+	daemon_start();
+	pohm_unhold();
 }
 
 /* Start pohmelfsd for this cache (once per process); it exits when idle. */
@@ -617,17 +625,22 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 	struct pohm_cache *c;
 	int r;
 
-	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r)))
+	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r))) {
+		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
+	}
 	if (mount.sync_on_close) {
-		r = push_fd(c, fd, 1);
+		r = push_fd(c, fd);
+		pohm_shadow_host_closing(fd);
 		if (r != -EACCES && r != -EPERM)
 			return counted(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
-		/* A write-only fd on a file we may not read: no shadow; another process
+		/* A write-only fd on a file we may not read: another process
 		 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
-		pohm_warn("a file closed under the prefix cannot be read back for its push (%s); "
-			  "pohmelfsd will push it", strerror(-r));
+		counted(POHM_ST_CLOSE, 0);
+		hand_to_daemon(fi->cookie, r);
+		return 0;
 	}
+	pohm_shadow_host_closing(fd);
 	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
@@ -664,8 +677,10 @@ static int sync_process(struct pohm_cache *c)
 	for (fd = 0; fd <= max; fd++) {
 		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
 			continue;
-		r = push_fd(c, fd, 0);
-		if (r < 0)
+		r = push_fd(c, fd);
+		if (r == -EACCES || r == -EPERM)
+			hand_to_daemon(fi.cookie, r);
+		else if (r < 0)
 			err = r;
 	}
 	r = HELD(pohm_cache_sync_others(c, held_here, NULL));
@@ -681,8 +696,10 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
 		r = sync_process(c);
-	else
-		r = push_fd(c, fd, 0);
+	else if ((r = push_fd(c, fd)) == -EACCES || r == -EPERM) {
+		hand_to_daemon(fi->cookie, r);
+		r = 0;
+	}
 	return counted(POHM_ST_SYNC, r < 0 ? -EIO : 0);
 }
 
@@ -717,6 +734,7 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * with `cp -a`).  Left: a client lock held by another thread at the
 	 * moment of fork stays held in the child (documented in NOTES.md).
 	 */
+	pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {
 		pthread_mutex_init(&dirty_lock, NULL);
 		ndirty = 0;

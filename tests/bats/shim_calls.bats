@@ -323,10 +323,7 @@ lnk 1003 1004" ]
 	done
 	for how in fdatasync syncfs fsync sync_file_range; do
 		sync_one $how $how-wo
-		if [ "$output" != "data of $how-wo" ]; then
-			bug "$how of a write-only fd returns 0 without committing (push_fd skips write-only fds unless at close)"
-			false
-		fi
+		[ "$output" = "data of $how-wo" ]
 	done
 }
 

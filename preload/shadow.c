@@ -1,0 +1,157 @@
+/*
+ * shadow.c — read-only shadow fds for files the program opened write-only
+ * under the prefix (DESIGN.md §2 "Never close a second fd at the wrong
+ * moment").  A push reads the local file through an fd; a write-only fd
+ * cannot be read, so the shim keeps a second, read-only fd on the same
+ * inode: opened right after the program's open (or lazily at the first
+ * push, for fds inherited through exec), moved high and O_CLOEXEC, and
+ * closed only immediately before the host closes the last fd of its own
+ * on that inode.  Closing any fd on an inode releases the process's POSIX
+ * locks on it; the host's own close releases them at that moment anyway,
+ * so the shadow's close never drops a lock the program still expects.
+ *
+ * One shadow per local inode (dev, ino): every host fd on the inode (dup,
+ * dup2, F_DUPFD, a second open) shares it, which is what makes "the last
+ * host fd" the right moment.  Before use a shadow is checked with fstat:
+ * if the program closed its number (close_range over everything) and the
+ * number now names something else, the entry is dropped (not closed: the
+ * number is the program's) and a new shadow is opened.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "shim.h"
+#include "shadow.h"
+#include "sys.h"
+
+#define SHADOW_MAX 64
+
+struct shadow {
+	int fd;			/* -1 = free slot */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* The shadows of this process.  Guarded by shadow_lock; copied by fork
+ * (the child inherits the fds too) and reset at exec (CLOEXEC). */
+static struct shadow shadows[SHADOW_MAX] = { [0 ... SHADOW_MAX - 1] = { -1, 0, 0 } };
+static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nshadows;	/* atomic: slots in use (a quick "none" for closes) */
+
+static struct shadow *find(dev_t dev, ino_t ino)
+{
+	int i;
+
+	for (i = 0; i < SHADOW_MAX; i++)
+		if (shadows[i].fd >= 0 && shadows[i].dev == dev && shadows[i].ino == ino)
+			return &shadows[i];
+	return NULL;
+}
+
+/* Is s->fd still our fd on s's inode? */
+static int valid(const struct shadow *s)
+{
+	struct stat st;
+
+	return !pohm_sys_fstat(s->fd, &st) && st.st_dev == s->dev && st.st_ino == s->ino;
+}
+
+/* Open a read-only fd on the inode behind host fd: the fd, or -errno. */
+static int open_on(int fd, const struct stat *hst)
+{
+	char proc[64];
+	struct stat st;
+	int s;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (s < 0)
+		return s;
+	if (pohm_sys_fstat(s, &st) || st.st_dev != hst->st_dev || st.st_ino != hst->st_ino) {
+		pohm_sys_close(s);	/* renamed over between the two opens */
+		return -ESTALE;
+	}
+	return s;
+}
+
+int pohm_shadow_get(int fd)
+{
+	struct shadow *s;
+	struct stat st;
+	int i, r;
+
+	if (pohm_sys_fstat(fd, &st))
+		return -EBADF;
+	if (!S_ISREG(st.st_mode))
+		return -EBADF;
+	pthread_mutex_lock(&shadow_lock);
+	s = find(st.st_dev, st.st_ino);
+	if (s && valid(s)) {
+		r = s->fd;
+		goto out;
+	}
+	if (s) {
+		s->fd = -1;	/* the program's number now: forget it */
+		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < SHADOW_MAX && shadows[i].fd >= 0; i++)
+		;
+	if (i == SHADOW_MAX) {
+		r = -EMFILE;
+		goto out;
+	}
+	r = open_on(fd, &st);
+	if (r >= 0) {
+		__atomic_add_fetch(&nshadows, 1, __ATOMIC_RELAXED);
+		shadows[i].fd = r;
+		shadows[i].dev = st.st_dev;
+		shadows[i].ino = st.st_ino;
+	}
+out:
+	pthread_mutex_unlock(&shadow_lock);
+	return r;
+}
+
+/* Does another fd in the table (not fd) name the inode (dev, ino)? */
+static int other_host_fd(int fd, dev_t dev, ino_t ino)
+{
+	struct pohm_fd_info fi;
+	struct stat st;
+	int i, max = pohm_fd_max();
+
+	for (i = 0; i <= max; i++)
+		if (i != fd && pohm_fd_lookup(i, &fi) && !pohm_sys_fstat(i, &st) &&
+		    st.st_dev == dev && st.st_ino == ino)
+			return 1;
+	return 0;
+}
+
+void pohm_shadow_host_closing(int fd)
+{
+	struct shadow *s;
+	struct stat st;
+
+	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED) ||
+	    pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	pthread_mutex_lock(&shadow_lock);
+	s = find(st.st_dev, st.st_ino);
+	if (s && !other_host_fd(fd, st.st_dev, st.st_ino)) {
+		if (valid(s))
+			pohm_sys_close(s->fd);
+		s->fd = -1;
+		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void pohm_shadow_atfork(enum pohm_fork_phase phase)
+{
+	if (phase == POHM_FORK_PREPARE)
+		pthread_mutex_lock(&shadow_lock);
+	else
+		pthread_mutex_unlock(&shadow_lock);
+}

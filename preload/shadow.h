@@ -1,0 +1,17 @@
+/*
+ * shadow.h — read-only shadow fds on files opened write-only under the
+ * prefix (shadow.c has the rules).
+ */
+#ifndef POHM_PRELOAD_SHADOW_H
+#define POHM_PRELOAD_SHADOW_H
+
+#include "hooks.h"
+
+/* The read-only shadow of host fd's inode, opened now if there is none: fd or -errno. */
+int pohm_shadow_get(int fd);
+/* Immediately before the host's close of fd: close the shadow if fd is its inode's last host fd. */
+void pohm_shadow_host_closing(int fd);
+/* Fork phases: the table's lock is not held across fork. */
+void pohm_shadow_atfork(enum pohm_fork_phase phase);
+
+#endif
