@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench_passthrough_ab.sh LIB_A LIB_B — bench_passthrough.sh's rows for two
+# (Not named bench_*: tests/bench/run runs every bench_*.sh without arguments.)
+# ab_passthrough.sh LIB_A LIB_B — bench_passthrough.sh's rows for two
 # builds of the library side by side in one run: the same file, prefix and
 # helpers; each round runs the program without the shim, with A and with B
 # in a rotating order, so load drift hits all three alike.  Prints, per
