@@ -5,9 +5,11 @@
  * real close, while the fd still reads), and keep the library's internal
  * fds alive in hosts that close or dup2 onto fds they never opened:
  * close of one fails EBADF as if it were not open, close_range and
- * closefrom close around them, dup2/dup3 onto one move it aside first.
+ * closefrom close around them (and around core's unregistered ones,
+ * fdkeep.c), dup2/dup3 onto one move it aside first.
  */
 #include "shim.h"
+#include "fdkeep.h"
 
 #include <stdarg.h>
 
@@ -40,19 +42,29 @@ POHM_EXPORT int close(int fd)
 	return close_slow(fd);
 }
 
-/* close_range around the internal fds (they are CLOEXEC already). */
-static int close_around(unsigned lo, unsigned hi, int flags)
-{
-	int ifd, r;
+#define KEEP_MAX 256
 
-	if (flags & CLOSE_RANGE_CLOEXEC)
-		return pohm_real.close_range(lo, hi, flags);
-	while ((ifd = pohm_ifd_first_in(lo, hi)) >= 0) {
-		if ((unsigned)ifd > lo && (r = pohm_real.close_range(lo, (unsigned)ifd - 1, flags)) < 0)
+/*
+ * close_range [lo, hi] around the library's fds (fdkeep.c).  open_end:
+ * the range is "everything from lo" (closefrom), whose last piece goes to
+ * libc's closefrom (it has a fallback where close_range is missing).
+ */
+static int close_around(unsigned lo, unsigned hi, int flags, int open_end)
+{
+	int keep[KEEP_MAX], n, i, r;
+
+	n = pohm_fdkeep_collect(lo, hi, keep, KEEP_MAX);
+	for (i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > lo &&
+		    (r = pohm_real.close_range(lo, (unsigned)keep[i] - 1, flags)) < 0)
 			return r;
-		if ((unsigned)ifd == hi)
+		if ((unsigned)keep[i] == hi)
 			return 0;
-		lo = (unsigned)ifd + 1;
+		lo = (unsigned)keep[i] + 1;
+	}
+	if (open_end) {
+		pohm_real.closefrom((int)lo);
+		return 0;
 	}
 	return pohm_real.close_range(lo, hi, flags);
 }
@@ -64,10 +76,12 @@ POHM_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags)
 	pohm_init();
 	if (pohm_depth || lo > hi || (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)))
 		return pohm_real.close_range(lo, hi, flags);
-	if (pohm_active() && !(flags & CLOSE_RANGE_CLOEXEC))
+	if (flags & CLOSE_RANGE_CLOEXEC)	/* ours are close-on-exec already */
+		return pohm_real.close_range(lo, hi, flags);
+	if (pohm_active())
 		pohm_fd_close_hooks(lo, hi);
-	r = close_around(lo, hi, flags);
-	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+	r = close_around(lo, hi, flags, 0);
+	if (r == 0)
 		pohm_fd_forget_range(lo, hi);
 	return r;
 }
@@ -75,26 +89,16 @@ POHM_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags)
 POHM_EXPORT void closefrom(int lo)
 {
 	unsigned from = lo < 0 ? 0 : (unsigned)lo;
-	int ifd;
 
 	pohm_init();
-	if (pohm_depth || pohm_ifd_first_in(from, ~0u) < 0) {
-		if (pohm_active())
-			pohm_fd_close_hooks(from, ~0u);
+	if (pohm_depth) {
 		pohm_real.closefrom(lo);
-		if (pohm_active())
-			pohm_fd_forget_range(from, ~0u);
 		return;
 	}
 	if (pohm_active())
 		pohm_fd_close_hooks(from, ~0u);
-	while ((ifd = pohm_ifd_first_in(from, ~0u)) >= 0) {
-		if ((unsigned)ifd > from)
-			pohm_real.close_range(from, (unsigned)ifd - 1, 0);
-		from = (unsigned)ifd + 1;
-	}
-	pohm_real.closefrom((int)from);
-	pohm_fd_forget_range(lo < 0 ? 0 : (unsigned)lo, ~0u);
+	close_around(from, ~0u, 0, 1);
+	pohm_fd_forget_range(from, ~0u);
 }
 
 POHM_EXPORT int dup(int fd)

@@ -207,10 +207,7 @@ close_all() {
 	shim a mkdir "$T/a/w/$how"
 	run shim a "$H/sc_procs" closefrom "$T/a/w/$how" $how
 	echo "$how: $output"
-	if [ "$output" != ok ]; then
-		bug "after $how the shim's own fds are gone: the next call under the prefix fails ($output)"
-		false
-	fi
+	[ "$output" = ok ]
 	run shim b bash -c "cd '$T/b/w/$how' && ls && cat sub/inner"
 	echo "$output"
 	[ "$output" = "$(printf 'after-0.done\nafter-1.done\nafter-2.done\nafter-3.done\nafter-4.done\nearly\nsub\nwarm\n%s' "$T/a/w/$how/sub/inner")" ]
