@@ -86,6 +86,8 @@ static int sys_mkdir_p(const char *path, mode_t mode)
 			continue;
 		buf[i] = '\0';
 		r = pohm_sys_mkdirat(AT_FDCWD, buf, mode);
+		if (!r)
+			syscall(SYS_fchmodat, AT_FDCWD, buf, mode, 0);	/* whatever the umask */
 		if (r && r != -EEXIST)
 			return r;
 		buf[i] = i < n ? '/' : '\0';
@@ -133,7 +135,7 @@ static int bind_fsid(struct pohm_cache *c, const char *fsid, char *err, size_t e
 		}
 		return 0;
 	}
-	fd = pohm_sys_openat(c->j.dirfd, "fsid", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	fd = pohm_journal_open_own(c->j.dirfd, "fsid", O_WRONLY | O_CREAT | O_EXCL);
 	if (fd >= 0) {
 		r = (int)pohm_sys_write_full(fd, fsid, strlen(fsid));
 		pohm_sys_close(fd);
@@ -208,7 +210,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	if (!r && sst.st_dev == pst.st_dev) {
 		c->stage_fd = pohm_sys_open_high(c->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
 	} else {
-		r = pohm_sys_mkdirat(c->pfd, ".pohmelfs-staging", 0700);
+		r = pohm_journal_mkdir_own(c->pfd, ".pohmelfs-staging");
 		if (r && r != -EEXIST)
 			goto fail_stage;
 		c->stage_fd = pohm_sys_open_high(c->pfd, ".pohmelfs-staging",
@@ -276,6 +278,47 @@ void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s
 static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			   const char *name);
 
+/*
+ * The other local name of a hardlinked inode that the record knows (its
+ * hint), if it still holds the clean copy being replaced: *other gets its
+ * path.  1 or 0.
+ */
+static int fetch_other_name(struct pohm_cache *c, const char *rel, const struct pohm_inode *in,
+			    char *other, size_t len)
+{
+	struct pohm_jrec old;
+	struct stat hst;
+	int yes;
+
+	if (!S_ISREG(in->mode) || in->nlink <= 1 || pohm_journal_get(&c->j, in->ino, &old))
+		return 0;
+	yes = old.hint[0] && strcmp(old.hint, rel) && !(old.flags & POHM_J_STUB) &&
+	      !pohm_sys_fstatat(c->pfd, old.hint, &hst, AT_SYMLINK_NOFOLLOW) &&
+	      (uint64_t)hst.st_ino == old.lino && !cache_local_changed(c, &old, c->pfd, old.hint, &hst);
+	if (yes)
+		snprintf(other, len, "%s", old.hint);
+	pohm_jrec_clear(&old);
+	return yes;
+}
+
+/* After a fetch into rel: the other known name becomes a link of the new copy. */
+static void fetch_relink(struct pohm_cache *c, uint64_t ino, const char *other)
+{
+	struct pohm_jrec rec;
+	const char *name;
+	int odfd;
+
+	if (pohm_journal_get(&c->j, ino, &rec))
+		return;
+	odfd = pohm_sys_open_parent(c->pfd, other, &name);
+	if (odfd >= 0) {
+		if (cache_link_name(c, &rec, odfd, name))
+			pohm_warn("%s: keeps the old copy of a hardlinked file (relink failed)", other);
+		pohm_sys_close(odfd);
+	}
+	pohm_jrec_clear(&rec);
+}
+
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags)
 {
@@ -307,12 +350,16 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	case S_IFDIR:
 		/* Ours to fill with stubs: the owner keeps rwx locally; stat shows the stored mode. */
 		r = pohm_sys_mkdirat(dfd, name, (in->mode & 07777) | 0700);
+		if (!r)	/* whatever the umask */
+			syscall(SYS_fchmodat, dfd, name, (in->mode & 07777) | 0700, 0);
 		break;
 	case S_IFLNK:
 		r = syscall(SYS_symlinkat, in->target ? in->target : "", dfd, name) ? -errno : 0;
 		break;
 	case S_IFIFO:
 		r = syscall(SYS_mknodat, dfd, name, S_IFIFO | (in->mode & 07777), 0) ? -errno : 0;
+		if (!r)
+			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
 		break;
 	case S_IFCHR:
 	case S_IFBLK:
@@ -450,7 +497,12 @@ out:
 int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		const struct pohm_inode *in)
 {
+	char other[4096];
+	int has_other = fetch_other_name(c, rel, in, other, sizeof(other));
 	int r = fetch_once(c, dfd, name, rel, in);
+
+	if (!r && has_other)
+		fetch_relink(c, in->ino, other);	/* a refresh renames over every name */
 
 	if (r != -ENOSPC && r != -EDQUOT) {
 		if (!r && c->space_fn)
@@ -460,6 +512,8 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 	/* Full: ask for room (pohmelfsd evicts clean files), then once more. */
 	if (c->space_fn && !c->space_fn(c->space_arg, in->size + (1u << 20)))
 		r = fetch_once(c, dfd, name, rel, in);
+	if (!r && has_other)
+		fetch_relink(c, in->ino, other);
 	if (r == -ENOSPC || r == -EDQUOT) {
 		pohm_err("fetch of %s (%llu bytes): the cache filesystem is full and nothing more "
 			 "could be evicted", rel, (unsigned long long)in->size);
@@ -519,6 +573,8 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
 		return d;
 	if (!S_ISREG(st->st_mode))
 		return 0;
+	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still empty, mode 000? */
+		return st->st_size || (st->st_mode & 07777);
 	/* Racy timestamps: only the contents can tell. */
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd < 0)
@@ -565,6 +621,40 @@ static int inode_from_record(int dfd, const char *name, const struct pohm_jrec *
 	memcpy(in->target, target, (size_t)n);
 	in->target[n] = '\0';
 	return 0;
+}
+
+/*
+ * A clean fetched copy takes the stored mode, owner (root only) and, when
+ * its data is the stored data, times: the kernel and stat then show them
+ * (DESIGN §2 ownership).  Our own change of its ctime is noted in rec, so
+ * it stays clean.
+ */
+static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
+			       struct pohm_jrec *rec, const struct stat *lst,
+			       const struct pohm_inode *in)
+{
+	struct stat st;
+	int changed = 0;
+
+	if ((lst->st_mode & 07777) != (in->mode & 07777) &&
+	    !syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0))
+		changed = 1;
+	if (c->is_root && (lst->st_uid != in->uid || lst->st_gid != in->gid) &&
+	    !syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW))
+		changed = 1;
+	if (rec->dversion == in->dversion &&
+	    (lst->st_mtim.tv_sec != in->mtime.sec ||
+	     (uint32_t)lst->st_mtim.tv_nsec != in->mtime.nsec)) {
+		struct timespec tv[2] = {
+			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
+		};
+
+		if (!syscall(SYS_utimensat, dfd, name, tv, AT_SYMLINK_NOFOLLOW))
+			changed = 1;
+	}
+	if (changed && !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    (uint64_t)st.st_ino == rec->lino)
+		pohm_journal_note_local(rec, &st);
 }
 
 /*
@@ -624,6 +714,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			uint64_t dv = rec.dversion, size = rec.size;
 			uint8_t (*cs)[64] = rec.csum;
 			uint32_t nc = rec.nchunks;
+			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
+				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
 			rec.csum = NULL;
 			rec.nchunks = 0;
@@ -636,6 +728,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			if (!(rec.flags & POHM_J_STUB))
 				rec.size = size;	/* a stub shows the stored size */
 			rec.version = in->version;
+			if (clean)
+				apply_stored_attrs(c, dfd, name, &rec, &lst, in);
 			pohm_journal_put(&c->j, &rec);
 		}
 		cache_mark_fresh(c, ino);
@@ -893,22 +987,37 @@ static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, in
 			   const char *name)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
-	struct stat hst;
+	struct pohm_jrec cur;
+	struct stat hst, lst;
 	char tmp[64];
-	int r;
+	int r, clean;
 
 	if (!rec->hint[0] || pohm_sys_fstatat(c->pfd, rec->hint, &hst, AT_SYMLINK_NOFOLLOW) ||
 	    (uint64_t)hst.st_ino != rec->lino)
 		return -ENOENT;
 	snprintf(tmp, sizeof(tmp), "l.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	clean = !cache_local_changed(c, rec, c->pfd, rec->hint, &hst);
 	r = syscall(SYS_linkat, c->pfd, rec->hint, c->stage_fd, tmp, 0) ? -errno : 0;
 	if (r)
 		return r;
 	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
-	if (r)
+	if (r) {
 		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
-	return r;
+		return r;
+	}
+	/* The link moved the local ctime: a clean copy must stay clean (refreshable). */
+	if (clean && !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) &&
+	    !pohm_journal_get(&c->j, rec->ino, &cur)) {
+		if (cur.lino == rec->lino && cur.lino == (uint64_t)lst.st_ino &&
+		    cur.lctime.sec == rec->lctime.sec && cur.lctime.nsec == rec->lctime.nsec &&
+		    cur.lsize == (uint64_t)lst.st_size) {
+			pohm_journal_note_local(&cur, &lst);
+			pohm_journal_put(&c->j, &cur);
+		}
+		pohm_jrec_clear(&cur);
+	}
+	return 0;
 }
 
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
@@ -993,17 +1102,59 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 
 /* ---------------------------------------------------------------- listing */
 
+struct list_ent {
+	char *name;
+	uint64_t ino;
+};
+
 struct list_ctx {
 	struct pohm_cache *c;
 	int dfd;
+	uint64_t dino;
 	const char *rel;
-	char **names;
+	struct list_ent *v;		/* the storage's entries, sorted by name once listed */
 	size_t n, cap;
 };
 
-static int list_one(void *arg, const char *name, uint64_t ino, uint8_t type)
+/* Collect one storage entry (pohm_ns_readdir's callback). */
+static int list_collect(void *arg, const char *name, uint64_t ino, uint8_t type)
 {
 	struct list_ctx *l = arg;
+
+	(void)type;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct list_ent *a = realloc(l->v, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		l->v = a;
+		l->cap = cap;
+	}
+	/* Not strdup: libc's copy would not come from the allocator free() uses here. */
+	l->v[l->n].name = malloc(strlen(name) + 1);
+	if (!l->v[l->n].name)
+		return -ENOMEM;
+	strcpy(l->v[l->n].name, name);
+	l->v[l->n++].ino = ino;
+	return 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct list_ent *)a)->name, ((const struct list_ent *)b)->name);
+}
+
+static const struct list_ent *list_find(const struct list_ctx *l, const char *name)
+{
+	struct list_ent key = { (char *)name, 0 };
+
+	return l->n ? bsearch(&key, l->v, l->n, sizeof(key), ent_cmp) : NULL;
+}
+
+/* Make one storage entry present locally (the same inode, or a stub of it). */
+static int list_one(struct list_ctx *l, const char *name, uint64_t ino)
+{
 	struct pohm_inode in;
 	struct pohm_jrec rec;
 	char path[4096];
@@ -1011,19 +1162,6 @@ static int list_one(void *arg, const char *name, uint64_t ino, uint8_t type)
 	uint64_t known = 0;
 	int r, have_local;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		char **a = realloc(l->names, cap * sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		l->names = a;
-		l->cap = cap;
-	}
-	l->names[l->n] = malloc(strlen(name) + 1);
-	if (!l->names[l->n])
-		return -ENOMEM;
-	strcpy(l->names[l->n++], name);
 	have_local = !pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	if (have_local &&
 	    !pohm_journal_lookup_local(&l->c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino, &known) &&
@@ -1050,23 +1188,143 @@ static int list_one(void *arg, const char *name, uint64_t ino, uint8_t type)
 	return r == -EEXIST ? 0 : r;
 }
 
+/*
+ * The storage entry a local name gone from the listing was renamed to in
+ * this directory (the same inode, a name not present locally), or NULL.
+ */
+static const struct list_ent *list_renamed_to(const struct list_ctx *l, uint64_t ino)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].ino == ino &&
+		    pohm_sys_fstatat(l->dfd, l->v[i].name, &st, AT_SYMLINK_NOFOLLOW) == -ENOENT)
+			return &l->v[i];
+	return NULL;
+}
+
+/*
+ * A local name the storage listing lacks (DESIGN §2): if the journal knows
+ * it, the storage confirms it is gone, and it is clean here, it follows a
+ * rename to a new name in this directory or goes.  Unknown files (creates
+ * in flight, files made without the shim) and dirty files stay: the scan
+ * or the push decides about them.  0 or -errno.
+ */
+static int list_drop_gone(struct list_ctx *l, const char *name)
+{
+	const struct list_ent *to;
+	struct pohm_jrec rec;
+	struct stat lst;
+	uint64_t known, ino;
+	uint8_t type;
+	char path[4096];
+	int r;
+
+	if (pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW) ||
+	    pohm_journal_lookup_local(&l->c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino, &known))
+		return 0;
+	if (pohm_journal_get(&l->c->j, known, &rec))
+		return 0;
+	r = 0;
+	if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1)
+		goto out;	/* a stale index entry: not a file we know */
+	if (rec.flags & POHM_J_CONFLICT)
+		goto out;
+	/* The listing may predate a create of this host: ask about the name itself. */
+	r = pohm_ns_lookup(l->c->ns, l->dino, name, &ino, &type);
+	if (r != -ENOENT)
+		goto out;	/* still there (0), or unknown: leave it */
+	r = 0;
+	if (!S_ISDIR(lst.st_mode) && cache_local_changed(l->c, &rec, l->dfd, name, &lst)) {
+		pohm_warn("%s%s%s: removed elsewhere but changed here; kept until it is pushed",
+			  l->rel, *l->rel ? "/" : "", name);
+		goto out;
+	}
+	to = list_renamed_to(l, known);
+	if (to && !pohm_sys_renameat(l->dfd, name, l->dfd, to->name)) {
+		/* A remote rename becomes a local rename: the data stays fetched. */
+		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
+		if (!strcmp(rec.hint, path)) {
+			snprintf(rec.hint, sizeof(rec.hint), "%s%s%s", l->rel, *l->rel ? "/" : "",
+				 to->name);
+			pohm_journal_put(&l->c->j, &rec);
+		}
+		cache_unmark(l->c, known);
+		goto out;
+	}
+	if (S_ISDIR(lst.st_mode)) {
+		/* Only an empty directory goes; one with contents waits for them. */
+		if (!pohm_sys_unlinkat(l->dfd, name, AT_REMOVEDIR))
+			pohm_journal_del(&l->c->j, known);
+		goto out;
+	}
+	if (!pohm_sys_unlinkat(l->dfd, name, 0) && rec.nlink <= 1)
+		pohm_journal_del(&l->c->j, known);
+	cache_unmark(l->c, known);
+out:
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+/* Names the cache keeps at the prefix root for itself. */
+static int list_own_name(const struct list_ctx *l, const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..") ||
+	       (!*l->rel && !strncmp(name, ".pohmelfs-", 10));
+}
+
+/* Remove or rename the local names the storage listing lacks. */
+static int list_sweep(struct list_ctx *l)
+{
+	char buf[8192];
+	long n;
+	int fd, r = 0;
+
+	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	while (!r && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n && !r) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (list_own_name(l, de->d_name) || list_find(l, de->d_name))
+				continue;
+			r = list_drop_gone(l, de->d_name);
+		}
+	}
+	if (n < 0 && !r)
+		r = -errno;
+	pohm_sys_close(fd);
+	return r;
+}
+
 /* The validation table also remembers listings, under a salted key. */
 #define LISTED(ino) ((ino) ^ 0x4c49535445440000ULL)
 
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, rel, NULL, 0, 0 };
+	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0 };
 	size_t i;
 	int r;
 
 	if (cache_fresh(c, LISTED(dino)))
 		return 0;	/* listed within attr_timeout */
-	r = pohm_ns_readdir(c->ns, dino, list_one, &l);
+	r = pohm_ns_readdir(c->ns, dino, list_collect, &l);
+	if (!r) {
+		qsort(l.v, l.n, sizeof(*l.v), ent_cmp);
+		r = list_sweep(&l);
+	}
+	for (i = 0; !r && i < l.n; i++)
+		r = list_one(&l, l.v[i].name, l.v[i].ino);
 	if (!r)
 		cache_mark_fresh(c, LISTED(dino));
 	for (i = 0; i < l.n; i++)
-		free(l.names[i]);
-	free(l.names);
+		free(l.v[i].name);
+	free(l.v);
 	return r;
 }
 

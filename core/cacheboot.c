@@ -90,7 +90,7 @@ static int write_boot(struct pohm_journal *j, uint64_t id)
 	int fd, n, r;
 
 	snprintf(tmp, sizeof(tmp), "tmp/boot.%d", (int)pohm_sys_getpid());
-	fd = pohm_sys_openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+	fd = pohm_journal_open_own(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW);
 	if (fd < 0)
 		return fd;
 	n = snprintf(buf, sizeof(buf), "%016" PRIx64 "\n", id);
@@ -150,7 +150,7 @@ int cache_boot_check(struct pohm_cache *c)
 	r = read_boot(&c->j, &was);
 	if (!r && was == now)
 		return 0;	/* the common case: one small read per process */
-	lfd = pohm_sys_openat(c->j.dirfd, "boot.lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	lfd = pohm_journal_open_own(c->j.dirfd, "boot.lock", O_RDWR | O_CREAT | O_NOFOLLOW);
 	if (lfd < 0)
 		return lfd;
 	saved = errno;

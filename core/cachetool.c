@@ -277,7 +277,7 @@ static int open_stage(struct pohm_ct *t)
 		return r;
 	if (!pohm_sys_fstatat(t->j.dirfd, "tmp", &sst, 0) && sst.st_dev == pst.st_dev)
 		return pohm_sys_openat(t->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
-	r = pohm_sys_mkdirat(t->pfd, ".pohmelfs-staging", 0700);
+	r = pohm_journal_mkdir_own(t->pfd, ".pohmelfs-staging");
 	if (r && r != -EEXIST)
 		return r;
 	return pohm_sys_openat(t->pfd, ".pohmelfs-staging", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);

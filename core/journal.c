@@ -51,29 +51,96 @@
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
 
+/*
+ * The cache's own files and directories never depend on the host process's
+ * umask (a umask of 0577 would make them unreadable to their own user).
+ * The common case, a file that exists, costs one openat.
+ */
+/*
+ * A cache belongs to one user (DESIGN §2): a process that switched to
+ * another user (setuid, seteuid) after start cannot use its cache_dir.
+ * Say so once instead of leaving a bare EACCES.
+ */
+static void journal_denied(int dirfd)
+{
+	static int said;	/* once per process; atomic */
+	struct stat st;
+	long euid = syscall(SYS_geteuid);
+
+	if (pohm_sys_fstat(dirfd, &st) || (long)st.st_uid == euid ||
+	    __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	pohm_err("the cache_dir belongs to uid %u but this process now runs as uid %ld "
+		 "(setuid or seteuid after start): a cache belongs to one user, calls under "
+		 "the prefix fail with EACCES", (unsigned)st.st_uid, euid);
+}
+
+int pohm_journal_open_own(int dirfd, const char *name, int flags)
+{
+	int fd, saved;
+
+	if (!(flags & O_CREAT)) {
+		fd = pohm_sys_openat(dirfd, name, flags, 0);
+		goto out;
+	}
+	if (!(flags & O_EXCL)) {
+		fd = pohm_sys_openat(dirfd, name, flags & ~O_CREAT, 0);
+		if (fd != -ENOENT)
+			goto out;
+	}
+	fd = pohm_sys_openat(dirfd, name, flags | O_EXCL, 0600);
+	if (fd == -EEXIST && !(flags & O_EXCL))
+		return pohm_sys_openat(dirfd, name, flags & ~O_CREAT, 0);	/* a racing creator */
+	if (fd >= 0) {
+		saved = errno;
+		syscall(SYS_fchmod, fd, 0600);
+		errno = saved;
+	}
+out:
+	if (fd == -EACCES)
+		journal_denied(dirfd);
+	return fd;
+}
+
+int pohm_journal_mkdir_own(int dirfd, const char *name)
+{
+	int r = pohm_sys_mkdirat(dirfd, name, 0700), saved;
+
+	if (!r) {
+		saved = errno;
+		syscall(SYS_fchmodat, dirfd, name, 0700, 0);
+		errno = saved;
+	}
+	return r;
+}
+
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
 	int r, fd;
 
 	j->dirfd = -1;
-	r = pohm_sys_mkdirat(AT_FDCWD, cache_dir, 0700);
+	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;
 	j->dirfd = pohm_sys_open_high(AT_FDCWD, cache_dir, O_RDONLY | O_DIRECTORY, 0);
 	if (j->dirfd < 0)
 		return j->dirfd;
-	r = pohm_sys_mkdirat(j->dirfd, "j", 0700);
+	r = pohm_journal_mkdir_own(j->dirfd, "j");
 	if (r && r != -EEXIST)
 		goto fail;
-	r = pohm_sys_mkdirat(j->dirfd, "x", 0700);
+	r = pohm_journal_mkdir_own(j->dirfd, "x");
 	if (r && r != -EEXIST)
 		goto fail;
-	r = pohm_sys_mkdirat(j->dirfd, "tmp", 0700);
+	r = pohm_journal_mkdir_own(j->dirfd, "tmp");
+	if (r && r != -EEXIST)
+		goto fail;
+	/* push.c's markers: made here too, so their mode never takes the umask. */
+	r = pohm_journal_mkdir_own(j->dirfd, "p");
 	if (r && r != -EEXIST)
 		goto fail;
 	/* Made now so that readers find it; a cache_dir we may only read still
 	 * opens (its puts then fail, as they did before). */
-	fd = pohm_sys_openat(j->dirfd, "j.lock", O_RDWR | O_CREAT, 0600);
+	fd = pohm_journal_open_own(j->dirfd, "j.lock", O_RDWR | O_CREAT);
 	if (fd >= 0)
 		pohm_sys_close(fd);
 	return 0;
@@ -400,8 +467,8 @@ static int jlock(struct pohm_journal *j, uint64_t ino, short type)
 	struct flock fl;
 	int fd, r;
 
-	fd = pohm_sys_openat(j->dirfd, "j.lock",
-			     type == F_RDLCK ? O_RDONLY : O_RDWR | O_CREAT, 0600);
+	fd = pohm_journal_open_own(j->dirfd, "j.lock",
+				   type == F_RDLCK ? O_RDONLY : O_RDWR | O_CREAT);
 	if (fd < 0)
 		return fd;
 	memset(&fl, 0, sizeof(fl));
@@ -449,6 +516,8 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 	memset(r, 0, sizeof(*r));
 	record_name(name, sizeof(name), ino);
 	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
+	if (fd == -EACCES)
+		journal_denied(j->dirfd);
 	if (fd < 0)
 		return fd;
 	rc = get_from(fd, ino, r, &fsize);
@@ -516,7 +585,7 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 		rc = lfd;
 		goto out;
 	}
-	fd = pohm_sys_openat(j->dirfd, name, O_RDWR | O_CREAT, 0600);
+	fd = pohm_journal_open_own(j->dirfd, name, O_RDWR | O_CREAT);
 	if (fd < 0) {
 		rc = fd;
 		goto out;

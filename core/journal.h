@@ -52,6 +52,11 @@ struct pohm_journal {
 
 /* Open (creating 0700) the journal under cache_dir. 0 or -errno. */
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
+/* openat(dirfd, name, flags); with O_CREAT a new file gets mode 0600 whatever
+ * the process's umask (the cache's own files).  fd or -errno. */
+int pohm_journal_open_own(int dirfd, const char *name, int flags);
+/* mkdirat(dirfd, name) with mode 0700 whatever the umask.  0, -EEXIST, -errno. */
+int pohm_journal_mkdir_own(int dirfd, const char *name);
 void pohm_journal_close(struct pohm_journal *j);
 /* Read the record of ino: 0, -ENOENT, -EIO (malformed, torn, or a newer
  * format).  Free with pohm_jrec_clear (also after an error: harmless). */

@@ -358,6 +358,44 @@ TEST(no_room_keeps_the_old_record)
 
 /* Writers and readers of one record in several processes: every read is
  * one of the written records, whole (never -EIO, never a mix). */
+/* The cache's own files never take the host's umask (0577 made them unusable). */
+TEST(own_files_ignore_umask)
+{
+	static const char *const dirs[] = { "", "/j", "/x", "/tmp" };
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	char path[160];
+	struct stat st;
+	mode_t old = umask(0577);
+	unsigned i;
+
+	fresh(&j);
+	make_rec(&r, 0x77, 3);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	umask(old);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", dir, dirs[i]);
+		EXPECT_EQ_INT(stat(path, &st), 0);
+		EXPECT_EQ_INT(st.st_mode & 07777, 0700);
+	}
+	snprintf(path, sizeof(path), "%s/j.lock", dir);
+	EXPECT_EQ_INT(stat(path, &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	record_path(path, sizeof(path), 0x77);
+	EXPECT_EQ_INT(stat(path, &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	/* An existing file keeps its mode: no chmod on every open. */
+	EXPECT_EQ_INT(chmod(path, 0640), 0);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(stat(path, &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0640);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT(rec_consistent(&back, 0x77));
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
 TEST(concurrent_processes)
 {
 	struct pohm_journal j;
