@@ -206,6 +206,8 @@ enum pohm_lookup {
  * (opendir, the walks, realpath, exec, dlopen) it means POHM_PASS.
  */
 int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
+/* POHM_LK_ACCESS: flags are the access mode, plus this for the effective ids. */
+#define POHM_ACCESS_EFFECTIVE	0x1000
 
 /* ------------------------------------------------------------ directories */
 

@@ -82,7 +82,8 @@ POHM_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 
 	if (!pohm_claim_at(dirfd, path, flags, &p))
 		return pohm_real.faccessat(dirfd, path, mode, flags);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p,
+			     mode | (flags & AT_EACCESS ? POHM_ACCESS_EFFECTIVE : 0));
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.faccessat(dirfd, path, mode, flags));
 	return pohm_ret(r);
@@ -95,7 +96,7 @@ POHM_EXPORT int euidaccess(const char *path, int mode)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.euidaccess(path, mode);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.euidaccess(path, mode));
 	return pohm_ret(r);
@@ -108,7 +109,7 @@ POHM_EXPORT int eaccess(const char *path, int mode)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.eaccess(path, mode);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.eaccess(path, mode));
 	return pohm_ret(r);
