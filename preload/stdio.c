@@ -8,7 +8,8 @@
  * and close wrappers would: the open hooks around fopen (with the open
  * flags its mode string means), the close hook before fclose (after
  * flushing the stream, so the push sees its last bytes), and for mkstemp
- * and mkdtemp the _done hooks on the name glibc chose.
+ * the _done hook on the name glibc chose.  mkdtemp is our own loop on top
+ * of the mkdir wrapper.
  *
  * Sections: fopen family; fclose; temporary files.
  */
@@ -18,6 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sys.h"
 
 /* ------------------------------------------------------------ fopen family */
 
@@ -298,29 +305,42 @@ POHM_EXPORT int mkostemps64(char *t, int suffix, int flags)
 	return do_mkstemp(3, 1, t, suffix, flags);
 }
 
+/*
+ * mkdtemp under the prefix: our own loop over names on top of our mkdir
+ * wrapper, so that the directory is made in the storage as any mkdir is
+ * (glibc's mkdtemp calls mkdir inside libc, out of the shim's sight).
+ */
 POHM_EXPORT char *mkdtemp(char *tmpl)
 {
-	struct pohm_ns_arg arg = { .mode = 0700 };
+	static const char set[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	struct pohm_path p;
-	char *d;
-	int r;
+	uint64_t v;
+	size_t len;
+	int i, k, saved = errno;
 
 	if (!pohm_claim(AT_FDCWD, tmpl, &p))
 		return pohm_real.mkdtemp(tmpl);
-	if ((r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
-		errno = -r;
+	len = strlen(tmpl);
+	if (len < 6 || strcmp(tmpl + len - 6, "XXXXXX")) {
+		errno = EINVAL;
 		return NULL;
 	}
-	d = pohm_real.mkdtemp(tmpl);
-	if (!d || !pohm_classify(AT_FDCWD, tmpl, &p))
-		return d;
-	r = pohm_hook_ns_done(POHM_NS_MKDTEMP, &p, NULL, &arg, 0);
-	if (r < 0) {
-		pohm_real.rmdir(tmpl);
-		errno = -r;
-		return NULL;
+	v = pohm_sys_mono_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)tmpl;
+	for (i = 0; i < 238328; i++) {	/* 62^3, as glibc tries */
+		if (syscall(SYS_getrandom, &v, sizeof(v), GRND_NONBLOCK) != (long)sizeof(v))
+			v = v * 6364136223846793005ULL + 1442695040888963407ULL;
+		for (k = 0; k < 6; k++, v /= 62)
+			tmpl[len - 6 + k] = set[v % 62];
+		if (mkdir(tmpl, 0700) == 0) {
+			errno = saved;
+			return tmpl;
+		}
+		if (errno != EEXIST)
+			return NULL;
 	}
-	return d;
+	errno = EEXIST;
+	return NULL;
 }
 
 /* mktemp only finds a free name (lstat inside glibc): the directory must be listed. */
