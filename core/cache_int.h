@@ -112,4 +112,13 @@ int cache_perm_parent(struct pohm_cache *c, const char *rel, int want);
 /* Sticky-bit rule for removing or replacing dfd/name: 0 or -EPERM. */
 int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name);
 
+/* cachexattr.c: user.* xattrs.  Make in's stored set equal to the local
+ * object's (fd, or path without following when fd < 0): 1 changed, 0, -errno. */
+int cache_xattr_push(struct pohm_cache *c, int fd, const char *path, const struct pohm_inode *in);
+/* Put in's stored user.* xattrs on the local file fd (a fetch's new copy).  0 or -errno. */
+int cache_xattr_apply(int fd, const struct pohm_inode *in);
+/* Make the user.* xattrs of the clean local copy dfd/name equal to in's
+ * stored set (an attribute change from another host).  0 or -errno. */
+int cache_xattr_pull(int dfd, const char *name, const struct pohm_inode *in);
+
 #endif

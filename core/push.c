@@ -140,12 +140,22 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	return r;
 }
 
-/* Push the attributes the local file changed (mode, owner, times). */
+/* Push the attributes the local file changed (mode, owner, times, user.*
+ * xattrs).  The local object is fd, or path when fd < 0; in is its stored
+ * inode (xattrs loaded), replaced by the result of a setattr. */
 static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
-		      struct pohm_inode *in)
+		      struct pohm_inode *in, int fd, const char *path)
 {
 	struct pohm_setattr sa = { 0 };
-	int r;
+	int r, xr = 0;
+
+	if (in->ino == rec->ino && (fd >= 0 || path)) {
+		xr = cache_xattr_push(c, fd, path, in);
+		if (xr < 0) {
+			pohm_warn("%s: xattrs not pushed (%s)", rec->hint, strerror(-xr));
+			xr = 0;
+		}
+	}
 
 	/* A local directory keeps rwx for its owner whatever the stored mode
 	 * (cache_make_local): that difference is ours, not a chmod. */
@@ -168,7 +178,7 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 		sa.mtime.nsec = (uint32_t)st->st_mtim.tv_nsec;
 	}
 	if (!sa.mask)
-		return 0;
+		return xr;
 	pohm_inode_clear(in);
 	r = pohm_ns_setattr(c->ns, rec->ino, &sa, in);
 	return r ? r : 1;
@@ -467,7 +477,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r)
 		goto out;
 attrs:
-	r = push_attrs(c, rec, st, &in);
+	r = push_attrs(c, rec, st, &in, fd, NULL);
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;
@@ -489,7 +499,7 @@ out:
 	return r;
 }
 
-static int push_dir_attrs(struct pohm_cache *c, const struct stat *st);
+static int push_dir_attrs(struct pohm_cache *c, const struct stat *st, int fd, const char *rel);
 
 /*
  * A push failed with ENOENT: if the storage no longer has the inode (its
@@ -528,7 +538,7 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	if ((uint64_t)st.st_dev != c->pdev)
 		return 0;
 	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
-		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st) : 0;
+		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* not a file of ours */
 	turn = cache_push_turn_take(c, ino);
@@ -562,11 +572,13 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return r;
 }
 
-/* Mode, owner and times of a directory or symlink (st says which). */
-static int push_dir_attrs(struct pohm_cache *c, const struct stat *st)
+/* Mode, owner, times and xattrs of a directory or symlink (st says which),
+ * open as fd or named rel (fd < 0). */
+static int push_dir_attrs(struct pohm_cache *c, const struct stat *st, int fd, const char *rel)
 {
 	struct pohm_inode in;
 	struct pohm_jrec rec;
+	char path[8192];
 	uint64_t ino;
 	int r;
 
@@ -575,8 +587,12 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st)
 	r = pohm_journal_get(&c->j, ino, &rec);
 	if (r)
 		return r == -ENOENT ? 0 : r;
-	memset(&in, 0, sizeof(in));
-	r = push_attrs(c, &rec, st, &in);
+	if (fd < 0)
+		snprintf(path, sizeof(path), "%s/%s", c->prefix, rel);
+	/* The stored inode, for its xattrs; unknown, they are left alone. */
+	if (pohm_ns_getattr(c->ns, ino, &in))
+		memset(&in, 0, sizeof(in));
+	r = push_attrs(c, &rec, st, &in, fd, fd < 0 ? path : NULL);
 	if (r > 0) {
 		pohm_journal_note_inode(&rec, &in);
 		pohm_journal_put(&c->j, &rec);
@@ -586,18 +602,63 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st)
 	return r;
 }
 
+/*
+ * Open for reading a regular file (rel) whose owner may not read it (mode
+ * 0200): as its owner (or root), through an O_PATH fd, add u+r, open it
+ * read-only, and put the mode back before anything is read, so the push
+ * records the local state with the restored mode and ctime.  Anyone else
+ * gets -EACCES: a push that could not read the file is an error.  fd or
+ * -errno.
+ */
+static int open_unreadable(struct pohm_cache *c, const char *rel)
+{
+	char proc[64];
+	struct stat st;
+	int pfd, fd, r;
+
+	pfd = pohm_sys_openat(c->pfd, rel, O_PATH | O_NOFOLLOW, 0);
+	if (pfd < 0)
+		return pfd;
+	r = pohm_sys_fstat(pfd, &st);
+	if (r)
+		goto out;
+	r = -EACCES;
+	if (!S_ISREG(st.st_mode) || (st.st_mode & S_IRUSR) ||
+	    (cache_fsuid() != (uint32_t)st.st_uid && cache_fsuid() != 0))
+		goto out;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	if (syscall(SYS_fchmodat, AT_FDCWD, proc, (st.st_mode & 07777) | S_IRUSR, 0)) {
+		r = -errno;
+		goto out;
+	}
+	fd = pohm_sys_openat(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK, 0);
+	if (syscall(SYS_fchmodat, AT_FDCWD, proc, st.st_mode & 07777, 0))
+		pohm_err("%s: mode could not be put back to %o after reading it for a push (%s)",
+			 rel, (unsigned)(st.st_mode & 07777), strerror(errno));
+	r = fd;
+out:
+	pohm_sys_close(pfd);
+	return r;
+}
+
 int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 {
-	int fd, r;
+	int fd, r, have;
 	struct stat st;
 
-	if (!pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st) : 0;
+	have = !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW);
+	if (have && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st, -1, rel) : 0;
 	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {
-		/* Our own mode-000 stub or a file without read permission. */
-		return 0;
+		/* Our own mode-000 stub (nothing to push), or a file its owner may
+		 * not read: read it with u+r for a moment (never "unchanged"). */
+		if (!have)
+			return fd;
+		if (!st.st_size && !(st.st_mode & 07777))
+			return 0;
+		fd = open_unreadable(c, rel);
 	}
 	if (fd < 0)
 		return fd == -ENOENT || fd == -ELOOP ? 0 : fd;

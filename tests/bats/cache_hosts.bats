@@ -266,11 +266,14 @@ on() {
 	on a "$CTL" write f "stored"
 	on b "$CTL" ls ""
 	# A stub written without the shim is never pushed over the stored file:
-	# each push of it makes a conflict copy.  Two within one second must not
-	# collide on the copy's name (a create then failed EEXIST).
+	# its push makes a conflict copy and puts a stub back.  Two within one
+	# second must not collide on the copy's name (a create then failed EEXIST).
 	chmod 600 "$T/b/f"
 	printf 'written without the shim' >"$T/b/f"
 	on b "$CTL" push f
+	[ "$(stat -c '%s %a' "$T/b/f")" = "0 0" ]
+	chmod 600 "$T/b/f"
+	printf 'written without the shim' >"$T/b/f"
 	on b "$CTL" push f
 	on c "$CTL" ls .pohmelfs-conflicts/b
 	for f in "$T"/c/.pohmelfs-conflicts/b/f.*; do
