@@ -23,6 +23,7 @@
  * Sections: exec; spawn; libraries; vfork.
  */
 #include "shim.h"
+#include "execdeps.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -36,8 +37,12 @@ extern char **environ;
 
 /* ------------------------------------------------------------ exec */
 
-/* The lookup hook of a binary under the prefix: 0 to go on, or -errno. */
-static int exec_pre(int dirfd, const char *path, int atflags)
+/*
+ * The lookup hook of a binary under the prefix, then what the kernel and
+ * the loader will open for it (execdeps.c; not for an exec through an
+ * fd): 0 to go on, or -errno.  envp: the new image's environment.
+ */
+static int exec_pre(int dirfd, const char *path, int atflags, char *const envp[])
 {
 	struct pohm_path p;
 	int r;
@@ -45,7 +50,11 @@ static int exec_pre(int dirfd, const char *path, int atflags)
 	if (!pohm_claim_at(dirfd, path, atflags, &p))
 		return 0;
 	r = pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
-	return r == POHM_PASS || r >= 0 ? 0 : r;
+	if (r != POHM_PASS && r < 0)
+		return r;
+	if (dirfd == AT_FDCWD && !(atflags & AT_EMPTY_PATH))
+		pohm_exec_deps(path, envp ? envp : environ);
+	return 0;
 }
 
 /*
@@ -78,7 +87,7 @@ static int path_runs(const char *cand)
 	       pohm_real.stat(cand, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
-static int execp_pre(const char *file)
+static int execp_pre(const char *file, char *const envp[])
 {
 	const char *path, *dir, *end;
 	char cand[PATH_MAX];
@@ -90,7 +99,7 @@ static int execp_pre(const char *file)
 	if (!file || !*file || !pohm_active())
 		return 0;
 	if (strchr(file, '/'))
-		return exec_pre(AT_FDCWD, file, 0);
+		return exec_pre(AT_FDCWD, file, 0, envp);
 	if ((flen = strlen(file)) > NAME_MAX)
 		return 0;
 	if (!(path = getenv("PATH")))
@@ -106,8 +115,11 @@ static int execp_pre(const char *file)
 				if (pass == 1)
 					pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
 			}
-			if (pass == 1 && path_runs(cand))
+			if (pass == 1 && path_runs(cand)) {
+				if (pohm_claim(AT_FDCWD, cand, &p))
+					pohm_exec_deps(cand, envp ? envp : environ);
 				break;
+			}
 			if (!*end)
 				break;
 		}
@@ -122,7 +134,7 @@ POHM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	char *const *env;
 	int r;
 
-	if ((r = exec_pre(AT_FDCWD, path, 0)) < 0)
+	if ((r = exec_pre(AT_FDCWD, path, 0, envp)) < 0)
 		return pohm_ret(r);
 	env = pohm_exec_env(envp, 1, &m);
 	r = pohm_real.execve(path, argv, env);
@@ -141,7 +153,7 @@ POHM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]
 	char *const *env;
 	int r;
 
-	if ((r = execp_pre(file)) < 0)
+	if ((r = execp_pre(file, envp)) < 0)
 		return pohm_ret(r);
 	env = pohm_exec_env(envp, 1, &m);
 	r = pohm_real.execvpe(file, argv, env);
@@ -160,7 +172,7 @@ POHM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	char *const *env;
 	int r;
 
-	if ((r = exec_pre(fd, "", AT_EMPTY_PATH)) < 0)
+	if ((r = exec_pre(fd, "", AT_EMPTY_PATH, envp)) < 0)
 		return pohm_ret(r);
 	env = pohm_exec_env(envp, 1, &m);
 	r = pohm_real.fexecve(fd, argv, env);
@@ -175,7 +187,7 @@ POHM_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *
 	char *const *env;
 	int r;
 
-	if ((r = exec_pre(dirfd, path, flags)) < 0)
+	if ((r = exec_pre(dirfd, path, flags, envp)) < 0)
 		return pohm_ret(r);
 	env = pohm_exec_env(envp, 1, &m);
 	r = pohm_real.execveat(dirfd, path, argv, env, flags);
@@ -285,7 +297,7 @@ POHM_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file
 	char *const *env;
 	int r;
 
-	if ((r = exec_pre(AT_FDCWD, path, 0)) < 0)
+	if ((r = exec_pre(AT_FDCWD, path, 0, envp)) < 0)
 		return -r;
 	env = pohm_exec_env(envp, 0, &m);
 	r = pohm_real.posix_spawn(pid, path, fa, attr, argv, env);
@@ -301,7 +313,7 @@ POHM_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
 	char *const *env;
 	int r;
 
-	if ((r = execp_pre(file)) < 0)
+	if ((r = execp_pre(file, envp)) < 0)
 		return -r;
 	env = pohm_exec_env(envp, 0, &m);
 	r = pohm_real.posix_spawnp(pid, file, fa, attr, argv, env);

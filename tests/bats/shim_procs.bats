@@ -123,15 +123,10 @@ build_lib() {
 	# (Not `run`: a loader failure exits 127, which bats would warn about.)
 	output=$(LD_LIBRARY_PATH="$T/c/w/lib" shim c "$T/c/w/bin/prog" 2>&1) || true
 	echo "LD_LIBRARY_PATH on c: $output"
-	rp_ok=1
-	[ "$output" = 42 ] || rp_ok=0
+	[ "$output" = 42 ]
 	output=$(shim d "$T/d/w/bin/prog-rpath" 2>&1) || true
 	echo "RUNPATH on d: $output"
-	[ "$output" = 42 ] || rp_ok=0
-	if [ $rp_ok = 0 ]; then
-		bug "exec of a binary in the prefix does not materialize its DT_NEEDED library in the prefix (the loader gets ENOENT: the library's directory was never listed locally)"
-		false
-	fi
+	[ "$output" = 42 ]
 }
 
 @test "a #! script in the prefix whose interpreter is in the prefix runs on a fresh host" {
@@ -145,10 +140,7 @@ build_lib() {
 	[ "$(shim a "$T/a/w/bin/script-a" on-a)" = "interpreted on-a" ]
 	output=$(shim b "$T/b/w/bin/script" on-b 2>&1) || true
 	echo "$output"
-	if [ "$output" != "interpreted on-b" ]; then
-		bug "exec of a #! script in the prefix does not materialize its interpreter in the prefix"
-		false
-	fi
+	[ "$output" = "interpreted on-b" ]
 	# Through a shell and PATH as well.
 	[ "$(PATH="$T/b/w/bin:$PATH" shim b sh -c 'script via-path')" = "interpreted via-path" ]
 }
