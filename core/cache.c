@@ -1215,7 +1215,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 {
 	const struct list_ent *to;
 	struct pohm_jrec rec;
-	struct stat lst;
+	struct stat lst, lst_mv;
 	uint64_t known, ino;
 	uint8_t type;
 	char path[4096];
@@ -1230,6 +1230,10 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1)
 		goto out;	/* a stale index entry: not a file we know */
 	if (rec.flags & POHM_J_CONFLICT)
+		goto out;
+	/* A rename of this host in flight (cachens.c's intent): the renamer moves it. */
+	snprintf(path, sizeof(path), "p/%llx.mv", (unsigned long long)known);
+	if (!pohm_sys_fstatat(l->c->j.dirfd, path, &lst_mv, AT_SYMLINK_NOFOLLOW))
 		goto out;
 	/* The listing may predate a create of this host: ask about the name itself. */
 	r = pohm_ns_lookup(l->c->ns, l->dino, name, &ino, &type);
