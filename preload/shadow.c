@@ -21,13 +21,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "shim.h"
 #include "shadow.h"
 #include "sys.h"
-
-#define SHADOW_MAX 64
 
 struct shadow {
 	int fd;			/* -1 = free slot */
@@ -35,9 +34,11 @@ struct shadow {
 	ino_t ino;
 };
 
-/* The shadows of this process.  Guarded by shadow_lock; copied by fork
- * (the child inherits the fds too) and reset at exec (CLOEXEC). */
-static struct shadow shadows[SHADOW_MAX] = { [0 ... SHADOW_MAX - 1] = { -1, 0, 0 } };
+/* The shadows of this process (grown, never shrunk).  Guarded by
+ * shadow_lock; copied by fork (the child inherits the fds too) and gone
+ * at exec (CLOEXEC). */
+static struct shadow *shadows;
+static int cap;
 static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nshadows;	/* atomic: slots in use (a quick "none" for closes) */
 
@@ -45,7 +46,7 @@ static struct shadow *find(dev_t dev, ino_t ino)
 {
 	int i;
 
-	for (i = 0; i < SHADOW_MAX; i++)
+	for (i = 0; i < cap; i++)
 		if (shadows[i].fd >= 0 && shadows[i].dev == dev && shadows[i].ino == ino)
 			return &shadows[i];
 	return NULL;
@@ -97,11 +98,20 @@ int pohm_shadow_get(int fd)
 		s->fd = -1;	/* the program's number now: forget it */
 		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
 	}
-	for (i = 0; i < SHADOW_MAX && shadows[i].fd >= 0; i++)
+	for (i = 0; i < cap && shadows[i].fd >= 0; i++)
 		;
-	if (i == SHADOW_MAX) {
-		r = -EMFILE;
-		goto out;
+	if (i == cap) {
+		int ncap = cap ? cap * 2 : 16, k;
+		struct shadow *n = realloc(shadows, (size_t)ncap * sizeof(*n));
+
+		if (!n) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (k = cap; k < ncap; k++)
+			n[k].fd = -1;
+		shadows = n;
+		cap = ncap;
 	}
 	r = open_on(fd, &st);
 	if (r >= 0) {
