@@ -412,6 +412,18 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	return cache_record(c, dfd, name, rel, in, flags);
 }
 
+/* fetch_once's sink: a verified piece of the file into the temp file (arg: its fd). */
+static int fetch_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	ssize_t w = pohm_sys_pwrite_full(*(int *)arg, p, n, (off_t)off);
+
+	if (w < 0)
+		return (int)w;
+	/* Start its writeback now, so the final fsync has little left to wait for. */
+	syscall(SYS_sync_file_range, *(int *)arg, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
 /* One attempt of cache_fetch. */
 static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		      const struct pohm_inode *in)
@@ -421,43 +433,19 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	struct timespec tv[2];
 	struct pohm_jrec rec;
 	struct stat st;
-	uint8_t *buf = NULL;
-	uint64_t off = 0, piece = pohm_inode_chunk_size(in);
 	int fd, r;
 
-	/*
-	 * Whole chunks per read: each read of part of a chunk gets the whole
-	 * chunk object from the storage, so pieces smaller than a chunk would
-	 * fetch it several times.  At least 1 MiB, at most 64 MiB of memory.
-	 */
-	if (piece < (1u << 20))
-		piece = 1u << 20;
-	if (piece > (64u << 20))
-		piece = 64u << 20;
-	if (piece > in->size && in->size)
-		piece = in->size;
 	snprintf(tmp, sizeof(tmp), "f.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	fd = pohm_sys_open_high(c->stage_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return fd;
-	buf = malloc(piece);
-	if (!buf) {
-		r = -ENOMEM;
+	/* Each chunk is written as it arrives (several in flight); holes stay sparse. */
+	r = pohm_ns_read_stream(c->ns, in, fetch_piece, &fd);
+	if (!r && in->size)
+		r = pohm_sys_ftruncate(fd, (off_t)in->size);
+	if (r)
 		goto fail;
-	}
-	while (off < in->size) {
-		ssize_t n = pohm_ns_read(c->ns, in, off, buf, piece);
-
-		if (n <= 0) {
-			r = n < 0 ? (int)n : -EIO;
-			goto fail;
-		}
-		r = (int)pohm_sys_pwrite_full(fd, buf, (size_t)n, (off_t)off);
-		if (r < 0)
-			goto fail;
-		off += (uint64_t)n;
-	}
 	r = pohm_sys_fsync(fd);
 	if (r)
 		goto fail;
@@ -489,7 +477,6 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 fail:
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 out:
-	free(buf);
 	pohm_sys_close(fd);
 	return r;
 }
@@ -694,6 +681,12 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		return r;
 	}
 	cache_count(c, &c->stats.lookups, 1);
+	/* The journal knows the inode: its name's bucket and it in one round trip. */
+	if (have_rec && known && !pohm_ns_lookup_check(c->ns, dino, name, known, in)) {
+		ino = known;
+		r = 0;
+		goto checked;
+	}
 	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
 	if (r == -ENOENT && have_rec && !S_ISDIR(lst.st_mode) &&
 	    !cache_local_changed(c, &rec, dfd, name, &lst) && !(rec.flags & POHM_J_CONFLICT)) {
@@ -707,6 +700,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	r = pohm_ns_getattr(c->ns, ino, in);
 	if (r)
 		goto out;
+checked:
 	if (have_local && have_rec && known == ino) {
 		if (rec.version != in->version) {
 			/* Attributes changed in the storage: the overlay must show them.

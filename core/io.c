@@ -1364,3 +1364,394 @@ out:
 	free(op);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- many immutable objects */
+
+/* One key of pohm_io_get_many in flight: its request, the groups tried. */
+struct many_slot {
+	struct pohm_req req;
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	uint8_t id[POHM_ID_SIZE];
+	uint32_t tried;			/* group indexes asked (bit gi) */
+	unsigned gi;			/* the group asked last */
+	unsigned absent, failed;	/* answers: the key is missing / anything else */
+	int busy;			/* req sent and not yet waited for */
+	uint64_t deadline;
+	uint8_t *own;			/* reused reply memory (max_len), or NULL */
+};
+
+/* Ask the next untried group for the whole object; -ENXIO when none is left. */
+static int many_send(struct gop *op, struct pohm_batch *w, struct many_slot *s, size_t max_len)
+{
+	struct pohm_net *net = op->c->net;
+	struct pohm_io_attr a;
+	unsigned gi;
+
+	for (gi = 0; gi < op->res->ngroups; gi++) {
+		struct pohm_req *r = &s->req;
+		int32_t backend = 0;
+		int node = -1;
+
+		if (s->tried & (1u << gi))
+			continue;
+		s->tried |= 1u << gi;
+		if (pohm_net_owner(net, op->res->g[gi].group, s->id, &node, &backend)) {
+			s->failed++;
+			continue;
+		}
+		memset(&a, 0, sizeof(a));
+		memcpy(a.id, s->id, POHM_ID_SIZE);
+		memcpy(a.parent, s->id, POHM_ID_SIZE);
+		pohm_io_attr_encode(s->io, &a);	/* offset 0, size 0: the whole object */
+		pohm_req_release(r);
+		pohm_req_init(r, node, POHM_CMD_READ, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+		memcpy(r->cmd.id.id, s->id, POHM_ID_SIZE);
+		r->cmd.id.group = op->res->g[gi].group;
+		r->cmd.backend_id = backend;
+		r->p1 = s->io;
+		r->n1 = POHM_IO_ATTR_SIZE;
+		if (s->own) {
+			r->rdest = s->own;
+			r->rdest_cap = max_len;
+			r->rdest_skip = POHM_IO_ATTR_SIZE;
+		}
+		s->gi = gi;
+		op->res->g[gi].node = node;
+		s->deadline = pohm_sys_mono_ns() + op->c->cfg->read_wait_timeout_ns;
+		pohm_net_window_send(net, w, &r, 1, s->deadline);
+		s->busy = 1;
+		return 0;
+	}
+	return -ENXIO;
+}
+
+/* The whole object in s's answer: 0 and its bytes in *data, *len; or -errno. */
+static int many_check(const struct many_slot *s, const uint8_t **data, size_t *len)
+{
+	const struct pohm_pkt *p = pohm_req_final(&s->req);
+	struct pohm_io_attr a;
+
+	if (s->req.status)
+		return s->req.status;
+	if (!p)
+		return -EPROTO;
+	if (p->split) {
+		if (!p->ext || p->cmd.size - p->ext_len != POHM_IO_ATTR_SIZE)
+			return -EPROTO;
+		pohm_io_attr_decode(&a, p->data);
+		*data = p->ext;
+		*len = p->ext_len;
+	} else if (pohm_io_payload_decode(&a, data, len, p->data, (size_t)p->cmd.size, 1)) {
+		return -EPROTO;
+	}
+	if (a.offset || a.total_size != *len)
+		return -EPROTO;		/* not the whole object in one answer */
+	return 0;
+}
+
+int pohm_io_get_many(struct pohm_client *c, size_t n, const char *const *keys, unsigned inflight,
+		     size_t max_len, pohm_io_many_fn fn, void *arg, struct pohm_io_result *res)
+{
+	struct gop *op = malloc(sizeof(*op));
+	struct many_slot *slots = NULL;
+	struct pohm_req **ptrs = NULL;
+	struct pohm_batch *w = NULL;
+	size_t next = 0, sent = 0, k;
+	const uint8_t *data;
+	size_t len;
+	int rc = -ENOMEM;
+
+	if (!op)
+		return -ENOMEM;
+	io_op_init(op, c, n ? keys[0] : "", n ? strlen(keys[0]) : 0, res);
+	if (!n) {
+		rc = 0;
+		goto out;
+	}
+	if (inflight < 1)
+		inflight = 1;
+	if (inflight > n)
+		inflight = (unsigned)n;
+	slots = calloc(inflight, sizeof(*slots));
+	ptrs = calloc(inflight, sizeof(*ptrs));
+	if (!slots || !ptrs)
+		goto out;
+	for (k = 0; k < inflight; k++) {
+		ptrs[k] = &slots[k].req;
+		if (max_len && !(slots[k].own = malloc(max_len)))
+			goto out;
+	}
+	rc = pohm_net_refresh(c->net, op->start + c->cfg->read_wait_timeout_ns, 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		io_note(op, "%s", m);
+		goto out;
+	}
+	w = pohm_net_window_open(c->net);
+	if (!w) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (next < n && !rc) {
+		struct many_slot *s;
+
+		/* Keep the window full: key `sent` goes to slot sent % inflight. */
+		while (sent < n && sent - next < inflight) {
+			s = &slots[sent % inflight];
+			s->tried = 0;
+			s->absent = s->failed = 0;
+			s->busy = 0;
+			pohm_key_id(s->id, c->cfg->fsid, strlen(c->cfg->fsid), keys[sent],
+				    strlen(keys[sent]));
+			many_send(op, w, s, max_len);
+			sent++;
+		}
+		s = &slots[next % inflight];
+		for (;;) {
+			int st;
+
+			if (!s->busy) {
+				/* Every group tried: missing everywhere, or unreadable. */
+				io_note(op, "key %s: %s on every group", keys[next],
+					s->failed ? "unreadable" : "absent");
+				rc = s->failed ? -EIO : -ENOENT;
+				break;
+			}
+			pohm_net_window_wait(c->net, w, &s->req, s->deadline);
+			s->busy = 0;
+			res->g[s->gi].rtt_ns = s->req.done_ns - s->req.sent_ns;
+			st = many_check(s, &data, &len);
+			if (!st) {
+				st = fn(arg, next, data, len);
+				if (st && st != -EBADMSG) {
+					rc = st;	/* the caller stops the read */
+					break;
+				}
+			}
+			res->g[s->gi].status = st;
+			if (!st) {
+				res->chosen = (int)s->gi;
+				break;
+			}
+			if (st == -ENOENT) {
+				s->absent++;
+			} else {
+				s->failed++;
+				io_note(op, "key %s: group %u: %s", keys[next], res->g[s->gi].group,
+					st == -EBADMSG ? "a copy that fails its checksum" : strerror(-st));
+			}
+			pohm_req_release(&s->req);
+			many_send(op, w, s, max_len);	/* the next group, if any */
+		}
+		pohm_req_release(&s->req);
+		next++;
+	}
+out:
+	if (w)
+		pohm_net_window_close(c->net, w, ptrs, inflight);
+	if (slots)
+		for (k = 0; k < inflight; k++) {
+			pohm_req_release(&slots[k].req);
+			free(slots[k].own);
+		}
+	free(slots);
+	free(ptrs);
+	free(op);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- several CAS objects at once */
+
+/*
+ * Group gi's answer to a whole-object READ of a CAS object as a vote (as
+ * iocas.c reads them): pending 1, the marker -ENOENT, else its content's
+ * checksum, verified against the node's when verify (not under net's lock).
+ */
+static void many_cas_vote(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
+			  const uint8_t **data, size_t *dlen, int verify)
+{
+	int csum = !op->c->cfg->noreadcsum;
+	const struct pohm_pkt *p;
+	struct pohm_io_attr a;
+
+	memset(v, 0, sizeof(*v));
+	*data = NULL;
+	*dlen = 0;
+	if (!r->done) {
+		v->status = 1;
+		return;
+	}
+	v->status = r->status;
+	if (r->status)
+		return;
+	p = pohm_req_final(r);
+	if (!p || pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1)) {
+		v->status = -EPROTO;
+		return;
+	}
+	if (a.offset || a.total_size != *dlen) {
+		v->status = -EFBIG;
+		return;
+	}
+	v->ts = a.timestamp;
+	if (*dlen == POHM_IO_MARKER_LEN && !memcmp(*data, pohm_io_absent_marker, POHM_IO_MARKER_LEN)) {
+		v->status = -ENOENT;
+		memcpy(v->csum, op->c->marker_sum, POHM_ID_SIZE);
+		return;
+	}
+	if (csum && !verify) {
+		memcpy(v->csum, a.parent, POHM_ID_SIZE);
+		return;
+	}
+	pohm_sha512(*data, *dlen, v->csum);
+	if (csum && memcmp(v->csum, a.parent, POHM_ID_SIZE))
+		v->status = -EBADMSG;
+}
+
+struct cas_many {
+	struct gop op[POHM_IO_CAS_MANY];
+	size_t n;
+};
+
+/* Every key's content decided by the answers so far (as iocas.c's reader decides). */
+static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint64_t *dl)
+{
+	struct cas_many *m = arg;
+	size_t i, k;
+
+	(void)reqs;
+	(void)nreq;
+	(void)dl;
+	for (i = 0; i < m->n; i++) {
+		struct gop *op = &m->op[i];
+		struct pohm_cas_vote v[POHM_MAX_GROUPS];
+		const uint8_t *d;
+		size_t dn, pending = 0;
+		unsigned gi;
+		int r;
+
+		for (gi = 0; gi < op->res->ngroups; gi++) {
+			memset(&v[gi], 0, sizeof(v[gi]));
+			v[gi].status = -ENXIO;
+		}
+		for (k = 0; k < op->n; k++) {
+			many_cas_vote(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
+			pending += v[op->gi[k]].status == 1;
+		}
+		r = pohm_cas_pick(v, op->res->ngroups, 0);
+		/* Read repair wants every copy; a split is judged on all answers. */
+		if (r == POHM_CAS_UNDECIDED || (pending && (r == POHM_CAS_SPLIT ||
+							     op->c->cfg->read_repair)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Key i's outcome from its answers: 0 (out filled), -ENOENT, or 1 when the
+ * answers leave anything to settle or repair (then pohm_io_cas_get decides).
+ */
+static int cas_many_take(struct gop *op, struct pohm_io_cas_val *out)
+{
+	struct pohm_io_result *res = op->res;
+	struct pohm_cas_vote v[POHM_MAX_GROUPS];
+	const uint8_t *bytes[POHM_MAX_GROUPS] = { NULL };
+	size_t blen[POHM_MAX_GROUPS] = { 0 }, k;
+	unsigned gi, same = 0;
+	int idx;
+
+	for (gi = 0; gi < res->ngroups; gi++) {
+		memset(&v[gi], 0, sizeof(v[gi]));
+		v[gi].status = -ENXIO;
+	}
+	for (k = 0; k < op->n; k++) {
+		unsigned g = op->gi[k];
+
+		many_cas_vote(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
+		res->g[g].rtt_ns = op->reqs[k].done_ns - op->reqs[k].sent_ns;
+		res->g[g].status = v[g].status;
+		res->g[g].ts = v[g].ts;
+		res->g[g].size = blen[g];
+		memcpy(res->g[g].csum, v[g].csum, POHM_ID_SIZE);
+		res->g[g].has_csum = v[g].status == 0;
+	}
+	idx = pohm_cas_pick(v, res->ngroups, 1);
+	if (idx < 0 && idx != -ENOENT)
+		return 1;
+	for (gi = 0; gi < res->ngroups; gi++)
+		same += idx >= 0 ? v[gi].status == 0 && !memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE)
+				 : v[gi].status == -ENOENT;
+	if (op->c->cfg->read_repair && same != res->ngroups)
+		return 1;		/* copies to repair: the full reader does it */
+	if (idx == -ENOENT)
+		return -ENOENT;
+	res->chosen = idx;
+	res->size = blen[idx];
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (v[gi].status == 0 && !memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE) &&
+		    pohm_time_cmp(&v[gi].ts, &res->ts) > 0)
+			res->ts = v[gi].ts;
+	out->data = malloc(blen[idx] ? blen[idx] : 1);
+	if (!out->data)
+		return -ENOMEM;
+	memcpy(out->data, bytes[idx], blen[idx]);
+	out->len = blen[idx];
+	memcpy(out->csum, v[idx].csum, POHM_ID_SIZE);
+	return 0;
+}
+
+int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *keys,
+			 struct pohm_io_cas_val *out, struct pohm_io_result *res)
+{
+	struct cas_many *m;
+	struct pohm_req *ptrs[POHM_IO_CAS_MANY * POHM_MAX_GROUPS];
+	uint8_t io[POHM_IO_CAS_MANY][POHM_IO_ATTR_SIZE];
+	struct pohm_io_attr a;
+	uint64_t deadline;
+	size_t i, k, np = 0;
+	unsigned gi;
+	int rc;
+
+	if (n > POHM_IO_CAS_MANY)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->n = n;
+	for (i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].status = 1;
+		io_op_init(&m->op[i], c, keys[i], strlen(keys[i]), &res[i]);
+	}
+	deadline = (n ? m->op[0].start : pohm_sys_mono_ns()) + c->cfg->read_wait_timeout_ns;
+	rc = pohm_net_refresh(c->net, deadline, 0);
+	for (i = 0; i < n && !rc; i++) {
+		struct gop *op = &m->op[i];
+
+		memset(&a, 0, sizeof(a));
+		memcpy(a.id, op->id, POHM_ID_SIZE);
+		memcpy(a.parent, op->id, POHM_ID_SIZE);
+		a.flags = c->cfg->noreadcsum ? 0 : POHM_IO_CHECKSUM;
+		pohm_io_attr_encode(io[i], &a);
+		for (gi = 0; gi < res[i].ngroups; gi++)
+			io_op_add(op, gi, POHM_CMD_READ, 0, io[i], POHM_IO_ATTR_SIZE, NULL, 0);
+		for (k = 0; k < op->n; k++)
+			ptrs[np++] = &op->reqs[k];
+	}
+	/* One round trip for all of them, back as soon as every key is decided. */
+	if (!rc)
+		pohm_net_run(c->net, ptrs, np, deadline, cas_many_enough, m);
+	for (i = 0; i < n; i++) {
+		int st = rc ? 1 : cas_many_take(&m->op[i], &out[i]);
+
+		io_op_release(&m->op[i]);
+		if (st == 1)		/* anything unusual: the full reader, on its own */
+			st = pohm_io_cas_get(c, keys[i], strlen(keys[i]), &out[i].data, &out[i].len,
+					     out[i].csum, &res[i]);
+		out[i].status = st;
+	}
+	free(m);
+	return 0;
+}

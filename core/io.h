@@ -132,6 +132,24 @@ typedef int (*pohm_io_sink_fn)(void *arg, const uint8_t *p, size_t n, uint64_t o
 int pohm_io_get_stream(struct pohm_client *c, const void *key, size_t keylen,
 		       pohm_io_sink_fn sink, void *arg, uint64_t *total,
 		       struct pohm_io_result *res);
+/* Consumer of pohm_io_get_many: object i whole (valid during the call).  0 to go
+ * on; -EBADMSG: not the bytes the caller expects (another group's copy is
+ * tried); another -errno stops the call with it. */
+typedef int (*pohm_io_many_fn)(void *arg, size_t i, const uint8_t *data, size_t len);
+/*
+ * Whole immutable objects keys[0..n) (NUL-terminated; written once under a
+ * fresh key and never changed, e.g. data chunks) to fn in key order, up to
+ * inflight keys at once through one net window.  One READ per key and no
+ * LOOKUP, no version rule and no IO CHECKSUM: any group's copy is the
+ * object, and the caller verifies it against a checksum it already holds
+ * (fn's -EBADMSG), which also covers what the read checksum would (the
+ * node does not hash, the client hashes once).  A missing, failing or
+ * refused copy is followed by the next group's.  max_len (0: unknown)
+ * bounds an object's size, so answers are read into reused buffers.
+ * 0, -ENOENT (a key absent on every group), -EIO (no good copy), fn's -errno.
+ */
+int pohm_io_get_many(struct pohm_client *c, size_t n, const char *const *keys, unsigned inflight,
+		     size_t max_len, pohm_io_many_fn fn, void *arg, struct pohm_io_result *res);
 /* Delete key on every group. 0, -ENOENT (absent everywhere) or -errno. */
 int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 		struct pohm_io_result *res);
@@ -205,6 +223,27 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
  */
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
+
+#define POHM_IO_CAS_MANY	4	/* keys per pohm_io_cas_get_many */
+
+struct pohm_io_cas_val {
+	int status;			/* what pohm_io_cas_get returned for the key */
+	uint8_t *data;			/* when 0: the committed content (free()) */
+	size_t len;
+	uint8_t csum[POHM_ID_SIZE];	/* sha512 of data */
+};
+
+/*
+ * pohm_io_cas_get of n <= POHM_IO_CAS_MANY keys at once: every group's READ
+ * of every key in one round trip, back as soon as each key's content is
+ * decided.  A key whose answers leave anything to settle or repair (a
+ * split, too few answers, a stale route; with read_repair any differing or
+ * missing copy) is then read alone by pohm_io_cas_get, so each out[i] and
+ * res[i] is what that call gives.  0 (per-key outcomes in out[i].status),
+ * -EINVAL (n too large), -ENOMEM.
+ */
+int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *keys,
+			 struct pohm_io_cas_val *out, struct pohm_io_result *res);
 
 /* ---- pure helpers (unit-tested without a network) */
 

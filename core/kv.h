@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #define POHM_KV_CSUM 64
+#define POHM_KV_GET_N 4		/* keys per get_n */
 
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
@@ -46,6 +47,25 @@ struct pohm_kv_ops {
 	int (*put)(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect);
 	/* Remove key: 0 or -ENOENT or -errno. */
 	int (*del)(void *ctx, const char *key);
+	/*
+	 * Read immutable objects keys[0..n) whole (data chunks: written once,
+	 * never changed), up to inflight at once, each handed to fn in key
+	 * order.  The caller verifies the bytes against a checksum it holds:
+	 * fn returns 0, -EBADMSG (not those bytes: another replica is tried,
+	 * -EIO when none is left) or another -errno to stop.  max_len bounds a
+	 * value (0: unknown).  0, -ENOENT (a key missing), -errno.  NULL in a
+	 * store without it (callers then use get key by key).
+	 */
+	int (*get_many)(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+			size_t max_len,
+			int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg);
+	/*
+	 * get of n <= POHM_KV_GET_N keys at once (one round trip in the common
+	 * case): st[i] is what get returns for keys[i], out[i] filled when 0.
+	 * 0, or -errno with nothing filled.  NULL: callers get key by key.
+	 */
+	int (*get_n)(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		     int *st);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);

@@ -12,6 +12,9 @@
  *         condition (immutable data chunks) a plain pohm_io_write.
  *   read  pohm_io_read (data chunks: immutable, the timestamp rule holds).
  *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
+ *   get_n pohm_io_cas_get_many (a name's bucket and its inode together).
+ *   get_many  pohm_io_get_many (data chunks: immutable, verified by the
+ *         caller against the chunk map's checksums).
  *   scan  pohm_iter_all (every backend of every group, each id's copies
  *         read): an object is found by its self-describing header, whose
  *         key must hash to the id it is stored under; its value is the
@@ -132,6 +135,33 @@ static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return 0;
 }
 
+static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		      int *st)
+{
+	struct pohm_io_result res[POHM_IO_CAS_MANY];
+	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
+	size_t i;
+	int r = pohm_io_cas_get_many(ctx, n, keys, v, res);
+
+	if (r)
+		return r;
+	for (i = 0; i < n; i++) {
+		int x = v[i].status;
+
+		out[i].data = v[i].data;
+		out[i].len = v[i].len;
+		memcpy(out[i].csum, v[i].csum, POHM_KV_CSUM);
+		if (x && x != -ENOENT)
+			pohm_info("%s", res[i].msg);
+		else if (!x && res[i].notes)
+			pohm_debug("%s", res[i].msg);
+		if (!x)
+			remember(keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
+		st[i] = x == -ETIMEDOUT ? -EIO : x;
+	}
+	return 0;
+}
+
 static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
 {
 	struct pohm_io_result res;
@@ -195,6 +225,20 @@ static int kvio_del(void *ctx, const char *key)
 	struct pohm_io_result res;
 
 	return pohm_io_del(ctx, key, strlen(key), &res);
+}
+
+static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+			 size_t max_len,
+			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
+{
+	struct pohm_io_result res;
+	int r = pohm_io_get_many(ctx, n, keys, inflight, max_len, fn, arg, &res);
+
+	if (r && r != -ENOENT)
+		pohm_info("%s", res.msg);
+	else if (res.notes)
+		pohm_debug("%s", res.msg);
+	return r == -ETIMEDOUT ? -EIO : r;
 }
 
 struct scan_ctx {
@@ -281,6 +325,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
+	.get_many = kvio_get_many, .get_n = kvio_get_n,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -203,8 +203,44 @@ static int mem_scan(void *ctx, const char *prefix,
 	return r;
 }
 
+/* One copy per key: a copy fn refuses is -EIO (no other replica). */
+static int mem_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+			size_t max_len,
+			int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
+{
+	size_t i;
+	int r = 0;
+
+	(void)inflight;
+	(void)max_len;
+	for (i = 0; i < n && !r; i++) {
+		struct pohm_kv_val v = { 0 };
+
+		r = mem_get(ctx, keys[i], &v);
+		if (!r)
+			r = fn(arg, i, v.data, v.len);
+		if (r == -EBADMSG)
+			r = -EIO;
+		pohm_kv_val_free(&v);
+	}
+	return r;
+}
+
+static int mem_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		     int *st)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		st[i] = mem_get(ctx, keys[i], &out[i]);
+	}
+	return 0;
+}
+
 static const struct pohm_kv_ops mem_ops = {
 	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
+	.get_many = mem_get_many, .get_n = mem_get_n,
 };
 
 int pohm_kvmem_new(struct pohm_kv *kv)

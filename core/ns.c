@@ -304,6 +304,76 @@ int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
 	return r;
 }
 
+/*
+ * The bucket a lookup of a name with hash h reads first (nsdir.c's depth
+ * hint of dir, 0 when unknown): its key.
+ */
+static void first_bucket_key(struct pohm_ns *ns, uint64_t dir, uint64_t h, char *key,
+			     unsigned *depth, uint32_t *index)
+{
+	unsigned slot = (unsigned)(dir % POHM_NS_HINTS);
+
+	pthread_mutex_lock(&ns->hint_lock);
+	*depth = ns->hint_dir[slot] == dir ? ns->hint_depth[slot] : 0;
+	pthread_mutex_unlock(&ns->hint_lock);
+	*index = *depth ? (uint32_t)(h & ((1ULL << *depth) - 1)) : 0;
+	pohm_key_bucket(key, dir, *depth, *index);
+}
+
+/* Whether bucket bytes v say plainly that dir/name is ino: 0 or -ESTALE. */
+static int bucket_says(const struct pohm_kv_val *v, uint64_t dir, unsigned depth, uint32_t index,
+		       const char *name, uint64_t ino)
+{
+	struct pohm_bucket bk;
+	int i, r = -ESTALE;
+
+	if (pohm_bucket_decode(&bk, v->data, v->len))
+		return -ESTALE;
+	if (bk.dir == dir && bk.depth == depth && bk.index == index &&
+	    bk.state != POHM_BUCKET_SPLIT) {
+		i = pohm_bucket_find(&bk, name);
+		if (i >= 0 && !bk.e[i].intent && bk.e[i].ino == ino)
+			r = 0;
+	}
+	pohm_bucket_clear(&bk);
+	return r;
+}
+
+int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			 struct pohm_inode *out)
+{
+	struct pohm_kv_val v[2];
+	char keys[2][POHM_KEY_MAX];
+	const char *kp[2] = { keys[0], keys[1] };
+	unsigned depth;
+	uint32_t index;
+	int st[2], r, i;
+
+	memset(out, 0, sizeof(*out));
+	memset(v, 0, sizeof(v));
+	if (!ns->kv.ops->get_n || !strcmp(name, ".") || !strcmp(name, "..") || ns_check_name(name))
+		return -ESTALE;
+	first_bucket_key(ns, dir, pohm_name_hash(name), keys[0], &depth, &index);
+	pohm_key_inode(keys[1], ino);
+	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	if (r)
+		return r;
+	/* Anything but the plain case (a split, an intent, another inode, a
+	 * missing name or bucket) is the sequential lookup's to judge. */
+	r = st[0] || st[1] ? -ESTALE : bucket_says(&v[0], dir, depth, index, name, ino);
+	if (!r && pohm_inode_decode(out, v[1].data, v[1].len))
+		r = -EIO;
+	if (!r && (out->ino != ino || (out->hdr.flags & POHM_OBJF_TOMBSTONE)))
+		r = -ESTALE;
+	if (!r)
+		r = pohm_ns_map_load(ns, out);	/* as pohm_ns_getattr gives it */
+	if (r)
+		pohm_inode_clear(out);
+	for (i = 0; i < 2; i++)
+		pohm_kv_val_free(&v[i]);
+	return r;
+}
+
 static void truncate_map(struct pohm_inode *in, uint64_t size)
 {
 	uint64_t cs = pohm_inode_chunk_size(in);

@@ -75,6 +75,17 @@ int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr 
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		   uint8_t *type);
 
+/*
+ * Revalidate a name whose inode the caller believes is ino: the name's
+ * bucket and the inode read together (one round trip).  0 with *out as
+ * pohm_ns_getattr gives it when the bucket plainly maps name to ino;
+ * -ESTALE when it does not say so plainly (another inode, no such name, a
+ * split or intent, an unknown bucket depth): then use pohm_ns_lookup and
+ * pohm_ns_getattr.  Other -errno as they give.
+ */
+int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			 struct pohm_inode *out);
+
 #define POHM_CREATE_EXCL 0x1	/* fail with -EEXIST if the name exists */
 
 /*
@@ -179,6 +190,17 @@ int pohm_ns_map_load(struct pohm_ns *ns, struct pohm_inode *in);
 /* Read len bytes at off of a committed inode into buf: bytes read (short at EOF), -EIO on a bad checksum. */
 ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t off, void *buf,
 		     size_t len);
+
+/*
+ * Read a committed regular file's data to sink in file order, several
+ * chunks in flight: sink(arg, off, p, n) gets each chunk's bytes within
+ * size once, verified against the map (0 to go on, -errno to stop with
+ * it).  Holes (and a chunk's zeros past its bytes) are not delivered.
+ * 0, -EIO (a chunk missing or failing its checksum on every replica), -errno.
+ */
+int pohm_ns_read_stream(struct pohm_ns *ns, const struct pohm_inode *in,
+			int (*sink)(void *arg, uint64_t off, const uint8_t *p, size_t n),
+			void *arg);
 
 /* ---- repair entry points (core/nsrepair.c, for fsck): each does what the
  * next client meeting the state would do, or the smallest fix fsck needs.

@@ -912,3 +912,124 @@ TEST(no_node_reachable)
 	pohm_client_close(c);
 	pohm_config_free(&cfg);
 }
+
+/* ---------------------------------------------------------------- several objects at once */
+
+/* pohm_io_get_many's consumer: checks each object against what was written. */
+struct many_seen {
+	const char *const *want;
+	int order_ok, calls, refuse_at;
+	size_t next;
+};
+
+static int many_take(void *arg, size_t i, const uint8_t *data, size_t len)
+{
+	struct many_seen *s = arg;
+
+	s->calls++;
+	if (i != s->next)
+		s->order_ok = 0;
+	if (s->refuse_at && s->calls == s->refuse_at)
+		return -EPIPE;
+	/* The caller's own check (a chunk map's checksum in core/ns). */
+	if (len != strlen(s->want[i]) || memcmp(data, s->want[i], len))
+		return -EBADMSG;
+	s->next = i + 1;
+	return 0;
+}
+
+TEST(get_many_in_order_corrupt_copy_fails_over_missing_key_and_stop)
+{
+	static const char *const keys[] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6" };
+	static const char *const want[] = { "zero", "one", "two", "three", "four", "five", "six" };
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct many_seen s;
+	size_t i;
+
+	start3(&cl, NULL, 0);
+	for (i = 0; i < 7; i++)
+		EXPECT_EQ_INT(put(&cl, keys[i], want[i], &res), 0);
+	memset(&s, 0, sizeof(s));
+	s.want = want;
+	s.order_ok = 1;
+	EXPECT_EQ_INT(pohm_io_get_many(cl.c, 7, keys, 3, 64, many_take, &s, &res), 0);
+	EXPECT(s.order_ok);
+	EXPECT_EQ_INT((int)s.next, 7);
+	EXPECT_EQ_INT(s.calls, 7);
+	/* Group 1's copies are corrupt: each is refused, group 2's is taken. */
+	fn_set_flags(&cl.fn[0], FN_CORRUPT_READ);
+	memset(&s, 0, sizeof(s));
+	s.want = want;
+	s.order_ok = 1;
+	EXPECT_EQ_INT(pohm_io_get_many(cl.c, 7, keys, 4, 0, many_take, &s, &res), 0);
+	EXPECT_EQ_INT((int)s.next, 7);
+	EXPECT_EQ_INT(s.calls, 14);
+	EXPECT(strstr(res.msg, "fails its checksum") != NULL);
+	/* Corrupt everywhere: refused, never delivered as good. */
+	fn_set_flags(&cl.fn[1], FN_CORRUPT_READ);
+	fn_set_flags(&cl.fn[2], FN_CORRUPT_READ);
+	memset(&s, 0, sizeof(s));
+	s.want = want;
+	EXPECT_EQ_INT(pohm_io_get_many(cl.c, 2, keys, 2, 0, many_take, &s, &res), -EIO);
+	EXPECT_EQ_INT((int)s.next, 0);
+	for (i = 0; i < 3; i++)
+		fn_set_flags(&cl.fn[i], 0);
+	/* A key missing everywhere; a consumer that stops the read. */
+	{
+		static const char *const gap[] = { "m0", "nothere", "m2" };
+		static const char *const gapwant[] = { "zero", "", "two" };
+
+		memset(&s, 0, sizeof(s));
+		s.want = gapwant;
+		EXPECT_EQ_INT(pohm_io_get_many(cl.c, 3, gap, 3, 0, many_take, &s, &res), -ENOENT);
+		EXPECT_EQ_INT((int)s.next, 1);
+	}
+	memset(&s, 0, sizeof(s));
+	s.want = want;
+	s.refuse_at = 2;
+	EXPECT_EQ_INT(pohm_io_get_many(cl.c, 7, keys, 3, 0, many_take, &s, &res), -EPIPE);
+	EXPECT_EQ_INT(s.calls, 2);
+	stop3(&cl);
+}
+
+TEST(cas_get_many_one_round_trip_and_the_full_reader_for_splits)
+{
+	static const char *const keys[] = { "a", "b", "c" };
+	struct pohm_io_result res[POHM_IO_CAS_MANY];
+	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
+	struct cluster cl;
+	uint64_t now = pohm_sys_real_ns();
+	long reads;
+	int i;
+
+	start3(&cl, NULL, 0);
+	for (i = 0; i < 3; i++)
+		set_copy(&cl, i, "a", "A", now - 3 * MS);
+	set_copy(&cl, 0, "b", "B", now - 3 * MS);
+	set_copy(&cl, 1, "b", "B", now - 3 * MS);
+	set_copy(&cl, 2, "b", "lost", now - MS);	/* a minority version: never read */
+	reads = fn_count(&cl.fn[0], POHM_CMD_READ);
+	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, 3, keys, v, res), 0);
+	EXPECT_EQ_INT(v[0].status, 0);
+	EXPECT(v[0].len == 1 && !memcmp(v[0].data, "A", 1));
+	EXPECT_EQ_INT(v[1].status, 0);
+	EXPECT(v[1].len == 1 && !memcmp(v[1].data, "B", 1));
+	EXPECT_EQ_INT(v[2].status, -ENOENT);
+	/* One READ per key and group, no second round. */
+	EXPECT_EQ_INT(fn_count(&cl.fn[0], POHM_CMD_READ) - reads, 3);
+	for (i = 0; i < 3; i++)
+		free(v[i].data);
+	/* A 1-1-1 split: left to the full reader, which reads again until it settles. */
+	set_copy(&cl, 0, "c", "X", now - 10 * SEC);
+	set_copy(&cl, 1, "c", "Y", now - 10 * SEC);
+	set_copy(&cl, 2, "c", "Z", now - 10 * SEC);
+	reads = fn_count(&cl.fn[0], POHM_CMD_READ);
+	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, 1, keys + 2, v, res), 0);
+	EXPECT_EQ_INT(v[0].status, 0);
+	EXPECT(v[0].len == 1 && strchr("XYZ", v[0].data[0]));
+	EXPECT(fn_count(&cl.fn[0], POHM_CMD_READ) - reads >= 2);
+	free(v[0].data);
+	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, POHM_IO_CAS_MANY + 1, keys, v, res), -EINVAL);
+	stop3(&cl);
+}

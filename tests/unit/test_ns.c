@@ -442,6 +442,127 @@ TEST(data_commit_read_conflict_corruption)
 	pohm_ns_close(ns);
 }
 
+/* ---- streamed reads (pohm_ns_read_stream) ---- */
+
+struct streamed {
+	uint8_t buf[64 * 4096];
+	uint64_t last_end;	/* pieces come in file order, without overlap */
+	int pieces, out_of_order;
+};
+
+static int stream_take(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct streamed *st = arg;
+
+	if (off < st->last_end || off + n > sizeof(st->buf))
+		st->out_of_order++;
+	else
+		memcpy(st->buf + off, p, n);
+	st->last_end = off + n;
+	st->pieces++;
+	return 0;
+}
+
+TEST(read_stream_order_holes_truncate_corruption)
+{
+	struct pohm_ns *ns = fresh(0);
+	static uint8_t data[40 * 4096];
+	static struct streamed st;
+	struct pohm_chunk_write w[40];
+	struct pohm_setattr sa = { .mask = POHM_SET_SIZE };
+	struct pohm_inode in, in2;
+	size_t i, nw = 0;
+
+	/* 40 chunks of 4 KiB, more than one batch's worth... */
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 1);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "s", 0644, 0, 0, 0, 0, &in), 0);
+	for (i = 0; i < 40; i++) {
+		if (i % 7 == 3) {	/* ...with holes */
+			memset(data + i * 4096, 0, 4096);
+			continue;
+		}
+		w[nw].index = i;
+		w[nw].data = data + i * 4096;
+		w[nw].len = 4096;
+		nw++;
+	}
+	EXPECT_EQ_INT(pohm_ns_commit(ns, in.ino, in.dversion, sizeof(data), w, nw, NULL, &in2), 0);
+	memset(&st, 0, sizeof(st));
+	EXPECT_EQ_INT(pohm_ns_read_stream(ns, &in2, stream_take, &st), 0);
+	EXPECT_EQ_INT(st.out_of_order, 0);
+	EXPECT_EQ_INT(st.pieces, (int)nw);	/* holes are not delivered */
+	EXPECT_MEM(st.buf, data, sizeof(data));
+	/* A truncate mid-chunk: the entry is shortened, the bytes are the prefix. */
+	pohm_inode_clear(&in2);
+	sa.size = 5 * 4096 + 100;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, in.ino, &sa, &in2), 0);
+	memset(&st, 0, sizeof(st));
+	EXPECT_EQ_INT(pohm_ns_read_stream(ns, &in2, stream_take, &st), 0);
+	EXPECT_EQ_U64(st.last_end, sa.size);
+	EXPECT_MEM(st.buf, data, (size_t)sa.size);
+	/* A corrupt chunk is refused: -EIO, and its bytes never reach the sink. */
+	{
+		char key[POHM_KEY_MAX];
+		struct pohm_kv_val v;
+
+		pohm_key_chunk(key, in.ino, 2, in2.chunks[2].gen);
+		EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+		v.data[v.len - 10] ^= 0x40;
+		kv.ops->put(kv.ctx, key, v.data, v.len, NULL);
+		pohm_kv_val_free(&v);
+		memset(&st, 0, sizeof(st));
+		EXPECT_EQ_INT(pohm_ns_read_stream(ns, &in2, stream_take, &st), -EIO);
+		EXPECT_EQ_INT(st.pieces, 2);		/* chunks 0 and 1 only */
+		EXPECT_EQ_U64(st.last_end, 2 * 4096);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &in2, 2 * 4096, st.buf, 10), -EIO);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &in2, 4096, st.buf, 10), 10);
+	}
+	pohm_inode_clear(&in);
+	pohm_inode_clear(&in2);
+	pohm_ns_close(ns);
+}
+
+TEST(lookup_check_plain_case_only)
+{
+	struct pohm_ns *ns = fresh(8), *other;
+	struct pohm_inode a, b, got;
+	char name[32];
+	int i;
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "b", 0600, 0, 0, 0, 0, &b), 0);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "a", a.ino, &got), 0);
+	EXPECT_EQ_U64(got.ino, a.ino);
+	EXPECT_EQ_U64(got.version, a.version);
+	EXPECT_EQ_INT(got.mode, a.mode);
+	pohm_inode_clear(&got);
+	/* The name maps to another inode, or to none: the caller looks it up. */
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "a", b.ino, &got), -ESTALE);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "nope", a.ino, &got), -ESTALE);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "b", 1, "a", 0), 0);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "a", a.ino, &got), -ESTALE);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "a", b.ino, &got), 0);
+	EXPECT_EQ_INT(got.mode & 0777, 0600);
+	pohm_inode_clear(&got);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(ns, 1, "..", 1, &got), -ESTALE);
+	/* Split buckets: a handle that does not know the depth yet falls back,
+	 * and after one lookup it knows it. */
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
+	}
+	other = open_ns(8, 10000);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(other, 1, "a", b.ino, &got), -ESTALE);
+	EXPECT_EQ_U64(ino_of(other, 1, "a"), b.ino);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(other, 1, "a", b.ino, &got), 0);
+	pohm_inode_clear(&got);
+	pohm_ns_close(other);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+}
+
 /* ---- many threads on two handles ("hosts") in one directory ---- */
 
 #define NTHREADS 8
