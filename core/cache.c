@@ -387,6 +387,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		fd = pohm_sys_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
 		r = fd < 0 ? fd : 0;
 		if (fd >= 0) {
+			cache_xattr_apply(fd, in);
 			syscall(SYS_fchmod, fd, 0);
 			pohm_sys_close(fd);
 		}
@@ -399,7 +400,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	}
 	if (r && r != -EEXIST)
 		return r;
-	if (c->is_root && !S_ISLNK(in->mode))
+	if (c->is_root)
 		syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
 	if (!r && (S_ISLNK(in->mode) || S_ISFIFO(in->mode))) {
 		/* Nothing will be fetched into these: their stored times now. */
@@ -449,6 +450,7 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	r = pohm_sys_fsync(fd);
 	if (r)
 		goto fail;
+	cache_xattr_apply(fd, in);
 	syscall(SYS_fchmod, fd, in->mode & 07777);
 	if (c->is_root)
 		syscall(SYS_fchown, fd, in->uid, in->gid);
@@ -703,6 +705,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 checked:
 	if (have_local && have_rec && known == ino) {
 		if (rec.version != in->version) {
+			if (!(rec.flags & POHM_J_STUB) && !cache_local_changed(c, &rec, dfd, name, &lst))
+				cache_xattr_pull(dfd, name, in);
 			/* Attributes changed in the storage: the overlay must show them.
 			 * (Data changes are the refresh's business: keep dversion.) */
 			uint64_t dv = rec.dversion, size = rec.size;
@@ -957,8 +961,10 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 	int r;
 
 	if (path_fresh(c, rel, flags))
-		return 0;
+		return cache_perm_path(c, rel, (flags & POHM_MAT_LIST) ? R_OK : 0);
 	r = materialize_at(c, rel, flags, 0);
+	if (!r)
+		r = cache_perm_path(c, rel, (flags & POHM_MAT_LIST) ? R_OK : 0);
 	if (!r)
 		path_remember(c, rel, flags);
 

@@ -160,7 +160,6 @@ bug() {
 	shim b bash -c "cd '$T/b/w' && stat -c '%n %s' t1 t2 t3 t4 && md5sum t1 t2 t3 t4" >"$T/b.out"
 	cat "$T/b.out"
 	if ! diff "$T/native.out" "$T/b.out"; then
-		bug "a truncate/ftruncate with no write after it does not reach the storage (attribute-only push)"
 		false
 	fi
 }
@@ -189,7 +188,6 @@ lnk 1003 1004" ]
 	[ "$(cd "$T/b/w" && stat -c '%n %u %g' c1 c2 c3 c4 c5 dd)" = "$expected" ]
 	run shim b stat -c '%n %u %g' "$T/b/w/lnk"
 	if [ "$output" != "$T/b/w/lnk 1003 1004" ]; then
-		bug "lchown of a symlink is not stored: another host shows $output"
 		false
 	fi
 }
@@ -203,7 +201,6 @@ lnk 1003 1004" ]
 	run shim b bash -c "cd '$T/b/w' && stat -c '%n %Y' n s dir"
 	echo "$output"
 	if [ "$output" != "$(printf 'n 1000000000\ns 1100000000\ndir 1200000000')" ]; then
-		bug "futimens/futimes on a read-only fd are not pushed"
 		false
 	fi
 }
@@ -241,7 +238,6 @@ lnk 1003 1004" ]
 	shim b bash -c "reads '$T/b/w'" >"$T/b.out" 2>/dev/null
 	cat "$T/b.out"
 	if ! diff "$T/native.out" "$T/b.out"; then
-		bug "xattrs set under the prefix (any form) are not stored: another host lists none, getxattr ENODATA"
 		false
 	fi
 	# Changes made on b travel back to a.
@@ -446,7 +442,6 @@ ushim() {
 	ushim d "$H/sc_errno" eacces "$U/d/w/r" >"$T/d.out"
 	cat "$T/d.out"
 	if ! diff "$T/native.out" "$T/d.out"; then
-		bug "on a host that has not fetched a 0555/0000 directory, creat, mkdir, unlink in it and open/stat/opendir through it succeed: the permission check is bypassed"
 		false
 	fi
 }
