@@ -124,6 +124,8 @@ int pohm_stats_merge(const char *cache_dir, const struct pohm_stats *add)
 		r = lfd;
 		goto out;
 	}
+	/* The cache's own files are 0600 whatever the host's umask. */
+	syscall(SYS_fchmod, lfd, 0600);
 	if (syscall(SYS_flock, lfd, LOCK_EX)) {
 		r = -errno;
 		goto out;
@@ -142,6 +144,7 @@ int pohm_stats_merge(const char *cache_dir, const struct pohm_stats *add)
 		r = fd;
 		goto out;
 	}
+	syscall(SYS_fchmod, fd, 0600);
 	r = pohm_sys_write_full(fd, buf, len) == (ssize_t)len ? 0 : -EIO;
 	pohm_sys_close(fd);
 	if (!r)

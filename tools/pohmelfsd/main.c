@@ -130,7 +130,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", m.cache_dir);
+	/* The daemon's own files are 0600 whatever the umask it inherited (a
+	 * host process with umask 0577 may have started it). */
 	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd >= 0)
+		fchmod(lockfd, 0600);
 	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
 		if (lockfd >= 0 && errno == EWOULDBLOCK) {
 			if (foreground)
@@ -148,6 +152,8 @@ int main(int argc, char **argv)
 		if (!cfg.log[0]) {
 			snprintf(path, sizeof(path), "%s/pohmelfsd.log", m.cache_dir);
 			logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+			if (logfd >= 0)
+				fchmod(logfd, 0600);
 		}
 		i = open("/dev/null", O_RDWR);
 		if (i >= 0) {
@@ -179,6 +185,7 @@ int main(int argc, char **argv)
 	if (i >= 0) {
 		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 
+		fchmod(i, 0600);
 		if (write(i, pid, (size_t)n) != n)
 			pohm_warn("cannot write %s", path);
 		close(i);
