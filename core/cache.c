@@ -1176,6 +1176,8 @@ static int list_one(struct list_ctx *l, const char *name, uint64_t ino)
 		if (r)
 			return 0;
 		pohm_sys_unlinkat(l->dfd, name, 0);
+	} else if (cache_create_marked(l->c, l->dino, name)) {
+		return 0;	/* a create of this host in flight: its O_EXCL open makes the name */
 	}
 	snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
 	r = pohm_ns_getattr(l->c->ns, ino, &in);

@@ -105,6 +105,9 @@ uint32_t cache_fsuid(void);
 int cache_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want);
 /* Search on every directory below the prefix root above rel, and want on rel
  * itself (0: nothing more).  Unrecorded objects pass.  0 or -EACCES. */
+/* Is (dino, name) being created by a process of this host (a create marker
+ * younger than a few seconds: cachens.c)?  A listing leaves it alone. */
+int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name);
 int cache_perm_path(struct pohm_cache *c, const char *rel, int want);
 /* cache_perm_path of rel's parent directory: W_OK|X_OK to add or remove
  * the name rel, X_OK to look it up.  0 or -EACCES. */

@@ -30,7 +30,8 @@ static uint32_t my_gid(void)
 
 /* The inode this thread's last pohm_cache_create made, and a hash of its
  * path, for the pohm_cache_opened that follows (thread-local: no lock). */
-static __thread uint64_t created_ino, created_hash;
+static __thread uint64_t created_ino, created_hash, created_dino;
+static __thread char created_name[256];
 
 static uint64_t rel_hash(const char *rel)
 {
@@ -39,6 +40,53 @@ static uint64_t rel_hash(const char *rel)
 	for (; *rel; rel++)
 		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
 	return h;
+}
+
+/*
+ * Create markers (RELIABILITY finding 2): between a create's storage insert
+ * and the creator's local O_EXCL open, a listing by another process of this
+ * host would put a stub at the name and the open would fail EEXIST.  The
+ * creator marks (directory inode, name) in cache_dir/p/ before the insert
+ * and unmarks after its local open; a listing leaves a marked name alone
+ * while the mark is younger than CREATE_MARK_NS (a creator that died leaves
+ * an old mark, which is ignored and removed).
+ */
+#define CREATE_MARK_NS 5000000000ULL
+
+static void create_mark_path(char *out, size_t len, uint64_t dino, const char *name)
+{
+	snprintf(out, len, "p/%llx.c%016llx", (unsigned long long)dino,
+		 (unsigned long long)rel_hash(name));
+}
+
+static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, int on)
+{
+	char path[64];
+	int fd;
+
+	create_mark_path(path, sizeof(path), dino, name);
+	if (!on) {
+		pohm_sys_unlinkat(c->j.dirfd, path, 0);
+		return;
+	}
+	fd = pohm_journal_open_own(c->j.dirfd, path, O_WRONLY | O_CREAT | O_TRUNC);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+}
+
+int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
+{
+	char path[64];
+	struct stat st;
+
+	create_mark_path(path, sizeof(path), dino, name);
+	if (pohm_sys_fstatat(c->j.dirfd, path, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;
+	if ((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
+	    CREATE_MARK_NS > pohm_sys_real_ns())
+		return 1;
+	pohm_sys_unlinkat(c->j.dirfd, path, 0);
+	return 0;
 }
 
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
@@ -178,8 +226,11 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		pohm_sys_close(dfd);
 		return r;
 	}
+	create_mark(c, dino, name, 1);
 	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
 			   excl ? POHM_CREATE_EXCL : 0, &in);
+	if (r)
+		create_mark(c, dino, name, 0);
 	if (r == 1) {
 		/* It exists: open it with its contents, as a local file system would. */
 		if (S_ISREG(in.mode)) {
@@ -206,6 +257,8 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		cache_mark_fresh(c, in.ino);
 		created_ino = in.ino;
 		created_hash = rel_hash(rel);
+		created_dino = dino;
+		snprintf(created_name, sizeof(created_name), "%s", name);
 		/* Remember the inode under its name until the real open tells us the local file. */
 		{
 			struct pohm_jrec rec;
@@ -264,6 +317,7 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	 */
 	if (created_ino && created_hash == rel_hash(rel)) {
 		ino = created_ino;
+		create_mark(c, created_dino, created_name, 0);
 	} else {
 		r = pohm_ns_resolve(c->ns, rel, 0, &ino);
 		if (r)
