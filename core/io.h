@@ -198,7 +198,9 @@ struct pohm_cas_old {
  * groups holds, as soon as a majority agrees.  While the answers split (a
  * write in flight, or a lost one not yet rolled back) it reads again with a
  * growing random pause; a split whose copies are all older than a writer
- * can take is settled by pohm_cas_fallback and written back.  With
+ * can take is settled by pohm_cas_fallback and written back, unless a
+ * group that gave no usable answer could hold another committed version
+ * (then it reads again until the read's time is up: -EIO).  With
  * read_repair, missing copies get the committed content and old differing
  * ones are replaced (data CAS against each).  Fills res->ts (the newest
  * stamp among the holders) and csum (sha512 of *data).  0, -ENOENT, -EIO /
