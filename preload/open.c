@@ -18,9 +18,13 @@ static int needs_mode(int flags)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-/* Under the prefix, or needing the full classifier: the hooks around libc. */
-__attribute__((noinline)) static int open_slow(int dirfd, const char *path, int flags,
-					       mode_t mode)
+static int open_outside_failed(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Under the prefix, or needing the full classifier: the hooks around libc.
+ * A path that resolved into the prefix (open_outside_failed) comes back with
+ * retried set, so that it is never retried twice. */
+__attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, int flags,
+						  mode_t mode, int retried)
 {
 	struct pohm_fd_info fi;
 	struct pohm_where w;
@@ -35,6 +39,8 @@ __attribute__((noinline)) static int open_slow(int dirfd, const char *path, int 
 	}
 	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
 		fd = pohm_real.openat(dirfd, path, flags, mode);
+		if (fd < 0 && !retried)
+			return open_outside_failed(dirfd, path, flags, mode);
 		pohm_fd_opened(fd, &p, &w, NULL);
 		return fd;
 	}
@@ -52,17 +58,44 @@ __attribute__((noinline)) static int open_slow(int dirfd, const char *path, int 
 	return pohm_ret(r);
 }
 
+static int open_slow(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return open_slow_at(dirfd, path, flags, mode, 0);
+}
+
+/*
+ * An open of a path outside the prefix failed.  EACCES may come from a stub
+ * (mode 000) reached through a symlink outside the prefix that leads into it
+ * (DESIGN.md §2 step 1: classification is lexical, so such a path is noticed
+ * only now): the resolved path is retried as a prefix path.  Any other
+ * failure, or a path that resolves outside, keeps libc's answer and errno.
+ */
+__attribute__((noinline, cold)) static int open_outside_failed(int dirfd, const char *path,
+							      int flags, mode_t mode)
+{
+	char real[PATH_MAX];
+	int e = errno;
+
+	if (e == EACCES && pohm_state.on && !pohm_depth && (dirfd == AT_FDCWD || path[0] == '/') &&
+	    pohm_real.realpath(path, real) && !pohm_pass(AT_FDCWD, real))
+		return open_slow_at(AT_FDCWD, real, flags, mode, 1);
+	errno = e;
+	return -1;
+}
+
 /* Every open funnels here; the common case (outside) stays in the wrapper's
- * frame, inlined into each, and tail-calls libc when the fd table is empty. */
+ * frame, inlined into each; a failure goes to open_outside_failed. */
 static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int fd;
 
 	if (!pohm_pass(dirfd, path))
 		return open_slow(dirfd, path, flags, mode);
-	if (__builtin_expect(__atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED) < 0, 1))
-		return pohm_real.openat(dirfd, path, flags, mode);	/* no entry can be stale */
 	fd = pohm_real.openat(dirfd, path, flags, mode);
+	if (__builtin_expect(fd < 0, 0))
+		return open_outside_failed(dirfd, path, flags, mode);
+	if (__builtin_expect(__atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED) < 0, 1))
+		return fd;	/* no entry can be stale */
 	if (pohm_fd_known(fd))
 		pohm_fd_forget(fd);	/* a stale entry of a number closed behind our back */
 	return fd;
