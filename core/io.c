@@ -1564,52 +1564,6 @@ out:
 
 /* ---------------------------------------------------------------- several CAS objects at once */
 
-/*
- * Group gi's answer to a whole-object READ of a CAS object as a vote (as
- * iocas.c reads them): pending 1, the marker -ENOENT, else its content's
- * checksum, verified against the node's when verify (not under net's lock).
- */
-static void many_cas_vote(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
-			  const uint8_t **data, size_t *dlen, int verify)
-{
-	int csum = !op->c->cfg->noreadcsum;
-	const struct pohm_pkt *p;
-	struct pohm_io_attr a;
-
-	memset(v, 0, sizeof(*v));
-	*data = NULL;
-	*dlen = 0;
-	if (!r->done) {
-		v->status = 1;
-		return;
-	}
-	v->status = r->status;
-	if (r->status)
-		return;
-	p = pohm_req_final(r);
-	if (!p || pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1)) {
-		v->status = -EPROTO;
-		return;
-	}
-	if (a.offset || a.total_size != *dlen) {
-		v->status = -EFBIG;
-		return;
-	}
-	v->ts = a.timestamp;
-	if (*dlen == POHM_IO_MARKER_LEN && !memcmp(*data, pohm_io_absent_marker, POHM_IO_MARKER_LEN)) {
-		v->status = -ENOENT;
-		memcpy(v->csum, op->c->marker_sum, POHM_ID_SIZE);
-		return;
-	}
-	if (csum && !verify) {
-		memcpy(v->csum, a.parent, POHM_ID_SIZE);
-		return;
-	}
-	pohm_sha512(*data, *dlen, v->csum);
-	if (csum && memcmp(v->csum, a.parent, POHM_ID_SIZE))
-		v->status = -EBADMSG;
-}
-
 struct cas_many {
 	struct gop op[POHM_IO_CAS_MANY];
 	size_t n;
@@ -1637,7 +1591,7 @@ static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint6
 			v[gi].status = -ENXIO;
 		}
 		for (k = 0; k < op->n; k++) {
-			many_cas_vote(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
+			io_cas_vote_read(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
 			pending += v[op->gi[k]].status == 1;
 		}
 		r = pohm_cas_pick(v, op->res->ngroups, 0);
@@ -1669,7 +1623,7 @@ static int cas_many_take(struct gop *op, struct pohm_io_cas_val *out)
 	for (k = 0; k < op->n; k++) {
 		unsigned g = op->gi[k];
 
-		many_cas_vote(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
+		io_cas_vote_read(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
 		res->g[g].rtt_ns = op->reqs[k].done_ns - op->reqs[k].sent_ns;
 		res->g[g].status = v[g].status;
 		res->g[g].ts = v[g].ts;

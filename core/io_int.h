@@ -54,5 +54,10 @@ void io_set_grace(struct gop *op, uint64_t *dl);
 int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
 /* Per-group outcomes of the requests into res->g; returns how many succeeded. */
 unsigned io_write_collect(struct gop *op);
+/* Group answer r to a whole-object READ of a CAS object as a vote (iocas.c):
+ * pending 1, the marker -ENOENT, else its content's checksum (taken from the
+ * node, or hashed and checked when verify); data and dlen point into r's reply. */
+void io_cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
+		      const uint8_t **data, size_t *dlen, int verify);
 
 #endif

@@ -191,8 +191,8 @@ static void cas_pause(uint64_t *pause_ns)
  * verify the server's checksum is taken as is (cheap, under the client's
  * lock); with verify the bytes are hashed and checked against it.
  */
-static void cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
-			  const uint8_t **data, size_t *dlen, int verify)
+void io_cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
+		      const uint8_t **data, size_t *dlen, int verify)
 {
 	int csum = !op->c->cfg->noreadcsum;
 	const struct pohm_pkt *p;
@@ -254,7 +254,7 @@ static int cas_read_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t
 	(void)n;
 	cas_votes_init(op, v);
 	for (k = 0; k < op->n; k++) {
-		cas_vote_read(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
+		io_cas_vote_read(op, &op->reqs[k], &v[op->gi[k]], &d, &dn, 0);
 		pending += v[op->gi[k]].status == 1;
 	}
 	r = pohm_cas_pick(v, op->res->ngroups, 0);
@@ -314,7 +314,7 @@ static int cas_read_all(struct gop *op, struct pohm_cas_vote *v, const uint8_t *
 		unsigned g = op->gi[k];
 		struct pohm_group_reply *gr = &res->g[g];
 
-		cas_vote_read(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
+		io_cas_vote_read(op, &op->reqs[k], &v[g], &bytes[g], &blen[g], 1);
 		if (!fill_res)
 			continue;
 		gr->rtt_ns = op->reqs[k].done_ns - op->reqs[k].sent_ns;
