@@ -95,8 +95,11 @@ reader_cmd() {
 	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
 	# Unprivileged (root reads anything): the close cannot open a shadow.
 	# The writer stays alive, and is killed with SIGKILL, so its exit pushes nothing.
-	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$U/u POHMELFS_CACHE_DIR=$U/u-state POHMELFS_HOST_ID=u \
-		POHMELFS_CONFIG=$U/empty.conf setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tests/helpers/cr_wonly" "$U/u/wo" 120 >"$T/writer.out" 2>&1 &
+	# LD_PRELOAD reaches only the writer, not setpriv: under SAN=address the
+	# library cannot be preloaded into an uninstrumented program.
+	setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$PRELOAD" \
+		POHMELFS_PREFIX="$U/u" POHMELFS_CACHE_DIR="$U/u-state" POHMELFS_HOST_ID=u \
+		POHMELFS_CONFIG="$U/empty.conf" "$B/tests/helpers/cr_wonly" "$U/u/wo" 120 >"$T/writer.out" 2>&1 &
 	WRITER=$!
 	until_true 30 grep -q readable "$T/writer.out" || true
 	cat "$T/writer.out"
