@@ -1321,7 +1321,8 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 		return 0;	/* listed within attr_timeout */
 	r = pohm_ns_readdir(c->ns, dino, list_collect, &l);
 	if (!r) {
-		qsort(l.v, l.n, sizeof(*l.v), ent_cmp);
+		if (l.n)	/* an empty listing has no array (qsort wants one) */
+			qsort(l.v, l.n, sizeof(*l.v), ent_cmp);
 		r = list_sweep(&l);
 	}
 	for (i = 0; !r && i < l.n; i++)

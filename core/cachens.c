@@ -48,8 +48,9 @@ static uint64_t rel_hash(const char *rel)
  * host would put a stub at the name and the open would fail EEXIST.  The
  * creator marks (directory inode, name) in cache_dir/p/ before the insert
  * and unmarks after its local open; a listing leaves a marked name alone
- * while the mark is younger than CREATE_MARK_NS (a creator that died leaves
- * an old mark, which is ignored and removed).
+ * while the mark is younger than CREATE_MARK_NS and its creator (the pid in
+ * the mark) lives.  A dead creator's mark is ignored and removed, so a kill
+ * between the insert and the open leaves a name the next listing makes.
  */
 #define CREATE_MARK_NS 5000000000ULL
 
@@ -70,21 +71,41 @@ static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, i
 		return;
 	}
 	fd = pohm_journal_open_own(c->j.dirfd, path, O_WRONLY | O_CREAT | O_TRUNC);
-	if (fd >= 0)
+	if (fd >= 0) {
+		char pid[16];
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)pohm_sys_getpid());
+
+		(void)pohm_sys_write_full(fd, pid, (size_t)n);
 		pohm_sys_close(fd);
+	}
 }
 
 int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
 {
-	char path[64];
+	char path[64], pid[16] = "";
 	struct stat st;
+	long creator;
+	ssize_t n;
+	int fd, saved = errno, gone;
 
 	create_mark_path(path, sizeof(path), dino, name);
-	if (pohm_sys_fstatat(c->j.dirfd, path, &st, AT_SYMLINK_NOFOLLOW))
+	fd = pohm_sys_openat(c->j.dirfd, path, O_RDONLY | O_NOFOLLOW, 0);
+	if (fd < 0)
 		return 0;
-	if ((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
-	    CREATE_MARK_NS > pohm_sys_real_ns())
-		return 1;
+	n = pohm_sys_fstat(fd, &st) ? -1 : pohm_sys_read(fd, pid, sizeof(pid) - 1);
+	pohm_sys_close(fd);
+	if (n >= 0 && (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
+			      CREATE_MARK_NS > pohm_sys_real_ns()) {
+		if (n == 0)
+			return 1;	/* its creator is writing its pid */
+		pid[n] = 0;
+		creator = strtol(pid, NULL, 10);
+		gone = creator > 0 && syscall(SYS_kill, (pid_t)creator, 0) && errno == ESRCH;
+		errno = saved;
+		if (!gone)
+			return 1;
+	}
+	/* Old, or its creator is gone. */
 	pohm_sys_unlinkat(c->j.dirfd, path, 0);
 	return 0;
 }

@@ -12,9 +12,15 @@ setup() {
 	load lib/common
 	load lib/cluster
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	H=$B/tests/helpers
+	# sc_calls names glibc's compat-only __xstat family; with -fsanitize=address
+	# this toolchain's linker leaves R_X86_64_NONE slots in its .rela.plt and
+	# ld.so refuses to start it ("unexpected PLT reloc type 0x00").
+	if "$H/sc_calls" 2>&1 | grep -q "error while loading shared libraries"; then
+		skip "sc_calls cannot be loaded in this build: $("$H/sc_calls" 2>&1 | head -1)"
+	fi
 	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
 	T=$BATS_TEST_TMPDIR
-	H=$B/tests/helpers
 	export POHMELFS_FSID="sc-${BATS_TEST_NUMBER}" POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0 \
 	       POHMELFS_READ_REPAIR=1
 	U= OUT=
