@@ -684,10 +684,14 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	}
 	cache_count(c, &c->stats.lookups, 1);
 	/* The journal knows the inode: its name's bucket and it in one round trip. */
-	if (have_rec && known && !pohm_ns_lookup_check(c->ns, dino, name, known, in)) {
-		ino = known;
-		r = 0;
-		goto checked;
+	if (have_rec && known) {
+		r = pohm_ns_lookup_check(c->ns, dino, name, known, in);
+		if (!r) {
+			ino = known;
+			goto checked;
+		}
+		if (r != -ESTALE)
+			goto out;	/* the storage failed: no second wait */
 	}
 	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
 	if (r == -ENOENT && have_rec && !S_ISDIR(lst.st_mode) &&

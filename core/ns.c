@@ -360,7 +360,12 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 		return r;
 	/* Anything but the plain case (a split, an intent, another inode, a
 	 * missing name or bucket) is the sequential lookup's to judge. */
-	r = st[0] || st[1] ? -ESTALE : bucket_says(&v[0], dir, depth, index, name, ino);
+	if (st[0] == -EIO || st[0] == -ETIMEDOUT)
+		r = st[0];	/* the storage failed: a sequential lookup would wait again */
+	else if (st[1] == -EIO || st[1] == -ETIMEDOUT)
+		r = st[1];
+	else
+		r = st[0] || st[1] ? -ESTALE : bucket_says(&v[0], dir, depth, index, name, ino);
 	if (!r && pohm_inode_decode(out, v[1].data, v[1].len))
 		r = -EIO;
 	if (!r && (out->ino != ino || (out->hdr.flags & POHM_OBJF_TOMBSTONE)))
