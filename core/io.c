@@ -817,29 +817,41 @@ struct read_slot {
 	uint8_t *own;			/* reused reply memory when there is no caller buffer */
 };
 
+/*
+ * The attributes and bytes of READ request r's answer, whether the data went
+ * straight to the caller's memory (a split packet) or came with the reply.
+ * 0 or -errno (the node's status, or -EPROTO for a malformed answer).
+ */
+static int read_reply(const struct pohm_req *r, struct pohm_io_attr *a, const uint8_t **data,
+		      size_t *dlen)
+{
+	const struct pohm_pkt *p = pohm_req_final(r);
+
+	if (r->status)
+		return r->status;
+	if (!p)
+		return -EPROTO;
+	if (!p->split)
+		return pohm_io_payload_decode(a, data, dlen, p->data, (size_t)p->cmd.size, 1) ?
+			       -EPROTO : 0;
+	/* The data went straight to the caller's memory; the attributes stayed. */
+	if (!p->ext || p->cmd.size - p->ext_len != POHM_IO_ATTR_SIZE)
+		return -EPROTO;
+	pohm_io_attr_decode(a, p->data);
+	*data = p->ext;
+	*dlen = p->ext_len;
+	return a->size == *dlen ? 0 : -EPROTO;
+}
+
 /* Check piece s's reply (stamp ts, checksum if csum); *data, *dlen its bytes. 0 or -errno. */
 static int read_check(const struct read_slot *s, const struct pohm_time *ts, int csum,
 		      const uint8_t **data, size_t *dlen)
 {
-	const struct pohm_pkt *p = pohm_req_final(&s->req);
 	struct pohm_io_attr a;
+	int r = read_reply(&s->req, &a, data, dlen);
 
-	if (s->req.status)
-		return s->req.status;
-	if (!p)
-		return -EPROTO;
-	if (p->split) {
-		/* The data went straight to the piece's memory; the attributes stayed. */
-		if (!p->ext || p->cmd.size - p->ext_len != POHM_IO_ATTR_SIZE)
-			return -EPROTO;
-		pohm_io_attr_decode(&a, p->data);
-		*data = p->ext;
-		*dlen = p->ext_len;
-		if (a.size != *dlen)
-			return -EPROTO;
-	} else if (pohm_io_payload_decode(&a, data, dlen, p->data, (size_t)p->cmd.size, 1)) {
-		return -EPROTO;
-	}
+	if (r)
+		return r;
 	if (*dlen > s->want)
 		return -EPROTO;
 	if (pohm_time_cmp(&a.timestamp, ts))
@@ -1428,22 +1440,11 @@ static int many_send(struct gop *op, struct pohm_batch *w, struct many_slot *s, 
 /* The whole object in s's answer: 0 and its bytes in *data, *len; or -errno. */
 static int many_check(const struct many_slot *s, const uint8_t **data, size_t *len)
 {
-	const struct pohm_pkt *p = pohm_req_final(&s->req);
 	struct pohm_io_attr a;
+	int r = read_reply(&s->req, &a, data, len);
 
-	if (s->req.status)
-		return s->req.status;
-	if (!p)
-		return -EPROTO;
-	if (p->split) {
-		if (!p->ext || p->cmd.size - p->ext_len != POHM_IO_ATTR_SIZE)
-			return -EPROTO;
-		pohm_io_attr_decode(&a, p->data);
-		*data = p->ext;
-		*len = p->ext_len;
-	} else if (pohm_io_payload_decode(&a, data, len, p->data, (size_t)p->cmd.size, 1)) {
-		return -EPROTO;
-	}
+	if (r)
+		return r;
 	if (a.offset || a.total_size != *len)
 		return -EPROTO;		/* not the whole object in one answer */
 	return 0;

@@ -42,17 +42,6 @@ daemon_of() {
 	return 0
 }
 
-# until_true SECONDS CMD...: poll CMD every 0.3 s; false if it never succeeds.
-until_true() {
-	local end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$end" ]; do
-		"$@" && return 0
-		sleep 0.3
-	done
-	return 1
-}
-
 # b_reads FILE TEXT: host b (a new process) reads FILE and finds TEXT.
 b_reads() {
 	[ "$(shim b timeout 30 cat "$T/b/$1" 2>/dev/null)" = "$2" ]

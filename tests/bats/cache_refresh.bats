@@ -43,17 +43,6 @@ sync_host() {
 		timeout 120 "$B/pohmelfs" sync
 }
 
-# until_true SECONDS CMD...: poll CMD every 0.3 s; false if it never succeeds.
-until_true() {
-	local end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$end" ]; do
-		"$@" && return 0
-		sleep 0.3
-	done
-	return 1
-}
-
 # conflicts_on HOST FROM: the contents of every conflict copy FROM left, as HOST sees them.
 conflicts_on() {
 	local h=$1 from=$2 f

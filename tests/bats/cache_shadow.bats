@@ -33,17 +33,6 @@ teardown() {
 	cluster_stop
 }
 
-# until_true SECONDS CMD...: poll CMD every 0.3 s; false if it never succeeds.
-until_true() {
-	local end=$(($(date +%s) + $1))
-	shift
-	while [ "$(date +%s)" -le "$end" ]; do
-		"$@" && return 0
-		sleep 0.3
-	done
-	return 1
-}
-
 # reader_cmd OUT: a shell command that reads $T/b/f as host b into OUT.
 reader_cmd() {
 	echo "env LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/b POHMELFS_CACHE_DIR=$T/b-state POHMELFS_HOST_ID=b POHMELFS_ATTR_TIMEOUT=0 cat $T/b/f > $1 2>&1"

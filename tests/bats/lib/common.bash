@@ -28,3 +28,14 @@ esac
 preload_ok() {
 	LD_PRELOAD=$PRELOAD /bin/true 2>/dev/null
 }
+
+# until_true SECONDS CMD...: poll CMD every 0.3 s; false if it never succeeds.
+until_true() {
+	local end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$end" ]; do
+		"$@" && return 0
+		sleep 0.3
+	done
+	return 1
+}
