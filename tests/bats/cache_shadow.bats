@@ -86,9 +86,10 @@ reader_cmd() {
 	# The writer stays alive, and is killed with SIGKILL, so its exit pushes nothing.
 	# LD_PRELOAD reaches only the writer, not setpriv: under SAN=address the
 	# library cannot be preloaded into an uninstrumented program.
-	setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$PRELOAD" \
+	unpriv_paths
+	setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$UPRELOAD" \
 		POHMELFS_PREFIX="$U/u" POHMELFS_CACHE_DIR="$U/u-state" POHMELFS_HOST_ID=u \
-		POHMELFS_CONFIG="$U/empty.conf" "$B/tests/helpers/cr_wonly" "$U/u/wo" 120 >"$T/writer.out" 2>&1 &
+		POHMELFS_CONFIG="$U/empty.conf" "$UB/tests/helpers/cr_wonly" "$U/u/wo" 120 >"$T/writer.out" 2>&1 &
 	WRITER=$!
 	until_true 30 grep -q readable "$T/writer.out" || true
 	cat "$T/writer.out"
@@ -104,7 +105,7 @@ reader_cmd() {
 		cat "$U/u-state/pohmelfsd.log" 2>/dev/null
 		# What a foreground push by the same user says about it.
 		POHMELFS_PREFIX=$U/u POHMELFS_CACHE_DIR=$U/u-state POHMELFS_CONFIG=$U/empty.conf \
-			setpriv --reuid=65534 --regid=65534 --clear-groups timeout 60 "$B/pohmelfs" sync 2>&1 | tee "$T/sync.out"
+			setpriv --reuid=65534 --regid=65534 --clear-groups timeout 60 "$UB/pohmelfs" sync 2>&1 | tee "$T/sync.out"
 		false
 	fi
 	kill -0 "$WRITER"

@@ -11,6 +11,7 @@ setup() {
 	load lib/hosts
 	preload_ok || skip "LD_PRELOAD does not work here"
 	[ "$(id -u)" = 0 ] || skip "needs root to switch to an unprivileged user"
+	unpriv_paths
 	cluster_start "$BATS_TEST_NAME" --groups 1 --nodes-per-group 1 --nosync
 	T=$BATS_TEST_TMPDIR
 	export POHMELFS_FSID=paccess-$RANDOM POHMELFS_ATTR_TIMEOUT=0
@@ -56,7 +57,7 @@ for n in ["f755", "f750", "f705", "f700", "f070", "f007", "f604", "f000"]:
 	# The fixture must tell the rules apart.
 	grep -q "f700 x False" "$T/native.out"
 	grep -q "f070 r True" "$T/native.out"
-	DIR=$U/c/w probe HOME="$U" LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$U/c" \
+	DIR=$U/c/w probe HOME="$U" LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$U/c" \
 		POHMELFS_CACHE_DIR="$U/c-state" POHMELFS_HOST_ID=c >"$T/c.out" 2>"$T/c.err" || true
 	cat "$T/c.err"
 	diff "$T/native.out" "$T/c.out"

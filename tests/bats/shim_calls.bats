@@ -412,28 +412,30 @@ lnk 1003 1004" ]
 # command as that user (under the shim as HOST).
 eacces_setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root to switch to an unprivileged user"
+	unpriv_paths
+	UH=$UB/tests/helpers
 	U=$(mktemp -d /tmp/sc-calls-u.XXXXXX)
 	chmod 755 "$U"
 	mkdir -p "$U/native/r" "$U/c" "$U/c-state" "$U/d" "$U/d-state"
 	chown -R 65534:65534 "$U"
-	nobody "$H/sc_errno" setup-eacces "$U/native/r"
-	nobody "$H/sc_errno" eacces "$U/native/r" >"$T/native.out"
+	nobody "$UH/sc_errno" setup-eacces "$U/native/r"
+	nobody "$UH/sc_errno" eacces "$U/native/r" >"$T/native.out"
 	[ "$(grep -c ' EACCES$' "$T/native.out")" -eq 10 ]
 	# w was made by root: the stored owner decides, so let the user in.
 	shim a chmod 777 "$T/a/w"
-	ushim c bash -c "mkdir -p '$U/c/w/r' && '$H/sc_errno' setup-eacces '$U/c/w/r'"
+	ushim c bash -c "mkdir -p '$U/c/w/r' && '$UH/sc_errno' setup-eacces '$U/c/w/r'"
 }
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 ushim() {
 	local h=$1
 	shift
-	nobody env HOME="$U" XDG_CONFIG_HOME= LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$U/$h" \
+	nobody env HOME="$U" XDG_CONFIG_HOME= LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$U/$h" \
 		POHMELFS_CACHE_DIR="$U/$h-state" POHMELFS_HOST_ID="$h" timeout -k 5 120 "$@"
 }
 
 @test "EACCES as an unprivileged user on the writing host: the native errno, and the storage loses nothing" {
 	eacces_setup
-	ushim c "$H/sc_errno" eacces "$U/c/w/r" >"$T/c.out"
+	ushim c "$UH/sc_errno" eacces "$U/c/w/r" >"$T/c.out"
 	cat "$T/c.out"
 	# Whatever failed locally is not done in the storage either: a host
 	# with an empty cache still finds ro/f and no ro/new, ro/n, moved.
@@ -445,7 +447,7 @@ ushim() {
 
 @test "EACCES as an unprivileged user on a host that has fetched nothing: the native errno, nothing changed" {
 	eacces_setup
-	ushim d "$H/sc_errno" eacces "$U/d/w/r" >"$T/d.out"
+	ushim d "$UH/sc_errno" eacces "$U/d/w/r" >"$T/d.out"
 	cat "$T/d.out"
 	if ! diff "$T/native.out" "$T/d.out"; then
 		false

@@ -39,3 +39,23 @@ until_true() {
 	done
 	return 1
 }
+
+# unpriv_paths: set UB and UPRELOAD, the build dir and the preload list as
+# user 65534 (the tests' unprivileged user) can reach them.  A clone under a
+# mode-0700 directory (mktemp -d, as CI makes it) is out of that user's
+# reach: then the library, pohmelfsd (the library starts the one beside it),
+# pohmelfs and the test helpers are copied once per build of the library
+# into a world-readable directory under /tmp.
+unpriv_paths() {
+	local t
+	UB=$B UPRELOAD=$PRELOAD
+	setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$LIB" 2>/dev/null && return 0
+	UB=/tmp/pohm-unpriv-$(stat -c %i "$B")-$(stat -c %Y "$LIB")
+	if [ ! -d "$UB" ]; then
+		t=$(mktemp -d /tmp/pohm-unpriv.XXXXXX) &&
+			mkdir "$t/tests" && cp -a "$LIB" "$B/pohmelfs" "$B/pohmelfsd" "$t/" &&
+			cp -a "$B/tests/helpers" "$t/tests/" && chmod -R a+rX "$t" &&
+			mv -T "$t" "$UB" 2>/dev/null || rm -rf "$t"
+	fi
+	UPRELOAD=${PRELOAD/"$LIB"/"$UB/libpohmelfs.so"}
+}
