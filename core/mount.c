@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io.h"
+#include "log.h"
 #include "net.h"
 
 /* Seconds key as ns, or def when unset. */
@@ -23,7 +25,8 @@ static uint64_t seconds_key(const struct pohm_config *cfg, const char *key, uint
 	return def;
 }
 
-int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
+/* The configured (or default) cache_dir, whoever may use it. */
+static int configured_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
 {
 	const char *cd = pohm_config_raw(cfg, "cache_dir"), *prefix = pohm_config_raw(cfg, "prefix");
 	const char *base = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
@@ -49,6 +52,28 @@ int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
 	return n < (int)len ? 0 : -ENAMETOOLONG;
 }
 
+/* pohm_mount_cache_dir; *per_user says whether it is the per-user one. */
+static int cache_dir_for(const struct pohm_config *cfg, char *out, size_t len, int *per_user)
+{
+	uid_t euid = (uid_t)syscall(SYS_geteuid);
+	int r = configured_cache_dir(cfg, out, len);
+
+	*per_user = 0;
+	if (euid == 0 || (!r && !pohm_mount_dir_foreign(out, euid)))
+		return r;
+	if (r && r != -ENOENT)
+		return r;	/* no HOME at all: a per-user cache still works */
+	*per_user = 1;
+	return pohm_mount_user_dir(pohm_config_raw(cfg, "prefix"), euid, out, len);
+}
+
+int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
+{
+	int per_user;
+
+	return cache_dir_for(cfg, out, len, &per_user);
+}
+
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen)
 {
 	struct pohm_cache_opts o = { 0 };
@@ -63,10 +88,20 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 		return -EINVAL;
 	}
 	snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
-	r = pohm_mount_cache_dir(cfg, m->cache_dir, sizeof(m->cache_dir));
+	m->owner = (uid_t)syscall(SYS_geteuid);
+	r = cache_dir_for(cfg, m->cache_dir, sizeof(m->cache_dir), &m->per_user);
 	if (r) {
 		snprintf(err, errlen, "cache_dir: cannot derive it (set cache_dir= or HOME)");
 		return r;
+	}
+	if (m->per_user) {
+		/* Another user's cache_dir (a setuid or seteuid after start, or
+		 * its HOME): this user's own cache, checked before any use. */
+		r = pohm_mount_user_dir_make(m->cache_dir, m->owner, err, errlen);
+		if (r)
+			return r;
+		pohm_info("uid %u cannot use the configured cache_dir (another user's): its "
+			  "cache is %s", (unsigned)m->owner, m->cache_dir);
 	}
 	r = pohm_config_check_client(cfg, err, errlen);
 	if (r)
@@ -79,6 +114,12 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 		snprintf(host, sizeof(host), "%s", cfg->host_id);
 	else if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "host");
+	if (m->per_user) {
+		/* Its own identity: conflict copies of two caches of one host apart. */
+		size_t n = strnlen(host, sizeof(host) - 16);
+
+		snprintf(host + n, sizeof(host) - n, ".uid%u", (unsigned)m->owner);
+	}
 	o.prefix = m->prefix;
 	o.cache_dir = m->cache_dir;
 	o.fsid = cfg->fsid;

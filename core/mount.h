@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cache.h"
 #include "config.h"
@@ -22,16 +23,40 @@ struct pohm_mount {
 	char cache_dir[4096];		/* as opened (default resolved) */
 	uint64_t sync_timeout_ns;	/* background push period */
 	int sync_on_close;
+	uid_t owner;			/* the effective uid it was opened for */
+	int per_user;			/* cache_dir is the owner's per-user one (mount_user.c) */
 };
 
 /*
- * Open the prefix of cfg (prefix= must be set).  0, or -errno with a
- * one-line reason in err naming the key at fault.
+ * Open the prefix of cfg (prefix= must be set) for the calling process's
+ * effective uid: the configured cache_dir, or that user's per-user one
+ * when the configured one belongs to another user (pohm_mount_cache_dir);
+ * a per-user cache names its conflict copies HOST.uidUID.  0, or -errno
+ * with a one-line reason in err naming the key at fault (-EACCES: a
+ * per-user directory another user made or planted a symlink at).
  */
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen);
 /* Close what pohm_mount_open opened. */
 void pohm_mount_close(struct pohm_mount *m);
-/* The cache_dir a configuration uses for its prefix (default resolved). */
+/*
+ * The cache_dir a configuration uses for its prefix (default resolved) in
+ * a process with the caller's effective uid: the configured (or default)
+ * one, unless pohm_mount_dir_foreign says it is another user's; then that
+ * uid's per-user one (pohm_mount_user_dir).  Nothing is created.  0 or -errno.
+ */
 int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len);
+
+/* mount_user.c: a cache_dir for a user who cannot use the configured one. */
+/* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
+ * exists and is another user's, cannot be looked at, or cannot be made
+ * below its nearest existing ancestor); 0 otherwise, always for root. */
+int pohm_mount_dir_foreign(const char *dir, uid_t euid);
+/* uid's per-user cache_dir for prefix, not created: BASE/pohmelfs-UID/<prefix,
+ * '/' as '_'>, BASE = $TMPDIR when uid may use it safely, else /var/tmp.  0 or -errno. */
+int pohm_mount_user_dir(const char *prefix, uid_t uid, char *out, size_t len);
+/* Make (or check) such a path: its last two levels real directories of uid,
+ * mode 0700.  0, or -errno with the reason in err; -EACCES when either is a
+ * symlink, not a directory, or another user's (never used then). */
+int pohm_mount_user_dir_make(const char *path, uid_t uid, char *err, size_t errlen);
 
 #endif

@@ -50,20 +50,38 @@
 extern char **environ;
 
 /*
- * The mount of this process.  Written once by heavy_init under
- * pthread_once (mount_rc says how it went), read-only afterwards; the
- * cache and client inside are thread-safe themselves.
+ * The mounts of this process: one per effective uid that made calls under
+ * the prefix (a cache belongs to one user, DESIGN.md §2).  mounts[0] is
+ * opened by heavy_init under pthread_once for the euid of the first call
+ * (its rc says how it went).  A call made after a setuid or seteuid to
+ * another user opens that user's mount on first use (mount_other: its
+ * cache_dir is the user's own, core/mount_user.c), and a switch back finds
+ * the earlier one again.  cfg_rc: how loading the configuration went
+ * (POHM_PASS in passthrough tests); when it failed, every mount fails.  mounts_lock guards opening (nmounts and the
+ * entries past it); an entry below nmounts never changes again and is
+ * read without the lock (nmounts is stored with release, loaded with
+ * acquire).  mount_cfg is written by heavy_init only.  The caches and
+ * clients inside are thread-safe themselves.
  */
-static struct pohm_mount mount;
+#define POHM_MOUNTS_MAX 4
+
+struct umount {
+	struct pohm_mount m;	/* m.owner: the euid it serves */
+	int rc;			/* 0, or -errno: its open failed (logged once) */
+	int daemon_started;	/* pohmelfsd spawned for it by this process; under dirty_lock */
+};
+
+static struct umount mounts[POHM_MOUNTS_MAX];
+static int nmounts;
+static pthread_mutex_t mounts_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pohm_config mount_cfg;
-static int mount_rc = -EAGAIN;
+static int cfg_rc = -EAGAIN;
 static pthread_once_t mount_once = PTHREAD_ONCE_INIT;
 
 /* Files this process wrote and did not push yet (ino list), guarded by dirty_lock. */
 static pthread_mutex_t dirty_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *dirty;
 static size_t ndirty, capdirty;
-static int daemon_started;	/* pohmelfsd spawned by this process; under dirty_lock */
 
 /* This process's counters (stats.h): relaxed atomics, any thread. */
 static struct pohm_stats proc_stats;
@@ -104,6 +122,31 @@ static int held_path(struct pohm_cache *c, const char *rel)
 	       held_here(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 }
 
+/* An open failure of a mount as an errno for the calls: -ENOTCONN when no
+ * server could be configured, -EACCES for a refused per-user cache_dir,
+ * else -EIO. */
+static int open_errno(int r, const char *err)
+{
+	if (r == -EINVAL && strstr(err, "server"))
+		return -ENOTCONN;
+	return r == -EACCES ? -EACCES : -EIO;
+}
+
+/* Open um for the calling process's euid (the shim held). */
+static int mount_open(struct umount *um)
+{
+	char err[1024];
+	int r;
+
+	r = pohm_mount_open(&um->m, &mount_cfg, err, sizeof(err));
+	if (r) {
+		pohm_err("%s; calls under the prefix fail until this is fixed", err);
+		return um->rc = open_errno(r, err);
+	}
+	pohm_cache_set_space_fn(um->m.cache, space_fn, um);
+	return um->rc = 0;
+}
+
 static void heavy_init(void)
 {
 	const char *pt = getenv("POHMELFS_TEST_PASSTHROUGH");
@@ -111,35 +154,110 @@ static void heavy_init(void)
 	int r;
 
 	if (pt && *pt && strcmp(pt, "0")) {
-		mount_rc = POHM_PASS;	/* test-only: the storage side stays out */
+		cfg_rc = POHM_PASS;	/* test-only: the storage side stays out */
 		return;
 	}
 	pohm_hold();
+	mounts[0].m.owner = (uid_t)syscall(SYS_geteuid);
 	r = pohm_config_load(&mount_cfg, environ, err, sizeof(err));
-	if (!r)
-		r = pohm_mount_open(&mount, &mount_cfg, err, sizeof(err));
 	if (r) {
 		pohm_err("%s; calls under the prefix fail until this is fixed", err);
-		mount_rc = r == -EINVAL && strstr(err, "server") ? -ENOTCONN : -EIO;
+		cfg_rc = mounts[0].rc = open_errno(r, err);
 	} else {
-		mount_rc = 0;
-		pohm_cache_set_space_fn(mount.cache, space_fn, NULL);
-		if (pohm_config_bool(&mount_cfg, "stats") && !mount_cfg.log[0]) {
-			long fd = syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+		cfg_rc = 0;
+		mount_open(&mounts[0]);
+	}
+	__atomic_store_n(&nmounts, 1, __ATOMIC_RELEASE);
+	if (!mounts[0].rc && pohm_config_bool(&mount_cfg, "stats") && !mount_cfg.log[0]) {
+		long fd = syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 
-			if (fd >= 0 && (stats_ifd = pohm_ifd_register((int)fd)) < 0)
-				pohm_sys_close((int)fd);
-		}
+		if (fd >= 0 && (stats_ifd = pohm_ifd_register((int)fd)) < 0)
+			pohm_sys_close((int)fd);
 	}
 	pohm_unhold();
 }
 
-/* The cache, or NULL with *rc set: -errno when heavy init failed, POHM_PASS in passthrough tests. */
+/* The mount of euid among the first n, or NULL. */
+static struct umount *mount_find(uid_t euid, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (mounts[i].m.owner == euid)
+			return &mounts[i];
+	return NULL;
+}
+
+/* The mount of euid, opened now if this is its first call (see mounts). */
+static struct umount *mount_other(uid_t euid)
+{
+	struct umount *um;
+	int n;
+
+	pthread_mutex_lock(&mounts_lock);
+	n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+	if (!(um = mount_find(euid, n)) && n < POHM_MOUNTS_MAX) {
+		um = &mounts[n];
+		memset(um, 0, sizeof(*um));
+		um->m.owner = euid;
+		pohm_hold();
+		mount_open(um);
+		pohm_unhold();
+		__atomic_store_n(&nmounts, n + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&mounts_lock);
+	if (!um) {
+		static int said;	/* once per process; atomic */
+
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			pohm_err("uid %u: this process switched between more than %d users; calls "
+				 "under the prefix as this one fail with EACCES", (unsigned)euid,
+				 POHM_MOUNTS_MAX);
+	}
+	return um;
+}
+
+/*
+ * The mount for the calling thread's effective uid, or NULL with *rc set:
+ * -errno when its open failed, POHM_PASS in passthrough tests.  One
+ * geteuid per call under the prefix; nothing outside it gets here.
+ */
+static struct umount *mount_here(int *rc)
+{
+	struct umount *um;
+	uid_t euid;
+
+	pthread_once(&mount_once, heavy_init);
+	if (cfg_rc) {
+		*rc = cfg_rc;	/* passthrough tests, or no usable configuration */
+		return NULL;
+	}
+	euid = (uid_t)syscall(SYS_geteuid);
+	if (euid == mounts[0].m.owner)
+		um = &mounts[0];
+	else if (!(um = mount_find(euid, __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE))))
+		um = mount_other(euid);
+	*rc = um ? um->rc : -EACCES;
+	return *rc ? NULL : um;
+}
+
+/* The cache for the calling thread's euid, or NULL with *rc set (mount_here). */
 static struct pohm_cache *cache(int *rc)
 {
-	pthread_once(&mount_once, heavy_init);
-	*rc = mount_rc;
-	return mount_rc ? NULL : mount.cache;
+	struct umount *um = mount_here(rc);
+
+	return um ? um->m.cache : NULL;
+}
+
+/* The open mount of the current euid, if any (never opens one: exit paths). */
+static struct umount *mount_now(void)
+{
+	struct umount *um;
+
+	if (__atomic_load_n(&nmounts, __ATOMIC_ACQUIRE) == 0 || cfg_rc)
+		return NULL;
+	um = mount_find((uid_t)syscall(SYS_geteuid), __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE));
+	return um && !um->rc ? um : NULL;
 }
 
 /* The process umask (applied to modes stored in the storage, as the kernel does locally). */
@@ -532,7 +650,7 @@ static void note_dirty(uint64_t ino)
  * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
  * permission); the caller hands the push to pohmelfsd.
  */
-static void daemon_start(void);
+static void daemon_start(struct umount *um);
 
 static int push_fd(struct pohm_cache *c, int fd)
 {
@@ -548,29 +666,35 @@ static int push_fd(struct pohm_cache *c, int fd)
 }
 
 /* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
-static void hand_to_daemon(uint64_t ino, int r)
+static void hand_to_daemon(struct umount *um, uint64_t ino, int r)
 {
 	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
 		  "pohmelfsd will push it", strerror(-r));
 	note_dirty(ino);
 	pohm_hold();
-	daemon_start();
+	daemon_start(um);
 	pohm_unhold();
 }
 
-/* Start pohmelfsd for this cache (once per process); it exits when idle. */
-static void daemon_start(void)
+/*
+ * Start pohmelfsd for um's cache (once per process and mount); it exits
+ * when idle.  Only while the process runs as um's user: the daemon inherits
+ * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
+ */
+static void daemon_start(struct umount *um)
 {
 	Dl_info info;
 	char path[PATH_MAX], *slash;
 	pid_t pid;
 
+	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
+		return;
 	pthread_mutex_lock(&dirty_lock);
-	if (daemon_started) {
+	if (um->daemon_started) {
 		pthread_mutex_unlock(&dirty_lock);
 		return;
 	}
-	daemon_started = 1;
+	um->daemon_started = 1;
 	pthread_mutex_unlock(&dirty_lock);
 	if (!dladdr((void *)daemon_start, &info) || !info.dli_fname)
 		return;
@@ -617,11 +741,11 @@ static void nap_ms(unsigned ms)
 }
 
 /* Free bytes on the prefix's filesystem. */
-static uint64_t prefix_free(void)
+static uint64_t prefix_free(struct umount *um)
 {
 	struct statfs sfs;
 
-	if (syscall(SYS_fstatfs, pohm_cache_prefix_fd(mount.cache), &sfs))
+	if (syscall(SYS_fstatfs, pohm_cache_prefix_fd(um->m.cache), &sfs))
 		return 0;
 	return (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
 }
@@ -636,27 +760,27 @@ static uint64_t prefix_free(void)
  */
 static int space_fn(void *arg, uint64_t need)
 {
+	struct umount *um = arg;
 	union sigval v;
 	uint64_t t0;
 	int pid = 0, i;
 
-	(void)arg;
 	if (!need) {
 		if (pohm_config_raw(&mount_cfg, "cache_size") ||
 		    pohm_config_raw(&mount_cfg, "cache_min_free"))
-			daemon_start();
+			daemon_start(um);
 		return 0;
 	}
 	for (i = 0; i < 2 && !pid; i++) {
-		pid = pohm_ct_daemon_pid(mount.cache_dir);
+		pid = pohm_ct_daemon_pid(um->m.cache_dir);
 		if (!pid) {
 			pthread_mutex_lock(&dirty_lock);
-			daemon_started = 0;	/* it left when idle: start it again */
+			um->daemon_started = 0;	/* it left when idle: start it again */
 			pthread_mutex_unlock(&dirty_lock);
-			daemon_start();
+			daemon_start(um);
 			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
 				nap_ms(20);
-				pid = pohm_ct_daemon_pid(mount.cache_dir);
+				pid = pohm_ct_daemon_pid(um->m.cache_dir);
 			}
 		}
 	}
@@ -666,23 +790,31 @@ static int space_fn(void *arg, uint64_t need)
 	if (sigqueue(pid, SIGUSR1, v))
 		return -ENOSPC;
 	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
-		if (prefix_free() >= need)
+		if (prefix_free(um) >= need)
 			return 0;
 		nap_ms(20);
 	}
 	return -ENOSPC;
 }
 
+/*
+ * A writing fd opened before a switch to another user belongs to the
+ * first user's cache: the new user's cache does not know the file, its
+ * push here finds nothing to do, and the first user's pohmelfsd or
+ * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
+ */
 int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 {
+	struct umount *um;
 	struct pohm_cache *c;
 	int r;
 
-	if (!(fi->flags & POHM_FD_WRITE) || !(c = cache(&r))) {
+	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
-	if (mount.sync_on_close) {
+	c = um->m.cache;
+	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
 		if (r != -EACCES && r != -EPERM)
@@ -690,7 +822,7 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 		/* A write-only fd on a file we may not read: another process
 		 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
 		counted(POHM_ST_CLOSE, 0);
-		hand_to_daemon(fi->cookie, r);
+		hand_to_daemon(um, fi->cookie, r);
 		return 0;
 	}
 	pohm_shadow_host_closing(fd);
@@ -698,7 +830,7 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
 	pohm_hold();
-	daemon_start();
+	daemon_start(um);
 	pohm_unhold();
 	return 0;
 }
@@ -722,8 +854,9 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
  * Push everything dirty without touching the process's POSIX locks: files
  * it has open through its own fds (pread on them), the others by path.
  */
-static int sync_process(struct pohm_cache *c)
+static int sync_process(struct umount *um)
 {
+	struct pohm_cache *c = um->m.cache;
 	struct pohm_fd_info fi;
 	int fd, max = pohm_fd_max(), r, err = 0;
 
@@ -732,7 +865,7 @@ static int sync_process(struct pohm_cache *c)
 			continue;
 		r = push_fd(c, fd);
 		if (r == -EACCES || r == -EPERM)
-			hand_to_daemon(fi.cookie, r);
+			hand_to_daemon(um, fi.cookie, r);
 		else if (r < 0)
 			err = r;
 	}
@@ -742,15 +875,15 @@ static int sync_process(struct pohm_cache *c)
 
 int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
-	struct pohm_cache *c;
+	struct umount *um;
 	int r;
 
-	if (!(c = cache(&r)))
+	if (!(um = mount_here(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = sync_process(c);
-	else if ((r = push_fd(c, fd)) == -EACCES || r == -EPERM) {
-		hand_to_daemon(fi->cookie, r);
+		r = sync_process(um);
+	else if ((r = push_fd(um->m.cache, fd)) == -EACCES || r == -EPERM) {
+		hand_to_daemon(um, fi->cookie, r);
 		r = 0;
 	}
 	return counted(POHM_ST_SYNC, r < 0 ? -EIO : 0);
@@ -759,15 +892,15 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
 		       void *addr, size_t len)
 {
-	struct pohm_cache *c;
+	struct umount *um;
 	int r;
 
-	if (!(c = cache(&r)))
+	if (!(um = mount_here(&r)))
 		return 0;
 	if (ev == POHM_EV_MSYNC)
-		return sync_process(c) < 0 ? -EIO : 0;
+		return sync_process(um) < 0 ? -EIO : 0;
 	if (ev == POHM_EV_UNMAP)
-		sync_process(c);
+		sync_process(um);
 	return 0;
 }
 
@@ -789,26 +922,34 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 */
 	pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {
+		int i, n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+
+		/* The child keeps every mount (its euid is the parent's); a
+		 * mount another thread was opening at the fork stays unpublished. */
+		pthread_mutex_init(&mounts_lock, NULL);
 		pthread_mutex_init(&dirty_lock, NULL);
 		ndirty = 0;
-		daemon_started = 0;
+		for (i = 0; i < n; i++)
+			mounts[i].daemon_started = 0;
 	}
 }
 
-/* Push everything this process wrote. */
+/* Push everything this process wrote, through the cache of its user now
+ * (another user's cache_dir is closed to it: that user's pohmelfsd or
+ * `pohmelfs sync` pushes what was left there). */
 static void push_written(void)
 {
-	struct pohm_cache *c;
+	struct umount *um = mount_now();
 	int r;
 
-	if (mount_rc || !(c = mount.cache))
+	if (!um)
 		return;
 	pthread_mutex_lock(&dirty_lock);
 	r = (int)ndirty;
 	ndirty = 0;
 	pthread_mutex_unlock(&dirty_lock);
 	if (r)
-		sync_process(c);
+		sync_process(um);
 }
 
 /*
@@ -820,16 +961,17 @@ static void flush_stats(void)
 {
 	struct pohm_cache_stats cs;
 	struct pohm_stats st;
+	struct umount *um = mount_now();
 	char buf[2048], title[4200];
 	unsigned i;
 	int any = 0, fd;
 	size_t n;
 
-	if (mount_rc || !mount.cache)
-		return;
+	if (!um)
+		return;	/* counted in no cache_dir this user may write */
 	for (i = 0; i < POHM_ST_COUNT; i++)
 		st.v[i] = __atomic_exchange_n(&proc_stats.v[i], 0, __ATOMIC_RELAXED);
-	pohm_cache_get_stats(mount.cache, &cs);
+	pohm_cache_get_stats(um->m.cache, &cs);
 	st.v[POHM_ST_MISSES] = cs.fetches;
 	st.v[POHM_ST_HITS] = st.v[POHM_ST_OPEN] > cs.fetches ? st.v[POHM_ST_OPEN] - cs.fetches : 0;
 	st.v[POHM_ST_FETCHED_BYTES] = cs.fetched_bytes;
@@ -841,11 +983,11 @@ static void flush_stats(void)
 		any |= st.v[i] != 0;
 	if (!any)
 		return;
-	pohm_stats_merge(mount.cache_dir, &st);
+	pohm_stats_merge(um->m.cache_dir, &st);
 	if (!pohm_config_bool(&mount_cfg, "stats"))
 		return;
 	snprintf(title, sizeof(title), "pohmelfs[%d]: calls under %s", (int)pohm_sys_getpid(),
-		 mount.prefix);
+		 um->m.prefix);
 	n = pohm_stats_format(buf, sizeof(buf), title, &st);
 	if (mount_cfg.log[0]) {
 		fd = pohm_sys_openat(AT_FDCWD, mount_cfg.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,

@@ -56,25 +56,42 @@ names_hold_names() {
 	done
 }
 
-# switch_user HOW DIR: run sc_procs HOW (setuid or seteuid) on host a in
-# DIR (mode 777); the program's result is in $output.  The prefixes move
-# to a directory the unprivileged user can reach (bats's is mode 700).
-switch_user() {
+# user_setup DIR: the prefixes move to $U, a directory the unprivileged
+# user can reach (bats's is mode 700), and host a gets DIR (mode 777) under
+# its w/.  After a switch the user has a cache of its own under $TMPDIR
+# (core/mount_user.c): $U/tmp here, sticky and world-writable like /tmp.
+user_setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root to switch users"
 	U=$(mktemp -d /tmp/sc-procs-u.XXXXXX)
 	chmod 755 "$U"
+	mkdir -m 1777 "$U/tmp"
 	T=$U
 	shim a bash -c "mkdir -p '$T/a/w'"
-	shim a bash -c "mkdir '$T/a/w/$2' && chmod 777 '$T/a/w/$2'"
+	shim a bash -c "mkdir '$T/a/w/$1' && chmod 777 '$T/a/w/$1'"
+	# uid 65534's per-user cache_dir for host a's prefix.
+	UC=$U/tmp/pohmelfs-65534/${T//\//_}_a
+}
+
+# switch_run HOW DIR: sc_procs HOW (setuid or seteuid) to uid 65534 with 5
+# files on host a in DIR, under `run` (TMPDIR=$U/tmp).
+switch_run() {
+	run env TMPDIR="$U/tmp" LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
+		POHMELFS_HOST_ID=a timeout -k 5 120 "$H/sc_procs" $1 65534 "$T/a/w/$2" 5
+	echo "$1: $output"
+}
+
+# switch_user HOW DIR: switch_run in a fresh user_setup, which must say ok.
+switch_user() {
+	user_setup "$2"
 	# Natively the same program works in a plain directory of mode 777.
 	mkdir -m 777 "$T/native"
 	[ "$("$H/sc_procs" $1 65534 "$T/native" 5)" = ok ]
-	run shim a "$H/sc_procs" $1 65534 "$T/a/w/$2" 5
-	echo "$1: $output"
-	if [ "$output" != ok ]; then
-		bug "after $1 to an unprivileged user, calls under the prefix fail ($output): the cache_dir of the starting user (mode 700) is not usable by the new one"
-		false
-	fi
+	switch_run "$@"
+	[ "$output" = ok ]
+	# The new user's cache: its own, private, and the first user's untouched by it.
+	[ "$(stat -c '%u %a' "$U/tmp/pohmelfs-65534")" = "65534 700" ]
+	[ "$(stat -c '%u %a' "$UC")" = "65534 700" ]
+	[ -z "$(find "$T/a-state" -user 65534)" ]
 }
 
 @test "setuid to an unprivileged user after start: I/O under the prefix goes on and reaches another host" {
@@ -93,6 +110,33 @@ switch_user() {
 	[ "$(shim b cat "$T/b/w/e/back")" = "$T/a/w/e/back" ]
 	[ "$(shim b stat -c %u "$T/b/w/e/after-3.done")" = 65534 ]
 	[ "$(shim b stat -c %u "$T/b/w/e/back")" = 0 ]
+}
+
+@test "after setuid, a per-user cache directory another user made or a symlink planted there is refused: EACCES, a logged reason, nothing written" {
+	user_setup h
+	mkdir -m 777 "$U/trap"
+	# Made in advance by another user (uid 65533), open to all.
+	mkdir -m 777 "$U/tmp/pohmelfs-65534"
+	chown 65533:65533 "$U/tmp/pohmelfs-65534"
+	switch_run setuid h
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"belongs to uid 65533: refused as uid 65534's cache directory"* ]]
+	[[ "$output" == *"ERR $T/a/w/h/after-0: EACCES"* ]]
+	[ -z "$(ls -A "$U/tmp/pohmelfs-65534")" ]
+	# A symlink to a directory of the other user's choice.
+	rmdir "$U/tmp/pohmelfs-65534"
+	ln -s "$U/trap" "$U/tmp/pohmelfs-65534"
+	switch_run setuid h
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"is a symlink or not a directory: refused as uid 65534's cache directory"* ]]
+	[[ "$output" == *"ERR $T/a/w/h/after-0: EACCES"* ]]
+	[ -z "$(ls -A "$U/trap")" ]
+	# Nothing of the refused user reached the storage; what root wrote did.
+	[ "$(shim b ls "$T/b/w/h" | tr '\n' ' ')" = "before " ]
+	# Once the place is the user's own, the same program works.
+	rm "$U/tmp/pohmelfs-65534"
+	switch_run setuid h
+	[ "$output" = ok ]
 }
 
 # build_lib DIR: libsc.so (sc_answer() = 42) and two programs calling it,
