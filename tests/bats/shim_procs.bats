@@ -29,6 +29,10 @@ teardown() {
 	for h in a b c d; do
 		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
 	done
+	if [ -n "$U" ]; then
+		: >"$U/stop"
+		[ -f "$UC/pohmelfsd.pid" ] && kill "$(cat "$UC/pohmelfsd.pid")" 2>/dev/null
+	fi
 	cluster_stop
 	[ -z "$U" ] || rm -rf "$U"
 }
@@ -137,6 +141,37 @@ switch_user() {
 	rm "$U/tmp/pohmelfs-65534"
 	switch_run setuid h
 	[ "$output" = ok ]
+}
+
+@test "a program executed after a switch (setpriv under the shim) uses the new user's cache: its pohmelfsd pushes what it wrote, pohmelfs status as that user names that cache" {
+	user_setup x
+	unpriv_paths
+	# Without sync_on_close the close leaves the push to pohmelfsd, which
+	# the new image starts as the new user; bash then waits (60 s at most)
+	# for the test to say stop, so nothing is pushed at its exit meanwhile.
+	# XDG_CONFIG_HOME: root's ~/.config is closed to the new user.
+	env POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_SYNC_TIMEOUT=1 XDG_CONFIG_HOME="$U" TMPDIR="$U/tmp" \
+		LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" POHMELFS_HOST_ID=a \
+		timeout -k 5 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		bash -c "echo one > '$T/a/w/x/f1' || exit 1; until [ -e '$U/stop' ]; do sleep 0.1; done" \
+		>"$U/writer.out" 2>&1 &
+	b_has() { [ "$(shim b cat "$T/b/w/x/f1" 2>/dev/null)" = one ]; }
+	if ! until_true 30 b_has; then
+		cat "$U/writer.out"
+		ls -la "$UC" || true
+		false
+	fi
+	# Pushed by the new user's daemon, from the new user's cache.
+	[ -f "$UC/pohmelfsd.pid" ]
+	[ "$(stat -c %u "$UC/pohmelfsd.pid")" = 65534 ]
+	[ "$(shim b stat -c %u "$T/b/w/x/f1")" = 65534 ]
+	: >"$U/stop"
+	wait
+	[ -z "$(find "$T/a-state" -user 65534)" ]
+	run setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_CONFIG_HOME="$U" TMPDIR="$U/tmp" \
+		POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" timeout 60 "$UB/pohmelfs" --json status
+	echo "$output"
+	[[ "$output" == *"\"cache_dir\":\"$UC\""* ]]
 }
 
 # build_lib DIR: libsc.so (sc_answer() = 42) and two programs calling it,
