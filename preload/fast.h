@@ -190,55 +190,77 @@ static inline int pohm_abs_fast_out_any(const char *path)
 
 #ifdef POHM_FAST_WORDS
 /*
- * The first difference with spelling s within the first sixteen bytes
- * (eq: their equal bytes), through step 2; POHM_FAST_NONE if there is
- * none there or the path does not leave the spelling at it.
+ * Steps 1 and 2 for spelling s, sixteen bytes at a time: v holds the
+ * path's first block (the caller checked that it lies within its page),
+ * room is the number of bytes from path to the end of its page.  The
+ * path's blocks are unaligned loads that never cross a page, the
+ * spelling's aligned ones within its padded array.  A long common start
+ * (a sibling of the prefix: "/tmp/tmp.XXXXXXXXXX/file" against
+ * "/tmp/tmp.XXXXXXXXXX/away/prefix") takes one more block per sixteen
+ * equal bytes.  Returns d, or POHM_FAST_NONE when the path equals the
+ * spelling through its NUL, does not leave it at d, or the next block
+ * would cross a page.
  */
-POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, unsigned eq)
+POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, __m128i v,
+					       size_t room)
 {
 	const struct pohm_fast_spelling *f = &pohm_state.fast[s];
-	size_t d;
+	unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		v, _mm_load_si128((const __m128i *)(const void *)f->path)));
+	size_t i = 0, d;
 
-	if (eq == 0xffffu)
-		return POHM_FAST_NONE;
-	d = (size_t)__builtin_ctz(~eq);
+	while (__builtin_expect(eq == 0xffffu, 0)) {
+		if (i + 16 > f->len)
+			return POHM_FAST_NONE;	/* equal through the NUL both end at */
+		i += 16;
+		if (i + 16 > room)
+			return POHM_FAST_NONE;	/* the next block would cross a page */
+		eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)(path + i)),
+			_mm_load_si128((const __m128i *)(const void *)(f->path + i))));
+	}
+	d = i + (size_t)__builtin_ctz(~eq);
 	if (d > f->len)
 		return POHM_FAST_NONE;		/* equal through the NUL both end at */
 	return pohm_fast_leaves(path, f, d);
 }
 
 /*
- * The common case in one sixteen-byte block: the path differs from every
- * spelling within its first sixteen bytes (each compared at once), and
- * the same block gives the path's end and its dots.  A longer path scans
- * on.  A path near a page's end, or equal to a spelling for sixteen bytes,
- * is left to the caller's slow path (0), which asks pohm_abs_fast_out_full
- * first: no call here, so the hot wrappers need no stack frame.
+ * The whole test with the path's first sixteen bytes in one register: the
+ * first difference with each spelling (further blocks only while they are
+ * equal), and, when the path leaves them within that block, its end and
+ * its dots from the same block.  A longer path scans on from byte 15, a
+ * longer common start from d - 1.  A first block that would cross a page
+ * is left to the caller's slow path (0), which asks
+ * pohm_abs_fast_out_full first.  No call, so the hot wrappers need no
+ * stack frame.  Only with a prefix (nfast >= 1: the callers test
+ * POHM_READY_ON or pohm_active first).
  */
 POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
 {
 	const __m128i dot = _mm_set1_epi8('.'), zero = _mm_setzero_si128();
-	unsigned n = pohm_state.nfast, pairs, z;
-	size_t d, d1;
+	unsigned pairs, z;
+	size_t d, d1, room;
 	__m128i v;
 
 	path = pohm_launder(path);
-	if (__builtin_expect(!n || ((uintptr_t)path & 4095) > 4096 - 16, 0))
+	room = 4096 - ((uintptr_t)path & 4095);
+	if (__builtin_expect(room < 16, 0))
 		return 0;
 	v = _mm_loadu_si128((const __m128i *)(const void *)path);
-	d = pohm_fast_block_leaves(path, 0, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-		v, _mm_load_si128((const __m128i *)(const void *)pohm_state.fast[0].path))));
+	d = pohm_fast_block_leaves(path, 0, v, room);
 	if (d == POHM_FAST_NONE)
 		return 0;
-	if (n > 1) {
-		d1 = pohm_fast_block_leaves(path, 1, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-			v, _mm_load_si128((const __m128i *)(const void *)pohm_state.fast[1].path))));
+	if (__builtin_expect(pohm_state.nfast > 1, 0)) {
+		d1 = pohm_fast_block_leaves(path, 1, v, room);
 		if (d1 == POHM_FAST_NONE)
 			return 0;
 		if (d1 < d)
 			d = d1;		/* the earlier difference */
 	}
-	/* ".." at or after d - 1 (d >= 1, d <= 15): pairs of dots in the block */
+	if (__builtin_expect(d > 16, 0))	/* a long common start: scan from d - 1 */
+		return !pohm_fast_dotdot(path + d - 1);
+	/* ".." at or after d - 1 (1 <= d <= 16): pairs of dots in the block */
 	pairs = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot));
 	pairs &= pairs >> 1;
 	z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero));
@@ -250,10 +272,11 @@ POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
 	return !pairs && !pohm_fast_dotdot(path + 15);	/* longer: the rest, from byte 15 */
 }
 
-/* Both ways: the block, else words (classify.c's first test). */
+/* Both ways: the block, else words (classify.c's first test; also
+ * without a prefix, where nothing is certain). */
 static inline int pohm_abs_fast_out_full(const char *path)
 {
-	return pohm_abs_fast_out(path) || pohm_abs_fast_out_any(path);
+	return pohm_state.nfast && (pohm_abs_fast_out(path) || pohm_abs_fast_out_any(path));
 }
 #else
 POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)

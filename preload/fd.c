@@ -60,6 +60,10 @@ struct pohm_fdent *pohm_fdt_chunks[FDT_NCHUNK];
 static pthread_mutex_t fdt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fdt_under;		/* atomic: entries with ST_UNDER */
 int pohm_fdt_max = -1;		/* atomic: highest fd ever recorded (shim.h) */
+/* atomic: the lowest fd ever recorded or registered internal (INT_MAX: none) */
+static int fd_low = INT_MAX;
+/* atomic, shim.h: 0 until pohm_fd_plain_start, then fd_low; only lowered */
+int pohm_fd_plain_below;
 int pohm_dirs_under;		/* atomic: see shim.h */
 
 uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos)
@@ -99,13 +103,46 @@ static struct pohm_fdent *ent_peek(int fd)
 	return c ? &c[fd & (FDT_CHUNK - 1)] : NULL;
 }
 
-/* The entry of fd, creating its chunk (called without fdt_lock). */
+/* atomic *v = min(*v, fd) */
+static void lower_to(int *v, int fd)
+{
+	int m = __atomic_load_n(v, __ATOMIC_RELAXED);
+
+	while (fd < m && !__atomic_compare_exchange_n(v, &m, fd, 1, __ATOMIC_SEQ_CST,
+						      __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * fd is about to get an entry or become internal: the hot wrappers must
+ * look at it from now on.  pohm_fd_plain_below stays 0 until init ends
+ * (lowering 0 leaves it 0); init records fds only on its own thread
+ * before pohm_fd_plain_start, which then starts from fd_low.
+ */
+static void note_low(int fd)
+{
+	lower_to(&fd_low, fd);
+	lower_to(&pohm_fd_plain_below, fd);
+}
+
+/* The second lowering catches a note_low that ran between the two (none
+ * should: only init's own thread records before it ends). */
+void pohm_fd_plain_start(void)
+{
+	__atomic_store_n(&pohm_fd_plain_below, __atomic_load_n(&fd_low, __ATOMIC_SEQ_CST),
+			 __ATOMIC_SEQ_CST);
+	lower_to(&pohm_fd_plain_below, __atomic_load_n(&fd_low, __ATOMIC_SEQ_CST));
+}
+
+/* The entry of fd, creating its chunk (called without fdt_lock), for
+ * writing: the fd stops being plain before its entry is set. */
 static struct pohm_fdent *ent_get(int fd)
 {
 	struct pohm_fdent *c, *want = NULL;
 
 	if (fd < 0 || fd >= FDT_LIMIT)
 		return NULL;
+	note_low(fd);
 	c = __atomic_load_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
 	if (!c) {
 		want = calloc(FDT_CHUNK, sizeof(*want));
@@ -431,12 +468,8 @@ int pohm_ifd_register(int fd)
 		none = -1;
 		if (__atomic_compare_exchange_n(&ifd_tab[h], &none, fd, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			int low = __atomic_load_n(&pohm_ifd_low, __ATOMIC_RELAXED);
-
-			while (fd < low && !__atomic_compare_exchange_n(&pohm_ifd_low, &low, fd, 1,
-									__ATOMIC_RELAXED,
-									__ATOMIC_RELAXED))
-				;
+			lower_to(&pohm_ifd_low, fd);
+			note_low(fd);
 			pohm_fd_forget(fd);
 			return h;
 		}
@@ -494,6 +527,8 @@ int pohm_ifd_evict(int fd)
 		nfd = pohm_sys_fcntl(fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 		if (nfd < 0)
 			return nfd;
+		lower_to(&pohm_ifd_low, nfd);
+		note_low(nfd);
 		__atomic_store_n(&ifd_tab[h], nfd, __ATOMIC_RELEASE);
 		pohm_debug("internal fd %d moved to %d (the program reuses %d)", fd, nfd, fd);
 		return 0;

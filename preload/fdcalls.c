@@ -37,7 +37,7 @@ __attribute__((noinline)) static int close_slow(int fd)
 /* The common case (an fd of the program's, not in the table) tail-calls libc. */
 POHM_EXPORT int close(int fd)
 {
-	if (__builtin_expect(!pohm_ifd_maybe(fd) && pohm_fd_untracked(fd), 1))
+	if (__builtin_expect(pohm_fd_plain(fd), 1))
 		return pohm_real.close(fd);
 	return close_slow(fd);
 }

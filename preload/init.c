@@ -199,7 +199,9 @@ static void shim_init(void)
 		   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
 	pohm_depth--;
 	in_init = 0;
-	__atomic_store_n(&pohm_state.ready, 1, __ATOMIC_RELEASE);
+	pohm_fd_plain_start();
+	__atomic_store_n(&pohm_state.ready, pohm_state.on ? POHM_READY_ON : POHM_READY_OFF,
+			 __ATOMIC_RELEASE);
 	errno = saved;
 }
 

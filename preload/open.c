@@ -83,8 +83,24 @@ __attribute__((noinline, cold)) static int open_outside_failed(int dirfd, const 
 	return -1;
 }
 
+/*
+ * After libc's open of a path outside the prefix, when the fd is not plain:
+ * a failure (maybe EACCES through an outside symlink), or a number whose
+ * stale entry (closed behind our back) must go.
+ */
+__attribute__((noinline)) static int open_outside_done(int fd, int dirfd, const char *path,
+						       int flags, mode_t mode)
+{
+	if (fd < 0)
+		return open_outside_failed(dirfd, path, flags, mode);
+	if (pohm_fd_known(fd))
+		pohm_fd_forget(fd);
+	return fd;
+}
+
 /* Every open funnels here; the common case (outside) stays in the wrapper's
- * frame, inlined into each; a failure goes to open_outside_failed. */
+ * frame, inlined into each: one compare after libc's call covers both a
+ * failure and a number the table may know. */
 static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int fd;
@@ -92,13 +108,9 @@ static inline __attribute__((always_inline)) int do_open(int dirfd, const char *
 	if (!pohm_pass(dirfd, path))
 		return open_slow(dirfd, path, flags, mode);
 	fd = pohm_real.openat(dirfd, path, flags, mode);
-	if (__builtin_expect(fd < 0, 0))
-		return open_outside_failed(dirfd, path, flags, mode);
-	if (__builtin_expect(__atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED) < 0, 1))
-		return fd;	/* no entry can be stale */
-	if (pohm_fd_known(fd))
-		pohm_fd_forget(fd);	/* a stale entry of a number closed behind our back */
-	return fd;
+	if (__builtin_expect(pohm_fd_plain(fd), 1))
+		return fd;
+	return open_outside_done(fd, dirfd, path, flags, mode);
 }
 
 static mode_t mode_arg(int flags, va_list ap)

@@ -42,7 +42,9 @@
  *   prefix   written once by light init (under pthread_once), read-only
  *            afterwards: no lock.
  *   on       1 when a prefix is configured; same rule.
- *   ready    0 → 1 once init finished (release store; wrappers load-acquire).
+ *   ready    0 until init finished, then POHM_READY_OFF or POHM_READY_ON
+ *            (on's value, in the same word, so that the hot path reads
+ *            one word; release store, wrappers load-acquire).
  *   nfast, fast  the hot path's copy of the prefix (fast.h); same rule as
  *            prefix, filled before on is set.
  *
@@ -59,13 +61,16 @@ struct pohm_fast_spelling {
 
 struct pohm_state {
 	int on;				/* a prefix is configured */
-	int ready;			/* init done (atomic) */
+	int ready;			/* init done (atomic): 0, POHM_READY_* */
 	unsigned nfast;			/* spellings in fast[] (= prefix.nsp once on) */
 	int test_ifd;			/* handle of the test-only internal fd, or -1 */
 	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
 	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the same, for the hot path */
 };
 extern struct pohm_state pohm_state;
+
+#define POHM_READY_OFF	1		/* init done, no prefix: every call passes */
+#define POHM_READY_ON	2		/* init done, a prefix is configured */
 
 /*
  * Per-thread nesting depth: > 0 while the shim itself runs (init, a hook
@@ -225,11 +230,12 @@ static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, co
  */
 static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char *path)
 {
-	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
-		return 0;
-	return !pohm_state.on || pohm_outside_fast(dirfd, path);
-}
+	int r = __atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE);
 
+	if (__builtin_expect(r != POHM_READY_ON, 0))
+		return r;	/* 0: init not done (the slow path runs it); 1: no prefix */
+	return pohm_outside_fast(dirfd, path);
+}
 /* pohm_active() and pohm_classify(): "is this call ours?" */
 static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
 {
@@ -292,13 +298,25 @@ static inline int pohm_fd_known(int fd)
 extern int pohm_fdt_max;
 
 /*
- * 1 if init is done and fd has no entry: a call on it needs nothing of the
- * shim (no call, no frame: the hot fd wrappers tail-call libc on it).
+ * Every fd below it is certainly neither in the table nor internal, and
+ * init is done: 0 until then, afterwards the lowest fd ever recorded or
+ * registered as internal (INT_MAX while none was).  It only goes down
+ * (fd.c).  The hot fd wrappers' one test.
  */
-static inline int pohm_fd_untracked(int fd)
+extern int pohm_fd_plain_below;
+
+/*
+ * 1 if fd needs nothing of the shim (init done, no entry, not internal):
+ * one compare, no call and no frame, so the hot fd wrappers tail-call libc
+ * on it.  A negative fd is never plain (the slow path passes it on).
+ */
+static inline int pohm_fd_plain(int fd)
 {
-	return __atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE) && !pohm_fd_known(fd);
+	return (unsigned)fd < (unsigned)__atomic_load_n(&pohm_fd_plain_below, __ATOMIC_ACQUIRE);
 }
+
+/* At the end of init: pohm_fd_plain_below from the fds recorded so far. */
+void pohm_fd_plain_start(void);
 
 /* A position in the low 55 bits of a word (bits 55..63 are the caller's). */
 uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos);

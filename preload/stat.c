@@ -188,7 +188,7 @@ __attribute__((noinline)) static int fstat_slow(int fd, struct stat *st)
 
 POHM_EXPORT int fstat(int fd, struct stat *st)
 {
-	if (__builtin_expect(pohm_fd_untracked(fd), 1))
+	if (__builtin_expect(pohm_fd_plain(fd), 1))
 		return pohm_real.fstat(fd, st);	/* not ours: nothing to overlay */
 	return fstat_slow(fd, st);
 }
@@ -201,7 +201,7 @@ __attribute__((noinline)) static int fstat64_slow(int fd, struct stat64 *st)
 
 POHM_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	if (__builtin_expect(pohm_fd_untracked(fd), 1))
+	if (__builtin_expect(pohm_fd_plain(fd), 1))
 		return pohm_real.fstat64(fd, st);	/* not ours: nothing to overlay */
 	return fstat64_slow(fd, st);
 }
