@@ -143,6 +143,19 @@ switch_user() {
 	[ "$output" = ok ]
 }
 
+@test "an fd opened before setuid, written and closed after it: the first user's pohmelfs sync pushes it" {
+	user_setup f
+	run env TMPDIR="$U/tmp" LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
+		POHMELFS_HOST_ID=a timeout -k 5 120 "$H/sc_procs" held-fd 65534 "$T/a/w/f/held"
+	echo "$output"
+	[ "$output" = ok ]
+	# Made in the storage at the open (empty); the data stays in the first
+	# user's cache: the new user's close could not push it.
+	[ "$(shim b stat -c %s "$T/b/w/f/held")" = 0 ]
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a timeout 60 "$B/pohmelfs" sync
+	[ "$(shim b cat "$T/b/w/f/held")" = "$T/a/w/f/held" ]
+}
+
 @test "a program executed after a switch (setpriv under the shim) uses the new user's cache: its pohmelfsd pushes what it wrote, pohmelfs status as that user names that cache" {
 	user_setup x
 	unpriv_paths

@@ -9,6 +9,9 @@
  *                       write, read back and rename N files in DIR
  *   seteuid UID DIR N   the same with setegid+seteuid(UID), then back to
  *                       the original user and write DIR/back
+ *   held-fd UID FILE    open FILE for writing (created, empty), then
+ *                       setgid+setuid(UID), write its own name through
+ *                       that fd and close it
  *   dlopen LIB SYM      dlopen LIB, call int SYM(void), print its result
  *   chdir-root DIR      chdir("/"), then mkdir, write, rename, list and
  *                       stat under DIR by absolute paths
@@ -119,6 +122,24 @@ static int do_setuid(int eff, uid_t uid, const char *dir, int n)
 		if (write_named(dir, "back", -1))
 			return 1;
 	}
+	printf("ok\n");
+	return 0;
+}
+
+/* An fd opened before a switch of user, written and closed after it. */
+static int do_held_fd(uid_t uid, const char *p)
+{
+	size_t n = strlen(p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return fail(p);
+	if (setgid(uid) || setuid(uid))
+		return fail("setuid");
+	if (write(fd, p, n) != (ssize_t)n)
+		return fail("write");
+	if (close(fd))
+		return fail("close");
 	printf("ok\n");
 	return 0;
 }
@@ -268,6 +289,8 @@ int main(int argc, char **argv)
 		return do_setuid(0, atoi(argv[2]), argv[3], atoi(argv[4]));
 	if (argc == 5 && !strcmp(op, "seteuid"))
 		return do_setuid(1, atoi(argv[2]), argv[3], atoi(argv[4]));
+	if (argc == 4 && !strcmp(op, "held-fd"))
+		return do_held_fd(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(op, "dlopen"))
 		return do_dlopen(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(op, "chdir-root"))
