@@ -5,7 +5,11 @@
  * switched by flags: never answer, EOF after the handshake (version
  * mismatch), malformed handshake, replies held back and sent in reverse
  * order, READ replies with a wrong checksum, -84 on READ, -95 on key
- * commands.  Not the real node (node/): just enough protocol to test the
+ * commands, a connection that is never read after the handshake (a full
+ * socket buffer).  Every request's header flags are recorded per command
+ * (fn_flags_all / fn_flags_any / fn_seen) and the last BACKEND_STATUS
+ * payload is kept (fn_ping_payload), so tests can check what the client
+ * sends.  Not the real node (node/): just enough protocol to test the
  * client without a network dependency.
  */
 #ifndef POHM_TESTS_FAKE_NODE_H
@@ -37,6 +41,7 @@
 #define FN_PUSH_UPDATE		0x200	/* after the handshake, push UPDATE_IDS: backend 0 → group 7 */
 #define FN_HUGE			0x400	/* answer BACKEND_STATUS with a 2^40-byte header */
 #define FN_SLOW_LOOKUP		0x800	/* answer LOOKUP 30 ms late */
+#define FN_NOREAD		0x1000	/* after the handshake, never read the connection again */
 
 #define FN_MAX_OBJS	64
 #define FN_MAX_CONNS	16
@@ -62,6 +67,13 @@ struct fake_node {
 	pthread_mutex_t lock;		/* guards objs and counters */
 	struct fn_obj objs[FN_MAX_OBJS];
 	int requests[32];		/* per command number */
+	uint64_t flags_all[32];		/* AND of the flags of every request, per command */
+	uint64_t flags_any[32];		/* OR of the same */
+	int seen[32];			/* requests received (answered or not), per command */
+	int nonzero_status;		/* requests that came with cmd.status != 0 */
+	uint8_t ping[64];		/* payload of the last BACKEND_STATUS */
+	size_t ping_len;
+	uint8_t id0;			/* first byte of the backend's one id (ring position) */
 	int conns_seen;			/* atomic */
 };
 
@@ -137,6 +149,25 @@ static inline struct fn_obj *fn_find(struct fake_node *fn, const uint8_t *id, in
 	return NULL;
 }
 
+/* Note a request's flags (and a ping's payload) for the tests' checks. */
+static inline void fn_record(struct fake_node *fn, const struct pohm_cmd *q, const uint8_t *p)
+{
+	unsigned k = (unsigned)q->cmd & 31;
+
+	pthread_mutex_lock(&fn->lock);
+	fn->flags_all[k] = fn->seen[k] ? fn->flags_all[k] & q->flags : q->flags;
+	fn->flags_any[k] |= q->flags;
+	fn->seen[k]++;
+	fn->nonzero_status += q->status != 0;
+	if (q->cmd == POHM_CMD_BACKEND_STATUS) {
+		fn->ping_len = (size_t)q->size;
+		memset(fn->ping, 0, sizeof(fn->ping));
+		if (p)
+			memcpy(fn->ping, p, fn->ping_len < sizeof(fn->ping) ? fn->ping_len : sizeof(fn->ping));
+	}
+	pthread_mutex_unlock(&fn->lock);
+}
+
 /* Build the reply for one request into (rc, rb). Returns 0 to send, -1 to stay silent. */
 static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, const uint8_t *p,
 			    struct pohm_cmd *rc, struct pohm_buf *rb)
@@ -163,8 +194,8 @@ static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, cons
 	pthread_mutex_unlock(&fn->lock);
 	switch (q->cmd) {
 	case POHM_CMD_REVERSE_LOOKUP: {
-		static const uint8_t zero_id[POHM_ID_SIZE];
-		struct pohm_backend_ids b = { 0, fn->group, 0, 1, zero_id };
+		uint8_t one_id[POHM_ID_SIZE] = { fn->id0 };
+		struct pohm_backend_ids b = { 0, fn->group, 0, 1, one_id };
 
 		rc->flags = POHM_FLAG_NOLOCK | POHM_FLAG_REPLY;
 		pohm_version_decode(v, q->id.id);
@@ -358,6 +389,9 @@ static inline void *fn_thread(void *arg)
 					goto drop;
 				}
 			}
+			fn_record(fn, &q, p);
+			if (q.cmd == POHM_CMD_REVERSE_LOOKUP && (fn_flags(fn) & FN_NOREAD))
+				pfd[i].events = 0;	/* what the client sends from now on piles up */
 			if (q.cmd == POHM_CMD_REVERSE_LOOKUP) {
 				int32_t v[4];
 
@@ -421,14 +455,19 @@ drop:
 	return NULL;
 }
 
-/* Start a node serving group on an ephemeral port. 0 or -1. */
-static inline int fn_start(struct fake_node *fn, uint32_t group, int flags)
+/*
+ * Start a node serving group on an ephemeral port; its backend's one id
+ * starts with byte id0 (the rest zero), so two nodes of a group split the
+ * ring at id0.  0 or -1.
+ */
+static inline int fn_start_id(struct fake_node *fn, uint32_t group, int flags, uint8_t id0)
 {
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 	int one = 1;
 
 	memset(fn, 0, sizeof(*fn));
+	fn->id0 = id0;
 	fn->group = group;
 	fn->flags = flags;
 	fn->reverse_n = 4;
@@ -449,6 +488,12 @@ static inline int fn_start(struct fake_node *fn, uint32_t group, int flags)
 	return pthread_create(&fn->th, NULL, fn_thread, fn) ? -1 : 0;
 }
 
+/* Start a node serving group (its id: all zero) on an ephemeral port. 0 or -1. */
+static inline int fn_start(struct fake_node *fn, uint32_t group, int flags)
+{
+	return fn_start_id(fn, group, flags, 0);
+}
+
 static inline void fn_stop(struct fake_node *fn)
 {
 	int i;
@@ -459,6 +504,49 @@ static inline void fn_stop(struct fake_node *fn)
 	for (i = 0; i < FN_MAX_OBJS; i++)
 		free(fn->objs[i].data);
 	pthread_mutex_destroy(&fn->lock);
+}
+
+/* Flags every request of cmd carried (AND), any of them carried (OR), how many came. */
+static inline uint64_t fn_flags_all(struct fake_node *fn, int cmd)
+{
+	uint64_t f;
+
+	pthread_mutex_lock(&fn->lock);
+	f = fn->flags_all[cmd & 31];
+	pthread_mutex_unlock(&fn->lock);
+	return f;
+}
+
+static inline uint64_t fn_flags_any(struct fake_node *fn, int cmd)
+{
+	uint64_t f;
+
+	pthread_mutex_lock(&fn->lock);
+	f = fn->flags_any[cmd & 31];
+	pthread_mutex_unlock(&fn->lock);
+	return f;
+}
+
+static inline int fn_seen(struct fake_node *fn, int cmd)
+{
+	int n;
+
+	pthread_mutex_lock(&fn->lock);
+	n = fn->seen[cmd & 31];
+	pthread_mutex_unlock(&fn->lock);
+	return n;
+}
+
+/* The last BACKEND_STATUS payload (up to cap bytes) and its full length. */
+static inline size_t fn_ping_payload(struct fake_node *fn, uint8_t *out, size_t cap)
+{
+	size_t n;
+
+	pthread_mutex_lock(&fn->lock);
+	n = fn->ping_len;
+	memcpy(out, fn->ping, cap < sizeof(fn->ping) ? cap : sizeof(fn->ping));
+	pthread_mutex_unlock(&fn->lock);
+	return n;
 }
 
 static inline int fn_count(struct fake_node *fn, int cmd)

@@ -2,9 +2,15 @@
  * test_net.c — core/net and core/conn: packet framing, the handshake and
  * its failures, trans matching with replies out of order, timeouts against
  * a node that never answers, discovery via ROUTE_LIST, UPDATE_IDS, many
- * threads on one connection, fork safety.  Nodes are fake_node.h threads
- * on 127.0.0.1 ephemeral ports.
+ * threads on one connection, fork safety; what goes on the wire (NEED_ACK
+ * on every request but the handshake, the ping's payload) and the sockets'
+ * settings (high fds, close-on-exec, keepalive); a send blocked on a full
+ * socket buffer and a connect that never completes, both bounded by their
+ * timeouts.  Nodes are fake_node.h threads on 127.0.0.1 ephemeral ports.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -839,4 +845,327 @@ TEST(node_restart_reconnects)
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
 	fn_stop(&fn);
+}
+
+/* ---------------------------------------------------------------- what goes on the wire */
+
+/* Flags no request may carry (PROTOCOL.md §9): reply, more, destroy, trace. */
+#define NEVER_ON_REQUESTS (POHM_FLAG_REPLY | POHM_FLAG_MORE | POHM_FLAG_DESTROY | POHM_FLAG_TRACE_BIT)
+
+TEST(every_request_but_the_handshake_carries_need_ack)
+{
+	static const int acked[] = { POHM_CMD_AUTH, POHM_CMD_ROUTE_LIST, POHM_CMD_BACKEND_STATUS,
+				     POHM_CMD_LOOKUP };
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	size_t i;
+	int c;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "auth_cookie", "sesame", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	/* connect + handshake + AUTH + ROUTE_LIST; a forced refresh handshakes again. */
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 1), 0);
+	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
+	lookup_req(&r, 0, 1, "k");
+	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+	EXPECT_EQ_INT(r.status, -ENOENT);
+	pohm_req_release(&r);
+
+	/* The handshake: DIRECT|NOLOCK exactly, never NEED_ACK (§3.1). */
+	EXPECT(fn_seen(&fn, POHM_CMD_REVERSE_LOOKUP) >= 2);
+	EXPECT_EQ_U64(fn_flags_any(&fn, POHM_CMD_REVERSE_LOOKUP), POHM_FLAG_DIRECT | POHM_FLAG_NOLOCK);
+	EXPECT_EQ_U64(fn_flags_all(&fn, POHM_CMD_REVERSE_LOOKUP), POHM_FLAG_DIRECT | POHM_FLAG_NOLOCK);
+	/* Everything else: NEED_ACK and DIRECT on every single request. */
+	for (i = 0; i < sizeof(acked) / sizeof(acked[0]); i++) {
+		uint64_t all = fn_flags_all(&fn, acked[i]);
+
+		if (!fn_seen(&fn, acked[i]) || (all & (POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT)) !=
+						   (POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT))
+			printf("# command %d: %d seen, flags in all 0x%llx\n", acked[i],
+			       fn_seen(&fn, acked[i]), (unsigned long long)all);
+		EXPECT(fn_seen(&fn, acked[i]) > 0);
+		EXPECT_EQ_U64(all & (POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT),
+			      POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+	}
+	for (c = 0; c < 32; c++)
+		EXPECT_EQ_U64(fn_flags_any(&fn, c) & NEVER_ON_REQUESTS, 0);
+	EXPECT_EQ_INT(fn.nonzero_status, 0);
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_STATUS), 0);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+/* The ping is BACKEND_STATUS with 12 bytes of 0xff ("change nothing", §6), never STATUS. */
+static void expect_ff_ping(struct fake_node *fn)
+{
+	uint8_t got[64], want[POHM_NODE_STATUS_SIZE];
+	size_t n = fn_ping_payload(fn, got, sizeof(got));
+
+	memset(want, 0xff, sizeof(want));
+	EXPECT_EQ_U64(n, POHM_NODE_STATUS_SIZE);
+	EXPECT_EQ_INT(POHM_NODE_STATUS_SIZE, 12);
+	EXPECT_MEM(got, want, sizeof(want));
+	EXPECT_EQ_INT(fn_seen(fn, POHM_CMD_STATUS), 0);
+}
+
+TEST(idle_ping_is_backend_status_with_the_no_change_payload)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "keepalive_interval", "0.05", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 0);
+	usleep(80000);
+	lookup_req(&r, 0, 1, "a");
+	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+	pohm_req_release(&r);
+	/* The idle connection's ping, before the lookup. */
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 1);
+	expect_ff_ping(&fn);
+	/* pohmelfs status pings the same way. */
+	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 2);
+	expect_ff_ping(&fn);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
+/* ---------------------------------------------------------------- the client's fds */
+
+static int sockopt_int(int fd, int level, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, level, name, &v, &len))
+		return -1;
+	return v;
+}
+
+/* 1 if fd is a TCP socket connected to 127.0.0.1:port. */
+static int peer_is(int fd, uint16_t port)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	if (getpeername(fd, (struct sockaddr *)&sa, &len) || sa.sin_family != AF_INET)
+		return 0;
+	return ntohs(sa.sin_port) == port && ntohl(sa.sin_addr.s_addr) == INADDR_LOOPBACK;
+}
+
+TEST(client_fds_are_high_cloexec_nonblocking_with_keepalive)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_req r, *p = &r;
+	struct dirent *de;
+	DIR *d;
+	int socks = 0, evfds = 0;
+
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_nodes(net), 2);
+	lookup_req(&r, 1, 2, "k");	/* a run: the leader's eventfd exists from here on */
+	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
+	EXPECT_EQ_INT(r.status, -ENOENT);
+	pohm_req_release(&r);
+
+	d = opendir("/proc/self/fd");
+	EXPECT(d != NULL);
+	while (d && (de = readdir(d))) {
+		char path[64], link[128];
+		ssize_t n;
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (!strncmp(link, "socket:", 7) && (peer_is(fd, a.port) || peer_is(fd, b.port))) {
+			/* One of the client's connections (the nodes' own ends peer elsewhere). */
+			socks++;
+			if (fd < POHM_FD_BASE || !(fcntl(fd, F_GETFD) & FD_CLOEXEC) ||
+			    !(fcntl(fd, F_GETFL) & O_NONBLOCK))
+				printf("# client socket fd %d: fd flags 0x%x, status flags 0x%x\n", fd,
+				       fcntl(fd, F_GETFD), fcntl(fd, F_GETFL));
+			EXPECT(fd >= POHM_FD_BASE);
+			EXPECT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+			EXPECT(fcntl(fd, F_GETFL) & O_NONBLOCK);
+			EXPECT_EQ_INT(sockopt_int(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+			EXPECT_EQ_INT(sockopt_int(fd, IPPROTO_TCP, TCP_KEEPIDLE), 10);
+			EXPECT_EQ_INT(sockopt_int(fd, IPPROTO_TCP, TCP_KEEPINTVL), 10);
+			EXPECT_EQ_INT(sockopt_int(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+			EXPECT_EQ_INT(sockopt_int(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+		} else if (!strcmp(link, "anon_inode:[eventfd]")) {
+			/* The test itself makes none: every eventfd here is the client's. */
+			evfds++;
+			EXPECT(fd >= POHM_FD_BASE);
+			EXPECT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		}
+	}
+	if (d)
+		closedir(d);
+	EXPECT_EQ_INT(socks, 2);
+	EXPECT_EQ_INT(evfds, 1);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
+
+/* ---------------------------------------------------------------- blocked sends and connects */
+
+TEST(send_blocked_on_a_full_socket_buffer_ends_at_the_deadline)
+{
+	size_t big = 48u << 20;
+	uint8_t *payload = malloc(big), io[POHM_IO_ATTR_SIZE];
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_io_attr a;
+	struct pohm_req r, *p = &r;
+	uint64_t t0, dt;
+
+	EXPECT(payload != NULL);
+	if (!payload)
+		return;
+	memset(payload, 'w', big);
+	alarm(30);		/* a send that blocks for good ends the test binary (a failure) */
+	/* The node answers the handshake, then never reads again: the send fills the buffers. */
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_NOREAD), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	pohm_config_set(&cfg, "write_wait_timeout", "0.5", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	memset(&a, 0, sizeof(a));
+	pohm_req_init(&r, 0, POHM_CMD_WRITE, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+	pohm_key_id(r.cmd.id.id, NULL, 0, "big", 3);
+	r.cmd.id.group = 1;
+	memcpy(a.id, r.cmd.id.id, POHM_ID_SIZE);
+	a.size = big;
+	pohm_io_attr_encode(io, &a);
+	r.p1 = io;
+	r.n1 = sizeof(io);
+	r.p2 = payload;
+	r.n2 = big;
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_net_run(net, &p, 1, t0 + cfg.write_wait_timeout_ns, NULL, NULL), 0);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT_EQ_INT(r.status, -ETIMEDOUT);
+	EXPECT(r.txoff < POHM_CMD_SIZE + sizeof(io) + big);	/* it really was blocked */
+	printf("# blocked send returned after %.3f s, %llu of %zu bytes sent\n", dt / 1e9,
+	       (unsigned long long)r.txoff, big);
+	EXPECT(dt >= 499 * MS);
+	EXPECT(dt < 2000 * MS);
+	pohm_req_release(&r);
+	memset(payload, 0, big);	/* the caller's memory is its own again */
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+	free(payload);
+	alarm(0);
+}
+
+/*
+ * A listening socket whose accept queue is full: the kernel drops further
+ * SYNs, so a connect to it stays in progress (loopback only, no routing
+ * tricks).  Returns the listener; fillers[] get the connections that fill
+ * the queue (-1 where unused).
+ */
+static int full_listener(uint16_t *port, int *fillers, int nf)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), i;
+
+	for (i = 0; i < nf; i++)
+		fillers[i] = -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 0) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len))
+		return -1;
+	*port = ntohs(sa.sin_port);
+	for (i = 0; i < nf; i++) {
+		struct pollfd pfd;
+
+		fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (connect(fillers[i], (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS)
+			break;
+		pfd.fd = fillers[i];
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, 200) == 0)
+			return lfd;	/* this one hangs: the queue is full */
+	}
+	close(lfd);
+	return -1;
+}
+
+TEST(connect_that_never_completes_times_out)
+{
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+	uint16_t port = 0;
+	uint64_t t0, dt, budget;
+	int fillers[8], lfd, i;
+
+	alarm(30);		/* a connect that blocks for good ends the test binary (a failure) */
+	lfd = full_listener(&port, fillers, 8);
+	EXPECT(lfd >= 0);
+	if (lfd < 0)
+		goto out;
+	cfg_for(&cfg, &port, 1, "1");
+	pohm_config_set(&cfg, "read_wait_timeout", "2", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	/* connect + handshake get a quarter of read_wait_timeout (conn_setup.c). */
+	budget = cfg.read_wait_timeout_ns / 4;
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_net_refresh(net, t0 + 10000 * MS, 0), -EHOSTUNREACH);
+	dt = pohm_sys_mono_ns() - t0;
+	printf("# connect gave up after %.3f s\n", dt / 1e9);
+	EXPECT(dt >= budget - MS);
+	EXPECT(dt < budget + 1000 * MS);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(!ni.up);
+	if (!strstr(ni.last_msg, "connect: Connection timed out"))
+		printf("# last_msg: %s\n", ni.last_msg);
+	EXPECT(strstr(ni.last_msg, "connect: Connection timed out") != NULL);
+	/* A shorter deadline of the caller wins over the budget. */
+	usleep(250000);		/* past the first backoff */
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_net_refresh(net, t0 + 150 * MS, 1), -EHOSTUNREACH);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT(dt < 150 * MS + 1000 * MS);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+out:
+	for (i = 0; i < 8; i++)
+		if (fillers[i] >= 0)
+			close(fillers[i]);
+	if (lfd >= 0)
+		close(lfd);
+	alarm(0);
 }
