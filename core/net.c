@@ -983,6 +983,14 @@ void pohm_net_fork_check(struct pohm_net *net)
 
 /* ---------------------------------------------------------------- reports */
 
+/* A node that may own keys: not one that failed and is still down (lock held). */
+static int node_usable(void *arg, int node)
+{
+	struct pohm_conn *c = conn_of(arg, node);
+
+	return c && !(c->state == CONN_DOWN && c->fails);
+}
+
 int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_ID_SIZE],
 		   int *node, int32_t *backend)
 {
@@ -990,7 +998,15 @@ int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_I
 	int r = -ENXIO;
 
 	pthread_mutex_lock(&net->lock);
-	e = pohm_route_owner(&net->route, group, id);
+	/*
+	 * A failed node's keys go to the live nodes of its group (its entries
+	 * stay, so a reconnect by the next refresh gives them back).  When the
+	 * whole group is down, the plain owner: the request then names that
+	 * node and reconnects it once its backoff has passed.
+	 */
+	e = pohm_route_owner_among(&net->route, group, id, node_usable, net);
+	if (!e)
+		e = pohm_route_owner(&net->route, group, id);
 	if (e) {
 		*node = e->node;
 		*backend = e->backend;

@@ -155,7 +155,12 @@ void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct po
  */
 int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force);
 
-/* Owner of key id in group: node index and backend. 0 or -ENXIO (group unknown). */
+/*
+ * Owner of key id in group: node index and backend, by the ring rule over
+ * the group's nodes that have not failed (a failed node's keys fall to its
+ * live neighbours, as in Elliptics); the plain owner when all have failed.
+ * 0 or -ENXIO (group unknown).
+ */
 int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_ID_SIZE],
 		   int *node, int32_t *backend);
 

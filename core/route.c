@@ -185,6 +185,28 @@ const struct pohm_route_entry *pohm_route_owner(const struct pohm_route *r, uint
 	return lo == start ? &r->e[end - 1] : &r->e[lo - 1];
 }
 
+const struct pohm_route_entry *pohm_route_owner_among(const struct pohm_route *r, uint32_t group,
+						      const uint8_t id[POHM_ID_SIZE],
+						      int (*usable)(void *arg, int node), void *arg)
+{
+	const struct pohm_route_entry *e = pohm_route_owner(r, group, id);
+	size_t start, n, at, i;
+
+	if (!e)
+		return NULL;
+	start = group_lower(r, group);
+	n = pohm_route_group_size(r, group);
+	at = (size_t)(e - r->e) - start;
+	/* Walk down the ring from the owner (wrapping to the top) to the first usable entry. */
+	for (i = 0; i < n; i++) {
+		const struct pohm_route_entry *x = &r->e[start + (at + n - i) % n];
+
+		if (usable(arg, x->node))
+			return x;
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- payload parsers */
 
 int pohm_route_parse_handshake(const uint8_t *p, size_t n, struct pohm_addr_list *addrs,

@@ -59,6 +59,18 @@ int pohm_route_apply_ids(struct pohm_route *r, int node, const uint8_t *p, size_
 const struct pohm_route_entry *pohm_route_owner(const struct pohm_route *r, uint32_t group,
 						const uint8_t id[POHM_ID_SIZE]);
 
+/*
+ * The ring rule over the entries whose node usable(arg, node) accepts:
+ * the usable entry with the largest id <= id, else (wrap-around) the
+ * usable entry with the largest id.  NULL when no entry of group is
+ * usable.  A failed node's keys so fall to its ring neighbours, as the
+ * Elliptics client drops a failed node from its table (and the servers
+ * drop a lost peer from theirs).
+ */
+const struct pohm_route_entry *pohm_route_owner_among(const struct pohm_route *r, uint32_t group,
+						      const uint8_t id[POHM_ID_SIZE],
+						      int (*usable)(void *arg, int node), void *arg);
+
 /* Number of entries of group (0 = group unknown). */
 size_t pohm_route_group_size(const struct pohm_route *r, uint32_t group);
 

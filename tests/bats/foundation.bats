@@ -79,3 +79,24 @@ print("ok", os.stat("/").st_ino)'
 	[[ "$output" == *"No such file or directory"* ]]
 	[ ! -e "$d" ]
 }
+
+# Dependencies the host process must never load (issue #4: no libelliptics,
+# no libcurl, no OpenSSL): the lines of `ldd FILE` that name one.
+forbidden_deps() {
+	ldd "$1" | grep -Ei 'lib(ssl|crypto|curl|elliptics)[^ /]*\.so' || true
+}
+
+@test "the library and the tools load no ssl, crypto, curl or elliptics library" {
+	for f in "$LIB" "$B/pohmelfs" "$B/pohmelfsd"; do
+		[ -f "$f" ]
+		run ldd "$f"
+		[ "$status" -eq 0 ]
+		[[ $output == *libc.so* ]]	# ldd really listed the dependencies
+		run forbidden_deps "$f"
+		[ -z "$output" ]
+	done
+	# The check sees such a dependency where there is one.
+	[ -x /usr/bin/curl ] || skip "no /usr/bin/curl to check the check against"
+	run forbidden_deps /usr/bin/curl
+	[[ $output == *libcurl* ]]
+}

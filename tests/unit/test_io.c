@@ -1033,3 +1033,152 @@ TEST(cas_get_many_one_round_trip_and_the_full_reader_for_splits)
 	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, POHM_IO_CAS_MANY + 1, keys, v, res), -EINVAL);
 	stop3(&cl);
 }
+
+/* ---------------------------------------------------------------- what goes on the wire */
+
+/* 1 if every request of cmd that fn saw carried all of want; prints when not. */
+static int every_request_has(struct fake_node *fn, int cmd, uint64_t want)
+{
+	uint64_t all = fn_flags_all(fn, cmd);
+
+	if (fn_seen(fn, cmd) && (all & want) == want)
+		return 1;
+	printf("# node %u command %d: %d requests, flags every one had 0x%llx, want 0x%llx\n",
+	       fn->group, cmd, fn_seen(fn, cmd), (unsigned long long)all, (unsigned long long)want);
+	return 0;
+}
+
+TEST(key_commands_carry_direct_and_need_ack)
+{
+	static const int keycmds[] = { POHM_CMD_WRITE, POHM_CMD_READ, POHM_CMD_LOOKUP, POHM_CMD_DEL };
+	size_t big = (POHM_IO_PACKET_MAX) + (3u << 20), i, n = 0, got = 0;
+	char *obj = malloc(big), buf[8];
+	uint8_t *d = NULL;
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct collect col;
+	uint64_t total;
+	int g, c;
+
+	EXPECT(obj != NULL);
+	if (!obj)
+		return;
+	for (i = 0; i < big; i++)
+		obj[i] = (char)(i * 7);
+	start3(&cl, NULL, 1);
+	/* Every kind of key command the io layer sends: plain and chunked writes
+	 * (PREPARE / PLAIN_WRITE / COMMIT), lookups with and without checksums,
+	 * reads whole, by range and streamed, read repair, CAS, delete. */
+	EXPECT_EQ_INT(put(&cl, "k", "value", &res), 0);
+	pohm_io_write(cl.c, "big", 3, obj, big, NULL, &res);
+	EXPECT_EQ_INT(pohm_io_lookup(cl.c, "k", 1, POHM_LOOKUP_CSUM | POHM_LOOKUP_ALL, &res), 0);
+	EXPECT_EQ_INT(pohm_io_read(cl.c, "k", 1, 1, buf, sizeof(buf), &got, &res), 0);
+	EXPECT_EQ_INT(pohm_io_get(cl.c, "k", 1, &d, &n, &res), 0);
+	free(d);
+	memset(&col, 0, sizeof(col));
+	EXPECT_EQ_INT(pohm_io_get_stream(cl.c, "k", 1, collect_sink, &col, &total, &res), 0);
+	fn_set_flags(&cl.fn[2], FN_ENOTSUP);	/* a -95: refresh and resend */
+	EXPECT_EQ_INT(put(&cl, "k", "newer", &res), 0);
+	fn_set_flags(&cl.fn[2], 0);
+	EXPECT(get_is(&cl, "k", "newer", &res));	/* repairs group 3 */
+	EXPECT_EQ_INT(cas_put(&cl, "c", "A", NULL, 0, &res), 0);
+	EXPECT(cas_get_is(&cl, "c", "A", &res));
+	EXPECT_EQ_INT(pohm_io_del(cl.c, "k", 1, &res), 0);
+	for (g = 0; g < 3; g++) {
+		struct fake_node *fn = &cl.fn[g];
+
+		for (i = 0; i < sizeof(keycmds) / sizeof(keycmds[0]); i++)
+			EXPECT(every_request_has(fn, keycmds[i], POHM_FLAG_DIRECT | POHM_FLAG_NEED_ACK));
+		/* Any other command but the handshake: NEED_ACK too. */
+		for (c = 0; c < 32; c++)
+			if (c != POHM_CMD_REVERSE_LOOKUP && fn_seen(fn, c))
+				EXPECT(every_request_has(fn, c, POHM_FLAG_NEED_ACK));
+		EXPECT_EQ_U64(fn_flags_any(fn, POHM_CMD_REVERSE_LOOKUP) & POHM_FLAG_NEED_ACK, 0);
+		EXPECT(fn_seen(fn, POHM_CMD_REVERSE_LOOKUP) > 0);
+		EXPECT_EQ_INT(fn_seen(fn, POHM_CMD_STATUS), 0);
+	}
+	stop3(&cl);
+	free(obj);
+}
+
+/* ---------------------------------------------------------------- a node of a group fails */
+
+/* A key whose namespaced id starts at or above 0x80 (owned by the node with id0 0x80). */
+static void key_at_or_above_80(char *key, size_t len)
+{
+	uint8_t id[POHM_ID_SIZE];
+	int i;
+
+	for (i = 0;; i++) {
+		snprintf(key, len, "key%d", i);
+		pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+		if (id[0] >= 0x80)
+			return;
+	}
+}
+
+/*
+ * Group 1 has two nodes, A (ids from 0x00) and B (from 0x80); group 2 one.
+ * When B dies, its part of group 1's ring falls to A, as the Elliptics
+ * client drops a failed node's backends from its route table (and the
+ * server drops a lost peer from its ring, so A then accepts those keys):
+ * writes of B's keys commit on both groups again, in the same process.
+ */
+TEST(a_failed_nodes_keys_fall_to_the_live_node_of_its_group)
+{
+	struct fake_node a, b, c2;
+	struct pohm_config cfg;
+	struct pohm_client *cli;
+	struct pohm_io_result res;
+	char s[64], err[256], key[32];
+	uint8_t id[POHM_ID_SIZE];
+	int node = -1, attempt, rc = -1;
+	int32_t be;
+
+	EXPECT_EQ_INT(fn_start_id(&a, 1, 0, 0x00), 0);
+	EXPECT_EQ_INT(fn_start_id(&b, 1, 0, 0x80), 0);
+	EXPECT_EQ_INT(fn_start(&c2, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port, c2.port }, 3);
+	pohm_config_defaults(&cfg);
+	snprintf(s, sizeof(s), "127.0.0.1:%u", a.port);
+	pohm_config_set(&cfg, "server", s, POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cfg, "groups", "1:2", POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cfg, "read_wait_timeout", "1", POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cfg, "write_wait_timeout", "1", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_client_open(&cli, &cfg, err, sizeof(err)), 0);
+	key_at_or_above_80(key, sizeof(key));
+	pohm_key_id(id, "pohmelfs", 8, key, strlen(key));
+
+	EXPECT_EQ_INT(pohm_io_write(cli, key, strlen(key), "v1", 2, NULL, &res), 0);
+	EXPECT_EQ_INT(res.committed, 2);
+	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_WRITE), 1);	/* B owned it */
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_WRITE), 0);
+
+	fn_stop(&b);
+	/* The first write after the death may still be sent to B; later ones may not. */
+	for (attempt = 0; attempt < 5; attempt++) {
+		rc = pohm_io_write(cli, key, strlen(key), "v2", 2, NULL, &res);
+		if (!rc && res.committed == 2)
+			break;
+		printf("# attempt %d: rc %d, committed %u: %s\n", attempt, rc, res.committed, res.msg);
+		usleep(300000);
+	}
+	EXPECT_EQ_INT(rc, 0);
+	EXPECT_EQ_INT(res.committed, 2);
+	EXPECT(attempt <= 1);
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_WRITE), 1);	/* now A took it */
+	EXPECT_EQ_INT(pohm_net_owner(pohm_client_net(cli), 1, id, &node, &be), 0);
+	EXPECT_EQ_INT(node, 0);
+	{
+		uint8_t *d = NULL;
+		size_t n = 0;
+
+		EXPECT_EQ_INT(pohm_io_get(cli, key, strlen(key), &d, &n, &res), 0);
+		EXPECT(n == 2 && d && !memcmp(d, "v2", 2));
+		free(d);
+	}
+	pohm_client_close(cli);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&c2);
+}

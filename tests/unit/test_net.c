@@ -1169,3 +1169,54 @@ out:
 		close(lfd);
 	alarm(0);
 }
+
+/* ---------------------------------------------------------------- owners among live nodes */
+
+static int all_but_node1(void *arg, int node)
+{
+	(void)arg;
+	return node != 1;
+}
+
+static int none_usable(void *arg, int node)
+{
+	(void)arg;
+	(void)node;
+	return 0;
+}
+
+TEST(ring_rule_over_live_nodes_wraps_around)
+{
+	struct pohm_route rt = POHM_ROUTE_INIT;
+	struct pohm_buf b = POHM_BUF_INIT;
+	uint8_t ids[3][POHM_ID_SIZE] = { { 0x10 }, { 0x50 }, { 0xa0 } }, k[POHM_ID_SIZE] = { 0x60 };
+	const struct pohm_route_entry *e;
+	int node;
+
+	/* Group 1: node 0 at 0x10, node 1 at 0x50, node 2 at 0xa0. */
+	for (node = 0; node < 3; node++) {
+		struct pohm_backend_ids be = { 0, 1, 0, 1, ids[node] };
+
+		b.len = 0;
+		pohm_backends_encode_count(&b, 1);
+		pohm_backends_encode_one(&b, &be);
+		EXPECT_EQ_INT(pohm_route_apply_ids(&rt, node, b.p, b.len, 1), 0);
+	}
+	e = pohm_route_owner(&rt, 1, k);
+	EXPECT(e && e->node == 1);
+	/* Node 1 failed: 0x60 falls to the next lower live id, node 0 at 0x10. */
+	e = pohm_route_owner_among(&rt, 1, k, all_but_node1, NULL);
+	EXPECT(e && e->node == 0);
+	/* Below every id: wrap to the largest live one (node 2), also when it skips. */
+	memset(k, 0, sizeof(k));
+	k[0] = 0x05;
+	e = pohm_route_owner_among(&rt, 1, k, all_but_node1, NULL);
+	EXPECT(e && e->node == 2);
+	k[0] = 0xb0;
+	e = pohm_route_owner_among(&rt, 1, k, all_but_node1, NULL);
+	EXPECT(e && e->node == 2);
+	EXPECT(pohm_route_owner_among(&rt, 1, k, none_usable, NULL) == NULL);
+	EXPECT(pohm_route_owner_among(&rt, 2, k, all_but_node1, NULL) == NULL);
+	pohm_buf_free(&b);
+	pohm_route_free(&rt);
+}
