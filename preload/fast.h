@@ -190,26 +190,20 @@ static inline int pohm_abs_fast_out_any(const char *path)
 
 #ifdef POHM_FAST_WORDS
 /*
- * Steps 1 and 2 for spelling s, sixteen bytes at a time: v holds the
- * path's first block (the caller checked that it lies within its page),
- * room is the number of bytes from path to the end of its page.  The
- * path's blocks are unaligned loads that never cross a page, the
- * spelling's aligned ones within its padded array.  A long common start
- * (a sibling of the prefix: "/tmp/tmp.XXXXXXXXXX/file" against
- * "/tmp/tmp.XXXXXXXXXX/away/prefix") takes one more block per sixteen
- * equal bytes.  Returns d, or POHM_FAST_NONE when the path equals the
- * spelling through its NUL, does not leave it at d, or the next block
- * would cross a page.
+ * Steps 1 and 2 after a first block equal to spelling f's: the next
+ * blocks, sixteen bytes at a time (a sibling of the prefix with a long
+ * common start, as "/tmp/tmp.XXXXXXXXXX/file" against
+ * "/tmp/tmp.XXXXXXXXXX/away/prefix").  room is the number of bytes from
+ * path to the end of its page: the path's blocks are unaligned loads that
+ * never cross a page, the spelling's aligned ones within its padded array.
  */
-POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, __m128i v,
-					       size_t room)
+POHM_FAST_INLINE size_t pohm_fast_leaves_after(const char *path,
+					       const struct pohm_fast_spelling *f, size_t room)
 {
-	const struct pohm_fast_spelling *f = &pohm_state.fast[s];
-	unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-		v, _mm_load_si128((const __m128i *)(const void *)f->path)));
+	unsigned eq = 0xffffu;
 	size_t i = 0, d;
 
-	while (__builtin_expect(eq == 0xffffu, 0)) {
+	while (eq == 0xffffu) {
 		if (i + 16 > f->len)
 			return POHM_FAST_NONE;	/* equal through the NUL both end at */
 		i += 16;
@@ -220,6 +214,28 @@ POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, __m
 			_mm_load_si128((const __m128i *)(const void *)(f->path + i))));
 	}
 	d = i + (size_t)__builtin_ctz(~eq);
+	if (d > f->len)
+		return POHM_FAST_NONE;		/* equal through the NUL both end at */
+	return pohm_fast_leaves(path, f, d);
+}
+
+/*
+ * Steps 1 and 2 for spelling s, v holding the path's first sixteen bytes
+ * (the caller checked that they lie within its page): d, or
+ * POHM_FAST_NONE when the path equals the spelling through its NUL, does
+ * not leave it at d, or a further block would cross a page.
+ */
+POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, __m128i v,
+					       size_t room)
+{
+	const struct pohm_fast_spelling *f = &pohm_state.fast[s];
+	unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		v, _mm_load_si128((const __m128i *)(const void *)f->path)));
+	size_t d;
+
+	if (__builtin_expect(eq == 0xffffu, 0))
+		return pohm_fast_leaves_after(path, f, room);
+	d = (size_t)__builtin_ctz(~eq);
 	if (d > f->len)
 		return POHM_FAST_NONE;		/* equal through the NUL both end at */
 	return pohm_fast_leaves(path, f, d);

@@ -55,17 +55,19 @@
 /* A spelling of the prefix as the hot path compares it: NUL-padded so whole
  * words can be read up to and past its end (fast.c, pohm_abs_fast_out). */
 struct pohm_fast_spelling {
+	uint32_t len;			/* strlen(path); first: on path's cache line */
 	char path[POHM_PC_MAXLEN + 16] __attribute__((aligned(16)));
-	uint32_t len;			/* strlen(path) */
 };
 
+/* The hot path's words (ready, nfast, fast[0]'s length and first bytes)
+ * share the struct's first cache line. */
 struct pohm_state {
 	int on;				/* a prefix is configured */
 	int ready;			/* init done (atomic): 0, POHM_READY_* */
 	unsigned nfast;			/* spellings in fast[] (= prefix.nsp once on) */
 	int test_ifd;			/* handle of the test-only internal fd, or -1 */
+	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the prefix, for the hot path */
 	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
-	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the same, for the hot path */
 };
 extern struct pohm_state pohm_state;
 
@@ -213,11 +215,11 @@ static inline __attribute__((always_inline)) int pohm_abs_fast_out(const char *p
 static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, const char *path)
 {
 	path = pohm_launder(path);
-	if (!path || !path[0])
+	if (!path)
 		return 0;
 	if (path[0] == '/')
 		return path[1] != 'p' && path[1] != 'd' && pohm_abs_fast_out(path);
-	return dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
+	return path[0] && dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
 }
 
 /*
@@ -236,16 +238,20 @@ static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char
 		return r;	/* 0: init not done (the slow path runs it); 1: no prefix */
 	return pohm_outside_fast(dirfd, path);
 }
-/* pohm_active() and pohm_classify(): "is this call ours?" */
+/*
+ * "Is this call ours?": not certainly passed (pohm_pass: one word, no
+ * thread-local read for a path outside), then pohm_active() (init, the
+ * shim's own calls) and pohm_classify().
+ */
 static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
 {
-	return pohm_active() && !pohm_outside_fast(dirfd, path) && pohm_classify(dirfd, path, p);
+	return !pohm_pass(dirfd, path) && pohm_active() && pohm_classify(dirfd, path, p);
 }
 
 /* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
 static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return pohm_active() && !pohm_outside_fast(dirfd, path) &&
+	return !pohm_pass(dirfd, path) && pohm_active() &&
 	       pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
 	       POHM_PC_IN;
 }
