@@ -139,3 +139,98 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 	cluster_restart 1-1
 	[ "$(p get k)" = v1 ]
 }
+
+# FIELD of group G's entry in `lookup --json KEY` (node, status, committed, ...).
+group_field() {
+	p --json lookup "$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+g = next((g for g in d["groups"] if g["group"] == int(sys.argv[1])), {})
+v = g.get(sys.argv[2], "")
+print(str(v).lower() if isinstance(v, bool) else v)' "$2" "$3"
+}
+
+@test "one node of a two-node group dies: its keys go to the group's live node; status shows it" {
+	cluster_start pair --groups 3 --nodes-per-group 2
+	dead=$(cluster_addr 1-1)
+	live=$(cluster_addr 1-2)
+	owned=()
+	for i in $(seq 1 16); do
+		echo "v$i" | p put "k$i"
+		[ "$(group_field "k$i" 1 node)" = "$dead" ] && owned+=("$i")
+	done
+	# the ring gives some of these keys to each node of group 1
+	[ "${#owned[@]}" -ge 1 ]
+	[ "${#owned[@]}" -lt 16 ]
+	cluster_kill 1-1
+	for i in "${owned[@]}"; do
+		# the committed copies of groups 2 and 3 answer; group 1 (now its live node) has none
+		[ "$(p get "k$i" 2>/dev/null)" = "v$i" ]
+		# a new write commits on all three groups: group 1's share of the ring is the live node's
+		run bash -c "echo new$i | \"\$POHMELFS_BIN\" put k$i"
+		[ "$status" -eq 0 ]
+		[[ $output != *"not written to group"* ]]
+		[ "$(group_field "k$i" 1 node)" = "$live" ]
+		[ "$(group_field "k$i" 1 committed)" = true ]
+		[ "$(p get "k$i" 2>/dev/null)" = "new$i" ]
+	done
+	run p --json status
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+nodes = {n["address"]: n for n in d["nodes"]}
+assert not nodes[sys.argv[2]]["up"] and nodes[sys.argv[2]]["error"], nodes[sys.argv[2]]
+assert nodes[sys.argv[3]]["up"], nodes[sys.argv[3]]
+g1 = next(g for g in d["groups"] if g["group"] == 1)
+assert g1["nodes"] == 1 and g1["ids"] > 0, g1
+assert all(r["node"] == sys.argv[3] for r in d["route"] if r["group"] == 1)
+' "$output" "$dead" "$live"
+	run p status
+	[[ $output == *"$dead"*DOWN* ]]
+	[[ $output == *"group 1      1 nodes"* ]]
+}
+
+@test "a node killed during a streamed get of 64 MiB: the rest comes from another group, whole" {
+	cluster_start stream --groups 3
+	head -c 67108864 /dev/urandom >"$TMP/big"
+	POHMELFS_WRITE_WAIT_TIMEOUT=60 p put big <"$TMP/big"
+	# groups 2 and 3 answer the lookup late, so the stream starts on group 1
+	cluster_fault 2-1 "delay 300"
+	cluster_fault 3-1 "delay 300"
+	export POHMELFS_READ_WAIT_TIMEOUT=20
+	# The reader takes 8 MiB (the tool then waits on the full pipe with at
+	# most 8 pieces of 4 MiB asked for), group 1's node is killed, then the
+	# reader takes the rest.
+	{ rc=0; "$POHMELFS_BIN" get big 2>"$TMP/err" || rc=$?; echo "$rc" >"$TMP/rc"; } | {
+		dd of="$TMP/out" bs=1M count=8 iflag=fullblock status=none
+		cluster_clear_faults 2-1
+		cluster_clear_faults 3-1
+		cluster_kill 1-1
+		cat >>"$TMP/out"
+	}
+	cat "$TMP/err"
+	[ "$(cat "$TMP/rc")" -eq 0 ]
+	cmp "$TMP/big" "$TMP/out"
+	# it really failed over in the middle
+	grep -q "read failed from group 1 node $(cluster_addr 1-1)" "$TMP/err"
+}
+
+@test "a node killed during a streamed get with no other copy: a clear error, only a prefix of the data" {
+	cluster_start stream1 --groups 1
+	head -c 67108864 /dev/urandom >"$TMP/big"
+	POHMELFS_WRITE_WAIT_TIMEOUT=60 p put big <"$TMP/big"
+	{ rc=0; "$POHMELFS_BIN" get big 2>"$TMP/err" || rc=$?; echo "$rc" >"$TMP/rc"; } | {
+		dd of="$TMP/out" bs=1M count=8 iflag=fullblock status=none
+		cluster_kill 1-1
+		cat >>"$TMP/out"
+	}
+	cat "$TMP/err"
+	[ "$(cat "$TMP/rc")" -eq 1 ]
+	grep -q "key big" "$TMP/err"
+	grep -q "group 1 node $(cluster_addr 1-1)" "$TMP/err"
+	# what was written is the object's first bytes, never anything else, and less than all of it
+	size=$(stat -c %s "$TMP/out")
+	[ "$size" -ge 8388608 ]
+	[ "$size" -lt 67108864 ]
+	cmp -n "$size" "$TMP/big" "$TMP/out"
+}
