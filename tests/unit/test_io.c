@@ -1182,3 +1182,43 @@ TEST(a_failed_nodes_keys_fall_to_the_live_node_of_its_group)
 	fn_stop(&a);
 	fn_stop(&c2);
 }
+
+/* ---------------------------------------------------------------- timeouts the caller sees */
+
+TEST(write_to_a_node_that_stops_reading_ends_within_write_wait_timeout)
+{
+	size_t big = 24u << 20;		/* one packet: the send itself blocks */
+	char *obj = malloc(big), s[64], err[256];
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_client *cli;
+	struct pohm_io_result res;
+	uint64_t t0, dt;
+	int rc;
+
+	EXPECT(obj != NULL);
+	if (!obj)
+		return;
+	memset(obj, 'x', big);
+	alarm(30);
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_NOREAD), 0);
+	pohm_config_defaults(&cfg);
+	snprintf(s, sizeof(s), "127.0.0.1:%u", fn.port);
+	pohm_config_set(&cfg, "server", s, POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cfg, "groups", "1", POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cfg, "write_wait_timeout", "0.5", POHM_CFG_CALLER, NULL, 0);
+	EXPECT_EQ_INT(pohm_client_open(&cli, &cfg, err, sizeof(err)), 0);
+	t0 = pohm_sys_mono_ns();
+	rc = pohm_io_write(cli, "k", 1, obj, big, NULL, &res);
+	dt = pohm_sys_mono_ns() - t0;
+	printf("# write returned %d after %.3f s: %s\n", rc, dt / 1e9, res.msg);
+	EXPECT(rc < 0);
+	EXPECT(strstr(res.msg, "no answer in time") != NULL);
+	EXPECT(dt >= 450 * MS);
+	EXPECT(dt < 2000 * MS);
+	pohm_client_close(cli);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+	free(obj);
+	alarm(0);
+}
