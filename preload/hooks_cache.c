@@ -7,8 +7,12 @@
  * configuration, the client and the cache (core/mount).  If it fails, the
  * reason is logged once and every call under the prefix fails with ENOTCONN
  * (no server could be configured) or EIO; calls outside the prefix never
- * get here.  Everything runs with pohm_hold() held, so libc calls made by
- * core/ (config files, name lookups) pass straight through the wrappers.
+ * get here.  A cache belongs to one user: a process that switches to
+ * another effective uid (setuid, seteuid) gets a mount of that user's own
+ * at its first call under the prefix as that user (see mounts below; a
+ * refused per-user cache_dir fails its calls with EACCES).  Everything
+ * runs with pohm_hold() held, so libc calls made by core/ (config files,
+ * name lookups) pass straight through the wrappers.
  *
  * POHMELFS_TEST_PASSTHROUGH=1 (test-only, documented in libpohmelfs(7))
  * turns every hook back into the passthrough default: the interposition
@@ -108,6 +112,10 @@ static int counted(enum pohm_stat k, int r)
 
 /* This thread created the file the current open is about (undo on failure). */
 static POHM_TLS int open_created;
+/* The cache pohm_hook_open used, for its pohm_hook_open_done in this thread
+ * (the same cache for both halves, and one geteuid per open, not two);
+ * NULL when open_done comes alone (mkstemp) or the open got no cache. */
+static POHM_TLS struct pohm_cache *open_cache;
 
 static int space_fn(void *arg, uint64_t need);
 static int held_here(void *arg, uint64_t dev, uint64_t ino);
@@ -281,10 +289,12 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	int r;
 
 	open_created = 0;
+	open_cache = NULL;
 	if (p->flags & POHM_PATH_TRUNC)
 		return POHM_PASS;
 	if (!(c = cache(&r)))
 		return r;
+	open_cache = c;
 	if (flags & O_CREAT) {
 		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
 		if (r == 0)
@@ -301,11 +311,12 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 
 int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
-	struct pohm_cache *c;
+	struct pohm_cache *c = open_cache;
 	struct stat st;
 	int r;
 
-	if (!(c = cache(&r)))
+	open_cache = NULL;
+	if (!c && !(c = cache(&r)))
 		return fd;
 	if (fd < 0) {
 		if (open_created)
