@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "io.h"
+#include "iter.h"
 #include "sha512.h"
 #include "sys.h"
 
@@ -1036,6 +1037,14 @@ TEST(cas_get_many_one_round_trip_and_the_full_reader_for_splits)
 
 /* ---------------------------------------------------------------- what goes on the wire */
 
+/* pohm_iter_group's consumer: takes nothing (only the requests matter here). */
+static int iter_ignore(void *arg, const struct pohm_iter_key *k)
+{
+	(void)arg;
+	(void)k;
+	return 0;
+}
+
 /* 1 if every request of cmd that fn saw carried all of want; prints when not. */
 static int every_request_has(struct fake_node *fn, int cmd, uint64_t want)
 {
@@ -1084,6 +1093,12 @@ TEST(key_commands_carry_direct_and_need_ack)
 	EXPECT_EQ_INT(cas_put(&cl, "c", "A", NULL, 0, &res), 0);
 	EXPECT(cas_get_is(&cl, "c", "A", &res));
 	EXPECT_EQ_INT(pohm_io_del(cl.c, "k", 1, &res), 0);
+	{
+		struct pohm_iter_group_stat st;
+
+		pohm_iter_group(cl.c, 1, iter_ignore, NULL, &st);	/* fsck's ITERATOR (refused here) */
+		EXPECT(fn_seen(&cl.fn[0], POHM_CMD_ITERATOR) > 0);
+	}
 	for (g = 0; g < 3; g++) {
 		struct fake_node *fn = &cl.fn[g];
 

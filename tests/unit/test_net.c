@@ -279,6 +279,8 @@ static void expect_refused(int flags, const char *needle)
 	pohm_net_last_error(net, err, sizeof(err));
 	EXPECT(strstr(err, "no node reachable") != NULL);
 	EXPECT(strstr(err, needle) != NULL);
+	/* Every handshake, the probe of the other protocol line too: DIRECT|NOLOCK, no NEED_ACK. */
+	EXPECT_EQ_U64(fn_flags_any(&fn, POHM_CMD_REVERSE_LOOKUP), POHM_FLAG_DIRECT | POHM_FLAG_NOLOCK);
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
 	fn_stop(&fn);
