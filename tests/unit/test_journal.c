@@ -1,6 +1,8 @@
 /* test_journal.c — core/journal: records written in place (format 2), the
- * old format still read, torn records refused, the index, and several
- * processes writing and reading one record at once. */
+ * old format still read, torn records refused, the index, several
+ * processes writing and reading one record at once, and fuzz_journal's
+ * findings (tests/RELIABILITY.md 7 and 8): a chunk_shift out of range and a
+ * record under another inode's name read as -EIO and leave nothing allocated. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include "buf.h"
 #include "harness.h"
 #include "journal.h"
+#include "sha512.h"
 
 static char dir[96];
 
@@ -440,5 +443,165 @@ TEST(concurrent_processes)
 			bad++;
 	}
 	EXPECT_EQ_INT(bad, 0);
+	done(&j);
+}
+
+/*
+ * RELIABILITY.md finding 8 (found by fuzz_journal): a record's chunk_shift
+ * comes from the file, and content_differs computes 1 << chunk_shift.  A
+ * shift the cache cannot have written (it writes 0 = default, or 12..30:
+ * 4 KiB to 1 GiB chunks) must read as damage, -EIO, in both formats and
+ * through pohm_journal_each, never reach a shift of 64 or more (undefined)
+ * or a huge allocation.
+ */
+static int each_shift(void *arg, struct pohm_jrec *r)
+{
+	unsigned *seen = arg;
+
+	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
+		seen[1]++;	/* a shift out of range reached a caller */
+	seen[0]++;
+	return 0;
+}
+
+TEST(chunk_shift_out_of_range_reads_as_damage)
+{
+	static const unsigned bad[] = { 1, 11, 31, 32, 63, 64, 65, 200, 255 };
+	static const unsigned good[] = { 0, 12, 20, 30 };
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	unsigned i, seen[2] = { 0, 0 };
+	size_t n;
+
+	fresh(&j);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		make_rec(&r, 0x100 + i, 9);	/* 28 chunk checksums */
+		r.chunk_shift = (uint8_t)bad[i];
+		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		memset(&back, 0x5a, sizeof(back));
+		EXPECT_EQ_INT(pohm_journal_get(&j, 0x100 + i, &back), -EIO);
+		/* Nothing allocated is left behind for a caller that does not clear. */
+		EXPECT(back.csum == NULL);
+		EXPECT_EQ_INT(back.nchunks, 0);
+		/* The first library's format is checked the same way. */
+		n = v1_bytes(buf, &r);
+		write_raw(0x200 + i, buf, n);
+		EXPECT_EQ_INT(pohm_journal_get(&j, 0x200 + i, &back), -EIO);
+		EXPECT(back.csum == NULL);
+		pohm_jrec_clear(&r);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		make_rec(&r, 0x300 + i, 9);
+		r.chunk_shift = (uint8_t)good[i];
+		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		EXPECT_EQ_INT(pohm_journal_get(&j, 0x300 + i, &back), 0);
+		EXPECT_EQ_INT(back.chunk_shift, good[i]);
+		EXPECT(rec_consistent(&back, 0x300 + i));
+		pohm_jrec_clear(&back);
+		pohm_jrec_clear(&r);
+	}
+	/* A walk over all of them meets only the good ones. */
+	EXPECT_EQ_INT(pohm_journal_each(&j, each_shift, seen), 0);
+	EXPECT_EQ_INT(seen[0], sizeof(good) / sizeof(good[0]));
+	EXPECT_EQ_INT(seen[1], 0);
+	done(&j);
+}
+
+/* A record with the 12..30 shifts compares a local file chunk by chunk. */
+TEST(content_differs_by_chunk_shift)
+{
+	static const unsigned shifts[] = { 12, 13, 20 };
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t *data;
+	char path[160];
+	size_t size = 10000, i;
+	unsigned s;
+	int fd;
+
+	fresh(&j);
+	data = malloc(size);
+	for (i = 0; i < size; i++)
+		data[i] = (uint8_t)(i * 7 + i / 300);
+	snprintf(path, sizeof(path), "%s/local", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, data, size), (ssize_t)size);
+	for (s = 0; s < sizeof(shifts) / sizeof(shifts[0]); s++) {
+		size_t cs = (size_t)1 << shifts[s];
+
+		memset(&r, 0, sizeof(r));
+		r.ino = 0x400 + s;
+		r.mode = 0100644;
+		r.size = size;
+		r.chunk_shift = (uint8_t)shifts[s];
+		r.nchunks = (uint32_t)((size + cs - 1) / cs);
+		r.csum = calloc(r.nchunks, 64);
+		for (i = 0; i < r.nchunks; i++)
+			pohm_sha512(data + i * cs, i + 1 < r.nchunks ? cs : size - i * cs, r.csum[i]);
+		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		EXPECT_EQ_INT(pohm_journal_get(&j, r.ino, &back), 0);
+		EXPECT_EQ_INT(pohm_journal_content_differs(&back, fd, size), 0);
+		/* One byte changed in the last chunk. */
+		EXPECT_EQ_INT(pwrite(fd, "\xff", 1, (off_t)size - 1), 1);
+		EXPECT_EQ_INT(pohm_journal_content_differs(&back, fd, size), 1);
+		EXPECT_EQ_INT(pwrite(fd, data + size - 1, 1, (off_t)size - 1), 1);
+		pohm_jrec_clear(&back);
+		pohm_jrec_clear(&r);
+	}
+	close(fd);
+	free(data);
+	done(&j);
+}
+
+/*
+ * RELIABILITY.md finding 7 (found by fuzz_journal): a record file under
+ * another inode's name (j/43 holding inode 0x42's record) decoded its
+ * checksums, then get returned -EIO without freeing them; callers do not
+ * clear after an error, pohm_journal_each neither.  Now nothing stays
+ * allocated and a walk skips the stray file.
+ */
+static int each_ino(void *arg, struct pohm_jrec *r)
+{
+	uint64_t *inos = arg;
+
+	inos[inos[0] < 7 ? ++inos[0] : 7] = r->ino;
+	return 0;
+}
+
+TEST(record_under_another_inode_leaves_nothing_allocated)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	uint64_t inos[8] = { 0 };
+	size_t n;
+
+	fresh(&j);
+	make_rec(&r, 0x42, 9);
+	EXPECT(r.nchunks > 0);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	n = read_raw(0x42, buf, sizeof(buf));
+	EXPECT(n > 24);
+	write_raw(0x43, buf, n);
+	memset(&back, 0x5a, sizeof(back));
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x43, &back), -EIO);
+	EXPECT(back.csum == NULL);
+	EXPECT_EQ_INT(back.nchunks, 0);
+	/* The same in format 1. */
+	n = v1_bytes(buf, &r);
+	write_raw(0x44, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x44, &back), -EIO);
+	EXPECT(back.csum == NULL);
+	/* A walk meets 0x42 once and neither stray. */
+	EXPECT_EQ_INT(pohm_journal_each(&j, each_ino, inos), 0);
+	EXPECT_EQ_INT(inos[0], 1);
+	EXPECT_EQ_U64(inos[1], 0x42);
+	/* The owner's record is intact. */
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x42, &back), 0);
+	EXPECT(rec_consistent(&back, 0x42));
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
 	done(&j);
 }
