@@ -1211,7 +1211,8 @@ static void note_stale(struct gop *op)
 
 	for (gi = 0; gi < op->res->ngroups; gi++)
 		if (needs_repair(op, gi) && !op->bad[gi])
-			io_note(op, "group %u holds another version (stale or uncommitted)",
+			io_note(op, op->res->g[gi].status == -ENOENT ? "group %u has no copy" :
+				"group %u holds another version (stale or uncommitted)",
 				op->res->g[gi].group);
 }
 

@@ -166,6 +166,8 @@ print(str(v).lower() if isinstance(v, bool) else v)' "$2" "$3"
 	for i in "${owned[@]}"; do
 		# the committed copies of groups 2 and 3 answer; group 1 (now its live node) has none
 		[ "$(p get "k$i" 2>/dev/null)" = "v$i" ]
+		run p get "k$i"
+		[[ $output == *"group 1 has no copy"* ]]
 		# a new write commits on all three groups: group 1's share of the ring is the live node's
 		run bash -c "echo new$i | \"\$POHMELFS_BIN\" put k$i"
 		[ "$status" -eq 0 ]
