@@ -5,7 +5,8 @@
 # helpers; each round runs the program without the shim, with A and with B
 # in a rotating order, so load drift hits all three alike.  Prints, per
 # row, the median ratio (with / without) of A and of B over RUNS rounds,
-# and for /bin/true the median extra CPU time per start.
+# and for /bin/true the median extra CPU time per start; with valgrind, the
+# exact user-space instructions per round first.
 #
 # Environment: B (build dir with tests/helpers, default build), RUNS
 # (default 21), ROUNDS (calls per run, default 200000), STARTS (default 400).
@@ -35,6 +36,18 @@ mkdir -p "$tmp/away"
 export POHMELFS_PREFIX=$tmp/away/prefix
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# best KIND: A and B from the best (lowest) run of each side, the least
+# disturbed by other load: "A x, B y" as ratios or extra ms.
+best() {
+	local n a b
+	n=$(sort -g "$tmp/n" | head -1); a=$(sort -g "$tmp/a" | head -1); b=$(sort -g "$tmp/b" | head -1)
+	if [ "$1" = ratio ]; then
+		awk -v n="$n" -v a="$a" -v b="$b" 'BEGIN {printf "A %.4f, B %.4f", a / n, b / n}'
+	else
+		awk -v n="$n" -v a="$a" -v b="$b" 'BEGIN {printf "A %.3f, B %.3f", (a - n) / 1e6, (b - n) / 1e6}'
+	fi
+}
 
 # one WHO CMD...: CMD's output without the shim (WHO=n) or with lib A / B;
 # the spawner itself runs without it and passes it to what it starts.
@@ -73,10 +86,27 @@ rows() {
 			awk -v b="$vb" -v n="$vn" 'BEGIN {printf "%.3f\n", (b - n) / 1e6}' >>"$tmp/rb"
 		fi
 	done
-	printf '%-40s | A %-8s | B %-8s | median of %d; without %s, A %s, B %s\n' "$name" \
+	printf '%-40s | A %-8s | B %-8s | median of %d; without %s, A %s, B %s; best: %s\n' "$name" \
 		"$(median <"$tmp/ra")" "$(median <"$tmp/rb")" "$RUNS" "$(median <"$tmp/n")" \
-		"$(median <"$tmp/a")" "$(median <"$tmp/b")"
+		"$(median <"$tmp/a")" "$(median <"$tmp/b")" "$(best "$kind")"
 }
+
+# instr [LIB] [rel]: user-space instructions per round of bench_ops (exact,
+# callgrind; two lengths, so start-up and exit cancel out).
+instr() {
+	local lib=$1 mode=${2:-} n
+	for n in 2000 4000; do
+		env ${lib:+LD_PRELOAD=$lib} valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+			"$ops" "$tmp/file" "$n" $mode 2>&1 >/dev/null | awk '/Collected/ {print $NF}'
+	done | { read -r a; read -r b; echo $(((b - a) / 2000)); }
+}
+if command -v valgrind >/dev/null; then
+	for mode in "" rel; do
+		printf '%-40s | A %-8s | B %-8s | without %s (callgrind, user space)\n' \
+			"instructions per round${mode:+, relative}" "$(instr "$libA" $mode)" \
+			"$(instr "$libB" $mode)" "$(instr "" $mode)"
+	done
+fi
 
 rows "open+fstat+stat+close, absolute (ratio)" ratio "$ops" "$tmp/file" "$ROUNDS"
 rows "open+fstat+stat+close, relative (ratio)" ratio "$ops" "$tmp/file" "$ROUNDS" rel
