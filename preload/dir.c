@@ -36,6 +36,12 @@ POHM_EXPORT DIR *opendir(const char *path)
 	DIR *d;
 	int r;
 
+	if (pohm_pass(AT_FDCWD, path)) {	/* certainly outside and no ancestor: nothing to record */
+		d = pohm_real.opendir(path);
+		if (d)
+			pohm_fd_opened_outside(dirfd(d));
+		return d;
+	}
 	if (!pohm_active())
 		return pohm_real.opendir(path);
 	if (pohm_locate(AT_FDCWD, path, 0, &p, &w) == POHM_PC_IN &&

@@ -321,15 +321,26 @@ static inline int pohm_fd_plain(int fd)
 	return (unsigned)fd < (unsigned)__atomic_load_n(&pohm_fd_plain_below, __ATOMIC_ACQUIRE);
 }
 
+/* Forget fd (it is new, or gone).  Lock-free when fd is not in the table. */
+void pohm_fd_forget(int fd);
+
+/*
+ * After libc opened fd for a path the hot path passed (pohm_pass): only a
+ * stale entry of the number (closed behind our back) needs dropping, and
+ * a plain fd has none.
+ */
+static inline void pohm_fd_opened_outside(int fd)
+{
+	if (__builtin_expect(!pohm_fd_plain(fd), 0) && pohm_fd_known(fd))
+		pohm_fd_forget(fd);
+}
+
 /* At the end of init: pohm_fd_plain_below from the fds recorded so far. */
 void pohm_fd_plain_start(void);
 
 /* A position in the low 55 bits of a word (bits 55..63 are the caller's). */
 uint64_t pohm_pos_pack(const struct pohm_pc_pos *pos);
 void pohm_pos_unpack(uint64_t v, struct pohm_pc_pos *pos);
-
-/* Forget fd (it is new, or gone).  Lock-free when fd is not in the table. */
-void pohm_fd_forget(int fd);
 /* Record fd at a position (ANCESTOR or IN; rel for IN, or NULL if unknown). */
 void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
 		    const struct pohm_fd_info *fi);

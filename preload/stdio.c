@@ -117,8 +117,18 @@ static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
 	return f;
 }
 
+/* A path certainly outside: libc's fopen, and a stale entry of the new fd dropped. */
+static FILE *fopen_outside(FILE *f)
+{
+	if (f)
+		pohm_fd_opened_outside(fileno(f));
+	return f;
+}
+
 POHM_EXPORT FILE *fopen(const char *path, const char *mode)
 {
+	if (pohm_pass(AT_FDCWD, path))
+		return fopen_outside(pohm_real.fopen(path, mode));
 	if (!pohm_active())
 		return pohm_real.fopen(path, mode);
 	return do_fopen(0, path, mode, NULL);
@@ -126,6 +136,8 @@ POHM_EXPORT FILE *fopen(const char *path, const char *mode)
 
 POHM_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
+	if (pohm_pass(AT_FDCWD, path))
+		return fopen_outside(pohm_real.fopen64(path, mode));
 	if (!pohm_active())
 		return pohm_real.fopen64(path, mode);
 	return do_fopen(1, path, mode, NULL);
