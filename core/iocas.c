@@ -336,11 +336,12 @@ static int cas_read_all(struct gop *op, struct pohm_cas_vote *v, const uint8_t *
  * copy that differs from it, each by a data CAS against what that group
  * holds, under the stamp of the version (stamp; NULL: a fresh one), so
  * that every copy of a version carries its stamp.  forced: also copies
- * that may be young (a split being settled).
+ * that may be young (a split being settled).  only: the groups to touch
+ * (bit = group index; 0: all).
  */
 static void cas_repair(struct gop *op, const struct pohm_cas_vote *v, const void *data, size_t len,
 		       const uint8_t *sum, const struct pohm_time *stamp, int forced,
-		       uint64_t deadline)
+		       unsigned only, uint64_t deadline)
 {
 	struct pohm_io_result *res = op->res;
 	uint8_t io[POHM_MAX_GROUPS][POHM_IO_ATTR_SIZE];
@@ -357,6 +358,8 @@ static void cas_repair(struct gop *op, const struct pohm_cas_vote *v, const void
 	for (gi = 0; gi < res->ngroups; gi++) {
 		struct pohm_io_attr a;
 
+		if (only && !(only & (1u << gi)))
+			continue;
 		memset(&a, 0, sizeof(a));
 		a.flags = POHM_IO_CAS;
 		if (v[gi].status == 0) {
@@ -405,6 +408,32 @@ static void cas_repair(struct gop *op, const struct pohm_cas_vote *v, const void
 	io_op_release(op);
 }
 
+/*
+ * The groups holding a lost write that blocks writers: a copy other than
+ * the committed content idx (-ENOENT: absent) that is stamped after it and
+ * older than any writer may count (RELIABILITY.md finding 12).  A writer
+ * that died between the arbiter's ack and its rollback leaves exactly
+ * that; on the arbiter it refuses every later CAS of the key, and nobody
+ * else would undo it without read repair.  Bit = group index; 0: none.
+ */
+static unsigned cas_lost_ahead(const struct pohm_client *c, const struct pohm_cas_vote *v,
+			       size_t n, int idx, const struct pohm_time *ts)
+{
+	uint64_t now = pohm_sys_real_ns();
+	unsigned gi, mask = 0;
+
+	for (gi = 0; gi < n; gi++) {
+		int differs = idx >= 0 ? (v[gi].status == 0 &&
+					  memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE)) ||
+						 (v[gi].status == -ENOENT && v[gi].ts.tsec)
+				       : v[gi].status == 0;
+
+		if (differs && pohm_time_cmp(&v[gi].ts, ts) > 0 && cas_old_enough(c, &v[gi].ts, now))
+			mask |= 1u << gi;
+	}
+	return mask;
+}
+
 /* ---------------------------------------------------------------- get */
 
 /*
@@ -421,7 +450,7 @@ static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *c
 	const uint8_t *bytes[POHM_MAX_GROUPS];
 	size_t blen[POHM_MAX_GROUPS];
 	uint64_t now;
-	unsigned gi;
+	unsigned gi, ahead;
 	int rc, idx, forced = 0;
 
 	rc = cas_read_all(op, v, bytes, blen, c->cfg->read_repair, 1,
@@ -492,9 +521,11 @@ static int cas_read_once(struct gop *op, uint8_t **data, size_t *len, uint8_t *c
 				     (long long)(d < 0 ? -d : d) / 1000, d < 0 ? "earlier" : "later");
 		}
 	}
-	if (c->cfg->read_repair || forced)
+	/* Without read repair, still undo a lost write that would block every writer. */
+	ahead = c->cfg->read_repair || forced ? 0 : cas_lost_ahead(c, v, res->ngroups, idx, &res->ts);
+	if (c->cfg->read_repair || forced || ahead)
 		cas_repair(op, v, idx >= 0 ? *data : NULL, *len, idx >= 0 ? csum : NULL,
-			   idx >= 0 ? &res->ts : NULL, forced,
+			   idx >= 0 ? &res->ts : NULL, forced, ahead,
 			   pohm_sys_mono_ns() + c->cfg->write_wait_timeout_ns);
 	io_op_release(op);
 	if (forced) {

@@ -261,7 +261,14 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	if (ns->chunk_shift < 12 || ns->chunk_shift > 30)
 		ns->chunk_shift = 20;
 	ns->intent_timeout_ns = (o->intent_timeout_ms ? o->intent_timeout_ms : 10000) * 1000000ULL;
-	ns->max_retries = o->max_retries ? o->max_retries : 200;
+	/*
+	 * 600 attempts span about 5 s (ns_backoff), longer than a CAS copy
+	 * stays young (iocas.c cas_age_limit, at most 3 s): a lost write its
+	 * dead writer left on a key's arbiter refuses every CAS until then,
+	 * and the next read undoes it (RELIABILITY.md finding 12).  200
+	 * spanned 1.3 s: a create right after such a death failed EBUSY.
+	 */
+	ns->max_retries = o->max_retries ? o->max_retries : 600;
 	ns->http_compat = o->http_compat;
 	ns->map_cache = ns_map_cache_new();	/* NULL: no cache, still correct */
 	pthread_mutex_init(&ns->rng_lock, NULL);
