@@ -1575,11 +1575,10 @@ struct cas_many {
 static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint64_t *dl)
 {
 	struct cas_many *m = arg;
-	size_t i, k;
+	size_t i, k, rest = 0;
 
 	(void)reqs;
 	(void)nreq;
-	(void)dl;
 	for (i = 0; i < m->n; i++) {
 		struct gop *op = &m->op[i];
 		struct pohm_cas_vote v[POHM_MAX_GROUPS];
@@ -1597,12 +1596,22 @@ static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint6
 			pending += v[op->gi[k]].status == 1;
 		}
 		r = pohm_cas_pick(v, op->res->ngroups, 0);
-		/* Read repair wants every copy; a split is judged on all answers. */
-		if (r == POHM_CAS_UNDECIDED || (pending && (r == POHM_CAS_SPLIT ||
-							     op->c->cfg->read_repair)))
+		/* A split is judged on all answers. */
+		if (r == POHM_CAS_UNDECIDED || (pending && r == POHM_CAS_SPLIT))
 			return 0;
+		if (r != POHM_CAS_NOQUORUM && op->c->cfg->read_repair)
+			rest += pending;
 	}
-	return 1;
+	if (!rest)
+		return 1;
+	/*
+	 * Read repair wants every copy, but, as iocas.c's reader, waits for
+	 * the rest only briefly once every key is decided: a silent group
+	 * must not cost each validated name the whole read timeout
+	 * (RELIABILITY.md finding 11).
+	 */
+	io_set_grace(&m->op[0], dl);
+	return 0;
 }
 
 /*
@@ -1634,11 +1643,32 @@ static int cas_many_take(struct gop *op, struct pohm_io_cas_val *out)
 		res->g[g].has_csum = v[g].status == 0;
 	}
 	idx = pohm_cas_pick(v, res->ngroups, 1);
+	if (idx == POHM_CAS_NOQUORUM) {
+		/*
+		 * Too few answers in the read's whole time: reading the key
+		 * alone would wait that long again for the same silent groups
+		 * (RELIABILITY.md finding 11).  pohm_io_cas_get's answer.
+		 */
+		for (gi = 0; gi < res->ngroups; gi++)
+			if (v[gi].status == -ETIMEDOUT)
+				break;
+		if (gi < res->ngroups) {
+			io_note(op, "fewer than a majority of the groups answered");
+			for (gi = 0; gi < res->ngroups; gi++)
+				if (v[gi].status != 0 && v[gi].status != -ENOENT)
+					io_note_group(op, gi, res->g[gi].status, "");
+			return -ETIMEDOUT;
+		}
+	}
 	if (idx < 0 && idx != -ENOENT)
 		return 1;
 	for (gi = 0; gi < res->ngroups; gi++)
 		same += idx >= 0 ? v[gi].status == 0 && !memcmp(v[gi].csum, v[idx].csum, POHM_ID_SIZE)
 				 : v[gi].status == -ENOENT;
+	/* Only a copy that answered can be repaired (cas_repair leaves silent groups alone). */
+	for (gi = 0; gi < res->ngroups; gi++)
+		same += v[gi].status != 0 && v[gi].status != -ENOENT &&
+			v[gi].status != -EBADMSG && v[gi].status != -EILSEQ;
 	if (op->c->cfg->read_repair && same != res->ngroups)
 		return 1;		/* copies to repair: the full reader does it */
 	if (idx == -ENOENT)

@@ -202,7 +202,9 @@ struct pohm_cas_old {
  * group that gave no usable answer could hold another committed version
  * (then it reads again until the read's time is up: -EIO).  With
  * read_repair, missing copies get the committed content and old differing
- * ones are replaced (data CAS against each).  Fills res->ts (the newest
+ * ones are replaced (data CAS against each); with or without read_repair,
+ * an old copy stamped after the committed version (a dead writer's lost
+ * write) is undone.  Fills res->ts (the newest
  * stamp among the holders) and csum (sha512 of *data).  0, -ENOENT, -EIO /
  * -ETIMEDOUT (fewer than a majority answered, or the split outlived the
  * read), -EFBIG, -ENOMEM.

@@ -34,7 +34,7 @@ struct pohm_ns_opts {
 	unsigned bucket_max;		/* entries per bucket before it splits (default 256) */
 	unsigned chunk_shift;		/* chunk size of new files (default 20 = 1 MiB) */
 	uint64_t intent_timeout_ms;	/* an intent older than this is completed by others (default 10000) */
-	unsigned max_retries;		/* CAS retries before -EBUSY (default 200) */
+	unsigned max_retries;		/* CAS retries before -EBUSY (default 600, ~5 s: outlasts the 3 s CAS age limit) */
 	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
 	int http_compat;		/* also keep path copies of files (core/ns_http.h) */

@@ -12,7 +12,7 @@
 #       KILL_FILES (files in the tree), KILL_PUSHED (files the sync pushed),
 #       KILL_MS (when the kill came) and KILL_WHY (what differed); adds the
 #       syncs that found a file busy to KILL_BUSY, stale local names left by a
-#       kill inside a rename to KILL_STALE (a known bug), whole directories
+#       kill inside a rename to KILL_STALE (finding 5, fixed: callers fail on it), whole directories
 #       missing from the storage to KILL_LOSTDIR (a failure; the data is
 #       copied to $T/keep.K, named by KILL_KEPT).  Before the writer starts,
 #       host p must see the new w$K in the storage.
@@ -123,10 +123,10 @@ kill_iteration() {
 	KILL_FILES=$(grep -c '^f ' "$T/kill-a.$k")
 	if ! diff "$T/kill-a.$k" "$T/kill-v.$k" >"$T/kill-diff.$k"; then
 		KILL_WHY="host a and a fresh cache differ after the kill at $KILL_MS ms: $(head -c 600 "$T/kill-diff.$k")"
-		# Known bug (tests/RELIABILITY.md, open findings): a kill between the
+		# Finding 5 (tests/RELIABILITY.md, fixed): a kill between the
 		# storage's rename and the local one leaves the old local name, with no
 		# journal index entry, beside the new name fetched from the storage.
-		# Counted in KILL_STALE unless REL_RUN_BUGS is set.
+		# Counted in KILL_STALE (callers fail on it) unless REL_RUN_BUGS is set.
 		[ -z "${REL_RUN_BUGS:-}" ] || return 1
 		# The whole directory w$K gone from the storage after the writer ran
 		# (finding 10) is a failure, never a known bug: keep the data.
