@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -568,6 +569,16 @@ int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
 	return r;
 }
 
+/* Whether DIR (the HOME or XDG_CONFIG_HOME a default file was looked for
+ * under) belongs to this process's effective user. */
+static int own_config_home(const char *dir)
+{
+	struct stat st;
+
+	return pohm_sys_fstatat(AT_FDCWD, dir, &st, 0) == 0 &&
+	       st.st_uid == (uid_t)syscall(SYS_geteuid);
+}
+
 int pohm_config_load_file(struct pohm_config *c, const char *path, char *err, size_t errlen)
 {
 	char *text = NULL;
@@ -711,6 +722,14 @@ int pohm_config_load(struct pohm_config *c, char *const *envp, char *err, size_t
 			xdg[0] = 0;
 		if (xdg[0]) {
 			r = pohm_config_load_file(c, xdg, err, errlen);
+			if (r == -EACCES && !own_config_home(path)) {
+				/* Another user's HOME (a program after setuid, or setpriv
+				 * keeping HOME): their file is not this user's configuration. */
+				pohm_info("%s: not readable by uid %ld and not in its own "
+					 "directory: ignored", xdg, (long)syscall(SYS_geteuid));
+				err[0] = 0;
+				r = 0;
+			}
 			if (r && r != -ENOENT)
 				return r == -ENOMEM ? r : -EINVAL;
 		}

@@ -16,6 +16,10 @@ setup() {
 	export POHMELFS_SERVERS=127.0.0.1:1 POHMELFS_GROUPS=1:2:3 POHMELFS_READ_WAIT_TIMEOUT=0.2
 }
 
+teardown() {
+	[ -z "${U:-}" ] || rm -rf "$U"
+}
+
 # one_line_error CMD...: CMD fails with status 2 and prints exactly one line.
 one_line_error() {
 	run "$@"
@@ -143,4 +147,28 @@ one_line_error() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ ${lines[0]} == "prefix"*"/home/alice/pohmelfs" ]]
+}
+
+@test "another user's unreadable default config file is not this user's configuration; one's own still errors" {
+	[ "$(id -u)" = 0 ] || skip "needs root to switch users"
+	unpriv_paths
+	U=$(mktemp -d /tmp/ux-config-u.XXXXXX)
+	chmod 755 "$U"
+	mkdir -p "$U/root/.config" "$U/own/.config"
+	chmod 700 "$U/root"
+	printf 'groups = 1:2:3\n' >"$U/root/.config/pohmelfs.conf"
+	printf 'groups = 1:2:3\n' >"$U/own/.config/pohmelfs.conf"
+	chmod 000 "$U/own/.config/pohmelfs.conf"
+	chown -R 65534:65534 "$U/own"
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env -u POHMELFS_CONFIG -u XDG_CONFIG_HOME "$@"; }
+	# HOME kept from the user who started the program (root's, mode 0700).
+	run as_nobody HOME="$U/root" "$UB/pohmelfs" status
+	echo "root's HOME: status $status, output: $output"
+	[[ $output != *"configuration file"* ]]
+	[ "$status" -ne 2 ]
+	# The user's own file that it cannot read is still an error.
+	run as_nobody HOME="$U/own" "$UB/pohmelfs" status
+	echo "own HOME: status $status, output: $output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"$U/own/.config/pohmelfs.conf: cannot open the configuration file: Permission denied"* ]]
 }
