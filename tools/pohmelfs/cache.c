@@ -606,7 +606,7 @@ int cmd_sync(struct cli *cli)
 		if (unchanged)
 			printf(", %llu unchanged", (unsigned long long)unchanged);
 		if (conflicts)
-			printf(", %llu kept as conflict %s (changed on another host too)",
+			printf(", %llu kept as conflict %s, not pushed (changed on another host too, or possibly torn by an unclean shutdown)",
 			       (unsigned long long)conflicts, plural(conflicts, "copy", "copies"));
 		if (failed.total)
 			printf(", %llu FAILED", (unsigned long long)failed.total);
