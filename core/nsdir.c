@@ -6,8 +6,11 @@
  * CAS'd to SPLITTING (sealed for changes), its two children at depth+1 are
  * created (create-if-absent, so any number of helpers may race), then it is
  * CAS'd to SPLIT and emptied.  A reader at depth d that finds the key
- * missing goes one level up; one that finds SPLIT goes one level down; a
- * per-handle hint remembers the depth, so a lookup is one read.  Children
+ * missing goes one level up; one that finds SPLIT goes one level down, and
+ * so does one that finds SPLITTING once the name's child exists (writers may
+ * already be changing the child; the sealed entries are current only while
+ * it is absent); a per-handle hint remembers the depth, so a lookup is one
+ * read.  Children
  * always exist before their parent says SPLIT, so the walk cannot oscillate.
  *
  * rmdir seals empty buckets (SEALED, with the rmdir's txid and entry); a
@@ -100,6 +103,19 @@ static void hint_set(struct pohm_ns *ns, uint64_t dir, unsigned depth)
 	pthread_mutex_unlock(&ns->hint_lock);
 }
 
+/* Does bucket (dir, depth, index) exist? 1, 0, -errno. */
+static int child_present(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index)
+{
+	struct pohm_kv_val v = { 0 };
+	char key[POHM_KEY_MAX];
+	int r;
+
+	pohm_key_bucket(key, dir, depth, index);
+	r = ns->kv.ops->get(ns->kv.ctx, key, &v);
+	pohm_kv_val_free(&v);
+	return r == -ENOENT ? 0 : (r ? r : 1);
+}
+
 int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 		     struct ns_bucket_ref *ref)
 {
@@ -123,6 +139,25 @@ int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 			pohm_bucket_clear(&ref->bk);
 			depth++;
 			continue;
+		}
+		if (ref->bk.state == POHM_BUCKET_SPLITTING && depth < 40) {
+			/*
+			 * Once name's child exists it, not this sealed snapshot,
+			 * holds name: writers that reach the child (by the hint,
+			 * or after helping the split) change it while this bucket
+			 * still says SPLITTING.  A child still absent means the
+			 * snapshot is current for name.
+			 */
+			r = child_present(ns, dir, depth + 1, index_at(h, depth + 1));
+			if (r < 0) {
+				pohm_bucket_clear(&ref->bk);
+				return r;
+			}
+			if (r) {
+				pohm_bucket_clear(&ref->bk);
+				depth++;
+				continue;
+			}
 		}
 		hint_set(ns, dir, depth);
 		return 0;
@@ -502,6 +537,36 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 
 /* ---------------------------------------------------------------- walk */
 
+/*
+ * A SPLITTING bucket met by a walk: *have gets bit c set for each child
+ * (c = hash bit d) that exists, and the entries of those halves are dropped
+ * from ref, which then holds only the halves its snapshot is current for
+ * (as in ns_bucket_locate).  Such a ref is for reading: fn must not store a
+ * SPLITTING bucket (seal_fn refuses one with -ENOTEMPTY).
+ */
+static int splitting_children(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref,
+			      unsigned *have)
+{
+	unsigned d = ref->bk.depth, c;
+	uint32_t i;
+	int r;
+
+	*have = 0;
+	for (c = 0; c < 2; c++) {
+		r = child_present(ns, dir, d + 1, ref->bk.index | (c ? 1u << d : 0));
+		if (r < 0)
+			return r;
+		if (r)
+			*have |= 1u << c;
+	}
+	for (i = ref->bk.n; i > 0 && *have; i--) {
+		c = (unsigned)((pohm_name_hash(ref->bk.e[i - 1].name) >> d) & 1);
+		if (*have & (1u << c))
+			pohm_bucket_remove(&ref->bk, i - 1);
+	}
+	return 0;
+}
+
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg)
 {
@@ -516,7 +581,7 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 	stack[top].depth = 0;
 	stack[top++].index = 0;
 	while (top && !r) {
-		unsigned d;
+		unsigned d, have = 0;
 		uint32_t idx;
 
 		top--;
@@ -532,6 +597,15 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 			break;
 		}
 		if (ref.bk.state == POHM_BUCKET_SPLIT && d < 40) {
+			have = 3;
+		} else if (ref.bk.state == POHM_BUCKET_SPLITTING && d < 40) {
+			r = splitting_children(ns, dir, &ref, &have);
+			if (r) {
+				ns_bucket_release(&ref);
+				break;
+			}
+		}
+		if (have) {
 			if (top + 2 > cap) {
 				void *n = realloc(stack, cap * 2 * sizeof(*stack));
 
@@ -543,13 +617,17 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 				stack = n;
 				cap *= 2;
 			}
-			stack[top].depth = (uint8_t)(d + 1);
-			stack[top++].index = idx | (1u << d);
-			stack[top].depth = (uint8_t)(d + 1);
-			stack[top++].index = idx;
-		} else {
-			r = fn(ns, &ref, arg);
+			if (have & 2) {
+				stack[top].depth = (uint8_t)(d + 1);
+				stack[top++].index = idx | (1u << d);
+			}
+			if (have & 1) {
+				stack[top].depth = (uint8_t)(d + 1);
+				stack[top++].index = idx;
+			}
 		}
+		if (have != 3)
+			r = fn(ns, &ref, arg);	/* a leaf, or a SPLITTING one's halves without a child */
 		ns_bucket_release(&ref);
 	}
 	free(stack);
