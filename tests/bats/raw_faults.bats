@@ -164,10 +164,11 @@ print(str(v).lower() if isinstance(v, bool) else v)' "$2" "$3"
 	[ "${#owned[@]}" -lt 16 ]
 	cluster_kill 1-1
 	for i in "${owned[@]}"; do
-		# the committed copies of groups 2 and 3 answer; group 1 (now its live node) has none
+		# the committed copies of groups 2 and 3 answer; group 1 (now its live
+		# node) has none.  (Whether the get's message names group 1 depends on
+		# whether its answer came before the quorum of 2 and 3: not asserted;
+		# a fresh-clone CI run under load failed on it.)
 		[ "$(p get "k$i" 2>/dev/null)" = "v$i" ]
-		run p get "k$i"
-		[[ $output == *"group 1 has no copy"* ]]
 		# a new write commits on all three groups: group 1's share of the ring is the live node's
 		run bash -c "echo new$i | \"\$POHMELFS_BIN\" put k$i"
 		[ "$status" -eq 0 ]
