@@ -772,6 +772,19 @@ TEST(fork_child_reconnects)
 	fn_stop(&fn);
 }
 
+/* The ping is BACKEND_STATUS with 12 bytes of 0xff ("change nothing", §6), never STATUS. */
+static void expect_ff_ping(struct fake_node *fn)
+{
+	uint8_t got[64], want[POHM_NODE_STATUS_SIZE];
+	size_t n = fn_ping_payload(fn, got, sizeof(got));
+
+	memset(want, 0xff, sizeof(want));
+	EXPECT_EQ_U64(n, POHM_NODE_STATUS_SIZE);
+	EXPECT_EQ_INT(POHM_NODE_STATUS_SIZE, 12);
+	EXPECT_MEM(got, want, sizeof(want));
+	EXPECT_EQ_INT(fn_seen(fn, POHM_CMD_STATUS), 0);
+}
+
 TEST(idle_connection_pinged_before_use)
 {
 	struct fake_node fn;
@@ -792,6 +805,13 @@ TEST(idle_connection_pinged_before_use)
 	pohm_req_release(&r);
 	EXPECT_EQ_INT(fn_count(&fn, POHM_CMD_BACKEND_STATUS), 1);
 	EXPECT_EQ_INT(fn_count(&fn, 13 /* STATUS: never */), 0);
+	/* The idle connection's ping, before the lookup: the no-change payload. */
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 1);
+	expect_ff_ping(&fn);
+	/* pohmelfs status pings the same way. */
+	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
+	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 2);
+	expect_ff_ping(&fn);
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
 	fn_stop(&fn);
@@ -898,48 +918,6 @@ TEST(every_request_but_the_handshake_carries_need_ack)
 		EXPECT_EQ_U64(fn_flags_any(&fn, c) & NEVER_ON_REQUESTS, 0);
 	EXPECT_EQ_INT(fn.nonzero_status, 0);
 	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_STATUS), 0);
-	pohm_net_close(net);
-	pohm_config_free(&cfg);
-	fn_stop(&fn);
-}
-
-/* The ping is BACKEND_STATUS with 12 bytes of 0xff ("change nothing", §6), never STATUS. */
-static void expect_ff_ping(struct fake_node *fn)
-{
-	uint8_t got[64], want[POHM_NODE_STATUS_SIZE];
-	size_t n = fn_ping_payload(fn, got, sizeof(got));
-
-	memset(want, 0xff, sizeof(want));
-	EXPECT_EQ_U64(n, POHM_NODE_STATUS_SIZE);
-	EXPECT_EQ_INT(POHM_NODE_STATUS_SIZE, 12);
-	EXPECT_MEM(got, want, sizeof(want));
-	EXPECT_EQ_INT(fn_seen(fn, POHM_CMD_STATUS), 0);
-}
-
-TEST(idle_ping_is_backend_status_with_the_no_change_payload)
-{
-	struct fake_node fn;
-	struct pohm_config cfg;
-	struct pohm_net *net;
-	struct pohm_req r, *p = &r;
-
-	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
-	cfg_for(&cfg, &fn.port, 1, "1");
-	pohm_config_set(&cfg, "keepalive_interval", "0.05", POHM_CFG_CALLER, NULL, 0);
-	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
-	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
-	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 0);
-	usleep(80000);
-	lookup_req(&r, 0, 1, "a");
-	pohm_net_run(net, &p, 1, after(2000 * MS), NULL, NULL);
-	pohm_req_release(&r);
-	/* The idle connection's ping, before the lookup. */
-	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 1);
-	expect_ff_ping(&fn);
-	/* pohmelfs status pings the same way. */
-	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
-	EXPECT_EQ_INT(fn_seen(&fn, POHM_CMD_BACKEND_STATUS), 2);
-	expect_ff_ping(&fn);
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
 	fn_stop(&fn);
