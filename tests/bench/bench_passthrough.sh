@@ -58,6 +58,32 @@ pairs() {
 pairs "passthrough open+fstat+stat+close (abs)" "$ops" "$tmp/file" "$ROUNDS"
 pairs "passthrough open+fstat+stat+close (rel)" "$ops" "$tmp/file" "$ROUNDS" rel
 
+# The same calls measured inside one process (helpers/bench_inproc):
+# alternating blocks through libc's own functions and through the global
+# scope (the shim's wrappers), so the machine's drift hits both sides of
+# every pair alike.  The control row runs without the shim (both sides are
+# libc): its distance from 1 is the method's own error.  "far": a prefix
+# whose first component differs from the file's (the common case); the
+# other rows use the sibling prefix above (a long common start).
+inproc=$BIN/tests/helpers/bench_inproc
+IPAIRS=${IPAIRS:-2001}
+[ "${BENCH_QUICK:-}" = 1 ] && IPAIRS=101
+inrow() {
+	local name=$1 r
+	shift
+	r=$("$@") || { printf '%-44s | %-10s | %s\n' "$name" FAIL "bench_inproc failed"; return; }
+	set -- $r
+	printf '%-44s | %-10s | %s\n' "$name" "$1" \
+		"median of $IPAIRS in-process block pairs, 95 % CI [$2, $3]; $4 ns/round libc, $5 shim"
+}
+if [ -x "$inproc" ]; then
+	inrow "in-process control, no shim (abs)" "$inproc" "$tmp/file" "$IPAIRS"
+	inrow "in-process passthrough (abs, far prefix)" env LD_PRELOAD="$lib" \
+		POHMELFS_PREFIX=/nonexistent-pohm-bench/prefix "$inproc" "$tmp/file" "$IPAIRS"
+	inrow "in-process passthrough (abs, sibling prefix)" env LD_PRELOAD="$lib" "$inproc" "$tmp/file" "$IPAIRS"
+	inrow "in-process passthrough (rel, sibling prefix)" env LD_PRELOAD="$lib" "$inproc" "$tmp/file" "$IPAIRS" 400 rel
+fi
+
 # Start-up: STARTS executions of /bin/true by posix_spawn (helpers/spawn_loop),
 # CPU ns per start; the spawning process runs without the shim on both sides.
 spawner=$BIN/tests/helpers/spawn_loop
