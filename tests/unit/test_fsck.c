@@ -14,6 +14,8 @@
 #include "fsck.h"
 #include "kv.h"
 #include "ns.h"
+#include "nsobj.h"
+#include "sys.h"
 
 static struct pohm_kv kv;
 
@@ -430,6 +432,216 @@ TEST(lost_chunk_is_data_loss)
 	EXPECT_EQ_INT(s.n[POHM_FSCK_LOST], 2);
 	/* Repair cannot bring it back, and says so. */
 	EXPECT_EQ_INT(run(ns, 1, &s, 0) & POHM_FSCK_DATALOSS, POHM_FSCK_DATALOSS);
+	pohm_ns_close(ns);
+}
+
+/* ---- a directory caught mid-split (core/nsdir.c split_finish) ---- */
+
+static void put_bucket(const struct pohm_bucket *bk, const uint8_t *expect)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, bk->hdr.key, b.p, b.len, expect), 0);
+	pohm_buf_free(&b);
+}
+
+/* Which half of a depth-0 bucket name goes to at depth 1. */
+static unsigned half_of(const char *name)
+{
+	return (unsigned)(pohm_name_hash(name) & 1);
+}
+
+/*
+ * A splitter killed after making the children in halves (bit c: child c)
+ * of dir's root bucket from its entries, and before saying SPLIT: the root
+ * stays SPLITTING with its sealed entries, stamped now (young) or never.
+ */
+static void split_stopped(uint64_t dir, unsigned halves, int young)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_bucket parent, child;
+	char key[POHM_KEY_MAX];
+	unsigned c;
+	uint32_t i;
+
+	pohm_key_bucket(key, dir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	for (c = 0; c < 2; c++) {
+		if (!(halves & (1u << c)))
+			continue;
+		EXPECT_EQ_INT(pohm_bucket_decode(&child, v.data, v.len), 0);
+		child.depth = 1;
+		child.index = c;
+		pohm_key_bucket(child.hdr.key, dir, 1, c);
+		for (i = child.n; i > 0; i--)
+			if (half_of(child.e[i - 1].name) != c)
+				pohm_bucket_remove(&child, i - 1);
+		put_bucket(&child, POHM_KV_ABSENT);
+		pohm_bucket_clear(&child);
+	}
+	EXPECT_EQ_INT(pohm_bucket_decode(&parent, v.data, v.len), 0);
+	parent.state = POHM_BUCKET_SPLITTING;
+	parent.txid = 1;
+	parent.stamp = young ? pohm_sys_real_ns() : 0;
+	put_bucket(&parent, NULL);
+	pohm_bucket_clear(&parent);
+	pohm_kv_val_free(&v);
+}
+
+static int count_fn(void *arg, const char *name, uint64_t ino, uint8_t type)
+{
+	(void)name;
+	(void)ino;
+	(void)type;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int entries_of(struct pohm_ns *ns, uint64_t dir)
+{
+	int n = 0;
+
+	return pohm_ns_readdir(ns, dir, count_fn, &n) ? -1 : n;
+}
+
+static int issues(const struct seen *s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < POHM_FSCK_NCLASSES; i++)
+		n += s->n[i];
+	return n;
+}
+
+/*
+ * A split stopped after its children were made, then changed through them
+ * as a writer with a fresh handle (or a deeper depth hint) does: "x" (with
+ * data) and "y" (empty) exist only in a child, "n0" was unlinked there and
+ * still stands in the parent's sealed entries.  fsck counts each half in
+ * its child: no orphan, no dangling name, no link count to fix; only the
+ * unfinished split once it is stale, and repair finishes it without
+ * touching the child's names.  Before fsck applied the rule, x and y were
+ * orphans (x moved to /lost+found while still named, y removed under its
+ * name) and n0's stale entry a dangling one.
+ */
+TEST(fsck_mid_split_reads_the_children)
+{
+	struct seen s;
+	struct pohm_ns *ns = fresh(), *other;
+	struct pohm_inode in;
+	char name[8], data[32] = { 0 };
+	uint64_t big, x, y;
+	int i;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "big", 0755, 0, 0, NULL), 0);
+	big = ino_of(ns, POHM_ROOT_INO, "big");
+	/* n0 empty: its unlink leaves a tombstone only, no chunk to collect. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, big, "n0", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
+	for (i = 1; i < 6; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT(file_with(ns, big, name, name) != 0);
+	}
+	split_stopped(big, 3, 1);
+	other = open_ns(10000);		/* no hint: meets the SPLITTING root bucket */
+	x = file_with(other, big, "x", "in a child only");
+	EXPECT(x != 0);
+	EXPECT_EQ_INT(pohm_ns_create(other, big, "y", 0644, 0, 0, 0, POHM_CREATE_EXCL, &in), 0);
+	y = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_unlink(other, big, "n0"), 0);
+	EXPECT_EQ_INT(entries_of(other, big), 7);
+	/* Young split, a reader's intent timeout: nothing to report. */
+	EXPECT_EQ_INT(run(other, 0, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(issues(&s), 0);
+	/* Stale (past the 1 ms timeout): the split only. */
+	usleep(3000);
+	EXPECT_EQ_INT(run(ns, 0, &s, 1), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_INTENT], 1);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 0);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_DANGLING], 0);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_NLINK], 0);
+	/* Repair (garbage age 1 ns: an empty orphan would be removed at once). */
+	EXPECT_EQ_INT(run(ns, 1, &s, 1), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_INTENT], 1);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 0);
+	EXPECT_EQ_INT(s.left, 0);
+	EXPECT_EQ_U64(ino_of(ns, big, "x"), x);
+	EXPECT_EQ_U64(ino_of(ns, big, "y"), y);
+	EXPECT_EQ_U64(ino_of(ns, big, "n0"), 0);
+	EXPECT_EQ_U64(ino_of(ns, POHM_ROOT_INO, "lost+found"), 0);
+	EXPECT_EQ_INT(nlink_of(ns, x), 1);
+	EXPECT_EQ_INT(nlink_of(ns, y), 1);
+	EXPECT_EQ_INT(entries_of(ns, big), 7);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, x, &in), 0);
+	EXPECT_EQ_INT(pohm_ns_read(ns, &in, 0, data, sizeof(data)), 15);
+	EXPECT_EQ_STR(data, "in a child only");
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(run(ns, 0, &s, 1), POHM_FSCK_OK);
+	pohm_ns_close(other);
+	pohm_ns_close(ns);
+}
+
+/*
+ * A split stopped between its two children: half 0 has its child, half 1
+ * only the parent's entries.  Names whose inode is gone are reported in
+ * both places a reader finds them (the child for half 0, the parent for
+ * half 1), once each, and removed by repair.
+ */
+TEST(fsck_mid_split_still_reports_damage)
+{
+	struct seen s;
+	struct pohm_ns *ns = fresh(), *other;
+	char name[3][8][8], key[POHM_KEY_MAX];
+	uint64_t big, ino;
+	int n[2] = { 0, 0 }, i;
+	unsigned h;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "big", 0755, 0, 0, NULL), 0);
+	big = ino_of(ns, POHM_ROOT_INO, "big");
+	/* Two names of each half. */
+	for (i = 0; i < 64 && (n[0] < 2 || n[1] < 2); i++) {
+		char nm[8];
+
+		snprintf(nm, sizeof(nm), "m%d", i);
+		h = half_of(nm);
+		if (n[h] >= 2)
+			continue;
+		snprintf(name[h][n[h]++], sizeof(name[0][0]), "%s", nm);
+		EXPECT(file_with(ns, big, nm, nm) != 0);
+	}
+	EXPECT(n[0] == 2 && n[1] == 2);
+	/* A half-0 name made after the split stopped lives in child 0 only. */
+	for (; i < 128; i++) {
+		snprintf(name[2][0], sizeof(name[2][0]), "m%d", i);
+		if (!half_of(name[2][0]))
+			break;
+	}
+	split_stopped(big, 1, 1);
+	other = open_ns(10000);
+	EXPECT(file_with(other, big, name[2][0], "late") != 0);
+	/* The inodes of one name per half, and of the late one, vanish. */
+	for (h = 0; h < 3; h++) {
+		ino = ino_of(other, big, name[h][0]);
+		EXPECT(ino != 0);
+		pohm_key_inode(key, ino);
+		EXPECT_EQ_INT(kv.ops->del(kv.ctx, key), 0);
+	}
+	EXPECT_EQ_INT(run(other, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_DANGLING], 3);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN] + s.n[POHM_FSCK_NLINK], 0);
+	usleep(3000);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_DANGLING], 3);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_INTENT], 1);
+	EXPECT_EQ_INT(s.left, 0);
+	for (h = 0; h < 3; h++)
+		EXPECT_EQ_U64(ino_of(ns, big, name[h][0]), 0);
+	EXPECT(ino_of(ns, big, name[0][1]) != 0);
+	EXPECT(ino_of(ns, big, name[1][1]) != 0);
+	EXPECT_EQ_INT(entries_of(ns, big), 2);
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+	pohm_ns_close(other);
 	pohm_ns_close(ns);
 }
 
