@@ -647,6 +647,35 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 }
 
 /*
+ * Local directories (st_dev, st_ino mixed into one nonzero key) already
+ * reported as unknown to this cache's journal, so each is reported once per
+ * process.  Process-wide and lock-free (a slot goes 0 -> key once, by CAS):
+ * safe across fork.  A full table reports nothing more; a key collision
+ * silences one report: "at most once" holds either way.
+ */
+#define FOREIGN_DIRS 256
+static uint64_t foreign_dir[FOREIGN_DIRS];
+
+/* 1 the first time this process meets local directory st here, else 0. */
+static int foreign_dir_first(const struct stat *st)
+{
+	uint64_t k = ((uint64_t)st->st_ino * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)st->st_dev;
+	unsigned i, s;
+
+	k = k ? k : 1;
+	for (i = 0, s = (unsigned)(k >> 56); i < FOREIGN_DIRS; i++, s = (s + 1) % FOREIGN_DIRS) {
+		uint64_t cur = __atomic_load_n(&foreign_dir[s], __ATOMIC_RELAXED);
+
+		if (!cur && __atomic_compare_exchange_n(&foreign_dir[s], &cur, k, 0,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 1;
+		if (cur == k)
+			return 0;
+	}
+	return 0;
+}
+
+/*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.
  */
@@ -738,6 +767,21 @@ checked:
 		goto out;
 	}
 	if (have_local) {
+		if (!have_rec && S_ISDIR(lst.st_mode) && S_ISDIR(in->mode)) {
+			/*
+			 * A directory this journal never recorded: another user's
+			 * cache made it (per-user caches share the prefix's tree,
+			 * mount_user.c), or a program without the shim.  It serves
+			 * as the stored one, as far as its permissions let this
+			 * user.  Not recorded: this cache's reconcile would take the
+			 * other cache's files in it for new ones (cachescan.c).
+			 */
+			if (foreign_dir_first(&lst))
+				pohm_warn("%s: a local directory this cache did not make (another "
+					  "user's cache, or a program without the shim): used as the "
+					  "stored directory, not recorded here", rel);
+			goto out;
+		}
 		/* The name means another inode now.  Replace a clean local copy. */
 		if (!have_rec || cache_local_changed(c, &rec, dfd, name, &lst)) {
 			pohm_warn("%s: changed here and replaced elsewhere; keeping the local copy "

@@ -57,22 +57,25 @@
  * The common case, a file that exists, costs one openat.
  */
 /*
- * A cache belongs to one user (DESIGN §2): a process that switched to
- * another user (setuid, seteuid) after start cannot use its cache_dir.
- * Say so once instead of leaving a bare EACCES.
+ * A cache belongs to one user (DESIGN §2).  A process that switches its
+ * effective uid (setuid, seteuid) gets that user's own cache (mount_user.c),
+ * but files are opened with the fsuid: one changed alone (setfsuid), or
+ * root without CAP_DAC_OVERRIDE in another user's cache_dir, is refused
+ * here.  Say so once instead of leaving a bare EACCES.
  */
 static void journal_denied(int dirfd)
 {
 	static int said;	/* once per process; atomic */
 	struct stat st;
-	long euid = syscall(SYS_geteuid);
+	long fsuid = syscall(SYS_setfsuid, -1);	/* -1: changes nothing, returns it */
 
-	if (pohm_sys_fstat(dirfd, &st) || (long)st.st_uid == euid ||
+	if (pohm_sys_fstat(dirfd, &st) || (long)st.st_uid == fsuid ||
 	    __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 		return;
-	pohm_err("the cache_dir belongs to uid %u but this process now runs as uid %ld "
-		 "(setuid or seteuid after start): a cache belongs to one user, calls under "
-		 "the prefix fail with EACCES", (unsigned)st.st_uid, euid);
+	pohm_err("the cache_dir belongs to uid %u but files are opened as uid %ld (the "
+		 "fsuid: setfsuid, or root without CAP_DAC_OVERRIDE; effective uid %ld): only "
+		 "its owner can use a cache, calls under the prefix fail with EACCES",
+		 (unsigned)st.st_uid, fsuid, (long)syscall(SYS_geteuid));
 }
 
 int pohm_journal_open_own(int dirfd, const char *name, int flags)

@@ -5,16 +5,20 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache.h"
 #include "harness.h"
 #include "kv.h"
+#include "log.h"
 
 static struct pohm_kv kv;
 static char root[128];
 
-static struct pohm_cache *host(const char *name)
+/* The cache of host name's prefix kept in cache_dir state (a per-user one
+ * is another state on the same prefix), with host id id. */
+static struct pohm_cache *cache_in(const char *name, const char *state, const char *id)
 {
 	struct pohm_cache_opts o = { 0 };
 	struct pohm_cache *c = NULL;
@@ -22,17 +26,22 @@ static struct pohm_cache *host(const char *name)
 	int r;
 
 	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", root, name);
-	snprintf(cdir, sizeof(cdir), "%s/%s/state", root, name);
+	snprintf(cdir, sizeof(cdir), "%s/%s/%s", root, name, state);
 	o.prefix = prefix;
 	o.cache_dir = cdir;
 	o.fsid = "t";
-	o.host_id = name;
+	o.host_id = id;
 	o.kv = &kv;
 	o.chunk_shift = 12;
 	r = pohm_cache_open(&c, &o, err, sizeof(err));
 	if (r)
 		printf("# open %s: %d %s\n", name, r, err);
 	return c;
+}
+
+static struct pohm_cache *host(const char *name)
+{
+	return cache_in(name, "state", name);
 }
 
 static void setup(void)
@@ -375,6 +384,112 @@ TEST(prefix_bound_to_one_fsid)
 	EXPECT(strstr(err, "bound to fsid") != NULL);
 	o.prefix = "relative/path";
 	EXPECT_EQ_INT(pohm_cache_open(&c, &o, err, sizeof(err)), -EINVAL);
+	pohm_cache_close(a);
+}
+
+/* Lines of file p that contain text. */
+static int lines_with(const char *p, const char *text)
+{
+	char line[1024];
+	FILE *f = fopen(p, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, text) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Per-user caches (core/mount_user.c) share the prefix's local tree: a
+ * directory the first user's cache made is unknown to the second's
+ * journal.  The second user works in it (walks, listing, a new file that
+ * reaches the first), hears about it once per process, not on every walk
+ * (before: a warning per walk), and its reconcile leaves the first user's
+ * file in it alone (a recorded directory would be scanned, and the other
+ * cache's file taken for one made without the shim: a conflict copy, and
+ * the local file unlinked).
+ */
+TEST(directory_of_another_users_cache)
+{
+	struct pohm_cache *a, *u;
+	char logp[256], buf[64], conflicts[600];
+	struct stat st;
+	int fd, i;
+
+	setup();
+	a = cache_in("a", "state", "a");
+	u = cache_in("a", "state-u", "a.u");
+	EXPECT(a && u);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "w", 0777), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "w/f", "first user's"), 0);
+	snprintf(logp, sizeof(logp), "%s/u.log", root);
+	fd = open(logp, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	pohm_log_setup(POHM_LOG_WARN, fd);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ_INT(pohm_cache_materialize(u, "w/g", POHM_MAT_PARENT), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "w", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(write_file(u, "a", "w/g", "second user's"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "w/g", POHM_MAT_PARENT), 0);
+	pohm_log_setup(POHM_LOG_ERROR, -1);
+	close(fd);
+	EXPECT_EQ_INT(lines_with(logp, ": w: "), 1);
+	EXPECT_EQ_INT(lines_with(logp, "w: a local directory this cache did not make"), 1);
+	/* The second user's file reached the storage (and the first user). */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "w/g", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("a", "w/g"), buf, sizeof(buf)), 13);
+	/* Names older than reconcile's settling time (cachescan.c SETTLE_NS, 5 s). */
+	usleep(5300 * 1000);
+	EXPECT(pohm_cache_reconcile(u) >= 0);
+	EXPECT_EQ_INT(read_file(path("a", "w/f"), buf, sizeof(buf)), 12);
+	EXPECT_EQ_STR(buf, "first user's");
+	snprintf(conflicts, sizeof(conflicts), "%s/.pohmelfs-conflicts", path("a", ""));
+	EXPECT(stat(conflicts, &st) != 0);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 0);	/* a's file is still a's, clean */
+	pohm_cache_close(u);
+	pohm_cache_close(a);
+}
+
+/*
+ * Root whose thread changes only its fsuid (setfsuid; the kernel drops the
+ * file capabilities with it) cannot open its own 0700 cache_dir: the calls
+ * fail with EACCES and the log says why once, naming the fsuid (before: the
+ * effective uid still owned the cache_dir, and nothing was said).
+ */
+TEST(fsuid_change_is_named)
+{
+	struct pohm_cache *a;
+	char logp[256];
+	struct stat st;
+	int fd, r1, r2;
+
+	if (geteuid() != 0)
+		SKIP("needs root (setfsuid to another user)");
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0777), 0);	/* 65534 may create in d */
+	snprintf(logp, sizeof(logp), "%s/fsuid.log", root);
+	fd = open(logp, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	pohm_log_setup(POHM_LOG_ERROR, fd);
+	syscall(SYS_setfsuid, 65534);	/* this thread only */
+	r1 = pohm_cache_create(a, "d/f", 0644, 0);
+	r2 = pohm_cache_create(a, "d/g", 0644, 0);
+	syscall(SYS_setfsuid, 0);
+	pohm_log_setup(POHM_LOG_ERROR, -1);
+	close(fd);
+	EXPECT_EQ_INT(r1, -EACCES);
+	EXPECT_EQ_INT(r2, -EACCES);
+	EXPECT_EQ_INT(lines_with(logp, "belongs to uid 0 but files are opened as uid 65534"), 1);
+	EXPECT_EQ_INT(lines_with(logp, "error:"), 1);
+	/* Nothing stored by the refused creates: a listing brings no d/f. */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d", POHM_MAT_LIST), 0);
+	EXPECT(stat(path("a", "d/f"), &st) != 0 && errno == ENOENT);
+	EXPECT_EQ_INT(pohm_cache_create(a, "d/f", 0644, 0) >= 0, 1);	/* as root again */
 	pohm_cache_close(a);
 }
 

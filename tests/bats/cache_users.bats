@@ -1,0 +1,76 @@
+#!/usr/bin/env bats
+# cache_users.bats — per-user caches (core/mount_user.c) share the prefix's
+# local tree: a directory the first user's cache made is unknown to the
+# second user's journal.  The second user works in it as its permissions
+# allow, hears about it once per process (not on every walk), and nothing
+# of the first user's is touched.  Runs as root, then as uid 65534 through
+# setpriv (CI runs as root).
+
+setup() {
+	load lib/common
+	load lib/cluster
+	preload_ok || skip "LD_PRELOAD does not work here"
+	[ "$(id -u)" = 0 ] || skip "needs root to run as another user"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	export POHMELFS_FSID=users-$RANDOM POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	# bats's own directory is mode 700: the prefixes live where 65534 reaches.
+	U=$(mktemp -d /tmp/cr-users-XXXXXX)
+	chmod 755 "$U"
+	mkdir -m 1777 "$U/tmp"
+	: >"$U/empty.conf"	# /root/.config is not readable for 65534
+	chmod 644 "$U/empty.conf"
+	export POHMELFS_CONFIG=$U/empty.conf
+}
+
+teardown() {
+	local p
+	for p in $(pgrep -x pohmelfsd); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^POHMELFS_PREFIX=$U/" &&
+			kill "$p" 2>/dev/null
+	done
+	cluster_stop
+	[ -z "${U:-}" ] || rm -rf "$U"
+}
+
+# as_root HOST CMD...: CMD under the shim as root on host HOST (prefix $U/HOST).
+as_root() {
+	local h=$1
+	shift
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$U/$h POHMELFS_CACHE_DIR=$U/$h-state \
+		POHMELFS_HOST_ID=$h timeout -k 5 120 "$@"
+}
+
+# as_user CMD...: CMD under the shim as uid 65534 on host a, root's cache_dir
+# configured (so it gets a cache of its own under $U/tmp), warnings logged.
+# LD_PRELOAD reaches CMD only, not setpriv.
+as_user() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups env TMPDIR="$U/tmp" \
+		LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$U/a" POHMELFS_CACHE_DIR="$U/a-state" \
+		POHMELFS_HOST_ID=a POHMELFS_LOG_LEVEL=warn timeout -k 5 120 "$@"
+}
+
+@test "a directory another user's cache made: usable by the second user, reported once per process, the first user's files untouched" {
+	unpriv_paths
+	as_root a bash -c "mkdir '$U/a/w' && chmod 777 '$U/a/w' && echo first >'$U/a/w/f'"
+	# In one process (bash builtins only): five walks through w, a read, a
+	# create.  Then a listing (ls: another process, which says it once too).
+	run as_user bash -c 'echo "pid $$"; for i in 1 2 3 4 5; do [ -d "$1/w/." ] || exit 1; done
+		read -r x <"$1/w/f" && echo "read $x" && echo second >"$1/w/g" &&
+		[ -d "$1/w/." ] && ls "$1/w"; echo "ls $?"' _ "$U/a"
+	echo "$output"
+	[ "$status" = 0 ]
+	pid=$(sed -n 's/^pid //p' <<<"$output")
+	[ "$(grep -c "pohmelfs\[$pid\]: warning: w: a local directory this cache did not make" <<<"$output")" = 1 ]
+	[ "$(grep -c 'w: a local directory this cache did not make' <<<"$output")" = 2 ]
+	! grep -q 'w: changed here and replaced elsewhere' <<<"$output"
+	grep -q '^read first$' <<<"$output"
+	grep -q '^ls 0$' <<<"$output"
+	grep -qx g <<<"$output"
+	[ -d "$U/tmp/pohmelfs-65534" ]	# its own cache, as mount_user.c says
+	# The second user's file reached the storage; the first user's is intact
+	# here and there, and the first user's cache_dir got nothing of 65534.
+	[ "$(as_root b cat "$U/b/w/g")" = second ]
+	[ "$(as_root b cat "$U/b/w/f")" = first ]
+	[ "$(cat "$U/a/w/f")" = first ]
+	[ -z "$(find "$U/a-state" -user 65534)" ]
+}
