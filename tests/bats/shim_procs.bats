@@ -163,9 +163,14 @@ switch_user() {
 	# the new image starts as the new user; bash then waits (60 s at most)
 	# for the test to say stop, so nothing is pushed at its exit meanwhile.
 	# XDG_CONFIG_HOME: root's ~/.config is closed to the new user.
+	# Under SAN=address an uninstrumented setpriv cannot take the library
+	# (its libcap-ng opens a file before ASan's runtime is initialised):
+	# sc_procs exec-as does the same switch there.
+	local switch=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	[ -n "${SAN:-}" ] && switch=("$UB/tests/helpers/sc_procs" exec-as 65534)
 	env POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_SYNC_TIMEOUT=1 XDG_CONFIG_HOME="$U" TMPDIR="$U/tmp" \
 		LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" POHMELFS_HOST_ID=a \
-		timeout -k 5 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		timeout -k 5 60 "${switch[@]}" \
 		bash -c "echo one > '$T/a/w/x/f1' || exit 1; until [ -e '$U/stop' ]; do sleep 0.1; done" \
 		>"$U/writer.out" 2>&1 &
 	b_has() { [ "$(shim b cat "$T/b/w/x/f1" 2>/dev/null)" = one ]; }

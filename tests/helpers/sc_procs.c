@@ -23,9 +23,15 @@
  *                       close every fd from 3 up (HOW: close_range or
  *                       closefrom), then write, read back, rename and
  *                       list under DIR
+ *   exec-as UID CMD...  drop supplementary groups, setgid+setuid(UID) and
+ *                       exec CMD (setpriv's job, for sanitizer runs: an
+ *                       uninstrumented setpriv cannot take the
+ *                       instrumented library, its libcap-ng opens a file
+ *                       before the sanitizer's runtime is initialised)
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -280,6 +286,14 @@ static int do_closefrom(const char *dir, const char *how)
 	return 0;
 }
 
+static int do_exec_as(uid_t uid, char **cmd)
+{
+	if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+		return fail("exec-as: switching user");
+	execvp(cmd[0], cmd);
+	return fail(cmd[0]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -299,6 +313,8 @@ int main(int argc, char **argv)
 		return do_fork(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(op, "children"))
 		return do_children(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(op, "exec-as"))
+		return do_exec_as(atoi(argv[2]), argv + 3);
 	if (argc == 4 && !strcmp(op, "closefrom"))
 		return do_closefrom(argv[2], argv[3]);
 	fprintf(stderr, "usage: see the comment at the top of sc_procs.c\n");
