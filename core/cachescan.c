@@ -15,6 +15,16 @@
  * killed between its create and its record leaves, and the local file is
  * taken as its contents.  Runs only in pohmelfsd and `pohmelfs sync`: its own
  * opens and closes would release a host process's POSIX locks.
+ *
+ * Several caches can share one local tree (a cache per user: mount_user.c;
+ * each keeps its own journal), so a name this journal lacks may be another
+ * cache's file, not one made without the shim.  Two rules keep this pass off
+ * them: it looks only at names owned by its cache's user (the owner of the
+ * cache_dir: a cache belongs to one user, journal.c; root's cache too, so
+ * root's cache takes only root's files), and a regular file whose size and
+ * mtime are the stored file's under that name is a copy of it (another
+ * cache fetched or pushed it, then maybe chowned it to its stored owner),
+ * not a conflict.  Both are left alone, silently.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +47,7 @@
 struct scan {
 	struct pohm_cache *c;
 	uint64_t now_ns;
+	uid_t uid;		/* the cache's user: owner of its cache_dir */
 	int adopted;
 	int pending;		/* a name was too young: scan its directory again */
 	int err;
@@ -114,6 +125,15 @@ out:
 
 static int scan_dir(struct scan *s, const char *rel, int depth);
 
+/* Is the local regular file st what a cache holds of the stored file in
+ * (same size and mtime, as a fetch leaves it and a push stores it)? */
+static int stored_copy(const struct pohm_inode *in, const struct stat *st)
+{
+	return S_ISREG(in->mode) && in->size == (uint64_t)st->st_size &&
+	       in->mtime.sec == (int64_t)st->st_mtim.tv_sec &&
+	       in->mtime.nsec == (uint32_t)st->st_mtim.tv_nsec;
+}
+
 /* One entry of a directory being scanned. */
 static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, const char *name)
 {
@@ -129,6 +149,8 @@ static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, c
 		return 0;	/* gone meanwhile */
 	if (!pohm_journal_lookup_local(&s->c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* known */
+	if (st.st_uid != s->uid)
+		return 0;	/* another user's: theirs to adopt (their cache's, maybe) */
 	if ((uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec + SETTLE_NS >
 	    s->now_ns) {
 		s->pending = 1;
@@ -142,9 +164,13 @@ static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, c
 		 * create whose process died before it recorded the local file.
 		 * Nothing to lose by taking it as that file's first contents. */
 		if (!pohm_ns_getattr(s->c->ns, ino, &in)) {
-			if (S_ISREG(in.mode) && !in.size)
+			int same = stored_copy(&in, &st);
+
+			if (S_ISREG(in.mode) && !in.size && !same)
 				exists = 0;
 			pohm_inode_clear(&in);
+			if (same)
+				return 0;	/* another cache's copy of the stored file */
 		}
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -260,10 +286,16 @@ static int collect_dir(void *arg, struct pohm_jrec *r)
 
 int pohm_cache_reconcile(struct pohm_cache *c)
 {
-	struct scan s = { c, pohm_sys_real_ns(), 0, 0, 0 };
+	struct scan s = { c, pohm_sys_real_ns(), 0, 0, 0, 0 };
 	struct dir_list l = { NULL, 0, 0 };
+	struct stat cst;
 	size_t i;
 	int r;
+
+	r = pohm_sys_fstat(c->j.dirfd, &cst);
+	if (r)
+		return r;
+	s.uid = cst.st_uid;
 
 	/* First the renames a kill cut in two: their old local names are not new files. */
 	r = cache_rename_recover(c);

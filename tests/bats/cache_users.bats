@@ -74,3 +74,40 @@ as_user() {
 	[ "$(cat "$U/a/w/f")" = first ]
 	[ -z "$(find "$U/a-state" -user 65534)" ]
 }
+
+# user_sync: `pohmelfs sync` (push and reconcile) of uid 65534's cache on host a.
+user_sync() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups env TMPDIR="$U/tmp" \
+		POHMELFS_PREFIX="$U/a" POHMELFS_CACHE_DIR="$U/a-state" POHMELFS_HOST_ID=a \
+		timeout -k 5 120 "$UB/pohmelfs" sync
+}
+
+@test "each user's reconcile leaves the other user's files in the tree and adopts its own user's" {
+	unpriv_paths
+	as_root a bash -c "mkdir '$U/a/w' && chmod 777 '$U/a/w' && echo first >'$U/a/w/f'"
+	# 65534 writes in root's directory, and makes one of its own (its cache records it).
+	run as_user bash -c 'echo second >"$1/w/g" && echo third >"$1/w/h" && mkdir "$1/w/ud" &&
+		chmod 777 "$1/w/ud"' _ "$U/a"
+	echo "$output"
+	[ "$status" = 0 ]
+	# h changed after its push by 65534 without the shim: no longer the stored file.
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo more >>'$U/a/w/h'"
+	as_root a bash -c "echo root >'$U/a/w/ud/rf'"
+	echo nos >"$U/a/w/nos"	# root's, without the shim
+	sleep 5.5	# cachescan.c SETTLE_NS
+	as_root a "$B/pohmelfs" sync
+	[ "$(cat "$U/a/w/g")" = second ]
+	[ "$(printf '%s ' $(cat "$U/a/w/h"))" = "third more " ]
+	# Root's file made without the shim was adopted by root's cache; 65534's
+	# unpushed change was not pushed by it (65534's own sync pushes it).
+	[ "$(as_root b cat "$U/b/w/nos")" = nos ]
+	[ "$(as_root b cat "$U/b/w/h")" = third ]
+	user_sync
+	[ "$(cat "$U/a/w/f")" = first ]
+	[ "$(cat "$U/a/w/ud/rf")" = root ]
+	[ "$(cat "$U/a/w/nos")" = nos ]
+	[ ! -e "$U/a/.pohmelfs-conflicts" ]
+	[ "$(as_root b cat "$U/b/w/ud/rf")" = root ]
+	[ "$(printf '%s ' $(as_root b cat "$U/b/w/h"))" = "third more " ]
+	[ -z "$(as_root b ls "$U/b/.pohmelfs-conflicts" 2>/dev/null)" ]
+}

@@ -505,6 +505,108 @@ TEST(normalize)
 	EXPECT_EQ_INT(pohm_cache_normalize("..", out, sizeof(out)), -EXDEV);
 }
 
+/*
+ * Two caches over one local tree (a cache per user, mount_user.c), the
+ * second one's cache_dir owned by uid 65534 as a per-user one is.  The
+ * first cache's files are unknown to the second's journal; its reconcile
+ * must leave them in the tree (before: "made here without the shim while
+ * the storage has the name", conflict copies, local names removed), while
+ * a file of 65534's made without the shim is still adopted by it.
+ */
+TEST(reconcile_leaves_another_users_files)
+{
+	struct pohm_cache *a, *u;
+	char buf[64], cdir[600];
+	struct stat st;
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP("needs root (a cache_dir of another uid)");
+	setup();
+	a = cache_in("a", "state", "a");
+	u = cache_in("a", "state-u", "a.u");
+	EXPECT(a && u);
+	snprintf(cdir, sizeof(cdir), "%s/a/state-u", root);
+	EXPECT_EQ_INT(chown(cdir, 65534, 65534), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "rf", "first"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "rf", POHM_MAT_PARENT), 0);	/* u records the root */
+	EXPECT_EQ_INT(write_file(a, "a", "rf2", "second"), 0);
+	/* rf2 changed after its push: no longer the stored file's size or mtime. */
+	fd = open(path("a", "rf2"), O_WRONLY | O_APPEND);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, " more", 5), 5);
+	close(fd);
+	/* 65534's own file, made without the shim. */
+	fd = open(path("a", "mine"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "u's", 3), 3);
+	EXPECT_EQ_INT(fchown(fd, 65534, 65534), 0);
+	close(fd);
+	usleep(5300 * 1000);	/* cachescan.c SETTLE_NS, 5 s */
+	EXPECT_EQ_INT(pohm_cache_reconcile(u), 1);
+	EXPECT_EQ_INT(read_file(path("a", "rf"), buf, sizeof(buf)), 5);
+	EXPECT_EQ_STR(buf, "first");
+	EXPECT_EQ_INT(read_file(path("a", "rf2"), buf, sizeof(buf)), 11);
+	EXPECT_EQ_STR(buf, "second more");
+	EXPECT(stat(path("a", ".pohmelfs-conflicts"), &st) != 0);
+	/* 65534's file reached the storage; a's reconcile leaves it alone too. */
+	EXPECT_EQ_INT(pohm_cache_reconcile(a), 0);
+	EXPECT_EQ_INT(read_file(path("a", "mine"), buf, sizeof(buf)), 3);
+	pohm_cache_close(u);
+	pohm_cache_close(a);
+	u = host("b");
+	EXPECT(u != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "mine", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "mine"), buf, sizeof(buf)), 3);
+	EXPECT_EQ_STR(buf, "u's");
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "rf2", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(read_file(path("b", "rf2"), buf, sizeof(buf)), 6);	/* not u's push */
+	pohm_cache_close(u);
+}
+
+/*
+ * Two caches of one uid over one tree (the reproduction of helper-coregaps'
+ * report): the second one's reconcile finds the first one's pushed files,
+ * copies of the stored files (same size and mtime), and leaves them; a file
+ * made without the shim under a stored name is still a conflict.
+ */
+TEST(reconcile_leaves_copies_of_stored_files)
+{
+	struct pohm_cache *a, *u, *b;
+	char buf[64];
+	struct stat st;
+	int fd;
+
+	setup();
+	a = cache_in("a", "state", "a");
+	u = cache_in("a", "state-u", "a.u");
+	b = host("b");
+	EXPECT(a && u && b);
+	EXPECT_EQ_INT(write_file(a, "a", "rf", "first"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(u, "rf", POHM_MAT_PARENT), 0);	/* u records the root */
+	EXPECT_EQ_INT(write_file(a, "a", "rf2", "second"), 0);
+	/* A stored name, and host b's local file of that name made without the shim. */
+	EXPECT_EQ_INT(write_file(a, "a", "cf", "stored"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "rf", POHM_MAT_PARENT), 0);
+	fd = open(path("b", "cf"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "local", 5), 5);
+	close(fd);
+	usleep(5300 * 1000);	/* cachescan.c SETTLE_NS, 5 s */
+	EXPECT_EQ_INT(pohm_cache_reconcile(u), 0);
+	EXPECT_EQ_INT(read_file(path("a", "rf"), buf, sizeof(buf)), 5);
+	EXPECT_EQ_INT(read_file(path("a", "rf2"), buf, sizeof(buf)), 6);
+	EXPECT_EQ_INT(read_file(path("a", "cf"), buf, sizeof(buf)), 6);
+	EXPECT(stat(path("a", ".pohmelfs-conflicts"), &st) != 0);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 0);
+	/* b's file is not the stored one: still a conflict copy, out of the tree. */
+	EXPECT_EQ_INT(pohm_cache_reconcile(b), 1);
+	EXPECT(stat(path("b", "cf"), &st) != 0 && errno == ENOENT);
+	pohm_cache_close(b);
+	pohm_cache_close(u);
+	pohm_cache_close(a);
+}
+
 TEST(zz_cleanup)
 {
 	char cmd[400];
