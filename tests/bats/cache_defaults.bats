@@ -83,15 +83,15 @@ with open(sys.argv[1], 'rb') as s, open(sys.argv[2], 'wb') as d:
 	# at the end, so nothing it does at exit can push.
 	marker=$T/marker
 	: >"$marker"
-	shim a python3 -c "
+	shim_bg a python3 -c "
 import os, sys, time
 keep = os.open(sys.argv[2], os.O_RDONLY)      # an fd pohmelfsd must not inherit
 os.set_inheritable(keep, True)
 with open(sys.argv[1], 'w') as f:
     f.write('pushed by the daemon\n')
 print('written', flush=True)
-time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1 &
-	WRITER=$!
+time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1
+	WRITER=$SHIM_BG_PID
 	until_true 30 grep -q written "$T/writer.out"
 	t0=$(date +%s)
 	# The shim started pohmelfsd for cache a at the close.

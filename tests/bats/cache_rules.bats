@@ -145,7 +145,7 @@ os.close(fd)
 
 @test "a unix socket made under the prefix stays local: another host never sees it, it keeps working" {
 	on a mkdir "$T/a/s"
-	shim a timeout -k 5 300 python3 -c "
+	shim_bg a timeout -k 5 300 python3 -c "
 import os, socket
 s = socket.socket(socket.AF_UNIX)
 s.bind('$T/a/s/sock')
@@ -155,11 +155,9 @@ while True:
     c, _ = s.accept()
     c.sendall(b'pong')
     c.close()
-" 3>&- &
-	# $! is the subshell that runs the shim function; the server, two
-	# processes down, is stopped by teardown's pkill (and 3>&- keeps bats
-	# from waiting for it: stop 15's CI spent 293 s here).
-	PIDS=$!
+"
+	# SHIM_BG_PID is timeout's: teardown's pkill stops the server below it.
+	PIDS=$SHIM_BG_PID
 	for i in $(seq 300); do [ -e "$T/listening" ] && break; sleep 0.1; done
 	[ -S "$T/a/s/sock" ]
 	# A regular file made without the shim in the same directory: the

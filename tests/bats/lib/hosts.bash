@@ -10,6 +10,18 @@ shim() {
 		POHMELFS_HOST_ID=$h "$@"
 }
 
+# shim_bg HOST CMD...: CMD under the shim as HOST in the background, its
+# pid in SHIM_BG_PID.  Not `shim ... &`: that backgrounds a subshell, so $!
+# is not CMD's pid and a kill of it leaves CMD running; and CMD closes fd 3,
+# or bats waits for it at the end of the file (5 minutes once, in CI).
+shim_bg() {
+	local h=$1
+	shift
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state \
+		POHMELFS_HOST_ID=$h "$@" 3>&- &
+	SHIM_BG_PID=$!
+}
+
 # stop_daemons: every pohmelfsd serving a prefix under $T (teardown), also
 # one started in a private mount namespace, whose pid file we cannot see.
 stop_daemons() {
