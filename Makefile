@@ -6,6 +6,12 @@
 #   make check [SAN=address|undefined|thread]   all tests, one summary line
 #   make bench | demo | fuzz | deps | install | uninstall | clean
 
+# Parallel by default, one job per core (the build is most of a fresh
+# `make check`'s first minutes); `make -jN` overrides.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+
 CC       ?= cc
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wshadow -Wmissing-prototypes \
@@ -142,17 +148,19 @@ $(B)/tests/helpers/%: tests/helpers/%.c
 	$(CC) $(CPPFLAGS) -std=gnu11 $(OPT) -Wall -Wextra -Werror $(SANFLAGS) -o $@ $< -pthread
 
 # ---------------------------------------------------------------- tests
+# The tests and tools run without our make flags: a `make` inside a test
+# (shim_programs builds a project) must not inherit a jobserver.
 check: all
-	B=$(B) SAN=$(SAN) CC=$(CC) tests/run
+	env -u MAKEFLAGS -u MFLAGS B=$(B) SAN=$(SAN) CC=$(CC) tests/run
 
 fuzz:
 	tests/fuzz/run $(FUZZ_SECONDS)
 
 bench: all
-	B=$(B) tests/bench/run
+	env -u MAKEFLAGS -u MFLAGS B=$(B) tests/bench/run
 
 demo: all
-	B=$(B) tools/demo.sh
+	env -u MAKEFLAGS -u MFLAGS B=$(B) tools/demo.sh
 
 # ---------------------------------------------------------------- setup
 DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
