@@ -29,6 +29,7 @@
 #include <sys/statvfs.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <threads.h>
 #include <utime.h>
 
 #define SYM(ret, name, args) ret (*name) args;

@@ -17,13 +17,15 @@
  * A single-threaded program pays nothing.  In a sanitizer build the
  * library allocates with the sanitizer's malloc, which is warmed the same
  * way (harmless: it initialised at start).  Threads that glibc creates
- * without calling pthread_create through the PLT (thrd_create, SIGEV_THREAD
+ * without calling pthread_create through the PLT (SIGEV_THREAD
  * timers and mq_notify, aio, getaddrinfo_a) bypass this (libpohmelfs(7)
- * LIMITS).
+ * LIMITS); thrd_create, which calls glibc's internal pthread_create, has
+ * its own wrapper here.
  */
 #include "shim.h"
 
 #include <pthread.h>
+#include <threads.h>
 #include <stdlib.h>
 
 /*
@@ -47,11 +49,24 @@ static __attribute__((noinline, cold)) void alloc_warm_up(void)
 	errno = saved;
 }
 
-POHM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-			       void *(*start)(void *), void *arg)
+/* Before a thread is created: warm the allocator if the shim is on. */
+static inline void before_thread(void)
 {
 	pohm_init();
 	if (__builtin_expect(pohm_state.on && !__atomic_load_n(&alloc_warm, __ATOMIC_RELAXED), 0))
 		alloc_warm_up();
+}
+
+POHM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+			       void *(*start)(void *), void *arg)
+{
+	before_thread();
 	return pohm_real.pthread_create(thread, attr, start, arg);
+}
+
+/* C11 threads: glibc's thrd_create calls its internal pthread_create, not ours. */
+POHM_EXPORT int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
+{
+	before_thread();
+	return pohm_real.thrd_create(thr, func, arg);
 }

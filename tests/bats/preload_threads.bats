@@ -61,6 +61,21 @@ line_no() {
 	[ "$(grep -cF "$PROBE" <<<"$output")" -eq 1 ]
 }
 
+@test "thrd_create (C11) initialises the private allocator before the new thread runs" {
+	jemalloc_only
+	run shim env MALLOC_CONF=pohm_thread_probe:1 "$H/first_thread" order-c11 "$P/f"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	before=$(line_no "main: before thrd_create")
+	probe=$(line_no "$PROBE")
+	running=$(line_no "thread: running")
+	# glibc's thrd_create calls its internal pthread_create, not the
+	# library's: without its own wrapper the probe comes at the open.
+	[ "$before" -gt 0 ] && [ "$probe" -gt "$before" ] && [ "$running" -gt "$probe" ]
+	[ "$(grep -cF "$PROBE" <<<"$output")" -eq 1 ]
+	[[ "$output" != *"errno changed"* ]]
+}
+
 @test "the probe works: the first open under the prefix initialises the allocator" {
 	jemalloc_only
 	# The observable itself, without threads: nothing before the open

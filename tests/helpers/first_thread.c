@@ -12,6 +12,9 @@
  *	jemalloc reports that key on stderr when it initialises, so the order
  *	of the lines shows when that happened.
  *
+ *   first_thread order-c11 FILE
+ *	The same with C11's thrd_create ("main: before thrd_create").
+ *
  *   first_thread race FILE FORKS
  *	Thread A's first act is to open FILE (its first call under the
  *	prefix); meanwhile the main thread forks FORKS children at once, each
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,24 +63,37 @@ static void *thread_running(void *arg)
 	return arg;
 }
 
-static int order(void)
+static int thread_running_c11(void *arg __attribute__((unused)))
+{
+	say("thread: running\n");
+	return 0;
+}
+
+static int order(int c11)
 {
 	pthread_t t;
+	thrd_t t11;
 	char msg[64];
 	int r;
 
-	say("main: before pthread_create\n");
+	say(c11 ? "main: before thrd_create\n" : "main: before pthread_create\n");
 	errno = EDOM;
-	r = pthread_create(&t, NULL, thread_running, NULL);
+	if (c11)
+		r = thrd_create(&t11, thread_running_c11, NULL) != thrd_success;
+	else
+		r = pthread_create(&t, NULL, thread_running, NULL);
 	if (errno != EDOM) {
 		snprintf(msg, sizeof(msg), "main: errno changed to %d\n", errno);
 		say(msg);
 	}
 	if (r) {
-		say("main: pthread_create failed\n");
+		say("main: thread creation failed\n");
 		return 1;
 	}
-	pthread_join(t, NULL);
+	if (c11)
+		thrd_join(t11, NULL);
+	else
+		pthread_join(t, NULL);
 	say("main: joined\n");
 	open_close();
 	say("main: opened\n");
@@ -146,15 +163,15 @@ static int race(int forks)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "order")) {
+	if (argc == 3 && (!strcmp(argv[1], "order") || !strcmp(argv[1], "order-c11"))) {
 		file = argv[2];
-		return order();
+		return order(!strcmp(argv[1], "order-c11"));
 	}
 	if (argc == 4 && !strcmp(argv[1], "race") && atoi(argv[3]) > 0 &&
 	    atoi(argv[3]) <= MAX_FORKS) {
 		file = argv[2];
 		return race(atoi(argv[3]));
 	}
-	fprintf(stderr, "usage: first_thread order FILE | race FILE FORKS (1-%d)\n", MAX_FORKS);
+	fprintf(stderr, "usage: first_thread order|order-c11 FILE | race FILE FORKS (1-%d)\n", MAX_FORKS);
 	return 2;
 }
