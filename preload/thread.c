@@ -1,6 +1,7 @@
 /*
- * thread.c — pthread_create: the library's allocator is initialised before
- * the process first becomes multi-threaded (issue 8, doc/NOTES.md).
+ * thread.c — pthread_create, thrd_create: the library's allocator is
+ * initialised before the process first becomes multi-threaded (issue 8,
+ * doc/NOTES.md).
  *
  * The private jemalloc is linked without its constructor (Makefile,
  * jemalloc_lazy.a) and initialises on the library's first allocation.  A
