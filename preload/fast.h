@@ -18,23 +18,25 @@
  *      after '/' or '.', a trailing '/') goes to the classifier.
  *
  * Left at d, only a ".." can climb back (pathclass.h, "Fast exit"), so the
- * path is outside when no ".." follows the earliest d (the scan starts at
- * d - 1, which may be the first dot of one).  When d is within the first
- * sixteen bytes (a path outside by its first components), one unaligned
- * sixteen-byte load gives the comparison with each spelling, the end of a
- * short path and its dots: about 30 instructions, no strlen, no call, no
- * lock, no thread-local read.
+ * path is outside when no ".." follows the earliest d.  The inline test
+ * asks for more: no two dots in a row anywhere in the path (a name such as
+ * "a..b" then goes to the classifier; never a wrong answer).  That drops
+ * the shift to d and lets one pass serve both: the path's first 32 bytes
+ * are two unaligned loads, compared with each spelling's first block (its
+ * second only while the first is equal) and with '.' and NUL; the first
+ * "pair of dots or NUL" bit decides.  About 50 instructions, no strlen, no
+ * call, no lock, no thread-local read; a longer path scans on.
  *
  * pohm_cwd_fast_out(path) is the same for a relative path from the cwd,
  * from the cwd's summary word (cwd.c keeps it): the first component does
  * not lead towards the prefix and no ".." follows.
  *
- * Reads: the path sixteen or eight bytes at a time from its start, but
- * never a block that crosses a page boundary (the sixteen-byte case then
- * takes the word way, a word that would goes to the classifier), and the
- * scan with aligned sixteen-byte loads (which never cross a page); the
- * bytes read past the NUL are ignored.  Sanitizer builds, which would see
- * those reads, compare byte by byte.
+ * Reads: never a block that crosses the path's page.  The inline test
+ * reads the first 32 bytes only when they lie within the page (else the
+ * classifier, which tries the word way first); the later scan uses
+ * unaligned blocks while 17 bytes remain in the page, then aligned ones
+ * (which never cross a page).  Bytes read past the NUL are ignored.
+ * Sanitizer builds, which would see those reads, compare byte by byte.
  */
 #ifndef POHM_PRELOAD_FAST_H
 #define POHM_PRELOAD_FAST_H
@@ -121,6 +123,26 @@ POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
 	}
 }
 
+/*
+ * pohm_fast_comp_len, from one unaligned block when the first component is
+ * shorter than sixteen bytes and the block lies within the path's page
+ * (most relative paths), else by the aligned scan.
+ */
+POHM_FAST_INLINE size_t pohm_fast_comp_len_first(const char *path)
+{
+	unsigned m;
+	__m128i v;
+
+	if (__builtin_expect(((uintptr_t)path & 4095) <= 4096 - 16, 1)) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)pohm_launder(path));
+		m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')),
+							     _mm_cmpeq_epi8(v, _mm_setzero_si128())));
+		if (__builtin_expect(m != 0, 1))
+			return (size_t)__builtin_ctz(m);
+	}
+	return pohm_fast_comp_len(path);
+}
+
 /* 1 if s holds "..", by aligned sixteen-byte blocks up to its NUL. */
 POHM_FAST_INLINE int pohm_fast_dotdot(const char *s)
 {
@@ -166,6 +188,11 @@ POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
 		n++;
 	return n;
 }
+
+POHM_FAST_INLINE size_t pohm_fast_comp_len_first(const char *path)
+{
+	return pohm_fast_comp_len(path);
+}
 #endif
 
 /* The general case: step 1 word by word, then the scan (from d - 1: the
@@ -190,18 +217,17 @@ static inline int pohm_abs_fast_out_any(const char *path)
 
 #ifdef POHM_FAST_WORDS
 /*
- * Steps 1 and 2 after a first block equal to spelling f's: the next
- * blocks, sixteen bytes at a time (a sibling of the prefix with a long
- * common start, as "/tmp/tmp.XXXXXXXXXX/file" against
- * "/tmp/tmp.XXXXXXXXXX/away/prefix").  room is the number of bytes from
- * path to the end of its page: the path's blocks are unaligned loads that
- * never cross a page, the spelling's aligned ones within its padded array.
+ * Steps 1 and 2 after the blocks up to i equal to spelling f's: the next
+ * blocks, sixteen bytes at a time (a sibling of the prefix that shares
+ * 32 bytes or more with it).  The path's blocks are unaligned
+ * loads that never cross its page, the spelling's aligned ones within its
+ * padded array.
  */
 POHM_FAST_INLINE size_t pohm_fast_leaves_after(const char *path,
-					       const struct pohm_fast_spelling *f, size_t room)
+					       const struct pohm_fast_spelling *f, size_t i)
 {
+	size_t room = 4096 - ((uintptr_t)path & 4095), d;
 	unsigned eq = 0xffffu;
-	size_t i = 0, d;
 
 	while (eq == 0xffffu) {
 		if (i + 16 > f->len)
@@ -219,73 +245,103 @@ POHM_FAST_INLINE size_t pohm_fast_leaves_after(const char *path,
 	return pohm_fast_leaves(path, f, d);
 }
 
-/*
- * Steps 1 and 2 for spelling s, v holding the path's first sixteen bytes
- * (the caller checked that they lie within its page): d, or
- * POHM_FAST_NONE when the path equals the spelling through its NUL, does
- * not leave it at d, or a further block would cross a page.
- */
-POHM_FAST_INLINE size_t pohm_fast_block_leaves(const char *path, unsigned s, __m128i v,
-					       size_t room)
+/* Bit i set when byte i of block v is NUL or starts a ".." (w: the block
+ * one byte on, so that a pair across two blocks needs no carry). */
+POHM_FAST_INLINE unsigned pohm_fast_events(__m128i v, __m128i w)
 {
-	const struct pohm_fast_spelling *f = &pohm_state.fast[s];
-	unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-		v, _mm_load_si128((const __m128i *)(const void *)f->path)));
-	size_t d;
+	const __m128i dot = _mm_set1_epi8('.');
 
-	if (__builtin_expect(eq == 0xffffu, 0))
-		return pohm_fast_leaves_after(path, f, room);
-	d = (size_t)__builtin_ctz(~eq);
-	if (d > f->len)
-		return POHM_FAST_NONE;		/* equal through the NUL both end at */
-	return pohm_fast_leaves(path, f, d);
+	return (unsigned)_mm_movemask_epi8(
+		_mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(v, dot), _mm_cmpeq_epi8(w, dot)),
+			     _mm_cmpeq_epi8(v, _mm_setzero_si128())));
+}
+
+/* Bit i set when byte i of the 32 bytes v0, v1 equals c. */
+POHM_FAST_INLINE unsigned pohm_fast_mask2(__m128i v0, __m128i v1, char c)
+{
+	const __m128i x = _mm_set1_epi8(c);
+
+	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, x)) |
+	       (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, x)) << 16;
+}
+
+#define POHM_FAST_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+
+/*
+ * 1 if s reaches its NUL before any "..": sixteen bytes at a time while
+ * they and the byte after stay within s's page, then the aligned scan.  A
+ * pair of dots anywhere counts, even inside a name ("a..b"): the answer
+ * is then "not certain", never wrong.
+ */
+POHM_FAST_INLINE int pohm_fast_nodots(const char *s)
+{
+	size_t room = 4096 - ((uintptr_t)s & 4095);
+	unsigned m;
+
+	for (;; s += 16, room -= 16) {
+		if (__builtin_expect(room < 17, 0))
+			return !pohm_fast_dotdot(s);	/* a pair from s[-1] was seen above */
+		m = pohm_fast_events(POHM_FAST_LOAD(s), POHM_FAST_LOAD(s + 1));
+		if (m)
+			return s[__builtin_ctz(m)] == '\0';
+	}
 }
 
 /*
- * The whole test with the path's first sixteen bytes in one register: the
- * first difference with each spelling (further blocks only while they are
- * equal), and, when the path leaves them within that block, its end and
- * its dots from the same block.  A longer path scans on from byte 15, a
- * longer common start from d - 1.  A first block that would cross a page
- * is left to the caller's slow path (0), which asks
- * pohm_abs_fast_out_full first.  No call, so the hot wrappers need no
- * stack frame.  Only with a prefix (nfast >= 1: the callers test
- * POHM_READY_ON or pohm_active first).
+ * Steps 1 and 2 for spelling f from the path's first two blocks v0, v1:
+ * 1 if the path leaves the spelling for good.
+ */
+POHM_FAST_INLINE int pohm_fast_pair_out(const char *path, const struct pohm_fast_spelling *f,
+					__m128i v0, __m128i v1)
+{
+	unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		v0, _mm_load_si128((const __m128i *)(const void *)f->path)));
+	size_t d;
+
+	if (__builtin_expect(eq == 0xffffu, 0)) {
+		if (f->len < 16)
+			return 0;	/* equal through the NUL both end at */
+		eq = 0xffffu | (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			v1, _mm_load_si128((const __m128i *)(const void *)(f->path + 16)))) << 16;
+		if (eq == ~0u)
+			return pohm_fast_leaves_after(path, f, 16) != POHM_FAST_NONE;
+	}
+	d = (size_t)__builtin_ctz(~eq);
+	return d <= f->len && pohm_fast_leaves(path, f, d) != POHM_FAST_NONE;
+}
+
+/*
+ * The whole test on the path's first 32 bytes, read as two blocks: the
+ * path leaves each spelling (further blocks only while they equal the
+ * spelling's) and holds no ".." anywhere (stricter than "none after the
+ * first difference", so never wrong): bit i of the masks is set for a
+ * NUL at i or dots at i and i + 1, and the lowest decides.  A longer path
+ * scans on from byte 31 (a pair across bytes 31 and 32).  A path whose
+ * first 32 bytes would cross a page (under 1 % of them) is left to the
+ * caller's slow path (0), which asks pohm_abs_fast_out_full first.  No
+ * call, so the hot wrappers need no stack frame.  Only with a prefix
+ * (nfast >= 1: the callers test POHM_READY_ON or pohm_active first).
  */
 POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
 {
-	const __m128i dot = _mm_set1_epi8('.'), zero = _mm_setzero_si128();
-	unsigned pairs, z;
-	size_t d, d1, room;
-	__m128i v;
+	__m128i v0, v1;
+	unsigned m;
 
 	path = pohm_launder(path);
-	room = 4096 - ((uintptr_t)path & 4095);
-	if (__builtin_expect(room < 16, 0))
+	if (__builtin_expect(((uintptr_t)path & 4095) > 4096 - 32, 0))
 		return 0;
-	v = _mm_loadu_si128((const __m128i *)(const void *)path);
-	d = pohm_fast_block_leaves(path, 0, v, room);
-	if (d == POHM_FAST_NONE)
+	v0 = POHM_FAST_LOAD(path);
+	v1 = POHM_FAST_LOAD(path + 16);
+	if (!pohm_fast_pair_out(path, &pohm_state.fast[0], v0, v1))
 		return 0;
-	if (__builtin_expect(pohm_state.nfast > 1, 0)) {
-		d1 = pohm_fast_block_leaves(path, 1, v, room);
-		if (d1 == POHM_FAST_NONE)
-			return 0;
-		if (d1 < d)
-			d = d1;		/* the earlier difference */
-	}
-	if (__builtin_expect(d > 16, 0))	/* a long common start: scan from d - 1 */
-		return !pohm_fast_dotdot(path + d - 1);
-	/* ".." at or after d - 1 (1 <= d <= 16): pairs of dots in the block */
-	pairs = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot));
-	pairs &= pairs >> 1;
-	z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero));
-	if (__builtin_expect(!pairs, 1))	/* most paths: no two dots in a row */
-		return z || !pohm_fast_dotdot(path + 15);
-	pairs &= ~0u << (d - 1);
-	if (z)
-		return !(pairs & ((z & -z) - 1));	/* a pair's first dot before the NUL */
-	return !pairs && !pohm_fast_dotdot(path + 15);	/* longer: the rest, from byte 15 */
+	if (__builtin_expect(pohm_state.nfast > 1, 0) &&
+	    !pohm_fast_pair_out(path, &pohm_state.fast[1], v0, v1))
+		return 0;
+	m = pohm_fast_mask2(v0, v1, '.');
+	m = (m & (m >> 1)) | pohm_fast_mask2(v0, v1, '\0');
+	if (__builtin_expect(!m, 0))
+		return pohm_fast_nodots(path + 31);
+	return path[__builtin_ctz(m)] == '\0';
 }
 
 /* Both ways: the block, else words (classify.c's first test; also
@@ -295,6 +351,11 @@ static inline int pohm_abs_fast_out_full(const char *path)
 	return pohm_state.nfast && (pohm_abs_fast_out(path) || pohm_abs_fast_out_any(path));
 }
 #else
+POHM_FAST_INLINE int pohm_fast_nodots(const char *s)
+{
+	return !pohm_fast_dotdot(s);
+}
+
 POHM_FAST_INLINE int pohm_abs_fast_out(const char *path)
 {
 	return pohm_abs_fast_out_any(path);
@@ -316,7 +377,7 @@ POHM_FAST_INLINE int pohm_cwd_fast_out(const char *path)
 
 	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
 		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
-	n = pohm_fast_comp_len(path);
+	n = pohm_fast_comp_len_first(path);
 	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
 	for (s = 0; s < POHM_PC_NSPELL; s++) {
 		if (!(w & (1u << s)))
@@ -330,7 +391,7 @@ POHM_FAST_INLINE int pohm_cwd_fast_out(const char *path)
 		if (i == n)
 			return 0;	/* the first component leads towards it */
 	}
-	return !path[n] || !pohm_fast_dotdot(path + n);
+	return !path[n] || pohm_fast_nodots(path + n);
 }
 
 #endif
