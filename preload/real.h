@@ -42,8 +42,15 @@ struct pohm_real {
 #undef SYMV
 #undef SYMX
 
+/*
+ * The library's own globals, declared hidden: the compiler then reaches
+ * them directly (rip-relative), not through a GOT entry the linker relaxes
+ * into an extra lea, which the hot wrappers paid on every call.
+ */
+#define POHM_HIDDEN __attribute__((visibility("hidden")))
+
 /* Written by pohm_real_init() under pthread_once, read-only afterwards. */
-extern struct pohm_real pohm_real;
+extern POHM_HIDDEN struct pohm_real pohm_real;
 
 /* Resolve every entry (idempotent, thread-safe).  0, or -ENOSYS if some
  * symbol is missing from this libc (its wrapper then fails with ENOSYS). */

@@ -69,7 +69,7 @@ struct pohm_state {
 	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the prefix, for the hot path */
 	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
 };
-extern struct pohm_state pohm_state;
+extern POHM_HIDDEN struct pohm_state pohm_state;
 
 #define POHM_READY_OFF	1		/* init done, no prefix: every call passes */
 #define POHM_READY_ON	2		/* init done, a prefix is configured */
@@ -79,7 +79,7 @@ extern struct pohm_state pohm_state;
  * that called pohm_hold) and in a vfork child (set by our vfork until the
  * parent resumes).  Wrappers then go straight to libc and touch no table.
  */
-extern POHM_TLS int pohm_depth;
+extern POHM_HIDDEN POHM_TLS int pohm_depth;
 
 /* Slow part of pohm_active: run light init once (idempotent, thread-safe). */
 void pohm_init_slow(void);
@@ -189,7 +189,7 @@ int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
  */
 #define POHM_CWD_FAST_VALID	(1ull << 63)
 #define POHM_CWD_FAST_DEPTH_SHIFT 8
-extern uint64_t pohm_cwd_fast;
+extern POHM_HIDDEN uint64_t pohm_cwd_fast;
 
 /*
  * 1 if the relative path is certainly outside the prefix from the cwd:
@@ -287,7 +287,7 @@ struct pohm_fdent {
 
 #define POHM_FDT_SHIFT	10		/* 1024 entries a chunk */
 #define POHM_FDT_NCHUNK	1024		/* fds below 2^20 are tracked */
-extern struct pohm_fdent *pohm_fdt_chunks[POHM_FDT_NCHUNK];
+extern POHM_HIDDEN struct pohm_fdent *pohm_fdt_chunks[POHM_FDT_NCHUNK];
 
 /* 1 if fd has an entry (lock-free): the cheap test before the others. */
 static inline int pohm_fd_known(int fd)
@@ -301,7 +301,7 @@ static inline int pohm_fd_known(int fd)
 }
 
 /* The highest fd ever recorded in the table, -1 while it never held one (fd.c). */
-extern int pohm_fdt_max;
+extern POHM_HIDDEN int pohm_fdt_max;
 
 /*
  * Every fd below it is certainly neither in the table nor internal, and
@@ -309,7 +309,7 @@ extern int pohm_fdt_max;
  * registered as internal (INT_MAX while none was).  It only goes down
  * (fd.c).  The hot fd wrappers' one test.
  */
-extern int pohm_fd_plain_below;
+extern POHM_HIDDEN int pohm_fd_plain_below;
 
 /*
  * 1 if fd needs nothing of the shim (init done, no entry, not internal):
@@ -376,7 +376,7 @@ void pohm_fd_forget_range(unsigned lo, unsigned hi);
 void pohm_fd_atfork(enum pohm_fork_phase phase);
 
 /* Directory streams opened under the prefix (readdir looks only when > 0). */
-extern int pohm_dirs_under;
+extern POHM_HIDDEN int pohm_dirs_under;
 
 static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
 {
@@ -388,7 +388,7 @@ static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi)
 /* 1 if fd is one of the library's registered internal fds. */
 int pohm_ifd_is(int fd);
 /* No internal fd is below this (atomic, fd.c): the inline first test. */
-extern int pohm_ifd_low;
+extern POHM_HIDDEN int pohm_ifd_low;
 static inline int pohm_ifd_maybe(int fd)
 {
 	return fd >= __atomic_load_n(&pohm_ifd_low, __ATOMIC_RELAXED);
