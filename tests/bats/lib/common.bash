@@ -45,7 +45,8 @@ until_true() {
 # mode-0700 directory (mktemp -d, as CI makes it) is out of that user's
 # reach: then the library, pohmelfsd (the library starts the one beside it),
 # pohmelfs and the test helpers are copied once per build of the library
-# into a world-readable directory under /tmp.
+# into a world-readable directory under /tmp; making one removes the older
+# copies of the same build dir, so at most one per build dir stays.
 unpriv_paths() {
 	local t
 	UB=$B UPRELOAD=$PRELOAD
@@ -56,6 +57,10 @@ unpriv_paths() {
 			mkdir "$t/tests" && cp -a "$LIB" "$B/pohmelfs" "$B/pohmelfsd" "$t/" &&
 			cp -a "$B/tests/helpers" "$t/tests/" && chmod -R a+rX "$t" &&
 			mv -T "$t" "$UB" 2>/dev/null || rm -rf "$t"
+		# the copies of this build dir's earlier libraries are garbage now
+		for t in "${UB%-*}"-*; do
+			[ "$t" = "$UB" ] || rm -rf "$t"
+		done
 	fi
 	UPRELOAD=${PRELOAD/"$LIB"/"$UB/libpohmelfs.so"}
 }
