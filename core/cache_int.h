@@ -82,7 +82,8 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 int cache_push_turn_take(struct pohm_cache *c, uint64_t ino);
 void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino);
 /* Complete the local half of renames whose process died between the storage
- * rename and the local one (cachens.c intents; run by reconcile).  0 or -errno. */
+ * rename and the local one (cachens.c intents; run by reconcile), and drop
+ * create marks past their age.  0 or -errno. */
 int cache_rename_recover(struct pohm_cache *c);
 /* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
 void cache_push_forget(struct pohm_cache *c, uint64_t ino);

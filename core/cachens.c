@@ -4,6 +4,7 @@
  * objects), then the same change on the local copy; if the local change
  * fails, the storage change is compensated.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +79,34 @@ static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, i
 		(void)pohm_sys_write_full(fd, pid, (size_t)n);
 		pohm_sys_close(fd);
 	}
+}
+
+/* 1 if a p/ entry's name is a create mark's: HEX.c + 16 hex digits. */
+static int create_mark_name(const char *n, size_t len)
+{
+	size_t i;
+
+	if (len < 19 || n[len - 18] != '.' || n[len - 17] != 'c')
+		return 0;
+	for (i = 0; i < len; i++)
+		if (i != len - 18 && i != len - 17 && !isxdigit((unsigned char)n[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Remove the mark p/name (dfd: p/) if it is older than CREATE_MARK_NS: a
+ * listing no longer honours it, so it only takes room.  Marks outlive
+ * their create when the creator was killed or its local open failed.
+ */
+static void create_mark_expire(int dfd, const char *name)
+{
+	struct stat st;
+
+	if (!pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
+			    CREATE_MARK_NS < pohm_sys_real_ns())
+		pohm_sys_unlinkat(dfd, name, 0);
 }
 
 int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
@@ -788,6 +817,10 @@ int cache_rename_recover(struct pohm_cache *c)
 			int e;
 
 			off += de->d_reclen;
+			if (create_mark_name(de->d_name, len)) {
+				create_mark_expire(dfd, de->d_name);
+				continue;
+			}
 			if (de->d_name[0] == '.' || len < 4 || strcmp(de->d_name + len - 3, ".mv"))
 				continue;
 			mi = malloc(sizeof(*mi));

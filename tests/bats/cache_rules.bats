@@ -11,7 +11,10 @@
 #     and only until that much is free;
 #   - step 1: a symlink outside the prefix that points into it, used to open
 #     a stub, is noticed on the stub's EACCES and the open retried as a
-#     prefix path, so the program reads the stored content.
+#     prefix path, so the program reads the stored content;
+#   - create marks (cache_dir/p/DINO.cHASH, a listing leaves an in-flight
+#     create alone) go with their create, and pohmelfsd drops the ones a
+#     killed creator left once they are past their 5 s.
 
 setup() {
 	load lib/common
@@ -284,4 +287,21 @@ nodac() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'the stored content\nthe stored content')" ]
+}
+
+@test "create marks: none stay after creates; pohmelfsd drops marks past their age and keeps young ones" {
+	on a bash -c "mkdir '$T/a/d' && for i in \$(seq 20); do echo \$i > '$T/a/d/f'\$i; done"
+	run bash -c "ls '$T/a-state/p' | grep -E '^[0-9a-f]+\.c[0-9a-f]{16}\$'"
+	[ -z "$output" ]
+	# What a creator killed between its storage insert and its local open leaves.
+	echo 999999 >"$T/a-state/p/1f.c0123456789abcdef"
+	touch -d '1 minute ago' "$T/a-state/p/1f.c0123456789abcdef"
+	echo $$ >"$T/a-state/p/1f.cfedcba9876543210"
+	echo keep >"$T/a-state/p/1f.cnot-a-mark"
+	touch -d '1 minute ago' "$T/a-state/p/1f.cnot-a-mark"
+	daemon_once a
+	[ ! -e "$T/a-state/p/1f.c0123456789abcdef" ]
+	[ -e "$T/a-state/p/1f.cfedcba9876543210" ]
+	[ -e "$T/a-state/p/1f.cnot-a-mark" ]
+	[ "$(on b cat "$T/b/d/f7")" = 7 ]
 }
