@@ -36,10 +36,16 @@ teardown() {
 daemon_of() {
 	local p
 	for p in $(pgrep -x pohmelfsd); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "POHMELFS_PREFIX=$T/$1" &&
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "POHMELFS_PREFIX=$T/$1" &&
 			echo "$p"
 	done
 	return 0
+}
+
+# daemon_up HOST: true once HOST's pohmelfsd runs (for until_true, which
+# must call the check each time, not a value computed once).
+daemon_up() {
+	[ -n "$(daemon_of "$1")" ]
 }
 
 # b_reads FILE TEXT: host b (a new process) reads FILE and finds TEXT.
@@ -95,7 +101,7 @@ time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1
 	until_true 30 grep -q written "$T/writer.out"
 	t0=$(date +%s)
 	# The shim started pohmelfsd for cache a at the close.
-	until_true 15 test -n "$(daemon_of a)"
+	until_true 15 daemon_up a
 	d=$(daemon_of a)
 	[ "$(echo "$d" | wc -w)" -eq 1 ]
 	[ "$(cat "$T/a-state/pohmelfsd.pid")" = "$d" ]
@@ -124,14 +130,14 @@ time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1
 	echo "# \$(cmd) took $ms ms" >&3
 	[ "$out" = done ]
 	[ "$ms" -lt 20000 ]
-	until_true 15 test -n "$(daemon_of a)"
+	until_true 15 daemon_up a
 	run b_reads h data
 	[ "$status" -eq 0 ]
 }
 
 @test "defaults: the pohmelfsd the shim started exits when idle (60 s)" {
 	shim a timeout 60 bash -c "echo data > '$T/a/i'; sleep 1"
-	until_true 15 test -n "$(daemon_of a)"
+	until_true 15 daemon_up a
 	d=$(daemon_of a)
 	run b_reads i data
 	[ "$status" -eq 0 ]
@@ -141,7 +147,7 @@ time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1
 	[ ! -f "$T/a-state/pohmelfsd.pid" ]
 	# A later write starts a new one.
 	shim a timeout 60 bash -c "echo again > '$T/a/i'"
-	until_true 15 test -n "$(daemon_of a)"
+	until_true 15 daemon_up a
 	sleep 1.2
 	run b_reads i again
 	[ "$status" -eq 0 ]
