@@ -196,4 +196,4 @@ clean:
 .SECONDARY:
 
 .PHONY: all check fuzz bench demo deps install uninstall clean
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests/helpers -name '*.d' 2>/dev/null)

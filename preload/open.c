@@ -125,45 +125,42 @@ static inline __attribute__((always_inline)) int do_open(int dirfd, const char *
  * whatever the caller left there: libc and the kernel ignore it then, and
  * open_slow_at sets it to 0 before the shim looks at it.
  */
-#define OPEN_ENTRY(name, c_name, lfs)                                                       \
-	POHM_EXPORT int c_name(const char *path, int flags, mode_t mode) __asm__(#name);     \
-	POHM_EXPORT int c_name(const char *path, int flags, mode_t mode)                     \
-	{                                                                                    \
-		return do_open(AT_FDCWD, path, flags | (lfs), mode); \
+#define OPEN_ENTRY(name, c_name, lfs)                                                   \
+	POHM_EXPORT int c_name(const char *path, int flags, mode_t mode) __asm__(#name); \
+	POHM_EXPORT int c_name(const char *path, int flags, mode_t mode)                 \
+	{                                                                                \
+		return do_open(AT_FDCWD, path, flags | (lfs), mode);                     \
 	}
 #define OPENAT_ENTRY(name, c_name, lfs)                                                          \
 	POHM_EXPORT int c_name(int dirfd, const char *path, int flags, mode_t mode) __asm__(#name); \
 	POHM_EXPORT int c_name(int dirfd, const char *path, int flags, mode_t mode)                 \
 	{                                                                                           \
-		return do_open(dirfd, path, flags | (lfs), mode);           \
+		return do_open(dirfd, path, flags | (lfs), mode);                                   \
 	}
 #else
-/* Elsewhere the portable way: va_arg only when the flags say there is one. */
-#define OPEN_ENTRY(name, c_name, lfs)                                  \
-	POHM_EXPORT int name(const char *path, int flags, ...)         \
-	{                                                              \
-		mode_t mode = 0;                                       \
-		va_list ap;                                            \
-                                                                       \
-		if (needs_mode(flags)) {                               \
-			va_start(ap, flags);                           \
-			mode = va_arg(ap, mode_t);                     \
-			va_end(ap);                                    \
-		}                                                      \
-		return do_open(AT_FDCWD, path, flags | (lfs), mode);   \
+/* Elsewhere the portable way: va_arg only when the flags say there is one
+ * (last: the parameter before the "..."). */
+#define VA_MODE(flags, last)                         \
+	({                                           \
+		mode_t mode_ = 0;                    \
+		va_list ap_;                         \
+                                                     \
+		if (needs_mode(flags)) {             \
+			va_start(ap_, last);         \
+			mode_ = va_arg(ap_, mode_t); \
+			va_end(ap_);                 \
+		}                                    \
+		mode_;                               \
+	})
+#define OPEN_ENTRY(name, c_name, lfs)                                                 \
+	POHM_EXPORT int name(const char *path, int flags, ...)                        \
+	{                                                                             \
+		return do_open(AT_FDCWD, path, flags | (lfs), VA_MODE(flags, flags)); \
 	}
-#define OPENAT_ENTRY(name, c_name, lfs)                                   \
-	POHM_EXPORT int name(int dirfd, const char *path, int flags, ...) \
-	{                                                                 \
-		mode_t mode = 0;                                          \
-		va_list ap;                                               \
-                                                                          \
-		if (needs_mode(flags)) {                                  \
-			va_start(ap, flags);                              \
-			mode = va_arg(ap, mode_t);                        \
-			va_end(ap);                                       \
-		}                                                         \
-		return do_open(dirfd, path, flags | (lfs), mode);         \
+#define OPENAT_ENTRY(name, c_name, lfs)                                            \
+	POHM_EXPORT int name(int dirfd, const char *path, int flags, ...)          \
+	{                                                                          \
+		return do_open(dirfd, path, flags | (lfs), VA_MODE(flags, flags)); \
 	}
 #endif
 

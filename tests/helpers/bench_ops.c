@@ -17,24 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-
-/*
- * The path copied at each of the 16 alignments a string can have against
- * a 16-byte block: the rounds rotate through them, as a real program's
- * paths come at any alignment (the shim's path test reads whole blocks, so
- * one fixed alignment, set by the size of the environment, would make the
- * figure depend on it).
- */
-static char spelled[16][4096 + 64] __attribute__((aligned(64)));
-
-static void spell(const char *path)
-{
-	int k;
-
-	for (k = 0; k < 16; k++)
-		snprintf(spelled[k] + k, sizeof(spelled[k]) - 16, "%s", path);
-}
-#define SPELLED(i) (spelled[(i) % 16] + (i) % 16)
+#include "spelled.h"
 
 static double now(void)
 {
