@@ -81,6 +81,13 @@ static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, i
 	}
 }
 
+/* 1 while a mark (st: its stat) is younger than CREATE_MARK_NS. */
+static int create_mark_young(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec +
+		       CREATE_MARK_NS > pohm_sys_real_ns();
+}
+
 /* 1 if a p/ entry's name is a create mark's: HEX.c + 16 hex digits. */
 static int create_mark_name(const char *n, size_t len)
 {
@@ -104,8 +111,7 @@ static void create_mark_expire(int dfd, const char *name)
 	struct stat st;
 
 	if (!pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
-			    CREATE_MARK_NS < pohm_sys_real_ns())
+	    !create_mark_young(&st))
 		pohm_sys_unlinkat(dfd, name, 0);
 }
 
@@ -123,8 +129,7 @@ int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
 		return 0;
 	n = pohm_sys_fstat(fd, &st) ? -1 : pohm_sys_read(fd, pid, sizeof(pid) - 1);
 	pohm_sys_close(fd);
-	if (n >= 0 && (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
-			      CREATE_MARK_NS > pohm_sys_real_ns()) {
+	if (n >= 0 && create_mark_young(&st)) {
 		if (n == 0)
 			return 1;	/* its creator is writing its pid */
 		pid[n] = 0;

@@ -46,6 +46,8 @@
 #if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define POHM_FAST_WORDS 1
 #include <emmintrin.h>
+/* Sixteen bytes from p, any alignment (the caller keeps them in p's page). */
+#define POHM_FAST_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 #endif
 
 #define POHM_FAST_NONE ((size_t)-1)
@@ -134,7 +136,7 @@ POHM_FAST_INLINE size_t pohm_fast_comp_len_first(const char *path)
 	__m128i v;
 
 	if (__builtin_expect(((uintptr_t)path & 4095) <= 4096 - 16, 1)) {
-		v = _mm_loadu_si128((const __m128i *)(const void *)pohm_launder(path));
+		v = POHM_FAST_LOAD(pohm_launder(path));
 		m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')),
 							     _mm_cmpeq_epi8(v, _mm_setzero_si128())));
 		if (__builtin_expect(m != 0, 1))
@@ -264,8 +266,6 @@ POHM_FAST_INLINE unsigned pohm_fast_mask2(__m128i v0, __m128i v1, char c)
 	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, x)) |
 	       (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, x)) << 16;
 }
-
-#define POHM_FAST_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 
 /*
  * 1 if s reaches its NUL before any "..": sixteen bytes at a time while
