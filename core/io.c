@@ -283,7 +283,7 @@ struct pohm_req *io_op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t fl
 	int32_t backend = 0;
 	int node = -1;
 
-	if (pohm_net_owner(op->c->net, g->group, op->id, &node, &backend)) {
+	if (pohm_net_owner(op->c->net, g->group, op->id, op->own_node, &node, &backend)) {
 		g->status = -ENXIO;
 		g->node = -1;
 		return NULL;
@@ -322,7 +322,7 @@ void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
 		int32_t backend;
 		int node;
 
-		if (pohm_net_owner(op->c->net, r->cmd.id.group, op->id, &node, &backend))
+		if (pohm_net_owner(op->c->net, r->cmd.id.group, op->id, op->own_node, &node, &backend))
 			continue;
 		pohm_req_release(r);
 		r->node = node;
@@ -437,7 +437,7 @@ static void write_piece_send(struct gop *op, struct pohm_batch *w, struct write_
 
 		if (!alive[gi])
 			continue;
-		if (pohm_net_owner(op->c->net, g->group, op->id, &node, &backend)) {
+		if (pohm_net_owner(op->c->net, g->group, op->id, op->own_node, &node, &backend)) {
 			g->status = -ENXIO;
 			alive[gi] = 0;
 			(*live)--;
@@ -915,7 +915,7 @@ static int read_group(struct gop *op, unsigned gi, const struct pohm_time *ts, u
 			int node = -1;
 
 			s = &slots[sent % READ_INFLIGHT];
-			if (pohm_net_owner(net, g->group, op->id, &node, &backend)) {
+			if (pohm_net_owner(net, g->group, op->id, 0, &node, &backend)) {
 				rc = -ENXIO;
 				break;
 			}
@@ -1408,7 +1408,7 @@ static int many_send(struct gop *op, struct pohm_batch *w, struct many_slot *s, 
 		if (s->tried & (1u << gi))
 			continue;
 		s->tried |= 1u << gi;
-		if (pohm_net_owner(net, op->res->g[gi].group, s->id, &node, &backend)) {
+		if (pohm_net_owner(net, op->res->g[gi].group, s->id, 0, &node, &backend)) {
 			s->failed++;
 			continue;
 		}
@@ -1710,6 +1710,7 @@ int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *key
 		memset(&out[i], 0, sizeof(out[i]));
 		out[i].status = 1;
 		io_op_init(&m->op[i], c, keys[i], strlen(keys[i]), &res[i]);
+		m->op[i].own_node = 1;
 	}
 	deadline = (n ? m->op[0].start : pohm_sys_mono_ns()) + c->cfg->read_wait_timeout_ns;
 	rc = pohm_net_refresh(c->net, deadline, 0);

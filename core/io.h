@@ -174,7 +174,10 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
  * only once the copy is older than a writer may count it (a CAS write
  * counts acks for POHM_CAS_ACK_WINDOW, at most write_wait_timeout; plus
  * POHM_CAS_CLOCK_SKEW): until then it may be a write in flight, which only
- * its writer may undo.  Missing copies are created at once.
+ * its writer may undo.  Missing copies are created at once.  A group
+ * speaks for a CAS object only through the key's own node: while it is
+ * down the group is silent for the key, never answered by a ring
+ * neighbour, which never held the key and would let any CAS pass.
  */
 
 #define POHM_IO_MARKER_LEN	16

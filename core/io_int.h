@@ -32,6 +32,8 @@ struct gop {
 	int bad[POHM_MAX_GROUPS];	/* copy found corrupt while reading */
 	int sink_failed;		/* read: the caller's sink refused the bytes */
 	uint64_t piece_timeout;		/* read: non-zero = a fresh deadline per batch of pieces */
+	int own_node;			/* CAS object: each group answers only from the key's
+					 * own node (pohm_net_owner) */
 };
 
 /* Start op for key: res cleared, every group "not waited for". */

@@ -553,6 +553,7 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 		return -ENOMEM;
 	for (;;) {
 		io_op_init(op, c, key, keylen, res);
+		op->own_node = 1;
 		unsettled = 0;
 		rc = cas_read_once(op, data, len, csum, &unsettled);
 		if (rc != POHM_CAS_SPLIT)
@@ -815,6 +816,7 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	if (!op)
 		return -ENOMEM;
 	io_op_init(op, c, key, keylen, res);
+	op->own_node = 1;
 	if (!len || len > POHM_IO_PACKET_MAX) {
 		io_note(op, "a CAS object must be 1 byte to %u MiB", POHM_IO_PACKET_MAX >> 20);
 		rc = len ? -EFBIG : -EINVAL;

@@ -331,7 +331,7 @@ static int read_prepare(struct pohm_client *c, struct batch *bt, size_t k, unsig
 	int32_t backend = 0;
 	int node = -1;
 
-	if (pohm_net_owner(pohm_client_net(c), cfg->groups[g], bt->obj[k].id, &node, &backend))
+	if (pohm_net_owner(pohm_client_net(c), cfg->groups[g], bt->obj[k].id, 0, &node, &backend))
 		return -ENXIO;
 	pohm_req_init(r, node, POHM_CMD_READ, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
 	memcpy(r->cmd.id.id, bt->obj[k].id, POHM_ID_SIZE);
@@ -536,7 +536,7 @@ int pohm_iter_del(struct pohm_client *c, const uint8_t id[POHM_ID_SIZE])
 		int32_t backend = 0;
 		int node = -1;
 
-		if (pohm_net_owner(net, cfg->groups[g], id, &node, &backend)) {
+		if (pohm_net_owner(net, cfg->groups[g], id, 0, &node, &backend)) {
 			rc = -ENXIO;
 			continue;
 		}

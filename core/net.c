@@ -992,19 +992,20 @@ static int node_usable(void *arg, int node)
 }
 
 int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_ID_SIZE],
-		   int *node, int32_t *backend)
+		   int own_node, int *node, int32_t *backend)
 {
-	const struct pohm_route_entry *e;
+	const struct pohm_route_entry *e = NULL;
 	int r = -ENXIO;
 
 	pthread_mutex_lock(&net->lock);
 	/*
 	 * A failed node's keys go to the live nodes of its group (its entries
 	 * stay, so a reconnect by the next refresh gives them back).  When the
-	 * whole group is down, the plain owner: the request then names that
-	 * node and reconnects it once its backoff has passed.
+	 * whole group is down, or own_node, the plain owner: the request then
+	 * names that node and reconnects it once its backoff has passed.
 	 */
-	e = pohm_route_owner_among(&net->route, group, id, node_usable, net);
+	if (!own_node)
+		e = pohm_route_owner_among(&net->route, group, id, node_usable, net);
 	if (!e)
 		e = pohm_route_owner(&net->route, group, id);
 	if (e) {

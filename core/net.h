@@ -158,11 +158,13 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force);
 /*
  * Owner of key id in group: node index and backend, by the ring rule over
  * the group's nodes that have not failed (a failed node's keys fall to its
- * live neighbours, as in Elliptics); the plain owner when all have failed.
- * 0 or -ENXIO (group unknown).
+ * live neighbours, as in Elliptics); the plain owner when all have failed,
+ * or always with own_node (compare-and-swap objects: the neighbour never
+ * held the key, and a CAS passes where the key is missing, so its answer
+ * would stand for a group it cannot speak for).  0 or -ENXIO (group unknown).
  */
 int pohm_net_owner(struct pohm_net *net, uint32_t group, const uint8_t id[POHM_ID_SIZE],
-		   int *node, int32_t *backend);
+		   int own_node, int *node, int32_t *backend);
 
 /* Node count, and a node's "ip:port" (always a string, "?" if out of range). */
 int pohm_net_nodes(struct pohm_net *net);

@@ -242,12 +242,12 @@ TEST(handshake_learns_backends)
 	cfg_for(&cfg, &fn.port, 1, "3");
 	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
 	pohm_key_id(id, "ns", 2, "k", 1);
-	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, &node, &be), -ENXIO);
+	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, 0, &node, &be), -ENXIO);
 	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
-	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, &node, &be), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 3, id, 0, &node, &be), 0);
 	EXPECT_EQ_INT(node, 0);
 	EXPECT_EQ_INT(be, 0);
-	EXPECT_EQ_INT(pohm_net_owner(net, 4, id, &node, &be), -ENXIO);
+	EXPECT_EQ_INT(pohm_net_owner(net, 4, id, 0, &node, &be), -ENXIO);
 	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
 	EXPECT(ni.up);
 	EXPECT_EQ_INT(ni.version[0], 3);
@@ -646,7 +646,7 @@ TEST(route_list_discovers_nodes)
 	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
 	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
 	EXPECT_EQ_INT(pohm_net_nodes(net), 2);
-	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, &node, &be), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, 0, &node, &be), 0);
 	EXPECT_EQ_INT(node, 1);
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
@@ -669,8 +669,8 @@ TEST(update_ids_push_moves_backend)
 	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
 	/* The push travels behind the handshake reply; a ping round trip flushes it. */
 	EXPECT_EQ_INT(pohm_net_ping_all(net, after(1000 * MS)), 1);
-	EXPECT_EQ_INT(pohm_net_owner(net, 7, id, &node, &be), 0);
-	EXPECT_EQ_INT(pohm_net_owner(net, 1, id, &node, &be), -ENXIO);
+	EXPECT_EQ_INT(pohm_net_owner(net, 7, id, 0, &node, &be), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 1, id, 0, &node, &be), -ENXIO);
 	pohm_net_close(net);
 	pohm_config_free(&cfg);
 	fn_stop(&fn);
