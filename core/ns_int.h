@@ -89,10 +89,20 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 /* Visit every leaf bucket of dir (depth-first); fn returning non-zero stops. */
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg);
+/*
+ * A bucket put whose outcome is unknown (-EIO: a group took it, then went
+ * silent) is settled by reading again, at most this many times per call:
+ * an insert finds its own entry (txid) or inserts again; a remove finds
+ * the name still there or gone.
+ */
+#define NS_UNSURE_RETRIES	3
 /* Insert e into dir: 0, -EEXIST (then *existing gets the entry if given), -ENOENT, -errno. */
 int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 		    struct pohm_dentry *existing);
-/* Remove name from dir if it maps to ino (0 = any): 0, -ENOENT, -errno. */
+/*
+ * Remove name from dir if it maps to ino (0 = any): 0, -ENOENT, -ESTALE
+ * (gone after a put of ours whose outcome was unknown: maybe by us), -errno.
+ */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
 /* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
 int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);

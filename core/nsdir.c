@@ -459,7 +459,7 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 		    struct pohm_dentry *existing)
 {
 	struct ns_bucket_ref ref;
-	unsigned attempt;
+	unsigned attempt, unsure = 0;
 	int i, r;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
@@ -489,8 +489,11 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 		}
 		if (!r)
 			r = pohm_bucket_add(&ref.bk, e);
-		if (!r)
+		if (!r) {
 			r = ns_bucket_store(ns, &ref);
+			if (r == -EIO && e->txid && unsure++ < NS_UNSURE_RETRIES)
+				r = -EAGAIN;	/* outcome unknown: the next read tells (our txid) */
+		}
 		ns_bucket_release(&ref);
 		if (r != -EAGAIN)
 			return r;
@@ -501,7 +504,7 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
 {
 	struct ns_bucket_ref ref;
-	unsigned attempt;
+	unsigned attempt, unsure = 0;
 	int i, r;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
@@ -514,9 +517,10 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 			ns_bucket_release(&ref);
 			/*
 			 * A lost put left nothing of ours (kv.h -EAGAIN), so a
-			 * name gone now was removed by someone else.
+			 * name gone now was removed by someone else -- or, after
+			 * a put whose outcome was unknown, maybe by us.
 			 */
-			return -ENOENT;
+			return unsure ? -ESTALE : -ENOENT;
 		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		if (!r && ref.bk.e[i].intent) {
@@ -526,6 +530,8 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 		if (!r) {
 			pohm_bucket_remove(&ref.bk, (uint32_t)i);
 			r = ns_bucket_store(ns, &ref);
+			if (r == -EIO && unsure++ < NS_UNSURE_RETRIES)
+				r = -EAGAIN;	/* outcome unknown: the next read tells */
 		}
 		ns_bucket_release(&ref);
 		if (r == -EAGAIN)

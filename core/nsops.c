@@ -282,8 +282,15 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 	r = ns_entry_remove(ns, dir, name, e.ino);
 	if (!r)
 		r = ns_inode_nlink(ns, e.ino, -1);
-	if (r == -ENOENT)
-		r = 0;		/* the inode was already gone: the name was dangling */
+	/*
+	 * -ENOENT: the inode was already gone (the name was dangling), or a
+	 * racing unlink removed the name first.  -ESTALE: the name is gone,
+	 * maybe by our own put whose outcome was unknown; its link count is
+	 * left as it is: one too many is garbage for fsck, one too few could
+	 * free an inode another name still has.
+	 */
+	if (r == -ENOENT || r == -ESTALE)
+		r = 0;
 	if (!r)
 		ns_http_unlink(ns, dir, name, e.type, e.ino);
 	pohm_dentry_clear(&e);

@@ -99,7 +99,9 @@ out:
 
 int pohm_ns_drop_entry(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
 {
-	return ns_entry_remove(ns, dir, name, ino);
+	int r = ns_entry_remove(ns, dir, name, ino);
+
+	return r == -ESTALE ? 0 : r;
 }
 
 static int parent_set_fn(struct pohm_inode *in, void *arg)
