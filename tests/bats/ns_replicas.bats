@@ -2,10 +2,11 @@
 # ns_replicas.bats — the namespace on replicated groups under contention
 # (issue 6): 8 processes creating, renaming, unlinking and making
 # directories in one directory, on 1, 2 and 3 groups and with one of 3
-# groups stopped for part of the run; racing directory moves; rmdir racing
-# create.  Every run ends with `ns_stress check`: the listing has exactly
-# the names the workers say should exist, every name looks up to its
-# listed inode, every inode is alive, no duplicates.
+# groups (or one node of it) stopped for part of the run; racing directory
+# moves; rmdir racing create.  Every run ends with `ns_stress check`: the
+# listing has exactly the names the workers leave (each missing or
+# unexpected one is named), every name looks up to its listed inode, every
+# inode is alive, no duplicates.
 #
 # Scale: issue 6 asks for 8 × (2000 files + 200 directories).  The default
 # here is NS_FILES=500 NS_DIRS=50 per process (a quarter: 4000 files, 400
@@ -60,7 +61,7 @@ finish() {
 		fi
 	done
 	[ $rc = 0 ] || return 1
-	run "$S" check "$2" "$total"
+	run "$S" check "$2" "$total" "$1" "$FILES" "$DIRS"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = "ok $total entries" ]
@@ -70,6 +71,7 @@ stress() {
 	local groups=$1 t0
 	cluster_start "g$groups" --groups "$groups" --nodes-per-group 2 --nosync
 	run "$S" mkdir d
+	echo "mkdir d: $output"
 	[ "$output" = ok ]
 	t0=$(date +%s%N)
 	workers 8 d
@@ -89,28 +91,55 @@ stress() {
 	stress 3
 }
 
-@test "8 processes in one directory, 3 groups, group 2 stopped for part of the run" {
-	local t0
+# stopped_run NODE...: the 3-group stress with NODEs stopped from 2 s to 6 s.
+stopped_run() {
+	local t0 n
 	cluster_start down --groups 3 --nodes-per-group 2 --nosync
 	run "$S" mkdir d
+	echo "mkdir d: $output"
 	[ "$output" = ok ]
 	t0=$(date +%s%N)
 	workers 8 d
 	sleep 2
-	cluster_kill 2-1
-	cluster_kill 2-2
+	for n; do cluster_kill "$n"; done
 	sleep 4
-	cluster_start_node 2-1
-	cluster_start_node 2-2
+	for n; do cluster_start_node "$n"; done
 	finish 8 d
-	echo "# group 2 down 4 s: 8 × ($FILES files, $DIRS dirs) in $((($(date +%s%N) - t0) / 1000000)) ms" >&3
-	# The group that was away takes part again: a create needs it and one more.
+	echo "# $* down 4 s: 8 × ($FILES files, $DIRS dirs) in $((($(date +%s%N) - t0) / 1000000)) ms" >&3
+}
+
+@test "8 processes in one directory, 3 groups, group 2 stopped for part of the run" {
+	stopped_run 2-1 2-2
+	# The group that was away is brought in line by repair (read repair
+	# alone may leave a copy: the check reads only until a majority agrees
+	# plus a short grace, and leaves copies younger than a writer may still
+	# count, about 3 s, to their writers).  Then it takes part again: with
+	# group 1 gone, a create needs it and group 3 to agree.
+	sleep 3.2
+	run "$B/pohmelfs" repair
+	echo "pohmelfs repair: $status $output"
+	[ "$status" -eq 0 ]
+	run "$B/pohmelfs" fsck
+	echo "pohmelfs fsck: $status $output"
+	[ "$status" -eq 0 ]
 	cluster_kill 1-1
 	cluster_kill 1-2
 	run "$S" create d/after
+	echo "create d/after: $output"
 	[ "$output" = ok ]
 	run "$S" resolve d/after
+	echo "resolve d/after: $status $output"
 	[ "$status" -eq 0 ]
+}
+
+# One node of a group down: for these compare-and-swap objects its keys do
+# not fall to the other node of the group (which never held them; a CAS
+# passes where the key is missing), so group 2 is silent for that node's
+# keys and groups 1 and 3 carry on (RELIABILITY.md finding 13).  The lost
+# entry of finding 13 needs a write to straddle the node's death or return;
+# this run meets that rarely, test_io's failed-node test checks the routing.
+@test "8 processes in one directory, 3 groups, one node of group 2 stopped for part of the run" {
+	stopped_run 2-1
 }
 
 @test "two hosts racing mv a b/ and mv b a/ never build a cycle" {

@@ -6,10 +6,14 @@
  *                                      from the fsid root, made if missing),
  *                                      renaming every 5th and unlinking every
  *                                      5th+1; prints "names N" (what should exist)
- *   ns_stress check DIR EXPECTED       list DIR: exactly EXPECTED entries, no
+ *   ns_stress check DIR EXPECTED [WORKERS FILES DIRS]
+ *                                      list DIR: exactly EXPECTED entries, no
  *                                      duplicate, every name looks up to the
  *                                      listed inode, every inode alive with
  *                                      nlink ≥ its names; prints "ok" or problems
+ *                                      (with WORKERS FILES DIRS: also each name
+ *                                      that `work` 1..WORKERS left and is missing,
+ *                                      and each listed name it did not leave)
  *   ns_stress mv FROM TO               rename (paths from the fsid root)
  *   ns_stress rmdir PATH | mkdir PATH | create PATH | resolve PATH
  *
@@ -140,7 +144,50 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int check(const char *dpath, long expected)
+/* Whether `work ID FILES DIRS` leaves name: the same rules as work(). */
+static int work_leaves(const char *name, int workers, int files, int dirs)
+{
+	int id, i, every = dirs ? files / dirs : 0, n = 0;
+	char kind;
+
+	if (sscanf(name, "w%d-%c%d%n", &id, &kind, &i, &n) != 3 || name[n] || id < 1 ||
+	    id > workers || i < 0 || i >= files)
+		return 0;
+	if (kind == 'f')
+		return i % 5 != 0 && i % 5 != 1;
+	if (kind == 'r')
+		return i % 5 == 0;
+	return kind == 'd' && every && i % every == 0;
+}
+
+/* Print each name the workers left that the (sorted) listing lacks, and each it should not have. */
+static int compare_names(char **names, size_t n, int workers, int files, int dirs)
+{
+	static const char kinds[] = "frd";
+	char want[64];
+	int id, i, k, bad = 0;
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (!work_leaves(names[j], workers, files, dirs)) {
+			printf("unexpected: %s\n", names[j]);
+			bad++;
+		}
+	for (id = 1; id <= workers; id++)
+		for (i = 0; i < files; i++)
+			for (k = 0; kinds[k]; k++) {
+				snprintf(want, sizeof(want), "w%d-%c%d", id, kinds[k], i);
+				if (!work_leaves(want, workers, files, dirs))
+					continue;
+				if (!bsearch(&(const char *){ want }, names, n, sizeof(*names), cmp_names)) {
+					printf("missing: %s\n", want);
+					bad++;
+				}
+			}
+	return bad;
+}
+
+static int check(const char *dpath, long expected, int workers, int files, int dirs)
 {
 	struct listing l = { 0 };
 	uint64_t dir;
@@ -161,11 +208,13 @@ static int check(const char *dpath, long expected)
 	for (i = 0; i < l.n; i++) {
 		struct pohm_inode in;
 		uint64_t ino;
+		int gr;
 
 		if (pohm_ns_lookup(ns, dir, l.names[i], &ino, NULL) || ino != l.inos[i]) {
 			printf("dangling: %s\n", l.names[i]);
 			bad++;
-		} else if (pohm_ns_getattr(ns, ino, &in)) {
+		} else if ((gr = pohm_ns_getattr(ns, ino, &in))) {
+			printf("getattr: %s\n", strerror(-gr));
 			printf("orphan entry (inode gone): %s\n", l.names[i]);
 			bad++;
 		} else {
@@ -182,6 +231,8 @@ static int check(const char *dpath, long expected)
 			printf("duplicate: %s\n", l.names[i]);
 			bad++;
 		}
+	if (workers > 0)
+		bad += compare_names(l.names, l.n, workers, files, dirs);
 	if (!bad)
 		printf("ok %zu entries\n", l.n);
 	return bad ? 1 : 0;
@@ -224,7 +275,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "work") && argc == 6)
 		r = work(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
 	else if (!strcmp(argv[1], "check") && argc == 4)
-		r = check(argv[2], atol(argv[3]));
+		r = check(argv[2], atol(argv[3]), 0, 0, 0);
+	else if (!strcmp(argv[1], "check") && argc == 7)
+		r = check(argv[2], atol(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
 	else if (!strcmp(argv[1], "mv") && argc == 4) {
 		uint64_t d2;
 		const char *n2;
