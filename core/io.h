@@ -193,9 +193,6 @@ struct pohm_cas_old {
 	uint32_t behind;		/* groups (bit = index in the configured order) whose
 					 * copy was older than csum when it was read: not
 					 * to be the arbiter */
-	uint32_t held;			/* groups known to hold csum (read or written);
-					 * a rollback puts data back only on these (0:
-					 * not known, on every group that took ours) */
 };
 
 /*

@@ -638,7 +638,7 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	uint8_t io[POHM_IO_ATTR_SIZE], *fwd = NULL;
 	const void *content = NULL;
 	struct pohm_io_attr a;
-	unsigned gi, stuck = 0, skip = 0;
+	unsigned gi, stuck = 0;
 	uint64_t stamp;
 	int idx = POHM_CAS_SPLIT;
 
@@ -680,15 +680,6 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 		clen = old->len;
 		if (old->min_ts_ns)
 			stamp = old->min_ts_ns - 1;
-		/*
-		 * Only where that content was: a group that took ours over a
-		 * missing key (a CAS passes there) or a copy we never saw would
-		 * gain a holder of an old version, which with one more could
-		 * pass for the committed one (RELIABILITY.md finding 13).  Ours
-		 * stays there, a lost write for read repair to undo.
-		 */
-		if (old->held)
-			skip = ~old->held;
 	}
 	io_op_release(op);
 	if (!content) {
@@ -706,20 +697,12 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	a.size = clen;
 	a.timestamp = pohm_time_from_ns(stamp);
 	pohm_io_attr_encode(io, &a);
-	for (gi = 0; gi < res->ngroups; gi++) {
-		if (res->g[gi].applied <= 0)
-			continue;
-		if (skip & (1u << gi)) {
-			stuck++;
-			io_note(op, "not rolled back on group %u: it did not hold the replaced "
-				"version when read", res->g[gi].group);
-			continue;
-		}
-		io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), content, clen);
-	}
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].applied > 0)
+			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), content, clen);
 	if (!op->n) {
 		free(fwd);
-		return stuck;	/* applied nowhere known: nothing to undo */
+		return 0;	/* applied nowhere known: nothing to undo */
 	}
 	io_op_run(op, pohm_sys_mono_ns() + op->c->cfg->write_wait_timeout_ns, NULL);
 	for (k = 0; k < op->n; k++) {

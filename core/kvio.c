@@ -55,7 +55,6 @@ static __thread struct recent {
 	size_t len, cap;
 	uint64_t ts_ns;			/* stamp of the version (newest holder) */
 	uint32_t behind;		/* groups that were behind it (pohm_cas_old.behind) */
-	uint32_t held;			/* groups that held it (pohm_cas_old.held) */
 	uint64_t used;			/* LRU tick, 0 = empty */
 } recent[RECENT_N];
 static __thread uint64_t recent_tick;
@@ -97,14 +96,11 @@ static void remember(const char *key, const void *data, size_t len, const uint8_
 	r->ts_ns = pohm_time_to_ns(&res->ts);
 	/* Behind: groups whose copy was missing or older than these bytes. */
 	r->behind = 0;
-	r->held = 0;
 	for (i = 0; i < res->ngroups; i++) {
 		const struct pohm_group_reply *g = &res->g[i];
 
-		if (g->applied > 0 || (g->has_csum && !memcmp(g->csum, csum, POHM_KV_CSUM))) {
-			r->held |= 1u << i;
+		if (g->applied > 0 || (g->has_csum && !memcmp(g->csum, csum, POHM_KV_CSUM)))
 			continue;
-		}
 		if (g->status == -ENOENT || (!g->status && pohm_time_cmp(&g->ts, &res->ts) < 0))
 			r->behind |= 1u << i;
 	}
@@ -203,7 +199,6 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 			old.len = prev->len;
 			old.min_ts_ns = prev->ts_ns + 1;
 			old.behind = prev->behind;
-			old.held = prev->held;
 		} else {
 			pohm_debug("key %s: CAS against a value this thread has not read: "
 				   "a lost write cannot be rolled back", key);

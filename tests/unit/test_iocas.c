@@ -8,9 +8,7 @@
  *     finding 1); a present copy still wins over a key never written;
  *   - cas_put whose outcome on one group is unknown, refused on another,
  *     while a majority holds exactly its bytes reports committed, not lost
- *     (RELIABILITY.md finding 10, "found on the way");
- *   - a rollback puts the replaced version back only where it was
- *     (finding 13).
+ *     (RELIABILITY.md finding 10, "found on the way").
  *
  * Helpers mirror those of test_io.c (which this file does not share code
  * with: each test binary is one file).
@@ -244,62 +242,5 @@ TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
 	EXPECT(i == -EBADFD || i == -EIO);
 	EXPECT(copy_is(&cl, a, key, "P"));
 	fn_set_flags(&cl.fn[s], 0);
-	stop3(&cl);
-}
-
-/*
- * A rollback puts the replaced version back only on groups known to have
- * held it (RELIABILITY.md finding 13): a group that took ours over a
- * missing key (a CAS passes there) must not become a holder of the old
- * version, which with one more could pass for the committed one.  Ours
- * stays there, a lost write for read repair to undo.
- */
-TEST(rollback_restores_the_replaced_version_only_where_it_was)
-{
-	struct cluster cl;
-	struct pohm_io_result res;
-	struct pohm_cas_old o;
-	const char *key = NULL;
-	char keys[16][8];
-	uint8_t sum[64];
-	int i, s = 2;
-	uint64_t now = pohm_sys_real_ns();
-
-	start3(&cl, "0.3");
-	/* A key whose arbiter is group 3 (index 2): the one without a copy. */
-	for (i = 0; i < 16 && !key; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "r%d", i);
-		if (arbiter_of(keys[i]) == s)
-			key = keys[i];
-	}
-	EXPECT(key != NULL);
-	if (!key) {
-		stop3(&cl);
-		return;
-	}
-	/* We read "P" on groups 1 and 2; since then both moved on, apart. */
-	set_copy(&cl, 0, key, "Q", now - 5 * SEC);
-	set_copy(&cl, 1, key, "R", now - 5 * SEC);
-	set_copy(&cl, s, key, NULL, 0);
-	memset(&o, 0, sizeof(o));
-	pohm_sha512("P", 1, sum);
-	o.csum = sum;
-	o.data = "P";
-	o.len = 1;
-	o.min_ts_ns = now - 20 * SEC + 1;
-	o.held = 1u << 0 | 1u << 1;
-	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
-	printf("# cas_put: %d: %s\n", i, res.msg);
-	EXPECT(i == -EBADFD || i == -EIO);
-	EXPECT(strstr(res.msg, "not rolled back on group 3") != NULL);
-	EXPECT(copy_is(&cl, s, key, "N"));
-	EXPECT(copy_is(&cl, 0, key, "Q"));
-	EXPECT(copy_is(&cl, 1, key, "R"));
-	/* Not known who held it (held 0): as before, put back where ours went. */
-	set_copy(&cl, s, key, NULL, 0);
-	o.held = 0;
-	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
-	EXPECT(i == -EBADFD || i == -EIO);
-	EXPECT(copy_is(&cl, s, key, "P"));
 	stop3(&cl);
 }
