@@ -214,8 +214,7 @@ static int check(const char *dpath, long expected, int workers, int files, int d
 			printf("dangling: %s\n", l.names[i]);
 			bad++;
 		} else if ((gr = pohm_ns_getattr(ns, ino, &in))) {
-			printf("getattr: %s\n", strerror(-gr));
-			printf("orphan entry (inode gone): %s\n", l.names[i]);
+			printf("orphan entry (its inode: %s): %s\n", strerror(-gr), l.names[i]);
 			bad++;
 		} else {
 			if (!in.nlink) {
