@@ -1,6 +1,8 @@
 # libpohmelfs — one non-recursive Makefile.
-# Sources are found by wildcard: a new core/*.c, preload/*.c, node/*.c,
-# tools/<prog>/*.c or tests/unit/test_*.c needs no edit here.
+# Sources are found by wildcard: a new core/<layer>/*.c, preload/*.c, node/*.c,
+# tools/<prog>/*.c or tests/unit/test_*.c needs no edit here.  core/ is split
+# into layer folders (doc/ARCHITECTURE.md); a new layer is added to
+# CORE_LAYERS, in its place from the bottom up.
 #
 #   make                      build everything into build/
 #   make check [SAN=address|undefined|thread]   all tests, one summary line
@@ -39,7 +41,12 @@ else
 $(error SAN must be address, undefined or thread)
 endif
 
-CPPFLAGS += -D_GNU_SOURCE -Icore -MMD -MP
+# The layers of core/, bottom first: a layer may include the headers of the
+# layers before it, never of those after it (tests/layering checks this).
+# admin/ (fsck, repair, cache tools) sits beside the top: the tools link it,
+# the library does not.
+CORE_LAYERS := sys wire config net store ns cache mount admin
+CPPFLAGS += -D_GNU_SOURCE $(addprefix -Icore/,$(CORE_LAYERS)) -MMD -MP
 CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -fno-builtin-malloc \
             -pthread $(SANFLAGS)
 LDFLAGS  += -pthread $(SANFLAGS)
@@ -51,7 +58,7 @@ else
 LIB_ALLOC :=
 endif
 
-CORE_SRC    := $(wildcard core/*.c)
+CORE_SRC    := $(foreach l,$(CORE_LAYERS),$(wildcard core/$(l)/*.c))
 PRELOAD_SRC := $(wildcard preload/*.c)
 NODE_SRC    := $(wildcard node/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
@@ -59,6 +66,9 @@ TOOL_DIRS   := $(patsubst tools/%/,%,$(dir $(wildcard tools/*/main.c)))
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 
 CORE_OBJ    := $(CORE_SRC:%.c=$(B)/obj/%.o)
+# What a host process loads: core without the admin layer and the in-memory
+# test store.
+LIB_CORE_OBJ := $(filter-out $(B)/obj/core/admin/% $(B)/obj/core/store/kvmem.o,$(CORE_OBJ))
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
 NODE_OBJ    := $(NODE_SRC:%.c=$(B)/obj/%.o)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -78,9 +88,17 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(CORE_A): $(CORE_OBJ)
+$(CORE_A): $(CORE_OBJ) $(B)/layering.ok
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(CORE_OBJ)
+
+# The build fails when a layer of core/ includes a higher one: checked before
+# anything is compiled.
+$(CORE_OBJ) $(PRELOAD_OBJ): | $(B)/layering.ok
+$(B)/layering.ok: $(wildcard core/*/*.[ch]) tests/layering.sh Makefile
+	@mkdir -p $(@D)
+	tests/layering.sh $(CORE_LAYERS)
+	@touch $@
 
 # The export list is generated from the one symbol list, so the library
 # exports exactly what preload/syms.def names and nothing else.
@@ -105,9 +123,9 @@ $(B)/jemalloc_lazy.a: $(JEMALLOC_PIC)
 # Lazy binding (no -z now): the library's ~140 PLT slots into libc are bound
 # on first use, not at every start (/bin/true: ~85k instructions less);
 # -z relro still makes the rest of the GOT read-only after relocation.
-$(LIB): $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) $(B)/libpohmelfs.map Makefile
-	$(CC) -shared -o $@.tmp $(PRELOAD_OBJ) $(CORE_OBJ) $(LIB_ALLOC) \
-	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro \
+$(LIB): $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(LIB_ALLOC) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+	$(CC) -shared -o $@.tmp $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(LIB_ALLOC) \
+	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
 	    $(LDFLAGS) -ldl -lm
 	mv -f $@.tmp $@
 

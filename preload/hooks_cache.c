@@ -45,7 +45,6 @@
 #include "shim.h"
 #include "shadow.h"
 #include "cache.h"
-#include "cachetool.h"
 #include "log.h"
 #include "mount.h"
 #include "stats.h"
@@ -59,7 +58,7 @@ extern char **environ;
  * opened by heavy_init under pthread_once for the euid of the first call
  * (its rc says how it went).  A call made after a setuid or seteuid to
  * another user opens that user's mount on first use (mount_other: its
- * cache_dir is the user's own, core/mount_user.c), and a switch back finds
+ * cache_dir is the user's own, core/mount/mount_user.c), and a switch back finds
  * the earlier one again.  cfg_rc: how loading the configuration went
  * (POHM_PASS in passthrough tests); when it failed, every mount fails.  mounts_lock guards opening (nmounts and the
  * entries past it); an entry below nmounts never changes again and is
@@ -783,7 +782,7 @@ static int space_fn(void *arg, uint64_t need)
 		return 0;
 	}
 	for (i = 0; i < 2 && !pid; i++) {
-		pid = pohm_ct_daemon_pid(um->m.cache_dir);
+		pid = pohm_cache_daemon_pid(um->m.cache_dir);
 		if (!pid) {
 			pthread_mutex_lock(&dirty_lock);
 			um->daemon_started = 0;	/* it left when idle: start it again */
@@ -791,7 +790,7 @@ static int space_fn(void *arg, uint64_t need)
 			daemon_start(um);
 			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
 				nap_ms(20);
-				pid = pohm_ct_daemon_pid(um->m.cache_dir);
+				pid = pohm_cache_daemon_pid(um->m.cache_dir);
 			}
 		}
 	}

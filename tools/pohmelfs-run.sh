@@ -18,7 +18,7 @@ POHMELFS_LIBDIR=
 me=$(readlink -f "$0" 2>/dev/null || echo "$0")
 here=$(dirname "$me")
 
-# The keys of pohmelfs.conf(5) (core/config.c; a test keeps them equal).
+# The keys of pohmelfs.conf(5) (core/config/config.c; a test keeps them equal).
 KEYS="server fsid groups successful_write_count noreadcsum read_wait_timeout
 write_wait_timeout keepalive_interval read_repair auth_cookie protocol log
 log_level host_id sync_timeout sync_on_close http_compat prefix cache_dir

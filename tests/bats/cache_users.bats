@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# cache_users.bats — per-user caches (core/mount_user.c) share the prefix's
+# cache_users.bats — per-user caches (core/mount/mount_user.c) share the prefix's
 # local tree: a directory the first user's cache made is unknown to the
 # second user's journal.  The second user works in it as its permissions
 # allow, hears about it once per process (not on every walk), and nothing

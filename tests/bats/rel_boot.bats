@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # rel_boot.bats — an unclean shutdown of the host, end to end (DESIGN.md §2,
-# core/cacheboot.c; tests/RELIABILITY.md "rel_boot.bats").
+# core/cache/cacheboot.c; tests/RELIABILITY.md "rel_boot.bats").
 #
 # Host a writes files under the shim in boot "boot-1" (POHMELFS_TEST_BOOT_ID,
 # the test-only override of the kernel's boot id): some are closed under

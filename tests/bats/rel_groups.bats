@@ -169,7 +169,7 @@ except OSError as e:
 
 # arbiter_of KEY: the group (of 1:2:3) that arbitrates KEY's CAS writes: the
 # first of a per-key order, the first byte of the key's id modulo the group
-# count (core/iocas.c pohm_io_cas_put).
+# count (core/store/iocas.c pohm_io_cas_put).
 arbiter_of() {
 	local b
 	b=$(printf '%s\0%s' "$POHMELFS_FSID" "$1" | sha512sum | cut -c1-2)

@@ -63,7 +63,7 @@ names_hold_names() {
 # user_setup DIR: the prefixes move to $U, a directory the unprivileged
 # user can reach (bats's is mode 700), and host a gets DIR (mode 777) under
 # its w/.  After a switch the user has a cache of its own under $TMPDIR
-# (core/mount_user.c): $U/tmp here, sticky and world-writable like /tmp.
+# (core/mount/mount_user.c): $U/tmp here, sticky and world-writable like /tmp.
 user_setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root to switch users"
 	U=$(mktemp -d /tmp/sc-procs-u.XXXXXX)

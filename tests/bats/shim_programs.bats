@@ -172,7 +172,7 @@ rsync_both() {	# rsync_both DIRMODE OPTS
 }
 
 @test "rsync -a with directory modes and times" {
-	# Known bug of the cache engine (core/push.c, preload/hooks_cache.c):
+	# Known bug of the cache engine (core/cache/push.c, preload/hooks_cache.c):
 	# fchmod of a directory fd is not pushed (pohm_cache_push_fd handles
 	# regular files only), and a directory's times set within a few ms of
 	# its creation are taken for unchanged.  rsync does both.

@@ -99,8 +99,8 @@ EOF
 	[[ $output == *"$LIB /nonexistent/libx.so" ]]
 }
 
-@test "pohmelfs-run knows exactly the keys of core/config.c, and pohmelfs.conf(5) documents each" {
-	config_keys=$(sed -n 's/^[[:space:]]*{ "\([a-z_]*\)", T_[A-Z]*,.*/\1/p' "$TOP/core/config.c" | sort)
+@test "pohmelfs-run knows exactly the keys of core/config/config.c, and pohmelfs.conf(5) documents each" {
+	config_keys=$(sed -n 's/^[[:space:]]*{ "\([a-z_]*\)", T_[A-Z]*,.*/\1/p' "$TOP/core/config/config.c" | sort)
 	[ "$(echo "$config_keys" | wc -l)" -ge 23 ]
 	run_keys=$(sed -n '/^KEYS="/,/"$/p' "$TOP/tools/pohmelfs-run.sh" | tr -d '"' |
 		sed 's/^KEYS=//' | tr ' ' '\n' | grep . | sort)

@@ -25,7 +25,7 @@ setup() {
 		*) san= ;;
 		esac
 		# shellcheck disable=SC2086
-		[ -x "$CTL" ] || ${CC:-cc} -D_GNU_SOURCE -I"$TOP/core" -std=gnu11 -O2 -g $san \
+		[ -x "$CTL" ] || ${CC:-cc} -D_GNU_SOURCE $(for d in "$TOP"/core/*/; do printf -- "-I%s " "$d"; done) -std=gnu11 -O2 -g $san \
 			"$TOP/tests/progs/cache_ctl.c" "$B/libpohmcore.a" -pthread -o "$CTL"
 	fi
 	P=$B/pohmelfs

@@ -40,7 +40,7 @@ trap 'exit 1' INT TERM
 
 # The small-read driver, built against this build's core library.
 reads_bin=$tmp/raw_reads
-cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$root/core" -o "$reads_bin" "$root/tests/bench/raw_reads.c" \
+cc -std=gnu11 -O2 -D_GNU_SOURCE $(for d in "$root"/core/*/; do printf -- "-I%s " "$d"; done) -o "$reads_bin" "$root/tests/bench/raw_reads.c" \
 	"$build/libpohmcore.a" -pthread -lm 2>"$tmp/cc.log" ||
 	{ echo "raw | FAILED | cannot build raw_reads.c: $(head -c 300 "$tmp/cc.log")"; exit 0; }
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c — libFuzzer target for the configuration parser
- * (core/config.c): the input is split at its first 0xff byte into the text
+ * (core/config/config.c): the input is split at its first 0xff byte into the text
  * of a configuration file and an environment.  The file text goes to
  * pohm_config_parse_text; the environment part is cut at newlines into
  * "NAME=value" strings for pohm_config_load_env (applied on top of the
@@ -10,7 +10,7 @@
  * over-read, a leak or an unterminated message.
  *
  * Build (tests/fuzz/run does this):
- *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore tests/fuzz/fuzz_config.c core/[all].c -pthread
+ *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore/<layer> (each) tests/fuzz/fuzz_config.c core/<layer>/*.c -pthread
  * Seeds in tests/fuzz/corpus/config/: the sample configuration, every key
  * with good and bad values, environment-only inputs, comments, bare
  * booleans, long lines, size and seconds forms.

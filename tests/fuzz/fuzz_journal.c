@@ -1,5 +1,5 @@
 /*
- * fuzz_journal.c — libFuzzer target for the journal reader (core/journal.c):
+ * fuzz_journal.c — libFuzzer target for the journal reader (core/cache/journal.c):
  * the input is the content of one record file, cache_dir/j/<ino>, in a
  * private temporary cache directory.  An input in format 2 ("PHJ2") is
  * tried twice: as it is (its check almost never matches a mutation: the
@@ -26,7 +26,7 @@
  * tests.  The one guard left protects the harness: see content_check.
  *
  * Build (tests/fuzz/run does this):
- *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore tests/fuzz/fuzz_journal.c core/[all].c -pthread
+ *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore/<layer> (each) tests/fuzz/fuzz_journal.c core/<layer>/*.c -pthread
  * Seeds in tests/fuzz/corpus/journal/: records written by pohm_journal_put
  * (plain, stub, directory, with 0-3 chunk checksums, long hint), and
  * truncated, over-long and wrong-magic variants, in format 1 (the first

@@ -8,8 +8,8 @@
  * hostile input must get an error reply or a dropped connection.
  *
  * Build (tests/fuzz/run does this):
- *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore -Inode \
- *         tests/fuzz/fuzz_node_request.c node/[all but main.c] core/[all].c -pthread
+ *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore/<layer> (each) -Inode \
+ *         tests/fuzz/fuzz_node_request.c node/[all but main.c] core/<layer>/*.c -pthread
  */
 #include <ftw.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@
  * over-read or a leak.
  *
  * Build (tests/fuzz/run does this):
- *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore tests/fuzz/fuzz_reply.c core/[all].c -pthread
+ *   clang -fsanitize=fuzzer,address -D_GNU_SOURCE -Icore/<layer> (each) tests/fuzz/fuzz_reply.c core/<layer>/*.c -pthread
  * Input: byte 0 = number (0-7) of chunk sizes that follow (each + 1), then
  * the stream.  Seeds in tests/fuzz/corpus/reply/: valid replies of every
  * kind above (handshake, ROUTE_LIST, LOOKUP, WRITE, READ with checksum,

@@ -403,7 +403,7 @@ static int lines_with(const char *p, const char *text)
 }
 
 /*
- * Per-user caches (core/mount_user.c) share the prefix's local tree: a
+ * Per-user caches (core/mount/mount_user.c) share the prefix's local tree: a
  * directory the first user's cache made is unknown to the second's
  * journal.  The second user works in it (walks, listing, a new file that
  * reaches the first), hears about it once per process, not on every walk

@@ -294,7 +294,7 @@ TEST(daemon_pid_needs_a_live_pohmelfsd)
 
 	setup();
 	dirs("a", prefix, cdir);
-	EXPECT_EQ_INT(pohm_ct_daemon_pid(cdir), 0);	/* no pid file */
+	EXPECT_EQ_INT(pohm_cache_daemon_pid(cdir), 0);	/* no pid file */
 	EXPECT_EQ_INT(mkdir(root, 0700) == 0 || errno == EEXIST, 1);
 	snprintf(p, sizeof(p), "%s/a", root);
 	mkdir(p, 0700);
@@ -305,12 +305,12 @@ TEST(daemon_pid_needs_a_live_pohmelfsd)
 	snprintf(line, sizeof(line), "%d\n", (int)getpid());
 	EXPECT_EQ_INT(write(fd, line, strlen(line)), (int)strlen(line));
 	close(fd);
-	EXPECT_EQ_INT(pohm_ct_daemon_pid(cdir), 0);
+	EXPECT_EQ_INT(pohm_cache_daemon_pid(cdir), 0);
 	/* Garbage. */
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	EXPECT_EQ_INT(write(fd, "12x\n", 4), 4);
 	close(fd);
-	EXPECT_EQ_INT(pohm_ct_daemon_pid(cdir), 0);
+	EXPECT_EQ_INT(pohm_cache_daemon_pid(cdir), 0);
 }
 
 TEST(zz_cleanup)

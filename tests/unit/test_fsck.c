@@ -435,7 +435,7 @@ TEST(lost_chunk_is_data_loss)
 	pohm_ns_close(ns);
 }
 
-/* ---- a directory caught mid-split (core/nsdir.c split_finish) ---- */
+/* ---- a directory caught mid-split (core/ns/nsdir.c split_finish) ---- */
 
 static void put_bucket(const struct pohm_bucket *bk, const uint8_t *expect)
 {

@@ -273,7 +273,7 @@ void status_cache(struct cli *cli)
 		fprintf(stderr, "pohmelfs: status: journal in %s: %s\n", cache_dir, strerror(-r));
 	if (cli->client && (!t.fsid[0] || !strcmp(t.fsid, cli->cfg.fsid)))
 		listed = !list_conflicts(cli->client, cli->cfg.fsid, &copies);
-	pid = pohm_ct_daemon_pid(cache_dir);
+	pid = pohm_cache_daemon_pid(cache_dir);
 
 	if (cli->json) {
 		printf(",\"cache\":{\"prefix\":");
@@ -406,7 +406,7 @@ int cmd_stats(struct cli *cli)
 			return 1;
 		}
 	}
-	pid = pohm_ct_daemon_pid(cache_dir);
+	pid = pohm_cache_daemon_pid(cache_dir);
 	if (cli->json) {
 		printf("{\"prefix\":");
 		cli_json_str(stdout, prefix);

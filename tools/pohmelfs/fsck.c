@@ -1,6 +1,6 @@
 /*
  * fsck.c — `pohmelfs fsck [--json] [-v] [--age=SECONDS]` and
- * `pohmelfs repair [--json] [-v] [--dry-run] [--age=SECONDS]` (core/fsck.h).
+ * `pohmelfs repair [--json] [-v] [--dry-run] [--age=SECONDS]` (core/admin/fsck.h).
  *
  * The report lists every issue (with -v also what is in progress and
  * left alone), then counts per class and a verdict.  Exit status, OR'ed

@@ -6,7 +6,7 @@
  *   pohmelfs fsck [--json] [-v] [--age=S] | repair [--json] [-v] [--dry-run] [--age=S]
  *
  * Configured by the POHMELFS_* environment and the config file, like the
- * library (core/config.h).  Exit status: 0 success, 1 the operation
+ * library (core/config/config.h).  Exit status: 0 success, 1 the operation
  * failed (the message names what), 2 usage or configuration; fsck and
  * repair have their own (fsck.c).
  */

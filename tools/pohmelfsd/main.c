@@ -9,7 +9,7 @@
  *
  * It also keeps the cache within cache_size and cache_min_free: after each
  * push round it evicts clean, unopened files, least recently used first
- * (core/cachetool.c).  A process whose fetch found the disk full sends
+ * (core/admin/cachetool.c).  A process whose fetch found the disk full sends
  * SIGUSR1 with the MiB it needs (sigqueue): the daemon wakes at once and
  * evicts until that much is free, whatever the configured bounds.
  *

@@ -25,7 +25,7 @@ raw_find_bin() {
 		thread) san="-fsanitize=thread" ;;
 		esac
 		# shellcheck disable=SC2086
-		${CC:-cc} -D_GNU_SOURCE -I"$top/core" -std=gnu11 -O2 -g $san \
+		${CC:-cc} -D_GNU_SOURCE $(for d in "$top"/core/*/; do printf -- "-I%s " "$d"; done) -std=gnu11 -O2 -g $san \
 			"$top"/tools/pohmelfs/*.c "$POHM_BUILD/libpohmcore.a" -pthread -o "$out" || return 1
 	fi
 	POHMELFS_BIN=$out

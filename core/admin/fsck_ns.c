@@ -132,7 +132,7 @@ static void check_entry(struct fsck *f, struct fk_inode *dir, const struct fk_bu
  * bit c set for each half (c = hash bit b's depth) whose split child exists:
  * a SPLITTING bucket's sealed entries are current only for a half without
  * its child (the child, made from them, is what writers change from then on:
- * core/nsdir.c ns_bucket_locate), so those halves are checked in the child.
+ * core/ns/nsdir.c ns_bucket_locate), so those halves are checked in the child.
  */
 static void check_leaf(struct fsck *f, struct fk_inode *dir, struct fk_bucket *b, uint64_t tmo,
 		       unsigned skip)

@@ -130,7 +130,4 @@ int pohm_ct_evict(struct pohm_ct *t, const struct pohm_ct_limits *lim, struct po
 /* A cache_size/cache_min_free value ("10G", "5%" of fs_size) in bytes; "" or NULL is 0. */
 int pohm_ct_size_value(const char *v, uint64_t fs_size, uint64_t *out);
 
-/* The pid of the pohmelfsd of cache_dir if one runs (pid file and kill -0), else 0. */
-int pohm_ct_daemon_pid(const char *cache_dir);
-
 #endif

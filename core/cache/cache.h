@@ -129,4 +129,7 @@ struct pohm_cache_stats {
 };
 void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s);
 
+/* The pid of the pohmelfsd of cache_dir if one runs (pid file and kill -0), else 0. */
+int pohm_cache_daemon_pid(const char *cache_dir);
+
 #endif

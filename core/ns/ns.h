@@ -37,7 +37,7 @@ struct pohm_ns_opts {
 	unsigned max_retries;		/* CAS retries before -EBUSY (default 600, ~5 s: outlasts the 3 s CAS age limit) */
 	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
-	int http_compat;		/* also keep path copies of files (core/ns_http.h) */
+	int http_compat;		/* also keep path copies of files (core/ns/ns_http.h) */
 };
 
 /* Open a namespace on kv, creating the root inode (once, by CAS) if absent. */
@@ -202,7 +202,7 @@ int pohm_ns_read_stream(struct pohm_ns *ns, const struct pohm_inode *in,
 			int (*sink)(void *arg, uint64_t off, const uint8_t *p, size_t n),
 			void *arg);
 
-/* ---- repair entry points (core/nsrepair.c, for fsck): each does what the
+/* ---- repair entry points (core/ns/nsrepair.c, for fsck): each does what the
  * next client meeting the state would do, or the smallest fix fsck needs.
  * Return 0 when done (or nothing was left to do), -errno otherwise. */
 
@@ -235,7 +235,7 @@ int pohm_ns_fix_links(struct pohm_ns *ns, uint64_t ino, uint32_t nlink, uint64_t
 /* Make ino a tombstone (an orphan with nothing in it). */
 int pohm_ns_tombstone(struct pohm_ns *ns, uint64_t ino);
 
-/* Longest http_compat path key, with its NUL (core/ns_http.h). */
+/* Longest http_compat path key, with its NUL (core/ns/ns_http.h). */
 #define POHM_NS_HTTP_PATH	4096
 /* Whether the handle keeps http_compat path copies (opened so, or set). */
 int pohm_ns_http_compat(const struct pohm_ns *ns);
@@ -246,7 +246,7 @@ int pohm_ns_http_compat(const struct pohm_ns *ns);
 void pohm_ns_set_http_compat(struct pohm_ns *ns, int on);
 /*
  * The http_compat path key of regular file in (the name its copy follows,
- * core/ns_http.h) into path (POHM_NS_HTTP_PATH bytes), whether or not the
+ * core/ns/ns_http.h) into path (POHM_NS_HTTP_PATH bytes), whether or not the
  * handle has http_compat; *want = 1 if the key should hold the file's whole
  * content, 0 if it must not exist (empty, or over the size limit).  0,
  * -ENOENT (not a regular file, or no name), -errno.
@@ -259,7 +259,7 @@ int pohm_ns_http_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path
 int pohm_ns_http_hint_key(struct pohm_ns *ns, const struct pohm_inode *in, char *path);
 /*
  * The path key the copy of in was last written under (its recorded name,
- * core/ns_http.h) if that name is gone from its directory: a copy there was
+ * core/ns/ns_http.h) if that name is gone from its directory: a copy there was
  * left behind by a rename that did not finish moving it.  0, -ENOENT (no
  * such key: not moved, or the name belongs to another file now), -errno.
  */

@@ -10,10 +10,6 @@
 #include "kv.h"
 #include "sha512.h"
 
-const uint8_t pohm_kv_absent[POHM_KV_CSUM] = {
-	0x70, 0x6f, 0x68, 0x6d, 0x2d, 0x61, 0x62, 0x73, 0x65, 0x6e, 0x74, 0x21,	/* "pohm-absent!" */
-};
-
 struct mem_ent {
 	char *key;
 	uint8_t *data;
@@ -47,13 +43,6 @@ static struct mem_ent *find(struct mem_kv *m, const char *key)
 		if (!strcmp(e->key, key))
 			return e;
 	return NULL;
-}
-
-void pohm_kv_val_free(struct pohm_kv_val *v)
-{
-	free(v->data);
-	v->data = NULL;
-	v->len = 0;
 }
 
 static int mem_get(void *ctx, const char *key, struct pohm_kv_val *out)

@@ -3,10 +3,10 @@
  * store with compare-and-swap on the data's SHA-512.
  *
  * core/ns is written against this interface only.  The production
- * implementation (core/kvio.c) maps it onto core/io: every key lives in the
+ * implementation (core/store/kvio.c) maps it onto core/io: every key lives in the
  * fsid namespace on every group, a put is committed at the configured quorum
  * (a majority for CAS puts), a get returns the committed version.  The
- * in-memory implementation (core/kvmem.c) serves unit tests and fault
+ * in-memory implementation (core/store/kvmem.c) serves unit tests and fault
  * injection.  Semantics both must give, taken from Elliptics (DESIGN.md §3):
  *
  *   - get returns the whole value and its SHA-512;
@@ -79,7 +79,7 @@ struct pohm_kv {
 /* Release a value returned by get. */
 void pohm_kv_val_free(struct pohm_kv_val *v);
 
-/* ---- in-memory store (core/kvmem.c), thread-safe ---- */
+/* ---- in-memory store (core/store/kvmem.c), thread-safe ---- */
 
 /* Create an empty in-memory store: 0 or -ENOMEM. */
 int pohm_kvmem_new(struct pohm_kv *kv);
@@ -96,7 +96,7 @@ long pohm_kvmem_puts(const struct pohm_kv *kv);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
 
-/* ---- the replicated store (core/kvio.c) ---- */
+/* ---- the replicated store (core/store/kvio.c) ---- */
 
 struct pohm_client;
 /* Make kv use client (core/io) for every operation; client must outlive kv. */

@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# arch_layering.bats — core/ is split into layer folders whose includes point
+# down (tests/layering.sh, run by the build too), and the library that host
+# processes load carries no admin or test code (doc/ARCHITECTURE.md).
+
+setup() {
+	load lib/common
+	LAYERS=$(sed -n 's/^CORE_LAYERS *:= *//p' "$TOP/Makefile")
+	[ -n "$LAYERS" ]
+}
+
+# copy_tree DIR: core/ and the checker copied into DIR, to break on purpose.
+copy_tree() {
+	mkdir -p "$1/tests"
+	cp -r "$TOP/core" "$1/"
+	cp "$TOP/tests/layering.sh" "$1/tests/"
+}
+
+@test "the tree's layers include only downwards" {
+	# shellcheck disable=SC2086
+	run "$TOP/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a lower layer including a higher one is named and fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	echo '#include "mount.h"' >>"$t/core/wire/buf.c"
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/wire/buf.c:'*'core/wire includes "mount.h" of core/mount, a higher layer'* ]]
+}
+
+@test "a folder of core/ that is no layer, or a header in no layer, fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	mkdir "$t/core/misc" && echo 'int x;' >"$t/core/misc/x.c"
+	echo '#include "nowhere.h"' >>"$t/core/ns/ns.c"
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/misc: a folder that is not a layer'* ]]
+	[[ $output == *'core/ns/ns.c:'*'"nowhere.h", which is in no layer'* ]]
+}
+
+@test "the library links no admin layer and no in-memory test store" {
+	# Symbols of the library's own (hidden) functions: none from core/admin
+	# (fsck, cache tools) nor core/store/kvmem.c.
+	run nm "$LIB"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -gt 100 ]
+	! grep -E ' [tTdDbB] (pohm_fsck_|pohm_ct_|pohm_kvmem_)' <<<"$output"
+	# ... while the tools' archive has them.
+	nm "$B/libpohmcore.a" 2>/dev/null | grep -qE ' T pohm_fsck_'
+	nm "$B/libpohmcore.a" 2>/dev/null | grep -qE ' T pohm_kvmem_'
+	# Nothing the library needs is left undefined (it is linked with -z defs).
+	! nm -D --undefined-only "$LIB" | grep -v '@' | grep -E ' U pohm_'
+}
