@@ -58,57 +58,41 @@ uint64_t pohm_clock_next(uint64_t *last, uint64_t now_ns, uint64_t floor_ns)
 }
 
 int pohm_quorum_pick(const struct pohm_vote *v, size_t n, unsigned w, int final,
-		     struct pohm_time *ts, int *absent)
+		     struct pohm_time *ts, int *absent, unsigned *held)
 {
-	size_t answered = 0, pending = 0, i, j, t;
+	size_t answered = 0, need, i;
 	const struct pohm_time *best = NULL;
+	unsigned h = 0;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (v[i].status == 0 || v[i].status == -ENOENT)
 			answered++;
-		else if (v[i].status == 1)
-			pending++;
-	}
 	if (final && !answered)
 		return -ENODATA;
-	t = (final ? answered : n) / 2 + 1;
-	if (w && w < t)
-		t = w;
-	/* The highest version held (at or above) by t groups. */
-	for (i = 0; i < n; i++) {
-		size_t cnt = 0;
-
-		if (v[i].status != 0 || (best && pohm_time_cmp(&v[i].ts, best) <= 0))
-			continue;
-		for (j = 0; j < n; j++)
-			cnt += v[j].status == 0 && pohm_time_cmp(&v[j].ts, &v[i].ts) >= 0;
-		if (cnt >= t)
+	/*
+	 * A version acknowledged by w groups is on at least one of any
+	 * n - w + 1 groups: once that many have answered, no group still
+	 * pending can hold a newer acknowledged version.
+	 */
+	if (w > n)
+		w = (unsigned)n;
+	need = n - (w ? w : 1) + 1;
+	if (!final && answered < need)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (v[i].status == 0 && (!best || pohm_time_cmp(&v[i].ts, best) > 0))
 			best = &v[i].ts;
-	}
-	if (!final) {
-		/* Decided only if the pending answers cannot lift a higher version to t. */
-		if (!best && answered < t)
-			return 0;
-		if (pending >= t)
-			return 0;
-		for (i = 0; i < n; i++) {
-			size_t cnt = 0;
-
-			if (v[i].status != 0 || (best && pohm_time_cmp(&v[i].ts, best) <= 0))
-				continue;
-			for (j = 0; j < n; j++)
-				cnt += v[j].status == 0 && pohm_time_cmp(&v[j].ts, &v[i].ts) >= 0;
-			if (cnt + pending >= t)
-				return 0;
-		}
-	}
 	if (best) {
 		*ts = *best;
 		*absent = 0;
+		for (i = 0; i < n; i++)
+			h += v[i].status == 0 && !pohm_time_cmp(&v[i].ts, best);
 	} else {
 		memset(ts, 0, sizeof(*ts));
 		*absent = 1;
 	}
+	if (held)
+		*held = h;
 	return 1;
 }
 
@@ -712,7 +696,7 @@ static int lookup_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *
 		memset(&v[m], 0, sizeof(v[m]));
 		v[m].status = -ENXIO;
 	}
-	if (pohm_quorum_pick(v, m, op->w, 0, &ts, &absent) != 1)
+	if (pohm_quorum_pick(v, m, op->w, 0, &ts, &absent, NULL) != 1)
 		return 0;
 	if (!op->wait_rest)
 		return 1;
@@ -726,7 +710,7 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 	struct pohm_io_result *res = op->res;
 	struct pohm_vote v[POHM_MAX_GROUPS];
 	struct pohm_time ts;
-	unsigned gi;
+	unsigned gi, held = 0;
 	size_t k;
 	int absent = 0, rc;
 
@@ -748,7 +732,7 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 		v[gi].status = res->g[gi].status;
 		v[gi].ts = res->g[gi].ts;
 	}
-	rc = pohm_quorum_pick(v, res->ngroups, op->w, 1, &ts, &absent);
+	rc = pohm_quorum_pick(v, res->ngroups, op->w, 1, &ts, &absent, &held);
 	if (rc < 0) {
 		io_note(op, "no group answered");
 		for (gi = 0; gi < res->ngroups; gi++)
@@ -761,6 +745,13 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 	if (absent)
 		return -ENOENT;
 	res->ts = ts;
+	if (held < op->w) {
+		/* Newest, but on fewer groups than a write needs: an acknowledged
+		 * write whose other copies are down, or a write that failed. */
+		io_note(op, "the newest copy is on %u group(s), fewer than the %u a write needs: "
+			"served, being newer than the others", held, op->w);
+		pohm_warn("%s", res->msg);
+	}
 	/* The fastest group holding exactly that version. */
 	for (gi = 0; gi < res->ngroups; gi++) {
 		struct pohm_group_reply *g = &res->g[gi];

@@ -286,15 +286,19 @@ struct pohm_vote {
 };
 
 /*
- * Pick the committed version from per-group answers: the highest ts held
- * (at or above) by t groups, t = min(w, majority of the answering groups)
- * when final, min(w, majority of all n) before that.  Not final, it decides
- * only when no pending answer could change the outcome.  Returns 1 with
- * *ts set and *absent = 1 when the key is absent; 0 when undecided; -ENODATA
- * when final and no group answered.
+ * Pick the version to read from per-group answers (DESIGN.md §0.2: reads
+ * never go back in time): the newest version any answering group holds.  A
+ * version acknowledged by w groups is on at least one of any n - w + 1
+ * groups, so before the final call it decides only once that many have
+ * answered.  Plain objects are never rolled back, so a newer copy is either
+ * an acknowledged write whose other copies are down or stale, or a failed
+ * write that Elliptics would serve too; CAS objects have their own rules
+ * (pohm_cas_pick).  Returns 1 with *ts set (*absent = 1 when no answering
+ * group holds the key) and *held = the groups holding exactly *ts (held may
+ * be NULL); 0 when undecided; -ENODATA when final and no group answered.
  */
 int pohm_quorum_pick(const struct pohm_vote *v, size_t n, unsigned w, int final,
-		     struct pohm_time *ts, int *absent);
+		     struct pohm_time *ts, int *absent, unsigned *held);
 
 /* Logical clock: max(now, *last + 1, floor) in ns since the epoch, stored in *last (atomic). */
 uint64_t pohm_clock_next(uint64_t *last, uint64_t now_ns, uint64_t floor_ns);

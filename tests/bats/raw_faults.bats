@@ -65,6 +65,36 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 	[ "$(p get k)" = new ]
 }
 
+@test "groups churn: an acknowledged version is never read as an older one or as missing" {
+	# Issue 18 case 5: v2 acknowledged by groups 1 and 3 while group 2 was
+	# down; group 2 comes back holding v1 (or nothing, for a key new at v2);
+	# then group 1 goes.  The answering groups 2 and 3 disagree, and the
+	# read must give v2 (the stock dnet_ioclient does), never v1 or ENOENT.
+	cluster_start churn --groups 3
+	echo v1 | p put k
+	cluster_kill 2-1
+	echo v2 | p put k
+	echo v2 | p put fresh
+	cluster_start_node 2-1
+	cluster_kill 1-1
+	run p get k
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = v2 ]
+	run p get fresh
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = v2 ]
+	# lookup names the version it reads: group 3's, not group 2's v1.
+	run p lookup k
+	echo "$output"
+	[[ $output == *"group 2 "*"(not the committed version)"* ]]
+	! grep -q "group 3 .*(not the committed version)" <<<"$output"
+	# A write after the churn still wins over both.
+	echo v3 | p put k
+	[ "$(p get k)" = v3 ]
+}
+
 @test "a copy corrupted on disk (-84) fails over and is reported" {
 	cluster_start disk --groups 3
 	head -c 100000 /dev/urandom >"$TMP/v"

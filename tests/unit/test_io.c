@@ -28,16 +28,18 @@ static struct pohm_vote V(int status, uint64_t tsec)
 	return v;
 }
 
+static unsigned last_held;
+
 static int pick(const struct pohm_vote *v, size_t n, unsigned w, int final, uint64_t *tsec)
 {
 	struct pohm_time ts;
-	int absent = -1, r = pohm_quorum_pick(v, n, w, final, &ts, &absent);
+	int absent = -1, r = pohm_quorum_pick(v, n, w, final, &ts, &absent, &last_held);
 
 	*tsec = r == 1 ? (absent ? 0 : ts.tsec) : 999;
 	return r;
 }
 
-TEST(quorum_majority_of_three)
+TEST(quorum_newest_answering_copy)
 {
 	struct pohm_vote v[3];
 	uint64_t t;
@@ -45,16 +47,30 @@ TEST(quorum_majority_of_three)
 	v[0] = V(0, 5); v[1] = V(0, 5); v[2] = V(0, 4);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
 	EXPECT_EQ_U64(t, 5);
-	/* A newer version held by one group only is uncommitted. */
+	EXPECT_EQ_INT((int)last_held, 2);
+	/* A newer version on one group is served (never an older one). */
 	v[0] = V(0, 9); v[1] = V(0, 5); v[2] = V(0, 5);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
-	EXPECT_EQ_U64(t, 5);
-	/* Three different versions: the highest that two groups have reached. */
+	EXPECT_EQ_U64(t, 9);
+	EXPECT_EQ_INT((int)last_held, 1);
 	v[0] = V(0, 9); v[1] = V(0, 7); v[2] = V(0, 3);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
-	EXPECT_EQ_U64(t, 7);
-	/* Absent on two groups: absent. */
+	EXPECT_EQ_U64(t, 9);
+	/* Absent on two groups, held by one: held, never ENOENT. */
 	v[0] = V(-ENOENT, 0); v[1] = V(0, 4); v[2] = V(-ENOENT, 0);
+	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
+	EXPECT_EQ_U64(t, 4);
+	/* Issue 18 case 5: v2 acknowledged by groups 1 and 3; group 2 came
+	 * back with v1; group 1 is down.  The answer is v2. */
+	v[0] = V(-ETIMEDOUT, 0); v[1] = V(0, 1); v[2] = V(0, 2);
+	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
+	EXPECT_EQ_U64(t, 2);
+	/* The same with the key new at v2: group 2 has no copy. */
+	v[1] = V(-ENOENT, 0);
+	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
+	EXPECT_EQ_U64(t, 2);
+	/* Every answering group without it: absent. */
+	v[0] = V(-ENOENT, 0); v[1] = V(-ENOENT, 0); v[2] = V(-ENOENT, 0);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
 	EXPECT_EQ_U64(t, 0);
 }
@@ -64,24 +80,28 @@ TEST(quorum_early_decision)
 	struct pohm_vote v[3];
 	uint64_t t;
 
-	/* Two agree, one pending: decided (a hung node is not waited for). */
+	/* n - w + 1 = 2 answered, one pending: decided (a hung node is not
+	 * waited for; an acknowledged write is on one of any two groups). */
 	v[0] = V(0, 5); v[1] = V(1, 0); v[2] = V(0, 5);
+	EXPECT_EQ_INT(pick(v, 3, 2, 0, &t), 1);
+	EXPECT_EQ_U64(t, 5);
+	v[0] = V(0, 5); v[1] = V(0, 3); v[2] = V(1, 0);
 	EXPECT_EQ_INT(pick(v, 3, 2, 0, &t), 1);
 	EXPECT_EQ_U64(t, 5);
 	/* One answered, two pending: undecided. */
 	v[0] = V(0, 5); v[1] = V(1, 0); v[2] = V(1, 0);
 	EXPECT_EQ_INT(pick(v, 3, 2, 0, &t), 0);
-	/* 5 and 3 answered, one pending: it could lift 5 to two votes. */
-	v[0] = V(0, 5); v[1] = V(0, 3); v[2] = V(1, 0);
-	EXPECT_EQ_INT(pick(v, 3, 2, 0, &t), 0);
-	/* Final with that state: 3 (held at or above by both). */
-	v[2] = V(-ETIMEDOUT, 0);
-	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
-	EXPECT_EQ_U64(t, 3);
 	/* Two absent, one pending: absent decided. */
 	v[0] = V(-ENOENT, 0); v[1] = V(-ENOENT, 0); v[2] = V(1, 0);
 	EXPECT_EQ_INT(pick(v, 3, 2, 0, &t), 1);
 	EXPECT_EQ_U64(t, 0);
+	/* successful_write_count=1: a write may be on one group only, so every
+	 * group must have answered. */
+	v[0] = V(0, 5); v[1] = V(0, 5); v[2] = V(1, 0);
+	EXPECT_EQ_INT(pick(v, 3, 1, 0, &t), 0);
+	v[2] = V(0, 6);
+	EXPECT_EQ_INT(pick(v, 3, 1, 0, &t), 1);
+	EXPECT_EQ_U64(t, 6);
 }
 
 TEST(quorum_failures_and_write_count)
@@ -92,18 +112,19 @@ TEST(quorum_failures_and_write_count)
 	/* Nobody answered. */
 	v[0] = V(-ETIMEDOUT, 0); v[1] = V(-ECONNREFUSED, 0); v[2] = V(-EILSEQ, 0);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), -ENODATA);
-	/* One group answered: a quorum of the answering groups is that group. */
+	/* One group answered. */
 	v[1] = V(0, 8);
 	EXPECT_EQ_INT(pick(v, 3, 2, 1, &t), 1);
 	EXPECT_EQ_U64(t, 8);
-	/* successful_write_count=1: the newest copy anywhere is committed. */
-	v[0] = V(0, 9); v[1] = V(0, 5); v[2] = V(0, 5);
-	EXPECT_EQ_INT(pick(v, 3, 1, 1, &t), 1);
-	EXPECT_EQ_U64(t, 9);
-	/* Two groups, default majority (2): one copy alone is not committed. */
+	/* A write count larger than the groups is clamped. */
+	v[0] = V(0, 8); v[2] = V(1, 0);
+	EXPECT_EQ_INT(pick(v, 3, 7, 0, &t), 1);
+	EXPECT_EQ_U64(t, 8);
+	/* Two groups, default majority (2): one copy alone is still the newest. */
 	v[0] = V(0, 9); v[1] = V(-ENOENT, 0);
 	EXPECT_EQ_INT(pick(v, 2, 2, 1, &t), 1);
-	EXPECT_EQ_U64(t, 0);
+	EXPECT_EQ_U64(t, 9);
+	EXPECT_EQ_INT((int)last_held, 1);
 }
 
 /* ---------------------------------------------------------------- CAS quorum (pure) */
