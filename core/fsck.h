@@ -100,6 +100,9 @@ struct pohm_fsck_result {
 	uint64_t found[POHM_FSCK_NCLASSES];	/* issues (severity > INFO) per class */
 	uint64_t info[POHM_FSCK_NCLASSES];	/* INFO notes per class */
 	uint64_t fixed, failed;		/* repairs done / that failed */
+	uint64_t young;			/* unreferenced objects younger than the age: left
+					 * alone (INFO), not an issue (a write in progress or
+					 * one stopped mid-way; reclaimed once old enough) */
 	int status;			/* POHM_FSCK_* bits of what was found */
 	int complete;			/* every group and object could be read */
 };

@@ -95,6 +95,9 @@ struct fk_map *fk_map(struct fsck *f, uint64_t ino, uint64_t index, uint64_t gen
 /* "age" as text: "3.2 s", "2 h". */
 void fk_age(char *buf, size_t len, uint64_t ns);
 
+/* fsck_ns.c: does a committed live inode name the chunk or chunk-map object
+ * key (1), or not (0)?  Other keys: 1.  Valid once the view is complete. */
+int fk_immutable_named(struct fsck *f, const char *key);
 /* fsck_ns.c: the namespace checks on the committed view (and their repairs). */
 void fk_check_namespace(struct fsck *f);
 

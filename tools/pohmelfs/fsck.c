@@ -56,12 +56,11 @@ static void print_issue(void *arg, const struct pohm_fsck_issue *is)
 		o->first = 0;
 		return;
 	}
-	fprintf(o->f, "%s%-10s %-10s %s%s%s%s%s\n", is->verify ? "left: " : "",
+	fprintf(o->f, "%s%-10s %-10s %s%s%s%s%s%s%s\n", is->verify ? "left: " : "",
 		pohm_fsck_class_name(is->cls), sev_name(is->sev), is->key[0] ? is->key : "-",
 		is->key[0] ? ": " : " ", is->what, is->action ? " — " : "",
-		is->action < 0 ? strerror(-is->action) : action_name(is->action));
-	if (is->action < 0)
-		fprintf(o->f, "           (%s)\n", action_name(is->action));
+		action_name(is->action), is->action < 0 ? ": " : "",
+		is->action < 0 ? strerror(-is->action) : "");
 }
 
 static const char *verdict(int status, int repair)
@@ -76,8 +75,21 @@ static const char *verdict(int status, int repair)
 	return "clean";
 }
 
+/* "1 h", "5 s": an age for the note. */
+static void age_text(char *buf, size_t len, uint64_t ns)
+{
+	uint64_t s = (ns ? ns : POHM_FSCK_DEFAULT_AGE) / 1000000000ULL;
+
+	if (s && s % 3600 == 0)
+		snprintf(buf, len, "%" PRIu64 " h", s / 3600);
+	else if (s && s % 60 == 0)
+		snprintf(buf, len, "%" PRIu64 " min", s / 60);
+	else
+		snprintf(buf, len, "%" PRIu64 " s", s);
+}
+
 static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm_fsck_result *r,
-		    int status, int repair)
+		    int status, int repair, uint64_t age_ns)
 {
 	unsigned c;
 	int any;
@@ -93,7 +105,8 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 			fprintf(o->f, "%s\"%s\": %" PRIu64, c ? ", " : "",
 				pohm_fsck_class_name((enum pohm_fsck_class)c), r->found[c]);
 		fprintf(o->f, "},\n  \"repaired\": %" PRIu64 ", \"repair_failed\": %" PRIu64
-			", \"complete\": %s, \"status\": %d, \"verdict\": ", r->fixed, r->failed,
+			", \"young_garbage\": %" PRIu64 ", \"complete\": %s, \"status\": %d, "
+			"\"verdict\": ", r->fixed, r->failed, r->young,
 			r->complete ? "true" : "false", status);
 		cli_json_str(o->f, verdict(status, repair));
 		fprintf(o->f, "\n}\n");
@@ -113,6 +126,15 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 	fprintf(o->f, "%s\n", any ? "" : " none");
 	if (repair)
 		fprintf(o->f, "repaired: %" PRIu64 ", failed: %" PRIu64 "\n", r->fixed, r->failed);
+	if (r->young) {
+		char a[32];
+
+		age_text(a, sizeof(a), age_ns);
+		fprintf(o->f, "note: %" PRIu64 " unreferenced object(s) younger than %s left alone (a "
+			"write in progress, or one stopped mid-way): not an issue; reclaimed once "
+			"older (--age=SECONDS to choose)%s\n", r->young, a,
+			o->verbose ? "" : "; -v lists them");
+	}
 	fprintf(o->f, "fsid \"%s\": %s (exit %d)\n", cli->cfg.fsid, verdict(status, repair), status);
 }
 
@@ -223,7 +245,7 @@ int cmd_fsck_main(int argc, char **argv)
 	status = rc < 0 ? POHM_FSCK_ERROR : rc;
 	if (rc < 0)
 		fprintf(stderr, "pohmelfs: %s: %s\n", cmd, strerror(-rc));
-	summary(&out, &cli, res, status, repair);
+	summary(&out, &cli, res, status, repair, o.age_ns);
 out:
 	if (ns)
 		pohm_ns_close(ns);
