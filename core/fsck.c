@@ -73,6 +73,13 @@ int fk_act(struct fsck *f, int rc)
 	return rc ? (rc < 0 ? rc : 1) : 1;
 }
 
+void fk_progress(struct fsck *f, int repairing, uint64_t done, uint64_t total)
+{
+	if (f->o->progress)
+		f->o->progress(f->o->arg, repairing ? 1 : f->verify ? 2 : 0, done, total,
+			       f->read_bytes);
+}
+
 void fk_age(char *buf, size_t len, uint64_t ns)
 {
 	double s = (double)ns / 1e9;
@@ -343,6 +350,8 @@ static int scan_fn(void *arg, const char *key, const void *data, size_t len)
 	struct fsck *f = arg;
 
 	f->res->objects++;
+	f->read_bytes += len;
+	fk_progress(f, 0, f->res->objects, 0);
 	return fk_add(f, key, data, len, 0);
 }
 
@@ -474,6 +483,9 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 
 	f->res->objects++;
 	memset(v, 0, sizeof(v));
+	for (g = 0; g < o->ncopies; g++)
+		f->read_bytes += o->copy[g].len;
+	fk_progress(f, 0, f->res->objects, 0);
 	for (g = 0; g < o->ncopies; g++) {
 		const struct pohm_iter_copy *cp = &o->copy[g];
 
@@ -682,6 +694,8 @@ static void rep_report(struct fsck *f, struct rep *r)
 		int act = fk_act(f, 0);
 
 		note[0] = 0;
+		if (f->repair)
+			fk_progress(f, 1, i, r->n);
 		if (p->kind == 1 && !fk_immutable_named(f, p->key)) {
 			/* Nothing names it: spreading it would only spread garbage.  The
 			 * garbage check reclaims it once it is older than the age. */
@@ -734,6 +748,7 @@ static int one_pass(struct fsck *f)
 	int rc;
 
 	f->res->complete = 1;
+	f->read_bytes = 0;
 	if (f->c) {
 		rc = view_from_groups(f);
 	} else {

@@ -76,7 +76,11 @@ struct fsck {
 	uint64_t lease_ts;
 	uint64_t lost_found;		/* inode of /lost+found once known */
 	uint64_t unknown;		/* objects of a kind this fsck does not know */
+	uint64_t read_bytes;		/* bytes of copies read in this pass (progress) */
 };
+
+/* Tell o->progress (if any) how far this pass got. */
+void fk_progress(struct fsck *f, int repairing, uint64_t done, uint64_t total);
 
 /* Report one issue (counts it, sets status bits, calls the callback). */
 void fk_issue(struct fsck *f, enum pohm_fsck_class cls, enum pohm_fsck_sev sev, const char *key,

@@ -383,8 +383,8 @@ static void reclaim(struct fsck *f, const char *key, uint64_t ino, uint64_t ts, 
 	if (age < f->age) {
 		f->res->young++;
 		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, key, ino, 0,
-			 "unreferenced %s, young (a write in progress, or one stopped mid-way)",
-			 kind);
+			 "unreferenced %s, young (a replaced version, or a write in progress "
+			 "or stopped mid-way)", kind);
 		return;
 	}
 	if (!gc_ok) {

@@ -19,11 +19,30 @@
 #include "fsck.h"
 #include "kv.h"
 #include "ns.h"
+#include "progress.h"
 
 struct fsck_out {
 	int json, verbose, first;
 	FILE *f;
+	struct progress pg;		/* the progress line (a terminal only) */
+	int phase;			/* of the progress line, -1 none yet */
+	const char *cmd;		/* "fsck" or "repair" */
 };
+
+static void show_progress(void *arg, int phase, uint64_t done, uint64_t total, uint64_t bytes)
+{
+	static const char *const label[] = { "reading every copy", "repairing copies",
+					     "reading again" };
+	struct fsck_out *o = arg;
+	char l[48];
+
+	if (phase != o->phase) {
+		snprintf(l, sizeof(l), "%s: %s", o->cmd, label[phase < 0 || phase > 2 ? 0 : phase]);
+		progress_phase(&o->pg, l, phase == 1 ? "keys" : "objects", total, 0);
+		o->phase = phase;
+	}
+	progress_update(&o->pg, done, bytes);
+}
 
 static const char *sev_name(enum pohm_fsck_sev s)
 {
@@ -42,6 +61,7 @@ static void print_issue(void *arg, const struct pohm_fsck_issue *is)
 
 	if (is->sev == POHM_FSCK_INFO && !o->verbose)
 		return;
+	progress_clear(&o->pg);
 	if (o->json) {
 		fprintf(o->f, "%s\n    {\"class\": \"%s\", \"severity\": \"%s\", \"key\": ",
 			o->first ? "" : ",", pohm_fsck_class_name(is->cls), sev_name(is->sev));
@@ -130,10 +150,10 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 		char a[32];
 
 		age_text(a, sizeof(a), age_ns);
-		fprintf(o->f, "note: %" PRIu64 " unreferenced object(s) younger than %s left alone (a "
-			"write in progress, or one stopped mid-way): not an issue; reclaimed once "
-			"older (--age=SECONDS to choose)%s\n", r->young, a,
-			o->verbose ? "" : "; -v lists them");
+		fprintf(o->f, "note: %" PRIu64 " unreferenced object(s) younger than %s left alone "
+			"(replaced versions, or writes in progress or stopped mid-way): not an "
+			"issue; repair reclaims them once older (--age=SECONDS to choose)%s\n",
+			r->young, a, o->verbose ? "" : "; -v lists them");
 	}
 	fprintf(o->f, "fsid \"%s\": %s (exit %d)\n", cli->cfg.fsid, verdict(status, repair), status);
 }
@@ -156,7 +176,7 @@ int cmd_fsck_main(int argc, char **argv);
 
 int cmd_fsck_main(int argc, char **argv)
 {
-	struct fsck_out out = { 0, 0, 1, stdout };
+	struct fsck_out out;
 	struct pohm_fsck_opts o;
 	struct pohm_fsck_result *res = calloc(1, sizeof(*res));
 	struct pohm_ns_opts nso;
@@ -168,6 +188,10 @@ int cmd_fsck_main(int argc, char **argv)
 
 	memset(&cli, 0, sizeof(cli));
 	memset(&o, 0, sizeof(o));
+	memset(&out, 0, sizeof(out));
+	out.first = 1;
+	out.f = stdout;
+	out.phase = -1;
 	if (!res)
 		return 2;
 	for (i = 1; i < argc; i++) {
@@ -228,6 +252,7 @@ int cmd_fsck_main(int argc, char **argv)
 	}
 	o.repair = repair;
 	o.report = print_issue;
+	o.progress = show_progress;
 	o.arg = &out;
 	if (out.json) {
 		fprintf(out.f, "{\n  \"command\": \"%s\", \"dry_run\": %s, \"fsid\": ", cmd,
@@ -241,7 +266,10 @@ int cmd_fsck_main(int argc, char **argv)
 	fflush(out.f);
 	/* Repairing divergent copies is read repair (the client reads cfg at each call). */
 	cli.cfg.read_repair = repair && !o.dry_run;
+	out.cmd = repair ? "repair" : "fsck";
+	progress_start(&out.pg, out.json, out.cmd, "objects", 0, 0);
 	rc = pohm_fsck_run(ns, &kv, cli.client, &o, res);
+	progress_end(&out.pg);
 	status = rc < 0 ? POHM_FSCK_ERROR : rc;
 	if (rc < 0)
 		fprintf(stderr, "pohmelfs: %s: %s\n", cmd, strerror(-rc));
