@@ -272,6 +272,20 @@ assert r["status"] == 0 and r["young_garbage"] == 1 and r["found"]["divergent"] 
 	[[ $output != *"()"* ]]
 	run p fsck
 	[ "$status" -eq 0 ]
+	# The same with the copies of groups 1 and 2 corrupt on disk: written
+	# again from group 3's, the one that matches.
+	cluster_corrupt_disk 1-1 "$(id "$key")"
+	cluster_corrupt_disk 2-1 "$(id "$key")"
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"checksum"*"$key: group 1 corrupt, group 2 corrupt"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"checksum"*"$key"*"— repaired"* ]]
+	run p fsck
+	[ "$status" -eq 0 ]
 	# Groups 2 and 3 alone serve it now.
 	cluster_kill 1-1
 	rm -rf "$T/p" "$T/state"
