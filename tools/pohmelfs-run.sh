@@ -128,7 +128,10 @@ fi
 case $1 in
 */*)
 	[ -e "$1" ] || { echo "pohmelfs-run: $1: No such file or directory" >&2; exit 127; }
-	[ -f "$1" ] && [ -x "$1" ] || { echo "pohmelfs-run: $1: Permission denied" >&2; exit 126; } ;;
+	if [ ! -f "$1" ] || [ ! -x "$1" ]; then
+		echo "pohmelfs-run: $1: Permission denied" >&2
+		exit 126
+	fi ;;
 *)
 	command -v "$1" >/dev/null 2>&1 || { echo "pohmelfs-run: $1: command not found" >&2; exit 127; } ;;
 esac
