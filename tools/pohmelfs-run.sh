@@ -67,13 +67,19 @@ while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] || die "-o needs key=value"
 		case $2 in
 		*=*) key=${2%%=*}; val=${2#*=} ;;
-		*) key=$2; val=
-		   is_in "$key" "$BOOL_KEYS" ||
+		*) key=$2; val= ;;
+		esac
+		is_in "$key" "$KEYS" || {
+			# The configuration's own "did you mean" (pohmelfs beside this script).
+			hint=$("$here/pohmelfs" config suggest "$key" 2>/dev/null) || hint=
+			die "-o $2: unknown key \"$key\", expected one of pohmelfs.conf(5): $(echo $KEYS)${hint:+; did you mean \"$hint\"?}"
+		}
+		case $2 in
+		*=*) ;;
+		*) is_in "$key" "$BOOL_KEYS" ||
 			die "-o $2: expected key=value (only boolean keys may stand alone)"
 		   val=1 ;;
 		esac
-		is_in "$key" "$KEYS" ||
-			die "-o $2: unknown key \"$key\", expected one of pohmelfs.conf(5): $(echo $KEYS)"
 		if [ "$key" = server ]; then
 			# The first -o server replaces POHMELFS_SERVERS; the next ones add to it.
 			if [ -n "$servers_set" ]; then
@@ -117,4 +123,16 @@ if [ -n "$shell" ]; then
 	exec "${SHELL:-/bin/sh}"
 fi
 [ $# -gt 0 ] || { usage >&2; exit 2; }
+# Say what is missing as a shell would (exec's own message names this
+# script's line), with the shell's statuses: 127 not found, 126 not runnable.
+case $1 in
+*/*)
+	[ -e "$1" ] || { echo "pohmelfs-run: $1: No such file or directory" >&2; exit 127; }
+	if [ ! -f "$1" ] || [ ! -x "$1" ]; then
+		echo "pohmelfs-run: $1: Permission denied" >&2
+		exit 126
+	fi ;;
+*)
+	command -v "$1" >/dev/null 2>&1 || { echo "pohmelfs-run: $1: command not found" >&2; exit 127; } ;;
+esac
 exec "$@"

@@ -73,6 +73,13 @@ int fk_act(struct fsck *f, int rc)
 	return rc ? (rc < 0 ? rc : 1) : 1;
 }
 
+void fk_progress(struct fsck *f, int repairing, uint64_t done, uint64_t total)
+{
+	if (f->o->progress)
+		f->o->progress(f->o->arg, repairing ? 1 : f->verify ? 2 : 0, done, total,
+			       f->read_bytes);
+}
+
 void fk_age(char *buf, size_t len, uint64_t ns)
 {
 	double s = (double)ns / 1e9;
@@ -343,6 +350,8 @@ static int scan_fn(void *arg, const char *key, const void *data, size_t len)
 	struct fsck *f = arg;
 
 	f->res->objects++;
+	f->read_bytes += len;
+	fk_progress(f, 0, f->res->objects, 0);
 	return fk_add(f, key, data, len, 0);
 }
 
@@ -381,6 +390,8 @@ struct pending {
 	enum pohm_fsck_class cls;
 	enum pohm_fsck_sev sev;
 	int kind;			/* 0 CAS object, 1 chunk, 2 marker (delete by id) */
+	int minority;			/* kind 1: fewer than a majority of the groups hold it */
+	uint8_t sum[64];		/* kind 1: sha512 of the committed object's bytes */
 	char what[240];
 };
 
@@ -413,6 +424,8 @@ static void pend(struct rep *r, const char *key, const uint8_t *id, enum pohm_fs
 	p->cls = cls;
 	p->sev = sev;
 	p->kind = kind;
+	p->minority = 0;
+	memset(p->sum, 0, sizeof(p->sum));
 	snprintf(p->what, sizeof(p->what), "%s", what);
 }
 
@@ -470,6 +483,9 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 
 	f->res->objects++;
 	memset(v, 0, sizeof(v));
+	for (g = 0; g < o->ncopies; g++)
+		f->read_bytes += o->copy[g].len;
+	fk_progress(f, 0, f->res->objects, 0);
 	for (g = 0; g < o->ncopies; g++) {
 		const struct pohm_iter_copy *cp = &o->copy[g];
 
@@ -573,7 +589,61 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 		pend(r, key, o->id, POHM_FSCK_CHECKSUM, POHM_FSCK_FIX, chunk, what);
 	else if (missing || differ)
 		pend(r, key, o->id, POHM_FSCK_DIVERGENT, POHM_FSCK_FIX, chunk, what);
+	if (chunk && (corrupt || missing || differ) && !r->err) {
+		struct pending *p = &r->p[r->n - 1];
+
+		for (g = 0, good = 0; g < o->ncopies; g++)
+			good += !v[g].status && !memcmp(v[g].csum, v[idx].csum, 64);
+		p->minority = good * 2 <= o->ncopies;
+		memcpy(p->sum, v[idx].csum, 64);
+	}
 	return 0;
+}
+
+struct spread {
+	const uint8_t *sum;
+	uint8_t *data;
+	size_t len;
+};
+
+static int spread_fn(void *arg, size_t i, const uint8_t *data, size_t len)
+{
+	struct spread *sp = arg;
+	uint8_t sum[64];
+
+	(void)i;
+	if (sp->data)
+		return 0;	/* one key: had it already */
+	pohm_sha512(data, len, sum);
+	if (memcmp(sum, sp->sum, 64))
+		return -EBADMSG;	/* not the committed content: try another group */
+	sp->data = malloc(len);
+	if (!sp->data)
+		return -ENOMEM;
+	memcpy(sp->data, data, len);
+	sp->len = len;
+	return 0;
+}
+
+/*
+ * An immutable object (chunk, chunk map) a committed inode names but that
+ * fewer than a majority of the groups hold: a read (which wants a
+ * majority) cannot repair it, so its committed content (checked against
+ * the sum the scan saw) is written to every group again.
+ */
+static int spread_immutable(struct fsck *f, const struct pending *p, struct pohm_io_result *res)
+{
+	const char *keys[1] = { p->key };
+	struct spread sp = { p->sum, NULL, 0 };
+	int rc;
+
+	rc = pohm_io_get_many(f->c, 1, keys, 1, 0, spread_fn, &sp, res);
+	if (!rc && !sp.data)
+		rc = -EIO;
+	if (!rc)
+		rc = pohm_io_write(f->c, p->key, strlen(p->key), sp.data, sp.len, NULL, res);
+	free(sp.data);
+	return rc;
 }
 
 /* Bring one key's groups in line with its committed version (read repair). */
@@ -593,18 +663,23 @@ static int rep_fix(struct fsck *f, const struct pending *p, char *note, size_t l
 		free(res);
 		return rc;
 	}
+	if (p->kind == 1 && p->minority) {
+		rc = spread_immutable(f, p, res);
+		goto out;
+	}
 	if (p->kind == 1)
 		rc = pohm_io_get(f->c, p->key, strlen(p->key), &data, &dlen, res);
 	else
 		rc = pohm_io_cas_get(f->c, p->key, strlen(p->key), &data, &dlen, sum, res);
 	free(data);
 	if (rc == -ENOENT && p->kind == 1)
-		rc = -ENODATA;	/* immutable, held by a minority only: not spread (see "lost") */
+		rc = -ENODATA;	/* immutable and named, yet no group answered with it */
 	if (rc == -ENOENT)
 		rc = 0;		/* committed absent: the minority copies were rolled back */
 	for (g = 0; !rc && g < res->ngroups; g++)
 		if (res->g[g].repair < 0)
 			rc = res->g[g].repair;
+out:
 	if (res->notes)
 		snprintf(note, len, "%.380s", res->msg);
 	free(res);
@@ -622,10 +697,18 @@ static void rep_report(struct fsck *f, struct rep *r)
 
 		note[0] = 0;
 		if (f->repair)
+			fk_progress(f, 1, i, r->n);
+		if (p->kind == 1 && !fk_immutable_named(f, p->key)) {
+			/* Nothing names it: spreading it would only spread garbage.  The
+			 * garbage check reclaims it once it is older than the age. */
+			fk_issue(f, p->cls, POHM_FSCK_INFO, p->key, 0, 0,
+				 "%s; no committed inode names it: left to the garbage check", p->what);
+			continue;
+		}
+		if (f->repair)
 			act = fk_act(f, rep_fix(f, p, note, sizeof(note)));
-		if (act < 0)
-			fk_issue(f, p->cls, p->sev, p->key, 0, act, "%s; repair failed: %s (%s)",
-				 p->what, strerror(-act), note);
+		if (act < 0 && note[0])
+			fk_issue(f, p->cls, p->sev, p->key, 0, act, "%s (%s)", p->what, note);
 		else
 			fk_issue(f, p->cls, p->sev, p->key, 0, act, "%s", p->what);
 	}
@@ -667,6 +750,7 @@ static int one_pass(struct fsck *f)
 	int rc;
 
 	f->res->complete = 1;
+	f->read_bytes = 0;
 	if (f->c) {
 		rc = view_from_groups(f);
 	} else {

@@ -89,6 +89,10 @@ struct pohm_fsck_opts {
 					 * (0 = POHM_FSCK_DEFAULT_AGE) */
 	/* Each issue as it is found (and, with repair, handled); may be NULL. */
 	void (*report)(void *arg, const struct pohm_fsck_issue *is);
+	/* Progress (may be NULL; same arg): phase 0 reading the objects, 1
+	 * repairing copies, 2 reading them again after a repair; done of total
+	 * (0 = unknown) items, bytes read so far in the phase. */
+	void (*progress)(void *arg, int phase, uint64_t done, uint64_t total, uint64_t bytes);
 	void *arg;
 };
 
@@ -100,6 +104,9 @@ struct pohm_fsck_result {
 	uint64_t found[POHM_FSCK_NCLASSES];	/* issues (severity > INFO) per class */
 	uint64_t info[POHM_FSCK_NCLASSES];	/* INFO notes per class */
 	uint64_t fixed, failed;		/* repairs done / that failed */
+	uint64_t young;			/* unreferenced objects younger than the age: left
+					 * alone (INFO), not an issue (replaced versions, writes
+					 * in progress or stopped mid-way; reclaimed once old) */
 	int status;			/* POHM_FSCK_* bits of what was found */
 	int complete;			/* every group and object could be read */
 };

@@ -76,7 +76,11 @@ struct fsck {
 	uint64_t lease_ts;
 	uint64_t lost_found;		/* inode of /lost+found once known */
 	uint64_t unknown;		/* objects of a kind this fsck does not know */
+	uint64_t read_bytes;		/* bytes of copies read in this pass (progress) */
 };
+
+/* Tell o->progress (if any) how far this pass got. */
+void fk_progress(struct fsck *f, int repairing, uint64_t done, uint64_t total);
 
 /* Report one issue (counts it, sets status bits, calls the callback). */
 void fk_issue(struct fsck *f, enum pohm_fsck_class cls, enum pohm_fsck_sev sev, const char *key,
@@ -95,6 +99,9 @@ struct fk_map *fk_map(struct fsck *f, uint64_t ino, uint64_t index, uint64_t gen
 /* "age" as text: "3.2 s", "2 h". */
 void fk_age(char *buf, size_t len, uint64_t ns);
 
+/* fsck_ns.c: does a committed live inode name the chunk or chunk-map object
+ * key (1), or not (0)?  Other keys: 1.  Valid once the view is complete. */
+int fk_immutable_named(struct fsck *f, const char *key);
 /* fsck_ns.c: the namespace checks on the committed view (and their repairs). */
 void fk_check_namespace(struct fsck *f);
 

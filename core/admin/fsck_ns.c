@@ -360,6 +360,19 @@ static int map_referenced(struct fsck *f, const struct fk_map *m, const struct f
 	return live_file(x) && m->m.index < x->in.nmaps && x->in.maps[m->m.index].gen == m->m.gen;
 }
 
+int fk_immutable_named(struct fsck *f, const char *key)
+{
+	const struct fk_slot *s = fk_find(f, key);
+	const struct pohm_chunkref *ref;
+	const struct fk_inode *x;
+
+	if (s && s->type == POHM_OBJ_CHUNK)
+		return chunk_referenced(f, &f->ch[s->idx], &x, &ref);
+	if (s && s->type == POHM_OBJ_MAP)
+		return map_referenced(f, &f->map[s->idx], &x);
+	return 1;
+}
+
 /* Delete an unreferenced immutable object once it is old enough. */
 static void reclaim(struct fsck *f, const char *key, uint64_t ino, uint64_t ts, int gc_ok,
 		    const struct fk_inode *x, const char *kind)
@@ -368,8 +381,10 @@ static void reclaim(struct fsck *f, const char *key, uint64_t ino, uint64_t ts, 
 	char a[32];
 
 	if (age < f->age) {
+		f->res->young++;
 		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_INFO, key, ino, 0,
-			 "unreferenced %s, young (a push in progress?)", kind);
+			 "unreferenced %s, young (a replaced version, or a write in progress "
+			 "or stopped mid-way)", kind);
 		return;
 	}
 	if (!gc_ok) {

@@ -88,6 +88,9 @@ int pohm_config_parse_seconds(const char *s, uint64_t *ns)
 	return 0;
 }
 
+/* What parse_bool accepts, for messages (and pohmelfs.conf(5)). */
+#define BOOL_EXPECT	"1, yes, true or on; 0, no, false or off"
+
 static int parse_bool(const char *s, int *out)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on", "" };
@@ -214,11 +217,11 @@ static const struct cfg_key keys[] = {
 	{ "groups", T_GROUPS, NULL, F(groups), "group numbers 1..4294967295 separated by ':' (e.g. 1:2:3), no repeats" },
 	{ "successful_write_count", T_UINT, NULL, F(successful_write_count),
 	  "a number of groups from 1 to the number of groups" },
-	{ "noreadcsum", T_BOOL, "0", F(noreadcsum), "0 or 1" },
+	{ "noreadcsum", T_BOOL, "0", F(noreadcsum), BOOL_EXPECT },
 	{ "read_wait_timeout", T_SECONDS, "5", F(read_wait_timeout_ns), "seconds, e.g. 5 or 0.5" },
 	{ "write_wait_timeout", T_SECONDS, "5", F(write_wait_timeout_ns), "seconds, e.g. 5 or 0.5" },
 	{ "keepalive_interval", T_SECONDS, "10", F(keepalive_interval_ns), "seconds (0 = no idle ping)" },
-	{ "read_repair", T_BOOL, "0", F(read_repair), "0 or 1" },
+	{ "read_repair", T_BOOL, "0", F(read_repair), BOOL_EXPECT },
 	{ "auth_cookie", T_COOKIE, NULL, F(auth_cookie), "at most 31 bytes" },
 	{ "protocol", T_PROTOCOL, "3.0", F(protocol), "3.0 or 2.26" },
 	{ "log", T_PATH, NULL, F(log), "a file path" },
@@ -226,14 +229,14 @@ static const struct cfg_key keys[] = {
 	{ "host_id", T_NAME, NULL, F(host_id), "a name of 1-255 printable bytes without '/' or spaces" },
 	/* Keys of later issues: validated here, kept as text. */
 	{ "sync_timeout", T_SECONDS, NULL, TEXT_ONLY, "seconds, e.g. 5 or 0.5" },
-	{ "sync_on_close", T_BOOL, NULL, TEXT_ONLY, "0 or 1" },
-	{ "http_compat", T_BOOL, NULL, TEXT_ONLY, "0 or 1" },
+	{ "sync_on_close", T_BOOL, NULL, TEXT_ONLY, BOOL_EXPECT },
+	{ "http_compat", T_BOOL, NULL, TEXT_ONLY, BOOL_EXPECT },
 	{ "prefix", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
 	{ "cache_dir", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
 	{ "cache_size", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix, or N%" },
 	{ "cache_min_free", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix, or N%" },
 	{ "attr_timeout", T_SECONDS, NULL, TEXT_ONLY, "seconds, e.g. 1 or 0.5" },
-	{ "stats", T_BOOL, NULL, TEXT_ONLY, "0 or 1" },
+	{ "stats", T_BOOL, NULL, TEXT_ONLY, BOOL_EXPECT },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= POHM_CFG_NKEYS, "raise POHM_CFG_NKEYS");
@@ -416,19 +419,26 @@ static unsigned distance(const char *a, const char *b)
 }
 
 /* "unknown configuration key" message: the key, the line, a suggestion. */
-static void unknown_key(char *err, size_t errlen, const char *where, const char *key,
-			const char *value)
+const char *pohm_config_suggest(const char *word)
 {
 	unsigned i, best = 3, d;
 	const char *hint = NULL;
 
 	for (i = 0; i < NKEYS; i++) {
-		d = distance(key, keys[i].name);
+		d = distance(word, keys[i].name);
 		if (d < best) {
 			best = d;
 			hint = keys[i].name;
 		}
 	}
+	return hint;
+}
+
+static void unknown_key(char *err, size_t errlen, const char *where, const char *key,
+			const char *value)
+{
+	const char *hint = pohm_config_suggest(key);
+
 	if (hint)
 		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
 		     "of pohmelfs.conf(5); did you mean \"%s\"?", where, key, key, value ? "=" : "",

@@ -110,6 +110,10 @@ const char *pohm_config_raw(const struct pohm_config *c, const char *key);
 /* A boolean key: 1 if set to yes (1, yes, true, on, or bare), else 0. */
 int pohm_config_bool(const struct pohm_config *c, const char *key);
 
+/* The key of pohmelfs.conf(5) nearest to word (a typo: edit distance under 3,
+ * as the "did you mean" of the configuration errors), or NULL. */
+const char *pohm_config_suggest(const char *word);
+
 /* Write quorum in effect: successful_write_count, or the majority of groups. */
 unsigned pohm_config_write_quorum(const struct pohm_config *c);
 

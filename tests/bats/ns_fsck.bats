@@ -206,3 +206,89 @@ assert r["chunks"] == 2 and r["tombstones"] == 0, r'
 	[ "$status" -eq 2 ]
 	[[ $output == *"has no root inode"* ]]
 }
+
+# key_on NODE PATTERN: a stored key on NODE matching PATTERN (the node
+# keeps the key next to the data).
+key_on() { grep -rhaoE "$2" "$(cluster_dir "$1")/data" | head -1 | grep .; }
+
+@test "a write stopped mid-way leaves young garbage: fsck and repair agree, exit 0 with a note" {
+	"$CTL" mkdir d
+	"$CTL" write d/f "first"
+	# Groups 2 and 3 refuse writes: the new chunk reaches group 1 only and
+	# the inode never names it (the push fails), as when a cluster stops
+	# in the middle of a write.
+	cluster_fault 2-1 refuse-writes
+	cluster_fault 3-1 refuse-writes
+	run "$CTL" write d/f "second, never committed"
+	[ "$status" -ne 0 ]
+	cluster_clear_faults all
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"note: 1 unreferenced object(s) younger than 1 h left alone"* ]]
+	[[ $output != *"divergent"* ]]
+	run p fsck -v
+	[[ $output == *"divergent"*"info"*"no committed inode names it: left to the garbage check"* ]]
+	[[ $output == *"garbage"*"info"*"unreferenced chunk generation, young"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"repaired: 0, failed: 0"* ]]
+	[[ $output != *"()"* ]]
+	run p fsck --json
+	echo "$output" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["status"] == 0 and r["young_garbage"] == 1 and r["found"]["divergent"] == 0, r'
+	# Past the age it is garbage repair deletes, from the one group too.
+	run p repair --age=0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"garbage"*"chunk generation no committed inode names"*"repaired"* ]]
+	run p fsck --age=0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"chunks 1,"* ]]
+	[[ $output != *"note:"* ]]
+}
+
+@test "a chunk its map names, held by one group only: repair writes it to the others" {
+	local key
+	"$CTL" mkdir d
+	"$CTL" write d/f "the only copy left"
+	until_true 10 key_on 1-1 'd:[0-9a-f]+:0:[0-9a-f]+' >/dev/null
+	key=$(key_on 1-1 'd:[0-9a-f]+:0:[0-9a-f]+')
+	# Groups 2 and 3 lose their copies (a reader wants a majority: it
+	# cannot repair this, so repair must write the copy it checked).
+	POHMELFS_GROUPS=2:3 p del "$key"
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"divergent"*"$key: group 2 has no copy, group 3 has no copy"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"divergent"*"$key"*"— repaired"* ]]
+	[[ $output != *"()"* ]]
+	run p fsck
+	[ "$status" -eq 0 ]
+	# The same with the copies of groups 1 and 2 corrupt on disk: written
+	# again from group 3's, the one that matches.
+	cluster_corrupt_disk 1-1 "$(id "$key")"
+	cluster_corrupt_disk 2-1 "$(id "$key")"
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"checksum"*"$key: group 1 corrupt, group 2 corrupt"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"checksum"*"$key"*"— repaired"* ]]
+	run p fsck
+	[ "$status" -eq 0 ]
+	# Groups 2 and 3 alone serve it now.
+	cluster_kill 1-1
+	rm -rf "$T/p" "$T/state"
+	"$CTL" get d/f
+	[ "$(cat "$T/p/d/f")" = "the only copy left" ]
+}

@@ -256,7 +256,8 @@ TEST(error_bad_number)
 		{ "successful_write_count", "-1", "number" },
 		{ "cache_size", "1.5G", "bytes" }, { "cache_size", "G", "bytes" },
 		{ "cache_min_free", "101%", "N%" }, { "cache_size", "99999999999999999999", "bytes" },
-		{ "sync_on_close", "2", "0 or 1" }, { "stats", "enable", "0 or 1" },
+		{ "sync_on_close", "2", "yes, true or on; 0, no, false or off" },
+		{ "stats", "enable", "1, yes, true or on" },
 	};
 	struct pohm_config c;
 	char err[POHM_CFG_ERRLEN], line[128];

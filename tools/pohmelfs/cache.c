@@ -26,6 +26,7 @@
 #include "log.h"
 #include "mount.h"
 #include "ns.h"
+#include "progress.h"
 #include "sys.h"
 
 #define LIST_SHOW 20	/* names shown in text output; JSON lists up to LIST_MAX */
@@ -486,19 +487,6 @@ int cmd_stats(struct cli *cli)
 
 /* ---------------------------------------------------------------- sync */
 
-/* One progress line on stderr: "[#####.....] 3/10 name". */
-static void progress(size_t done, size_t total, const char *name)
-{
-	char bar[31];
-	size_t i, fill = total ? done * (sizeof(bar) - 1) / total : 0;
-
-	for (i = 0; i < sizeof(bar) - 1; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[sizeof(bar) - 1] = '\0';
-	fprintf(stderr, "\rsync [%s] %zu/%zu %-36.36s", bar, done, total, name ? name : "");
-	fflush(stderr);
-}
-
 int cmd_sync(struct cli *cli)
 {
 	struct pohm_cache_stats cs;
@@ -509,8 +497,9 @@ int cmd_sync(struct cli *cli)
 	struct list failed = { NULL, 0, 0, 0 };
 	char cache_dir[4096], err[1024], a[32];
 	const char *prefix;
-	uint64_t pushed = 0, unchanged = 0, conflicts = 0, t0;
-	int r, bar, opened = 0;
+	uint64_t pushed = 0, unchanged = 0, conflicts = 0, t0, bytes = 0, done_bytes = 0;
+	struct progress pg;
+	int r, opened = 0;
 	size_t i;
 
 	r = cli_load(cli);
@@ -541,17 +530,18 @@ int cmd_sync(struct cli *cli)
 		r = 1;
 		goto out;
 	}
-	bar = !cli->json && isatty(2) && col.dirty.n;
+	for (i = 0; i < col.dirty.n; i++)
+		bytes += col.dirty.v[i].size;
+	progress_start(&pg, cli->json || !col.dirty.n, "sync", "files", col.dirty.n, bytes);
 	for (i = 0; i < col.dirty.n; i++) {
 		struct item *it = &col.dirty.v[i];
 		struct pohm_jrec rec;
 
-		if (bar)
-			progress(i, col.dirty.n, it->name);
+		progress_update(&pg, i, done_bytes);
 		r = pohm_cache_push_path(m.cache, it->name);
+		done_bytes += it->size;
 		if (r < 0) {
-			if (bar)
-				fputc('\n', stderr);
+			progress_clear(&pg);
 			fprintf(stderr, "pohmelfs: sync: %s: %s\n", it->name, strerror(-r));
 			list_add(&failed, it->ino, 0, it->name);
 			continue;
@@ -569,10 +559,8 @@ int cmd_sync(struct cli *cli)
 			unchanged++;
 		}
 	}
-	if (bar) {
-		progress(col.dirty.n, col.dirty.n, "");
-		fputc('\n', stderr);
-	}
+	progress_update(&pg, col.dirty.n, done_bytes);
+	progress_end(&pg);
 	/* A last sweep, as pohmelfsd does: names made without the shim, then files
 	 * that became dirty while we ran. */
 	r = pohm_cache_reconcile(m.cache);
@@ -629,8 +617,27 @@ out:
 
 /* ---------------------------------------------------------------- cache clean */
 
+struct clean_progress {
+	struct progress pg;
+	uint64_t done, bytes;
+};
+
+static void clean_seen(void *arg, const struct pohm_jrec *r, enum pohm_ct_verdict v,
+		       uint64_t bytes)
+{
+	struct clean_progress *cp = arg;
+
+	cp->done++;
+	cp->bytes += bytes;
+	if (v == POHM_CT_FAILED)
+		progress_clear(&cp->pg);	/* its message follows on stderr */
+	progress_update(&cp->pg, cp->done, cp->bytes);
+}
+
 int cmd_cache_clean(struct cli *cli)
 {
+	struct clean_progress cp;
+	struct pohm_ct_summary s;
 	struct pohm_ct_clean res;
 	struct pohm_ct t;
 	char cache_dir[4096], err[1024], a[32];
@@ -652,7 +659,14 @@ int cmd_cache_clean(struct cli *cli)
 	if (!r) {
 		/* A lease break (someone opens a file while we replace it) signals SIGIO. */
 		signal(SIGIO, SIG_IGN);
-		r = pohm_ct_clean(&t, &res, NULL, NULL);
+		memset(&cp, 0, sizeof(cp));
+		/* The files that may be replaced: the fetched ones (a terminal only). */
+		memset(&s, 0, sizeof(s));
+		if (!cli->json && isatty(2) && pohm_ct_scan(&t, &s, NULL, NULL))
+			memset(&s, 0, sizeof(s));
+		progress_start(&cp.pg, cli->json, "cache clean", "files", s.clean + s.dirty, 0);
+		r = pohm_ct_clean(&t, &res, clean_seen, &cp);
+		progress_end(&cp.pg);
 		pohm_ct_close(&t);
 		if (r) {
 			fprintf(stderr, "pohmelfs: cache clean: %s\n", strerror(-r));

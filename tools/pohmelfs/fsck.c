@@ -19,11 +19,30 @@
 #include "fsck.h"
 #include "kv.h"
 #include "ns.h"
+#include "progress.h"
 
 struct fsck_out {
 	int json, verbose, first;
 	FILE *f;
+	struct progress pg;		/* the progress line (a terminal only) */
+	int phase;			/* of the progress line, -1 none yet */
+	const char *cmd;		/* "fsck" or "repair" */
 };
+
+static void show_progress(void *arg, int phase, uint64_t done, uint64_t total, uint64_t bytes)
+{
+	static const char *const label[] = { "reading every copy", "repairing copies",
+					     "reading again" };
+	struct fsck_out *o = arg;
+	char l[48];
+
+	if (phase != o->phase) {
+		snprintf(l, sizeof(l), "%s: %s", o->cmd, label[phase < 0 || phase > 2 ? 0 : phase]);
+		progress_phase(&o->pg, l, phase == 1 ? "keys" : "objects", total, 0);
+		o->phase = phase;
+	}
+	progress_update(&o->pg, done, bytes);
+}
 
 static const char *sev_name(enum pohm_fsck_sev s)
 {
@@ -42,6 +61,7 @@ static void print_issue(void *arg, const struct pohm_fsck_issue *is)
 
 	if (is->sev == POHM_FSCK_INFO && !o->verbose)
 		return;
+	progress_clear(&o->pg);
 	if (o->json) {
 		fprintf(o->f, "%s\n    {\"class\": \"%s\", \"severity\": \"%s\", \"key\": ",
 			o->first ? "" : ",", pohm_fsck_class_name(is->cls), sev_name(is->sev));
@@ -56,12 +76,11 @@ static void print_issue(void *arg, const struct pohm_fsck_issue *is)
 		o->first = 0;
 		return;
 	}
-	fprintf(o->f, "%s%-10s %-10s %s%s%s%s%s\n", is->verify ? "left: " : "",
+	fprintf(o->f, "%s%-10s %-10s %s%s%s%s%s%s%s\n", is->verify ? "left: " : "",
 		pohm_fsck_class_name(is->cls), sev_name(is->sev), is->key[0] ? is->key : "-",
 		is->key[0] ? ": " : " ", is->what, is->action ? " — " : "",
-		is->action < 0 ? strerror(-is->action) : action_name(is->action));
-	if (is->action < 0)
-		fprintf(o->f, "           (%s)\n", action_name(is->action));
+		action_name(is->action), is->action < 0 ? ": " : "",
+		is->action < 0 ? strerror(-is->action) : "");
 }
 
 static const char *verdict(int status, int repair)
@@ -76,8 +95,21 @@ static const char *verdict(int status, int repair)
 	return "clean";
 }
 
+/* "1 h", "5 s": an age for the note. */
+static void age_text(char *buf, size_t len, uint64_t ns)
+{
+	uint64_t s = (ns ? ns : POHM_FSCK_DEFAULT_AGE) / 1000000000ULL;
+
+	if (s && s % 3600 == 0)
+		snprintf(buf, len, "%" PRIu64 " h", s / 3600);
+	else if (s && s % 60 == 0)
+		snprintf(buf, len, "%" PRIu64 " min", s / 60);
+	else
+		snprintf(buf, len, "%" PRIu64 " s", s);
+}
+
 static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm_fsck_result *r,
-		    int status, int repair)
+		    int status, int repair, uint64_t age_ns)
 {
 	unsigned c;
 	int any;
@@ -93,7 +125,8 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 			fprintf(o->f, "%s\"%s\": %" PRIu64, c ? ", " : "",
 				pohm_fsck_class_name((enum pohm_fsck_class)c), r->found[c]);
 		fprintf(o->f, "},\n  \"repaired\": %" PRIu64 ", \"repair_failed\": %" PRIu64
-			", \"complete\": %s, \"status\": %d, \"verdict\": ", r->fixed, r->failed,
+			", \"young_garbage\": %" PRIu64 ", \"complete\": %s, \"status\": %d, "
+			"\"verdict\": ", r->fixed, r->failed, r->young,
 			r->complete ? "true" : "false", status);
 		cli_json_str(o->f, verdict(status, repair));
 		fprintf(o->f, "\n}\n");
@@ -113,6 +146,15 @@ static void summary(struct fsck_out *o, const struct cli *cli, const struct pohm
 	fprintf(o->f, "%s\n", any ? "" : " none");
 	if (repair)
 		fprintf(o->f, "repaired: %" PRIu64 ", failed: %" PRIu64 "\n", r->fixed, r->failed);
+	if (r->young) {
+		char a[32];
+
+		age_text(a, sizeof(a), age_ns);
+		fprintf(o->f, "note: %" PRIu64 " unreferenced object(s) younger than %s left alone "
+			"(replaced versions, or writes in progress or stopped mid-way): not an "
+			"issue; repair reclaims them once older (--age=SECONDS to choose)%s\n",
+			r->young, a, o->verbose ? "" : "; -v lists them");
+	}
 	fprintf(o->f, "fsid \"%s\": %s (exit %d)\n", cli->cfg.fsid, verdict(status, repair), status);
 }
 
@@ -134,7 +176,7 @@ int cmd_fsck_main(int argc, char **argv);
 
 int cmd_fsck_main(int argc, char **argv)
 {
-	struct fsck_out out = { 0, 0, 1, stdout };
+	struct fsck_out out;
 	struct pohm_fsck_opts o;
 	struct pohm_fsck_result *res = calloc(1, sizeof(*res));
 	struct pohm_ns_opts nso;
@@ -146,6 +188,10 @@ int cmd_fsck_main(int argc, char **argv)
 
 	memset(&cli, 0, sizeof(cli));
 	memset(&o, 0, sizeof(o));
+	memset(&out, 0, sizeof(out));
+	out.first = 1;
+	out.f = stdout;
+	out.phase = -1;
 	if (!res)
 		return 2;
 	for (i = 1; i < argc; i++) {
@@ -206,6 +252,7 @@ int cmd_fsck_main(int argc, char **argv)
 	}
 	o.repair = repair;
 	o.report = print_issue;
+	o.progress = show_progress;
 	o.arg = &out;
 	if (out.json) {
 		fprintf(out.f, "{\n  \"command\": \"%s\", \"dry_run\": %s, \"fsid\": ", cmd,
@@ -219,11 +266,14 @@ int cmd_fsck_main(int argc, char **argv)
 	fflush(out.f);
 	/* Repairing divergent copies is read repair (the client reads cfg at each call). */
 	cli.cfg.read_repair = repair && !o.dry_run;
+	out.cmd = repair ? "repair" : "fsck";
+	progress_start(&out.pg, out.json, out.cmd, "objects", 0, 0);
 	rc = pohm_fsck_run(ns, &kv, cli.client, &o, res);
+	progress_end(&out.pg);
 	status = rc < 0 ? POHM_FSCK_ERROR : rc;
 	if (rc < 0)
 		fprintf(stderr, "pohmelfs: %s: %s\n", cmd, strerror(-rc));
-	summary(&out, &cli, res, status, repair);
+	summary(&out, &cli, res, status, repair, o.age_ns);
 out:
 	if (ns)
 		pohm_ns_close(ns);

@@ -4,6 +4,7 @@
  *   pohmelfs [--json] put KEY | get KEY | lookup KEY | del KEY
  *   pohmelfs [--json] status | sync | stats | cache clean
  *   pohmelfs fsck [--json] [-v] [--age=S] | repair [--json] [-v] [--dry-run] [--age=S]
+ *   pohmelfs config suggest WORD
  *
  * Configured by the POHMELFS_* environment and the config file, like the
  * library (core/config/config.h).  Exit status: 0 success, 1 the operation
@@ -41,8 +42,13 @@ static void usage(FILE *f)
 		"  cache clean   replace clean, unopened cached files by stubs (frees space)\n"
 		"  fsck, repair  check every group's copies and the namespace (fsck [-v]), or\n"
 		"                fix what it finds and check again (repair [--dry-run]); exit 0\n"
-		"                clean, 1 issues, 2 incomplete, 4 data lost; --age=SECONDS\n"
-		"--json prints the report of status, sync, stats, cache clean and lookup as JSON.\n"
+		"                clean, 1 issues, 2 incomplete, 4 data lost; --age=SECONDS,\n"
+		"                --json (fsck [--json] [-v] [--age=S], repair [--json] [-v]\n"
+		"                [--dry-run] [--age=S])\n"
+		"  config suggest WORD  the key of pohmelfs.conf(5) nearest to WORD (a typo)\n"
+		"--json prints the report of status, sync, stats, cache clean, lookup, fsck\n"
+		"and repair as JSON.  On a terminal, sync, cache clean, fsck and repair show\n"
+		"their progress on standard error.\n"
 		"configuration: POHMELFS_SERVERS, POHMELFS_GROUPS, POHMELFS_PREFIX, ... or\n"
 		"the file named by POHMELFS_CONFIG (see pohmelfs(1), pohmelfs.conf(5)).\n");
 }
@@ -188,6 +194,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pohmelfs: %s needs exactly one KEY\n", pos[0]);
 			return 2;
 		}
+	} else if (!strcmp(pos[0], "config")) {
+		const char *hint;
+
+		if (npos != 3 || strcmp(pos[1], "suggest")) {
+			fprintf(stderr, "pohmelfs: config: the only config command is \"config "
+				"suggest WORD\"\n");
+			return 2;
+		}
+		/* pohmelfs-run's "did you mean": the same as the configuration's. */
+		hint = pohm_config_suggest(pos[2]);
+		if (!hint)
+			return 1;
+		printf("%s\n", hint);
+		return 0;
 	} else if (!strcmp(pos[0], "cache")) {
 		if (npos != 2 || strcmp(pos[1], "clean")) {
 			fprintf(stderr, "pohmelfs: cache: the only cache command is \"cache clean\"\n");

@@ -84,10 +84,18 @@ static void evict_round(struct pohm_ct *t, const struct pohm_config *cfg, const 
 			  (unsigned long long)res.linked, (unsigned long long)res.failed);
 }
 
-static void usage(void)
+/* The usage: on stdout and status 0 when asked for (--help), else stderr and 2. */
+static void usage(int asked)
 {
-	fprintf(stderr, "usage: pohmelfsd [--foreground] [--once] [--idle SECONDS]\n");
-	exit(2);
+	fprintf(asked ? stdout : stderr,
+		"usage: pohmelfsd [--foreground] [--once] [--idle SECONDS]\n"
+		"The cache's background process: pushes dirty files every sync_timeout\n"
+		"seconds and keeps the cache within cache_size and cache_min_free.\n"
+		"  --foreground    do not detach\n"
+		"  --once          push what is dirty once, in the foreground, and exit\n"
+		"  --idle SECONDS  exit after this long with nothing to push (default 60)\n"
+		"Configured like the library (POHMELFS_*, pohmelfs.conf(5)); see pohmelfsd(8).\n");
+	exit(asked ? 0 : 2);
 }
 
 /* Sleep up to ns, waking early on a signal. */
@@ -115,8 +123,10 @@ int main(int argc, char **argv)
 			once = 1;
 		else if (!strcmp(argv[i], "--idle") && i + 1 < argc)
 			idle_ns = strtoull(argv[++i], NULL, 10) * 1000000000ULL;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			usage(1);
 		else
-			usage();
+			usage(0);
 	}
 	r = pohm_config_load(&cfg, environ, err, sizeof(err));
 	if (r) {
