@@ -9,10 +9,38 @@
 #   make bench | demo | fuzz | deps | install | uninstall | clean
 
 # Parallel by default, one job per core (the build is most of a fresh
-# `make check`'s first minutes); `make -jN` overrides.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# `make check`'s first minutes); `make -jN` overrides.  Not in a sub-make
+# that shares its parent's jobserver (forcing -j there resets it; the
+# parent's flags are in the environment, not yet in MAKEFLAGS).
+ifeq ($(filter -j%,$(MAKEFLAGS))$(findstring --jobserver,$(shell printenv MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
+
+.DEFAULT_GOAL := all
+
+# ---------------------------------------------------------------- setup
+# `make deps` escalates with sudo only when it is not root (a root image
+# has no sudo; the README's `make deps demo` works as written either way).
+DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
+        sqlite3 git rsync python3 util-linux man-db groff-base gnuplot-nox
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	@[ -z "$(SUDO)" ] || command -v $(SUDO) >/dev/null || \
+	    { echo "make deps: not root and no $(SUDO): run it as root" >&2; exit 1; }
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y $(DEPS)
+
+# `make deps GOAL...` (the README's `make deps demo`): the dependencies are
+# installed first, then GOAL... is made by a new make.  Within one make the
+# build would run beside apt (parallel jobs), and what this Makefile finds on
+# the system (JEMALLOC_PIC below) was looked up before apt ran.
+DEPS_THEN := $(if $(filter deps,$(MAKECMDGOALS)),$(filter-out deps,$(MAKECMDGOALS)))
+ifneq ($(DEPS_THEN),)
+.PHONY: deps deps-then $(DEPS_THEN)
+$(DEPS_THEN): deps-then ; @:
+deps-then: deps
+	+$(MAKE) -f $(firstword $(MAKEFILE_LIST)) $(DEPS_THEN)
+else	# the build: everything below, to the endif on the last line
 
 CC       ?= cc
 OPT      ?= -O2 -g
@@ -51,9 +79,12 @@ CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -fno-builtin-mal
             -pthread $(SANFLAGS)
 LDFLAGS  += -pthread $(SANFLAGS)
 
+# The library always links the private jemalloc, except under a sanitizer:
+# without libjemalloc_pic.a the build stops (never a silent fallback to the
+# host's malloc, which the shim must not share with the program).
 JEMALLOC_PIC ?= $(firstword $(wildcard /usr/lib/*/libjemalloc_pic.a /usr/lib/libjemalloc_pic.a))
 ifeq ($(SAN),)
-LIB_ALLOC := $(if $(JEMALLOC_PIC),$(B)/jemalloc_lazy.a)
+LIB_ALLOC := $(B)/jemalloc_lazy.a
 else
 LIB_ALLOC :=
 endif
@@ -113,7 +144,12 @@ $(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
 # The private jemalloc without its constructor: it initialises on the first
 # allocation (the first call under the prefix) instead of at every program's
 # start (/bin/true: 46 page faults and ~63k instructions less).
-$(B)/jemalloc_lazy.a: $(JEMALLOC_PIC)
+$(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
+	@[ -f "$(JEMALLOC_PIC)" ] || { \
+	    echo "error: libjemalloc_pic.a not found$(if $(JEMALLOC_PIC), (JEMALLOC_PIC=$(JEMALLOC_PIC))):" \
+	         "the library links a private jemalloc." >&2; \
+	    echo "error: install the package libjemalloc-dev (make deps)," \
+	         "or set JEMALLOC_PIC=/path/to/libjemalloc_pic.a." >&2; exit 1; }
 	rm -rf $@.d && mkdir -p $@.d
 	cd $@.d && ar x $(abspath $<) && for o in *.o; do \
 	    objcopy --remove-section=.init_array --remove-section=.rela.init_array $$o || exit 1; \
@@ -123,7 +159,8 @@ $(B)/jemalloc_lazy.a: $(JEMALLOC_PIC)
 # Lazy binding (no -z now): the library's ~140 PLT slots into libc are bound
 # on first use, not at every start (/bin/true: ~85k instructions less);
 # -z relro still makes the rest of the GOT read-only after relocation.
-$(LIB): $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(LIB_ALLOC) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+# The allocator comes first: without it the build stops before compiling.
+$(LIB): $(LIB_ALLOC) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
 	$(CC) -shared -o $@.tmp $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(LIB_ALLOC) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
 	    $(LDFLAGS) -ldl -lm
@@ -180,19 +217,14 @@ bench: all
 demo: all
 	env -u MAKEFLAGS -u MFLAGS B=$(B) tools/demo.sh
 
-# ---------------------------------------------------------------- setup
-DEPS := build-essential clang libjemalloc-dev libclang-rt-14-dev bats strace \
-        sqlite3 git rsync python3 util-linux man-db groff-base gnuplot-nox
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-deps:
-	$(SUDO) apt-get update
-	$(SUDO) apt-get install -y $(DEPS)
-
+# ---------------------------------------------------------------- install
+# Only the directories something is installed into are made (install -d of
+# a man section with no page, or of sbin, left empty directories behind).
+MANS := $(wildcard man/*.[1-8])
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin \
-	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	    $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8 \
-	    $(DESTDIR)$(PREFIX)/share/doc/libpohmelfs
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+	    $(addprefix $(DESTDIR)$(PREFIX)/share/man/man,$(sort $(subst .,,$(suffix $(MANS))))) \
+	    $(if $(wildcard conf/*),$(DESTDIR)$(PREFIX)/share/doc/libpohmelfs)
 	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	for t in $(TOOL_BIN) $(B)/pohmelfs-node; do [ -f $$t ] && install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/; done; true
 	sed 's|^POHMELFS_LIBDIR=.*|POHMELFS_LIBDIR=$(PREFIX)/lib|' tools/pohmelfs-run.sh > $(DESTDIR)$(PREFIX)/bin/pohmelfs-run
@@ -211,7 +243,12 @@ clean:
 	rm -rf build tests/tmp
 
 # Keep objects of test programs (they are otherwise intermediate files).
-.SECONDARY:
+# Only those: a bare .SECONDARY makes every target secondary, and a missing
+# secondary file is not remade while what uses it is newer than its sources
+# (a missing jemalloc_lazy.a was never rebuilt into the library).
+.SECONDARY: $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.o) \
+            $(PROG_SRC:tests/progs/%.c=$(B)/obj/tests/progs/%.o)
 
 .PHONY: all check fuzz bench demo deps install uninstall clean
 -include $(shell find $(B)/obj $(B)/tests/helpers -name '*.d' 2>/dev/null)
+endif	# DEPS_THEN

@@ -53,5 +53,9 @@ uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
+/* Test hook: SIGKILL the calling process here when the environment variable
+ * env is set (to anything), else return.  A crash test names the point it
+ * kills at instead of racing a kill against the clock. */
+void pohm_sys_test_kill(const char *env);
 
 #endif

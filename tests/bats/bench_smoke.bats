@@ -15,7 +15,7 @@ setup() {
 	b=$B
 	case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac	# the scripts take B relative to the tree
 	t0=$(date +%s)
-	run timeout -k 10 240 env BENCH_QUICK=1 BENCH_OUT="$out" BENCH_TMP="$BATS_TEST_TMPDIR" B="$b" \
+	run timeout -k 10 240 env -u ONLY BENCH_QUICK=1 BENCH_OUT="$out" BENCH_TMP="$BATS_TEST_TMPDIR" B="$b" \
 		"$TOP/tests/bench/run"
 	echo "$output"
 	echo "took $(($(date +%s) - t0)) s"

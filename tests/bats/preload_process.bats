@@ -115,7 +115,10 @@ with open(p + "/d/child") as f: print(f.read())' "$P"
 	[ -z "$out" ]
 }
 
-@test "light init stays under 0.3 ms (POHMELFS_LOG_LEVEL=debug reports it)" {
+# The 0.3 ms target is measured by `make bench` (tests/bench/bench_startup.sh,
+# "light init"): an absolute time on a shared machine is a benchmark.  This
+# only catches an init that does far too much (a connect, a scan): 10x.
+@test "light init is reported at debug level and stays under 3 ms (the 0.3 ms target is in make bench)" {
 	[ -z "${SAN:-}" ] || skip "timings mean nothing under a sanitizer"
 	best=
 	for i in 1 2 3 4 5 6 7 8 9; do
@@ -125,7 +128,7 @@ with open(p + "/d/child") as f: print(f.read())' "$P"
 		if [ -z "$best" ] || awk -v a="$us" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$us; fi
 	done
 	echo "best of 9: $best us"
-	awk -v a="$best" 'BEGIN {exit !(a < 300)}'
+	awk -v a="$best" 'BEGIN {exit !(a < 3000)}'
 }
 
 @test "a process without a prefix configured passes everything through untouched" {
