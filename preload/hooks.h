@@ -1,6 +1,6 @@
 /*
- * hooks.h — where the storage side (core/cache, core/ns, core/sync) plugs
- * into the interposition layer.
+ * hooks.h — where the storage side (preload/hooks_cache.c over core/mount
+ * and core/cache) plugs into the interposition layer.
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -16,15 +16,21 @@
  *               libc (for open: 0 and the fd in *fd_out);
  *   -errno      handled, failed: the wrapper sets errno and returns -1
  *               (or NULL/EOF, as the function does).
- * Hooks follow core/'s error convention: they never touch errno and make
- * their own system calls through core/sys (pohm_sys_*), never by name.
+ * Hooks follow core/'s error convention: they return -errno and should
+ * leave errno as they found it.  Their own system calls go through
+ * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
+ * (hooks_cache.c: access, sigqueue, dladdr, execve in pohmelfsd's start)
+ * is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * The "_done" hooks run after the real call with its result (>= 0, or
  * -errno) and return the result the caller sees.
  *
- * The defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc, so that today the library is a pure passthrough.
- * The storage side overrides any of them by defining the same function
- * (a strong definition wins at link time); nothing else changes.
+ * Defaults are in preload/hooks_pass.c: weak definitions that pass
+ * everything to libc.  preload/hooks_cache.c, always linked into the
+ * library, overrides them with strong definitions that call core/ (all but
+ * pohm_hook_statfs_fix, whose default stays in use), so the library is not
+ * a passthrough: under the prefix every hook reaches the cache.  At run
+ * time POHMELFS_TEST_PASSTHROUGH=1 (test-only) makes those strong hooks
+ * pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.
@@ -286,7 +292,12 @@ void pohm_hook_exit(void);
  * that closes or dup2()s fds it did not open cannot break them: close and
  * close_range skip them (close reports EBADF, as if the fd were not open),
  * dup2/dup3 onto one move it aside first.  Register an fd >= POHM_FD_BASE
- * and always read its current number back through the handle.
+ * and always read its current number back through the handle.  Today only
+ * two are registered (hooks_cache.c's copy of stderr for stats=1, init.c's
+ * test-only POHMELFS_TEST_INTERNAL_FD): core/ opens its sockets, journal
+ * and directory fds with raw calls and keeps their numbers, so those are
+ * not protected from close or dup2 (only close_range/closefrom keep them,
+ * preload/fdkeep.c).
  */
 int pohm_ifd_register(int fd);		/* handle >= 0, or -ENOSPC / -EINVAL */
 int pohm_ifd_fd(int handle);		/* the fd's current number, or -EBADF */

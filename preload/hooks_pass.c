@@ -1,12 +1,12 @@
 /*
  * hooks_pass.c — the default hooks: every one "not handled" (POHM_PASS, or
- * the result unchanged), so the library is a pure passthrough until the
- * storage side (core/cache, core/ns, core/sync) lands.
+ * the result unchanged).
  *
  * Each is a weak definition: a strong definition of the same name anywhere
- * in the library (e.g. a preload/hooks_cache.c calling core/) replaces it
- * at link time, hook by hook, with no other change.  The contracts are in
- * hooks.h.
+ * in the library replaces it at link time, hook by hook.  The library
+ * always links preload/hooks_cache.c, which replaces every one of them but
+ * pohm_hook_statfs_fix; the others here are the fallback of a build
+ * without it.  The contracts are in hooks.h.
  */
 #include "shim.h"
 
