@@ -189,9 +189,10 @@ $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(CORE_A)
 $(B)/obj/tests/unit/%.o: CPPFLAGS += -Itests/unit
 
 # Test programs linked with core (tests/progs/*.c → build/tests/progs/*).
-$(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(CORE_A)
+# They carry the crash-test hooks (tests/progs/hooks/), which nothing else links.
+$(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(B)/obj/tests/progs/hooks/test_kill.o $(CORE_A)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
+	$(CC) -o $@ $< $(B)/obj/tests/progs/hooks/test_kill.o $(CORE_A) $(LDFLAGS)
 
 # Small C programs the bats tests run (tests/helpers/*.c → build/tests/helpers/*).
 HELPER_SRC := $(wildcard tests/helpers/*.c)
@@ -247,7 +248,8 @@ clean:
 # secondary file is not remade while what uses it is newer than its sources
 # (a missing jemalloc_lazy.a was never rebuilt into the library).
 .SECONDARY: $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.o) \
-            $(PROG_SRC:tests/progs/%.c=$(B)/obj/tests/progs/%.o)
+            $(PROG_SRC:tests/progs/%.c=$(B)/obj/tests/progs/%.o) \
+            $(B)/obj/tests/progs/hooks/test_kill.o
 
 .PHONY: all check fuzz bench demo deps install uninstall clean
 -include $(shell find $(B)/obj $(B)/tests/helpers -name '*.d' 2>/dev/null)

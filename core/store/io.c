@@ -704,6 +704,16 @@ static int lookup_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *
 	return !pending;
 }
 
+/* Groups whose last answer was a copy or "absent". */
+static unsigned answered_groups(const struct pohm_io_result *res)
+{
+	unsigned gi, n = 0;
+
+	for (gi = 0; gi < res->ngroups; gi++)
+		n += !res->g[gi].status || res->g[gi].status == -ENOENT;
+	return n;
+}
+
 /* LOOKUP every group and pick the version. 0, -ENOENT or -errno. Fills res. */
 static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 {
@@ -745,9 +755,11 @@ static int do_lookup(struct gop *op, int with_csum, uint64_t deadline)
 	if (absent)
 		return -ENOENT;
 	res->ts = ts;
-	if (held < op->w) {
-		/* Newest, but on fewer groups than a write needs: an acknowledged
-		 * write whose other copies are down, or a write that failed. */
+	if (held < op->w && held < answered_groups(res)) {
+		/* Newest, but on fewer groups than a write needs while another
+		 * answering group holds an older copy or none: an acknowledged
+		 * write whose other copies are down or stale, or a failed write.
+		 * (Groups that are only silent are no evidence either way.) */
 		io_note(op, "the newest copy is on %u group(s), fewer than the %u a write needs: "
 			"served, being newer than the others", held, op->w);
 		pohm_warn("%s", res->msg);

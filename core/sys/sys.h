@@ -62,9 +62,11 @@ uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
-/* Test hook: SIGKILL the calling process here when the environment variable
- * env is set (to anything), else return.  A crash test names the point it
- * kills at instead of racing a kill against the clock. */
+/* Test hook: in the test programs (tests/progs/, which link
+ * tests/progs/hooks/test_kill.c), SIGKILL the calling process here when the
+ * environment variable env is set; a crash test names the point it kills at
+ * instead of racing a kill against the clock.  Everywhere else (the library,
+ * the tools, the node) a no-op. */
 void pohm_sys_test_kill(const char *env);
 
 #endif

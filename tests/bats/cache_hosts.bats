@@ -261,6 +261,18 @@ on() {
 	[ ! -e "$T/b/.pohmelfs-conflicts" ]
 }
 
+@test "the crash-test hooks are in the test programs only: a rename under the shim ignores them" {
+	# The two tests above kill cache_ctl through these variables; a host
+	# process under the library (and the tools) must never die of them.
+	run on a env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_TEST_KILL_AT_RENAME_INTENT=1 \
+		LD_PRELOAD="$PRELOAD" sh -c 'echo x >"$1/f" && mv "$1/f" "$1/g" && cat "$1/g"' sh "$T/a"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = x ]
+	run on b env LD_PRELOAD="$PRELOAD" cat "$T/b/g"
+	[ "$output" = x ]
+}
+
 @test "two conflict copies of one file in the same second both succeed" {
 	local n=0 f
 	on a "$CTL" write f "stored"
