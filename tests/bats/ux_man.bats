@@ -36,7 +36,7 @@ setup() {
 }
 
 @test "the tools' pages have NAME, SYNOPSIS, DESCRIPTION, OPTIONS, ENVIRONMENT, FILES, EXIT STATUS, EXAMPLES, SEE ALSO" {
-	for p in pohmelfs.1 pohmelfs-run.1 pohmelfs.conf.5 pohmelfsd.8; do
+	for p in pohmelfs.1 pohmelfs-run.1 pohmelfs-cluster.1 pohmelfs.conf.5 pohmelfsd.8; do
 		m=$TOP/man/$p
 		[ -f "$m" ]
 		got=$(sed -n 's/^\.SH "\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$m" | tr '\n' '|')
@@ -58,5 +58,32 @@ setup() {
 	run "$B/pohmelfs" --help
 	for c in put get lookup del status sync stats "cache clean" "fsck, repair"; do
 		[[ $output == *"$c"* ]] || { echo "--help lacks $c"; false; }
+	done
+}
+
+@test "every program make install puts in bin has a man page (issue 21)" {
+	command -v make >/dev/null || skip "make is not installed"
+	# The existing build, no rebuild (-o all); SAN selects the build directory.
+	run make -C "$TOP" -s -o all install DESTDIR="$BATS_TEST_TMPDIR/root" PREFIX=/usr ${SAN:+SAN=$SAN}
+	echo "$output"
+	[ "$status" -eq 0 ]
+	n=0
+	for t in "$BATS_TEST_TMPDIR"/root/usr/bin/* "$BATS_TEST_TMPDIR"/root/usr/sbin/*; do
+		[ -e "$t" ] || continue
+		name=${t##*/}
+		ls "$TOP"/man/"$name".[1-8] >/dev/null 2>&1 || { echo "no man page for $name"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ]
+}
+
+@test "pohmelfs-cluster(1) describes every command its --help names" {
+	run "$TOP/tools/pohmelfs-cluster" --help
+	[ "$status" -eq 0 ]
+	cmds=$(sed -n 's/^  \([a-z|-]*\) .*/\1/p' <<<"$output" | tr '|' '\n')
+	[ "$(wc -l <<<"$cmds")" -ge 14 ]
+	for c in $cmds; do
+		grep -q "^\.BI $(sed 's/-/\\\\-/g' <<<"$c") \"" "$TOP/man/pohmelfs-cluster.1" ||
+			{ echo "pohmelfs-cluster.1 does not describe $c"; false; }
 	done
 }
