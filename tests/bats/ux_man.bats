@@ -87,3 +87,42 @@ setup() {
 			{ echo "pohmelfs-cluster.1 does not describe $c"; false; }
 	done
 }
+
+@test "README names only files inside the repository, and each one exists (issue 21)" {
+	r=$TOP/README.md
+	run grep -n '\.\./' "$r"
+	[ "$status" -ne 0 ] || { echo "README points outside the repository: $output"; false; }
+	n=0
+	for p in $(grep -o '`[a-z][A-Za-z0-9_.-]*/[A-Za-z0-9_./*-]*`' "$r" | tr -d '`' | sort -u); do
+		top=${p%%/*}
+		# build/ holds outputs, $HOME-like paths are examples.
+		case $top in build) continue ;; esac
+		[ -d "$TOP/$top" ] || continue
+		compgen -G "$TOP/$p" >/dev/null || { echo "README names $p, which does not exist"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 4 ]
+}
+
+@test "the sections of libpohmelfs(7) that README and pohmelfs.conf(5) send the reader to exist and say it (issue 21)" {
+	m=$TOP/man/libpohmelfs.7
+	for s in CONSISTENCY FAILURES OFFLINE; do
+		grep -qx "\.SH $s" "$m" || { echo "libpohmelfs.7 has no $s section"; false; }
+		grep -q "($s)" "$TOP/README.md" || { echo "README does not cite $s"; false; }
+	done
+	for s in CONSISTENCY FAILURES; do
+		grep -q "$s" "$TOP/man/pohmelfs.conf.5" || { echo "pohmelfs.conf.5 does not cite $s"; false; }
+	done
+	# section NAME: its text, rendered.
+	section() { MANWIDTH=200 man -l "$m" 2>/dev/null | sed -n "/^$1\$/,/^[A-Z][A-Z ]*\$/p" | sed '1d;$d'; }
+	c=$(section CONSISTENCY)
+	for w in attr_timeout sync_on_close sync_timeout fsync "Close-to-open" "conflict copy"; do
+		[[ $c == *"$w"* ]] || { echo "CONSISTENCY does not mention $w"; false; }
+	done
+	f=$(section FAILURES)
+	for w in "One node" "One group of 3" "2 groups" "N-1 of N groups" "process dies" "host crashes"; do
+		[[ $f == *"$w"* ]] || { echo "FAILURES does not cover $w"; false; }
+	done
+	o=$(section OFFLINE)
+	[[ $o == *"no offline mode today"* && $o == *EIO* ]]
+}
