@@ -20,13 +20,21 @@ teardown() {
 	cluster_stop
 }
 
-# squat PORT: another process (a lone node) listens on 127.0.0.1:PORT.
+# squat PORT: another process listens on 127.0.0.1:PORT (not a node: one
+# would join the running nodes that still redial the port).  It leaves by
+# itself after 2 minutes should teardown never run.
 squat() {
-	mkdir -p "$T/squat"
-	"$NODE_BIN" --listen "127.0.0.1:$1" --group 9 --data "$T/squat" --watch-pid $$ \
-		--log "$T/squat/log" </dev/null >/dev/null 2>&1 3>&- &
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("up", flush=True)
+time.sleep(120)' "$1" >"$T/squat.out" 2>&1 3>&- &
 	SQUAT=$!
-	until_true 10 "$NODE_BIN" --probe "127.0.0.1:$1" --timeout 1
+	until_true 10 grep -q up "$T/squat.out"
 }
 
 # port_of NODE: the node's port as cluster.env records it.
