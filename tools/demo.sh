@@ -4,9 +4,9 @@
 # what happened, prove from a second empty cache ("another host") that
 # everything is in the storage, stop the cluster.  About half a minute.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 B=${B:-build}
-BIN=$PWD/$B
+case $B in /*) BIN=$B ;; *) BIN=$PWD/$B ;; esac
 work=$(mktemp -d /tmp/pohmelfs-demo.XXXXXX)
 cluster=$work/cluster
 started=
@@ -20,7 +20,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: `make demo > log` gets plain text.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
+# why LINE: what the section shows and why it matters, in one line.
+why() { printf '   %s\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
 for f in libpohmelfs.so pohmelfs-node pohmelfs-cluster pohmelfs pohmelfsd; do
@@ -59,19 +63,24 @@ say "2b. What the library did for those programs (pohmelfs stats: every process'
 POHMELFS_PREFIX=$work/host1 POHMELFS_CACHE_DIR=$work/host1-state "$BIN/pohmelfs" stats |
 	sed -n '/^counters/,$p' | awk 'NR == 1 || $2 != 0'
 
-say "3. The raw storage: the root directory object and a lookup on every group"
+say "3. The raw storage: the root directory's object, looked up in every group"
+why "A group is one complete copy of the data; the same size and sha512 in all 3 groups mean 3 identical copies, so one group can be lost."
 run "$BIN/pohmelfs" lookup i:1 || true
 
 say "4. Host 2 starts with an empty cache and sees everything, from the storage"
 host2 bash -c "cd '$work/host2' && ls -l hello && ./hello/hello 'host 2' && git -C notes log --format='   git log: %s' && cmp hello/main.c '$work/src/hello/main.c' && echo '   sources identical'" || exit 1
 
-say "5. One group goes down: reads still come from the other two"
+say "5. One group goes down: reads and writes go on with the other two"
 "$BIN/pohmelfs-cluster" kill "$cluster" 1-1 >/dev/null 2>&1 || true
 "$BIN/pohmelfs-cluster" kill "$cluster" 1-2 >/dev/null 2>&1 || true
 rm -rf "$work/host2" "$work/host2-state"	# a fresh cache again (plain rm: not through the shim)
-host2 bash -c "cd '$work/host2' && ./hello/hello 'a host reading with group 1 down'" || exit 1
+host2 bash -c "cd '$work/host2' && ./hello/hello 'a host reading with group 1 down' && echo 'written with group 1 down' > notes/down && echo \"   \$(cat notes/down)\"" || exit 1
+host1 bash -c "cat '$work/host1/notes/down' | sed 's/^/   host 1 reads: /'" || exit 1
 
-say "6. Cluster status"
-"$BIN/pohmelfs" status 2>&1 | sed -n "1,/^route/p" || true
+say "6. Cluster status, as a client sees it with group 1 down"
+why "Group 1's nodes are DOWN and it has NO ROUTE; writes need a quorum of 2 of the 3 groups, so they went on in section 5."
+# Up to the route table (one line per ring id of every node): its size only.
+"$BIN/pohmelfs" status 2>&1 | awk '/^route/ { r = 1; next } r && /^  / { n++; next } { r = 0; print }
+	END { if (n) printf "route: %d ring ids, each naming the node that stores the keys from it up (pohmelfs status lists them)\n", n }' || true
 
 say "Done. Stopping the cluster."

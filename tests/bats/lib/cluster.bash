@@ -53,7 +53,9 @@ cluster_start() {
 }
 
 cluster_stop() {
-	[ -n "${CLUSTER_DIR:-}" ] || return 0
+	# Nothing to stop when cluster_start failed before the tool wrote its
+	# settings (pohmelfs-cluster stop refuses a directory without them).
+	[ -n "${CLUSTER_DIR:-}" ] && [ -f "$CLUSTER_DIR/cluster.env" ] || return 0
 	"$CLUSTER_BIN" stop "$CLUSTER_DIR"
 }
 

@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# ux_cluster.bats — pohmelfs-cluster as a user meets it (issue 21, item 6):
+# --help, usage errors with exit 2, a mistyped directory that is refused
+# and never created, a failed start that removes what it made, and a
+# restart that keeps the ports an exported POHMELFS_SERVERS names (new ones
+# only for a port someone else took, said on stderr).
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load lib/common
+	load lib/cluster
+	T=$BATS_TEST_TMPDIR
+	C=$CLUSTER_BIN
+	SQUAT=
+}
+
+teardown() {
+	[ -n "$SQUAT" ] && kill "$SQUAT" 2>/dev/null && wait "$SQUAT" 2>/dev/null
+	cluster_stop
+}
+
+# squat PORT: another process listens on 127.0.0.1:PORT (not a node: one
+# would join the running nodes that still redial the port).  It leaves by
+# itself after 2 minutes should teardown never run.
+squat() {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("up", flush=True)
+time.sleep(120)' "$1" >"$T/squat.out" 2>&1 3>&- &
+	SQUAT=$!
+	until_true 10 grep -q up "$T/squat.out"
+}
+
+# port_of NODE: the node's port as cluster.env records it.
+port_of() { "$C" addr "$CLUSTER_DIR" "$1" | cut -d: -f2; }
+
+@test "--help prints the whole usage on stdout and exits 0; no arguments is a usage error" {
+	run --separate-stderr "$C" --help
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[[ $output == "usage: pohmelfs-cluster COMMAND DIR"* ]]
+	[[ $output != *"set -u"* ]]
+	for c in start stop status env nodes addr kill start-node restart fault corrupt-disk wait; do
+		[[ $output == *"  $c "* || $output == *"  addr|dir|pid "* ]] || { echo "usage lacks $c"; false; }
+	done
+	[[ $output == *"See pohmelfs-cluster(1)."* ]]
+	run "$C" start --help
+	[ "$status" -eq 0 ]
+	[[ $output == "usage: pohmelfs-cluster"* ]]
+	run --separate-stderr "$C"
+	[ "$status" -eq 2 ]
+	[ -z "$output" ]
+	[[ $stderr == "usage: pohmelfs-cluster"* ]]
+}
+
+@test "an unknown command or option, a missing argument or a bad value exits 2 with a message" {
+	run "$C" strat "$T/cl"
+	[ "$status" -eq 2 ]
+	[[ $output == *"pohmelfs-cluster: unknown command 'strat'"* ]]
+	run "$C" stop
+	[ "$status" -eq 2 ]
+	[[ $output == *"stop: which cluster directory?"* ]]
+	run "$C" start "$T/cl" --grops 2
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown option '--grops'"* ]]
+	run "$C" start "$T/cl" --groups
+	[ "$status" -eq 2 ]
+	[[ $output == *"--groups needs a value"* ]]
+	run "$C" start "$T/cl" --protocol 4
+	[ "$status" -eq 2 ]
+	[[ $output == *"--protocol 4: not 3.0 or 2.26"* ]]
+	[ ! -e "$T/cl" ]
+}
+
+@test "start with a bad argument creates nothing, not even the parents of DIR" {
+	for bad in "--groups 0" "--groups x" "--nodes-per-group -1" "--ids 2000" "--log-level loud" \
+		"--base-port 65535 --groups 3" "--watch-pid me"; do
+		# shellcheck disable=SC2086
+		run "$C" start "$T/new/cl" $bad
+		echo "$bad: $status $output"
+		[ "$status" -eq 2 ]
+		[ ! -e "$T/new" ]
+	done
+}
+
+@test "stop, status, env on a mistyped directory fail with a message and create nothing" {
+	cluster_start real --groups 2 --watch-pid $$
+	for cmd in stop status env nodes wait; do
+		run "$C" "$cmd" "$CLUSTER_DIR-typo"
+		echo "$cmd: $status $output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"$cmd: $CLUSTER_DIR-typo: no such directory"* ]]
+		[ ! -e "$CLUSTER_DIR-typo" ]
+	done
+	# An existing directory that holds no cluster: refused, left as it was.
+	mkdir "$T/empty"
+	run "$C" stop "$T/empty"
+	[ "$status" -eq 2 ]
+	[[ $output == *"$T/empty is not a cluster directory (no cluster.env)"* ]]
+	[ -z "$(ls -A "$T/empty")" ]
+	# The real cluster was never touched.
+	run "$C" status "$CLUSTER_DIR"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c running <<<"$output")" -eq 2 ]
+}
+
+@test "a node name that is not in the cluster is a usage error" {
+	cluster_start names --groups 2 --watch-pid $$
+	run "$C" addr "$CLUSTER_DIR" 3-1
+	[ "$status" -eq 2 ]
+	[[ $output == *"addr: no node '3-1' in $CLUSTER_DIR"* ]]
+	run "$C" kill "$CLUSTER_DIR"
+	[ "$status" -eq 2 ]
+	[[ $output == *"kill: missing argument"* ]]
+	run "$C" status "$CLUSTER_DIR" extra
+	[ "$status" -eq 2 ]
+}
+
+@test "a start that fails removes the directory it created and keeps one it was given" {
+	# A node binary that answers --free-ports but will not serve.
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\ncase $1 in --free-ports|--probe) exec "%s" "$@" ;; esac\necho "fake node: will not serve" >&2\nexit 1\n' \
+		"$NODE_BIN" >"$T/bin/pohmelfs-node"
+	chmod +x "$T/bin/pohmelfs-node"
+	POHMELFS_NODE=$T/bin/pohmelfs-node run "$C" start "$T/made/cl" --groups 2
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"fake node: will not serve"* ]]
+	[[ $output == *"removed $T/made"* ]]
+	[ ! -e "$T/made" ]
+	# A directory the caller made stays, with the logs to read.
+	mkdir "$T/given"
+	POHMELFS_NODE=$T/bin/pohmelfs-node run "$C" start "$T/given" --groups 2
+	[ "$status" -eq 1 ]
+	[[ $output == *"logs in $T/given/nodes/*/node.log"* ]]
+	grep -q "will not serve" "$T/given/nodes/1-1/node.log"
+	# No node of it runs.
+	run "$C" status "$T/given"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c stopped <<<"$output")" -eq 2 ]
+}
+
+@test "start on a stopped cluster keeps its ports and settings: the exported servers stay true" {
+	cluster_start again --groups 2 --nodes-per-group 2 --watch-pid $$
+	old=$POHMELFS_SERVERS
+	grep -q "^PORTS='1-1:[0-9]* 1-2:[0-9]* 2-1:[0-9]* 2-2:[0-9]*'$" "$CLUSTER_DIR/cluster.env"
+	"$C" stop "$CLUSTER_DIR"
+	# No options: the cluster's own shape (2 x 2), not the default 3 x 1.
+	run --separate-stderr "$C" start "$CLUSTER_DIR"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[[ $output == *"export POHMELFS_SERVERS=$old"$'\n'* ]]
+	for a in ${old//,/ }; do
+		"$NODE_BIN" --probe "${a%:2}" --expect-nodes 4 --timeout 5
+	done
+	# A node stopped and started again keeps its port too.
+	p=$(port_of 2-1)
+	cluster_kill 2-1
+	cluster_start_node 2-1
+	[ "$(port_of 2-1)" = "$p" ]
+	[ "$("$C" env "$CLUSTER_DIR" | sed -n 's/^export POHMELFS_SERVERS=//p')" = "$old" ]
+}
+
+@test "a port taken while the cluster was stopped is replaced, and said so" {
+	cluster_start taken --groups 2 --watch-pid $$
+	p=$(port_of 1-1)
+	q=$(port_of 2-1)
+	"$C" stop "$CLUSTER_DIR"
+	squat "$p"
+	run --separate-stderr "$C" start "$CLUSTER_DIR" --watch-pid $$
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"port $p of node 1-1 is in use by another process; the node listens on "*" now, so POHMELFS_SERVERS changes"* ]]
+	[ "$(port_of 1-1)" != "$p" ]
+	[ "$(port_of 2-1)" = "$q" ]
+	[[ $output == *"export POHMELFS_SERVERS=127.0.0.1:$(port_of 1-1):2,127.0.0.1:$q:2"* ]]
+	"$C" wait "$CLUSTER_DIR"
+	# start-node: the same, for one node.
+	cluster_kill 2-1
+	kill "$SQUAT"
+	wait "$SQUAT" 2>/dev/null || true
+	squat "$q"
+	run --separate-stderr "$C" start-node "$CLUSTER_DIR" 2-1
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"port $q of node 2-1 is in use by another process"* ]]
+	[ "$(port_of 2-1)" != "$q" ]
+	# The other node's config names the new port for its next start.
+	grep -qx "join = 127.0.0.1:$(port_of 2-1)" "$(cluster_dir 1-1)/node.conf"
+	"$C" wait "$CLUSTER_DIR"
+}
