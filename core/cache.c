@@ -557,8 +557,11 @@ fail:
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			const char *name, const struct stat *st)
 {
-	int d = pohm_journal_is_dirty(rec, st), fd;
+	int d, fd;
 
+	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
+		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
+	d = pohm_journal_is_dirty(rec, st);
 	if (d != 2)
 		return d;
 	if (!S_ISREG(st->st_mode))

@@ -159,3 +159,18 @@ refuses() {
 	[ "$(stat -c '%F %s %a' "$T/b/f")" = "regular empty file 0 0" ]
 	[ "$(on b cat "$T/b/f")" = "stored data" ]
 }
+
+@test "a stub chmod'ed without the shim holds no data: read under the shim, gone when removed elsewhere, no conflict copy" {
+	on a sh -c "echo 'stored data' > '$T/a/f' && echo 'other' > '$T/a/g'"
+	on b ls "$T/b" >/dev/null
+	chmod 644 "$T/b/f" "$T/b/g"
+	run plain cat "$T/b/f"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No such device or address"* ]]
+	[ "$(on b cat "$T/b/f")" = "stored data" ]
+	on a rm "$T/a/g"
+	on b ls "$T/b" >/dev/null
+	[ ! -e "$T/b/g" ]
+	run on b ls -A "$T/b"
+	[ "$output" = f ]
+}
