@@ -214,6 +214,10 @@ enum pohm_lookup {
 int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
 /* POHM_LK_ACCESS: flags are the access mode, plus this for the effective ids. */
 #define POHM_ACCESS_EFFECTIVE	0x1000
+/* POHM_LK_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this
+ * when the call may return user.* xattrs (getxattr of a user.* name,
+ * listxattr): a stub, which carries none locally, is fetched first. */
+#define POHM_XATTR_USER		0x1
 
 /* ------------------------------------------------------------ directories */
 

@@ -587,6 +587,9 @@ int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 	case POHM_LK_READLINK:
 		mf = POHM_MAT_NOFOLLOW;
 		break;
+	case POHM_LK_XATTR_GET:
+		mf = (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
+		break;
 	case POHM_LK_OPENDIR:
 		mf = POHM_MAT_LIST;
 		break;
@@ -603,6 +606,8 @@ int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 		break;
 	}
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
+	if (r >= 0 && why == POHM_LK_XATTR_GET && (flags & POHM_XATTR_USER))
+		r = HELD(pohm_cache_xattr_ready(c, p->rel, mf));
 	if (r >= 0 && why == POHM_LK_ACCESS)
 		r = access_stored(c, p->rel, flags);
 	return counted(why == POHM_LK_OPENDIR ? POHM_ST_READDIR : POHM_ST_LOOKUP,
@@ -624,6 +629,7 @@ int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
 	if (!pohm_sys_fstatat(fd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
 		pohm_cache_stat_fix(c, &st);
 		ent->d_ino = st.st_ino;
+		ent->d_type = IFTODT(st.st_mode);	/* a stub's is its stored type */
 	}
 	return 0;
 }

@@ -66,8 +66,9 @@ static int open_slow(int dirfd, const char *path, int flags, mode_t mode)
 }
 
 /*
- * An open of a path outside the prefix failed.  EACCES may come from a stub
- * (mode 000) reached through a symlink outside the prefix that leads into it
+ * An open of a path outside the prefix failed.  EACCES (a user) or ENXIO
+ * (root) may come from a stub (core/stub.h: a mode-000 socket inode)
+ * reached through a symlink outside the prefix that leads into it
  * (DESIGN.md §2 step 1: classification is lexical, so such a path is noticed
  * only now): the resolved path is retried as a prefix path.  Any other
  * failure, or a path that resolves outside, keeps libc's answer and errno.
@@ -78,7 +79,7 @@ __attribute__((noinline, cold)) static int open_outside_failed(int dirfd, const 
 	char real[PATH_MAX];
 	int e = errno;
 
-	if (e == EACCES && pohm_state.on && !pohm_depth && (dirfd == AT_FDCWD || path[0] == '/') &&
+	if ((e == EACCES || e == ENXIO) && pohm_state.on && !pohm_depth && (dirfd == AT_FDCWD || path[0] == '/') &&
 	    pohm_real.realpath(path, real) && !pohm_pass(AT_FDCWD, real))
 		return open_slow_at(AT_FDCWD, real, flags, mode, 1);
 	errno = e;

@@ -7,12 +7,20 @@
  */
 #include "shim.h"
 
+#include <string.h>
 #include <sys/xattr.h>
 
-/* A read by path: lookup hook, then libc. */
-static long get_pre(struct pohm_path *p)
+/* A read by path: lookup hook, then libc.  user: the call may return
+ * user.* xattrs (a stub has none locally: the hook fetches it first);
+ * flags: AT_SYMLINK_NOFOLLOW for the l-forms. */
+static long get_pre(struct pohm_path *p, int user, int flags)
 {
-	return pohm_hook_lookup(POHM_LK_XATTR_GET, p, 0);
+	return pohm_hook_lookup(POHM_LK_XATTR_GET, p, (user ? POHM_XATTR_USER : 0) | flags);
+}
+
+static int user_name(const char *name)
+{
+	return name && !strncmp(name, "user.", 5);
 }
 
 POHM_EXPORT ssize_t getxattr(const char *path, const char *name, void *val, size_t n)
@@ -22,7 +30,7 @@ POHM_EXPORT ssize_t getxattr(const char *path, const char *name, void *val, size
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.getxattr(path, name, val, n);
-	if ((r = get_pre(&p)) == POHM_PASS)
+	if ((r = get_pre(&p, user_name(name), 0)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.getxattr(path, name, val, n));
 	return pohm_retl(r);
 }
@@ -34,7 +42,7 @@ POHM_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *val, siz
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.lgetxattr(path, name, val, n);
-	if ((r = get_pre(&p)) == POHM_PASS)
+	if ((r = get_pre(&p, user_name(name), AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.lgetxattr(path, name, val, n));
 	return pohm_retl(r);
 }
@@ -52,7 +60,7 @@ POHM_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.listxattr(path, list, n);
-	if ((r = get_pre(&p)) == POHM_PASS)
+	if ((r = get_pre(&p, 1, 0)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.listxattr(path, list, n));
 	return pohm_retl(r);
 }
@@ -64,7 +72,7 @@ POHM_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.llistxattr(path, list, n);
-	if ((r = get_pre(&p)) == POHM_PASS)
+	if ((r = get_pre(&p, 1, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.llistxattr(path, list, n));
 	return pohm_retl(r);
 }

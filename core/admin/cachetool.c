@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "stub.h"
 #include "sys.h"
 
 #ifndef RENAME_EXCHANGE
@@ -118,12 +119,14 @@ enum pohm_ct_state pohm_ct_classify(struct pohm_ct *t, const struct pohm_jrec *r
 		return POHM_CT_OTHER;
 	if (t->pfd < 0 || !r->hint[0] ||
 	    pohm_sys_fstatat(t->pfd, r->hint, st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st->st_ino != r->lino || !S_ISREG(st->st_mode)) {
+	    (uint64_t)st->st_ino != r->lino ||
+	    !((r->flags & POHM_J_STUB) ? pohm_stub_kind(st) : S_ISREG(st->st_mode))) {
 		memset(st, 0, sizeof(*st));
 		return POHM_CT_MISSING;
 	}
-	if (r->flags & POHM_J_STUB)
-		return st->st_size || (st->st_mode & 07777) ? POHM_CT_STUB_CHANGED : POHM_CT_STUB;
+	if (r->flags & POHM_J_STUB)	/* only a regular stub can be written into */
+		return S_ISREG(st->st_mode) && !pohm_stub_shape(st) ? POHM_CT_STUB_CHANGED
+								     : POHM_CT_STUB;
 	if (pohm_journal_is_dirty(r, st) != 2 || (st->st_mode & 07777) != (r->mode & 07777))
 		return differs(r, st, -1) ? POHM_CT_DIRTY : POHM_CT_CLEAN;
 	fd = pohm_sys_openat(t->pfd, r->hint, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -321,6 +324,20 @@ static void index_drop(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t 
 	pohm_sys_unlinkat(t->j.dirfd, idx, 0);
 }
 
+/* Does the file open as fd have a user.* xattr?  1 when unsure. */
+static int has_user_xattrs(int fd)
+{
+	char names[4096];
+	long n = syscall(SYS_flistxattr, fd, names, sizeof(names)), i;
+
+	if (n < 0)
+		return errno != ENOTSUP;	/* none on this file system, else unsure */
+	for (i = 0; i < n; i += (long)strlen(names + i) + 1)
+		if (!strncmp(names + i, "user.", 5))
+			return 1;
+	return 0;
+}
+
 /* Write lease on fd: 0 if nobody else has the file open, -EAGAIN if someone does. */
 static int lease(int fd, int type)
 {
@@ -349,7 +366,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	struct pohm_jrec cur;
 	const char *name;
 	char tmp[64];
-	int dfd = -1, fd = -1, sfd = -1, leased = 0, placed = 0, indexed = 0, r;
+	int dfd = -1, fd = -1, leased = 0, placed = 0, indexed = 0, user_xattrs = 1, r;
 	int saved = errno;
 
 	*verdict = POHM_CT_FAILED;
@@ -393,18 +410,15 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 		r = 0;
 		goto out;
 	}
+	/* A clean copy's user.* xattrs are the stored ones; the stub keeps none. */
+	user_xattrs = has_user_xattrs(fd);
 	snprintf(tmp, sizeof(tmp), "c.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	sfd = pohm_sys_openat(stage, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
-	if (sfd < 0) {
-		r = sfd;
+	r = pohm_stub_make(stage, tmp, syscall(SYS_geteuid) == 0, rec->uid, rec->gid);
+	if (r)
 		goto out;
-	}
 	placed = 1;
-	syscall(SYS_fchmod, sfd, 0);
-	if (syscall(SYS_geteuid) == 0)
-		syscall(SYS_fchown, sfd, rec->uid, rec->gid);
-	r = pohm_sys_fstat(sfd, &sst);
+	r = pohm_sys_fstatat(stage, tmp, &sst, AT_SYMLINK_NOFOLLOW);
 	if (!r)
 		r = index_add(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
 	if (r)
@@ -436,6 +450,8 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	if (!pohm_journal_get(&t->j, ino, &cur)) {
 		if (cur.lino == (uint64_t)st.st_ino && !(cur.flags & POHM_J_STUB)) {
 			cur.flags |= POHM_J_STUB;
+			if (!user_xattrs)
+				cur.flags |= POHM_J_NOXATTR;
 			pohm_journal_note_local(&cur, &sst);
 			r = pohm_journal_put(&t->j, &cur);
 		}
@@ -447,8 +463,6 @@ out:
 		index_drop(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
 	if (placed)
 		pohm_sys_unlinkat(stage, tmp, 0);
-	if (sfd >= 0)
-		pohm_sys_close(sfd);
 	if (leased)
 		lease(fd, F_UNLCK);
 	if (fd >= 0)

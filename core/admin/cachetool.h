@@ -44,8 +44,8 @@ enum pohm_ct_state {
 	POHM_CT_OTHER,		/* a symlink, FIFO, device or socket */
 	POHM_CT_CLEAN,		/* a regular file whose local copy is the synced version */
 	POHM_CT_DIRTY,		/* a regular file changed locally, not yet pushed */
-	POHM_CT_STUB,		/* listed, data not fetched (empty, mode 000) */
-	POHM_CT_STUB_CHANGED,	/* a stub written without the shim: becomes a conflict copy */
+	POHM_CT_STUB,		/* listed, data not fetched (a stub: stub.h) */
+	POHM_CT_STUB_CHANGED,	/* a regular stub written without the shim: becomes a conflict copy */
 	POHM_CT_MISSING,	/* the recorded name is gone or holds another file */
 };
 
@@ -98,8 +98,8 @@ enum pohm_ct_verdict {
 };
 
 /*
- * Replace every clean, unopened, fetched regular file by a stub (empty,
- * mode 000, POHM_J_STUB in its record), so its data is fetched again at
+ * Replace every clean, unopened, fetched regular file by a stub (stub.h:
+ * a mode-000 socket inode, POHM_J_STUB in its record), so its data is fetched again at
  * the next open through the shim.  Dirty files, files open in any process
  * (checked with a write lease: the caller must ignore SIGIO) and files with
  * several local names are kept.  fn (may be NULL) hears each file's verdict.

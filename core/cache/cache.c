@@ -21,6 +21,7 @@
 #include "cache_int.h"
 #include "log.h"
 #include "sha512.h"
+#include "stub.h"
 #include "sys.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -383,18 +384,21 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 				}
 			}
 		}
-		/* A stub: empty, mode 000, so a reader without the shim gets EACCES. */
+		if (S_ISREG(in->mode) && in->size) {
+			/* A stub (stub.h): no open of it succeeds without the shim,
+			 * not even root's.  Its xattrs come with its fetch. */
+			r = pohm_stub_make(dfd, name, 0, 0, 0);
+			flags = POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR);
+			break;
+		}
+		/* An empty file needs no fetch: it gets its mode now.  (Without
+		 * privilege a device is an empty mode-000 file, never fetched.) */
 		fd = pohm_sys_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
 		r = fd < 0 ? fd : 0;
 		if (fd >= 0) {
 			cache_xattr_apply(fd, in);
-			syscall(SYS_fchmod, fd, 0);
+			syscall(SYS_fchmod, fd, S_ISREG(in->mode) ? in->mode & 07777 : 0);
 			pohm_sys_close(fd);
-		}
-		flags = S_ISREG(in->mode) && in->size ? POHM_J_STUB : 0;
-		if (S_ISREG(in->mode) && !in->size) {
-			/* An empty file needs no fetch: give it its mode now. */
-			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
 		}
 		break;
 	}
@@ -523,18 +527,14 @@ int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
 	const char *name;
 	struct stat st;
 	char tmp[64];
-	int fd, dfd, r;
+	int dfd, r;
 
 	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
-	syscall(SYS_fchmod, fd, 0);
-	if (c->is_root)
-		syscall(SYS_fchown, fd, rec->uid, rec->gid);
-	r = pohm_sys_fstat(fd, &st);
-	pohm_sys_close(fd);
+	r = pohm_stub_make(c->stage_fd, tmp, c->is_root, rec->uid, rec->gid);
+	if (r)
+		return r;
+	r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
 	dfd = r ? r : pohm_sys_open_parent(c->pfd, rec->hint, &name);
 	if (dfd < 0) {
 		r = dfd;
@@ -544,7 +544,8 @@ int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
 	pohm_sys_close(dfd);
 	if (r)
 		goto fail;
-	rec->flags |= POHM_J_STUB;
+	/* Its stored xattrs are not known here: reading them fetches it. */
+	rec->flags = (rec->flags | POHM_J_STUB) & ~(uint32_t)POHM_J_NOXATTR;
 	pohm_journal_note_local(rec, &st);
 	cache_unmark(c, rec->ino);
 	return pohm_journal_put(&c->j, rec);
@@ -556,14 +557,17 @@ fail:
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			const char *name, const struct stat *st)
 {
-	int d = pohm_journal_is_dirty(rec, st), fd;
+	int d, fd;
 
+	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
+		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
+	d = pohm_journal_is_dirty(rec, st);
 	if (d != 2)
 		return d;
 	if (!S_ISREG(st->st_mode))
 		return 0;
-	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still empty, mode 000? */
-		return st->st_size || (st->st_mode & 07777);
+	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still its shape? */
+		return !pohm_stub_shape(st);
 	/* Racy timestamps: only the contents can tell. */
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd < 0)
@@ -758,6 +762,10 @@ checked:
 			rec.dversion = dv;
 			if (!(rec.flags & POHM_J_STUB))
 				rec.size = size;	/* a stub shows the stored size */
+			else if (in->nxattr)
+				rec.flags &= ~(uint32_t)POHM_J_NOXATTR;
+			else
+				rec.flags |= POHM_J_NOXATTR;
 			rec.version = in->version;
 			if (clean)
 				apply_stored_attrs(c, dfd, name, &rec, &lst, in);
@@ -992,7 +1000,7 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
 	    pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) ||
 	    (S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST)) ||
 	    (S_ISLNK(st.st_mode) && !(flags & POHM_MAT_NOFOLLOW)) ||
-	    (S_ISREG(st.st_mode) && !st.st_size && !(st.st_mode & 07777)))
+	    pohm_stub_shape(&st))
 		return;		/* missing, a followed symlink, or a stub */
 	h = path_hash(rel, flags);
 	e = &c->pfresh[h % POHM_PCACHE];
@@ -1085,7 +1093,7 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		/* A local file nobody recorded may be another process's create of a
 		 * moment ago, being written: never fetch over it (adopt, or
 		 * pohmelfsd's reconcile, records it).  Only a stub is replaced. */
-		if (S_ISREG(lst.st_mode) && (lst.st_size || (lst.st_mode & 07777)) &&
+		if (S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst) &&
 		    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino,
 					      &known))
 			return 0;
@@ -1094,7 +1102,7 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 	if (r)
 		return r;
 	if ((uint64_t)lst.st_ino != rec.lino && !(rec.flags & POHM_J_STUB) &&
-	    rec.dversion == in->dversion && !lst.st_size && !(lst.st_mode & 07777)) {
+	    rec.dversion == in->dversion && pohm_stub_shape(&lst)) {
 		/* Another name of a hardlinked inode, still a stub: link it to the copy. */
 		r = cache_link_name(c, &rec, dfd, name);
 		if (r)
@@ -1103,8 +1111,9 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		r = 0;		/* our copy is the committed one */
 	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
 		r = 0;		/* changed here too: the push will keep both (conflict copy) */
-	} else if ((rec.flags & POHM_J_STUB) && (lst.st_size || (lst.st_mode & 07777))) {
-		/* A stub written without the shim: never pushed, kept as a conflict. */
+	} else if ((rec.flags & POHM_J_STUB) && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst)) {
+		/* A stub changed without the shim (only a regular one can be
+		 * written): never pushed, its data kept as a conflict copy. */
 		pohm_warn("%s: a stub was changed without the shim; it becomes a conflict copy", rel);
 		r = pohm_cache_push_path(c, rel);
 		if (r >= 0)

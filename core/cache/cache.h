@@ -10,8 +10,8 @@
  *
  *   materialize   make a path ready for the real call: each existing
  *                 component present locally (directories as directories,
- *                 files as stubs: empty, mode 000, true attributes in the
- *                 journal), the last one fresh (one lookup per component,
+ *                 files as stubs (stub.h: no open succeeds without the
+ *                 shim), true attributes in the journal), the last one fresh (one lookup per component,
  *                 skipped within attr_timeout) and, with DATA, its contents
  *                 fetched; with LIST, a directory listed whole.
  *   namespace     storage first, then the local change; a local failure
@@ -64,6 +64,14 @@ uint64_t pohm_cache_dev(const struct pohm_cache *c);
 /* Make rel ready for the real call (see the file comment).  A missing last
  * component is not an error (the real call reports it); a missing parent is. */
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags);
+
+/*
+ * Before reading user.* xattrs of rel (getxattr of a user.* name, or
+ * listxattr), after pohm_cache_materialize: a stub carries none locally
+ * (core/stub.h), so when rel (followed unless flags has POHM_MAT_NOFOLLOW)
+ * is a stub whose stored inode may have some, fetch it.  0 or -errno.
+ */
+int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags);
 
 /* Create rel in the storage before a real open(O_CREAT) (excl: O_EXCL).
  * Returns 1 if it existed already (and was materialized), 0 if created. */

@@ -17,6 +17,7 @@
 
 #include "cache_int.h"
 #include "log.h"
+#include "stub.h"
 #include "sys.h"
 
 static uint32_t my_uid(void)
@@ -182,15 +183,23 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 		return cache_make_local(c, dfd, name, rel, in);	/* maybe a local hardlink */
 	snprintf(tmp, sizeof(tmp), "c.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
-	/* A stub is mode 000 (EACCES without the shim); an empty file needs no fetch. */
-	syscall(SYS_fchmod, fd, in->size ? 0 : in->mode & 07777);
-	if (c->is_root)
-		syscall(SYS_fchown, fd, in->uid, in->gid);
-	r = pohm_sys_fstat(fd, &st);
-	pohm_sys_close(fd);
+	if (in->size) {
+		/* A stub (stub.h): no open of it succeeds without the shim. */
+		r = pohm_stub_make(c->stage_fd, tmp, c->is_root, in->uid, in->gid);
+		if (r)
+			return r;
+		r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
+	} else {
+		/* An empty file needs no fetch: its mode now. */
+		fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
+		if (fd < 0)
+			return fd;
+		syscall(SYS_fchmod, fd, in->mode & 07777);
+		if (c->is_root)
+			syscall(SYS_fchown, fd, in->uid, in->gid);
+		r = pohm_sys_fstat(fd, &st);
+		pohm_sys_close(fd);
+	}
 	if (!r)
 		r = syscall(SYS_linkat, c->stage_fd, tmp, dfd, name, 0) ? -errno : 0;
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
@@ -201,7 +210,7 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 	memset(&rec, 0, sizeof(rec));
 	pohm_journal_note_inode(&rec, in);
 	pohm_journal_note_local(&rec, &st);
-	rec.flags = in->size ? POHM_J_STUB : 0;
+	rec.flags = in->size ? POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR) : 0;
 	rec.validated_ns = pohm_sys_real_ns();
 	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
 	r = pohm_journal_put(&c->j, &rec);
@@ -787,7 +796,7 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 			rec.lsize = mi->lsize;
 			rec.lctime = mi->lctime;
 			rec.recorded_ns = mi->recorded_ns;
-			rec.flags &= ~(uint32_t)POHM_J_STUB;
+			rec.flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 		}
 		snprintf(rec.hint, sizeof(rec.hint), "%s", mi->to);
 		r = pohm_journal_put(&c->j, &rec);

@@ -21,10 +21,12 @@
 
 #include "nsobj.h"
 
-#define POHM_J_STUB	0x1	/* local file is an empty mode-000 stub: data not fetched */
+#define POHM_J_STUB	0x1	/* local file is a stub (stub.h): data not fetched */
 #define POHM_J_LISTED	0x2	/* directory: every entry exists locally */
 #define POHM_J_CONFLICT	0x4	/* a conflict copy was made for this inode */
 #define POHM_J_TORN	0x8	/* dirty across an unclean shutdown: never pushed (cacheboot.c) */
+#define POHM_J_NOXATTR	0x10	/* a stub whose stored inode has no user.* xattrs: reading
+				 * them needs no fetch (a stub carries none: stub.h) */
 
 struct pohm_jrec {
 	uint64_t ino;			/* storage inode */

@@ -20,6 +20,7 @@
 #include "cache_int.h"
 #include "log.h"
 #include "sha512.h"
+#include "stub.h"
 #include "sys.h"
 
 /* Write every chunk of fd that differs from old (nold checksums) as a new generation. */
@@ -406,7 +407,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (rec->flags & POHM_J_STUB) {
-		if (!st->st_size && !(st->st_mode & 07777))
+		if (pohm_stub_shape(st))
 			return 0;	/* an untouched stub */
 		/* A stub changed without the shim: its base is unknown, so never a push.
 		 * Its data is kept as a conflict copy; the name becomes a stub again
@@ -483,7 +484,7 @@ attrs:
 	pushed_attrs = r;
 	pohm_journal_note_inode(rec, &in);
 	pohm_journal_note_local(rec, st);
-	rec->flags &= ~(uint32_t)POHM_J_STUB;
+	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 	push_last_note(c, rec->ino, rec->dversion, rec->lino);
 	r = pohm_journal_put(&c->j, rec);
 	cache_mark_fresh(c, rec->ino);
@@ -652,11 +653,11 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {
-		/* Our own mode-000 stub (nothing to push), or a file its owner may
+		/* Our own (regular) stub (nothing to push), or a file its owner may
 		 * not read: read it with u+r for a moment (never "unchanged"). */
 		if (!have)
 			return fd;
-		if (!st.st_size && !(st.st_mode & 07777))
+		if (pohm_stub_shape(&st))
 			return 0;
 		fd = open_unreadable(c, rel);
 	}
@@ -688,7 +689,7 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 		return 0;
 	/* A stub counts only once written without the shim (it then becomes a
 	 * conflict copy, push_known); an untouched one has nothing to send. */
-	if ((rec->flags & POHM_J_STUB) ? !st.st_size && !(st.st_mode & 07777)
+	if ((rec->flags & POHM_J_STUB) ? !S_ISREG(st.st_mode) || pohm_stub_shape(&st)
 				       : !pohm_journal_is_dirty(rec, &st))
 		return 0;
 	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))

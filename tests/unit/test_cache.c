@@ -150,7 +150,10 @@ TEST(listing_makes_stubs_with_true_attributes)
 	EXPECT_EQ_INT(lstat(path("b", "x"), &st), 0);
 	EXPECT_EQ_INT(st.st_size, 0);			/* a stub locally */
 	EXPECT_EQ_INT(st.st_mode & 07777, 0);
+	EXPECT(S_ISSOCK(st.st_mode));			/* no open of it succeeds */
+	EXPECT_EQ_INT(open(path("b", "x"), O_RDONLY), -1);
 	pohm_cache_stat_fix(b, &st);
+	EXPECT(S_ISREG(st.st_mode));
 	EXPECT_EQ_INT(st.st_size, 10);			/* its true attributes */
 	EXPECT_EQ_INT(st.st_mode & 07777, 0644);
 	EXPECT_EQ_INT(readlink(path("b", "lnk"), buf, sizeof(buf)), 1);
