@@ -60,7 +60,7 @@ static int exec_pre(int dirfd, const char *path, int atflags, char *const envp[]
 /*
  * execvp-style calls search PATH with glibc's internal execve, which no
  * wrapper sees: a candidate under the prefix would be tried as a stub
- * (core/stub.h: EACCES).  So before glibc searches, walk PATH as it will (the
+ * (core/cache/stub.h: EACCES).  So before glibc searches, walk PATH as it will (the
  * caller's PATH, or "/bin:/usr/bin"; an empty entry is the cwd) and fetch
  * each candidate under the prefix through the exec hook, up to the first
  * candidate that exists and may be executed (which glibc will run).  A

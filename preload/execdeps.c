@@ -5,7 +5,7 @@
  * (DT_NEEDED, found through DT_RPATH, LD_LIBRARY_PATH and DT_RUNPATH,
  * with $ORIGIN).  Before the exec, each of these that lies under the
  * prefix is materialized through the exec lookup hook (DESIGN.md §2), so
- * the kernel and ld.so find real files, not stubs (core/stub.h) or names never
+ * the kernel and ld.so find real files, not stubs (core/cache/stub.h) or names never
  * listed.
  *
  * Every read is bounded and checked: a hostile or truncated binary gives

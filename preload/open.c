@@ -67,7 +67,7 @@ static int open_slow(int dirfd, const char *path, int flags, mode_t mode)
 
 /*
  * An open of a path outside the prefix failed.  EACCES (a user) or ENXIO
- * (root) may come from a stub (core/stub.h: a mode-000 socket inode)
+ * (root) may come from a stub (core/cache/stub.h: a mode-000 socket inode)
  * reached through a symlink outside the prefix that leads into it
  * (DESIGN.md §2 step 1: classification is lexical, so such a path is noticed
  * only now): the resolved path is retried as a prefix path.  Any other

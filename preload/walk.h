@@ -4,7 +4,7 @@
  *
  * glibc's nftw, fts, scandir, glob and realpath reach the kernel through
  * internal calls that no wrapper sees, so under the prefix they would read
- * stubs (core/stub.h: mode-000 sockets) and miss entries of directories not listed yet.
+ * stubs (core/cache/stub.h: mode-000 sockets) and miss entries of directories not listed yet.
  * Our versions of them do every step through our own wrappers (opendir,
  * readdir, fstatat, readlink, chdir...), which materialize and overlay as
  * any program's calls do.  Outside the prefix the wrappers hand off to

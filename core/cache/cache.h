@@ -68,7 +68,7 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 /*
  * Before reading user.* xattrs of rel (getxattr of a user.* name, or
  * listxattr), after pohm_cache_materialize: a stub carries none locally
- * (core/stub.h), so when rel (followed unless flags has POHM_MAT_NOFOLLOW)
+ * (core/cache/stub.h), so when rel (followed unless flags has POHM_MAT_NOFOLLOW)
  * is a stub whose stored inode may have some, fetch it.  0 or -errno.
  */
 int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags);

@@ -57,7 +57,7 @@ on() {
 @test "a listing makes stubs that programs without the shim cannot read" {
 	on a "$CTL" write secret "content"
 	on b "$CTL" ls ""
-	# A stub is a mode-000 socket inode (core/stub.h).
+	# A stub is a mode-000 socket inode (core/cache/stub.h).
 	[ -S "$T/b/secret" ]
 	[ "$(stat -c %s "$T/b/secret")" = 0 ]
 	[ "$(stat -c %a "$T/b/secret")" = 0 ]

@@ -234,7 +234,7 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 
 @test "a stub changed without the shim becomes a conflict copy, never a push" {
 	# Only a regular stub can be written into: the form a filesystem without
-	# socket inodes gets (core/stub.h; cache_stubs.bats has the default form).
+	# socket inodes gets (core/cache/stub.h; cache_stubs.bats has the default form).
 	export POHMELFS_TEST_REGULAR_STUBS=1
 	shim b timeout 60 bash -c "echo stored > '$T/b/f'"
 	shim a timeout 30 ls -l "$T/a"

@@ -10,7 +10,7 @@
 #   - "Space": cache_min_free makes pohmelfsd evict clean, unopened files,
 #     and only until that much is free;
 #   - step 1: a symlink outside the prefix that points into it, used to open
-#     a stub, is noticed on the stub's EACCES (ENXIO for root: core/stub.h)
+#     a stub, is noticed on the stub's EACCES (ENXIO for root: core/cache/stub.h)
 #     and the open retried as a prefix path, so the program reads the
 #     stored content;
 #   - create marks (cache_dir/p/DINO.cHASH, a listing leaves an in-flight
@@ -47,7 +47,7 @@ on() {
 	shim "$h" timeout -k 5 120 "$@"
 }
 
-# is_stub FILE: an empty mode-000 local file (a socket inode: core/stub.h).
+# is_stub FILE: an empty mode-000 local file (a socket inode: core/cache/stub.h).
 is_stub() {
 	[ "$(stat -c '%s %a' "$1")" = "0 0" ]
 }

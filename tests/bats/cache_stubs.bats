@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # cache_stubs.bats — a stub (a listed file whose data is not fetched,
-# core/stub.h: a mode-000 socket inode) fails loudly for every program that
+# core/cache/stub.h: a mode-000 socket inode) fails loudly for every program that
 # bypasses the shim, root included (issue 21 item 9: root used to read a
 # stub as an empty file, exit 0), whether `pohmelfs cache clean` made it or
 # a listing did; and under the shim it is the stored file in every respect:

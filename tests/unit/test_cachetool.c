@@ -187,7 +187,7 @@ TEST(scan_classifies_every_record)
 	pohm_ct_close(&t);
 
 	/* b lists: stubs; one stub written without the shim (only the regular
-	 * form, core/stub.h, can be: the one without socket inodes). */
+	 * form, core/cache/stub.h, can be: the one without socket inodes). */
 	setenv("POHMELFS_TEST_REGULAR_STUBS", "1", 1);
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", POHM_MAT_LIST), 0);
 	unsetenv("POHMELFS_TEST_REGULAR_STUBS");
