@@ -404,8 +404,13 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	}
 	if (r && r != -EEXIST)
 		return r;
-	if (c->is_root)
+	if (c->is_root) {
 		syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
+		/* chown clears S_ISUID/S_ISGID of a file (root's too): set the
+		 * mode again after it. */
+		if (!r && !flags && S_ISREG(in->mode) && (in->mode & 06000))
+			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
+	}
 	if (!r && (S_ISLNK(in->mode) || S_ISFIFO(in->mode))) {
 		/* Nothing will be fetched into these: their stored times now. */
 		struct timespec tv[2] = {
@@ -455,9 +460,10 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	if (r)
 		goto fail;
 	cache_xattr_apply(fd, in);
-	syscall(SYS_fchmod, fd, in->mode & 07777);
+	/* Owner before mode: chown clears S_ISUID/S_ISGID. */
 	if (c->is_root)
 		syscall(SYS_fchown, fd, in->uid, in->gid);
+	syscall(SYS_fchmod, fd, in->mode & 07777);
 	tv[0].tv_sec = in->atime.sec;
 	tv[0].tv_nsec = in->atime.nsec;
 	tv[1].tv_sec = in->mtime.sec;
@@ -629,11 +635,12 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 	struct stat st;
 	int changed = 0;
 
-	if ((lst->st_mode & 07777) != (in->mode & 07777) &&
-	    !syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0))
-		changed = 1;
+	/* Owner before mode: chown clears S_ISUID/S_ISGID of a file. */
 	if (c->is_root && (lst->st_uid != in->uid || lst->st_gid != in->gid) &&
 	    !syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW))
+		changed = 1;
+	if (((lst->st_mode & 07777) != (in->mode & 07777) || (changed && (in->mode & 06000))) &&
+	    !syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0))
 		changed = 1;
 	if (rec->dversion == in->dversion &&
 	    (lst->st_mtim.tv_sec != in->mtime.sec ||

@@ -194,9 +194,10 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 		fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
 		if (fd < 0)
 			return fd;
-		syscall(SYS_fchmod, fd, in->mode & 07777);
+		/* Owner before mode: chown clears S_ISUID/S_ISGID. */
 		if (c->is_root)
 			syscall(SYS_fchown, fd, in->uid, in->gid);
+		syscall(SYS_fchmod, fd, in->mode & 07777);
 		r = pohm_sys_fstat(fd, &st);
 		pohm_sys_close(fd);
 	}

@@ -265,3 +265,23 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	[ "$(shim a timeout 30 cat "$T/a/f")" = stored ]
 	[ -z "${NEEDS_OPEN:-}" ]
 }
+
+@test "setuid and setgid bits survive another cache's fetch and refresh (owner before mode)" {
+	# chown clears S_ISUID/S_ISGID of a file, root's chown too: a cache that
+	# set the mode first and the owner after lost them (issue 18 case 4).
+	shim a sh -c 'printf "#!/bin/sh\necho hi\n" >"$1/tool" && : >"$1/empty" &&
+		chown 1000:1000 "$1/tool" "$1/empty" && chmod 6755 "$1/tool" && chmod 4711 "$1/empty"' \
+		sh "$T/a"
+	# b fetches both (the empty one is made whole at listing time).
+	shim b cat "$T/b/tool" >/dev/null
+	shim b ls "$T/b" >/dev/null
+	[ "$(stat -c '%a %u:%g' "$T/b/tool")" = "6755 1000:1000" ]
+	[ "$(stat -c '%a %u:%g' "$T/b/empty")" = "4711 1000:1000" ]
+	# A clean copy whose stored owner and mode change is refreshed with both.
+	shim a sh -c 'chown 1001:1001 "$1/tool" && chmod 4750 "$1/tool"' sh "$T/a"
+	shim b cat "$T/b/tool" >/dev/null
+	[ "$(stat -c '%a %u:%g' "$T/b/tool")" = "4750 1001:1001" ]
+	# ... and a third cache, fresh, sees them too.
+	shim c cat "$T/c/tool" >/dev/null
+	[ "$(stat -c '%a %u:%g' "$T/c/tool")" = "4750 1001:1001" ]
+}
