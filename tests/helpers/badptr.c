@@ -45,6 +45,7 @@ static int call(const char *op, const char *b)
 {
 	struct stat st;
 	struct statfs sf;
+	struct statx stx;
 	char buf[64];
 	int r = 0;
 
@@ -101,6 +102,26 @@ static int call(const char *op, const char *b)
 		r = statfs(b, &sf);
 	else if (IS("chdir"))
 		r = chdir(b);
+	else if (IS("statx"))
+		r = statx(AT_FDCWD, b, 0, STATX_BASIC_STATS, &stx);
+	else if (IS("execve"))
+		r = execve(b, (char *[]){ "x", NULL }, (char *[]){ NULL });
+	else if (IS("fopen"))
+		r = fopen(b, "r") ? 0 : -1;
+	else if (IS("fopen-w"))
+		r = fopen(b, "w") ? 0 : -1;
+	else if (IS("lchown"))
+		r = lchown(b, 0, 0);
+	else if (IS("faccessat"))
+		r = faccessat(AT_FDCWD, b, W_OK, AT_EACCESS);
+	else if (IS("readlinkat"))
+		r = (int)readlinkat(AT_FDCWD, b, buf, sizeof(buf));
+	else if (IS("renameat2"))
+		r = renameat2(AT_FDCWD, b, AT_FDCWD, fresh, RENAME_NOREPLACE);
+	else if (IS("linkat"))
+		r = linkat(AT_FDCWD, f, AT_FDCWD, b, 0);
+	else if (IS("setxattr"))
+		r = setxattr(b, "user.x", "v", 1, 0);
 	else if (IS("getxattr"))
 		r = (int)getxattr(b, "user.x", buf, sizeof(buf));
 	else {
@@ -115,7 +136,8 @@ static const char *const calls[] = {
 	"open", "openat", "creat", "stat", "lstat", "fstatat", "access", "mkdir", "rmdir",
 	"unlink", "unlinkat", "rename-from", "rename-to", "link-from", "link-to",
 	"symlink-target", "symlink-name", "readlink", "chmod", "chown", "truncate", "utimensat",
-	"mkfifo", "mknod", "statfs", "chdir", "getxattr",
+	"mkfifo", "mknod", "statfs", "chdir", "getxattr", "statx", "execve", "fopen", "fopen-w",
+	"lchown", "faccessat", "readlinkat", "renameat2", "linkat", "setxattr",
 };
 
 int main(int argc, char **argv)
