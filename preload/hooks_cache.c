@@ -353,6 +353,9 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	if (!(c = cache(&r)))
 		return r;
 	open_cache = c;
+	if ((flags & O_CREAT) && (!p->rel[0] || (p->flags & POHM_PATH_SLASH) ||
+				  !strcmp(p->path, ".") || !strcmp(p->path, "..")))
+		return POHM_PASS;	/* a directory's name: EISDIR (or ENOTDIR, EEXIST) from the kernel */
 	if (flags & O_CREAT) {
 		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
 		if (r == -EXDEV)

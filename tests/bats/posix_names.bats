@@ -87,7 +87,9 @@ if scenario == "dots":
          ("rename", "d", "x/.."), ("rename", "f", "d/."), ("rename", "x//y/.", "z2"),
          ("link", "d/.", "h"), ("link", "f", "d/."), ("link", "f", "d/.."),
          ("symlink", "t", "d/."), ("symlink", "t", "d/.."), ("mkfifo", "d/."),
-         ("mknod", "emp/..", 0o100600), ("rmdir", "x//y"), ("rename", "k//j", "k2")])
+         ("mknod", "emp/..", 0o100600), ("rmdir", "x//y"), ("rename", "k//j", "k2"),
+         ("open", "d/.", os.O_CREAT | os.O_WRONLY), ("open", "d/..", os.O_CREAT),
+         ("open", ".", os.O_CREAT), ("open", "emp/.", os.O_CREAT | os.O_EXCL | os.O_WRONLY)])
 elif scenario == "slashes":
     os.mkdir("d"); os.mkdir("e"); os.mkdir("emp"); os.makedirs("x/y")
     open("f", "w").write("F"); open("f2", "w").write("F2"); os.symlink("x/y", "sl")
@@ -97,7 +99,9 @@ elif scenario == "slashes":
          ("rename", "f2", "d/"), ("rename", "e/", "e2/"),
          ("link", "f", "h/"), ("link", "f/", "h"),
          ("symlink", "t", "s/"), ("mkfifo", "p/"), ("mknod", "n/", 0o100600),
-         ("mkdir", "new/"), ("mkdir", "new2//"), ("rmdir", "emp//")])
+         ("mkdir", "new/"), ("mkdir", "new2//"), ("rmdir", "emp//"),
+         ("open", "f2/", os.O_CREAT | os.O_WRONLY), ("open", "g/", os.O_CREAT | os.O_WRONLY),
+         ("open", "h//", os.O_CREAT | os.O_EXCL | os.O_WRONLY), ("open", "d/", os.O_CREAT)])
 elif scenario == "inner":
     os.makedirs("x/y"); os.makedirs("x/y2"); os.mkdir("emp"); os.mkdir("emp2"); os.mkdir("e3")
     open("f", "w").write("F"); os.symlink("x/y", "sl")
@@ -161,6 +165,7 @@ compare() {
 	compare slashes
 	grep -qx 'unlink f/ ENOTDIR' "$T/got"
 	grep -qx 'rename f/ g ENOTDIR' "$T/got"
+	grep -qx 'open g/ EISDIR' "$T/got"
 }
 
 @test "a .. inside a path climbs from where the kernel is, not lexically" {
