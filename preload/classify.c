@@ -126,9 +126,9 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 	if (!w)
 		w = &local;
 	w->cls = POHM_PC_OUT;
+	if (!pohm_addr_ok(path) || !pf->nsp)
+		return POHM_PC_OUT;	/* NULL or a bad pointer: EFAULT from the kernel */
 	path = pohm_launder(path);
-	if (!path || !pf->nsp)
-		return POHM_PC_OUT;
 	/* The hot path: an absolute path outside, by string comparison alone. */
 	if (path[0] == '/' && !(flags & POHM_LOC_FULL) && !proc_fd(path, &base, &walk) &&
 	    pohm_abs_fast_out_full(path))

@@ -115,6 +115,11 @@ static POHM_TLS int open_created;
  * (the same cache for both halves, and one geteuid per open, not two);
  * NULL when open_done comes alone (mkstemp) or the open got no cache. */
 static POHM_TLS struct pohm_cache *open_cache;
+/* The current open's name by its real path (a symlink with an absolute
+ * target on the way: beyond()), malloc'd; or OPEN_OUTSIDE when that path
+ * leaves the prefix (the open is libc's alone); NULL: p->rel. */
+static POHM_TLS char *open_rel;
+#define OPEN_OUTSIDE ((char *)1)
 
 static int space_fn(void *arg, uint64_t need);
 static int held_here(void *arg, uint64_t dev, uint64_t ino);
@@ -279,7 +284,57 @@ static mode_t cur_umask(void)
 /* Run a core call with the shim held (core may call libc by name). */
 #define HELD(expr) ({ int held_r_; pohm_hold(); held_r_ = (expr); pohm_unhold(); held_r_; })
 
+/* ---------------------------------------------------------------- symlinks out */
+
+/*
+ * A core call answered -EXDEV for p: the storage's own walk met a symlink
+ * with an absolute target, or one climbing above the prefix root, on the
+ * way to p's parent.  The kernel follows it, so ask the kernel where the
+ * parent is (pohm_cache_parent_real): 1 when outside the prefix (the call
+ * is libc's alone, as for any path outside), 0 and q = p by its real path
+ * below the prefix (the caller tries once more), or -errno when the parent
+ * does not resolve (the real call gives the kernel's errno).  A name right
+ * under the root has no such parent: q = p.  Held.
+ */
+static int beyond(struct pohm_cache *c, const struct pohm_path *p, struct pohm_path *q)
+{
+	int r;
+
+	*q = *p;
+	if (!strchr(p->rel, '/'))
+		return 0;
+	r = pohm_cache_parent_real(c, p->rel, q->rel, sizeof(q->rel));
+	if (r == 0)
+		q->len = strlen(q->rel);
+	return r;
+}
+
 /* ---------------------------------------------------------------- open */
+
+/* pohm_hook_open's create answered -EXDEV (beyond()): the open goes on by
+ * the real path, or to libc alone when that is outside (open_rel). */
+static int open_beyond(struct pohm_cache *c, const struct pohm_path *p, mode_t mode, int excl)
+{
+	struct pohm_path q;
+	int r;
+
+	pohm_hold();
+	r = beyond(c, p, &q);
+	/* malloc, not strdup: libc's strdup allocates outside our private malloc */
+	if (r == 0 && strcmp(q.rel, p->rel) && (open_rel = malloc(q.len + 1)) &&
+	    memcpy(open_rel, q.rel, q.len + 1))
+		r = pohm_cache_create(c, q.rel, mode, excl);
+	else
+		r = r == 0 ? -EXDEV : POHM_PASS;
+	if (r == POHM_PASS || r == -EXDEV) {
+		if (open_rel)
+			free(open_rel);
+		open_rel = r == POHM_PASS ? OPEN_OUTSIDE : NULL;
+		r = POHM_PASS;	/* open never fails EXDEV: the kernel decides */
+	}
+	pohm_unhold();
+	return r;
+}
 
 int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 {
@@ -289,13 +344,21 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 
 	open_created = 0;
 	open_cache = NULL;
+	if (open_rel && open_rel != OPEN_OUTSIDE)
+		free(open_rel);
+	open_rel = NULL;
 	if (p->flags & POHM_PATH_TRUNC)
 		return POHM_PASS;
 	if (!(c = cache(&r)))
 		return r;
 	open_cache = c;
+	if ((flags & O_CREAT) && (!p->rel[0] || (p->flags & POHM_PATH_SLASH) ||
+				  !strcmp(p->path, ".") || !strcmp(p->path, "..")))
+		return POHM_PASS;	/* a directory's name: EISDIR (or ENOTDIR, EEXIST) from the kernel */
 	if (flags & O_CREAT) {
 		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
+		if (r == -EXDEV)
+			r = open_beyond(c, p, mode & ~cur_umask(), !!(flags & O_EXCL));
 		if (r == 0)
 			open_created = 1;
 		return counted(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
@@ -311,23 +374,30 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	struct pohm_cache *c = open_cache;
+	char *own = open_rel;
+	const char *rel = own ? own : p->rel;
 	struct stat st;
 	int r;
 
 	open_cache = NULL;
-	if (!c && !(c = cache(&r)))
-		return fd;
+	open_rel = NULL;
+	if (own == OPEN_OUTSIDE || (!c && !(c = cache(&r)))) {
+		open_created = 0;
+		return fd;	/* through a symlink out of the prefix: libc's alone */
+	}
 	if (fd < 0) {
 		if (open_created)
-			HELD((pohm_cache_create_undo(c, p->rel), 0));
+			HELD((pohm_cache_create_undo(c, rel), 0));
 		open_created = 0;
+		free(own);
 		return fd;
 	}
 	if (open_created)
-		HELD(pohm_cache_opened(c, p->rel, fd));
+		HELD(pohm_cache_opened(c, rel, fd));
 	else if ((flags & O_CREAT) && !(p->flags & POHM_PATH_TRUNC))
-		HELD(pohm_cache_adopt(c, p->rel, fd));	/* made by libc itself (mkstemp) */
+		HELD(pohm_cache_adopt(c, rel, fd));	/* made by libc itself (mkstemp) */
 	open_created = 0;
+	free(own);
 	/* The storage inode, for the dirty list at close: writers only (a reader's
 	 * open stays a few syscalls). */
 	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
@@ -416,20 +486,29 @@ void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd
 
 /* ---------------------------------------------------------------- namespace */
 
-int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		 const struct pohm_ns_arg *arg)
+/*
+ * 1 when rel is something other than a directory: a trailing slash on
+ * either name of rmdir, remove or rename (on a rename's target too, for
+ * its source) then fails ENOTDIR in the kernel, so the storage must not
+ * change (names.c refuses "." and ".." outright).  Held.
+ */
+static int not_dir(struct pohm_cache *c, const char *rel)
 {
-	struct pohm_cache *c;
+	struct stat st;
+
+	if (pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW) ||
+	    pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* missing: the storage call answers ENOENT */
+	return !S_ISDIR(st.st_mode);
+}
+
+/* The storage's half of a namespace call (held). */
+static int ns_apply(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
+		    const struct pohm_path *b, const struct pohm_ns_arg *arg)
+{
 	struct stat st;
 	int r;
 
-	if ((a->flags & POHM_PATH_TRUNC) || (b && (b->flags & POHM_PATH_TRUNC)))
-		return POHM_PASS;
-	if (!(c = cache(&r)))
-		return r;
-	if (!a->rel[0])
-		return op == POHM_NS_MKDIR ? -EEXIST : -EBUSY;	/* the prefix root itself */
-	pohm_hold();
 	switch (op) {
 	case POHM_NS_MKDIR:
 		r = pohm_cache_mkdir(c, a->rel, arg->mode & ~cur_umask());
@@ -469,6 +548,61 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 		r = POHM_PASS;
 		break;
 	}
+	return r;
+}
+
+/*
+ * ns_apply answered -EXDEV: a symlink out of the storage's reach on the
+ * way (beyond()).  Each name by its real path: all outside the prefix,
+ * the call is libc's alone; all inside, try once more by the real paths;
+ * one in and one out (rename, link), EXDEV as across any boundary; a
+ * parent that does not resolve, the real call answers.  Held.
+ */
+static int ns_beyond(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
+		     const struct pohm_path *b, const struct pohm_ns_arg *arg)
+{
+	struct pohm_path *q = malloc(2 * sizeof(*q));
+	int ra, rb = 0, r;
+
+	if (!q)
+		return -ENOMEM;
+	ra = beyond(c, a, &q[0]);
+	if (b)
+		rb = beyond(c, b, &q[1]);
+	if (ra < 0 || rb < 0)
+		r = POHM_PASS;
+	else if (ra == 1 && (!b || rb == 1))
+		r = POHM_PASS;
+	else if (ra == 1 || rb == 1)
+		r = -EXDEV;
+	else if (!strcmp(q[0].rel, a->rel) && (!b || !strcmp(q[1].rel, b->rel)))
+		r = -EXDEV;	/* the same names: the storage's answer stands */
+	else
+		r = ns_apply(c, op, &q[0], b ? &q[1] : NULL, arg);
+	free(q);
+	return r;
+}
+
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if ((a->flags & POHM_PATH_TRUNC) || (b && (b->flags & POHM_PATH_TRUNC)))
+		return POHM_PASS;
+	if (!(c = cache(&r)))
+		return r;
+	if (!a->rel[0])
+		return op == POHM_NS_MKDIR ? -EEXIST : -EBUSY;	/* the prefix root itself */
+	pohm_hold();
+	if ((op == POHM_NS_RMDIR || op == POHM_NS_REMOVE || op == POHM_NS_RENAME) &&
+	    ((a->flags | (b ? b->flags : 0)) & POHM_PATH_SLASH) && not_dir(c, a->rel))
+		r = POHM_PASS;	/* ENOTDIR from the real call */
+	else
+		r = ns_apply(c, op, a, b, arg);
+	if (r == -EXDEV)
+		r = ns_beyond(c, op, a, b, arg);
 	pohm_unhold();
 	return r == POHM_PASS ? r : counted(POHM_ST_NS, r);
 }

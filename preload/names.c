@@ -105,8 +105,8 @@ static enum two claim_two(int ofd, const char *old, int nfd, const char *new,
 {
 	int ia, ib;
 
-	if (!pohm_active())
-		return TWO_NONE;
+	if (!pohm_active() || !pohm_addr_ok(old) || !pohm_addr_ok(new))
+		return TWO_NONE;	/* a bad pointer: EFAULT from the kernel */
 	ia = pohm_classify(ofd, old, a);
 	ib = pohm_classify(nfd, new, b);
 	if (ia != ib)
@@ -116,10 +116,144 @@ static enum two claim_two(int ofd, const char *old, int nfd, const char *new,
 
 /* ------------------------------------------------------------ namespace wrappers */
 
+/*
+ * How the caller spelled its last component: LAST_DOT for "." or ".."
+ * (with or without slashes after it), LAST_SLASH for a name followed by
+ * slashes, else LAST_NAME.  The classifier normalises both away ("a/b/."
+ * is "a/b" in rel), but the kernel does not: it never removes, renames or
+ * creates "." or "..", and a trailing slash demands a directory.
+ */
+enum last { LAST_NAME, LAST_SLASH, LAST_DOT };
+
+static enum last last_of(const char *path)
+{
+	size_t n = strlen(path), end;
+
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	end = n;
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	if ((end - n == 1 && path[n] == '.') || (end - n == 2 && path[n] == '.' && path[n + 1] == '.'))
+		return LAST_DOT;
+	return path[end] ? LAST_SLASH : LAST_NAME;
+}
+
+/*
+ * 1 when the kernel refuses the call for its spelling alone, whatever the
+ * tree holds (fs/namei.c): a last component "." or ".." is never made,
+ * removed or renamed (mkdir/mknod/symlink/link target: EEXIST; rmdir:
+ * EINVAL or ENOTEMPTY; unlink: EISDIR; rename: EBUSY; link source: a
+ * directory, EPERM), and a trailing slash fails every call that makes or
+ * removes a non-directory (unlink: EISDIR or ENOTDIR; link, symlink,
+ * mknod: EEXIST or ENOENT).  Then the storage is not touched and the real
+ * call answers.  rmdir, remove and rename with a trailing slash depend on
+ * the entry's type: pohm_hook_ns decides those.
+ */
+static int kernel_refuses(enum pohm_ns_op op, const struct pohm_path *a,
+			  const struct pohm_path *b)
+{
+	enum last la = last_of(a->path), lb = b ? last_of(b->path) : LAST_NAME;
+
+	if (la == LAST_DOT || lb == LAST_DOT)
+		return 1;
+	switch (op) {
+	case POHM_NS_UNLINK:
+	case POHM_NS_LINK:
+	case POHM_NS_SYMLINK:
+	case POHM_NS_MKNOD:
+		return la == LAST_SLASH || lb == LAST_SLASH;
+	default:
+		return 0;
+	}
+}
+
+/* 1 if path has a ".." component before its last one. */
+static int inner_dotdot(const char *path)
+{
+	const char *s;
+
+	for (s = path; (s = strstr(s, "..")); s += 2)
+		if ((s == path || s[-1] == '/') && s[2] == '/') {
+			const char *t = s + 2;
+
+			while (*t == '/')
+				t++;
+			if (*t)
+				return 1;
+		}
+	return 0;
+}
+
+/*
+ * A ".." inside the path: the classifier climbed lexically ("a/../b" is
+ * "b"), the kernel climbs from wherever "a" really is, and only if it is
+ * a directory (a missing "a" is ENOENT, a symlink "a" leads elsewhere).
+ * Let the kernel resolve the parent and classify its real path again:
+ * 1 when p then names the same place below the prefix by its real path,
+ * 0 when it is not under the prefix, -1 when the parent does not resolve
+ * (the real call gives the kernel's errno).
+ */
+static int by_kernel(struct pohm_path *p)
+{
+	char buf[PATH_MAX + NAME_MAX + 2], link[40];
+	const char *path = p->path, *name;
+	int dirfd = p->dirfd, saved = errno;
+	size_t n = strlen(path), end, cut;
+	long fd, len;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	end = n;
+	for (cut = n; cut > 0 && path[cut - 1] != '/'; cut--)
+		;
+	name = path + cut;
+	if (cut >= PATH_MAX || end - cut > NAME_MAX)
+		return -1;
+	memcpy(buf, path, cut);
+	buf[cut] = '\0';
+	fd = syscall(SYS_openat, dirfd, buf, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
+	len = syscall(SYS_readlinkat, AT_FDCWD, link, buf, PATH_MAX - 1);
+	syscall(SYS_close, fd);
+	errno = saved;
+	if (len <= 0 || buf[0] != '/')
+		return -1;
+	if (len > 1)
+		buf[len++] = '/';
+	memcpy(buf + len, name, end - cut);
+	buf[len + (long)(end - cut)] = '\0';
+	if (pohm_locate(AT_FDCWD, buf, 0, p, NULL) != POHM_PC_IN)
+		return 0;
+	p->dirfd = dirfd;	/* the real call still gets the caller's (dirfd, path) */
+	p->path = path;
+	return 1;
+}
+
 /* Everything under the prefix after classification: hooks around the real result. */
 static int ns_pre(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 		  struct pohm_ns_arg *arg)
 {
+	int ia = 1, ib = 1;
+
+	if (op == POHM_NS_SYMLINK && !pohm_addr_ok(arg->target))
+		return POHM_PASS;	/* EFAULT from the kernel, before we read it */
+	if (kernel_refuses(op, a, b)) {
+		pohm_debug("%s: refused by the kernel for its spelling; storage untouched", a->path);
+		return POHM_PASS;
+	}
+	if (inner_dotdot(a->path))
+		ia = by_kernel(a);
+	if (b && inner_dotdot(b->path))
+		ib = by_kernel(b);
+	if (ia < 0 || ib < 0 || (!ia && !ib))
+		return POHM_PASS;	/* the kernel fails the lookup, or all outside */
+	if (!ia || !ib)
+		return b ? -EXDEV : POHM_PASS;	/* one side left the prefix */
 	return pohm_hook_ns(op, a, b, arg);
 }
 

@@ -68,6 +68,8 @@ struct pohm_state {
 	int test_ifd;			/* handle of the test-only internal fd, or -1 */
 	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the prefix, for the hot path */
 	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
+	uintptr_t utop;			/* end of user addresses (pohm_addr_ok); set by
+					 * light init, before ready, then read-only */
 };
 extern POHM_HIDDEN struct pohm_state pohm_state;
 
@@ -115,6 +117,44 @@ static inline const char *pohm_launder(const char *p)
 {
 	__asm__("" : "+r"(p));
 	return p;
+}
+
+/*
+ * Bad pointers.  The shim reads a caller's path before the kernel does,
+ * so a pointer the kernel answers EFAULT for must not be read here: such
+ * a call goes to libc untouched.  Without a fault handler (not acceptable
+ * in a host process) or a system call per path (process_vm_readv: too
+ * dear on every call), only the addresses that can never be mapped are
+ * known bad: the NULL area below mmap_min_addr's usual 64 KiB, and, on
+ * x86-64, kernel and non-canonical addresses (at or above 2^47, or 2^56
+ * where light init finds 5-level paging in use).  A pointer into an
+ * unmapped hole of the user range, or a string running into one, still
+ * faults in the shim (doc/notes-s8-posix22.md).
+ *
+ * POHM_UADDR_LO/HI: the hot path's constant test (one subtraction and
+ * one compare): outside it, the slow path, where pohm_addr_ok decides
+ * with the runtime top.  Other architectures tag pointers' top bytes
+ * (aarch64 TBI), so there only the NULL area is refused.
+ */
+#define POHM_UADDR_LO	((uintptr_t)0x10000)
+#if defined(__x86_64__)
+#define POHM_UADDR_HI	((uintptr_t)1 << 47)
+#else
+#define POHM_UADDR_HI	(~(uintptr_t)0)
+#endif
+
+/* 1 if p may be read (the hot path's test; 0 includes NULL).  The caller
+ * launders p (pohm_launder), so that the compiler keeps the NULL case. */
+static inline __attribute__((always_inline)) int pohm_addr_plain(const void *p)
+{
+	return (uintptr_t)p - POHM_UADDR_LO < POHM_UADDR_HI - POHM_UADDR_LO;
+}
+
+/* 1 if p may be a caller's string: not NULL, not certainly unmapped. */
+static inline int pohm_addr_ok(const void *p)
+{
+	__asm__("" : "+r"(p));
+	return (uintptr_t)p - POHM_UADDR_LO < pohm_state.utop - POHM_UADDR_LO;
 }
 
 /* 1 if p is not NULL, for any pointer the host may pass as NULL. */
@@ -215,8 +255,8 @@ static inline __attribute__((always_inline)) int pohm_abs_fast_out(const char *p
 static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, const char *path)
 {
 	path = pohm_launder(path);
-	if (!path)
-		return 0;
+	if (__builtin_expect(!pohm_addr_plain(path), 0))
+		return 0;	/* NULL or never mapped: the slow path passes it to libc */
 	if (path[0] == '/')
 		return path[1] != 'p' && path[1] != 'd' && pohm_abs_fast_out(path);
 	return path[0] && dirfd == AT_FDCWD && pohm_cwd_fast_out(path);

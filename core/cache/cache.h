@@ -120,6 +120,18 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
  * sync only: it opens and closes files).  Count adopted, or -errno. */
 int pohm_cache_reconcile(struct pohm_cache *c);
 
+/*
+ * Where the kernel finds the parent directory of rel, when the storage
+ * could not resolve it (-EXDEV: a symlink on the way has an absolute
+ * target, or climbs above the prefix root).  0 and out = rel's last
+ * component under its parent's real path below the prefix ("x/name");
+ * 1 when that parent lies outside the prefix (the call is not the
+ * storage's: the real call does it); -errno (-ENOENT, -ENOTDIR: the
+ * parent does not resolve locally, -EINVAL: rel has no parent below the
+ * root, -ENAMETOOLONG).
+ */
+int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, size_t len);
+
 /* Rewrite a local stat of something under the prefix (stat overlay). */
 void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st);
 
