@@ -542,11 +542,40 @@ static void forget_if_gone(struct pohm_cache *c, uint64_t ino)
 		pohm_inode_clear(&in);
 }
 
+/*
+ * A rename, link or unlink of another name moves the inode's ctime.  If the
+ * local copy was clean just before (pre, as the journal recorded it), record
+ * its state now (post), so the copy stays clean: no false "dirty" in status,
+ * no needless push, and no stale copy taken for a local change when another
+ * host wrote meanwhile (issue 18 cases 1 and 6).  A copy changed in between
+ * (another inode, size or mtime) is left as it is.  The new ctime is fresh,
+ * so the record is "racy" for a tick and a content check settles a write in
+ * that tick.
+ */
+static void renote_if_clean(struct pohm_cache *c, uint64_t ino, const struct stat *pre,
+			    const struct stat *post)
+{
+	struct pohm_jrec rec;
+
+	if (!ino || !S_ISREG(pre->st_mode) || post->st_ino != pre->st_ino ||
+	    post->st_dev != pre->st_dev || post->st_size != pre->st_size ||
+	    post->st_mtim.tv_sec != pre->st_mtim.tv_sec ||
+	    post->st_mtim.tv_nsec != pre->st_mtim.tv_nsec || pohm_journal_get(&c->j, ino, &rec))
+		return;
+	if (!(rec.flags & POHM_J_STUB) && rec.lino == (uint64_t)pre->st_ino &&
+	    pohm_journal_is_dirty(&rec, pre) != 1) {
+		pohm_journal_note_local(&rec, post);
+		pohm_journal_put(&c->j, &rec);
+	}
+	pohm_jrec_clear(&rec);
+}
+
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
+	struct stat pre, post;
 	const char *name;
 	uint64_t dino, ino;
-	int dfd, r;
+	int dfd, r, kfd = -1;
 
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
@@ -568,10 +597,18 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	}
 	if (r)
 		goto out;
+	/* Another name of the file stays: watch the inode across the unlink. */
+	if (!dir && ino && !pohm_sys_fstatat(dfd, name, &pre, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISREG(pre.st_mode) && pre.st_nlink > 1)
+		kfd = pohm_sys_openat(dfd, name, O_PATH | O_NOFOLLOW, 0);
 	/* The storage change is made; the local copy follows. */
 	r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
 	if (r == -ENOENT)
 		r = 0;
+	if (!r && kfd >= 0 && !pohm_sys_fstat(kfd, &post))
+		renote_if_clean(c, ino, &pre, &post);
+	if (kfd >= 0)
+		pohm_sys_close(kfd);
 	if (r)
 		pohm_warn("%s: removed from the storage, but the local copy stays (%s)", rel,
 			  strerror(-r));
@@ -867,8 +904,9 @@ int cache_rename_recover(struct pohm_cache *c)
 int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags)
 {
 	struct two_paths t;
+	struct stat pre, post;
 	uint64_t ino = 0, over = 0;
-	int r, intent = 0;
+	int r, intent = 0, pre_ok = 0;
 
 	r = two_walk(c, from, to, 1, &t);
 	if (!r)
@@ -880,6 +918,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	if (r)
 		goto out;
 	ino = local_ino(c, t.ffd, t.fname);
+	pre_ok = !pohm_sys_fstatat(t.ffd, t.fname, &pre, AT_SYMLINK_NOFOLLOW);
 	if (!(flags & POHM_RENAME_EXCHANGE))
 		over = local_ino(c, t.tfd, t.tname);
 	if (ino && !(flags & POHM_RENAME_EXCHANGE)) {
@@ -915,6 +954,9 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 			pohm_journal_put(&c->j, &rec);
 			pohm_jrec_clear(&rec);
 		}
+		if (pre_ok && !(flags & POHM_RENAME_EXCHANGE) &&
+		    !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
+			renote_if_clean(c, ino, &pre, &post);
 	}
 out:
 	if (intent)
@@ -926,8 +968,9 @@ out:
 int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 {
 	struct two_paths t;
+	struct stat pre, post;
 	uint64_t ino;
-	int r;
+	int r, pre_ok;
 
 	r = two_walk(c, from, to, 0, &t);
 	if (!r)
@@ -940,9 +983,12 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 		r = pohm_ns_link(c->ns, ino, t.tdino, t.tname, NULL);
 	if (r)
 		goto out;
+	pre_ok = !pohm_sys_fstatat(t.ffd, t.fname, &pre, AT_SYMLINK_NOFOLLOW);
 	r = syscall(SYS_linkat, t.ffd, t.fname, t.tfd, t.tname, 0) ? -errno : 0;
 	if (r)
 		pohm_ns_unlink(c->ns, t.tdino, t.tname);	/* compensate */
+	if (!r && pre_ok && !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
+		renote_if_clean(c, ino, &pre, &post);
 	cache_unmark(c, ino);
 out:
 	two_close(&t);

@@ -387,6 +387,19 @@ void cache_push_forget(struct pohm_cache *c, uint64_t ino)
 	pohm_sys_unlinkat(c->j.dirfd, last, 0);
 }
 
+/* Is the stored version in the bytes whose chunk checksums are sums (size bytes)? */
+static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t size)
+{
+	uint64_t i, cs = 1ULL << in->chunk_shift, nch = (in->size + cs - 1) / cs;
+
+	if (in->size != size)
+		return 0;
+	for (i = 0; i < nch; i++)
+		if (i >= in->nchunks || !in->chunks[i].gen || memcmp(in->chunks[i].csum, sums[i], 64))
+			return 0;
+	return 1;
+}
+
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
 static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
 {
@@ -430,14 +443,34 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r)
 		return r;
 	if (!n && (uint64_t)st->st_size == rec->size) {
-		/* Same contents (a racy timestamp, or a rewrite of equal bytes). */
+		/* The bytes of the base version (a racy timestamp, a ctime moved
+		 * without the shim, a rewrite of equal bytes). */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
-		if (!r && in.dversion != rec->dversion) {
-			pohm_journal_note_inode(rec, &in);	/* someone committed the same data */
+		if (r)
+			goto out;
+		if (in.dversion == rec->dversion || stored_is(&in, sums, (uint64_t)st->st_size))
+			goto attrs;	/* ours, or the same data committed by another */
+		/* The storage moved on from this copy's base, and this copy holds
+		 * the base's bytes: nothing of ours to send but attributes.  The
+		 * record keeps its base, so the next open fetches the newer
+		 * version; adopting it here would make the next local change
+		 * overwrite it (issue 18 case 1). */
+		r = push_attrs(c, rec, st, &in, fd, NULL);
+		if (r < 0)
+			goto out_in;
+		pushed_attrs = r;
+		rec->mode = (rec->mode & S_IFMT) | (st->st_mode & 07777);
+		if (c->is_root) {
+			rec->uid = (uint32_t)st->st_uid;
+			rec->gid = (uint32_t)st->st_gid;
 		}
-		if (!r)
-			goto attrs;
-		goto out;
+		pohm_journal_note_local(rec, st);
+		r = pohm_journal_put(&c->j, rec);
+		if (!r && pushed_attrs) {
+			cache_count(c, &c->stats.pushes, 1);
+			r = 1;
+		}
+		goto out_in;
 	}
 	mt.sec = st->st_mtim.tv_sec;
 	mt.nsec = (uint32_t)st->st_mtim.tv_nsec;
@@ -457,13 +490,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 			goto out;
 		}
 		if (!r) {
-			uint64_t i, same = in.size == (uint64_t)st->st_size;
-			uint64_t cs = 1ULL << in.chunk_shift, nch = (in.size + cs - 1) / cs;
-
-			for (i = 0; same && i < nch; i++)
-				same = i < in.nchunks && in.chunks[i].gen &&
-				       !memcmp(in.chunks[i].csum, sums[i], 64);
-			if (!same) {
+			if (!stored_is(&in, sums, (uint64_t)st->st_size)) {
 				r = cache_conflict_copy(c, fd, rec, st, "changed here and on another host");
 				pohm_journal_note_inode(rec, &in);
 				rec->flags |= POHM_J_CONFLICT;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# cache_model.bats — issue 18's cases of acknowledged changes lost or hidden
+# between hosts, each against a 3-group cluster with two caches (hosts a and
+# b) and a fresh third cache (c) that must see every acknowledged change, or
+# its conflict copy.  sync_on_close=1, attr_timeout=1, as the issue found
+# them.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	preload_ok || skip "LD_PRELOAD does not work here"
+	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=model POHMELFS_SYNC_ON_CLOSE=1
+	export POHMELFS_ATTR_TIMEOUT=1
+	mkdir -p "$T/a" "$T/b" "$T/c"
+}
+
+teardown() {
+	stop_daemons
+	cluster_stop
+}
+
+# conflicts HOST: the names under HOST's .pohmelfs-conflicts (one a line).
+conflicts() {
+	shim "$1" find "$T/$1/.pohmelfs-conflicts" -type f 2>/dev/null | sort
+}
+
+# dirty_of HOST: the cache's dirty count, from `pohmelfs status --json`.
+dirty_of() {
+	POHMELFS_PREFIX=$T/$1 POHMELFS_CACHE_DIR=$T/$1-state POHMELFS_HOST_ID=$1 \
+		"$B/pohmelfs" status --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d["cache"]["dirty"])'
+}
+
+@test "case 1: another host's append survives a rename's moved ctime (no silent adoption)" {
+	shim a sh -c 'echo x >"$1/f.tmp" && mv "$1/f.tmp" "$1/f"' sh "$T/a"
+	shim b sh -c 'echo b1 >>"$1/f"' sh "$T/b"
+	sleep 2		# past attr_timeout: a's next open validates
+	shim a sh -c 'echo a2 >>"$1/f"' sh "$T/a"
+	run shim c cat "$T/c/f"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	if [ "$output" != "$(printf 'x\nb1\na2')" ]; then
+		# Never b1 lost silently: then it is in a conflict copy.
+		conflicts a
+		[ -n "$(conflicts a)" ]
+		shim a cat $(conflicts a) | grep -q b1
+	fi
+}
+
+@test "case 1: the same after a hardlink made and removed on the first host" {
+	shim a sh -c 'echo x >"$1/f" && ln "$1/f" "$1/f2" && rm "$1/f2"' sh "$T/a"
+	shim b sh -c 'echo b1 >>"$1/f"' sh "$T/b"
+	sleep 2
+	shim a sh -c 'echo a2 >>"$1/f"' sh "$T/a"
+	run shim c cat "$T/c/f"
+	echo "$output"
+	[ "$output" = "$(printf 'x\nb1\na2')" ]
+}
+
+@test "case 6: a file renamed into place (a lock file) is not reported dirty" {
+	shim a sh -c 'cd "$1" && for n in HEAD config index; do
+		echo "$n" >"$n.lock" && mv "$n.lock" "$n"; done && ln config config2' sh "$T/a"
+	run dirty_of a
+	echo "$output"
+	[ "$output" = 0 ]
+	# ... and the data did reach the storage.
+	[ "$(shim c cat "$T/c/index")" = index ]
+	[ "$(shim c cat "$T/c/config2")" = config ]
+}
+
+@test "case 1: a push of an unchanged copy never adopts a newer stored version" {
+	# The ctime moves without the shim (chmod there and back), so the copy
+	# looks changed; its bytes are the base's.  The push finds no changed
+	# chunk; it must not record b's newer version as this copy's, or the
+	# next local write overwrites b's change.
+	shim a sh -c 'echo x >"$1/f"' sh "$T/a"
+	chmod 600 "$T/a/f" && chmod 644 "$T/a/f"
+	shim b sh -c 'echo b1 >>"$1/f"' sh "$T/b"
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a "$B/pohmelfs" sync
+	sleep 1.2	# past attr_timeout
+	shim a sh -c 'echo a2 >>"$1/f"' sh "$T/a"
+	run shim c cat "$T/c/f"
+	echo "$output"
+	[ "$output" = "$(printf 'x\nb1\na2')" ]
+}
