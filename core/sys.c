@@ -231,6 +231,25 @@ pid_t pohm_sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
+uint64_t pohm_sys_seed(void)
+{
+	int saved = errno;
+	uint64_t x = 0, z;
+
+	if (syscall(SYS_getrandom, &x, sizeof(x), 1 /* GRND_NONBLOCK */) != (long)sizeof(x))
+		x = 0;
+	errno = saved;
+	/* Mixed with what differs between processes and threads either way
+	 * (splitmix64's finaliser): a failed getrandom still gives each
+	 * process its own stream. */
+	z = x ^ pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^
+	    ((uint64_t)syscall(SYS_gettid) << 48) ^ (uintptr_t)&x;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	return z ? z : 0x9E3779B97F4A7C15ULL;
+}
+
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name)
 {
 	char comp[256];

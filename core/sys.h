@@ -53,5 +53,12 @@ uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
+/*
+ * 64 non-zero bits for seeding a generator: getrandom(2), mixed with the
+ * clock, pid and tid (the only source when getrandom fails).  A generator
+ * seeded once is copied by fork: whoever needs ids unique across processes
+ * reseeds when pohm_sys_getpid() changes (ns_random, cas_pause).
+ */
+uint64_t pohm_sys_seed(void);
 
 #endif

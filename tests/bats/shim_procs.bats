@@ -312,3 +312,23 @@ close_all() {
 @test "closefrom(3) in a program: the file it had open is pushed, and it keeps working under the prefix" {
 	close_all closefrom
 }
+
+# Issue 19: what a fork copies must not make two processes draw the same ids.
+@test "1000 fork children of one process each create a file (O_EXCL): none fails EEXIST" {
+	local n=1000
+	[ -z "${SAN:-}" ] || n=300
+	shim a mkdir "$T/a/w/forks"
+	SHIM_TIMEOUT=600 run shim a "$H/sc_host" forks "$T/a/w/forks" $n
+	echo "$output" | head -20
+	[ "$output" = ok ]
+	run shim b bash -c "ls '$T/b/w/forks' | wc -l"
+	[ "$output" -eq $((n + 1)) ]
+}
+
+@test "a shell loop of redirections creates every file (each child forked by the same shell)" {
+	run shim a bash -c "cd '$T/a/w' && for i in \$(seq 12); do /bin/true > f\$i || echo FAIL \$i; done; echo done"
+	echo "$output"
+	[ "$output" = done ]
+	run shim b bash -c "cd '$T/b/w' && ls f* | sort -V | tr '\n' ' '"
+	[ "$output" = "$(printf 'f%d ' $(seq 12))" ]
+}
