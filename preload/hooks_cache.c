@@ -168,6 +168,7 @@ static void heavy_init(void)
 	pohm_hold();
 	mounts[0].m.owner = (uid_t)syscall(SYS_geteuid);
 	r = pohm_config_load(&mount_cfg, environ, err, sizeof(err));
+	pohm_log_configure(&mount_cfg, !r);	/* before any line of ours */
 	if (r) {
 		pohm_err("%s; calls under the prefix fail until this is fixed", err);
 		cfg_rc = mounts[0].rc = open_errno(r, err);
@@ -1001,12 +1002,8 @@ static void flush_stats(void)
 		 um->m.prefix);
 	n = pohm_stats_format(buf, sizeof(buf), title, &st);
 	if (mount_cfg.log[0]) {
-		fd = pohm_sys_openat(AT_FDCWD, mount_cfg.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-				     0600);
-		if (fd >= 0) {
+		if ((fd = pohm_log_fd()) >= 0)	/* the log= file, opened by heavy_init */
 			pohm_sys_write_full(fd, buf, n);
-			pohm_sys_close(fd);
-		}
 	} else if (stats_ifd >= 0 && (fd = pohm_ifd_fd(stats_ifd)) >= 0) {
 		pohm_sys_write_full(fd, buf, n);
 	}
