@@ -689,6 +689,109 @@ static void hand_to_daemon(struct umount *um, uint64_t ino, int r)
 }
 
 /*
+ * The daemon's environment: the host's without LD_PRELOAD (pohmelfsd must
+ * not run under the shim).  Built before any fork, so that the children
+ * only make system calls.  A malloc'd array of environ's pointers, or NULL.
+ */
+static char **daemon_env(void)
+{
+	char **env;
+	size_t n = 0, i, j = 0;
+
+	while (environ && environ[n])
+		n++;
+	env = malloc((n + 1) * sizeof(*env));
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[j++] = environ[i];
+	env[j] = NULL;
+	return env;
+}
+
+/* clone(2) without CLONE_VM: a copy of this process, like fork but with no
+ * atfork handlers, and with exit signal sig (0: none, so the host gets no
+ * SIGCHLD and its wait calls without __WCLONE/__WALL never see it). */
+static pid_t clone_copy(int sig)
+{
+	return (pid_t)syscall(SYS_clone, (unsigned long)sig, NULL, NULL, NULL, 0UL);
+}
+
+/* The kernel's struct sigaction for rt_sigaction(2) (x86-64 layout). */
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * In the grandchild, before execve: only system calls (it is a copy of a
+ * possibly multi-threaded host, made without glibc's fork).  Every handler
+ * back to SIG_DFL (a host handler must never run in our copy; ignored
+ * signals stay ignored across exec otherwise), then an empty mask.
+ */
+static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
+						  const uint64_t *empty)
+{
+	struct ksigaction dfl = { SIG_DFL, 0, NULL, 0 };
+	char *argv[] = { (char *)path, NULL };
+	int fd, sig;
+
+	for (sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	syscall(SYS_setsid);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+	if (fd >= 0) {
+		syscall(SYS_dup2, fd, 0);
+		syscall(SYS_dup2, fd, 1);
+		syscall(SYS_dup2, fd, 2);
+	}
+	syscall(SYS_close_range, 3, ~0U, 0);	/* fd itself too when it was >= 3 */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty, NULL, sizeof(uint64_t));
+	syscall(SYS_execve, path, argv, env);
+	syscall(SYS_exit, 127);
+	__builtin_unreachable();
+}
+
+/*
+ * Start pohmelfsd at path, detached, so that the host never sees a child
+ * of ours: an intermediate copy with no exit signal (no SIGCHLD; invisible
+ * to the host's waitpid(-1), which waits for SIGCHLD children only) makes
+ * the daemon and exits; we reap it with __WCLONE, retrying EINTR.  The
+ * daemon, orphaned, belongs to init (or the nearest subreaper).  All
+ * signals stay blocked in this thread from before the clone until the
+ * reap: no host handler runs in a copy before its exec.
+ */
+static void spawn_daemon(const char *path)
+{
+	uint64_t all = ~0ULL, empty = 0, old;
+	char **env = daemon_env();
+	int saved = errno;
+	pid_t pid;
+	long r;
+
+	if (!env)
+		return;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
+	pid = clone_copy(0);
+	if (pid == 0) {
+		if (clone_copy(0) == 0)
+			daemon_exec(path, env, &empty);
+		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
+	}
+	if (pid > 0)
+		do
+			r = syscall(SYS_wait4, pid, NULL, __WCLONE, NULL);
+		while (r < 0 && errno == EINTR);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+	free(env);
+	errno = saved;
+}
+
+/*
  * Start pohmelfsd for um's cache (once per process and mount); it exits
  * when idle.  Only while the process runs as um's user: the daemon inherits
  * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
@@ -697,7 +800,6 @@ static void daemon_start(struct umount *um)
 {
 	Dl_info info;
 	char path[PATH_MAX], *slash;
-	pid_t pid;
 
 	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
 		return;
@@ -721,28 +823,7 @@ static void daemon_start(struct umount *um)
 		if (access(path, X_OK))
 			return;
 	}
-	/* Double fork: the host never sees the daemon as its child. */
-	pid = (pid_t)syscall(SYS_fork);
-	if (pid == 0) {
-		if (syscall(SYS_fork) == 0) {
-			char *argv[] = { path, NULL };
-			int fd;
-
-			syscall(SYS_setsid);
-			fd = (int)syscall(SYS_open, "/dev/null", O_RDWR);
-			if (fd >= 0) {
-				syscall(SYS_dup2, fd, 0);
-				syscall(SYS_dup2, fd, 1);
-				syscall(SYS_dup2, fd, 2);
-			}
-			syscall(SYS_close_range, 3, ~0U, 0);
-			unsetenv("LD_PRELOAD");
-			execve(path, argv, environ);
-		}
-		syscall(SYS_exit, 0);
-	}
-	if (pid > 0)
-		syscall(SYS_wait4, pid, NULL, 0, NULL);
+	spawn_daemon(path);
 }
 
 static void nap_ms(unsigned ms)

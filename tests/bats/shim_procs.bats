@@ -332,3 +332,17 @@ close_all() {
 	run shim b bash -c "cd '$T/b/w' && ls f* | sort -V | tr '\n' ' '"
 	[ "$output" = "$(printf 'f%d ' $(seq 12))" ]
 }
+
+@test "the shim starts pohmelfsd without the host seeing a child: no SIGCHLD, nothing for waitpid(-1)" {
+	shim a mkdir "$T/a/w/daemon"
+	POHMELFS_SYNC_ON_CLOSE=0 run shim a "$H/sc_host" sigchld "$T/a/w/daemon" "$T/a-state/pohmelfsd.pid"
+	echo "$output"
+	[[ $output == "ok daemon "[0-9]* ]]
+	d=${output#ok daemon }
+	# Detached and running, with its own signal state: not the SIGTERM and
+	# SIGUSR1 the host had blocked (it would not stop, nor hear a request
+	# for room).
+	kill -0 "$d"
+	[ "$(ps -o sid= -p "$d" | tr -d ' ')" = "$d" ]
+	[ "$(awk '/^SigBlk:/ { print $2 }' "/proc/$d/status")" = 0000000000000000 ]
+}
