@@ -231,6 +231,39 @@ pid_t pohm_sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
+mode_t pohm_sys_umask(void)
+{
+	char buf[512], *p;
+	ssize_t n;
+	mode_t um = 0;
+	int fd, i;
+
+	fd = pohm_sys_openat(AT_FDCWD, "/proc/self/status", O_RDONLY, 0);
+	if (fd >= 0) {
+		/* "Name:\t<comm>\nUmask:\t0022\n…": the line is near the top. */
+		n = pohm_sys_read_full(fd, buf, sizeof(buf) - 1);
+		pohm_sys_close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		p = strstr(buf, "\nUmask:\t");
+		if (p) {
+			p += 8;
+			for (i = 0; i < 4 && *p >= '0' && *p <= '7'; i++, p++)
+				um = (mode_t)(um * 8 + (mode_t)(*p - '0'));
+			if (i && *p == '\n')
+				return um & 0777;
+		}
+	}
+	/* No /proc (or a kernel before 4.7): set and restore, racing host threads. */
+	{
+		int saved = errno;
+
+		um = (mode_t)syscall(SYS_umask, 022);
+		syscall(SYS_umask, um);
+		errno = saved;
+	}
+	return um & 0777;
+}
+
 uint64_t pohm_sys_seed(void)
 {
 	int saved = errno;

@@ -346,3 +346,13 @@ close_all() {
 	[ "$(ps -o sid= -p "$d" | tr -d ' ')" = "$d" ]
 	[ "$(awk '/^SigBlk:/ { print $2 }' "/proc/$d/status")" = 0000000000000000 ]
 }
+
+@test "umask: a host thread's umask(077) is never undone, and files created meanwhile get 077" {
+	shim a mkdir "$T/a/w/umask"
+	run shim a "$H/sc_host" umask "$T/a/w/umask" 40
+	echo "$output" | head -20
+	[ "$output" = ok ]
+	# What reached the storage has the same modes.
+	run shim b bash -c "cd '$T/b/w/umask' && stat -c %a t0-f0 t2-f39 t1-d7"
+	[ "$output" = "$(printf '600\n600\n700')" ]
+}
