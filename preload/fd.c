@@ -530,6 +530,7 @@ int pohm_ifd_evict(int fd)
 		lower_to(&pohm_ifd_low, nfd);
 		note_low(nfd);
 		__atomic_store_n(&ifd_tab[h], nfd, __ATOMIC_RELEASE);
+		pohm_log_fd_moved(fd, nfd);	/* the log= file's fd is one of these */
 		pohm_debug("internal fd %d moved to %d (the program reuses %d)", fd, nfd, fd);
 		return 0;
 	}

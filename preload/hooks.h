@@ -308,6 +308,15 @@ int pohm_ifd_fd(int handle);		/* the fd's current number, or -EBADF */
 void pohm_ifd_unregister(int handle);	/* before closing it with pohm_sys_close */
 
 /*
+ * log= of a configuration (c->log, or POHMELFS_LOG when the load failed
+ * before reading the environment; loaded: the load succeeded, and
+ * log_level= applies too).  With a log file, no line of the library goes
+ * to the host's stderr from here on; the file's fd is registered above.
+ */
+struct pohm_config;
+void pohm_log_configure(const struct pohm_config *c, int loaded);
+
+/*
  * Code of a hook that calls libc functions by name (which may be
  * interposed) brackets them with these, so the shim passes them through.
  */

@@ -172,6 +172,7 @@ static void heavy_init(void)
 	pohm_hold();
 	mounts[0].m.owner = (uid_t)syscall(SYS_geteuid);
 	r = pohm_config_load(&mount_cfg, environ, err, sizeof(err));
+	pohm_log_configure(&mount_cfg, !r);	/* before any line of ours */
 	if (r) {
 		pohm_err("%s; calls under the prefix fail until this is fixed", err);
 		cfg_rc = mounts[0].rc = open_errno(r, err);
@@ -272,13 +273,15 @@ static struct umount *mount_now(void)
 	return um && !um->rc ? um : NULL;
 }
 
-/* The process umask (applied to modes stored in the storage, as the kernel does locally). */
+/*
+ * The process umask (applied to modes stored in the storage, as the kernel
+ * does locally), read without changing it.  Read each time: umask is not
+ * interposed (and programs may call SYS_umask directly), and 12 us is
+ * nothing next to the round trips of a create (milliseconds).
+ */
 static mode_t cur_umask(void)
 {
-	mode_t um = (mode_t)syscall(SYS_umask, 022);
-
-	syscall(SYS_umask, um);
-	return um;
+	return pohm_sys_umask();
 }
 
 /* Run a core call with the shim held (core may call libc by name). */
@@ -827,6 +830,109 @@ static void hand_to_daemon(struct umount *um, uint64_t ino, int r)
 }
 
 /*
+ * The daemon's environment: the host's without LD_PRELOAD (pohmelfsd must
+ * not run under the shim).  Built before any fork, so that the children
+ * only make system calls.  A malloc'd array of environ's pointers, or NULL.
+ */
+static char **daemon_env(void)
+{
+	char **env;
+	size_t n = 0, i, j = 0;
+
+	while (environ && environ[n])
+		n++;
+	env = malloc((n + 1) * sizeof(*env));
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[j++] = environ[i];
+	env[j] = NULL;
+	return env;
+}
+
+/* clone(2) without CLONE_VM: a copy of this process, like fork but with no
+ * atfork handlers, and with exit signal sig (0: none, so the host gets no
+ * SIGCHLD and its wait calls without __WCLONE/__WALL never see it). */
+static pid_t clone_copy(int sig)
+{
+	return (pid_t)syscall(SYS_clone, (unsigned long)sig, NULL, NULL, NULL, 0UL);
+}
+
+/* The kernel's struct sigaction for rt_sigaction(2) (x86-64 layout). */
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * In the grandchild, before execve: only system calls (it is a copy of a
+ * possibly multi-threaded host, made without glibc's fork).  Every handler
+ * back to SIG_DFL (a host handler must never run in our copy; ignored
+ * signals stay ignored across exec otherwise), then an empty mask.
+ */
+static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
+						  const uint64_t *empty)
+{
+	struct ksigaction dfl = { SIG_DFL, 0, NULL, 0 };
+	char *argv[] = { (char *)path, NULL };
+	int fd, sig;
+
+	for (sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	syscall(SYS_setsid);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+	if (fd >= 0) {
+		syscall(SYS_dup2, fd, 0);
+		syscall(SYS_dup2, fd, 1);
+		syscall(SYS_dup2, fd, 2);
+	}
+	syscall(SYS_close_range, 3, ~0U, 0);	/* fd itself too when it was >= 3 */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty, NULL, sizeof(uint64_t));
+	syscall(SYS_execve, path, argv, env);
+	syscall(SYS_exit, 127);
+	__builtin_unreachable();
+}
+
+/*
+ * Start pohmelfsd at path, detached, so that the host never sees a child
+ * of ours: an intermediate copy with no exit signal (no SIGCHLD; invisible
+ * to the host's waitpid(-1), which waits for SIGCHLD children only) makes
+ * the daemon and exits; we reap it with __WCLONE, retrying EINTR.  The
+ * daemon, orphaned, belongs to init (or the nearest subreaper).  All
+ * signals stay blocked in this thread from before the clone until the
+ * reap: no host handler runs in a copy before its exec.
+ */
+static void spawn_daemon(const char *path)
+{
+	uint64_t all = ~0ULL, empty = 0, old;
+	char **env = daemon_env();
+	int saved = errno;
+	pid_t pid;
+	long r;
+
+	if (!env)
+		return;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
+	pid = clone_copy(0);
+	if (pid == 0) {
+		if (clone_copy(0) == 0)
+			daemon_exec(path, env, &empty);
+		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
+	}
+	if (pid > 0)
+		do
+			r = syscall(SYS_wait4, pid, NULL, __WCLONE, NULL);
+		while (r < 0 && errno == EINTR);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+	free(env);
+	errno = saved;
+}
+
+/*
  * Start pohmelfsd for um's cache (once per process and mount); it exits
  * when idle.  Only while the process runs as um's user: the daemon inherits
  * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
@@ -835,7 +941,6 @@ static void daemon_start(struct umount *um)
 {
 	Dl_info info;
 	char path[PATH_MAX], *slash;
-	pid_t pid;
 
 	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
 		return;
@@ -859,28 +964,7 @@ static void daemon_start(struct umount *um)
 		if (access(path, X_OK))
 			return;
 	}
-	/* Double fork: the host never sees the daemon as its child. */
-	pid = (pid_t)syscall(SYS_fork);
-	if (pid == 0) {
-		if (syscall(SYS_fork) == 0) {
-			char *argv[] = { path, NULL };
-			int fd;
-
-			syscall(SYS_setsid);
-			fd = (int)syscall(SYS_open, "/dev/null", O_RDWR);
-			if (fd >= 0) {
-				syscall(SYS_dup2, fd, 0);
-				syscall(SYS_dup2, fd, 1);
-				syscall(SYS_dup2, fd, 2);
-			}
-			syscall(SYS_close_range, 3, ~0U, 0);
-			unsetenv("LD_PRELOAD");
-			execve(path, argv, environ);
-		}
-		syscall(SYS_exit, 0);
-	}
-	if (pid > 0)
-		syscall(SYS_wait4, pid, NULL, 0, NULL);
+	spawn_daemon(path);
 }
 
 static void nap_ms(unsigned ms)
@@ -1140,12 +1224,8 @@ static void flush_stats(void)
 		 um->m.prefix);
 	n = pohm_stats_format(buf, sizeof(buf), title, &st);
 	if (mount_cfg.log[0]) {
-		fd = pohm_sys_openat(AT_FDCWD, mount_cfg.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-				     0600);
-		if (fd >= 0) {
+		if ((fd = pohm_log_fd()) >= 0)	/* the log= file, opened by heavy_init */
 			pohm_sys_write_full(fd, buf, n);
-			pohm_sys_close(fd);
-		}
 	} else if (stats_ifd >= 0 && (fd = pohm_ifd_fd(stats_ifd)) >= 0) {
 		pohm_sys_write_full(fd, buf, n);
 	}

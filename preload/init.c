@@ -102,6 +102,36 @@ static int prefix_from_files(char *out, size_t len)
 	return found;
 }
 
+void pohm_log_configure(const struct pohm_config *c, int loaded)
+{
+	static int registered;	/* atomic: the log fd's ifd registration, once */
+	const char *path = c ? c->log : NULL, *env = getenv("POHMELFS_LOG");
+	int fd;
+
+	if (!loaded && env && *env)
+		path = env;	/* the environment overrides the file; the failed load stopped first */
+	if (loaded && c)
+		pohm_log_set_level((enum pohm_log_level)c->log_level);
+	if (!path || !*path)
+		return;
+	fd = pohm_log_open(path);
+	if (fd >= 0 && !__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
+		pohm_ifd_register(fd);
+}
+
+/* Before a line of the light init: the log= of the configuration, if any
+ * (errors only, so nothing is loaded in the common case). */
+static void log_early(void)
+{
+	struct pohm_config c;
+	char err[POHM_CFG_ERRLEN];
+	int r;
+
+	r = pohm_config_load(&c, environ, err, sizeof(err));
+	pohm_log_configure(&c, !r);
+	pohm_config_free(&c);
+}
+
 /* The hot path's copy of the spellings (fast.h), NUL-padded (the state is
  * zeroed memory and each copy is written once). */
 static void fast_setup(void)
@@ -156,14 +186,17 @@ static void prefix_setup(void)
 		return;
 	r = pohm_pc_prefix_add(&pohm_state.prefix, p);
 	if (r < 0) {
+		log_early();
 		pohm_err("prefix=%s: expected an absolute path below \"/\"; the shim stays inactive",
 			 p);
 		return;
 	}
 	if (prefix_realpath(pohm_state.prefix.sp[0].path, real) == 0 &&
-	    pohm_pc_prefix_add(&pohm_state.prefix, real) < 0)
+	    pohm_pc_prefix_add(&pohm_state.prefix, real) < 0) {
+		log_early();
 		pohm_warn("prefix=%s: its realpath %s is inside it or contains it; "
 			  "only the configured spelling is used", p, real);
+	}
 	fast_setup();
 	pohm_state.on = 1;
 }
@@ -219,6 +252,8 @@ static void shim_init(void)
 	if (lvl && pohm_log_parse_level(lvl) >= 0)
 		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
 	utop_setup();
+	if (pohm_log_level() >= POHM_LOG_DEBUG && getenv("POHMELFS_LOG"))
+		pohm_log_configure(NULL, 0);	/* the light init's own debug line */
 	prefix_setup();
 	if (pohm_state.on) {
 		pohm_cwd_resync();

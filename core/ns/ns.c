@@ -21,9 +21,14 @@
 
 uint64_t ns_random(struct pohm_ns *ns)
 {
+	pid_t pid = pohm_sys_getpid();	/* one syscall; every caller then talks to the network */
 	uint64_t x;
 
 	pthread_mutex_lock(&ns->rng_lock);
+	if (ns->rng_pid != pid) {
+		ns->rng = pohm_sys_seed();
+		ns->rng_pid = pid;
+	}
 	do {
 		x = ns->rng;
 		x ^= x << 13;
@@ -273,9 +278,7 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	ns->map_cache = ns_map_cache_new();	/* NULL: no cache, still correct */
 	pthread_mutex_init(&ns->rng_lock, NULL);
 	pthread_mutex_init(&ns->hint_lock, NULL);
-	ns->rng = pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)ns;
-	if (!ns->rng)
-		ns->rng = 0x9E3779B97F4A7C15ULL;
+	ns->rng_pid = 0;	/* seeded by the first ns_random */
 
 	r = ns_inode_get(ns, POHM_ROOT_INO, &root, NULL, 0);
 	if (r == -ENOENT)

@@ -20,8 +20,9 @@ struct pohm_ns {
 	unsigned max_retries;
 	int http_compat;		/* path copies of files (ns_http.c) */
 	struct ns_map_cache *map_cache;	/* map objects read or written (nsmap.c, own lock) */
-	pthread_mutex_t rng_lock;	/* guards rng */
+	pthread_mutex_t rng_lock;	/* guards rng, rng_pid */
 	uint64_t rng;			/* xorshift state */
+	pid_t rng_pid;			/* process that seeded rng: a fork child reseeds */
 	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth */
 	uint64_t hint_dir[POHM_NS_HINTS];	/* directory whose depth is cached in the slot */
 	uint8_t hint_depth[POHM_NS_HINTS];	/* its deepest bucket level seen */
@@ -36,7 +37,11 @@ struct ns_bucket_ref {
 };
 
 /* ns.c */
-uint64_t ns_random(struct pohm_ns *ns);		/* non-zero random 64 bits */
+/* Non-zero random 64 bits, never the same stream in two processes: the
+ * state is reseeded from getrandom when the pid differs from the seeder's
+ * (a fork child), so siblings do not draw the same inode numbers, txids
+ * and generations (issue 19). */
+uint64_t ns_random(struct pohm_ns *ns);
 void ns_backoff(struct pohm_ns *ns, unsigned attempt);	/* random sleep growing with attempt */
 uint64_t ns_now_ns(void);
 void ns_now_ts(struct pohm_ts *t);

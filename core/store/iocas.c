@@ -167,12 +167,16 @@ static int cas_old_enough(const struct pohm_client *c, const struct pohm_time *t
 
 static void cas_pause(uint64_t *pause_ns)
 {
-	static __thread uint64_t rng;
+	static __thread uint64_t rng;	/* this thread's; reseeded in a fork child */
+	static __thread pid_t rng_pid;
+	pid_t pid = pohm_sys_getpid();
 	struct timespec t;
 	uint64_t ns;
 
-	if (!rng)
-		rng = pohm_sys_mono_ns() ^ (uintptr_t)&t ^ 0x9E3779B97F4A7C15ULL;
+	if (!rng || rng_pid != pid) {
+		rng = pohm_sys_seed();
+		rng_pid = pid;
+	}
 	rng ^= rng << 13;
 	rng ^= rng >> 7;
 	rng ^= rng << 17;

@@ -13,8 +13,24 @@ enum pohm_log_level {
 	POHM_LOG_DEBUG = 3,
 };
 
-/* Set the threshold and the destination fd (-1 = stderr). Not thread-safe: call at init. */
+/* Set the threshold and the destination fd (-1 = stderr). */
 void pohm_log_setup(enum pohm_log_level level, int fd);
+/* Set the threshold only. */
+void pohm_log_set_level(enum pohm_log_level level);
+/*
+ * log=: lines go to path from now on, opened O_WRONLY|O_APPEND|O_CREAT|
+ * O_CLOEXEC (0644) at POHM_FD_BASE or above; never to stderr again in this
+ * process, even when the open fails (the lines are then dropped: a library
+ * in someone else's process must not write on their stderr once told not
+ * to).  Once per process: a later call keeps the file already open and
+ * returns its fd.  The fd, or -errno.
+ */
+int pohm_log_open(const char *path);
+/* The destination fd: the log= file, a pohm_log_setup fd, 2 (stderr), or
+ * -1 when log= could not be opened (nothing is written). */
+int pohm_log_fd(void);
+/* The fd the log writes to was moved to nfd (a host dup2 onto it). */
+void pohm_log_fd_moved(int old, int nfd);
 /* Current threshold. */
 enum pohm_log_level pohm_log_level(void);
 /* Parse "error|warn|info|debug" or 0..3; -EINVAL if neither. */

@@ -241,6 +241,58 @@ __attribute__((weak)) void pohm_sys_test_kill(const char *env)
 	(void)env;
 }
 
+mode_t pohm_sys_umask(void)
+{
+	char buf[512], *p;
+	ssize_t n;
+	mode_t um = 0;
+	int fd, i;
+
+	fd = pohm_sys_openat(AT_FDCWD, "/proc/self/status", O_RDONLY, 0);
+	if (fd >= 0) {
+		/* "Name:\t<comm>\nUmask:\t0022\n…": the line is near the top. */
+		n = pohm_sys_read_full(fd, buf, sizeof(buf) - 1);
+		pohm_sys_close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		p = strstr(buf, "\nUmask:\t");
+		if (p) {
+			p += 8;
+			for (i = 0; i < 4 && *p >= '0' && *p <= '7'; i++, p++)
+				um = (mode_t)(um * 8 + (mode_t)(*p - '0'));
+			if (i && *p == '\n')
+				return um & 0777;
+		}
+	}
+	/* No /proc (or a kernel before 4.7): set and restore, racing host threads. */
+	{
+		int saved = errno;
+
+		um = (mode_t)syscall(SYS_umask, 022);
+		syscall(SYS_umask, um);
+		errno = saved;
+	}
+	return um & 0777;
+}
+
+uint64_t pohm_sys_seed(void)
+{
+	int saved = errno;
+	uint64_t x = 0, z;
+
+	if (syscall(SYS_getrandom, &x, sizeof(x), 1 /* GRND_NONBLOCK */) != (long)sizeof(x))
+		x = 0;
+	errno = saved;
+	/* Mixed with what differs between processes and threads either way
+	 * (splitmix64's finaliser): a failed getrandom still gives each
+	 * process its own stream. */
+	z = x ^ pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^
+	    ((uint64_t)syscall(SYS_gettid) << 48) ^ (uintptr_t)&x;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	return z ? z : 0x9E3779B97F4A7C15ULL;
+}
+
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name)
 {
 	char comp[256];

@@ -68,5 +68,19 @@ pid_t pohm_sys_getpid(void);
  * instead of racing a kill against the clock.  Everywhere else (the library,
  * the tools, the node) a no-op. */
 void pohm_sys_test_kill(const char *env);
+/*
+ * The process umask, read from /proc/self/status without changing it (a
+ * set-and-restore would give a host thread creating meanwhile 022, and
+ * undo a host umask() in the window).  Falls back to set-and-restore only
+ * when /proc has no Umask: line.  About 12 us; not for a passthrough path.
+ */
+mode_t pohm_sys_umask(void);
+/*
+ * 64 non-zero bits for seeding a generator: getrandom(2), mixed with the
+ * clock, pid and tid (the only source when getrandom fails).  A generator
+ * seeded once is copied by fork: whoever needs ids unique across processes
+ * reseeds when pohm_sys_getpid() changes (ns_random, cas_pause).
+ */
+uint64_t pohm_sys_seed(void);
 
 #endif

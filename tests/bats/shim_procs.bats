@@ -312,3 +312,47 @@ close_all() {
 @test "closefrom(3) in a program: the file it had open is pushed, and it keeps working under the prefix" {
 	close_all closefrom
 }
+
+# Issue 19: what a fork copies must not make two processes draw the same ids.
+@test "1000 fork children of one process each create a file (O_EXCL): none fails EEXIST" {
+	local n=1000
+	[ -z "${SAN:-}" ] || n=300
+	shim a mkdir "$T/a/w/forks"
+	SHIM_TIMEOUT=600 run shim a "$H/sc_host" forks "$T/a/w/forks" $n
+	echo "$output" | head -20
+	[ "$output" = ok ]
+	run shim b bash -c "ls '$T/b/w/forks' | wc -l"
+	[ "$output" -eq $((n + 1)) ]
+}
+
+@test "a shell loop of redirections creates every file (each child forked by the same shell)" {
+	run shim a bash -c "cd '$T/a/w' && for i in \$(seq 12); do /bin/true > f\$i || echo FAIL \$i; done; echo done"
+	echo "$output"
+	[ "$output" = done ]
+	run shim b bash -c "cd '$T/b/w' && ls f* | sort -V | tr '\n' ' '"
+	[ "$output" = "$(printf 'f%d ' $(seq 12))" ]
+}
+
+@test "the shim starts pohmelfsd without the host seeing a child: no SIGCHLD, nothing for waitpid(-1)" {
+	shim a mkdir "$T/a/w/daemon"
+	POHMELFS_SYNC_ON_CLOSE=0 run shim a "$H/sc_host" sigchld "$T/a/w/daemon" "$T/a-state/pohmelfsd.pid"
+	echo "$output"
+	[[ $output == "ok daemon "[0-9]* ]]
+	d=${output#ok daemon }
+	# Detached and running, with its own signal state: not the SIGTERM and
+	# SIGUSR1 the host had blocked (it would not stop, nor hear a request
+	# for room).
+	kill -0 "$d"
+	[ "$(ps -o sid= -p "$d" | tr -d ' ')" = "$d" ]
+	[ "$(awk '/^SigBlk:/ { print $2 }' "/proc/$d/status")" = 0000000000000000 ]
+}
+
+@test "umask: a host thread's umask(077) is never undone, and files created meanwhile get 077" {
+	shim a mkdir "$T/a/w/umask"
+	run shim a "$H/sc_host" umask "$T/a/w/umask" 40
+	echo "$output" | head -20
+	[ "$output" = ok ]
+	# What reached the storage has the same modes.
+	run shim b bash -c "cd '$T/b/w/umask' && stat -c %a t0-f0 t2-f39 t1-d7"
+	[ "$output" = "$(printf '600\n600\n700')" ]
+}

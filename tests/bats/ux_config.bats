@@ -172,3 +172,39 @@ one_line_error() {
 	[ "$status" -eq 2 ]
 	[[ $output == *"$U/own/.config/pohmelfs.conf: cannot open the configuration file: Permission denied"* ]]
 }
+
+@test "log= is honoured by the library: with a bad configuration the line goes to the file, never to the program's stderr" {
+	preload_ok || skip "cannot preload this build into uninstrumented programs"
+	# A bad value in the environment: the load stops before reading
+	# POHMELFS_LOG, which still names the file.  The first call under the
+	# prefix (test -e) logs the error; the shell's stderr stays empty, the
+	# fd of the file is high and close-on-exec (ls, exec'd, has no fd on
+	# it; the shell has one at 700 or above).
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/p POHMELFS_LOG=$T/env.log POHMELFS_SYNC_TIMEOUT=soon \
+		sh -c "test -e '$T/p/x'; ls -l /proc/\$\$/fd /proc/self/fd" >"$T/out" 2>"$T/err"
+	cat "$T/err" "$T/out"
+	[ ! -s "$T/err" ]
+	[ "$(wc -l <"$T/env.log")" -eq 1 ]
+	grep -q 'POHMELFS_SYNC_TIMEOUT.*soon' "$T/env.log"
+	[ "$(grep -c "$T/env.log" "$T/out")" -eq 1 ]
+	fd=$(sed -n "s|.* \([0-9]*\) -> $T/env.log\$|\1|p" "$T/out")
+	[ "$fd" -ge 700 ]
+	# log= in the file, and an error further down that file.
+	printf 'log = %s\ngrups = 1\n' "$T/file.log" >"$T/bad.conf"
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/p POHMELFS_CONFIG=$T/bad.conf \
+		sh -c "test -e '$T/p/x'; true" 2>"$T/err"
+	cat "$T/err"
+	[ ! -s "$T/err" ]
+	grep -q 'grups' "$T/file.log"
+	# The light init's own error (a relative prefix): the same.
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=relative POHMELFS_LOG=$T/early.log \
+		cat /etc/hostname >/dev/null 2>"$T/err"
+	cat "$T/err"
+	[ ! -s "$T/err" ]
+	grep -q 'prefix=relative.*absolute' "$T/early.log"
+	# Appended, never truncated: a second process adds its line.
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=relative POHMELFS_LOG=$T/early.log \
+		cat /etc/hostname >/dev/null 2>"$T/err"
+	[ ! -s "$T/err" ]
+	[ "$(grep -c 'prefix=relative' "$T/early.log")" -eq 2 ]
+}

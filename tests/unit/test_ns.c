@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -1572,6 +1573,41 @@ TEST(http_compat_path_copies)
 	EXPECT(S_ISDIR(in.mode));
 	pohm_inode_clear(&in);
 	pohm_ns_close(plain);
+	pohm_ns_close(ns);
+}
+
+/* Issue 19: fork children of one process (a shell running redirections)
+ * each draw their own inode numbers; before, every child replayed the
+ * parent's generator and the 9th sibling's create failed EEXIST. */
+TEST(fork_children_draw_their_own_inode_numbers)
+{
+	struct pohm_ns *ns = fresh(0);
+	uint64_t ino[4] = { 0 }, mine;
+	struct pohm_inode in;
+	int pfd[2], i, j, st;
+	pid_t pid;
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "parent", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
+	EXPECT_EQ_INT(pipe(pfd), 0);
+	for (i = 0; i < 4; i++) {
+		pid = fork();
+		if (pid == 0) {
+			mine = 0;
+			if (!pohm_ns_create(ns, 1, "child", 0644, 0, 0, 0, POHM_CREATE_EXCL, &in))
+				mine = in.ino;
+			_exit(write(pfd[1], &mine, sizeof(mine)) == sizeof(mine) ? 0 : 1);
+		}
+		EXPECT(pid > 0);
+		EXPECT_EQ_INT((int)read(pfd[0], &ino[i], sizeof(ino[i])), (int)sizeof(ino[i]));
+		EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+	for (i = 0; i < 4; i++) {
+		EXPECT(ino[i] != 0);
+		for (j = 0; j < i; j++)
+			EXPECT(ino[i] != ino[j]);
+	}
 	pohm_ns_close(ns);
 }
 

@@ -1,0 +1,244 @@
+/*
+ * sc_host.c — hosts that watch what the shim does to the process it lives
+ * in, for tests/bats/shim_procs.bats (issue 19).  Run under the shim with
+ * the storage on.  Each command prints "ok" at the end, or "ERR what" and
+ * exits 1.
+ *
+ *   forks DIR N       create DIR/parent, then fork N children, 16 at a
+ *                     time; each creates DIR/f-I with O_EXCL, writes its
+ *                     name and exits.  Every child must succeed (siblings
+ *                     must not draw the same new inode numbers).
+ *   sigchld DIR PIDFILE
+ *                     count SIGCHLDs, write and close DIR/written (with
+ *                     sync_on_close=0 the close starts pohmelfsd), wait
+ *                     up to 20 s for PIDFILE, then 0.5 s more: no SIGCHLD
+ *                     may have come and no child of this process may
+ *                     exist (waitpid(-1) and waitpid(-1, __WALL): ECHILD).
+ *                     SIGTERM and SIGUSR1 stay blocked in this program
+ *                     throughout (the daemon must not inherit that).
+ *                     Prints "ok daemon PID" with the daemon's pid.
+ *   umask DIR N       umask(077); one thread sets umask(077) in a loop and
+ *                     checks that it always finds 077 there; three threads
+ *                     each create N files (mode 0666) and N directories
+ *                     (0777) under DIR: all must be 0600 / 0700.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fail(const char *what)
+{
+	const char *e = strerrorname_np(errno);
+
+	printf("ERR %s: %s\n", what, e ? e : "?");
+	return 1;
+}
+
+/* DIR/NAME created with O_EXCL, holding its own path. */
+static int create_named(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	int fd, n;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0)
+		return -errno;
+	n = (int)strlen(p);
+	if (write(fd, p, (size_t)n) != n) {
+		n = -errno;
+		close(fd);
+		return n ? n : -EIO;
+	}
+	return close(fd) ? -errno : 0;
+}
+
+static int do_forks(const char *dir, int n)
+{
+	char name[32];
+	int i, done = 0, bad = 0, st, r;
+	pid_t pid;
+
+	/* The parent uses the namespace first: its generator is seeded and
+	 * every child starts from a copy of it. */
+	if ((r = create_named(dir, "parent"))) {
+		errno = -r;
+		return fail("create parent");
+	}
+	for (i = 0; i < n || done < i;) {
+		if (i < n && i - done < 16) {
+			if ((pid = fork()) < 0)
+				return fail("fork");
+			if (pid == 0) {
+				snprintf(name, sizeof(name), "f-%d", i);
+				r = create_named(dir, name);
+				if (r)
+					printf("ERR child %d: %s\n", i, strerrorname_np(-r));
+				fflush(stdout);
+				_exit(r ? 1 : 0);
+			}
+			i++;
+			continue;
+		}
+		if (wait(&st) < 0)
+			return fail("wait");
+		done++;
+		bad += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	if (bad) {
+		printf("ERR %d of %d children failed\n", bad, n);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static volatile sig_atomic_t nchld;
+
+static void on_chld(int sig __attribute__((unused)))
+{
+	nchld++;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int do_sigchld(const char *dir, const char *pidfile)
+{
+	struct sigaction sa = { 0 };
+	char buf[32] = "";
+	sigset_t blk;
+	int i, r, fd;
+	ssize_t n;
+
+	sa.sa_handler = on_chld;	/* no SA_RESTART: our calls see EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCHLD, &sa, NULL))
+		return fail("sigaction");
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGTERM);
+	sigaddset(&blk, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &blk, NULL))
+		return fail("sigprocmask");
+	if ((r = create_named(dir, "written"))) {
+		errno = -r;
+		return fail("create");
+	}
+	for (i = 0; i < 200 && access(pidfile, F_OK); i++)
+		nap_ms(100);
+	nap_ms(500);
+	fd = open(pidfile, O_RDONLY);
+	if (fd < 0)
+		return fail("no pohmelfsd pid file");
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (nchld) {
+		printf("ERR %d SIGCHLD for children this program never made\n", (int)nchld);
+		return 1;
+	}
+	if (waitpid(-1, NULL, WNOHANG) != -1 || errno != ECHILD)
+		return fail("waitpid(-1) found a child");
+	if (waitpid(-1, NULL, WNOHANG | __WALL) != -1 || errno != ECHILD)
+		return fail("waitpid(-1, __WALL) found a child");
+	printf("ok daemon %s\n", buf);
+	return 0;
+}
+
+static const char *um_dir;
+static int um_n;
+static volatile int um_stop;
+static int um_undone, um_bad;	/* atomics */
+
+static void *umask_setter(void *arg __attribute__((unused)))
+{
+	while (!__atomic_load_n(&um_stop, __ATOMIC_RELAXED))
+		if (umask(077) != 077)
+			__atomic_add_fetch(&um_undone, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *creator(void *arg)
+{
+	long t = (long)arg;
+	char p[PATH_MAX];
+	struct stat st;
+	int i, fd;
+
+	for (i = 0; i < um_n; i++) {
+		snprintf(p, sizeof(p), "%s/t%ld-f%d", um_dir, t, i);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0666);
+		if (fd < 0 || fstat(fd, &st) || close(fd)) {
+			printf("ERR open %s: %s\n", p, strerrorname_np(errno));
+			__atomic_add_fetch(&um_bad, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if ((st.st_mode & 07777) != 0600 || stat(p, &st) || (st.st_mode & 07777) != 0600) {
+			printf("ERR %s: mode %o, expected 600\n", p, st.st_mode & 07777);
+			__atomic_add_fetch(&um_bad, 1, __ATOMIC_RELAXED);
+		}
+		snprintf(p, sizeof(p), "%s/t%ld-d%d", um_dir, t, i);
+		if (mkdir(p, 0777) || stat(p, &st) || (st.st_mode & 07777) != 0700) {
+			printf("ERR mkdir %s: %s, mode %o\n", p, strerrorname_np(errno),
+			       st.st_mode & 07777);
+			__atomic_add_fetch(&um_bad, 1, __ATOMIC_RELAXED);
+		}
+	}
+	return NULL;
+}
+
+static int do_umask(const char *dir, int n)
+{
+	pthread_t setter, c[3];
+	long i;
+
+	um_dir = dir;
+	um_n = n;
+	umask(077);
+	if (pthread_create(&setter, NULL, umask_setter, NULL))
+		return fail("pthread_create");
+	for (i = 0; i < 3; i++)
+		if (pthread_create(&c[i], NULL, creator, (void *)i))
+			return fail("pthread_create");
+	for (i = 0; i < 3; i++)
+		pthread_join(c[i], NULL);
+	__atomic_store_n(&um_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(setter, NULL);
+	if (umask(077) != 077)
+		um_undone++;
+	if (um_undone)
+		printf("ERR the program's umask 077 was found changed %d times\n", um_undone);
+	if (um_bad || um_undone)
+		return 1;
+	printf("ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *op = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(op, "forks"))
+		return do_forks(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(op, "sigchld"))
+		return do_sigchld(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(op, "umask"))
+		return do_umask(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: see the comment at the top of sc_host.c\n");
+	return 2;
+}
