@@ -803,6 +803,15 @@ static void note_dirty(uint64_t ino)
  * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
  * permission); the caller hands the push to pohmelfsd.
  */
+/* May we execute path?  errno untouched (a host's close must not see ENOENT). */
+static int may_exec(const char *path)
+{
+	int saved = errno, ok = !syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0);
+
+	errno = saved;
+	return ok;
+}
+
 static void daemon_start(struct umount *um);
 
 static int push_fd(struct pohm_cache *c, int fd)
@@ -959,9 +968,9 @@ static void daemon_start(struct umount *um)
 		return;
 	/* build/libpohmelfs.so → build/pohmelfsd; PREFIX/lib → PREFIX/bin. */
 	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "pohmelfsd");
-	if (access(path, X_OK)) {
+	if (!may_exec(path)) {
 		snprintf(slash, sizeof(path) - (size_t)(slash - path), "/../bin/pohmelfsd");
-		if (access(path, X_OK))
+		if (!may_exec(path))
 			return;
 	}
 	spawn_daemon(path);
