@@ -1160,8 +1160,9 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * inherited connections then.  Its pohm_net_atfork_* handlers are not
 	 * called from here: the child handler frees memory, and our private
 	 * allocator's own fork handlers may run after ours (a deadlock seen
-	 * with `cp -a`).  Left: a client lock held by another thread at the
-	 * moment of fork stays held in the child (documented in NOTES.md).
+	 * with `cp -a`); the client's lock is made new by that pid check.  The
+	 * locks of the cache and the namespace are made new here (issue 19
+	 * item 6): another thread may have held one at the fork.
 	 */
 	pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {
@@ -1172,8 +1173,10 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		pthread_mutex_init(&mounts_lock, NULL);
 		pthread_mutex_init(&dirty_lock, NULL);
 		ndirty = 0;
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			mounts[i].daemon_started = 0;
+			pohm_mount_atfork_child(&mounts[i].m);
+		}
 	}
 }
 

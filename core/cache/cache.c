@@ -243,6 +243,15 @@ fail:
 	return r < 0 ? r : -EIO;
 }
 
+void pohm_cache_atfork_child(struct pohm_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_init(&c->vlock, NULL);
+	if (c->ns)
+		pohm_ns_atfork_child(c->ns);
+}
+
 void pohm_cache_close(struct pohm_cache *c)
 {
 	if (!c)

@@ -51,6 +51,9 @@ struct pohm_cache_opts {
 int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, char *err,
 		    size_t errlen);
 void pohm_cache_close(struct pohm_cache *c);
+/* In a fork child of a threaded process: every lock of c and of its
+ * namespace handle as new (no allocation, no I/O). */
+void pohm_cache_atfork_child(struct pohm_cache *c);
 /* The prefix directory fd (held open, high, O_PATH). */
 int pohm_cache_prefix_fd(const struct pohm_cache *c);
 /* The device number reported for everything under the prefix. */

@@ -146,6 +146,11 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 	return r;
 }
 
+void pohm_mount_atfork_child(struct pohm_mount *m)
+{
+	pohm_cache_atfork_child(m->cache);
+}
+
 void pohm_mount_close(struct pohm_mount *m)
 {
 	pohm_cache_close(m->cache);

@@ -38,6 +38,9 @@ struct pohm_mount {
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen);
 /* Close what pohm_mount_open opened. */
 void pohm_mount_close(struct pohm_mount *m);
+/* In a fork child of a threaded process: the locks of the mount's cache and
+ * namespace as new (the client resets itself by its pid check). */
+void pohm_mount_atfork_child(struct pohm_mount *m);
 /*
  * The cache_dir a configuration uses for its prefix (default resolved) in
  * a process with the caller's effective uid: the configured (or default)

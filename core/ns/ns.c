@@ -293,6 +293,16 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	return 0;
 }
 
+void pohm_ns_atfork_child(struct pohm_ns *ns)
+{
+	/* Held by another thread of the parent, they would stay held here.
+	 * Each guards a few words, never across a call: new locks over the
+	 * words as they were is safe (the generator reseeds by its pid check). */
+	pthread_mutex_init(&ns->rng_lock, NULL);
+	pthread_mutex_init(&ns->hint_lock, NULL);
+	ns_map_cache_atfork_child(ns->map_cache);
+}
+
 void pohm_ns_close(struct pohm_ns *ns)
 {
 	if (!ns)

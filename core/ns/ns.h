@@ -44,6 +44,9 @@ struct pohm_ns_opts {
 int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o);
 /* Release the handle (the storage is untouched). */
 void pohm_ns_close(struct pohm_ns *ns);
+/* In a fork child of a threaded process: every lock of ns as new.  Only
+ * what a fork child may call (no allocation, no I/O). */
+void pohm_ns_atfork_child(struct pohm_ns *ns);
 
 /* ---- attributes ---- */
 

@@ -34,6 +34,12 @@ struct ns_map_cache {
 	} ent[MAP_CACHE_N];
 };
 
+void ns_map_cache_atfork_child(struct ns_map_cache *c)
+{
+	if (c)
+		pthread_mutex_init(&c->lock, NULL);
+}
+
 struct ns_map_cache *ns_map_cache_new(void)
 {
 	struct ns_map_cache *c = calloc(1, sizeof(*c));

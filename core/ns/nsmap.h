@@ -17,6 +17,8 @@
 /* A handle's cache of map objects read or written (thread-safe); NULL = none. */
 struct ns_map_cache *ns_map_cache_new(void);
 void ns_map_cache_free(struct ns_map_cache *c);
+/* In a fork child: the cache's lock as new (another thread may have held it). */
+void ns_map_cache_atfork_child(struct ns_map_cache *c);
 
 /* Reads entries of one committed inode's map, one map object at a time. */
 struct ns_map_cursor {
