@@ -115,6 +115,8 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want);
 int cache_perm_parent(struct pohm_cache *c, const char *rel, int want);
 /* Sticky-bit rule for removing or replacing dfd/name: 0 or -EPERM. */
 int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name);
+/* fs.protected_hardlinks for a link to dfd/name by another user: 0 or -EPERM. */
+int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name);
 
 /* cachexattr.c: user.* xattrs.  Make in's stored set equal to the local
  * object's (fd, or path without following when fd < 0): 1 changed, 0, -errno. */

@@ -975,6 +975,8 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 	r = two_walk(c, from, to, 0, &t);
 	if (!r)
 		r = cache_perm_parent(c, from, X_OK);
+	if (!r)	/* the kernel's order: the source's protection, then the directory */
+		r = cache_perm_hardlink(c, t.ffd, t.fname);
 	if (!r)
 		r = may_create(c, t.tdino, t.tname, to);
 	if (!r)

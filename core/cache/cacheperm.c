@@ -6,8 +6,9 @@
  * These checks run first, as the kernel would: the process's fsuid, fsgid,
  * supplementary groups and capabilities against the mode, owner and group
  * the journal holds for each directory (recorded from the storage by the
- * walk that materialized it).  A directory the journal does not know passes:
- * the real call judges it.
+ * walk that materialized it).  A directory the journal does not know (made by
+ * another user's cache, or without the shim) and the prefix root are judged
+ * by their local mode, as the kernel will judge the real call.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +103,23 @@ static int local_record(struct pohm_cache *c, int dfd, const char *path, struct 
 	return pohm_journal_get(&c->j, ino, rec);
 }
 
-/* want on the object dfd/path per its record; 0 when it has none. */
+/*
+ * want on the local directory dfd/path itself, as the kernel will judge it
+ * (0 for anything else).  For everyone but its owner its mode is the stored
+ * one (cache_make_local adds rwx for the owner only).
+ */
+static int check_local_dir(int dfd, const char *path, int want)
+{
+	struct stat st;
+
+	if (pohm_sys_fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) ||
+	    !S_ISDIR(st.st_mode))
+		return 0;
+	return cache_perm_mode(st.st_mode, st.st_uid, st.st_gid, want);
+}
+
+/* want on the object dfd/path per its record; a directory without one (made
+ * by another user's cache, or without the shim) as the kernel sees it. */
 static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
 {
 	struct pohm_jrec rec;
@@ -110,7 +127,10 @@ static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
 
 	if (local_record(c, dfd, path, &rec)) {
 		pohm_jrec_clear(&rec);
-		return 0;
+		/* No record: never let the storage change first on a directory
+		 * the kernel would refuse (issue 22 item 2: a refused unlink
+		 * had removed the stored name). */
+		return check_local_dir(dfd, path, want);
 	}
 	r = cache_perm_mode(rec.mode, rec.uid, rec.gid, want);
 	pohm_jrec_clear(&rec);
@@ -143,8 +163,8 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
 		if (r)
 			break;
 	}
-	if (!r && *rel && want)
-		r = check_one(c, c->pfd, path, want);
+	if (!r && want)
+		r = *rel ? check_one(c, c->pfd, path, want) : check_local_dir(c->pfd, "", want);
 	return r;
 }
 
@@ -159,24 +179,65 @@ int cache_perm_parent(struct pohm_cache *c, const char *rel, int want)
 	return cache_perm_path(c, dir, want);
 }
 
+/* Mode and owner of dfd/path: its record's, else the local object's.  0 or -errno. */
+static int owner_of(struct pohm_cache *c, int dfd, const char *path, uint32_t *mode,
+		    uint32_t *uid, uint32_t *gid)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	int r;
+
+	if (!local_record(c, dfd, path, &rec)) {
+		*mode = rec.mode;
+		*uid = rec.uid;
+		*gid = rec.gid;
+		pohm_jrec_clear(&rec);
+		return 0;
+	}
+	pohm_jrec_clear(&rec);
+	r = pohm_sys_fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH));
+	if (r)
+		return r;
+	*mode = st.st_mode;
+	*uid = st.st_uid;
+	*gid = st.st_gid;
+	return 0;
+}
+
 int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name)
 {
-	struct pohm_jrec dir, victim;
-	uint32_t me;
-	int r = 0;
+	uint32_t dmode, duid, dgid, vmode, vuid, vgid, me;
 
-	memset(&victim, 0, sizeof(victim));
-	if (local_record(c, dfd, "", &dir)) {
-		pohm_jrec_clear(&dir);
+	if (owner_of(c, dfd, "", &dmode, &duid, &dgid) || !(dmode & S_ISVTX) ||
+	    (me = cache_fsuid()) == duid)
 		return 0;
-	}
-	if (!(dir.mode & S_ISVTX) || (me = cache_fsuid()) == dir.uid) {
-		pohm_jrec_clear(&dir);
+	if (!owner_of(c, dfd, name, &vmode, &vuid, &vgid) && vuid != me && !has_cap(CAP_FOWNER))
+		return -EPERM;
+	return 0;
+}
+
+int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name)
+{
+	uint32_t mode, uid, gid;
+	char v[8] = "";
+	int fd;
+
+	if (owner_of(c, dfd, name, &mode, &uid, &gid) || cache_fsuid() == uid ||
+	    has_cap(CAP_FOWNER))
 		return 0;
+	fd = pohm_sys_openat(AT_FDCWD, "/proc/sys/fs/protected_hardlinks", O_RDONLY, 0);
+	if (fd >= 0) {
+		if (pohm_sys_read_full(fd, v, sizeof(v) - 1) < 0)
+			v[0] = 0;
+		pohm_sys_close(fd);
 	}
-	if (!local_record(c, dfd, name, &victim) && victim.uid != me && !has_cap(CAP_FOWNER))
-		r = -EPERM;
-	pohm_jrec_clear(&victim);
-	pohm_jrec_clear(&dir);
-	return r;
+	if (v[0] != '1')
+		return 0;
+	/* fs.protected_hardlinks: only a regular file, not set-id, that the
+	 * caller may read and write (the kernel's may_linkat). */
+	if (S_ISREG(mode) && !(mode & S_ISUID) &&
+	    (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+	    !cache_perm_mode(mode, uid, gid, R_OK | W_OK))
+		return 0;
+	return -EPERM;
 }
