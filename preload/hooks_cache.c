@@ -150,7 +150,11 @@ static int mount_open(struct umount *um)
 	char err[1024];
 	int r;
 
-	r = pohm_mount_open(&um->m, &mount_cfg, err, sizeof(err));
+	/* Another user's mount reaches the prefix through the first mount's
+	 * directory fd, as the kernel lets a process use the handles it holds. */
+	r = pohm_mount_open_like(&um->m, &mount_cfg,
+				 um != &mounts[0] && !mounts[0].rc ? &mounts[0].m : NULL, err,
+				 sizeof(err));
 	if (r) {
 		pohm_err("%s; calls under the prefix fail until this is fixed", err);
 		return um->rc = open_errno(r, err);

@@ -172,9 +172,19 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c->attr_timeout_ns = o->attr_timeout_ns;
 	c->is_root = syscall(SYS_geteuid) == 0;
 
-	r = sys_mkdir_p(c->prefix, 0755);
-	if (!r)
-		r = pohm_sys_open_high(AT_FDCWD, c->prefix, O_PATH | O_DIRECTORY, 0);
+	if (o->prefix_fd) {
+		/* The handle the process holds: after a switch to a user who
+		 * cannot search the prefix's parents, the path would fail where
+		 * the kernel checks nothing for the process's own handles
+		 * (issue 22 item 1). */
+		r = (int)syscall(SYS_fcntl, *o->prefix_fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+		if (r < 0)
+			r = -errno;
+	} else {
+		r = sys_mkdir_p(c->prefix, 0755);
+		if (!r)
+			r = pohm_sys_open_high(AT_FDCWD, c->prefix, O_PATH | O_DIRECTORY, 0);
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "prefix=%s: %s", c->prefix,
 			 r == -ENOTDIR || r == -EEXIST ? "exists and is not a directory" : strerror(-r));

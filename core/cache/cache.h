@@ -45,6 +45,8 @@ struct pohm_cache_opts {
 	unsigned bucket_max;		/* 0 = default */
 	unsigned chunk_shift;		/* 0 = default */
 	int http_compat;		/* also keep each file whole under its path key */
+	const int *prefix_fd;		/* non-NULL: the prefix is this directory fd (a
+					 * copy is kept), not opened by its path again */
 };
 
 /* Open the cache for a prefix; err gets a one-line reason on failure. */

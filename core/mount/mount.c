@@ -76,10 +76,16 @@ int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len)
 
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen)
 {
+	return pohm_mount_open_like(m, cfg, NULL, err, errlen);
+}
+
+int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
+			 const struct pohm_mount *like, char *err, size_t errlen)
+{
 	struct pohm_cache_opts o = { 0 };
 	const char *prefix = pohm_config_raw(cfg, "prefix");
 	char host[256];
-	int r;
+	int r, pfd = -1;
 
 	memset(m, 0, sizeof(*m));
 	if (!prefix || prefix[0] != '/') {
@@ -122,6 +128,10 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 	}
 	o.prefix = m->prefix;
 	o.cache_dir = m->cache_dir;
+	if (like && like->cache && !strcmp(like->prefix, m->prefix)) {
+		pfd = pohm_cache_prefix_fd(like->cache);
+		o.prefix_fd = &pfd;
+	}
 	o.fsid = cfg->fsid;
 	o.host_id = host;
 	o.attr_timeout_ns = seconds_key(cfg, "attr_timeout", 1000000000ULL);

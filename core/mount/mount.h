@@ -36,6 +36,10 @@ struct pohm_mount {
  * per-user directory another user made or planted a symlink at).
  */
 int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *err, size_t errlen);
+/* The same, with the prefix reached through like's open prefix directory
+ * (like may be NULL): a process that switched users keeps the handle it has. */
+int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
+			 const struct pohm_mount *like, char *err, size_t errlen);
 /* Close what pohm_mount_open opened. */
 void pohm_mount_close(struct pohm_mount *m);
 /* In a fork child of a threaded process: the locks of the mount's cache and

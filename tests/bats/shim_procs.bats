@@ -373,3 +373,26 @@ close_all() {
 	n=$(shim b ls "$T/b/w" | grep -c '^child\.')
 	[ "$n" -eq 200 ]
 }
+
+@test "setuid to a user who cannot reach the prefix by its path: relative calls from the cwd go on, as natively" {
+	# Issue 22 item 1: the prefixes are under a mode-0700 directory.
+	# Natively a process that chdir'd into it keeps working after setuid
+	# (the kernel checks no parent of a path relative to the cwd); the shim
+	# re-opened the prefix by its absolute path as the new user: EACCES.
+	[ "$(id -u)" = 0 ] || skip "needs root to switch users"
+	U=$(mktemp -d /tmp/sc-procs-u.XXXXXX)
+	chmod 755 "$U"
+	mkdir -m 1777 "$U/tmp"
+	mkdir -m 700 "$U/priv"
+	T=$U/priv
+	! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T/."
+	shim a bash -c "mkdir -p '$T/a/w/r' && chmod 777 '$T/a/w/r'"
+	mkdir -m 777 "$T/native"
+	[ "$("$H/sc_procs" setuid-cwd 65534 "$T/native" 3)" = ok ]
+	run env TMPDIR="$U/tmp" LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
+		POHMELFS_HOST_ID=a timeout -k 5 120 "$H/sc_procs" setuid-cwd 65534 "$T/a/w/r" 3
+	echo "$output"
+	[ "$output" = ok ]
+	[ "$(shim b ls "$T/b/w/r" | tr '\n' ' ')" = "after-0.done after-1.done after-2.done before " ]
+	[ "$(shim b stat -c %u "$T/b/w/r/after-2.done")" = 65534 ]
+}

@@ -9,6 +9,8 @@
  *                       write, read back and rename N files in DIR
  *   seteuid UID DIR N   the same with setegid+seteuid(UID), then back to
  *                       the original user and write DIR/back
+ *   setuid-cwd UID DIR N  chdir(DIR), then as setuid with relative names
+ *                       (the new user may not reach DIR by its path)
  *   held-fd UID FILE    open FILE for writing (created, empty), then
  *                       setgid+setuid(UID), write its own name through
  *                       that fd and close it
@@ -301,6 +303,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 5 && !strcmp(op, "setuid"))
 		return do_setuid(0, atoi(argv[2]), argv[3], atoi(argv[4]));
+	if (argc == 5 && !strcmp(op, "setuid-cwd")) {
+		if (chdir(argv[3]))
+			return fail("chdir");
+		return do_setuid(0, atoi(argv[2]), ".", atoi(argv[4]));
+	}
 	if (argc == 5 && !strcmp(op, "seteuid"))
 		return do_setuid(1, atoi(argv[2]), argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(op, "held-fd"))
