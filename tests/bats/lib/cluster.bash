@@ -73,12 +73,16 @@ cluster_restart() { "$CLUSTER_BIN" restart "$CLUSTER_DIR" "$1" && cluster_owns_p
 # talking to a node of another cluster (seen once as a -95 for a key of a
 # one-node group).  Say so, instead of failing later with a puzzle.
 cluster_owns_port() {
-	local pid port ino i
+	local pid port ino f
 	port=$(cluster_addr "$1") && port=${port##*:}
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		pid=$(cluster_pid "$1" 2>/dev/null) || break	# gone: it could not listen
 		ino=$(awk -v p="$(printf ':%04X' "$port")" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' /proc/net/tcp)
-		[ -n "$ino" ] && ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "socket:\[$ino\]" && return 0
+		if [ -n "$ino" ]; then
+			for f in "/proc/$pid/fd/"*; do
+				[ "$(readlink "$f" 2>/dev/null)" = "socket:[$ino]" ] && return 0
+			done
+		fi
 		sleep 0.1
 	done
 	echo "cluster: node $1's port $port is held by another process, not by the node (pid ${pid:-none}):" >&2
