@@ -151,8 +151,12 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	cluster_start kill9 --groups 1
 	head -c 300000 /dev/urandom >"$TMP/big"
 	(
+		# Until the first failed put: the node is dead then, and the ones
+		# after it would only fail too (30 s of them on a loaded machine,
+		# with the node's port free for another cluster to take).
 		for i in $(seq 1 400); do
-			node_client 1-1 put "w-$i" "$TMP/big" >/dev/null 2>&1 && echo "$i" >>"$TMP/acked"
+			node_client 1-1 put "w-$i" "$TMP/big" >/dev/null 2>&1 || break
+			echo "$i" >>"$TMP/acked"
 		done
 	) &
 	writer=$!
@@ -322,4 +326,23 @@ records() { find "$(cluster_dir "$1")/data" -type f | wc -l; }
 	done
 	[ "$(grep -c stopped <<<"$output")" -eq 2 ]
 	"$CLUSTER_BIN" stop "$dir"
+}
+
+@test "lib/cluster: a node port held by another process is reported, not taken for the node" {
+	cluster_start owns --groups 1
+	cluster_owns_port 1-1
+	port=$(cluster_addr 1-1)
+	port=${port##*:}
+	cluster_kill 1-1
+	# What a cluster started meanwhile elsewhere does: listen on the free port.
+	timeout 60 python3 -c "import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $port)); s.listen(5); open('$TMP/held', 'w').close(); time.sleep(60)" 3>&- &
+	holder=$!
+	for t in $(seq 100); do [ -e "$TMP/held" ] && break; sleep 0.1; done
+	run cluster_owns_port 1-1
+	kill "$holder"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"port $port is held by another process"* ]]
 }

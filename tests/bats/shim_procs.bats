@@ -2,8 +2,8 @@
 # shim_procs.bats — process shapes under LD_PRELOAD=libpohmelfs.so with the
 # storage on (a local 2-group cluster, one fsid per test): a user switch
 # after start, shared libraries and interpreters in the prefix, a daemon
-# that works from /, fork, thousands of short-lived children, a program
-# that closes every fd it did not open.  Another host with an empty cache
+# that works from /, fork, many short-lived children (thousands in the long
+# tier), a program that closes every fd it did not open.  Another host with an empty cache
 # checks what reached the storage.  The programs are tests/helpers/sc_procs.c.
 #
 # Cases that turn out broken keep their assertion but are skipped with
@@ -265,11 +265,14 @@ build_lib() {
 	done
 }
 
-@test "2000 short-lived children (fork + exec sh) write one file each: all reach the storage, in bounded time" {
+@test "short-lived children (fork + exec sh; 2000 in the long tier) write one file each: all reach the storage, in bounded time" {
 	local n=2000 t0 ms
-	# Under a sanitizer every sh start-up loads its runtime too: fewer, so
+	# 2000 is the scale run (80 s here): the long tier's.  The main tier
+	# forks 200, which exercises the same paths (issue 21: its time).  Under
+	# a sanitizer every sh start-up loads its runtime too: 500 at most, so
 	# that the file stays within tests/run's bound.
-	[ -z "${SAN:-}" ] || n=500
+	long_tier || n=200
+	[ -z "${SAN:-}" ] || [ "$n" -le 500 ] || n=500
 	t0=$(date +%s%N)
 	SHIM_TIMEOUT=600 run shim a "$H/sc_procs" children "$T/a/w" $n
 	ms=$((($(date +%s%N) - t0) / 1000000))
