@@ -101,7 +101,17 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
  * the name still there or gone.
  */
 #define NS_UNSURE_RETRIES	3
-/* Insert e into dir: 0, -EEXIST (then *existing gets the entry if given), -ENOENT, -errno. */
+/* A put whose outcome is unknown: the group's answer, or the lack of one. */
+#define NS_UNSURE(r)		((r) == -EIO || (r) == -ETIMEDOUT)
+/*
+ * What ns_entry_insert returns when a put of its own may have committed and
+ * no read settled it: the entry may be there.  The caller must keep what
+ * the entry would point to (an orphan inode is garbage fsck collects; a
+ * name without its inode is a broken name) and report -EIO.
+ */
+#define NS_EMAYBE		EREMOTEIO
+/* Insert e into dir: 0, -EEXIST (then *existing gets the entry if given), -ENOENT,
+ * -NS_EMAYBE, -errno. */
 int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 		    struct pohm_dentry *existing);
 /*

@@ -465,8 +465,10 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, dir, e->name, &ref);
+		if (r && unsure && NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
+			continue;	/* the read that would settle it failed too: again */
 		if (r)
-			return r;
+			return unsure ? -NS_EMAYBE : r;
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, e->name);
 		if (i >= 0 && ref.bk.e[i].intent)
@@ -491,14 +493,14 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 			r = pohm_bucket_add(&ref.bk, e);
 		if (!r) {
 			r = ns_bucket_store(ns, &ref);
-			if (r == -EIO && e->txid && unsure++ < NS_UNSURE_RETRIES)
+			if (NS_UNSURE(r) && e->txid && unsure++ < NS_UNSURE_RETRIES)
 				r = -EAGAIN;	/* outcome unknown: the next read tells (our txid) */
 		}
 		ns_bucket_release(&ref);
 		if (r != -EAGAIN)
-			return r;
+			return r && r != -EEXIST && unsure ? -NS_EMAYBE : r;
 	}
-	return -EBUSY;
+	return unsure ? -NS_EMAYBE : -EBUSY;
 }
 
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
@@ -530,7 +532,7 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 		if (!r) {
 			pohm_bucket_remove(&ref.bk, (uint32_t)i);
 			r = ns_bucket_store(ns, &ref);
-			if (r == -EIO && unsure++ < NS_UNSURE_RETRIES)
+			if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
 				r = -EAGAIN;	/* outcome unknown: the next read tells */
 		}
 		ns_bucket_release(&ref);

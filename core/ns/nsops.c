@@ -177,6 +177,12 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	e.type = ns_dtype(mode);
 	e.txid = ns_random(ns);
 	r = ns_entry_insert(ns, dir, &e, &old);
+	if (r == -NS_EMAYBE) {
+		/* The entry may be in: its inode stays (an orphan at worst,
+		 * which fsck collects), and so does the parent's link. */
+		pohm_inode_clear(&in);
+		return -EIO;
+	}
 	if (r) {
 		inode_discard(ns, &in);
 		if (r == -EEXIST && !(flags & POHM_CREATE_EXCL) && !isdir) {
@@ -256,6 +262,8 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 	e.ino = ino;
 	e.txid = ns_random(ns);
 	r = ns_entry_insert(ns, dir, &e, NULL);
+	if (r == -NS_EMAYBE)
+		return -EIO;	/* maybe linked: the count stays one up (safe) */
 	if (r) {
 		ns_inode_nlink(ns, ino, -1);
 		return r;

@@ -133,6 +133,8 @@ int pohm_ns_relink(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *n
 	e.ino = ino;
 	e.txid = ns_random(ns);
 	r = ns_entry_insert(ns, dir, &e, NULL);
+	if (r == -NS_EMAYBE)
+		return -EIO;
 	if (!r && e.type == DT_DIR) {
 		r = ns_inode_update(ns, ino, parent_set_fn, &dir, NULL);
 		if (!r)

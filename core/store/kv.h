@@ -93,6 +93,11 @@ void pohm_kvmem_free(struct pohm_kv *kv);
 void pohm_kvmem_fail_after(struct pohm_kv *kv, long puts_left);
 /* Number of puts performed so far (to enumerate crash points). */
 long pohm_kvmem_puts(const struct pohm_kv *kv);
+/* Fault: after puts_left more puts, the next one applies but answers -EIO
+ * (an outcome unknown to the writer), and the then_failing gets after it
+ * fail -EIO (the reads that would settle it; other keys' writes go on);
+ * puts_left < 0 clears it. */
+void pohm_kvmem_fail_unsure(struct pohm_kv *kv, long puts_left, int then_failing);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
 

@@ -24,7 +24,19 @@ struct mem_kv {
 	size_t count;
 	long puts;
 	long fail_after;		/* < 0: no fault */
+	long unsure_at;			/* the put that applies but answers -EIO; < 0: none */
+	int unsure_then;		/* gets failing -EIO after it */
+	int failing;			/* of those, still to fail */
 };
+
+/* A get the "unsure" fault fails (lock held). */
+static int fault_now(struct mem_kv *m)
+{
+	if (m->failing <= 0)
+		return 0;
+	m->failing--;
+	return 1;
+}
 
 static unsigned slot(const char *key)
 {
@@ -52,6 +64,10 @@ static int mem_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	int r = 0;
 
 	pthread_mutex_lock(&m->lock);
+	if (fault_now(m)) {
+		r = -EIO;
+		goto out;
+	}
 	e = find(m, key);
 	if (!e) {
 		r = -ENOENT;
@@ -139,7 +155,11 @@ static int mem_put(void *ctx, const char *key, const void *data, size_t len,
 	copy = NULL;
 	e->len = len;
 	pohm_sha512(data, len, e->csum);
-	m->puts++;
+	if (m->puts++ == m->unsure_at) {
+		r = -EIO;	/* applied, but the answer is lost */
+		m->unsure_at = -1;
+		m->failing = m->unsure_then;
+	}
 out:
 	pthread_mutex_unlock(&m->lock);
 	free(copy);
@@ -240,6 +260,7 @@ int pohm_kvmem_new(struct pohm_kv *kv)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	m->fail_after = -1;
+	m->unsure_at = -1;
 	kv->ops = &mem_ops;
 	kv->ctx = m;
 	return 0;
@@ -271,6 +292,17 @@ void pohm_kvmem_fail_after(struct pohm_kv *kv, long puts_left)
 
 	pthread_mutex_lock(&m->lock);
 	m->fail_after = puts_left < 0 ? -1 : m->puts + puts_left;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void pohm_kvmem_fail_unsure(struct pohm_kv *kv, long puts_left, int then_failing)
+{
+	struct mem_kv *m = kv->ctx;
+
+	pthread_mutex_lock(&m->lock);
+	m->unsure_at = puts_left < 0 ? -1 : m->puts + puts_left;
+	m->unsure_then = then_failing;
+	m->failing = 0;
 	pthread_mutex_unlock(&m->lock);
 }
 
