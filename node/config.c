@@ -137,6 +137,10 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 		if (b < 0)
 			return fail(err, errlen, "%s: not a boolean: %s", key, val);
 		c->nosync = b;
+	} else if (!strcmp(k, "sync_interval")) {
+		if (parse_uint(val, 86400, &v))
+			return fail(err, errlen, "%s: seconds between syncs (0..86400): %s", key, val);
+		c->sync_interval = (int)v;
 	} else if (!strcmp(k, "auth_cookie")) {
 		return copy_str(c->auth_cookie, sizeof(c->auth_cookie), key, val, err, errlen);
 	} else if (!strcmp(k, "log")) {
@@ -198,6 +202,7 @@ static void defaults(struct node_config *c)
 	c->max_packet = POHM_MAX_PACKET;
 	c->max_object = 1ULL << 36;
 	c->backend_id = 0;
+	c->sync_interval = NODE_DEFAULT_SYNC_INTERVAL;
 }
 
 /* Strip blanks and the line end on both sides (in place). */

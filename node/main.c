@@ -15,7 +15,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: pohmelfs-node --listen HOST:PORT --group G --data DIR [--join HOST:PORT]...\n"
 		"                     [--ids N] [--nosync] [--auth-cookie C] [--protocol 3.0|2.26]\n"
-		"                     [--threads N] [--max-packet SIZE] [--max-object SIZE] [--backend-id N]\n"
+		"                     [--sync-interval S] [--threads N] [--max-packet SIZE] [--max-object SIZE] [--backend-id N]\n"
 		"                     [--config FILE] [--log FILE] [--log-level L] [--pidfile F]\n"
 		"                     [--watch-pid PID]\n"
 		"       pohmelfs-node --probe HOST:PORT [--expect-nodes N]\n"

@@ -42,6 +42,7 @@
 #define NODE_DEFAULT_IDS	16
 #define NODE_DEFAULT_THREADS	8
 #define NODE_PATH_MAX		4096
+#define NODE_DEFAULT_SYNC_INTERVAL 5	/* seconds (gcommit.h), as eblob's sync option */
 
 /* Configuration: command line and config file (config.c). Read-only after start. */
 struct node_config {
@@ -53,7 +54,8 @@ struct node_config {
 	struct pohm_addr join[NODE_MAX_JOIN];
 	unsigned njoin;
 	unsigned ids;			/* ring ids created at first start */
-	int nosync;			/* skip fsync (benchmarks) */
+	int nosync;			/* never fsync (benchmarks) */
+	int sync_interval;		/* seconds between syncs; 0 = every write, group commit */
 	char auth_cookie[64];		/* "" = no authentication required */
 	char log[NODE_PATH_MAX];	/* "" = stderr */
 	int log_level;

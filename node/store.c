@@ -15,19 +15,21 @@
  *   120 CRC-32C of bytes 0..119.
  *
  * Why this shape (crash safety): a write builds the complete new record in
- * <id>.t, fsyncs it, renames it over <id> and fsyncs the directory, and
- * only then acknowledges.  A kill -9 or power loss at any point leaves the
- * old record or the new one, never a mix; a leftover .t is deleted at
- * start.  Should the file system still hand back a torn record (e.g. with
- * --nosync, where nothing is fsynced), the file length no longer matches
- * the header, or the header or a chunk fails its CRC, and the record reads
- * as -EILSEQ instead of being served.  Per-chunk CRCs (not one checksum per
- * record) let a 4 KiB read of a large object verify only what it returns.
- * The cost is that a write at an offset copies the kept prefix (and APPEND
- * copies the object): fine for this client, which writes objects whole.
+ * <id>.t and renames it over <id>, so a killed process leaves the old
+ * record or the new one, never a mix; a leftover .t is deleted at start.
+ * When the new record reaches the disk is the sync policy's business
+ * (gcommit.h): by default every sync_interval seconds, with sync_interval 0
+ * before the ack (one syncfs after the rename, shared by every concurrent
+ * writer).  Should a host crash still hand back a torn record, the file
+ * length no longer matches the header, or the header or a chunk fails its
+ * CRC, and the record reads as -EILSEQ instead of being served.  Per-chunk
+ * CRCs (not one checksum per record) let a 4 KiB read of a large object
+ * verify only what it returns.  The cost is that a write at an offset
+ * copies the kept prefix (and APPEND copies the object): fine for this
+ * client, which writes objects whole.
  *
- * Uncommitted records are updated in place (PLAIN_WRITE), fsynced per
- * chunk; COMMIT computes the CRCs, writes the header and renames the .u
+ * Uncommitted records are updated in place (PLAIN_WRITE), synced per
+ * chunk by the policy; COMMIT computes the CRCs, writes the header and renames the .u
  * file over the committed name.
  */
 #include "store.h"
@@ -45,6 +47,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "gcommit.h"
 #include "log.h"
 #include "sha512.h"
 #include "sys.h"
@@ -62,7 +65,8 @@
 struct node_store {
 	int dirfd;			/* DIR */
 	int subfd[256];			/* DIR/data/XX */
-	int nosync;
+	int sync_interval;		/* gcommit.h: > 0 seconds, 0 every write, < 0 never */
+	struct node_gcommit *gc;	/* the sync policy (its own lock) */
 	uint64_t max_object;		/* larger objects get -EFBIG */
 	pthread_mutex_t stripes[REC_STRIPES];	/* per-key locks, by id hash */
 	struct node_ucrc *ucrc;		/* chunk CRCs noted while uncommitted records are
@@ -202,20 +206,23 @@ static int rec_unlink(struct node_store *s, const uint8_t *id, const char *suffi
 	return unlinkat(s->subfd[id[0]], name, 0) < 0 ? -errno : 0;
 }
 
-/* fsync the key's directory (not with nosync). */
-static int dir_sync(struct node_store *s, const uint8_t *id)
+/*
+ * This write is in the page cache: make it as durable as the sync policy
+ * asks before going on (gcommit.h: an interval, group commit, or never).
+ * With group commit one syncfs covers the record files and directory
+ * entries of every writer waiting at that moment.
+ */
+static int durable(struct node_store *s)
 {
-	if (s->nosync)
-		return 0;
-	return fsync(s->subfd[id[0]]) < 0 ? -errno : 0;
+	return node_gcommit_wrote(s->gc);
 }
 
-/* fdatasync a record (not with nosync). */
-static int file_sync(struct node_store *s, int fd)
+/* The group sync: everything written under DIR (one file system). */
+static int store_syncfs(void *arg)
 {
-	if (s->nosync)
-		return 0;
-	return fdatasync(fd) < 0 ? -errno : 0;
+	struct node_store *s = arg;
+
+	return syncfs(s->dirfd) < 0 ? -errno : 0;
 }
 
 /*
@@ -350,7 +357,8 @@ static void sweep_temps(int subfd)
 }
 
 /* See store.h. */
-int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object)
+int node_store_open(struct node_store **out, const char *dir, int sync_interval,
+		    uint64_t max_object)
 {
 	struct node_store *s = calloc(1, sizeof(*s));
 	int ret = 0, datafd = -1, i;
@@ -363,7 +371,7 @@ int node_store_open(struct node_store **out, const char *dir, int nosync, uint64
 		s->subfd[i] = -1;
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_init(&s->stripes[i], NULL);
-	s->nosync = nosync;
+	s->sync_interval = sync_interval;
 	s->ucrc = node_ucrc_new(REC_CHUNK);
 	if (!s->ucrc) {
 		ret = -ENOMEM;
@@ -399,8 +407,11 @@ int node_store_open(struct node_store **out, const char *dir, int nosync, uint64
 		}
 		sweep_temps(s->subfd[i]);
 	}
-	if (!nosync)
+	if (sync_interval >= 0)
 		fsync(datafd);
+	s->gc = node_gcommit_new(sync_interval, store_syncfs, s);
+	if (!s->gc)
+		ret = -ENOMEM;
 out:
 	if (datafd >= 0)
 		close(datafd);
@@ -419,6 +430,7 @@ void node_store_close(struct node_store *s)
 
 	if (!s)
 		return;
+	node_gcommit_free(s->gc);	/* the last sync needs dirfd */
 	for (i = 0; i < 256; i++)
 		if (s->subfd[i] >= 0)
 			close(s->subfd[i]);
@@ -428,6 +440,15 @@ void node_store_close(struct node_store *s)
 		pthread_mutex_destroy(&s->stripes[i]);
 	node_ucrc_free(s->ucrc);
 	free(s);
+}
+
+/* See store.h. */
+int node_store_flush(struct node_store *s, uint64_t *writes, uint64_t *syncs)
+{
+	int ret = node_gcommit_flush(s->gc);
+
+	node_gcommit_stats(s->gc, writes, syncs);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- ids */
@@ -934,9 +955,7 @@ static int write_committed(struct node_store *s, const uint8_t *id, const struct
 		ret = -EIO;
 		goto fail;
 	}
-	ret = file_sync(s, fd);
-	if (ret)
-		goto fail;
+	/* No sync here: the caller's one sync after the rename covers both. */
 	close(fd);
 	fd = -1;
 	if (renameat(s->subfd[id[0]], tname, s->subfd[id[0]], name) < 0) {
@@ -1033,7 +1052,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 	node_ucrc_drop(s->ucrc, w->id);
 	if (rec_unlink(s, w->id, ".u") == 0)
 		pohm_debug("store: plain write dropped an uncommitted record");
-	ret = dir_sync(s, w->id);
+	ret = durable(s);
 	if (ret)
 		return ret;
 	memset(&nr, 0, sizeof(nr));
@@ -1134,16 +1153,13 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 		ret = -EIO;
 		goto out;
 	}
-	ret = file_sync(s, fd);
-	if (ret)
-		goto out;
 	rec_name(id, ".u", uname);
 	rec_name(id, "", name);
 	if (renameat(s->subfd[id[0]], uname, s->subfd[id[0]], name) < 0) {
 		ret = -errno;
 		goto out;
 	}
-	ret = dir_sync(s, id);
+	ret = durable(s);
 	if (ret)
 		goto out;
 	rec_meta(u, &res->meta);
@@ -1245,7 +1261,7 @@ keep:
 		goto out;
 	}
 	{
-		int r2 = file_sync(s, fd);
+		int r2 = durable(s);
 
 		if (r2 && !ret)
 			ret = r2;
@@ -1255,7 +1271,7 @@ keep:
 		rec_unlink(s, w->id, "");
 	}
 	if (io->flags & POHM_IO_PREPARE) {
-		int r2 = dir_sync(s, w->id);
+		int r2 = durable(s);
 
 		if (r2 && !ret)
 			ret = r2;
@@ -1321,7 +1337,7 @@ int node_store_del(struct node_store *s, const uint8_t *id)
 	if (r1 && r2)
 		ret = r1 == -ENOENT ? (r2 == -ENOENT ? -ENOENT : r2) : r1;
 	else
-		ret = dir_sync(s, id);
+		ret = durable(s);
 	pthread_mutex_unlock(mx);
 	return ret;
 }
@@ -1431,7 +1447,7 @@ int node_store_corrupt(struct node_store *s, const uint8_t *id)
 	b ^= 0x5a;
 	if (pohm_sys_pwrite_full(fd, &b, 1, (off_t)pos) != 1)
 		ret = -EIO;
-	else if (!s->nosync)
+	else if (s->sync_interval >= 0)
 		fsync(fd);
 out:
 	if (fd >= 0)

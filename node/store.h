@@ -49,11 +49,14 @@ struct node_wres {
 
 /*
  * Open (creating if needed) the store in dir; stale temp files of an
- * interrupted write are removed.  nosync skips every fsync.  Writes that
+ * interrupted write are removed.  sync_interval is the sync policy of
+ * gcommit.h: > 0 seconds between syncs, 0 every write (group commit),
+ * < 0 never.  Writes that
  * would make an object larger than max_object bytes (at most
  * NODE_STORE_MAX_OBJECT; 0 = that) get -EFBIG.  0 or -errno.
  */
-int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object);
+int node_store_open(struct node_store **out, const char *dir, int sync_interval,
+		    uint64_t max_object);
 void node_store_close(struct node_store *s);
 
 /*
@@ -99,13 +102,21 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 
 /*
  * Apply one WRITE (plain, APPEND, PREPARE/PLAIN_WRITE/COMMIT, CAS,
- * CAS_TIMESTAMP) under the key lock.  Durable before it returns unless the
- * store is nosync.  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
+ * CAS_TIMESTAMP) under the key lock.  Durable before it returns with
+ * sync_interval 0; otherwise in the page cache (synced within the interval,
+ * never with < 0).  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
  * -errno; nothing is changed on failure (except a COMMIT beyond the
  * reservation, whose chunk stays in the uncommitted record, as in eblob).
  * On success the caller must close res->release_fd when it is >= 0.
  */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res);
+
+/*
+ * Make every write so far durable now (not with sync_interval < 0) and
+ * report the counters: writes (calls that needed durability: WRITE and DEL)
+ * and syncs run since open.  0 or the sync's -errno.
+ */
+int node_store_flush(struct node_store *s, uint64_t *writes, uint64_t *syncs);
 
 /* Remove a record (committed and uncommitted). 0 or -ENOENT / -errno. */
 int node_store_del(struct node_store *s, const uint8_t *id);
