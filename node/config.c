@@ -176,6 +176,10 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 36))
 			return fail(err, errlen, "%s: a size between 1M and 64G, not %s", key, val);
 		c->max_object = v;
+	} else if (!strcmp(k, "blob_size")) {
+		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 40))
+			return fail(err, errlen, "%s: a size between 1M and 1T, not %s", key, val);
+		c->blob_size = v;
 	} else if (!strcmp(k, "watch_pid")) {
 		if (parse_uint(val, 0x7FFFFFFF, &v))
 			return fail(err, errlen, "%s: not a pid: %s", key, val);

@@ -48,7 +48,7 @@ int node_init(struct node *n, const struct node_config *cfg)
 		pohm_auth_cookie_from_string(n->cookie, cfg->auth_cookie);
 	}
 	ret = node_store_open(&n->store, cfg->data, cfg->nosync ? -1 : cfg->sync_interval,
-			      cfg->max_object);
+			      cfg->max_object, cfg->blob_size);
 	if (ret) {
 		pohm_err("cannot open the data directory %s: %s", cfg->data, strerror(-ret));
 		goto fail;

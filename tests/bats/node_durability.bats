@@ -80,7 +80,8 @@ acked_at_least() { [ "$(wc -l <"$TMP/acked")" -ge "$1" ]; }
 
 @test "default sync interval: writes do not wait for a sync; the interval syncs them" {
 	trace_syncs
-	"$NODE_BIN" --bench "$(cluster_addr 1-1)" write --size 4096 --count 200 --conns 2 --depth 2 >/dev/null
+	"$NODE_BIN" --bench "$(cluster_addr 1-1)" write --size 4096 --count 200 --conns 2 \
+		--depth 2 >/dev/null
 	sleep 6			# one interval (5 s) and a bit
 	stop_trace
 	n=$NSYNC
@@ -98,15 +99,18 @@ acked_at_least() { [ "$(wc -l <"$TMP/acked")" -ge "$1" ]; }
 	[[ $output == *" 0 errors"* ]]
 	writes=$(grep -o '[0-9]* requests' <<<"$output" | cut -d' ' -f1)
 	stop_trace
-	# The node's own counters, logged at shutdown, agree with strace.
+	# The node's own counters, logged at shutdown.
 	cluster_restart 1-1
 	line=$(grep -o 'store: [0-9]* writes, [0-9]* syncs' "$NODE_DIR/node.log" | tail -n 1)
 	read -r _ w _ n _ <<<"$line"
 	echo "syncs: $NSYNC (strace), $n (node) for $w writes ($writes acked) by 8 writers" >&3
 	[ "$w" -ge "$writes" ]
 	[ "$n" -ge 1 ]
-	[ "$NSYNC" -ge "$n" ]
-	# Shared, they cost far fewer syncs than writes.
+	[ "$NSYNC" -ge 1 ]
+	# Shared, they cost far fewer syncs than writes (the node counts sync
+	# rounds; a round whose writes an earlier call already covered makes
+	# no call, so strace may see fewer).
+	[ "$NSYNC" -le "$n" ]
 	[ "$n" -lt $((w / 2)) ]
 }
 
