@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,4 +189,71 @@ size_t node_index_count(struct node_index *x)
 	n = x->n;
 	pthread_mutex_unlock(&x->lock);
 	return n;
+}
+
+/* See index.h. */
+int node_index_selftest(void)
+{
+	enum { KEYS = 3000, OPS = 200000 };
+	struct node_index *x = node_index_new();
+	uint64_t *val = calloc(KEYS, sizeof(*val)), seed = 88172645463325252ull;
+	uint8_t id[POHM_ID_SIZE];
+	struct node_ient e, got;
+	size_t live = 0, i;
+	int ret = 0;
+
+	if (!x || !val) {
+		ret = -1;
+		goto out;
+	}
+	for (i = 0; i < OPS && !ret; i++) {
+		unsigned k, op;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		k = (unsigned)(seed % KEYS);
+		op = (unsigned)(seed >> 40) % 3;
+		/* Few distinct home slots: long clusters that wrap around. */
+		memset(id, 0, sizeof(id));
+		pohm_st64(id, (uint64_t)(k % 97) * 1021 + (k & 1 ? ~0ull - 5 : 0));
+		pohm_st32(id + 8, k);
+		if (op == 0) {
+			memset(&e, 0, sizeof(e));
+			memcpy(e.id, id, POHM_ID_SIZE);
+			e.off = i + 1;
+			if (node_index_put(x, &e, NULL) != (val[k] ? 1 : 0))
+				ret = -1;
+			if (!val[k])
+				live++;
+			val[k] = i + 1;
+		} else if (op == 1) {
+			if (node_index_del(x, id, NULL) != (val[k] ? 0 : -ENOENT))
+				ret = -1;
+			if (val[k])
+				live--;
+			val[k] = 0;
+		} else {
+			int r = node_index_get(x, id, &got);
+
+			if (val[k] ? r || got.off != val[k] : r != -ENOENT)
+				ret = -1;
+		}
+		if (node_index_count(x) != live)
+			ret = -1;
+	}
+	for (i = 0; i < KEYS && !ret; i++) {
+		memset(id, 0, sizeof(id));
+		pohm_st64(id, (uint64_t)(i % 97) * 1021 + (i & 1 ? ~0ull - 5 : 0));
+		pohm_st32(id + 8, (uint32_t)i);
+		if (val[i] ? node_index_get(x, id, &got) || got.off != val[i]
+			   : node_index_get(x, id, &got) != -ENOENT)
+			ret = -1;
+	}
+	if (ret)
+		fprintf(stderr, "index self-test: put, get, del or count disagreed with the reference\n");
+out:
+	node_index_free(x);
+	free(val);
+	return ret;
 }

@@ -50,4 +50,11 @@ int node_index_all(struct node_index *x, struct node_ient **out, size_t *n);
 /* Number of entries. */
 size_t node_index_count(struct node_index *x);
 
+/*
+ * Check put/get/del against a plain array over many random operations
+ * (growth, wrap-around, backward-shift deletion); 0 or -1 with a message
+ * on stderr.  For --self-test.
+ */
+int node_index_selftest(void);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "index.h"
 #include "node.h"
 
 /* The synopsis of every mode. */
@@ -57,6 +58,12 @@ int main(int argc, char **argv)
 		int r = node_crc32c_selftest(err, sizeof(err));
 
 		printf("crc32c: %s\n", err);
+		/* The store's index: put/get/del against a plain array. */
+		if (node_index_selftest()) {
+			printf("index: failed\n");
+			return 1;
+		}
+		printf("index: ok\n");
 		return r ? 1 : 0;
 	}
 	if (node_config_parse(&cfg, argc, argv, err, sizeof(err))) {

@@ -292,4 +292,5 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	run "$NODE_BIN" --self-test
 	[ "$status" -eq 0 ]
 	[[ $output == "crc32c: ok"* ]]
+	[[ $output == *"index: ok"* ]]	# the store's hash index against a plain array
 }
