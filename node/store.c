@@ -86,6 +86,8 @@ struct node_store {
 	struct node_index *idx;		/* id -> newest committed record (its own lock) */
 	struct blob_set blobs;		/* the blob files (their own lock) */
 	int staged_dirty;		/* a .u file changed since the last sync (atomic) */
+	unsigned nstaged;		/* >= the number of .u files (atomic): 0 spares a
+					 * plain write its unlink of <id>.u */
 	int tool;			/* opened by a test tool beside a running node */
 	int blobs_open;			/* blobs needs blob_set_close */
 };
@@ -232,6 +234,19 @@ static int rec_unlink(struct node_store *s, const uint8_t *id, const char *suffi
 
 	rec_name(id, suffix, name);
 	return unlinkat(s->subfd[id[0]], name, 0) < 0 ? -errno : 0;
+}
+
+/* Remove id's uncommitted record, if any; 0 or -ENOENT / -errno. */
+static int unstage(struct node_store *s, const uint8_t *id)
+{
+	int ret;
+
+	if (!__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	ret = rec_unlink(s, id, ".u");
+	if (!ret)
+		__atomic_fetch_sub(&s->nstaged, 1, __ATOMIC_ACQ_REL);
+	return ret;
 }
 
 /*
@@ -383,10 +398,11 @@ static int mkdir_p(int dirfd, const char *name)
 
 /*
  * Remove leftovers of the one-file-per-key format's interrupted writes
- * (*.t) in one data subdirectory; returns how many committed records of
- * that format (files named by a bare id) it holds: they are not read.
+ * (*.t) in one data subdirectory and count its uncommitted records into
+ * *staged; returns how many committed records of the old format (files
+ * named by a bare id) it holds: they are not read.
  */
-static unsigned sweep_temps(int subfd)
+static unsigned sweep_temps(int subfd, unsigned *staged)
 {
 	int fd = dup(subfd);
 	unsigned old = 0;
@@ -408,6 +424,8 @@ static unsigned sweep_temps(int subfd)
 			unlinkat(subfd, e->d_name, 0);
 		} else if (l == 2 * POHM_ID_SIZE) {
 			old++;
+		} else if (l == 2 * POHM_ID_SIZE + 2 && !strcmp(e->d_name + l - 2, ".u")) {
+			(*staged)++;
 		}
 	}
 	closedir(d);
@@ -576,7 +594,7 @@ static int store_open(struct node_store **out, const char *dir, int sync_interva
 			goto out;
 		}
 		if (!tool)
-			old_format += sweep_temps(s->subfd[i]);
+			old_format += sweep_temps(s->subfd[i], &s->nstaged);
 	}
 	if (old_format)
 		pohm_warn("store: %u records of the one-file-per-key format under %s/data are not "
@@ -1336,7 +1354,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, const st
 		return ret;
 	/* A plain write replaces an uncommitted record too. */
 	node_ucrc_drop(s->ucrc, w->id);
-	if (rec_unlink(s, w->id, ".u") == 0)
+	if (unstage(s, w->id) == 0)
 		pohm_debug("store: plain write dropped an uncommitted record");
 	ret = blob_durable(s, nb);
 	if (ret)
@@ -1463,7 +1481,7 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 	ret = append_record(s, id, &h, commit_body, &cb, &nb, &off);
 	if (ret)
 		goto out;
-	rec_unlink(s, id, ".u");
+	unstage(s, id);
 	ret = blob_durable(s, nb);
 	if (ret)
 		goto out;
@@ -1523,6 +1541,7 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int hav
 		node_ucrc_drop(s->ucrc, w->id);	/* a new uncommitted record */
 		if (fd < 0)
 			return fd;
+		__atomic_fetch_add(&s->nstaged, 1, __ATOMIC_ACQ_REL);	/* may count it twice */
 		memset(&u, 0, sizeof(u));
 		u.reserve = io->num;
 		u.size = 0;
@@ -1595,7 +1614,7 @@ keep:
 	goto out;
 fail_new:
 	if (io->flags & POHM_IO_PREPARE)
-		rec_unlink(s, w->id, ".u");
+		unstage(s, w->id);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1646,7 +1665,7 @@ int node_store_del(struct node_store *s, const uint8_t *id)
 		if (!r1)
 			blob_dirty(&s->blobs, nb);
 	}
-	r2 = rec_unlink(s, id, ".u");
+	r2 = unstage(s, id);
 	node_ucrc_drop(s->ucrc, id);
 	if (r1 && r2)
 		ret = r1 == -ENOENT ? (r2 == -ENOENT ? -ENOENT : r2) : r1;
