@@ -6,6 +6,7 @@
  *   --client ADDR [options] COMMAND [ARGS]   a raw Elliptics client
  *   --free-ports N                           N bindable loopback ports
  *   --corrupt-disk DIR HEX                   flip a stored byte (offline)
+ *   --records DIR                            list the stored records (offline)
  *
  * The client speaks the protocol byte for byte with its own framing
  * (wire.c) and core/proto, independent of the node's request handlers, so
@@ -1052,7 +1053,7 @@ int node_corrupt_main(int argc, char **argv)
 		fprintf(stderr, "usage: pohmelfs-node --corrupt-disk DIR ID-HEX (128 hex digits)\n");
 		return EX_LOCAL;
 	}
-	r = node_store_open(&s, argv[0], 0, 0);
+	r = node_store_open_tool(&s, argv[0]);
 	if (r) {
 		fprintf(stderr, "%s: %s\n", argv[0], strerror(-r));
 		return EX_LOCAL;
@@ -1062,6 +1063,31 @@ int node_corrupt_main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "corrupt: %s\n", strerror(-r));
 		return r == -ENOENT ? 2 : EX_LOCAL;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- records */
+
+int node_records_main(int argc, char **argv)
+{
+	struct node_store *s = NULL;
+	int r;
+
+	if (argc < 1) {
+		fprintf(stderr, "usage: pohmelfs-node --records DIR\n");
+		return EX_LOCAL;
+	}
+	r = node_store_open_tool(&s, argv[0]);
+	if (r) {
+		fprintf(stderr, "%s: %s\n", argv[0], strerror(-r));
+		return EX_LOCAL;
+	}
+	r = node_store_dump(s, stdout);
+	node_store_close(s);
+	if (r) {
+		fprintf(stderr, "records: %s\n", strerror(-r));
+		return EX_LOCAL;
 	}
 	return 0;
 }

@@ -137,6 +137,10 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 		if (b < 0)
 			return fail(err, errlen, "%s: not a boolean: %s", key, val);
 		c->nosync = b;
+	} else if (!strcmp(k, "sync_interval")) {
+		if (parse_uint(val, 86400, &v))
+			return fail(err, errlen, "%s: seconds between syncs (0..86400): %s", key, val);
+		c->sync_interval = (int)v;
 	} else if (!strcmp(k, "auth_cookie")) {
 		return copy_str(c->auth_cookie, sizeof(c->auth_cookie), key, val, err, errlen);
 	} else if (!strcmp(k, "log")) {
@@ -172,6 +176,10 @@ int node_config_set(struct node_config *c, const char *key, const char *val, cha
 		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 36))
 			return fail(err, errlen, "%s: a size between 1M and 64G, not %s", key, val);
 		c->max_object = v;
+	} else if (!strcmp(k, "blob_size")) {
+		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 40))
+			return fail(err, errlen, "%s: a size between 1M and 1T, not %s", key, val);
+		c->blob_size = v;
 	} else if (!strcmp(k, "watch_pid")) {
 		if (parse_uint(val, 0x7FFFFFFF, &v))
 			return fail(err, errlen, "%s: not a pid: %s", key, val);
@@ -198,6 +206,7 @@ static void defaults(struct node_config *c)
 	c->max_packet = POHM_MAX_PACKET;
 	c->max_object = 1ULL << 36;
 	c->backend_id = 0;
+	c->sync_interval = NODE_DEFAULT_SYNC_INTERVAL;
 }
 
 /* Strip blanks and the line end on both sides (in place). */

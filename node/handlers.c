@@ -364,7 +364,7 @@ static void send_file_info(struct node *n, struct node_req *r, const struct node
 	fi.size = size;
 	fi.offset = m->data_offset;
 	fi.mtime = m->ts;
-	node_store_relpath(id, path, sizeof(path));
+	node_store_relpath(m, path, sizeof(path));
 	if (pohm_lookup_reply_encode(&b, &n->cfg.listen, &fi, path)) {
 		ack(r, -ENOMEM);
 		goto out;

@@ -16,7 +16,10 @@
  *   handlers.c  one request → replies (socket-free: the fuzz target calls it)
  *   ring.c      the route table and the ring rule (§3.6)
  *   peer.c      outbound links to other nodes: join, gossip, forwarding
- *   store.c     records on disk, checksums, torn-write detection
+ *   store.c     records on disk: writes, reads, deletes, checksums
+ *   blob.c      the blob files records are appended to; scan, torn tails
+ *   index.c     the in-memory index id -> newest record
+ *   gcommit.c   the sync policy: interval or group commit
  *   crc32c.c    the per-chunk record checksum
  *   fault.c     the run-time fault file
  *   wire.c      packet framing on sockets (read, writev, connect, listen)
@@ -42,6 +45,7 @@
 #define NODE_DEFAULT_IDS	16
 #define NODE_DEFAULT_THREADS	8
 #define NODE_PATH_MAX		4096
+#define NODE_DEFAULT_SYNC_INTERVAL 5	/* seconds (gcommit.h), as eblob's sync option */
 
 /* Configuration: command line and config file (config.c). Read-only after start. */
 struct node_config {
@@ -53,7 +57,9 @@ struct node_config {
 	struct pohm_addr join[NODE_MAX_JOIN];
 	unsigned njoin;
 	unsigned ids;			/* ring ids created at first start */
-	int nosync;			/* skip fsync (benchmarks) */
+	int nosync;			/* never fsync (benchmarks) */
+	int sync_interval;		/* seconds between syncs; 0 = every write, group commit */
+	uint64_t blob_size;		/* start a new blob file past this (0 = 256 MiB) */
 	char auth_cookie[64];		/* "" = no authentication required */
 	char log[NODE_PATH_MAX];	/* "" = stderr */
 	int log_level;
@@ -200,6 +206,8 @@ int node_client_main(int argc, char **argv);
 int node_free_ports_main(int argc, char **argv);
 /* --corrupt-disk DIR ID-HEX: flip a data byte of a stored record; exit status. */
 int node_corrupt_main(int argc, char **argv);
+/* --records DIR: list the records of a store (running node or not); exit status. */
+int node_records_main(int argc, char **argv);
 
 /* ---------------------------------------------------------------- bench.c */
 /* --bench ADDR read|write [...]: load generator; prints req/s and MiB/s. */

@@ -47,7 +47,8 @@ int node_init(struct node *n, const struct node_config *cfg)
 		n->need_auth = 1;
 		pohm_auth_cookie_from_string(n->cookie, cfg->auth_cookie);
 	}
-	ret = node_store_open(&n->store, cfg->data, cfg->nosync, cfg->max_object);
+	ret = node_store_open(&n->store, cfg->data, cfg->nosync ? -1 : cfg->sync_interval,
+			      cfg->max_object, cfg->blob_size);
 	if (ret) {
 		pohm_err("cannot open the data directory %s: %s", cfg->data, strerror(-ret));
 		goto fail;
@@ -177,6 +178,7 @@ int node_run(const struct node_config *cfg)
 	char addr[64];
 	sigset_t set;
 	int sigfd = -1, ret, sig, logfd = -1;
+	uint64_t writes = 0, syncs = 0;
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
@@ -221,8 +223,9 @@ int node_run(const struct node_config *cfg)
 		pohm_err("cannot write the pid file %s: %s", cfg->pidfile, strerror(-ret));
 		return 1;
 	}
-	pohm_info("listening on %s, group %u, %u ids, protocol %d.%d%s%s", addr, cfg->group,
-		  n->nids, cfg->proto_major, cfg->proto_minor, cfg->nosync ? ", nosync" : "",
+	pohm_info("listening on %s, group %u, %u ids, protocol %d.%d, %s%s", addr, cfg->group,
+		  n->nids, cfg->proto_major, cfg->proto_minor,
+		  cfg->nosync ? "nosync" : !cfg->sync_interval ? "sync every write" : "sync interval",
 		  n->need_auth ? ", auth required" : "");
 	sig = accept_loop(n, sigfd);
 	if (sig)
@@ -231,11 +234,15 @@ int node_run(const struct node_config *cfg)
 	close(n->listen_fd);
 	n->listen_fd = -1;
 	node_conn_drop_all(n);
+	/* Acknowledged writes still in the page cache reach the disk now. */
+	ret = node_store_flush(n->store, &writes, &syncs);
+	pohm_info("store: %llu writes, %llu syncs%s", (unsigned long long)writes,
+		  (unsigned long long)syncs, ret ? ", the last sync failed" : "");
 	if (cfg->pidfile[0])
 		unlink(cfg->pidfile);
 	/*
 	 * Worker and link threads may still be inside a request; every
-	 * acknowledged write is already durable, so leave without joining them.
+	 * acknowledged write is durable now, so leave without joining them.
 	 */
 	return 0;
 }

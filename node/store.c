@@ -1,34 +1,44 @@
 /*
- * store.c — records on disk.
+ * store.c — records on disk: a log-structured store, as eblob keeps one.
  *
  * Layout of DIR:
  *   ids                 this node's ring ids, one hex id per line
- *   data/XX/<id-hex>    committed records (XX = first id byte)
+ *   blob/data-0.N       blob files: committed records and tombstones,
+ *                       appended one after another (blob.h has the format)
  *   data/XX/<id-hex>.u  an uncommitted record (PREPARE … COMMIT, §10.6)
- *   data/XX/<id-hex>.t  a write in progress (removed at start)
  *
- * Record file: a 128-byte header, the data, then one CRC-32C per 64 KiB
- * chunk of data.  Header (little-endian):
- *   0 magic "PohmRec\1" · 8 version u32 · 12 header size u32 ·
- *   16 record flags u64 · 24 data size u64 · 32 tsec · 40 tnsec ·
- *   48 user_flags · 56 reserve u64 (PREPARE num) · 64 chunk size u32 ·
- *   120 CRC-32C of bytes 0..119.
+ * Every committed record is appended to the active blob: space is reserved
+ * at its end (blob.c), the data and a CRC-32C per 64 KiB chunk are written,
+ * then the header with its own CRC.  A record is never modified once
+ * written, so a write that dies half way leaves the previous version in
+ * place; the in-memory index (index.c) points every id at its newest
+ * record and is rebuilt at start by reading the headers of every blob in
+ * order (the last record of an id wins; a tombstone removes it).  A torn
+ * tail — a record whose header never made it — is cut off at start; a
+ * damaged stretch between good records is skipped.  Reads verify the
+ * header and the chunks they return and report -EILSEQ (-84) on a
+ * mismatch, exactly as eblob does.  Per-chunk CRCs let a 4 KiB read of a
+ * large object verify only what it returns.  A write at an offset copies
+ * the kept prefix into the new record (and APPEND copies the object):
+ * fine for this client, which writes objects whole.
  *
- * Why this shape (crash safety): a write builds the complete new record in
- * <id>.t, fsyncs it, renames it over <id> and fsyncs the directory, and
- * only then acknowledges.  A kill -9 or power loss at any point leaves the
- * old record or the new one, never a mix; a leftover .t is deleted at
- * start.  Should the file system still hand back a torn record (e.g. with
- * --nosync, where nothing is fsynced), the file length no longer matches
- * the header, or the header or a chunk fails its CRC, and the record reads
- * as -EILSEQ instead of being served.  Per-chunk CRCs (not one checksum per
- * record) let a 4 KiB read of a large object verify only what it returns.
- * The cost is that a write at an offset copies the kept prefix (and APPEND
- * copies the object): fine for this client, which writes objects whole.
+ * When records reach the disk is the sync policy's business (gcommit.h):
+ * by default the blobs are synced every sync_interval seconds; with
+ * sync_interval 0 before the ack, one fdatasync covering every writer
+ * that waits at that moment (group commit).
  *
- * Uncommitted records are updated in place (PLAIN_WRITE), fsynced per
- * chunk; COMMIT computes the CRCs, writes the header and renames the .u
- * file over the committed name.
+ * Garbage (replaced records, tombstones, skipped bytes) is counted per
+ * blob; at start, when it is more than half of the blobs and at least
+ * COMPACT_MIN bytes, the live records are copied into new blobs and the
+ * old ones deleted (compact()).  A running node does not compact: an
+ * overwrite-heavy node grows until its next start.
+ *
+ * Uncommitted records are staged in their own .u file, updated in place
+ * (PLAIN_WRITE) and invisible; COMMIT computes the CRCs, copies the data
+ * into the blob as a committed record (copy_file_range: no trip through
+ * user space) and removes the .u file.  PREPARE of a key that has a
+ * committed record appends a tombstone first: the old object stays hidden
+ * until COMMIT (§10.6), also across a restart.
  */
 #include "store.h"
 
@@ -42,9 +52,13 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "blob.h"
+#include "gcommit.h"
+#include "index.h"
 #include "log.h"
 #include "sha512.h"
 #include "sys.h"
@@ -55,24 +69,37 @@
 #define REC_CHUNK	65536u
 #define REC_STRIPES	1024u
 #define REC_FLAGS	(POHM_RECORD_EXTHDR | POHM_RECORD_CHUNKED_CSUM)	/* 0x140 */
-#define REC_SMALL	(16384u + REC_HDR)	/* first read: whole file if small */
+#define REC_SMALL	(16384u + BLOB_HDR)	/* first read: whole record if small */
+#define COMPACT_MIN	(1u << 20)		/* compact at start past this much garbage */
 #define REC_BOUNCE	(1u << 20)		/* copy/hash buffer */
 #define REC_MAP_MIN	(1u << 20)		/* reads this large are served from a mapping */
 
 struct node_store {
 	int dirfd;			/* DIR */
 	int subfd[256];			/* DIR/data/XX */
-	int nosync;
+	int sync_interval;		/* gcommit.h: > 0 seconds, 0 every write, < 0 never */
+	struct node_gcommit *gc;	/* the sync policy (its own lock) */
 	uint64_t max_object;		/* larger objects get -EFBIG */
 	pthread_mutex_t stripes[REC_STRIPES];	/* per-key locks, by id hash */
 	struct node_ucrc *ucrc;		/* chunk CRCs noted while uncommitted records are
 					 * written (ucrc.h; its own lock) */
+	struct node_index *idx;		/* id -> newest committed record (its own lock) */
+	struct blob_set blobs;		/* the blob files (their own lock) */
+	int staged_dirty;		/* a .u file changed since the last sync (atomic) */
+	unsigned nstaged;		/* >= the number of .u files (atomic): 0 spares a
+					 * plain write its unlink of <id>.u */
+	int tool;			/* opened by a test tool beside a running node */
+	int blobs_open;			/* blobs needs blob_set_close */
 };
 
-/* A decoded record header. */
+/* A decoded record header (a blob record or a .u file). */
 struct rec {
 	uint64_t flags, size, tsec, tnsec, user_flags, reserve;
 	uint32_t chunk;
+	int fd;				/* the file it lives in */
+	uint64_t base;			/* where its data starts in fd */
+	unsigned blob;			/* blob records: blob number, header offset, disk size */
+	uint64_t off, disk_size;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -97,12 +124,9 @@ static void rec_name(const uint8_t *id, const char *suffix, char *out)
 }
 
 /* See store.h. */
-void node_store_relpath(const uint8_t *id, char *out, size_t outlen)
+void node_store_relpath(const struct node_meta *m, char *out, size_t outlen)
 {
-	char hex[2 * POHM_ID_SIZE + 1];
-
-	id_hex(id, hex);
-	snprintf(out, outlen, "data/%.2s/%s", hex, hex);
+	snprintf(out, outlen, "blob/data-0.%u", m->blob);
 }
 
 /* The lock stripe of a key. */
@@ -128,7 +152,13 @@ static uint64_t nchunks(uint64_t size, uint32_t chunk)
 	return (size + chunk - 1) / chunk;
 }
 
-/* Encode a record header, its CRC last. */
+/*
+ * Encode the header of a .u file (an uncommitted record): 128 bytes, then
+ * the data at 128.  Little-endian: 0 magic "PohmRec\1" · 8 version u32 ·
+ * 12 header size u32 · 16 record flags u64 · 24 data size u64 · 32 tsec ·
+ * 40 tnsec · 48 user_flags · 56 reserve u64 (PREPARE num) · 64 chunk size
+ * u32 · 120 CRC-32C of bytes 0..119.
+ */
 static void hdr_encode(uint8_t *h, const struct rec *r)
 {
 	memset(h, 0, REC_HDR);
@@ -151,6 +181,8 @@ static int hdr_decode(struct rec *r, const uint8_t *h)
 	if (memcmp(h, REC_MAGIC, 8) || pohm_le32(h + 8) != 1 || pohm_le32(h + 12) != REC_HDR ||
 	    pohm_le32(h + 120) != node_crc32c(0, h, 120))
 		return -EILSEQ;
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
 	r->flags = pohm_le64(h + 16);
 	r->size = pohm_le64(h + 24);
 	r->tsec = pohm_le64(h + 32);
@@ -158,6 +190,7 @@ static int hdr_decode(struct rec *r, const uint8_t *h)
 	r->user_flags = pohm_le64(h + 48);
 	r->reserve = pohm_le64(h + 56);
 	r->chunk = pohm_le32(h + 64);
+	r->base = REC_HDR;
 	if (!r->chunk || r->size > NODE_STORE_MAX_OBJECT)
 		return -EILSEQ;
 	return 0;
@@ -171,7 +204,8 @@ static void rec_meta(const struct rec *r, struct node_meta *m)
 	m->user_flags = r->user_flags;
 	m->ts.tsec = r->tsec;
 	m->ts.tnsec = r->tnsec;
-	m->data_offset = REC_HDR;
+	m->data_offset = r->base;
+	m->blob = r->blob;
 }
 
 /* Expected length of a committed record file. */
@@ -202,20 +236,58 @@ static int rec_unlink(struct node_store *s, const uint8_t *id, const char *suffi
 	return unlinkat(s->subfd[id[0]], name, 0) < 0 ? -errno : 0;
 }
 
-/* fsync the key's directory (not with nosync). */
-static int dir_sync(struct node_store *s, const uint8_t *id)
+/* Remove id's uncommitted record, if any; 0 or -ENOENT / -errno. */
+static int unstage(struct node_store *s, const uint8_t *id)
 {
-	if (s->nosync)
-		return 0;
-	return fsync(s->subfd[id[0]]) < 0 ? -errno : 0;
+	int ret;
+
+	if (!__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	ret = rec_unlink(s, id, ".u");
+	if (!ret)
+		__atomic_fetch_sub(&s->nstaged, 1, __ATOMIC_ACQ_REL);
+	return ret;
 }
 
-/* fdatasync a record (not with nosync). */
-static int file_sync(struct node_store *s, int fd)
+/*
+ * This write is in the page cache: make it as durable as the sync policy
+ * asks before going on (gcommit.h: an interval, group commit, or never).
+ * With group commit one syncfs covers the record files and directory
+ * entries of every writer waiting at that moment.
+ */
+static int durable(struct node_store *s)
 {
-	if (s->nosync)
-		return 0;
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return node_gcommit_wrote(s->gc);
+}
+
+/* A blob record was written: blob n joins the next sync. */
+static int blob_durable(struct node_store *s, unsigned n)
+{
+	blob_dirty(&s->blobs, n);
+	return durable(s);
+}
+
+/* A .u file (or its directory) changed: the next sync includes a syncfs. */
+static int staged_durable(struct node_store *s)
+{
+	__atomic_store_n(&s->staged_dirty, 1, __ATOMIC_RELEASE);
+	return durable(s);
+}
+
+/*
+ * The group sync (gcommit.h): fdatasync of every blob written since the
+ * last one; a syncfs when uncommitted records changed (rare: chunked
+ * writes of large objects).
+ */
+static int store_sync(void *arg)
+{
+	struct node_store *s = arg;
+	int ret = blob_sync(&s->blobs);
+
+	if (__atomic_exchange_n(&s->staged_dirty, 0, __ATOMIC_ACQ_REL) && syncfs(s->dirfd) < 0 &&
+	    !ret)
+		ret = -errno;
+	return ret;
 }
 
 /*
@@ -267,14 +339,14 @@ static int rec_scan(int fd, const struct rec *r, int verify, struct pohm_sha512 
 		ssize_t got;
 
 		done = nchunks(len, r->chunk);
-		got = pohm_sys_pread_full(fd, buf, len, (off_t)(REC_HDR + off));
+		got = pohm_sys_pread_full(fd, buf, len, (off_t)(r->base + off));
 		if (got < 0 || (uint64_t)got != len) {
 			ret = got < 0 ? (int)got : -EILSEQ;
 			goto out;
 		}
 		if (verify) {
 			got = pohm_sys_pread_full(fd, crcs, done * 4,
-						  (off_t)(REC_HDR + r->size + i * 4));
+						  (off_t)(r->base + r->size + i * 4));
 			if (got < 0 || (uint64_t)got != done * 4) {
 				ret = got < 0 ? (int)got : -EILSEQ;
 				goto out;
@@ -324,19 +396,25 @@ static int mkdir_p(int dirfd, const char *name)
 	return 0;
 }
 
-/* Remove leftovers of interrupted writes (*.t) in one data subdirectory. */
-static void sweep_temps(int subfd)
+/*
+ * Remove leftovers of the one-file-per-key format's interrupted writes
+ * (*.t) in one data subdirectory and count its uncommitted records into
+ * *staged; returns how many committed records of the old format (files
+ * named by a bare id) it holds: they are not read.
+ */
+static unsigned sweep_temps(int subfd, unsigned *staged)
 {
 	int fd = dup(subfd);
+	unsigned old = 0;
 	DIR *d;
 	struct dirent *e;
 
 	if (fd < 0)
-		return;
+		return 0;
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return;
+		return 0;
 	}
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
@@ -344,16 +422,132 @@ static void sweep_temps(int subfd)
 		if (l == 2 * POHM_ID_SIZE + 2 && !strcmp(e->d_name + l - 2, ".t")) {
 			pohm_info("store: removing an interrupted write %s", e->d_name);
 			unlinkat(subfd, e->d_name, 0);
+		} else if (l == 2 * POHM_ID_SIZE) {
+			old++;
+		} else if (l == 2 * POHM_ID_SIZE + 2 && !strcmp(e->d_name + l - 2, ".u")) {
+			(*staged)++;
 		}
 	}
 	closedir(d);
+	return old;
 }
 
-/* See store.h. */
-int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object)
+/* Index one record found by the scan (blob_scan's callback). */
+static int scan_apply(void *arg, unsigned n, uint64_t off, const struct blob_hdr *h)
+{
+	struct node_store *s = arg;
+	struct node_ient e, old;
+	int ret;
+
+	if (h->flags & POHM_RECORD_REMOVE) {
+		if (node_index_del(s->idx, h->id, &old) == 0)
+			blob_garbage(&s->blobs, old.blob, old.disk_size);
+		blob_garbage(&s->blobs, n, h->disk_size);
+		return 0;
+	}
+	memset(&e, 0, sizeof(e));
+	memcpy(e.id, h->id, POHM_ID_SIZE);
+	e.blob = n;
+	e.off = off;
+	e.disk_size = h->disk_size;
+	e.size = h->size;
+	e.flags = h->flags;
+	e.chunk = h->chunk;
+	e.tsec = h->tsec;
+	e.tnsec = h->tnsec;
+	e.user_flags = h->user_flags;
+	ret = node_index_put(s->idx, &e, &old);
+	if (ret < 0)
+		return ret;
+	if (ret == 1)
+		blob_garbage(&s->blobs, old.blob, old.disk_size);
+	return 0;
+}
+
+/* Order of records in the blobs. */
+static int ient_pos_cmp(const void *a, const void *b)
+{
+	const struct node_ient *x = a, *y = b;
+
+	if (x->blob != y->blob)
+		return x->blob < y->blob ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * Copy every live record into new blobs and delete the old ones (at start,
+ * nothing else running).  A crash part way leaves the old blobs whole and
+ * copies of their live records after them, which the next scan reads as
+ * the same records again.  0 or -errno.
+ */
+static int compact(struct node_store *s)
+{
+	struct node_ient *v = NULL;
+	size_t n = 0, i;
+	unsigned first;
+	int ret;
+
+	ret = node_index_all(s->idx, &v, &n);
+	if (ret)
+		return ret;
+	qsort(v, n, sizeof(*v), ient_pos_cmp);
+	ret = blob_start_new(&s->blobs, &first);
+	for (i = 0; i < n && !ret; i++) {
+		unsigned nb;
+		uint64_t off;
+
+		ret = blob_reserve(&s->blobs, v[i].disk_size, &nb, &off);
+		if (!ret)
+			ret = blob_copy(blob_fd(&s->blobs, v[i].blob), v[i].off, blob_fd(&s->blobs, nb),
+					off, v[i].disk_size);
+		v[i].blob = nb;
+		v[i].off = off;
+		if (!ret)
+			blob_dirty(&s->blobs, nb);
+	}
+	if (!ret && s->sync_interval >= 0)
+		ret = blob_sync(&s->blobs);
+	if (!ret)
+		ret = blob_drop_before(&s->blobs, first);
+	for (i = 0; i < n && !ret; i++) {
+		v[i].blob -= first;
+		ret = node_index_put(s->idx, &v[i], NULL) < 0 ? -ENOMEM : 0;
+	}
+	free(v);
+	return ret;
+}
+
+/* Scan every blob into the index; compact when garbage dominates. 0 or -errno. */
+static int load_blobs(struct node_store *s)
+{
+	uint64_t total, garbage;
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; i < s->blobs.n && !ret; i++)
+		ret = blob_scan(&s->blobs, i, scan_apply, s);
+	if (ret || s->tool)
+		return ret;
+	blob_usage(&s->blobs, &total, &garbage);
+	pohm_info("store: %zu records in %u blob(s), %llu bytes, %llu of them garbage",
+		  node_index_count(s->idx), s->blobs.n, (unsigned long long)total,
+		  (unsigned long long)garbage);
+	if (garbage >= COMPACT_MIN && garbage * 2 > total) {
+		ret = compact(s);
+		blob_usage(&s->blobs, &total, &garbage);
+		pohm_info("store: compacted to %llu bytes in %u blob(s)%s", (unsigned long long)total,
+			  s->blobs.n, ret ? " (failed)" : "");
+	}
+	return ret;
+}
+
+/* Open the store; tool = a test tool beside a running node (no changes but its own). */
+static int store_open(struct node_store **out, const char *dir, int sync_interval,
+		      uint64_t max_object, uint64_t blob_size, int tool)
 {
 	struct node_store *s = calloc(1, sizeof(*s));
 	int ret = 0, datafd = -1, i;
+	unsigned old_format = 0;
 	char name[4];
 
 	if (!s)
@@ -363,9 +557,11 @@ int node_store_open(struct node_store **out, const char *dir, int nosync, uint64
 		s->subfd[i] = -1;
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_init(&s->stripes[i], NULL);
-	s->nosync = nosync;
+	s->sync_interval = sync_interval;
+	s->tool = tool;
 	s->ucrc = node_ucrc_new(REC_CHUNK);
-	if (!s->ucrc) {
+	s->idx = node_index_new();
+	if (!s->ucrc || !s->idx) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -397,10 +593,29 @@ int node_store_open(struct node_store **out, const char *dir, int nosync, uint64
 			ret = -errno;
 			goto out;
 		}
-		sweep_temps(s->subfd[i]);
+		if (!tool)
+			old_format += sweep_temps(s->subfd[i], &s->nstaged);
 	}
-	if (!nosync)
+	if (old_format)
+		pohm_warn("store: %u records of the one-file-per-key format under %s/data are not "
+			  "read by this version (blobs since issue 23)", old_format, dir);
+	ret = blob_set_open(&s->blobs, s->dirfd, tool);
+	s->blobs_open = 1;
+	if (blob_size)
+		s->blobs.roll = blob_size;
+	if (!ret)
+		ret = load_blobs(s);
+	if (ret)
+		goto out;
+	if (sync_interval >= 0 && !tool) {
 		fsync(datafd);
+		ret = blob_sync(&s->blobs);	/* a new blob directory and blob */
+		if (ret)
+			goto out;
+	}
+	s->gc = node_gcommit_new(tool ? -1 : sync_interval, store_sync, s);
+	if (!s->gc)
+		ret = -ENOMEM;
 out:
 	if (datafd >= 0)
 		close(datafd);
@@ -413,12 +628,28 @@ out:
 }
 
 /* See store.h. */
+int node_store_open(struct node_store **out, const char *dir, int sync_interval,
+		    uint64_t max_object, uint64_t blob_size)
+{
+	return store_open(out, dir, sync_interval, max_object, blob_size, 0);
+}
+
+/* See store.h. */
+int node_store_open_tool(struct node_store **out, const char *dir)
+{
+	return store_open(out, dir, -1, 0, 0, 1);
+}
+
+/* See store.h. */
 void node_store_close(struct node_store *s)
 {
 	int i;
 
 	if (!s)
 		return;
+	node_gcommit_free(s->gc);	/* the last sync needs the blobs */
+	if (s->blobs_open)
+		blob_set_close(&s->blobs);
 	for (i = 0; i < 256; i++)
 		if (s->subfd[i] >= 0)
 			close(s->subfd[i]);
@@ -427,7 +658,17 @@ void node_store_close(struct node_store *s)
 	for (i = 0; i < (int)REC_STRIPES; i++)
 		pthread_mutex_destroy(&s->stripes[i]);
 	node_ucrc_free(s->ucrc);
+	node_index_free(s->idx);
 	free(s);
+}
+
+/* See store.h. */
+int node_store_flush(struct node_store *s, uint64_t *writes, uint64_t *syncs)
+{
+	int ret = node_gcommit_flush(s->gc);
+
+	node_gcommit_stats(s->gc, writes, syncs);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- ids */
@@ -561,29 +802,72 @@ int node_store_ids(struct node_store *s, unsigned want, uint8_t **ids, unsigned 
 
 /* ---------------------------------------------------------------- lookup, read */
 
+/*
+ * The committed record of id: its index entry, checked against its header
+ * on disk (a damaged header reads as -EILSEQ).  raw (may be NULL) receives
+ * the first rawlen bytes of the record (at least the header) and *got how
+ * many were read.  0, -ENOENT, -EILSEQ or -errno.
+ */
+static int rec_find(struct node_store *s, const uint8_t *id, struct rec *r, uint8_t *raw,
+		    size_t rawlen, size_t *got)
+{
+	uint8_t hbuf[BLOB_HDR];
+	struct node_ient e;
+	struct blob_hdr h;
+	ssize_t n;
+	int ret = node_index_get(s->idx, id, &e);
+
+	if (ret)
+		return ret;
+	if (!raw || rawlen < BLOB_HDR) {
+		raw = hbuf;
+		rawlen = BLOB_HDR;
+	}
+	if (rawlen > e.disk_size)
+		rawlen = (size_t)e.disk_size;
+	memset(r, 0, sizeof(*r));
+	r->fd = blob_fd(&s->blobs, e.blob);
+	/* One pread, not a _full loop: a short read here means a torn record. */
+	do
+		n = pread(r->fd, raw, rawlen, (off_t)e.off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != rawlen || blob_hdr_decode(&h, raw) || memcmp(h.id, id, POHM_ID_SIZE) ||
+	    h.size != e.size || h.disk_size != e.disk_size)
+		return -EILSEQ;
+	r->flags = h.flags;
+	r->size = h.size;
+	r->tsec = h.tsec;
+	r->tnsec = h.tnsec;
+	r->user_flags = h.user_flags;
+	r->chunk = h.chunk;
+	r->blob = e.blob;
+	r->off = e.off;
+	r->disk_size = e.disk_size;
+	r->base = e.off + BLOB_HDR;
+	if (got)
+		*got = (size_t)n;
+	return 0;
+}
+
+/* See store.h. */
 int node_store_lookup(struct node_store *s, const uint8_t *id, int lock, struct node_meta *m,
 		      uint8_t *csum)
 {
 	pthread_mutex_t *mx = lock ? stripe(s, id) : NULL;
 	struct rec r;
-	int fd = -1, ret;
+	int ret;
 
 	if (mx)
 		pthread_mutex_lock(mx);
-	fd = rec_open(s, id, "", O_RDONLY);
-	if (fd < 0) {
-		ret = fd == -ENOENT ? -ENOENT : fd;
-		goto out;
-	}
-	ret = rec_load(fd, &r, 1);
+	ret = rec_find(s, id, &r, NULL, 0, NULL);
 	if (ret)
 		goto out;
 	rec_meta(&r, m);
 	if (csum)
-		ret = rec_hash(fd, &r, csum);
+		ret = rec_hash(r.fd, &r, csum);
 out:
-	if (fd >= 0)
-		close(fd);
 	if (mx)
 		pthread_mutex_unlock(mx);
 	return ret;
@@ -615,12 +899,12 @@ void node_rbuf_release(struct node_rbuf *b)
 }
 
 /*
- * Map [REC_HDR + a, REC_HDR + b) of fd read-only and populated; returns
- * the address of byte a, or NULL (then the caller falls back to pread).
+ * Map [base + a, base + b) of fd read-only and populated; returns the
+ * address of byte a, or NULL (then the caller falls back to pread).
  */
-static uint8_t *map_range(int fd, uint64_t a, uint64_t b, struct node_rbuf *rb)
+static uint8_t *map_range(int fd, uint64_t base, uint64_t a, uint64_t b, struct node_rbuf *rb)
 {
-	uint64_t start = (REC_HDR + a) & ~(uint64_t)4095, end = REC_HDR + b;
+	uint64_t start = (base + a) & ~(uint64_t)4095, end = base + b;
 	void *p = mmap(NULL, (size_t)(end - start), PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
 		       (off_t)start);
 
@@ -628,7 +912,7 @@ static uint8_t *map_range(int fd, uint64_t a, uint64_t b, struct node_rbuf *rb)
 		return NULL;
 	rb->map = p;
 	rb->maplen = (size_t)(end - start);
-	return (uint8_t *)p + (REC_HDR + a - start);
+	return (uint8_t *)p + (base + a - start);
 }
 
 /* See store.h. */
@@ -639,54 +923,26 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 	struct pohm_buf *scratch = &rb->buf;
 	pthread_mutex_t *mx = lock ? stripe(s, id) : NULL;
 	uint8_t crcbuf[4 * 64], *base;
-	uint64_t flen, c0, c1, a, b, ncr;
+	uint64_t c0, c1, a, b, ncr;
 	uint8_t *crcs = NULL;
 	struct rec r;
-	struct stat st;
-	ssize_t got;
-	int fd = -1, ret = 0;
+	size_t got = 0;
+	ssize_t rd;
+	int ret = 0, whole;
 
 	*n = 0;
 	*data = NULL;
 	if (mx)
 		pthread_mutex_lock(mx);
-	fd = rec_open(s, id, "", O_RDONLY);
-	if (fd < 0) {
-		ret = fd;
-		goto out;
-	}
 	/* One read brings a small record whole: header, data and CRCs. */
 	ret = pohm_buf_reserve(scratch, REC_SMALL);
 	if (ret)
 		goto out;
 	scratch->len = 0;
-	/* One pread, not a _full loop: that would cost a second call to see EOF. */
-	do
-		got = pread(fd, scratch->p, REC_SMALL, 0);
-	while (got < 0 && errno == EINTR);
-	if (got < 0) {
-		ret = -errno;
+	ret = rec_find(s, id, &r, scratch->p, REC_SMALL, &got);
+	if (ret)
 		goto out;
-	}
-	if (got < REC_HDR || hdr_decode(&r, scratch->p)) {
-		ret = -EILSEQ;
-		goto out;
-	}
-	flen = (uint64_t)got;
-	if (got == REC_SMALL || flen != rec_file_len(&r)) {
-		/* Large, or a short read that is not the end: ask the file system. */
-		if (fstat(fd, &st) < 0) {
-			ret = -errno;
-			goto out;
-		}
-		flen = (uint64_t)st.st_size;
-		if (flen > REC_SMALL || flen != (uint64_t)got)
-			got = REC_SMALL + 1;	/* not all in the buffer */
-	}
-	if (flen != rec_file_len(&r)) {
-		ret = -EILSEQ;		/* torn: never serve it */
-		goto out;
-	}
+	whole = got == r.disk_size;
 	rec_meta(&r, m);
 	if (off >= r.size) {
 		ret = off == 0 && r.size == 0 ? 0 : -E2BIG;
@@ -708,31 +964,30 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 		a = off;
 		b = off + size;
 	}
-	if ((uint64_t)got == flen) {
-		*data = scratch->p + REC_HDR + off;
+	if (whole) {
+		*data = scratch->p + BLOB_HDR + off;
 		if (verify)
-			ret = check_chunks(&r, c0, ncr, scratch->p + REC_HDR + a,
-					   scratch->p + REC_HDR + r.size + 4 * c0);
+			ret = check_chunks(&r, c0, ncr, scratch->p + BLOB_HDR + a,
+					   scratch->p + BLOB_HDR + r.size + 4 * c0);
 		*n = (size_t)size;
 		goto out;
 	}
 	/*
 	 * Large ranges come from a mapping of the page cache: the bytes are
-	 * checked and sent from there, one copy fewer than pread.  The file is
-	 * never truncated in place (writes rename a new file over it), so the
-	 * mapping cannot fault.
+	 * checked and sent from there, one copy fewer than pread.  Blobs are
+	 * never truncated while the node runs, so the mapping cannot fault.
 	 */
 	base = NULL;
 	if (b - a >= REC_MAP_MIN)
-		base = map_range(fd, a, b, rb);
+		base = map_range(r.fd, r.base, a, b, rb);
 	if (!base) {
 		ret = pohm_buf_reserve(scratch, (size_t)(b - a));
 		if (ret)
 			goto out;
 		base = scratch->p;
-		got = pohm_sys_pread_full(fd, base, (size_t)(b - a), (off_t)(REC_HDR + a));
-		if (got < 0 || (uint64_t)got != b - a) {
-			ret = got < 0 ? (int)got : -EILSEQ;
+		rd = pohm_sys_pread_full(r.fd, base, (size_t)(b - a), (off_t)(r.base + a));
+		if (rd < 0 || (uint64_t)rd != b - a) {
+			ret = rd < 0 ? (int)rd : -EILSEQ;
 			goto out;
 		}
 	}
@@ -742,9 +997,9 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 			ret = -ENOMEM;
 			goto out;
 		}
-		got = pohm_sys_pread_full(fd, crcs, 4 * ncr, (off_t)(REC_HDR + r.size + 4 * c0));
-		if (got < 0 || (uint64_t)got != 4 * ncr)
-			ret = got < 0 ? (int)got : -EILSEQ;
+		rd = pohm_sys_pread_full(r.fd, crcs, 4 * ncr, (off_t)(r.base + r.size + 4 * c0));
+		if (rd < 0 || (uint64_t)rd != 4 * ncr)
+			ret = rd < 0 ? (int)rd : -EILSEQ;
 		else
 			ret = check_chunks(&r, c0, ncr, base, crcs);
 		if (crcs != crcbuf)
@@ -755,8 +1010,6 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 	*data = base + (off - a);
 	*n = (size_t)size;
 out:
-	if (fd >= 0)
-		close(fd);
 	if (mx)
 		pthread_mutex_unlock(mx);
 	if (ret) {
@@ -784,12 +1037,16 @@ struct layout {
 };
 
 /*
- * Write the data region and CRC table of a new record into fd at REC_HDR,
- * verifying the old chunks it copies and feeding sha (may be NULL).
+ * Write the data region, CRC table and padding (up to disk_size - header)
+ * of a new record into fd at base, verifying the old chunks it copies and
+ * feeding sha (may be NULL).  The region is fresh space: a gap left
+ * unwritten reads as zeros.
  */
-static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
+static int write_body(int fd, uint64_t base, uint64_t disk_size, const struct layout *l,
+		      struct pohm_sha512 *sha)
 {
 	uint64_t nc = nchunks(l->size, REC_CHUNK), i;
+	uint64_t tail = disk_size - BLOB_HDR - l->size;	/* CRC table and padding */
 	uint8_t *crcs = NULL, *bounce = NULL;
 	struct rec oldc;
 	ssize_t w;
@@ -797,7 +1054,7 @@ static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
 
 	memset(&oldc, 0, sizeof(oldc));
 
-	crcs = malloc(nc ? nc * 4 : 1);
+	crcs = calloc(1, tail ? tail : 1);
 	if (!crcs)
 		return -ENOMEM;
 	if (l->keep) {
@@ -829,13 +1086,13 @@ static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
 				ret = -EILSEQ;
 				goto out;
 			}
-			got = pohm_sys_pread_full(l->oldfd, bounce, ob - oa, (off_t)(REC_HDR + oa));
+			got = pohm_sys_pread_full(l->oldfd, bounce, ob - oa, (off_t)(oldc.base + oa));
 			if (got < 0 || (uint64_t)got != ob - oa) {
 				ret = got < 0 ? (int)got : -EILSEQ;
 				goto out;
 			}
 			got = pohm_sys_pread_full(l->oldfd, ocrc, 4,
-						  (off_t)(REC_HDR + oldc.size + 4 * oc));
+						  (off_t)(oldc.base + oldc.size + 4 * oc));
 			if (got != 4 || node_crc32c(0, bounce, ob - oa) != pohm_le32(ocrc)) {
 				ret = got < 0 ? (int)got : -EILSEQ;
 				goto out;
@@ -843,7 +1100,7 @@ static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
 			crc = node_crc32c(crc, bounce + (p - oa), e - p);
 			if (sha)
 				pohm_sha512_update(sha, bounce + (p - oa), e - p);
-			w = pohm_sys_pwrite_full(fd, bounce + (p - oa), e - p, (off_t)(REC_HDR + p));
+			w = pohm_sys_pwrite_full(fd, bounce + (p - oa), e - p, (off_t)(base + p));
 			if (w < 0) {
 				ret = (int)w;
 				goto out;
@@ -882,22 +1139,31 @@ static int write_body(int fd, const struct layout *l, struct pohm_sha512 *sha)
 		}
 		pohm_st32(crcs + 4 * i, crc);
 	}
-	if (l->len) {
-		w = pohm_sys_pwrite_full(fd, l->data, l->len, (off_t)(REC_HDR + l->data_off));
-		if (w < 0) {
-			ret = (int)w;
-			goto out;
+	/* The new data, the CRC table and the padding are contiguous: one call. */
+	{
+		struct iovec iov[2] = { { (void *)l->data, (size_t)l->len }, { crcs, (size_t)tail } };
+		int k = l->len ? 0 : 1;
+		uint64_t at = l->len ? base + l->data_off : base + l->size;
+
+		while (k < 2) {
+			ssize_t n = pwritev(fd, iov + k, 2 - k, (off_t)at);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				ret = n < 0 ? -errno : -EIO;
+				goto out;
+			}
+			at += (uint64_t)n;
+			while (k < 2 && (size_t)n >= iov[k].iov_len) {
+				n -= (ssize_t)iov[k].iov_len;
+				k++;
+			}
+			if (k < 2) {
+				iov[k].iov_base = (uint8_t *)iov[k].iov_base + n;
+				iov[k].iov_len -= (size_t)n;
+			}
 		}
-	}
-	/* The file ends exactly after the CRC table (ftruncate covers a hole at the end). */
-	if (ftruncate(fd, (off_t)(REC_HDR + l->size + 4 * nc)) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (nc) {
-		w = pohm_sys_pwrite_full(fd, crcs, nc * 4, (off_t)(REC_HDR + l->size));
-		if (w < 0)
-			ret = (int)w;
 	}
 out:
 	free(crcs);
@@ -905,60 +1171,103 @@ out:
 	return ret;
 }
 
-/* Build <id>.t from layout, make it durable and rename it over <id>. */
-static int write_committed(struct node_store *s, const uint8_t *id, const struct layout *l,
-			   const struct pohm_io_attr *io, struct pohm_sha512 *sha)
+/* Put a record just written at (n, off) into the index; count what it replaces as garbage. */
+static int index_record(struct node_store *s, const uint8_t *id, const struct blob_hdr *h,
+			unsigned n, uint64_t off)
 {
-	char tname[2 * POHM_ID_SIZE + 8], name[2 * POHM_ID_SIZE + 8];
-	uint8_t h[REC_HDR];
-	struct rec r;
+	struct node_ient e, old;
+	int ret;
+
+	if (h->flags & POHM_RECORD_REMOVE) {
+		if (node_index_del(s->idx, id, &old) == 0)
+			blob_garbage(&s->blobs, old.blob, old.disk_size);
+		blob_garbage(&s->blobs, n, h->disk_size);
+		return 0;
+	}
+	memset(&e, 0, sizeof(e));
+	memcpy(e.id, id, POHM_ID_SIZE);
+	e.blob = n;
+	e.off = off;
+	e.disk_size = h->disk_size;
+	e.size = h->size;
+	e.flags = h->flags;
+	e.chunk = h->chunk;
+	e.tsec = h->tsec;
+	e.tnsec = h->tnsec;
+	e.user_flags = h->user_flags;
+	ret = node_index_put(s->idx, &e, &old);
+	if (ret == 1)
+		blob_garbage(&s->blobs, old.blob, old.disk_size);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Append one record of id to the blobs: body(arg, fd, base, disk_size)
+ * writes the data, CRC table and padding at base (NULL: a tombstone), then
+ * the header goes last.  Indexed on success; on failure the reserved space
+ * is garbage.  *n is the blob written.  0 or -errno.
+ */
+static int append_record(struct node_store *s, const uint8_t *id, struct blob_hdr *h,
+			 int (*body)(void *arg, int fd, uint64_t base, uint64_t disk_size),
+			 void *arg, unsigned *n, uint64_t *offp)
+{
+	uint8_t raw[BLOB_HDR];
+	uint64_t off;
 	int fd, ret;
 
-	rec_name(id, ".t", tname);
-	rec_name(id, "", name);
-	fd = openat(s->subfd[id[0]], tname, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	ret = write_body(fd, l, sha);
+	memcpy(h->id, id, POHM_ID_SIZE);
+	h->disk_size = blob_disk_size(h->size, h->chunk);
+	ret = blob_reserve(&s->blobs, h->disk_size, n, &off);
 	if (ret)
-		goto fail;
-	memset(&r, 0, sizeof(r));
-	r.flags = REC_FLAGS;
-	r.size = l->size;
-	r.tsec = io->timestamp.tsec;
-	r.tnsec = io->timestamp.tnsec;
-	r.user_flags = io->user_flags;
-	r.chunk = REC_CHUNK;
-	hdr_encode(h, &r);
-	if (pohm_sys_pwrite_full(fd, h, REC_HDR, 0) < 0) {
-		ret = -EIO;
-		goto fail;
+		return ret;
+	fd = blob_fd(&s->blobs, *n);
+	if (body)
+		ret = body(arg, fd, off + BLOB_HDR, h->disk_size);
+	if (!ret) {
+		blob_hdr_encode(raw, h);
+		if (pohm_sys_pwrite_full(fd, raw, BLOB_HDR, (off_t)off) < 0)
+			ret = -EIO;
 	}
-	ret = file_sync(s, fd);
+	if (!ret)
+		ret = index_record(s, id, h, *n, off);
 	if (ret)
-		goto fail;
-	close(fd);
-	fd = -1;
-	if (renameat(s->subfd[id[0]], tname, s->subfd[id[0]], name) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlinkat(s->subfd[id[0]], tname, 0);
+		blob_garbage(&s->blobs, *n, h->disk_size);
+	if (offp)
+		*offp = off;
 	return ret;
 }
 
+/* A tombstone for id (delete, or PREPARE hiding the old object).  0 or -errno. */
+static int append_tombstone(struct node_store *s, const uint8_t *id, unsigned *n)
+{
+	struct blob_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.flags = POHM_RECORD_REMOVE;
+	h.chunk = REC_CHUNK;
+	return append_record(s, id, &h, NULL, NULL, n, NULL);
+}
+
+struct plain_body {
+	const struct layout *l;
+	struct pohm_sha512 *sha;
+};
+
+/* append_record's body for a plain write. */
+static int plain_body(void *arg, int fd, uint64_t base, uint64_t disk_size)
+{
+	struct plain_body *pb = arg;
+
+	return write_body(fd, base, disk_size, pb->l, pb->sha);
+}
+
 /* The CAS and CAS_TIMESTAMP checks against the committed record (if any). */
-static int check_conditions(int oldfd, const struct rec *old, int old_err,
-			    const struct pohm_io_attr *io)
+static int check_conditions(const struct rec *old, int old_err, const struct pohm_io_attr *io)
 {
 	uint8_t cur[POHM_ID_SIZE];
 	int ret;
 
-	if (!(io->flags & (POHM_IO_CAS | POHM_IO_CAS_TIMESTAMP)) || oldfd < 0)
+	if (!(io->flags & (POHM_IO_CAS | POHM_IO_CAS_TIMESTAMP)) || old_err == -ENOENT)
 		return 0;		/* a missing key passes both (§5.2) */
 	if (old_err)
 		return old_err;
@@ -969,7 +1278,7 @@ static int check_conditions(int oldfd, const struct rec *old, int old_err,
 			return -EBADFD;
 	}
 	if (io->flags & POHM_IO_CAS) {
-		ret = rec_hash(oldfd, old, cur);
+		ret = rec_hash(old->fd, old, cur);
 		if (ret)
 			return ret;
 		if (memcmp(cur, io->parent, POHM_ID_SIZE))
@@ -978,26 +1287,31 @@ static int check_conditions(int oldfd, const struct rec *old, int old_err,
 	return 0;
 }
 
-/* Plain write or APPEND: a new committed record. */
-static int write_plain(struct node_store *s, const struct node_wreq *w, int oldfd,
-		       const struct rec *old, int old_err, struct node_wres *res)
+/* Plain write or APPEND: a new committed record.  old_err: -ENOENT = no old record. */
+static int write_plain(struct node_store *s, const struct node_wreq *w, const struct rec *old,
+		       int old_err, struct node_wres *res)
 {
 	const struct pohm_io_attr *io = w->io;
+	int have_old = old_err != -ENOENT;
 	struct pohm_sha512 sha;
+	struct plain_body pb;
+	struct blob_hdr h;
 	struct layout l;
 	struct rec nr;
+	unsigned nb;
+	uint64_t off;
 	int ret;
 
 	if (!io->size) {
 		/* §10.4: a zero-size write creates nothing and changes nothing. */
-		if (oldfd < 0)
+		if (!have_old)
 			return -ENOENT;
 		if (old_err)
 			return old_err;
 		rec_meta(old, &res->meta);
 		res->reply_size = old->size;
 		if (w->want_csum)
-			return rec_hash(oldfd, old, res->csum);
+			return rec_hash(old->fd, old, res->csum);
 		return 0;
 	}
 	if (io->offset > s->max_object || io->size > s->max_object)
@@ -1006,8 +1320,8 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 	l.oldfd = -1;
 	l.data = w->data;
 	l.len = io->size;
-	if (oldfd >= 0 && !old_err) {
-		l.oldfd = oldfd;
+	if (have_old && !old_err) {
+		l.oldfd = old->fd;
 		l.old = old;
 		if (io->flags & POHM_IO_APPEND) {
 			l.keep = old->size;
@@ -1018,7 +1332,7 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 		}
 	} else {
 		l.data_off = io->offset;
-		if (old_err && (io->offset || (io->flags & POHM_IO_APPEND)))
+		if (have_old && (io->offset || (io->flags & POHM_IO_APPEND)))
 			return old_err;		/* cannot keep a prefix of a corrupt record */
 	}
 	if (l.data_off > s->max_object || l.len > s->max_object - l.data_off)
@@ -1026,14 +1340,23 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 	l.size = l.data_off + l.len;
 	if (w->want_csum)
 		pohm_sha512_init(&sha);
-	ret = write_committed(s, w->id, &l, io, w->want_csum ? &sha : NULL);
+	memset(&h, 0, sizeof(h));
+	h.flags = REC_FLAGS;
+	h.size = l.size;
+	h.tsec = io->timestamp.tsec;
+	h.tnsec = io->timestamp.tnsec;
+	h.user_flags = io->user_flags;
+	h.chunk = REC_CHUNK;
+	pb.l = &l;
+	pb.sha = w->want_csum ? &sha : NULL;
+	ret = append_record(s, w->id, &h, plain_body, &pb, &nb, &off);
 	if (ret)
 		return ret;
 	/* A plain write replaces an uncommitted record too. */
 	node_ucrc_drop(s->ucrc, w->id);
-	if (rec_unlink(s, w->id, ".u") == 0)
+	if (unstage(s, w->id) == 0)
 		pohm_debug("store: plain write dropped an uncommitted record");
-	ret = dir_sync(s, w->id);
+	ret = blob_durable(s, nb);
 	if (ret)
 		return ret;
 	memset(&nr, 0, sizeof(nr));
@@ -1042,28 +1365,53 @@ static int write_plain(struct node_store *s, const struct node_wreq *w, int oldf
 	nr.tsec = io->timestamp.tsec;
 	nr.tnsec = io->timestamp.tnsec;
 	nr.user_flags = io->user_flags;
+	nr.blob = nb;
+	nr.base = off + BLOB_HDR;
 	rec_meta(&nr, &res->meta);
-	res->reply_size = (io->flags & POHM_IO_APPEND) && oldfd >= 0 ? io->offset + io->size
-								  : l.size;
+	res->reply_size = (io->flags & POHM_IO_APPEND) && have_old ? io->offset + io->size
+								   : l.size;
 	if (w->want_csum)
 		pohm_sha512_final(&sha, res->csum);
 	return 0;
 }
 
-/* Finish an uncommitted record of final bytes: CRCs, header, rename. */
+struct commit_body {
+	int ufd;			/* the .u file */
+	uint64_t size;			/* its data bytes */
+	const uint8_t *tail;		/* CRC table and padding */
+	uint64_t tail_len;
+};
+
+/* append_record's body for a COMMIT: the staged data, then the CRCs. */
+static int commit_body(void *arg, int fd, uint64_t base, uint64_t disk_size)
+{
+	struct commit_body *cb = arg;
+	int ret = blob_copy(cb->ufd, REC_HDR, fd, base, cb->size);
+
+	if (!ret && cb->tail_len &&
+	    pohm_sys_pwrite_full(fd, cb->tail, cb->tail_len, (off_t)(base + cb->size)) < 0)
+		ret = -EIO;
+	return ret;
+}
+
+/* Finish an uncommitted record of final bytes: CRCs, then a committed record in the blob. */
 static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, struct rec *u,
 			      uint64_t final, const struct node_wreq *w, struct node_wres *res)
 {
-	char uname[2 * POHM_ID_SIZE + 8], name[2 * POHM_ID_SIZE + 8];
 	uint64_t nc = nchunks(final, REC_CHUNK), i, missing = 0;
-	uint8_t *buf = NULL, *crcs = NULL, *map = NULL, h[REC_HDR];
+	uint64_t tail = blob_disk_size(final, REC_CHUNK) - BLOB_HDR - final;
+	uint8_t *buf = NULL, *crcs = NULL, *map = NULL;
 	struct node_ucrc_entry *noted = node_ucrc_take(s->ucrc, id);
+	struct commit_body cb;
 	struct pohm_sha512 sha;
+	struct blob_hdr h;
+	unsigned nb;
+	uint64_t off;
 	uint32_t crc;
 	int ret = 0;
 
 	buf = malloc(REC_CHUNK);
-	crcs = malloc(nc ? nc * 4 : 1);
+	crcs = calloc(1, tail ? tail : 1);
 	if (!buf || !crcs) {
 		ret = -ENOMEM;
 		goto out;
@@ -1118,34 +1466,34 @@ static int commit_uncommitted(struct node_store *s, const uint8_t *id, int fd, s
 		if (w->want_csum)
 			pohm_sha512_update(&sha, src, len);
 	}
-	if (nc && pohm_sys_pwrite_full(fd, crcs, nc * 4, (off_t)(REC_HDR + final)) < 0) {
-		ret = -EIO;
+	/* The record goes into the blob whole; the .u file is gone after that. */
+	memset(&h, 0, sizeof(h));
+	h.flags = REC_FLAGS;
+	h.size = final;
+	h.tsec = w->io->timestamp.tsec;
+	h.tnsec = w->io->timestamp.tnsec;
+	h.user_flags = w->io->user_flags;
+	h.chunk = REC_CHUNK;
+	cb.ufd = fd;
+	cb.size = final;
+	cb.tail = crcs;
+	cb.tail_len = tail;
+	ret = append_record(s, id, &h, commit_body, &cb, &nb, &off);
+	if (ret)
 		goto out;
-	}
+	unstage(s, id);
+	ret = blob_durable(s, nb);
+	if (ret)
+		goto out;
 	u->flags = REC_FLAGS;
 	u->size = final;
 	u->reserve = 0;
-	u->tsec = w->io->timestamp.tsec;
-	u->tnsec = w->io->timestamp.tnsec;
-	u->user_flags = w->io->user_flags;
+	u->tsec = h.tsec;
+	u->tnsec = h.tnsec;
+	u->user_flags = h.user_flags;
 	u->chunk = REC_CHUNK;
-	hdr_encode(h, u);
-	if (pohm_sys_pwrite_full(fd, h, REC_HDR, 0) < 0) {
-		ret = -EIO;
-		goto out;
-	}
-	ret = file_sync(s, fd);
-	if (ret)
-		goto out;
-	rec_name(id, ".u", uname);
-	rec_name(id, "", name);
-	if (renameat(s->subfd[id[0]], uname, s->subfd[id[0]], name) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = dir_sync(s, id);
-	if (ret)
-		goto out;
+	u->blob = nb;
+	u->base = off + BLOB_HDR;
 	rec_meta(u, &res->meta);
 	res->reply_size = final;
 	if (w->want_csum) {
@@ -1173,14 +1521,15 @@ static void uncommitted_reply(const struct rec *u, struct node_wres *res)
 	memset(res->csum, 0, POHM_ID_SIZE);
 }
 
-/* PREPARE / PLAIN_WRITE / COMMIT (§5.2, §10.6). */
-static int write_staged(struct node_store *s, const struct node_wreq *w, int oldfd,
-			const struct rec *old, struct node_wres *res)
+/* PREPARE / PLAIN_WRITE / COMMIT (§5.2, §10.6).  have_old: a committed record exists. */
+static int write_staged(struct node_store *s, const struct node_wreq *w, int have_old,
+			struct node_wres *res)
 {
 	const struct pohm_io_attr *io = w->io;
 	uint8_t h[REC_HDR];
 	struct rec u;
 	uint64_t end;
+	unsigned nb;
 	int fd = -1, ret = 0;
 
 	if (io->offset > s->max_object || io->size > s->max_object - io->offset ||
@@ -1192,9 +1541,11 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 		node_ucrc_drop(s->ucrc, w->id);	/* a new uncommitted record */
 		if (fd < 0)
 			return fd;
+		__atomic_fetch_add(&s->nstaged, 1, __ATOMIC_ACQ_REL);	/* may count it twice */
 		memset(&u, 0, sizeof(u));
 		u.reserve = io->num;
 		u.size = 0;
+		u.base = REC_HDR;
 		if (ftruncate(fd, (off_t)(REC_HDR + (io->num > end ? io->num : end))) < 0) {
 			ret = -errno;
 			goto fail_new;
@@ -1203,7 +1554,7 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 		fd = rec_open(s, w->id, ".u", O_RDWR);
 		if (fd < 0) {
 			/* PLAIN_WRITE is refused on a committed record (§5.2). */
-			if (fd == -ENOENT && oldfd >= 0)
+			if (fd == -ENOENT && have_old)
 				return -EPERM;
 			return fd;
 		}
@@ -1211,6 +1562,7 @@ static int write_staged(struct node_store *s, const struct node_wreq *w, int old
 		if (ret)
 			goto out;
 	}
+	u.fd = fd;
 	if (io->size && pohm_sys_pwrite_full(fd, w->data, io->size,
 					     (off_t)(REC_HDR + io->offset)) < 0) {
 		node_ucrc_drop(s->ucrc, w->id);	/* the record's bytes are unknown now */
@@ -1244,18 +1596,15 @@ keep:
 		ret = -EIO;
 		goto out;
 	}
+	if (!ret && (io->flags & POHM_IO_PREPARE) && have_old) {
+		/* §10.6: PREPARE hides the old object until COMMIT (a tombstone: also
+		 * after a restart). */
+		ret = append_tombstone(s, w->id, &nb);
+		if (!ret)
+			blob_dirty(&s->blobs, nb);
+	}
 	{
-		int r2 = file_sync(s, fd);
-
-		if (r2 && !ret)
-			ret = r2;
-	}
-	if (!ret && (io->flags & POHM_IO_PREPARE) && oldfd >= 0) {
-		/* §10.6: PREPARE hides the old object until COMMIT. */
-		rec_unlink(s, w->id, "");
-	}
-	if (io->flags & POHM_IO_PREPARE) {
-		int r2 = dir_sync(s, w->id);
+		int r2 = staged_durable(s);
 
 		if (r2 && !ret)
 			ret = r2;
@@ -1265,7 +1614,7 @@ keep:
 	goto out;
 fail_new:
 	if (io->flags & POHM_IO_PREPARE)
-		rec_unlink(s, w->id, ".u");
+		unstage(s, w->id);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1278,50 +1627,52 @@ int node_store_write(struct node_store *s, const struct node_wreq *w, struct nod
 	const struct pohm_io_attr *io = w->io;
 	pthread_mutex_t *mx = stripe(s, w->id);
 	struct rec old;
-	int oldfd, old_err = 0, ret;
+	int old_err, ret;
 
 	memset(res, 0, sizeof(*res));
 	res->release_fd = -1;
 	pthread_mutex_lock(mx);
-	oldfd = rec_open(s, w->id, "", O_RDONLY);
-	if (oldfd < 0 && oldfd != -ENOENT) {
-		ret = oldfd;
+	old_err = rec_find(s, w->id, &old, NULL, 0, NULL);
+	if (old_err && old_err != -ENOENT && old_err != -EILSEQ) {
+		ret = old_err;
 		goto out;
 	}
-	if (oldfd >= 0)
-		old_err = rec_load(oldfd, &old, 1);
-	ret = check_conditions(oldfd, &old, old_err, io);
+	ret = check_conditions(&old, old_err, io);
 	if (ret)
 		goto out;
 	if (io->flags & (POHM_IO_PREPARE | POHM_IO_PLAIN_WRITE | POHM_IO_COMMIT))
-		ret = write_staged(s, w, oldfd, &old, res);
+		ret = write_staged(s, w, old_err != -ENOENT, res);
 	else
-		ret = write_plain(s, w, oldfd, &old, old_err, res);
+		ret = write_plain(s, w, &old, old_err, res);
 out:
-	/* A replaced record's pages are freed by the last close: the caller's, after its reply. */
-	if (oldfd >= 0 && !ret)
-		res->release_fd = oldfd;
-	else if (oldfd >= 0)
-		close(oldfd);
 	pthread_mutex_unlock(mx);
 	return ret;
 }
 
 /* ---------------------------------------------------------------- del, list */
 
+/* See store.h. */
 int node_store_del(struct node_store *s, const uint8_t *id)
 {
 	pthread_mutex_t *mx = stripe(s, id);
-	int r1, r2, ret;
+	struct node_ient e;
+	unsigned nb;
+	int r1 = -ENOENT, r2, ret = 0;
 
 	pthread_mutex_lock(mx);
-	r1 = rec_unlink(s, id, "");
-	r2 = rec_unlink(s, id, ".u");
+	if (node_index_get(s->idx, id, &e) == 0) {
+		r1 = append_tombstone(s, id, &nb);
+		if (!r1)
+			blob_dirty(&s->blobs, nb);
+	}
+	r2 = unstage(s, id);
 	node_ucrc_drop(s->ucrc, id);
 	if (r1 && r2)
 		ret = r1 == -ENOENT ? (r2 == -ENOENT ? -ENOENT : r2) : r1;
+	else if (!r2)
+		ret = staged_durable(s);
 	else
-		ret = dir_sync(s, id);
+		ret = durable(s);
 	pthread_mutex_unlock(mx);
 	return ret;
 }
@@ -1335,58 +1686,45 @@ static int id_cmp(const void *a, const void *b)
 /* See store.h. */
 int node_store_list(struct node_store *s, uint8_t **ids, size_t *n)
 {
-	uint8_t *v = NULL, *nv;
-	size_t cnt = 0, cap = 0;
-	int i, ret = 0;
+	struct node_ient *v = NULL;
+	uint8_t *out;
+	size_t cnt = 0, i;
+	int ret = node_index_all(s->idx, &v, &cnt);
 
-	for (i = 0; i < 256 && !ret; i++) {
-		int fd = dup(s->subfd[i]);
-		struct dirent *e;
-		DIR *d;
-
-		if (fd < 0) {
-			ret = -errno;
-			break;
-		}
-		d = fdopendir(fd);
-		if (!d) {
-			ret = -errno;
-			close(fd);
-			break;
-		}
-		rewinddir(d);
-		while ((e = readdir(d))) {
-			const char *nm = e->d_name;
-			int j, ok = strlen(nm) == 2 * POHM_ID_SIZE;
-
-			for (j = 0; ok && j < 2 * POHM_ID_SIZE; j++)
-				ok = hexval(nm[j]) >= 0;
-			if (!ok)
-				continue;
-			if (cnt == cap) {
-				cap = cap ? cap * 2 : 256;
-				nv = realloc(v, cap * POHM_ID_SIZE);
-				if (!nv) {
-					ret = -ENOMEM;
-					break;
-				}
-				v = nv;
-			}
-			for (j = 0; j < POHM_ID_SIZE; j++)
-				v[cnt * POHM_ID_SIZE + (size_t)j] =
-					(uint8_t)(hexval(nm[2 * j]) << 4 | hexval(nm[2 * j + 1]));
-			cnt++;
-		}
-		closedir(d);
-	}
-	if (ret) {
-		free(v);
+	if (ret)
 		return ret;
+	out = malloc(cnt ? cnt * POHM_ID_SIZE : 1);
+	if (!out) {
+		free(v);
+		return -ENOMEM;
 	}
+	for (i = 0; i < cnt; i++)
+		memcpy(out + i * POHM_ID_SIZE, v[i].id, POHM_ID_SIZE);
+	free(v);
 	if (cnt)
-		qsort(v, cnt, POHM_ID_SIZE, id_cmp);
-	*ids = v;
+		qsort(out, cnt, POHM_ID_SIZE, id_cmp);
+	*ids = out;
 	*n = cnt;
+	return 0;
+}
+
+/* See store.h. */
+int node_store_dump(struct node_store *s, FILE *f)
+{
+	struct node_ient *v = NULL;
+	char hex[2 * POHM_ID_SIZE + 1];
+	size_t cnt = 0, i;
+	int ret = node_index_all(s->idx, &v, &cnt);
+
+	if (ret)
+		return ret;
+	qsort(v, cnt, sizeof(*v), ient_pos_cmp);
+	for (i = 0; i < cnt; i++) {
+		id_hex(v[i].id, hex);
+		fprintf(f, "%s size=%llu blob=%u offset=%llu\n", hex, (unsigned long long)v[i].size,
+			v[i].blob, (unsigned long long)v[i].off);
+	}
+	free(v);
 	return 0;
 }
 
@@ -1395,17 +1733,12 @@ int node_store_corrupt(struct node_store *s, const uint8_t *id)
 {
 	pthread_mutex_t *mx = stripe(s, id);
 	struct rec r;
-	int fd, ret;
+	int ret;
 	uint8_t b;
 	uint64_t pos;
 
 	pthread_mutex_lock(mx);
-	fd = rec_open(s, id, "", O_RDWR);
-	if (fd < 0) {
-		ret = fd;
-		goto out;
-	}
-	ret = rec_load(fd, &r, 1);
+	ret = rec_find(s, id, &r, NULL, 0, NULL);
 	if (ret == -EILSEQ) {
 		ret = 0;		/* already reads as corrupt */
 		goto out;
@@ -1416,26 +1749,24 @@ int node_store_corrupt(struct node_store *s, const uint8_t *id)
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = rec_scan(fd, &r, 1, NULL);
+	ret = rec_scan(r.fd, &r, 1, NULL);
 	if (ret == -EILSEQ) {
 		ret = 0;
 		goto out;
 	}
 	if (ret)
 		goto out;
-	pos = REC_HDR + r.size / 2;
-	if (pohm_sys_pread_full(fd, &b, 1, (off_t)pos) != 1) {
+	pos = r.base + r.size / 2;
+	if (pohm_sys_pread_full(r.fd, &b, 1, (off_t)pos) != 1) {
 		ret = -EIO;
 		goto out;
 	}
 	b ^= 0x5a;
-	if (pohm_sys_pwrite_full(fd, &b, 1, (off_t)pos) != 1)
+	if (pohm_sys_pwrite_full(r.fd, &b, 1, (off_t)pos) != 1)
 		ret = -EIO;
-	else if (!s->nosync)
-		fsync(fd);
+	else if (s->tool || s->sync_interval >= 0)
+		fdatasync(r.fd);
 out:
-	if (fd >= 0)
-		close(fd);
 	pthread_mutex_unlock(mx);
 	return ret;
 }

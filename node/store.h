@@ -1,18 +1,20 @@
 /*
  * store.h — records on disk for pohmelfs-node.
  *
- * One file per key under DIR/data/XX/ (XX = first id byte in hex), written
- * as a temp file and renamed into place, so a committed record is never
- * modified in place and a crash leaves either the old or the new record.
- * Every record carries a header checksum and a CRC-32C per 64 KiB chunk;
- * reads verify what they touch and report -EILSEQ (-84) on a mismatch,
- * exactly as eblob does.  See store.c for the format and the reasoning.
+ * A log-structured store as eblob keeps one: records are appended to blob
+ * files under DIR/blob/ and an in-memory index, rebuilt at start, points
+ * each key at its newest record; a committed record is never modified in
+ * place, deletes append tombstones.  Every record carries a header
+ * checksum and a CRC-32C per 64 KiB chunk; reads verify what they touch
+ * and report -EILSEQ (-84) on a mismatch, exactly as eblob does.  See
+ * store.c for the format and the reasoning, blob.h for the record layout.
  */
 #ifndef POHM_NODE_STORE_H
 #define POHM_NODE_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "buf.h"
 #include "proto.h"
@@ -28,7 +30,8 @@ struct node_meta {
 	uint64_t record_flags;		/* POHM_RECORD_* as reported to clients */
 	uint64_t user_flags;		/* stored verbatim */
 	struct pohm_time ts;		/* stored verbatim */
-	uint64_t data_offset;		/* where the data starts in the record file */
+	uint64_t data_offset;		/* where the data starts in its blob file */
+	unsigned blob;			/* which blob file (data-0.N) */
 };
 
 /* One WRITE as the store sees it. */
@@ -43,18 +46,31 @@ struct node_wres {
 	struct node_meta meta;		/* uncommitted: size 0, flags 0x1c0 (§10.6) */
 	uint8_t csum[POHM_ID_SIZE];	/* with want_csum: sha512 of the whole object */
 	uint64_t reply_size;		/* file_info.size to report (§10.3 for APPEND) */
-	int release_fd;			/* >= 0: the replaced record's descriptor; the caller
-					 * closes it after replying (the close frees its pages) */
+	int release_fd;			/* always -1 (blobs stay open); the caller closes it
+					 * when >= 0 */
 };
 
 /*
  * Open (creating if needed) the store in dir; stale temp files of an
- * interrupted write are removed.  nosync skips every fsync.  Writes that
+ * interrupted write are removed.  sync_interval is the sync policy of
+ * gcommit.h: > 0 seconds between syncs, 0 every write (group commit),
+ * < 0 never.  Writes that
  * would make an object larger than max_object bytes (at most
- * NODE_STORE_MAX_OBJECT; 0 = that) get -EFBIG.  0 or -errno.
+ * NODE_STORE_MAX_OBJECT; 0 = that) get -EFBIG.  A new blob file is started
+ * once the active one holds blob_size bytes (0 = 256 MiB).  The blobs are
+ * scanned into the index and, when garbage dominates, compacted.
+ * 0 or -errno.
  */
-int node_store_open(struct node_store **out, const char *dir, int nosync, uint64_t max_object);
+int node_store_open(struct node_store **out, const char *dir, int sync_interval,
+		    uint64_t max_object, uint64_t blob_size);
 void node_store_close(struct node_store *s);
+
+/*
+ * Open the store for a test tool while its node may be running: nothing
+ * is truncated, compacted or created, no sync thread; only
+ * node_store_corrupt, node_store_dump and reads are meant to be used.
+ */
+int node_store_open_tool(struct node_store **out, const char *dir);
 
 /*
  * This node's ring ids: read from DIR/ids, or on first start create want
@@ -99,19 +115,33 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
 
 /*
  * Apply one WRITE (plain, APPEND, PREPARE/PLAIN_WRITE/COMMIT, CAS,
- * CAS_TIMESTAMP) under the key lock.  Durable before it returns unless the
- * store is nosync.  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
+ * CAS_TIMESTAMP) under the key lock.  Durable before it returns with
+ * sync_interval 0; otherwise in the page cache (synced within the interval,
+ * never with < 0).  0 or -ENOENT, -EPERM, -EBADFD, -E2BIG, -EFBIG, -EILSEQ,
  * -errno; nothing is changed on failure (except a COMMIT beyond the
  * reservation, whose chunk stays in the uncommitted record, as in eblob).
  * On success the caller must close res->release_fd when it is >= 0.
  */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res);
 
-/* Remove a record (committed and uncommitted). 0 or -ENOENT / -errno. */
+/*
+ * Make every write so far durable now (not with sync_interval < 0) and
+ * report the counters: writes (calls that needed durability: WRITE and DEL)
+ * and syncs run since open.  0 or the sync's -errno.
+ */
+int node_store_flush(struct node_store *s, uint64_t *writes, uint64_t *syncs);
+
+/* Remove a record (committed and uncommitted): a tombstone. 0 or -ENOENT / -errno. */
 int node_store_del(struct node_store *s, const uint8_t *id);
 
 /* Every committed key, sorted (*ids malloc'ed, n × 64). 0 or -errno. */
 int node_store_list(struct node_store *s, uint8_t **ids, size_t *n);
+
+/*
+ * Print one line per committed record, in blob order:
+ * "ID-HEX size=N blob=B offset=O" (test tools).  0 or -errno.
+ */
+int node_store_dump(struct node_store *s, FILE *f);
 
 /*
  * Test tool: flip one data byte of a record on disk so that it reads as
@@ -120,7 +150,7 @@ int node_store_list(struct node_store *s, uint8_t **ids, size_t *n);
  */
 int node_store_corrupt(struct node_store *s, const uint8_t *id);
 
-/* The record's path relative to DIR (for file_info), NUL-terminated. */
-void node_store_relpath(const uint8_t *id, char *out, size_t outlen);
+/* The record's blob path relative to DIR (for file_info), NUL-terminated. */
+void node_store_relpath(const struct node_meta *m, char *out, size_t outlen);
 
 #endif

@@ -203,7 +203,7 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	run c --checksum put k "$TMP/v"
 	[ "$status" -eq 0 ]
 	[ "$(field csum)" = "$(printf payload | sha512sum | cut -d' ' -f1)" ]
-	[[ $(field path) == data/* ]]
+	[[ $(field path) == blob/data-0.* ]]	# the blob file, as eblob reports it
 	run c --no-file-info put k "$TMP/v"
 	[ "$status" -eq 0 ]
 	[ "$output" = ack ]
@@ -292,4 +292,5 @@ field() { grep -o "$1=[^ ]*" <<<"$output" | head -n 1 | cut -d= -f2; }
 	run "$NODE_BIN" --self-test
 	[ "$status" -eq 0 ]
 	[[ $output == "crc32c: ok"* ]]
+	[[ $output == *"index: ok"* ]]	# the store's hash index against a plain array
 }

@@ -74,7 +74,7 @@ header() {
 	run c --timeout 2 send-file "$TMP/pkt"
 	[ "$status" -eq 0 ]
 	[ -z "$(grep '^reply' <<<"$output")" ]
-	[ -z "$(find "$(cluster_dir 1-1)/data" -type f)" ]
+	[ -z "$(node_records 1-1)" ]
 	still_alive
 }
 
@@ -90,7 +90,7 @@ header() {
 	{ header 4 9 12 $((208 + 10)); head -c 200 /dev/zero; printf "$(le 99 8)"; head -c 10 /dev/zero; } >"$TMP/pkt"
 	run c --timeout 2 send-file "$TMP/pkt"
 	[[ $output == *"status=-22"* ]]
-	[ -z "$(find "$(cluster_dir 1-1)/data" -type f)" ]
+	[ -z "$(node_records 1-1)" ]
 	still_alive
 }
 

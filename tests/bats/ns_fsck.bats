@@ -201,7 +201,7 @@ assert r["chunks"] == 2 and r["tombstones"] == 0, r'
 
 # key_on NODE PATTERN: a stored key on NODE matching PATTERN (the node
 # keeps the key next to the data).
-key_on() { grep -rhaoE "$2" "$(cluster_dir "$1")/data" | head -1 | grep .; }
+key_on() { grep -rhaoE "$2" "$(cluster_dir "$1")/blob" | head -1 | grep .; }
 
 @test "a write stopped mid-way leaves young garbage: fsck and repair agree, exit 0 with a note" {
 	"$CTL" mkdir d

@@ -17,6 +17,7 @@ setup() {
 	head -c 300000 /dev/urandom >"$T/data"
 	shim a mkdir -p "$T/a/w"
 	touch "$T/before"
+	for n in 1-1 2-1 3-1; do node_records "$n" >"$T/before.$n"; done
 	sleep 0.05
 	shim a cp "$T/data" "$T/a/w/f"
 }
@@ -27,9 +28,11 @@ teardown() {
 }
 
 # objects NODE [MINSIZE]: ids of the records NODE stored for f (written after
-# $T/before), optionally only those of at least MINSIZE bytes (data chunks).
+# $T/before: not in that listing), optionally only those of more than
+# MINSIZE bytes (data chunks).
 objects() {
-	find "$(cluster_dir "$1")/data" -type f -newer "$T/before" -size +"${2:-0}"c -printf '%f\n'
+	node_records "$1" | grep -vxFf "$T/before.$1" |
+		awk -v min="${2:-0}" '{ split($2, a, "="); if (a[2] + 0 > min + 0) print $1 }'
 }
 
 # corrupt_store NODE [MINSIZE]: flip a byte of each of those records.

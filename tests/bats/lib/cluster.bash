@@ -23,6 +23,8 @@
 # cluster_pids                 pids of this cluster's running nodes
 # node_client NODE ARGS...     the raw client (pohmelfs-node --client) on NODE
 # node_keyid KEY               the 128-hex id of KEY (no namespace)
+# node_records NODE            the records NODE stores, one line each:
+#                              "ID-HEX size=N blob=B offset=O" (pohmelfs-node --records)
 #
 # Only loopback addresses are used.  POHM_BUILD selects the build (tests/run
 # sets it; the default is the tree's build/).
@@ -111,3 +113,5 @@ node_client() {
 }
 
 node_keyid() { "$NODE_BIN" --client 127.0.0.1:1 keyid "$1"; }
+
+node_records() { "$NODE_BIN" --records "$(cluster_dir "$1")"; }
