@@ -27,11 +27,12 @@ teardown() {
 	cluster_stop
 }
 
-# stored STRING: true if any node of the cluster stores STRING.
+# stored STRING: true if any node of the cluster stores STRING (its blobs
+# and staged records; not its log).
 stored() {
 	local n
 	for n in $("$CLUSTER_BIN" nodes "$CLUSTER_DIR"); do
-		grep -rqa -- "$1" "$(cluster_dir "$n")/data" && return 0
+		grep -rqa --exclude=node.log -- "$1" "$(cluster_dir "$n")" && return 0
 	done
 	return 1
 }
