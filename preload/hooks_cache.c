@@ -372,6 +372,12 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	}
 	if (flags & O_NOFOLLOW)
 		mf |= POHM_MAT_NOFOLLOW;
+	/* The open mode's own bits, as the kernel checks them (not R_OK always). */
+	mf |= POHM_MAT_OPEN;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		mf |= POHM_MAT_OPEN_R;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		mf |= POHM_MAT_OPEN_W;	/* O_TRUNC asks write permission too */
 	if (flags & O_PATH)
 		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
@@ -644,19 +650,35 @@ int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	struct pohm_cache *c;
-	int r;
+	const char *rel = p ? p->rel : NULL;
+	char real[4096];
+	int r, chattr = op == POHM_AT_CHMOD || op == POHM_AT_CHOWN;
 
 	if (result < 0 || !(c = cache(&r)))
 		return result;
+	if (p && (p->flags & POHM_PATH_TRUNC))
+		rel = NULL;
+	/* chmod, chown... follow a symlink: the change is its target's
+	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
+	if (rel && !(flags & AT_SYMLINK_NOFOLLOW)) {
+		r = HELD(pohm_cache_follow(c, rel, real, sizeof(real)));
+		if (r == 2 || r < 0)
+			return result;	/* out of the prefix: libc's alone */
+		if (r == 0)
+			rel = real;
+	}
 	/* The change travels now, so that other hosts see it after attr_timeout. */
 	if (fd >= 0)
 		r = HELD(pohm_cache_push_fd(c, fd));
-	else if (p && !(p->flags & POHM_PATH_TRUNC) && !held_path(c, p->rel))
-		r = HELD(pohm_cache_push_path(c, p->rel));
+	else if (rel && !held_path(c, rel))
+		r = HELD(pohm_cache_push_path(c, rel));
 	else
 		r = 0;	/* open here: pushed through its fd at close or sync */
+	/* What a push cannot tell from the cache's own differences (chattr.c). */
+	if (r >= 0 && chattr && (fd >= 0 || rel))
+		r = HELD(pohm_cache_push_chattr(c, fd, rel, op == POHM_AT_CHOWN));
 	if (r < 0 && r != -EBADF)
-		pohm_warn("%s: attribute change not pushed yet (%s)", p ? p->rel : "fd",
+		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
 	return result;
 }
