@@ -107,6 +107,25 @@ int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel
  * Sockets: -EINVAL (they stay local). */
 int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_t rdev);
 
+/*
+ * Names the storage does not hold (localonly.c; a socket bind(2) made, a
+ * file made without the shim).  After a namespace change failed in the
+ * storage with -ENOENT, the kernel answers instead when:
+ * pohm_cache_parent_refused — the kernel cannot walk to rel's parent
+ * directory (a socket or file on the way, no search permission): 1, else 0;
+ * pohm_cache_local_only — rel (not followed) exists locally, is not a
+ * directory, and is not the local copy of a stored inode (unknown to the
+ * journal, or a socket whose record is not a stub's): 1, else 0.
+ */
+int pohm_cache_parent_refused(struct pohm_cache *c, const char *rel);
+int pohm_cache_local_only(struct pohm_cache *c, const char *rel);
+/*
+ * After the kernel renamed a local-only name over rel: remove rel's stored
+ * entry (a non-directory), leaving the local name alone.  0 (also when the
+ * storage has no such name) or -errno.
+ */
+int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel);
+
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
 /* Push rel (a file changed by a program without the shim, or by a path call): as push_fd. */

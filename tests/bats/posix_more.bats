@@ -115,6 +115,9 @@ elif scenario == "symdir":
     run([("chmod", "ld", 0o711), ("chown", "ld", 12, 34), ("chmod", "lf", 0o600),
          ("chown", "ld2", 56, 78), ("lchown", "ld2", 9, 9)])
 elif scenario == "nobody":
+    # root's directory "k" (0755) holds a bound socket: refused as the kernel does
+    run([("rename", "k/s", "k/s2"), ("link", "k/s", "u/s3"), ("rename", "k/s", "u/s4"),
+         ("unlink", "k/s"), ("link", "k/s/x", "u/y"), ("mkdir", "k/s/x")])
     # uid 65534 in its own directory "u" (root made it and chowned it)
     os.chdir("u")
     os.mkdir("m"); open("w", "w").write("W"); open("r", "w").write("R")
@@ -170,32 +173,43 @@ as_nobody() {
 }
 
 @test "another user: open checks what the kernel checks, chmod and chgrp are stored" {
-	mkdir "$T/nat/u" && chown 65534:65534 "$T/nat/u"
-	shim a sh -c "mkdir '$T/a/u' && chown 65534:65534 '$T/a/u'"
+	mkdir "$T/nat/u" "$T/nat/k" && chown 65534:65534 "$T/nat/u"
+	shim a sh -c "mkdir '$T/a/u' '$T/a/k' && chown 65534:65534 '$T/a/u'"
+	for r in nat a; do
+		shim a python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$T/$r/k/s')"
+	done
 	as_nobody "$T/nat" >"$T/want"
 	as_nobody "$T/a" env LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$T/a" \
 		POHMELFS_CACHE_DIR="$T/a-state" >"$T/got"
 	diff -u "$T/want" "$T/got"
 	grep -qx 'open w OK' "$T/got"
 	grep -qx 'open m OK' "$T/got"
-	fresh
+	grep -qx 'rename k/s k/s2 EACCES' "$T/got"
+	fresh -nosock
 	grep -q '^u/r 10 751 65534:100 ' "$T/seen"
 	grep -qx 'u d 751 65534:65534' "$T/seen"
 }
 
-@test "st_dev and the file system type under the prefix are the local file system's" {
+@test "st_dev and the file system type under the prefix: consistent for stat, statfs and the mount table" {
 	shim a sh -c "mkdir '$T/a/d' && echo x >'$T/a/d/f'"
-	# stat's %d (st_dev) and %T/%t (statfs type) agree with what the shim says
-	# the file system is, and df names a type
-	want_type=$(stat -f -c %T "$T/a")
-	[ "$(shim a stat -f -c %T "$T/a/d")" = "$want_type" ]
-	[ "$(shim a df -PT "$T/a/d" | awk 'NR==2 {print $2}')" = "$(df -PT "$T/a" | awk 'NR==2 {print $2}')" ]
+	real=$(realpath "$T/a")
+	# one device for the whole prefix, the root included
 	dev=$(shim a stat -c %d "$T/a/d/f")
 	[ "$(shim a stat -c %d "$T/a/d")" = "$dev" ]
 	[ "$(shim a stat -c %d "$T/a")" = "$dev" ]
-	# the mount the kernel lists for that device: findmnt finds the prefix's
-	mnt=$(shim a findmnt -n -o TARGET -T "$T/a/d/f")
-	[ "$mnt" = "$(findmnt -n -o TARGET -T "$T/a")" ]
+	# statfs: the local file system's type; df and findmnt name it too (they
+	# find the file system by st_dev in /proc/self/mountinfo: "-" before)
+	want_type=$(df -PT "$T/a" | awk 'NR==2 {print $2}')
+	[ "$(shim a stat -f -c %T "$T/a/d")" = "$(stat -f -c %T "$T/a")" ]
+	run shim a df -PT "$T/a/d/f"
+	echo "$output"
+	[ "$(echo "$output" | awk 'NR==2 {print $2}')" = "$want_type" ]
+	[ "$(echo "$output" | awk 'NR==2 {print $7}')" = "$real" ]
+	[ "$(shim a findmnt -n -o TARGET,FSTYPE -T "$T/a/d/f" | tr -s ' ')" = "$real $want_type" ]
 	maj=$(shim a python3 -c "import os; d=os.stat('$T/a/d/f').st_dev; print('%d:%d' % (os.major(d), os.minor(d)))")
-	grep -q " $maj " /proc/self/mountinfo
+	shim a cat /proc/self/mountinfo | grep " $maj " | grep -q " $real "
+	shim a cat /proc/mounts | grep -q " $real $want_type "
+	# outside the prefix nothing changes
+	[ "$(shim a df -PT "$T" | awk 'NR==2 {print $7}')" = "$(df -PT "$T" | awk 'NR==2 {print $7}')" ]
+	! grep -q " $real " /proc/self/mountinfo
 }
