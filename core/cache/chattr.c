@@ -133,7 +133,14 @@ int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int ow
 	if (r)
 		goto out;
 	if (have_rec) {
-		pohm_journal_note_inode(&rec, &in);
+		/* The attributes and the version only: dversion, size and chunk
+		 * checksums describe the local data (a file open here may be
+		 * changed and not pushed yet), as ensure_entry keeps them. */
+		rec.version = in.version;
+		rec.mode = in.mode;
+		rec.uid = in.uid;
+		rec.gid = in.gid;
+		rec.ctime = in.ctime;
 		pohm_journal_put(&c->j, &rec);
 	}
 	pohm_inode_clear(&in);
