@@ -15,6 +15,11 @@
  */
 #include "shim.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -86,7 +91,7 @@ static size_t covers(const char *mp, const char *path)
  */
 static int add_line(int kind, char *buf, size_t *len, size_t cap, const char *real, uint64_t dev)
 {
-	const char *line, *end, *best = NULL, *f[6], *below;
+	const char *line, *end, *best = NULL, *f[6], *below, *opt_end, *sep;
 	char mp[8192], root[4096], eroot[16384], emp[8192];
 	size_t best_n = 0, n;
 	int nf, k, r;
@@ -128,10 +133,17 @@ static int add_line(int kind, char *buf, size_t *len, size_t cap, const char *re
 		if (!mp[0])
 			snprintf(mp, sizeof(mp), "/");
 		escape(mp, eroot, sizeof(eroot));
-		r = snprintf(buf + *len, cap - *len, "%u %.*s %u:%u %s %s %.*s\n",
+		/* The options, then " - type source superoptions"; the optional
+		 * fields between (shared:N, master:N) are the local mount's
+		 * propagation, not the prefix's: left out. */
+		opt_end = memchr(f[5], ' ', (size_t)(end - f[5]));
+		sep = memmem(f[5], (size_t)(end - f[5]), " - ", 3);
+		if (!opt_end || !sep)
+			return -1;
+		r = snprintf(buf + *len, cap - *len, "%u %.*s %u:%u %s %s %.*s%.*s\n",
 			     0x40000000u | (unsigned)(dev & 0xfffffff), (int)(f[1] - 1 - f[0]), f[0],
 			     major((dev_t)dev), minor((dev_t)dev), eroot, emp,
-			     (int)(end - f[5]), f[5]);
+			     (int)(opt_end - f[5]), f[5], (int)(end - sep), sep);
 	} else {
 		/* source mountpoint REST */
 		r = snprintf(buf + *len, cap - *len, "%.*s %s %.*s\n", (int)(f[1] - 1 - f[0]), f[0],

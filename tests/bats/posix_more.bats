@@ -207,7 +207,8 @@ as_nobody() {
 	[ "$(echo "$output" | awk 'NR==2 {print $7}')" = "$real" ]
 	[ "$(shim a findmnt -n -o TARGET,FSTYPE -T "$T/a/d/f" | tr -s ' ')" = "$real $want_type" ]
 	maj=$(shim a python3 -c "import os; d=os.stat('$T/a/d/f').st_dev; print('%d:%d' % (os.major(d), os.minor(d)))")
-	shim a cat /proc/self/mountinfo | grep " $maj " | grep -q " $real "
+	shim a cat /proc/self/mountinfo | grep " $maj " | grep " $real " >"$T/line"
+	grep -q " - $want_type " "$T/line"
 	shim a cat /proc/mounts | grep -q " $real $want_type "
 	# outside the prefix nothing changes
 	[ "$(shim a df -PT "$T" | awk 'NR==2 {print $7}')" = "$(df -PT "$T" | awk 'NR==2 {print $7}')" ]
