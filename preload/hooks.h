@@ -124,6 +124,13 @@ void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_
 void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			 struct statx *stx);
 
+/*
+ * The device number stat reports under the prefix (one per fsid): 0 and
+ * *dev, or POHM_PASS when there is none (no mount could be opened).  For
+ * the mount tables (mounttab.c).
+ */
+int pohm_hook_mount_dev(uint64_t *dev);
+
 /* statfs/statvfs (fd forms for tracked fds): after success, e.g. f_bavail. */
 void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct statfs *sf,
 			  struct statvfs *sv);

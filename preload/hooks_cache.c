@@ -111,6 +111,9 @@ static int counted(enum pohm_stat k, int r)
 
 /* This thread created the file the current open is about (undo on failure). */
 static POHM_TLS int open_created;
+/* This thread passed a rename of a local-only name (a bound socket) to the
+ * kernel: when it succeeds, the stored name it replaced goes (ns_done). */
+static POHM_TLS int ns_drop_to;
 /* The cache pohm_hook_open used, for its pohm_hook_open_done in this thread
  * (the same cache for both halves, and one geteuid per open, not two);
  * NULL when open_done comes alone (mkstemp) or the open got no cache. */
@@ -366,12 +369,20 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
 		if (r == -EXDEV)
 			r = open_beyond(c, p, mode & ~cur_umask(), !!(flags & O_EXCL));
+		if (r == -ENOENT && HELD(pohm_cache_parent_refused(c, p->rel)))
+			r = POHM_PASS;	/* a socket on the way: ENOTDIR from the kernel */
 		if (r == 0)
 			open_created = 1;
 		return counted(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
 	}
 	if (flags & O_NOFOLLOW)
 		mf |= POHM_MAT_NOFOLLOW;
+	/* The open mode's own bits, as the kernel checks them (not R_OK always). */
+	mf |= POHM_MAT_OPEN;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		mf |= POHM_MAT_OPEN_R;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		mf |= POHM_MAT_OPEN_W;	/* O_TRUNC asks write permission too */
 	if (flags & O_PATH)
 		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
@@ -590,6 +601,39 @@ static int ns_beyond(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm
 	return r;
 }
 
+/*
+ * The storage answered -ENOENT (and changed nothing): a name it does not
+ * hold may be involved — a socket bind(2) made, which exists only here
+ * (issue 22 item 4).  The kernel answers when it cannot walk to a parent
+ * (ENOTDIR through a socket, EACCES...) or when the name changed is itself
+ * local-only (a rename or link of a socket; rmdir, unlink of one).  A
+ * rename of one that replaces a stored name removes that name once the
+ * kernel did it (ns_done).  Held.
+ */
+static int ns_local_only(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
+			 const struct pohm_path *b, const struct pohm_ns_arg *arg)
+{
+	if (pohm_cache_parent_refused(c, a->rel) || (b && pohm_cache_parent_refused(c, b->rel)))
+		return POHM_PASS;
+	switch (op) {
+	case POHM_NS_RENAME:
+		if (!pohm_cache_local_only(c, a->rel))
+			break;
+		ns_drop_to = !(arg->flags & RENAME_EXCHANGE);
+		return POHM_PASS;
+	case POHM_NS_LINK:
+	case POHM_NS_UNLINK:
+	case POHM_NS_RMDIR:
+	case POHM_NS_REMOVE:
+		if (pohm_cache_local_only(c, a->rel))
+			return POHM_PASS;
+		break;
+	default:
+		break;
+	}
+	return -ENOENT;
+}
+
 int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		 const struct pohm_ns_arg *arg)
 {
@@ -610,6 +654,8 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 		r = ns_apply(c, op, a, b, arg);
 	if (r == -EXDEV)
 		r = ns_beyond(c, op, a, b, arg);
+	if (r == -ENOENT)
+		r = ns_local_only(c, op, a, b, arg);
 	pohm_unhold();
 	return r == POHM_PASS ? r : counted(POHM_ST_NS, r);
 }
@@ -617,7 +663,30 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		      const struct pohm_ns_arg *arg, int result)
 {
+	struct pohm_cache *c;
+	int drop = ns_drop_to, r;
+
+	ns_drop_to = 0;
+	if (drop && result == 0 && b && (c = cache(&r))) {
+		r = HELD(pohm_cache_drop_stored(c, b->rel));
+		if (r < 0)
+			pohm_warn("%s: replaced here by a local-only name, but still in the storage (%s)",
+				  b->rel, strerror(-r));
+	}
 	return result;
+}
+
+/* ---------------------------------------------------------------- mount tables */
+
+int pohm_hook_mount_dev(uint64_t *dev)
+{
+	struct pohm_cache *c;
+	int r;
+
+	if (!(c = cache(&r)))
+		return POHM_PASS;
+	*dev = pohm_cache_dev(c);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- attributes */
@@ -644,19 +713,35 @@ int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	struct pohm_cache *c;
-	int r;
+	const char *rel = p ? p->rel : NULL;
+	char real[4096];
+	int r, chattr = op == POHM_AT_CHMOD || op == POHM_AT_CHOWN;
 
 	if (result < 0 || !(c = cache(&r)))
 		return result;
+	if (p && (p->flags & POHM_PATH_TRUNC))
+		rel = NULL;
+	/* chmod, chown... follow a symlink: the change is its target's
+	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
+	if (rel && !(flags & AT_SYMLINK_NOFOLLOW)) {
+		r = HELD(pohm_cache_follow(c, rel, real, sizeof(real)));
+		if (r == 2 || r < 0)
+			return result;	/* out of the prefix: libc's alone */
+		if (r == 0)
+			rel = real;
+	}
 	/* The change travels now, so that other hosts see it after attr_timeout. */
 	if (fd >= 0)
 		r = HELD(pohm_cache_push_fd(c, fd));
-	else if (p && !(p->flags & POHM_PATH_TRUNC) && !held_path(c, p->rel))
-		r = HELD(pohm_cache_push_path(c, p->rel));
+	else if (rel && !held_path(c, rel))
+		r = HELD(pohm_cache_push_path(c, rel));
 	else
 		r = 0;	/* open here: pushed through its fd at close or sync */
+	/* What a push cannot tell from the cache's own differences (chattr.c). */
+	if (r >= 0 && chattr && (fd >= 0 || rel))
+		r = HELD(pohm_cache_push_chattr(c, fd, rel, op == POHM_AT_CHOWN));
 	if (r < 0 && r != -EBADF)
-		pohm_warn("%s: attribute change not pushed yet (%s)", p ? p->rel : "fd",
+		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
 	return result;
 }

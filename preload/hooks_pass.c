@@ -44,6 +44,11 @@ POHM_WEAK void pohm_hook_statx_fix(const struct pohm_path *p, int fd,
 {
 }
 
+POHM_WEAK int pohm_hook_mount_dev(uint64_t *dev)
+{
+	return POHM_PASS;
+}
+
 POHM_WEAK void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct statfs *sf,
 				    struct statvfs *sv)
 {

@@ -40,6 +40,8 @@ __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, i
 		return fd;
 	}
 	if (pohm_locate(dirfd, path, 0, &p, &w) != POHM_PC_IN) {
+		if ((fd = pohm_mounttab_open(path, flags)) >= 0)
+			return fd;	/* a mount table, with the prefix's line */
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		if (fd < 0 && !retried)
 			return open_outside_failed(dirfd, path, flags, mode);

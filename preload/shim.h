@@ -440,6 +440,14 @@ int pohm_ifd_evict(int fd);
 
 /* ------------------------------------------------------------ cwd (cwd.c) */
 
+/*
+ * An open (flags) of a path outside the prefix that names a mount table of
+ * this process (/proc/self/mountinfo, /proc/mounts...): an fd of its text
+ * with the prefix's line added (mounttab.c), or -1 to open it as usual.
+ * errno preserved.
+ */
+int pohm_mounttab_open(const char *path, int flags);
+
 /* Base of relative paths at AT_FDCWD, as pohm_fd_base; with rel NULL only
  * the position (lock-free), and *rellen = 1 when the cwd is under the prefix. */
 int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);

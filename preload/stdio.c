@@ -84,6 +84,12 @@ static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
 	int flags, fd = -1, r;
 
 	if (pohm_locate(AT_FDCWD, path, 0, &p, &w) != POHM_PC_IN) {
+		/* A mount table, with the prefix's line (mounttab.c): fopen only. */
+		if (which < 2 && (fd = pohm_mounttab_open(path, mode_flags(mode))) >= 0) {
+			if ((f = pohm_real.fdopen(fd, mode)))
+				return f;
+			pohm_sys_close(fd);
+		}
 		f = real_fopen(which, path, mode, old);
 		if (f)
 			pohm_fd_opened(fileno(f), &p, &w, NULL);

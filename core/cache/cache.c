@@ -969,6 +969,11 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 			if (nfd >= 0) {
 				r = list_dir(c, nfd, in.ino, path);
 				pohm_sys_close(nfd);
+				/* The local directory's own mode keeps this user from
+				 * filling it (its owner made it 0600): the kernel lists
+				 * what is there, as it opens it (issue 22 item 9). */
+				if (r == -EACCES)
+					r = 0;
 			}
 		}
 		pohm_inode_clear(&in);
@@ -1038,15 +1043,23 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
 	pthread_mutex_unlock(&c->vlock);
 }
 
+/* What the caller's call needs on the last component (POHM_MAT_OPEN*). */
+static int mat_want(unsigned flags)
+{
+	if (flags & POHM_MAT_OPEN)
+		return ((flags & POHM_MAT_OPEN_R) ? R_OK : 0) | ((flags & POHM_MAT_OPEN_W) ? W_OK : 0);
+	return (flags & POHM_MAT_LIST) ? R_OK : 0;
+}
+
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
 {
 	int r;
 
 	if (path_fresh(c, rel, flags))
-		return cache_perm_path(c, rel, (flags & POHM_MAT_LIST) ? R_OK : 0);
+		return cache_perm_path(c, rel, mat_want(flags));
 	r = materialize_at(c, rel, flags, 0);
 	if (!r)
-		r = cache_perm_path(c, rel, (flags & POHM_MAT_LIST) ? R_OK : 0);
+		r = cache_perm_path(c, rel, mat_want(flags));
 	if (!r)
 		path_remember(c, rel, flags);
 

@@ -65,6 +65,13 @@ uint64_t pohm_cache_dev(const struct pohm_cache *c);
 #define POHM_MAT_LIST     0x2	/* list the last component (a directory) whole */
 #define POHM_MAT_NOFOLLOW 0x4	/* a symlink as the last component is not followed */
 #define POHM_MAT_PARENT   0x8	/* only the parent chain; the last name may not exist */
+/* open(2): check the open mode's own bits on the last component (R for
+ * O_RDONLY, W for O_WRONLY, both for O_RDWR, none for O_PATH), not the
+ * listing's R_OK (issue 22 item 9: the kernel asks search on the parents and
+ * the open mode's bits on the file, nothing more). */
+#define POHM_MAT_OPEN     0x10
+#define POHM_MAT_OPEN_R   0x20
+#define POHM_MAT_OPEN_W   0x40
 
 /* Make rel ready for the real call (see the file comment).  A missing last
  * component is not an error (the real call reports it); a missing parent is. */
@@ -100,10 +107,45 @@ int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel
  * Sockets: -EINVAL (they stay local). */
 int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_t rdev);
 
+/*
+ * Names the storage does not hold (localonly.c; a socket bind(2) made, a
+ * file made without the shim).  After a namespace change failed in the
+ * storage with -ENOENT, the kernel answers instead when:
+ * pohm_cache_parent_refused — the kernel cannot walk to rel's parent
+ * directory (a socket or file on the way, no search permission): 1, else 0;
+ * pohm_cache_local_only — rel (not followed) exists locally, is not a
+ * directory, and is not the local copy of a stored inode (unknown to the
+ * journal, or a socket whose record is not a stub's): 1, else 0.
+ */
+int pohm_cache_parent_refused(struct pohm_cache *c, const char *rel);
+int pohm_cache_local_only(struct pohm_cache *c, const char *rel);
+/*
+ * After the kernel renamed a local-only name over rel: remove rel's stored
+ * entry (a non-directory), leaving the local name alone.  0 (also when the
+ * storage has no such name) or -errno.
+ */
+int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel);
+
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
 /* Push rel (a file changed by a program without the shim, or by a path call): as push_fd. */
 int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
+/*
+ * After a chmod (owner 0) or chown (owner 1) the kernel accepted on the
+ * local object open as fd (fd >= 0) or named rel (not followed), and after
+ * the ordinary push: store the local mode, and for a chown the local group
+ * (any owner: a non-root owner may only pick a group of its own) and, for
+ * root, the owner, where they differ from the stored ones — also on a
+ * directory this cache has no record of (another user's cache made it).
+ * Stubs, sockets and symlinks: nothing.  1 stored, 0 nothing to do, -errno.
+ */
+int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int owner);
+/*
+ * Where a symlink rel leads, as the kernel follows it: 0 and the prefix-
+ * relative path in out; 1 when rel is not a symlink (or missing); 2 when it
+ * leads out of the prefix; -errno.
+ */
+int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t len);
 /* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
 int pohm_cache_sync_all(struct pohm_cache *c);
 /* As sync_all, but skip local files held(arg, st_dev, st_ino) says the caller

@@ -619,6 +619,26 @@ out:
 	return r;
 }
 
+int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel)
+{
+	const char *name;
+	uint64_t dino, ino;
+	uint8_t type;
+	int dfd, r;
+
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
+	if (!r && type != DT_DIR) {
+		r = pohm_ns_unlink(c->ns, dino, name);
+		if (!r)
+			forget_if_gone(c, ino);
+	}
+	pohm_sys_close(dfd);
+	return r == -ENOENT ? 0 : r;
+}
+
 int pohm_cache_unlink(struct pohm_cache *c, const char *rel)
 {
 	return remove_entry(c, rel, 0);

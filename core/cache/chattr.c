@@ -1,0 +1,151 @@
+/*
+ * chattr.c — what a chmod or chown the kernel accepted must make the
+ * storage hold, beyond what an ordinary push sends (issue 22 items 7, 8).
+ *
+ * An ordinary push compares the local object with its journal record, and
+ * cannot tell some explicit changes from the cache's own local differences:
+ * a non-root cache's local files carry the user's own uid and gid whatever
+ * the stored owner (only root may chown), so its pushes never send them; a
+ * local directory keeps u+rwx for the cache, so a chmod from 0300 to 0700
+ * looks like no change; and a directory another user's cache made has no
+ * record in this one.  Here the caller says what the program did, so the
+ * local mode (chmod) or group (chown) is stored when it differs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "sys.h"
+
+/* The kernel's path of fd into buf (NUL-terminated): its length or -errno. */
+static int real_path(int fd, char *buf, size_t len)
+{
+	char link[40];
+	long n;
+	int saved = errno;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
+	n = n < 0 ? -errno : n;
+	errno = saved;
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t len)
+{
+	char got[4096], root[4096];
+	struct stat st;
+	int fd, n, rn, r;
+
+	if (pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW | (*rel ? 0 : AT_EMPTY_PATH)) ||
+	    !S_ISLNK(st.st_mode))
+		return 1;	/* not a symlink (or missing): rel itself */
+	fd = pohm_sys_openat(c->pfd, rel, O_PATH, 0);
+	if (fd < 0)
+		return fd;
+	n = real_path(fd, got, sizeof(got));
+	pohm_sys_close(fd);
+	rn = real_path(c->pfd, root, sizeof(root));
+	if (n < 0 || rn < 0)
+		return n < 0 ? n : rn;
+	if (strncmp(got, root, (size_t)rn) || (got[rn] && got[rn] != '/'))
+		return 2;	/* leads out of the prefix */
+	r = snprintf(out, len, "%s", got[rn] ? got + rn + 1 : "");
+	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+}
+
+int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int owner)
+{
+	struct pohm_setattr sa = { 0 };
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	struct stat st;
+	uint32_t smode, sgid, suid;
+	uint64_t ino;
+	int r, have_rec = 0;
+
+	memset(&in, 0, sizeof(in));
+	memset(&rec, 0, sizeof(rec));
+	r = fd >= 0 ? pohm_sys_fstat(fd, &st)
+		    : pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW | (*rel ? 0 : AT_EMPTY_PATH));
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	if ((uint64_t)st.st_dev != c->pdev || S_ISSOCK(st.st_mode) || S_ISLNK(st.st_mode))
+		return 0;	/* not ours, a bound socket or a stub, a symlink (no mode) */
+	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) &&
+	    !pohm_journal_get(&c->j, ino, &rec)) {
+		have_rec = 1;
+		if (rec.flags & POHM_J_STUB)
+			goto out;	/* never pushed (invariant I11) */
+		smode = rec.mode;
+		suid = rec.uid;
+		sgid = rec.gid;
+	} else if (S_ISDIR(st.st_mode) && rel && *rel) {
+		/* A directory another user's cache made: the storage's own. */
+		r = pohm_ns_resolve(c->ns, rel, 0, &ino);
+		if (!r)
+			r = pohm_ns_getattr(c->ns, ino, &in);
+		if (r) {
+			r = r == -ENOENT ? 0 : r;
+			goto out;
+		}
+		smode = in.mode;
+		suid = in.uid;
+		sgid = in.gid;
+		pohm_inode_clear(&in);
+	} else {
+		goto out;	/* not a file of the storage's */
+	}
+	if (!owner && (st.st_mode & 07777) != (smode & 07777)) {
+		sa.mask |= POHM_SET_MODE;
+		sa.mode = st.st_mode & 07777;
+	}
+	if (owner) {
+		/* Only root may give a file away; a non-root owner may change its
+		 * group to one of its own (the kernel accepted it locally). */
+		if (c->is_root && (uint32_t)st.st_uid != suid) {
+			sa.mask |= POHM_SET_UID;
+			sa.uid = (uint32_t)st.st_uid;
+		}
+		if ((uint32_t)st.st_gid != sgid && (c->is_root || (uint32_t)st.st_uid == suid)) {
+			sa.mask |= POHM_SET_GID;
+			sa.gid = (uint32_t)st.st_gid;
+		}
+		/* A chown clears the set-id bits: the mode goes too. */
+		if ((st.st_mode & 07777) != (smode & 07777)) {
+			sa.mask |= POHM_SET_MODE;
+			sa.mode = st.st_mode & 07777;
+		}
+	}
+	r = 0;
+	if (!sa.mask)
+		goto out;
+	r = pohm_ns_setattr(c->ns, ino, &sa, &in);
+	if (r)
+		goto out;
+	if (have_rec) {
+		/* The attributes and the version only: dversion, size and chunk
+		 * checksums describe the local data (a file open here may be
+		 * changed and not pushed yet), as ensure_entry keeps them. */
+		rec.version = in.version;
+		rec.mode = in.mode;
+		rec.uid = in.uid;
+		rec.gid = in.gid;
+		rec.ctime = in.ctime;
+		pohm_journal_put(&c->j, &rec);
+	}
+	pohm_inode_clear(&in);
+	r = 1;
+out:
+	pohm_jrec_clear(&rec);
+	return r;
+}
