@@ -1196,25 +1196,6 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 	return 0;
 }
 
-/* The kernel's path of fd into buf (NUL-terminated): its length or -errno. */
-static int fd_path(int fd, char *buf, size_t len)
-{
-	char link[40];
-	long n;
-	int saved = errno;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-	n = n < 0 ? -errno : n;
-	errno = saved;
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n >= len - 1)
-		return -ENAMETOOLONG;
-	buf[n] = '\0';
-	return (int)n;
-}
-
 int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, size_t len)
 {
 	char dir[4096], got[4096], root[4096];
@@ -1228,9 +1209,9 @@ int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, siz
 	fd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	n = fd_path(fd, got, sizeof(got));
+	n = pohm_sys_fd_path(fd, got, sizeof(got));
 	pohm_sys_close(fd);
-	rn = fd_path(c->pfd, root, sizeof(root));
+	rn = pohm_sys_fd_path(c->pfd, root, sizeof(root));
 	if (n < 0 || rn < 0)
 		return n < 0 ? n : rn;
 	if (strncmp(got, root, (size_t)rn) || (got[rn] && got[rn] != '/'))

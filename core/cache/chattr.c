@@ -21,25 +21,6 @@
 #include "cache_int.h"
 #include "sys.h"
 
-/* The kernel's path of fd into buf (NUL-terminated): its length or -errno. */
-static int real_path(int fd, char *buf, size_t len)
-{
-	char link[40];
-	long n;
-	int saved = errno;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-	n = n < 0 ? -errno : n;
-	errno = saved;
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n >= len - 1)
-		return -ENAMETOOLONG;
-	buf[n] = '\0';
-	return (int)n;
-}
-
 int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t len)
 {
 	char got[4096], root[4096];
@@ -52,9 +33,9 @@ int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t l
 	fd = pohm_sys_openat(c->pfd, rel, O_PATH, 0);
 	if (fd < 0)
 		return fd;
-	n = real_path(fd, got, sizeof(got));
+	n = pohm_sys_fd_path(fd, got, sizeof(got));
 	pohm_sys_close(fd);
-	rn = real_path(c->pfd, root, sizeof(root));
+	rn = pohm_sys_fd_path(c->pfd, root, sizeof(root));
 	if (n < 0 || rn < 0)
 		return n < 0 ? n : rn;
 	if (strncmp(got, root, (size_t)rn) || (got[rn] && got[rn] != '/'))

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -291,6 +292,24 @@ uint64_t pohm_sys_seed(void)
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
 	z ^= z >> 31;
 	return z ? z : 0x9E3779B97F4A7C15ULL;
+}
+
+int pohm_sys_fd_path(int fd, char *buf, size_t len)
+{
+	char link[40];
+	long n;
+	int saved = errno;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
+	n = n < 0 ? -errno : n;
+	errno = saved;
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return (int)n;
 }
 
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name)

@@ -54,6 +54,9 @@ int pohm_sys_mkdirat(int dirfd, const char *path, mode_t mode);
 int pohm_sys_unlinkat(int dirfd, const char *path, int flags);
 int pohm_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 int pohm_sys_fcntl(int fd, int cmd, long arg);
+/* The kernel's path of fd (readlink of /proc/self/fd/N) into buf,
+ * NUL-terminated: its length, or -errno (-ENAMETOOLONG if it does not fit). */
+int pohm_sys_fd_path(int fd, char *buf, size_t len);
 /* The parent of rel under pfd, one O_NOFOLLOW component at a time: an O_PATH
  * fd (close it) and *name, its last component; -errno (-EINVAL for "" or "a/"). */
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name);
