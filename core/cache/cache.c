@@ -430,8 +430,9 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		if (!r && !flags && S_ISREG(in->mode) && (in->mode & 06000))
 			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
 	}
-	if (!r && (S_ISLNK(in->mode) || S_ISFIFO(in->mode))) {
-		/* Nothing will be fetched into these: their stored times now. */
+	if (!r && !flags && !S_ISDIR(in->mode)) {
+		/* Nothing will be fetched into these (symlinks, FIFOs, empty
+		 * files, devices): their stored times now (issue 18 case 4). */
 		struct timespec tv[2] = {
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
@@ -663,7 +664,9 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 		changed = 1;
 	if (rec->dversion == in->dversion &&
 	    (lst->st_mtim.tv_sec != in->mtime.sec ||
-	     (uint32_t)lst->st_mtim.tv_nsec != in->mtime.nsec)) {
+	     (uint32_t)lst->st_mtim.tv_nsec != in->mtime.nsec ||
+	     lst->st_atim.tv_sec != in->atime.sec ||
+	     (uint32_t)lst->st_atim.tv_nsec != in->atime.nsec)) {
 		struct timespec tv[2] = {
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
@@ -703,6 +706,52 @@ static int foreign_dir_first(const struct stat *st)
 			return 0;
 	}
 	return 0;
+}
+
+/*
+ * Issue 18 case 3 ("attributes follow the storage"): a clean copy whose
+ * stored data changed on another host becomes a stub of the new stored
+ * version, so stat shows the stored size, mode, owner and times at once and
+ * the data comes at the next open (pohm_cache_refresh fetches a stub).
+ * lst is the copy as ensure_entry saw it; the name is replaced only if it
+ * still holds that local file.  A hardlinked copy is left alone (its other
+ * names share the local inode; the open's refresh relinks them).  0 or
+ * -errno; on failure the copy stays as it was.
+ */
+static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct stat *lst, const struct pohm_inode *in)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct pohm_jrec rec;
+	struct stat st, now;
+	char tmp[64];
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	r = pohm_stub_make(c->stage_fd, tmp, c->is_root, in->uid, in->gid);
+	if (r)
+		return r;
+	r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
+	if (!r && (pohm_sys_fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) ||
+		   now.st_ino != lst->st_ino || now.st_ctim.tv_sec != lst->st_ctim.tv_sec ||
+		   now.st_ctim.tv_nsec != lst->st_ctim.tv_nsec || now.st_size != lst->st_size))
+		r = -EAGAIN;	/* changed meanwhile: not ours to replace */
+	if (!r)
+		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	if (r) {
+		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+		return r;
+	}
+	memset(&rec, 0, sizeof(rec));
+	pohm_journal_note_inode(&rec, in);
+	pohm_journal_note_local(&rec, &st);
+	rec.flags = POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR);
+	rec.validated_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
 }
 
 /*
@@ -778,6 +827,12 @@ checked:
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
+			if (clean && S_ISREG(in->mode) && rec.dversion != in->dversion &&
+			    rec.nlink <= 1 && in->nlink <= 1 && (uint64_t)lst.st_nlink <= 1 &&
+			    !restub_stale(c, dfd, name, rel, &lst, in)) {
+				cache_mark_fresh(c, ino);
+				goto out;
+			}
 			rec.csum = NULL;
 			rec.nchunks = 0;
 			pohm_journal_note_inode(&rec, in);
