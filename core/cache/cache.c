@@ -894,8 +894,39 @@ out:
 	return r;
 }
 
-/* The inode of the prefix root, recorded once so the index knows the root. */
-static int ensure_root(struct pohm_cache *c)
+/*
+ * The stored attributes of the recorded prefix root, revalidated after
+ * attr_timeout (its link count and times move with its entries, on other
+ * hosts too).  Only when the root itself is asked about: every other walk
+ * passes through it without a round trip.
+ */
+static int root_check(struct pohm_cache *c)
+{
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	int r;
+
+	if (cache_fresh(c, POHM_ROOT_INO))
+		return 0;
+	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
+	if (r)
+		return r;
+	if (!pohm_journal_get(&c->j, POHM_ROOT_INO, &rec)) {
+		if (rec.version != in.version) {
+			pohm_journal_note_inode(&rec, &in);
+			rec.validated_ns = pohm_sys_real_ns();
+			pohm_journal_put(&c->j, &rec);
+		}
+		pohm_jrec_clear(&rec);
+	}
+	pohm_inode_clear(&in);
+	cache_mark_fresh(c, POHM_ROOT_INO);
+	return 0;
+}
+
+/* The inode of the prefix root, recorded once so the index knows the root;
+ * with check, its stored attributes revalidated (root_check). */
+static int ensure_root(struct pohm_cache *c, int check)
 {
 	struct pohm_inode in;
 	uint64_t ino;
@@ -906,7 +937,7 @@ static int ensure_root(struct pohm_cache *c)
 	if (r)
 		return r;
 	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;
+		return check ? root_check(c) : 0;
 	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
 	if (r)
 		return r;
@@ -949,7 +980,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 	n = split_rel(rel, buf, sizeof(buf), comp, 512);
 	if (n < 0)
 		return n;
-	r = ensure_root(c);
+	r = ensure_root(c, n == 0);
 	if (r)
 		return r;
 	dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
@@ -1227,7 +1258,7 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 			return r;
 		*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
 	} else {
-		r = ensure_root(c);
+		r = ensure_root(c, 0);
 		if (r)
 			return r;
 		*dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
@@ -1555,8 +1586,8 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		/*
 		 * Local directories keep u+rwx for the cache's own use, and their
 		 * times move when a fetch renames a file into them: show the
-		 * stored mode and times (entry changes do not touch a stored
-		 * directory's times: a documented limit).
+		 * stored mode and times (entry changes move the stored ones,
+		 * cachedirtime.c).
 		 */
 		st->st_mode = rec.mode;
 		st->st_atim.tv_sec = rec.atime.sec;

@@ -54,3 +54,36 @@ mt() {
 	echo "$output" | tail -20
 	[ "$status" -eq 0 ]
 }
+
+@test "case 4: a directory's mtime moves when entries are added or removed (every host)" {
+	shim a mkdir "$T/a/d"
+	m0=$(mt a d)
+	sleep 1.2	# past the lag window (decision 0015) and attr_timeout
+	shim a touch "$T/a/d/f"
+	m1=$(mt a d)
+	[ "$m1" -gt "$m0" ]
+	[ "$(mt c d)" = "$m1" ]
+	sleep 1.2
+	shim b rm "$T/b/d/f"
+	m2=$(mt b d)
+	[ "$m2" -gt "$m1" ]
+	sleep 1.2	# a's view is revalidated after attr_timeout
+	[ "$(mt a d)" = "$m2" ]
+	# The prefix root's too, with its ctime.
+	r0=$(mt a . %Z)
+	sleep 1.2
+	shim b mkdir "$T/b/sub"
+	sleep 1.2
+	[ "$(mt a . %Z)" -gt "$r0" ]
+	[ "$(mt c . %Y)" = "$(mt b . %Y)" ]
+}
+
+@test "case 4: the prefix root's link count follows another host's mkdir with attr_timeout=0" {
+	export POHMELFS_ATTR_TIMEOUT=0
+	n0=$(mt a . %h)
+	shim b mkdir "$T/b/x" "$T/b/y"
+	[ "$(mt a . %h)" = $((n0 + 2)) ]
+	shim b rmdir "$T/b/x"
+	[ "$(mt a . %h)" = $((n0 + 1)) ]
+	[ "$(mt c . %h)" = $((n0 + 1)) ]
+}
