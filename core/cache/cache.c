@@ -756,10 +756,12 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 
 /*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
- * filled (clear it), -ENOENT if the storage has no such entry.
+ * filled (clear it), -ENOENT if the storage has no such entry.  data: the
+ * caller fetches this entry's data next (POHM_MAT_DATA on the last
+ * component), so a stale clean copy is left to that refresh.
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
-			const char *rel, struct pohm_inode *in)
+			const char *rel, int data, struct pohm_inode *in)
 {
 	struct pohm_jrec rec;
 	struct stat lst;
@@ -827,7 +829,7 @@ checked:
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
-			if (clean && S_ISREG(in->mode) && rec.dversion != in->dversion &&
+			if (clean && !data && S_ISREG(in->mode) && rec.dversion != in->dversion &&
 			    rec.nlink <= 1 && in->nlink <= 1 && (uint64_t)lst.st_nlink <= 1 &&
 			    !restub_stale(c, dfd, name, rel, &lst, in)) {
 				cache_mark_fresh(c, ino);
@@ -997,7 +999,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 			break;
 		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
-		r = ensure_entry(c, dfd, dino, comp[i], path, &in);
+		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
 		if (r == -ENOENT || r == -ENOTDIR) {
 			r = 0;		/* the real call reports it */
 			break;
