@@ -68,7 +68,11 @@ static int open_on(int fd, const struct stat *hst)
 	int s;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	/* O_NOATIME: a push's read is no access of the program's (an atime it
+	 * set with futimens must stay).  Only the owner or root may ask. */
+	s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOATIME, 0);
+	if (s == -EPERM)
+		s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	if (s < 0)
 		return s;
 	if (pohm_sys_fstat(s, &st) || st.st_dev != hst->st_dev || st.st_ino != hst->st_ino) {

@@ -590,8 +590,12 @@ static int lru_collect(void *arg, struct pohm_jrec *r)
 		x->v = v;
 		x->cap = cap;
 	}
-	/* Last use: the later of the local atime and the cache's own last check. */
+	/* Last use: the latest of the local atime, the local mtime (a write is
+	 * a use; pushes read O_NOATIME, so a just-pushed file's atime may be
+	 * older) and the cache's own last check. */
 	used = ts_ns(&st.st_atim);
+	if (ts_ns(&st.st_mtim) > used)
+		used = ts_ns(&st.st_mtim);
 	if (r->validated_ns > used)
 		used = r->validated_ns;
 	x->v[x->n].ino = r->ino;

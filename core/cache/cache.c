@@ -430,8 +430,9 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		if (!r && !flags && S_ISREG(in->mode) && (in->mode & 06000))
 			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
 	}
-	if (!r && (S_ISLNK(in->mode) || S_ISFIFO(in->mode))) {
-		/* Nothing will be fetched into these: their stored times now. */
+	if (!r && !flags && !S_ISDIR(in->mode)) {
+		/* Nothing will be fetched into these (symlinks, FIFOs, empty
+		 * files, devices): their stored times now (issue 18 case 4). */
 		struct timespec tv[2] = {
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
@@ -663,7 +664,9 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 		changed = 1;
 	if (rec->dversion == in->dversion &&
 	    (lst->st_mtim.tv_sec != in->mtime.sec ||
-	     (uint32_t)lst->st_mtim.tv_nsec != in->mtime.nsec)) {
+	     (uint32_t)lst->st_mtim.tv_nsec != in->mtime.nsec ||
+	     lst->st_atim.tv_sec != in->atime.sec ||
+	     (uint32_t)lst->st_atim.tv_nsec != in->atime.nsec)) {
 		struct timespec tv[2] = {
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
@@ -706,11 +709,59 @@ static int foreign_dir_first(const struct stat *st)
 }
 
 /*
+ * Issue 18 case 3 ("attributes follow the storage"): a clean copy whose
+ * stored data changed on another host becomes a stub of the new stored
+ * version, so stat shows the stored size, mode, owner and times at once and
+ * the data comes at the next open (pohm_cache_refresh fetches a stub).
+ * lst is the copy as ensure_entry saw it; the name is replaced only if it
+ * still holds that local file.  A hardlinked copy is left alone (its other
+ * names share the local inode; the open's refresh relinks them).  0 or
+ * -errno; on failure the copy stays as it was.
+ */
+static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct stat *lst, const struct pohm_inode *in)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct pohm_jrec rec;
+	struct stat st, now;
+	char tmp[64];
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	r = pohm_stub_make(c->stage_fd, tmp, c->is_root, in->uid, in->gid);
+	if (r)
+		return r;
+	r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
+	if (!r && (pohm_sys_fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) ||
+		   now.st_ino != lst->st_ino || now.st_ctim.tv_sec != lst->st_ctim.tv_sec ||
+		   now.st_ctim.tv_nsec != lst->st_ctim.tv_nsec || now.st_size != lst->st_size))
+		r = -EAGAIN;	/* changed meanwhile: not ours to replace */
+	if (!r)
+		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	if (r) {
+		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+		return r;
+	}
+	memset(&rec, 0, sizeof(rec));
+	pohm_journal_note_inode(&rec, in);
+	pohm_journal_note_local(&rec, &st);
+	rec.flags = POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR);
+	rec.validated_ns = pohm_sys_real_ns();
+	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	r = pohm_journal_put(&c->j, &rec);
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+/*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
- * filled (clear it), -ENOENT if the storage has no such entry.
+ * filled (clear it), -ENOENT if the storage has no such entry.  data: the
+ * caller fetches this entry's data next (POHM_MAT_DATA on the last
+ * component), so a stale clean copy is left to that refresh.
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
-			const char *rel, struct pohm_inode *in)
+			const char *rel, int data, struct pohm_inode *in)
 {
 	struct pohm_jrec rec;
 	struct stat lst;
@@ -778,6 +829,12 @@ checked:
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
+			if (clean && !data && S_ISREG(in->mode) && rec.dversion != in->dversion &&
+			    rec.nlink <= 1 && in->nlink <= 1 && (uint64_t)lst.st_nlink <= 1 &&
+			    !restub_stale(c, dfd, name, rel, &lst, in)) {
+				cache_mark_fresh(c, ino);
+				goto out;
+			}
 			rec.csum = NULL;
 			rec.nchunks = 0;
 			pohm_journal_note_inode(&rec, in);
@@ -839,8 +896,39 @@ out:
 	return r;
 }
 
-/* The inode of the prefix root, recorded once so the index knows the root. */
-static int ensure_root(struct pohm_cache *c)
+/*
+ * The stored attributes of the recorded prefix root, revalidated after
+ * attr_timeout (its link count and times move with its entries, on other
+ * hosts too).  Only when the root itself is asked about: every other walk
+ * passes through it without a round trip.
+ */
+static int root_check(struct pohm_cache *c)
+{
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	int r;
+
+	if (cache_fresh(c, POHM_ROOT_INO))
+		return 0;
+	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
+	if (r)
+		return r;
+	if (!pohm_journal_get(&c->j, POHM_ROOT_INO, &rec)) {
+		if (rec.version != in.version) {
+			pohm_journal_note_inode(&rec, &in);
+			rec.validated_ns = pohm_sys_real_ns();
+			pohm_journal_put(&c->j, &rec);
+		}
+		pohm_jrec_clear(&rec);
+	}
+	pohm_inode_clear(&in);
+	cache_mark_fresh(c, POHM_ROOT_INO);
+	return 0;
+}
+
+/* The inode of the prefix root, recorded once so the index knows the root;
+ * with check, its stored attributes revalidated (root_check). */
+static int ensure_root(struct pohm_cache *c, int check)
 {
 	struct pohm_inode in;
 	uint64_t ino;
@@ -851,7 +939,7 @@ static int ensure_root(struct pohm_cache *c)
 	if (r)
 		return r;
 	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;
+		return check ? root_check(c) : 0;
 	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
 	if (r)
 		return r;
@@ -894,7 +982,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 	n = split_rel(rel, buf, sizeof(buf), comp, 512);
 	if (n < 0)
 		return n;
-	r = ensure_root(c);
+	r = ensure_root(c, n == 0);
 	if (r)
 		return r;
 	dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
@@ -911,7 +999,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 			break;
 		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
-		r = ensure_entry(c, dfd, dino, comp[i], path, &in);
+		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
 		if (r == -ENOENT || r == -ENOTDIR) {
 			r = 0;		/* the real call reports it */
 			break;
@@ -1185,7 +1273,7 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 			return r;
 		*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
 	} else {
-		r = ensure_root(c);
+		r = ensure_root(c, 0);
 		if (r)
 			return r;
 		*dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
@@ -1494,8 +1582,8 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		/*
 		 * Local directories keep u+rwx for the cache's own use, and their
 		 * times move when a fetch renames a file into them: show the
-		 * stored mode and times (entry changes do not touch a stored
-		 * directory's times: a documented limit).
+		 * stored mode and times (entry changes move the stored ones,
+		 * cachedirtime.c).
 		 */
 		st->st_mode = rec.mode;
 		st->st_atim.tv_sec = rec.atime.sec;

@@ -52,6 +52,15 @@ int cache_fresh(struct pohm_cache *c, uint64_t ino);
 void cache_mark_fresh(struct pohm_cache *c, uint64_t ino);
 /* Forget that (after a local or remote change). */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
+/* A directory's stored mtime lags its last entry change by at most this
+ * (cachedirtime.c, decision 0015). */
+#define POHM_DIR_TIME_LAG_NS 1000000000ULL
+/* An entry of directory dino was just added or removed in the storage: move
+ * its stored mtime and ctime to now, unless the stored mtime this journal
+ * knows is younger than POHM_DIR_TIME_LAG_NS (then nothing: at most one
+ * setattr per directory and window).  Errors are logged, never returned;
+ * errno preserved.  No lock held. */
+void cache_dir_changed(struct pohm_cache *c, uint64_t dino);
 /* Add to a counter under vlock. */
 void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n);
 

@@ -320,6 +320,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		    stale_local(c, dfd, name, &lst, in.ino))
 			pohm_sys_unlinkat(dfd, name, 0);
 		cache_mark_fresh(c, in.ino);
+		cache_dir_changed(c, dino);
 		created_ino = in.ino;
 		created_hash = rel_hash(rel);
 		created_dino = dino;
@@ -453,6 +454,8 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 	pohm_sys_close(dfd);
 	if (r < 0)
 		return r;
+	if (r == 0)
+		cache_dir_changed(c, dino);
 	memset(&rec, 0, sizeof(rec));
 	pohm_journal_note_inode(&rec, &in);
 	pohm_inode_clear(&in);
@@ -511,6 +514,7 @@ int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
 	} else {
 		r = cache_record(c, dfd, name, rel, &in, 0);
 		cache_mark_fresh(c, in.ino);
+		cache_dir_changed(c, dino);
 	}
 	pohm_inode_clear(&in);
 out:
@@ -597,6 +601,7 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	}
 	if (r)
 		goto out;
+	cache_dir_changed(c, dino);
 	/* Another name of the file stays: watch the inode across the unlink. */
 	if (!dir && ino && !pohm_sys_fstatat(dfd, name, &pre, AT_SYMLINK_NOFOLLOW) &&
 	    S_ISREG(pre.st_mode) && pre.st_nlink > 1)
@@ -964,6 +969,9 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 				 "could not be undone", from, to, strerror(-r));
 		goto out;
 	}
+	cache_dir_changed(c, t.fdino);
+	if (t.tdino != t.fdino)
+		cache_dir_changed(c, t.tdino);
 	if (over && over != ino)
 		forget_if_gone(c, over);	/* renamed over: an fd's later push is dropped */
 	if (ino) {
@@ -1011,6 +1019,8 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 		pohm_ns_unlink(c->ns, t.tdino, t.tname);	/* compensate */
 	if (!r && pre_ok && !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
 		renote_if_clean(c, ino, &pre, &post);
+	if (!r)
+		cache_dir_changed(c, t.tdino);
 	cache_unmark(c, ino);
 out:
 	two_close(&t);
@@ -1045,6 +1055,8 @@ int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_
 		pohm_ns_unlink(c->ns, dino, name);	/* compensate */
 	else
 		r = cache_record(c, dfd, name, rel, &in, 0);
+	if (!r)
+		cache_dir_changed(c, dino);
 	pohm_inode_clear(&in);
 out:
 	pohm_sys_close(dfd);
@@ -1072,6 +1084,8 @@ int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel
 		pohm_ns_unlink(c->ns, dino, name);
 	else
 		r = cache_record(c, dfd, name, rel, &in, 0);
+	if (!r)
+		cache_dir_changed(c, dino);
 	pohm_inode_clear(&in);
 out:
 	pohm_sys_close(dfd);

@@ -178,6 +178,14 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 		sa.mtime.sec = st->st_mtim.tv_sec;
 		sa.mtime.nsec = (uint32_t)st->st_mtim.tv_nsec;
 	}
+	/* atime travels too (utime sets it; issue 18 case 4).  Alone it moves
+	 * the ctime only when set explicitly: a read here rides along with the
+	 * next change's setattr, never a round trip of its own. */
+	if (st->st_atim.tv_sec != rec->atime.sec || (uint32_t)st->st_atim.tv_nsec != rec->atime.nsec) {
+		sa.mask |= POHM_SET_ATIME;
+		sa.atime.sec = st->st_atim.tv_sec;
+		sa.atime.nsec = (uint32_t)st->st_atim.tv_nsec;
+	}
 	if (!sa.mask)
 		return xr;
 	pohm_inode_clear(in);
@@ -677,7 +685,12 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
 	have = !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW);
 	if (have && !S_ISREG(st.st_mode))
 		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st, -1, rel) : 0;
-	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	/* O_NOATIME: our read for the push is no access of the program's (an
+	 * atime it just set with utime must stay).  Only the owner or root
+	 * may ask for it. */
+	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOATIME, 0);
+	if (fd == -EPERM)
+		fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
 	if (fd == -EACCES) {
 		/* Our own (regular) stub (nothing to push), or a file its owner may

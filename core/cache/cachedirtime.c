@@ -1,0 +1,58 @@
+/*
+ * cachedirtime.c — a directory's stored mtime and ctime follow its entries
+ * (issue 18 case 4; doc/decisions/0015-dir-times.md).
+ *
+ * The entry change itself is one bucket CAS (nsops.c); the directory inode
+ * is not part of it.  After a create, mkdir, mknod, symlink, link, unlink,
+ * rmdir or rename has reached the storage, the cache moves the directory's
+ * stored mtime and ctime to now with one setattr, unless the stored mtime
+ * (as this host's journal knows it) is already younger than
+ * POHM_DIR_TIME_LAG_NS: a burst of creates in one directory costs one extra
+ * round trip per directory per window, never one per create, and the stored
+ * mtime is never more than the window behind the last entry change made
+ * through any cache.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "sys.h"
+
+static uint64_t ts_ns(struct pohm_ts t)
+{
+	return (uint64_t)t.sec * 1000000000ULL + t.nsec;
+}
+
+void cache_dir_changed(struct pohm_cache *c, uint64_t dino)
+{
+	struct pohm_setattr sa = { 0 };
+	struct pohm_inode in;
+	struct pohm_jrec rec;
+	uint64_t now = pohm_sys_real_ns(), m;
+	int saved = errno, r;
+
+	if (pohm_journal_get(&c->j, dino, &rec))
+		return;		/* a directory this cache never recorded: its next walk reads it */
+	m = ts_ns(rec.mtime);
+	if (!S_ISDIR(rec.mode) || (m <= now && now - m < POHM_DIR_TIME_LAG_NS))
+		goto out;
+	sa.mask = POHM_SET_MTIME | POHM_SET_CTIME;
+	sa.mtime.sec = now / 1000000000ULL;
+	sa.mtime.nsec = (uint32_t)(now % 1000000000ULL);
+	sa.ctime = sa.mtime;
+	r = pohm_ns_setattr(c->ns, dino, &sa, &in);
+	if (r) {
+		pohm_debug("directory %llu: mtime not moved (%s)", (unsigned long long)dino,
+			   strerror(-r));
+		goto out;
+	}
+	/* This host shows the new times at once; the record keeps its local
+	 * state and flags (LISTED). */
+	pohm_journal_note_inode(&rec, &in);
+	pohm_journal_put(&c->j, &rec);
+	pohm_inode_clear(&in);
+out:
+	pohm_jrec_clear(&rec);
+	errno = saved;
+}
