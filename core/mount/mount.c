@@ -156,6 +156,13 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	return r;
 }
 
+void pohm_mount_net_counts(const struct pohm_mount *m, struct pohm_net_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->client)
+		pohm_net_counts(pohm_client_net(m->client), out);
+}
+
 void pohm_mount_atfork_child(struct pohm_mount *m)
 {
 	pohm_cache_atfork_child(m->cache);
