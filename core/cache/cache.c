@@ -273,6 +273,8 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.root_uid = (uint32_t)syscall(SYS_geteuid);
 	nso.root_gid = (uint32_t)syscall(SYS_getegid);
 	nso.lazy_root = 1;	/* no round trip until a call needs the storage (issue 23) */
+	nso.root_failed = o->root_failed;
+	nso.root_failed_arg = o->root_failed_arg;
 	r = pohm_ns_open(&c->ns, o->kv, &nso);
 	if (r) {
 		snprintf(err, errlen, "fsid=%s: cannot open the root (%s)", o->fsid, strerror(-r));

@@ -26,6 +26,8 @@ struct pohm_mount {
 	int sync_on_close;
 	uid_t owner;			/* the effective uid it was opened for */
 	int per_user;			/* cache_dir is the owner's per-user one (mount_user.c) */
+	int root_said;			/* the root check's failure was logged; atomic */
+	char fsid[256];			/* for that message */
 };
 
 /*

@@ -284,6 +284,8 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	ns->root_uid = o->root_uid;
 	ns->root_gid = o->root_gid;
 	ns->root_mode = o->root_mode;
+	ns->root_failed = o->root_failed;
+	ns->root_failed_arg = o->root_failed_arg;
 	if (o->lazy_root) {
 		ns_lazy_kv(ns);
 		*out = ns;

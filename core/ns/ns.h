@@ -39,6 +39,8 @@ struct pohm_ns_opts {
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
 	int http_compat;		/* also keep path copies of files (core/ns/ns_http.h) */
 	int lazy_root;			/* check the root at the first storage call, not at open */
+	void (*root_failed)(void *arg, int err);	/* lazy_root: a check failed (may be NULL) */
+	void *root_failed_arg;
 };
 
 /*

@@ -18,6 +18,8 @@ struct pohm_ns {
 	pthread_mutex_t root_lock;	/* serializes the lazy root check (nslazy.c) */
 	int root_ready;			/* root checked; atomic (acquire/release) */
 	uint32_t root_uid, root_gid, root_mode;	/* for a root this client creates */
+	void (*root_failed)(void *arg, int err);	/* pohm_ns_opts */
+	void *root_failed_arg;
 	char fsid[64];
 	unsigned bucket_max;
 	unsigned chunk_shift;

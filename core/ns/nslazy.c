@@ -8,7 +8,9 @@
  * makes sure the root was checked (ns_root_check: read it, create it if
  * absent), once per handle, then forwards.  A failed check fails the call
  * that needed it and is tried again by the next one, as a failed open
- * failed every call before.  The check itself runs through the same
+ * failed every call before; root_failed (pohm_ns_opts) hears of it, so
+ * the reason a failed open used to log is still said.  The check itself
+ * runs through the same
  * wrapper; the thread making it is let through (checking, thread-local),
  * the others wait on root_lock.
  */
@@ -34,6 +36,8 @@ static int ready(struct pohm_ns *ns)
 		checking = 0;
 		if (!r)
 			__atomic_store_n(&ns->root_ready, 1, __ATOMIC_RELEASE);
+		else if (ns->root_failed)
+			ns->root_failed(ns->root_failed_arg, r);
 	}
 	pthread_mutex_unlock(&ns->root_lock);
 	return r;

@@ -85,7 +85,7 @@ traced_stat() {
 	[ "$(node_connects "$T/t2")" -gt 0 ]
 }
 
-@test "with the cluster away, a fresh stat still answers and a stale one fails" {
+@test "with the cluster away, a fresh stat still answers and a stale one fails, saying why" {
 	shim a sh -c "printf 'hello\n' > '$T/a/f'"
 	cluster_stop
 	run env POHMELFS_ATTR_TIMEOUT=30 LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$T/a" \
@@ -98,4 +98,7 @@ traced_stat() {
 		stat -c %s "$T/a/f"
 	echo "$output"
 	[ "$status" -ne 0 ]
+	# The reason is said once, as a failed start said it before.
+	[[ $output == *"cannot open the root"*"no node reachable"* ]]
+	[ "$(grep -c "cannot open the root" <<<"$output")" -eq 1 ]
 }
