@@ -1295,6 +1295,7 @@ static void push_written(void)
 static void flush_stats(void)
 {
 	struct pohm_cache_stats cs;
+	struct pohm_net_counts nc;
 	struct pohm_stats st;
 	struct umount *um = mount_now();
 	char buf[2048], title[4200];
@@ -1314,6 +1315,11 @@ static void flush_stats(void)
 	st.v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes;
 	st.v[POHM_ST_CONFLICTS] = cs.conflicts;
 	st.v[POHM_ST_RETRIES] = cs.retries;
+	pohm_mount_net_counts(&um->m, &nc);
+	st.v[POHM_ST_NET_WAITS] = nc.waits;
+	st.v[POHM_ST_NET_REQUESTS] = nc.requests;
+	st.v[POHM_ST_NET_SETUP_WAITS] = nc.setup_waits;
+	st.v[POHM_ST_NET_SETUP_REQUESTS] = nc.setup_requests;
 	for (i = 0; i < POHM_ST_COUNT; i++)
 		any |= st.v[i] != 0;
 	if (!any)

@@ -31,7 +31,12 @@ static unsigned vslot(uint64_t ino)
 	return (unsigned)((ino * 0x9E3779B97F4A7C15ULL) >> 52) % POHM_VCACHE;
 }
 
-int cache_fresh(struct pohm_cache *c, uint64_t ino)
+/* vtime of an inode this process saw change: not fresh, whatever its record says. */
+#define VSTALE UINT64_MAX
+
+/* Fresh by this process's word (1 or 0), or -1 when it has none; validated_ns
+ * (realtime, 0: unknown) answers then. */
+static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
 {
 	unsigned s = vslot(ino);
 	int fresh;
@@ -39,11 +44,30 @@ int cache_fresh(struct pohm_cache *c, uint64_t ino)
 	if (!c->attr_timeout_ns)
 		return 0;
 	pthread_mutex_lock(&c->vlock);
-	fresh = c->vino[s] == ino && pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
+	if (c->vino[s] == ino) {
+		fresh = c->vtime[s] != VSTALE &&
+			pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
+	} else if (validated_ns) {
+		uint64_t now = pohm_sys_real_ns();
+
+		fresh = validated_ns <= now && now - validated_ns < c->attr_timeout_ns;
+	} else {
+		fresh = 0;
+	}
 	if (fresh)
 		c->stats.validations_skipped++;
 	pthread_mutex_unlock(&c->vlock);
 	return fresh;
+}
+
+int cache_fresh(struct pohm_cache *c, uint64_t ino)
+{
+	return fresh_at(c, ino, 0);
+}
+
+int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec)
+{
+	return fresh_at(c, rec->ino, rec->validated_ns);
 }
 
 void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
@@ -56,14 +80,24 @@ void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
 	pthread_mutex_unlock(&c->vlock);
 }
 
+void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version)
+{
+	cache_mark_fresh(c, ino);
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, version, pohm_sys_real_ns());
+}
+
 void cache_unmark(struct pohm_cache *c, uint64_t ino)
 {
 	unsigned s = vslot(ino);
 
 	pthread_mutex_lock(&c->vlock);
-	if (c->vino[s] == ino)
-		c->vino[s] = 0;
+	c->vino[s] = ino;	/* this process's word: changed */
+	c->vtime[s] = VSTALE;
 	pthread_mutex_unlock(&c->vlock);
+	/* And the other processes': a record not validated since (none: -ENOENT). */
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, 0, 0);
 }
 
 void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
@@ -238,6 +272,9 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.http_compat = o->http_compat;
 	nso.root_uid = (uint32_t)syscall(SYS_geteuid);
 	nso.root_gid = (uint32_t)syscall(SYS_getegid);
+	nso.lazy_root = 1;	/* no round trip until a call needs the storage (issue 23) */
+	nso.root_failed = o->root_failed;
+	nso.root_failed_arg = o->root_failed_arg;
 	r = pohm_ns_open(&c->ns, o->kv, &nso);
 	if (r) {
 		snprintf(err, errlen, "fsid=%s: cannot open the root (%s)", o->fsid, strerror(-r));
@@ -782,7 +819,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			known = 0;
 		}
 	}
-	if (have_rec && cache_fresh(c, known)) {
+	if (have_rec && cache_fresh_rec(c, &rec)) {
 		/* Validated within attr_timeout: answer from the journal, no round trip
 		 * (a stub about to be fetched needs the stored chunk map). */
 		if (S_ISREG(rec.mode) && (rec.flags & POHM_J_STUB))
@@ -850,11 +887,14 @@ checked:
 			else
 				rec.flags |= POHM_J_NOXATTR;
 			rec.version = in->version;
+			rec.validated_ns = pohm_sys_real_ns();
 			if (clean)
 				apply_stored_attrs(c, dfd, name, &rec, &lst, in);
 			pohm_journal_put(&c->j, &rec);
+			cache_mark_fresh(c, ino);
+		} else {
+			cache_mark_checked(c, ino, in->version);
 		}
-		cache_mark_fresh(c, ino);
 		goto out;
 	}
 	if (have_local) {

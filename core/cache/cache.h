@@ -47,6 +47,10 @@ struct pohm_cache_opts {
 	int http_compat;		/* also keep each file whole under its path key */
 	const int *prefix_fd;		/* non-NULL: the prefix is this directory fd (a
 					 * copy is kept), not opened by its path again */
+	/* Called when checking the root, at the first call that needs the
+	 * storage, failed with -errno err (the reason is the caller's to say). */
+	void (*root_failed)(void *arg, int err);
+	void *root_failed_arg;
 };
 
 /* Open the cache for a prefix; err gets a one-line reason on failure. */

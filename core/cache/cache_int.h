@@ -46,11 +46,18 @@ uint64_t cache_boot_id(void);
 /* First open of the cache in a new boot: mark files left dirty POHM_J_TORN. 0 or -errno. */
 int cache_boot_check(struct pohm_cache *c);
 
-/* Was ino checked against the storage within attr_timeout? */
+/* Was ino checked against the storage within attr_timeout by this process? */
 int cache_fresh(struct pohm_cache *c, uint64_t ino);
+/* The same, and when this process has no word on ino (a new process):
+ * by any process of the cache, as its record's validated_ns says. */
+int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec);
 /* Remember that ino was just checked. */
 void cache_mark_fresh(struct pohm_cache *c, uint64_t ino);
-/* Forget that (after a local or remote change). */
+/* ino, whose record holds version, was just checked against the storage
+ * and found unchanged: cache_mark_fresh, and its validated_ns is now (the
+ * other processes of the cache see it fresh too). */
+void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version);
+/* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
 /* A directory's stored mtime lags its last entry change by at most this
  * (cachedirtime.c, decision 0015). */

@@ -634,6 +634,51 @@ out:
 	return rc;
 }
 
+int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
+		       uint64_t validated_ns)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_jrec r;
+	char name[64];
+	size_t fsize;
+	int fd = -1, lfd, rc;
+	ssize_t n;
+
+	memset(&r, 0, sizeof(r));
+	record_name(name, sizeof(name), ino);
+	lfd = jlock(j, ino, F_WRLCK);
+	if (lfd < 0)
+		return lfd;
+	fd = pohm_sys_openat(j->dirfd, name, O_RDWR, 0);
+	if (fd < 0) {
+		rc = fd;
+		goto out;
+	}
+	rc = get_from(fd, ino, &r, &fsize);
+	if (rc == -EAGAIN)
+		rc = -ENOENT;	/* torn: nothing to touch */
+	if (rc)
+		goto out;
+	if (version && r.version != version) {
+		rc = -ESTALE;	/* rewritten since it was checked: its writer's word stands */
+		goto out;
+	}
+	r.validated_ns = validated_ns;
+	rc = encode(&b, &r);
+	if (rc)
+		goto out;
+	/* The same fields with one number changed: the same length, in place. */
+	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
+	rc = n < 0 ? (int)n : 0;
+out:
+	pohm_jrec_clear(&r);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	pohm_sys_close(lfd);
+	pohm_buf_free(&b);
+	return rc;
+}
+
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 {
 	struct pohm_jrec r;

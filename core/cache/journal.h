@@ -69,6 +69,14 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
+/*
+ * Set ino's validated_ns (realtime of its last check against the storage,
+ * read by other processes of the cache as "fresh within attr_timeout")
+ * when the record's version is version (any when 0), under the record's
+ * lock.  0, -ENOENT (no intact record), -ESTALE (another version), -errno.
+ */
+int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
+		       uint64_t validated_ns);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */

@@ -79,6 +79,24 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
 	return pohm_mount_open_like(m, cfg, NULL, err, errlen);
 }
 
+/*
+ * The cache's root check failed (at the first call that needed the
+ * storage, core/ns/nslazy.c): say why once, as a failed open said it.
+ */
+static void root_failed(void *arg, int err)
+{
+	struct pohm_mount *m = arg;
+	char why[400];
+
+	if (__atomic_exchange_n(&m->root_said, 1, __ATOMIC_RELAXED))
+		return;
+	why[0] = '\0';
+	if (m->client)
+		pohm_net_last_error(pohm_client_net(m->client), why, sizeof(why));
+	pohm_err("fsid=%s: cannot open the root (%s)%s%s; calls that need the storage fail until "
+		 "it answers", m->fsid, strerror(-err), why[0] ? ": " : "", why);
+}
+
 int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 			 const struct pohm_mount *like, char *err, size_t errlen)
 {
@@ -133,6 +151,9 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 		o.prefix_fd = &pfd;
 	}
 	o.fsid = cfg->fsid;
+	snprintf(m->fsid, sizeof(m->fsid), "%s", cfg->fsid);
+	o.root_failed = root_failed;
+	o.root_failed_arg = m;
 	o.host_id = host;
 	o.attr_timeout_ns = seconds_key(cfg, "attr_timeout", 1000000000ULL);
 	o.kv = &m->kv;
@@ -154,6 +175,13 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 		m->client = NULL;
 	}
 	return r;
+}
+
+void pohm_mount_net_counts(const struct pohm_mount *m, struct pohm_net_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->client)
+		pohm_net_counts(pohm_client_net(m->client), out);
 }
 
 void pohm_mount_atfork_child(struct pohm_mount *m)

@@ -14,6 +14,7 @@
 #include "cache.h"
 #include "config.h"
 #include "kv.h"
+#include "net.h"
 
 struct pohm_mount {
 	struct pohm_client *client;
@@ -25,6 +26,8 @@ struct pohm_mount {
 	int sync_on_close;
 	uid_t owner;			/* the effective uid it was opened for */
 	int per_user;			/* cache_dir is the owner's per-user one (mount_user.c) */
+	int root_said;			/* the root check's failure was logged; atomic */
+	char fsid[256];			/* for that message */
 };
 
 /*
@@ -40,6 +43,8 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
  * (like may be NULL): a process that switched users keeps the handle it has. */
 int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 			 const struct pohm_mount *like, char *err, size_t errlen);
+/* What the mount's client asked of the cluster so far (all zero when it has none). */
+void pohm_mount_net_counts(const struct pohm_mount *m, struct pohm_net_counts *out);
 /* Close what pohm_mount_open opened. */
 void pohm_mount_close(struct pohm_mount *m);
 /* In a fork child of a threaded process: the locks of the mount's cache and

@@ -120,6 +120,10 @@ struct pohm_net {
 	uint64_t last_refresh_ns;
 	uint32_t dial_idx;		/* which of a node's addresses we dial */
 	char last_msg[256];		/* last cluster-level error text */
+	/* Counters (pohm_net_counts), relaxed atomics, any thread; zeroed in a
+	 * fork child.  all_*: every batch run, setup included; run_*: the
+	 * callers' pohm_net_run batches; win_*: window sends and waits. */
+	uint64_t all_waits, all_sent, run_waits, run_sent, win_waits, win_sent;
 };
 
 /* ---- net.c */

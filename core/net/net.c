@@ -261,6 +261,13 @@ static void finish(struct pohm_req *r, int status)
 	}
 }
 
+/* Add n to one of net's counters (struct pohm_net: relaxed atomics). */
+static void count(uint64_t *field, uint64_t n)
+{
+	if (n)
+		__atomic_add_fetch(field, n, __ATOMIC_RELAXED);
+}
+
 static uint64_t total_len(const struct pohm_req *r)
 {
 	return POHM_CMD_SIZE + (uint64_t)r->n1 + r->n2;
@@ -750,6 +757,8 @@ int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n
 
 	memset(&b, 0, sizeof(b));
 	cond_init_mono(&b.cv);
+	count(&net->all_waits, n ? 1 : 0);
+	count(&net->all_sent, n);
 	pthread_mutex_lock(&net->lock);
 	b.remaining = n;
 	for (i = 0; i < n; i++)
@@ -810,7 +819,23 @@ int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_
 {
 	pohm_net_fork_check(net);
 	pohm_net_prepare(net, reqs, n, deadline);
+	/* After prepare: the connection setup it did is counted as setup. */
+	count(&net->run_waits, n ? 1 : 0);
+	count(&net->run_sent, n);
 	return pohm_net_run_internal(net, reqs, n, deadline, enough, arg, 0);
+}
+
+void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out)
+{
+	uint64_t all_w = __atomic_load_n(&net->all_waits, __ATOMIC_RELAXED);
+	uint64_t all_s = __atomic_load_n(&net->all_sent, __ATOMIC_RELAXED);
+	uint64_t run_w = __atomic_load_n(&net->run_waits, __ATOMIC_RELAXED);
+	uint64_t run_s = __atomic_load_n(&net->run_sent, __ATOMIC_RELAXED);
+
+	out->waits = run_w + __atomic_load_n(&net->win_waits, __ATOMIC_RELAXED);
+	out->requests = run_s + __atomic_load_n(&net->win_sent, __ATOMIC_RELAXED);
+	out->setup_waits = all_w > run_w ? all_w - run_w : 0;
+	out->setup_requests = all_s > run_s ? all_s - run_s : 0;
 }
 
 /* ---------------------------------------------------------------- windows */
@@ -832,6 +857,7 @@ void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct poh
 
 	pohm_net_fork_check(net);
 	pohm_net_prepare(net, reqs, n, deadline);
+	count(&net->win_sent, n);
 	pthread_mutex_lock(&net->lock);
 	w->remaining += n;
 	for (i = 0; i < n; i++)
@@ -869,6 +895,7 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	int why;
 
 	pthread_mutex_lock(&net->lock);
+	count(&net->win_waits, !r->done);
 	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
 	if (w->waiting)
 		waiter_remove(net, w);
@@ -919,6 +946,9 @@ void pohm_net_atfork_child(struct pohm_net *net)
 	pthread_mutex_init(&net->lock, NULL);
 	cond_init_mono(&net->txcv);
 	cond_init_mono(&net->conncv);
+	/* The parent's waits are the parent's (its own stats count them). */
+	net->all_waits = net->all_sent = net->run_waits = net->run_sent = 0;
+	net->win_waits = net->win_sent = 0;
 	for (i = 0; i < net->nconns; i++) {
 		struct pohm_conn *c = net->conns[i];
 

@@ -189,6 +189,16 @@ int pohm_net_route_copy(struct pohm_net *net, struct pohm_route *out);
 /* Ping every up node with BACKEND_STATUS; rtt_ns of each is updated. Count answered. */
 int pohm_net_ping_all(struct pohm_net *net, uint64_t deadline);
 
+/* What this process's client asked of the cluster (issue 23's budget). */
+struct pohm_net_counts {
+	uint64_t waits;		/* times a caller waited for replies (pohm_net_run, a window wait) */
+	uint64_t requests;	/* requests those callers sent */
+	uint64_t setup_waits;	/* waits of connection setup: handshake, ping, route list */
+	uint64_t setup_requests;	/* requests of connection setup */
+};
+/* The counts since the client opened (or this process forked). */
+void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out);
+
 /* Text of the last cluster-level failure ("" if none), copied into buf. */
 void pohm_net_last_error(struct pohm_net *net, char *buf, size_t len);
 

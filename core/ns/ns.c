@@ -210,7 +210,7 @@ int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
 
 /* ---------------------------------------------------------------- open/close */
 
-static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
+static int root_create(struct pohm_ns *ns)
 {
 	struct pohm_inode root;
 	char key[POHM_KEY_MAX];
@@ -221,9 +221,9 @@ static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
 	pohm_key_inode(key, POHM_ROOT_INO);
 	ns_hdr(ns, &root.hdr, POHM_OBJ_INODE, POHM_ROOT_INO, key);
 	root.ino = POHM_ROOT_INO;
-	root.mode = S_IFDIR | (o->root_mode ? o->root_mode & 07777 : 0755);
-	root.uid = o->root_uid;
-	root.gid = o->root_gid;
+	root.mode = S_IFDIR | (ns->root_mode ? ns->root_mode & 07777 : 0755);
+	root.uid = ns->root_uid;
+	root.gid = ns->root_gid;
 	root.nlink = 2;
 	root.chunk_shift = (uint8_t)ns->chunk_shift;
 	ns_now_ts(&root.mtime);
@@ -254,7 +254,6 @@ static int root_create(struct pohm_ns *ns, const struct pohm_ns_opts *o)
 int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o)
 {
 	struct pohm_ns *ns = calloc(1, sizeof(*ns));
-	struct pohm_inode root;
 	int r;
 
 	if (!ns)
@@ -280,17 +279,38 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	pthread_mutex_init(&ns->hint_lock, NULL);
 	ns->rng_pid = 0;	/* seeded by the first ns_random */
 
-	r = ns_inode_get(ns, POHM_ROOT_INO, &root, NULL, 0);
-	if (r == -ENOENT)
-		r = root_create(ns, o);
-	else if (!r)
-		pohm_inode_clear(&root);
+	pthread_mutex_init(&ns->root_lock, NULL);
+	ns->store = *kv;
+	ns->root_uid = o->root_uid;
+	ns->root_gid = o->root_gid;
+	ns->root_mode = o->root_mode;
+	ns->root_failed = o->root_failed;
+	ns->root_failed_arg = o->root_failed_arg;
+	if (o->lazy_root) {
+		ns_lazy_kv(ns);
+		*out = ns;
+		return 0;
+	}
+	r = ns_root_check(ns);
 	if (r) {
 		pohm_ns_close(ns);
 		return r;
 	}
+	ns->root_ready = 1;
 	*out = ns;
 	return 0;
+}
+
+int ns_root_check(struct pohm_ns *ns)
+{
+	struct pohm_inode root;
+	int r = ns_inode_get(ns, POHM_ROOT_INO, &root, NULL, 0);
+
+	if (r == -ENOENT)
+		r = root_create(ns);
+	else if (!r)
+		pohm_inode_clear(&root);
+	return r;
 }
 
 void pohm_ns_atfork_child(struct pohm_ns *ns)
@@ -300,6 +320,7 @@ void pohm_ns_atfork_child(struct pohm_ns *ns)
 	 * words as they were is safe (the generator reseeds by its pid check). */
 	pthread_mutex_init(&ns->rng_lock, NULL);
 	pthread_mutex_init(&ns->hint_lock, NULL);
+	pthread_mutex_init(&ns->root_lock, NULL);
 	ns_map_cache_atfork_child(ns->map_cache);
 }
 
@@ -309,6 +330,7 @@ void pohm_ns_close(struct pohm_ns *ns)
 		return;
 	pthread_mutex_destroy(&ns->rng_lock);
 	pthread_mutex_destroy(&ns->hint_lock);
+	pthread_mutex_destroy(&ns->root_lock);
 	ns_map_cache_free(ns->map_cache);
 	free(ns);
 }

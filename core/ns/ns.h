@@ -38,9 +38,17 @@ struct pohm_ns_opts {
 	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
 	int http_compat;		/* also keep path copies of files (core/ns/ns_http.h) */
+	int lazy_root;			/* check the root at the first storage call, not at open */
+	void (*root_failed)(void *arg, int err);	/* lazy_root: a check failed (may be NULL) */
+	void *root_failed_arg;
 };
 
-/* Open a namespace on kv, creating the root inode (once, by CAS) if absent. */
+/*
+ * Open a namespace on kv, creating the root inode (once, by CAS) if absent:
+ * now, or with o->lazy_root just before the handle's first storage call
+ * (a process that never needs the storage never reaches it; a failed check
+ * fails that call and is tried again by the next).  0 or -errno.
+ */
 int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct pohm_ns_opts *o);
 /* Release the handle (the storage is untouched). */
 void pohm_ns_close(struct pohm_ns *ns);

@@ -12,7 +12,14 @@
 #define POHM_NS_HINTS 256
 
 struct pohm_ns {
-	struct pohm_kv kv;
+	struct pohm_kv kv;		/* what ns calls: store itself, or nslazy.c's wrapper over it */
+	struct pohm_kv store;		/* the store given to pohm_ns_open */
+	struct pohm_kv_ops lazy_ops;	/* nslazy.c's wrapper (lazy_root), written at open */
+	pthread_mutex_t root_lock;	/* serializes the lazy root check (nslazy.c) */
+	int root_ready;			/* root checked; atomic (acquire/release) */
+	uint32_t root_uid, root_gid, root_mode;	/* for a root this client creates */
+	void (*root_failed)(void *arg, int err);	/* pohm_ns_opts */
+	void *root_failed_arg;
 	char fsid[64];
 	unsigned bucket_max;
 	unsigned chunk_shift;
@@ -37,6 +44,11 @@ struct ns_bucket_ref {
 };
 
 /* ns.c */
+/* Make the root inode if absent (CAS, once among clients): 0 or -errno. */
+int ns_root_check(struct pohm_ns *ns);
+/* nslazy.c: ns->kv over ns->store that runs ns_root_check before the
+ * first storage call of the handle (pohm_ns_opts.lazy_root). */
+void ns_lazy_kv(struct pohm_ns *ns);
 /* Non-zero random 64 bits, never the same stream in two processes: the
  * state is reseeded from getrandom when the pid differs from the seeder's
  * (a fork child), so siblings do not draw the same inode numbers, txids

@@ -38,6 +38,10 @@ static const char *const names[POHM_ST_COUNT] = {
 	[POHM_ST_CONFLICTS] = "conflicts",
 	[POHM_ST_RETRIES] = "retries",
 	[POHM_ST_ERRORS] = "errors",
+	[POHM_ST_NET_WAITS] = "net_waits",
+	[POHM_ST_NET_REQUESTS] = "net_requests",
+	[POHM_ST_NET_SETUP_WAITS] = "net_setup_waits",
+	[POHM_ST_NET_SETUP_REQUESTS] = "net_setup_requests",
 };
 
 const char *pohm_stat_name(enum pohm_stat s)

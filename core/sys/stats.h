@@ -18,6 +18,11 @@ enum pohm_stat {
 	POHM_ST_HITS, POHM_ST_MISSES, POHM_ST_FETCHED_BYTES,
 	POHM_ST_PUSHES, POHM_ST_PUSHED_BYTES, POHM_ST_CONFLICTS,
 	POHM_ST_RETRIES, POHM_ST_ERRORS,
+	/* The client's work (core/net pohm_net_counts): times a call waited for
+	 * replies and requests it sent; connection setup (handshake, ping,
+	 * route list) apart.  Issue 23's round-trip budget counts these. */
+	POHM_ST_NET_WAITS, POHM_ST_NET_REQUESTS, POHM_ST_NET_SETUP_WAITS,
+	POHM_ST_NET_SETUP_REQUESTS,
 	POHM_ST_COUNT
 };
 

@@ -70,3 +70,31 @@ os.mkdir('$T/p/d')"
 	LD_PRELOAD=$PRELOAD python3 -c "open('$T/p/f1').read()"
 	[ "$(counter open)" -ge 1 ]
 }
+
+@test "net_waits and net_requests count the client's round trips, setup apart" {
+	w0=$(counter net_waits)
+	[ "$w0" -eq 0 ]
+	run --separate-stderr env LD_PRELOAD=$PRELOAD POHMELFS_STATS=1 python3 -c "
+import os
+os.mkdir('$T/p/d')"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"net_waits"* ]]
+	[[ "$stderr" == *"net_requests"* ]]
+	w1=$(counter net_waits) s1=$(counter net_requests) sw1=$(counter net_setup_waits)
+	[ "$w1" -ge 1 ]
+	[ "$s1" -ge "$w1" ]	# each wait was for at least one request
+	[ "$sw1" -ge 1 ]	# the process connected (handshake)
+	# A file made and then statted by a new process within attr_timeout:
+	# the stat waits for nothing and connects to nothing.
+	POHMELFS_ATTR_TIMEOUT=30 LD_PRELOAD=$PRELOAD python3 -c "open('$T/p/d/f', 'w').write('x')"
+	w2=$(counter net_waits) s2=$(counter net_requests) sw2=$(counter net_setup_waits)
+	[ "$w2" -gt "$w1" ]
+	run --separate-stderr env POHMELFS_ATTR_TIMEOUT=30 LD_PRELOAD=$PRELOAD POHMELFS_STATS=1 \
+		python3 -c "import os; os.stat('$T/p/d/f')"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"stat"* ]]
+	[[ "$stderr" != *"net_"* ]]
+	[ "$(counter net_waits)" -eq "$w2" ]
+	[ "$(counter net_requests)" -eq "$s2" ]
+	[ "$(counter net_setup_waits)" -eq "$sw2" ]
+}

@@ -105,6 +105,38 @@ TEST(root_created_once)
 	pohm_ns_close(ns2);
 }
 
+/* lazy_root: nothing reaches the store at open; the first call makes the
+ * root (once among clients); a failed check fails that call only. */
+TEST(lazy_root_on_first_use)
+{
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12, .lazy_root = 1 };
+	struct pohm_ns *ns = NULL, *ns2 = NULL;
+	struct pohm_inode d, a, b;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	EXPECT_EQ_INT(pohm_ns_open(&ns, &kv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_open(&ns2, &kv, &o), 0);
+	EXPECT_EQ_U64(pohm_kvmem_count(&kv), 0);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), 0);
+	/* The root cannot be written: the call that needed it fails ... */
+	pohm_kvmem_fail_after(&kv, 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), -EIO);
+	/* ... and the next one checks again. */
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	pohm_inode_clear(&d);
+	EXPECT(ino_of(ns2, POHM_ROOT_INO, "d") != 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, POHM_ROOT_INO, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, POHM_ROOT_INO, &b), 0);
+	EXPECT(S_ISDIR(a.mode));
+	EXPECT(!memcmp(&a.btime, &b.btime, sizeof(a.btime)));	/* one root */
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+	pohm_ns_close(ns2);
+}
+
 TEST(create_lookup_errors)
 {
 	struct pohm_ns *ns = fresh(0);

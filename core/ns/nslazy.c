@@ -1,0 +1,117 @@
+/*
+ * nslazy.c — the root check on first use (pohm_ns_opts.lazy_root).
+ *
+ * A process whose calls the cache answers from its journal (a stat
+ * validated within attr_timeout) should not reach the cluster at all, not
+ * even to see that the root exists (issue 23).  So with lazy_root the
+ * handle's kv is a thin wrapper over the store: every operation first
+ * makes sure the root was checked (ns_root_check: read it, create it if
+ * absent), once per handle, then forwards.  A failed check fails the call
+ * that needed it and is tried again by the next one, as a failed open
+ * failed every call before; root_failed (pohm_ns_opts) hears of it, so
+ * the reason a failed open used to log is still said.  The check itself
+ * runs through the same
+ * wrapper; the thread making it is let through (checking, thread-local),
+ * the others wait on root_lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "ns_int.h"
+
+/* Set while this thread runs ns_root_check (its own calls go straight through). */
+static __thread int checking;
+
+/* 0 once the root of ns was checked, else the check's -errno. */
+static int ready(struct pohm_ns *ns)
+{
+	int r = 0;
+
+	if (checking || __atomic_load_n(&ns->root_ready, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&ns->root_lock);
+	if (!ns->root_ready) {
+		checking = 1;
+		r = ns_root_check(ns);
+		checking = 0;
+		if (!r)
+			__atomic_store_n(&ns->root_ready, 1, __ATOMIC_RELEASE);
+		else if (ns->root_failed)
+			ns->root_failed(ns->root_failed_arg, r);
+	}
+	pthread_mutex_unlock(&ns->root_lock);
+	return r;
+}
+
+static int lz_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->get(ns->store.ctx, key, out);
+}
+
+static int lz_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->read(ns->store.ctx, key, off, buf, len);
+}
+
+static int lz_put(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->put(ns->store.ctx, key, data, len, expect);
+}
+
+static int lz_del(void *ctx, const char *key)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->del(ns->store.ctx, key);
+}
+
+static int lz_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+		       size_t max_len, int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len),
+		       void *arg)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->get_many(ns->store.ctx, n, keys, inflight, max_len, fn, arg);
+}
+
+static int lz_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out, int *st)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
+}
+
+static int lz_scan(void *ctx, const char *prefix,
+		   int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->scan(ns->store.ctx, prefix, fn, arg);
+}
+
+void ns_lazy_kv(struct pohm_ns *ns)
+{
+	/* The wrapper offers what the store offers (callers test the optional ops for NULL). */
+	ns->lazy_ops.get = lz_get;
+	ns->lazy_ops.read = ns->store.ops->read ? lz_read : NULL;
+	ns->lazy_ops.put = lz_put;
+	ns->lazy_ops.del = ns->store.ops->del ? lz_del : NULL;
+	ns->lazy_ops.get_many = ns->store.ops->get_many ? lz_get_many : NULL;
+	ns->lazy_ops.get_n = ns->store.ops->get_n ? lz_get_n : NULL;
+	ns->lazy_ops.scan = ns->store.ops->scan ? lz_scan : NULL;
+	ns->kv.ops = &ns->lazy_ops;
+	ns->kv.ctx = ns;
+}
