@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "ownfd.h"
 
 /* ------------------------------------------------------------ entries */
 
@@ -493,6 +494,15 @@ void pohm_ifd_unregister(int handle)
 		__atomic_store_n(&ifd_tab[handle], -1, __ATOMIC_RELEASE);
 }
 
+/* core's own fds (core/sys/ownfd.h) become registered: the fast paths of
+ * close and dup must look at fd from now on.  Replaces ownfd.c's weak one. */
+void pohm_own_noted(int fd)
+{
+	lower_to(&pohm_ifd_low, fd);
+	note_low(fd);
+}
+
+/* The preloaded library's registered fds (ifd_tab) and core's (ownfd.h). */
 int pohm_ifd_is(int fd)
 {
 	int h;
@@ -502,12 +512,12 @@ int pohm_ifd_is(int fd)
 	for (h = 0; h < IFD_MAX; h++)
 		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) == fd)
 			return 1;
-	return 0;
+	return pohm_own_is(fd);
 }
 
 int pohm_ifd_first_in(unsigned lo, unsigned hi)
 {
-	int h, fd, best = -1;
+	int h, fd, best = pohm_own_first_in(lo, hi);
 
 	for (h = 0; h < IFD_MAX; h++) {
 		fd = __atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED);
@@ -521,6 +531,9 @@ int pohm_ifd_evict(int fd)
 {
 	int h, nfd;
 
+	nfd = pohm_own_evict(fd);
+	if (nfd)
+		return nfd;	/* core's: moved (1) or no number free */
 	for (h = 0; h < IFD_MAX; h++) {
 		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) != fd)
 			continue;
@@ -532,7 +545,7 @@ int pohm_ifd_evict(int fd)
 		__atomic_store_n(&ifd_tab[h], nfd, __ATOMIC_RELEASE);
 		pohm_log_fd_moved(fd, nfd);	/* the log= file's fd is one of these */
 		pohm_debug("internal fd %d moved to %d (the program reuses %d)", fd, nfd, fd);
-		return 0;
+		return 1;
 	}
 	return 0;
 }
@@ -545,4 +558,6 @@ void pohm_fd_atfork(enum pohm_fork_phase phase)
 		pthread_mutex_lock(&fdt_lock);
 	else
 		pthread_mutex_unlock(&fdt_lock);
+	if (phase == POHM_FORK_CHILD)
+		pohm_own_atfork_child();
 }

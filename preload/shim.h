@@ -435,7 +435,8 @@ static inline int pohm_ifd_maybe(int fd)
 }
 /* The lowest internal fd in [lo, hi], or -1. */
 int pohm_ifd_first_in(unsigned lo, unsigned hi);
-/* dup2/dup3 onto fd: move the internal fd aside first.  0 or -errno. */
+/* dup2/dup3 onto fd: move the internal fd aside first.  1 moved (the old
+ * number is still open until the dup2 replaces it), 0 not internal, -errno. */
 int pohm_ifd_evict(int fd);
 
 /* ------------------------------------------------------------ cwd (cwd.c) */

@@ -23,6 +23,7 @@
 #include "sha512.h"
 #include "stub.h"
 #include "sys.h"
+#include "ownfd.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -190,7 +191,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 			 r == -ENOTDIR || r == -EEXIST ? "exists and is not a directory" : strerror(-r));
 		goto fail;
 	}
-	c->pfd = r;
+	pohm_own_set(&c->pfd, r);	/* the host's close and dup2 leave it alone */
 	pohm_sys_fstat(c->pfd, &pst);
 	c->pdev = (uint64_t)pst.st_dev;
 	pohm_sha512(o->fsid, strlen(o->fsid), h);
@@ -231,6 +232,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 		r = c->stage_fd;
 		goto fail_stage;
 	}
+	pohm_own_set(&c->stage_fd, c->stage_fd);
 
 	nso.fsid = o->fsid;
 	nso.bucket_max = o->bucket_max;
@@ -268,10 +270,8 @@ void pohm_cache_close(struct pohm_cache *c)
 		return;
 	pohm_ns_close(c->ns);
 	pohm_journal_close(&c->j);
-	if (c->pfd >= 0)
-		pohm_sys_close(c->pfd);
-	if (c->stage_fd >= 0)
-		pohm_sys_close(c->stage_fd);
+	pohm_own_close(&c->pfd);
+	pohm_own_close(&c->stage_fd);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);
 }

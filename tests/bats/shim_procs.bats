@@ -313,6 +313,23 @@ close_all() {
 	close_all closefrom
 }
 
+# Issue 19 item 9: the library's own fds (sockets, cache and journal
+# directories) are registered: the host's close of them fails EBADF, a
+# dup2 onto them moves them away first.
+@test "a program closes fds 3..1023 one by one: the file it had open is pushed, and it keeps working under the prefix" {
+	close_all loop
+}
+
+@test "a program dup2s /dev/null over fds 700..720: they stay its /dev/null, and it keeps working under the prefix" {
+	shim a mkdir "$T/a/w/dup2"
+	run shim a "$H/sc_procs" closefrom "$T/a/w/dup2" dup2
+	echo "dup2: $output"
+	[ "$output" = ok ]
+	run shim b bash -c "cd '$T/b/w/dup2' && ls && cat sub/inner early"
+	echo "$output"
+	[ "$output" = "$(printf 'after-0.done\nafter-1.done\nafter-2.done\nafter-3.done\nafter-4.done\nearly\nsub\nwarm\n%s%s' "$T/a/w/dup2/sub/inner" "$T/a/w/dup2/early")" ]
+}
+
 # Issue 19: what a fork copies must not make two processes draw the same ids.
 @test "1000 fork children of one process each create a file (O_EXCL): none fails EEXIST" {
 	local n=1000
