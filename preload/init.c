@@ -30,6 +30,7 @@ extern char **environ;
 
 struct pohm_state pohm_state = { .test_ifd = -1 };
 POHM_TLS int pohm_depth;
+POHM_TLS int pohm_busy;		/* shim.h */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */

@@ -21,6 +21,13 @@
  *                     checks that it always finds 077 there; three threads
  *                     each create N files (mode 0666) and N directories
  *                     (0777) under DIR: all must be 0600 / 0700.
+ *   sighandler DIR N  a SIGALRM every 10 ms (setitimer) whose handler
+ *                     creates DIR/s/pid-K (write "K", close) and unlinks
+ *                     DIR/s/pid-(K-1), as a daemon's pid-file handler
+ *                     does, while the main thread creates DIR/m-I, I < N,
+ *                     under the shim.  Prints "ok HITS"; a deadlock is the
+ *                     caller's timeout.  Locally DIR/s ends holding
+ *                     pid-(HITS-1) alone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,6 +236,79 @@ static int do_umask(const char *dir, int n)
 	return 0;
 }
 
+/* The handler's state: written before the timer starts, then only by it. */
+static char sig_base[PATH_MAX];
+static size_t sig_baselen;
+static volatile sig_atomic_t sig_hits, sig_bad;
+
+/* sig_base + K into p (no stdio in a handler). */
+static void sig_name(char *p, long k)
+{
+	char d[24];
+	int n = 0;
+
+	memcpy(p, sig_base, sig_baselen);
+	do
+		d[n++] = (char)('0' + k % 10);
+	while ((k /= 10));
+	for (p += sig_baselen; n; )
+		*p++ = d[--n];
+	*p = '\0';
+}
+
+static void on_alarm(int sig)
+{
+	char p[PATH_MAX];
+	long k = sig_hits;
+	int fd, saved = errno;
+
+	(void)sig;
+	sig_name(p, k);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "x", 1) != 1 || close(fd))
+		sig_bad = 1;
+	if (k > 0) {
+		sig_name(p, k - 1);
+		if (unlink(p))
+			sig_bad = 2;
+	}
+	sig_hits = (sig_atomic_t)(k + 1);
+	errno = saved;
+}
+
+static int do_sighandler(const char *dir, int n)
+{
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa;
+	char name[32], sdir[PATH_MAX];
+	int i, r;
+
+	snprintf(sdir, sizeof(sdir), "%s/s", dir);
+	if (mkdir(sdir, 0755))
+		return fail("mkdir s");
+	sig_baselen = (size_t)snprintf(sig_base, sizeof(sig_base), "%s/pid-", sdir);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
+		return fail("timer");
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "m-%d", i);
+		if ((r = create_named(dir, name))) {
+			errno = -r;
+			return fail(name);
+		}
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	if (sig_bad) {
+		printf("ERR the handler's call failed (%d)\n", (int)sig_bad);
+		return 1;
+	}
+	printf("ok %d\n", (int)sig_hits);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -239,6 +320,8 @@ int main(int argc, char **argv)
 		return do_sigchld(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(op, "umask"))
 		return do_umask(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(op, "sighandler"))
+		return do_sighandler(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: see the comment at the top of sc_host.c\n");
 	return 2;
 }
