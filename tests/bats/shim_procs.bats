@@ -398,6 +398,19 @@ close_all() {
 	[ "$output" = 150 ]
 }
 
+# Issue 19 item 10: the cache's walk follows a symlink in a loop with its
+# buffers on the heap, not by recursing with ~25 KB of stack per link.
+@test "a thread with a small stack stats, opens and mkdirs through a chain of 30 symlinks on a fresh host" {
+	shim a mkdir "$T/a/w/chain"
+	run shim a "$H/sc_host" chain "$T/a/w/chain" 30
+	[ "$output" = ok ]
+	run shim b "$H/sc_host" deepstack "$T/b/w/chain" 30 ${DEEP_STACK_KB:-96}
+	echo "$output"
+	[ "$output" = ok ]
+	run shim a ls "$T/a/w/chain/d"
+	[ "$output" = "$(printf 'f\nnew')" ]
+}
+
 @test "fork from a threaded host: 4 threads busy under the prefix, 200 forks, every child creates its file" {
 	# Issue 19 item 6: a child inherits core's locks in whatever state the
 	# other threads left them; none may be copied held (a hang), and the

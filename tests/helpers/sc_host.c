@@ -28,6 +28,11 @@
  *                     under the shim.  Prints "ok HITS"; a deadlock is the
  *                     caller's timeout.  Locally DIR/s ends holding
  *                     pid-(HITS-1) alone.
+ *   chain DIR N       make DIR/d/f (holding "deep") and a chain of
+ *                     relative symlinks DIR/l0 -> d, DIR/lI -> l(I-1).
+ *   deepstack DIR N KB
+ *                     on a thread whose stack is KB KiB: stat, open and
+ *                     read DIR/l(N-1)/f, mkdir DIR/l(N-1)/new.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +314,79 @@ static int do_sighandler(const char *dir, int n)
 	return 0;
 }
 
+static int do_chain(const char *dir, int n)
+{
+	char p[PATH_MAX], t[32];
+	int i, fd;
+
+	snprintf(p, sizeof(p), "%s/d", dir);
+	if (mkdir(p, 0755))
+		return fail("mkdir d");
+	snprintf(p, sizeof(p), "%s/d/f", dir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)) < 0 || write(fd, "deep", 4) != 4 ||
+	    close(fd))
+		return fail("d/f");
+	for (i = 0; i < n; i++) {
+		if (i)
+			snprintf(t, sizeof(t), "l%d", i - 1);
+		else
+			snprintf(t, sizeof(t), "d");
+		snprintf(p, sizeof(p), "%s/l%d", dir, i);
+		if (symlink(t, p))
+			return fail("symlink");
+	}
+	printf("ok\n");
+	return 0;
+}
+
+struct deep_arg {
+	const char *dir;
+	int n;
+	char err[128];
+};
+
+static void *deep_thread(void *v)
+{
+	struct deep_arg *a = v;
+	char p[PATH_MAX], b[8];
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/l%d/f", a->dir, a->n - 1);
+	if (stat(p, &st) || st.st_size != 4) {
+		snprintf(a->err, sizeof(a->err), "stat: %s", strerrorname_np(errno));
+		return NULL;
+	}
+	if ((fd = open(p, O_RDONLY)) < 0 || read(fd, b, sizeof(b)) != 4 || memcmp(b, "deep", 4)) {
+		snprintf(a->err, sizeof(a->err), "open/read: %s", strerrorname_np(errno));
+		return NULL;
+	}
+	close(fd);
+	snprintf(p, sizeof(p), "%s/l%d/new", a->dir, a->n - 1);
+	if (mkdir(p, 0755))
+		snprintf(a->err, sizeof(a->err), "mkdir: %s", strerrorname_np(errno));
+	return NULL;
+}
+
+static int do_deepstack(const char *dir, int n, int kb)
+{
+	struct deep_arg a = { dir, n, "" };
+	pthread_attr_t at;
+	pthread_t t;
+
+	pthread_attr_init(&at);
+	if (pthread_attr_setstacksize(&at, (size_t)kb * 1024) ||
+	    pthread_create(&t, &at, deep_thread, &a))
+		return fail("thread");
+	pthread_join(t, NULL);
+	if (a.err[0]) {
+		printf("ERR %s\n", a.err);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -320,6 +398,10 @@ int main(int argc, char **argv)
 		return do_sigchld(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(op, "umask"))
 		return do_umask(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(op, "chain"))
+		return do_chain(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(op, "deepstack"))
+		return do_deepstack(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && !strcmp(op, "sighandler"))
 		return do_sighandler(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: see the comment at the top of sc_host.c\n");
