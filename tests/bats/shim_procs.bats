@@ -411,6 +411,27 @@ close_all() {
 	[ "$output" = "$(printf 'f\nnew')" ]
 }
 
+# Issue 19 item 2: a vfork child cannot fetch (it shares the parent's
+# memory); with a prefix, the library's vfork is a fork.
+@test "Python's subprocess (vfork + exec) runs a binary and a #! script from the prefix on a fresh host" {
+	command -v python3 >/dev/null || skip "no python3"
+	shim a mkdir -p "$T/a/w/bin"
+	shim a cp /bin/echo "$T/a/w/bin/echo2"
+	shim a bash -c "printf '#!/bin/sh\necho tool ran\n' > '$T/a/w/bin/tool' && chmod 755 '$T/a/w/bin/tool'"
+	run shim b python3 -c "
+import subprocess, sys
+p = sys.argv[1]
+print(subprocess.run([p + '/echo2', 'echo ran'], capture_output=True, text=True).stdout.strip())
+print(subprocess.run([p + '/tool'], capture_output=True, text=True).stdout.strip())
+" "$T/b/w/bin"
+	echo "$output"
+	[ "$output" = "$(printf 'echo ran\ntool ran')" ]
+	# A raw vfork + execv in C, on a third fresh host.
+	run shim c "$H/sc_host" vforkexec "$T/c/w/bin/tool"
+	echo "$output"
+	[ "$output" = "$(printf 'tool ran\nok')" ]
+}
+
 @test "fork from a threaded host: 4 threads busy under the prefix, 200 forks, every child creates its file" {
 	# Issue 19 item 6: a child inherits core's locks in whatever state the
 	# other threads left them; none may be copied held (a hang), and the

@@ -30,6 +30,8 @@
  *                     pid-(HITS-1) alone.
  *   chain DIR N       make DIR/d/f (holding "deep") and a chain of
  *                     relative symlinks DIR/l0 -> d, DIR/lI -> l(I-1).
+ *   vforkexec PATH    vfork; the child execv's PATH; the parent waits:
+ *                     it must exit 0.
  *   deepstack DIR N KB
  *                     on a thread whose stack is KB KiB: stat, open and
  *                     read DIR/l(N-1)/f, mkdir DIR/l(N-1)/new.
@@ -387,6 +389,25 @@ static int do_deepstack(const char *dir, int n, int kb)
 	return 0;
 }
 
+static int do_vforkexec(const char *path)
+{
+	int st;
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return fail("vfork");
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("ERR the child: status %#x\n", st);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -398,6 +419,8 @@ int main(int argc, char **argv)
 		return do_sigchld(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(op, "umask"))
 		return do_umask(argv[2], atoi(argv[3]));
+	if (argc == 3 && !strcmp(op, "vforkexec"))
+		return do_vforkexec(argv[2]);
 	if (argc == 4 && !strcmp(op, "chain"))
 		return do_chain(argv[2], atoi(argv[3]));
 	if (argc == 5 && !strcmp(op, "deepstack"))
