@@ -404,7 +404,7 @@ close_all() {
 	shim a mkdir "$T/a/w/chain"
 	run shim a "$H/sc_host" chain "$T/a/w/chain" 30
 	[ "$output" = ok ]
-	run shim b "$H/sc_host" deepstack "$T/b/w/chain" 30 ${DEEP_STACK_KB:-96}
+	run shim b "$H/sc_host" deepstack "$T/b/w/chain" 30 ${DEEP_STACK_KB:-64}
 	echo "$output"
 	[ "$output" = ok ]
 	run shim a ls "$T/a/w/chain/d"

@@ -33,8 +33,9 @@
  *   vforkexec PATH    vfork; the child execv's PATH; the parent waits:
  *                     it must exit 0.
  *   deepstack DIR N KB
- *                     on a thread whose stack is KB KiB: stat, open and
- *                     read DIR/l(N-1)/f, mkdir DIR/l(N-1)/new.
+ *                     stat DIR (the library's first call), then on a
+ *                     thread whose stack is KB KiB: stat, open and read
+ *                     DIR/l(N-1)/f, mkdir DIR/l(N-1)/new.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -374,8 +375,13 @@ static int do_deepstack(const char *dir, int n, int kb)
 {
 	struct deep_arg a = { dir, n, "" };
 	pthread_attr_t at;
+	struct stat st;
 	pthread_t t;
 
+	/* The library's first call under the prefix (its configuration and
+	 * connections) on the main thread: the small stack is for the walk. */
+	if (stat(dir, &st))
+		return fail("stat DIR");
 	pthread_attr_init(&at);
 	if (pthread_attr_setstacksize(&at, (size_t)kb * 1024) ||
 	    pthread_create(&t, &at, deep_thread, &a))
