@@ -344,9 +344,17 @@ out:
 		daemon_start(um);
 }
 
-/* A hook starts: the shim is busy on this thread (shim.h pohm_busy); the
- * outermost one first settles what signal handlers noted. */
+/* A hook starts: the shim is busy on this thread (shim.h pohm_busy). */
 static void busy_enter(void)
+{
+	pohm_busy++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A hook that starts an operation (never a *_done, *_fix or readdir hook,
+ * whose operation's state a drain's own cache calls could disturb): the
+ * outermost one first settles what signal handlers noted. */
+static void busy_enter_drain(void)
 {
 	if (!pohm_busy++ && !pohm_depth && pohm_sig_pending())
 		sig_drain();
@@ -453,7 +461,7 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_open(p, flags, mode, fd_out);
 	busy_leave();
 	return r;
@@ -529,7 +537,7 @@ int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_stat(p, flags, st);
 	busy_leave();
 	return r;
@@ -544,7 +552,7 @@ int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct 
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_statx(p, flags, mask, stx);
 	busy_leave();
 	return r;
@@ -746,7 +754,7 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_ns(op, a, b, arg);
 	busy_leave();
 	return r;
@@ -794,7 +802,7 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_attr(op, p, fd, fi, flags);
 	busy_leave();
 	return r;
@@ -930,7 +938,7 @@ int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_lookup(why, p, flags);
 	busy_leave();
 	return r;
@@ -1277,7 +1285,7 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_close(fd, fi);
 	busy_leave();
 	return r;
@@ -1341,7 +1349,7 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
-	busy_enter();
+	busy_enter_drain();
 	r = hook_sync(op, fd, fi);
 	busy_leave();
 	return r;
