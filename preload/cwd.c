@@ -51,14 +51,14 @@ int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rell
 		return 0;
 	}
 	if (st & CWD_UNDER) {
-		pthread_mutex_lock(&cwd_lock);
+		pohm_busy_lock(&cwd_lock);
 		st = __atomic_load_n(&cwd_st, __ATOMIC_RELAXED);
 		if (st & CWD_UNDER) {
 			*rellen = cwd_rellen < relsz ? cwd_rellen : relsz;
 			if (cwd_rellen < relsz)
 				memcpy(rel, cwd_rel, cwd_rellen);
 		}
-		pthread_mutex_unlock(&cwd_lock);
+		pohm_busy_unlock(&cwd_lock);
 		if (!st)
 			return -1;
 	}
@@ -110,21 +110,21 @@ static void cwd_store(const struct pohm_pc_pos *pos, const char *rel, size_t len
 
 	if (pos) {
 		st = CWD_KNOWN | pohm_pos_pack(pos);
-		if (rel && (copy = malloc(len + 1))) {
+		if (rel && (copy = pohm_busy_malloc(len + 1))) {
 			memcpy(copy, rel, len + 1);
 			st |= CWD_UNDER;
 		} else if (rel) {
 			st = 0;		/* no memory: unknown, getcwd next time */
 		}
 	}
-	pthread_mutex_lock(&cwd_lock);
+	pohm_busy_lock(&cwd_lock);
 	old = cwd_rel;
 	cwd_rel = copy;
 	cwd_rellen = copy ? len : 0;
 	__atomic_store_n(&cwd_st, st, __ATOMIC_RELEASE);
 	fast_update();
-	pthread_mutex_unlock(&cwd_lock);
-	free(old);
+	pohm_busy_unlock(&cwd_lock);
+	pohm_busy_free(old);
 	errno = saved;
 }
 
@@ -156,17 +156,17 @@ void pohm_cwd_volatile(int delta)
 		pohm_cwd_resync();
 		return;
 	}
-	pthread_mutex_lock(&cwd_lock);
+	pohm_busy_lock(&cwd_lock);
 	fast_update();
-	pthread_mutex_unlock(&cwd_lock);
+	pohm_busy_unlock(&cwd_lock);
 }
 
 void pohm_cwd_atfork(enum pohm_fork_phase phase)
 {
 	if (phase == POHM_FORK_PREPARE)
-		pthread_mutex_lock(&cwd_lock);
+		pohm_busy_lock(&cwd_lock);
 	else
-		pthread_mutex_unlock(&cwd_lock);
+		pohm_busy_unlock(&cwd_lock);
 }
 
 /* ------------------------------------------------------------ wrappers */

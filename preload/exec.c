@@ -11,7 +11,9 @@
  * search PATH inside glibc: the candidates under the prefix are fetched
  * first (execp_pre).
  *
- * vfork is our own system call (x86-64): the child runs with pohm_depth
+ * vfork is fork when a prefix is configured (pohm_vfork_forks), so its
+ * child fetches what it executes like any fork child.  Without a prefix it
+ * is our own system call (x86-64): the child runs with pohm_depth
  * raised, so every wrapper it calls passes straight through and touches
  * no table and takes no lock, until the parent resumes and lowers it.
  * posix_spawn children run glibc's internal code only.  system and popen
@@ -368,6 +370,19 @@ void pohm_vfork_enter(void);
 void pohm_vfork_leave(void);
 void pohm_vfork_errno(int e);
 
+/*
+ * 1 once light init found a prefix: vfork is then fork (POSIX allows it).
+ * A vfork child shares the parent's memory, so it can run none of the
+ * library's code that fetches (locks held by the parent's other threads,
+ * the client's pid check that would reset the parent's connections, the
+ * sockets' replies): an exec of a binary under the prefix that is not yet
+ * in the cache failed ENOENT or EACCES (issue 19 item 2, Python's
+ * subprocess).  A fork child runs the exec path whole.  The cost is the
+ * page-table copy vfork avoids.  Written once by light init before the
+ * shim is ready; read by the vfork below.
+ */
+POHM_HIDDEN int pohm_vfork_forks;
+
 void pohm_vfork_enter(void)
 {
 	pohm_depth++;
@@ -394,6 +409,8 @@ __asm__(".text\n"
 	".type vfork,@function\n"
 	"vfork:\n"
 	"	.cfi_startproc\n"
+	"	cmpl $0, pohm_vfork_forks(%rip)\n"
+	"	jne 3f\n"
 	"	subq $8, %rsp\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	call pohm_vfork_enter\n"
@@ -426,6 +443,7 @@ __asm__(".text\n"
 	"	.cfi_adjust_cfa_offset -8\n"
 	"	movq $-1, %rax\n"
 	"	ret\n"
+	"3:	jmp fork@PLT\n"		/* a prefix is configured: a real fork */
 	"	.cfi_endproc\n"
 	".size vfork, .-vfork\n");
 #else

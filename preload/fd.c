@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "ownfd.h"
 
 /* ------------------------------------------------------------ entries */
 
@@ -145,14 +146,14 @@ static struct pohm_fdent *ent_get(int fd)
 	note_low(fd);
 	c = __atomic_load_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], __ATOMIC_ACQUIRE);
 	if (!c) {
-		want = calloc(FDT_CHUNK, sizeof(*want));
+		want = pohm_busy_calloc(FDT_CHUNK, sizeof(*want));
 		if (!want)
 			return NULL;
 		if (__atomic_compare_exchange_n(&pohm_fdt_chunks[fd >> FDT_SHIFT], &c, want, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			c = want;
 		else
-			free(want);	/* another thread won; c is its chunk */
+			pohm_busy_free(want);	/* another thread won; c is its chunk */
 	}
 	return &c[fd & (FDT_CHUNK - 1)];
 }
@@ -160,7 +161,7 @@ static struct pohm_fdent *ent_get(int fd)
 static struct pohm_relstr *rel_new(const char *s)
 {
 	size_t n = strlen(s);
-	struct pohm_relstr *r = malloc(sizeof(*r) + n + 1);
+	struct pohm_relstr *r = pohm_busy_malloc(sizeof(*r) + n + 1);
 
 	if (!r)
 		return NULL;
@@ -180,7 +181,7 @@ static struct pohm_relstr *rel_ref(struct pohm_relstr *r)
 static void rel_unref(struct pohm_relstr *r)
 {
 	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		free(r);
+		pohm_busy_free(r);
 }
 
 /*
@@ -235,9 +236,9 @@ void pohm_fd_forget(int fd)
 	if (!e || !__atomic_load_n(&e->st, __ATOMIC_RELAXED))
 		return;
 	saved = errno;
-	pthread_mutex_lock(&fdt_lock);
+	pohm_busy_lock(&fdt_lock);
 	old = ent_set(e, 0, 0, NULL);
-	pthread_mutex_unlock(&fdt_lock);
+	pohm_busy_unlock(&fdt_lock);
 	rel_unref(old);
 	errno = saved;
 }
@@ -258,9 +259,9 @@ void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
 	st = st_pack(pos, fi ? fi->flags : 0, under);
 	if (under && !rel)
 		st |= ST_LAZY;
-	pthread_mutex_lock(&fdt_lock);
+	pohm_busy_lock(&fdt_lock);
 	old = ent_set(e, st, fi ? fi->cookie : 0, r);
-	pthread_mutex_unlock(&fdt_lock);
+	pohm_busy_unlock(&fdt_lock);
 	rel_unref(old);
 	note_max(fd);
 out:
@@ -292,13 +293,13 @@ void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
 	int saved = errno;
 
 	if (e && (!rel || r)) {
-		pthread_mutex_lock(&fdt_lock);
+		pohm_busy_lock(&fdt_lock);
 		st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
 		/* a handed-over fd, or one never seen: remember where it is */
 		if (!st || (st & ST_LAZY))
 			old = ent_set(e, st_pack(pos, st_flags(st), rel != NULL),
 				      __atomic_load_n(&e->cookie, __ATOMIC_RELAXED), r);
-		pthread_mutex_unlock(&fdt_lock);
+		pohm_busy_unlock(&fdt_lock);
 		note_max(fd);
 	}
 	rel_unref(old);
@@ -314,11 +315,11 @@ int pohm_fd_take(int fd, struct pohm_fdsnap *snap, struct pohm_fd_info *fi)
 	snap->rel = NULL;
 	if (!e || !__atomic_load_n(&e->st, __ATOMIC_RELAXED))
 		return 0;
-	pthread_mutex_lock(&fdt_lock);
+	pohm_busy_lock(&fdt_lock);
 	snap->st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
 	snap->cookie = __atomic_load_n(&e->cookie, __ATOMIC_RELAXED);
 	snap->rel = ent_set(e, 0, 0, NULL);
-	pthread_mutex_unlock(&fdt_lock);
+	pohm_busy_unlock(&fdt_lock);
 	if (!(snap->st & ST_UNDER))
 		return 0;
 	fi->cookie = snap->cookie;
@@ -332,10 +333,10 @@ void pohm_fd_put(int fd, struct pohm_fdsnap *snap)
 	struct pohm_relstr *old = snap->rel;
 
 	if (e && snap->st) {
-		pthread_mutex_lock(&fdt_lock);
+		pohm_busy_lock(&fdt_lock);
 		if (!__atomic_load_n(&e->st, __ATOMIC_RELAXED))
 			old = ent_set(e, snap->st, snap->cookie, snap->rel);
-		pthread_mutex_unlock(&fdt_lock);
+		pohm_busy_unlock(&fdt_lock);
 	}
 	rel_unref(old);
 	snap->rel = NULL;
@@ -363,10 +364,10 @@ void pohm_fd_dup(int oldfd, int newfd)
 	n = ent_get(newfd);
 	if (!n)
 		goto out;
-	pthread_mutex_lock(&fdt_lock);
+	pohm_busy_lock(&fdt_lock);
 	old = ent_set(n, __atomic_load_n(&o->st, __ATOMIC_RELAXED),
 		      __atomic_load_n(&o->cookie, __ATOMIC_RELAXED), rel_ref(o->rel));
-	pthread_mutex_unlock(&fdt_lock);
+	pohm_busy_unlock(&fdt_lock);
 	rel_unref(old);
 	note_max(newfd);
 out:
@@ -389,7 +390,7 @@ int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_
 	pohm_pos_unpack(st, pos);
 	if (!(st & ST_UNDER))
 		return 0;
-	pthread_mutex_lock(&fdt_lock);
+	pohm_busy_lock(&fdt_lock);
 	if (e->rel) {
 		*rellen = e->rel->len;
 		if (e->rel->len < relsz)
@@ -397,7 +398,7 @@ int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_
 		else
 			*rellen = relsz;	/* the walk sees it as truncated */
 	}
-	pthread_mutex_unlock(&fdt_lock);
+	pohm_busy_unlock(&fdt_lock);
 	return 0;
 }
 
@@ -493,6 +494,15 @@ void pohm_ifd_unregister(int handle)
 		__atomic_store_n(&ifd_tab[handle], -1, __ATOMIC_RELEASE);
 }
 
+/* core's own fds (core/sys/ownfd.h) become registered: the fast paths of
+ * close and dup must look at fd from now on.  Replaces ownfd.c's weak one. */
+void pohm_own_noted(int fd)
+{
+	lower_to(&pohm_ifd_low, fd);
+	note_low(fd);
+}
+
+/* The preloaded library's registered fds (ifd_tab) and core's (ownfd.h). */
 int pohm_ifd_is(int fd)
 {
 	int h;
@@ -502,12 +512,12 @@ int pohm_ifd_is(int fd)
 	for (h = 0; h < IFD_MAX; h++)
 		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) == fd)
 			return 1;
-	return 0;
+	return pohm_own_is(fd);
 }
 
 int pohm_ifd_first_in(unsigned lo, unsigned hi)
 {
-	int h, fd, best = -1;
+	int h, fd, best = pohm_own_first_in(lo, hi);
 
 	for (h = 0; h < IFD_MAX; h++) {
 		fd = __atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED);
@@ -521,6 +531,9 @@ int pohm_ifd_evict(int fd)
 {
 	int h, nfd;
 
+	nfd = pohm_own_evict(fd);
+	if (nfd)
+		return nfd;	/* core's: moved (1) or no number free */
 	for (h = 0; h < IFD_MAX; h++) {
 		if (__atomic_load_n(&ifd_tab[h], __ATOMIC_RELAXED) != fd)
 			continue;
@@ -532,7 +545,7 @@ int pohm_ifd_evict(int fd)
 		__atomic_store_n(&ifd_tab[h], nfd, __ATOMIC_RELEASE);
 		pohm_log_fd_moved(fd, nfd);	/* the log= file's fd is one of these */
 		pohm_debug("internal fd %d moved to %d (the program reuses %d)", fd, nfd, fd);
-		return 0;
+		return 1;
 	}
 	return 0;
 }
@@ -542,7 +555,9 @@ int pohm_ifd_evict(int fd)
 void pohm_fd_atfork(enum pohm_fork_phase phase)
 {
 	if (phase == POHM_FORK_PREPARE)
-		pthread_mutex_lock(&fdt_lock);
+		pohm_busy_lock(&fdt_lock);
 	else
-		pthread_mutex_unlock(&fdt_lock);
+		pohm_busy_unlock(&fdt_lock);
+	if (phase == POHM_FORK_CHILD)
+		pohm_own_atfork_child();
 }

@@ -119,27 +119,38 @@ static int dup_onto(int oldfd, int newfd, int flags, int three)
 {
 	struct pohm_fdsnap snap;
 	struct pohm_fd_info fi;
-	int r, saved;
+	int r, saved, moved = 0;
 
 	if (pohm_depth || oldfd == newfd || newfd < 0)
 		goto real;
 	if (pohm_ifd_is(oldfd))
 		return pohm_ret(-EBADF);
-	if (pohm_ifd_is(newfd) && (r = pohm_ifd_evict(newfd)) < 0)
-		return pohm_ret(r);
+	if (pohm_ifd_is(newfd) && (moved = pohm_ifd_evict(newfd)) < 0)
+		return pohm_ret(moved);
 	if (!pohm_active())
-		goto real;
+		goto moved_real;
 	if (pohm_fd_take(newfd, &snap, &fi))
 		pohm_hook_close(newfd, &fi);
 	r = three ? pohm_real.dup3(oldfd, newfd, flags) : pohm_real.dup2(oldfd, newfd);
 	if (r < 0) {
 		saved = errno;
 		pohm_fd_put(newfd, &snap);	/* nothing was replaced */
+		if (moved)
+			pohm_sys_close(newfd);
 		errno = saved;
 		return r;
 	}
 	pohm_fd_release(&snap);
 	pohm_fd_dup(oldfd, newfd);
+	return r;
+moved_real:
+	r = three ? pohm_real.dup3(oldfd, newfd, flags) : pohm_real.dup2(oldfd, newfd);
+	if (r < 0 && moved) {
+		/* Ours moved away; the host must not find the old number open. */
+		saved = errno;
+		pohm_sys_close(newfd);
+		errno = saved;
+	}
 	return r;
 real:
 	return three ? pohm_real.dup3(oldfd, newfd, flags) : pohm_real.dup2(oldfd, newfd);

@@ -291,6 +291,85 @@ static mode_t cur_umask(void)
 	return pohm_sys_umask();
 }
 
+/*
+ * Paths a signal handler changed while this thread or another was inside
+ * the shim (sigsafe.c): the local name is the truth now.  Gone locally →
+ * removed from the storage (the walk brings its stub back first, then
+ * unlink or rmdir removes both); present → pohmelfsd's reconcile adopts a
+ * new name and its sync pushes a changed one.  Runs at the start of an
+ * outermost hook and at exit, never inside the shim.
+ */
+static void daemon_start(struct umount *um);
+
+static void sig_drain(void)
+{
+	static struct pohm_path p;	/* sig_lock */
+	static char abs[POHM_REL_MAX];	/* sig_lock */
+	static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;	/* one drainer */
+	struct umount *um;
+	struct stat st;
+	int r, n, daemon = 0;
+
+	if (pthread_mutex_trylock(&sig_lock))
+		return;	/* another thread drains */
+	if (pohm_sig_lost_take())
+		pohm_warn("a signal handler changed names under the prefix while the shim was busy, "
+			  "more than could be noted: pohmelfsd's reconcile adopts new names, removals "
+			  "may come back");
+	if (!(um = mount_here(&r))) {
+		while (pohm_sig_take(abs, sizeof(abs)))
+			;
+		goto out;
+	}
+	daemon = 1;
+	/* At most a ring's worth: a handler that keeps firing must not keep
+	 * this call here (the rest waits for the next hook). */
+	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {
+		if (!pohm_classify(AT_FDCWD, abs, &p) || !p.rel[0] || (p.flags & POHM_PATH_TRUNC))
+			continue;
+		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->m.cache), p.rel, &st,
+				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
+			continue;	/* present: pohmelfsd's reconcile and sync */
+		pohm_hold();
+		r = pohm_cache_unlink(um->m.cache, p.rel);
+		if (r == -EISDIR || r == -EPERM)
+			r = pohm_cache_rmdir(um->m.cache, p.rel);
+		pohm_unhold();
+		if (r && r != -ENOENT)
+			pohm_warn("%s: removed by a signal handler, but not from the storage (%s)",
+				  p.rel, strerror(-r));
+		else
+			pohm_debug("%s: removed by a signal handler; removed from the storage", p.rel);
+	}
+out:
+	pthread_mutex_unlock(&sig_lock);
+	if (daemon)
+		daemon_start(um);
+}
+
+/* A hook starts: the shim is busy on this thread (shim.h pohm_busy). */
+static void busy_enter(void)
+{
+	pohm_busy++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* A hook that starts an operation (never a *_done, *_fix or readdir hook,
+ * whose operation's state a drain's own cache calls could disturb): the
+ * outermost one first settles what signal handlers noted. */
+static void busy_enter_drain(void)
+{
+	if (!pohm_busy++ && !pohm_depth && pohm_sig_pending())
+		sig_drain();
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void busy_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pohm_busy--;
+}
+
 /* Run a core call with the shim held (core may call libc by name). */
 #define HELD(expr) ({ int held_r_; pohm_hold(); held_r_ = (expr); pohm_unhold(); held_r_; })
 
@@ -346,7 +425,7 @@ static int open_beyond(struct pohm_cache *c, const struct pohm_path *p, mode_t m
 	return r;
 }
 
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 {
 	struct pohm_cache *c;
 	unsigned mf = POHM_MAT_DATA | POHM_MAT_LIST;	/* a file's data, a directory's entries */
@@ -389,7 +468,17 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	return counted(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
 }
 
-int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_open(p, flags, mode, fd_out);
+	busy_leave();
+	return r;
+}
+
+static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	struct pohm_cache *c = open_cache;
 	char *own = open_rel;
@@ -429,9 +518,19 @@ int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct poh
 	return fd;
 }
 
+int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+{
+	int r;
+
+	busy_enter();
+	r = hook_open_done(p, flags, fd, fi);
+	busy_leave();
+	return r;
+}
+
 /* ---------------------------------------------------------------- stat */
 
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+static int hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 {
 	struct pohm_cache *c;
 	int r;
@@ -445,12 +544,32 @@ int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 	return counted(POHM_ST_STAT, r < 0 ? r : POHM_PASS);
 }
 
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_stat(p, flags, st);
+	busy_leave();
+	return r;
+}
+
+static int hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
 {
 	return pohm_hook_stat(p, flags, NULL);
 }
 
-void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_statx(p, flags, mask, stx);
+	busy_leave();
+	return r;
+}
+
+static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			struct stat *st)
 {
 	struct pohm_cache *c;
@@ -460,7 +579,15 @@ void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_
 		pohm_cache_stat_fix(c, st);
 }
 
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			struct stat *st)
+{
+	busy_enter();
+	hook_stat_fix(p, fd, fi, st);
+	busy_leave();
+}
+
+static void hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			 struct statx *stx)
 {
 	struct pohm_cache *c;
@@ -500,6 +627,14 @@ void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd
 	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
 	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
 	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
+}
+
+void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+			 struct statx *stx)
+{
+	busy_enter();
+	hook_statx_fix(p, fd, fi, stx);
+	busy_leave();
 }
 
 /* ---------------------------------------------------------------- namespace */
@@ -634,7 +769,7 @@ static int ns_local_only(struct pohm_cache *c, enum pohm_ns_op op, const struct 
 	return -ENOENT;
 }
 
-int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+static int hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		 const struct pohm_ns_arg *arg)
 {
 	struct pohm_cache *c;
@@ -660,7 +795,18 @@ int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct poh
 	return r == POHM_PASS ? r : counted(POHM_ST_NS, r);
 }
 
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_ns(op, a, b, arg);
+	busy_leave();
+	return r;
+}
+
+static int hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		      const struct pohm_ns_arg *arg, int result)
 {
 	struct pohm_cache *c;
@@ -674,6 +820,17 @@ int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struc
 				  b->rel, strerror(-r));
 	}
 	return result;
+}
+
+int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		      const struct pohm_ns_arg *arg, int result)
+{
+	int r;
+
+	busy_enter();
+	r = hook_ns_done(op, a, b, arg, result);
+	busy_leave();
+	return r;
 }
 
 /* ---------------------------------------------------------------- mount tables */
@@ -691,7 +848,7 @@ int pohm_hook_mount_dev(uint64_t *dev)
 
 /* ---------------------------------------------------------------- attributes */
 
-int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		   const struct pohm_fd_info *fi, int flags)
 {
 	struct pohm_cache *c;
@@ -709,7 +866,18 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+		   const struct pohm_fd_info *fi, int flags)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_attr(op, p, fd, fi, flags);
+	busy_leave();
+	return r;
+}
+
+static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	struct pohm_cache *c;
@@ -744,6 +912,17 @@ int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
 	return result;
+}
+
+int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+			const struct pohm_fd_info *fi, int flags, int result)
+{
+	int r;
+
+	busy_enter();
+	r = hook_attr_done(op, p, fd, fi, flags, result);
+	busy_leave();
+	return r;
 }
 
 /* ---------------------------------------------------------------- lookups */
@@ -799,7 +978,7 @@ static int access_stored(struct pohm_cache *c, const char *rel, int how)
 	return ((unsigned)mode & ~bits) ? -EACCES : 0;
 }
 
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	struct pohm_cache *c;
 	unsigned mf = 0;
@@ -840,9 +1019,19 @@ int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
 }
 
+int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_lookup(why, p, flags);
+	busy_leave();
+	return r;
+}
+
 /* ---------------------------------------------------------------- directories */
 
-int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
+static int hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
 {
 	struct pohm_cache *c;
 	struct stat st;
@@ -858,6 +1047,16 @@ int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
 		ent->d_type = IFTODT(st.st_mode);	/* a stub's is its stored type */
 	}
 	return 0;
+}
+
+int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
+{
+	int r;
+
+	busy_enter();
+	r = hook_readdir(dir, fd, ent);
+	busy_leave();
+	return r;
 }
 
 /* ---------------------------------------------------------------- fds */
@@ -1135,7 +1334,7 @@ static int space_fn(void *arg, uint64_t need)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
-int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
+static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct umount *um;
 	struct pohm_cache *c;
@@ -1165,6 +1364,16 @@ int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
 	daemon_start(um);
 	pohm_unhold();
 	return 0;
+}
+
+int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_close(fd, fi);
+	busy_leave();
+	return r;
 }
 
 /* Is the local file (dev, ino) open through an fd of this process under the prefix? */
@@ -1205,7 +1414,7 @@ static int sync_process(struct umount *um)
 	return r < 0 ? r : err;
 }
 
-int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
+static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	struct umount *um;
 	int r;
@@ -1221,7 +1430,17 @@ int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 	return counted(POHM_ST_SYNC, r < 0 ? -EIO : 0);
 }
 
-int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
+int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
+{
+	int r;
+
+	busy_enter_drain();
+	r = hook_sync(op, fd, fi);
+	busy_leave();
+	return r;
+}
+
+static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
 		       void *addr, size_t len)
 {
 	struct umount *um;
@@ -1234,6 +1453,17 @@ int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info 
 	if (ev == POHM_EV_UNMAP)
 		sync_process(um);
 	return 0;
+}
+
+int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
+		       void *addr, size_t len)
+{
+	int r;
+
+	busy_enter();
+	r = hook_fd_event(ev, fd, fi, addr, len);
+	busy_leave();
+	return r;
 }
 
 void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi)
@@ -1349,6 +1579,11 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 
 void pohm_hook_exit(void)
 {
+	if (!pohm_depth && pohm_sig_pending()) {
+		pohm_busy++;
+		sig_drain();
+		pohm_busy--;
+	}
 	push_written();
 	flush_stats();
 }

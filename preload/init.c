@@ -30,6 +30,8 @@ extern char **environ;
 
 struct pohm_state pohm_state = { .test_ifd = -1 };
 POHM_TLS int pohm_depth;
+POHM_TLS int pohm_busy;		/* shim.h */
+extern POHM_HIDDEN int pohm_vfork_forks;	/* exec.c */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */
@@ -259,6 +261,7 @@ static void shim_init(void)
 		pohm_cwd_resync();
 		pohm_fd_adopt_env();
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		pohm_vfork_forks = 1;	/* exec.c */
 	}
 	test_ifd_setup();
 	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,

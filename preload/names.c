@@ -105,8 +105,13 @@ static enum two claim_two(int ofd, const char *old, int nfd, const char *new,
 {
 	int ia, ib;
 
-	if (!pohm_active() || !pohm_addr_ok(old) || !pohm_addr_ok(new))
+	if (!pohm_active() || !pohm_addr_ok(old) || !pohm_addr_ok(new)) {
+		if (pohm_busy && pohm_state.on && pohm_addr_ok(old) && pohm_addr_ok(new)) {
+			pohm_sig_note(ofd, old);	/* a signal handler interrupted the shim */
+			pohm_sig_note(nfd, new);
+		}
 		return TWO_NONE;	/* a bad pointer: EFAULT from the kernel */
+	}
 	ia = pohm_classify(ofd, old, a);
 	ib = pohm_classify(nfd, new, b);
 	if (ia != ib)

@@ -35,6 +35,11 @@ __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, i
 		mode = 0;	/* not passed: the entry point's register is garbage */
 	if (!pohm_active()) {	/* init just ran and found no prefix, or the shim's own call */
 		fd = pohm_real.openat(dirfd, path, flags, mode);
+		if (pohm_busy) {	/* a signal handler interrupted the shim: no table */
+			if (fd >= 0 && (flags & (O_CREAT | O_TRUNC | O_ACCMODE)))
+				pohm_sig_note(dirfd, path);
+			return fd;
+		}
 		if (pohm_fd_known(fd))
 			pohm_fd_forget(fd);
 		return fd;

@@ -92,7 +92,7 @@ int pohm_shadow_get(int fd)
 		return -EBADF;
 	if (!S_ISREG(st.st_mode))
 		return -EBADF;
-	pthread_mutex_lock(&shadow_lock);
+	pohm_busy_lock(&shadow_lock);
 	s = find(st.st_dev, st.st_ino);
 	if (s && valid(s)) {
 		r = s->fd;
@@ -106,7 +106,7 @@ int pohm_shadow_get(int fd)
 		;
 	if (i == cap) {
 		int ncap = cap ? cap * 2 : 16, k;
-		struct shadow *n = realloc(shadows, (size_t)ncap * sizeof(*n));
+		struct shadow *n = pohm_busy_realloc(shadows, (size_t)ncap * sizeof(*n));
 
 		if (!n) {
 			r = -ENOMEM;
@@ -125,7 +125,7 @@ int pohm_shadow_get(int fd)
 		shadows[i].ino = st.st_ino;
 	}
 out:
-	pthread_mutex_unlock(&shadow_lock);
+	pohm_busy_unlock(&shadow_lock);
 	return r;
 }
 
@@ -151,7 +151,7 @@ void pohm_shadow_host_closing(int fd)
 	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED) ||
 	    pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return;
-	pthread_mutex_lock(&shadow_lock);
+	pohm_busy_lock(&shadow_lock);
 	s = find(st.st_dev, st.st_ino);
 	if (s && !other_host_fd(fd, st.st_dev, st.st_ino)) {
 		if (valid(s))
@@ -159,13 +159,13 @@ void pohm_shadow_host_closing(int fd)
 		s->fd = -1;
 		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&shadow_lock);
+	pohm_busy_unlock(&shadow_lock);
 }
 
 void pohm_shadow_atfork(enum pohm_fork_phase phase)
 {
 	if (phase == POHM_FORK_PREPARE)
-		pthread_mutex_lock(&shadow_lock);
+		pohm_busy_lock(&shadow_lock);
 	else
-		pthread_mutex_unlock(&shadow_lock);
+		pohm_busy_unlock(&shadow_lock);
 }

@@ -23,7 +23,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "hooks.h"
@@ -83,6 +85,53 @@ extern POHM_HIDDEN struct pohm_state pohm_state;
  */
 extern POHM_HIDDEN POHM_TLS int pohm_depth;
 
+/*
+ * Per-thread count of the shim's frames that hold one of its locks, its
+ * allocator or a hook (pohm_busy_*, hooks_cache.c) on this thread.  A
+ * wrapper entered while it is > 0 was entered from a signal handler that
+ * interrupted the shim: it goes straight to libc, lock-free, and the path
+ * is noted for the next normal call (sigsafe.c).
+ */
+extern POHM_HIDDEN POHM_TLS int pohm_busy;
+
+static inline void pohm_busy_lock(pthread_mutex_t *m)
+{
+	pohm_busy++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* counted before the lock is taken */
+	pthread_mutex_lock(m);
+}
+
+static inline void pohm_busy_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pohm_busy--;
+}
+
+/* The allocator's own locks: a handler must not enter it either. */
+#define POHM_BUSY(expr) ({ __typeof__(expr) busy_r_; pohm_busy++;		\
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); busy_r_ = (expr);		\
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); pohm_busy--; busy_r_; })
+#define pohm_busy_malloc(n)	POHM_BUSY(malloc(n))
+#define pohm_busy_calloc(n, m)	POHM_BUSY(calloc(n, m))
+#define pohm_busy_realloc(p, n)	POHM_BUSY(realloc(p, n))
+#define pohm_busy_free(p)	((void)POHM_BUSY((free(p), 0)))
+
+/*
+ * A wrapper found pohm_busy > 0 (a signal handler interrupted the shim on
+ * this thread): note (dirfd, path) for the next normal call, which brings
+ * the storage in line with the local name (sigsafe.c).  Async-signal-safe:
+ * raw system calls and static memory only.
+ */
+#define POHM_SIG_SLOTS 32	/* paths noted at most between two drains */
+void pohm_sig_note(int dirfd, const char *path);
+/* 1 when noted paths wait. */
+int pohm_sig_pending(void);
+/* Take the next noted path (absolute) into buf: 1, or 0 when none. */
+int pohm_sig_take(char *buf, size_t size);
+/* 1 (once) when paths were dropped since the last call: full ring, too long. */
+int pohm_sig_lost_take(void);
+
 /* Slow part of pohm_active: run light init once (idempotent, thread-safe). */
 void pohm_init_slow(void);
 
@@ -105,7 +154,7 @@ static inline int pohm_active(void)
 {
 	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
 		pohm_init_slow();
-	return pohm_state.on && !pohm_depth;
+	return pohm_state.on && !pohm_depth && !pohm_busy;
 }
 
 /*
@@ -285,14 +334,27 @@ static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char
  */
 static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
 {
-	return !pohm_pass(dirfd, path) && pohm_active() && pohm_classify(dirfd, path, p);
+	if (pohm_pass(dirfd, path))
+		return 0;
+	if (!pohm_active()) {
+		if (pohm_busy)
+			pohm_sig_note(dirfd, path);
+		return 0;
+	}
+	return pohm_classify(dirfd, path, p);
 }
 
 /* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
 static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return !pohm_pass(dirfd, path) && pohm_active() &&
-	       pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
+	if (pohm_pass(dirfd, path))
+		return 0;
+	if (!pohm_active()) {
+		if (pohm_busy)
+			pohm_sig_note(dirfd, path);
+		return 0;
+	}
+	return pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
 	       POHM_PC_IN;
 }
 
@@ -435,7 +497,8 @@ static inline int pohm_ifd_maybe(int fd)
 }
 /* The lowest internal fd in [lo, hi], or -1. */
 int pohm_ifd_first_in(unsigned lo, unsigned hi);
-/* dup2/dup3 onto fd: move the internal fd aside first.  0 or -errno. */
+/* dup2/dup3 onto fd: move the internal fd aside first.  1 moved (the old
+ * number is still open until the dup2 replaces it), 0 not internal, -errno. */
 int pohm_ifd_evict(int fd);
 
 /* ------------------------------------------------------------ cwd (cwd.c) */

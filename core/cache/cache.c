@@ -23,6 +23,7 @@
 #include "sha512.h"
 #include "stub.h"
 #include "sys.h"
+#include "ownfd.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -224,7 +225,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 			 r == -ENOTDIR || r == -EEXIST ? "exists and is not a directory" : strerror(-r));
 		goto fail;
 	}
-	c->pfd = r;
+	pohm_own_set(&c->pfd, r);	/* the host's close and dup2 leave it alone */
 	pohm_sys_fstat(c->pfd, &pst);
 	c->pdev = (uint64_t)pst.st_dev;
 	pohm_sha512(o->fsid, strlen(o->fsid), h);
@@ -265,6 +266,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 		r = c->stage_fd;
 		goto fail_stage;
 	}
+	pohm_own_set(&c->stage_fd, c->stage_fd);
 
 	nso.fsid = o->fsid;
 	nso.bucket_max = o->bucket_max;
@@ -305,10 +307,8 @@ void pohm_cache_close(struct pohm_cache *c)
 		return;
 	pohm_ns_close(c->ns);
 	pohm_journal_close(&c->j);
-	if (c->pfd >= 0)
-		pohm_sys_close(c->pfd);
-	if (c->stage_fd >= 0)
-		pohm_sys_close(c->stage_fd);
+	pohm_own_close(&c->pfd);
+	pohm_own_close(&c->stage_fd);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);
 }
@@ -1009,17 +1009,30 @@ static int split_rel(const char *rel, char *buf, size_t len, const char **comp, 
 /* List a directory whole: every storage entry present locally. */
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel);
 
-static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
-{
-	char buf[4096], path[4096];
+/* One walk's buffers, on the heap: a host thread's stack may be small. */
+struct mat_work {
+	char buf[4096], path[4096], next[8192], norm[4096];
+	char cur[4096];		/* the walk after a followed link */
 	const char *comp[512];
+};
+
+/*
+ * One walk of rel.  A symlink that stays in the prefix is not followed
+ * here: its continuation is left in w->norm and *follow set, for
+ * materialize_at's loop (the walk used to recurse, ~25 KB of stack per
+ * link).
+ */
+static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
+			    struct mat_work *w, int *follow)
+{
+	char *buf = w->buf, *path = w->path;
+	const char **comp = w->comp;
 	int n, i, dfd, r = 0;
 	uint64_t dino = POHM_ROOT_INO;
 	size_t plen = 0;
 
-	if (depth > 40)
-		return -ELOOP;
-	n = split_rel(rel, buf, sizeof(buf), comp, 512);
+	*follow = 0;
+	n = split_rel(rel, buf, sizeof(w->buf), comp, 512);
 	if (n < 0)
 		return n;
 	r = ensure_root(c, n == 0);
@@ -1037,7 +1050,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 
 		if (last && (flags & POHM_MAT_PARENT))
 			break;
-		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "%s%s", i ? "/" : "",
+		plen += (size_t)snprintf(path + plen, sizeof(w->path) - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
 		if (r == -ENOENT || r == -ENOTDIR) {
@@ -1048,26 +1061,23 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 			break;
 		if (S_ISLNK(in.mode) && (!last || !(flags & POHM_MAT_NOFOLLOW))) {
 			/* Follow a symlink that stays in the prefix, as the kernel will. */
-			char next[8192];
+			char *next = w->next;
+			size_t nsz = sizeof(w->next);
 			const char *rest = rel + (comp[i] - buf) + strlen(comp[i]);
 
 			if (in.target && in.target[0] != '/')
-				snprintf(next, sizeof(next), "%.*s%s%s", (int)(plen - strlen(comp[i])),
+				snprintf(next, nsz, "%.*s%s%s", (int)(plen - strlen(comp[i])),
 					 path, in.target, rest);
 			else if (in.target && !strncmp(in.target, c->prefix, strlen(c->prefix)) &&
 				 (in.target[strlen(c->prefix)] == '/' || !in.target[strlen(c->prefix)]))
-				snprintf(next, sizeof(next), "%s%s", in.target + strlen(c->prefix), rest);
+				snprintf(next, nsz, "%s%s", in.target + strlen(c->prefix), rest);
 			else
 				next[0] = '\0';		/* leaves the prefix: not ours */
 			pohm_inode_clear(&in);
 			if (next[0]) {
-				char norm[4096];
-
-				r = pohm_cache_normalize(next, norm, sizeof(norm));
+				r = pohm_cache_normalize(next, w->norm, sizeof(w->norm));
 				if (!r)
-					r = materialize_at(c, norm, flags, depth + 1);
-				if (r == -EXDEV)
-					r = 0;
+					*follow = 1;
 			}
 			break;
 		}
@@ -1107,6 +1117,32 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 		pohm_inode_clear(&in);
 	}
 	pohm_sys_close(dfd);
+	return r;
+}
+
+/* Walk rel, following symlinks that stay in the prefix (at most 40, as
+ * the kernel), in a loop with one heap work area. */
+static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
+{
+	struct mat_work *w = malloc(sizeof(*w));
+	int r, follow;
+
+	if (!w)
+		return -ENOMEM;
+	for (;; depth++) {
+		if (depth > 40) {
+			r = -ELOOP;
+			break;
+		}
+		r = materialize_once(c, rel, flags, w, &follow);
+		if (r == -EXDEV && depth > 0)
+			r = 0;	/* a followed link left the prefix on the way */
+		if (r || !follow)
+			break;
+		memcpy(w->cur, w->norm, strlen(w->norm) + 1);
+		rel = w->cur;
+	}
+	free(w);
 	return r;
 }
 

@@ -44,6 +44,7 @@
 #include "log.h"
 #include "sha512.h"
 #include "sys.h"
+#include "ownfd.h"
 
 #define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
 #define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */
@@ -125,9 +126,10 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;
-	j->dirfd = pohm_sys_open_high(AT_FDCWD, cache_dir, O_RDONLY | O_DIRECTORY, 0);
-	if (j->dirfd < 0)
-		return j->dirfd;
+	fd = pohm_sys_open_high(AT_FDCWD, cache_dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	pohm_own_set(&j->dirfd, fd);	/* the host's close and dup2 leave it alone */
 	r = pohm_journal_mkdir_own(j->dirfd, "j");
 	if (r && r != -EEXIST)
 		goto fail;
@@ -148,16 +150,13 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 		pohm_sys_close(fd);
 	return 0;
 fail:
-	pohm_sys_close(j->dirfd);
-	j->dirfd = -1;
+	pohm_own_close(&j->dirfd);
 	return r;
 }
 
 void pohm_journal_close(struct pohm_journal *j)
 {
-	if (j->dirfd >= 0)
-		pohm_sys_close(j->dirfd);
-	j->dirfd = -1;
+	pohm_own_close(&j->dirfd);
 }
 
 void pohm_jrec_clear(struct pohm_jrec *r)

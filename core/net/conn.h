@@ -29,6 +29,7 @@
 #include "config.h"
 #include "net.h"
 #include "route.h"
+#include "ownfd.h"
 
 #define POHM_MAX_NODES		256
 #define POHM_TRANS_BUCKETS	64

@@ -224,7 +224,7 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 			pohm_conn_fail(net, cs[i], errs[i], msg);
 			continue;
 		}
-		cs[i]->fd = fds[i];
+		pohm_own_set(&cs[i]->fd, fds[i]);
 		cs[i]->last_rx_ns = cs[i]->last_tx_ns = pohm_sys_mono_ns();
 	}
 	pohm_net_poke(net);

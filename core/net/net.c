@@ -145,14 +145,12 @@ void pohm_net_close(struct pohm_net *net)
 	for (i = 0; i < net->nconns; i++) {
 		struct pohm_conn *c = net->conns[i];
 
-		if (c->fd >= 0)
-			pohm_sys_close(c->fd);
+		pohm_own_close(&c->fd);
 		queue_clear(c, 0);
 		pohm_rx_reset(&c->rx);
 		free(c);
 	}
-	if (net->evfd >= 0)
-		pohm_sys_close(net->evfd);
+	pohm_own_close(&net->evfd);
 	pohm_route_free(&net->route);
 	pthread_cond_destroy(&net->txcv);
 	pthread_cond_destroy(&net->conncv);
@@ -310,9 +308,7 @@ static void submit(struct pohm_net *net, struct pohm_req *r, struct pohm_batch *
 
 static void close_now(struct pohm_conn *c)
 {
-	if (c->fd >= 0)
-		pohm_sys_close(c->fd);
-	c->fd = -1;
+	pohm_own_close(&c->fd);
 	c->close_pending = 0;
 	pohm_rx_reset(&c->rx);
 }
@@ -635,7 +631,7 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 	int i2;
 
 	if (net->evfd < 0)
-		net->evfd = make_eventfd();
+		pohm_own_set(&net->evfd, make_eventfd());
 	for (i2 = 0; i2 < net->nconns; i2++) {
 		struct pohm_conn *c = net->conns[i2];
 
@@ -952,9 +948,7 @@ void pohm_net_atfork_child(struct pohm_net *net)
 	for (i = 0; i < net->nconns; i++) {
 		struct pohm_conn *c = net->conns[i];
 
-		if (c->fd >= 0)
-			pohm_sys_close(c->fd);
-		c->fd = -1;
+		pohm_own_close(&c->fd);
 		c->state = CONN_DOWN;
 		c->handshake_ok = 0;
 		c->users = 0;
@@ -973,9 +967,7 @@ void pohm_net_atfork_child(struct pohm_net *net)
 	net->leader_active = 0;
 	net->waiters = NULL;
 	net->refreshing = 0;
-	if (net->evfd >= 0)
-		pohm_sys_close(net->evfd);
-	net->evfd = -1;
+	pohm_own_close(&net->evfd);
 	__atomic_store_n(&net->pid, pohm_sys_getpid(), __ATOMIC_RELEASE);
 }
 

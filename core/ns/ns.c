@@ -618,15 +618,22 @@ int pohm_ns_listxattr(struct pohm_ns *ns, uint64_t ino, char *buf, size_t size)
 
 /* ---------------------------------------------------------------- resolve */
 
-int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino)
+/* pohm_ns_resolve's buffers, on the heap: a host thread's stack may be small. */
+struct resolve_work {
+	char buf[8192], rest[8192];
+	uint64_t stack[256];
+};
+
+static int resolve_in(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino,
+		      struct resolve_work *w)
 {
-	char buf[8192], name[POHM_NAME_MAX + 1];
-	uint64_t cur = POHM_ROOT_INO, stack[256];
+	char *buf = w->buf, name[POHM_NAME_MAX + 1];
+	uint64_t cur = POHM_ROOT_INO, *stack = w->stack;
 	unsigned depth = 0, links = 0;
 	const char *p;
 	int r;
 
-	if (strlen(path) >= sizeof(buf) / 2)
+	if (strlen(path) >= sizeof(w->buf) / 2)
 		return -ENAMETOOLONG;
 	strcpy(buf, path);
 	p = buf;
@@ -660,7 +667,7 @@ int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *
 		if (r)
 			return r;
 		if (type == DT_LNK && (*p || follow)) {
-			char rest[sizeof(buf)];
+			char *rest = w->rest;
 
 			if (++links > 40)
 				return -ELOOP;
@@ -671,11 +678,11 @@ int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *
 				pohm_inode_clear(&in);
 				return -EIO;
 			}
-			if (strlen(in.target) + strlen(p) + 2 > sizeof(buf) / 2) {
+			if (strlen(in.target) + strlen(p) + 2 > sizeof(w->buf) / 2) {
 				pohm_inode_clear(&in);
 				return -ENAMETOOLONG;
 			}
-			snprintf(rest, sizeof(rest), "%s%s%s", in.target, *p ? "/" : "", p);
+			snprintf(rest, sizeof(w->rest), "%s%s%s", in.target, *p ? "/" : "", p);
 			if (in.target[0] == '/') {
 				pohm_inode_clear(&in);
 				return -EXDEV;	/* absolute targets are resolved by the caller */
@@ -687,11 +694,23 @@ int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *
 		}
 		if (*p && type != DT_DIR && type != DT_UNKNOWN)
 			return -ENOTDIR;
-		if (depth == sizeof(stack) / sizeof(stack[0]))
+		if (depth == sizeof(w->stack) / sizeof(w->stack[0]))
 			return -ENAMETOOLONG;
 		stack[depth++] = cur;
 		cur = next;
 	}
 	*ino = cur;
 	return 0;
+}
+
+int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino)
+{
+	struct resolve_work *w = malloc(sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	r = resolve_in(ns, path, follow, ino, w);
+	free(w);
+	return r;
 }

@@ -138,13 +138,17 @@ static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		      int *st)
 {
-	struct pohm_io_result res[POHM_IO_CAS_MANY];
+	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
+	struct pohm_io_result *res = calloc(POHM_IO_CAS_MANY, sizeof(*res));
 	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
 	size_t i;
-	int r = pohm_io_cas_get_many(ctx, n, keys, v, res);
+	int r;
 
+	if (!res)
+		return -ENOMEM;
+	r = pohm_io_cas_get_many(ctx, n, keys, v, res);
 	if (r)
-		return r;
+		goto out;
 	for (i = 0; i < n; i++) {
 		int x = v[i].status;
 
@@ -159,7 +163,9 @@ static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_
 			remember(keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
 		st[i] = x == -ETIMEDOUT ? -EIO : x;
 	}
-	return 0;
+out:
+	free(res);
+	return r;
 }
 
 static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)

@@ -316,6 +316,23 @@ close_all() {
 	close_all closefrom
 }
 
+# Issue 19 item 9: the library's own fds (sockets, cache and journal
+# directories) are registered: the host's close of them fails EBADF, a
+# dup2 onto them moves them away first.
+@test "a program closes fds 3..1023 one by one: the file it had open is pushed, and it keeps working under the prefix" {
+	close_all loop
+}
+
+@test "a program dup2s /dev/null over fds 700..720: they stay its /dev/null, and it keeps working under the prefix" {
+	shim a mkdir "$T/a/w/dup2"
+	run shim a "$H/sc_procs" closefrom "$T/a/w/dup2" dup2
+	echo "dup2: $output"
+	[ "$output" = ok ]
+	run shim b bash -c "cd '$T/b/w/dup2' && ls && cat sub/inner early"
+	echo "$output"
+	[ "$output" = "$(printf 'after-0.done\nafter-1.done\nafter-2.done\nafter-3.done\nafter-4.done\nearly\nsub\nwarm\n%s%s' "$T/a/w/dup2/sub/inner" "$T/a/w/dup2/early")" ]
+}
+
 # Issue 19: what a fork copies must not make two processes draw the same ids.
 @test "1000 fork children of one process each create a file (O_EXCL): none fails EEXIST" {
 	local n=1000
@@ -358,6 +375,64 @@ close_all() {
 	# What reached the storage has the same modes.
 	run shim b bash -c "cd '$T/b/w/umask' && stat -c %a t0-f0 t2-f39 t1-d7"
 	[ "$output" = "$(printf '600\n600\n700')" ]
+}
+
+# Issue 19 item 5: a signal handler that creates and unlinks a pid file
+# under the prefix while its thread is inside the shim must neither wait
+# for a lock its own thread holds nor leave the storage out of step.
+@test "a SIGALRM handler creates and unlinks pid files under the prefix while the main thread creates files: no deadlock, the storage ends as the local tree" {
+	shim a mkdir "$T/a/w/sig"
+	SHIM_TIMEOUT=60 POHMELFS_SYNC_ON_CLOSE=0 run shim a "$H/sc_host" sighandler "$T/a/w/sig" 150
+	echo "$output" | head -20
+	[[ $output == "ok "[0-9]* ]]
+	hits=${output#ok }
+	[ "$hits" -gt 10 ]
+	# Locally: the last pid file alone (no shim: the kernel's view).
+	[ "$(ls "$T/a/w/sig/s")" = "pid-$((hits - 1))" ]
+	# pohmelfsd's part (names made without the shim are adopted once 5 s
+	# old): one pass of pohmelfs sync.
+	[ -f "$T/a-state/pohmelfsd.pid" ] && kill "$(cat "$T/a-state/pohmelfsd.pid")" 2>/dev/null
+	sleep 6
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a timeout -k 5 120 "$B/pohmelfs" sync
+	run shim b ls "$T/b/w/sig/s"
+	echo "storage: $output"
+	[ "$output" = "pid-$((hits - 1))" ]
+	run shim b bash -c "ls '$T/b/w/sig' | grep -c '^m-'"
+	[ "$output" = 150 ]
+}
+
+# Issue 19 item 10: the cache's walk follows a symlink in a loop with its
+# buffers on the heap, not by recursing with ~25 KB of stack per link.
+@test "a thread with a small stack stats, opens and mkdirs through a chain of 30 symlinks on a fresh host" {
+	shim a mkdir "$T/a/w/chain"
+	run shim a "$H/sc_host" chain "$T/a/w/chain" 30
+	[ "$output" = ok ]
+	run shim b "$H/sc_host" deepstack "$T/b/w/chain" 30 ${DEEP_STACK_KB:-64}
+	echo "$output"
+	[ "$output" = ok ]
+	run shim a ls "$T/a/w/chain/d"
+	[ "$output" = "$(printf 'f\nnew')" ]
+}
+
+# Issue 19 item 2: a vfork child cannot fetch (it shares the parent's
+# memory); with a prefix, the library's vfork is a fork.
+@test "Python's subprocess (vfork + exec) runs a binary and a #! script from the prefix on a fresh host" {
+	command -v python3 >/dev/null || skip "no python3"
+	shim a mkdir -p "$T/a/w/bin"
+	shim a cp /bin/echo "$T/a/w/bin/echo2"
+	shim a bash -c "printf '#!/bin/sh\necho tool ran\n' > '$T/a/w/bin/tool' && chmod 755 '$T/a/w/bin/tool'"
+	run shim b python3 -c "
+import subprocess, sys
+p = sys.argv[1]
+print(subprocess.run([p + '/echo2', 'echo ran'], capture_output=True, text=True).stdout.strip())
+print(subprocess.run([p + '/tool'], capture_output=True, text=True).stdout.strip())
+" "$T/b/w/bin"
+	echo "$output"
+	[ "$output" = "$(printf 'echo ran\ntool ran')" ]
+	# A raw vfork + execv in C, on a third fresh host.
+	run shim c "$H/sc_host" vforkexec "$T/c/w/bin/tool"
+	echo "$output"
+	[ "$output" = "$(printf 'tool ran\nok')" ]
 }
 
 @test "fork from a threaded host: 4 threads busy under the prefix, 200 forks, every child creates its file" {

@@ -21,6 +21,21 @@
  *                     checks that it always finds 077 there; three threads
  *                     each create N files (mode 0666) and N directories
  *                     (0777) under DIR: all must be 0600 / 0700.
+ *   sighandler DIR N  a SIGALRM every 10 ms (setitimer) whose handler
+ *                     creates DIR/s/pid-K (write "K", close) and unlinks
+ *                     DIR/s/pid-(K-1), as a daemon's pid-file handler
+ *                     does, while the main thread creates DIR/m-I, I < N,
+ *                     under the shim.  Prints "ok HITS"; a deadlock is the
+ *                     caller's timeout.  Locally DIR/s ends holding
+ *                     pid-(HITS-1) alone.
+ *   chain DIR N       make DIR/d/f (holding "deep") and a chain of
+ *                     relative symlinks DIR/l0 -> d, DIR/lI -> l(I-1).
+ *   vforkexec PATH    vfork; the child execv's PATH; the parent waits:
+ *                     it must exit 0.
+ *   deepstack DIR N KB
+ *                     stat DIR (the library's first call), then on a
+ *                     thread whose stack is KB KiB: stat, open and read
+ *                     DIR/l(N-1)/f, mkdir DIR/l(N-1)/new.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,6 +244,176 @@ static int do_umask(const char *dir, int n)
 	return 0;
 }
 
+/* The handler's state: written before the timer starts, then only by it. */
+static char sig_base[PATH_MAX];
+static size_t sig_baselen;
+static volatile sig_atomic_t sig_hits, sig_bad;
+
+/* sig_base + K into p (no stdio in a handler). */
+static void sig_name(char *p, long k)
+{
+	char d[24];
+	int n = 0;
+
+	memcpy(p, sig_base, sig_baselen);
+	do
+		d[n++] = (char)('0' + k % 10);
+	while ((k /= 10));
+	for (p += sig_baselen; n; )
+		*p++ = d[--n];
+	*p = '\0';
+}
+
+static void on_alarm(int sig)
+{
+	char p[PATH_MAX];
+	long k = sig_hits;
+	int fd, saved = errno;
+
+	(void)sig;
+	sig_name(p, k);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "x", 1) != 1 || close(fd))
+		sig_bad = 1;
+	if (k > 0) {
+		sig_name(p, k - 1);
+		if (unlink(p))
+			sig_bad = 2;
+	}
+	sig_hits = (sig_atomic_t)(k + 1);
+	errno = saved;
+}
+
+static int do_sighandler(const char *dir, int n)
+{
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa;
+	char name[32], sdir[PATH_MAX];
+	int i, r;
+
+	snprintf(sdir, sizeof(sdir), "%s/s", dir);
+	if (mkdir(sdir, 0755))
+		return fail("mkdir s");
+	sig_baselen = (size_t)snprintf(sig_base, sizeof(sig_base), "%s/pid-", sdir);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
+		return fail("timer");
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "m-%d", i);
+		if ((r = create_named(dir, name))) {
+			errno = -r;
+			return fail(name);
+		}
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	if (sig_bad) {
+		printf("ERR the handler's call failed (%d)\n", (int)sig_bad);
+		return 1;
+	}
+	printf("ok %d\n", (int)sig_hits);
+	return 0;
+}
+
+static int do_chain(const char *dir, int n)
+{
+	char p[PATH_MAX], t[32];
+	int i, fd;
+
+	snprintf(p, sizeof(p), "%s/d", dir);
+	if (mkdir(p, 0755))
+		return fail("mkdir d");
+	snprintf(p, sizeof(p), "%s/d/f", dir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)) < 0 || write(fd, "deep", 4) != 4 ||
+	    close(fd))
+		return fail("d/f");
+	for (i = 0; i < n; i++) {
+		if (i)
+			snprintf(t, sizeof(t), "l%d", i - 1);
+		else
+			snprintf(t, sizeof(t), "d");
+		snprintf(p, sizeof(p), "%s/l%d", dir, i);
+		if (symlink(t, p))
+			return fail("symlink");
+	}
+	printf("ok\n");
+	return 0;
+}
+
+struct deep_arg {
+	const char *dir;
+	int n;
+	char err[128];
+};
+
+static void *deep_thread(void *v)
+{
+	struct deep_arg *a = v;
+	char p[PATH_MAX], b[8];
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/l%d/f", a->dir, a->n - 1);
+	if (stat(p, &st) || st.st_size != 4) {
+		snprintf(a->err, sizeof(a->err), "stat: %s", strerrorname_np(errno));
+		return NULL;
+	}
+	if ((fd = open(p, O_RDONLY)) < 0 || read(fd, b, sizeof(b)) != 4 || memcmp(b, "deep", 4)) {
+		snprintf(a->err, sizeof(a->err), "open/read: %s", strerrorname_np(errno));
+		return NULL;
+	}
+	close(fd);
+	snprintf(p, sizeof(p), "%s/l%d/new", a->dir, a->n - 1);
+	if (mkdir(p, 0755))
+		snprintf(a->err, sizeof(a->err), "mkdir: %s", strerrorname_np(errno));
+	return NULL;
+}
+
+static int do_deepstack(const char *dir, int n, int kb)
+{
+	struct deep_arg a = { dir, n, "" };
+	pthread_attr_t at;
+	struct stat st;
+	pthread_t t;
+
+	/* The library's first call under the prefix (its configuration and
+	 * connections) on the main thread: the small stack is for the walk. */
+	if (stat(dir, &st))
+		return fail("stat DIR");
+	pthread_attr_init(&at);
+	if (pthread_attr_setstacksize(&at, (size_t)kb * 1024) ||
+	    pthread_create(&t, &at, deep_thread, &a))
+		return fail("thread");
+	pthread_join(t, NULL);
+	if (a.err[0]) {
+		printf("ERR %s\n", a.err);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int do_vforkexec(const char *path)
+{
+	int st;
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return fail("vfork");
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("ERR the child: status %#x\n", st);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -239,6 +425,14 @@ int main(int argc, char **argv)
 		return do_sigchld(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(op, "umask"))
 		return do_umask(argv[2], atoi(argv[3]));
+	if (argc == 3 && !strcmp(op, "vforkexec"))
+		return do_vforkexec(argv[2]);
+	if (argc == 4 && !strcmp(op, "chain"))
+		return do_chain(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(op, "deepstack"))
+		return do_deepstack(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 4 && !strcmp(op, "sighandler"))
+		return do_sighandler(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: see the comment at the top of sc_host.c\n");
 	return 2;
 }

@@ -22,9 +22,11 @@
  *   children DIR N      N short-lived children, one after another: each
  *                       runs /bin/sh -c 'echo … > DIR/c-I' (fork + exec)
  *   closefrom DIR HOW   write DIR/early through an fd left open, then
- *                       close every fd from 3 up (HOW: close_range or
- *                       closefrom), then write, read back, rename and
- *                       list under DIR
+ *                       close every fd from 3 up (HOW: close_range,
+ *                       closefrom, or loop: close(3..1023) one by one),
+ *                       or (HOW dup2) close it and dup2 /dev/null over
+ *                       700..720, where the library's fds live; then
+ *                       write, read back, rename and list under DIR
  *   exec-as UID CMD...  drop supplementary groups, setgid+setuid(UID) and
  *                       exec CMD (setpriv's job, for sanitizer runs: an
  *                       uninstrumented setpriv cannot take the
@@ -41,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,11 +253,15 @@ static int do_children(const char *dir, int n)
 	return 0;
 }
 
+#define DUP_LO 700
+#define DUP_HI 720
+
 static int do_closefrom(const char *dir, const char *how)
 {
 	char p[PATH_MAX], early[PATH_MAX];
 	struct dirent *e;
-	int fd, n = 0;
+	int fd, n = 0, i, nul;
+	struct stat st;
 	DIR *d;
 
 	snprintf(early, sizeof(early), "%s/early", dir);
@@ -264,11 +271,25 @@ static int do_closefrom(const char *dir, const char *how)
 		return fail("write early");
 	if (write_named(dir, "warm", -1))
 		return 1;
-	if (!strcmp(how, "closefrom"))
+	if (!strcmp(how, "closefrom")) {
 		closefrom(3);
-	else if (close_range(3, ~0U, 0))
+	} else if (!strcmp(how, "loop")) {
+		for (i = 3; i < 1024; i++)
+			close(i);
+	} else if (!strcmp(how, "dup2")) {
+		/* Over the numbers the library's own fds live at. */
+		close(fd);
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			return fail("fd survived");
+		if ((nul = open("/dev/null", O_RDWR)) < 0)
+			return fail("open /dev/null");
+		for (i = DUP_LO; i <= DUP_HI; i++)
+			if (dup2(nul, i) != i)
+				return fail("dup2");
+	} else if (close_range(3, ~0U, 0)) {
 		return fail("close_range");
-	if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+	}
+	if (strcmp(how, "dup2") && (fcntl(fd, F_GETFD) != -1 || errno != EBADF))
 		return fail("fd survived");
 	if (write_batch(dir, "after", 5))
 		return 1;
@@ -283,6 +304,17 @@ static int do_closefrom(const char *dir, const char *how)
 	if (n != 8) {
 		printf("ERR %d names in %s, not 8\n", n, dir);
 		return 1;
+	}
+	if (!strcmp(how, "dup2")) {
+		/* The host's fds are still its /dev/null, and nothing of ours went there. */
+		for (i = DUP_LO; i <= DUP_HI; i++)
+			if (fstat(i, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+				printf("ERR fd %d is not the program's /dev/null any more\n", i);
+				return 1;
+			}
+		for (i = DUP_LO; i <= DUP_HI; i++)
+			if (close(i))
+				return fail("close of a dup2'd fd");
 	}
 	printf("ok\n");
 	return 0;
