@@ -114,7 +114,8 @@ setup() {
 		grep -q "$s" "$TOP/man/pohmelfs.conf.5" || { echo "pohmelfs.conf.5 does not cite $s"; false; }
 	done
 	# section NAME: its text, rendered.
-	section() { MANWIDTH=200 man -l "$m" 2>/dev/null | sed -n "/^$1\$/,/^[A-Z][A-Z ]*\$/p" | sed '1d;$d'; }
+	# (spaces squeezed: justified text puts two where the source has one)
+	section() { MANWIDTH=200 man -l "$m" 2>/dev/null | sed -n "/^$1\$/,/^[A-Z][A-Z ]*\$/p" | sed '1d;$d' | tr -s ' '; }
 	c=$(section CONSISTENCY)
 	for w in attr_timeout sync_on_close sync_timeout fsync "Close-to-open" "conflict copy"; do
 		[[ $c == *"$w"* ]] || { echo "CONSISTENCY does not mention $w"; false; }
