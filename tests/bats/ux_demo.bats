@@ -10,6 +10,9 @@ setup() {
 		command -v "$p" >/dev/null || skip "$p is not installed"
 	done
 	preload_ok || skip "the library does not preload here"
+	# `make demo` is the normal build's: the demo preloads the library
+	# alone, without a sanitizer runtime before it.
+	[ -z "${SAN:-}" ] || skip "SAN=$SAN: make demo runs the normal build"
 }
 
 # demo_work: the demo's work directory, from its output (section 2 names it).
