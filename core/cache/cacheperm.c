@@ -103,6 +103,9 @@ static int local_record(struct pohm_cache *c, int dfd, const char *path, struct 
 	return pohm_journal_get(&c->j, ino, rec);
 }
 
+/* check_one's flag: path is a component to walk through (a directory). */
+#define CHECK_DIR	0x100
+
 /*
  * want on the local directory dfd/path itself, as the kernel will judge it
  * (0 for anything else).  For everyone but its owner its mode is the stored
@@ -130,8 +133,15 @@ static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
 		/* No record: never let the storage change first on a directory
 		 * the kernel would refuse (issue 22 item 2: a refused unlink
 		 * had removed the stored name). */
-		return check_local_dir(dfd, path, want);
+		return check_local_dir(dfd, path, want & ~CHECK_DIR);
 	}
+	if ((want & CHECK_DIR) && !S_ISDIR(rec.mode)) {
+		/* A path component that is not a directory: the kernel's
+		 * ENOTDIR comes before any permission. */
+		pohm_jrec_clear(&rec);
+		return S_ISLNK(rec.mode) ? 0 : -ENOTDIR;
+	}
+	want &= ~CHECK_DIR;
 	r = cache_perm_mode(rec.mode, rec.uid, rec.gid, want);
 	pohm_jrec_clear(&rec);
 	return r;
@@ -158,7 +168,7 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
 		if (path[i] != '/' || !i)
 			continue;
 		path[i] = '\0';
-		r = check_one(c, c->pfd, path, X_OK);
+		r = check_one(c, c->pfd, path, X_OK | CHECK_DIR);
 		path[i] = '/';
 		if (r)
 			break;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Open fds >= 3 other than the listing's own. */
@@ -47,10 +48,19 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "closefrom")) {
 		closefrom(3);
 	} else if (!strcmp(argv[1], "dup2-onto")) {
-		for (fd = 3; fd < 1024; fd++)
+		/* Every number up to 1023, or to the soft limit less 16 when that
+		 * is lower (an unprivileged shell's 1024): our fds need a free
+		 * number to move to (with none, the known limit of
+		 * libpohmelfs(7)). */
+		struct rlimit rl;
+		int top = 1024;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024 + 16)
+			top = (int)rl.rlim_cur - 16;
+		for (fd = 3; fd < top; fd++)
 			if (dup2(1, fd) < 0)
 				return 1;
-		for (fd = 3; fd < 1024; fd++)
+		for (fd = 3; fd < top; fd++)
 			if (close(fd) < 0)
 				return 1;
 	} else {
