@@ -201,7 +201,29 @@ assert r["chunks"] == 2 and r["tombstones"] == 0, r'
 
 # key_on NODE PATTERN: a stored key on NODE matching PATTERN (the node
 # keeps the key next to the data).
-key_on() { grep -rhaoE "$2" "$(cluster_dir "$1")/blob" | head -1 | grep .; }
+# The object's own key is read from its header (nsobj.h: ... u16 fsid
+# length, u16 key length, fsid, key, then the body), never by a regex over
+# the raw bytes: the body's first byte may be a hex digit, and a regex for
+# a hex key would run into it.
+key_on() {
+	python3 - "$(cluster_dir "$1")/blob" "$POHMELFS_FSID" "$2" <<'PY'
+import os, re, struct, sys
+top, fsid, pat = sys.argv[1], sys.argv[2].encode(), re.compile(sys.argv[3])
+for dirpath, _, files in os.walk(top):
+    for f in sorted(files):
+        data = open(os.path.join(dirpath, f), 'rb').read()
+        i = data.find(fsid)
+        while i >= 4:
+            fl, kl = struct.unpack_from('<HH', data, i - 4)
+            if fl == len(fsid):
+                key = data[i + fl:i + fl + kl].decode('ascii', 'replace')
+                if pat.fullmatch(key):
+                    print(key)
+                    sys.exit(0)
+            i = data.find(fsid, i + 1)
+sys.exit(1)
+PY
+}
 
 @test "a write stopped mid-way leaves young garbage: fsck and repair agree, exit 0 with a note" {
 	"$CTL" mkdir d
