@@ -8,12 +8,7 @@ setup() {
 	load lib/common
 	load lib/cluster
 	load lib/hosts
-	preload_ok || skip "LD_PRELOAD does not work here"
-	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
-	T=$BATS_TEST_TMPDIR
-	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=times POHMELFS_SYNC_ON_CLOSE=1
-	export POHMELFS_ATTR_TIMEOUT=1
-	mkdir -p "$T/a" "$T/b" "$T/c"
+	three_hosts times
 }
 
 teardown() {

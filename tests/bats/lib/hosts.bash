@@ -32,3 +32,16 @@ stop_daemons() {
 	done
 	return 0
 }
+
+# three_hosts FSID: the issue-18 setting — a 3-group cluster, hosts a and b
+# and a fresh third c (prefixes $T/a, $T/b, $T/c), sync_on_close=1,
+# attr_timeout=1 (call from setup after loading lib/common and lib/cluster;
+# tear down with stop_daemons and cluster_stop).
+three_hosts() {
+	preload_ok || skip "LD_PRELOAD does not work here"
+	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=$1 POHMELFS_SYNC_ON_CLOSE=1
+	export POHMELFS_ATTR_TIMEOUT=1
+	mkdir -p "$T/a" "$T/b" "$T/c"
+}
