@@ -432,21 +432,22 @@ static unsigned sweep_temps(int subfd, unsigned *staged)
 	return old;
 }
 
-/* Index one record found by the scan (blob_scan's callback). */
-static int scan_apply(void *arg, unsigned n, uint64_t off, const struct blob_hdr *h)
+/* Put the record at (n, off) into the index (a tombstone removes its key); count what
+ * it replaces as garbage.  0 or -errno. */
+static int index_record(struct node_store *s, const uint8_t *id, const struct blob_hdr *h,
+			unsigned n, uint64_t off)
 {
-	struct node_store *s = arg;
 	struct node_ient e, old;
 	int ret;
 
 	if (h->flags & POHM_RECORD_REMOVE) {
-		if (node_index_del(s->idx, h->id, &old) == 0)
+		if (node_index_del(s->idx, id, &old) == 0)
 			blob_garbage(&s->blobs, old.blob, old.disk_size);
 		blob_garbage(&s->blobs, n, h->disk_size);
 		return 0;
 	}
 	memset(&e, 0, sizeof(e));
-	memcpy(e.id, h->id, POHM_ID_SIZE);
+	memcpy(e.id, id, POHM_ID_SIZE);
 	e.blob = n;
 	e.off = off;
 	e.disk_size = h->disk_size;
@@ -457,11 +458,15 @@ static int scan_apply(void *arg, unsigned n, uint64_t off, const struct blob_hdr
 	e.tnsec = h->tnsec;
 	e.user_flags = h->user_flags;
 	ret = node_index_put(s->idx, &e, &old);
-	if (ret < 0)
-		return ret;
 	if (ret == 1)
 		blob_garbage(&s->blobs, old.blob, old.disk_size);
-	return 0;
+	return ret < 0 ? ret : 0;
+}
+
+/* Index one record found by the scan (blob_scan's callback). */
+static int scan_apply(void *arg, unsigned n, uint64_t off, const struct blob_hdr *h)
+{
+	return index_record(arg, h->id, h, n, off);
 }
 
 /* Order of records in the blobs. */
@@ -1169,36 +1174,6 @@ out:
 	free(crcs);
 	free(bounce);
 	return ret;
-}
-
-/* Put a record just written at (n, off) into the index; count what it replaces as garbage. */
-static int index_record(struct node_store *s, const uint8_t *id, const struct blob_hdr *h,
-			unsigned n, uint64_t off)
-{
-	struct node_ient e, old;
-	int ret;
-
-	if (h->flags & POHM_RECORD_REMOVE) {
-		if (node_index_del(s->idx, id, &old) == 0)
-			blob_garbage(&s->blobs, old.blob, old.disk_size);
-		blob_garbage(&s->blobs, n, h->disk_size);
-		return 0;
-	}
-	memset(&e, 0, sizeof(e));
-	memcpy(e.id, id, POHM_ID_SIZE);
-	e.blob = n;
-	e.off = off;
-	e.disk_size = h->disk_size;
-	e.size = h->size;
-	e.flags = h->flags;
-	e.chunk = h->chunk;
-	e.tsec = h->tsec;
-	e.tnsec = h->tnsec;
-	e.user_flags = h->user_flags;
-	ret = node_index_put(s->idx, &e, &old);
-	if (ret == 1)
-		blob_garbage(&s->blobs, old.blob, old.disk_size);
-	return ret < 0 ? ret : 0;
 }
 
 /*
