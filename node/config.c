@@ -274,12 +274,13 @@ int node_config_parse(struct node_config *c, int argc, char **argv, char *err, s
 
 	defaults(c);
 	err[0] = '\0';
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			ret = load_file(c, argv[i + 1], err, errlen);
-			if (ret)
-				return ret;
-		}
+	for (i = 1; i < argc; i++) {
+		const char *f = !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1] :
+				!strncmp(argv[i], "--config=", 9) ? argv[i] + 9 : NULL;
+
+		if (f && (ret = load_file(c, f, err, errlen)))
+			return ret;
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		char key[64], where[80];

@@ -247,6 +247,8 @@ node_error() {
 	[[ $err == "pohmelfs-node: $T/n.conf:1: line too long (at most "*" bytes)" ]]
 	node_error --config "$T/none.conf"
 	[ "$err" = "pohmelfs-node: $T/none.conf: cannot open the configuration file: No such file or directory" ]
+	node_error --config="$T/none.conf"	# the = form is read too (it was ignored)
+	[ "$err" = "pohmelfs-node: $T/none.conf: cannot open the configuration file: No such file or directory" ]
 	# The command line: --option: key=value: ..., both spellings.
 	node_error --listen 127.0.0.1:1 --group 1 --data "$T/d" --threads 0
 	[ "$err" = "pohmelfs-node: --threads: threads=0: invalid value, expected a thread count 1..256" ]
