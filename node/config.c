@@ -89,6 +89,7 @@ static int size_in(const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
 /* Parse val into key k's field; 0 or -EINVAL (*why may say why). */
 static int apply(struct node_config *c, enum node_key k, const char *val, const char **why)
 {
+	enum pohm_protocol proto;
 	uint64_t v;
 	int b;
 
@@ -143,15 +144,10 @@ static int apply(struct node_config *c, enum node_key k, const char *val, const 
 	case K_PIDFILE:
 		return copy_str(c->pidfile, sizeof(c->pidfile), val, why);
 	case K_PROTOCOL:
-		if (!strcmp(val, "3.0") || !strcmp(val, "3")) {
-			c->proto_major = 3;
-			c->proto_minor = 0;
-		} else if (!strcmp(val, "2.26")) {
-			c->proto_major = 2;
-			c->proto_minor = 26;
-		} else {
+		if (pohm_config_parse_protocol(val, &proto))
 			return -EINVAL;
-		}
+		c->proto_major = proto == POHM_PROTO_2_26 ? 2 : 3;
+		c->proto_minor = proto == POHM_PROTO_2_26 ? 26 : 0;
 		return 0;
 	case K_THREADS:
 		if (pohm_config_parse_uint(val, 256, &v) || !v)

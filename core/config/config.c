@@ -121,6 +121,17 @@ int pohm_config_parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int pohm_config_parse_protocol(const char *s, enum pohm_protocol *p)
+{
+	if (!strcmp(s, "3.0") || !strcmp(s, "3"))
+		*p = POHM_PROTO_3_0;
+	else if (!strcmp(s, "2.26"))
+		*p = POHM_PROTO_2_26;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int pohm_config_parse_size(const char *s, uint64_t *out, int *percent)
 {
 	char num[32];
@@ -342,13 +353,7 @@ static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v, 
 		c->nservers++;
 		return 0;
 	case T_PROTOCOL:
-		if (!strcmp(v, "3.0") || !strcmp(v, "3"))
-			c->protocol = POHM_PROTO_3_0;
-		else if (!strcmp(v, "2.26"))
-			c->protocol = POHM_PROTO_2_26;
-		else
-			return -EINVAL;
-		return 0;
+		return pohm_config_parse_protocol(v, &c->protocol);
 	case T_LOGLEVEL:
 		r = pohm_log_parse_level(v);
 		if (r < 0)

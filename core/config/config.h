@@ -179,6 +179,8 @@ unsigned pohm_config_distance(const char *a, const char *b);
 int pohm_config_parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* 1, yes, true, on or "" → 1; 0, no, false, off → 0 (any case): 0 or -EINVAL. */
 int pohm_config_parse_bool(const char *s, int *out);
+/* "3.0" (or "3") or "2.26": 0 and *p, or -EINVAL. */
+int pohm_config_parse_protocol(const char *s, enum pohm_protocol *p);
 /* Parse "5", "0.25", "1.5s"-free decimal seconds into ns: 0 or -EINVAL. */
 int pohm_config_parse_seconds(const char *s, uint64_t *ns);
 /* "1024", "64K", "10M", "2G", "1T" (binary units), or "N%" (*percent set, N ≤ 100). 0 or -EINVAL. */
