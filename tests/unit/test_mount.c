@@ -3,15 +3,19 @@
  * configured cache_dir keeps its cache: whether a cache_dir is another
  * user's (pohm_mount_dir_foreign), the per-user path and when $TMPDIR may
  * hold it (pohm_mount_user_dir), and making it while refusing what another
- * user could have planted (pohm_mount_user_dir_make).  Ownership cases need
+ * user could have planted (pohm_mount_user_dir_make), and which one a
+ * configuration uses for the calling user (pohm_mount_cache_dir; another
+ * user's case runs in a child as that user).  Ownership cases need
  * chown: skipped when not run as root (CI runs as root).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "config.h"
 #include "mount.h"
 
 #define OTHER	65534u	/* the tests' unprivileged user */
@@ -170,4 +174,88 @@ TEST(making_it_refuses_a_planted_symlink_or_another_users_directory)
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 7, err, sizeof(err)), -EACCES);
 	EXPECT_EQ_INT(stat(path, &st), -1);		/* nothing made below it */
 	EXPECT_EQ_INT(pohm_mount_user_dir_make("relative/x", 0, err, sizeof(err)), -EINVAL);
+}
+
+/* pohm_mount_cache_dir of cfg in a child running as uid OTHER: 0 and the
+ * path in out, or -errno (or -1 if the child could not switch). */
+static int cache_dir_as_other(const struct pohm_config *cfg, char *out, size_t len)
+{
+	int p[2], st, r;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char buf[4096 + 16];
+
+		close(p[0]);
+		if (setresgid(OTHER, OTHER, OTHER) || setresuid(OTHER, OTHER, OTHER))
+			_exit(1);
+		r = pohm_mount_cache_dir(cfg, buf + 16, sizeof(buf) - 16);
+		snprintf(buf, 16, "%d", r);
+		n = write(p[1], buf, sizeof(buf));
+		_exit(n == (ssize_t)sizeof(buf) ? 0 : 1);
+	}
+	close(p[1]);
+	{
+		char buf[4096 + 16];
+
+		n = read(p[0], buf, sizeof(buf));
+		close(p[0]);
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) ||
+		    n != (ssize_t)sizeof(buf))
+			return -1;
+		snprintf(out, len, "%s", buf + 16);
+		return atoi(buf);
+	}
+}
+
+TEST(the_cache_dir_a_configuration_uses_for_the_calling_user)
+{
+	struct pohm_config cfg;
+	char out[4096], want[4096], err[512];
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_STATE_HOME");
+	const char *tmp = getenv("TMPDIR");
+
+	if (geteuid())
+		SKIP("needs root to run a child as another user");
+	scratch();
+	pohm_config_defaults(&cfg);
+	EXPECT_EQ_INT(pohm_config_set(&cfg, "prefix", "/p/x", POHM_CFG_CALLER, err, sizeof(err)), 0);
+	/* No cache_dir: under XDG_STATE_HOME, else HOME's .local/state. */
+	setenv("XDG_STATE_HOME", at("state"), 1);
+	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/pohmelfs/_p_x", at("state"));
+	EXPECT_EQ_STR(out, want);
+	unsetenv("XDG_STATE_HOME");
+	setenv("HOME", at("home"), 1);
+	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s/.local/state/pohmelfs/_p_x", at("home"));
+	EXPECT_EQ_STR(out, want);
+	/* A configured cache_dir that is root's: root uses it ... */
+	EXPECT_EQ_INT(mkdir_owned(at("cd-root"), 0700, 0), 0);
+	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", at("cd-root"), POHM_CFG_CALLER, err,
+				      sizeof(err)), 0);
+	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
+	EXPECT_EQ_STR(out, at("cd-root"));
+	/* ... another user gets its per-user one ... */
+	unsetenv("TMPDIR");
+	EXPECT_EQ_INT(cache_dir_as_other(&cfg, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "/var/tmp/pohmelfs-%u/_p_x", OTHER);
+	EXPECT_EQ_STR(out, want);
+	/* ... and a cache_dir of that user's own is used as configured. */
+	EXPECT_EQ_INT(mkdir_owned(at("cd-other"), 0700, OTHER), 0);
+	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", at("cd-other"), POHM_CFG_CALLER, err,
+				      sizeof(err)), 0);
+	EXPECT_EQ_INT(cache_dir_as_other(&cfg, out, sizeof(out)), 0);
+	EXPECT_EQ_STR(out, at("cd-other"));
+	pohm_config_free(&cfg);
+	if (home)
+		setenv("HOME", home, 1);
+	if (xdg)
+		setenv("XDG_STATE_HOME", xdg, 1);
+	if (tmp)
+		setenv("TMPDIR", tmp, 1);
 }
