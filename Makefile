@@ -112,8 +112,20 @@ PROG_BIN    := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 LIB         := $(B)/libpohmelfs.so
 CORE_A      := $(B)/libpohmcore.a
 
+# The test switches (POHMELFS_TEST_*, core/sys/sys.h pohm_sys_test_switch)
+# and the crash-test kill hook: linked into test builds only.
+TEST_SWITCH_O := $(B)/obj/tests/progs/hooks/test_switch.o
+TEST_KILL_O   := $(B)/obj/tests/progs/hooks/test_kill.o
+# build/test/: the library, pohmelfs and pohmelfsd built with the switches,
+# and links to the rest of build/, so that a bats file that needs a switch
+# runs with B=build/test (POHM_TEST_BUILD=1, tests/bats/lib/common.bash).
+TB          := $(B)/test
+TEST_BUILD  := $(TB)/libpohmelfs.so $(TOOL_DIRS:%=$(TB)/%) $(TB)/.links
+TB_LINKS    := tests obj pohmelfs-node pohmelfs-run pohmelfs-cluster libpohmcore.a \
+               libpohmelfs.map jemalloc_lazy.a
+
 all: $(LIB) $(CORE_A) $(TOOL_BIN) $(if $(NODE_SRC),$(B)/pohmelfs-node) $(SCRIPTS) $(UNIT_BIN) \
-     $(PROG_BIN) $(B)/tests/helpers/.stamp
+     $(PROG_BIN) $(B)/tests/helpers/.stamp $(TEST_BUILD)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -160,11 +172,22 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
 # on first use, not at every start (/bin/true: ~85k instructions less);
 # -z relro still makes the rest of the GOT read-only after relocation.
 # The allocator comes first: without it the build stops before compiling.
-$(LIB): $(LIB_ALLOC) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
-	$(CC) -shared -o $@.tmp $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(LIB_ALLOC) \
+LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
 	    $(LDFLAGS) -ldl -lm
+$(LIB): $(LIB_ALLOC) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+	$(LIB_LINK)
 	mv -f $@.tmp $@
+# The test build of the library: the same objects and the test switches.
+$(TB)/libpohmelfs.so: $(LIB_ALLOC) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
+		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+	@mkdir -p $(@D)
+	$(LIB_LINK)
+	mv -f $@.tmp $@
+$(TB)/.links: Makefile
+	@mkdir -p $(@D)
+	for l in $(TB_LINKS); do ln -sfn ../$$l $(TB)/$$l || exit 1; done
+	@touch $@
 
 $(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
 	$(CC) -o $@.tmp $(NODE_OBJ) $(CORE_A) $(LDFLAGS)
@@ -175,6 +198,11 @@ $(B)/pohmelfs-node: $(NODE_OBJ) $(CORE_A)
 $(TOOL_BIN): $(B)/%: $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$*/*.c))) $(CORE_A)
 	$(CC) -o $@.tmp $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
 	mv -f $@.tmp $@
+$(TOOL_DIRS:%=$(TB)/%): $(TB)/%: $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$*/*.c))) \
+				$(TEST_SWITCH_O) $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@.tmp $(filter %.o,$^) $(CORE_A) $(LDFLAGS)
+	mv -f $@.tmp $@
 
 $(B)/pohmelfs-run: tools/pohmelfs-run.sh
 	@mkdir -p $(@D)
@@ -183,16 +211,17 @@ $(B)/pohmelfs-cluster: tools/pohmelfs-cluster
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
-$(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(CORE_A)
+$(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(CORE_A) $(LDFLAGS)
+	$(CC) -o $@ $< $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)
 $(B)/obj/tests/unit/%.o: CPPFLAGS += -Itests/unit
 
 # Test programs linked with core (tests/progs/*.c → build/tests/progs/*).
-# They carry the crash-test hooks (tests/progs/hooks/), which nothing else links.
-$(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(B)/obj/tests/progs/hooks/test_kill.o $(CORE_A)
+# They carry the crash-test hooks (tests/progs/hooks/), which nothing else
+# links, and the test switches.
+$(B)/tests/progs/%: $(B)/obj/tests/progs/%.o $(TEST_KILL_O) $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(B)/obj/tests/progs/hooks/test_kill.o $(CORE_A) $(LDFLAGS)
+	$(CC) -o $@ $< $(TEST_KILL_O) $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)
 
 # Small C programs the bats tests run (tests/helpers/*.c → build/tests/helpers/*).
 HELPER_SRC := $(wildcard tests/helpers/*.c)
@@ -249,7 +278,7 @@ clean:
 # (a missing jemalloc_lazy.a was never rebuilt into the library).
 .SECONDARY: $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.o) \
             $(PROG_SRC:tests/progs/%.c=$(B)/obj/tests/progs/%.o) \
-            $(B)/obj/tests/progs/hooks/test_kill.o
+            $(TEST_KILL_O) $(TEST_SWITCH_O)
 
 .PHONY: all check fuzz bench demo deps install uninstall clean
 -include $(shell find $(B)/obj $(B)/tests/helpers -name '*.d' 2>/dev/null)

@@ -1,5 +1,7 @@
 /*
- * config.c — pohmelfs-node options.
+ * config.c — pohmelfs-node options: its keys and what each takes.  The file
+ * format, the value rules (numbers, sizes, booleans) and the messages are
+ * core/config's (config.h "the shared reader"), the same as the client's.
  *
  * Every option has a config-file form: "key = value" lines, '#' comments,
  * keys spelled like the long options with '-' or '_' (auth_cookie ==
@@ -13,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "config.h"
 #include "log.h"
 
-/* Format an error message; always -EINVAL. */
+/* Format a message that is not about one value; always -EINVAL. */
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 {
 	snprintf(err, errlen, fmt, a, b);
@@ -27,70 +29,154 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *a, const 
 /* See node.h. */
 int node_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	int shift = 0;
+	int percent;
 
-	if (!*s || *s == '-')
+	if (pohm_config_parse_size(s, out, &percent) || percent)
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (*end && strcasecmp(end, "b") && strcasecmp(end, "ib"))
-		return -EINVAL;
-	if (shift && v > (~0ULL >> shift))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
 	return 0;
 }
 
-/* A decimal number <= max; 0 or -EINVAL. */
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
+#define ADDR_EXPECT	"host:port with a numeric IPv4 or [IPv6] address (or localhost)"
 
-	if (!*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
+enum node_key {
+	K_LISTEN, K_GROUP, K_DATA, K_JOIN, K_IDS, K_NOSYNC, K_SYNC_INTERVAL, K_AUTH_COOKIE,
+	K_LOG, K_LOG_LEVEL, K_PIDFILE, K_PROTOCOL, K_THREADS, K_MAX_PACKET, K_MAX_OBJECT,
+	K_BLOB_SIZE, K_WATCH_PID, K_BACKEND_ID, K_NKEYS
+};
 
-/* 1, 0, or -1 when s is not a boolean (empty counts as true). */
-static int parse_bool(const char *s)
-{
-	if (!s || !*s || !strcasecmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "true") ||
-	    !strcasecmp(s, "on"))
-		return 1;
-	if (!strcasecmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "false") ||
-	    !strcasecmp(s, "off"))
-		return 0;
-	return -1;
-}
+/* Every key of pohmelfs-node(8) and what a good value looks like. */
+static const struct {
+	const char *name;
+	const char *expect;
+} keys[K_NKEYS] = {
+	[K_LISTEN] = { "listen", ADDR_EXPECT },
+	[K_GROUP] = { "group", "a group number 1..4294967295" },
+	[K_DATA] = { "data", "a directory path" },
+	[K_JOIN] = { "join", ADDR_EXPECT },
+	[K_IDS] = { "ids", "a count 1..1024" },
+	[K_NOSYNC] = { "nosync", "1, yes, true or on; 0, no, false or off" },
+	[K_SYNC_INTERVAL] = { "sync_interval", "seconds between syncs, 0..86400" },
+	[K_AUTH_COOKIE] = { "auth_cookie", "at most 63 bytes" },
+	[K_LOG] = { "log", "a file path" },
+	[K_LOG_LEVEL] = { "log_level", "error, warn, info or debug (or 0-3)" },
+	[K_PIDFILE] = { "pidfile", "a file path" },
+	[K_PROTOCOL] = { "protocol", "3.0 or 2.26" },
+	[K_THREADS] = { "threads", "a thread count 1..256" },
+	[K_MAX_PACKET] = { "max_packet", "a size between 4K and 4G (K, M, G or T suffix)" },
+	[K_MAX_OBJECT] = { "max_object", "a size between 1M and 64G (K, M, G or T suffix)" },
+	[K_BLOB_SIZE] = { "blob_size", "a size between 1M and 1T (K, M, G or T suffix)" },
+	[K_WATCH_PID] = { "watch_pid", "a pid" },
+	[K_BACKEND_ID] = { "backend_id", "a backend id 0..2147483647" },
+};
 
 /* Copy a string option, refusing one that does not fit. */
-static int copy_str(char *dst, size_t dstlen, const char *key, const char *val, char *err,
-		    size_t errlen)
+static int copy_str(char *dst, size_t dstlen, const char *val, const char **why)
 {
-	if (strlen(val) >= dstlen)
-		return fail(err, errlen, "%s: value too long: %s", key, val);
+	if (strlen(val) >= dstlen) {
+		*why = "too long";
+		return -EINVAL;
+	}
 	strcpy(dst, val);
 	return 0;
 }
 
-/* Canonical key: lower case, '_' for '-'. */
+/* A size in [lo, hi]; 0 or -EINVAL. */
+static int size_in(const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	return node_parse_size(val, out) || *out < lo || *out > hi ? -EINVAL : 0;
+}
+
+/* Parse val into key k's field; 0 or -EINVAL (*why may say why). */
+static int apply(struct node_config *c, enum node_key k, const char *val, const char **why)
+{
+	enum pohm_protocol proto;
+	uint64_t v;
+	int b;
+
+	switch (k) {
+	case K_LISTEN:
+		if (pohm_addr_parse(&c->listen, val))
+			return -EINVAL;
+		c->have_listen = 1;
+		return 0;
+	case K_GROUP:
+		if (pohm_config_parse_uint(val, 0xFFFFFFFFu, &v) || !v)
+			return -EINVAL;
+		c->group = (uint32_t)v;
+		c->have_group = 1;
+		return 0;
+	case K_DATA:
+		return copy_str(c->data, sizeof(c->data), val, why);
+	case K_JOIN:
+		if (c->njoin >= NODE_MAX_JOIN) {
+			*why = "too many join lines (at most 64)";
+			return -EINVAL;
+		}
+		if (pohm_addr_parse(&c->join[c->njoin], val))
+			return -EINVAL;
+		c->njoin++;
+		return 0;
+	case K_IDS:
+		if (pohm_config_parse_uint(val, 1024, &v) || !v)
+			return -EINVAL;
+		c->ids = (unsigned)v;
+		return 0;
+	case K_NOSYNC:
+		if (pohm_config_parse_bool(val, &b))
+			return -EINVAL;
+		c->nosync = b;
+		return 0;
+	case K_SYNC_INTERVAL:
+		if (pohm_config_parse_uint(val, 86400, &v))
+			return -EINVAL;
+		c->sync_interval = (int)v;
+		return 0;
+	case K_AUTH_COOKIE:
+		return copy_str(c->auth_cookie, sizeof(c->auth_cookie), val, why);
+	case K_LOG:
+		return copy_str(c->log, sizeof(c->log), val, why);
+	case K_LOG_LEVEL:
+		b = pohm_log_parse_level(val);
+		if (b < 0)
+			return -EINVAL;
+		c->log_level = b;
+		return 0;
+	case K_PIDFILE:
+		return copy_str(c->pidfile, sizeof(c->pidfile), val, why);
+	case K_PROTOCOL:
+		if (pohm_config_parse_protocol(val, &proto))
+			return -EINVAL;
+		c->proto_major = proto == POHM_PROTO_2_26 ? 2 : 3;
+		c->proto_minor = proto == POHM_PROTO_2_26 ? 26 : 0;
+		return 0;
+	case K_THREADS:
+		if (pohm_config_parse_uint(val, 256, &v) || !v)
+			return -EINVAL;
+		c->threads = (unsigned)v;
+		return 0;
+	case K_MAX_PACKET:
+		return size_in(val, 4096, POHM_MAX_PACKET, &c->max_packet);
+	case K_MAX_OBJECT:
+		return size_in(val, 1u << 20, 1ULL << 36, &c->max_object);
+	case K_BLOB_SIZE:
+		return size_in(val, 1u << 20, 1ULL << 40, &c->blob_size);
+	case K_WATCH_PID:
+		if (pohm_config_parse_uint(val, 0x7FFFFFFF, &v))
+			return -EINVAL;
+		c->watch_pid = (int)v;
+		return 0;
+	case K_BACKEND_ID:
+		if (pohm_config_parse_uint(val, 0x7FFFFFFF, &v))
+			return -EINVAL;
+		c->backend_id = (int32_t)v;
+		return 0;
+	case K_NKEYS:
+		break;
+	}
+	return -EINVAL;
+}
+
+/* Canonical key: '_' for '-'. */
 static void canon(char *dst, size_t dstlen, const char *key)
 {
 	size_t i;
@@ -100,98 +186,48 @@ static void canon(char *dst, size_t dstlen, const char *key)
 	dst[i] = '\0';
 }
 
+/*
+ * Apply key=val (val NULL: a bare key, a flag); messages begin with where,
+ * in core/config's one format (pohm_config_bad_value, pohm_config_unknown_key).
+ */
+static int set_key(struct node_config *c, const char *key, const char *val, const char *where,
+		   char *err, size_t errlen)
+{
+	const char *why = NULL, *hint = NULL;
+	unsigned i, best = 3, d;
+	char k[64];
+
+	canon(k, sizeof(k), key);
+	for (i = 0; i < K_NKEYS; i++)
+		if (!strcmp(k, keys[i].name))
+			break;
+	if (i == K_NKEYS) {
+		for (i = 0; i < K_NKEYS; i++) {
+			d = pohm_config_distance(k, keys[i].name);
+			if (d < best) {
+				best = d;
+				hint = keys[i].name;
+			}
+		}
+		pohm_config_unknown_key(err, errlen, where, key, val, "pohmelfs-node(8)", hint);
+		return -EINVAL;
+	}
+	if (!val && i != K_NOSYNC) {
+		pohm_config_bad_value(err, errlen, where, keys[i].name, NULL, NULL, keys[i].expect);
+		return -EINVAL;
+	}
+	if (apply(c, (enum node_key)i, val ? val : "", &why)) {
+		pohm_config_bad_value(err, errlen, where, keys[i].name, val, why, keys[i].expect);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* See node.h. */
 int node_config_set(struct node_config *c, const char *key, const char *val, char *err,
 		    size_t errlen)
 {
-	char k[64];
-	uint64_t v;
-
-	canon(k, sizeof(k), key);
-	if (!val)
-		val = "";
-	if (!strcmp(k, "listen")) {
-		if (pohm_addr_parse(&c->listen, val))
-			return fail(err, errlen, "%s: not an address (host:port): %s", key, val);
-		c->have_listen = 1;
-	} else if (!strcmp(k, "group")) {
-		if (parse_uint(val, 0xFFFFFFFFu, &v) || !v)
-			return fail(err, errlen, "%s: not a group number (1..2^32-1): %s", key, val);
-		c->group = (uint32_t)v;
-		c->have_group = 1;
-	} else if (!strcmp(k, "data")) {
-		return copy_str(c->data, sizeof(c->data), key, val, err, errlen);
-	} else if (!strcmp(k, "join")) {
-		if (c->njoin >= NODE_MAX_JOIN)
-			return fail(err, errlen, "%s: too many (max 64): %s", key, val);
-		if (pohm_addr_parse(&c->join[c->njoin], val))
-			return fail(err, errlen, "%s: not an address (host:port): %s", key, val);
-		c->njoin++;
-	} else if (!strcmp(k, "ids")) {
-		if (parse_uint(val, 1024, &v) || !v)
-			return fail(err, errlen, "%s: not a count (1..1024): %s", key, val);
-		c->ids = (unsigned)v;
-	} else if (!strcmp(k, "nosync")) {
-		int b = parse_bool(val);
-
-		if (b < 0)
-			return fail(err, errlen, "%s: not a boolean: %s", key, val);
-		c->nosync = b;
-	} else if (!strcmp(k, "sync_interval")) {
-		if (parse_uint(val, 86400, &v))
-			return fail(err, errlen, "%s: seconds between syncs (0..86400): %s", key, val);
-		c->sync_interval = (int)v;
-	} else if (!strcmp(k, "auth_cookie")) {
-		return copy_str(c->auth_cookie, sizeof(c->auth_cookie), key, val, err, errlen);
-	} else if (!strcmp(k, "log")) {
-		return copy_str(c->log, sizeof(c->log), key, val, err, errlen);
-	} else if (!strcmp(k, "log_level")) {
-		int l = pohm_log_parse_level(val);
-
-		if (l < 0)
-			return fail(err, errlen, "%s: not a level (error|warn|info|debug): %s", key,
-				    val);
-		c->log_level = l;
-	} else if (!strcmp(k, "pidfile")) {
-		return copy_str(c->pidfile, sizeof(c->pidfile), key, val, err, errlen);
-	} else if (!strcmp(k, "protocol")) {
-		if (!strcmp(val, "3.0") || !strcmp(val, "3")) {
-			c->proto_major = 3;
-			c->proto_minor = 0;
-		} else if (!strcmp(val, "2.26")) {
-			c->proto_major = 2;
-			c->proto_minor = 26;
-		} else {
-			return fail(err, errlen, "%s: 3.0 or 2.26, not %s", key, val);
-		}
-	} else if (!strcmp(k, "threads")) {
-		if (parse_uint(val, 256, &v) || !v)
-			return fail(err, errlen, "%s: not a thread count (1..256): %s", key, val);
-		c->threads = (unsigned)v;
-	} else if (!strcmp(k, "max_packet")) {
-		if (node_parse_size(val, &v) || v < 4096 || v > POHM_MAX_PACKET)
-			return fail(err, errlen, "%s: a size between 4K and 4G, not %s", key, val);
-		c->max_packet = v;
-	} else if (!strcmp(k, "max_object")) {
-		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 36))
-			return fail(err, errlen, "%s: a size between 1M and 64G, not %s", key, val);
-		c->max_object = v;
-	} else if (!strcmp(k, "blob_size")) {
-		if (node_parse_size(val, &v) || v < (1u << 20) || v > (1ULL << 40))
-			return fail(err, errlen, "%s: a size between 1M and 1T, not %s", key, val);
-		c->blob_size = v;
-	} else if (!strcmp(k, "watch_pid")) {
-		if (parse_uint(val, 0x7FFFFFFF, &v))
-			return fail(err, errlen, "%s: not a pid: %s", key, val);
-		c->watch_pid = (int)v;
-	} else if (!strcmp(k, "backend_id")) {
-		if (parse_uint(val, 0x7FFFFFFF, &v))
-			return fail(err, errlen, "%s: not a backend id: %s", key, val);
-		c->backend_id = (int32_t)v;
-	} else {
-		return fail(err, errlen, "unknown option '%s'%s", key, "");
-	}
-	return 0;
+	return set_key(c, key, val, "", err, errlen);
 }
 
 /* Every option's default. */
@@ -209,51 +245,22 @@ static void defaults(struct node_config *c)
 	c->sync_interval = NODE_DEFAULT_SYNC_INTERVAL;
 }
 
-/* Strip blanks and the line end on both sides (in place). */
-static char *trim(char *s)
+/* The line callback of the --config file (pohm_config_read_file). */
+static int file_line(void *arg, const char *key, const char *val, const char *where, char *err,
+		     size_t errlen)
 {
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
+	return set_key(arg, key, val, where, err, errlen);
 }
 
-/* Apply every key = value line of path; errors name file:line. */
+/* Apply every key = value line of path; errors name FILE:LINE. */
 static int load_file(struct node_config *c, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char line[NODE_PATH_MAX + 128], where[NODE_PATH_MAX + 32];
-	int lineno = 0, ret = 0;
+	int r = pohm_config_read_file(path, file_line, c, err, errlen);
 
-	if (!f)
-		return fail(err, errlen, "cannot read config %s: %s", path, strerror(errno));
-	while (!ret && fgets(line, sizeof(line), f)) {
-		char *s = trim(line), *eq, *key, *val = NULL;
-
-		lineno++;
-		if (!*s || *s == '#')
-			continue;
-		eq = strchr(s, '=');
-		if (eq) {
-			*eq = '\0';
-			val = trim(eq + 1);
-		}
-		key = trim(s);
-		ret = node_config_set(c, key, val, err, errlen);
-		if (ret) {
-			snprintf(where, sizeof(where), "%s:%d: ", path, lineno);
-			if (strlen(where) + strlen(err) < errlen) {
-				memmove(err + strlen(where), err, strlen(err) + 1);
-				memcpy(err, where, strlen(where));
-			}
-		}
-	}
-	fclose(f);
-	return ret;
+	if (r == -ENOENT)
+		snprintf(err, errlen, "%s: cannot open the configuration file: %s", path,
+			 strerror(ENOENT));
+	return r ? -EINVAL : 0;
 }
 
 /* See node.h. */
@@ -263,15 +270,16 @@ int node_config_parse(struct node_config *c, int argc, char **argv, char *err, s
 
 	defaults(c);
 	err[0] = '\0';
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			ret = load_file(c, argv[i + 1], err, errlen);
-			if (ret)
-				return ret;
-		}
+	for (i = 1; i < argc; i++) {
+		const char *f = !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1] :
+				!strncmp(argv[i], "--config=", 9) ? argv[i] + 9 : NULL;
+
+		if (f && (ret = load_file(c, f, err, errlen)))
+			return ret;
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
-		char key[64];
+		char key[64], where[80];
 		const char *eq;
 
 		if (strncmp(a, "--", 2))
@@ -290,12 +298,10 @@ int node_config_parse(struct node_config *c, int argc, char **argv, char *err, s
 				i++;
 			continue;
 		}
-		if (!val && strcmp(key, "nosync")) {
-			if (i + 1 >= argc)
-				return fail(err, errlen, "--%s needs a value%s", a, "");
+		snprintf(where, sizeof(where), "--%.*s: ", (int)(eq ? (size_t)(eq - a) : strlen(a)), a);
+		if (!val && strcmp(key, "nosync") && i + 1 < argc)
 			val = argv[++i];
-		}
-		ret = node_config_set(c, key, val, err, errlen);
+		ret = set_key(c, key, val, where, err, errlen);
 		if (ret)
 			return ret;
 	}

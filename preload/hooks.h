@@ -29,7 +29,7 @@
  * library, overrides them with strong definitions that call core/ (all but
  * pohm_hook_statfs_fix, whose default stays in use), so the library is not
  * a passthrough: under the prefix every hook reaches the cache.  At run
- * time POHMELFS_TEST_PASSTHROUGH=1 (test-only) makes those strong hooks
+ * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong hooks
  * pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
@@ -305,7 +305,7 @@ void pohm_hook_exit(void);
  * dup2/dup3 onto one move it aside first.  Register an fd >= POHM_FD_BASE
  * and always read its current number back through the handle.  Today only
  * two are registered (hooks_cache.c's copy of stderr for stats=1, init.c's
- * test-only POHMELFS_TEST_INTERNAL_FD): core/ opens its sockets, journal
+ * POHMELFS_TEST_INTERNAL_FD of the test build): core/ opens its sockets, journal
  * and directory fds with raw calls and keeps their numbers, so those are
  * not protected from close or dup2 (only close_range/closefrom keep them,
  * preload/fdkeep.c).

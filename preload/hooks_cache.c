@@ -14,8 +14,8 @@
  * runs with pohm_hold() held, so libc calls made by core/ (config files,
  * name lookups) pass straight through the wrappers.
  *
- * POHMELFS_TEST_PASSTHROUGH=1 (test-only, documented in libpohmelfs(7))
- * turns every hook back into the passthrough default: the interposition
+ * POHMELFS_TEST_PASSTHROUGH=1 (read only by the test build of the library,
+ * build/test/: sys.h pohm_sys_test_switch; documented in libpohmelfs(7)) turns every hook back into the passthrough default: the interposition
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
@@ -168,7 +168,7 @@ static int mount_open(struct umount *um)
 
 static void heavy_init(void)
 {
-	const char *pt = getenv("POHMELFS_TEST_PASSTHROUGH");
+	const char *pt = pohm_sys_test_switch(POHM_TEST_PASSTHROUGH);	/* test builds */
 	char err[1024];
 	int r;
 

@@ -203,11 +203,12 @@ static void prefix_setup(void)
 	pohm_state.on = 1;
 }
 
-/* Test-only: POHMELFS_TEST_INTERNAL_FD=FILE makes init hold FILE open as an
- * internal fd, and the destructor writes one line through it. */
+/* Test builds only (sys.h pohm_sys_test_switch): POHMELFS_TEST_INTERNAL_FD=FILE
+ * makes init hold FILE open as an internal fd, and the destructor writes one
+ * line through it. */
 static void test_ifd_setup(void)
 {
-	const char *f = getenv("POHMELFS_TEST_INTERNAL_FD");
+	const char *f = pohm_sys_test_switch(POHM_TEST_INTERNAL_FD);
 	int fd;
 
 	if (!f || !*f)

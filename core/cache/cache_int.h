@@ -41,7 +41,7 @@ struct pohm_cache {
 	void *space_arg;
 };
 
-/* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in tests); 0 if unknown. */
+/* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in test builds); 0 if unknown. */
 uint64_t cache_boot_id(void);
 /* First open of the cache in a new boot: mark files left dirty POHM_J_TORN. 0 or -errno. */
 int cache_boot_check(struct pohm_cache *c);

@@ -17,8 +17,8 @@
  * need.  Files changed in the new boot are judged by the normal rules, since
  * the mark is set before the first process of the boot runs.
  *
- * POHMELFS_TEST_BOOT_ID (test-only, documented in pohmelfs.conf(5))
- * replaces the kernel's boot id, to simulate a reboot.
+ * POHMELFS_TEST_BOOT_ID (test builds only, sys.h pohm_sys_test_switch;
+ * documented in pohmelfs.conf(5)) replaces the kernel's boot id, to simulate a reboot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,7 @@
 
 uint64_t cache_boot_id(void)
 {
-	const char *test = getenv("POHMELFS_TEST_BOOT_ID");
+	const char *test = pohm_sys_test_switch(POHM_TEST_BOOT_ID);	/* test builds */
 	char buf[128];
 	uint8_t h[64];
 	ssize_t n = 0;

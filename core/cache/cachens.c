@@ -958,7 +958,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	r = pohm_ns_rename(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags);
 	if (r)
 		goto out;
-	pohm_sys_test_kill("POHMELFS_TEST_KILL_IN_RENAME");	/* test only: a kill right here */
+	pohm_sys_test_kill(POHM_TEST_KILL_IN_RENAME);	/* test only: a kill right here */
 	r = syscall(SYS_renameat2, t.ffd, t.fname, t.tfd, t.tname, flags) ? -errno : 0;
 	if (r) {
 		/* Put the storage back as it was (best effort; logged if it fails). */

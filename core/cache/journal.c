@@ -261,85 +261,49 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	return 0;
 }
 
-/* Bounds-checked reader over the record bytes. */
-struct jrd {
-	const uint8_t *p;
-	size_t left;
-	int bad;
-};
-
-static const uint8_t *take(struct jrd *d, size_t n)
+static void ts(struct pohm_rd *d, struct pohm_ts *t)
 {
-	const uint8_t *p = d->p;
-
-	if (d->bad || n > d->left) {
-		d->bad = 1;
-		return NULL;
-	}
-	d->p += n;
-	d->left -= n;
-	return p;
-}
-
-static uint64_t u64(struct jrd *d)
-{
-	const uint8_t *p = take(d, 8);
-
-	return p ? pohm_le64(p) : 0;
-}
-
-static uint32_t u32(struct jrd *d)
-{
-	const uint8_t *p = take(d, 4);
-
-	return p ? pohm_le32(p) : 0;
-}
-
-static void ts(struct jrd *d, struct pohm_ts *t)
-{
-	t->sec = (int64_t)u64(d);
-	t->nsec = u32(d);
+	t->sec = (int64_t)pohm_rd_u64(d);
+	t->nsec = pohm_rd_u32(d);
 }
 
 /* The fields both formats share, from version on (d is past the header). */
-static int decode_body(struct pohm_jrec *r, struct jrd *d)
+static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 {
 	const uint8_t *q;
 	uint16_t hl;
 
-	r->version = u64(d);
-	r->dversion = u64(d);
-	r->mode = u32(d);
-	r->uid = u32(d);
-	r->gid = u32(d);
-	r->nlink = u32(d);
-	r->size = u64(d);
-	r->rdev = u64(d);
+	r->version = pohm_rd_u64(d);
+	r->dversion = pohm_rd_u64(d);
+	r->mode = pohm_rd_u32(d);
+	r->uid = pohm_rd_u32(d);
+	r->gid = pohm_rd_u32(d);
+	r->nlink = pohm_rd_u32(d);
+	r->size = pohm_rd_u64(d);
+	r->rdev = pohm_rd_u64(d);
 	ts(d, &r->atime);
 	ts(d, &r->mtime);
 	ts(d, &r->ctime);
-	r->ldev = u64(d);
-	r->lino = u64(d);
-	r->lsize = u64(d);
+	r->ldev = pohm_rd_u64(d);
+	r->lino = pohm_rd_u64(d);
+	r->lsize = pohm_rd_u64(d);
 	ts(d, &r->lctime);
-	r->recorded_ns = u64(d);
-	r->validated_ns = u64(d);
-	r->listed_ns = u64(d);
-	r->boot = u64(d);
-	r->flags = u32(d);
-	q = take(d, 1);
-	r->chunk_shift = q ? q[0] : 0;
+	r->recorded_ns = pohm_rd_u64(d);
+	r->validated_ns = pohm_rd_u64(d);
+	r->listed_ns = pohm_rd_u64(d);
+	r->boot = pohm_rd_u64(d);
+	r->flags = pohm_rd_u32(d);
+	r->chunk_shift = pohm_rd_u8(d);
 	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
 		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
-	q = take(d, 2);
-	hl = q ? pohm_le16(q) : 0;
+	hl = pohm_rd_u16(d);
 	if (hl >= sizeof(r->hint))
 		return -EIO;
-	q = take(d, hl);
+	q = pohm_rd_take(d, hl);
 	if (q)
 		memcpy(r->hint, q, hl);
-	r->nchunks = u32(d);
-	if (d->bad || (uint64_t)r->nchunks * 64 != d->left)
+	r->nchunks = pohm_rd_u32(d);
+	if (d->err || (uint64_t)r->nchunks * 64 != d->left)
 		return -EIO;
 	if (r->nchunks) {
 		r->csum = malloc((size_t)r->nchunks * 64);
@@ -383,15 +347,15 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 /* Decode the whole record of len bytes at p (record_len said it is one). */
 static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
 {
-	struct jrd d = { p, len, 0 };
+	struct pohm_rd d = pohm_rd_make(p, len);
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (u32(&d) == JMAGIC2) {
-		r->ino = u64(&d);
-		take(&d, JHDR2 - 12);
+	if (pohm_rd_u32(&d) == JMAGIC2) {
+		r->ino = pohm_rd_u64(&d);
+		pohm_rd_take(&d, JHDR2 - 12);
 	} else {
-		r->ino = u64(&d);
+		r->ino = pohm_rd_u64(&d);
 	}
 	rc = decode_body(r, &d);
 	if (rc)

@@ -12,10 +12,11 @@
 #include "stub.h"
 #include "sys.h"
 
-/* POHMELFS_TEST_REGULAR_STUBS=1: the form of a filesystem without sockets. */
+/* Test builds, POHMELFS_TEST_REGULAR_STUBS=1: the form of a filesystem
+ * without sockets (sys.h pohm_sys_test_switch). */
 static int regular_wanted(void)
 {
-	const char *v = getenv("POHMELFS_TEST_REGULAR_STUBS");
+	const char *v = pohm_sys_test_switch(POHM_TEST_REGULAR_STUBS);
 
 	return v && v[0] == '1';
 }

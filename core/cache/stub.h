@@ -13,8 +13,9 @@
  * Where the filesystem makes no socket inodes (mknod fails with EPERM or
  * EOPNOTSUPP), and in stubs made by earlier versions, a stub is an empty
  * regular file with mode 000 (root reads it as empty: the documented limit
- * of such filesystems).  POHMELFS_TEST_REGULAR_STUBS=1 (test-only,
- * documented in libpohmelfs(7)) makes that form, to test it.
+ * of such filesystems).  POHMELFS_TEST_REGULAR_STUBS=1 (test builds only,
+ * sys.h pohm_sys_test_switch; documented in libpohmelfs(7)) makes that form,
+ * to test it.
  */
 #ifndef POHM_CORE_STUB_H
 #define POHM_CORE_STUB_H

@@ -106,6 +106,32 @@ static int parse_bool(const char *s, int *out)
 	return -EINVAL;
 }
 
+int pohm_config_parse_bool(const char *s, int *out)
+{
+	return parse_bool(s, out);
+}
+
+int pohm_config_parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pohm_config_parse_protocol(const char *s, enum pohm_protocol *p)
+{
+	if (!strcmp(s, "3.0") || !strcmp(s, "3"))
+		*p = POHM_PROTO_3_0;
+	else if (!strcmp(s, "2.26"))
+		*p = POHM_PROTO_2_26;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int pohm_config_parse_size(const char *s, uint64_t *out, int *percent)
 {
 	char num[32];
@@ -327,13 +353,7 @@ static int apply(struct pohm_config *c, const struct cfg_key *k, const char *v, 
 		c->nservers++;
 		return 0;
 	case T_PROTOCOL:
-		if (!strcmp(v, "3.0") || !strcmp(v, "3"))
-			c->protocol = POHM_PROTO_3_0;
-		else if (!strcmp(v, "2.26"))
-			c->protocol = POHM_PROTO_2_26;
-		else
-			return -EINVAL;
-		return 0;
+		return pohm_config_parse_protocol(v, &c->protocol);
 	case T_LOGLEVEL:
 		r = pohm_log_parse_level(v);
 		if (r < 0)
@@ -361,12 +381,8 @@ static int set_idx(struct pohm_config *c, unsigned i, const char *value,
 		if (k->type == T_SERVER && c->nservers >= POHM_MAX_SERVERS)
 			errf(err, errlen, "%s%s=%s: too many servers (at most %d)", where, k->name,
 			     value, POHM_MAX_SERVERS);
-		else if (why)
-			errf(err, errlen, "%s%s=%s: %s, expected %s", where, k->name, value, why,
-			     k->expect);
 		else
-			errf(err, errlen, "%s%s=%s: invalid value, expected %s", where, k->name,
-			     value, k->expect);
+			pohm_config_bad_value(err, errlen, where, k->name, value, why, k->expect);
 		return -EINVAL;
 	}
 	if (k->type == T_SERVER && c->raw[i]) {
@@ -390,8 +406,17 @@ static int set_idx(struct pohm_config *c, unsigned i, const char *value,
 	return 0;
 }
 
-/* Edit distance of a and b, capped: enough to suggest a key for a typo. */
-static unsigned distance(const char *a, const char *b)
+void pohm_config_bad_value(char *err, size_t errlen, const char *where, const char *key,
+			   const char *value, const char *why, const char *expect)
+{
+	if (!value)
+		errf(err, errlen, "%s%s: missing value, expected %s=%s", where, key, key, expect);
+	else
+		errf(err, errlen, "%s%s=%s: %s, expected %s", where, key, value,
+		     why ? why : "invalid value", expect);
+}
+
+unsigned pohm_config_distance(const char *a, const char *b)
 {
 	unsigned row[64], i, j, diag, up;
 	size_t la = strlen(a), lb = strlen(b);
@@ -425,7 +450,7 @@ const char *pohm_config_suggest(const char *word)
 	const char *hint = NULL;
 
 	for (i = 0; i < NKEYS; i++) {
-		d = distance(word, keys[i].name);
+		d = pohm_config_distance(word, keys[i].name);
 		if (d < best) {
 			best = d;
 			hint = keys[i].name;
@@ -434,18 +459,23 @@ const char *pohm_config_suggest(const char *word)
 	return hint;
 }
 
+void pohm_config_unknown_key(char *err, size_t errlen, const char *where, const char *key,
+			     const char *value, const char *doc, const char *hint)
+{
+	if (hint)
+		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
+		     "of %s; did you mean \"%s\"?", where, key, key, value ? "=" : "",
+		     value ? value : "", doc, hint);
+	else
+		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
+		     "of %s", where, key, key, value ? "=" : "", value ? value : "", doc);
+}
+
 static void unknown_key(char *err, size_t errlen, const char *where, const char *key,
 			const char *value)
 {
-	const char *hint = pohm_config_suggest(key);
-
-	if (hint)
-		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
-		     "of pohmelfs.conf(5); did you mean \"%s\"?", where, key, key, value ? "=" : "",
-		     value ? value : "", hint);
-	else
-		errf(err, errlen, "%sunknown configuration key \"%s\" in %s%s%s: expected a key "
-		     "of pohmelfs.conf(5)", where, key, key, value ? "=" : "", value ? value : "");
+	pohm_config_unknown_key(err, errlen, where, key, value, "pohmelfs.conf(5)",
+				pohm_config_suggest(key));
 }
 
 int pohm_config_set(struct pohm_config *c, const char *key, const char *value,
@@ -518,10 +548,10 @@ static void trim(char **s, char **e)
 		(*e)--;
 }
 
-int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
-			   const char *name, char *err, size_t errlen)
+int pohm_config_read_lines(const char *text, size_t len, const char *name,
+			   pohm_config_line_fn fn, void *arg, char *err, size_t errlen)
 {
-	char line[4200], where[300];
+	char line[POHM_CFG_LINE_MAX], where[300];
 	size_t pos = 0;
 	unsigned lineno = 0;
 	int r = 0;
@@ -530,7 +560,6 @@ int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
 		char *s, *e, *eq, *ks, *ke;
-		int i;
 
 		lineno++;
 		snprintf(where, sizeof(where), "%s:%u: ", name, lineno);
@@ -552,31 +581,41 @@ int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
 		ke = eq ? eq : e;
 		trim(&ks, &ke);
 		*ke = 0;
-		i = key_index(ks);
-		if (i < 0) {
-			if (eq) {
-				s = eq + 1;
-				trim(&s, &e);
-				*e = 0;
-			}
-			unknown_key(err, errlen, where, ks, eq ? s : NULL);
-			return -EINVAL;
+		if (eq) {
+			s = eq + 1;
+			trim(&s, &e);
+			*e = 0;
 		}
-		if (!eq) {
-			if (keys[i].type != T_BOOL) {
-				errf(err, errlen, "%s%s: missing value, expected %s=%s", where, ks, ks,
-				     keys[i].expect);
-				return -EINVAL;
-			}
-			r = set_idx(c, (unsigned)i, "1", POHM_CFG_FILE, where, err, errlen);
-			continue;
-		}
-		s = eq + 1;
-		trim(&s, &e);
-		*e = 0;
-		r = set_idx(c, (unsigned)i, s, POHM_CFG_FILE, where, err, errlen);
+		r = fn(arg, ks, eq ? s : NULL, where, err, errlen);
 	}
 	return r;
+}
+
+/* The line callback of the client's keys (pohm_config_parse_text). */
+static int client_line(void *arg, const char *key, const char *value, const char *where,
+		       char *err, size_t errlen)
+{
+	struct pohm_config *c = arg;
+	int i = key_index(key);
+
+	if (i < 0) {
+		unknown_key(err, errlen, where, key, value);
+		return -EINVAL;
+	}
+	if (!value) {
+		if (keys[i].type != T_BOOL) {
+			pohm_config_bad_value(err, errlen, where, key, NULL, NULL, keys[i].expect);
+			return -EINVAL;
+		}
+		value = "1";
+	}
+	return set_idx(c, (unsigned)i, value, POHM_CFG_FILE, where, err, errlen);
+}
+
+int pohm_config_parse_text(struct pohm_config *c, const char *text, size_t len,
+			   const char *name, char *err, size_t errlen)
+{
+	return pohm_config_read_lines(text, len, name, client_line, c, err, errlen);
 }
 
 /* Whether DIR (the HOME or XDG_CONFIG_HOME a default file was looked for
@@ -589,7 +628,8 @@ static int own_config_home(const char *dir)
 	       st.st_uid == (uid_t)syscall(SYS_geteuid);
 }
 
-int pohm_config_load_file(struct pohm_config *c, const char *path, char *err, size_t errlen)
+int pohm_config_read_file(const char *path, pohm_config_line_fn fn, void *arg, char *err,
+			  size_t errlen)
 {
 	char *text = NULL;
 	struct stat st;
@@ -626,11 +666,16 @@ int pohm_config_load_file(struct pohm_config *c, const char *path, char *err, si
 		errf(err, errlen, "%s: cannot read the configuration file: %s", path, strerror(-r));
 		goto out;
 	}
-	r = pohm_config_parse_text(c, text, (size_t)n, path, err, errlen);
+	r = pohm_config_read_lines(text, (size_t)n, path, fn, arg, err, errlen);
 out:
 	free(text);
 	pohm_sys_close(fd);
 	return r;
+}
+
+int pohm_config_load_file(struct pohm_config *c, const char *path, char *err, size_t errlen)
+{
+	return pohm_config_read_file(path, client_line, c, err, errlen);
 }
 
 /* ---------------------------------------------------------------- environment */

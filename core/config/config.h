@@ -120,6 +120,67 @@ unsigned pohm_config_write_quorum(const struct pohm_config *c);
 /* Release the strings a config owns (safe on defaults and twice). */
 void pohm_config_free(struct pohm_config *c);
 
+/* ---------------------------------------------------------------- the shared reader
+ *
+ * The file format and the value rules of every configuration in the tree:
+ * the client's keys above, and pohmelfs-node's (node/config.c), which has
+ * its own keys but reads its file and its values only through these.
+ */
+
+#define POHM_CFG_LINE_MAX	4200	/* a longer line is an error */
+
+/*
+ * Called for each setting line: key and value trimmed of blanks, value NULL
+ * for a bare "key" line (no '='); where is "FILE:LINE: " for messages.
+ * Returns 0, or a negative errno with a message in err, which stops the
+ * reading.
+ */
+typedef int (*pohm_config_line_fn)(void *arg, const char *key, const char *value,
+				   const char *where, char *err, size_t errlen);
+
+/*
+ * Split config file text into settings: "key = value" lines, '#' comment
+ * lines and blank lines; name is the file name of the messages.  Returns 0,
+ * -EINVAL for a line over POHM_CFG_LINE_MAX ("FILE:LINE: line too long"),
+ * or the first non-zero return of fn.
+ */
+int pohm_config_read_lines(const char *text, size_t len, const char *name,
+			   pohm_config_line_fn fn, void *arg, char *err, size_t errlen);
+
+/*
+ * Read the file at path (a regular file of at most 1 MiB; /dev/null reads as
+ * empty) and pass its settings to fn.  0, -ENOENT without a message when it
+ * does not exist, -EINVAL or another -errno with a message, or fn's error.
+ */
+int pohm_config_read_file(const char *path, pohm_config_line_fn fn, void *arg, char *err,
+			  size_t errlen);
+
+/*
+ * The one message of a bad value: "WHERE key=value: WHY, expected EXPECT"
+ * (WHY defaults to "invalid value"), or for value NULL (a bare key that needs
+ * one) "WHERE key: missing value, expected key=EXPECT".  WHERE is "" or ends
+ * in ": " ("FILE:LINE: ", "POHMELFS_X: ", "--option: ").
+ */
+void pohm_config_bad_value(char *err, size_t errlen, const char *where, const char *key,
+			   const char *value, const char *why, const char *expect);
+
+/*
+ * The one message of an unknown key: "WHERE unknown configuration key "key"
+ * in key=value: expected a key of DOC; did you mean "HINT"?" (no hint part
+ * when hint is NULL; no "=value" when value is NULL).
+ */
+void pohm_config_unknown_key(char *err, size_t errlen, const char *where, const char *key,
+			     const char *value, const char *doc, const char *hint);
+
+/* Edit distance of a and b (99 for words of 64 bytes or more): a typo is < 3. */
+unsigned pohm_config_distance(const char *a, const char *b);
+
+/* Decimal digits only (no sign, no spaces), at most max: 0 or -EINVAL. */
+int pohm_config_parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* 1, yes, true, on or "" → 1; 0, no, false, off → 0 (any case): 0 or -EINVAL. */
+int pohm_config_parse_bool(const char *s, int *out);
+/* "3.0" (or "3") or "2.26": 0 and *p, or -EINVAL. */
+int pohm_config_parse_protocol(const char *s, enum pohm_protocol *p);
 /* Parse "5", "0.25", "1.5s"-free decimal seconds into ns: 0 or -EINVAL. */
 int pohm_config_parse_seconds(const char *s, uint64_t *ns);
 /* "1024", "64K", "10M", "2G", "1T" (binary units), or "N%" (*percent set, N ≤ 100). 0 or -EINVAL. */

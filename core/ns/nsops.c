@@ -780,7 +780,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	}
 	strcpy(src.i_name, dname);
 	/* Test only: a renamer killed between its intent and the commit. */
-	pohm_sys_test_kill("POHMELFS_TEST_KILL_AT_RENAME_INTENT");
+	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
 	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
 	if (r)
 		goto abort;

@@ -14,57 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- cursor */
-
-struct rd {
-	const uint8_t *p;
-	size_t left;
-	int err;
-};
-
-static const uint8_t *rd_take(struct rd *r, size_t n)
-{
-	const uint8_t *p = r->p;
-
-	if (r->err || n > r->left) {
-		r->err = -EPROTO;
-		return NULL;
-	}
-	r->p += n;
-	r->left -= n;
-	return p;
-}
-
-static uint8_t rd_u8(struct rd *r)
-{
-	const uint8_t *p = rd_take(r, 1);
-
-	return p ? p[0] : 0;
-}
-
-static uint16_t rd_u16(struct rd *r)
-{
-	const uint8_t *p = rd_take(r, 2);
-
-	return p ? pohm_le16(p) : 0;
-}
-
-static uint32_t rd_u32(struct rd *r)
-{
-	const uint8_t *p = rd_take(r, 4);
-
-	return p ? pohm_le32(p) : 0;
-}
-
-static uint64_t rd_u64(struct rd *r)
-{
-	const uint8_t *p = rd_take(r, 8);
-
-	return p ? pohm_le64(p) : 0;
-}
+/* ---------------------------------------------------------------- cursor (buf.h pohm_rd) */
 
 /* A length-prefixed string copied into a fresh NUL-terminated allocation. */
-static char *rd_str(struct rd *r, size_t len, size_t max)
+static char *rd_str(struct pohm_rd *r, size_t len, size_t max)
 {
 	const uint8_t *p;
 	char *s;
@@ -73,7 +26,7 @@ static char *rd_str(struct rd *r, size_t len, size_t max)
 		r->err = -EPROTO;
 		return NULL;
 	}
-	p = rd_take(r, len);
+	p = pohm_rd_take(r, len);
 	if (!p)
 		return NULL;
 	if (memchr(p, '\0', len)) {
@@ -90,10 +43,10 @@ static char *rd_str(struct rd *r, size_t len, size_t max)
 	return s;
 }
 
-static void rd_ts(struct rd *r, struct pohm_ts *t)
+static void rd_ts(struct pohm_rd *r, struct pohm_ts *t)
 {
-	t->sec = (int64_t)rd_u64(r);
-	t->nsec = rd_u32(r);
+	t->sec = (int64_t)pohm_rd_u64(r);
+	t->nsec = pohm_rd_u32(r);
 	if (t->nsec >= 1000000000u)
 		r->err = r->err ? r->err : -EPROTO;
 }
@@ -157,33 +110,33 @@ static int hdr_encode(struct pohm_buf *b, const struct pohm_obj_hdr *h)
 	return r ? -ENOMEM : 0;
 }
 
-static int hdr_decode(struct pohm_obj_hdr *h, struct rd *r)
+static int hdr_decode(struct pohm_obj_hdr *h, struct pohm_rd *r)
 {
 	uint16_t fl, kl;
 	const uint8_t *p;
 
 	memset(h, 0, sizeof(*h));
-	if (rd_u32(r) != POHM_OBJ_MAGIC)
+	if (pohm_rd_u32(r) != POHM_OBJ_MAGIC)
 		return r->err ? r->err : -EILSEQ;
-	if (rd_u8(r) != POHM_OBJ_FORMAT)
+	if (pohm_rd_u8(r) != POHM_OBJ_FORMAT)
 		return r->err ? r->err : -EILSEQ;
-	h->type = rd_u8(r);
-	h->flags = rd_u16(r);
-	h->parent = rd_u64(r);
-	fl = rd_u16(r);
-	kl = rd_u16(r);
+	h->type = pohm_rd_u8(r);
+	h->flags = pohm_rd_u16(r);
+	h->parent = pohm_rd_u64(r);
+	fl = pohm_rd_u16(r);
+	kl = pohm_rd_u16(r);
 	if (fl >= sizeof(h->fsid) || kl >= POHM_KEY_MAX)
 		return -EPROTO;
-	if ((p = rd_take(r, fl)))
+	if ((p = pohm_rd_take(r, fl)))
 		memcpy(h->fsid, p, fl);
-	if ((p = rd_take(r, kl)))
+	if ((p = pohm_rd_take(r, kl)))
 		memcpy(h->key, p, kl);
 	return r->err;
 }
 
 int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n)
 {
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 
 	return hdr_decode(h, &r);
 }
@@ -206,7 +159,7 @@ static int put_chunkrefs(struct pohm_buf *b, const struct pohm_chunkref *c, uint
 }
 
 /* Read cnt entries of at most max bytes each into a fresh array (*out; NULL if cnt is 0). */
-static void rd_chunkrefs(struct rd *r, uint32_t cnt, uint64_t max, struct pohm_chunkref **out)
+static void rd_chunkrefs(struct pohm_rd *r, uint32_t cnt, uint64_t max, struct pohm_chunkref **out)
 {
 	uint32_t i;
 
@@ -222,11 +175,11 @@ static void rd_chunkrefs(struct rd *r, uint32_t cnt, uint64_t max, struct pohm_c
 	for (i = 0; i < cnt && !r->err; i++) {
 		const uint8_t *c;
 
-		(*out)[i].gen = rd_u64(r);
-		(*out)[i].len = rd_u32(r);
+		(*out)[i].gen = pohm_rd_u64(r);
+		(*out)[i].len = pohm_rd_u32(r);
 		if ((*out)[i].len > max)
 			r->err = -EPROTO;
-		if ((*out)[i].gen && (c = rd_take(r, 64)))
+		if ((*out)[i].gen && (c = pohm_rd_take(r, 64)))
 			memcpy((*out)[i].csum, c, 64);
 	}
 }
@@ -324,23 +277,23 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 }
 
 /* The trailing section: external map references and the name hint. */
-static void inode_ext_decode(struct pohm_inode *in, struct rd *r)
+static void inode_ext_decode(struct pohm_inode *in, struct pohm_rd *r)
 {
 	uint8_t ext;
 	uint32_t i;
 
 	if (r->err || !r->left)
 		return;
-	ext = rd_u8(r);
+	ext = pohm_rd_u8(r);
 	if (ext & ~(INODE_EXT_MAPS | INODE_EXT_PNAME)) {
 		r->err = -EPROTO;
 		return;
 	}
 	if (ext & INODE_EXT_MAPS) {
-		in->map_end = rd_u64(r);
-		in->map_trimmed = rd_u8(r);
-		in->map_span = rd_u32(r);
-		in->nmaps = rd_u32(r);
+		in->map_end = pohm_rd_u64(r);
+		in->map_trimmed = pohm_rd_u8(r);
+		in->map_span = pohm_rd_u32(r);
+		in->nmaps = pohm_rd_u32(r);
 		if (r->err || !in->nmaps || in->nchunks || !in->map_span ||
 		    in->map_span > 65536 || (size_t)in->nmaps * 8 > r->left ||
 		    in->map_end > in->size) {
@@ -356,13 +309,13 @@ static void inode_ext_decode(struct pohm_inode *in, struct rd *r)
 		for (i = 0; i < in->nmaps && !r->err; i++) {
 			const uint8_t *c;
 
-			in->maps[i].gen = rd_u64(r);
-			if (in->maps[i].gen && (c = rd_take(r, 64)))
+			in->maps[i].gen = pohm_rd_u64(r);
+			if (in->maps[i].gen && (c = pohm_rd_take(r, 64)))
 				memcpy(in->maps[i].csum, c, 64);
 		}
 	}
 	if (ext & INODE_EXT_PNAME) {
-		uint16_t nl = rd_u16(r);
+		uint16_t nl = pohm_rd_u16(r);
 
 		if (!nl)
 			r->err = r->err ? r->err : -EPROTO;
@@ -373,7 +326,7 @@ static void inode_ext_decode(struct pohm_inode *in, struct rd *r)
 
 int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 {
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 	uint32_t i, tl, cnt;
 	int err;
 
@@ -383,28 +336,28 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 		return err;
 	if (in->hdr.type != POHM_OBJ_INODE)
 		return -EPROTO;
-	in->ino = rd_u64(&r);
-	in->mode = rd_u32(&r);
-	in->uid = rd_u32(&r);
-	in->gid = rd_u32(&r);
-	in->nlink = rd_u32(&r);
-	in->size = rd_u64(&r);
-	in->rdev = rd_u64(&r);
+	in->ino = pohm_rd_u64(&r);
+	in->mode = pohm_rd_u32(&r);
+	in->uid = pohm_rd_u32(&r);
+	in->gid = pohm_rd_u32(&r);
+	in->nlink = pohm_rd_u32(&r);
+	in->size = pohm_rd_u64(&r);
+	in->rdev = pohm_rd_u64(&r);
 	rd_ts(&r, &in->atime);
 	rd_ts(&r, &in->mtime);
 	rd_ts(&r, &in->ctime);
 	rd_ts(&r, &in->btime);
-	in->version = rd_u64(&r);
-	in->dversion = rd_u64(&r);
-	in->txid = rd_u64(&r);
-	in->chunk_shift = rd_u8(&r);
-	in->depth_hint = rd_u8(&r);
+	in->version = pohm_rd_u64(&r);
+	in->dversion = pohm_rd_u64(&r);
+	in->txid = pohm_rd_u64(&r);
+	in->chunk_shift = pohm_rd_u8(&r);
+	in->depth_hint = pohm_rd_u8(&r);
 	if (in->chunk_shift < 12 || in->chunk_shift > 30)
 		r.err = r.err ? r.err : -EPROTO;
-	tl = rd_u32(&r);
+	tl = pohm_rd_u32(&r);
 	if (tl)
 		in->target = rd_str(&r, tl, 4095);
-	cnt = rd_u32(&r);
+	cnt = pohm_rd_u32(&r);
 	if (r.err || cnt > 4096 || (size_t)cnt * 6 > r.left) {
 		err = r.err ? r.err : -EPROTO;
 		goto fail;
@@ -417,19 +370,19 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 	for (i = 0; i < cnt && !r.err; i++) {
 		const uint8_t *v;
 
-		in->xattr[i].name = rd_str(&r, rd_u16(&r), POHM_NAME_MAX);
-		in->xattr[i].len = rd_u32(&r);
+		in->xattr[i].name = rd_str(&r, pohm_rd_u16(&r), POHM_NAME_MAX);
+		in->xattr[i].len = pohm_rd_u32(&r);
 		if (in->xattr[i].len > 65536) {
 			r.err = -EPROTO;
 			break;
 		}
-		v = rd_take(&r, in->xattr[i].len);
+		v = pohm_rd_take(&r, in->xattr[i].len);
 		if (v && (in->xattr[i].value = malloc(in->xattr[i].len + 1)))
 			memcpy(in->xattr[i].value, v, in->xattr[i].len);
 		else if (v)
 			r.err = -ENOMEM;
 	}
-	cnt = rd_u32(&r);
+	cnt = pohm_rd_u32(&r);
 	rd_chunkrefs(&r, cnt, 1ULL << in->chunk_shift, &in->chunks);
 	if (!r.err)
 		in->nchunks = cnt;
@@ -532,7 +485,7 @@ int pohm_bucket_encode(struct pohm_buf *b, const struct pohm_bucket *bk)
 
 int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 {
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 	uint32_t i, cnt;
 	int err;
 
@@ -542,21 +495,21 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 		return err;
 	if (bk->hdr.type != POHM_OBJ_BUCKET)
 		return -EPROTO;
-	bk->dir = rd_u64(&r);
-	bk->depth = rd_u8(&r);
-	bk->state = rd_u8(&r);
-	bk->index = rd_u32(&r);
-	bk->txid = rd_u64(&r);
-	bk->stamp = rd_u64(&r);
+	bk->dir = pohm_rd_u64(&r);
+	bk->depth = pohm_rd_u8(&r);
+	bk->state = pohm_rd_u8(&r);
+	bk->index = pohm_rd_u32(&r);
+	bk->txid = pohm_rd_u64(&r);
+	bk->stamp = pohm_rd_u64(&r);
 	if (bk->state == POHM_BUCKET_SEALED) {
 		uint16_t sl;
 
-		bk->seal_parent = rd_u64(&r);
-		sl = rd_u16(&r);
+		bk->seal_parent = pohm_rd_u64(&r);
+		sl = pohm_rd_u16(&r);
 		if (sl)
 			bk->seal_name = rd_str(&r, sl, POHM_NAME_MAX);
 	}
-	cnt = rd_u32(&r);
+	cnt = pohm_rd_u32(&r);
 	if (r.err || bk->depth > 40 || bk->state > POHM_BUCKET_SEALED ||
 	    (size_t)cnt * 20 > r.left) {
 		err = r.err ? r.err : -EPROTO;
@@ -570,28 +523,28 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 	bk->n = bk->cap = cnt;
 	for (i = 0; i < cnt && !r.err; i++) {
 		struct pohm_dentry *e = &bk->e[i];
-		uint16_t nl = rd_u16(&r);
+		uint16_t nl = pohm_rd_u16(&r);
 
 		if (!nl)
 			r.err = -EPROTO;
 		e->name = rd_str(&r, nl, POHM_NAME_MAX);
-		e->ino = rd_u64(&r);
-		e->type = rd_u8(&r);
-		e->txid = rd_u64(&r);
-		e->intent = rd_u8(&r);
+		e->ino = pohm_rd_u64(&r);
+		e->type = pohm_rd_u8(&r);
+		e->txid = pohm_rd_u64(&r);
+		e->intent = pohm_rd_u8(&r);
 		if (e->intent > POHM_INTENT_RMDIR)
 			r.err = -EPROTO;
 		if (e->intent && !r.err) {
 			uint16_t il;
 
-			e->i_txid = rd_u64(&r);
-			e->i_dir = rd_u64(&r);
-			il = rd_u16(&r);
+			e->i_txid = pohm_rd_u64(&r);
+			e->i_dir = pohm_rd_u64(&r);
+			il = pohm_rd_u16(&r);
 			if (il)
 				e->i_name = rd_str(&r, il, POHM_NAME_MAX);
-			e->i_time = rd_u64(&r);
-			e->i_replaced = rd_u64(&r);
-			e->i_flags = rd_u32(&r);
+			e->i_time = pohm_rd_u64(&r);
+			e->i_replaced = pohm_rd_u64(&r);
+			e->i_flags = pohm_rd_u32(&r);
 		}
 	}
 	if (r.err) {
@@ -701,16 +654,16 @@ int pohm_chunk_decode(uint64_t *ino, uint64_t *chunk, uint64_t *gen, const uint8
 		      size_t *len, const uint8_t *p, size_t n)
 {
 	struct pohm_obj_hdr h;
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 	int err = hdr_decode(&h, &r);
 
 	if (err)
 		return err;
 	if (h.type != POHM_OBJ_CHUNK)
 		return -EPROTO;
-	*ino = rd_u64(&r);
-	*chunk = rd_u64(&r);
-	*gen = rd_u64(&r);
+	*ino = pohm_rd_u64(&r);
+	*chunk = pohm_rd_u64(&r);
+	*gen = pohm_rd_u64(&r);
 	if (r.err)
 		return r.err;
 	*data = r.p;
@@ -745,7 +698,7 @@ int pohm_map_encode(struct pohm_buf *b, const struct pohm_map *m)
 
 int pohm_map_decode(struct pohm_map *m, const uint8_t *p, size_t n)
 {
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 	int err;
 
 	memset(m, 0, sizeof(*m));
@@ -754,10 +707,10 @@ int pohm_map_decode(struct pohm_map *m, const uint8_t *p, size_t n)
 		return err;
 	if (m->hdr.type != POHM_OBJ_MAP)
 		return -EPROTO;
-	m->ino = rd_u64(&r);
-	m->index = rd_u64(&r);
-	m->gen = rd_u64(&r);
-	m->n = rd_u32(&r);
+	m->ino = pohm_rd_u64(&r);
+	m->index = pohm_rd_u64(&r);
+	m->gen = pohm_rd_u64(&r);
+	m->n = pohm_rd_u32(&r);
 	if (!r.err && m->n > 65536)
 		r.err = -EPROTO;
 	rd_chunkrefs(&r, m->n, 1u << 30, &m->e);
@@ -790,15 +743,15 @@ int pohm_lease_encode(struct pohm_buf *b, const struct pohm_lease *l)
 
 int pohm_lease_decode(struct pohm_lease *l, const uint8_t *p, size_t n)
 {
-	struct rd r = { p, n, 0 };
+	struct pohm_rd r = pohm_rd_make(p, n);
 	int err = hdr_decode(&l->hdr, &r);
 
 	if (err)
 		return err;
 	if (l->hdr.type != POHM_OBJ_LEASE)
 		return -EPROTO;
-	l->txid = rd_u64(&r);
-	l->expires = rd_u64(&r);
+	l->txid = pohm_rd_u64(&r);
+	l->expires = pohm_rd_u64(&r);
 	return r.err;
 }
 

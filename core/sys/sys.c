@@ -237,9 +237,16 @@ pid_t pohm_sys_getpid(void)
 /* Weak no-op: only the test programs link the one that kills
  * (tests/progs/hooks/test_kill.c), so no host process can be killed through
  * its environment and the library pays no getenv on these paths. */
-__attribute__((weak)) void pohm_sys_test_kill(const char *env)
+__attribute__((weak)) void pohm_sys_test_kill(enum pohm_test_switch s)
 {
-	(void)env;
+	(void)s;
+}
+
+/* Weak: no switch is on outside a test build (tests/progs/hooks/test_switch.c). */
+__attribute__((weak)) const char *pohm_sys_test_switch(enum pohm_test_switch s)
+{
+	(void)s;
+	return NULL;
 }
 
 mode_t pohm_sys_umask(void)

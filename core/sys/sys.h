@@ -65,12 +65,32 @@ uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
+/*
+ * Test switches.  Each is a POHMELFS_TEST_* environment variable that only a
+ * test build reads: the test programs (tests/progs/), the unit tests and
+ * build/test/ (a copy of the library, pohmelfs and pohmelfsd for the bats
+ * tests that need a switch) link tests/progs/hooks/test_switch.c, whose
+ * strong pohm_sys_test_switch() replaces the weak one here.  The shipped
+ * library, tools and node carry the weak one, which returns NULL: they hold
+ * no test variable's name and read none.
+ */
+enum pohm_test_switch {
+	POHM_TEST_PASSTHROUGH,		/* preload: the storage side stays out */
+	POHM_TEST_REGULAR_STUBS,	/* core/cache/stub.c: "1" = stubs as regular files */
+	POHM_TEST_INTERNAL_FD,		/* preload/init.c: hold FILE open as an internal fd */
+	POHM_TEST_BOOT_ID,		/* core/cache/cacheboot.c: this text is the boot id */
+	POHM_TEST_KILL_AT_RENAME_INTENT,	/* core/ns/nsops.c, see pohm_sys_test_kill */
+	POHM_TEST_KILL_IN_RENAME,	/* core/cache/cachens.c, see pohm_sys_test_kill */
+};
+/* The switch's value in a test build (NULL when its variable is unset);
+ * NULL everywhere else. */
+const char *pohm_sys_test_switch(enum pohm_test_switch s);
 /* Test hook: in the test programs (tests/progs/, which link
  * tests/progs/hooks/test_kill.c), SIGKILL the calling process here when the
- * environment variable env is set; a crash test names the point it kills at
+ * switch's variable is set; a crash test names the point it kills at
  * instead of racing a kill against the clock.  Everywhere else (the library,
- * the tools, the node) a no-op. */
-void pohm_sys_test_kill(const char *env);
+ * its test build, the tools, the node) a no-op. */
+void pohm_sys_test_kill(enum pohm_test_switch s);
 /*
  * The process umask, read from /proc/self/status without changing it (a
  * set-and-restore would give a host thread creating meanwhile 022, and

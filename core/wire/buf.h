@@ -1,11 +1,13 @@
 /*
- * buf.h — a growable byte buffer for building packets.
+ * buf.h — a growable byte buffer for building packets, and the
+ * bounds-checked cursor (pohm_rd) that decoders read records with.
  * Memory comes from the library's allocator (the private jemalloc inside
  * libpohmelfs.so); never hand p to the host, never free host memory here.
  */
 #ifndef POHM_CORE_BUF_H
 #define POHM_CORE_BUF_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +48,65 @@ static inline void pohm_st64(uint8_t *p, uint64_t v)
 {
 	pohm_st32(p, (uint32_t)v);
 	pohm_st32(p + 4, (uint32_t)(v >> 32));
+}
+
+/*
+ * A bounds-checked reader over n bytes (the journal's records, the storage
+ * objects of nsobj.h).  A read past the end returns NULL or 0 and sets err
+ * to -EPROTO; err is sticky (the first error stays, every later read fails
+ * too), so a decoder reads all its fields and checks err once.  A decoder
+ * may set err itself (-ENOMEM, a bad value).  Nothing is allocated.
+ */
+struct pohm_rd {
+	const uint8_t *p;	/* the next unread byte */
+	size_t left;		/* bytes after p */
+	int err;		/* 0, or the first error */
+};
+
+static inline struct pohm_rd pohm_rd_make(const void *p, size_t n)
+{
+	struct pohm_rd r = { (const uint8_t *)p, n, 0 };
+
+	return r;
+}
+/* The next n bytes (and step past them), or NULL (err set). */
+static inline const uint8_t *pohm_rd_take(struct pohm_rd *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if (r->err || n > r->left) {
+		if (!r->err)
+			r->err = -EPROTO;
+		return NULL;
+	}
+	r->p += n;
+	r->left -= n;
+	return p;
+}
+/* Little-endian integers; 0 once err is set. */
+static inline uint8_t pohm_rd_u8(struct pohm_rd *r)
+{
+	const uint8_t *p = pohm_rd_take(r, 1);
+
+	return p ? p[0] : 0;
+}
+static inline uint16_t pohm_rd_u16(struct pohm_rd *r)
+{
+	const uint8_t *p = pohm_rd_take(r, 2);
+
+	return p ? pohm_le16(p) : 0;
+}
+static inline uint32_t pohm_rd_u32(struct pohm_rd *r)
+{
+	const uint8_t *p = pohm_rd_take(r, 4);
+
+	return p ? pohm_le32(p) : 0;
+}
+static inline uint64_t pohm_rd_u64(struct pohm_rd *r)
+{
+	const uint8_t *p = pohm_rd_take(r, 8);
+
+	return p ? pohm_le64(p) : 0;
 }
 
 #endif

@@ -61,3 +61,23 @@ copy_tree() {
 	# Nothing the library needs is left undefined (it is linked with -z defs).
 	! nm -D --undefined-only "$LIB" | grep -v '@' | grep -E ' U pohm_'
 }
+
+@test "the shipped library, tools and node read no POHMELFS_TEST_* switch; build/test/ does" {
+	# Issue 20: test-only switches are compiled into test builds only
+	# (core/sys/sys.h pohm_sys_test_switch, tests/progs/hooks/test_switch.c).
+	local f
+	for f in "$B/libpohmelfs.so" "$B/pohmelfs" "$B/pohmelfsd" "$B/pohmelfs-node"; do
+		[ -s "$f" ]
+		run grep -c POHMELFS_TEST < <(strings "$f")
+		echo "$f: $output"
+		[ "$output" = 0 ]
+	done
+	# The test build carries every switch the bats tests set ...
+	for f in PASSTHROUGH REGULAR_STUBS INTERNAL_FD BOOT_ID; do
+		strings "$B/test/libpohmelfs.so" | grep -qx "POHMELFS_TEST_$f"
+	done
+	strings "$B/test/pohmelfsd" | grep -qx POHMELFS_TEST_REGULAR_STUBS
+	# ... and so do the test programs, which also kill (cache_hosts.bats
+	# checks that the library, also its test build, never does).
+	strings "$B/tests/progs/cache_ctl" | grep -qx POHMELFS_TEST_KILL_IN_RENAME
+}

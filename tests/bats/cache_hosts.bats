@@ -4,6 +4,7 @@
 # cache's C API (tests/progs/cache_ctl) and pohmelfsd.
 
 setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_REGULAR_STUBS: build/test/ reads it
 	load lib/common
 	load lib/cluster
 	cluster_start "$BATS_TEST_NAME" --groups 3 --nodes-per-group 1 --nosync
@@ -271,7 +272,7 @@ on() {
 	# The two tests above kill cache_ctl through these variables; a host
 	# process under the library (and the tools) must never die of them.
 	run on a env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_TEST_KILL_AT_RENAME_INTENT=1 \
-		LD_PRELOAD="$PRELOAD" sh -c 'echo x >"$1/f" && mv "$1/f" "$1/g" && cat "$1/g"' sh "$T/a"
+		LD_PRELOAD="$PRELOAD_SHIPPED" sh -c 'echo x >"$1/f" && mv "$1/f" "$1/g" && cat "$1/g"' sh "$T/a"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = x ]

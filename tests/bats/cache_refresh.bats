@@ -16,6 +16,7 @@
 # (attr_timeout=0) and push at close, unless a test says otherwise.
 
 setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_REGULAR_STUBS: build/test/ reads it
 	load lib/common
 	load lib/cluster
 	load lib/hosts

@@ -12,6 +12,7 @@
 # cache_refresh.bats.
 
 setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_REGULAR_STUBS: build/test/ reads it
 	load lib/common
 	load lib/cluster
 	load lib/hosts

@@ -6,6 +6,7 @@
 setup() {
 	# These test the interposition layer alone: the storage hooks stay out.
 	export POHMELFS_TEST_PASSTHROUGH=1
+	POHM_TEST_BUILD=1	# the library that reads the switch
 	load lib/common
 	syms=$TOP/preload/syms.def
 	man=$TOP/man/libpohmelfs.7

@@ -8,6 +8,7 @@
 setup() {
 	# These test the interposition layer alone: the storage hooks stay out.
 	export POHMELFS_TEST_PASSTHROUGH=1
+	POHM_TEST_BUILD=1	# the library that reads the switch
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	T=$BATS_TEST_TMPDIR

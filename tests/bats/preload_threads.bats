@@ -17,6 +17,7 @@
 setup() {
 	# The interposition layer alone: the storage hooks stay out.
 	export POHMELFS_TEST_PASSTHROUGH=1
+	POHM_TEST_BUILD=1	# the library that reads the switch
 	load lib/common
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
 	T=$BATS_TEST_TMPDIR

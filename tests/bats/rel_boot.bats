@@ -21,6 +21,7 @@
 #   - the boot id stays: the same changes are pushed, no conflict copy.
 
 setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_BOOT_ID: build/test/ reads it
 	load lib/common
 	load lib/cluster
 	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"

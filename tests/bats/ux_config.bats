@@ -5,6 +5,8 @@
 # a program under the shim with a bad configuration still does everything
 # outside the prefix; the sample configuration parses.
 
+bats_require_minimum_version 1.5.0
+
 setup() {
 	load lib/common
 	T=$BATS_TEST_TMPDIR
@@ -207,4 +209,75 @@ one_line_error() {
 		cat /etc/hostname >/dev/null 2>"$T/err"
 	[ ! -s "$T/err" ]
 	[ "$(grep -c 'prefix=relative' "$T/early.log")" -eq 2 ]
+}
+
+# node_error ARGS...: pohmelfs-node refuses ARGS with status 2; $err is the
+# first line of its stderr (the usage follows it).
+node_error() {
+	run --separate-stderr "$B/pohmelfs-node" "$@"
+	echo "status $status, stderr: $stderr"
+	[ "$status" -eq 2 ]
+	err=${stderr_lines[0]}
+}
+
+@test "config error: pohmelfs-node's bad values, from its file and its command line, in the client's one format" {
+	# A bad value in the file: FILE:LINE: key=value: ..., expected ...
+	printf 'listen = 127.0.0.1:1\n# comment\n\ngroup = 0\n' >"$T/n.conf"
+	node_error --config "$T/n.conf" --data "$T/d"
+	[ "$err" = "pohmelfs-node: $T/n.conf:4: group=0: invalid value, expected a group number 1..4294967295" ]
+	# The client's size rules: binary suffixes, no "B", no percentage.
+	for v in 64KB 10% 0x1000 1K; do
+		printf 'max_packet = %s\n' "$v" >"$T/n.conf"
+		node_error --config "$T/n.conf"
+		[ "$err" = "pohmelfs-node: $T/n.conf:1: max_packet=$v: invalid value, expected a size between 4K and 4G (K, M, G or T suffix)" ]
+	done
+	# An unknown key, with the nearest one; a bare key that needs a value.
+	printf 'grup = 3\n' >"$T/n.conf"
+	node_error --config "$T/n.conf"
+	[ "$err" = "pohmelfs-node: $T/n.conf:1: unknown configuration key \"grup\" in grup=3: expected a key of pohmelfs-node(8); did you mean \"group\"?" ]
+	printf 'nosync\nlisten\n' >"$T/n.conf"
+	node_error --config "$T/n.conf"
+	[ "$err" = "pohmelfs-node: $T/n.conf:2: listen: missing value, expected listen=host:port with a numeric IPv4 or [IPv6] address (or localhost)" ]
+	printf 'nosync = maybe\n' >"$T/n.conf"
+	node_error --config "$T/n.conf"
+	[[ $err == "pohmelfs-node: $T/n.conf:1: nosync=maybe: invalid value, expected 1, yes, true or on; 0, no, false or off" ]]
+	# A line longer than the client's limit; a missing file.
+	{ printf 'data = '; head -c 5000 /dev/zero | tr '\0' x; echo; } >"$T/n.conf"
+	node_error --config "$T/n.conf"
+	[[ $err == "pohmelfs-node: $T/n.conf:1: line too long (at most "*" bytes)" ]]
+	node_error --config "$T/none.conf"
+	[ "$err" = "pohmelfs-node: $T/none.conf: cannot open the configuration file: No such file or directory" ]
+	node_error --config="$T/none.conf"	# the = form is read too (it was ignored)
+	[ "$err" = "pohmelfs-node: $T/none.conf: cannot open the configuration file: No such file or directory" ]
+	# The command line: --option: key=value: ..., both spellings.
+	node_error --listen 127.0.0.1:1 --group 1 --data "$T/d" --threads 0
+	[ "$err" = "pohmelfs-node: --threads: threads=0: invalid value, expected a thread count 1..256" ]
+	node_error --listen 127.0.0.1:1 --group 1 --data "$T/d" --sync-interval=-1
+	[ "$err" = "pohmelfs-node: --sync-interval: sync_interval=-1: invalid value, expected seconds between syncs, 0..86400" ]
+	node_error --protocol 4
+	[ "$err" = "pohmelfs-node: --protocol: protocol=4: invalid value, expected 3.0 or 2.26" ]
+	node_error --listen 127.0.0.1:1 --group
+	[ "$err" = "pohmelfs-node: --group: group: missing value, expected group=a group number 1..4294967295" ]
+	node_error --grops 2
+	[[ $err == *"unknown configuration key \"grops\""*"did you mean \"group\"?" ]]
+	[ ! -e "$T/d" ]
+}
+
+@test "pohmelfs-node's sample configuration parses, also with every key uncommented" {
+	# log= names a file that cannot be opened: the first thing the node does
+	# after parsing, so status 1 with that message means the file parsed.
+	sed 's|^#*log = .*|log = /proc/nonexistent/log|' "$TOP/conf/node.conf" >"$T/n.conf"
+	run "$B/pohmelfs-node" --config "$T/n.conf"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == "pohmelfs-node: cannot open log /proc/nonexistent/log"* ]]
+	sed -e 's/^#\([a-z_]* = \)/\1/' -e 's/^#nosync$/nosync/' \
+		-e 's|^#*log = .*|log = /proc/nonexistent/log|' "$TOP/conf/node.conf" >"$T/n.conf"
+	grep -q '^nosync$' "$T/n.conf"
+	grep -q '^max_object = ' "$T/n.conf"
+	grep -q '^join = ' "$T/n.conf"
+	run "$B/pohmelfs-node" --config "$T/n.conf"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == "pohmelfs-node: cannot open log /proc/nonexistent/log"* ]]
 }

@@ -431,3 +431,121 @@ TEST(every_key_of_the_design_is_known)
 	}
 	pohm_config_free(&c);
 }
+
+/* ---------------------------------------------------------------- the shared reader */
+
+struct seen {
+	char text[1024];	/* "where|key|value;" per setting, value "(bare)" for NULL */
+	int stop_at;		/* fail on this setting (1-based), 0 = never */
+	int n;
+};
+
+static int collect(void *arg, const char *key, const char *value, const char *where, char *err,
+		   size_t errlen)
+{
+	struct seen *s = arg;
+	size_t l = strlen(s->text);
+
+	snprintf(s->text + l, sizeof(s->text) - l, "%s|%s|%s;", where, key,
+		 value ? value : "(bare)");
+	if (++s->n == s->stop_at) {
+		snprintf(err, errlen, "%sstop", where);
+		return -EDOM;
+	}
+	return 0;
+}
+
+TEST(read_lines_splits_trims_and_numbers_lines)
+{
+	static const char text[] = "# comment\n  a = 1 \n\nflag\r\n\tb=x = y\n  # indented\nc =\nlast=9";
+	struct seen s = { .stop_at = 0 };
+	char err[POHM_CFG_ERRLEN] = "";
+
+	EXPECT_EQ_INT(pohm_config_read_lines(text, sizeof(text) - 1, "f.conf", collect, &s, err,
+					     sizeof(err)), 0);
+	EXPECT_EQ_STR(s.text, "f.conf:2: |a|1;f.conf:4: |flag|(bare);f.conf:5: |b|x = y;"
+			      "f.conf:7: |c|;f.conf:8: |last|9;");
+	/* The callback's error stops the reading and is returned as is. */
+	memset(&s, 0, sizeof(s));
+	s.stop_at = 2;
+	EXPECT_EQ_INT(pohm_config_read_lines(text, sizeof(text) - 1, "f.conf", collect, &s, err,
+					     sizeof(err)), -EDOM);
+	EXPECT_EQ_INT(s.n, 2);
+	EXPECT_EQ_STR(err, "f.conf:4: stop");
+}
+
+TEST(read_lines_refuses_a_long_line_with_its_number)
+{
+	char text[POHM_CFG_LINE_MAX + 20], err[POHM_CFG_ERRLEN] = "";
+	struct seen s = { .stop_at = 0 };
+
+	memcpy(text, "a=1\nb=", 6);
+	memset(text + 6, 'x', sizeof(text) - 6);
+	EXPECT_EQ_INT(pohm_config_read_lines(text, sizeof(text), "f", collect, &s, err, sizeof(err)),
+		      -EINVAL);
+	EXPECT_EQ_INT(s.n, 1);
+	EXPECT(strncmp(err, "f:2: line too long", 18) == 0);
+}
+
+TEST(read_file_passes_settings_and_reports_missing_files)
+{
+	char path[] = "/tmp/pohm-test-config-XXXXXX", err[POHM_CFG_ERRLEN] = "";
+	struct seen s = { .stop_at = 0 };
+	int fd = mkstemp(path);
+
+	EXPECT(fd >= 0);
+	if (fd < 0)
+		return;
+	EXPECT_EQ_INT((int)write(fd, "k = v\n", 6), 6);
+	close(fd);
+	EXPECT_EQ_INT(pohm_config_read_file(path, collect, &s, err, sizeof(err)), 0);
+	EXPECT(strstr(s.text, ":1: |k|v;") != NULL);
+	unlink(path);
+	EXPECT_EQ_INT(pohm_config_read_file(path, collect, &s, err, sizeof(err)), -ENOENT);
+	EXPECT_EQ_INT(s.n, 1);
+	memset(&s, 0, sizeof(s));
+	EXPECT_EQ_INT(pohm_config_read_file("/dev/null", collect, &s, err, sizeof(err)), 0);
+	EXPECT_EQ_INT(s.n, 0);
+}
+
+TEST(shared_value_rules)
+{
+	uint64_t v = 7;
+	int b = 7;
+
+	EXPECT_EQ_INT(pohm_config_parse_uint("42", 42, &v), 0);
+	EXPECT_EQ_U64(v, 42);
+	EXPECT_EQ_INT(pohm_config_parse_uint("43", 42, &v), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_parse_uint("-1", 42, &v), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_parse_uint("0x10", 100, &v), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_parse_uint(" 1", 100, &v), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_parse_uint("", 100, &v), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_parse_uint("18446744073709551616", UINT64_MAX, &v), -EINVAL);
+	EXPECT_EQ_U64(v, 42);
+	EXPECT_EQ_INT(pohm_config_parse_bool("On", &b), 0);
+	EXPECT_EQ_INT(b, 1);
+	EXPECT_EQ_INT(pohm_config_parse_bool("", &b), 0);
+	EXPECT_EQ_INT(b, 1);
+	EXPECT_EQ_INT(pohm_config_parse_bool("off", &b), 0);
+	EXPECT_EQ_INT(b, 0);
+	EXPECT_EQ_INT(pohm_config_parse_bool("maybe", &b), -EINVAL);
+	EXPECT_EQ_INT(pohm_config_distance("grups", "groups"), 1);
+	EXPECT_EQ_INT(pohm_config_distance("abc", "abc"), 0);
+}
+
+TEST(one_message_format)
+{
+	char err[POHM_CFG_ERRLEN];
+
+	pohm_config_bad_value(err, sizeof(err), "f:3: ", "group", "0", NULL, "a group");
+	EXPECT_EQ_STR(err, "f:3: group=0: invalid value, expected a group");
+	pohm_config_bad_value(err, sizeof(err), "--data: ", "data", "x", "too long", "a path");
+	EXPECT_EQ_STR(err, "--data: data=x: too long, expected a path");
+	pohm_config_bad_value(err, sizeof(err), "", "listen", NULL, NULL, "host:port");
+	EXPECT_EQ_STR(err, "listen: missing value, expected listen=host:port");
+	pohm_config_unknown_key(err, sizeof(err), "f:1: ", "grup", "3", "doc(8)", "group");
+	EXPECT_EQ_STR(err, "f:1: unknown configuration key \"grup\" in grup=3: expected a key of "
+			   "doc(8); did you mean \"group\"?");
+	pohm_config_unknown_key(err, sizeof(err), "", "zzz", NULL, "doc(8)", NULL);
+	EXPECT_EQ_STR(err, "unknown configuration key \"zzz\" in zzz: expected a key of doc(8)");
+}

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
+#include "buf.h"
 #include "proto.h"
 
 TEST(cmd_layout)
@@ -334,4 +335,34 @@ TEST(time_order)
 	EXPECT(pohm_time_cmp(&b, &a) > 0);
 	EXPECT(pohm_time_cmp(&a, &c) < 0);
 	EXPECT_EQ_INT(pohm_time_cmp(&a, &a), 0);
+}
+
+/* buf.h's cursor, which the journal and the storage objects decode with. */
+TEST(rd_cursor_reads_little_endian_and_stops_at_the_end)
+{
+	static const uint8_t b[] = { 1, 0x02, 0x01, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1, 0xAA };
+	struct pohm_rd r = pohm_rd_make(b, sizeof(b));
+
+	EXPECT_EQ_INT(pohm_rd_u8(&r), 1);
+	EXPECT_EQ_INT(pohm_rd_u16(&r), 0x0102);
+	EXPECT_EQ_U64(pohm_rd_u32(&r), 0x01020304u);
+	EXPECT_EQ_U64(pohm_rd_u64(&r), 0x0102030405060708ULL);
+	EXPECT_EQ_INT(r.err, 0);
+	EXPECT_EQ_U64(r.left, 1);
+	/* Past the end: 0, err -EPROTO, and nothing consumed. */
+	EXPECT_EQ_U64(pohm_rd_u16(&r), 0);
+	EXPECT_EQ_INT(r.err, -EPROTO);
+	EXPECT_EQ_U64(r.left, 1);
+	/* Sticky: even a read that would fit fails now. */
+	EXPECT(pohm_rd_take(&r, 1) == NULL);
+	EXPECT_EQ_INT(pohm_rd_u8(&r), 0);
+	/* The first error stays (a decoder's own -ENOMEM is not turned into -EPROTO). */
+	r = pohm_rd_make(b, 2);
+	r.err = -ENOMEM;
+	EXPECT(pohm_rd_take(&r, 1) == NULL);
+	EXPECT_EQ_INT(r.err, -ENOMEM);
+	r = pohm_rd_make(b, 2);
+	EXPECT(pohm_rd_take(&r, 2) == b);
+	EXPECT(pohm_rd_take(&r, 0) == b + 2);
+	EXPECT_EQ_INT(r.err, 0);
 }

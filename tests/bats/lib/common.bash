@@ -6,6 +6,13 @@
 
 B=${POHM_BUILD:-$BATS_TEST_DIRNAME/../../build}
 B=$(cd "$B" && pwd)
+SHIPPED_LIB=$B/libpohmelfs.so
+# A bats file whose tests set a POHMELFS_TEST_* switch sets POHM_TEST_BUILD=1
+# before loading this file: B is then build/test/, where the library,
+# pohmelfs and pohmelfsd read the switches (the ones make install installs
+# read none: core/sys/sys.h pohm_sys_test_switch) and everything else is a
+# link into build/.  SHIPPED_LIB stays the installed form of the library.
+[ "${POHM_TEST_BUILD:-}" != 1 ] || B=$B/test
 LIB=$B/libpohmelfs.so
 TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 
@@ -23,6 +30,7 @@ thread)
 *)
 	PRELOAD=$LIB ;;
 esac
+PRELOAD_SHIPPED=${PRELOAD/"$LIB"/"$SHIPPED_LIB"}
 
 # True when preloading into an arbitrary uninstrumented program works here.
 preload_ok() {

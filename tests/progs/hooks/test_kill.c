@@ -1,17 +1,17 @@
 /*
  * test_kill.c — the crash-test hook of core/sys (sys.h pohm_sys_test_kill),
- * linked into the test programs only: its strong definition replaces the
- * weak no-op that the library, the tools and the node carry.
+ * linked into the test programs only (with test_switch.c, which names the
+ * variables): its strong definition replaces the weak no-op that the
+ * library (also its test build), the tools and the node carry.
  */
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys.h"
 
-void pohm_sys_test_kill(const char *env)
+void pohm_sys_test_kill(enum pohm_test_switch s)
 {
-	if (getenv(env))
+	if (pohm_sys_test_switch(s))
 		syscall(SYS_kill, pohm_sys_getpid(), SIGKILL);
 }

@@ -1,0 +1,171 @@
+/*
+ * cache_hosts.h — hosts for cache tests: each a cache (core/cache) on its
+ * own prefix and cache_dir under one scratch directory, all over one
+ * in-memory store (kvmem) seen through a wrapper that counts the writes by
+ * key kind ("i:" inodes, "b:" buckets, "d:" chunks ...).  One scratch
+ * directory per test program, removed at exit whichever tests ran.
+ * Include once, after harness.h.
+ */
+#ifndef POHM_TESTS_CACHE_HOSTS_H
+#define POHM_TESTS_CACHE_HOSTS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "kv.h"
+
+static struct pohm_kv ch_mem;		/* the store */
+static struct pohm_kv ch_kv;		/* what the caches use: ch_mem, counted */
+static unsigned ch_puts[128];		/* writes by the key's first byte */
+static char ch_root[128];
+
+static int ch_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	return ch_mem.ops->get(ch_mem.ctx, key, out);
+}
+
+static int ch_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	return ch_mem.ops->read(ch_mem.ctx, key, off, buf, len);
+}
+
+static int ch_put(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect)
+{
+	int r = ch_mem.ops->put(ch_mem.ctx, key, data, len, expect);
+
+	if (!r)
+		ch_puts[(unsigned char)key[0] & 127]++;
+	return r;
+}
+
+static int ch_del(void *ctx, const char *key)
+{
+	return ch_mem.ops->del(ch_mem.ctx, key);
+}
+
+static int ch_scan(void *ctx, const char *prefix,
+		   int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	return ch_mem.ops->scan(ch_mem.ctx, prefix, fn, arg);
+}
+
+static const struct pohm_kv_ops ch_ops = {
+	.get = ch_get, .read = ch_read, .put = ch_put, .del = ch_del, .scan = ch_scan,
+};
+
+static void ch_cleanup(void)
+{
+	char cmd[200];
+
+	pohm_kvmem_free(&ch_mem);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", ch_root);
+	if (system(cmd))
+		printf("# cleanup of %s failed\n", ch_root);
+}
+
+/* A new empty store and scratch directory for one test. */
+static void ch_setup(void)
+{
+	char cmd[400];
+
+	if (!ch_root[0]) {
+		snprintf(ch_root, sizeof(ch_root), "/tmp/pohm-cache-hosts.%d", (int)getpid());
+		atexit(ch_cleanup);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", ch_root, ch_root);
+	if (system(cmd))
+		printf("# setup failed\n");
+	pohm_kvmem_free(&ch_mem);
+	pohm_kvmem_new(&ch_mem);
+	ch_kv.ops = &ch_ops;
+	ch_kv.ctx = NULL;
+	memset(ch_puts, 0, sizeof(ch_puts));
+}
+
+/* Host name's cache (attr_timeout 0: every call checks the store; 4 KiB chunks). */
+static struct pohm_cache *ch_host(const char *name)
+{
+	struct pohm_cache_opts o = { 0 };
+	struct pohm_cache *c = NULL;
+	char prefix[512], cdir[512], err[512];
+	int r;
+
+	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", ch_root, name);
+	snprintf(cdir, sizeof(cdir), "%s/%s/state", ch_root, name);
+	o.prefix = prefix;
+	o.cache_dir = cdir;
+	o.fsid = "t";
+	o.host_id = name;
+	o.kv = &ch_kv;
+	o.chunk_shift = 12;
+	r = pohm_cache_open(&c, &o, err, sizeof(err));
+	if (r)
+		printf("# open %s: %d %s\n", name, r, err);
+	return c;
+}
+
+/* The local path of rel on host h. */
+static const char *ch_path(const char *h, const char *rel)
+{
+	static char buf[4][1024];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s/prefix/%s", ch_root, h, rel);
+	return buf[i];
+}
+
+/* What the shim does for open(O_CREAT|O_WRONLY|O_TRUNC), write, close with
+ * a push (sync_on_close): 0 or -errno. */
+static int ch_write(struct pohm_cache *c, const char *h, const char *rel, const void *data,
+		    size_t len)
+{
+	int fd, r;
+
+	r = pohm_cache_create(c, rel, 0644, 0);
+	if (r < 0)
+		return r;
+	fd = open(ch_path(h, rel), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	pohm_cache_opened(c, rel, fd);
+	if (len && write(fd, data, len) != (ssize_t)len)
+		r = -EIO;
+	else
+		r = pohm_cache_push_fd(c, fd);
+	close(fd);
+	return r < 0 ? r : 0;
+}
+
+/* The whole local file p into buf (at most len bytes): bytes, or -errno. */
+static ssize_t ch_read_all(const char *p, void *buf, size_t len)
+{
+	int fd = open(p, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len);
+	close(fd);
+	return n < 0 ? -errno : n;
+}
+
+/* Writes since the last call, of keys starting with kind. */
+static __attribute__((unused)) unsigned ch_puts_of(char kind)
+{
+	unsigned n = ch_puts[(unsigned char)kind & 127];
+
+	ch_puts[(unsigned char)kind & 127] = 0;
+	return n;
+}
+
+static __attribute__((unused)) void ch_puts_reset(void)
+{
+	memset(ch_puts, 0, sizeof(ch_puts));
+}
+
+#endif

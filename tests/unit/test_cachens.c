@@ -1,0 +1,145 @@
+/*
+ * test_cachens.c — core/cache/cachens.c, the cache's namespace changes,
+ * two hosts on one in-memory store: storage first, then the local change
+ * (a storage failure leaves the local tree as it was); an rmdir answers
+ * for the stored directory, not the local copy; a rename over a name and
+ * RENAME_NOREPLACE as rename(2) says; hard links and symlinks travel.
+ */
+#include <errno.h>
+#include <linux/fs.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "cache_hosts.h"
+
+static int exists(const char *h, const char *rel)
+{
+	struct stat st;
+
+	return !lstat(ch_path(h, rel), &st);
+}
+
+TEST(a_storage_failure_leaves_the_local_tree_as_it_was)
+{
+	struct pohm_cache *a;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "data", 4), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "keep", 0755), 0);
+	pohm_kvmem_fail_after(&ch_mem, 0);	/* every write fails from now on */
+	EXPECT(pohm_cache_mkdir(a, "d", 0755) < 0);
+	EXPECT(!exists("a", "d"));
+	EXPECT(pohm_cache_unlink(a, "f") < 0);
+	EXPECT(exists("a", "f"));
+	EXPECT(pohm_cache_rename(a, "f", "g", 0) < 0);
+	EXPECT(exists("a", "f") && !exists("a", "g"));
+	EXPECT(pohm_cache_rmdir(a, "keep") < 0);
+	EXPECT(exists("a", "keep"));
+	EXPECT(pohm_cache_symlink(a, "f", "l") < 0);
+	EXPECT(!exists("a", "l"));
+	pohm_kvmem_fail_after(&ch_mem, -1);
+	/* And the storage did not change either: the names are as they were. */
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "f"), 0);
+	EXPECT_EQ_INT(pohm_cache_rmdir(a, "keep"), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "g"), -ENOENT);
+	pohm_cache_close(a);
+}
+
+TEST(rmdir_answers_for_the_stored_directory_not_the_local_copy)
+{
+	struct pohm_cache *a, *b;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", 0), 0);
+	EXPECT(exists("b", "d"));
+	/* a puts a file in it; b's copy of d is still empty. */
+	EXPECT_EQ_INT(ch_write(a, "a", "d/f", "x", 1), 0);
+	EXPECT(!exists("b", "d/f"));
+	EXPECT_EQ_INT(pohm_cache_rmdir(b, "d"), -ENOTEMPTY);
+	EXPECT(exists("b", "d"));
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d/f", POHM_MAT_DATA), 0);
+	/* Emptied on a, b may remove it; a sees it gone. */
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "d/f"), 0);
+	EXPECT_EQ_INT(pohm_cache_rmdir(b, "d"), 0);
+	EXPECT(!exists("b", "d"));
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "", POHM_MAT_LIST), 0);
+	EXPECT(!exists("a", "d"));
+	EXPECT_EQ_INT(pohm_cache_rmdir(a, "d"), -ENOENT);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(rename_over_a_name_replaces_it_and_noreplace_refuses)
+{
+	struct pohm_cache *a, *b;
+	char buf[32];
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT_EQ_INT(ch_write(a, "a", "new", "new!", 4), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "old", "old", 3), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "old", POHM_MAT_DATA), 0);
+	/* RENAME_NOREPLACE onto an existing name: -EEXIST, both stay. */
+	EXPECT_EQ_INT(pohm_cache_rename(a, "new", "old", RENAME_NOREPLACE), -EEXIST);
+	EXPECT(exists("a", "new") && exists("a", "old"));
+	/* A plain rename replaces the target, on the other host too. */
+	EXPECT_EQ_INT(pohm_cache_rename(a, "new", "old", 0), 0);
+	EXPECT(!exists("a", "new"));
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "old", POHM_MAT_DATA), 0);
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "old"), buf, sizeof(buf) - 1), 4);
+	EXPECT_EQ_STR(buf, "new!");
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT(!exists("b", "new"));
+	/* A directory cannot replace a file, nor a file a non-empty directory. */
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "dir", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "dir/in", "i", 1), 0);
+	EXPECT_EQ_INT(pohm_cache_rename(a, "dir", "old", 0), -ENOTDIR);
+	EXPECT(pohm_cache_rename(a, "old", "dir", 0) < 0);
+	EXPECT(exists("a", "old") && exists("a", "dir/in"));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(hard_links_and_symlinks_travel)
+{
+	struct pohm_cache *a, *b;
+	struct stat s1, s2;
+	char buf[64];
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "linked", 6), 0);
+	EXPECT_EQ_INT(pohm_cache_link(a, "f", "h"), 0);
+	EXPECT_EQ_INT(pohm_cache_link(a, "f", "h"), -EEXIST);
+	EXPECT_EQ_INT(pohm_cache_symlink(a, "f", "s"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "h", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "s", POHM_MAT_NOFOLLOW), 0);
+	/* One stored inode under two names, with nlink 2. */
+	EXPECT_EQ_INT(stat(ch_path("b", "f"), &s1), 0);
+	EXPECT_EQ_INT(stat(ch_path("b", "h"), &s2), 0);
+	pohm_cache_stat_fix(b, &s1);
+	pohm_cache_stat_fix(b, &s2);
+	EXPECT_EQ_U64(s1.st_ino, s2.st_ino);
+	EXPECT_EQ_INT(s1.st_nlink, 2);
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ_INT(readlink(ch_path("b", "s"), buf, sizeof(buf) - 1), 1);
+	EXPECT_EQ_STR(buf, "f");
+	/* Unlinking one name keeps the other, with nlink 1. */
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "f"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "h", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("b", "h"), &s2), 0);
+	pohm_cache_stat_fix(b, &s2);
+	EXPECT_EQ_INT(s2.st_nlink, 1);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "h"), buf, sizeof(buf)), 6);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
