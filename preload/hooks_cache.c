@@ -163,6 +163,7 @@ static int mount_open(struct umount *um)
 		return um->rc = open_errno(r, err);
 	}
 	pohm_cache_set_space_fn(um->m.cache, space_fn, um);
+	pohm_mount_offline_load(&um->m);
 	return um->rc = 0;
 }
 
@@ -863,6 +864,12 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		if (r < 0)
 			return counted(POHM_ST_ATTR, r);
 	}
+	if (!p || !(p->flags & POHM_PATH_TRUNC)) {
+		r = HELD(pohm_cache_attr_offline(c, p ? p->rel : NULL, fd,
+			 (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0, op == POHM_AT_CHOWN));
+		if (r < 0)
+			return counted(POHM_ST_ATTR, r);
+	}
 	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
@@ -1348,6 +1355,16 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
+		if (r < 0 && pohm_mount_offline(&um->m)) {
+			/* Offline: the data stays in the cache, and pohmelfsd
+			 * pushes it when the storage answers. */
+			counted(POHM_ST_CLOSE, 0);
+			note_dirty(fi->cookie);
+			pohm_hold();
+			daemon_start(um);
+			pohm_unhold();
+			return 0;
+		}
 		if (r != -EACCES && r != -EPERM)
 			return counted(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
 		/* A write-only fd on a file we may not read: another process

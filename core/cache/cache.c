@@ -71,6 +71,11 @@ int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec)
 	return fresh_at(c, rec->ino, rec->validated_ns);
 }
 
+int cache_offline(struct pohm_cache *c)
+{
+	return c->offline && c->offline(c->offline_arg);
+}
+
 void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
 {
 	unsigned s = vslot(ino);
@@ -205,6 +210,8 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	snprintf(c->prefix, sizeof(c->prefix), "%s", o->prefix);
 	snprintf(c->host, sizeof(c->host), "%s", o->host_id && *o->host_id ? o->host_id : "host");
 	c->attr_timeout_ns = o->attr_timeout_ns;
+	c->offline = o->offline;
+	c->offline_arg = o->offline_arg;
 	c->is_root = syscall(SYS_geteuid) == 0;
 
 	if (o->prefix_fd) {
@@ -792,6 +799,24 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 }
 
 /*
+ * An entry answered from its journal record rec (of inode known): validated
+ * within attr_timeout, or offline (as last validated).  A stub about to be
+ * fetched (data) needs the stored chunk map: a getattr, which offline fails
+ * with -EIO; offline, a stub's stat shows the recorded attributes.  0 with
+ * *in filled, or -errno.
+ */
+static int entry_from_record(struct pohm_cache *c, int dfd, const char *name, uint64_t known,
+			     int data, const struct pohm_jrec *rec, struct pohm_inode *in)
+{
+	if (S_ISREG(rec->mode) && (rec->flags & POHM_J_STUB) && (data || !cache_offline(c))) {
+		int r = pohm_ns_getattr(c->ns, known, in);
+
+		return r && cache_offline(c) ? -EIO : r;
+	}
+	return inode_from_record(dfd, name, rec, in);
+}
+
+/*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
@@ -819,13 +844,10 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			known = 0;
 		}
 	}
-	if (have_rec && cache_fresh_rec(c, &rec)) {
-		/* Validated within attr_timeout: answer from the journal, no round trip
-		 * (a stub about to be fetched needs the stored chunk map). */
-		if (S_ISREG(rec.mode) && (rec.flags & POHM_J_STUB))
-			r = pohm_ns_getattr(c->ns, known, in);
-		else
-			r = inode_from_record(dfd, name, &rec, in);
+	if (have_rec && (cache_fresh_rec(c, &rec) || cache_offline(c))) {
+		/* Validated within attr_timeout, or offline: answer from the
+		 * journal, no round trip. */
+		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
 	}
@@ -837,8 +859,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			ino = known;
 			goto checked;
 		}
-		if (r != -ESTALE)
-			goto out;	/* the storage failed: no second wait */
+		if (r != -ESTALE) {
+			/* The storage failed: no second wait.  Offline (no group
+			 * answered), the copy as last validated. */
+			if (cache_offline(c))
+				r = entry_from_record(c, dfd, name, known, data, &rec, in);
+			goto out;
+		}
 	}
 	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
 	if (r == -ENOENT && have_rec && !S_ISDIR(lst.st_mode) &&
@@ -952,7 +979,7 @@ static int root_check(struct pohm_cache *c)
 		return 0;
 	r = pohm_ns_getattr(c->ns, POHM_ROOT_INO, &in);
 	if (r)
-		return r;
+		return cache_offline(c) ? 0 : r;	/* offline: the root as last validated */
 	if (!pohm_journal_get(&c->j, POHM_ROOT_INO, &rec)) {
 		if (rec.version != in.version) {
 			pohm_journal_note_inode(&rec, &in);
@@ -1605,6 +1632,13 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	if (cache_fresh(c, LISTED(dino)))
 		return 0;	/* listed within attr_timeout */
 	r = pohm_ns_readdir(c->ns, dino, list_collect, &l);
+	if (r && cache_offline(c)) {
+		/* Offline: the local entries, as last listed. */
+		for (i = 0; i < l.n; i++)
+			free(l.v[i].name);
+		free(l.v);
+		return 0;
+	}
 	if (!r) {
 		if (l.n)	/* an empty listing has no array (qsort wants one) */
 			qsort(l.v, l.n, sizeof(*l.v), ent_cmp);

@@ -51,6 +51,12 @@ struct pohm_cache_opts {
 	 * storage, failed with -errno err (the reason is the caller's to say). */
 	void (*root_failed)(void *arg, int err);
 	void *root_failed_arg;
+	/* 1 while the store is offline (no group answers; core/store
+	 * pohm_client_offline), else 0; NULL: never.  Offline, clean copies
+	 * are served with their last validated attributes (see OFFLINE in
+	 * libpohmelfs(7)) and what needs the storage fails with -EIO. */
+	int (*offline)(void *arg);
+	void *offline_arg;
 };
 
 /* Open the cache for a prefix; err gets a one-line reason on failure. */
@@ -150,6 +156,15 @@ int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int ow
  * leads out of the prefix; -errno.
  */
 int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t len);
+/*
+ * Before a chmod, chown (owner 1), truncate, utimes or xattr change of rel
+ * (followed unless flags has POHM_MAT_NOFOLLOW), or of the local object
+ * open as fd when rel is NULL: 0 when it may go on, -EIO when the store is
+ * offline and the change could not be pushed later (anything but a cached
+ * regular file, or any owner change; cacheoffline.c).
+ */
+int pohm_cache_attr_offline(struct pohm_cache *c, const char *rel, int fd, unsigned flags,
+			    int owner);
 /* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
 int pohm_cache_sync_all(struct pohm_cache *c);
 /* As sync_all, but skip local files held(arg, st_dev, st_ino) says the caller

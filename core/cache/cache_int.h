@@ -39,7 +39,12 @@ struct pohm_cache {
 	struct pohm_cache_stats stats;
 	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
 	void *space_arg;
+	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
+	void *offline_arg;
 };
+
+/* Is the store offline (no group answers) right now?  1 or 0. */
+int cache_offline(struct pohm_cache *c);
 
 /* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in test builds); 0 if unknown. */
 uint64_t cache_boot_id(void);

@@ -274,6 +274,28 @@ static int may_remove(struct pohm_cache *c, int dfd, uint64_t dino, const char *
 	return r;
 }
 
+/*
+ * Offline (no group answers), an open with O_CREAT but not O_EXCL of a
+ * name this cache holds a recorded copy of opens that copy, as if it had
+ * existed all along (it did, when last validated); what is written is
+ * pushed when the storage answers.  A new name needs the storage: -EIO.
+ * 1 (it exists), or -errno.
+ */
+static int create_offline(struct pohm_cache *c, const char *rel)
+{
+	struct stat st;
+	uint64_t ino;
+	int r = pohm_cache_materialize(c, rel, POHM_MAT_DATA | POHM_MAT_OPEN | POHM_MAT_OPEN_W);
+
+	if (r)
+		return r == -ENOENT ? -EIO : r;
+	if (pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    pohm_stub_shape(&st) ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return -EIO;
+	return 1;
+}
+
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
@@ -283,7 +305,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
-		return r;
+		return r == -EIO && !excl && cache_offline(c) ? create_offline(c, rel) : r;
 	r = may_create(c, dino, name, rel);
 	if (r == -EEXIST && !excl)
 		r = 0;		/* opening an existing file needs no write on the directory */
@@ -296,6 +318,10 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			   excl ? POHM_CREATE_EXCL : 0, &in);
 	if (r)
 		create_mark(c, dino, name, 0);
+	if (r < 0 && !excl && cache_offline(c)) {
+		pohm_sys_close(dfd);
+		return create_offline(c, rel);
+	}
 	if (r == 1) {
 		/* It exists: open it with its contents, as a local file system would. */
 		if (S_ISREG(in.mode)) {

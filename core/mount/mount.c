@@ -4,6 +4,7 @@
 #include "mount.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "io.h"
 #include "log.h"
 #include "net.h"
+#include "sys.h"
 
 /* Seconds key as ns, or def when unset. */
 static uint64_t seconds_key(const struct pohm_config *cfg, const char *key, uint64_t def)
@@ -88,6 +90,8 @@ static void root_failed(void *arg, int err)
 	struct pohm_mount *m = arg;
 	char why[400];
 
+	if (m->client && pohm_client_offline(m->client))
+		return;		/* offline: core/store said so once, and the cached root serves */
 	if (__atomic_exchange_n(&m->root_said, 1, __ATOMIC_RELAXED))
 		return;
 	why[0] = '\0';
@@ -95,6 +99,68 @@ static void root_failed(void *arg, int err)
 		pohm_net_last_error(pohm_client_net(m->client), why, sizeof(why));
 	pohm_err("fsid=%s: cannot open the root (%s)%s%s; calls that need the storage fail until "
 		 "it answers", m->fsid, strerror(-err), why[0] ? ": " : "", why);
+}
+
+/*
+ * Offline mode, shared by the processes of a cache: cache_dir/offline
+ * holds "UNTIL STEP" (CLOCK_MONOTONIC ns, boot-wide) while some process
+ * found that no group answers, "0 0" after one found it answering.  A
+ * library's process reads it once, after it opens the mount
+ * (pohm_mount_offline_load), so a program started during an outage
+ * neither waits for a connect nor changes what it cannot push; it probes
+ * again when the window is over, as the one that wrote it does.  The
+ * tools do not read it (pohmelfs sync tries at once).  Written only when
+ * the mode changes.
+ */
+static void offline_note(void *arg, uint64_t until_ns, uint64_t step_ns)
+{
+	struct pohm_mount *m = arg;
+	char path[4200], line[64];
+	int fd, n, saved = errno;
+
+	snprintf(path, sizeof(path), "%s/offline", m->cache_dir);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto out;
+	n = snprintf(line, sizeof(line), "%020llu %020llu\n", (unsigned long long)until_ns,
+		     (unsigned long long)step_ns);
+	pohm_sys_pwrite_full(fd, line, (size_t)n, 0);
+	pohm_sys_close(fd);
+out:
+	errno = saved;
+}
+
+void pohm_mount_offline_load(struct pohm_mount *m)
+{
+	char path[4200], line[64];
+	unsigned long long until, step;
+	ssize_t n;
+	int fd, saved = errno;
+
+	snprintf(path, sizeof(path), "%s/offline", m->cache_dir);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		goto out;
+	n = pohm_sys_pread_full(fd, line, sizeof(line) - 1, 0);
+	pohm_sys_close(fd);
+	if (n <= 0)
+		goto out;
+	line[n] = '\0';
+	if (sscanf(line, "%llu %llu", &until, &step) == 2)
+		pohm_client_offline_seed(m->client, until, step);
+out:
+	errno = saved;
+}
+
+int pohm_mount_offline(const struct pohm_mount *m)
+{
+	return m->client && pohm_client_offline(m->client);
+}
+
+/* The cache's pohm_cache_opts.offline. */
+static int mount_offline(void *arg)
+{
+	return pohm_mount_offline(arg);
 }
 
 int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
@@ -154,6 +220,8 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	snprintf(m->fsid, sizeof(m->fsid), "%s", cfg->fsid);
 	o.root_failed = root_failed;
 	o.root_failed_arg = m;
+	o.offline = mount_offline;
+	o.offline_arg = m;
 	o.host_id = host;
 	o.attr_timeout_ns = seconds_key(cfg, "attr_timeout", 1000000000ULL);
 	o.kv = &m->kv;
@@ -161,6 +229,8 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	m->sync_on_close = pohm_config_bool(cfg, "sync_on_close");
 	o.http_compat = pohm_config_bool(cfg, "http_compat");
 	r = pohm_cache_open(&m->cache, &o, err, errlen);
+	if (!r)
+		pohm_client_offline_hook(m->client, offline_note, m);
 	if (r == -EHOSTUNREACH || r == -ETIMEDOUT || r == -ENOTCONN || r == -EPERM) {
 		/* Say why no node answered (a refused auth_cookie, a version mismatch...). */
 		char why[400];

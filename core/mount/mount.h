@@ -43,6 +43,13 @@ int pohm_mount_open(struct pohm_mount *m, const struct pohm_config *cfg, char *e
  * (like may be NULL): a process that switched users keeps the handle it has. */
 int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 			 const struct pohm_mount *like, char *err, size_t errlen);
+/* 1 while the mount's store is offline (no group answers: core/store
+ * pohm_client_offline), else 0. */
+int pohm_mount_offline(const struct pohm_mount *m);
+/* Start offline if another process of the cache found, within the last
+ * offline window, that no group answers (cache_dir/offline, which every
+ * mount keeps up to date).  For host processes, right after the open. */
+void pohm_mount_offline_load(struct pohm_mount *m);
 /* What the mount's client asked of the cluster so far (all zero when it has none). */
 void pohm_mount_net_counts(const struct pohm_mount *m, struct pohm_net_counts *out);
 /* Close what pohm_mount_open opened. */

@@ -125,6 +125,9 @@ struct pohm_net {
 	 * fork child.  all_*: every batch run, setup included; run_*: the
 	 * callers' pohm_net_run batches; win_*: window sends and waits. */
 	uint64_t all_waits, all_sent, run_waits, run_sent, win_waits, win_sent;
+	/* Monotonic ns of the last packet any node sent us (pohm_net_last_rx_ns);
+	 * relaxed atomic, written by the leader in dispatch. */
+	uint64_t last_rx_ns;
 };
 
 /* ---- net.c */

@@ -568,6 +568,7 @@ static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt 
 	int rc;
 
 	c->last_rx_ns = now_ns();
+	__atomic_store_n(&net->last_rx_ns, c->last_rx_ns, __ATOMIC_RELAXED);
 	if (!pohm_cmd_is_reply(&pkt->cmd)) {
 		if (pkt->cmd.cmd == POHM_CMD_UPDATE_IDS) {
 			rc = pohm_route_apply_ids(&net->route, c->idx, pkt->data, (size_t)pkt->cmd.size, 0);
@@ -819,6 +820,11 @@ int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_
 	count(&net->run_waits, n ? 1 : 0);
 	count(&net->run_sent, n);
 	return pohm_net_run_internal(net, reqs, n, deadline, enough, arg, 0);
+}
+
+uint64_t pohm_net_last_rx_ns(struct pohm_net *net)
+{
+	return __atomic_load_n(&net->last_rx_ns, __ATOMIC_RELAXED);
 }
 
 void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out)

@@ -196,6 +196,11 @@ struct pohm_net_counts {
 	uint64_t setup_waits;	/* waits of connection setup: handshake, ping, route list */
 	uint64_t setup_requests;	/* requests of connection setup */
 };
+/* When (pohm_sys_mono_ns) a node last sent this client a packet, any
+ * packet (a reply, a handshake, a route update); 0 if none ever did.  A
+ * call that failed while this stayed below its start heard from no node
+ * (core/store/kvio.c: the offline decision). */
+uint64_t pohm_net_last_rx_ns(struct pohm_net *net);
 /* The counts since the client opened (or this process forked). */
 void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out);
 

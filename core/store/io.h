@@ -99,6 +99,23 @@ int pohm_client_open(struct pohm_client **out, const struct pohm_config *cfg, ch
 		     size_t errlen);
 /* Close the client and its connections. */
 void pohm_client_close(struct pohm_client *c);
+/*
+ * Offline mode (offline.c, DESIGN §0.4).  When a call of the kv seam
+ * (kvio.c) fails and no node sent anything since it started, no group
+ * answers: for a window (1 s, doubling to 5 s while it lasts) every kv call
+ * fails with -EIO at once, without a connect; the first call after the
+ * window tries the storage again, and any answer ends offline mode.
+ * 1 while in such a window, else 0.
+ */
+int pohm_client_offline(struct pohm_client *c);
+/* Call fn(arg, until, step) when this client enters or extends offline
+ * mode, and fn(arg, 0, 0) when it ends (other processes of a cache learn
+ * it: core/mount).  Set before the client is used. */
+void pohm_client_offline_hook(struct pohm_client *c,
+			      void (*fn)(void *arg, uint64_t until_ns, uint64_t step_ns), void *arg);
+/* Start offline until until_ns (pohm_sys_mono_ns clock), the window
+ * another process found, step_ns its length; nothing when it is over. */
+void pohm_client_offline_seed(struct pohm_client *c, uint64_t until_ns, uint64_t step_ns);
 /* The client's connection layer (status reports, pings). */
 struct pohm_net *pohm_client_net(struct pohm_client *c);
 

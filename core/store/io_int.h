@@ -13,6 +13,14 @@ struct pohm_client {
 	struct pohm_net *net;
 	uint64_t clock_last;		/* last stamp issued, ns; atomic (pohm_clock_next) */
 	uint8_t marker_sum[POHM_ID_SIZE];	/* sha512 of pohm_io_absent_marker */
+	/* Offline mode (offline.c): 0, or the monotonic ns until which no call
+	 * reaches the network; and the length of the current window.  Relaxed
+	 * atomics, any thread. */
+	uint64_t offline_until_ns, offline_step_ns;
+	/* Told of each change of offline mode (pohm_client_offline_hook); set
+	 * before the client is used, then read-only. */
+	void (*offline_fn)(void *arg, uint64_t until_ns, uint64_t step_ns);
+	void *offline_arg;
 };
 
 /* One operation on every group: its requests, their groups, the result. */
@@ -61,5 +69,17 @@ unsigned io_write_collect(struct gop *op);
  * node, or hashed and checked when verify); data and dlen point into r's reply. */
 void io_cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
 		      const uint8_t **data, size_t *dlen, int verify);
+
+/* offline.c: the offline decision of the kv seam (kvio.c). */
+/* Before a call: -EIO while offline (no network touched), else 0 with *t0
+ * its start.  When the window is over, one caller (the first) probes. */
+int io_offline_gate(struct pohm_client *c, uint64_t *t0);
+/* After the call started at t0 returned r: a failure while no node sent
+ * anything since t0 starts (or extends) offline mode; an answer ends it.
+ * Returns r with every network errno as -EIO (io_net_errno). */
+int io_offline_settle(struct pohm_client *c, uint64_t t0, int r);
+/* r, or -EIO when r is an errno of the network (EHOSTUNREACH, ECONNREFUSED,
+ * ETIMEDOUT, ENOTCONN, ECONNRESET, EPIPE, ...) that no file call returns. */
+int io_net_errno(int r);
 
 #endif

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io.h"
+#include "io_int.h"
 #include "iter.h"
 #include "kv.h"
 #include "nsobj.h"
@@ -118,7 +118,7 @@ static const struct recent *recall(const char *key, const uint8_t *csum)
 	return NULL;
 }
 
-static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
+static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
 	int r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
@@ -135,7 +135,7 @@ static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return 0;
 }
 
-static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		      int *st)
 {
 	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
@@ -168,7 +168,7 @@ out:
 	return r;
 }
 
-static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+static int raw_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
 {
 	struct pohm_io_result res;
 	size_t got = 0;
@@ -181,7 +181,7 @@ static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t
 	return (int)got;
 }
 
-static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
+static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 		    const uint8_t *expect)
 {
 	struct pohm_io_result res;
@@ -226,14 +226,14 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 	return r == -ETIMEDOUT ? -EIO : r;
 }
 
-static int kvio_del(void *ctx, const char *key)
+static int raw_del(void *ctx, const char *key)
 {
 	struct pohm_io_result res;
 
 	return pohm_io_del(ctx, key, strlen(key), &res);
 }
 
-static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+static int raw_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
 			 size_t max_len,
 			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
 {
@@ -305,7 +305,7 @@ static int scan_obj(void *arg, const struct pohm_iter_obj *o)
 	if (idx >= 0)
 		return s->fn(s->arg, key, o->copy[idx].data, o->copy[idx].len);
 	/* The groups disagree (or too few answered): settle it as a reader does. */
-	r = kvio_get(s->c, key, &val);
+	r = raw_get(s->c, key, &val);
 	if (r == -ENOENT)
 		return 0;
 	if (r)
@@ -315,7 +315,7 @@ static int scan_obj(void *arg, const struct pohm_iter_obj *o)
 	return r;
 }
 
-static int kvio_scan(void *ctx, const char *prefix,
+static int raw_scan(void *ctx, const char *prefix,
 		     int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
 {
 	struct scan_ctx s = { ctx, prefix, strlen(prefix), fn, arg };
@@ -327,6 +327,83 @@ static int kvio_scan(void *ctx, const char *prefix,
 		if (st.g[g].error)
 			pohm_info("scan: %s", st.g[g].msg);
 	return r;
+}
+
+/*
+ * The seam's calls, each through the offline gate and settled after
+ * (offline.c): offline they fail with -EIO at once, and no network errno
+ * gets past them.
+ */
+static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_get(ctx, key, out));
+}
+
+static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		      int *st)
+{
+	uint64_t t0;
+	size_t i;
+	int r = io_offline_gate(ctx, &t0), worst = 0;
+
+	if (r)
+		return r;
+	r = raw_get_n(ctx, n, keys, out, st);
+	for (i = 0; !r && i < n; i++) {
+		if (io_net_errno(st[i]) == -EIO && !worst)
+			worst = st[i];	/* a key no group answered for */
+		st[i] = io_net_errno(st[i]);
+	}
+	r = io_offline_settle(ctx, t0, r ? r : worst);
+	return r == -EIO && worst ? 0 : r;	/* the statuses say it, per key */
+}
+
+static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_read(ctx, key, off, buf, len));
+}
+
+static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
+		    const uint8_t *expect)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_put(ctx, key, data, len, expect));
+}
+
+static int kvio_del(void *ctx, const char *key)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_del(ctx, key));
+}
+
+static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
+			 size_t max_len,
+			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_get_many(ctx, n, keys, inflight, max_len,
+								fn, arg));
+}
+
+static int kvio_scan(void *ctx, const char *prefix,
+		     int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_scan(ctx, prefix, fn, arg));
 }
 
 static const struct pohm_kv_ops kvio_ops = {

@@ -125,5 +125,11 @@ setup() {
 		[[ $f == *"$w"* ]] || { echo "FAILURES does not cover $w"; false; }
 	done
 	o=$(section OFFLINE)
-	[[ $o == *"no offline mode today"* && $o == *EIO* ]]
+	for w in "Offline is a mode" EIO ENOENT EHOSTUNREACH "no node answers" pohmelfsd "conflict copy" "5 seconds"; do
+		[[ $o == *"$w"* ]] || { echo "OFFLINE does not mention $w"; false; }
+	done
+	p=$(section "PROCESS MODEL")
+	for w in Threads fork vfork exec Signals Exit Offline SIGCHLD pthread_atfork; do
+		[[ $p == *"$w"* ]] || { echo "PROCESS MODEL does not mention $w"; false; }
+	done
 }

@@ -6,7 +6,9 @@
  * (failover), a hung node, -95 with a route refresh, CAS; the content
  * quorum of CAS objects (pure) and cas_get / cas_put against fake nodes:
  * minority versions never read or spread, arbiter first, rollback and roll
- * forward, the absent marker, repair only of copies no writer may count.
+ * forward, the absent marker, repair only of copies no writer may count;
+ * offline mode of the kv seam (no group answers: -EIO at once, never a
+ * network errno, online again after the window).
  */
 #include "harness.h"
 #include "fake_node.h"
@@ -14,6 +16,7 @@
 #include "config.h"
 #include "io.h"
 #include "iter.h"
+#include "kv.h"
 #include "sha512.h"
 #include "sys.h"
 
@@ -1277,4 +1280,62 @@ TEST(write_to_a_node_that_stops_reading_ends_within_write_wait_timeout)
 	fn_stop(&fn);
 	free(obj);
 	alarm(0);
+}
+
+/* ---------------------------------------------------------------- offline (kvio, offline.c) */
+
+/* A kv get of key: its result, the value freed. */
+static int kv_get(struct pohm_kv *kv, const char *key)
+{
+	struct pohm_kv_val v = { 0 };
+	int r = kv->ops->get(kv->ctx, key, &v);
+
+	pohm_kv_val_free(&v);
+	return r;
+}
+
+TEST(offline_when_no_group_answers_fast_and_eio_then_online_again)
+{
+	struct cluster cl;
+	struct pohm_kv kv;
+	uint64_t t0, dt;
+	int i, r;
+
+	start3(&cl, NULL, 0);
+	pohm_kvio_init(&kv, cl.c);
+	EXPECT_EQ_INT(kv_get(&kv, "none"), -ENOENT);	/* online: every group answers */
+	EXPECT_EQ_INT(pohm_client_offline(cl.c), 0);
+
+	/* Two of three silent: the third answers, so not offline; -EIO, never -ETIMEDOUT. */
+	fn_set_flags(&cl.fn[0], FN_SILENT);
+	fn_set_flags(&cl.fn[1], FN_SILENT);
+	r = kv_get(&kv, "none");
+	EXPECT(r == -ENOENT || r == -EIO);
+	EXPECT_EQ_INT(pohm_client_offline(cl.c), 0);
+
+	/* All three silent: the call times out without a packet: offline. */
+	fn_set_flags(&cl.fn[2], FN_SILENT);
+	EXPECT_EQ_INT(kv_get(&kv, "none2"), -EIO);
+	EXPECT_EQ_INT(pohm_client_offline(cl.c), 1);
+	/* Within the window: -EIO at once, no wait for the timeouts (1 s). */
+	t0 = pohm_sys_mono_ns();
+	for (i = 0; i < 100; i++)
+		EXPECT_EQ_INT(kv_get(&kv, "none3"), -EIO);
+	dt = pohm_sys_mono_ns() - t0;
+	printf("# 100 offline gets: %.3f ms\n", dt / 1e6);
+	EXPECT(dt < 50 * MS);
+
+	/* The nodes answer again: the first call after the window is served. */
+	for (i = 0; i < 3; i++)
+		fn_set_flags(&cl.fn[i], 0);
+	usleep(1100 * 1000);
+	r = -1;
+	for (i = 0; i < 50 && r != -ENOENT; i++) {
+		r = kv_get(&kv, "none4");
+		if (r != -ENOENT)
+			usleep(200 * 1000);
+	}
+	EXPECT_EQ_INT(r, -ENOENT);
+	EXPECT_EQ_INT(pohm_client_offline(cl.c), 0);
+	stop3(&cl);
 }

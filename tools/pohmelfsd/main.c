@@ -211,7 +211,11 @@ int main(int argc, char **argv)
 		else if (i > 0)
 			idle_since = pohm_sys_mono_ns();
 		r = pohm_cache_sync_all(m.cache);
-		if (r < 0)
+		if (r < 0 && pohm_mount_offline(&m)) {
+			/* No group answers: what is dirty waits, and so do we. */
+			pohm_debug("push round: the storage is offline");
+			idle_since = pohm_sys_mono_ns();
+		} else if (r < 0)
 			pohm_err("push round failed: %s", strerror(-r));
 		else if (r > 0) {
 			pohm_info("pushed %d file%s", r, r == 1 ? "" : "s");
