@@ -898,8 +898,14 @@ static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int f
 		if (r == 0)
 			rel = real;
 	}
-	/* The change travels now, so that other hosts see it after attr_timeout. */
-	if (fd >= 0)
+	/* The change travels now, so that other hosts see it after attr_timeout.
+	 * A truncation through an fd is a data change of a writer still open,
+	 * as a write is (issue 22 item 12: fsx's 645 ftruncates were 645 pushes
+	 * of the whole file): it travels with the fd's next push, at its close
+	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
+	if (fd >= 0 && op == POHM_AT_TRUNCATE)
+		r = 0;
+	else if (fd >= 0)
 		r = HELD(pohm_cache_push_fd(c, fd));
 	else if (rel && !held_path(c, rel))
 		r = HELD(pohm_cache_push_path(c, rel));
@@ -1391,18 +1397,40 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
 	return 0;
 }
 
+/* Is the local file (dev, ino) open for writing through an fd of this process? */
+static int held_writer(uint64_t dev, uint64_t ino)
+{
+	struct pohm_fd_info fi;
+	struct stat st;
+	int fd, max = pohm_fd_max();
+
+	for (fd = 0; fd <= max; fd++)
+		if (pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) && !pohm_sys_fstat(fd, &st) &&
+		    (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)
+			return 1;
+	return 0;
+}
+
 /*
  * Push everything dirty without touching the process's POSIX locks: files
  * it has open through its own fds (pread on them), the others by path.
+ * but_writers: leave out the files this process still has open for
+ * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
+ * a munmap ends a writer, not a write session (issue 22 item 12).
  */
-static int sync_process(struct umount *um)
+static int sync_process(struct umount *um, int but_writers)
 {
 	struct pohm_cache *c = um->m.cache;
 	struct pohm_fd_info fi;
+	struct stat st;
 	int fd, max = pohm_fd_max(), r, err = 0;
 
 	for (fd = 0; fd <= max; fd++) {
 		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
+			continue;
+		if (but_writers && ((fi.flags & POHM_FD_WRITE) ||
+				    (!pohm_sys_fstat(fd, &st) &&
+				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino))))
 			continue;
 		r = push_fd(c, fd);
 		if (r == -EACCES || r == -EPERM)
@@ -1422,7 +1450,7 @@ static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi
 	if (!(um = mount_here(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = sync_process(um);
+		r = sync_process(um, 0);
 	else if ((r = push_fd(um->m.cache, fd)) == -EACCES || r == -EPERM) {
 		hand_to_daemon(um, fi->cookie, r);
 		r = 0;
@@ -1448,10 +1476,12 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
+	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
+	 * ends a writer: what no open fd of ours still writes travels now. */
 	if (ev == POHM_EV_MSYNC)
-		return sync_process(um) < 0 ? -EIO : 0;
+		return sync_process(um, 0) < 0 ? -EIO : 0;
 	if (ev == POHM_EV_UNMAP)
-		sync_process(um);
+		sync_process(um, 1);
 	return 0;
 }
 
@@ -1514,7 +1544,7 @@ static void push_written(void)
 	ndirty = 0;
 	pthread_mutex_unlock(&dirty_lock);
 	if (r)
-		sync_process(um);
+		sync_process(um, 0);
 }
 
 /*
