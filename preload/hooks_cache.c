@@ -863,6 +863,25 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		if (r < 0)
 			return counted(POHM_ST_ATTR, r);
 	}
+	/* The kernel's owner checks, on the stored owner: the local copy may be
+	 * the caller's own whoever owns the file (issue 22). */
+	if (fd >= 0 || (p && !(p->flags & POHM_PATH_TRUNC))) {
+		r = 0;
+		if (op == POHM_AT_CHMOD || (op == POHM_AT_UTIMES && (flags & POHM_ATTR_SET)))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_FOWNER));
+		else if (op == POHM_AT_CHOWN && (flags & POHM_ATTR_SET))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_CHOWN));
+		else if (op == POHM_AT_UTIMES && (flags & POHM_ATTR_TOUCH))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_TOUCH));
+		if (r < 0)
+			return counted(POHM_ST_ATTR, r);
+	}
 	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
