@@ -19,10 +19,14 @@
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
- * Pushes: a writing fd is pushed at close when sync_on_close is set, and
- * always at fsync/fdatasync/sync; otherwise the files this process wrote
- * are pushed at exit (and by exec, which ends the image) and pohmelfsd,
- * started on demand, pushes them every sync_timeout seconds meanwhile.
+ * Pushes: a writing fd is pushed at close when sync_on_close is set (at
+ * the close of the process's last writing fd of the file), and always at
+ * fsync/fdatasync/sync/syncfs and msync(MS_SYNC); otherwise the files
+ * this process wrote are pushed at exit (and by exec, which ends the
+ * image) and pohmelfsd, started on demand, pushes them every sync_timeout
+ * seconds meanwhile.  write, ftruncate through an fd and stores into a
+ * mapping push nothing themselves; munmap pushes only what no writing fd
+ * of the process still holds (issue 22 item 12).
  *
  * Sections: heavy init · open · stat · namespace · attributes · lookups ·
  * directories · fds · processes.
@@ -1359,10 +1363,13 @@ static int space_fn(void *arg, uint64_t need)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
+static int held_writer(uint64_t dev, uint64_t ino, int except);
+
 static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct umount *um;
 	struct pohm_cache *c;
+	struct stat st;
 	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
@@ -1370,6 +1377,17 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		return 0;
 	}
 	c = um->m.cache;
+	/* sync_on_close pushes at the close of the process's last writing fd
+	 * of the file: while another one is open (Python's mmap keeps a dup
+	 * of the fd it maps) the file is still being written, and that fd's
+	 * close pushes (issue 22 item 12); the exit pushes it at the latest. */
+	if (um->m.sync_on_close && !pohm_sys_fstat(fd, &st) &&
+	    held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
+		pohm_shadow_host_closing(fd);
+		counted(POHM_ST_CLOSE, 0);
+		note_dirty(fi->cookie);
+		return 0;
+	}
 	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
@@ -1416,16 +1434,18 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
 	return 0;
 }
 
-/* Is the local file (dev, ino) open for writing through an fd of this process? */
-static int held_writer(uint64_t dev, uint64_t ino)
+/* Is the local file (dev, ino) open for writing through an fd of this
+ * process other than except (-1: any)? */
+static int held_writer(uint64_t dev, uint64_t ino, int except)
 {
 	struct pohm_fd_info fi;
 	struct stat st;
 	int fd, max = pohm_fd_max();
 
 	for (fd = 0; fd <= max; fd++)
-		if (pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) && !pohm_sys_fstat(fd, &st) &&
-		    (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)
+		if (fd != except && pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) &&
+		    !pohm_sys_fstat(fd, &st) && (uint64_t)st.st_dev == dev &&
+		    (uint64_t)st.st_ino == ino)
 			return 1;
 	return 0;
 }
@@ -1449,7 +1469,7 @@ static int sync_process(struct umount *um, int but_writers)
 			continue;
 		if (but_writers && ((fi.flags & POHM_FD_WRITE) ||
 				    (!pohm_sys_fstat(fd, &st) &&
-				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino))))
+				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, -1))))
 			continue;
 		r = push_fd(c, fd);
 		if (r == -EACCES || r == -EPERM)

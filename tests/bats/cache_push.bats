@@ -89,3 +89,26 @@ os.close(fd)"
 	[ "$output" = 1000 ]
 	shim c cat "$T/c/f" | cmp - <(head -c 1000 "$T/want")
 }
+
+@test "sync_on_close with two writing fds of one file: the first close pushes nothing, the last one pushes both writes once" {
+	python3 -c "
+import os
+fd = os.open('$T/want', os.O_RDWR)
+os.pwrite(fd, b'A', 10)
+os.pwrite(fd, b'B', 3 * $CHUNK + 10)
+os.close(fd)"
+	shim a env POHMELFS_STATS=1 python3 -c "
+import os
+fd1 = os.open('$T/a/f', os.O_RDWR)
+fd2 = os.dup(fd1)
+os.pwrite(fd2, b'A', 10)
+os.close(fd2)
+os.pwrite(fd1, b'B', 3 * $CHUNK + 10)
+os.close(fd1)" 2>"$T/stats" || { cat "$T/stats"; false; }
+	cat "$T/stats"
+	# Chunks 0 and 3 in one push (a push at the first close would make two).
+	[ "$(counter pushes "$T/stats")" -eq 1 ]
+	[ "$(counter bytes_pushed "$T/stats")" -eq $((2 * CHUNK)) ]
+	shim c cat "$T/c/f" >"$T/got"
+	cmp "$T/got" "$T/want"
+}
