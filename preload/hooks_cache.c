@@ -1515,6 +1515,11 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
+	/* A writable shared mapping writes the file until it is unmapped,
+	 * maybe after its fd's close (whose push came before those writes):
+	 * the exit pushes it if no munmap did. */
+	if (ev == POHM_EV_MAP_WRITE && fi)
+		note_dirty(fi->cookie);
 	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
 	 * ends a writer: what no open fd of ours still writes travels now. */
 	if (ev == POHM_EV_MSYNC)

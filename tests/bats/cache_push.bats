@@ -112,3 +112,11 @@ os.close(fd1)" 2>"$T/stats" || { cat "$T/stats"; false; }
 	shim c cat "$T/c/f" >"$T/got"
 	cmp "$T/got" "$T/want"
 }
+
+@test "a shared mapping written after its fd's close and never unmapped: the exit pushes it" {
+	shim a "$B/tests/helpers/map_exit" "$T/a/f" "MAPPED"
+	printf 'MAPPED' | dd of="$T/want" conv=notrunc status=none
+	cmp "$T/a/f" "$T/want"
+	shim c cat "$T/c/f" >"$T/got"
+	cmp "$T/got" "$T/want"
+}
