@@ -23,6 +23,25 @@ static int fd_done(enum pohm_attr_op op, int fd, struct pohm_fd_info *fi, int r)
 	return pohm_ret(pohm_hook_attr_done(op, NULL, fd, fi, 0, r));
 }
 
+/* What a chown sets, for the hook's owner check: POHM_ATTR_SET unless both are -1. */
+static int sets(uid_t uid, gid_t gid)
+{
+	return uid != (uid_t)-1 || gid != (gid_t)-1 ? POHM_ATTR_SET : 0;
+}
+
+/* What utimensat's times set, as the kernel judges them: NULL or both
+ * UTIME_NOW a touch (owner or write permission), any explicit time a set
+ * (owner only), otherwise (UTIME_OMIT with UTIME_NOW) no check. */
+static int ts_sets(const struct timespec ts[2])
+{
+	if (!ts || (ts[0].tv_nsec == UTIME_NOW && ts[1].tv_nsec == UTIME_NOW))
+		return POHM_ATTR_TOUCH;
+	if ((ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT) ||
+	    (ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT))
+		return POHM_ATTR_SET;
+	return 0;
+}
+
 /* ---- chmod */
 
 POHM_EXPORT int chmod(const char *path, mode_t mode)
@@ -82,7 +101,7 @@ POHM_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.chown(path, uid, gid);
-	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, sets(uid, gid))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.chown(path, uid, gid));
 	return path_done(POHM_AT_CHOWN, &p, 0, r);
 }
@@ -94,7 +113,7 @@ POHM_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.lchown(path, uid, gid);
-	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, AT_SYMLINK_NOFOLLOW | sets(uid, gid))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.lchown(path, uid, gid));
 	return path_done(POHM_AT_CHOWN, &p, AT_SYMLINK_NOFOLLOW, r);
 }
@@ -106,7 +125,7 @@ POHM_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int 
 
 	if (!pohm_claim_at(dirfd, path, flags, &p))
 		return pohm_real.fchownat(dirfd, path, uid, gid, flags);
-	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, flags)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_CHOWN, &p, -1, NULL, flags | sets(uid, gid))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.fchownat(dirfd, path, uid, gid, flags));
 	return path_done(POHM_AT_CHOWN, &p, flags, r);
 }
@@ -118,7 +137,7 @@ POHM_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 
 	if (!pohm_claim_fd(fd, &fi))
 		return pohm_real.fchown(fd, uid, gid);
-	if ((r = pohm_hook_attr(POHM_AT_CHOWN, NULL, fd, &fi, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_CHOWN, NULL, fd, &fi, sets(uid, gid))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.fchown(fd, uid, gid));
 	return fd_done(POHM_AT_CHOWN, fd, &fi, r);
 }
@@ -182,7 +201,8 @@ POHM_EXPORT int utime(const char *path, const struct utimbuf *t)
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.utime(path, t);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, t ? POHM_ATTR_SET : POHM_ATTR_TOUCH)) ==
+	    POHM_PASS)
 		r = pohm_sysret(pohm_real.utime(path, t));
 	return path_done(POHM_AT_UTIMES, &p, 0, r);
 }
@@ -194,7 +214,8 @@ POHM_EXPORT int utimes(const char *path, const struct timeval tv[2])
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.utimes(path, tv);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, tv ? POHM_ATTR_SET : POHM_ATTR_TOUCH)) ==
+	    POHM_PASS)
 		r = pohm_sysret(pohm_real.utimes(path, tv));
 	return path_done(POHM_AT_UTIMES, &p, 0, r);
 }
@@ -206,7 +227,8 @@ POHM_EXPORT int lutimes(const char *path, const struct timeval tv[2])
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.lutimes(path, tv);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL,
+				 AT_SYMLINK_NOFOLLOW | (tv ? POHM_ATTR_SET : POHM_ATTR_TOUCH))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.lutimes(path, tv));
 	return path_done(POHM_AT_UTIMES, &p, AT_SYMLINK_NOFOLLOW, r);
 }
@@ -218,7 +240,8 @@ POHM_EXPORT int futimesat(int dirfd, const char *path, const struct timeval tv[2
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.futimesat(dirfd, path, tv);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, tv ? POHM_ATTR_SET : POHM_ATTR_TOUCH)) ==
+	    POHM_PASS)
 		r = pohm_sysret(pohm_real.futimesat(dirfd, path, tv));
 	return path_done(POHM_AT_UTIMES, &p, 0, r);
 }
@@ -232,13 +255,14 @@ POHM_EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[
 	if (!pohm_launder(path)) {
 		if (!pohm_claim_fd(dirfd, &fi))
 			return pohm_real.utimensat(dirfd, path, ts, flags);
-		if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, dirfd, &fi, flags)) == POHM_PASS)
+		if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, dirfd, &fi, flags | ts_sets(ts))) ==
+		    POHM_PASS)
 			r = pohm_sysret(pohm_real.utimensat(dirfd, path, ts, flags));
 		return fd_done(POHM_AT_UTIMES, dirfd, &fi, r);
 	}
 	if (!pohm_claim_at(dirfd, path, flags, &p))
 		return pohm_real.utimensat(dirfd, path, ts, flags);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, flags)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, &p, -1, NULL, flags | ts_sets(ts))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.utimensat(dirfd, path, ts, flags));
 	return path_done(POHM_AT_UTIMES, &p, flags, r);
 }
@@ -250,7 +274,8 @@ POHM_EXPORT int futimes(int fd, const struct timeval tv[2])
 
 	if (!pohm_claim_fd(fd, &fi))
 		return pohm_real.futimes(fd, tv);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, fd, &fi, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, fd, &fi, tv ? POHM_ATTR_SET : POHM_ATTR_TOUCH)) ==
+	    POHM_PASS)
 		r = pohm_sysret(pohm_real.futimes(fd, tv));
 	return fd_done(POHM_AT_UTIMES, fd, &fi, r);
 }
@@ -262,7 +287,7 @@ POHM_EXPORT int futimens(int fd, const struct timespec ts[2])
 
 	if (!pohm_claim_fd(fd, &fi))
 		return pohm_real.futimens(fd, ts);
-	if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, fd, &fi, 0)) == POHM_PASS)
+	if ((r = pohm_hook_attr(POHM_AT_UTIMES, NULL, fd, &fi, ts_sets(ts))) == POHM_PASS)
 		r = pohm_sysret(pohm_real.futimens(fd, ts));
 	return fd_done(POHM_AT_UTIMES, fd, &fi, r);
 }

@@ -19,10 +19,14 @@
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
- * Pushes: a writing fd is pushed at close when sync_on_close is set, and
- * always at fsync/fdatasync/sync; otherwise the files this process wrote
- * are pushed at exit (and by exec, which ends the image) and pohmelfsd,
- * started on demand, pushes them every sync_timeout seconds meanwhile.
+ * Pushes: a writing fd is pushed at close when sync_on_close is set (at
+ * the close of the process's last writing fd of the file), and always at
+ * fsync/fdatasync/sync/syncfs and msync(MS_SYNC); otherwise the files
+ * this process wrote are pushed at exit (and by exec, which ends the
+ * image) and pohmelfsd, started on demand, pushes them every sync_timeout
+ * seconds meanwhile.  write, ftruncate through an fd and stores into a
+ * mapping push nothing themselves; munmap pushes only what no writing fd
+ * of the process still holds (issue 22 item 12).
  *
  * Sections: heavy init · open · stat · namespace · attributes · lookups ·
  * directories · fds · processes.
@@ -870,6 +874,25 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		if (r < 0)
 			return counted(POHM_ST_ATTR, r);
 	}
+	/* The kernel's owner checks, on the stored owner: the local copy may be
+	 * the caller's own whoever owns the file (issue 22). */
+	if (fd >= 0 || (p && !(p->flags & POHM_PATH_TRUNC))) {
+		r = 0;
+		if (op == POHM_AT_CHMOD || (op == POHM_AT_UTIMES && (flags & POHM_ATTR_SET)))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_FOWNER));
+		else if (op == POHM_AT_CHOWN && (flags & POHM_ATTR_SET))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_CHOWN));
+		else if (op == POHM_AT_UTIMES && (flags & POHM_ATTR_TOUCH))
+			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
+						       !(flags & AT_SYMLINK_NOFOLLOW),
+						       POHM_PERM_TOUCH));
+		if (r < 0)
+			return counted(POHM_ST_ATTR, r);
+	}
 	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
@@ -905,8 +928,14 @@ static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int f
 		if (r == 0)
 			rel = real;
 	}
-	/* The change travels now, so that other hosts see it after attr_timeout. */
-	if (fd >= 0)
+	/* The change travels now, so that other hosts see it after attr_timeout.
+	 * A truncation through an fd is a data change of a writer still open,
+	 * as a write is (issue 22 item 12: fsx's 645 ftruncates were 645 pushes
+	 * of the whole file): it travels with the fd's next push, at its close
+	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
+	if (fd >= 0 && op == POHM_AT_TRUNCATE)
+		r = 0;
+	else if (fd >= 0)
 		r = HELD(pohm_cache_push_fd(c, fd));
 	else if (rel && !held_path(c, rel))
 		r = HELD(pohm_cache_push_path(c, rel));
@@ -1341,10 +1370,13 @@ static int space_fn(void *arg, uint64_t need)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
+static int held_writer(uint64_t dev, uint64_t ino, int except);
+
 static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct umount *um;
 	struct pohm_cache *c;
+	struct stat st;
 	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
@@ -1352,6 +1384,17 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		return 0;
 	}
 	c = um->m.cache;
+	/* sync_on_close pushes at the close of the process's last writing fd
+	 * of the file: while another one is open (Python's mmap keeps a dup
+	 * of the fd it maps) the file is still being written, and that fd's
+	 * close pushes (issue 22 item 12); the exit pushes it at the latest. */
+	if (um->m.sync_on_close && !pohm_sys_fstat(fd, &st) &&
+	    held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
+		pohm_shadow_host_closing(fd);
+		counted(POHM_ST_CLOSE, 0);
+		note_dirty(fi->cookie);
+		return 0;
+	}
 	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
@@ -1408,18 +1451,42 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
 	return 0;
 }
 
+/* Is the local file (dev, ino) open for writing through an fd of this
+ * process other than except (-1: any)? */
+static int held_writer(uint64_t dev, uint64_t ino, int except)
+{
+	struct pohm_fd_info fi;
+	struct stat st;
+	int fd, max = pohm_fd_max();
+
+	for (fd = 0; fd <= max; fd++)
+		if (fd != except && pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) &&
+		    !pohm_sys_fstat(fd, &st) && (uint64_t)st.st_dev == dev &&
+		    (uint64_t)st.st_ino == ino)
+			return 1;
+	return 0;
+}
+
 /*
  * Push everything dirty without touching the process's POSIX locks: files
  * it has open through its own fds (pread on them), the others by path.
+ * but_writers: leave out the files this process still has open for
+ * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
+ * a munmap ends a writer, not a write session (issue 22 item 12).
  */
-static int sync_process(struct umount *um)
+static int sync_process(struct umount *um, int but_writers)
 {
 	struct pohm_cache *c = um->m.cache;
 	struct pohm_fd_info fi;
+	struct stat st;
 	int fd, max = pohm_fd_max(), r, err = 0;
 
 	for (fd = 0; fd <= max; fd++) {
 		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
+			continue;
+		if (but_writers && ((fi.flags & POHM_FD_WRITE) ||
+				    (!pohm_sys_fstat(fd, &st) &&
+				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, -1))))
 			continue;
 		r = push_fd(c, fd);
 		if (r == -EACCES || r == -EPERM)
@@ -1439,7 +1506,7 @@ static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi
 	if (!(um = mount_here(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = sync_process(um);
+		r = sync_process(um, 0);
 	else if ((r = push_fd(um->m.cache, fd)) == -EACCES || r == -EPERM) {
 		hand_to_daemon(um, fi->cookie, r);
 		r = 0;
@@ -1465,10 +1532,17 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
+	/* A writable shared mapping writes the file until it is unmapped,
+	 * maybe after its fd's close (whose push came before those writes):
+	 * the exit pushes it if no munmap did. */
+	if (ev == POHM_EV_MAP_WRITE && fi)
+		note_dirty(fi->cookie);
+	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
+	 * ends a writer: what no open fd of ours still writes travels now. */
 	if (ev == POHM_EV_MSYNC)
-		return sync_process(um) < 0 ? -EIO : 0;
+		return sync_process(um, 0) < 0 ? -EIO : 0;
 	if (ev == POHM_EV_UNMAP)
-		sync_process(um);
+		sync_process(um, 1);
 	return 0;
 }
 
@@ -1531,7 +1605,7 @@ static void push_written(void)
 	ndirty = 0;
 	pthread_mutex_unlock(&dirty_lock);
 	if (r)
-		sync_process(um);
+		sync_process(um, 0);
 }
 
 /*

@@ -136,6 +136,22 @@ int pohm_cache_local_only(struct pohm_cache *c, const char *rel);
  */
 int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel);
 
+/*
+ * The kernel's owner checks of an attribute change, on the STORED owner of
+ * the object open as fd (fd >= 0) or named rel (followed when follow): a
+ * non-root cache's local copies carry the user's own uid whoever owns the
+ * file, so the kernel's check on them passes for anyone (issue 22).
+ *   POHM_PERM_FOWNER: chmod, or explicit times — the owner or CAP_FOWNER;
+ *   POHM_PERM_CHOWN:  a chown that sets a uid or gid — the owner or CAP_CHOWN
+ *                     (what the owner may set, the local kernel judges);
+ *   POHM_PERM_TOUCH:  times set to now — the owner, CAP_FOWNER, or write
+ *                     permission by the stored mode (else -EACCES).
+ * 0 also when the storage has no record of the object (the kernel's check
+ * on the local owner stands); -EPERM or -EACCES as the kernel answers.
+ */
+enum pohm_perm_owner { POHM_PERM_FOWNER, POHM_PERM_CHOWN, POHM_PERM_TOUCH };
+int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int follow,
+			  enum pohm_perm_owner how);
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
 /* Push rel (a file changed by a program without the shim, or by a path call): as push_fd. */

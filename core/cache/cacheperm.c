@@ -251,3 +251,33 @@ int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name)
 		return 0;
 	return -EPERM;
 }
+
+int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int follow,
+			  enum pohm_perm_owner how)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int r;
+
+	r = fd >= 0 ? pohm_sys_fstat(fd, &st)
+		    : pohm_sys_fstatat(c->pfd, rel, &st,
+				       (follow ? 0 : AT_SYMLINK_NOFOLLOW) | (*rel ? 0 : AT_EMPTY_PATH));
+	if (r || (uint64_t)st.st_dev != c->pdev)
+		return 0;	/* missing, or out of the prefix: the kernel answers */
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+	    pohm_journal_get(&c->j, ino, &rec))
+		return 0;	/* no record: the local owner is the one the kernel checks */
+	if (rec.uid == cache_fsuid())
+		r = 0;
+	else if (how == POHM_PERM_CHOWN)
+		r = has_cap(CAP_CHOWN) ? 0 : -EPERM;
+	else if (has_cap(CAP_FOWNER))
+		r = 0;
+	else if (how == POHM_PERM_TOUCH)
+		r = cache_perm_mode(rec.mode, rec.uid, rec.gid, W_OK);
+	else
+		r = -EPERM;
+	pohm_jrec_clear(&rec);
+	return r;
+}

@@ -73,3 +73,51 @@ as_nobody() {
 	echo "stored:"; echo "$stored"
 	[ "$stored" = "$(cd "$W/native" && find . | sort)" ]
 }
+
+# attr_tree DIR: root's files for the attribute checks (d 0777 with f 0644,
+# t 0666, t2 0644).
+attr_tree() {
+	mkdir -p "$1/d" && echo hi >"$1/d/f" && echo t >"$1/t" && echo t2 >"$1/t2" &&
+		chmod 644 "$1/d/f" "$1/t2" && chmod 666 "$1/t" && chmod 777 "$1/d"
+}
+
+# attrs_as_nobody DIR [WRAPPER...]: each attribute change as uid 65534 in
+# DIR, one line each: "CMD: exit status and the message's errno part".
+attrs_as_nobody() {
+	local dir=$1 cmd
+	shift
+	for cmd in 'chmod 600 d/f' 'chmod 700 d' 'chmod 600 t' 'touch -m -d @1000 t' 'touch t2' \
+		'touch t' 'chown 65534 d/f' 'chgrp 65534 t' 'chown -h 65534 t2'; do
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$@" \
+			sh -c 'cd "$1" && eval "$2" 2>&1; echo "status $?"' sh "$dir" "$cmd" |
+			sed 's/.*: //' | paste -sd' ' | sed "s|^|$cmd: |"
+	done
+}
+
+@test "chmod, chown and utimes of another user's file made on another host: the kernel's EPERM/EACCES, the storage untouched" {
+	# Root makes the files through host a; uid 65534 works in its own
+	# prefix p, where its cache makes the local copies (owned by 65534,
+	# so the kernel's own owner check on them would pass).
+	mkdir "$W/native" "$W/a" "$W/p" "$W/q"
+	chmod 755 "$W/a" "$W/q"
+	chmod 1777 "$W/p"
+	attr_tree "$W/native"
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$W/a POHMELFS_CACHE_DIR=$W/a-state POHMELFS_HOST_ID=a \
+		bash -c "$(declare -f attr_tree); attr_tree '$W/a'"
+	native=$(attrs_as_nobody "$W/native")
+	shimmed=$(attrs_as_nobody "$W/p" env LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$W/p" \
+		POHMELFS_CACHE_DIR="$W/p-state" POHMELFS_HOST_ID=p)
+	echo "native:"; echo "$native"; echo "shim:"; echo "$shimmed"
+	[ "$native" = "$shimmed" ]
+	[[ $native == *"chmod 600 d/f: Operation not permitted status 1"* ]]
+	[[ $native == *"touch -m -d @1000 t: Operation not permitted status 1"* ]]
+	[[ $native == *"touch t2: Permission denied status 1"* ]]
+	[[ $native == *"touch t: status 0"* ]]
+	# The storage holds root's modes and owners, and t's time is no 1000.
+	stored=$(LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$W/q POHMELFS_CACHE_DIR=$W/q-state \
+		sh -c 'cd "$1" && stat -c "%n %a %u %g" d d/f t t2' sh "$W/q")
+	echo "stored:"; echo "$stored"
+	[ "$stored" = "$(cd "$W/native" && stat -c "%n %a %u %g" d d/f t t2)" ]
+	[ "$(LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$W/q POHMELFS_CACHE_DIR=$W/q-state \
+		stat -c %Y "$W/q/t")" != 1000 ]
+}

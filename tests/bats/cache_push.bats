@@ -1,0 +1,122 @@
+#!/usr/bin/env bats
+# cache_push.bats — what a push sends and when (issue 22 item 12): only the
+# chunks that changed, once per write session of an open fd (ftruncate and
+# munmap are changes of a writer still open, not pushes of their own), and
+# at once where the program asks for durability (fsync, msync MS_SYNC).
+# A 3-group cluster, host a writes, fresh hosts read (lib/hosts).
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	three_hosts push
+	export POHMELFS_ATTR_TIMEOUT=0
+	CHUNK=1048576
+	SIZE=4500000	# 5 chunks: 4 whole and a short last one
+	head -c $SIZE /dev/urandom >"$T/want"
+	shim a cp "$T/want" "$T/a/f"
+}
+
+teardown() {
+	stop_daemons
+	cluster_stop
+}
+
+# counter NAME FILE: the value of NAME in a stats=1 table (FILE: its stderr).
+counter() {
+	awk -v n="$1" '$1 == n { print $2 }' "$2"
+}
+
+@test "a 1-byte change, ftruncates and a mapping of one open fd: one push of one chunk; a fresh cache reads it all" {
+	# The same change to the expected copy, without the shim.
+	python3 -c "
+import os
+fd = os.open('$T/want', os.O_RDWR)
+os.pwrite(fd, b'Z', 2100000)
+os.pwrite(fd, b'Y', 2 * $CHUNK + 100)
+os.close(fd)"
+	# Written through one fd: a byte, two ftruncates that leave the size as
+	# it was, a byte through a shared mapping unmapped before the close.
+	# All in chunk 2.
+	shim a env POHMELFS_STATS=1 python3 -c "
+import mmap, os
+fd = os.open('$T/a/f', os.O_RDWR)
+os.pwrite(fd, b'Z', 2100000)
+os.ftruncate(fd, $SIZE + 1)
+os.ftruncate(fd, $SIZE)
+m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=2 * $CHUNK)
+m[100:101] = b'Y'
+m.close()
+os.close(fd)" 2>"$T/stats"
+	cat "$T/stats"
+	[ "$(counter pushes "$T/stats")" -eq 1 ]
+	[ "$(counter bytes_pushed "$T/stats")" -eq $CHUNK ]
+	shim c cat "$T/c/f" >"$T/got"
+	cmp "$T/got" "$T/want"
+}
+
+@test "fsync after an ftruncate and msync(MS_SYNC) of a mapping push at once: fresh hosts see each before the writer closes" {
+	shim a python3 -c "
+import mmap, os, subprocess
+def fresh(h):
+    env = dict(os.environ, POHMELFS_PREFIX='$T/' + h, POHMELFS_CACHE_DIR='$T/' + h + '-state',
+               POHMELFS_HOST_ID=h)
+    return subprocess.run(['cat', '$T/' + h + '/f'], env=env, stdout=subprocess.PIPE,
+                          check=True).stdout
+fd = os.open('$T/a/f', os.O_RDWR)
+os.ftruncate(fd, 10)
+os.fsync(fd)
+got = fresh('b')
+assert got == open('$T/want', 'rb').read(10), got
+m = mmap.mmap(fd, 10, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[3:4] = b'Q'
+m.flush()			# msync(MS_SYNC)
+got = fresh('c')
+want = bytearray(open('$T/want', 'rb').read(10))
+want[3:4] = b'Q'
+assert got == bytes(want), got
+m.close()
+os.close(fd)"
+}
+
+@test "an ftruncate of an open fd travels with its close: a fresh host sees the size after it" {
+	shim a python3 -c "
+import os
+fd = os.open('$T/a/f', os.O_WRONLY)
+os.ftruncate(fd, 1000)
+os.close(fd)"
+	run shim c stat -c %s "$T/c/f"
+	[ "$output" = 1000 ]
+	shim c cat "$T/c/f" | cmp - <(head -c 1000 "$T/want")
+}
+
+@test "sync_on_close with two writing fds of one file: the first close pushes nothing, the last one pushes both writes once" {
+	python3 -c "
+import os
+fd = os.open('$T/want', os.O_RDWR)
+os.pwrite(fd, b'A', 10)
+os.pwrite(fd, b'B', 3 * $CHUNK + 10)
+os.close(fd)"
+	shim a env POHMELFS_STATS=1 python3 -c "
+import os
+fd1 = os.open('$T/a/f', os.O_RDWR)
+fd2 = os.dup(fd1)
+os.pwrite(fd2, b'A', 10)
+os.close(fd2)
+os.pwrite(fd1, b'B', 3 * $CHUNK + 10)
+os.close(fd1)" 2>"$T/stats" || { cat "$T/stats"; false; }
+	cat "$T/stats"
+	# Chunks 0 and 3 in one push (a push at the first close would make two).
+	[ "$(counter pushes "$T/stats")" -eq 1 ]
+	[ "$(counter bytes_pushed "$T/stats")" -eq $((2 * CHUNK)) ]
+	shim c cat "$T/c/f" >"$T/got"
+	cmp "$T/got" "$T/want"
+}
+
+@test "a shared mapping written after its fd's close and never unmapped: the exit pushes it" {
+	shim a "$B/tests/helpers/map_exit" "$T/a/f" "MAPPED"
+	printf 'MAPPED' | dd of="$T/want" conv=notrunc status=none
+	cmp "$T/a/f" "$T/want"
+	shim c cat "$T/c/f" >"$T/got"
+	cmp "$T/got" "$T/want"
+}
