@@ -168,7 +168,21 @@ int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	int r = pohm_bucket_encode(&b, &ref->bk);
+	int r;
+
+	/*
+	 * A version is its bytes (decision 0006), so no two writes may store
+	 * the same bytes: create then unlink of one name would bring back
+	 * the bucket's bytes from before the create, and a writer still
+	 * holding that old read would CAS over the newer history (finding
+	 * 15: its roll-forward then restored the unlinked name).  A NORMAL
+	 * bucket's txid is a fresh tag on every rewrite.  A create-if-absent
+	 * (the first bucket, a split's children, which racing helpers build
+	 * from one snapshot and must build identically) keeps its own.
+	 */
+	if (!ref->absent && ref->bk.state == POHM_BUCKET_NORMAL)
+		ref->bk.txid = ns_random(ns);
+	r = pohm_bucket_encode(&b, &ref->bk);
 
 	if (!r)
 		r = ns->kv.ops->put(ns->kv.ctx, ref->key, b.p, b.len,

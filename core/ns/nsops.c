@@ -645,7 +645,7 @@ static void lease_drop(struct pohm_ns *ns, uint64_t txid)
 		return;
 	if (!pohm_lease_decode(&l, v.data, v.len) && l.txid == txid) {
 		l.txid = 0;
-		l.expires = 0;
+		l.expires = ns_now_ns();	/* free; unique bytes (see ns_bucket_store) */
 		if (!pohm_lease_encode(&b, &l))
 			ns->kv.ops->put(ns->kv.ctx, "l:rename", b.p, b.len, v.csum);
 	}

@@ -85,7 +85,7 @@ int pohm_ns_clear_stale_lease(struct pohm_ns *ns)
 	if (!l.txid || l.expires > ns_now_ns())
 		goto out;	/* free, or held by a live renamer */
 	l.txid = 0;
-	l.expires = 0;
+	l.expires = ns_now_ns();	/* free; unique bytes (see ns_bucket_store) */
 	r = pohm_lease_encode(&b, &l);
 	if (!r)
 		r = ns->kv.ops->put(ns->kv.ctx, "l:rename", b.p, b.len, v.csum);

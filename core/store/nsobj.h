@@ -162,7 +162,8 @@ struct pohm_bucket {
 	uint8_t  depth;
 	uint32_t index;
 	uint8_t  state;			/* enum pohm_bucket_state */
-	uint64_t txid;			/* SEALED/SPLITTING: who */
+	uint64_t txid;			/* SEALED/SPLITTING: who; NORMAL: a fresh tag per
+				 * write, so no two versions have the same bytes */
 	uint64_t stamp;			/* when the state was set (realtime ns) */
 	uint64_t seal_parent;		/* SEALED: the rmdir's parent directory */
 	char    *seal_name;		/* SEALED: the rmdir's entry name, malloc'ed */

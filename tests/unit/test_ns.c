@@ -601,6 +601,35 @@ TEST(lookup_check_plain_case_only)
 }
 
 /*
+ * RELIABILITY.md finding 15: create then unlink of one name must not bring
+ * back the bucket's bytes from before the create.  A writer that read the
+ * bucket before the create and writes late (a CAS against those bytes) must
+ * be refused; when the bytes came back it applied over the unlink, and its
+ * roll-forward restored the unlinked name on a majority.
+ */
+TEST(bucket_bytes_never_repeat_after_create_and_unlink)
+{
+	struct pohm_ns *ns = fresh(256);
+	struct pohm_kv_val before = { 0 }, after = { 0 };
+	char key[POHM_KEY_MAX];
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, NULL), 0);
+	pohm_key_bucket(key, 1, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &before), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "n", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "n"), 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &after), 0);
+	EXPECT(memcmp(before.csum, after.csum, sizeof(before.csum)) != 0);
+	/* The late writer: its CAS against the old read is refused. */
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, before.data, before.len, before.csum), -EAGAIN);
+	EXPECT_EQ_U64(ino_of(ns, 1, "n"), 0);
+	EXPECT(ino_of(ns, 1, "a") != 0);
+	pohm_kv_val_free(&before);
+	pohm_kv_val_free(&after);
+	pohm_ns_close(ns);
+}
+
+/*
  * A split caught between creating its children and marking the parent SPLIT:
  * a writer whose depth hint was already deeper put "x" into the child, so the
  * sealed parent does not have it.  A handle whose hint stops at the parent
