@@ -96,6 +96,14 @@ static struct pohm_stats proc_stats;
  * fd 2 in an atexit handler, before our destructor runs); written once by
  * heavy_init, -1 if none. */
 static int stats_ifd = -1;
+/* What flush_stats last reported of each mount's cumulative cache and
+ * network counters (the cache and client count from their open, and a
+ * fork child inherits the parent's): a report is the difference, so an
+ * exec attempt that fails, or a child's exit, does not report the same
+ * pushes again.  Guarded by stats_lock; a fork child takes the values
+ * its parent had as already reported. */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pohm_stats mount_reported[POHM_MOUNTS_MAX];
 
 /* Count one call of kind k; r, counted as an error when the storage or the
  * cache failed (not for answers a local disk gives too: ENOENT, EEXIST...). */
@@ -1563,6 +1571,27 @@ void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi)
 
 /* ---------------------------------------------------------------- processes */
 
+/* The cumulative counters of um's cache and client (zero elsewhere). */
+static void mount_counters(struct umount *um, struct pohm_stats *cur)
+{
+	struct pohm_cache_stats cs;
+	struct pohm_net_counts nc;
+
+	memset(cur, 0, sizeof(*cur));
+	pohm_cache_get_stats(um->m.cache, &cs);
+	cur->v[POHM_ST_MISSES] = cs.fetches;
+	cur->v[POHM_ST_FETCHED_BYTES] = cs.fetched_bytes;
+	cur->v[POHM_ST_PUSHES] = cs.pushes;
+	cur->v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes;
+	cur->v[POHM_ST_CONFLICTS] = cs.conflicts;
+	cur->v[POHM_ST_RETRIES] = cs.retries;
+	pohm_mount_net_counts(&um->m, &nc);
+	cur->v[POHM_ST_NET_WAITS] = nc.waits;
+	cur->v[POHM_ST_NET_REQUESTS] = nc.requests;
+	cur->v[POHM_ST_NET_SETUP_WAITS] = nc.setup_waits;
+	cur->v[POHM_ST_NET_SETUP_REQUESTS] = nc.setup_requests;
+}
+
 void pohm_hook_fork(enum pohm_fork_phase phase)
 {
 	/*
@@ -1582,10 +1611,14 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		 * mount another thread was opening at the fork stays unpublished. */
 		pthread_mutex_init(&mounts_lock, NULL);
 		pthread_mutex_init(&dirty_lock, NULL);
+		pthread_mutex_init(&stats_lock, NULL);
 		ndirty = 0;
+		/* The parent's counts are the parent's to report. */
+		memset(&proc_stats, 0, sizeof(proc_stats));
 		for (i = 0; i < n; i++) {
 			mounts[i].daemon_started = 0;
 			pohm_mount_atfork_child(&mounts[i].m);
+			mount_counters(&mounts[i], &mount_reported[i]);
 		}
 	}
 }
@@ -1615,9 +1648,7 @@ static void push_written(void)
  */
 static void flush_stats(void)
 {
-	struct pohm_cache_stats cs;
-	struct pohm_net_counts nc;
-	struct pohm_stats st;
+	struct pohm_stats st, cur;
 	struct umount *um = mount_now();
 	char buf[2048], title[4200];
 	unsigned i;
@@ -1628,19 +1659,16 @@ static void flush_stats(void)
 		return;	/* counted in no cache_dir this user may write */
 	for (i = 0; i < POHM_ST_COUNT; i++)
 		st.v[i] = __atomic_exchange_n(&proc_stats.v[i], 0, __ATOMIC_RELAXED);
-	pohm_cache_get_stats(um->m.cache, &cs);
-	st.v[POHM_ST_MISSES] = cs.fetches;
-	st.v[POHM_ST_HITS] = st.v[POHM_ST_OPEN] > cs.fetches ? st.v[POHM_ST_OPEN] - cs.fetches : 0;
-	st.v[POHM_ST_FETCHED_BYTES] = cs.fetched_bytes;
-	st.v[POHM_ST_PUSHES] = cs.pushes;
-	st.v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes;
-	st.v[POHM_ST_CONFLICTS] = cs.conflicts;
-	st.v[POHM_ST_RETRIES] = cs.retries;
-	pohm_mount_net_counts(&um->m, &nc);
-	st.v[POHM_ST_NET_WAITS] = nc.waits;
-	st.v[POHM_ST_NET_REQUESTS] = nc.requests;
-	st.v[POHM_ST_NET_SETUP_WAITS] = nc.setup_waits;
-	st.v[POHM_ST_NET_SETUP_REQUESTS] = nc.setup_requests;
+	pthread_mutex_lock(&stats_lock);
+	mount_counters(um, &cur);
+	for (i = 0; i < POHM_ST_COUNT; i++)
+		if (cur.v[i]) {
+			st.v[i] = cur.v[i] - mount_reported[um - mounts].v[i];
+			mount_reported[um - mounts].v[i] = cur.v[i];
+		}
+	pthread_mutex_unlock(&stats_lock);
+	st.v[POHM_ST_HITS] = st.v[POHM_ST_OPEN] > st.v[POHM_ST_MISSES] ?
+			     st.v[POHM_ST_OPEN] - st.v[POHM_ST_MISSES] : 0;
 	for (i = 0; i < POHM_ST_COUNT; i++)
 		any |= st.v[i] != 0;
 	if (!any)

@@ -98,3 +98,15 @@ os.mkdir('$T/p/d')"
 	[ "$(counter net_requests)" -eq "$s2" ]
 	[ "$(counter net_setup_waits)" -eq "$sw2" ]
 }
+
+@test "a push is counted once, however many children the writer forks and execs" {
+	# The writer pushes f at close (sync_on_close), then forks children
+	# that exec, and execvp tries a missing PATH entry first: each of those
+	# images used to report the parent's cumulative pushes again.
+	LD_PRELOAD=$PRELOAD PATH="$T/nowhere:$PATH" bash -c "
+echo data > '$T/p/f'
+for i in 1 2 3 4; do env true; done
+python3 -c 'import subprocess; subprocess.run([\"true\"])'"
+	[ "$(counter pushes)" -eq 1 ]
+	[ "$(counter create)" -eq 1 ]
+}
