@@ -118,10 +118,45 @@ static const struct recent *recall(const char *key, const uint8_t *csum)
 	return NULL;
 }
 
+/*
+ * The round-trip trace (issue 23): at log_level=debug every kv operation
+ * logs one "rtt:" line with its key and the waits and requests it cost
+ * (the client's counters before and after; exact for one thread).
+ */
+struct trace {
+	struct pohm_net_counts c0;
+	int on;
+};
+
+static void trace_start(struct pohm_client *c, struct trace *t)
+{
+	t->on = pohm_log_level() >= POHM_LOG_DEBUG;
+	if (t->on)
+		pohm_net_counts(pohm_client_net(c), &t->c0);
+}
+
+static void trace_end(struct pohm_client *c, const struct trace *t, const char *op,
+		      const char *key, size_t more, int r)
+{
+	struct pohm_net_counts c1;
+
+	if (!t->on)
+		return;
+	pohm_net_counts(pohm_client_net(c), &c1);
+	pohm_debug("rtt: %s %s%s%.0zu: %d, %llu waits, %llu requests", op, key,
+		   more ? " +" : "", more, r, (unsigned long long)(c1.waits - t->c0.waits),
+		   (unsigned long long)(c1.requests - t->c0.requests));
+}
+
 static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
-	int r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
+	struct trace t;
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
+	trace_end(ctx, &t, "get", key, 0, r);
 
 	if (r == -ENOENT)
 		return r;
@@ -141,12 +176,15 @@ static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_
 	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
 	struct pohm_io_result *res = calloc(POHM_IO_CAS_MANY, sizeof(*res));
 	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
+	struct trace t;
 	size_t i;
 	int r;
 
 	if (!res)
 		return -ENOMEM;
+	trace_start(ctx, &t);
 	r = pohm_io_cas_get_many(ctx, n, keys, v, res);
+	trace_end(ctx, &t, "get_n", keys[0], n - 1, r);
 	if (r)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -171,8 +209,13 @@ out:
 static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
 {
 	struct pohm_io_result res;
+	struct trace t;
 	size_t got = 0;
-	int r = pohm_io_read(ctx, key, strlen(key), off, buf, len, &got, &res);
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_read(ctx, key, strlen(key), off, buf, len, &got, &res);
+	trace_end(ctx, &t, "read", key, 0, r);
 
 	if (r == -E2BIG)
 		return 0;	/* offset at or past the end */
@@ -188,10 +231,13 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 	struct pohm_cas_old old;
 	const struct recent *prev;
 	uint8_t sum[POHM_KV_CSUM];
+	struct trace t;
 	int r;
 
+	trace_start(ctx, &t);
 	if (!expect) {
 		r = pohm_io_write(ctx, key, strlen(key), data, len, NULL, &res);
+		trace_end(ctx, &t, "write", key, 0, r);
 		if (r)
 			pohm_info("%s", res.msg);
 		return r == -ETIMEDOUT ? -EIO : r;
@@ -211,6 +257,7 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		}
 	}
 	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
+	trace_end(ctx, &t, expect == POHM_KV_ABSENT ? "create" : "cas", key, 0, r);
 	if (!r) {
 		pohm_sha512(data, len, sum);
 		remember(key, data, len, sum, &res);
@@ -229,8 +276,13 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 static int kvio_del(void *ctx, const char *key)
 {
 	struct pohm_io_result res;
+	struct trace t;
+	int r;
 
-	return pohm_io_del(ctx, key, strlen(key), &res);
+	trace_start(ctx, &t);
+	r = pohm_io_del(ctx, key, strlen(key), &res);
+	trace_end(ctx, &t, "del", key, 0, r);
+	return r;
 }
 
 static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
@@ -238,7 +290,12 @@ static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned 
 			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
 {
 	struct pohm_io_result res;
-	int r = pohm_io_get_many(ctx, n, keys, inflight, max_len, fn, arg, &res);
+	struct trace t;
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_get_many(ctx, n, keys, inflight, max_len, fn, arg, &res);
+	trace_end(ctx, &t, "get_many", keys[0], n - 1, r);
 
 	if (r && r != -ENOENT)
 		pohm_info("%s", res.msg);
