@@ -137,6 +137,76 @@ TEST(lazy_root_on_first_use)
 	pohm_ns_close(ns2);
 }
 
+/* A store that counts the reads of the root inode (lazy_root_proven_by_a_read). */
+static struct pohm_kv_ops counting_ops;
+static int root_reads;
+
+static int counting_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	root_reads += !strcmp(key, "i:1");
+	return kv.ops->get(ctx, key, out);
+}
+
+static int counting_get_n(void *ctx, size_t n, const char *const *keys,
+			  struct pohm_kv_val *out, int *st)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		root_reads += !strcmp(keys[i], "i:1");
+	return kv.ops->get_n(ctx, n, keys, out, st);
+}
+
+/* lazy_root: a first read that finds an object proves the root (no check,
+ * issue 23); one that finds nothing checks it, and a read of the root
+ * itself then sees the root the check made. */
+TEST(lazy_root_proven_by_a_read)
+{
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12, .lazy_root = 1 };
+	struct pohm_ns *ns = fresh(0), *lz = NULL;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a;
+	uint64_t ino;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	root_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, d.ino, &a), 0);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_create(lz, d.ino, "f", 0644, 0, 0, 0, 0, &a), 0);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(root_reads, 0);
+	pohm_ns_close(lz);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+
+	/* An empty store: the first read finds nothing; the root is made. */
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_lookup(lz, POHM_ROOT_INO, "x", &ino, NULL), -ENOENT);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, POHM_ROOT_INO, &a), 0);
+	EXPECT(S_ISDIR(a.mode));
+	pohm_inode_clear(&a);
+	pohm_ns_close(lz);
+
+	/* A first read of the root itself in an empty store answers the root. */
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, POHM_ROOT_INO, &a), 0);
+	EXPECT(S_ISDIR(a.mode));
+	pohm_inode_clear(&a);
+	pohm_ns_close(lz);
+}
+
 TEST(create_lookup_errors)
 {
 	struct pohm_ns *ns = fresh(0);
