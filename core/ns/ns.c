@@ -134,6 +134,44 @@ out:
 	return r;
 }
 
+int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v)
+{
+	uint64_t age;
+	int r;
+
+	memset(v, 0, sizeof(*v));
+	if (!ns->kv.ops->peek)
+		return -ENOENT;
+	r = ns->kv.ops->peek(ns->kv.ctx, key, v, &age);
+	if (!r && age >= NS_PEEK_NS) {
+		pohm_kv_val_free(v);
+		r = -ENOENT;
+	}
+	return r;
+}
+
+/* ns_inode_get from what this thread saw (ns_peek): 0, -ENOENT (none, or a tombstone). */
+static int inode_peek(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum)
+{
+	struct pohm_kv_val v;
+	char key[POHM_KEY_MAX];
+	int r;
+
+	pohm_key_inode(key, ino);
+	r = ns_peek(ns, key, &v);
+	if (r)
+		return r;
+	r = pohm_inode_decode(in, v.data, v.len) ? -ENOENT : 0;
+	if (!r && (in->ino != ino || (in->hdr.flags & POHM_OBJF_TOMBSTONE))) {
+		pohm_inode_clear(in);
+		r = -ENOENT;
+	}
+	if (!r)
+		memcpy(csum, v.csum, POHM_KV_CSUM);
+	pohm_kv_val_free(&v);
+	return r;
+}
+
 int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
@@ -155,6 +193,33 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 	unsigned attempt;
 	int r;
 
+	/*
+	 * Optimistic first (issue 23): the version this thread just read or
+	 * wrote, without a read.  Only a change written by CAS against it
+	 * counts; a lost CAS wrote nothing, and any other outcome of fn (stop,
+	 * an error) may come from a stale copy: both go to the loop, which
+	 * reads.
+	 */
+	if (!inode_peek(ns, ino, &in, csum)) {
+		r = fn(&in, arg);
+		if (r == 0) {
+			in.version++;
+			in.txid = txid;
+			r = ns_inode_put(ns, &in, csum);
+			if (!r) {
+				if (out)
+					*out = in;
+				else
+					pohm_inode_clear(&in);
+				return 0;
+			}
+			if (r != -EAGAIN) {
+				pohm_inode_clear(&in);
+				return r;
+			}
+		}
+		pohm_inode_clear(&in);
+	}
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_inode_get(ns, ino, &in, csum, 0);

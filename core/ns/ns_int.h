@@ -62,12 +62,23 @@ void ns_hdr(struct pohm_ns *ns, struct pohm_obj_hdr *h, uint8_t type, uint64_t p
 /* Read an inode with its checksum; tombstones are -ENOENT unless want_tomb. */
 int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum,
 		 int want_tomb);
+/*
+ * Optimistic CAS (issue 23, decision 0017): the value of key this thread
+ * read or wrote less than NS_PEEK_NS ago (kv.h peek), as the base of a CAS
+ * that then needs no read.  It may be stale: only a CAS that succeeded
+ * against it may act on it; anything else is decided on a fresh read.
+ * 0 (v filled, free it), -ENOENT (none, too old, or no peek in the store).
+ */
+#define NS_PEEK_NS	2000000000ULL
+int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v);
 /* Write an inode: expect NULL / csum / POHM_KV_ABSENT as in kv.h. */
 int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect);
 /*
  * CAS loop on an inode: fn edits *in and returns 0 to write it, 1 to stop
  * without writing (success), or < 0 to fail.  On success *out (if given)
- * receives the stored inode.
+ * receives the stored inode.  The first attempt may run fn on the version
+ * this thread last saw (ns_peek) and write it without a read; fn must
+ * therefore be safe to run again (it already is for retries).
  */
 int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,

@@ -455,6 +455,41 @@ int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm
 	return -EBUSY;
 }
 
+/*
+ * ns_entry_insert's first attempt (issue 23, decision 0017): the bucket of
+ * the depth hint as this thread just read or wrote it (ns_peek), with no
+ * read, when it is NORMAL, has room and lacks the name.  0: inserted; 1:
+ * not tried, or lost the CAS (nothing written): read; else the put's
+ * -errno.  A name found there, a full, sealed or splitting bucket may all
+ * be stale news, so they are left to the reading loop.
+ */
+static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e)
+{
+	struct ns_bucket_ref ref;
+	struct pohm_kv_val v;
+	unsigned depth = hint_get(ns, dir);
+	uint32_t index = index_at(pohm_name_hash(e->name), depth);
+	int r;
+
+	memset(&ref, 0, sizeof(ref));
+	pohm_key_bucket(ref.key, dir, depth, index);
+	if (ns_peek(ns, ref.key, &v))
+		return 1;
+	r = pohm_bucket_decode(&ref.bk, v.data, v.len);
+	memcpy(ref.csum, v.csum, sizeof(ref.csum));
+	pohm_kv_val_free(&v);
+	if (r)
+		r = 1;		/* (decode leaves nothing to free on failure) */
+	else if (ref.bk.dir != dir || ref.bk.depth != depth || ref.bk.index != index ||
+	    ref.bk.state != POHM_BUCKET_NORMAL || ref.bk.n >= ns->bucket_max ||
+	    pohm_bucket_find(&ref.bk, e->name) >= 0)
+		r = 1;
+	else if (!(r = pohm_bucket_add(&ref.bk, e)))
+		r = ns_bucket_store(ns, &ref);
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
 int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 		    struct pohm_dentry *existing)
 {
@@ -462,6 +497,14 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	unsigned attempt, unsure = 0;
 	int i, r;
 
+	r = insert_peeked(ns, dir, e);
+	if (!r)
+		return 0;
+	if (r != 1) {
+		if (!NS_UNSURE(r) || !e->txid)
+			return r;
+		unsure = 1;	/* outcome unknown: the loop's read tells (our txid) */
+	}
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, dir, e->name, &ref);

@@ -153,6 +153,14 @@ static int lz_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv
 	return ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
 }
 
+/* No storage call, nothing to check: a value this thread read or wrote. */
+static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	struct pohm_ns *ns = ctx;
+
+	return ns->store.ops->peek(ns->store.ctx, key, out, age_ns);
+}
+
 static int lz_scan(void *ctx, const char *prefix,
 		   int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
 {
@@ -172,6 +180,7 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.get_many = ns->store.ops->get_many ? lz_get_many : NULL;
 	ns->lazy_ops.get_n = ns->store.ops->get_n ? lz_get_n : NULL;
 	ns->lazy_ops.scan = ns->store.ops->scan ? lz_scan : NULL;
+	ns->lazy_ops.peek = ns->store.ops->peek ? lz_peek : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

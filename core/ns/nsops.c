@@ -158,9 +158,14 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	if (!(flags & POHM_CREATE_EXCL)) {
 		uint64_t ino;
 
-		r = pohm_ns_lookup(ns, dir, name, &ino, NULL);
-		if (!r)
+		/* The entry alone: dir was just checked (issue 23: one read less). */
+		r = ns_entry_get(ns, dir, name, &e);
+		if (!r) {
+			ino = e.ino;
+			pohm_dentry_clear(&e);
+			memset(&e, 0, sizeof(e));
 			return out ? (pohm_ns_getattr(ns, ino, out) ?: 1) : 1;
+		}
 		if (r != -ENOENT)
 			return r;
 	}

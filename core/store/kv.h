@@ -66,6 +66,15 @@ struct pohm_kv_ops {
 	 */
 	int (*get_n)(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		     int *st);
+	/*
+	 * The value this thread last read (get, get_n) or wrote (a committed
+	 * put) for key through this store, with no round trip: a base for an
+	 * optimistic CAS (issue 23).  It may be stale; a put against a stale
+	 * checksum fails with -EAGAIN and writes nothing.  *age_ns: how long
+	 * ago it was read or written.  0 (out filled: free it), -ENOENT (none
+	 * kept), -ENOMEM.  NULL in a store without it.
+	 */
+	int (*peek)(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);

@@ -41,6 +41,7 @@
 #include "nsobj.h"
 #include "log.h"
 #include "sha512.h"
+#include "sys.h"
 
 /*
  * This thread's recent values (gets and committed puts), for rollbacks.
@@ -56,11 +57,13 @@ static __thread struct recent {
 	uint64_t ts_ns;			/* stamp of the version (newest holder) */
 	uint32_t behind;		/* groups that were behind it (pohm_cas_old.behind) */
 	uint64_t used;			/* LRU tick, 0 = empty */
+	const void *client;		/* the store it was read from or written to */
+	uint64_t mono_ns;		/* when (kvio_peek's age) */
 } recent[RECENT_N];
 static __thread uint64_t recent_tick;
 
-static void remember(const char *key, const void *data, size_t len, const uint8_t *csum,
-		     const struct pohm_io_result *res)
+static void remember(const void *client, const char *key, const void *data, size_t len,
+		     const uint8_t *csum, const struct pohm_io_result *res)
 {
 	struct recent *r = NULL;
 	size_t i;
@@ -93,6 +96,8 @@ static void remember(const char *key, const void *data, size_t len, const uint8_
 	r->len = len;
 	memcpy(r->csum, csum, POHM_KV_CSUM);
 	strcpy(r->key, key);
+	r->client = client;
+	r->mono_ns = pohm_sys_mono_ns();
 	r->ts_ns = pohm_time_to_ns(&res->ts);
 	/* Behind: groups whose copy was missing or older than these bytes. */
 	r->behind = 0;
@@ -148,6 +153,27 @@ static void trace_end(struct pohm_client *c, const struct trace *t, const char *
 		   (unsigned long long)(c1.requests - t->c0.requests));
 }
 
+static int kvio_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	size_t i;
+
+	for (i = 0; i < RECENT_N; i++) {
+		const struct recent *r = &recent[i];
+
+		if (!r->used || r->client != ctx || strcmp(r->key, key))
+			continue;
+		out->data = malloc(r->len);
+		if (!out->data)
+			return -ENOMEM;
+		memcpy(out->data, r->data, r->len);
+		out->len = r->len;
+		memcpy(out->csum, r->csum, POHM_KV_CSUM);
+		*age_ns = pohm_sys_mono_ns() - r->mono_ns;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
@@ -166,7 +192,7 @@ static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	}
 	if (res.notes)
 		pohm_debug("%s", res.msg);
-	remember(key, out->data, out->len, out->csum, &res);
+	remember(ctx, key, out->data, out->len, out->csum, &res);
 	return 0;
 }
 
@@ -198,7 +224,7 @@ static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_
 		else if (!x && res[i].notes)
 			pohm_debug("%s", res[i].msg);
 		if (!x)
-			remember(keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
+			remember(ctx, keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
 		st[i] = x == -ETIMEDOUT ? -EIO : x;
 	}
 out:
@@ -260,7 +286,7 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 	trace_end(ctx, &t, expect == POHM_KV_ABSENT ? "create" : "cas", key, 0, r);
 	if (!r) {
 		pohm_sha512(data, len, sum);
-		remember(key, data, len, sum, &res);
+		remember(ctx, key, data, len, sum, &res);
 		if (res.notes)
 			pohm_debug("%s", res.msg);
 		return 0;
@@ -388,7 +414,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
-	.get_many = kvio_get_many, .get_n = kvio_get_n,
+	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -137,13 +137,15 @@ TEST(lazy_root_on_first_use)
 	pohm_ns_close(ns2);
 }
 
-/* A store that counts the reads of the root inode (lazy_root_proven_by_a_read). */
+/* A store that counts the reads of the root inode (lazy_root_proven_by_a_read)
+ * and every read (optimistic_cas_*). */
 static struct pohm_kv_ops counting_ops;
-static int root_reads;
+static int root_reads, all_reads;
 
 static int counting_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	root_reads += !strcmp(key, "i:1");
+	all_reads++;
 	return kv.ops->get(ctx, key, out);
 }
 
@@ -154,6 +156,7 @@ static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 
 	for (i = 0; i < n; i++)
 		root_reads += !strcmp(keys[i], "i:1");
+	all_reads++;
 	return kv.ops->get_n(ctx, n, keys, out, st);
 }
 
@@ -205,6 +208,93 @@ TEST(lazy_root_proven_by_a_read)
 	EXPECT(S_ISDIR(a.mode));
 	pohm_inode_clear(&a);
 	pohm_ns_close(lz);
+}
+
+/* Another thread (its own view of what it read): a create and a chmod. */
+struct other_change {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	int r1, r2;
+};
+
+static void *other_thread(void *arg)
+{
+	struct other_change *o = arg;
+	struct pohm_setattr sa = { .mask = POHM_SET_MODE, .mode = 0600 };
+	struct pohm_inode in;
+
+	o->r1 = pohm_ns_create(o->ns, o->dir, "b", 0644, 0, 0, 0, POHM_CREATE_EXCL, &in);
+	if (!o->r1)
+		pohm_inode_clear(&in);
+	o->r2 = pohm_ns_setattr(o->ns, o->ino, &sa, &in);
+	if (!o->r2)
+		pohm_inode_clear(&in);
+	return NULL;
+}
+
+/*
+ * Optimistic CAS (issue 23, decision 0017): a create reads the directory's
+ * inode and bucket once each (the insert CASes the bucket the lookup read,
+ * the lookup does not check the directory again), and a change based on
+ * what this thread saw loses safely to another thread's change: the CAS
+ * fails, a read follows, and both changes stand.
+ */
+TEST(optimistic_cas_reads_once_and_loses_safely)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_setattr sa = { .mask = POHM_SET_MTIME };
+	struct other_change o;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, x;
+	pthread_t t;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	/* (The first entry: an absent bucket is nothing to peek at.) */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "0", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(all_reads, 2);	/* the directory's inode and bucket (4 before) */
+
+	/* Another thread changes the bucket and a's inode under this one. */
+	ns2 = open_ns(0, 10000);
+	o.ns = ns2;
+	o.dir = d.ino;
+	o.ino = a.ino;
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(o.r1, 0);
+	EXPECT_EQ_INT(o.r2, 0);
+	/* This thread's bucket (with "a" only) and inode (0644) are stale now. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "c", 0644, 0, 0, 0, POHM_CREATE_EXCL, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 4);
+	EXPECT(ino_of(ns, d.ino, "b") != 0);
+	sa.mtime.sec = 12345;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a.ino, &sa, &x), 0);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);	/* the other thread's chmod stands */
+	EXPECT_EQ_U64((uint64_t)x.mtime.sec, 12345);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);
+	EXPECT_EQ_U64((uint64_t)x.mtime.sec, 12345);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
 }
 
 TEST(create_lookup_errors)
