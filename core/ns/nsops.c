@@ -115,7 +115,7 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
 		in->atime = in->ctime = in->btime = in->mtime;
 		in->target = (char *)target;
 		in->size = target ? strlen(target) : 0;
-		r = ns_inode_put(ns, in, POHM_KV_ABSENT);
+		r = ns_inode_put(ns, in, POHM_KV_NEW);	/* a random number: no race */
 		in->target = NULL;
 		if (r != -EEXIST)
 			break;		/* -EEXIST: the number is taken; draw another */

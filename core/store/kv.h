@@ -31,6 +31,14 @@
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
 #define POHM_KV_ABSENT pohm_kv_absent
+/*
+ * The same for a key the writer drew at random (a new inode number): no
+ * other writer races for it, so a replicated store may write every copy
+ * at once instead of arbitrating first (one round trip; decision 0017).
+ * Answers as POHM_KV_ABSENT does (-EEXIST when the key exists).
+ */
+extern const uint8_t pohm_kv_new[POHM_KV_CSUM];
+#define POHM_KV_NEW pohm_kv_new
 
 struct pohm_kv_val {
 	uint8_t *data;			/* malloc'ed by the store; free() it */

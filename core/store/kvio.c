@@ -269,7 +269,8 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		return r == -ETIMEDOUT ? -EIO : r;
 	}
 	memset(&old, 0, sizeof(old));
-	if (expect != POHM_KV_ABSENT) {
+	old.fresh = expect == POHM_KV_NEW;
+	if (expect != POHM_KV_ABSENT && expect != POHM_KV_NEW) {
 		old.csum = expect;
 		prev = recall(key, expect);
 		if (prev) {
@@ -283,7 +284,8 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		}
 	}
 	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
-	trace_end(ctx, &t, expect == POHM_KV_ABSENT ? "create" : "cas", key, 0, r);
+	trace_end(ctx, &t, old.fresh ? "create-new" : expect == POHM_KV_ABSENT ? "create" : "cas",
+		  key, 0, r);
 	if (!r) {
 		pohm_sha512(data, len, sum);
 		remember(ctx, key, data, len, sum, &res);
@@ -293,7 +295,7 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res.msg);
-		return expect == POHM_KV_ABSENT ? -EEXIST : -EAGAIN;
+		return old.csum ? -EAGAIN : -EEXIST;
 	}
 	pohm_info("%s", res.msg);
 	return r == -ETIMEDOUT ? -EIO : r;

@@ -211,7 +211,7 @@ static int mem_put(void *ctx, const char *key, const void *data, size_t len,
 		goto out;
 	}
 	e = find(m, key);
-	if (e && expect == pohm_kv_absent) {
+	if (e && (expect == pohm_kv_absent || expect == pohm_kv_new)) {
 		r = -EEXIST;
 		goto out;
 	}
