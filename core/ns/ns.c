@@ -486,6 +486,67 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+{
+	struct pohm_kv_val v[2];
+	struct pohm_bucket bk;
+	struct pohm_inode in;
+	char keys[2][POHM_KEY_MAX];
+	const char *kp[2] = { keys[0], keys[1] };
+	unsigned depth;
+	uint32_t index;
+	int st[2], r, i;
+
+	if (!ns->kv.ops->get_n)
+		goto sequential;
+	pohm_key_inode(keys[0], dir);
+	first_bucket_key(ns, dir, pohm_name_hash(name), keys[1], &depth, &index);
+	memset(v, 0, sizeof(v));
+	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	if (r)
+		return r;
+	/* The directory, as check_dir judges it. */
+	r = st[0];
+	if (!r && pohm_inode_decode(&in, v[0].data, v[0].len))
+		r = -EIO;
+	if (!r) {
+		if (in.ino != dir)
+			r = -EIO;
+		else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
+			r = -ENOENT;
+		else if (!S_ISDIR(in.mode))
+			r = -ENOTDIR;
+		pohm_inode_clear(&in);
+	}
+	/* The name: only the plain cases; the rest is ns_entry_get's. */
+	if (!r) {
+		r = NS_NAME_UNKNOWN;
+		if (st[1] == -ENOENT && !depth) {
+			r = NS_NAME_ABSENT;	/* no bucket yet: an empty directory */
+		} else if (!st[1] && !pohm_bucket_decode(&bk, v[1].data, v[1].len)) {
+			if (bk.dir == dir && bk.depth == depth && bk.index == index &&
+			    bk.state == POHM_BUCKET_NORMAL) {
+				i = pohm_bucket_find(&bk, name);
+				if (i < 0)
+					r = NS_NAME_ABSENT;
+				else if (!bk.e[i].intent)
+					r = ns_entry_copy(e, &bk.e[i]);
+			}
+			pohm_bucket_clear(&bk);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		pohm_kv_val_free(&v[i]);
+	return r;
+sequential:
+	r = ns_inode_get(ns, dir, &in, NULL, 0);
+	if (r)
+		return r;
+	r = S_ISDIR(in.mode) ? NS_NAME_UNKNOWN : -ENOTDIR;
+	pohm_inode_clear(&in);
+	return r;
+}
+
 static void truncate_map(struct pohm_inode *in, uint64_t size)
 {
 	uint64_t cs = pohm_inode_chunk_size(in);

@@ -85,6 +85,19 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    struct pohm_inode *out);
 /* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
+/*
+ * A create's first look (issue 23): dir's inode and name's bucket (the
+ * depth hint's) in one round trip.  -ENOENT / -ENOTDIR / -errno when dir
+ * is not a live directory (as check_dir); else the name in the plain case:
+ * 0 with *e (an entry without intent, in a NORMAL bucket; clear it), or
+ * NS_NAME_ABSENT (a NORMAL bucket without it, or no bucket at depth 0);
+ * anything else (split, splitting or sealed bucket, an intent, a read
+ * that failed) is NS_NAME_UNKNOWN: ns_entry_get decides.  The bucket read
+ * also serves the insert that follows (ns_peek).
+ */
+#define NS_NAME_UNKNOWN	1
+#define NS_NAME_ABSENT	2
+int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */

@@ -152,14 +152,21 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = check_dir(ns, dir);
-	if (r)
+	/* The directory and the name's bucket in one round trip (issue 23);
+	 * an exclusive create reads the bucket too, for its insert (ns_peek). */
+	r = ns_dir_lookup(ns, dir, name, &e);
+	if (r < 0)
 		return r;
-	if (!(flags & POHM_CREATE_EXCL)) {
+	if (!r && (flags & POHM_CREATE_EXCL)) {
+		pohm_dentry_clear(&e);	/* there, plainly: no inode to make */
+		return -EEXIST;
+	}
+	if (!(flags & POHM_CREATE_EXCL) && r != NS_NAME_ABSENT) {
 		uint64_t ino;
 
-		/* The entry alone: dir was just checked (issue 23: one read less). */
-		r = ns_entry_get(ns, dir, name, &e);
+		/* The entry alone, unless the first look saw it plainly. */
+		if (r == NS_NAME_UNKNOWN)
+			r = ns_entry_get(ns, dir, name, &e);
 		if (!r) {
 			ino = e.ino;
 			pohm_dentry_clear(&e);
@@ -744,6 +751,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	}
 	intent.intent = POHM_INTENT_MOVE;
 	intent.i_txid = ns_random(ns);
+
 	intent.i_dir = ddir;
 	intent.i_name = (char *)dname;
 	intent.i_replaced = have_dst ? dst.ino : 0;
