@@ -155,6 +155,18 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
  * (gone after a put of ours whose outcome was unknown: maybe by us), -errno.
  */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
+/*
+ * A rename inside one bucket of dir (issue 23): sname and dname in the
+ * same NORMAL leaf bucket, neither with an intent, sname still sino and
+ * dname still dino (0: absent).  One CAS moves the entry (its txid becomes
+ * txid) and drops the one it replaces: a change of one object, so it
+ * needs no intent.  0 with *replaced (0: none) and its type; 1 when the
+ * case does not hold on a fresh read (nothing written: the intent path);
+ * -errno (an unknown outcome is -EIO, as for any bucket put).
+ */
+int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
+			  uint8_t *replaced_type);
 /* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
 int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);
 /* Copy an entry (strings duplicated): 0 or -ENOMEM. */

@@ -751,7 +751,16 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	}
 	intent.intent = POHM_INTENT_MOVE;
 	intent.i_txid = ns_random(ns);
-
+	if (sdir == ddir && !exch && !(have_dst && dst.type == DT_DIR)) {
+		/* Both names in one bucket: one CAS, no intent (issue 23). */
+		r = ns_entry_rename_local(ns, sdir, sname, src.ino, dname, have_dst ? dst.ino : 0,
+					  intent.i_txid, &replaced, &rtype);
+		if (!r)
+			goto committed;
+		if (r != 1)
+			goto out;
+		r = 0;
+	}
 	intent.i_dir = ddir;
 	intent.i_name = (char *)dname;
 	intent.i_replaced = have_dst ? dst.ino : 0;
@@ -803,6 +812,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		r = 0;		/* a helper finished it for us */
 	if (r)
 		goto out;
+committed:
 	if (replaced && !exch) {
 		if (rtype == DT_DIR) {
 			ns_inode_update(ns, replaced, tomb_fn, NULL, NULL);

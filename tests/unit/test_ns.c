@@ -297,6 +297,57 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 	pohm_ns_close(ns);
 }
 
+/*
+ * Issue 23: a rename inside one bucket is one bucket CAS (no intent) plus
+ * the inode's ctime; one that replaces a file drops its link; an unlink
+ * removes the name from the bucket its lookup just read, without a read.
+ */
+TEST(rename_in_one_bucket_is_one_put_and_unlink_reads_its_bucket_once)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, b, x;
+	long puts;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "b", 0644, 0, 0, 0, 0, &b), 0);
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "a2", 0), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - puts), 2);	/* the bucket, a's ctime (4 before) */
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a2"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), 0);
+	/* Over b: b loses its only link. */
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a2", d.ino, "b", 0), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - puts), 3);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "b"), a.ino);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, b.ino, &x), -ENOENT);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 1);
+	/* An unlink: the lookup's read serves the bucket CAS. */
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d.ino, "b"), 0);
+	EXPECT_EQ_INT(all_reads, 1);	/* the bucket; a's inode is as this thread wrote it (3 before) */
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), -ENOENT);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+}
+
 TEST(create_lookup_errors)
 {
 	struct pohm_ns *ns = fresh(0);
