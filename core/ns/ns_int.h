@@ -162,7 +162,8 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
  * txid) and drops the one it replaces: a change of one object, so it
  * needs no intent.  0 with *replaced (0: none) and its type; 1 when the
  * case does not hold on a fresh read (nothing written: the intent path);
- * -errno (an unknown outcome is -EIO, as for any bucket put).
+ * -errno.  A put whose outcome is unknown is settled by reading again (our
+ * txid at dname), as ns_entry_insert does; unsettled, -EIO.
  */
 int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,

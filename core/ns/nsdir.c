@@ -588,7 +588,9 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 {
 	struct ns_bucket_ref ref;
 	struct pohm_dentry n = { 0 };
-	unsigned attempt;
+	unsigned attempt, unsure = 0;
+	uint64_t rep0 = 0;
+	uint8_t rtype0 = 0;
 	int i, j, r, peeked = 0;
 
 	*replaced = 0;
@@ -599,11 +601,20 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 		peeked = !attempt && !bucket_peek(ns, dir, sname, &ref);
 		if (!peeked) {
 			r = ns_bucket_locate(ns, dir, sname, &ref);
+			if (r && unsure && NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
+				continue;	/* the read that would settle it failed too */
 			if (r)
-				return r;
+				return unsure ? -EIO : r;
 		}
 		i = pohm_bucket_find(&ref.bk, sname);
 		j = pohm_bucket_find(&ref.bk, dname);
+		if (unsure && i < 0 && j >= 0 && ref.bk.e[j].ino == sino && ref.bk.e[j].txid == txid) {
+			/* Our put whose outcome was unknown did commit. */
+			ns_bucket_release(&ref);
+			*replaced = rep0;
+			*replaced_type = rtype0;
+			return 0;
+		}
 		if (ref.absent || ref.bk.state != POHM_BUCKET_NORMAL ||
 		    index_at(pohm_name_hash(dname), ref.bk.depth) != ref.bk.index ||
 		    i < 0 || ref.bk.e[i].ino != sino || ref.bk.e[i].intent ||
@@ -613,7 +624,9 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 			ns_bucket_release(&ref);
 			if (peeked)
 				continue;	/* maybe stale: decide on a read */
-			return 1;		/* the intent path's case; nothing written */
+			/* The intent path's case, nothing written -- unless an
+			 * unknown outcome of ours is still unsettled. */
+			return unsure ? -EIO : 1;
 		}
 		n = ref.bk.e[i];	/* (shallow: the copy pohm_bucket_add makes is its own) */
 		n.name = (char *)dname;
@@ -631,12 +644,17 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 			r = ns_bucket_store(ns, &ref);
 		}
 		ns_bucket_release(&ref);
+		if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES) {
+			rep0 = *replaced;	/* outcome unknown: the next read tells (our txid) */
+			rtype0 = *replaced_type;
+			r = -EAGAIN;
+		}
 		if (r != -EAGAIN)
 			return r;
 		*replaced = 0;
 		*replaced_type = 0;
 	}
-	return -EBUSY;
+	return unsure ? -EIO : -EBUSY;
 }
 
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)

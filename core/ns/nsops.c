@@ -42,11 +42,22 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 	return r;
 }
 
-/* The entry dir/name; a missing one is -ENOENT only if dir is a live directory. */
+/* The entry dir/name; a missing one is -ENOENT only if dir is a live
+ * directory.  The directory and the name's bucket are read together
+ * (ns_dir_lookup): a missing name costs one round trip, not two. */
 static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
 {
-	int r = ns_entry_get(ns, dir, name, e), d;
+	int r = ns_dir_lookup(ns, dir, name, e), d;
 
+	if (r == NS_NAME_ABSENT)
+		return -ENOENT;
+	if (r == NS_NAME_UNKNOWN)
+		return ns_entry_get(ns, dir, name, e);	/* dir is live: -ENOENT is the name's */
+	if (r != -EIO && r != -ETIMEDOUT)
+		return r;
+	/* The storage failed on one of the two (the directory's inode is a hot
+	 * object: every mkdir in it CASes it): the name alone, as before. */
+	r = ns_entry_get(ns, dir, name, e);
 	if (r != -ENOENT)
 		return r;
 	d = check_dir(ns, dir);
@@ -714,17 +725,27 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
-	r = check_dir(ns, ddir);
-	if (r)
+	/* The target directory and the target name in one round trip. */
+	r = ns_dir_lookup(ns, ddir, dname, &dst);
+	if (r < 0)
 		return r;
+	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
 	r = entry_of(ns, sdir, sname, &src);
-	if (r)
+	if (r) {
+		if (!have_dst)
+			pohm_dentry_clear(&dst);
 		return r;
+	}
 	if (sdir == ddir && !strcmp(sname, dname)) {
 		r = 0;
 		goto out;
 	}
-	r = ns_entry_get(ns, ddir, dname, &dst);
+	if (have_dst == NS_NAME_ABSENT)
+		r = -ENOENT;
+	else if (have_dst == NS_NAME_UNKNOWN)
+		r = ns_entry_get(ns, ddir, dname, &dst);
+	else
+		r = 0;
 	if (r && r != -ENOENT)
 		goto out;
 	have_dst = !r;

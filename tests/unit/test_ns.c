@@ -1914,6 +1914,35 @@ TEST(fork_child_with_a_lock_held_by_another_thread)
  * txid and succeeds (before, the first failed read made it -EIO for a
  * create that happened); with more it reports EIO, and the name, if in,
  * has its inode. */
+/* A one-bucket rename whose bucket put has an unknown outcome (it applied)
+ * settles it by reading again while the reads fail fewer times than the
+ * retries: 0, the name moved, the inode whole. */
+TEST(rename_in_one_bucket_with_an_unknown_outcome_settles_it)
+{
+	int failing[] = { 0, 1, 2 }, f;
+
+	for (f = 0; f < 3; f++) {
+		struct pohm_ns *ns = fresh(0);
+		struct pohm_inode a, x;
+		int r;
+
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, &a), 0);
+		pohm_kvmem_fail_unsure(&kv, 0, failing[f]);	/* the rename's bucket put */
+		r = pohm_ns_rename(ns, 1, "a", 1, "b", 0);
+		pohm_kvmem_fail_unsure(&kv, -1, 0);
+		if (r)
+			printf("# %d failing reads: %d\n", failing[f], r);
+		EXPECT_EQ_INT(r, 0);
+		EXPECT_EQ_U64(ino_of(ns, 1, "b"), a.ino);
+		EXPECT_EQ_U64(ino_of(ns, 1, "a"), 0);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+		EXPECT_EQ_U64(x.nlink, 1);
+		pohm_inode_clear(&x);
+		pohm_inode_clear(&a);
+		pohm_ns_close(ns);
+	}
+}
+
 TEST(create_with_an_unknown_outcome_settles_it_and_keeps_its_inode)
 {
 	int failing[] = { 1, 2, 3, 50 }, k, f, nputs;
