@@ -1355,6 +1355,32 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 	return r;
 }
 
+/*
+ * The storage inode of the local directory dfd from its journal record,
+ * when that record is a directory validated within attr_timeout (the
+ * walk that opened it just looked): 0 with *ino, else -ENOENT (resolve in
+ * the storage).  A directory the journal does not record (another user's,
+ * or made without the shim) always resolves.
+ */
+static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t known;
+	int r = -ENOENT;
+
+	if (pohm_sys_fstatat(dfd, "", &st, AT_EMPTY_PATH) ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &known) ||
+	    pohm_journal_get(&c->j, known, &rec))
+		return -ENOENT;
+	if (S_ISDIR(rec.mode) && rec.lino == (uint64_t)st.st_ino && cache_fresh_rec(c, &rec)) {
+		*ino = known;
+		r = 0;
+	}
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
 		      const char **name)
 {
@@ -1371,10 +1397,17 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 		r = materialize_at(c, dir, 0, 0);
 		if (r)
 			return r;
-		r = pohm_ns_resolve(c->ns, dir, 1, &ino);
-		if (r)
-			return r;
 		*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
+		if (*dfd < 0)
+			return *dfd;
+		/* The walk just validated it: its record names the inode (issue 23). */
+		if (!dir_known(c, *dfd, &ino))
+			goto out;
+		r = pohm_ns_resolve(c->ns, dir, 1, &ino);
+		if (r) {
+			pohm_sys_close(*dfd);
+			return r;
+		}
 	} else {
 		r = ensure_root(c, 0);
 		if (r)
@@ -1383,6 +1416,7 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 	}
 	if (*dfd < 0)
 		return *dfd;
+out:
 	*dino = ino;
 	return 0;
 }

@@ -484,6 +484,8 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	mt.nsec = (uint32_t)st->st_mtim.tv_nsec;
 	r = pohm_ns_commit_map(c->ns, rec->ino, rec->dversion, (uint64_t)st->st_size, set, n, &mt,
 			       &in);
+	if (!r)
+		rec->mtime = mt;	/* committed with the data: no setattr of its own (issue 23) */
 	if (r == -ESTALE) {
 		/* The storage moved on.  Identical content is no conflict. */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);

@@ -134,6 +134,44 @@ out:
 	return r;
 }
 
+int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v)
+{
+	uint64_t age;
+	int r;
+
+	memset(v, 0, sizeof(*v));
+	if (!ns->kv.ops->peek)
+		return -ENOENT;
+	r = ns->kv.ops->peek(ns->kv.ctx, key, v, &age);
+	if (!r && age >= NS_PEEK_NS) {
+		pohm_kv_val_free(v);
+		r = -ENOENT;
+	}
+	return r;
+}
+
+/* ns_inode_get from what this thread saw (ns_peek): 0, -ENOENT (none, or a tombstone). */
+static int inode_peek(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum)
+{
+	struct pohm_kv_val v;
+	char key[POHM_KEY_MAX];
+	int r;
+
+	pohm_key_inode(key, ino);
+	r = ns_peek(ns, key, &v);
+	if (r)
+		return r;
+	r = pohm_inode_decode(in, v.data, v.len) ? -ENOENT : 0;
+	if (!r && (in->ino != ino || (in->hdr.flags & POHM_OBJF_TOMBSTONE))) {
+		pohm_inode_clear(in);
+		r = -ENOENT;
+	}
+	if (!r)
+		memcpy(csum, v.csum, POHM_KV_CSUM);
+	pohm_kv_val_free(&v);
+	return r;
+}
+
 int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
@@ -155,6 +193,33 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 	unsigned attempt;
 	int r;
 
+	/*
+	 * Optimistic first (issue 23): the version this thread just read or
+	 * wrote, without a read.  Only a change written by CAS against it
+	 * counts; a lost CAS wrote nothing, and any other outcome of fn (stop,
+	 * an error) may come from a stale copy: both go to the loop, which
+	 * reads.
+	 */
+	if (!inode_peek(ns, ino, &in, csum)) {
+		r = fn(&in, arg);
+		if (r == 0) {
+			in.version++;
+			in.txid = txid;
+			r = ns_inode_put(ns, &in, csum);
+			if (!r) {
+				if (out)
+					*out = in;
+				else
+					pohm_inode_clear(&in);
+				return 0;
+			}
+			if (r != -EAGAIN) {
+				pohm_inode_clear(&in);
+				return r;
+			}
+		}
+		pohm_inode_clear(&in);
+	}
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_inode_get(ns, ino, &in, csum, 0);
@@ -418,6 +483,67 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 		pohm_inode_clear(out);
 	for (i = 0; i < 2; i++)
 		pohm_kv_val_free(&v[i]);
+	return r;
+}
+
+int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+{
+	struct pohm_kv_val v[2];
+	struct pohm_bucket bk;
+	struct pohm_inode in;
+	char keys[2][POHM_KEY_MAX];
+	const char *kp[2] = { keys[0], keys[1] };
+	unsigned depth;
+	uint32_t index;
+	int st[2], r, i;
+
+	if (!ns->kv.ops->get_n)
+		goto sequential;
+	pohm_key_inode(keys[0], dir);
+	first_bucket_key(ns, dir, pohm_name_hash(name), keys[1], &depth, &index);
+	memset(v, 0, sizeof(v));
+	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	if (r)
+		return r;
+	/* The directory, as check_dir judges it. */
+	r = st[0];
+	if (!r && pohm_inode_decode(&in, v[0].data, v[0].len))
+		r = -EIO;
+	if (!r) {
+		if (in.ino != dir)
+			r = -EIO;
+		else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
+			r = -ENOENT;
+		else if (!S_ISDIR(in.mode))
+			r = -ENOTDIR;
+		pohm_inode_clear(&in);
+	}
+	/* The name: only the plain cases; the rest is ns_entry_get's. */
+	if (!r) {
+		r = NS_NAME_UNKNOWN;
+		if (st[1] == -ENOENT && !depth) {
+			r = NS_NAME_ABSENT;	/* no bucket yet: an empty directory */
+		} else if (!st[1] && !pohm_bucket_decode(&bk, v[1].data, v[1].len)) {
+			if (bk.dir == dir && bk.depth == depth && bk.index == index &&
+			    bk.state == POHM_BUCKET_NORMAL) {
+				i = pohm_bucket_find(&bk, name);
+				if (i < 0)
+					r = NS_NAME_ABSENT;
+				else if (!bk.e[i].intent)
+					r = ns_entry_copy(e, &bk.e[i]);
+			}
+			pohm_bucket_clear(&bk);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		pohm_kv_val_free(&v[i]);
+	return r;
+sequential:
+	r = ns_inode_get(ns, dir, &in, NULL, 0);
+	if (r)
+		return r;
+	r = S_ISDIR(in.mode) ? NS_NAME_UNKNOWN : -ENOTDIR;
+	pohm_inode_clear(&in);
 	return r;
 }
 

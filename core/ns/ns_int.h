@@ -62,18 +62,42 @@ void ns_hdr(struct pohm_ns *ns, struct pohm_obj_hdr *h, uint8_t type, uint64_t p
 /* Read an inode with its checksum; tombstones are -ENOENT unless want_tomb. */
 int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum,
 		 int want_tomb);
+/*
+ * Optimistic CAS (issue 23, decision 0017): the value of key this thread
+ * read or wrote less than NS_PEEK_NS ago (kv.h peek), as the base of a CAS
+ * that then needs no read.  It may be stale: only a CAS that succeeded
+ * against it may act on it; anything else is decided on a fresh read.
+ * 0 (v filled, free it), -ENOENT (none, too old, or no peek in the store).
+ */
+#define NS_PEEK_NS	2000000000ULL
+int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v);
 /* Write an inode: expect NULL / csum / POHM_KV_ABSENT as in kv.h. */
 int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect);
 /*
  * CAS loop on an inode: fn edits *in and returns 0 to write it, 1 to stop
  * without writing (success), or < 0 to fail.  On success *out (if given)
- * receives the stored inode.
+ * receives the stored inode.  The first attempt may run fn on the version
+ * this thread last saw (ns_peek) and write it without a read; fn must
+ * therefore be safe to run again (it already is for retries).
  */
 int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 		    struct pohm_inode *out);
 /* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
+/*
+ * A create's first look (issue 23): dir's inode and name's bucket (the
+ * depth hint's) in one round trip.  -ENOENT / -ENOTDIR / -errno when dir
+ * is not a live directory (as check_dir); else the name in the plain case:
+ * 0 with *e (an entry without intent, in a NORMAL bucket; clear it), or
+ * NS_NAME_ABSENT (a NORMAL bucket without it, or no bucket at depth 0);
+ * anything else (split, splitting or sealed bucket, an intent, a read
+ * that failed) is NS_NAME_UNKNOWN: ns_entry_get decides.  The bucket read
+ * also serves the insert that follows (ns_peek).
+ */
+#define NS_NAME_UNKNOWN	1
+#define NS_NAME_ABSENT	2
+int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
@@ -131,6 +155,19 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
  * (gone after a put of ours whose outcome was unknown: maybe by us), -errno.
  */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
+/*
+ * A rename inside one bucket of dir (issue 23): sname and dname in the
+ * same NORMAL leaf bucket, neither with an intent, sname still sino and
+ * dname still dino (0: absent).  One CAS moves the entry (its txid becomes
+ * txid) and drops the one it replaces: a change of one object, so it
+ * needs no intent.  0 with *replaced (0: none) and its type; 1 when the
+ * case does not hold on a fresh read (nothing written: the intent path);
+ * -errno.  A put whose outcome is unknown is settled by reading again (our
+ * txid at dname), as ns_entry_insert does; unsettled, -EIO.
+ */
+int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
+			  uint8_t *replaced_type);
 /* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
 int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);
 /* Copy an entry (strings duplicated): 0 or -ENOMEM. */

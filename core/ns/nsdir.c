@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "ns_http.h"
 #include "ns_int.h"
 #include "sha512.h"
@@ -469,6 +470,76 @@ int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm
 	return -EBUSY;
 }
 
+/*
+ * The bucket of name at dir's depth hint as this thread just read or wrote
+ * it (ns_peek), when it decodes as that bucket and is NORMAL: 0 with ref
+ * (release it), else -ENOENT.  A base for an optimistic change only.
+ */
+static int bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name,
+		       struct ns_bucket_ref *ref)
+{
+	struct pohm_kv_val v;
+	unsigned depth = hint_get(ns, dir);
+	uint32_t index = index_at(pohm_name_hash(name), depth);
+	int r;
+
+	memset(ref, 0, sizeof(*ref));
+	pohm_key_bucket(ref->key, dir, depth, index);
+	if (ns_peek(ns, ref->key, &v))
+		return -ENOENT;
+	r = pohm_bucket_decode(&ref->bk, v.data, v.len);
+	memcpy(ref->csum, v.csum, sizeof(ref->csum));
+	pohm_kv_val_free(&v);
+	if (r)
+		return -ENOENT;		/* (decode leaves nothing to free on failure) */
+	if (ref->bk.dir != dir || ref->bk.depth != depth || ref->bk.index != index ||
+	    ref->bk.state != POHM_BUCKET_NORMAL) {
+		ns_bucket_release(ref);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * ns_entry_insert's first attempt (issue 23, decision 0017): the peeked
+ * bucket (bucket_peek), with no read, when it has room and lacks the name.
+ * 0: inserted; 1: not tried, or lost the CAS (nothing written): read; else
+ * the put's -errno.  A name found there, a full, sealed or splitting
+ * bucket may all be stale news, so they are left to the reading loop.
+ */
+static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e)
+{
+	struct ns_bucket_ref ref;
+	int r;
+
+	if (bucket_peek(ns, dir, e->name, &ref))
+		return 1;
+	if (ref.bk.n >= ns->bucket_max || pohm_bucket_find(&ref.bk, e->name) >= 0)
+		r = 1;
+	else if (!(r = pohm_bucket_add(&ref.bk, e)))
+		r = ns_bucket_store(ns, &ref);
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
+/* ns_entry_remove's first attempt, the same way: the peeked bucket holds
+ * name (for ino, if given) without an intent.  0, 1 (read), or -errno. */
+static int remove_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
+{
+	struct ns_bucket_ref ref;
+	int i, r = 1;
+
+	if (bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i >= 0 && (!ino || ref.bk.e[i].ino == ino) && !ref.bk.e[i].intent) {
+		pohm_bucket_remove(&ref.bk, (uint32_t)i);
+		r = ns_bucket_store(ns, &ref);
+	}
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
 int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 		    struct pohm_dentry *existing)
 {
@@ -476,6 +547,14 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	unsigned attempt, unsure = 0;
 	int i, r;
 
+	r = insert_peeked(ns, dir, e);
+	if (!r)
+		return 0;
+	if (r != 1) {
+		if (!NS_UNSURE(r) || !e->txid)
+			return r;
+		unsure = 1;	/* outcome unknown: the loop's read tells (our txid) */
+	}
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, dir, e->name, &ref);
@@ -517,12 +596,95 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	return unsure ? -NS_EMAYBE : -EBUSY;
 }
 
+int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
+			  uint8_t *replaced_type)
+{
+	struct ns_bucket_ref ref;
+	struct pohm_dentry n = { 0 };
+	unsigned attempt, unsure = 0;
+	uint64_t rep0 = 0;
+	uint8_t rtype0 = 0;
+	int i, j, r, peeked = 0;
+
+	*replaced = 0;
+	*replaced_type = 0;
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		/* The first look may be the bucket this thread just read (ns_peek). */
+		peeked = !attempt && !bucket_peek(ns, dir, sname, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, dir, sname, &ref);
+			if (r && unsure && NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
+				continue;	/* the read that would settle it failed too */
+			if (r)
+				return unsure ? -EIO : r;
+		}
+		i = pohm_bucket_find(&ref.bk, sname);
+		j = pohm_bucket_find(&ref.bk, dname);
+		if (unsure && i < 0 && j >= 0 && ref.bk.e[j].ino == sino && ref.bk.e[j].txid == txid) {
+			/* Our put whose outcome was unknown did commit. */
+			ns_bucket_release(&ref);
+			*replaced = rep0;
+			*replaced_type = rtype0;
+			return 0;
+		}
+		if (ref.absent || ref.bk.state != POHM_BUCKET_NORMAL ||
+		    index_at(pohm_name_hash(dname), ref.bk.depth) != ref.bk.index ||
+		    i < 0 || ref.bk.e[i].ino != sino || ref.bk.e[i].intent ||
+		    (dino ? j < 0 || ref.bk.e[j].ino != dino || ref.bk.e[j].intent : j >= 0)) {
+			pohm_debug("rename in one bucket: not here (absent %d state %d i %d j %d)",
+				   ref.absent, ref.bk.state, i, j);
+			ns_bucket_release(&ref);
+			if (peeked)
+				continue;	/* maybe stale: decide on a read */
+			/* The intent path's case, nothing written -- unless an
+			 * unknown outcome of ours is still unsettled. */
+			return unsure ? -EIO : 1;
+		}
+		n = ref.bk.e[i];	/* (shallow: the copy pohm_bucket_add makes is its own) */
+		n.name = (char *)dname;
+		n.txid = txid;
+		r = pohm_bucket_add(&ref.bk, &n);
+		if (!r) {
+			if (j >= 0) {
+				*replaced = ref.bk.e[j].ino;
+				*replaced_type = ref.bk.e[j].type;
+			}
+			/* Drop the higher index first: the lower one stays where it is. */
+			pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? j : i));
+			if (j >= 0)
+				pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? i : j));
+			r = ns_bucket_store(ns, &ref);
+		}
+		ns_bucket_release(&ref);
+		if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES) {
+			rep0 = *replaced;	/* outcome unknown: the next read tells (our txid) */
+			rtype0 = *replaced_type;
+			r = -EAGAIN;
+		}
+		if (r != -EAGAIN)
+			return r;
+		*replaced = 0;
+		*replaced_type = 0;
+	}
+	return unsure ? -EIO : -EBUSY;
+}
+
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt, unsure = 0;
 	int i, r;
 
+	r = remove_peeked(ns, dir, name, ino);
+	if (!r)
+		return 0;
+	if (r != 1) {
+		if (!NS_UNSURE(r))
+			return r;
+		unsure = 1;	/* outcome unknown: the loop's read tells */
+	}
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, dir, name, &ref);

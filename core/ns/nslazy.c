@@ -12,10 +12,12 @@
  * the reason a failed open used to log is still said.  The check itself
  * runs through the same
  * wrapper; the thread making it is let through (checking, thread-local),
- * the others wait on root_lock.
+ * the others wait on root_lock.  Reads may go first (lz_get): a key
+ * found present proves the root.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "ns_int.h"
 
@@ -43,12 +45,52 @@ static int ready(struct pohm_ns *ns)
 	return r;
 }
 
+/*
+ * A read may go before the check: every client checks the root before its
+ * first write and the root is never removed, so any object found present
+ * proves the root, and the check is skipped (issue 23: a create in a
+ * validated directory reads that directory's inode first).  A read that
+ * finds nothing runs the check after it, and is made again when it asked
+ * for the root inode itself (which the check may just have created).
+ */
+static int unchecked(struct pohm_ns *ns)
+{
+	return !checking && !__atomic_load_n(&ns->root_ready, __ATOMIC_ACQUIRE);
+}
+
+static void proven(struct pohm_ns *ns)
+{
+	__atomic_store_n(&ns->root_ready, 1, __ATOMIC_RELEASE);
+}
+
+static int is_root_key(const char *key)
+{
+	char rk[POHM_KEY_MAX];
+
+	pohm_key_inode(rk, POHM_ROOT_INO);
+	return !strcmp(key, rk);
+}
+
 static int lz_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_ns *ns = ctx;
-	int r = ready(ns);
+	int r, c;
 
-	return r ? r : ns->store.ops->get(ns->store.ctx, key, out);
+	if (unchecked(ns)) {
+		r = ns->store.ops->get(ns->store.ctx, key, out);
+		if (!r) {
+			proven(ns);
+			return 0;
+		}
+		c = ready(ns);
+		if (c)
+			return c;
+		if (!is_root_key(key))
+			return r;
+	} else if ((r = ready(ns))) {
+		return r;
+	}
+	return ns->store.ops->get(ns->store.ctx, key, out);
 }
 
 static int lz_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
@@ -88,9 +130,35 @@ static int lz_get_many(void *ctx, size_t n, const char *const *keys, unsigned in
 static int lz_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out, int *st)
 {
 	struct pohm_ns *ns = ctx;
-	int r = ready(ns);
+	size_t i;
+	int r, c, again = 0;
 
-	return r ? r : ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
+	if (unchecked(ns)) {
+		r = ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
+		for (i = 0; !r && i < n; i++)
+			if (!st[i]) {
+				proven(ns);
+				return 0;
+			}
+		c = ready(ns);	/* nothing present: nothing in out to release */
+		if (c)
+			return c;
+		for (i = 0; i < n; i++)
+			again |= is_root_key(keys[i]);
+		if (!again)
+			return r;
+	} else if ((r = ready(ns))) {
+		return r;
+	}
+	return ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
+}
+
+/* No storage call, nothing to check: a value this thread read or wrote. */
+static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	struct pohm_ns *ns = ctx;
+
+	return ns->store.ops->peek(ns->store.ctx, key, out, age_ns);
 }
 
 static int lz_scan(void *ctx, const char *prefix,
@@ -112,6 +180,7 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.get_many = ns->store.ops->get_many ? lz_get_many : NULL;
 	ns->lazy_ops.get_n = ns->store.ops->get_n ? lz_get_n : NULL;
 	ns->lazy_ops.scan = ns->store.ops->scan ? lz_scan : NULL;
+	ns->lazy_ops.peek = ns->store.ops->peek ? lz_peek : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

@@ -42,11 +42,22 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 	return r;
 }
 
-/* The entry dir/name; a missing one is -ENOENT only if dir is a live directory. */
+/* The entry dir/name; a missing one is -ENOENT only if dir is a live
+ * directory.  The directory and the name's bucket are read together
+ * (ns_dir_lookup): a missing name costs one round trip, not two. */
 static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
 {
-	int r = ns_entry_get(ns, dir, name, e), d;
+	int r = ns_dir_lookup(ns, dir, name, e), d;
 
+	if (r == NS_NAME_ABSENT)
+		return -ENOENT;
+	if (r == NS_NAME_UNKNOWN)
+		return ns_entry_get(ns, dir, name, e);	/* dir is live: -ENOENT is the name's */
+	if (r != -EIO && r != -ETIMEDOUT)
+		return r;
+	/* The storage failed on one of the two (the directory's inode is a hot
+	 * object: every mkdir in it CASes it): the name alone, as before. */
+	r = ns_entry_get(ns, dir, name, e);
 	if (r != -ENOENT)
 		return r;
 	d = check_dir(ns, dir);
@@ -115,7 +126,7 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
 		in->atime = in->ctime = in->btime = in->mtime;
 		in->target = (char *)target;
 		in->size = target ? strlen(target) : 0;
-		r = ns_inode_put(ns, in, POHM_KV_ABSENT);
+		r = ns_inode_put(ns, in, POHM_KV_NEW);	/* a random number: no race */
 		in->target = NULL;
 		if (r != -EEXIST)
 			break;		/* -EEXIST: the number is taken; draw another */
@@ -152,15 +163,27 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = check_dir(ns, dir);
-	if (r)
+	/* The directory and the name's bucket in one round trip (issue 23);
+	 * an exclusive create reads the bucket too, for its insert (ns_peek). */
+	r = ns_dir_lookup(ns, dir, name, &e);
+	if (r < 0)
 		return r;
-	if (!(flags & POHM_CREATE_EXCL)) {
+	if (!r && (flags & POHM_CREATE_EXCL)) {
+		pohm_dentry_clear(&e);	/* there, plainly: no inode to make */
+		return -EEXIST;
+	}
+	if (!(flags & POHM_CREATE_EXCL) && r != NS_NAME_ABSENT) {
 		uint64_t ino;
 
-		r = pohm_ns_lookup(ns, dir, name, &ino, NULL);
-		if (!r)
+		/* The entry alone, unless the first look saw it plainly. */
+		if (r == NS_NAME_UNKNOWN)
+			r = ns_entry_get(ns, dir, name, &e);
+		if (!r) {
+			ino = e.ino;
+			pohm_dentry_clear(&e);
+			memset(&e, 0, sizeof(e));
 			return out ? (pohm_ns_getattr(ns, ino, out) ?: 1) : 1;
+		}
 		if (r != -ENOENT)
 			return r;
 	}
@@ -702,17 +725,27 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
-	r = check_dir(ns, ddir);
-	if (r)
+	/* The target directory and the target name in one round trip. */
+	r = ns_dir_lookup(ns, ddir, dname, &dst);
+	if (r < 0)
 		return r;
+	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
 	r = entry_of(ns, sdir, sname, &src);
-	if (r)
+	if (r) {
+		if (!have_dst)
+			pohm_dentry_clear(&dst);
 		return r;
+	}
 	if (sdir == ddir && !strcmp(sname, dname)) {
 		r = 0;
 		goto out;
 	}
-	r = ns_entry_get(ns, ddir, dname, &dst);
+	if (have_dst == NS_NAME_ABSENT)
+		r = -ENOENT;
+	else if (have_dst == NS_NAME_UNKNOWN)
+		r = ns_entry_get(ns, ddir, dname, &dst);
+	else
+		r = 0;
 	if (r && r != -ENOENT)
 		goto out;
 	have_dst = !r;
@@ -739,6 +772,16 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	}
 	intent.intent = POHM_INTENT_MOVE;
 	intent.i_txid = ns_random(ns);
+	if (sdir == ddir && !exch && !(have_dst && dst.type == DT_DIR)) {
+		/* Both names in one bucket: one CAS, no intent (issue 23). */
+		r = ns_entry_rename_local(ns, sdir, sname, src.ino, dname, have_dst ? dst.ino : 0,
+					  intent.i_txid, &replaced, &rtype);
+		if (!r)
+			goto committed;
+		if (r != 1)
+			goto out;
+		r = 0;
+	}
 	intent.i_dir = ddir;
 	intent.i_name = (char *)dname;
 	intent.i_replaced = have_dst ? dst.ino : 0;
@@ -790,6 +833,7 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		r = 0;		/* a helper finished it for us */
 	if (r)
 		goto out;
+committed:
 	if (replaced && !exch) {
 		if (rtype == DT_DIR) {
 			ns_inode_update(ns, replaced, tomb_fn, NULL, NULL);

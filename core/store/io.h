@@ -210,6 +210,9 @@ struct pohm_cas_old {
 	uint32_t behind;		/* groups (bit = index in the configured order) whose
 					 * copy was older than csum when it was read: not
 					 * to be the arbiter */
+	int fresh;			/* a create of a key this writer drew at random: no
+					 * other writer races for it, so no arbiter step;
+					 * every group at once (decision 0017) */
 };
 
 /*
@@ -235,7 +238,9 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 /*
  * CAS data over old (see struct pohm_cas_old) on every group, the arbiter
  * first: the first group in a per-key order that is not behind and can be
- * reached; if it refuses, the write has lost and went nowhere else.  After
+ * reached; if it refuses, the write has lost and went nowhere else.  With
+ * old->fresh every group at once (nobody to race with; a group that
+ * refuses or fails is handled as after the arbiter's ack).  After
  * a commit, a group that refused is brought up to it where that cannot
  * undo a write that may still win (it holds old, misses the key, or its
  * copy is stamped before old).  res->g[].applied tells exactly where it

@@ -858,12 +858,14 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	 * passed over (one ahead is not: it holds a write in flight that we
 	 * must lose to).  A group that cannot be reached passes the role on;
 	 * one that does not answer within an eighth of the window (at least
-	 * ARBITER_MIN_NS) leaves the rest to be written in parallel.
+	 * ARBITER_MIN_NS) leaves the rest to be written in parallel.  A fresh
+	 * key (a new inode's random number) has nobody to race with: no
+	 * arbiter, every group at once (decision 0017).
 	 */
 	rot = (unsigned)op->id[0] % res->ngroups;
 	arbiter_dl = cas_ack_window(c) / 8;
 	arbiter_dl = op->start + (arbiter_dl > ARBITER_MIN_NS ? arbiter_dl : ARBITER_MIN_NS);
-	for (k = 0; k < res->ngroups; k++) {
+	for (k = 0; k < res->ngroups && !(old->fresh && !old->csum); k++) {
 		const struct pohm_req *r;
 		int o;
 

@@ -31,6 +31,14 @@
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
 #define POHM_KV_ABSENT pohm_kv_absent
+/*
+ * The same for a key the writer drew at random (a new inode number): no
+ * other writer races for it, so a replicated store may write every copy
+ * at once instead of arbitrating first (one round trip; decision 0017).
+ * Answers as POHM_KV_ABSENT does (-EEXIST when the key exists).
+ */
+extern const uint8_t pohm_kv_new[POHM_KV_CSUM];
+#define POHM_KV_NEW pohm_kv_new
 
 struct pohm_kv_val {
 	uint8_t *data;			/* malloc'ed by the store; free() it */
@@ -66,6 +74,15 @@ struct pohm_kv_ops {
 	 */
 	int (*get_n)(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		     int *st);
+	/*
+	 * The value this thread last read (get, get_n) or wrote (a committed
+	 * put) for key through this store, with no round trip: a base for an
+	 * optimistic CAS (issue 23).  It may be stale; a put against a stale
+	 * checksum fails with -EAGAIN and writes nothing.  *age_ns: how long
+	 * ago it was read or written.  0 (out filled: free it), -ENOENT (none
+	 * kept), -ENOMEM.  NULL in a store without it.
+	 */
+	int (*peek)(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);

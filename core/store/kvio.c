@@ -41,6 +41,7 @@
 #include "nsobj.h"
 #include "log.h"
 #include "sha512.h"
+#include "sys.h"
 
 /*
  * This thread's recent values (gets and committed puts), for rollbacks.
@@ -56,11 +57,13 @@ static __thread struct recent {
 	uint64_t ts_ns;			/* stamp of the version (newest holder) */
 	uint32_t behind;		/* groups that were behind it (pohm_cas_old.behind) */
 	uint64_t used;			/* LRU tick, 0 = empty */
+	const void *client;		/* the store it was read from or written to */
+	uint64_t mono_ns;		/* when (kvio_peek's age) */
 } recent[RECENT_N];
 static __thread uint64_t recent_tick;
 
-static void remember(const char *key, const void *data, size_t len, const uint8_t *csum,
-		     const struct pohm_io_result *res)
+static void remember(const void *client, const char *key, const void *data, size_t len,
+		     const uint8_t *csum, const struct pohm_io_result *res)
 {
 	struct recent *r = NULL;
 	size_t i;
@@ -93,6 +96,8 @@ static void remember(const char *key, const void *data, size_t len, const uint8_
 	r->len = len;
 	memcpy(r->csum, csum, POHM_KV_CSUM);
 	strcpy(r->key, key);
+	r->client = client;
+	r->mono_ns = pohm_sys_mono_ns();
 	r->ts_ns = pohm_time_to_ns(&res->ts);
 	/* Behind: groups whose copy was missing or older than these bytes. */
 	r->behind = 0;
@@ -118,10 +123,66 @@ static const struct recent *recall(const char *key, const uint8_t *csum)
 	return NULL;
 }
 
+/*
+ * The round-trip trace (issue 23): at log_level=debug every kv operation
+ * logs one "rtt:" line with its key and the waits and requests it cost
+ * (the client's counters before and after; exact for one thread).
+ */
+struct trace {
+	struct pohm_net_counts c0;
+	int on;
+};
+
+static void trace_start(struct pohm_client *c, struct trace *t)
+{
+	t->on = pohm_log_level() >= POHM_LOG_DEBUG;
+	if (t->on)
+		pohm_net_counts(pohm_client_net(c), &t->c0);
+}
+
+static void trace_end(struct pohm_client *c, const struct trace *t, const char *op,
+		      const char *key, size_t more, int r)
+{
+	struct pohm_net_counts c1;
+
+	if (!t->on)
+		return;
+	pohm_net_counts(pohm_client_net(c), &c1);
+	pohm_debug("rtt: %s %s%s%.0zu: %d, %llu waits, %llu requests", op, key,
+		   more ? " +" : "", more, r, (unsigned long long)(c1.waits - t->c0.waits),
+		   (unsigned long long)(c1.requests - t->c0.requests));
+}
+
+static int kvio_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	size_t i;
+
+	for (i = 0; i < RECENT_N; i++) {
+		const struct recent *r = &recent[i];
+
+		if (!r->used || r->client != ctx || strcmp(r->key, key))
+			continue;
+		out->data = malloc(r->len);
+		if (!out->data)
+			return -ENOMEM;
+		memcpy(out->data, r->data, r->len);
+		out->len = r->len;
+		memcpy(out->csum, r->csum, POHM_KV_CSUM);
+		*age_ns = pohm_sys_mono_ns() - r->mono_ns;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	struct pohm_io_result res;
-	int r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
+	struct trace t;
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_cas_get(ctx, key, strlen(key), &out->data, &out->len, out->csum, &res);
+	trace_end(ctx, &t, "get", key, 0, r);
 
 	if (r == -ENOENT)
 		return r;
@@ -131,7 +192,7 @@ static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	}
 	if (res.notes)
 		pohm_debug("%s", res.msg);
-	remember(key, out->data, out->len, out->csum, &res);
+	remember(ctx, key, out->data, out->len, out->csum, &res);
 	return 0;
 }
 
@@ -141,12 +202,15 @@ static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_k
 	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
 	struct pohm_io_result *res = calloc(POHM_IO_CAS_MANY, sizeof(*res));
 	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
+	struct trace t;
 	size_t i;
 	int r;
 
 	if (!res)
 		return -ENOMEM;
+	trace_start(ctx, &t);
 	r = pohm_io_cas_get_many(ctx, n, keys, v, res);
+	trace_end(ctx, &t, "get_n", keys[0], n - 1, r);
 	if (r)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -160,7 +224,7 @@ static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_k
 		else if (!x && res[i].notes)
 			pohm_debug("%s", res[i].msg);
 		if (!x)
-			remember(keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
+			remember(ctx, keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
 		st[i] = x == -ETIMEDOUT ? -EIO : x;
 	}
 out:
@@ -171,8 +235,13 @@ out:
 static int raw_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
 {
 	struct pohm_io_result res;
+	struct trace t;
 	size_t got = 0;
-	int r = pohm_io_read(ctx, key, strlen(key), off, buf, len, &got, &res);
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_read(ctx, key, strlen(key), off, buf, len, &got, &res);
+	trace_end(ctx, &t, "read", key, 0, r);
 
 	if (r == -E2BIG)
 		return 0;	/* offset at or past the end */
@@ -188,16 +257,20 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 	struct pohm_cas_old old;
 	const struct recent *prev;
 	uint8_t sum[POHM_KV_CSUM];
+	struct trace t;
 	int r;
 
+	trace_start(ctx, &t);
 	if (!expect) {
 		r = pohm_io_write(ctx, key, strlen(key), data, len, NULL, &res);
+		trace_end(ctx, &t, "write", key, 0, r);
 		if (r)
 			pohm_info("%s", res.msg);
 		return r == -ETIMEDOUT ? -EIO : r;
 	}
 	memset(&old, 0, sizeof(old));
-	if (expect != POHM_KV_ABSENT) {
+	old.fresh = expect == POHM_KV_NEW;
+	if (expect != POHM_KV_ABSENT && expect != POHM_KV_NEW) {
 		old.csum = expect;
 		prev = recall(key, expect);
 		if (prev) {
@@ -211,16 +284,18 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 		}
 	}
 	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
+	trace_end(ctx, &t, old.fresh ? "create-new" : expect == POHM_KV_ABSENT ? "create" : "cas",
+		  key, 0, r);
 	if (!r) {
 		pohm_sha512(data, len, sum);
-		remember(key, data, len, sum, &res);
+		remember(ctx, key, data, len, sum, &res);
 		if (res.notes)
 			pohm_debug("%s", res.msg);
 		return 0;
 	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res.msg);
-		return expect == POHM_KV_ABSENT ? -EEXIST : -EAGAIN;
+		return old.csum ? -EAGAIN : -EEXIST;
 	}
 	pohm_info("%s", res.msg);
 	return r == -ETIMEDOUT ? -EIO : r;
@@ -229,8 +304,13 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 static int raw_del(void *ctx, const char *key)
 {
 	struct pohm_io_result res;
+	struct trace t;
+	int r;
 
-	return pohm_io_del(ctx, key, strlen(key), &res);
+	trace_start(ctx, &t);
+	r = pohm_io_del(ctx, key, strlen(key), &res);
+	trace_end(ctx, &t, "del", key, 0, r);
+	return r;
 }
 
 static int raw_get_many(void *ctx, size_t n, const char *const *keys, unsigned inflight,
@@ -238,7 +318,12 @@ static int raw_get_many(void *ctx, size_t n, const char *const *keys, unsigned i
 			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
 {
 	struct pohm_io_result res;
-	int r = pohm_io_get_many(ctx, n, keys, inflight, max_len, fn, arg, &res);
+	struct trace t;
+	int r;
+
+	trace_start(ctx, &t);
+	r = pohm_io_get_many(ctx, n, keys, inflight, max_len, fn, arg, &res);
+	trace_end(ctx, &t, "get_many", keys[0], n - 1, r);
 
 	if (r && r != -ENOENT)
 		pohm_info("%s", res.msg);
@@ -408,7 +493,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
-	.get_many = kvio_get_many, .get_n = kvio_get_n,
+	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

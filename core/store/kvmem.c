@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kv.h"
 #include "sha512.h"
@@ -18,8 +19,21 @@ struct mem_ent {
 	struct mem_ent *next;
 };
 
+/* A value a thread read or wrote (mem_peek), per thread as kv.h says. */
+#define PEEK_N	16
+struct mem_seen {
+	pthread_t tid;
+	char *key;			/* NULL: empty slot */
+	uint8_t *data;
+	size_t len;
+	uint8_t csum[POHM_KV_CSUM];
+	uint64_t mono_ns, tick;
+};
+
 struct mem_kv {
 	pthread_mutex_t lock;		/* guards everything below */
+	struct mem_seen seen[PEEK_N];	/* LRU by tick */
+	uint64_t tick;
 	struct mem_ent *tab[4096];
 	size_t count;
 	long puts;
@@ -45,6 +59,51 @@ static unsigned slot(const char *key)
 	for (; *key; key++)
 		h = (h ^ (uint8_t)*key) * 1099511628211ULL;
 	return (unsigned)(h % 4096);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* This thread saw e's value (lock held); an allocation failure forgets it. */
+static void seen(struct mem_kv *m, const struct mem_ent *e)
+{
+	struct mem_seen *v = NULL;
+	pthread_t me = pthread_self();
+	size_t i;
+
+	for (i = 0; i < PEEK_N; i++)
+		if (m->seen[i].key && pthread_equal(m->seen[i].tid, me) &&
+		    !strcmp(m->seen[i].key, e->key)) {
+			v = &m->seen[i];
+			break;
+		}
+	if (!v) {
+		v = &m->seen[0];
+		for (i = 1; i < PEEK_N; i++)
+			if (m->seen[i].tick < v->tick)
+				v = &m->seen[i];
+		free(v->key);
+		v->key = strdup(e->key);
+	}
+	free(v->data);
+	v->data = malloc(e->len);
+	if (!v->key || !v->data) {
+		free(v->key);
+		free(v->data);
+		memset(v, 0, sizeof(*v));
+		return;
+	}
+	memcpy(v->data, e->data, e->len);
+	v->len = e->len;
+	memcpy(v->csum, e->csum, POHM_KV_CSUM);
+	v->tid = me;
+	v->mono_ns = mono_ns();
+	v->tick = ++m->tick;
 }
 
 static struct mem_ent *find(struct mem_kv *m, const char *key)
@@ -81,7 +140,35 @@ static int mem_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	memcpy(out->data, e->data, e->len);
 	out->len = e->len;
 	memcpy(out->csum, e->csum, POHM_KV_CSUM);
+	seen(m, e);
 out:
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static int mem_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	struct mem_kv *m = ctx;
+	pthread_t me = pthread_self();
+	int r = -ENOENT;
+	size_t i;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < PEEK_N; i++) {
+		const struct mem_seen *v = &m->seen[i];
+
+		if (!v->key || !pthread_equal(v->tid, me) || strcmp(v->key, key))
+			continue;
+		out->data = malloc(v->len);
+		r = out->data ? 0 : -ENOMEM;
+		if (!r) {
+			memcpy(out->data, v->data, v->len);
+			out->len = v->len;
+			memcpy(out->csum, v->csum, POHM_KV_CSUM);
+			*age_ns = mono_ns() - v->mono_ns;
+		}
+		break;
+	}
 	pthread_mutex_unlock(&m->lock);
 	return r;
 }
@@ -124,7 +211,7 @@ static int mem_put(void *ctx, const char *key, const void *data, size_t len,
 		goto out;
 	}
 	e = find(m, key);
-	if (e && expect == pohm_kv_absent) {
+	if (e && (expect == pohm_kv_absent || expect == pohm_kv_new)) {
 		r = -EEXIST;
 		goto out;
 	}
@@ -159,6 +246,8 @@ static int mem_put(void *ctx, const char *key, const void *data, size_t len,
 		r = -EIO;	/* applied, but the answer is lost */
 		m->unsure_at = -1;
 		m->failing = m->unsure_then;
+	} else {
+		seen(m, e);
 	}
 out:
 	pthread_mutex_unlock(&m->lock);
@@ -249,7 +338,7 @@ static int mem_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_k
 
 static const struct pohm_kv_ops mem_ops = {
 	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
-	.get_many = mem_get_many, .get_n = mem_get_n,
+	.get_many = mem_get_many, .get_n = mem_get_n, .peek = mem_peek,
 };
 
 int pohm_kvmem_new(struct pohm_kv *kv)
@@ -281,6 +370,10 @@ void pohm_kvmem_free(struct pohm_kv *kv)
 			free(e->data);
 			free(e);
 		}
+	for (i = 0; i < PEEK_N; i++) {
+		free(m->seen[i].key);
+		free(m->seen[i].data);
+	}
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 	kv->ctx = NULL;

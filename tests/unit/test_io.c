@@ -728,6 +728,38 @@ TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
 	stop3(&cl);
 }
 
+/* A create of a fresh key (a new inode's random number, decision 0017): every
+ * group at once, one wait instead of the arbiter's two; an existing key is
+ * still refused everywhere and left as it was. */
+TEST(cas_put_of_a_fresh_key_is_one_wait)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_net_counts c0, c1;
+	struct pohm_cas_old o;
+	int g;
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(cas_put(&cl, "warm", "w", NULL, 0, &res), 0);	/* connections up */
+	memset(&o, 0, sizeof(o));
+	pohm_net_counts(pohm_client_net(cl.c), &c0);
+	EXPECT_EQ_INT(cas_put(&cl, "arb", "v", NULL, 0, &res), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 2);	/* the arbiter, then the others */
+	o.fresh = 1;
+	c0 = c1;
+	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "new", 3, "v1", 2, &o, &res), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 1);
+	EXPECT_EQ_INT(res.committed, 3);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "new", "v1", NULL));
+	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "new", 3, "v2", 2, &o, &res), -EBADFD);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "new", "v1", NULL));
+	stop3(&cl);
+}
+
 TEST(cas_put_lost_on_the_followers_rolls_back_exactly_where_it_landed)
 {
 	struct cluster cl;

@@ -137,6 +137,217 @@ TEST(lazy_root_on_first_use)
 	pohm_ns_close(ns2);
 }
 
+/* A store that counts the reads of the root inode (lazy_root_proven_by_a_read)
+ * and every read (optimistic_cas_*). */
+static struct pohm_kv_ops counting_ops;
+static int root_reads, all_reads;
+
+static int counting_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	root_reads += !strcmp(key, "i:1");
+	all_reads++;
+	return kv.ops->get(ctx, key, out);
+}
+
+static int counting_get_n(void *ctx, size_t n, const char *const *keys,
+			  struct pohm_kv_val *out, int *st)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		root_reads += !strcmp(keys[i], "i:1");
+	all_reads++;
+	return kv.ops->get_n(ctx, n, keys, out, st);
+}
+
+/* lazy_root: a first read that finds an object proves the root (no check,
+ * issue 23); one that finds nothing checks it, and a read of the root
+ * itself then sees the root the check made. */
+TEST(lazy_root_proven_by_a_read)
+{
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12, .lazy_root = 1 };
+	struct pohm_ns *ns = fresh(0), *lz = NULL;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a;
+	uint64_t ino;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	root_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, d.ino, &a), 0);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_create(lz, d.ino, "f", 0644, 0, 0, 0, 0, &a), 0);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(root_reads, 0);
+	pohm_ns_close(lz);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+
+	/* An empty store: the first read finds nothing; the root is made. */
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_lookup(lz, POHM_ROOT_INO, "x", &ino, NULL), -ENOENT);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, POHM_ROOT_INO, &a), 0);
+	EXPECT(S_ISDIR(a.mode));
+	pohm_inode_clear(&a);
+	pohm_ns_close(lz);
+
+	/* A first read of the root itself in an empty store answers the root. */
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ckv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(lz, POHM_ROOT_INO, &a), 0);
+	EXPECT(S_ISDIR(a.mode));
+	pohm_inode_clear(&a);
+	pohm_ns_close(lz);
+}
+
+/* Another thread (its own view of what it read): a create and a chmod. */
+struct other_change {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	int r1, r2;
+};
+
+static void *other_thread(void *arg)
+{
+	struct other_change *o = arg;
+	struct pohm_setattr sa = { .mask = POHM_SET_MODE, .mode = 0600 };
+	struct pohm_inode in;
+
+	o->r1 = pohm_ns_create(o->ns, o->dir, "b", 0644, 0, 0, 0, POHM_CREATE_EXCL, &in);
+	if (!o->r1)
+		pohm_inode_clear(&in);
+	o->r2 = pohm_ns_setattr(o->ns, o->ino, &sa, &in);
+	if (!o->r2)
+		pohm_inode_clear(&in);
+	return NULL;
+}
+
+/*
+ * Optimistic CAS (issue 23, decision 0017): a create reads the directory's
+ * inode and bucket once each (the insert CASes the bucket the lookup read,
+ * the lookup does not check the directory again), and a change based on
+ * what this thread saw loses safely to another thread's change: the CAS
+ * fails, a read follows, and both changes stand.
+ */
+TEST(optimistic_cas_reads_once_and_loses_safely)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_setattr sa = { .mask = POHM_SET_MTIME };
+	struct other_change o;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, x;
+	pthread_t t;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	/* (The first entry: an absent bucket is nothing to peek at.) */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "0", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(all_reads, 1);	/* the directory's inode and bucket together (4 before) */
+
+	/* Another thread changes the bucket and a's inode under this one. */
+	ns2 = open_ns(0, 10000);
+	o.ns = ns2;
+	o.dir = d.ino;
+	o.ino = a.ino;
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(o.r1, 0);
+	EXPECT_EQ_INT(o.r2, 0);
+	/* This thread's bucket (with "a" only) and inode (0644) are stale now. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "c", 0644, 0, 0, 0, POHM_CREATE_EXCL, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 4);
+	EXPECT(ino_of(ns, d.ino, "b") != 0);
+	sa.mtime.sec = 12345;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a.ino, &sa, &x), 0);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);	/* the other thread's chmod stands */
+	EXPECT_EQ_U64((uint64_t)x.mtime.sec, 12345);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);
+	EXPECT_EQ_U64((uint64_t)x.mtime.sec, 12345);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Issue 23: a rename inside one bucket is one bucket CAS (no intent) plus
+ * the inode's ctime; one that replaces a file drops its link; an unlink
+ * removes the name from the bucket its lookup just read, without a read.
+ */
+TEST(rename_in_one_bucket_is_one_put_and_unlink_reads_its_bucket_once)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, b, x;
+	long puts;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "b", 0644, 0, 0, 0, 0, &b), 0);
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "a2", 0), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - puts), 2);	/* the bucket, a's ctime (4 before) */
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a2"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), 0);
+	/* Over b: b loses its only link. */
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a2", d.ino, "b", 0), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - puts), 3);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "b"), a.ino);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, b.ino, &x), -ENOENT);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 1);
+	/* An unlink: the lookup's read serves the bucket CAS. */
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d.ino, "b"), 0);
+	EXPECT_EQ_INT(all_reads, 1);	/* the bucket; a's inode is as this thread wrote it (3 before) */
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), -ENOENT);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+}
+
 TEST(create_lookup_errors)
 {
 	struct pohm_ns *ns = fresh(0);
@@ -1732,6 +1943,35 @@ TEST(fork_child_with_a_lock_held_by_another_thread)
  * txid and succeeds (before, the first failed read made it -EIO for a
  * create that happened); with more it reports EIO, and the name, if in,
  * has its inode. */
+/* A one-bucket rename whose bucket put has an unknown outcome (it applied)
+ * settles it by reading again while the reads fail fewer times than the
+ * retries: 0, the name moved, the inode whole. */
+TEST(rename_in_one_bucket_with_an_unknown_outcome_settles_it)
+{
+	int failing[] = { 0, 1, 2 }, f;
+
+	for (f = 0; f < 3; f++) {
+		struct pohm_ns *ns = fresh(0);
+		struct pohm_inode a, x;
+		int r;
+
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, &a), 0);
+		pohm_kvmem_fail_unsure(&kv, 0, failing[f]);	/* the rename's bucket put */
+		r = pohm_ns_rename(ns, 1, "a", 1, "b", 0);
+		pohm_kvmem_fail_unsure(&kv, -1, 0);
+		if (r)
+			printf("# %d failing reads: %d\n", failing[f], r);
+		EXPECT_EQ_INT(r, 0);
+		EXPECT_EQ_U64(ino_of(ns, 1, "b"), a.ino);
+		EXPECT_EQ_U64(ino_of(ns, 1, "a"), 0);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+		EXPECT_EQ_U64(x.nlink, 1);
+		pohm_inode_clear(&x);
+		pohm_inode_clear(&a);
+		pohm_ns_close(ns);
+	}
+}
+
 TEST(create_with_an_unknown_outcome_settles_it_and_keeps_its_inode)
 {
 	int failing[] = { 1, 2, 3, 50 }, k, f, nputs;
