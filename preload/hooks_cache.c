@@ -21,8 +21,12 @@
  *
  * Pushes: a writing fd is pushed at close when sync_on_close is set, and
  * always at fsync/fdatasync/sync; otherwise the files this process wrote
- * are pushed at exit (and by exec, which ends the image) and pohmelfsd,
- * started on demand, pushes them every sync_timeout seconds meanwhile.
+ * are pushed at exit (and by exec, which ends the image) and pohmelfsd
+ * pushes them every sync_timeout seconds meanwhile.  A write-open makes
+ * the inode "open for write" (core/cache/writer.c, decision 0016) and
+ * makes sure pohmelfsd runs, whatever sync_on_close says: a writer that
+ * never closes (_exit, SIGKILL, a raw SYS_close) leaves its file dirty,
+ * and pohmelfsd pushes it.
  *
  * Sections: heavy init · open · stat · namespace · attributes · lookups ·
  * directories · fds · processes.
@@ -71,7 +75,8 @@ extern char **environ;
 struct umount {
 	struct pohm_mount m;	/* m.owner: the euid it serves */
 	int rc;			/* 0, or -errno: its open failed (logged once) */
-	int daemon_started;	/* pohmelfsd spawned for it by this process; under dirty_lock */
+	uint64_t spawn_ns;	/* when this process last spawned pohmelfsd for it (0: never,
+				 * or start it again at once); under dirty_lock */
 };
 
 static struct umount mounts[POHM_MOUNTS_MAX];
@@ -478,6 +483,54 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	return r;
 }
 
+static int held_here(void *arg, uint64_t dev, uint64_t ino);
+
+/* The mount whose cache is c (NULL if none of ours). */
+static struct umount *mount_of(struct pohm_cache *c)
+{
+	int i, n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (mounts[i].m.cache == c && !mounts[i].rc)
+			return &mounts[i];
+	return NULL;
+}
+
+/* Open-for-write locks held before the next sweep (see writer_opened);
+ * relaxed atomic, any thread. */
+static int sweep_at = 16;
+
+/*
+ * A write-open of the local file (ldev, lino), storage inode ino: the inode
+ * is open for write until this process's last writing fd on it closes or
+ * the process ends (writer.c), and pohmelfsd runs (it pushes what a writer
+ * that never closes leaves).  Locks and shadows of files the host closed
+ * behind our back (a raw SYS_close: node/libuv) are swept first, by
+ * identity: no fd in the table still names that (dev, ino).  Sweeps are
+ * amortized: when the held locks reach twice what the last sweep left.
+ */
+static void writer_opened(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
+			  int keep_on_exec)
+{
+	struct umount *um = mount_of(c);
+	int n, r;
+
+	pohm_hold();
+	n = pohm_cache_writer_count(c);
+	if (n >= __atomic_load_n(&sweep_at, __ATOMIC_RELAXED)) {
+		n -= pohm_cache_writer_sweep(c, held_here, NULL);
+		pohm_shadow_sweep();
+		__atomic_store_n(&sweep_at, n * 2 > 16 ? n * 2 : 16, __ATOMIC_RELAXED);
+	}
+	r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
+	if (r)
+		pohm_debug("inode %llx: not marked open for write (%s); pohmelfsd's rounds push it",
+			   (unsigned long long)ino, strerror(-r));
+	if (um)
+		daemon_start(um);
+	pohm_unhold();
+}
+
 static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	struct pohm_cache *c = open_cache;
@@ -505,11 +558,15 @@ static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct p
 		HELD(pohm_cache_adopt(c, rel, fd));	/* made by libc itself (mkstemp) */
 	open_created = 0;
 	free(own);
-	/* The storage inode, for the dirty list at close: writers only (a reader's
-	 * open stays a few syscalls). */
+	/* The storage inode, for the dirty list at close, and "open for write":
+	 * writers only (a reader's open stays a few syscalls). */
 	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
+		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
+
 		pohm_cache_stat_fix(c, &st);
 		fi->cookie = (uint64_t)st.st_ino;
+		if (S_ISREG(st.st_mode) && !(flags & O_PATH))
+			writer_opened(c, fi->cookie, ldev, lino, !(flags & O_CLOEXEC));
 	}
 	/* A write-only fd gets its read-only shadow now, while the name still
 	 * names its inode (shadow.c); a file we may not read gets none. */
@@ -1230,23 +1287,28 @@ static void spawn_daemon(const char *path)
 }
 
 /*
- * Start pohmelfsd for um's cache (once per process and mount); it exits
- * when idle.  Only while the process runs as um's user: the daemon inherits
+ * Make sure pohmelfsd runs for um's cache: nothing when its lock is held,
+ * else spawn it (at most once a second per process and mount); it exits
+ * when idle and no inode is open for write.  Only while the process runs as um's user: the daemon inherits
  * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
  */
 static void daemon_start(struct umount *um)
 {
 	Dl_info info;
 	char path[PATH_MAX], *slash;
+	uint64_t now;
 
 	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
 		return;
+	if (pohm_cache_daemon_running(um->m.cache))
+		return;	/* one fcntl: its lock is held */
+	now = pohm_sys_mono_ns();
 	pthread_mutex_lock(&dirty_lock);
-	if (um->daemon_started) {
+	if (um->spawn_ns && now - um->spawn_ns < 1000000000ULL) {
 		pthread_mutex_unlock(&dirty_lock);
-		return;
+		return;	/* spawned a moment ago: still starting (or cannot start) */
 	}
-	um->daemon_started = 1;
+	um->spawn_ns = now;
 	pthread_mutex_unlock(&dirty_lock);
 	if (!dladdr((void *)daemon_start, &info) || !info.dli_fname)
 		return;
@@ -1306,7 +1368,7 @@ static int space_fn(void *arg, uint64_t need)
 		pid = pohm_cache_daemon_pid(um->m.cache_dir);
 		if (!pid) {
 			pthread_mutex_lock(&dirty_lock);
-			um->daemon_started = 0;	/* it left when idle: start it again */
+			um->spawn_ns = 0;	/* it left when idle: start it again */
 			pthread_mutex_unlock(&dirty_lock);
 			daemon_start(um);
 			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
@@ -1334,20 +1396,43 @@ static int space_fn(void *arg, uint64_t need)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
+/* Is fd the process's last writing fd on its local file (st)?  0 also
+ * when fd is no regular file (nothing of it is open for write). */
+static int last_writer(int fd, struct stat *st)
+{
+	struct pohm_fd_info fi;
+	struct stat o;
+	int i, max = pohm_fd_max();
+
+	if (pohm_sys_fstat(fd, st) || !S_ISREG(st->st_mode))
+		return 0;
+	for (i = 0; i <= max; i++)
+		if (i != fd && pohm_fd_lookup(i, &fi) && (fi.flags & POHM_FD_WRITE) &&
+		    !pohm_sys_fstat(i, &o) && o.st_dev == st->st_dev && o.st_ino == st->st_ino)
+			return 0;
+	return 1;
+}
+
 static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct umount *um;
 	struct pohm_cache *c;
-	int r;
+	struct stat st;
+	int r, last;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
 	c = um->m.cache;
+	last = last_writer(fd, &st);
 	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
+		/* Pushed: the inode is no longer open for write here (after the
+		 * push, so pohmelfsd does not push it at the same time). */
+		if (last)
+			HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
 		if (r != -EACCES && r != -EPERM)
 			return counted(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
 		/* A write-only fd on a file we may not read: another process
@@ -1357,6 +1442,8 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		return 0;
 	}
 	pohm_shadow_host_closing(fd);
+	if (last)
+		HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
 	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
@@ -1493,7 +1580,7 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		pthread_mutex_init(&dirty_lock, NULL);
 		ndirty = 0;
 		for (i = 0; i < n; i++) {
-			mounts[i].daemon_started = 0;
+			mounts[i].spawn_ns = 0;
 			pohm_mount_atfork_child(&mounts[i].m);
 		}
 	}

@@ -39,7 +39,13 @@ struct pohm_cache {
 	struct pohm_cache_stats stats;
 	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
 	void *space_arg;
+	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
 };
+
+/* writer.c: the table of this process's open-for-write locks (own mutex). */
+int cache_writers_init(struct pohm_cache *c);
+void cache_writers_close(struct pohm_cache *c);
+void cache_writers_atfork_child(struct pohm_cache *c);
 
 /* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in tests); 0 if unknown. */
 uint64_t cache_boot_id(void);

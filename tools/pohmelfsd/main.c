@@ -1,11 +1,17 @@
 /*
  * pohmelfsd — the per-cache background process (DESIGN.md §2 "No threads in
- * host processes").  One runs per cache (an exclusive lock on
- * cache_dir/pohmelfsd.lock; its pid in cache_dir/pohmelfsd.pid).  Every
+ * host processes").  One runs per cache (an exclusive OFD lock on byte 0
+ * of cache_dir/pohmelfsd.lock, which the kernel drops when it ends: the
+ * library's liveness test, core/cache/writer.c; its pid in
+ * cache_dir/pohmelfsd.pid, for signals and status only).  Every
  * sync_timeout seconds it pushes what is dirty in the cache (files closed
- * without sync_on_close, files left by processes that died, files changed
- * by programs without the shim, and names they made: pohm_cache_reconcile);
- * it exits after --idle seconds with nothing to push.  SIGTERM or SIGINT: one last push, then exit.
+ * without sync_on_close, files left by processes that died or closed
+ * behind the library's back, files changed by programs without the shim,
+ * and names they made: pohm_cache_reconcile).  It exits after --idle
+ * seconds with nothing to push and no inode open for write (w.lock, writer.c):
+ * it drops its lock first and looks at w.lock once more, so a writer that
+ * came meanwhile either saw it running or is seen (decision 0016).
+ * SIGTERM or SIGINT: one last push, then exit.
  *
  * It also keeps the cache within cache_size and cache_min_free: after each
  * push round it evicts clean, unopened files, least recently used first
@@ -24,7 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -116,6 +122,10 @@ int main(int argc, char **argv)
 	int foreground = 0, once = 0, i, lockfd, logfd = -1, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 
+	/* A writer's open-for-write lock fds survive its exec when its writing
+	 * fd does (writer.c); one inherited here would keep that inode "open
+	 * for write" for our whole life.  Nothing we need comes above 2. */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--foreground"))
 			foreground = 1;
@@ -139,20 +149,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pohmelfsd: %s\n", err);
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", m.cache_dir);
 	/* The daemon's own files are 0600 whatever the umask it inherited (a
 	 * host process with umask 0577 may have started it). */
-	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd >= 0)
-		fchmod(lockfd, 0600);
-	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
-		if (lockfd >= 0 && errno == EWOULDBLOCK) {
+	lockfd = pohm_cache_daemon_lock(m.cache_dir);
+	if (lockfd < 0) {
+		if (lockfd == -EAGAIN) {
 			if (foreground)
 				fprintf(stderr, "pohmelfsd: already running for %s\n", m.prefix);
 			pohm_mount_close(&m);
 			return 0;
 		}
-		fprintf(stderr, "pohmelfsd: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "pohmelfsd: %s/pohmelfsd.lock: %s\n", m.cache_dir, strerror(-lockfd));
 		return 1;
 	}
 	if (!foreground && !once) {
@@ -220,16 +227,36 @@ int main(int argc, char **argv)
 		evict_round(&t, &cfg, m.prefix);
 		if (once || stop_requested)
 			break;
-		if (pohm_sys_mono_ns() - idle_since > idle_ns)
-			break;
+		if (pohm_sys_mono_ns() - idle_since > idle_ns && !pohm_cache_writers_any(m.cache)) {
+			/* Leave: the lock first, then one more look for writers
+			 * (a writer tests the daemon after taking its w.lock byte). */
+			close(lockfd);
+			lockfd = -1;
+			if (!pohm_cache_writers_any(m.cache))
+				break;
+			lockfd = pohm_cache_daemon_lock(m.cache_dir);
+			if (lockfd < 0)
+				break;	/* another pohmelfsd took over */
+			idle_since = pohm_sys_mono_ns();
+		}
 		if (!need_mib)
 			nap(m.sync_timeout_ns);	/* SIGUSR1 cuts it short */
 	}
+	/* Ours only: a successor may have written its own after our lock went. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
-	unlink(path);
+	if ((i = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		char have[32];
+		ssize_t n = read(i, have, sizeof(have) - 1);
+
+		close(i);
+		have[n > 0 ? n : 0] = '\0';
+		if (atoi(have) == (int)getpid())
+			unlink(path);
+	}
 	pohm_ct_close(&t);
 	pohm_mount_close(&m);
 	pohm_config_free(&cfg);
-	close(lockfd);
+	if (lockfd >= 0)
+		close(lockfd);
 	return r < 0 ? 1 : 0;
 }
