@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
+#include "cache_int.h"
 #include "harness.h"
 #include "kv.h"
 
@@ -219,6 +221,60 @@ TEST(pohmelfsd_liveness_is_its_lock)
 	lk = pohm_cache_daemon_lock(cdir);
 	EXPECT(lk >= 0);
 	close(lk);
+	pohm_cache_close(c);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+TEST(a_push_turn_is_waited_for_and_dies_with_its_holder)
+{
+	struct pohm_cache *c = open_cache();
+	int p[2], st;
+	pid_t holder, killer;
+	uint64_t t0;
+	char b;
+
+	EXPECT_EQ_INT(pipe(p), 0);
+	holder = fork();
+	if (holder == 0) {
+		struct pohm_cache *hc = open_cache();
+
+		if (!hc || cache_push_turn_take(hc, 0x4242) != 1)
+			_exit(3);
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	EXPECT_EQ_INT(read(p[0], &b, 1), 1);
+	close(p[0]);
+	/* Another inode's turn is free meanwhile. */
+	EXPECT_EQ_INT(cache_push_turn_take(c, 0x4243), 1);
+	cache_push_turn_drop(c, 0x4243);
+	killer = fork();
+	if (killer == 0) {
+		usleep(300000);
+		kill(holder, SIGKILL);
+		_exit(0);
+	}
+	/* Waits for the holder (not the 30 s give-up), then gets it when the
+	 * holder dies mid-push: no marker to break, nothing left behind. */
+	t0 = now_ms();
+	EXPECT_EQ_INT(cache_push_turn_take(c, 0x4242), 1);
+	EXPECT(now_ms() - t0 >= 250);
+	EXPECT(now_ms() - t0 < 10000);
+	/* This thread holds it: a nested take does not wait for itself. */
+	EXPECT_EQ_INT(cache_push_turn_take(c, 0x4242), 0);
+	cache_push_turn_drop(c, 0x4242);
+	waitpid(holder, &st, 0);
+	waitpid(killer, &st, 0);
 	pohm_cache_close(c);
 }
 
