@@ -21,6 +21,8 @@
  *
  *   pohmelfsd [--foreground] [--once] [--idle SECONDS]
  *
+ * --once runs one round beside a running daemon (no lock, no pid file).
+ *
  * Configured by the same POHMELFS_* variables and file as the library.
  * Logs go to the cache's log (cache_dir/pohmelfsd.log) unless log= is set.
  */
@@ -150,9 +152,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* The daemon's own files are 0600 whatever the umask it inherited (a
-	 * host process with umask 0577 may have started it). */
-	lockfd = pohm_cache_daemon_lock(m.cache_dir);
-	if (lockfd < 0) {
+	 * host process with umask 0577 may have started it).  --once is one
+	 * round by hand, beside a running daemon if there is one (pushes take
+	 * turns per inode, eviction takes leases): it is not "the" daemon and
+	 * takes neither the lock nor the pid file. */
+	lockfd = once ? -1 : pohm_cache_daemon_lock(m.cache_dir);
+	if (lockfd < 0 && !once) {
 		if (lockfd == -EAGAIN) {
 			if (foreground)
 				fprintf(stderr, "pohmelfsd: already running for %s\n", m.prefix);
@@ -198,7 +203,7 @@ int main(int argc, char **argv)
 	signal(SIGIO, SIG_IGN);
 	/* The pid file last: whoever reads it may signal us at once. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
-	i = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	i = once ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (i >= 0) {
 		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 
