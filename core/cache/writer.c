@@ -26,6 +26,30 @@
  * leaves, drops its lock and then looks at w.lock once more (and stays if
  * a writer appeared): so a writer either sees the daemon or is seen by it.
  *
+ * The states of a file in one host's cache (decision 0016; the locks of
+ * the other steps are push.c's p.lock and cachens.c's c.lock, the same
+ * kind):
+ *
+ *   stub ──fetch──▶ clean ──write-open──▶ open-for-write ──last writer
+ *   gone (close, exit, _exit, SIGKILL: the kernel)──▶ dirty ──p.lock
+ *   taken──▶ pushing ──CAS won, record put──▶ clean
+ *                    └─CAS lost: conflict copy, record CONFLICT──▶ conflict
+ *   clean ──eviction (pohmelfsd, write lease)──▶ stub
+ *
+ *   state           how it is known                        durable by
+ *   stub            record POHM_J_STUB                     the record
+ *   clean           local (ino, size, ctime) = record's    file + record
+ *   open-for-write  w.lock byte held (this file)           the holder's life
+ *   dirty           no writer, local differs from record   file + record
+ *   pushing         p.lock byte held (push.c)              the holder's life
+ *   conflict        record POHM_J_CONFLICT                 the record
+ *
+ * dirty → pushing is the closing process's under sync_on_close, else
+ * pohmelfsd's (every sync_timeout); a write-open makes sure pohmelfsd
+ * runs.  A crash of any holder just drops its lock: open-for-write falls
+ * to dirty (or clean, if nothing was written), pushing to dirty (the
+ * next push rebases on p/INO, push.c).
+ *
  * Guards: struct cache_writers is per cache; `mu` guards the table.  The
  * entries' fds are slots in ownfd (their addresses never move: the table
  * is one fixed allocation).  The daemon-test fd `dfd` is set once under
@@ -132,10 +156,9 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 	fl.l_whence = SEEK_SET;
 	fl.l_start = ino_byte(ino);
 	fl.l_len = 1;
-	do
-		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);	/* waits only for a
-									 * daemon's short check */
-	while (r == -EINTR);
+	/* Only shared locks are ever taken on w.lock (everyone else asks with
+	 * F_OFD_GETLK): nothing to wait for. */
+	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
 	if (!r && keep)
 		r = pohm_sys_fcntl(fd, F_SETFD, 0);
 	if (r) {
