@@ -1535,6 +1535,16 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
+	if (ev == POHM_EV_MAP_WRITE && fd >= 0) {
+		struct stat st;
+
+		/* Still written through the mapping after the fd closes: open
+		 * for write until the process ends (writer.c). */
+		if (!pohm_sys_fstat(fd, &st))
+			HELD((pohm_cache_writer_mapped(um->m.cache, (uint64_t)st.st_dev,
+						       (uint64_t)st.st_ino), 0));
+		return 0;
+	}
 	if (ev == POHM_EV_MSYNC)
 		return sync_process(um) < 0 ? -EIO : 0;
 	if (ev == POHM_EV_UNMAP)

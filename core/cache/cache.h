@@ -216,8 +216,12 @@ int pohm_cache_daemon_pid(const char *cache_dir);
  */
 int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
 			   int keep_on_exec);
-/* The process's last fd writing local file (ldev, lino) is closing: drop its lock. */
+/* The process's last fd writing local file (ldev, lino) is closing: drop its
+ * lock (not if the file is mapped writable: see pohm_cache_writer_mapped). */
 void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino);
+/* (ldev, lino), held open for write, got a writable shared mapping, which
+ * outlives its fds: the lock is then held until the process ends. */
+void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino);
 /* Drop the lock of every file held(arg, ldev, lino) says no fd of the
  * process has open any more (closed behind the library's back: a raw
  * SYS_close, closefrom before the shim knew).  Returns how many went. */

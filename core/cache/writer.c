@@ -76,6 +76,7 @@ struct wr_ent {
 	uint64_t ino, ldev, lino;
 	int fd;			/* -1: free slot; an ownfd slot otherwise */
 	int keep;		/* the lock fd survives exec (not O_CLOEXEC) */
+	int mapped;		/* a writable shared mapping: held until the process ends */
 };
 
 struct cache_writers {
@@ -200,6 +201,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 	e->ldev = ldev;
 	e->lino = lino;
 	e->keep = !!keep_on_exec;
+	e->mapped = 0;
 	pohm_own_set(&e->fd, fd);
 	w->n++;
 out:
@@ -214,10 +216,22 @@ void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
 
 	pthread_mutex_lock(&w->mu);
 	e = wr_find(w, ldev, lino);
-	if (e) {
+	if (e && !e->mapped) {
 		pohm_own_close(&e->fd);
 		w->n--;
 	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	if (e)
+		e->mapped = 1;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -231,7 +245,7 @@ int pohm_cache_writer_sweep(struct pohm_cache *c, int (*held)(void *arg, uint64_
 	/* Copy out: held() makes file calls, never under mu. */
 	pthread_mutex_lock(&w->mu);
 	for (i = 0; i < WR_MAX; i++)
-		if (w->e[i].fd >= 0)
+		if (w->e[i].fd >= 0 && !w->e[i].mapped)
 			e[n++] = w->e[i];
 	pthread_mutex_unlock(&w->mu);
 	for (i = 0; i < n; i++) {

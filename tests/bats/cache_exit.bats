@@ -102,3 +102,22 @@ daemon_of() {
 	seen_by c n/f777 f777
 	seen_by c n/f0 f0
 }
+
+@test "pohmelfsd stays up while a file is open for write, however idle, and leaves after the writer" {
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		"$B/pohmelfsd" --foreground --idle 1 3>&- 2>"$T/d.log" &
+	local d=$! i
+	for i in $(seq 100); do [ -s "$T/a-state/pohmelfsd.pid" ] && break; sleep 0.05; done
+	[ "$(cat "$T/a-state/pohmelfsd.pid")" = "$d" ]
+	shim_bg a "$W" hang "$T/a/s" stay
+	local pid=$SHIM_BG_PID
+	for i in $(seq 100); do [ -s "$T/a/s" ] && break; sleep 0.05; done
+	sleep 3		# three idle periods (its one push of s was at the first round)
+	kill -0 "$d"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c s stay
+	for i in $(seq 100); do kill -0 "$d" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$d" 2>/dev/null
+	[ ! -e "$T/a-state/pohmelfsd.pid" ]
+}

@@ -79,6 +79,11 @@ static pid_t child_writer(uint64_t ino, int keep, char *const *argv, int *ready)
 	return pid;
 }
 
+static int held_none(void *arg, uint64_t ldev, uint64_t lino)
+{
+	return lino == *(uint64_t *)arg;
+}
+
 TEST(a_writer_lock_lives_as_long_as_the_writer)
 {
 	struct pohm_cache *c = open_cache();
@@ -113,6 +118,22 @@ TEST(close_drops_it_and_a_second_open_shares_it)
 	pohm_cache_writer_close(c, 5, 9);
 	EXPECT_EQ_INT(pohm_cache_writer_count(c), 0);
 	EXPECT_EQ_INT(pohm_cache_writer_alive(c, 0x77), 0);
+	pohm_cache_close(c);
+}
+
+TEST(a_writable_mapping_keeps_it_past_the_close)
+{
+	struct pohm_cache *c = open_cache();
+	uint64_t none = 0;
+
+	EXPECT_EQ_INT(pohm_cache_writer_open(c, 0x66, 5, 11, 0), 0);
+	pohm_cache_writer_mapped(c, 5, 11);
+	pohm_cache_writer_close(c, 5, 11);
+	EXPECT_EQ_INT(pohm_cache_writer_sweep(c, held_none, &none), 0);
+	EXPECT_EQ_INT(pohm_cache_writer_alive(c, 0x66), 1);
+	pohm_cache_close(c);	/* the process's end */
+	c = open_cache();
+	EXPECT_EQ_INT(pohm_cache_writer_alive(c, 0x66), 0);
 	pohm_cache_close(c);
 }
 
@@ -161,11 +182,6 @@ TEST(the_lock_follows_the_writing_fd_across_exec)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	pohm_cache_close(c);
-}
-
-static int held_none(void *arg, uint64_t ldev, uint64_t lino)
-{
-	return lino == *(uint64_t *)arg;
 }
 
 TEST(a_sweep_drops_locks_of_files_no_fd_holds)
