@@ -25,7 +25,7 @@ shim a sh -c "echo cached > $W/a/f" || fail "write"
 shim a cat "$W/a/f" >/dev/null || fail "materialize"
 
 with() { LD_PRELOAD=$1 POHMELFS_PREFIX=$W/a POHMELFS_CACHE_DIR=$W/a-state POHMELFS_HOST_ID=a \
-	"$loop" "$N" "$W/a/f" $2; }
+	"$loop" "$N" "$W/a/f" ${2:+"$2"}; }
 r_none() { "$loop" "$N" "$W/a/f"; }
 r_a() { with "$W/liba/libpohmelfs.so"; }
 r_b() { with "$W/libb/libpohmelfs.so"; }
