@@ -1347,16 +1347,17 @@ static uint64_t prefix_free(struct umount *um)
  * The cache's space callback (pohm_cache_set_space_fn).  need == 0: data
  * was fetched; with cache_size or cache_min_free set, pohmelfsd must run
  * to keep the bounds.  need > 0: the disk is full; ask pohmelfsd (started
- * if it does not run) for that much room and wait up to 5 s for it.  The
+ * if it does not run) for that much room through its wake FIFO and wait
+ * up to 5 s for it.  The
  * eviction itself never runs here: it takes leases, whose breaks signal
  * the lease holder, and a host process must not get signals from us.
  */
 static int space_fn(void *arg, uint64_t need)
 {
 	struct umount *um = arg;
-	union sigval v;
+	unsigned mib = (unsigned)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
 	uint64_t t0;
-	int pid = 0, i;
+	int r;
 
 	if (!need) {
 		if (pohm_config_raw(&mount_cfg, "cache_size") ||
@@ -1364,23 +1365,20 @@ static int space_fn(void *arg, uint64_t need)
 			daemon_start(um);
 		return 0;
 	}
-	for (i = 0; i < 2 && !pid; i++) {
-		pid = pohm_cache_daemon_pid(um->m.cache_dir);
-		if (!pid) {
+	/* Through its wake FIFO (no pid, no signal); started if it does not
+	 * run, and given 2 s to open the FIFO. */
+	r = pohm_cache_daemon_ask_room(um->m.cache, mib);
+	for (t0 = pohm_sys_mono_ns(); r == -ESRCH && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
+		if (!pohm_cache_daemon_running(um->m.cache)) {
 			pthread_mutex_lock(&dirty_lock);
 			um->spawn_ns = 0;	/* it left when idle: start it again */
 			pthread_mutex_unlock(&dirty_lock);
 			daemon_start(um);
-			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
-				nap_ms(20);
-				pid = pohm_cache_daemon_pid(um->m.cache_dir);
-			}
 		}
+		nap_ms(20);
+		r = pohm_cache_daemon_ask_room(um->m.cache, mib);
 	}
-	if (!pid)
-		return -ENOSPC;
-	v.sival_int = (int)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
-	if (sigqueue(pid, SIGUSR1, v))
+	if (r)
 		return -ENOSPC;
 	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
 		if (prefix_free(um) >= need)

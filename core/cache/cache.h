@@ -238,6 +238,12 @@ int pohm_cache_writers_any(struct pohm_cache *c);
 int pohm_cache_daemon_running(struct pohm_cache *c);
 /* The same by cache_dir, for tools (opens the lock file each time). */
 int pohm_cache_daemon_alive(const char *cache_dir);
+/* Ask the running pohmelfsd for mib MiB of room now: one line into its
+ * wake FIFO (cache_dir/pohmelfsd.wake; no pid, no signal).  0, -ESRCH (no
+ * pohmelfsd has it open), -errno. */
+int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib);
+/* pohmelfsd: make (if missing) and open its wake FIFO, nonblocking: fd or -errno. */
+int pohm_cache_daemon_wake_open(const char *cache_dir);
 /* pohmelfsd: take cache_dir's daemon lock, held for its lifetime (the kernel
  * drops it when the process ends).  The fd, -EAGAIN (another runs), -errno. */
 int pohm_cache_daemon_lock(const char *cache_dir);

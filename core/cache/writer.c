@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -354,6 +355,43 @@ int pohm_cache_daemon_lock(const char *cache_dir)
 	if (r) {
 		pohm_sys_close(fd);
 		return r == -EACCES ? -EAGAIN : r;
+	}
+	return fd;
+}
+
+int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib)
+{
+	char line[24];
+	int fd, n, r;
+
+	fd = pohm_sys_openat(c->j.dirfd, "pohmelfsd.wake", O_WRONLY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -ENXIO || fd == -ENOENT ? -ESRCH : fd;	/* ENXIO: no reader */
+	n = snprintf(line, sizeof(line), "%u\n", mib);
+	r = (int)pohm_sys_write_full(fd, line, (size_t)n);	/* < PIPE_BUF: one piece */
+	pohm_sys_close(fd);
+	return r == n ? 0 : r < 0 ? r : -EIO;
+}
+
+int pohm_cache_daemon_wake_open(const char *cache_dir)
+{
+	char path[4200];
+	struct stat st;
+	int fd, r, saved;
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.wake", cache_dir);
+	saved = errno;
+	r = syscall(SYS_mknodat, AT_FDCWD, path, S_IFIFO | 0600, 0) ? -errno : 0;
+	errno = saved;
+	if (r && r != -EEXIST)
+		return r;
+	/* O_RDWR: never an EOF, and writers find a reader while we live. */
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	if (pohm_sys_fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != (uid_t)syscall(SYS_geteuid)) {
+		pohm_sys_close(fd);
+		return -EINVAL;
 	}
 	return fd;
 }

@@ -249,6 +249,25 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+TEST(a_request_for_room_goes_through_the_wake_fifo_not_a_pid)
+{
+	struct pohm_cache *c = open_cache();
+	char buf[32];
+	int wfd;
+
+	EXPECT_EQ_INT(pohm_cache_daemon_ask_room(c, 7), -ESRCH);	/* no FIFO */
+	wfd = pohm_cache_daemon_wake_open(cdir);
+	EXPECT(wfd >= 0);
+	EXPECT_EQ_INT(pohm_cache_daemon_ask_room(c, 7), 0);
+	EXPECT_EQ_INT(pohm_cache_daemon_ask_room(c, 12), 0);
+	EXPECT_EQ_INT(read(wfd, buf, sizeof(buf)), 5);
+	EXPECT_MEM(buf, "7\n12\n", 5);
+	close(wfd);
+	/* The daemon gone: nobody reads, the asker hears so at once. */
+	EXPECT_EQ_INT(pohm_cache_daemon_ask_room(c, 7), -ESRCH);
+	pohm_cache_close(c);
+}
+
 TEST(a_push_turn_is_waited_for_and_dies_with_its_holder)
 {
 	struct pohm_cache *c = open_cache();

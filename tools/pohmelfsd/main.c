@@ -15,9 +15,10 @@
  *
  * It also keeps the cache within cache_size and cache_min_free: after each
  * push round it evicts clean, unopened files, least recently used first
- * (core/admin/cachetool.c).  A process whose fetch found the disk full sends
- * SIGUSR1 with the MiB it needs (sigqueue): the daemon wakes at once and
- * evicts until that much is free, whatever the configured bounds.
+ * (core/admin/cachetool.c).  A process whose fetch found the disk full
+ * writes the MiB it needs into cache_dir/pohmelfsd.wake, a FIFO we keep
+ * open (or sends SIGUSR1 with it, sigqueue, by hand): the daemon wakes at
+ * once and evicts until that much is free, whatever the configured bounds.
  *
  *   pohmelfsd [--foreground] [--once] [--idle SECONDS]
  *
@@ -28,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +49,8 @@ extern char **environ;
 
 /* Set by the signal handlers, read by the main loop (this is our own process). */
 static volatile sig_atomic_t stop_requested;
-static volatile sig_atomic_t need_mib;	/* largest room asked for by SIGUSR1 since the last round */
+static volatile sig_atomic_t need_mib;	/* largest room asked for (wake FIFO or SIGUSR1)
+						 * since the last round */
 
 static void on_signal(int sig)
 {
@@ -106,12 +109,39 @@ static void usage(int asked)
 	exit(asked ? 0 : 2);
 }
 
-/* Sleep up to ns, waking early on a signal. */
-static void nap(uint64_t ns)
+/* Read every request in the wake FIFO ("MiB\n" lines) into need_mib. */
+static void wake_read(int wfd)
+{
+	char buf[512], *p, *end;
+	ssize_t n;
+	long v;
+
+	while ((n = read(wfd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		for (p = buf; *p; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p) {
+				end = p + 1;
+				continue;
+			}
+			if (v > 0 && v <= 0x7fffffff && v > need_mib)
+				need_mib = (sig_atomic_t)v;
+		}
+	}
+}
+
+/* Sleep up to ns, waking early on a signal or a request in the wake FIFO. */
+static void nap(uint64_t ns, int wfd)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	struct pollfd pfd = { wfd, POLLIN, 0 };
 
-	nanosleep(&ts, NULL);
+	if (wfd < 0) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		wake_read(wfd);
 }
 
 int main(int argc, char **argv)
@@ -121,7 +151,7 @@ int main(int argc, char **argv)
 	struct pohm_ct t;
 	struct sigaction sa;
 	char err[1024], path[4200], pid[32];
-	int foreground = 0, once = 0, i, lockfd, logfd = -1, r;
+	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 
 	/* A writer's open-for-write lock fds survive its exec when its writing
@@ -186,6 +216,12 @@ int main(int argc, char **argv)
 				close(i);
 		}
 	}
+	/* Requests for room (pohm_cache_daemon_ask_room): a FIFO, so that no
+	 * process needs our pid (issue 19 item 11).  SIGUSR1 still works. */
+	wfd = once ? -1 : pohm_cache_daemon_wake_open(m.cache_dir);
+	if (wfd < -1)
+		pohm_warn("%s/pohmelfsd.wake: %s; requests for room come by SIGUSR1 only",
+			  m.cache_dir, strerror(-wfd));
 	r = pohm_ct_open(&t, m.prefix, m.cache_dir, err, sizeof(err));
 	if (r) {
 		pohm_err("%s", err);
@@ -244,8 +280,10 @@ int main(int argc, char **argv)
 				break;	/* another pohmelfsd took over */
 			idle_since = pohm_sys_mono_ns();
 		}
+		if (wfd >= 0)
+			wake_read(wfd);
 		if (!need_mib)
-			nap(m.sync_timeout_ns);	/* SIGUSR1 cuts it short */
+			nap(m.sync_timeout_ns, wfd);	/* a request or SIGUSR1 cuts it short */
 	}
 	/* Ours only: a successor may have written its own after our lock went. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
@@ -261,6 +299,8 @@ int main(int argc, char **argv)
 	pohm_ct_close(&t);
 	pohm_mount_close(&m);
 	pohm_config_free(&cfg);
+	if (wfd >= 0)
+		close(wfd);
 	if (lockfd >= 0)
 		close(lockfd);
 	return r < 0 ? 1 : 0;
