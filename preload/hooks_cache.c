@@ -171,6 +171,20 @@ static int mount_open(struct umount *um)
 	return um->rc = 0;
 }
 
+/* The open-for-write locks the previous image handed over (shim.h). */
+static void adopt_wlocks(struct umount *um)
+{
+	int i, r;
+
+	for (i = 0; i < pohm_nwlocks_in && !um->rc; i++) {
+		r = pohm_cache_writer_adopt(um->m.cache, pohm_wlocks_in[i].fd, pohm_wlocks_in[i].ino,
+					    pohm_wlocks_in[i].ldev, pohm_wlocks_in[i].lino);
+		pohm_debug("inherited open-for-write lock fd %d of inode %llx: %s",
+			   pohm_wlocks_in[i].fd, (unsigned long long)pohm_wlocks_in[i].ino,
+			   r ? strerror(-r) : "adopted");
+	}
+}
+
 static void heavy_init(void)
 {
 	const char *pt = getenv("POHMELFS_TEST_PASSTHROUGH");
@@ -191,6 +205,7 @@ static void heavy_init(void)
 	} else {
 		cfg_rc = 0;
 		mount_open(&mounts[0]);
+		adopt_wlocks(&mounts[0]);
 	}
 	__atomic_store_n(&nmounts, 1, __ATOMIC_RELEASE);
 	if (!mounts[0].rc && pohm_config_bool(&mount_cfg, "stats") && !mount_cfg.log[0]) {
@@ -1663,13 +1678,32 @@ static void flush_stats(void)
 	}
 }
 
+/* POHMELFS_WLOCKS=... for the new image (shim.h): the open-for-write
+ * locks that survive the exec with their writing fds. */
+static size_t wlocks_env(char *buf, size_t size)
+{
+	static const char name[] = POHM_WLOCK_ENV "=";
+	size_t n;
+
+	if (!__atomic_load_n(&nmounts, __ATOMIC_ACQUIRE) || mounts[0].rc || size < sizeof(name) + 2 ||
+	    !pohm_cache_writer_count(mounts[0].m.cache))
+		return 0;
+	memcpy(buf, name, sizeof(name) - 1);
+	n = pohm_cache_writer_export(mounts[0].m.cache, buf + sizeof(name) - 1,
+				     size - sizeof(name));
+	if (!n)
+		return 0;
+	buf[sizeof(name) - 1 + n] = '\0';
+	return sizeof(name) + n;
+}
+
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 {
 	if (replacing) {
 		push_written();
 		flush_stats();
 	}
-	return 0;
+	return wlocks_env(buf, size);
 }
 
 void pohm_hook_exit(void)

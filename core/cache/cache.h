@@ -227,6 +227,15 @@ void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino
  * SYS_close, closefrom before the shim knew).  Returns how many went. */
 int pohm_cache_writer_sweep(struct pohm_cache *c, int (*held)(void *arg, uint64_t ldev,
 							       uint64_t lino), void *arg);
+/* Across exec: the locks that survive it (their writing fd was not
+ * O_CLOEXEC) as "fd:ino:ldev:lino;" entries in hex, into buf (no NUL);
+ * the bytes written.  The new image gives each to pohm_cache_writer_adopt,
+ * so that its own close of the inherited writing fd drops the lock and
+ * its closefrom keeps it.  0, -EBADF (fd is not on this cache's w.lock),
+ * -EEXIST (known already, or the table is full). */
+size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size);
+int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t ldev,
+			    uint64_t lino);
 /* Open-for-write locks this process holds. */
 int pohm_cache_writer_count(struct pohm_cache *c);
 /* Does any live process hold ino open for write?  1, 0, -errno. */

@@ -12,7 +12,10 @@
  * same open file description, as it shares the writing fd).  Across exec
  * the lock fd follows the writing fd: it is close-on-exec exactly when
  * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
- * the inode open for write until sh exits.  Nothing else is written at
+ * the inode open for write until sh exits.  The exec hands the surviving
+ * lock fds to the new image (POHMELFS_WLOCKS, pohm_cache_writer_export),
+ * which adopts them when its cache opens: its own close of the inherited
+ * writing fd then drops the lock, and its closefrom keeps it.  Nothing else is written at
  * open: the inode's durable state is the local file against its journal
  * record (dirty when they differ), and a writer that is gone leaves
  * exactly that behind.  Anyone can ask "is ino open for write?"
@@ -222,6 +225,75 @@ void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
 		w->n--;
 	}
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* Append x in hex at o (at most lim); the new end. */
+static char *put_hex(char *o, char *lim, uint64_t x)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[x & 15];
+		x >>= 4;
+	} while (x);
+	while (n && o < lim)
+		*o++ = tmp[--n];
+	return o;
+}
+
+size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size)
+{
+	struct cache_writers *w = c->wr;
+	char *o = buf, *lim = buf + size;
+	int i;
+
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < WR_MAX && lim - o > 72; i++) {
+		if (w->e[i].fd < 0 || !w->e[i].keep)
+			continue;
+		o = put_hex(o, lim, (uint64_t)w->e[i].fd);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].ino);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].ldev);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].lino);
+		*o++ = ';';
+	}
+	pthread_mutex_unlock(&w->mu);
+	return (size_t)(o - buf);
+}
+
+int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t ldev,
+			    uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct stat a, b;
+	int i, r = 0;
+
+	/* Only an fd on this cache's w.lock (the number may have been reused
+	 * by a program without the library between two images). */
+	if (pohm_sys_fstat(fd, &a) || pohm_sys_fstatat(c->j.dirfd, "w.lock", &b, 0) ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -EBADF;
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < WR_MAX && w->e[i].fd >= 0; i++)
+		;
+	if (wr_find(w, ldev, lino) || i == WR_MAX) {
+		r = -EEXIST;
+		goto out;
+	}
+	w->e[i].ino = ino;
+	w->e[i].ldev = ldev;
+	w->e[i].lino = lino;
+	w->e[i].keep = 1;
+	w->e[i].mapped = 0;
+	pohm_own_set(&w->e[i].fd, fd);
+	w->n++;
+out:
+	pthread_mutex_unlock(&w->mu);
+	return r;
 }
 
 void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino)

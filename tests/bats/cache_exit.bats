@@ -103,6 +103,41 @@ daemon_of() {
 	seen_by c n/f0 f0
 }
 
+# wlock_state HOST INO: "held" if some process holds INO's byte of HOST's
+# w.lock (a write lock would conflict), else "free".
+wlock_state() {
+	python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]) & (2**62 - 1))
+    print("free")
+except OSError:
+    print("held")' "$T/$1-state/w.lock" "$2"
+}
+
+@test "an exec'd image adopts the open-for-write lock it inherits: its own close ends it" {
+	# bash opens x on fd 3 (inheritable), writes, and execs a program that
+	# closes fd 3 later and goes on living.
+	shim_bg a bash -c 'exec 3>"$1/x" && echo data >&3 && exec "$2" closewait 3 "$3"' \
+		sh "$T/a" "$W" "$T/go" >"$T/out"
+	local pid=$SHIM_BG_PID i ino
+	for i in $(seq 100); do grep -q started "$T/out" && break; sleep 0.05; done
+	ino=$(shim a stat -c %i "$T/a/x")
+	[ "$(wlock_state a "$ino")" = held ]
+	touch "$T/go"
+	for i in $(seq 100); do grep -q closed "$T/out" && break; sleep 0.05; done
+	grep -q closed "$T/out"
+	[ "$(wlock_state a "$ino")" = free ]
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c x data
+	# The hand-over variable is the library's: the program never sees it.
+	run shim a bash -c 'exec 3>"$1/y" && exec env' sh "$T/a"
+	[ "$status" -eq 0 ]
+	! grep -q POHMELFS_WLOCKS <<<"$output"
+}
+
 @test "pohmelfsd stays up while a file is open for write, however idle, and leaves after the writer" {
 	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
 		"$B/pohmelfsd" --foreground --idle 1 3>&- 2>"$T/d.log" &

@@ -10,6 +10,9 @@
  *                                   node does), write "fI\n", close it with
  *                                   syscall(SYS_close) (node/libuv), then
  *                                   print how many fds the process has
+ *   exit_writer closewait FD GO     print "started", wait until the file
+ *                                   GO exists, close(FD), print "closed",
+ *                                   then sleep until killed
  *
  * Exit 0, or 1 with the failing call on stderr.
  */
@@ -82,6 +85,19 @@ int main(int argc, char **argv)
 		printf("fds %d\n", count_fds());
 		return 0;
 	}
-	fprintf(stderr, "usage: exit_writer exit TEXT | hang FILE TEXT | rawclose DIR N\n");
+	if (argc == 4 && !strcmp(argv[1], "closewait")) {
+		printf("started\n");
+		fflush(stdout);
+		while (access(argv[3], F_OK))
+			usleep(20000);
+		if (close(atoi(argv[2])))
+			return fail("close");
+		printf("closed\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	fprintf(stderr, "usage: exit_writer exit TEXT | hang FILE TEXT | rawclose DIR N | "
+		"closewait FD GO\n");
 	return 2;
 }
