@@ -1304,8 +1304,9 @@ static void spawn_daemon(const char *path)
 /*
  * Make sure pohmelfsd runs for um's cache: nothing when its lock is held,
  * else spawn it (at most once a second per process and mount); it exits
- * when idle and no inode is open for write.  Only while the process runs as um's user: the daemon inherits
- * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
+ * when idle and no inode is open for write.  Only while the process runs
+ * as um's user: the daemon inherits the euid, and with it finds the same
+ * cache_dir (pohm_mount_cache_dir).
  */
 static void daemon_start(struct umount *um)
 {
