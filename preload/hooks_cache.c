@@ -1273,7 +1273,8 @@ static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
  * the daemon and exits; we reap it with __WCLONE, retrying EINTR.  The
  * daemon, orphaned, belongs to init (or the nearest subreaper).  All
  * signals stay blocked in this thread from before the clone until the
- * reap: no host handler runs in a copy before its exec.
+ * reap: no host handler runs in a copy before its exec.  The intermediate
+ * closes the host's fds (0-2 onto /dev/null) before it makes the daemon.
  */
 static void spawn_daemon(const char *path)
 {
@@ -1288,6 +1289,18 @@ static void spawn_daemon(const char *path)
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
 	pid = clone_copy(0);
 	if (pid == 0) {
+		/* Let go of the host's fds before the daemon is made: once we
+		 * are reaped, no copy holds them (a copy that still held the
+		 * writing fd of a file just written would make its exec fail
+		 * ETXTBSY; every write-open may spawn, decision 0016). */
+		int nul = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+
+		if (nul >= 0) {
+			syscall(SYS_dup2, nul, 0);
+			syscall(SYS_dup2, nul, 1);
+			syscall(SYS_dup2, nul, 2);
+		}
+		syscall(SYS_close_range, 3, ~0U, 0);
 		if (clone_copy(0) == 0)
 			daemon_exec(path, env, &empty);
 		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
