@@ -74,9 +74,11 @@ static size_t handoff_table(char *buf, size_t size)
 
 /* ------------------------------------------------------------ the new environment */
 
+/* One of ours, which each exec writes afresh (a stale one is dropped). */
 static int is_fdtab(const char *s)
 {
-	return !strncmp(s, POHM_FDTAB_ENV "=", sizeof(POHM_FDTAB_ENV));
+	return !strncmp(s, POHM_FDTAB_ENV "=", sizeof(POHM_FDTAB_ENV)) ||
+	       !strncmp(s, POHM_WLOCK_ENV "=", sizeof(POHM_WLOCK_ENV));
 }
 
 char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_mem *mem)
@@ -158,6 +160,32 @@ static const char *get_hex(const char *s, int sep, uint64_t *x)
 	return *s == sep && s > start ? s + 1 : NULL;
 }
 
+struct pohm_wlock_in pohm_wlocks_in[POHM_WLOCK_MAX];
+int pohm_nwlocks_in;
+
+/* POHMELFS_WLOCKS into pohm_wlocks_in (the storage hooks adopt them). */
+static void wlocks_env(void)
+{
+	const char *s = getenv(POHM_WLOCK_ENV);
+	uint64_t fd, ino, ldev, lino;
+
+	if (!s)
+		return;
+	while (*s && pohm_nwlocks_in < POHM_WLOCK_MAX) {
+		if (!(s = get_hex(s, ':', &fd)) || !(s = get_hex(s, ':', &ino)) ||
+		    !(s = get_hex(s, ':', &ldev)) || !(s = get_hex(s, ';', &lino)))
+			break;
+		if (fd > 0x7fffffff)
+			continue;
+		pohm_wlocks_in[pohm_nwlocks_in].fd = (int)fd;
+		pohm_wlocks_in[pohm_nwlocks_in].ino = ino;
+		pohm_wlocks_in[pohm_nwlocks_in].ldev = ldev;
+		pohm_wlocks_in[pohm_nwlocks_in].lino = lino;
+		pohm_nwlocks_in++;
+	}
+	unsetenv(POHM_WLOCK_ENV);
+}
+
 void pohm_fd_adopt_env(void)
 {
 	const char *s = getenv(POHM_FDTAB_ENV);
@@ -165,6 +193,7 @@ void pohm_fd_adopt_env(void)
 	struct pohm_fd_info fi;
 	uint64_t fd, fl, ck;
 
+	wlocks_env();
 	if (!s)
 		return;
 	while (*s) {

@@ -23,10 +23,13 @@
  * the close of the process's last writing fd of the file), and always at
  * fsync/fdatasync/sync/syncfs and msync(MS_SYNC); otherwise the files
  * this process wrote are pushed at exit (and by exec, which ends the
- * image) and pohmelfsd, started on demand, pushes them every sync_timeout
- * seconds meanwhile.  write, ftruncate through an fd and stores into a
- * mapping push nothing themselves; munmap pushes only what no writing fd
- * of the process still holds (issue 22 item 12).
+ * image) and pohmelfsd pushes them every sync_timeout seconds meanwhile.
+ * write, ftruncate through an fd and stores into a mapping push nothing
+ * themselves; munmap pushes only what no writing fd of the process still
+ * holds (issue 22 item 12).  A write-open makes the inode "open for
+ * write" (core/cache/writer.c, decision 0016) and makes sure pohmelfsd
+ * runs, whatever sync_on_close says: a writer that never closes (_exit,
+ * SIGKILL, a raw SYS_close) leaves its file dirty, and pohmelfsd pushes it.
  *
  * Sections: heavy init · open · stat · namespace · attributes · lookups ·
  * directories · fds · processes.
@@ -75,7 +78,8 @@ extern char **environ;
 struct umount {
 	struct pohm_mount m;	/* m.owner: the euid it serves */
 	int rc;			/* 0, or -errno: its open failed (logged once) */
-	int daemon_started;	/* pohmelfsd spawned for it by this process; under dirty_lock */
+	uint64_t spawn_ns;	/* when this process last spawned pohmelfsd for it (0: never,
+				 * or start it again at once); under dirty_lock */
 };
 
 static struct umount mounts[POHM_MOUNTS_MAX];
@@ -179,6 +183,20 @@ static int mount_open(struct umount *um)
 	return um->rc = 0;
 }
 
+/* The open-for-write locks the previous image handed over (shim.h). */
+static void adopt_wlocks(struct umount *um)
+{
+	int i, r;
+
+	for (i = 0; i < pohm_nwlocks_in && !um->rc; i++) {
+		r = pohm_cache_writer_adopt(um->m.cache, pohm_wlocks_in[i].fd, pohm_wlocks_in[i].ino,
+					    pohm_wlocks_in[i].ldev, pohm_wlocks_in[i].lino);
+		pohm_debug("inherited open-for-write lock fd %d of inode %llx: %s",
+			   pohm_wlocks_in[i].fd, (unsigned long long)pohm_wlocks_in[i].ino,
+			   r ? strerror(-r) : "adopted");
+	}
+}
+
 static void heavy_init(void)
 {
 	const char *pt = pohm_sys_test_switch(POHM_TEST_PASSTHROUGH);	/* test builds */
@@ -199,6 +217,7 @@ static void heavy_init(void)
 	} else {
 		cfg_rc = 0;
 		mount_open(&mounts[0]);
+		adopt_wlocks(&mounts[0]);
 	}
 	__atomic_store_n(&nmounts, 1, __ATOMIC_RELEASE);
 	if (!mounts[0].rc && pohm_config_bool(&mount_cfg, "stats") && !mount_cfg.log[0]) {
@@ -491,6 +510,54 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_ou
 	return r;
 }
 
+static int held_here(void *arg, uint64_t dev, uint64_t ino);
+
+/* The mount whose cache is c (NULL if none of ours). */
+static struct umount *mount_of(struct pohm_cache *c)
+{
+	int i, n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (mounts[i].m.cache == c && !mounts[i].rc)
+			return &mounts[i];
+	return NULL;
+}
+
+/* Open-for-write locks held before the next sweep (see writer_opened);
+ * relaxed atomic, any thread. */
+static int sweep_at = 16;
+
+/*
+ * A write-open of the local file (ldev, lino), storage inode ino: the inode
+ * is open for write until this process's last writing fd on it closes or
+ * the process ends (writer.c), and pohmelfsd runs (it pushes what a writer
+ * that never closes leaves).  Locks and shadows of files the host closed
+ * behind our back (a raw SYS_close: node/libuv) are swept first, by
+ * identity: no fd in the table still names that (dev, ino).  Sweeps are
+ * amortized: when the held locks reach twice what the last sweep left.
+ */
+static void writer_opened(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
+			  int keep_on_exec)
+{
+	struct umount *um = mount_of(c);
+	int n, r;
+
+	pohm_hold();
+	n = pohm_cache_writer_count(c);
+	if (n >= __atomic_load_n(&sweep_at, __ATOMIC_RELAXED)) {
+		n -= pohm_cache_writer_sweep(c, held_here, NULL);
+		pohm_shadow_sweep();
+		__atomic_store_n(&sweep_at, n * 2 > 16 ? n * 2 : 16, __ATOMIC_RELAXED);
+	}
+	r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
+	if (r)
+		pohm_debug("inode %llx: not marked open for write (%s); pohmelfsd's rounds push it",
+			   (unsigned long long)ino, strerror(-r));
+	if (um)
+		daemon_start(um);
+	pohm_unhold();
+}
+
 static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	struct pohm_cache *c = open_cache;
@@ -518,11 +585,15 @@ static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct p
 		HELD(pohm_cache_adopt(c, rel, fd));	/* made by libc itself (mkstemp) */
 	open_created = 0;
 	free(own);
-	/* The storage inode, for the dirty list at close: writers only (a reader's
-	 * open stays a few syscalls). */
+	/* The storage inode, for the dirty list at close, and "open for write":
+	 * writers only (a reader's open stays a few syscalls). */
 	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
+		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
+
 		pohm_cache_stat_fix(c, &st);
 		fi->cookie = (uint64_t)st.st_ino;
+		if (S_ISREG(st.st_mode) && !(flags & O_PATH))
+			writer_opened(c, fi->cookie, ldev, lino, !(flags & O_CLOEXEC));
 	}
 	/* A write-only fd gets its read-only shadow now, while the name still
 	 * names its inode (shadow.c); a file we may not read gets none. */
@@ -1245,7 +1316,8 @@ static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
  * the daemon and exits; we reap it with __WCLONE, retrying EINTR.  The
  * daemon, orphaned, belongs to init (or the nearest subreaper).  All
  * signals stay blocked in this thread from before the clone until the
- * reap: no host handler runs in a copy before its exec.
+ * reap: no host handler runs in a copy before its exec.  The intermediate
+ * closes the host's fds (0-2 onto /dev/null) before it makes the daemon.
  */
 static void spawn_daemon(const char *path)
 {
@@ -1260,6 +1332,18 @@ static void spawn_daemon(const char *path)
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
 	pid = clone_copy(0);
 	if (pid == 0) {
+		/* Let go of the host's fds before the daemon is made: once we
+		 * are reaped, no copy holds them (a copy that still held the
+		 * writing fd of a file just written would make its exec fail
+		 * ETXTBSY; every write-open may spawn, decision 0016). */
+		int nul = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+
+		if (nul >= 0) {
+			syscall(SYS_dup2, nul, 0);
+			syscall(SYS_dup2, nul, 1);
+			syscall(SYS_dup2, nul, 2);
+		}
+		syscall(SYS_close_range, 3, ~0U, 0);
 		if (clone_copy(0) == 0)
 			daemon_exec(path, env, &empty);
 		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
@@ -1274,23 +1358,29 @@ static void spawn_daemon(const char *path)
 }
 
 /*
- * Start pohmelfsd for um's cache (once per process and mount); it exits
- * when idle.  Only while the process runs as um's user: the daemon inherits
- * the euid, and with it finds the same cache_dir (pohm_mount_cache_dir).
+ * Make sure pohmelfsd runs for um's cache: nothing when its lock is held,
+ * else spawn it (at most once a second per process and mount); it exits
+ * when idle and no inode is open for write.  Only while the process runs
+ * as um's user: the daemon inherits the euid, and with it finds the same
+ * cache_dir (pohm_mount_cache_dir).
  */
 static void daemon_start(struct umount *um)
 {
 	Dl_info info;
 	char path[PATH_MAX], *slash;
+	uint64_t now;
 
 	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
 		return;
+	if (pohm_cache_daemon_running(um->m.cache))
+		return;	/* one fcntl: its lock is held */
+	now = pohm_sys_mono_ns();
 	pthread_mutex_lock(&dirty_lock);
-	if (um->daemon_started) {
+	if (um->spawn_ns && now - um->spawn_ns < 1000000000ULL) {
 		pthread_mutex_unlock(&dirty_lock);
-		return;
+		return;	/* spawned a moment ago: still starting (or cannot start) */
 	}
-	um->daemon_started = 1;
+	um->spawn_ns = now;
 	pthread_mutex_unlock(&dirty_lock);
 	if (!dladdr((void *)daemon_start, &info) || !info.dli_fname)
 		return;
@@ -1329,16 +1419,17 @@ static uint64_t prefix_free(struct umount *um)
  * The cache's space callback (pohm_cache_set_space_fn).  need == 0: data
  * was fetched; with cache_size or cache_min_free set, pohmelfsd must run
  * to keep the bounds.  need > 0: the disk is full; ask pohmelfsd (started
- * if it does not run) for that much room and wait up to 5 s for it.  The
+ * if it does not run) for that much room through its wake FIFO and wait
+ * up to 5 s for it.  The
  * eviction itself never runs here: it takes leases, whose breaks signal
  * the lease holder, and a host process must not get signals from us.
  */
 static int space_fn(void *arg, uint64_t need)
 {
 	struct umount *um = arg;
-	union sigval v;
+	unsigned mib = (unsigned)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
 	uint64_t t0;
-	int pid = 0, i;
+	int r;
 
 	if (!need) {
 		if (pohm_config_raw(&mount_cfg, "cache_size") ||
@@ -1346,23 +1437,20 @@ static int space_fn(void *arg, uint64_t need)
 			daemon_start(um);
 		return 0;
 	}
-	for (i = 0; i < 2 && !pid; i++) {
-		pid = pohm_cache_daemon_pid(um->m.cache_dir);
-		if (!pid) {
+	/* Through its wake FIFO (no pid, no signal); started if it does not
+	 * run, and given 2 s to open the FIFO. */
+	r = pohm_cache_daemon_ask_room(um->m.cache, mib);
+	for (t0 = pohm_sys_mono_ns(); r == -ESRCH && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
+		if (!pohm_cache_daemon_running(um->m.cache)) {
 			pthread_mutex_lock(&dirty_lock);
-			um->daemon_started = 0;	/* it left when idle: start it again */
+			um->spawn_ns = 0;	/* it left when idle: start it again */
 			pthread_mutex_unlock(&dirty_lock);
 			daemon_start(um);
-			for (t0 = pohm_sys_mono_ns(); !pid && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
-				nap_ms(20);
-				pid = pohm_cache_daemon_pid(um->m.cache_dir);
-			}
 		}
+		nap_ms(20);
+		r = pohm_cache_daemon_ask_room(um->m.cache, mib);
 	}
-	if (!pid)
-		return -ENOSPC;
-	v.sival_int = (int)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
-	if (sigqueue(pid, SIGUSR1, v))
+	if (r)
 		return -ENOSPC;
 	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
 		if (prefix_free(um) >= need)
@@ -1385,27 +1473,35 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	struct umount *um;
 	struct pohm_cache *c;
 	struct stat st;
-	int r;
+	int r, last;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
 	c = um->m.cache;
-	/* sync_on_close pushes at the close of the process's last writing fd
-	 * of the file: while another one is open (Python's mmap keeps a dup
-	 * of the fd it maps) the file is still being written, and that fd's
-	 * close pushes (issue 22 item 12); the exit pushes it at the latest. */
-	if (um->m.sync_on_close && !pohm_sys_fstat(fd, &st) &&
-	    held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
-		pohm_shadow_host_closing(fd);
-		counted(POHM_ST_CLOSE, 0);
-		note_dirty(fi->cookie);
-		return 0;
+	/* Is this the process's last writing fd of the file?  While another
+	 * one is open (Python's mmap keeps a dup of the fd it maps) the file
+	 * is still being written: it stays open for write (writer.c), and
+	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
+	 * exit pushes it at the latest. */
+	last = !pohm_sys_fstat(fd, &st) && S_ISREG(st.st_mode);
+	if (last && held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
+		last = 0;
+		if (um->m.sync_on_close) {
+			pohm_shadow_host_closing(fd);
+			counted(POHM_ST_CLOSE, 0);
+			note_dirty(fi->cookie);
+			return 0;
+		}
 	}
 	if (um->m.sync_on_close) {
 		r = push_fd(c, fd);
 		pohm_shadow_host_closing(fd);
+		/* Pushed: the inode is no longer open for write here (after the
+		 * push, so pohmelfsd does not push it at the same time). */
+		if (last)
+			HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
 		if (r < 0 && pohm_mount_offline(&um->m)) {
 			/* Offline: the data stays in the cache, and pohmelfsd
 			 * pushes it when the storage answers. */
@@ -1425,6 +1521,8 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		return 0;
 	}
 	pohm_shadow_host_closing(fd);
+	if (last)
+		HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
 	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
 	note_dirty(fi->cookie);
@@ -1542,9 +1640,18 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 		return 0;
 	/* A writable shared mapping writes the file until it is unmapped,
 	 * maybe after its fd's close (whose push came before those writes):
-	 * the exit pushes it if no munmap did. */
-	if (ev == POHM_EV_MAP_WRITE && fi)
-		note_dirty(fi->cookie);
+	 * the exit pushes it if no munmap did, and the inode stays open for
+	 * write until the process ends (writer.c). */
+	if (ev == POHM_EV_MAP_WRITE) {
+		struct stat st;
+
+		if (fi)
+			note_dirty(fi->cookie);
+		if (fd >= 0 && !pohm_sys_fstat(fd, &st))
+			HELD((pohm_cache_writer_mapped(um->m.cache, (uint64_t)st.st_dev,
+						       (uint64_t)st.st_ino), 0));
+		return 0;
+	}
 	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
 	 * ends a writer: what no open fd of ours still writes travels now. */
 	if (ev == POHM_EV_MSYNC)
@@ -1616,7 +1723,7 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		/* The parent's counts are the parent's to report. */
 		memset(&proc_stats, 0, sizeof(proc_stats));
 		for (i = 0; i < n; i++) {
-			mounts[i].daemon_started = 0;
+			mounts[i].spawn_ns = 0;
 			pohm_mount_atfork_child(&mounts[i].m);
 			mount_counters(&mounts[i], &mount_reported[i]);
 		}
@@ -1687,13 +1794,32 @@ static void flush_stats(void)
 	}
 }
 
+/* POHMELFS_WLOCKS=... for the new image (shim.h): the open-for-write
+ * locks that survive the exec with their writing fds. */
+static size_t wlocks_env(char *buf, size_t size)
+{
+	static const char name[] = POHM_WLOCK_ENV "=";
+	size_t n;
+
+	if (!__atomic_load_n(&nmounts, __ATOMIC_ACQUIRE) || mounts[0].rc || size < sizeof(name) + 2 ||
+	    !pohm_cache_writer_count(mounts[0].m.cache))
+		return 0;
+	memcpy(buf, name, sizeof(name) - 1);
+	n = pohm_cache_writer_export(mounts[0].m.cache, buf + sizeof(name) - 1,
+				     size - sizeof(name));
+	if (!n)
+		return 0;
+	buf[sizeof(name) - 1 + n] = '\0';
+	return sizeof(name) + n;
+}
+
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 {
 	if (replacing) {
 		push_written();
 		flush_stats();
 	}
-	return 0;
+	return wlocks_env(buf, size);
 }
 
 void pohm_hook_exit(void)

@@ -162,6 +162,24 @@ void pohm_shadow_host_closing(int fd)
 	pohm_busy_unlock(&shadow_lock);
 }
 
+void pohm_shadow_sweep(void)
+{
+	int i;
+
+	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED))
+		return;
+	pohm_busy_lock(&shadow_lock);
+	for (i = 0; i < cap; i++) {
+		if (shadows[i].fd < 0 || other_host_fd(-1, shadows[i].dev, shadows[i].ino))
+			continue;
+		if (valid(&shadows[i]))
+			pohm_sys_close(shadows[i].fd);
+		shadows[i].fd = -1;
+		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
+	}
+	pohm_busy_unlock(&shadow_lock);
+}
+
 void pohm_shadow_atfork(enum pohm_fork_phase phase)
 {
 	if (phase == POHM_FORK_PREPARE)

@@ -12,6 +12,9 @@ int pohm_shadow_get(int fd);
 /* Immediately before the host's close of fd: close the shadow if fd is its inode's last host fd. */
 void pohm_shadow_host_closing(int fd);
 /* Fork phases: the table's lock is not held across fork. */
+/* Close the shadows of inodes no fd in the table names any more (the host
+ * closed its fds behind our back: a raw SYS_close). */
+void pohm_shadow_sweep(void);
 void pohm_shadow_atfork(enum pohm_fork_phase phase);
 
 #endif

@@ -541,8 +541,24 @@ struct pohm_exec_mem {
  */
 char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_mem *mem);
 void pohm_exec_env_free(struct pohm_exec_mem *mem);
-/* At init: adopt the fds of POHMELFS_FDTAB and remove it from environ. */
+/* At init: adopt the fds of POHMELFS_FDTAB and remove it from environ;
+ * read POHMELFS_WLOCKS into pohm_wlocks_in and remove it too. */
 void pohm_fd_adopt_env(void);
+
+/*
+ * Open-for-write lock fds the previous image handed over
+ * (POHMELFS_WLOCKS=fd:ino:ldev:lino;..., hex: core/cache/writer.c's
+ * pohm_cache_writer_export), for the storage hooks to adopt when the cache
+ * opens.  Written by light init only (before main, one thread), read after.
+ */
+#define POHM_WLOCK_ENV	"POHMELFS_WLOCKS"
+#define POHM_WLOCK_MAX	32
+struct pohm_wlock_in {
+	int fd;
+	uint64_t ino, ldev, lino;
+};
+extern POHM_HIDDEN struct pohm_wlock_in pohm_wlocks_in[POHM_WLOCK_MAX];
+extern POHM_HIDDEN int pohm_nwlocks_in;
 
 /* ------------------------------------------------------------ helpers */
 

@@ -207,6 +207,10 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c->pfd = c->stage_fd = -1;
 	c->j.dirfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
+	if (cache_writers_init(c)) {
+		free(c);
+		return -ENOMEM;
+	}
 	snprintf(c->prefix, sizeof(c->prefix), "%s", o->prefix);
 	snprintf(c->host, sizeof(c->host), "%s", o->host_id && *o->host_id ? o->host_id : "host");
 	c->attr_timeout_ns = o->attr_timeout_ns;
@@ -304,6 +308,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 	if (!c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
+	cache_writers_atfork_child(c);
 	if (c->ns)
 		pohm_ns_atfork_child(c->ns);
 }
@@ -316,6 +321,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	pohm_journal_close(&c->j);
 	pohm_own_close(&c->pfd);
 	pohm_own_close(&c->stage_fd);
+	cache_writers_close(c);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);
 }

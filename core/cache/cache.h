@@ -231,7 +231,61 @@ struct pohm_cache_stats {
 };
 void pohm_cache_get_stats(const struct pohm_cache *c, struct pohm_cache_stats *s);
 
-/* The pid of the pohmelfsd of cache_dir if one runs (pid file and kill -0), else 0. */
+/* The pid of the pohmelfsd of cache_dir if one runs (its lock on
+ * pohmelfsd.lock is held; the number from pohmelfsd.pid), else 0. */
 int pohm_cache_daemon_pid(const char *cache_dir);
+
+/*
+ * Open for write (writer.c; the state machine: decision 0016).  A process
+ * that opened the local file (ldev, lino) of storage inode ino for writing
+ * holds a shared OFD lock on ino's byte of cache_dir/w.lock until its last
+ * writing fd on that file closes (pohm_cache_writer_close), or the kernel
+ * drops it (exit, _exit, SIGKILL).  keep_on_exec: the writing fd was not
+ * O_CLOEXEC, so the lock survives exec with it.  A second open of the
+ * same file in the process reuses the lock (no syscall).  0 or -errno
+ * (-ENOSPC: too many held; the file is still pushed, by pohmelfsd's rounds).
+ */
+int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
+			   int keep_on_exec);
+/* The process's last fd writing local file (ldev, lino) is closing: drop its
+ * lock (not if the file is mapped writable: see pohm_cache_writer_mapped). */
+void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino);
+/* (ldev, lino), held open for write, got a writable shared mapping, which
+ * outlives its fds: the lock is then held until the process ends. */
+void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino);
+/* Drop the lock of every file held(arg, ldev, lino) says no fd of the
+ * process has open any more (closed behind the library's back: a raw
+ * SYS_close, closefrom before the shim knew).  Returns how many went. */
+int pohm_cache_writer_sweep(struct pohm_cache *c, int (*held)(void *arg, uint64_t ldev,
+							       uint64_t lino), void *arg);
+/* Across exec: the locks that survive it (their writing fd was not
+ * O_CLOEXEC) as "fd:ino:ldev:lino;" entries in hex, into buf (no NUL);
+ * the bytes written.  The new image gives each to pohm_cache_writer_adopt,
+ * so that its own close of the inherited writing fd drops the lock and
+ * its closefrom keeps it.  0, -EBADF (fd is not on this cache's w.lock),
+ * -EEXIST (known already, or the table is full). */
+size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size);
+int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t ldev,
+			    uint64_t lino);
+/* Open-for-write locks this process holds. */
+int pohm_cache_writer_count(struct pohm_cache *c);
+/* Does any live process hold ino open for write?  1, 0, -errno. */
+int pohm_cache_writer_alive(struct pohm_cache *c, uint64_t ino);
+/* Does any live process hold any inode of the cache open for write?  1, 0, -errno. */
+int pohm_cache_writers_any(struct pohm_cache *c);
+
+/* Is pohmelfsd running for c (its lock is held)?  One fcntl on an fd kept open. */
+int pohm_cache_daemon_running(struct pohm_cache *c);
+/* The same by cache_dir, for tools (opens the lock file each time). */
+int pohm_cache_daemon_alive(const char *cache_dir);
+/* Ask the running pohmelfsd for mib MiB of room now: one line into its
+ * wake FIFO (cache_dir/pohmelfsd.wake; no pid, no signal).  0, -ESRCH (no
+ * pohmelfsd has it open), -errno. */
+int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib);
+/* pohmelfsd: make (if missing) and open its wake FIFO, nonblocking: fd or -errno. */
+int pohm_cache_daemon_wake_open(const char *cache_dir);
+/* pohmelfsd: take cache_dir's daemon lock, held for its lifetime (the kernel
+ * drops it when the process ends).  The fd, -EAGAIN (another runs), -errno. */
+int pohm_cache_daemon_lock(const char *cache_dir);
 
 #endif

@@ -41,10 +41,16 @@ struct pohm_cache {
 	void *space_arg;
 	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
 	void *offline_arg;
+	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
 };
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
+
+/* writer.c: the table of this process's open-for-write locks (own mutex). */
+int cache_writers_init(struct pohm_cache *c);
+void cache_writers_close(struct pohm_cache *c);
+void cache_writers_atfork_child(struct pohm_cache *c);
 
 /* The host's boot id hashed (POHMELFS_TEST_BOOT_ID in test builds); 0 if unknown. */
 uint64_t cache_boot_id(void);
@@ -97,8 +103,9 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *rec,
 			const struct stat *st, const char *why);
 /* Wait for this host's turn to push ino (push.c: one pusher per inode and
- * host; a marker, not a lock).  1 if taken (give it back with
- * cache_push_turn_drop), 0 if waiting gave up.  No journal or storage change
+ * host; an OFD lock on byte <ino> of p.lock, dropped by the kernel if the
+ * holder dies).  1 if taken (give it back with cache_push_turn_drop, from
+ * the same thread), 0 if waiting gave up.  No journal or storage change
  * of this host's pushes happens to ino while the turn is held. */
 int cache_push_turn_take(struct pohm_cache *c, uint64_t ino);
 void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino);

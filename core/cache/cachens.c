@@ -45,41 +45,58 @@ static uint64_t rel_hash(const char *rel)
 }
 
 /*
- * Create markers (RELIABILITY finding 2): between a create's storage insert
+ * Create marks (RELIABILITY finding 2): between a create's storage insert
  * and the creator's local O_EXCL open, a listing by another process of this
  * host would put a stub at the name and the open would fail EEXIST.  The
- * creator marks (directory inode, name) in cache_dir/p/ before the insert
- * and unmarks after its local open; a listing leaves a marked name alone
- * while the mark is younger than CREATE_MARK_NS and its creator (the pid in
- * the mark) lives.  A dead creator's mark is ignored and removed, so a kill
- * between the insert and the open leaves a name the next listing makes.
+ * creator holds an exclusive OFD lock on the byte hash(directory inode,
+ * name) of cache_dir/c.lock from before the insert until after its local
+ * open (the fd in this thread's created_lock); a listing leaves a name
+ * alone while that byte is locked (F_OFD_GETLK: nothing taken).  The kernel
+ * drops the lock if the creator dies, so a kill between the insert and the
+ * open leaves a name the next listing makes at once: no pid in a file, no
+ * kill(pid, 0), no 5-second window (decision 0016).  Two names sharing a
+ * byte only make a listing leave one alone a moment longer.
+ *
+ * Marks of the earlier format (files p/DINO.cHASH holding a pid) are no
+ * longer honoured; cache_rename_recover's scan of p/ removes them once
+ * they are CREATE_MARK_NS old.
  */
 #define CREATE_MARK_NS 5000000000ULL
 
-static void create_mark_path(char *out, size_t len, uint64_t dino, const char *name)
+/* This thread's create lock on c.lock: fd + 1 (0: none). */
+static __thread int created_lock;
+
+static off_t create_byte(uint64_t dino, const char *name)
 {
-	snprintf(out, len, "p/%llx.c%016llx", (unsigned long long)dino,
-		 (unsigned long long)rel_hash(name));
+	return (off_t)((rel_hash(name) ^ (dino * 0x9e3779b97f4a7c15ULL)) & 0x3fffffffffffffffULL);
 }
 
 static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, int on)
 {
-	char path[64];
+	struct flock fl;
 	int fd;
 
-	create_mark_path(path, sizeof(path), dino, name);
-	if (!on) {
-		pohm_sys_unlinkat(c->j.dirfd, path, 0);
+	if (created_lock) {
+		pohm_sys_close(created_lock - 1);
+		created_lock = 0;
+	}
+	if (!on)
+		return;
+	fd = pohm_journal_open_own(c->j.dirfd, "c.lock", O_RDWR | O_CREAT);
+	if (fd < 0)
+		return;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = create_byte(dino, name);
+	fl.l_len = 1;
+	/* Not waited for: a creator of the same name (or byte) holds it, and
+	 * a listing leaves the name alone for that one as well. */
+	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) {
+		pohm_sys_close(fd);
 		return;
 	}
-	fd = pohm_journal_open_own(c->j.dirfd, path, O_WRONLY | O_CREAT | O_TRUNC);
-	if (fd >= 0) {
-		char pid[16];
-		int n = snprintf(pid, sizeof(pid), "%d\n", (int)pohm_sys_getpid());
-
-		(void)pohm_sys_write_full(fd, pid, (size_t)n);
-		pohm_sys_close(fd);
-	}
+	created_lock = fd + 1;
 }
 
 /* 1 while a mark (st: its stat) is younger than CREATE_MARK_NS. */
@@ -89,7 +106,7 @@ static int create_mark_young(const struct stat *st)
 		       CREATE_MARK_NS > pohm_sys_real_ns();
 }
 
-/* 1 if a p/ entry's name is a create mark's: HEX.c + 16 hex digits. */
+/* 1 if a p/ entry's name is an earlier-format create mark's: HEX.c + 16 hex digits. */
 static int create_mark_name(const char *n, size_t len)
 {
 	size_t i;
@@ -102,11 +119,7 @@ static int create_mark_name(const char *n, size_t len)
 	return 1;
 }
 
-/*
- * Remove the mark p/name (dfd: p/) if it is older than CREATE_MARK_NS: a
- * listing no longer honours it, so it only takes room.  Marks outlive
- * their create when the creator was killed or its local open failed.
- */
+/* Remove the earlier-format mark p/name (dfd: p/) once it is CREATE_MARK_NS old. */
 static void create_mark_expire(int dfd, const char *name)
 {
 	struct stat st;
@@ -118,31 +131,20 @@ static void create_mark_expire(int dfd, const char *name)
 
 int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
 {
-	char path[64], pid[16] = "";
-	struct stat st;
-	long creator;
-	ssize_t n;
-	int fd, saved = errno, gone;
+	struct flock fl;
+	int fd, r;
 
-	create_mark_path(path, sizeof(path), dino, name);
-	fd = pohm_sys_openat(c->j.dirfd, path, O_RDONLY | O_NOFOLLOW, 0);
+	fd = pohm_sys_openat(c->j.dirfd, "c.lock", O_RDONLY, 0);
 	if (fd < 0)
 		return 0;
-	n = pohm_sys_fstat(fd, &st) ? -1 : pohm_sys_read(fd, pid, sizeof(pid) - 1);
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = create_byte(dino, name);
+	fl.l_len = 1;
+	r = pohm_sys_fcntl(fd, F_OFD_GETLK, (long)&fl);
 	pohm_sys_close(fd);
-	if (n >= 0 && create_mark_young(&st)) {
-		if (n == 0)
-			return 1;	/* its creator is writing its pid */
-		pid[n] = 0;
-		creator = strtol(pid, NULL, 10);
-		gone = creator > 0 && syscall(SYS_kill, (pid_t)creator, 0) && errno == ESRCH;
-		errno = saved;
-		if (!gone)
-			return 1;
-	}
-	/* Old, or its creator is gone. */
-	pohm_sys_unlinkat(c->j.dirfd, path, 0);
-	return 0;
+	return !r && fl.l_type != F_UNLCK;
 }
 
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
@@ -416,6 +418,7 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 			return r;
 	}
 	created_ino = 0;
+	create_mark(c, 0, "", 0);	/* whatever this thread still held */
 	r = pohm_journal_get(&c->j, ino, &rec);
 	if (r == -ENOENT) {
 		struct pohm_inode in;
@@ -504,6 +507,7 @@ void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
 	uint64_t dino;
 	int dfd;
 
+	create_mark(c, 0, "", 0);
 	if (cache_walk_parent(c, rel, &dfd, &dino, &name))
 		return;
 	pohm_ns_unlink(c->ns, dino, name);

@@ -220,12 +220,16 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
  * One pusher of an inode at a time on this host (DESIGN.md §2: O_APPEND is
  * atomic per host).  Processes and threads that write one file push it in
  * turn, so each push starts from the version the previous one recorded.
- * The turn is a marker, never a lock held across network I/O: the symlink
- * cache_dir/p/INO.push, whose target names its holder ("pid.tid"), made
- * with symlinkat (atomic; EEXIST while another pusher holds it).  A holder
- * that died (tgkill says ESRCH) is broken by the next pusher; a pusher that
- * waited PUSH_WAIT_NS gives up waiting and pushes anyway (the inode CAS
- * still protects the storage; it only risks a spurious conflict copy).
+ * The turn is an exclusive OFD lock on byte <ino> of cache_dir/p.lock
+ * (decision 0016), taken on a fresh open of that file (OFD locks belong to
+ * the open file description: two threads of a process exclude each other
+ * too) and held across the push's network I/O, never across a call into
+ * the host.  The kernel drops it when its holder dies: no pid to check,
+ * nothing to break, nothing left behind.  A pusher that waited
+ * PUSH_WAIT_NS gives up waiting and pushes anyway (the inode CAS still
+ * protects the storage; it only risks a spurious conflict copy).  The
+ * lock's fd is kept per thread (the turn is taken and given back by the
+ * same call), TURN_SLOTS at a time.
  *
  * Beside it, cache_dir/p/INO ("DVERSION.LINO", replaced by the holder after
  * each commit) says which data version this host last committed and from
@@ -234,6 +238,13 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
  * that notes changed attributes), so the record can go back a version.
  */
 #define PUSH_WAIT_NS (30ULL * 1000000000ULL)
+#define TURN_SLOTS 4
+
+/* This thread's turns: fd + 1 (0 = free slot, as a new thread starts). */
+static __thread struct turn {
+	uint64_t ino;
+	int fd1;
+} turns[TURN_SLOTS];
 
 static void push_names(uint64_t ino, char *mark, char *last, size_t len)
 {
@@ -246,81 +257,51 @@ static void my_id(char *out, size_t len)
 	snprintf(out, len, "%d.%ld", (int)pohm_sys_getpid(), (long)syscall(SYS_gettid));
 }
 
-/* Is the holder named by id ("pid.tid") gone?  Our own thread counts as gone:
- * it does not hold the marker now, so that is a leftover of a dead thread. */
-static int holder_gone(const char *id, const char *me)
+static struct turn *turn_of(uint64_t ino)
 {
-	long pid, tid;
+	int i;
 
-	if (!strcmp(id, me))
-		return 1;
-	if (sscanf(id, "%ld.%ld", &pid, &tid) != 2 || pid <= 0 || tid <= 0)
-		return 1;	/* not ours: a torn or foreign marker */
-	return syscall(SYS_tgkill, (pid_t)pid, (pid_t)tid, 0) && errno == ESRCH;
+	for (i = 0; i < TURN_SLOTS; i++)
+		if (turns[i].fd1 && turns[i].ino == ino)
+			return &turns[i];
+	return NULL;
 }
 
-/* Remove the marker mark of the dead holder id.  Moved aside first and
- * checked there: another waiter may have broken it and taken its own turn
- * meanwhile, and that live marker goes back. */
-static void marker_break(struct pohm_cache *c, const char *mark, const char *id, const char *me)
-{
-	char aside[128], now[64];
-	long n;
-
-	snprintf(aside, sizeof(aside), "%s.%s", mark, me);
-	if (pohm_sys_renameat(c->j.dirfd, mark, c->j.dirfd, aside))
-		return;
-	n = syscall(SYS_readlinkat, c->j.dirfd, aside, now, sizeof(now) - 1);
-	if (n > 0) {
-		now[n] = '\0';
-		if (strcmp(now, id) &&
-		    !syscall(SYS_renameat2, c->j.dirfd, aside, c->j.dirfd, mark, RENAME_NOREPLACE))
-			return;	/* a live marker: back in place */
-	}
-	pohm_sys_unlinkat(c->j.dirfd, aside, 0);
-}
-
-/* Wait for this host's turn to push ino.  1 when the marker is ours, 0 when
- * we gave up waiting (or the marker cannot be made: push without it). */
+/* Wait for this host's turn to push ino.  1 when the lock is ours, 0 when
+ * we gave up waiting (or it cannot be taken: push without it). */
 int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 {
-	char mark[64], last[64], me[48], id[64];
 	uint64_t t0 = pohm_sys_mono_ns(), pause_ns = 500000;
-	int saved = errno, got = 0, made_dir = 0, r;
+	struct turn *t = NULL;
+	struct flock fl;
+	int i, fd, r;
 
-	push_names(ino, mark, last, sizeof(mark));
-	my_id(me, sizeof(me));
+	if (turn_of(ino))
+		return 0;	/* this thread holds it already (a push inside a refresh) */
+	for (i = 0; i < TURN_SLOTS && !t; i++)
+		if (!turns[i].fd1)
+			t = &turns[i];
+	if (!t)
+		return 0;
+	fd = pohm_journal_open_own(c->j.dirfd, "p.lock", O_RDWR | O_CREAT);
+	if (fd < 0)
+		return 0;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)(ino & 0x3fffffffffffffffULL);	/* two inodes may share a byte */
+	fl.l_len = 1;
 	for (;;) {
-		long n;
-
-		if (!syscall(SYS_symlinkat, me, c->j.dirfd, mark)) {
-			got = 1;
+		r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+		if (!r)
 			break;
-		}
-		if (errno == ENOENT && !made_dir) {
-			made_dir = 1;	/* the first push of this cache */
-			r = pohm_sys_mkdirat(c->j.dirfd, "p", 0700);
-			if (!r || r == -EEXIST)
-				continue;
-			errno = -r;
-		}
-		if (errno != EEXIST)
-			break;
-		n = syscall(SYS_readlinkat, c->j.dirfd, mark, id, sizeof(id) - 1);
-		if (n < 0)
-			continue;	/* released meanwhile */
-		id[n] = '\0';
-		if (holder_gone(id, me)) {
-			pohm_debug("push of %llx: breaking the marker of %s (gone)",
-				   (unsigned long long)ino, id);
-			marker_break(c, mark, id, me);
-			continue;
-		}
+		if (r != -EAGAIN && r != -EACCES && r != -EINTR)
+			goto fail;
 		if (pohm_sys_mono_ns() - t0 > PUSH_WAIT_NS) {
-			pohm_warn("push of %llx: %s has been pushing it for %llu s; pushing "
-				  "without waiting", (unsigned long long)ino, id,
+			pohm_warn("push of %llx: another pusher on this host has held it for %llu s; "
+				  "pushing without waiting", (unsigned long long)ino,
 				  (unsigned long long)(PUSH_WAIT_NS / 1000000000ULL));
-			break;
+			goto fail;
 		}
 		{
 			struct timespec ts = { 0, (long)pause_ns };
@@ -330,26 +311,23 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 		if (pause_ns < 8000000)
 			pause_ns *= 2;
 	}
-	errno = saved;
-	return got;
+	t->ino = ino;
+	t->fd1 = fd + 1;
+	return 1;
+fail:
+	pohm_sys_close(fd);
+	return 0;
 }
 
-/* Give the turn back (only if the marker is still ours). */
+/* Give the turn back (only if this thread holds it). */
 void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
 {
-	char mark[64], last[64], me[48], id[64];
-	int saved = errno;
-	long n;
+	struct turn *t = turn_of(ino);
 
-	push_names(ino, mark, last, sizeof(mark));
-	my_id(me, sizeof(me));
-	n = syscall(SYS_readlinkat, c->j.dirfd, mark, id, sizeof(id) - 1);
-	if (n > 0) {
-		id[n] = '\0';
-		if (!strcmp(id, me))
-			pohm_sys_unlinkat(c->j.dirfd, mark, 0);
-	}
-	errno = saved;
+	if (!t)
+		return;
+	pohm_sys_close(t->fd1 - 1);
+	t->fd1 = 0;
 }
 
 /* Remember that this host committed data version dversion of ino from local file lino. */

@@ -195,34 +195,48 @@ on() {
 	[ ! -e "$T/b/.pohmelfs-conflicts" ]
 }
 
-@test "a push waits for another process's push of the file, and breaks a dead one's marker" {
-	local ino mark dead live t0 ms
+# hold_turn INO SECONDS: hold host a's push turn of INO (hex) like a pusher
+# (a lock on its byte of p.lock: POSIX and OFD locks exclude each other),
+# "held" on stdout once it is, for SECONDS.
+hold_turn() {
+	exec python3 -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX, 1, int(sys.argv[2], 16) & (2**62 - 1))
+print("held", flush=True)
+time.sleep(float(sys.argv[3]))' "$T/a-state/p.lock" "$1" "$2"
+}
+
+@test "a push waits for another process's push of the file; a dead pusher's turn is free at once" {
+	local ino holder t0 ms
 	on a "$CTL" write f "one"
 	ino=$(on a "$CTL" stat f | cut -d' ' -f1)
-	mark=$T/a-state/p/$ino.push
-	[ -d "$T/a-state/p" ]
-	[ ! -e "$mark" ] && [ ! -L "$mark" ]
-	# A pusher killed in the middle leaves its marker ("pid.tid"): the next push breaks it.
-	sh -c 'exit 0' &
-	dead=$!
-	wait "$dead" || true
-	ln -s "$dead.$dead" "$mark"
+	# A pusher killed in the middle: the kernel dropped its lock, nothing
+	# to break, the next push does not wait.
+	hold_turn "$ino" 30 >"$T/held" &
+	holder=$!
+	while ! grep -q held "$T/held" 2>/dev/null; do sleep 0.05; done
+	kill -KILL "$holder"
+	wait "$holder" 2>/dev/null || true
+	t0=$(date +%s%N)
 	timeout 20 bash -c "POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a '$CTL' write f two"
-	[ ! -L "$mark" ]
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "push after a killed pusher took $ms ms"
+	[ "$ms" -lt 1000 ]
+	[ ! -e "$T/a-state/p/$ino.push" ]
 	on b "$CTL" get f
 	[ "$(cat "$T/b/f")" = "two" ]
-	# A live pusher's marker is waited for, not broken.
-	sleep 30 &
-	live=$!
-	ln -s "$live.$live" "$mark"
-	(sleep 1.5; rm -f "$mark") &
+	# A live pusher is waited for.
+	rm -f "$T/held"
+	hold_turn "$ino" 1.5 >"$T/held" &
+	holder=$!
+	while ! grep -q held "$T/held" 2>/dev/null; do sleep 0.05; done
 	t0=$(date +%s%N)
 	timeout 20 bash -c "POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a '$CTL' write f three"
 	ms=$((($(date +%s%N) - t0) / 1000000))
-	kill "$live" 2>/dev/null || true
-	wait
-	echo "push behind a live marker took $ms ms"
-	[ "$ms" -ge 1400 ]
+	wait "$holder" || true
+	echo "push behind a live pusher took $ms ms"
+	[ "$ms" -ge 1300 ]
 	on b "$CTL" get f
 	[ "$(cat "$T/b/f")" = "three" ]
 }

@@ -13,9 +13,10 @@
 #     a stub, is noticed on the stub's EACCES (ENXIO for root: core/cache/stub.h)
 #     and the open retried as a prefix path, so the program reads the
 #     stored content;
-#   - create marks (cache_dir/p/DINO.cHASH, a listing leaves an in-flight
-#     create alone) go with their create, and pohmelfsd drops the ones a
-#     killed creator left once they are past their 5 s.
+#   - create marks (now a lock on cache_dir/c.lock, decision 0016; a
+#     listing leaves an in-flight create alone) leave no file behind, and
+#     pohmelfsd drops earlier-format files (p/DINO.cHASH) a killed creator
+#     left once they are past their 5 s.
 
 setup() {
 	load lib/common

@@ -75,6 +75,17 @@ as_user() {
 	[ -z "$(find "$U/a-state" -user 65534)" ]
 }
 
+# stop_user_daemon: stop uid 65534's pohmelfsd of host a and wait for it.
+stop_user_daemon() {
+	local p i
+	for p in $(pgrep -x -u 65534 pohmelfsd); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "POHMELFS_PREFIX=$U/a" || continue
+		kill "$p" 2>/dev/null
+		for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+	done
+	return 0
+}
+
 # user_sync: `pohmelfs sync` (push and reconcile) of uid 65534's cache on host a.
 user_sync() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups env TMPDIR="$U/tmp" \
@@ -90,6 +101,10 @@ user_sync() {
 		chmod 777 "$1/w/ud"' _ "$U/a"
 	echo "$output"
 	[ "$status" = 0 ]
+	# 65534's write-opens started its pohmelfsd (decision 0016), which would
+	# push h's change below: this test is about what root's sync does with
+	# it, so that one stops first (SIGTERM: its last round, then exit).
+	stop_user_daemon
 	# h changed after its push by 65534 without the shim: no longer the stored file.
 	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "echo more >>'$U/a/w/h'"
 	as_root a bash -c "echo root >'$U/a/w/ud/rf'"

@@ -1,8 +1,10 @@
 /*
  * open_loop — N × open(PATH, O_RDONLY) + close, prints the mean ns per
  * pair (wall clock).  For the cached-open benchmark (tests/bench/bench_open.sh).
+ * With w: open(PATH, O_WRONLY) (no write: what a write-open itself costs,
+ * tests/bench/ab_open.sh).
  *
- *   open_loop N PATH
+ *   open_loop N PATH [w]
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,15 +16,15 @@ int main(int argc, char **argv)
 {
 	struct timespec a, b;
 	long n, i;
-	int fd;
+	int fd, flags = argc == 4 && argv[3][0] == 'w' ? O_WRONLY : O_RDONLY;
 
-	if (argc != 3 || (n = atol(argv[1])) <= 0) {
-		fprintf(stderr, "usage: open_loop N PATH\n");
+	if (argc < 3 || argc > 4 || (n = atol(argv[1])) <= 0) {
+		fprintf(stderr, "usage: open_loop N PATH [w]\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (i = 0; i < n; i++) {
-		fd = open(argv[2], O_RDONLY);
+		fd = open(argv[2], flags);
 		if (fd < 0) {
 			perror(argv[2]);
 			return 1;

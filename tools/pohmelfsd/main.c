@@ -1,30 +1,40 @@
 /*
  * pohmelfsd — the per-cache background process (DESIGN.md §2 "No threads in
- * host processes").  One runs per cache (an exclusive lock on
- * cache_dir/pohmelfsd.lock; its pid in cache_dir/pohmelfsd.pid).  Every
+ * host processes").  One runs per cache (an exclusive OFD lock on byte 0
+ * of cache_dir/pohmelfsd.lock, which the kernel drops when it ends: the
+ * library's liveness test, core/cache/writer.c; its pid in
+ * cache_dir/pohmelfsd.pid, for signals and status only).  Every
  * sync_timeout seconds it pushes what is dirty in the cache (files closed
- * without sync_on_close, files left by processes that died, files changed
- * by programs without the shim, and names they made: pohm_cache_reconcile);
- * it exits after --idle seconds with nothing to push.  SIGTERM or SIGINT: one last push, then exit.
+ * without sync_on_close, files left by processes that died or closed
+ * behind the library's back, files changed by programs without the shim,
+ * and names they made: pohm_cache_reconcile).  It exits after --idle
+ * seconds with nothing to push and no inode open for write (w.lock, writer.c):
+ * it drops its lock first and looks at w.lock once more, so a writer that
+ * came meanwhile either saw it running or is seen (decision 0016).
+ * SIGTERM or SIGINT: one last push, then exit.
  *
  * It also keeps the cache within cache_size and cache_min_free: after each
  * push round it evicts clean, unopened files, least recently used first
- * (core/admin/cachetool.c).  A process whose fetch found the disk full sends
- * SIGUSR1 with the MiB it needs (sigqueue): the daemon wakes at once and
- * evicts until that much is free, whatever the configured bounds.
+ * (core/admin/cachetool.c).  A process whose fetch found the disk full
+ * writes the MiB it needs into cache_dir/pohmelfsd.wake, a FIFO we keep
+ * open (or sends SIGUSR1 with it, sigqueue, by hand): the daemon wakes at
+ * once and evicts until that much is free, whatever the configured bounds.
  *
  *   pohmelfsd [--foreground] [--once] [--idle SECONDS]
+ *
+ * --once runs one round beside a running daemon (no lock, no pid file).
  *
  * Configured by the same POHMELFS_* variables and file as the library.
  * Logs go to the cache's log (cache_dir/pohmelfsd.log) unless log= is set.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -39,7 +49,8 @@ extern char **environ;
 
 /* Set by the signal handlers, read by the main loop (this is our own process). */
 static volatile sig_atomic_t stop_requested;
-static volatile sig_atomic_t need_mib;	/* largest room asked for by SIGUSR1 since the last round */
+static volatile sig_atomic_t need_mib;	/* largest room asked for (wake FIFO or SIGUSR1)
+						 * since the last round */
 
 static void on_signal(int sig)
 {
@@ -98,12 +109,39 @@ static void usage(int asked)
 	exit(asked ? 0 : 2);
 }
 
-/* Sleep up to ns, waking early on a signal. */
-static void nap(uint64_t ns)
+/* Read every request in the wake FIFO ("MiB\n" lines) into need_mib. */
+static void wake_read(int wfd)
+{
+	char buf[512], *p, *end;
+	ssize_t n;
+	long v;
+
+	while ((n = read(wfd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		for (p = buf; *p; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p) {
+				end = p + 1;
+				continue;
+			}
+			if (v > 0 && v <= 0x7fffffff && v > need_mib)
+				need_mib = (sig_atomic_t)v;
+		}
+	}
+}
+
+/* Sleep up to ns, waking early on a signal or a request in the wake FIFO. */
+static void nap(uint64_t ns, int wfd)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	struct pollfd pfd = { wfd, POLLIN, 0 };
 
-	nanosleep(&ts, NULL);
+	if (wfd < 0) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		wake_read(wfd);
 }
 
 int main(int argc, char **argv)
@@ -113,9 +151,13 @@ int main(int argc, char **argv)
 	struct pohm_ct t;
 	struct sigaction sa;
 	char err[1024], path[4200], pid[32];
-	int foreground = 0, once = 0, i, lockfd, logfd = -1, r;
+	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 
+	/* A writer's open-for-write lock fds survive its exec when its writing
+	 * fd does (writer.c); one inherited here would keep that inode "open
+	 * for write" for our whole life.  Nothing we need comes above 2. */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--foreground"))
 			foreground = 1;
@@ -139,20 +181,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pohmelfsd: %s\n", err);
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", m.cache_dir);
 	/* The daemon's own files are 0600 whatever the umask it inherited (a
-	 * host process with umask 0577 may have started it). */
-	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd >= 0)
-		fchmod(lockfd, 0600);
-	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
-		if (lockfd >= 0 && errno == EWOULDBLOCK) {
+	 * host process with umask 0577 may have started it).  --once is one
+	 * round by hand, beside a running daemon if there is one (pushes take
+	 * turns per inode, eviction takes leases): it is not "the" daemon and
+	 * takes neither the lock nor the pid file. */
+	lockfd = once ? -1 : pohm_cache_daemon_lock(m.cache_dir);
+	if (lockfd < 0 && !once) {
+		if (lockfd == -EAGAIN) {
 			if (foreground)
 				fprintf(stderr, "pohmelfsd: already running for %s\n", m.prefix);
 			pohm_mount_close(&m);
 			return 0;
 		}
-		fprintf(stderr, "pohmelfsd: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "pohmelfsd: %s/pohmelfsd.lock: %s\n", m.cache_dir, strerror(-lockfd));
 		return 1;
 	}
 	if (!foreground && !once) {
@@ -174,6 +216,12 @@ int main(int argc, char **argv)
 				close(i);
 		}
 	}
+	/* Requests for room (pohm_cache_daemon_ask_room): a FIFO, so that no
+	 * process needs our pid (issue 19 item 11).  SIGUSR1 still works. */
+	wfd = once ? -1 : pohm_cache_daemon_wake_open(m.cache_dir);
+	if (wfd < -1)
+		pohm_warn("%s/pohmelfsd.wake: %s; requests for room come by SIGUSR1 only",
+			  m.cache_dir, strerror(-wfd));
 	r = pohm_ct_open(&t, m.prefix, m.cache_dir, err, sizeof(err));
 	if (r) {
 		pohm_err("%s", err);
@@ -191,7 +239,7 @@ int main(int argc, char **argv)
 	signal(SIGIO, SIG_IGN);
 	/* The pid file last: whoever reads it may signal us at once. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
-	i = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	i = once ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (i >= 0) {
 		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 
@@ -224,16 +272,40 @@ int main(int argc, char **argv)
 		evict_round(&t, &cfg, m.prefix);
 		if (once || stop_requested)
 			break;
-		if (pohm_sys_mono_ns() - idle_since > idle_ns)
-			break;
+		if (pohm_sys_mono_ns() - idle_since > idle_ns && !pohm_cache_writers_any(m.cache)) {
+			/* Leave: the lock first, then one more look for writers
+			 * (a writer tests the daemon after taking its w.lock byte). */
+			close(lockfd);
+			lockfd = -1;
+			if (!pohm_cache_writers_any(m.cache))
+				break;
+			lockfd = pohm_cache_daemon_lock(m.cache_dir);
+			if (lockfd < 0)
+				break;	/* another pohmelfsd took over */
+			idle_since = pohm_sys_mono_ns();
+		}
+		if (wfd >= 0)
+			wake_read(wfd);
 		if (!need_mib)
-			nap(m.sync_timeout_ns);	/* SIGUSR1 cuts it short */
+			nap(m.sync_timeout_ns, wfd);	/* a request or SIGUSR1 cuts it short */
 	}
+	/* Ours only: a successor may have written its own after our lock went. */
 	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
-	unlink(path);
+	if ((i = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		char have[32];
+		ssize_t n = read(i, have, sizeof(have) - 1);
+
+		close(i);
+		have[n > 0 ? n : 0] = '\0';
+		if (atoi(have) == (int)getpid())
+			unlink(path);
+	}
 	pohm_ct_close(&t);
 	pohm_mount_close(&m);
 	pohm_config_free(&cfg);
-	close(lockfd);
+	if (wfd >= 0)
+		close(wfd);
+	if (lockfd >= 0)
+		close(lockfd);
 	return r < 0 ? 1 : 0;
 }

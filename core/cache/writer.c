@@ -1,0 +1,483 @@
+/*
+ * writer.c — liveness by locks the kernel releases (issue 18 case 2,
+ * issue 19 item 11; decision 0016 has the whole per-inode state machine).
+ *
+ * "Open for write".  A process that opens a file under the prefix for
+ * writing takes a shared OFD lock (F_RDLCK) on byte <ino> of
+ * cache_dir/w.lock, the storage inode's byte (ino & 2^62-1, as j.lock).
+ * It holds it on an fd of its own (one per inode per process, registered
+ * in core/sys/ownfd, >= POHM_FD_BASE) until its last fd writing that
+ * local file is closed.  The kernel drops the lock when the last copy of
+ * that fd goes: close, exit, _exit, SIGKILL; a fork child shares it (the
+ * same open file description, as it shares the writing fd).  Across exec
+ * the lock fd follows the writing fd: it is close-on-exec exactly when
+ * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
+ * the inode open for write until sh exits.  The exec hands the surviving
+ * lock fds to the new image (POHMELFS_WLOCKS, pohm_cache_writer_export),
+ * which adopts them when its cache opens: its own close of the inherited
+ * writing fd then drops the lock, and its closefrom keeps it.  Nothing else is written at
+ * open: the inode's durable state is the local file against its journal
+ * record (dirty when they differ), and a writer that is gone leaves
+ * exactly that behind.  Anyone can ask "is ino open for write?"
+ * (F_OFD_GETLK for a write lock on its byte) and "is anything open for
+ * write?" (the same over the whole file) without taking anything.
+ *
+ * "pohmelfsd runs".  pohmelfsd holds an exclusive OFD lock on byte 0 of
+ * cache_dir/pohmelfsd.lock for its lifetime; F_OFD_GETLK on that byte is
+ * the liveness test (no pid file read, no kill(pid, 0)).  A writer takes
+ * its w.lock byte first and then tests the daemon; the daemon, before it
+ * leaves, drops its lock and then looks at w.lock once more (and stays if
+ * a writer appeared): so a writer either sees the daemon or is seen by it.
+ *
+ * The states of a file in one host's cache (decision 0016; the locks of
+ * the other steps are push.c's p.lock and cachens.c's c.lock, the same
+ * kind):
+ *
+ *   stub ──fetch──▶ clean ──write-open──▶ open-for-write ──last writer
+ *   gone (close, exit, _exit, SIGKILL: the kernel)──▶ dirty ──p.lock
+ *   taken──▶ pushing ──CAS won, record put──▶ clean
+ *                    └─CAS lost: conflict copy, record CONFLICT──▶ conflict
+ *   clean ──eviction (pohmelfsd, write lease)──▶ stub
+ *
+ *   state           how it is known                        durable by
+ *   stub            record POHM_J_STUB                     the record
+ *   clean           local (ino, size, ctime) = record's    file + record
+ *   open-for-write  w.lock byte held (this file)           the holder's life
+ *   dirty           no writer, local differs from record   file + record
+ *   pushing         p.lock byte held (push.c)              the holder's life
+ *   conflict        record POHM_J_CONFLICT                 the record
+ *
+ * dirty → pushing is the closing process's under sync_on_close, else
+ * pohmelfsd's (every sync_timeout); a write-open makes sure pohmelfsd
+ * runs.  A crash of any holder just drops its lock: open-for-write falls
+ * to dirty (or clean, if nothing was written), pushing to dirty (the
+ * next push rebases on p/INO, push.c).
+ *
+ * Guards: struct cache_writers is per cache; `mu` guards the table.  The
+ * entries' fds are slots in ownfd (their addresses never move: the table
+ * is one fixed allocation).  The daemon-test fd `dfd` is set once under
+ * `mu` and read lock-free afterwards (an int, stored with release).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "ownfd.h"
+#include "sys.h"
+
+#define WR_MAX 128	/* inodes one process holds open for write with a lock; more
+			 * are still pushed (pohmelfsd's rounds), just not waited for */
+
+struct wr_ent {
+	uint64_t ino, ldev, lino;
+	int fd;			/* -1: free slot; an ownfd slot otherwise */
+	int keep;		/* the lock fd survives exec (not O_CLOEXEC) */
+	int mapped;		/* a writable shared mapping: held until the process ends */
+};
+
+struct cache_writers {
+	pthread_mutex_t mu;
+	int n;			/* entries in use */
+	int dfd;		/* cache_dir/pohmelfsd.lock, opened once, ownfd slot */
+	struct wr_ent e[WR_MAX];
+};
+
+static off_t ino_byte(uint64_t ino)
+{
+	return (off_t)(ino & 0x3fffffffffffffffULL);	/* two inodes may share a byte */
+}
+
+int cache_writers_init(struct pohm_cache *c)
+{
+	struct cache_writers *w = calloc(1, sizeof(*w));
+	int i;
+
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->mu, NULL);
+	w->dfd = -1;
+	for (i = 0; i < WR_MAX; i++)
+		w->e[i].fd = -1;
+	c->wr = w;
+	return 0;
+}
+
+void cache_writers_close(struct pohm_cache *c)
+{
+	struct cache_writers *w = c->wr;
+	int i;
+
+	if (!w)
+		return;
+	for (i = 0; i < WR_MAX; i++)
+		if (w->e[i].fd >= 0)
+			pohm_own_close(&w->e[i].fd);
+	pohm_own_close(&w->dfd);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	c->wr = NULL;
+}
+
+void cache_writers_atfork_child(struct pohm_cache *c)
+{
+	if (c->wr)
+		pthread_mutex_init(&c->wr->mu, NULL);
+}
+
+/* ---------------------------------------------------------------- open for write */
+
+static struct wr_ent *wr_find(struct cache_writers *w, uint64_t ldev, uint64_t lino)
+{
+	int i;
+
+	for (i = 0; i < WR_MAX; i++)
+		if (w->e[i].fd >= 0 && w->e[i].ldev == ldev && w->e[i].lino == lino)
+			return &w->e[i];
+	return NULL;
+}
+
+/* A fresh fd on cache_dir/w.lock holding a shared lock on ino's byte. */
+static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
+{
+	struct flock fl;
+	int fd, r;
+
+	fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	fd = pohm_sys_move_high(fd);
+	if (fd < 0)
+		return fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_RDLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = ino_byte(ino);
+	fl.l_len = 1;
+	/* Only shared locks are ever taken on w.lock (everyone else asks with
+	 * F_OFD_GETLK): nothing to wait for. */
+	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+	if (!r && keep)
+		r = pohm_sys_fcntl(fd, F_SETFD, 0);
+	if (r) {
+		pohm_sys_close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
+			   int keep_on_exec)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+	int i, fd, r = 0;
+
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	if (e) {
+		/* Already held by this process: only an inheritable writer
+		 * makes an inheritable lock. */
+		if (keep_on_exec && !e->keep && !(r = pohm_sys_fcntl(e->fd, F_SETFD, 0)))
+			e->keep = 1;
+		goto out;
+	}
+	for (i = 0; i < WR_MAX && w->e[i].fd >= 0; i++)
+		;
+	if (i == WR_MAX) {
+		r = -ENOSPC;
+		goto out;
+	}
+	fd = wr_lock(c, ino, keep_on_exec);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	e = &w->e[i];
+	e->ino = ino;
+	e->ldev = ldev;
+	e->lino = lino;
+	e->keep = !!keep_on_exec;
+	e->mapped = 0;
+	pohm_own_set(&e->fd, fd);
+	w->n++;
+out:
+	pthread_mutex_unlock(&w->mu);
+	return r;
+}
+
+void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	if (e && !e->mapped) {
+		pohm_own_close(&e->fd);
+		w->n--;
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Append x in hex at o (at most lim); the new end. */
+static char *put_hex(char *o, char *lim, uint64_t x)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[x & 15];
+		x >>= 4;
+	} while (x);
+	while (n && o < lim)
+		*o++ = tmp[--n];
+	return o;
+}
+
+size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size)
+{
+	struct cache_writers *w = c->wr;
+	char *o = buf, *lim = buf + size;
+	int i;
+
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < WR_MAX && lim - o > 72; i++) {
+		if (w->e[i].fd < 0 || !w->e[i].keep)
+			continue;
+		o = put_hex(o, lim, (uint64_t)w->e[i].fd);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].ino);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].ldev);
+		*o++ = ':';
+		o = put_hex(o, lim, w->e[i].lino);
+		*o++ = ';';
+	}
+	pthread_mutex_unlock(&w->mu);
+	return (size_t)(o - buf);
+}
+
+int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t ldev,
+			    uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct stat a, b;
+	int i, r = 0;
+
+	/* Only an fd on this cache's w.lock (the number may have been reused
+	 * by a program without the library between two images). */
+	if (pohm_sys_fstat(fd, &a) || pohm_sys_fstatat(c->j.dirfd, "w.lock", &b, 0) ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -EBADF;
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < WR_MAX && w->e[i].fd >= 0; i++)
+		;
+	if (wr_find(w, ldev, lino) || i == WR_MAX) {
+		r = -EEXIST;
+		goto out;
+	}
+	w->e[i].ino = ino;
+	w->e[i].ldev = ldev;
+	w->e[i].lino = lino;
+	w->e[i].keep = 1;
+	w->e[i].mapped = 0;
+	pohm_own_set(&w->e[i].fd, fd);
+	w->n++;
+out:
+	pthread_mutex_unlock(&w->mu);
+	return r;
+}
+
+void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	if (e)
+		e->mapped = 1;
+	pthread_mutex_unlock(&w->mu);
+}
+
+int pohm_cache_writer_sweep(struct pohm_cache *c, int (*held)(void *arg, uint64_t ldev,
+							       uint64_t lino), void *arg)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent e[WR_MAX];
+	int i, n = 0, gone = 0;
+
+	/* Copy out: held() makes file calls, never under mu. */
+	pthread_mutex_lock(&w->mu);
+	for (i = 0; i < WR_MAX; i++)
+		if (w->e[i].fd >= 0 && !w->e[i].mapped)
+			e[n++] = w->e[i];
+	pthread_mutex_unlock(&w->mu);
+	for (i = 0; i < n; i++) {
+		if (held(arg, e[i].ldev, e[i].lino))
+			continue;
+		pohm_debug("inode %llx: its writing fds were closed behind the library's back; "
+			   "no longer open for write here", (unsigned long long)e[i].ino);
+		pohm_cache_writer_close(c, e[i].ldev, e[i].lino);
+		gone++;
+	}
+	return gone;
+}
+
+int pohm_cache_writer_count(struct pohm_cache *c)
+{
+	int n;
+
+	pthread_mutex_lock(&c->wr->mu);
+	n = c->wr->n;
+	pthread_mutex_unlock(&c->wr->mu);
+	return n;
+}
+
+/* Does a lock of another open file description cover [start, start+len)
+ * (len 0: to the end) of dirfd/name?  1, 0 (none, or no such file), -errno. */
+static int locked_in(int dirfd, const char *name, off_t start, off_t len)
+{
+	struct flock fl;
+	int fd, r;
+
+	fd = pohm_sys_openat(dirfd, name, O_RDONLY, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = start;
+	fl.l_len = len;
+	r = pohm_sys_fcntl(fd, F_OFD_GETLK, (long)&fl);
+	pohm_sys_close(fd);
+	if (r)
+		return r;
+	return fl.l_type != F_UNLCK;
+}
+
+int pohm_cache_writer_alive(struct pohm_cache *c, uint64_t ino)
+{
+	return locked_in(c->j.dirfd, "w.lock", ino_byte(ino), 1);
+}
+
+int pohm_cache_writers_any(struct pohm_cache *c)
+{
+	return locked_in(c->j.dirfd, "w.lock", 0, 0);
+}
+
+/* ---------------------------------------------------------------- pohmelfsd */
+
+static int daemon_test(int fd)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_len = 1;
+	if (pohm_sys_fcntl(fd, F_OFD_GETLK, (long)&fl))
+		return 0;
+	return fl.l_type != F_UNLCK;
+}
+
+int pohm_cache_daemon_running(struct pohm_cache *c)
+{
+	struct cache_writers *w = c->wr;
+	int fd = __atomic_load_n(&w->dfd, __ATOMIC_ACQUIRE);
+
+	if (fd < 0) {
+		pthread_mutex_lock(&w->mu);
+		if (w->dfd < 0) {
+			fd = pohm_journal_open_own(c->j.dirfd, "pohmelfsd.lock", O_RDWR | O_CREAT);
+			if (fd >= 0 && (fd = pohm_sys_move_high(fd)) >= 0)
+				pohm_own_set(&w->dfd, fd);
+		}
+		fd = w->dfd;
+		pthread_mutex_unlock(&w->mu);
+		if (fd < 0)
+			return 0;
+	}
+	return daemon_test(fd);
+}
+
+int pohm_cache_daemon_lock(const char *cache_dir)
+{
+	char path[4200];
+	struct flock fl;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", cache_dir);
+	fd = pohm_journal_open_own(AT_FDCWD, path, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_len = 1;
+	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+	if (r) {
+		pohm_sys_close(fd);
+		return r == -EACCES ? -EAGAIN : r;
+	}
+	return fd;
+}
+
+int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib)
+{
+	char line[24];
+	int fd, n, r;
+
+	fd = pohm_sys_openat(c->j.dirfd, "pohmelfsd.wake", O_WRONLY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -ENXIO || fd == -ENOENT ? -ESRCH : fd;	/* ENXIO: no reader */
+	n = snprintf(line, sizeof(line), "%u\n", mib);
+	r = (int)pohm_sys_write_full(fd, line, (size_t)n);	/* < PIPE_BUF: one piece */
+	pohm_sys_close(fd);
+	return r == n ? 0 : r < 0 ? r : -EIO;
+}
+
+int pohm_cache_daemon_wake_open(const char *cache_dir)
+{
+	char path[4200];
+	struct stat st;
+	int fd, r, saved;
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.wake", cache_dir);
+	saved = errno;
+	r = syscall(SYS_mknodat, AT_FDCWD, path, S_IFIFO | 0600, 0) ? -errno : 0;
+	errno = saved;
+	if (r && r != -EEXIST)
+		return r;
+	/* O_RDWR: never an EOF, and writers find a reader while we live. */
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	if (pohm_sys_fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != (uid_t)syscall(SYS_geteuid)) {
+		pohm_sys_close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int pohm_cache_daemon_alive(const char *cache_dir)
+{
+	char path[4200];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.lock", cache_dir);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	r = daemon_test(fd);
+	pohm_sys_close(fd);
+	return r;
+}

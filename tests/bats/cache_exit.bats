@@ -1,0 +1,158 @@
+#!/usr/bin/env bats
+# cache_exit.bats — issue 18 case 2: the output of a program that never
+# closes its file the usual way (exits with the fd open, _exit, SIGKILL,
+# SIGTERM, node's raw syscall(SYS_close)) reaches the storage.  A write-open
+# makes the inode "open for write" (an OFD lock the kernel drops with the
+# writer, core/cache/writer.c) and makes sure pohmelfsd runs whatever
+# sync_on_close says; pohmelfsd pushes what the writer left.  Three groups,
+# hosts a and b, a fresh cache c that must see every write (lib/hosts).
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	three_hosts exit
+	export POHMELFS_SYNC_TIMEOUT=0.5
+	W=$B/tests/helpers/exit_writer
+}
+
+teardown() {
+	stop_daemons
+	cluster_stop
+}
+
+# seen_by HOST FILE TEXT: HOST (a fresh cache each time: its state is
+# wiped) reads TEXT from FILE within 15 s.
+seen_by() {
+	local h=$1 f=$2 want=$3 got i
+	for i in $(seq 60); do
+		rm -rf "${T:?}/$h" "$T/$h-state" && mkdir -p "$T/$h"
+		got=$(shim "$h" cat "$T/$h/$f" 2>/dev/null) && [ "$got" = "$want" ] && return 0
+		sleep 0.25
+	done
+	echo "$h reads '$got' from $f, expected '$want'"
+	return 1
+}
+
+# daemon_of HOST: the pid of the pohmelfsd serving HOST, if one runs.
+daemon_of() {
+	local p
+	for p in $(pgrep -x pohmelfsd); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "POHMELFS_PREFIX=$T/$1" &&
+			echo "$p" && return 0
+	done
+	return 1
+}
+
+@test "sh -c 'echo hi' > P/f reaches the storage (sync_on_close=1: no close by sh)" {
+	# bash forks a child that opens f and execs sh (dash's own vfork keeps
+	# the fd in the parent shell, which pushes when it restores fd 1).
+	shim a bash -c "sh -c 'echo hi' > '$T/a/f'; true"
+	seen_by c f hi
+	# b too, which had the name before (a create pushed at open, data later).
+	[ "$(shim b cat "$T/b/f")" = hi ]
+}
+
+@test "a program that write(1)s then _exit()s: its output reaches the storage" {
+	shim a bash -c '"$1" exit from-exit > "$2/g"; true' sh "$W" "$T/a"
+	seen_by c g from-exit
+}
+
+@test "the same without sync_on_close" {
+	POHMELFS_SYNC_ON_CLOSE=0 shim a bash -c '"$1" exit no-soc > "$2/g"; true' sh "$W" "$T/a"
+	seen_by c g no-soc
+}
+
+@test "a SIGKILLed writer: pohmelfsd runs while it writes, and pushes what it left" {
+	shim_bg a "$W" hang "$T/a/k" killed
+	local pid=$SHIM_BG_PID i
+	for i in $(seq 100); do
+		[ -s "$T/a/k" ] && break
+		sleep 0.05
+	done
+	# Running whatever sync_on_close says, and staying up while a writer lives.
+	for i in $(seq 40); do daemon_of a >/dev/null && break; sleep 0.1; done
+	daemon_of a
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c k killed
+}
+
+@test "a SIGTERMed writer (default action, no destructor) is pushed too" {
+	shim_bg a "$W" hang "$T/a/t" termed
+	local pid=$SHIM_BG_PID i
+	for i in $(seq 100); do
+		[ -s "$T/a/t" ] && break
+		sleep 0.05
+	done
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c t termed
+}
+
+@test "1500 writes closed with syscall(SYS_close) under ulimit -n 1024: no fd leak, all pushed" {
+	shim a mkdir "$T/a/n"
+	run shim a bash -c 'ulimit -n 1024 && exec "$1" rawclose "$2" 1500' sh "$W" "$T/a/n"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# The program's own 3 and the library's few: not one per write.
+	local fds=${output##*fds }
+	[ "$fds" -lt 64 ]
+	seen_by c n/f1499 f1499
+	seen_by c n/f777 f777
+	seen_by c n/f0 f0
+}
+
+# wlock_state HOST INO: "held" if some process holds INO's byte of HOST's
+# w.lock (a write lock would conflict), else "free".
+wlock_state() {
+	python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]) & (2**62 - 1))
+    print("free")
+except OSError:
+    print("held")' "$T/$1-state/w.lock" "$2"
+}
+
+@test "an exec'd image adopts the open-for-write lock it inherits: its own close ends it" {
+	# bash opens x on fd 3 (inheritable), writes, and execs a program that
+	# closes fd 3 later and goes on living.
+	shim_bg a bash -c 'exec 3>"$1/x" && echo data >&3 && exec "$2" closewait 3 "$3"' \
+		sh "$T/a" "$W" "$T/go" >"$T/out"
+	local pid=$SHIM_BG_PID i ino
+	for i in $(seq 100); do grep -q started "$T/out" && break; sleep 0.05; done
+	ino=$(shim a stat -c %i "$T/a/x")
+	[ "$(wlock_state a "$ino")" = held ]
+	touch "$T/go"
+	for i in $(seq 100); do grep -q closed "$T/out" && break; sleep 0.05; done
+	grep -q closed "$T/out"
+	[ "$(wlock_state a "$ino")" = free ]
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c x data
+	# The hand-over variable is the library's: the program never sees it.
+	run shim a bash -c 'exec 3>"$1/y" && exec env' sh "$T/a"
+	[ "$status" -eq 0 ]
+	! grep -q POHMELFS_WLOCKS <<<"$output"
+}
+
+@test "pohmelfsd stays up while a file is open for write, however idle, and leaves after the writer" {
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		"$B/pohmelfsd" --foreground --idle 1 3>&- 2>"$T/d.log" &
+	local d=$! i
+	for i in $(seq 100); do [ -s "$T/a-state/pohmelfsd.pid" ] && break; sleep 0.05; done
+	[ "$(cat "$T/a-state/pohmelfsd.pid")" = "$d" ]
+	shim_bg a "$W" hang "$T/a/s" stay
+	local pid=$SHIM_BG_PID
+	for i in $(seq 100); do [ -s "$T/a/s" ] && break; sleep 0.05; done
+	sleep 3		# three idle periods (its one push of s was at the first round)
+	kill -0 "$d"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	seen_by c s stay
+	for i in $(seq 100); do kill -0 "$d" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$d" 2>/dev/null
+	[ ! -e "$T/a-state/pohmelfsd.pid" ]
+}
