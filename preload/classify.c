@@ -120,7 +120,8 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 /*
  * An O_PATH fd of the prefix root, for checking hints (opened on first
  * use, above POHM_FD_BASE, registered internal so the host cannot close
- * it): its handle (fd.c:pohm_ifd_fd), -1 before, -2 when it cannot be had.
+ * it): its handle (fd.c:pohm_ifd_fd), -1 before, -2 when it cannot be had
+ * (RLIMIT_NOFILE below POHM_FD_BASE; then the check goes by absolute path).
  * Atomic; set once by CAS (a loser closes its own fd).
  */
 static int root_handle = -1;
@@ -138,6 +139,13 @@ static int root_fd(void)
 	fd = syscall(SYS_openat, AT_FDCWD, pohm_state.prefix.sp[0].path,
 		     O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	nfd = fd < 0 ? -1 : syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	if (nfd < 0 && fd >= 0 && errno == EINVAL) {
+		/* RLIMIT_NOFILE below POHM_FD_BASE: never take a low number */
+		want = -1;
+		__atomic_compare_exchange_n(&root_handle, &want, -2, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+		want = -1;
+	}
 	if (fd >= 0)
 		syscall(SYS_close, fd);
 	h = nfd < 0 ? -1 : pohm_ifd_register((int)nfd);
@@ -166,6 +174,7 @@ static int root_fd(void)
 static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 			struct pohm_fdid *id)
 {
+	char abs[PATH_MAX];
 	struct stat st;
 	int rfd, saved = errno, r = 0;
 
@@ -180,8 +189,22 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 		id->known = 1;
 	}
 	rfd = root_fd();
-	if (rfd < 0 || syscall(SYS_newfstatat, rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
-		goto out;
+	if (rfd >= 0) {
+		if (syscall(SYS_newfstatat, rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+	} else {
+		/* no root fd: the same check by the prefix's absolute path */
+		const char *pre = pohm_state.prefix.sp[0].path;
+		size_t n = strlen(pre);
+
+		if (n + 1 + rellen >= sizeof(abs))
+			goto out;
+		memcpy(abs, pre, n);
+		abs[n] = '/';
+		memcpy(abs + n + 1, rel, rellen + 1);
+		if (syscall(SYS_newfstatat, AT_FDCWD, abs, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+	}
 	r = (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino;
 out:
 	errno = saved;

@@ -184,7 +184,8 @@ EOF
 # then a fresh cache (host b) sees the kernel's tree.
 compare() {
 	python3 "$T/ops.py" "$1" "$T/nat" >"$T/want"
-	shim a python3 "$T/ops.py" "$1" "$T/a" >"$T/got"
+	shim a sh -c 'ulimit -n "$0" && exec python3 "$@"' "${NOFILE:-1024}" "$T/ops.py" "$1" "$T/a" \
+		>"$T/got"
 	[ "$(grep -c . "$T/want")" -gt 5 ]
 	diff -u "$T/want" "$T/got"
 	(cd "$T/nat" && python3 "$T/ops.py" tree .) >"$T/want-tree"
@@ -202,6 +203,12 @@ compare() {
 	grep -qx 'e/sub/deep/w d' "$T/seen"
 	grep -qx "e/sub/deep/v2 f b'V'" "$T/seen"
 	! grep -q '^[ab]/' "$T/seen"
+}
+
+@test "the same with RLIMIT_NOFILE below 700: the check goes by the prefix's absolute path" {
+	NOFILE=256 compare self
+	grep -qx 'e/x d' "$T/seen"
+	grep -qx 'e/sub/deep/w d' "$T/seen"
 }
 
 @test "a directory renamed by another process of this host: the dirfd and the cwd follow it" {
