@@ -10,6 +10,17 @@
  * this file ask the kernel (getcwd, readlink of /proc/self/fd/N), and then
  * it caches the answer.  The caller's (dirfd, path) is never modified.
  *
+ * A base under the prefix is taken by identity, not by the name it had
+ * (issue 18): the directory may have been renamed since, by this process,
+ * another one, or a remote rename applied here.  The cwd's current name is
+ * the kernel's getcwd, each time; a dirfd's hint (fd.c) is used only when
+ * it still names the fd's own local (dev, ino) — one fstatat from the
+ * prefix root (base_current) — else readlink of /proc/self/fd/N gives the
+ * name and corrects the hint.  A base whose directory was removed (rmdir,
+ * or the cwd removed) has no name: a path that stays inside it is left to
+ * the kernel (ENOENT, or the directory itself for "" and "."), one that
+ * starts with ".." is walked from where the directory was.
+ *
  * Sections: bases; the classifier.
  */
 #include "shim.h"
@@ -21,26 +32,61 @@
 
 /* ------------------------------------------------------------ bases */
 
+/* " (deleted)": what the kernel appends to the name of a removed file. */
+#define DELETED " (deleted)"
+#define DELETED_LEN (sizeof(DELETED) - 1)
+
+/* The removed directory's name without its DELETED mark: 1 if buf, of
+ * length *n, names a removed file (fd < 0: known removed), else 0. */
+static int strip_deleted(int fd, char *buf, long *n)
+{
+	struct stat st;
+	int saved = errno;
+
+	if (*n <= (long)DELETED_LEN || memcmp(buf + *n - DELETED_LEN, DELETED, DELETED_LEN))
+		return 0;
+	if (fd >= 0 && (syscall(SYS_fstat, fd, &st) < 0 || st.st_nlink != 0)) {
+		errno = saved;
+		return 0;	/* a name that happens to end that way */
+	}
+	errno = saved;
+	*n -= (long)DELETED_LEN;
+	buf[*n] = '\0';
+	return 1;
+}
+
 /*
  * The kernel's idea of where base is (getcwd, or /proc/self/fd/N), walked
- * into *pos and rel; cached in the cwd state / fd table when it may be.
- * 0, or -1 when the kernel does not know either (then: somewhere outside).
+ * into *pos and rel; cached in the fd table when it may be (id: what the
+ * table said of the fd, or NULL).  0; 1 when the base is a removed
+ * directory (*pos and rel are where it was); -1 when the kernel does not
+ * know either (then: somewhere outside).
  */
 __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_pos *pos,
-						       char *rel, size_t relsz, size_t *rellen)
+						       char *rel, size_t relsz, size_t *rellen,
+						       struct pohm_fdid *id)
 {
 	char buf[PATH_MAX], link[40];
 	struct pohm_pc_res res;
-	int saved = errno;
+	struct stat st;
+	int saved = errno, dead = 0;
 	long n;
 
 	if (dirfd == AT_FDCWD) {
 		n = syscall(SYS_getcwd, buf, sizeof(buf));
-		if (n > 0)
+		if (n > 0) {
 			n--;		/* the kernel counts the NUL */
+		} else if (errno == ENOENT) {
+			/* the cwd was removed: where it was */
+			n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", buf, sizeof(buf) - 1);
+			dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(-1, buf, &n);
+			if (!dead)
+				n = -1;
+		}
 	} else {
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
 		n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, sizeof(buf) - 1);
+		dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(dirfd, buf, &n);
 	}
 	errno = saved;
 	pos->depth = POHM_PC_DEEP;
@@ -52,32 +98,145 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 	pos->depth = 0;
 	pohm_pc_walk(&pohm_state.prefix, pos, rel, relsz, rellen, buf, POHM_PC_FULL, &res);
 	*rellen = res.cls == POHM_PC_IN ? (res.trunc ? relsz : res.len) : 0;
+	if (dead)
+		return 1;
 	if (dirfd == AT_FDCWD)
-		return 0;	/* unknown or volatile cwd: asked each time */
-	if (res.cls != POHM_PC_IN || !res.trunc) {
-		if (res.cls == POHM_PC_IN)
-			rel[res.len] = '\0';
-		pohm_fd_resolved(dirfd, pos, res.cls == POHM_PC_IN ? rel : NULL);
+		return 0;	/* a cwd under the prefix, unknown or volatile: asked each time */
+	if (res.cls == POHM_PC_IN && !res.trunc) {
+		rel[res.len] = '\0';
+		if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
+			id->dev = (uint64_t)st.st_dev;
+			id->ino = (uint64_t)st.st_ino;
+			id->known = 1;
+		}
+		errno = saved;
+		pohm_fd_resolved(dirfd, pos, rel, id);
+	} else if (res.cls != POHM_PC_IN) {
+		pohm_fd_resolved(dirfd, pos, NULL, NULL);	/* only if lazy or unseen */
 	}
 	return 0;
 }
 
-/* The base of a relative path: 0, or -1 when the fd is invalid (dirfd < 0). */
+/*
+ * An O_PATH fd of the prefix root, for checking hints (opened on first
+ * use, above POHM_FD_BASE, registered internal so the host cannot close
+ * it): its handle (fd.c:pohm_ifd_fd), -1 before, -2 when it cannot be had
+ * (RLIMIT_NOFILE below POHM_FD_BASE; then the check goes by absolute path).
+ * Atomic; set once by CAS (a loser closes its own fd).
+ */
+static int root_handle = -1;
+
+static int root_fd(void)
+{
+	int h = __atomic_load_n(&root_handle, __ATOMIC_ACQUIRE), want = -1, saved;
+	long fd, nfd;
+
+	if (h >= 0)
+		return pohm_ifd_fd(h);
+	if (h == -2)
+		return -1;
+	saved = errno;
+	fd = syscall(SYS_openat, AT_FDCWD, pohm_state.prefix.sp[0].path,
+		     O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	nfd = fd < 0 ? -1 : syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	if (nfd < 0 && fd >= 0 && errno == EINVAL) {
+		/* RLIMIT_NOFILE below POHM_FD_BASE: never take a low number */
+		want = -1;
+		__atomic_compare_exchange_n(&root_handle, &want, -2, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+		want = -1;
+	}
+	if (fd >= 0)
+		syscall(SYS_close, fd);
+	h = nfd < 0 ? -1 : pohm_ifd_register((int)nfd);
+	errno = saved;
+	if (h < 0) {
+		if (nfd >= 0)
+			syscall(SYS_close, nfd);
+		/* no prefix root yet (created on first use): try again later */
+		return -1;
+	}
+	if (!__atomic_compare_exchange_n(&root_handle, &want, h, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pohm_ifd_unregister(h);
+		syscall(SYS_close, nfd);
+		errno = saved;
+		return want >= 0 ? pohm_ifd_fd(want) : -1;
+	}
+	return (int)nfd;
+}
+
+/*
+ * 1 if the hint rel (*rellen bytes, at a position) still names dirfd's own
+ * local file (id): one fstatat from the prefix root.  The first check of
+ * an fd takes its identity (one fstat) and keeps it in the table.
+ */
+static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
+			struct pohm_fdid *id)
+{
+	char abs[PATH_MAX];
+	struct stat st;
+	int rfd, saved = errno, r = 0;
+
+	if (rellen >= relsz)
+		return 0;	/* a truncated hint: the kernel says */
+	rel[rellen] = '\0';
+	if (!id->known) {
+		if (syscall(SYS_fstat, dirfd, &st) < 0)
+			goto out;	/* EBADF: the real call says so */
+		id->dev = (uint64_t)st.st_dev;
+		id->ino = (uint64_t)st.st_ino;
+		id->known = 1;
+	}
+	rfd = root_fd();
+	if (rfd >= 0) {
+		if (syscall(SYS_newfstatat, rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+	} else {
+		/* no root fd: the same check by the prefix's absolute path */
+		const char *pre = pohm_state.prefix.sp[0].path;
+		size_t n = strlen(pre);
+
+		if (n + 1 + rellen >= sizeof(abs))
+			goto out;
+		memcpy(abs, pre, n);
+		abs[n] = '/';
+		memcpy(abs + n + 1, rel, rellen + 1);
+		if (syscall(SYS_newfstatat, AT_FDCWD, abs, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+	}
+	r = (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino;
+out:
+	errno = saved;
+	return r;
+}
+
+/* The base of a relative path: 0, 1 when it is a removed directory, or
+ * -1 when the fd is invalid (dirfd < 0). */
 static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
 {
-	int r;
+	struct pohm_fdid id;
+	int known;
 
 	if (dirfd == AT_FDCWD) {
-		r = pohm_cwd_base(pos, rel, relsz, rellen);
-		if (r < 0)
-			base_from_kernel(AT_FDCWD, pos, rel, relsz, rellen);
+		*rellen = 0;
+		if (pohm_cwd_base(pos) < 0)
+			return base_from_kernel(AT_FDCWD, pos, rel, relsz, rellen, NULL) > 0;
 		return 0;
 	}
 	if (dirfd < 0)
 		return -1;
-	if (pohm_fd_base(dirfd, pos, rel, relsz, rellen) < 0)
-		base_from_kernel(dirfd, pos, rel, relsz, rellen);
-	return 0;
+	if (pohm_fd_base(dirfd, pos, rel, relsz, rellen, &id) < 0)
+		return base_from_kernel(dirfd, pos, rel, relsz, rellen, NULL) > 0;
+	if (!id.under)
+		return 0;
+	known = id.known;
+	if (base_current(dirfd, rel, relsz, *rellen, &id)) {
+		if (!known)
+			pohm_fd_resolved(dirfd, pos, rel, &id);	/* keep the identity */
+		return 0;
+	}
+	return base_from_kernel(dirfd, pos, rel, relsz, rellen, &id) > 0;
 }
 
 /* "/proc/self/fd/N[/rest]", "/proc/thread-self/fd/N...", "/dev/fd/N...": N and rest. */
@@ -121,7 +280,7 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 	struct pohm_pc_res res;
 	const char *walk;
 	size_t len = 0;
-	int base = dirfd;
+	int base = dirfd, dead;
 
 	if (!w)
 		w = &local;
@@ -154,13 +313,16 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 	} else if (!path[0] && !(flags & POHM_LOC_EMPTY)) {
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
-	if (base_of(base, &w->pos, p->rel, sizeof(p->rel), &len) < 0)
+	dead = base_of(base, &w->pos, p->rel, sizeof(p->rel), &len);
+	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
+	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))
+		return POHM_PC_OUT;	/* inside a removed directory: the kernel answers */
 walk:
 	w->cls = pohm_pc_walk(pf, &w->pos, p->rel, sizeof(p->rel), &len, walk, wf, &res);
 	if (w->cls == POHM_PC_ESCAPE) {
 		/* ".." above a base of unknown depth: ask the kernel, walk again. */
-		if (base_from_kernel(base, &w->pos, p->rel, sizeof(p->rel), &len) < 0)
+		if (base_from_kernel(base, &w->pos, p->rel, sizeof(p->rel), &len, NULL) < 0)
 			return w->cls = POHM_PC_OUT;
 		w->cls = pohm_pc_walk(pf, &w->pos, p->rel, sizeof(p->rel), &len, walk, wf, &res);
 		if (w->cls == POHM_PC_ESCAPE)

@@ -1,21 +1,25 @@
 /*
  * cwd.c — the working directory, tracked as a lexical position
- * (pathclass.h) plus its path inside the prefix when it is under it, so a
- * relative path is classified without a system call.
+ * (pathclass.h) and whether it is under the prefix, so a relative path
+ * from a cwd outside is classified without a system call.
  *
  * The state is set from the kernel's getcwd at light init and after every
  * successful chdir (one extra system call; symlinks make a lexical update
  * wrong), and copied from the fd table on fchdir (getcwd again when the
- * table does not know the fd's place).  While glibc code that
- * changes the cwd behind our back runs (nftw with FTW_CHDIR, fts without
- * FTS_NOCHDIR) the state is "volatile": classification asks getcwd each
- * time, and resyncs when that code is done.
+ * table does not know the fd's place).  A cwd under the prefix keeps no
+ * path: its name moves when it or an ancestor is renamed (by this
+ * process, another one, or another host's rename arriving here), so
+ * classify.c asks the kernel (getcwd) for every relative path from it and
+ * the hooks see the directory's current name (issue 18, "the cwd by
+ * identity").  While glibc code that changes the cwd behind our back runs
+ * (nftw with FTW_CHDIR, fts without FTS_NOCHDIR) the state is "volatile":
+ * classification asks getcwd each time, and resyncs when that code is
+ * done.
  *
  * Rules: cwd_st is an atomic word (CWD_KNOWN, CWD_UNDER, packed position),
- * read without a lock; cwd_st and cwd_rel are written together with
- * cwd_lock held, and cwd_rel is read with it held; pohm_cwd_fast, the hot
+ * read without a lock, written with cwd_lock held; pohm_cwd_fast, the hot
  * path's summary of cwd_st and cwd_vol, is rewritten with cwd_lock held
- * whenever either changes.  No allocation under the lock.
+ * whenever either changes.
  *
  * Sections: state; wrappers.
  */
@@ -30,38 +34,18 @@
 /* ------------------------------------------------------------ state */
 
 #define CWD_KNOWN	(1ull << 63)	/* the position is known */
-#define CWD_UNDER	(1ull << 62)	/* the cwd is under the prefix: cwd_rel is set */
+#define CWD_UNDER	(1ull << 62)	/* the cwd is under the prefix: ask the kernel */
 
 static uint64_t cwd_st;			/* atomic; 0 = unknown */
-static char *cwd_rel;			/* cwd_lock: the path inside the prefix */
-static size_t cwd_rellen;		/* cwd_lock */
 static int cwd_vol;			/* atomic: volatile sections running */
 static pthread_mutex_t cwd_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
+int pohm_cwd_base(struct pohm_pc_pos *pos)
 {
 	uint64_t st = __atomic_load_n(&cwd_st, __ATOMIC_ACQUIRE);
 
-	*rellen = 0;
-	if (!st || __atomic_load_n(&cwd_vol, __ATOMIC_RELAXED))
+	if (!st || (st & CWD_UNDER) || __atomic_load_n(&cwd_vol, __ATOMIC_RELAXED))
 		return -1;
-	if (!rel) {		/* the position only; *rellen says whether there is a rel */
-		pohm_pos_unpack(st, pos);
-		*rellen = (st & CWD_UNDER) != 0;
-		return 0;
-	}
-	if (st & CWD_UNDER) {
-		pohm_busy_lock(&cwd_lock);
-		st = __atomic_load_n(&cwd_st, __ATOMIC_RELAXED);
-		if (st & CWD_UNDER) {
-			*rellen = cwd_rellen < relsz ? cwd_rellen : relsz;
-			if (cwd_rellen < relsz)
-				memcpy(rel, cwd_rel, cwd_rellen);
-		}
-		pohm_busy_unlock(&cwd_lock);
-		if (!st)
-			return -1;
-	}
 	pohm_pos_unpack(st, pos);
 	return 0;
 }
@@ -101,36 +85,22 @@ static void fast_update(void)
 			 __ATOMIC_RELEASE);
 }
 
-/* Set the state: pos known (or NULL = unknown), rel when under the prefix. */
-static void cwd_store(const struct pohm_pc_pos *pos, const char *rel, size_t len)
+/* Set the state: pos known (or NULL = unknown), under the prefix or not. */
+static void cwd_store(const struct pohm_pc_pos *pos, int under)
 {
-	char *copy = NULL, *old;
 	uint64_t st = 0;
-	int saved = errno;
 
-	if (pos) {
-		st = CWD_KNOWN | pohm_pos_pack(pos);
-		if (rel && (copy = pohm_busy_malloc(len + 1))) {
-			memcpy(copy, rel, len + 1);
-			st |= CWD_UNDER;
-		} else if (rel) {
-			st = 0;		/* no memory: unknown, getcwd next time */
-		}
-	}
+	if (pos)
+		st = CWD_KNOWN | (under ? CWD_UNDER : 0) | pohm_pos_pack(pos);
 	pohm_busy_lock(&cwd_lock);
-	old = cwd_rel;
-	cwd_rel = copy;
-	cwd_rellen = copy ? len : 0;
 	__atomic_store_n(&cwd_st, st, __ATOMIC_RELEASE);
 	fast_update();
 	pohm_busy_unlock(&cwd_lock);
-	pohm_busy_free(old);
-	errno = saved;
 }
 
 void pohm_cwd_resync(void)
 {
-	char buf[PATH_MAX], rel[POHM_REL_MAX];
+	char buf[PATH_MAX];
 	struct pohm_pc_pos pos = { 0, { 0, 0 } };
 	struct pohm_pc_res res;
 	size_t len = 0;
@@ -140,14 +110,11 @@ void pohm_cwd_resync(void)
 	n = syscall(SYS_getcwd, buf, sizeof(buf));
 	errno = saved;
 	if (n <= 0 || buf[0] != '/') {
-		cwd_store(NULL, NULL, 0);	/* deleted or unreachable: unknown */
+		cwd_store(NULL, 0);	/* deleted or unreachable: unknown */
 		return;
 	}
-	pohm_pc_walk(&pohm_state.prefix, &pos, rel, sizeof(rel), &len, buf, POHM_PC_FULL, &res);
-	if (res.cls == POHM_PC_IN && res.trunc)
-		cwd_store(NULL, NULL, 0);
-	else
-		cwd_store(&pos, res.cls == POHM_PC_IN ? rel : NULL, res.len);
+	pohm_pc_walk(&pohm_state.prefix, &pos, NULL, 0, &len, buf, POHM_PC_FULL, &res);
+	cwd_store(&pos, res.cls == POHM_PC_IN);
 }
 
 void pohm_cwd_volatile(int delta)
@@ -195,6 +162,7 @@ POHM_EXPORT int fchdir(int fd)
 {
 	char rel[POHM_REL_MAX];
 	struct pohm_pc_pos pos;
+	struct pohm_fdid id;
 	size_t len;
 	int r;
 
@@ -202,14 +170,11 @@ POHM_EXPORT int fchdir(int fd)
 	r = pohm_real.fchdir(fd);
 	if (r < 0 || !pohm_active())
 		return r;
-	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len) < 0 || len >= sizeof(rel) ||
-	    pos.depth >= POHM_PC_DEEP) {
+	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len, &id) < 0 || pos.depth >= POHM_PC_DEEP) {
 		pohm_cwd_resync();	/* an fd of unknown place: ask the kernel once */
 		return r;
 	}
-	rel[len] = '\0';
-	cwd_store(&pos, pohm_pc_pos_class(&pohm_state.prefix, &pos, NULL) == POHM_PC_IN ? rel : NULL,
-		  len);
+	cwd_store(&pos, id.under || pohm_pc_pos_class(&pohm_state.prefix, &pos, NULL) == POHM_PC_IN);
 	return r;
 }
 

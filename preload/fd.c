@@ -3,8 +3,12 @@
  *
  * The table records, for fds the shim saw opened under the prefix or on an
  * ancestor of it, their lexical position (pathclass.h) and, under the
- * prefix, their path inside it, the storage's cookie and the POHM_FD_*
- * flags.  Every other fd has no entry: as a dirfd it is "somewhere
+ * prefix, the storage's cookie, the POHM_FD_* flags and a *hint*: the path
+ * inside the prefix the fd was last known by, with the local (dev, ino) of
+ * the open file once a relative call used the fd as its base.  The hint is
+ * never trusted alone: classify.c checks that it still names that
+ * (dev, ino) before a hook sees it, and asks the kernel when not (issue 18,
+ * "fds by identity").  Every other fd has no entry: as a dirfd it is "somewhere
  * outside" (pohm_fd_base).  It is an array of chunks indexed by fd (DAOS
  * fd_table, STYLE.md example 9), so the common question "is this fd in the
  * table?" is two loads and no lock.
@@ -50,9 +54,12 @@
 #define FDT_NCHUNK	POHM_FDT_NCHUNK
 #define FDT_LIMIT	(FDT_CHUNK * FDT_NCHUNK)
 
-/* An immutable path inside the prefix, shared by dup'ed fds. */
+/* An immutable hint (a path inside the prefix) and, when has_id, the
+ * local identity of the open file; shared by dup'ed fds. */
 struct pohm_relstr {
 	int refs;		/* atomic */
+	int has_id;
+	uint64_t dev, ino;
 	size_t len;
 	char s[];
 };
@@ -166,6 +173,8 @@ static struct pohm_relstr *rel_new(const char *s)
 	if (!r)
 		return NULL;
 	r->refs = 1;
+	r->has_id = 0;
+	r->dev = r->ino = 0;
 	r->len = n;
 	memcpy(r->s, s, n + 1);
 	return r;
@@ -285,18 +294,26 @@ void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *
 	}
 }
 
-void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel)
+void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		      const struct pohm_fdid *id)
 {
 	struct pohm_relstr *r = rel ? rel_new(rel) : NULL, *old = r;
 	struct pohm_fdent *e = ent_get(fd);
 	uint64_t st;
 	int saved = errno;
 
+	if (r && id && id->known) {
+		r->has_id = 1;
+		r->dev = id->dev;
+		r->ino = id->ino;
+	}
 	if (e && (!rel || r)) {
 		pohm_busy_lock(&fdt_lock);
 		st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
-		/* a handed-over fd, or one never seen: remember where it is */
-		if (!st || (st & ST_LAZY))
+		/* a handed-over fd, or one never seen: remember where it is; an
+		 * fd under the prefix whose hint the caller read: its new name */
+		if (!st || (st & ST_LAZY) ||
+		    (rel && id && (st & ST_UNDER) && e->rel == id->token))
 			old = ent_set(e, st_pack(pos, st_flags(st), rel != NULL),
 				      __atomic_load_n(&e->cookie, __ATOMIC_RELAXED), r);
 		pohm_busy_unlock(&fdt_lock);
@@ -374,12 +391,16 @@ out:
 	errno = saved;
 }
 
-int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
+int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen,
+		 struct pohm_fdid *id)
 {
 	struct pohm_fdent *e = ent_peek(fd);
 	uint64_t st = e ? __atomic_load_n(&e->st, __ATOMIC_ACQUIRE) : 0;
 
 	*rellen = 0;
+	id->under = 0;
+	id->known = 0;
+	id->token = NULL;
 	if (!st) {
 		pos->depth = POHM_PC_DEEP;
 		pos->match[0] = pos->match[1] = 0;
@@ -397,6 +418,13 @@ int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_
 			memcpy(rel, e->rel->s, e->rel->len);
 		else
 			*rellen = relsz;	/* the walk sees it as truncated */
+		id->known = e->rel->has_id;
+		id->dev = e->rel->dev;
+		id->ino = e->rel->ino;
+		id->under = 1;
+		id->token = e->rel;
+		/* pos and rel from one entry: st as it is under the lock */
+		pohm_pos_unpack(__atomic_load_n(&e->st, __ATOMIC_RELAXED), pos);
 	}
 	pohm_busy_unlock(&fdt_lock);
 	return 0;

@@ -457,19 +457,35 @@ void pohm_fd_release(struct pohm_fdsnap *snap);
 /* After a successful dup: newfd gets a copy of oldfd's entry (or is forgotten). */
 void pohm_fd_dup(int oldfd, int newfd);
 /*
- * The base of a relative path at dirfd: its position, and its rel when
- * under the prefix (copied into rel, *rellen set).  A dirfd the shim never
- * saw opened is "somewhere outside" (depth POHM_PC_DEEP).  Returns 0, or
- * -1 when the position is unknown and must be resolved (inherited fds).
+ * What the table knows of a dirfd under the prefix beyond its position:
+ * token is the hint's identity in the table (for pohm_fd_resolved), and
+ * (dev, ino) the open file's, when known.
  */
-int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+struct pohm_fdid {
+	int under;			/* the fd is under the prefix; the hint is in rel */
+	int known;			/* dev and ino are set */
+	uint64_t dev, ino;
+	const void *token;
+};
+/*
+ * The base of a relative path at dirfd: its position, and its hint when
+ * under the prefix (copied into rel, *rellen set; a hint is checked by
+ * its caller, classify.c, before it is used).  A dirfd the shim never saw
+ * opened is "somewhere outside" (depth POHM_PC_DEEP).  Returns 0, or -1
+ * when the position is unknown and must be resolved (inherited fds).
+ */
+int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen,
+		 struct pohm_fdid *id);
 /* The highest fd ever recorded, or -1 (atomic read). */
 int pohm_fd_max(void);
 /* Number of fds under the prefix in the table (atomic read). */
 int pohm_fd_count_under(void);
 /* An fd handed over by exec, or never seen opened, whose position the
- * kernel just told: record it (only if the entry is still lazy or empty). */
-void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel);
+ * kernel just told: record it (only if the entry is still lazy or empty);
+ * or an fd under the prefix whose hint (id->token, from pohm_fd_base) the
+ * kernel just corrected to rel, with the identity id (if id->known). */
+void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		      const struct pohm_fdid *id);
 /* Before a close_range: the close hook of every fd under the prefix in [lo, hi]. */
 void pohm_fd_close_hooks(unsigned lo, unsigned hi);
 /* After it: forget every entry in [lo, hi] (internal fds excepted). */
@@ -511,9 +527,10 @@ int pohm_ifd_evict(int fd);
  */
 int pohm_mounttab_open(const char *path, int flags);
 
-/* Base of relative paths at AT_FDCWD, as pohm_fd_base; with rel NULL only
- * the position (lock-free), and *rellen = 1 when the cwd is under the prefix. */
-int pohm_cwd_base(struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+/* Base of relative paths at AT_FDCWD: 0 and its position when the cwd is
+ * known and not under the prefix; -1 when the kernel must be asked (a cwd
+ * under the prefix is asked each time: its name may have moved). */
+int pohm_cwd_base(struct pohm_pc_pos *pos);
 /* Set the cwd state from the kernel's getcwd (init, chdir, unknown fchdir). */
 void pohm_cwd_resync(void);
 /* glibc code that changes the cwd behind our back runs (nftw, fts): +1 / -1. */
