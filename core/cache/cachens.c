@@ -567,13 +567,16 @@ static uint64_t local_ino(struct pohm_cache *c, int dfd, const char *name)
 static void forget_if_gone(struct pohm_cache *c, uint64_t ino)
 {
 	struct pohm_inode in;
+	int r;
 
 	cache_unmark(c, ino);
-	if (pohm_ns_getattr(c->ns, ino, &in) == -ENOENT) {
+	r = pohm_ns_getattr(c->ns, ino, &in);
+	if (r == -ENOENT) {
 		pohm_journal_del(&c->j, ino);
 		cache_push_forget(c, ino);
-	} else
-		pohm_inode_clear(&in);
+	} else if (!r) {
+		pohm_inode_clear(&in);	/* only a read that succeeded filled in */
+	}
 }
 
 /*

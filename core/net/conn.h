@@ -78,7 +78,8 @@ struct pohm_conn {
 	uint64_t last_rx_ns, last_tx_ns;
 	uint64_t retry_at_ns;		/* backoff: no connect attempt before this */
 	unsigned fails;			/* consecutive failures (connect or socket) */
-	unsigned stalls;		/* consecutive batches with a timeout here */
+	unsigned stalls;		/* consecutive batches with a timeout here and no
+					 * packet from the node while they waited */
 	const void *stall_batch;	/* last batch counted in stalls */
 	int last_err;			/* -errno of the last failure, 0 if none */
 	char last_msg[160];		/* human text of the last failure */

@@ -749,6 +749,7 @@ int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n
 			  uint64_t deadline, pohm_enough_fn enough, void *arg, int handshake)
 {
 	struct pohm_batch b;
+	uint64_t t0 = now_ns();
 	size_t i;
 	int why, ok = 0;
 
@@ -785,8 +786,15 @@ int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n
 		rx_release(net, r);
 		if (r->done && !r->queued)
 			continue;
+		/*
+		 * A stall only when the node sent nothing at all during this
+		 * batch: a node that answers, but late (a backlog behind its
+		 * one reader per connection, a loaded host), is alive, and a
+		 * reset would fail every request in flight on it (finding 17).
+		 */
 		if (!r->done && why == -ETIMEDOUT && c && c->state == CONN_UP &&
-		    c->stall_batch != &b && (c->stall_batch = &b, ++c->stalls >= POHM_STALL_LIMIT)) {
+		    c->last_rx_ns < t0 && c->stall_batch != &b &&
+		    (c->stall_batch = &b, ++c->stalls >= POHM_STALL_LIMIT)) {
 			char msg[96];
 
 			snprintf(msg, sizeof(msg), "no answer to %u requests in a row: connection reset",

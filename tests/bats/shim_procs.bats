@@ -455,9 +455,11 @@ print(subprocess.run([p + '/tool'], capture_output=True, text=True).stdout.strip
 	# ... and every child's file reached the storage: another host lists them all.
 	n=$(shim b ls "$T/b/w" | grep -c '^child\.')
 	[ "$n" -eq 200 ]
-	# The parent's busy threads: once under UBSan one of their creates
-	# failed EINVAL while the forks went on (RELIABILITY.md finding 17).
-	[ "$output" = "ok 200" ] || bug "a busy thread's call failed under the forks (finding 17)"
+	# The parent's busy threads: none of their calls may fail while the
+	# forks go on (RELIABILITY.md finding 17: EIO from connection resets
+	# under load and a SIGSEGV in an unlink, fixed; an EINVAL seen once
+	# under UBSan, not reproduced since).
+	[ "$output" = "ok 200" ]
 }
 
 @test "setuid to a user who cannot reach the prefix by its path: relative calls from the cwd go on, as natively" {

@@ -4,7 +4,8 @@
  * under DIR without pause while the main thread forks FORKS times; each child
  * creates DIR/child.N, writes and closes it, and exits.  A child that hangs
  * (a lock another thread held at the fork, copied locked) is killed after
- * 20 s and counted.  Prints "ok FORKS" when every child made its file.
+ * 20 s and counted.  Prints "ok FORKS" when every child made its file; a
+ * busy thread's failure is reported on stderr with the call that failed.
  *
  *   fork_busy DIR THREADS FORKS
  */
@@ -31,11 +32,14 @@ static void *busy(void *arg)
 	int i = 0, fd;
 
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		const char *call = "open";
+
 		snprintf(f, sizeof(f), "%s/busy.%ld.%d", dir, t, i++ % 8);
 		fd = open(f, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-		if (fd < 0 || write(fd, "busy\n", 5) != 5 || close(fd) || stat(f, &st) ||
-		    unlink(f)) {
-			fprintf(stderr, "thread %ld: %s: %s\n", t, f, strerror(errno));
+		if (fd < 0 || (call = "write", write(fd, "busy\n", 5) != 5) ||
+		    (call = "close", close(fd)) || (call = "stat", stat(f, &st)) ||
+		    (call = "unlink", unlink(f))) {
+			fprintf(stderr, "thread %ld: %s %s: %s\n", t, call, f, strerror(errno));
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}

@@ -143,3 +143,57 @@ TEST(hard_links_and_symlinks_travel)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
+
+/* From this many stored puts on, reads of inodes fail -EIO (< 0: never). */
+static long inode_gets_fail_at = -1;
+
+static int failing_inode_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	if (key[0] == 'i' && inode_gets_fail_at >= 0 && pohm_kvmem_puts(&ch_mem) >= inode_gets_fail_at)
+		return -EIO;
+	return ch_get(ctx, key, out);
+}
+
+static const struct pohm_kv_ops failing_inode_ops = {
+	.get = failing_inode_get, .read = ch_read, .put = ch_put, .del = ch_del, .scan = ch_scan,
+};
+
+/* Fill the stack below the caller with a pattern no pointer has. */
+static __attribute__((noinline)) void scribble_stack(void)
+{
+	volatile unsigned char junk[64 << 10];
+
+	memset((void *)junk, 0x5a, sizeof(junk));
+}
+
+/*
+ * An unlink whose storage half is done, then whose check "is the inode
+ * gone?" cannot read the storage (EIO, a node that answers late): the
+ * check must leave the unread inode alone.  It freed the pointers of an
+ * inode never filled in (a SIGSEGV of fork_busy's threads under load,
+ * tests/RELIABILITY.md finding 17).
+ */
+TEST(an_unlink_whose_last_inode_read_fails_frees_nothing_unread)
+{
+	struct pohm_cache *a;
+	long p0, n;
+
+	ch_setup();
+	ch_kv.ops = &failing_inode_ops;
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "data", 4), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "g", "data", 4), 0);
+	/* How many puts an unlink makes: those of g's. */
+	p0 = pohm_kvmem_puts(&ch_mem);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "g"), 0);
+	n = pohm_kvmem_puts(&ch_mem) - p0;
+	EXPECT(n > 0);
+	/* f's unlink: its storage half as g's, then inode reads fail. */
+	inode_gets_fail_at = pohm_kvmem_puts(&ch_mem) + n;
+	scribble_stack();
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "f"), 0);
+	EXPECT(!exists("a", "f"));
+	inode_gets_fail_at = -1;
+	pohm_cache_close(a);
+}

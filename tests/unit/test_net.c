@@ -609,6 +609,64 @@ TEST(silent_connection_reset_after_stalls)
 	fn_stop(&fn);
 }
 
+struct stall_arg {
+	struct pohm_net *net;
+	uint64_t deadline;
+};
+
+/* One batch: a lookup the node never answers, until the shared deadline. */
+static void *silent_lookup_thread(void *p)
+{
+	struct stall_arg *a = p;
+	struct pohm_req r, *pr = &r;
+
+	lookup_req(&r, 0, 1, "k");
+	pohm_net_run(a->net, &pr, 1, a->deadline, NULL, NULL);
+	pohm_req_release(&r);
+	return NULL;
+}
+
+/*
+ * Finding 17 (tests/RELIABILITY.md): threads whose requests time out
+ * together on a node that keeps answering other requests during their
+ * wait (a backlog, a loaded host) must not count as "no answer in a row":
+ * the reset failed every request in flight on the connection with EIO.
+ * Here POHM_STALL_LIMIT threads wait 400 ms for key requests the node never
+ * answers, while pings on the same connection are answered for the first
+ * 200 ms; their timeouts come together with no reply between them.
+ */
+TEST(timeouts_on_a_node_that_answers_meanwhile_keep_the_connection)
+{
+	struct fake_node fn;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_node_info ni;
+	struct stall_arg a;
+	pthread_t th[POHM_STALL_LIMIT];
+	uint64_t t0;
+	int i;
+
+	EXPECT_EQ_INT(fn_start(&fn, 1, FN_SILENT_KEYS), 0);
+	cfg_for(&cfg, &fn.port, 1, "1");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	t0 = pohm_sys_mono_ns();
+	a.net = net;
+	a.deadline = t0 + 400 * MS;
+	for (i = 0; i < POHM_STALL_LIMIT; i++)
+		EXPECT_EQ_INT(pthread_create(&th[i], NULL, silent_lookup_thread, &a), 0);
+	while (pohm_sys_mono_ns() < t0 + 200 * MS)
+		EXPECT_EQ_INT(pohm_net_ping_all(net, after(150 * MS)), 1);
+	for (i = 0; i < POHM_STALL_LIMIT; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ_INT(pohm_net_node_info(net, 0, &ni), 0);
+	EXPECT(ni.up);
+	EXPECT(strstr(ni.last_msg, "no answer") == NULL);
+	pohm_net_close(net);
+	pohm_config_free(&cfg);
+	fn_stop(&fn);
+}
+
 TEST(absurd_reply_size_drops_connection)
 {
 	struct fake_node fn;
