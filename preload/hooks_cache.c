@@ -1685,6 +1685,8 @@ static void mount_counters(struct umount *um, struct pohm_stats *cur)
 	struct pohm_net_counts nc;
 
 	memset(cur, 0, sizeof(*cur));
+	if (!um->m.cache)
+		return;		/* a mount whose open failed (a bad configuration) */
 	pohm_cache_get_stats(um->m.cache, &cs);
 	cur->v[POHM_ST_MISSES] = cs.fetches;
 	cur->v[POHM_ST_FETCHED_BYTES] = cs.fetched_bytes;
