@@ -110,3 +110,13 @@ python3 -c 'import subprocess; subprocess.run([\"true\"])'"
 	[ "$(counter pushes)" -eq 1 ]
 	[ "$(counter create)" -eq 1 ]
 }
+
+@test "pushes made by pohmelfsd count in pohmelfs stats" {
+	# The writer exits without closing (os._exit): its file is left for
+	# pohmelfsd, which a write-open starts whatever sync_on_close says.
+	LD_PRELOAD=$PRELOAD python3 -c "
+import os
+f = open('$T/p/k', 'w'); f.write('y' * 100); f.flush(); os._exit(0)"
+	until_true 30 sh -c "[ \"\$(\"$B/pohmelfs\" --json stats | python3 -c \"import json,sys; print(json.load(sys.stdin)['counters']['pushes'])\")\" -ge 1 ]"
+	[ "$(counter bytes_pushed)" -ge 100 ]
+}

@@ -43,6 +43,7 @@
 #include "cachetool.h"
 #include "log.h"
 #include "mount.h"
+#include "stats.h"
 #include "sys.h"
 
 extern char **environ;
@@ -66,6 +67,27 @@ static void on_need(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (mib > need_mib)
 		need_mib = mib;
+}
+
+/*
+ * What this daemon pushed since its last report, added to the cache's total
+ * after each round: `pohmelfs stats` counts every process that used the
+ * cache, and pohmelfsd pushes what writers left (or got to first).
+ */
+static void report_stats(struct pohm_mount *m, struct pohm_cache_stats *last)
+{
+	struct pohm_cache_stats cs;
+	struct pohm_stats st;
+
+	memset(&st, 0, sizeof(st));
+	pohm_cache_get_stats(m->cache, &cs);
+	st.v[POHM_ST_PUSHES] = cs.pushes - last->pushes;
+	st.v[POHM_ST_PUSHED_BYTES] = cs.pushed_bytes - last->pushed_bytes;
+	st.v[POHM_ST_CONFLICTS] = cs.conflicts - last->conflicts;
+	st.v[POHM_ST_RETRIES] = cs.retries - last->retries;
+	*last = cs;
+	if (st.v[POHM_ST_PUSHES] || st.v[POHM_ST_CONFLICTS] || st.v[POHM_ST_RETRIES])
+		pohm_stats_merge(m->cache_dir, &st);
 }
 
 /* One eviction round: the configured bounds, raised by what was asked for. */
@@ -153,6 +175,7 @@ int main(int argc, char **argv)
 	char err[1024], path[4200], pid[32];
 	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
+	struct pohm_cache_stats reported;
 
 	/* A writer's open-for-write lock fds survive its exec when its writing
 	 * fd does (writer.c); one inherited here would keep that inode "open
@@ -252,6 +275,7 @@ int main(int argc, char **argv)
 		  (double)m.sync_timeout_ns / 1e9);
 
 	idle_since = pohm_sys_mono_ns();
+	memset(&reported, 0, sizeof(reported));
 	for (;;) {
 		i = pohm_cache_reconcile(m.cache);
 		if (i < 0)
@@ -269,6 +293,7 @@ int main(int argc, char **argv)
 			pohm_info("pushed %d file%s", r, r == 1 ? "" : "s");
 			idle_since = pohm_sys_mono_ns();
 		}
+		report_stats(&m, &reported);
 		evict_round(&t, &cfg, m.prefix);
 		if (once || stop_requested)
 			break;
