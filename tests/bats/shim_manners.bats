@@ -37,6 +37,24 @@ bug() {
 	[ -n "${REL_RUN_BUGS:-}" ] || skip "BUG: $1"
 }
 
+# classic_signals FILE: FILE as it is, except under a sanitizer build,
+# whose runtime (not the library) sets dispositions of realtime signals
+# (32 and up: under TSan SigIgn differed in signal 33 alone): there the
+# Sig* masks keep signals 1-31 only.
+classic_signals() {
+	if [ -z "${SAN:-}" ]; then
+		cat "$1"
+		return
+	fi
+	python3 -c '
+import sys
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 3 and f[1].startswith("Sig"):
+        line = "%s %s\t%016x\n" % (f[0], f[1], int(f[2], 16) & 0x7fffffff)
+    sys.stdout.write(line)' "$1"
+}
+
 # A file another host put in the storage, for host a to fetch; the same
 # content natively in $T/n.
 other_file() {
@@ -52,7 +70,7 @@ other_file() {
 	grep -qx 'max tasks 1' "$T/native.out"
 	shim a env POHMELFS_LOG_LEVEL=debug timeout 300 "$H/cm_manners" io "$T/a/w" "$T/a/src" 5 \
 		>"$T/shim.out" 2>"$T/shim.err"
-	diff -u "$T/native.out" "$T/shim.out"
+	diff -u <(classic_signals "$T/native.out") <(classic_signals "$T/shim.out")
 	# The files really went through the storage: host b reads them.
 	run shim b timeout 60 cat "$T/b/w/g.4"
 	echo "$output"
