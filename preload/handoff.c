@@ -24,21 +24,6 @@
 
 /* ------------------------------------------------------------ the table as text */
 
-/* Append x in hex; returns the new end (never past lim). */
-static char *put_hex(char *o, char *lim, uint64_t x)
-{
-	char tmp[16];
-	int n = 0;
-
-	do {
-		tmp[n++] = "0123456789abcdef"[x & 15];
-		x >>= 4;
-	} while (x);
-	while (n && o < lim)
-		*o++ = tmp[--n];
-	return o;
-}
-
 /* "POHMELFS_FDTAB=fd:flags:cookie;..." for under-prefix fds that survive exec. */
 static size_t handoff_table(char *buf, size_t size)
 {
@@ -59,11 +44,11 @@ static size_t handoff_table(char *buf, size_t size)
 		fl = syscall(SYS_fcntl, fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
-		o = put_hex(o, lim, (uint64_t)fd);
+		o = pohm_put_hex(o, lim, (uint64_t)fd);
 		*o++ = ':';
-		o = put_hex(o, lim, fi.flags & ~(unsigned)POHM_FD_INHERITED);
+		o = pohm_put_hex(o, lim, fi.flags & ~(unsigned)POHM_FD_INHERITED);
 		*o++ = ':';
-		o = put_hex(o, lim, fi.cookie);
+		o = pohm_put_hex(o, lim, fi.cookie);
 		*o++ = ';';
 	}
 	if (o == mark)

@@ -1,8 +1,9 @@
 /*
  * daemon.c — finding the pohmelfsd that serves a cache directory.  Whether
  * one runs is its lock on cache_dir/pohmelfsd.lock (writer.c), which the
- * kernel drops when it ends; the pid file only names it for a signal
- * (space_fn's SIGUSR1) and for `pohmelfs status`.
+ * kernel drops when it ends; the pid file only names it for `pohmelfs
+ * status` and for a SIGUSR1 sent by hand (requests for room go through its
+ * FIFO pohmelfsd.wake).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -173,6 +173,32 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 	return fd;
 }
 
+/* A free slot of w, or -1 (w->mu held). */
+static int wr_free_slot(const struct cache_writers *w)
+{
+	int i;
+
+	for (i = 0; i < WR_MAX; i++)
+		if (w->e[i].fd < 0)
+			return i;
+	return -1;
+}
+
+/* Slot i now holds the lock fd of inode ino, local (ldev, lino) (w->mu held). */
+static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_t ldev,
+		   uint64_t lino, int keep)
+{
+	struct wr_ent *e = &w->e[i];
+
+	e->ino = ino;
+	e->ldev = ldev;
+	e->lino = lino;
+	e->keep = !!keep;
+	e->mapped = 0;
+	pohm_own_set(&e->fd, fd);
+	w->n++;
+}
+
 int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
 			   int keep_on_exec)
 {
@@ -189,9 +215,8 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 			e->keep = 1;
 		goto out;
 	}
-	for (i = 0; i < WR_MAX && w->e[i].fd >= 0; i++)
-		;
-	if (i == WR_MAX) {
+	i = wr_free_slot(w);
+	if (i < 0) {
 		r = -ENOSPC;
 		goto out;
 	}
@@ -200,14 +225,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 		r = fd;
 		goto out;
 	}
-	e = &w->e[i];
-	e->ino = ino;
-	e->ldev = ldev;
-	e->lino = lino;
-	e->keep = !!keep_on_exec;
-	e->mapped = 0;
-	pohm_own_set(&e->fd, fd);
-	w->n++;
+	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec);
 out:
 	pthread_mutex_unlock(&w->mu);
 	return r;
@@ -227,21 +245,6 @@ void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* Append x in hex at o (at most lim); the new end. */
-static char *put_hex(char *o, char *lim, uint64_t x)
-{
-	char tmp[16];
-	int n = 0;
-
-	do {
-		tmp[n++] = "0123456789abcdef"[x & 15];
-		x >>= 4;
-	} while (x);
-	while (n && o < lim)
-		*o++ = tmp[--n];
-	return o;
-}
-
 size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size)
 {
 	struct cache_writers *w = c->wr;
@@ -252,13 +255,13 @@ size_t pohm_cache_writer_export(struct pohm_cache *c, char *buf, size_t size)
 	for (i = 0; i < WR_MAX && lim - o > 72; i++) {
 		if (w->e[i].fd < 0 || !w->e[i].keep)
 			continue;
-		o = put_hex(o, lim, (uint64_t)w->e[i].fd);
+		o = pohm_put_hex(o, lim, (uint64_t)w->e[i].fd);
 		*o++ = ':';
-		o = put_hex(o, lim, w->e[i].ino);
+		o = pohm_put_hex(o, lim, w->e[i].ino);
 		*o++ = ':';
-		o = put_hex(o, lim, w->e[i].ldev);
+		o = pohm_put_hex(o, lim, w->e[i].ldev);
 		*o++ = ':';
-		o = put_hex(o, lim, w->e[i].lino);
+		o = pohm_put_hex(o, lim, w->e[i].lino);
 		*o++ = ';';
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -278,19 +281,12 @@ int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t
 	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
 		return -EBADF;
 	pthread_mutex_lock(&w->mu);
-	for (i = 0; i < WR_MAX && w->e[i].fd >= 0; i++)
-		;
-	if (wr_find(w, ldev, lino) || i == WR_MAX) {
+	i = wr_free_slot(w);
+	if (wr_find(w, ldev, lino) || i < 0) {
 		r = -EEXIST;
 		goto out;
 	}
-	w->e[i].ino = ino;
-	w->e[i].ldev = ldev;
-	w->e[i].lino = lino;
-	w->e[i].keep = 1;
-	w->e[i].mapped = 0;
-	pohm_own_set(&w->e[i].fd, fd);
-	w->n++;
+	wr_add(w, i, fd, ino, ldev, lino, 1);
 out:
 	pthread_mutex_unlock(&w->mu);
 	return r;

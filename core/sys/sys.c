@@ -347,3 +347,17 @@ int pohm_sys_open_parent(int pfd, const char *rel, const char **name)
 	}
 	return dfd;
 }
+
+char *pohm_put_hex(char *o, char *lim, uint64_t x)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[x & 15];
+		x >>= 4;
+	} while (x);
+	while (n && o < lim)
+		*o++ = tmp[--n];
+	return o;
+}

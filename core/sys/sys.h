@@ -106,4 +106,7 @@ mode_t pohm_sys_umask(void);
  */
 uint64_t pohm_sys_seed(void);
 
+/* Append x in lowercase hex at o, never past lim; the new end (no NUL). */
+char *pohm_put_hex(char *o, char *lim, uint64_t x);
+
 #endif
