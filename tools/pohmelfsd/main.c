@@ -166,13 +166,33 @@ static void nap(uint64_t ns, int wfd)
 		wake_read(wfd);
 }
 
+/* cache_dir/pohmelfsd.pid := our pid, atomically (a temp file renamed over it). */
+static void write_pid_file(const char *cache_dir)
+{
+	char path[4200], tmp[4232], pid[32];
+	int fd, n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", cache_dir);
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		pohm_warn("cannot write %s: %s", tmp, strerror(errno));
+		return;
+	}
+	fchmod(fd, 0600);
+	if ((write(fd, pid, (size_t)n) != n) | (close(fd) != 0) || rename(tmp, path)) {
+		pohm_warn("cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct pohm_config cfg;
 	struct pohm_mount m;
 	struct pohm_ct t;
 	struct sigaction sa;
-	char err[1024], path[4200], pid[32];
+	char err[1024], path[4200];
 	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 	struct pohm_cache_stats reported;
@@ -260,17 +280,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Evicting holds a write lease for a moment: an open by someone else signals SIGIO. */
 	signal(SIGIO, SIG_IGN);
-	/* The pid file last: whoever reads it may signal us at once. */
-	snprintf(path, sizeof(path), "%s/pohmelfsd.pid", m.cache_dir);
-	i = once ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (i >= 0) {
-		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-
-		fchmod(i, 0600);
-		if (write(i, pid, (size_t)n) != n)
-			pohm_warn("cannot write %s", path);
-		close(i);
-	}
+	/* The pid file last: whoever reads it may signal us at once.  Written
+	 * under a temporary name and renamed into place, so that a reader
+	 * (`pohmelfs status`) never sees it empty or half written. */
+	if (!once)
+		write_pid_file(m.cache_dir);
 	pohm_info("pohmelfsd %d: prefix %s, push every %.1f s", (int)getpid(), m.prefix,
 		  (double)m.sync_timeout_ns / 1e9);
 
