@@ -290,6 +290,9 @@ time.sleep(float(sys.argv[3]))' "$T/a-state/p.lock" "$1" "$2"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = x ]
+	# sync_on_close=0: the data reaches the storage with pohmelfsd's next
+	# round; push it now (b read g empty under ASan once, in CI).
+	on a "$B/pohmelfs" sync
 	run on b env LD_PRELOAD="$PRELOAD" cat "$T/b/g"
 	[ "$output" = x ]
 }
