@@ -110,9 +110,18 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 int cache_push_turn_take(struct pohm_cache *c, uint64_t ino);
 void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino);
 /* Complete the local half of renames whose process died between the storage
- * rename and the local one (cachens.c intents; run by reconcile), and drop
- * create marks past their age.  0 or -errno. */
+ * rename and the local one (mvintent.c; run by reconcile), and drop
+ * earlier-format create marks past their age.  0 or -errno. */
 int cache_rename_recover(struct pohm_cache *c);
+/* Before a storage rename of rec's file from -> to: write its intent and
+ * hold this thread's renamer lock.  0, or -errno (no intent written). */
+int cache_intent_write(struct pohm_cache *c, const struct pohm_jrec *rec, const char *from,
+		       const char *to);
+/* After the local rename is recorded: remove ino's intent, release the lock. */
+void cache_intent_drop(struct pohm_cache *c, uint64_t ino);
+/* If p/name (dfd: p/, len: its length) is an earlier-format create mark:
+ * remove it once old enough and return 1; else 0 (cachens.c). */
+int cache_old_mark_expire(int dfd, const char *name, size_t len);
 /* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
 void cache_push_forget(struct pohm_cache *c, uint64_t ino);
 /* Put a fresh stub over rec's local name (its contents are saved elsewhere);

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,14 +118,16 @@ static int create_mark_name(const char *n, size_t len)
 	return 1;
 }
 
-/* Remove the earlier-format mark p/name (dfd: p/) once it is CREATE_MARK_NS old. */
-static void create_mark_expire(int dfd, const char *name)
+int cache_old_mark_expire(int dfd, const char *name, size_t len)
 {
 	struct stat st;
 
+	if (!create_mark_name(name, len))
+		return 0;
 	if (!pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
 	    !create_mark_young(&st))
 		pohm_sys_unlinkat(dfd, name, 0);
+	return 1;
 }
 
 int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
@@ -718,247 +719,6 @@ static void two_close(struct two_paths *t)
 		pohm_sys_close(t->tfd);
 }
 
-/*
- * A rename's intent (tests/RELIABILITY.md finding 5).  The storage rename and
- * the local one are two steps; a process killed between them left the old
- * local name, unknown to the journal after the next listing, beside the new
- * stored name.  So before the storage rename, cache_dir/p/INO.mv says who
- * renames which local file: a line "pid tid ldev lino dversion lsize
- * lctime.sec lctime.nsec recorded_ns" (the journal's local state of it),
- * then from and to, each ended by a NUL.  It goes once the local rename is
- * recorded; cache_rename_recover completes the intents of renamers that died.
- */
-struct mv_intent {
-	long pid, tid;
-	uint64_t ino, ldev, lino, dversion, lsize, recorded_ns;
-	struct pohm_ts lctime;
-	char from[4096], to[4096];
-};
-
-static void intent_name(uint64_t ino, char *out, size_t len)
-{
-	snprintf(out, len, "p/%llx.mv", (unsigned long long)ino);
-}
-
-/* Record the intent to rename the local copy of rec (from -> to).  0 or -errno. */
-static int intent_write(struct pohm_cache *c, const struct pohm_jrec *rec, const char *from,
-			const char *to)
-{
-	char name[64], tmp[128], head[256];
-	int fd, r, n, again = 1;
-
-	intent_name(rec->ino, name, sizeof(name));
-	snprintf(tmp, sizeof(tmp), "p/.%llx.mv.%d.%ld", (unsigned long long)rec->ino,
-		 (int)pohm_sys_getpid(), (long)syscall(SYS_gettid));
-	n = snprintf(head, sizeof(head), "%d %ld %llx %llx %llx %llx %lld %u %llx\n",
-		     (int)pohm_sys_getpid(), (long)syscall(SYS_gettid),
-		     (unsigned long long)rec->ldev, (unsigned long long)rec->lino,
-		     (unsigned long long)rec->dversion, (unsigned long long)rec->lsize,
-		     (long long)rec->lctime.sec, rec->lctime.nsec,
-		     (unsigned long long)rec->recorded_ns);
-retry:
-	fd = pohm_sys_openat(c->j.dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-	if (fd == -ENOENT && again) {
-		again = 0;	/* the first intent of this cache */
-		r = pohm_sys_mkdirat(c->j.dirfd, "p", 0700);
-		if (!r || r == -EEXIST)
-			goto retry;
-	}
-	if (fd < 0)
-		return fd;
-	r = (int)pohm_sys_write_full(fd, head, (size_t)n);
-	if (r >= 0)
-		r = (int)pohm_sys_write_full(fd, from, strlen(from) + 1);
-	if (r >= 0)
-		r = (int)pohm_sys_write_full(fd, to, strlen(to) + 1);
-	pohm_sys_close(fd);
-	if (r >= 0)
-		r = pohm_sys_renameat(c->j.dirfd, tmp, c->j.dirfd, name);
-	if (r < 0) {
-		pohm_sys_unlinkat(c->j.dirfd, tmp, 0);
-		return r;
-	}
-	return 0;
-}
-
-static void intent_drop(struct pohm_cache *c, uint64_t ino)
-{
-	char name[64];
-
-	intent_name(ino, name, sizeof(name));
-	pohm_sys_unlinkat(c->j.dirfd, name, 0);
-}
-
-/* Read the intent file p/NAME.  0 or -errno (-EINVAL: malformed). */
-static int intent_read(struct pohm_cache *c, const char *name, struct mv_intent *mi)
-{
-	char path[320], buf[256 + 2 * 4096 + 2], *nl, *to, *end;
-	unsigned long long ldev, lino, dv, lsize, rns;
-	long long sec;
-	unsigned nsec;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "p/%s", name);
-	fd = pohm_sys_openat(c->j.dirfd, path, O_RDONLY | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
-	n = pohm_sys_read_full(fd, buf, sizeof(buf) - 1);
-	pohm_sys_close(fd);
-	if (n < 0)
-		return (int)n;
-	buf[n] = '\0';
-	end = buf + n;
-	nl = memchr(buf, '\n', (size_t)n);
-	if (!nl || sscanf(buf, "%ld %ld %llx %llx %llx %llx %lld %u %llx", &mi->pid, &mi->tid,
-			  &ldev, &lino, &dv, &lsize, &sec, &nsec, &rns) != 9)
-		return -EINVAL;
-	to = memchr(nl + 1, '\0', (size_t)(end - nl - 1));
-	if (!to || to + 1 >= end || !memchr(to + 1, '\0', (size_t)(end - to - 1)) ||
-	    strlen(nl + 1) >= sizeof(mi->from) || strlen(to + 1) >= sizeof(mi->to))
-		return -EINVAL;
-	mi->ino = strtoull(name, NULL, 16);
-	mi->ldev = ldev;
-	mi->lino = lino;
-	mi->dversion = dv;
-	mi->lsize = lsize;
-	mi->recorded_ns = rns;
-	mi->lctime.sec = sec;
-	mi->lctime.nsec = nsec;
-	strcpy(mi->from, nl + 1);
-	strcpy(mi->to, to + 1);
-	return 0;
-}
-
-/* May the local name dfd/name (tst) be replaced by the renamed file?  Yes if
- * the journal knows it: a stub or copy the listing made of the new name, or
- * the old target the rename replaces.  An unknown file stays. */
-static int replaceable(struct pohm_cache *c, const struct stat *tst, const struct stat *fst)
-{
-	uint64_t known;
-
-	if (S_ISDIR(tst->st_mode))
-		return S_ISDIR(fst->st_mode);	/* the kernel's rename refuses a non-empty one */
-	return !pohm_journal_lookup_local(&c->j, (uint64_t)tst->st_dev, (uint64_t)tst->st_ino,
-					  &known);
-}
-
-/* Finish the local half of the rename mi, whose storage half is done. */
-static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
-{
-	const char *fname, *tname;
-	struct pohm_jrec rec;
-	struct stat fst, tst;
-	uint64_t sino, tdino;
-	int ffd, tfd = -1, r;
-
-	ffd = pohm_sys_open_parent(c->pfd, mi->from, &fname);
-	if (ffd < 0)
-		return 0;	/* the old name's directory is gone: nothing left to move */
-	r = pohm_sys_fstatat(ffd, fname, &fst, AT_SYMLINK_NOFOLLOW);
-	if (r || (uint64_t)fst.st_ino != mi->lino || (uint64_t)fst.st_dev != mi->ldev) {
-		r = 0;		/* moved already, or another file now */
-		goto out;
-	}
-	if (pohm_ns_resolve(c->ns, mi->to, 0, &sino) || sino != mi->ino) {
-		r = 0;		/* the storage rename did not happen: the old name is right */
-		goto out;
-	}
-	r = cache_walk_parent(c, mi->to, &tfd, &tdino, &tname);
-	if (r)
-		goto out;
-	if (!pohm_sys_fstatat(tfd, tname, &tst, AT_SYMLINK_NOFOLLOW) &&
-	    !replaceable(c, &tst, &fst)) {
-		pohm_warn("%s: renamed to %s in the storage by a process that died, but %s is "
-			  "taken here by an unknown file: both stay", mi->from, mi->to, mi->to);
-		r = 0;
-		goto out;
-	}
-	r = pohm_sys_renameat(ffd, fname, tfd, tname);
-	if (r)
-		goto out;
-	if (!pohm_journal_get(&c->j, mi->ino, &rec)) {
-		if (rec.lino != mi->lino || rec.ldev != mi->ldev) {
-			/* A listing made the new name meanwhile: the record is the renamed
-			 * file's again, as the journal knew it before the rename. */
-			if (rec.dversion != mi->dversion) {
-				free(rec.csum);
-				rec.csum = NULL;
-				rec.nchunks = 0;	/* unknown base: every chunk is pushed */
-			}
-			rec.ldev = mi->ldev;
-			rec.lino = mi->lino;
-			rec.dversion = mi->dversion;
-			rec.lsize = mi->lsize;
-			rec.lctime = mi->lctime;
-			rec.recorded_ns = mi->recorded_ns;
-			rec.flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
-		}
-		snprintf(rec.hint, sizeof(rec.hint), "%s", mi->to);
-		r = pohm_journal_put(&c->j, &rec);
-		pohm_jrec_clear(&rec);
-	}
-	cache_unmark(c, mi->ino);
-	pohm_info("%s: the rename to %s, cut short by the death of its process, is completed",
-		  mi->from, mi->to);
-out:
-	if (tfd >= 0)
-		pohm_sys_close(tfd);
-	pohm_sys_close(ffd);
-	return r;
-}
-
-int cache_rename_recover(struct pohm_cache *c)
-{
-	char buf[4096];
-	long n;
-	int dfd, r = 0;
-
-	dfd = pohm_sys_openat(c->j.dirfd, "p", O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return dfd == -ENOENT ? 0 : dfd;
-	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
-		long off = 0;
-
-		while (off < n) {
-			struct dirent64 *de = (struct dirent64 *)(buf + off);
-			size_t len = strlen(de->d_name);
-			struct mv_intent *mi;
-			int e;
-
-			off += de->d_reclen;
-			if (create_mark_name(de->d_name, len)) {
-				create_mark_expire(dfd, de->d_name);
-				continue;
-			}
-			if (de->d_name[0] == '.' || len < 4 || strcmp(de->d_name + len - 3, ".mv"))
-				continue;
-			mi = malloc(sizeof(*mi));
-			if (!mi)
-				return -ENOMEM;
-			e = intent_read(c, de->d_name, mi);
-			if (!e && syscall(SYS_tgkill, (pid_t)mi->pid, (pid_t)mi->tid, 0) &&
-			    errno == ESRCH) {
-				e = intent_complete(c, mi);
-				if (!e)
-					intent_drop(c, mi->ino);
-			} else if (e == -EINVAL) {
-				char bad[320];
-
-				pohm_warn("p/%s: a malformed rename intent, removed", de->d_name);
-				snprintf(bad, sizeof(bad), "p/%s", de->d_name);
-				pohm_sys_unlinkat(c->j.dirfd, bad, 0);
-				e = 0;
-			}
-			free(mi);
-			if (e && e != -ENOENT)
-				r = e;
-		}
-	}
-	pohm_sys_close(dfd);
-	return r;
-}
-
 int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, unsigned flags)
 {
 	struct two_paths t;
@@ -984,7 +744,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 
 		/* A kill between the two halves is completed later from this intent. */
 		if (!pohm_journal_get(&c->j, ino, &rec)) {
-			intent = !intent_write(c, &rec, from, to);
+			intent = !cache_intent_write(c, &rec, from, to);
 			pohm_jrec_clear(&rec);
 		}
 	}
@@ -1021,7 +781,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	}
 out:
 	if (intent)
-		intent_drop(c, ino);
+		cache_intent_drop(c, ino);
 	two_close(&t);
 	return r;
 }

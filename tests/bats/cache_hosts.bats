@@ -250,7 +250,8 @@ time.sleep(float(sys.argv[3]))' "$T/a-state/p.lock" "$1" "$2"
 	run env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" \
 		POHMELFS_HOST_ID=a "$CTL" mv f g
 	[ "$status" -eq 137 ]
-	[ -e "$T/a/f" ] && [ ! -e "$T/a/g" ]
+	[ -e "$T/a/f" ]
+	[ ! -e "$T/a/g" ]
 	[ -f "$T/a-state/p/$ino.mv" ]
 	# The next listing makes g from the storage (a stub) before anything else.
 	on a "$CTL" ls ""
@@ -280,6 +281,41 @@ time.sleep(float(sys.argv[3]))' "$T/a-state/p.lock" "$1" "$2"
 	on b "$CTL" get g
 	[ "$(cat "$T/b/g")" = "data" ]
 	[ ! -e "$T/b/.pohmelfs-conflicts" ]
+}
+
+@test "a rename intent lives by its renamer's lock, not its pid: a live pid keeps nothing, a held lock keeps it" {
+	local ino
+	on a "$CTL" write f "data"
+	ino=$(on a "$CTL" stat f | cut -d' ' -f1)
+	run env POHMELFS_TEST_KILL_IN_RENAME=1 POHMELFS_PREFIX="$T/a" POHMELFS_CACHE_DIR="$T/a-state" \
+		POHMELFS_HOST_ID=a "$CTL" mv f g
+	[ "$status" -eq 137 ]
+	[ -f "$T/a-state/p/$ino.mv" ]
+	# Pid reuse: the dead renamer's pid and tid now name a live thread (this
+	# shell's).  Decision 0016: that must not keep the intent pending.
+	sed -i "1s/^[0-9]* [0-9]* /$$ $$ /" "$T/a-state/p/$ino.mv"
+	# A renamer that lives: another process holds ino's byte of m.lock.
+	python3 - "$T/a-state/m.lock" "$ino" "$T/locked" "$T/release" <<'PY' &
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+start = int(sys.argv[2], 16) & 0x3fffffffffffffff
+fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, start, 1, 0))
+open(sys.argv[3], "w").close()
+t0 = time.time()
+while not os.path.exists(sys.argv[4]) and time.time() - t0 < 60:
+    time.sleep(0.05)
+PY
+	for i in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.05; done
+	[ -e "$T/locked" ]
+	on a "$B/pohmelfs" sync
+	[ -e "$T/a/f" ]		# left to its live renamer
+	[ -f "$T/a-state/p/$ino.mv" ]
+	touch "$T/release"
+	wait
+	on a "$B/pohmelfs" sync
+	[ ! -e "$T/a/f" ]
+	[ ! -e "$T/a-state/p/$ino.mv" ]
+	[ "$(cat "$T/a/g")" = "data" ]
 }
 
 @test "the crash-test hooks are in the test programs only: a rename under the shim ignores them" {
