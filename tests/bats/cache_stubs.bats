@@ -99,7 +99,8 @@ refuses() {
 	on b test -x "$T/b/d/x"
 	[ "$(on b find "$T/b/d" -type f | sort)" = "$(printf '%s\n%s' "$T/b/d/f" "$T/b/d/x")" ]
 	[ -z "$(on b find "$T/b/d" -type s)" ]
-	[ -S "$T/b/d/f" ] && [ -S "$T/b/d/x" ]
+	[ -S "$T/b/d/f" ]
+	[ -S "$T/b/d/x" ]
 	# A read and an exec fetch.
 	[ "$(on b cat "$T/b/d/f")" = "stored data" ]
 	[ "$(on b "$T/b/d/x")" = ran ]
@@ -112,7 +113,8 @@ refuses() {
 	on b ls "$T/b" >/dev/null
 	[ -S "$T/b/f" ]
 	on b mv "$T/b/f" "$T/b/g"
-	[ -S "$T/b/g" ] && [ ! -e "$T/b/f" ]
+	[ -S "$T/b/g" ]
+	[ ! -e "$T/b/f" ]
 	on b ln "$T/b/g" "$T/b/h"
 	[ "$(on b stat -c '%F %h %s' "$T/b/h")" = "regular file 2 12" ]
 	[ "$(on b cat "$T/b/h")" = "stored data" ]
@@ -133,7 +135,8 @@ refuses() {
 	on a sh -c "echo 'stored data' > '$T/a/f' && echo 'no xattrs' > '$T/a/p'"
 	on a python3 -c "import os; os.setxattr('$T/a/f', 'user.k', b'v')"
 	on b ls "$T/b" >/dev/null
-	[ -S "$T/b/f" ] && [ -S "$T/b/p" ]
+	[ -S "$T/b/f" ]
+	[ -S "$T/b/p" ]
 	# ls -l asks for ACLs and SELinux labels: no fetch.
 	on b ls -l "$T/b" >/dev/null
 	[ "$(on b python3 -c "import os; print(os.listxattr('$T/b/p'))")" = "[]" ]

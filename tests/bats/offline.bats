@@ -102,7 +102,9 @@ no_net_errno() {
 	done
 	# Nothing changed locally either.
 	[ "$(cat "$T/a/d/f")" = hello ]
-	[ -e "$T/a/g" ] && [ ! -e "$T/a/d/f.moved" ] && [ ! -e "$T/a/d.new" ]
+	[ -e "$T/a/g" ]
+	[ ! -e "$T/a/d/f.moved" ]
+	[ ! -e "$T/a/d.new" ]
 	# One warning, at most, per process; never the root failure.
 	run shim a sh -c "cat '$T/a/d/f' '$T/a/g' '$T/a/d/f'"
 	[ "$status" -eq 0 ]

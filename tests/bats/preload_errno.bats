@@ -50,7 +50,10 @@ except OSError as e:
 	[ "$(pyerr rename "$P/f" "$T/out/f2")" = EXDEV ]
 	[ "$(pyerr rename "$T/out/g" "$P/g2")" = EXDEV ]
 	[ "$(pyerr replace "$P/f" "$T/out/g")" = EXDEV ]
-	[ -f "$P/f" ] && [ -f "$T/out/g" ] && [ ! -e "$T/out/f2" ] && [ ! -e "$P/g2" ]
+	[ -f "$P/f" ]
+	[ -f "$T/out/g" ]
+	[ ! -e "$T/out/f2" ]
+	[ ! -e "$P/g2" ]
 	# inside the prefix and outside it, rename works as usual
 	[ "$(pyerr rename "$P/f" "$P/f3")" = OK ]
 	[ "$(pyerr rename "$T/out/g" "$T/out/g3")" = OK ]
@@ -68,7 +71,8 @@ except OSError as e:
 	[ "$(pyerr link "$P/f" "$T/out/g")" = EEXIST ]
 	[ "$(pyerr link "$P/f" "$T/out/new")" = EXDEV ]
 	[ "$(pyerr link "$T/out/g" "$P/new")" = EXDEV ]
-	[ ! -e "$T/out/new" ] && [ ! -e "$P/new" ]
+	[ ! -e "$T/out/new" ]
+	[ ! -e "$P/new" ]
 }
 
 @test "the EXDEV emulation matches a real cross-device rename and link" {
@@ -98,13 +102,16 @@ except OSError as e:
 	mkdir -p "$P/dir/sub"; echo one >"$P/dir/sub/a"; echo two >"$P/file"
 	run shim mv "$P/file" "$T/out/file"
 	[ "$status" -eq 0 ]
-	[ "$(cat "$T/out/file")" = two ] && [ ! -e "$P/file" ]
+	[ "$(cat "$T/out/file")" = two ]
+	[ ! -e "$P/file" ]
 	run shim mv "$P/dir" "$T/out/dir"
 	[ "$status" -eq 0 ]
-	[ "$(cat "$T/out/dir/sub/a")" = one ] && [ ! -e "$P/dir" ]
+	[ "$(cat "$T/out/dir/sub/a")" = one ]
+	[ ! -e "$P/dir" ]
 	run shim mv "$T/out/dir" "$P/back"
 	[ "$status" -eq 0 ]
-	[ "$(cat "$P/back/sub/a")" = one ] && [ ! -e "$T/out/dir" ]
+	[ "$(cat "$P/back/sub/a")" = one ]
+	[ ! -e "$T/out/dir" ]
 	run shim cp -l "$P/back/sub/a" "$T/out/hard"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"cross-device"* ]]

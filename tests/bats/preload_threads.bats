@@ -57,7 +57,9 @@ line_no() {
 	probe=$(line_no "$PROBE")
 	running=$(line_no "thread: running")
 	# Without the wrapper the probe comes after "main: joined", at the open.
-	[ "$before" -gt 0 ] && [ "$probe" -gt "$before" ] && [ "$running" -gt "$probe" ]
+	[ "$before" -gt 0 ]
+	[ "$probe" -gt "$before" ]
+	[ "$running" -gt "$probe" ]
 	# once: the open under the prefix found it initialised
 	[ "$(grep -cF "$PROBE" <<<"$output")" -eq 1 ]
 }
@@ -72,7 +74,9 @@ line_no() {
 	running=$(line_no "thread: running")
 	# glibc's thrd_create calls its internal pthread_create, not the
 	# library's: without its own wrapper the probe comes at the open.
-	[ "$before" -gt 0 ] && [ "$probe" -gt "$before" ] && [ "$running" -gt "$probe" ]
+	[ "$before" -gt 0 ]
+	[ "$probe" -gt "$before" ]
+	[ "$running" -gt "$probe" ]
 	[ "$(grep -cF "$PROBE" <<<"$output")" -eq 1 ]
 	[[ "$output" != *"errno changed"* ]]
 }
@@ -85,7 +89,8 @@ line_no() {
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "$PROBE" ]
 	run shim env MALLOC_CONF=pohm_thread_probe:1 /bin/true
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 }
 
 @test "with no prefix configured pthread_create allocates nothing" {

@@ -35,7 +35,8 @@ setup() {
 	# shim starts none, so nothing pushes behind the test's back.
 	mkdir -p "$T/lib" "$T/a" "$T/v" "$T/w"
 	cp "$LIB" "$T/lib/libpohmelfs.so"
-	[ ! -e "$T/lib/pohmelfsd" ] && [ ! -e "$T/bin/pohmelfsd" ]
+	[ ! -e "$T/lib/pohmelfsd" ]
+	[ ! -e "$T/bin/pohmelfsd" ]
 	BPRELOAD=${PRELOAD/"$LIB"/"$T/lib/libpohmelfs.so"}
 	WRITER=
 }
@@ -123,7 +124,8 @@ EOF
 		printf -v "LOCAL_$n" %s "$(md5 "$T/a/d/$n")"
 	done
 	echo "# the writer was killed with $(wc -l <"$T/a/d/t") lines in d/t" >&3
-	[ "$(cat "$T/a/d/d1")" = "v2 d1" ] && [ "$(wc -l <"$T/a/d/t")" -gt 1 ]
+	[ "$(cat "$T/a/d/d1")" = "v2 d1" ]
+	[ "$(wc -l <"$T/a/d/t")" -gt 1 ]
 	# Nothing of it reached the storage: a fresh cache still reads the
 	# committed versions (n1 was created empty by its open; the data is not there).
 	run files w d
@@ -161,7 +163,8 @@ after_unclean_shutdown() {
 	run files a d boot-2
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(committed)" ]
-	[ "$(cat "$T/a/d/c1")" = "v1 c1" ] && [ "$(cat "$T/a/d/same")" = "v1 same" ]
+	[ "$(cat "$T/a/d/c1")" = "v1 c1" ]
+	[ "$(cat "$T/a/d/same")" = "v1 same" ]
 	# pohmelfs status names the copies; a second sync has nothing to do.
 	run tool boot-2 "$B/pohmelfs" status
 	[ "$status" -eq 0 ]
@@ -170,7 +173,8 @@ after_unclean_shutdown() {
 	done
 	run tool boot-2 "$B/pohmelfs" sync
 	[ "$status" -eq 0 ]
-	[[ $output == *"pushed 0 files"* ]] && [[ $output != *conflict* ]]
+	[[ $output == *"pushed 0 files"* ]]
+	[[ $output != *conflict* ]]
 }
 
 @test "unclean shutdown (boot id changed): pohmelfs sync keeps every dirty file as a conflict copy and pushes none" {
@@ -191,7 +195,8 @@ after_unclean_shutdown() {
 	# A program of the new boot that only reads a clean file: it opens the
 	# cache first, so it marks; it must push nothing itself.
 	run on a boot-2 cat d/c1
-	[ "$status" -eq 0 ] && [ "$output" = "v1 c1" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "v1 c1" ]
 	rm -rf "$T/v" "$T/v-state" && mkdir "$T/v"
 	run files v d
 	[ "$output" = "$(committed)" ]

@@ -383,7 +383,8 @@ lnk 1003 1004" ]
 	echo "$output"
 	[ "$status" -eq 0 ]
 	avail=$(echo "$output" | awk 'NR == 2 { print $4 }')
-	[ "$avail" -gt 0 ] && [ "$avail" -le $((native_avail + margin)) ]
+	[ "$avail" -gt 0 ]
+	[ "$avail" -le $((native_avail + margin)) ]
 }
 
 @test "errno of failing calls with the storage on equals the native errno (the writing host and a fresh host)" {

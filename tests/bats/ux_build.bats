@@ -62,7 +62,9 @@ mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" "$@"; }
 	# The archive was made after the install had finished.
 	inst=$(grep -n 'fake install done' <<<"$output" | cut -d: -f1)
 	arch=$(grep -n 'ar rcs' <<<"$output" | head -n 1 | cut -d: -f1)
-	[ -n "$inst" ] && [ -n "$arch" ] && [ "$inst" -lt "$arch" ]
+	[ -n "$inst" ]
+	[ -n "$arch" ]
+	[ "$inst" -lt "$arch" ]
 }
 
 @test "a library without its private jemalloc stops the build, naming the package" {
@@ -104,7 +106,8 @@ mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" "$@"; }
 	run mk -s -o all install DESTDIR="$d" PREFIX=/usr B="$B" ${SAN:+SAN=$SAN}
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[ -f "$d/usr/lib/libpohmelfs.so" ] && [ -x "$d/usr/bin/pohmelfs" ]
+	[ -f "$d/usr/lib/libpohmelfs.so" ]
+	[ -x "$d/usr/bin/pohmelfs" ]
 	[ ! -e "$d/usr/sbin" ]
 	empty=$(find "$d" -type d -empty)
 	[ -z "$empty" ] || { echo "empty: $empty"; false; }

@@ -122,7 +122,8 @@ json() {
 	run on z "$P" --json status
 	[ "$status" -eq 0 ]
 	[ "$(json 'd["cache"]["exists"]')" = "False" ]
-	[ ! -e "$T/z" ] && [ ! -e "$T/z-state" ]	# status creates nothing
+	[ ! -e "$T/z" ]	# status creates nothing
+	[ ! -e "$T/z-state" ]
 	run on z "$P" status
 	[[ $output == *"cache (prefix $T/z):"*"none: cache_dir=$T/z-state: no cache yet"* ]]
 }
