@@ -211,6 +211,14 @@ $(B)/pohmelfs-cluster: tools/pohmelfs-cluster
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
+# Unit tests of the node (tests/unit/test_node_*.c) also link its objects
+# (all but main.o).
+NODE_LIB_OBJ := $(filter-out $(B)/obj/node/main.o,$(NODE_OBJ))
+$(B)/tests/test_node_%: $(B)/obj/tests/unit/test_node_%.o $(NODE_LIB_OBJ) $(TEST_SWITCH_O) $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(NODE_LIB_OBJ) $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)
+$(B)/obj/tests/unit/test_node_%.o: CPPFLAGS += -Inode
+
 $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)

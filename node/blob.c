@@ -47,19 +47,29 @@ void blob_hdr_encode(uint8_t *out, const struct blob_hdr *h)
 }
 
 /* See blob.h. */
-int blob_hdr_decode(struct blob_hdr *h, const uint8_t *in)
+int blob_hdr_decode(struct blob_hdr *h, const uint8_t *in, size_t n)
 {
-	if (memcmp(in, BLOB_MAGIC, 8) || pohm_le32(in + 8) != 1 || pohm_le32(in + 12) != BLOB_HDR ||
-	    pohm_le32(in + 188) != node_crc32c(0, in, 188))
+	struct pohm_rd r = pohm_rd_make(in, n);
+	const uint8_t *magic = pohm_rd_take(&r, 8), *id;
+	uint32_t version = pohm_rd_u32(&r), hsize = pohm_rd_u32(&r);
+
+	memset(h, 0, sizeof(*h));
+	h->flags = pohm_rd_u64(&r);
+	h->size = pohm_rd_u64(&r);
+	h->tsec = pohm_rd_u64(&r);
+	h->tnsec = pohm_rd_u64(&r);
+	h->user_flags = pohm_rd_u64(&r);
+	pohm_rd_take(&r, 8);			/* 56 reserved */
+	h->chunk = pohm_rd_u32(&r);
+	pohm_rd_take(&r, 4);			/* 68 reserved */
+	h->disk_size = pohm_rd_u64(&r);
+	pohm_rd_take(&r, 8);			/* 80 reserved */
+	id = pohm_rd_take(&r, POHM_ID_SIZE);
+	pohm_rd_take(&r, 188 - 152);		/* 152 reserved */
+	if (r.err || memcmp(magic, BLOB_MAGIC, 8) || version != 1 || hsize != BLOB_HDR ||
+	    pohm_rd_u32(&r) != node_crc32c(0, in, 188) || r.err)
 		return -EILSEQ;
-	h->flags = pohm_le64(in + 16);
-	h->size = pohm_le64(in + 24);
-	h->tsec = pohm_le64(in + 32);
-	h->tnsec = pohm_le64(in + 40);
-	h->user_flags = pohm_le64(in + 48);
-	h->chunk = pohm_le32(in + 64);
-	h->disk_size = pohm_le64(in + 72);
-	memcpy(h->id, in + 88, POHM_ID_SIZE);
+	memcpy(h->id, id, POHM_ID_SIZE);
 	if (!h->chunk || h->size > (1ULL << 40) ||
 	    h->disk_size != blob_disk_size(h->size, h->chunk))
 		return -EILSEQ;
@@ -174,7 +184,7 @@ static int64_t resync(int fd, uint64_t from, uint64_t flen)
 		if (got < BLOB_HDR)
 			break;
 		for (i = 0; i + BLOB_HDR <= (uint64_t)got && i < RESYNC_WIN; i += 8) {
-			if (memcmp(buf + i, BLOB_MAGIC, 8) || blob_hdr_decode(&h, buf + i))
+			if (memcmp(buf + i, BLOB_MAGIC, 8) || blob_hdr_decode(&h, buf + i, BLOB_HDR))
 				continue;
 			if (pos + i + h.disk_size <= flen) {
 				found = (int64_t)(pos + i);
@@ -209,7 +219,7 @@ int blob_scan(struct blob_set *b, unsigned n,
 
 		if (got < 0)
 			return (int)got;
-		if (got == BLOB_HDR && !blob_hdr_decode(&h, raw) && off + h.disk_size <= flen) {
+		if (!blob_hdr_decode(&h, raw, (size_t)got) && off + h.disk_size <= flen) {
 			ret = fn(arg, n, off, &h);
 			if (ret)
 				return ret;

@@ -22,6 +22,7 @@
 #define POHM_NODE_BLOB_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proto.h"
@@ -43,8 +44,11 @@ uint64_t blob_disk_size(uint64_t size, uint32_t chunk);
 /* Encode h into 192 bytes (the CRC last). */
 void blob_hdr_encode(uint8_t *out, const struct blob_hdr *h);
 
-/* Decode and check 192 bytes; 0 or -EILSEQ. */
-int blob_hdr_decode(struct blob_hdr *h, const uint8_t *in);
+/*
+ * Decode and check the first 192 of n bytes (a pohm_rd cursor: nothing is
+ * read past in + n); 0 or -EILSEQ (also when n < 192).
+ */
+int blob_hdr_decode(struct blob_hdr *h, const uint8_t *in, size_t n);
 
 /* One blob file. */
 struct blob_file {

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reqbody.h"
 #include "sha512.h"
 #include "store.h"
 #include "sys.h"
@@ -569,6 +570,8 @@ out:
 /* Send a command with an optional payload from stdin; print every reply until the last. */
 static int cmd_generic(struct cl *c, int32_t cmd, const uint8_t *payload, size_t len)
 {
+	struct node_status_body st;
+	struct node_iter_resp it;
 	struct pohm_cmd h, r;
 	uint8_t *p = NULL;
 	int ex;
@@ -584,18 +587,16 @@ static int cmd_generic(struct cl *c, int32_t cmd, const uint8_t *payload, size_t
 		if (r.trans == h.trans) {
 			printf("reply cmd=%d status=%d flags=0x%" PRIx64 " size=%" PRIu64 "\n", r.cmd,
 			       r.status, r.flags, r.size);
-			if (cmd == POHM_CMD_STATUS && r.size == POHM_NODE_STATUS_SIZE)
-				printf("nflags=%d status_flags=%d log_level=%u\n",
-				       (int32_t)pohm_le32(p), (int32_t)pohm_le32(p + 4),
-				       pohm_le32(p + 8));
-			if (cmd == POHM_CMD_ITERATOR && r.size >= 140) {
+			if (cmd == POHM_CMD_STATUS && !node_status_body_decode(&st, p, (size_t)r.size))
+				printf("nflags=%d status_flags=%d log_level=%u\n", st.nflags,
+				       st.status_flags, st.log_level);
+			if (cmd == POHM_CMD_ITERATOR && !node_iter_resp_decode(&it, p, (size_t)r.size)) {
 				printf("key ");
-				print_hex(stdout, p + 8, POHM_ID_SIZE);
+				print_hex(stdout, it.id, POHM_ID_SIZE);
 				printf(" status=%d size=%" PRIu64 " ts=%" PRIu64 " iterated=%" PRIu64
 				       " total=%" PRIu64 " data=%" PRIu64 "\n",
-				       (int32_t)pohm_le32(p + 72), pohm_le64(p + 100),
-				       pohm_le64(p + 76), pohm_le64(p + 108), pohm_le64(p + 116),
-				       r.size - 140);
+				       it.status, it.size, it.ts.tsec, it.iterated, it.total,
+				       r.size - NODE_ITER_RESP_SIZE);
 			}
 			if (!(r.flags & POHM_FLAG_MORE)) {
 				free(p);
@@ -912,7 +913,7 @@ int node_client_main(int argc, char **argv)
 	} else if (!strcmp(cmd, "ping")) {
 		ex = cmd_generic(c, POHM_CMD_BACKEND_STATUS, NULL, 0);
 	} else if (!strcmp(cmd, "iterate")) {
-		uint8_t rq[104];
+		uint8_t rq[NODE_ITER_REQ_SIZE];
 
 		memset(rq, 0, sizeof(rq));
 		pohm_st32(rq + 8, 1);			/* start */

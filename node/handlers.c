@@ -24,15 +24,13 @@
 
 #include "fault.h"
 #include "log.h"
+#include "reqbody.h"
 #include "ring.h"
 #include "sha512.h"
 #include "store.h"
 
 #define NODE_VERSION_PATCH_30	0
 #define NODE_VERSION_BUILD_30	1
-#define ITER_REQ_SIZE		104
-#define ITER_RANGE_SIZE		128
-#define ITER_RESP_SIZE		140
 #define ITER_FLAG_DATA		1u
 #define ITER_FLAG_KEY_RANGE	2u
 #define ITER_FLAG_TS_RANGE	4u
@@ -288,26 +286,22 @@ static void h_status(struct node *n, struct node_req *r)
 {
 	uint8_t st[POHM_NODE_STATUS_SIZE];
 	struct iovec iov = { st, sizeof(st) };
-	int32_t nflags, sflags;
-	uint32_t level;
+	struct node_status_body b;
 	uint64_t flags = reply_flags(&r->cmd);
 
-	if (r->len != POHM_NODE_STATUS_SIZE) {
+	if (node_status_body_decode(&b, r->payload, r->len)) {
 		ack_if(r, -EINVAL);
 		return;
 	}
-	nflags = (int32_t)pohm_le32(r->payload);
-	sflags = (int32_t)pohm_le32(r->payload + 4);
-	level = pohm_le32(r->payload + 8);
-	if (nflags != -1)
-		__atomic_store_n(&n->nflags, nflags, __ATOMIC_RELAXED);
-	if (sflags != -1) {
-		__atomic_store_n(&n->read_only, (sflags & 2) ? 1 : 0, __ATOMIC_RELAXED);
-		if (sflags & 1)
+	if (b.nflags != -1)
+		__atomic_store_n(&n->nflags, b.nflags, __ATOMIC_RELAXED);
+	if (b.status_flags != -1) {
+		__atomic_store_n(&n->read_only, (b.status_flags & 2) ? 1 : 0, __ATOMIC_RELAXED);
+		if (b.status_flags & 1)
 			pohm_warn("status: EXIT requested by a client: ignored");
 	}
-	if (level != 0xFFFFFFFFu)
-		__atomic_store_n(&n->log_level, level, __ATOMIC_RELAXED);
+	if (b.log_level != 0xFFFFFFFFu)
+		__atomic_store_n(&n->log_level, b.log_level, __ATOMIC_RELAXED);
 	pohm_st32(st, (uint32_t)__atomic_load_n(&n->nflags, __ATOMIC_RELAXED));
 	pohm_st32(st + 4, __atomic_load_n(&n->read_only, __ATOMIC_RELAXED) ? 2u : 0u);
 	pohm_st32(st + 8, __atomic_load_n(&n->log_level, __ATOMIC_RELAXED));
@@ -538,23 +532,16 @@ static void h_del(struct node *n, struct node_req *r, const struct node_fault_st
 /* BULK_READ: io_attr (size = N·208) + N io_attrs; per key a reply with MORE. */
 static void h_bulk_read(struct node *n, struct node_req *r)
 {
-	struct pohm_io_attr head, io;
+	struct node_bulk_body b;
+	struct pohm_io_attr io;
 	struct pohm_cmd save = r->cmd;
-	size_t cnt, i;
 	int ret;
 
-	if (r->len < POHM_IO_ATTR_SIZE || (r->len - POHM_IO_ATTR_SIZE) % POHM_IO_ATTR_SIZE) {
+	if (node_bulk_body_decode(&b, r->payload, r->len)) {
 		ack(r, -EINVAL);
 		return;
 	}
-	pohm_io_attr_decode(&head, r->payload);
-	cnt = (r->len - POHM_IO_ATTR_SIZE) / POHM_IO_ATTR_SIZE;
-	if (head.size != (uint64_t)cnt * POHM_IO_ATTR_SIZE) {
-		ack(r, -EINVAL);
-		return;
-	}
-	for (i = 0; i < cnt && !node_conn_dead(r->conn); i++) {
-		pohm_io_attr_decode(&io, r->payload + POHM_IO_ATTR_SIZE * (i + 1));
+	while (!node_conn_dead(r->conn) && node_bulk_body_next(&b, &io)) {
 		ret = read_one(n, r, &io, POHM_FLAG_MORE);
 		if (ret) {
 			memcpy(r->cmd.id.id, io.id, POHM_ID_SIZE);
@@ -566,38 +553,9 @@ static void h_bulk_read(struct node *n, struct node_req *r)
 }
 
 /* ITERATOR (§1.9): disk iteration of this node's backend, one reply per key. */
-struct iter_req {
-	uint64_t id;
-	uint32_t action, itype, group_num;
-	uint64_t range_num, flags;
-	struct pohm_time tb, te;
-	const uint8_t *ranges;
-};
-
-/* Decode and size-check a dnet_iterator_request; 0 or -EINVAL. */
-static int iter_decode(struct iter_req *q, const uint8_t *p, size_t n)
-{
-	if (n < ITER_REQ_SIZE)
-		return -EINVAL;
-	q->id = pohm_le64(p);
-	q->action = pohm_le32(p + 8);
-	q->range_num = pohm_le64(p + 12);
-	q->tb.tsec = pohm_le64(p + 20);
-	q->tb.tnsec = pohm_le64(p + 28);
-	q->te.tsec = pohm_le64(p + 36);
-	q->te.tnsec = pohm_le64(p + 44);
-	q->itype = pohm_le32(p + 52);
-	q->flags = pohm_le64(p + 56);
-	q->group_num = pohm_le32(p + 64);
-	if (q->range_num > (n - ITER_REQ_SIZE) / ITER_RANGE_SIZE ||
-	    n != ITER_REQ_SIZE + q->range_num * ITER_RANGE_SIZE + (uint64_t)q->group_num * 4)
-		return -EINVAL;
-	q->ranges = p + ITER_REQ_SIZE;
-	return 0;
-}
 
 /* 1 if the key passes the request's key and time ranges. */
-static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct node_meta *m)
+static int iter_wants(const struct node_iter_req *q, const uint8_t *id, const struct node_meta *m)
 {
 	uint64_t i;
 
@@ -607,7 +565,7 @@ static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct 
 	if (!(q->flags & ITER_FLAG_KEY_RANGE) || !q->range_num)
 		return 1;
 	for (i = 0; i < q->range_num; i++) {
-		const uint8_t *rg = q->ranges + i * ITER_RANGE_SIZE;
+		const uint8_t *rg = q->ranges + i * NODE_ITER_RANGE_SIZE;
 
 		if (memcmp(id, rg, POHM_ID_SIZE) >= 0 && memcmp(id, rg + POHM_ID_SIZE, POHM_ID_SIZE) <= 0)
 			return 1;
@@ -618,15 +576,15 @@ static int iter_wants(const struct iter_req *q, const uint8_t *id, const struct 
 /* Keys sorted by id, each a reply with MORE (and data with DATA), then an ack. */
 static void h_iterator(struct node *n, struct node_req *r)
 {
-	uint8_t resp[ITER_RESP_SIZE];
+	uint8_t resp[NODE_ITER_RESP_SIZE];
 	struct node_rbuf *scratch = scratch_get();
 	uint8_t *ids = NULL;
-	struct iter_req q;
+	struct node_iter_req q;
 	size_t nkeys = 0, i;
 	uint64_t iter_id;
 	int ret;
 
-	ret = iter_decode(&q, r->payload, r->len);
+	ret = node_iter_req_decode(&q, r->payload, r->len);
 	if (ret) {
 		ack(r, ret);
 		return;
@@ -647,6 +605,7 @@ static void h_iterator(struct node *n, struct node_req *r)
 	iter_id = q.id ? q.id : __atomic_add_fetch(&n->iter_ids, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nkeys && !node_conn_dead(r->conn); i++) {
 		const uint8_t *id = ids + i * POHM_ID_SIZE, *data = NULL;
+		struct node_iter_resp rs;
 		struct node_meta m;
 		struct iovec iov[2];
 		size_t cnt = 0;
@@ -660,20 +619,19 @@ static void h_iterator(struct node *n, struct node_req *r)
 		} else if (!iter_wants(&q, id, &m)) {
 			continue;
 		} else if ((q.flags & ITER_FLAG_DATA) && m.size) {
-			status = node_store_read(n->store, id, 0, 0, n->cfg.max_packet - ITER_RESP_SIZE,
+			status = node_store_read(n->store, id, 0, 0, n->cfg.max_packet - NODE_ITER_RESP_SIZE,
 						 1, 1, scratch, &m, &data, &cnt);
 		}
-		memset(resp, 0, sizeof(resp));
-		pohm_st64(resp, iter_id);
-		memcpy(resp + 8, id, POHM_ID_SIZE);
-		pohm_st32(resp + 72, (uint32_t)status);
-		pohm_st64(resp + 76, m.ts.tsec);
-		pohm_st64(resp + 84, m.ts.tnsec);
-		pohm_st64(resp + 92, m.user_flags);
-		pohm_st64(resp + 100, m.size);
-		pohm_st64(resp + 108, i + 1);
-		pohm_st64(resp + 116, nkeys);
-		pohm_st64(resp + 124, m.record_flags);
+		rs.iter_id = iter_id;
+		memcpy(rs.id, id, POHM_ID_SIZE);
+		rs.status = status;
+		rs.ts = m.ts;
+		rs.user_flags = m.user_flags;
+		rs.size = m.size;
+		rs.iterated = i + 1;
+		rs.total = nkeys;
+		rs.record_flags = m.record_flags;
+		node_iter_resp_encode(resp, &rs);
 		iov[0].iov_base = resp;
 		iov[0].iov_len = sizeof(resp);
 		iov[1].iov_base = (void *)data;
@@ -795,18 +753,20 @@ void node_dispatch(struct node *n, struct node_req *r)
 
 int node_feed(struct node *n, struct node_conn *conn, const uint8_t *p, size_t len)
 {
-	while (len && !node_conn_dead(conn)) {
+	struct pohm_rd rd = pohm_rd_make(p, len);
+
+	while (rd.left && !node_conn_dead(conn)) {
+		const uint8_t *hdr = pohm_rd_take(&rd, POHM_CMD_SIZE), *body;
 		struct node_req *req;
 		struct pohm_cmd cmd;
 
-		if (len < POHM_CMD_SIZE)
+		if (!hdr)
 			return -EPROTO;
-		pohm_cmd_decode(&cmd, p);
-		p += POHM_CMD_SIZE;
-		len -= POHM_CMD_SIZE;
+		pohm_cmd_decode(&cmd, hdr);
 		if (cmd.size > n->cfg.max_packet)
 			return -EMSGSIZE;
-		if (cmd.size > len)
+		body = pohm_rd_take(&rd, (size_t)cmd.size);
+		if (!body)
 			return -EPROTO;		/* truncated: never applied */
 		req = calloc(1, sizeof(*req));
 		if (!req)
@@ -818,13 +778,11 @@ int node_feed(struct node *n, struct node_conn *conn, const uint8_t *p, size_t l
 			free(req);
 			return -ENOMEM;
 		}
-		memcpy(req->payload, p, req->len);
+		memcpy(req->payload, body, req->len);
 		req->conn = conn;
 		node_conn_get(conn);
 		node_dispatch(n, req);
 		node_req_free(req);
-		p += cmd.size;
-		len -= (size_t)cmd.size;
 	}
 	return 0;
 }

@@ -20,9 +20,11 @@
  *   blob.c      the blob files records are appended to; scan, torn tails
  *   index.c     the in-memory index id -> newest record
  *   gcommit.c   the sync policy: interval or group commit
+ *   urec.c      the header of an uncommitted (.u) record
  *   crc32c.c    the per-chunk record checksum
  *   fault.c     the run-time fault file
  *   wire.c      packet framing on sockets (read, writev, connect, listen)
+ *   reqbody.c   STATUS, ITERATOR and BULK_READ bodies (one pohm_rd cursor)
  *   client.c    --probe / --client: a raw test client for the bats tests
  *   bench.c     --bench: a load generator for the node alone
  *

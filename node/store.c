@@ -63,9 +63,9 @@
 #include "sha512.h"
 #include "sys.h"
 #include "ucrc.h"
+#include "urec.h"
 
-#define REC_MAGIC	"PohmRec\1"
-#define REC_HDR		128u
+#define REC_HDR		UREC_HDR
 #define REC_CHUNK	65536u
 #define REC_STRIPES	1024u
 #define REC_FLAGS	(POHM_RECORD_EXTHDR | POHM_RECORD_CHUNKED_CSUM)	/* 0x140 */
@@ -152,47 +152,32 @@ static uint64_t nchunks(uint64_t size, uint32_t chunk)
 	return (size + chunk - 1) / chunk;
 }
 
-/*
- * Encode the header of a .u file (an uncommitted record): 128 bytes, then
- * the data at 128.  Little-endian: 0 magic "PohmRec\1" · 8 version u32 ·
- * 12 header size u32 · 16 record flags u64 · 24 data size u64 · 32 tsec ·
- * 40 tnsec · 48 user_flags · 56 reserve u64 (PREPARE num) · 64 chunk size
- * u32 · 120 CRC-32C of bytes 0..119.
- */
+/* Encode the header of a .u file (urec.h). */
 static void hdr_encode(uint8_t *h, const struct rec *r)
 {
-	memset(h, 0, REC_HDR);
-	memcpy(h, REC_MAGIC, 8);
-	pohm_st32(h + 8, 1);
-	pohm_st32(h + 12, REC_HDR);
-	pohm_st64(h + 16, r->flags);
-	pohm_st64(h + 24, r->size);
-	pohm_st64(h + 32, r->tsec);
-	pohm_st64(h + 40, r->tnsec);
-	pohm_st64(h + 48, r->user_flags);
-	pohm_st64(h + 56, r->reserve);
-	pohm_st32(h + 64, r->chunk);
-	pohm_st32(h + 120, node_crc32c(0, h, 120));
+	struct urec_hdr u = { r->flags, r->size, r->tsec, r->tnsec, r->user_flags, r->reserve,
+			      r->chunk };
+
+	urec_hdr_encode(h, &u);
 }
 
-/* Decode and check a record header; 0 or -EILSEQ. */
-static int hdr_decode(struct rec *r, const uint8_t *h)
+/* Decode and check the header of a .u file (n bytes at h); 0 or -EILSEQ. */
+static int hdr_decode(struct rec *r, const uint8_t *h, size_t n)
 {
-	if (memcmp(h, REC_MAGIC, 8) || pohm_le32(h + 8) != 1 || pohm_le32(h + 12) != REC_HDR ||
-	    pohm_le32(h + 120) != node_crc32c(0, h, 120))
+	struct urec_hdr u;
+
+	if (urec_hdr_decode(&u, h, n, NODE_STORE_MAX_OBJECT))
 		return -EILSEQ;
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
-	r->flags = pohm_le64(h + 16);
-	r->size = pohm_le64(h + 24);
-	r->tsec = pohm_le64(h + 32);
-	r->tnsec = pohm_le64(h + 40);
-	r->user_flags = pohm_le64(h + 48);
-	r->reserve = pohm_le64(h + 56);
-	r->chunk = pohm_le32(h + 64);
+	r->flags = u.flags;
+	r->size = u.size;
+	r->tsec = u.tsec;
+	r->tnsec = u.tnsec;
+	r->user_flags = u.user_flags;
+	r->reserve = u.reserve;
+	r->chunk = u.chunk;
 	r->base = REC_HDR;
-	if (!r->chunk || r->size > NODE_STORE_MAX_OBJECT)
-		return -EILSEQ;
 	return 0;
 }
 
@@ -302,7 +287,7 @@ static int rec_load(int fd, struct rec *r, int committed)
 
 	if (got < 0)
 		return (int)got;
-	if (got != REC_HDR || hdr_decode(r, h))
+	if (hdr_decode(r, h, (size_t)got))
 		return -EILSEQ;
 	if (committed) {
 		if (fstat(fd, &st) < 0)
@@ -838,7 +823,8 @@ static int rec_find(struct node_store *s, const uint8_t *id, struct rec *r, uint
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	if ((size_t)n != rawlen || blob_hdr_decode(&h, raw) || memcmp(h.id, id, POHM_ID_SIZE) ||
+	if ((size_t)n != rawlen || blob_hdr_decode(&h, raw, (size_t)n) ||
+	    memcmp(h.id, id, POHM_ID_SIZE) ||
 	    h.size != e.size || h.disk_size != e.disk_size)
 		return -EILSEQ;
 	r->flags = h.flags;

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -144,7 +143,7 @@ static uint64_t disk_usage(int dirfd, const char *name, int depth)
 	char buf[8192];
 	uint64_t sum = 0;
 	struct stat st;
-	long n;
+	ssize_t n;
 	int fd;
 
 	fd = pohm_sys_openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -152,8 +151,8 @@ static uint64_t disk_usage(int dirfd, const char *name, int depth)
 		return 0;
 	if (!pohm_sys_fstat(fd, &st))
 		sum += (uint64_t)st.st_blocks * 512;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		long off = 0;
+	while ((n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+		ssize_t off = 0;
 
 		while (off < n) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
@@ -296,14 +295,13 @@ static int index_add(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t in
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
 	char tmp[96], idx[96], target[32];
-	int saved = errno, r;
+	int r;
 
 	index_name(idx, sizeof(idx), dev, lino);
 	snprintf(target, sizeof(target), "%" PRIx64, ino);
 	snprintf(tmp, sizeof(tmp), "tmp/x.%d.c%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	r = syscall(SYS_symlinkat, target, t->j.dirfd, tmp) ? -errno : 0;
-	errno = saved;
+	r = pohm_sys_symlinkat(target, t->j.dirfd, tmp);
 	if (!r) {
 		r = pohm_sys_renameat(t->j.dirfd, tmp, t->j.dirfd, idx);
 		if (r)
@@ -328,11 +326,11 @@ static void index_drop(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t 
 static int has_user_xattrs(int fd)
 {
 	char names[4096];
-	long n = syscall(SYS_flistxattr, fd, names, sizeof(names)), i;
+	ssize_t n = pohm_sys_listxattr(fd, NULL, 0, names, sizeof(names)), i;
 
 	if (n < 0)
-		return errno != ENOTSUP;	/* none on this file system, else unsure */
-	for (i = 0; i < n; i += (long)strlen(names + i) + 1)
+		return n != -ENOTSUP;	/* none on this file system, else unsure */
+	for (i = 0; i < n; i += (ssize_t)strlen(names + i) + 1)
 		if (!strncmp(names + i, "user.", 5))
 			return 1;
 	return 0;
@@ -367,7 +365,6 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	const char *name;
 	char tmp[64];
 	int dfd = -1, fd = -1, leased = 0, placed = 0, indexed = 0, user_xattrs = 1, r;
-	int saved = errno;
 
 	*verdict = POHM_CT_FAILED;
 	*freed = 0;
@@ -414,7 +411,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	user_xattrs = has_user_xattrs(fd);
 	snprintf(tmp, sizeof(tmp), "c.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	r = pohm_stub_make(stage, tmp, syscall(SYS_geteuid) == 0, rec->uid, rec->gid);
+	r = pohm_stub_make(stage, tmp, pohm_sys_geteuid() == 0, rec->uid, rec->gid);
 	if (r)
 		goto out;
 	placed = 1;
@@ -424,7 +421,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	if (r)
 		goto out;
 	indexed = 1;
-	r = syscall(SYS_renameat2, stage, tmp, dfd, name, RENAME_EXCHANGE) ? -errno : 0;
+	r = pohm_sys_renameat2(stage, tmp, dfd, name, RENAME_EXCHANGE);
 	if (r == -EINVAL || r == -ENOSYS) {
 		/* No exchange on this filesystem: a plain rename, under our lease. */
 		r = pohm_sys_renameat(stage, tmp, dfd, name);
@@ -434,7 +431,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 		if (pohm_sys_fstatat(stage, tmp, &moved, AT_SYMLINK_NOFOLLOW) ||
 		    moved.st_ino != st.st_ino || moved.st_dev != st.st_dev) {
 			/* Someone renamed another file into the name meanwhile: put it back. */
-			syscall(SYS_renameat2, stage, tmp, dfd, name, RENAME_EXCHANGE);
+			pohm_sys_renameat2(stage, tmp, dfd, name, RENAME_EXCHANGE);
 			r = -EBUSY;
 		}
 	} else {
@@ -469,7 +466,6 @@ out:
 		pohm_sys_close(fd);
 	if (dfd >= 0)
 		pohm_sys_close(dfd);
-	errno = saved;
 	return r;
 }
 

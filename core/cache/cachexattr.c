@@ -4,15 +4,14 @@
  * is the working copy: a push makes the stored user.* set equal to the
  * local one; a fetch puts the stored set on the new local file.  Other
  * namespaces (security.*, trusted.*, system.*) belong to the local system
- * and are neither pushed nor applied.  Raw syscalls: the libc names are the
- * shim's own hooks.
+ * and are neither pushed nor applied.  The calls go through core/sys (the
+ * libc names are the shim's own hooks).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -28,21 +27,15 @@ static int is_user(const char *name)
 	return !strncmp(name, "user.", 5);
 }
 
-/* The local object: fd >= 0, or path (no follow).  Raw syscalls, -errno. */
+/* The local object: fd >= 0, or path (no follow).  -errno. */
 static long x_list(int fd, const char *path, char *buf, size_t n)
 {
-	long r = fd >= 0 ? syscall(SYS_flistxattr, fd, buf, n) :
-			   syscall(SYS_llistxattr, path, buf, n);
-
-	return r < 0 ? -errno : r;
+	return pohm_sys_listxattr(fd, path, 0, buf, n);
 }
 
 static long x_get(int fd, const char *path, const char *name, void *buf, size_t n)
 {
-	long r = fd >= 0 ? syscall(SYS_fgetxattr, fd, name, buf, n) :
-			   syscall(SYS_lgetxattr, path, name, buf, n);
-
-	return r < 0 ? -errno : r;
+	return pohm_sys_getxattr(fd, path, 0, name, buf, n);
 }
 
 /* The local names, NUL-separated, malloc'ed into *out; length or -errno. */
@@ -137,15 +130,16 @@ out:
 int cache_xattr_apply(int fd, const struct pohm_inode *in)
 {
 	uint32_t i;
-	int r = 0;
+	int r = 0, ret;
 
 	for (i = 0; i < in->nxattr; i++) {
 		const struct pohm_xattr *x = &in->xattr[i];
 
 		if (!x->name || !is_user(x->name))
 			continue;
-		if (syscall(SYS_fsetxattr, fd, x->name, x->value, (size_t)x->len, 0) && !r)
-			r = -errno;
+		ret = pohm_sys_setxattr(fd, NULL, 0, x->name, x->value, (size_t)x->len, 0);
+		if (ret && !r)
+			r = ret;
 	}
 	if (r)
 		pohm_warn("inode %llu: stored xattrs not all applied to the local copy (%s)",
@@ -157,19 +151,18 @@ int cache_xattr_apply(int fd, const struct pohm_inode *in)
  * link), malloc'ed into *out; length or -errno. */
 static long path_names(const char *path, char **out)
 {
-	long n = syscall(SYS_listxattr, path, NULL, 0);
+	long n = pohm_sys_listxattr(-1, path, 1, NULL, 0);
 
 	*out = NULL;
 	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
+		return n == -ENOTSUP ? 0 : n;
 	if (!n)
 		return 0;
 	*out = malloc((size_t)n + 1);
 	if (!*out)
 		return -ENOMEM;
-	n = syscall(SYS_listxattr, path, *out, (size_t)n);
+	n = pohm_sys_listxattr(-1, path, 1, *out, (size_t)n);
 	if (n < 0) {
-		n = -errno;
 		free(*out);
 		*out = NULL;
 	}
@@ -181,7 +174,7 @@ int cache_xattr_pull(int dfd, const char *name, const struct pohm_inode *in)
 	char path[64], *names = NULL, *p;
 	long n;
 	uint32_t i;
-	int fd, r = 0;
+	int fd, r = 0, ret;
 
 	if (!S_ISREG(in->mode) && !S_ISDIR(in->mode))
 		return 0;	/* user.* is for files and directories only */
@@ -194,16 +187,21 @@ int cache_xattr_pull(int dfd, const char *name, const struct pohm_inode *in)
 		r = (int)n;
 		goto out;
 	}
-	for (p = names; p && p < names + n; p += strlen(p) + 1)
-		if (is_user(p) && !stored(in, p) && syscall(SYS_removexattr, path, p) &&
-		    errno != ENODATA && !r)
-			r = -errno;
+	for (p = names; p && p < names + n; p += strlen(p) + 1) {
+		if (!is_user(p) || stored(in, p))
+			continue;
+		ret = pohm_sys_removexattr(-1, path, 1, p);
+		if (ret && ret != -ENODATA && !r)
+			r = ret;
+	}
 	for (i = 0; i < in->nxattr; i++) {
 		const struct pohm_xattr *x = &in->xattr[i];
 
-		if (x->name && is_user(x->name) &&
-		    syscall(SYS_setxattr, path, x->name, x->value, (size_t)x->len, 0) && !r)
-			r = -errno;
+		if (!x->name || !is_user(x->name))
+			continue;
+		ret = pohm_sys_setxattr(-1, path, 1, x->name, x->value, (size_t)x->len, 0);
+		if (ret && !r)
+			r = ret;
 	}
 out:
 	free(names);

@@ -2,9 +2,9 @@
  * conn.c — sockets and packet framing for the client.
  *
  * Sections: packet assembly (pure: bytes in, packets out) · reading a
- * socket · socket calls.  The socket calls go through syscall(2): inside
- * libpohmelfs.so, connect/poll/... by name could reach our own interposed
- * wrappers (DESIGN.md §5).  errno is preserved.
+ * socket · socket calls.  The socket calls go through core/sys (sys.h):
+ * inside libpohmelfs.so, connect/poll/... by name could reach our own
+ * interposed wrappers (DESIGN.md §5).  errno is never touched.
  */
 #include "conn.h"
 
@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,20 +219,11 @@ int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail)
 
 /* ---------------------------------------------------------------- socket calls */
 
-static long sys_ret(long r, int saved)
-{
-	if (r < 0)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
 int pohm_sock_connect_start(const struct pohm_addr *a)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int saved = errno, fd;
-	long r;
+	int fd, r;
 
 	memset(&ss, 0, sizeof(ss));
 	if (a->family == AF_INET6) {
@@ -252,35 +242,31 @@ int pohm_sock_connect_start(const struct pohm_addr *a)
 		memcpy(&s4->sin_addr, a->ip, 4);
 		len = sizeof(*s4);
 	}
-	r = syscall(SYS_socket, (int)ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (r < 0)
-		return (int)sys_ret(r, saved);
-	fd = pohm_sys_move_high((int)r);
-	r = syscall(SYS_connect, fd, (struct sockaddr *)&ss, len);
-	if (r < 0 && errno != EINPROGRESS) {
-		r = -errno;
-		syscall(SYS_close, fd);
-		errno = saved;
-		return (int)r;
+	fd = pohm_sys_socket((int)ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	fd = pohm_sys_move_high(fd);
+	r = pohm_sys_connect(fd, &ss, len);
+	if (r < 0 && r != -EINPROGRESS) {
+		pohm_sys_close(fd);
+		return r;
 	}
-	errno = saved;
 	return fd;
 }
 
 static void setopt(int fd, int level, int name, int v)
 {
-	syscall(SYS_setsockopt, fd, level, name, &v, (socklen_t)sizeof(v));
+	pohm_sys_setsockopt(fd, level, name, &v, (unsigned)sizeof(v));
 }
 
 int pohm_sock_connect_finish(int fd)
 {
-	int saved = errno, soerr = 0;
-	socklen_t len = sizeof(soerr);
-	long r;
+	int soerr = 0, r;
+	unsigned len = sizeof(soerr);
 
-	r = syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+	r = pohm_sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
 	if (r < 0)
-		return (int)sys_ret(r, saved);
+		return r;
 	if (soerr)
 		return -soerr;
 	/* As the stock client (PROTOCOL.md §6): keepalive 10 s idle, 10 s interval, 3 probes. */
@@ -289,7 +275,6 @@ int pohm_sock_connect_finish(int fd)
 	setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10);
 	setopt(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
 	setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-	errno = saved;
 	return 0;
 }
 
@@ -299,28 +284,25 @@ int pohm_sock_poll(struct pollfd *fds, unsigned n, uint64_t timeout_ns)
 		.tv_sec = (time_t)(timeout_ns / 1000000000ULL),
 		.tv_nsec = (long)(timeout_ns % 1000000000ULL),
 	};
-	int saved = errno;
-	long r;
+	int r;
 
 	do
-		r = syscall(SYS_ppoll, fds, (unsigned long)n, &ts, NULL, (size_t)8);
-	while (r < 0 && errno == EINTR);
-	return (int)sys_ret(r, saved);
+		r = pohm_sys_ppoll(fds, n, &ts);
+	while (r == -EINTR);
+	return r;
 }
 
 ssize_t pohm_sock_sendv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct msghdr m;
-	int saved = errno;
-	long r;
+	ssize_t r;
 
 	memset(&m, 0, sizeof(m));
 	m.msg_iov = (struct iovec *)iov;
 	m.msg_iovlen = (size_t)iovcnt;
 	do
-		r = syscall(SYS_sendmsg, fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	r = sys_ret(r, saved);
+		r = pohm_sys_sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r == -EINTR);
 	if (r == -EWOULDBLOCK)
 		r = -EAGAIN;
 	return r;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -609,11 +608,9 @@ static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt 
 
 static int make_eventfd(void)
 {
-	int saved = errno;
-	long fd = syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int fd = pohm_sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
-	errno = saved;
-	return fd < 0 ? -1 : pohm_sys_move_high((int)fd);
+	return fd < 0 ? -1 : pohm_sys_move_high(fd);
 }
 
 /*

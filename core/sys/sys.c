@@ -361,3 +361,140 @@ char *pohm_put_hex(char *o, char *lim, uint64_t x)
 		*o++ = tmp[--n];
 	return o;
 }
+
+/* ---------------------------------------------------------------- more calls (issue 20) */
+
+uid_t pohm_sys_geteuid(void)
+{
+	return (uid_t)syscall(SYS_geteuid);
+}
+
+int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_symlinkat, target, dirfd, path), saved);
+}
+
+int pohm_sys_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+		       unsigned flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags),
+			   saved);
+}
+
+ssize_t pohm_sys_getdents64(int fd, void *buf, size_t n)
+{
+	int saved = errno;
+
+	return sysret(syscall(SYS_getdents64, fd, buf, n), saved);
+}
+
+int pohm_sys_close_range(unsigned first, unsigned last, unsigned flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_close_range, first, last, flags), saved);
+}
+
+ssize_t pohm_sys_listxattr(int fd, const char *path, int follow, char *buf, size_t n)
+{
+	int saved = errno;
+	long r;
+
+	if (fd >= 0)
+		r = syscall(SYS_flistxattr, fd, buf, n);
+	else
+		r = syscall(follow ? SYS_listxattr : SYS_llistxattr, path, buf, n);
+	return sysret(r, saved);
+}
+
+ssize_t pohm_sys_getxattr(int fd, const char *path, int follow, const char *name, void *buf,
+			  size_t n)
+{
+	int saved = errno;
+	long r;
+
+	if (fd >= 0)
+		r = syscall(SYS_fgetxattr, fd, name, buf, n);
+	else
+		r = syscall(follow ? SYS_getxattr : SYS_lgetxattr, path, name, buf, n);
+	return sysret(r, saved);
+}
+
+int pohm_sys_setxattr(int fd, const char *path, int follow, const char *name, const void *value,
+		      size_t len, int flags)
+{
+	int saved = errno;
+	long r;
+
+	if (fd >= 0)
+		r = syscall(SYS_fsetxattr, fd, name, value, len, flags);
+	else
+		r = syscall(follow ? SYS_setxattr : SYS_lsetxattr, path, name, value, len, flags);
+	return (int)sysret(r, saved);
+}
+
+int pohm_sys_removexattr(int fd, const char *path, int follow, const char *name)
+{
+	int saved = errno;
+	long r;
+
+	if (fd >= 0)
+		r = syscall(SYS_fremovexattr, fd, name);
+	else
+		r = syscall(follow ? SYS_removexattr : SYS_lremovexattr, path, name);
+	return (int)sysret(r, saved);
+}
+
+int pohm_sys_socket(int domain, int type, int protocol)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_socket, domain, type, protocol), saved);
+}
+
+int pohm_sys_connect(int fd, const void *addr, unsigned addrlen)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_connect, fd, addr, addrlen), saved);
+}
+
+int pohm_sys_setsockopt(int fd, int level, int name, const void *val, unsigned len)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_setsockopt, fd, level, name, val, len), saved);
+}
+
+int pohm_sys_getsockopt(int fd, int level, int name, void *val, unsigned *len)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_getsockopt, fd, level, name, val, len), saved);
+}
+
+int pohm_sys_ppoll(void *fds, unsigned long n, const struct timespec *ts)
+{
+	int saved = errno;
+
+	/* 8: the kernel's sigset size (the mask is NULL, but the size is checked). */
+	return (int)sysret(syscall(SYS_ppoll, fds, n, ts, NULL, (size_t)8), saved);
+}
+
+ssize_t pohm_sys_sendmsg(int fd, const void *msg, int flags)
+{
+	int saved = errno;
+
+	return sysret(syscall(SYS_sendmsg, fd, msg, flags), saved);
+}
+
+int pohm_sys_eventfd(unsigned initval, int flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_eventfd2, initval, flags), saved);
+}

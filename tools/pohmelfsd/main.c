@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -200,7 +199,7 @@ int main(int argc, char **argv)
 	/* A writer's open-for-write lock fds survive its exec when its writing
 	 * fd does (writer.c); one inherited here would keep that inode "open
 	 * for write" for our whole life.  Nothing we need comes above 2. */
-	syscall(SYS_close_range, 3U, ~0U, 0U);
+	pohm_sys_close_range(3U, ~0U, 0U);
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--foreground"))
 			foreground = 1;
