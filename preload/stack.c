@@ -135,11 +135,14 @@ long pohm_stack_run(long (*fn)(void *), void *arg)
 	char *top;
 	long r;
 
-	if (on || !(top = stack_top()))
+	if (on)
 		return fn(arg);
+	/* Set before stack_top: a handler that interrupts the thread's first
+	 * mapping (or the process's pthread_once) stays on its own stack. */
 	on = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r = pohm_stack_switch(arg, fn, top);
+	top = stack_top();
+	r = top ? pohm_stack_switch(arg, fn, top) : fn(arg);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	on = 0;
 	return r;

@@ -435,6 +435,12 @@ close_all() {
 	echo "$output"
 	[ "$status" = 0 ]
 	[ "${lines[-1]}" = ok ]
+	# Each thread's library stack goes when the thread does.
+	run shim b "$H/stackuse" threads "$T/b/w/su" 300
+	echo "$output"
+	[ "${lines[-1]}" = ok ]
+	read -r _ before after <<<"${lines[0]}"
+	[ "$after" -le $((before + 8)) ]
 	run shim c ls "$T/c/w/su/rn" "$T/c/w/su/mk" "$T/c/w/su/ul" "$T/c/w/su/cr"
 	echo "$output"
 	[ "$output" = "$(printf '%s\n' "$T/c/w/su/cr:" new "" "$T/c/w/su/mk:" new "" "$T/c/w/su/rn:" g "" "$T/c/w/su/ul:")" ]

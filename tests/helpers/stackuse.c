@@ -14,6 +14,12 @@
  * (each directory fetched on first use).  Prints "NAME BYTES" per call,
  * then "ok", or "ERR NAME..." and exits 1 when a call failed or used
  * more than LIMIT bytes (LIMIT 0: no limit).
+ *
+ *   stackuse threads DIR N
+ *
+ * N threads one after another each stat DIR/st/f; the process's mappings
+ * must not grow with N (each thread's library stack is unmapped when it
+ * exits).  Prints "maps BEFORE AFTER" and "ok".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -211,16 +217,60 @@ static void *run(void *v __attribute__((unused)))
 	return NULL;
 }
 
+static void *one_stat(void *v __attribute__((unused)))
+{
+	struct stat st;
+
+	if (stat(at("st/f"), &st))
+		bad = 1;
+	return NULL;
+}
+
+static int maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static int threads(int n)
+{
+	pthread_t t;
+	int i, before = 0;
+
+	for (i = 0; i < n + 4; i++) {
+		if (i == 4)
+			before = maps();	/* glibc's cache of thread stacks is warm */
+		if (pthread_create(&t, NULL, one_stat, NULL) || pthread_join(t, NULL) || bad) {
+			printf("ERR thread %d\n", i);
+			return 1;
+		}
+	}
+	printf("maps %d %d\n", before, maps());
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_attr_t at;
 	pthread_t t;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "threads")) {
+		dir = argv[2];
+		return threads(atoi(argv[3]));
+	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: stackuse DIR LIMIT\n");
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	dir = argv[1];
 	limit = atol(argv[2]);
 	stack_lo = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
