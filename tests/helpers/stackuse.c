@@ -12,8 +12,10 @@
  * its high-water mark.  The first call is the library's first under the
  * prefix (configuration, mount, connections); the rest find a cold cache
  * (each directory fetched on first use).  Prints "NAME BYTES" per call,
- * then "ok", or "ERR NAME..." and exits 1 when a call failed or used
- * more than LIMIT bytes (LIMIT 0: no limit).
+ * the resident KiB of this thread's library stack (what the calls used
+ * there, in pages; -1 when the build does not switch stacks), then
+ * "ok", or "ERR NAME..." and exits 1 when a call failed or used more
+ * than LIMIT bytes (LIMIT 0: no limit).
  *
  *   stackuse threads DIR N
  *
@@ -194,6 +196,26 @@ __attribute__((noinline)) static long measure(const struct call *c, int *rc)
 	return (long)(top + 512 - q);
 }
 
+/* The resident KiB of the 256 KiB mapping that holds the library's stack
+ * for this thread (preload/stack.c), from /proc/self/smaps; -1 if none. */
+static long lib_stack_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	long size = 0, rss = -1, hit = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Size: %ld kB", &size) == 1)
+			continue;
+		if (sscanf(line, "Rss: %ld kB", &rss) == 1 && size == 256 && rss > hit)
+			hit = rss;
+	}
+	fclose(f);
+	return hit;
+}
+
 static void *run(void *v __attribute__((unused)))
 {
 	unsigned i;
@@ -214,6 +236,7 @@ static void *run(void *v __attribute__((unused)))
 			bad = 1;
 		}
 	}
+	printf("library-stack-resident-kib %ld\n", lib_stack_kb());
 	return NULL;
 }
 
