@@ -36,6 +36,7 @@
 struct deps {
 	char *const *envp;
 	int mats;		/* materializations so far */
+	const char *path;	/* the file exec'd (pohm_exec_deps) */
 };
 
 /* Materialize path if it is under the prefix; 1 if it exists locally then. */
@@ -275,12 +276,22 @@ static void one(struct deps *d, const char *path, int depth)
 	pohm_sys_close(fd);
 }
 
+static long deps_run(void *v)
+{
+	struct deps *d = v;
+
+	one(d, d->path, 0);
+	return 0;
+}
+
+/* On the library's stack (stack.c): one() and search() hold ~28 KiB of
+ * buffers and nest once per #! interpreter and library. */
 void pohm_exec_deps(const char *path, char *const envp[])
 {
-	struct deps d = { envp, 0 };
+	struct deps d = { envp, 0, path };
 	int saved = errno;
 
 	if (path && *path)
-		one(&d, path, 0);
+		pohm_stack_run(deps_run, &d);
 	errno = saved;
 }

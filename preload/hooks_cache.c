@@ -50,6 +50,7 @@
 #include <sys/wait.h>
 
 #include "shim.h"
+#include "hooks_stack.h"
 #include "shadow.h"
 #include "cache.h"
 #include "log.h"
@@ -500,7 +501,7 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_
 	return counted(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
 }
 
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 {
 	int r;
 
@@ -602,7 +603,7 @@ static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct p
 	return fd;
 }
 
-int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hk_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	int r;
 
@@ -628,7 +629,7 @@ static int hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 	return counted(POHM_ST_STAT, r < 0 ? r : POHM_PASS);
 }
 
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st)
 {
 	int r;
 
@@ -640,10 +641,10 @@ int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
 
 static int hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
 {
-	return pohm_hook_stat(p, flags, NULL);
+	return pohm_hk_stat(p, flags, NULL);
 }
 
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
 {
 	int r;
 
@@ -663,7 +664,7 @@ static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_f
 		pohm_cache_stat_fix(c, st);
 }
 
-void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+void pohm_hk_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			struct stat *st)
 {
 	busy_enter();
@@ -713,7 +714,7 @@ static void hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_
 	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
 }
 
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
+void pohm_hk_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			 struct statx *stx)
 {
 	busy_enter();
@@ -879,7 +880,7 @@ static int hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct p
 	return r == POHM_PASS ? r : counted(POHM_ST_NS, r);
 }
 
-int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+int pohm_hk_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		 const struct pohm_ns_arg *arg)
 {
 	int r;
@@ -906,7 +907,7 @@ static int hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const str
 	return result;
 }
 
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+int pohm_hk_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		      const struct pohm_ns_arg *arg, int result)
 {
 	int r;
@@ -919,7 +920,7 @@ int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struc
 
 /* ---------------------------------------------------------------- mount tables */
 
-int pohm_hook_mount_dev(uint64_t *dev)
+int pohm_hk_mount_dev(uint64_t *dev)
 {
 	struct pohm_cache *c;
 	int r;
@@ -975,7 +976,7 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 	return counted(POHM_ST_ATTR, POHM_PASS);
 }
 
-int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		   const struct pohm_fd_info *fi, int flags)
 {
 	int r;
@@ -1029,7 +1030,7 @@ static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int f
 	return result;
 }
 
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+int pohm_hk_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	int r;
@@ -1134,7 +1135,7 @@ static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flag
 		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
 }
 
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+int pohm_hk_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	int r;
 
@@ -1164,7 +1165,7 @@ static int hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
 	return 0;
 }
 
-int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
+int pohm_hk_readdir(DIR *dir, int fd, struct dirent64 *ent)
 {
 	int r;
 
@@ -1532,7 +1533,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	return 0;
 }
 
-int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
+int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
@@ -1620,7 +1621,7 @@ static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi
 	return counted(POHM_ST_SYNC, r < 0 ? -EIO : 0);
 }
 
-int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
+int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
@@ -1661,7 +1662,7 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 	return 0;
 }
 
-int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
+int pohm_hk_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi,
 		       void *addr, size_t len)
 {
 	int r;
@@ -1672,7 +1673,7 @@ int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info 
 	return r;
 }
 
-void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi)
+void pohm_hk_fd_inherited(int fd, struct pohm_fd_info *fi)
 {
 }
 
@@ -1824,7 +1825,7 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 	return wlocks_env(buf, size);
 }
 
-void pohm_hook_exit(void)
+void pohm_hk_exit(void)
 {
 	if (!pohm_depth && pohm_sig_pending()) {
 		pohm_busy++;

@@ -155,7 +155,32 @@ static int add_line(int kind, char *buf, size_t *len, size_t cap, const char *re
 	return 0;
 }
 
+static int mounttab_open(const char *path, int flags);
+
+struct mt_arg {
+	const char *path;
+	int flags;
+};
+
+static long mt_run(void *v)
+{
+	struct mt_arg *a = v;
+
+	return mounttab_open(a->path, a->flags);
+}
+
+/* On the library's stack (stack.c): the table is built in ~40 KiB of
+ * frames. */
 int pohm_mounttab_open(const char *path, int flags)
+{
+	struct mt_arg a = { path, flags };
+
+	if (!table_kind(path))
+		return -1;
+	return (int)pohm_stack_run(mt_run, &a);
+}
+
+static int mounttab_open(const char *path, int flags)
 {
 	char real[4096], *buf = NULL;
 	size_t len = 0, cap = 1 << 16;

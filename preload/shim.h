@@ -132,6 +132,13 @@ int pohm_sig_take(char *buf, size_t size);
 /* 1 (once) when paths were dropped since the last call: full ring, too long. */
 int pohm_sig_lost_take(void);
 
+/*
+ * fn(arg) on this thread's library stack (stack.c), so that a call into
+ * the library takes little of the caller's stack; on the current stack
+ * when already there or when none can be had.  fn's result.
+ */
+long pohm_stack_run(long (*fn)(void *), void *arg);
+
 /* Slow part of pohm_active: run light init once (idempotent, thread-safe). */
 void pohm_init_slow(void);
 

@@ -419,6 +419,50 @@ close_all() {
 	[ "$output" = "$(printf 'f\nnew')" ]
 }
 
+# Issue 19 item 10: each call into the library takes at most 16 KiB of the
+# caller's stack.  tests/helpers/stackuse.c paints a thread's stack and
+# measures each call's high-water mark, on a fresh host (the first call
+# sets the library up; the others fetch into a cold cache).
+@test "each common call under the prefix uses at most 16 KiB of the caller's stack, on a fresh host" {
+	shim a bash -c "cd '$T/a/w' && mkdir su su/st su/op su/ls su/rl su/mk su/rn su/ul su/cr &&
+		: > su/st/f && printf data > su/op/f && : > su/ls/x && : > su/ls/y &&
+		ln -s target su/rl/l && : > su/rn/f && : > su/ul/f && mkdir su/bin && cp /bin/true su/bin/"
+	# A sanitizer's frames (redzones) are several times larger: measured,
+	# not enforced.
+	limit=${STACK_LIMIT:-16384}
+	[ -z "${SAN:-}" ] || limit=0
+	run shim b "$H/stackuse" "$T/b/w/su" "$limit"
+	echo "$output"
+	[ "$status" = 0 ]
+	[ "${lines[-1]}" = ok ]
+	# Each thread's library stack goes when the thread does.
+	run shim b "$H/stackuse" threads "$T/b/w/su" 300
+	echo "$output"
+	[ "${lines[-1]}" = ok ]
+	read -r _ before after <<<"${lines[0]}"
+	[ "$after" -le $((before + 8)) ]
+	run shim c ls "$T/c/w/su/rn" "$T/c/w/su/mk" "$T/c/w/su/ul" "$T/c/w/su/cr"
+	echo "$output"
+	[ "$output" = "$(printf '%s\n' "$T/c/w/su/cr:" new "" "$T/c/w/su/mk:" new "" "$T/c/w/su/rn:" g "" "$T/c/w/su/ul:")" ]
+}
+
+# Issue 19 item 10: a tree deeper than PATH_MAX, each call's own path short
+# (relative to a cwd that went deeper and deeper), as the kernel allows.
+# classify.c marks such a path POHM_PATH_TRUNC (its name below the prefix
+# does not fit struct pohm_path's 4096 bytes) and the call goes to libc on
+# the local file alone: the storage never hears of it.
+@test "a tree deeper than PATH_MAX, made with short relative paths, reaches another host" {
+	[ -n "${REL_RUN_BUGS:-}" ] || skip "BUG: paths longer than PATH_MAX below the prefix never reach the storage (issue 19 item 10)"
+	n=$(printf 'd%.0s' $(seq 200))
+	# 25 levels of 200-byte names: 5025 bytes below the prefix.
+	shim a bash -c "cd '$T/a/w' && for i in \$(seq 25); do mkdir $n && cd $n || exit 1; done &&
+		echo deep > f && mkdir sub && : > sub/x && mv f g && ls"
+	run shim b bash -c "cd '$T/b/w' && for i in \$(seq 25); do cd $n || exit 1; done &&
+		ls && cat g && ls sub && stat -c %s g"
+	echo "$output"
+	[ "$output" = "$(printf 'g\nsub\ndeep\nx\n5')" ]
+}
+
 # Issue 19 item 2: a vfork child cannot fetch (it shares the parent's
 # memory); with a prefix, the library's vfork is a fork.
 @test "Python's subprocess (vfork + exec) runs a binary and a #! script from the prefix on a fresh host" {

@@ -1,0 +1,383 @@
+/*
+ * hooks_stack.c — every storage hook on the library's own stack (issue 19
+ * item 10).  Each pohm_hook_* of hooks.h (but fork and exec_env, which
+ * run at fork and exec and reach no storage call) packs its arguments and
+ * runs hooks_cache.c's pohm_hk_* through pohm_stack_run (stack.c): the
+ * cache's walk, the namespace and the network client then use the
+ * library's stack, not the host thread's.  Written from hooks.h's
+ * prototypes (a new hook there needs its pair here and in hooks_stack.h).
+ */
+#include "shim.h"
+#include "hooks_stack.h"
+
+struct a_open {
+	const struct pohm_path *p;
+	int flags;
+	mode_t mode;
+	int *fd_out;
+};
+
+static long run_open(void *v)
+{
+	struct a_open *x = v;
+
+	return pohm_hk_open(x->p, x->flags, x->mode, x->fd_out);
+}
+
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+{
+	struct a_open x = { p, flags, mode, fd_out };
+
+	return (int)pohm_stack_run(run_open, &x);
+}
+
+struct a_open_done {
+	const struct pohm_path *p;
+	int flags;
+	int fd;
+	struct pohm_fd_info *fi;
+};
+
+static long run_open_done(void *v)
+{
+	struct a_open_done *x = v;
+
+	return pohm_hk_open_done(x->p, x->flags, x->fd, x->fi);
+}
+
+int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+{
+	struct a_open_done x = { p, flags, fd, fi };
+
+	return (int)pohm_stack_run(run_open_done, &x);
+}
+
+struct a_stat {
+	const struct pohm_path *p;
+	int flags;
+	struct stat *st;
+};
+
+static long run_stat(void *v)
+{
+	struct a_stat *x = v;
+
+	return pohm_hk_stat(x->p, x->flags, x->st);
+}
+
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+{
+	struct a_stat x = { p, flags, st };
+
+	return (int)pohm_stack_run(run_stat, &x);
+}
+
+struct a_statx {
+	const struct pohm_path *p;
+	int flags;
+	unsigned mask;
+	struct statx *stx;
+};
+
+static long run_statx(void *v)
+{
+	struct a_statx *x = v;
+
+	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx);
+}
+
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+{
+	struct a_statx x = { p, flags, mask, stx };
+
+	return (int)pohm_stack_run(run_statx, &x);
+}
+
+struct a_stat_fix {
+	const struct pohm_path *p;
+	int fd;
+	const struct pohm_fd_info *fi;
+	struct stat *st;
+};
+
+static long run_stat_fix(void *v)
+{
+	struct a_stat_fix *x = v;
+
+	pohm_hk_stat_fix(x->p, x->fd, x->fi, x->st);
+	return 0;
+}
+
+void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct stat *st)
+{
+	struct a_stat_fix x = { p, fd, fi, st };
+
+	pohm_stack_run(run_stat_fix, &x);
+}
+
+struct a_statx_fix {
+	const struct pohm_path *p;
+	int fd;
+	const struct pohm_fd_info *fi;
+	struct statx *stx;
+};
+
+static long run_statx_fix(void *v)
+{
+	struct a_statx_fix *x = v;
+
+	pohm_hk_statx_fix(x->p, x->fd, x->fi, x->stx);
+	return 0;
+}
+
+void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct statx *stx)
+{
+	struct a_statx_fix x = { p, fd, fi, stx };
+
+	pohm_stack_run(run_statx_fix, &x);
+}
+
+struct a_ns {
+	enum pohm_ns_op op;
+	const struct pohm_path *a;
+	const struct pohm_path *b;
+	const struct pohm_ns_arg *arg;
+};
+
+static long run_ns(void *v)
+{
+	struct a_ns *x = v;
+
+	return pohm_hk_ns(x->op, x->a, x->b, x->arg);
+}
+
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg)
+{
+	struct a_ns x = { op, a, b, arg };
+
+	return (int)pohm_stack_run(run_ns, &x);
+}
+
+struct a_ns_done {
+	enum pohm_ns_op op;
+	const struct pohm_path *a;
+	const struct pohm_path *b;
+	const struct pohm_ns_arg *arg;
+	int result;
+};
+
+static long run_ns_done(void *v)
+{
+	struct a_ns_done *x = v;
+
+	return pohm_hk_ns_done(x->op, x->a, x->b, x->arg, x->result);
+}
+
+int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg, int result)
+{
+	struct a_ns_done x = { op, a, b, arg, result };
+
+	return (int)pohm_stack_run(run_ns_done, &x);
+}
+
+struct a_mount_dev {
+	uint64_t *dev;
+};
+
+static long run_mount_dev(void *v)
+{
+	struct a_mount_dev *x = v;
+
+	return pohm_hk_mount_dev(x->dev);
+}
+
+int pohm_hook_mount_dev(uint64_t *dev)
+{
+	struct a_mount_dev x = { dev };
+
+	return (int)pohm_stack_run(run_mount_dev, &x);
+}
+
+struct a_attr {
+	enum pohm_attr_op op;
+	const struct pohm_path *p;
+	int fd;
+	const struct pohm_fd_info *fi;
+	int flags;
+};
+
+static long run_attr(void *v)
+{
+	struct a_attr *x = v;
+
+	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags);
+}
+
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags)
+{
+	struct a_attr x = { op, p, fd, fi, flags };
+
+	return (int)pohm_stack_run(run_attr, &x);
+}
+
+struct a_attr_done {
+	enum pohm_attr_op op;
+	const struct pohm_path *p;
+	int fd;
+	const struct pohm_fd_info *fi;
+	int flags;
+	int result;
+};
+
+static long run_attr_done(void *v)
+{
+	struct a_attr_done *x = v;
+
+	return pohm_hk_attr_done(x->op, x->p, x->fd, x->fi, x->flags, x->result);
+}
+
+int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags, int result)
+{
+	struct a_attr_done x = { op, p, fd, fi, flags, result };
+
+	return (int)pohm_stack_run(run_attr_done, &x);
+}
+
+struct a_lookup {
+	enum pohm_lookup why;
+	const struct pohm_path *p;
+	int flags;
+};
+
+static long run_lookup(void *v)
+{
+	struct a_lookup *x = v;
+
+	return pohm_hk_lookup(x->why, x->p, x->flags);
+}
+
+int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+{
+	struct a_lookup x = { why, p, flags };
+
+	return (int)pohm_stack_run(run_lookup, &x);
+}
+
+struct a_readdir {
+	DIR *dir;
+	int fd;
+	struct dirent64 *ent;
+};
+
+static long run_readdir(void *v)
+{
+	struct a_readdir *x = v;
+
+	return pohm_hk_readdir(x->dir, x->fd, x->ent);
+}
+
+int pohm_hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
+{
+	struct a_readdir x = { dir, fd, ent };
+
+	return (int)pohm_stack_run(run_readdir, &x);
+}
+
+struct a_close {
+	int fd;
+	const struct pohm_fd_info *fi;
+};
+
+static long run_close(void *v)
+{
+	struct a_close *x = v;
+
+	return pohm_hk_close(x->fd, x->fi);
+}
+
+int pohm_hook_close(int fd, const struct pohm_fd_info *fi)
+{
+	struct a_close x = { fd, fi };
+
+	return (int)pohm_stack_run(run_close, &x);
+}
+
+struct a_sync {
+	enum pohm_sync_op op;
+	int fd;
+	const struct pohm_fd_info *fi;
+};
+
+static long run_sync(void *v)
+{
+	struct a_sync *x = v;
+
+	return pohm_hk_sync(x->op, x->fd, x->fi);
+}
+
+int pohm_hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
+{
+	struct a_sync x = { op, fd, fi };
+
+	return (int)pohm_stack_run(run_sync, &x);
+}
+
+struct a_fd_event {
+	enum pohm_fd_event ev;
+	int fd;
+	const struct pohm_fd_info *fi;
+	void *addr;
+	size_t len;
+};
+
+static long run_fd_event(void *v)
+{
+	struct a_fd_event *x = v;
+
+	return pohm_hk_fd_event(x->ev, x->fd, x->fi, x->addr, x->len);
+}
+
+int pohm_hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi, void *addr, size_t len)
+{
+	struct a_fd_event x = { ev, fd, fi, addr, len };
+
+	return (int)pohm_stack_run(run_fd_event, &x);
+}
+
+struct a_fd_inherited {
+	int fd;
+	struct pohm_fd_info *fi;
+};
+
+static long run_fd_inherited(void *v)
+{
+	struct a_fd_inherited *x = v;
+
+	pohm_hk_fd_inherited(x->fd, x->fi);
+	return 0;
+}
+
+void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi)
+{
+	struct a_fd_inherited x = { fd, fi };
+
+	pohm_stack_run(run_fd_inherited, &x);
+}
+
+struct a_exit {
+	int unused;
+};
+
+static long run_exit(void *v)
+{
+	(void)v;
+	pohm_hk_exit();
+	return 0;
+}
+
+void pohm_hook_exit(void)
+{
+	struct a_exit x = { 0 };
+
+	pohm_stack_run(run_exit, &x);
+}
