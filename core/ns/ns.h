@@ -118,6 +118,16 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 		 struct pohm_inode *out);
 /* Remove a non-directory name; the inode goes when its last name does. */
 int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name);
+/*
+ * pohm_ns_unlink for a caller that knows the name's inode: *ino is its
+ * guess (0: none), read along with the lookup so the link count's update
+ * needs no read of its own; on return *ino is the inode the name had.  On
+ * 0, *gone is 1 when that inode's last name went (it is a tombstone now),
+ * 0 when it keeps another, -1 when this call cannot tell (the name or the
+ * inode was already gone, or an outcome was unknown): read it to know.
+ */
+int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		       int *gone);
 /* Remove an empty directory (-ENOTEMPTY otherwise). */
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
 

@@ -85,6 +85,8 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    struct pohm_inode *out);
 /* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
+/* ns_inode_nlink telling the link count it left (0: the inode is a tombstone). */
+int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink);
 /*
  * A create's first look (issue 23): dir's inode and name's bucket (the
  * depth hint's) in one round trip.  -ENOENT / -ENOTDIR / -errno when dir
@@ -98,6 +100,12 @@ int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
 #define NS_NAME_UNKNOWN	1
 #define NS_NAME_ABSENT	2
 int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e);
+/* ns_dir_lookup that also reads the inode also (0: none) in the same round
+ * trip, for a CAS of it right after (ns_peek, decision 0017); its content
+ * is not looked at.  The caller's guess, e.g. the cache's record of the
+ * name's inode: a wrong guess costs nothing but the read. */
+int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
+		       struct pohm_dentry *e);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */

@@ -45,9 +45,10 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 /* The entry dir/name; a missing one is -ENOENT only if dir is a live
  * directory.  The directory and the name's bucket are read together
  * (ns_dir_lookup): a missing name costs one round trip, not two. */
-static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+static int entry_of_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
+			 struct pohm_dentry *e)
 {
-	int r = ns_dir_lookup(ns, dir, name, e), d;
+	int r = ns_dir_lookup_with(ns, dir, name, also, e), d;
 
 	if (r == NS_NAME_ABSENT)
 		return -ENOENT;
@@ -62,6 +63,11 @@ static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct p
 		return r;
 	d = check_dir(ns, dir);
 	return d ? d : r;
+}
+
+static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+{
+	return entry_of_with(ns, dir, name, 0, e);
 }
 
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
@@ -298,22 +304,39 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 
 int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
+	uint64_t ino = 0;
+	int gone;
+
+	return pohm_ns_unlink_ino(ns, dir, name, &ino, &gone);
+}
+
+int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		       int *gone)
+{
 	struct pohm_dentry e;
+	uint32_t nlink;
 	int r;
 
+	*gone = -1;
 	r = ns_check_name(name);
 	if (r)
 		return r == -EINVAL ? -EISDIR : r;
-	r = entry_of(ns, dir, name, &e);
+	/* The name's inode as the caller guesses it comes along with the
+	 * lookup: the link count's CAS below needs no read of it (ns_peek). */
+	r = entry_of_with(ns, dir, name, *ino, &e);
 	if (r)
 		return r;
+	*ino = e.ino;
 	if (e.type == DT_DIR) {
 		pohm_dentry_clear(&e);
 		return -EISDIR;
 	}
 	r = ns_entry_remove(ns, dir, name, e.ino);
-	if (!r)
-		r = ns_inode_nlink(ns, e.ino, -1);
+	if (!r) {
+		r = ns_inode_nlink_to(ns, e.ino, -1, &nlink);
+		if (!r)
+			*gone = nlink == 0;	/* what the committed CAS wrote: no read */
+	}
 	/*
 	 * -ENOENT: the inode was already gone (the name was dangling), or a
 	 * racing unlink removed the name first.  -ESTALE: the name is gone,

@@ -458,6 +458,101 @@ TEST(split_and_readdir_exactly_once)
 	pohm_ns_close(ns);
 }
 
+/* pohm_ns_unlink_ino in a thread of its own (nothing peeked yet). */
+struct unlink_guess {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	const char *name;
+	int r, gone, reads;
+};
+
+static void *unlink_guess_thread(void *arg)
+{
+	struct unlink_guess *u = arg;
+
+	all_reads = 0;
+	u->r = pohm_ns_unlink_ino(u->ns, u->dir, u->name, &u->ino, &u->gone);
+	u->reads = all_reads;
+	return NULL;
+}
+
+static void unlink_guess(struct pohm_ns *ns, struct unlink_guess *u, uint64_t dir,
+			 const char *name, uint64_t guess)
+{
+	struct pohm_setattr sa = { .mask = POHM_SET_MODE, .mode = 0600 };
+	uint64_t ino = 0;
+	pthread_t t;
+
+	/* A new thread may inherit a finished one's peeks (kvmem keys them by
+	 * thread): a change by this one makes them stale. */
+	if (!pohm_ns_lookup(ns, dir, name, &ino, NULL))
+		pohm_ns_setattr(ns, ino, &sa, NULL);
+
+	u->ns = ns;
+	u->dir = dir;
+	u->name = name;
+	u->ino = guess;
+	pthread_create(&t, NULL, unlink_guess_thread, u);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Issue 23: an unlink told the name's inode reads it along with the lookup
+ * (one read in all, two without the guess), and says whether the inode's
+ * last name went, as its link count's CAS left it: the cache needs no read
+ * to know whether to forget the inode.
+ */
+TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d, a;
+	struct unlink_guess u;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns, a.ino, d.ino, "b", NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns, a.ino, d.ino, "c", NULL), 0);
+	/* No guess: the lookup, then the inode's read for its link count. */
+	unlink_guess(ns, &u, d.ino, "a", 0);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 0);
+	EXPECT_EQ_INT(u.reads, 2);
+	/* The right guess: one read. */
+	unlink_guess(ns, &u, d.ino, "b", a.ino);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_INT(u.gone, 0);
+	EXPECT_EQ_INT(u.reads, 1);
+	EXPECT_EQ_INT(nlink_of(ns, a.ino), 1);
+	/* A wrong guess costs nothing but the read; the last name goes. */
+	unlink_guess(ns, &u, d.ino, "c", d.ino + 1);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 1);
+	EXPECT_EQ_INT(u.reads, 2);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u.ino, &a), -ENOENT);
+	/* A missing name: nothing to tell. */
+	unlink_guess(ns, &u, d.ino, "c", u.ino);
+	EXPECT_EQ_INT(u.r, -ENOENT);
+	EXPECT_EQ_INT(u.gone, -1);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+}
+
 TEST(hardlinks)
 {
 	struct pohm_ns *ns = fresh(0);
