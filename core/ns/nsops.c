@@ -739,7 +739,7 @@ static int touch_fn(struct pohm_inode *in, void *arg)
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
-	struct pohm_dentry src, dst = { 0 }, intent = { 0 };
+	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
 	uint64_t replaced = 0;
 	uint8_t rtype = 0;
@@ -748,6 +748,32 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
+	intent.i_txid = ns_random(ns);
+	if (sdir == ddir) {
+		/* The bucket this thread just read (the cache's lookup of the
+		 * target), without reading it again: a CAS on it (issue 23). */
+		uint64_t dino;
+		uint8_t dtype;
+
+		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
+					   &replaced, &rtype);
+		if (!r)
+			goto committed;
+		if (NS_UNSURE(r)) {
+			/* Settled on a read (our txid at dname), as rename_local does. */
+			dino = replaced;
+			dtype = rtype;
+			r = ns_entry_rename_settle(ns, sdir, sname, src.ino, dname, dino, dtype,
+						   intent.i_txid, &replaced, &rtype);
+			if (!r)
+				goto committed;
+			goto out;
+		}
+		if (r != 1)
+			return r;
+		replaced = 0;
+		rtype = 0;
+	}
 	/* The target directory and the target name in one round trip. */
 	r = ns_dir_lookup(ns, ddir, dname, &dst);
 	if (r < 0)
@@ -794,7 +820,6 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		}
 	}
 	intent.intent = POHM_INTENT_MOVE;
-	intent.i_txid = ns_random(ns);
 	if (sdir == ddir && !exch && !(have_dst && dst.type == DT_DIR)) {
 		/* Both names in one bucket: one CAS, no intent (issue 23). */
 		r = ns_entry_rename_local(ns, sdir, sname, src.ino, dname, have_dst ? dst.ino : 0,

@@ -553,6 +553,73 @@ TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
 	pohm_ns_close(ns);
 }
 
+/*
+ * Issue 23: a rename inside a directory whose bucket this thread just read
+ * makes no read of it (the CAS against that copy is the check); a stale
+ * copy loses its CAS and the rules are judged on a read: NOREPLACE over a
+ * name another thread made meanwhile is EEXIST, a plain rename replaces it.
+ */
+TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, x;
+	struct other_change o;
+	uint64_t b;
+	pthread_t t;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a0", 0644, 0, 0, 0, 0, &a), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a0", d.ino, "a", 0), 0);
+	EXPECT_EQ_INT(all_reads, 0);	/* bucket and inode as this thread wrote them (2 before) */
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a0"), 0);
+
+	/* Another thread makes "b": this thread's copy of the bucket is stale. */
+	ns2 = open_ns(0, 10000);
+	o.ns = ns2;
+	o.dir = d.ino;
+	o.ino = a.ino;
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(o.r1, 0);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "b", POHM_RENAME_NOREPLACE), -EEXIST);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), a.ino);
+	b = ino_of(ns, d.ino, "b");
+	EXPECT(b != 0 && b != a.ino);
+	/* The other thread changes a's inode (b exists: only its chmod); a
+	 * plain rename replaces b, and its ctime CAS on the stale copy of a
+	 * loses, reads, and keeps the chmod. */
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "b", 0), 0);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "b"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, b, &x), -ENOENT);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.nlink, 1);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);	/* the other thread's chmod stands */
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 1);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
 TEST(hardlinks)
 {
 	struct pohm_ns *ns = fresh(0);
