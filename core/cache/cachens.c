@@ -1005,7 +1005,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 			pohm_jrec_clear(&rec);
 		}
 	}
-	r = pohm_ns_rename(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags);
+	r = pohm_ns_rename_ino(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags, ino);
 	if (r)
 		goto out;
 	pohm_sys_test_kill(POHM_TEST_KILL_IN_RENAME);	/* test only: a kill right here */

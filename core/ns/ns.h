@@ -137,6 +137,10 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
 /* Rename sdir/sname to ddir/dname, replacing an existing target atomically. */
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags);
+/* pohm_ns_rename for a caller that guesses sname's inode (0: none): it is
+ * read along with the source's lookup, for the ctime update's CAS. */
+int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		       const char *dname, unsigned flags, uint64_t guess);
 
 /* Call fn(arg, name, ino, type) for every entry of dir exactly once; fn != 0 stops. */
 int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,

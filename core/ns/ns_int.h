@@ -201,6 +201,14 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			   const char *dname, uint64_t dino, uint8_t dtype, uint64_t txid,
 			   uint64_t *replaced, uint8_t *replaced_type);
+/*
+ * The bucket of name at dir's depth hint as this thread read or wrote it
+ * within NS_PEEK_NS (ns_peek), when it decodes as that bucket and is
+ * NORMAL: 0 with ref (release it), else -ENOENT.  A base for a CAS only
+ * (decision 0017): any conclusion but a CAS that succeeded is made again
+ * on a read.
+ */
+int ns_bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name, struct ns_bucket_ref *ref);
 /* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
 int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);
 /* Copy an entry (strings duplicated): 0 or -ENOMEM. */

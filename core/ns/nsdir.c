@@ -500,6 +500,11 @@ static int bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name,
 	return 0;
 }
 
+int ns_bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name, struct ns_bucket_ref *ref)
+{
+	return bucket_peek(ns, dir, name, ref);
+}
+
 /*
  * ns_entry_insert's first attempt (issue 23, decision 0017): the peeked
  * bucket (bucket_peek), with no read, when it has room and lacks the name.

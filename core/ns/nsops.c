@@ -360,17 +360,26 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		struct pohm_dentry *e;
 
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, dir, name, &ref);
-		if (r)
-			return r;
+		/* The first look: the bucket this thread just read (the
+		 * rename's lookup of the source; issue 23), for the CAS only. */
+		peeked = !attempt && !ns_bucket_peek(ns, dir, name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, dir, name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (peeked && (r || i < 0 || ref.bk.e[i].ino != ino || ref.bk.e[i].intent)) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && (i < 0 || ref.bk.e[i].ino != ino))
 			r = -ENOENT;
 		if (!r && ref.bk.e[i].intent)
@@ -409,15 +418,24 @@ static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, dir, name, &ref);
-		if (r)
-			return r;
+		/* The first look: the bucket as this thread's intent_set wrote
+		 * it (issue 23), for the CAS only. */
+		peeked = !attempt && !ns_bucket_peek(ns, dir, name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, dir, name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (peeked && (r || i < 0 || !ref.bk.e[i].intent || ref.bk.e[i].i_txid != txid)) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && (i < 0 || !ref.bk.e[i].intent || ref.bk.e[i].i_txid != txid))
 			r = -ENOENT;
 		if (!r) {
@@ -586,17 +604,30 @@ int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *re
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	*replaced = 0;
 	*replaced_type = 0;
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
-		if (r)
-			return r;
+		/* The first look: the target's bucket as this thread's lookup
+		 * just read it (issue 23), for the CAS of the plain cases only. */
+		peeked = !attempt && !ns_bucket_peek(ns, e->i_dir, e->i_name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, e->i_dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, e->i_name);
+		if (peeked && (r || (i >= 0 ? ref.bk.e[i].intent || ref.bk.e[i].ino == e->ino ||
+					  (e->i_flags & POHM_RENAME_NOREPLACE) ||
+					  ref.bk.e[i].ino != e->i_replaced :
+					  (e->i_flags & POHM_RENAME_EXCHANGE) || e->i_replaced ||
+					  ref.bk.n >= ns->bucket_max))) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && i >= 0) {
 			struct pohm_dentry *d = &ref.bk.e[i];
 
@@ -739,6 +770,12 @@ static int touch_fn(struct pohm_inode *in, void *arg)
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
+	return pohm_ns_rename_ino(ns, sdir, sname, ddir, dname, flags, 0);
+}
+
+int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		       const char *dname, unsigned flags, uint64_t guess)
+{
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
 	uint64_t replaced = 0;
@@ -779,7 +816,9 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 	if (r < 0)
 		return r;
 	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
-	r = entry_of(ns, sdir, sname, &src);
+	/* The source's inode as the caller guesses it comes along: its ctime
+	 * CAS at the end needs no read (ns_peek). */
+	r = entry_of_with(ns, sdir, sname, guess, &src);
 	if (r) {
 		if (!have_dst)
 			pohm_dentry_clear(&dst);

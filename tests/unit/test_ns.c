@@ -620,6 +620,57 @@ TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
 	pohm_ns_close(ns);
 }
 
+/*
+ * Issue 23: a rename across directories reads the target and the source
+ * (with the source's inode, when the caller guesses it) once each; the
+ * intent, the commit at the target and the intent's finish CAS the
+ * buckets as this thread just read or wrote them (5 reads before).
+ */
+TEST(rename_across_directories_reads_each_bucket_once)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d1, d2, a, x;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d1", 0755, 0, 0, &d1), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d2", 0755, 0, 0, &d2), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d1.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d2.ino, "o", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d1.ino, "a", d2.ino, "b", 0, a.ino), 0);
+	EXPECT_EQ_INT(all_reads, 2);
+	EXPECT_EQ_U64(ino_of(ns, d2.ino, "b"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d1.ino, "a"), 0);
+	EXPECT_EQ_INT(count_entries(ns, d1.ino), 0);
+	EXPECT_EQ_INT(count_entries(ns, d2.ino), 2);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.nlink, 1);
+	pohm_inode_clear(&x);
+	/* Back over o: the commit replaces it, o loses its only link. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d1.ino, "o", 0644, 0, 0, 0, 0, &x), 0);
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d2.ino, "b", d1.ino, "o", 0, a.ino), 0);
+	EXPECT_EQ_U64(ino_of(ns, d1.ino, "o"), a.ino);
+	pohm_inode_clear(&d2);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, x.ino, &d2), -ENOENT);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d1);
+	pohm_ns_close(ns);
+}
+
 TEST(hardlinks)
 {
 	struct pohm_ns *ns = fresh(0);
