@@ -633,12 +633,9 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		goto out;
 	ino = local_ino(c, dfd, name);
-	if (dir) {
-		r = pohm_ns_rmdir(c->ns, dino, name);
-	} else {
-		sino = ino;	/* the journal's guess comes along with the lookup */
-		r = pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
-	}
+	sino = ino;	/* the journal's guess comes along with the lookup */
+	r = dir ? pohm_ns_rmdir_ino(c->ns, dino, name, &sino, &gone) :
+		  pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
 	if (r == -ENOENT && !ino) {
 		struct stat lst;
 
@@ -666,7 +663,7 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 		pohm_warn("%s: removed from the storage, but the local copy stays (%s)", rel,
 			  strerror(-r));
 	if (ino && gone >= 0 && sino == ino)
-		forget_known(c, ino, gone);	/* the unlink's CAS said it: no read */
+		forget_known(c, ino, gone);	/* the storage's CAS said it: no read */
 	else if (ino)
 		forget_if_gone(c, ino);
 out:

@@ -130,6 +130,12 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 		       int *gone);
 /* Remove an empty directory (-ENOTEMPTY otherwise). */
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
+/* pohm_ns_rmdir for a caller that guesses the directory's inode (*ino, 0:
+ * none; read along with the lookup, as pohm_ns_unlink_ino); on return *ino
+ * is the inode the name had, and on 0 *gone is 1 when this call wrote its
+ * tombstone, -1 when it cannot tell (read it to know). */
+int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		      int *gone);
 
 #define POHM_RENAME_NOREPLACE 0x1	/* as renameat2 RENAME_NOREPLACE */
 #define POHM_RENAME_EXCHANGE  0x2	/* as renameat2 RENAME_EXCHANGE */

@@ -554,8 +554,19 @@ static int tomb_fn(struct pohm_inode *in, void *arg)
 
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
+	uint64_t ino = 0;
+	int gone;
+
+	return pohm_ns_rmdir_ino(ns, dir, name, &ino, &gone);
+}
+
+int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		      int *gone)
+{
 	struct pohm_dentry e, intent = { 0 };
 	int r;
+
+	*gone = -1;
 
 	if (!strcmp(name, "."))
 		return -EINVAL;
@@ -564,9 +575,12 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = entry_of(ns, dir, name, &e);
+	/* The directory's inode as the caller guesses it comes along: its
+	 * tombstone's CAS needs no read (ns_peek). */
+	r = entry_of_with(ns, dir, name, *ino, &e);
 	if (r)
 		return r;
+	*ino = e.ino;
 	if (e.type != DT_DIR) {
 		pohm_dentry_clear(&e);
 		return -ENOTDIR;
@@ -590,7 +604,8 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 	}
 	if (r)
 		goto out;
-	ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL);
+	if (!ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
+		*gone = 1;	/* the tombstone is written: no read to learn it */
 	ns_inode_nlink(ns, dir, -1);
 out:
 	pohm_dentry_clear(&e);

@@ -26,7 +26,7 @@ setup() {
 	unset POHMELFS_STATS
 	mkdir -p "$T/a" "$T/b"
 	D=$T/a/d E=$T/a/e
-	shim a mkdir -p "$D" "$E"
+	shim a mkdir -p "$D" "$E" "$D/rd"
 	shim a "$PY" -c "
 for n in ('u', 'r', 'c', 's', 'x'):
     with open('$D/' + n, 'wb') as f: f.write(b'x' * 4096)"
@@ -74,9 +74,10 @@ within() {
 	[ "$(shim b cat "$T/b/d/new" | wc -c)" -eq 4096 ]
 }
 
-@test "mkdir 6, unlink 5, rename 6 in a directory and 11 across, chmod 3, utimes 3 waits" {
+@test "mkdir 6, unlink 5, rmdir 12, rename 6 in a directory and 11 across, chmod 3, utimes 3 waits" {
 	within mkdir 6 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 5 a "$PY" -c "import os; os.unlink('$D/u')"
+	within rmdir 12 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 6 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 11 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 3 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"

@@ -463,7 +463,7 @@ struct unlink_guess {
 	struct pohm_ns *ns;
 	uint64_t dir, ino;
 	const char *name;
-	int r, gone, reads;
+	int r, gone, reads, rmdir;
 };
 
 static void *unlink_guess_thread(void *arg)
@@ -471,7 +471,8 @@ static void *unlink_guess_thread(void *arg)
 	struct unlink_guess *u = arg;
 
 	all_reads = 0;
-	u->r = pohm_ns_unlink_ino(u->ns, u->dir, u->name, &u->ino, &u->gone);
+	u->r = u->rmdir ? pohm_ns_rmdir_ino(u->ns, u->dir, u->name, &u->ino, &u->gone) :
+			  pohm_ns_unlink_ino(u->ns, u->dir, u->name, &u->ino, &u->gone);
 	u->reads = all_reads;
 	return NULL;
 }
@@ -492,6 +493,7 @@ static void unlink_guess(struct pohm_ns *ns, struct unlink_guess *u, uint64_t di
 	u->dir = dir;
 	u->name = name;
 	u->ino = guess;
+	u->rmdir = 0;
 	pthread_create(&t, NULL, unlink_guess_thread, u);
 	pthread_join(t, NULL);
 }
@@ -500,7 +502,8 @@ static void unlink_guess(struct pohm_ns *ns, struct unlink_guess *u, uint64_t di
  * Issue 23: an unlink told the name's inode reads it along with the lookup
  * (one read in all, two without the guess), and says whether the inode's
  * last name went, as its link count's CAS left it: the cache needs no read
- * to know whether to forget the inode.
+ * to know whether to forget the inode.  An rmdir says it wrote the
+ * directory's tombstone.
  */
 TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
 {
@@ -549,6 +552,23 @@ TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
 	unlink_guess(ns, &u, d.ino, "c", u.ino);
 	EXPECT_EQ_INT(u.r, -ENOENT);
 	EXPECT_EQ_INT(u.gone, -1);
+	/* rmdir the same way: the tombstone it wrote, no read of it. */
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, d.ino, "s", 0755, 0, 0, &a), 0);
+	u.rmdir = 1;
+	{
+		pthread_t t;
+
+		u.ino = a.ino;
+		u.name = "s";
+		pthread_create(&t, NULL, unlink_guess_thread, &u);
+		pthread_join(t, NULL);
+	}
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 1);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u.ino, &a), -ENOENT);
+	EXPECT_EQ_INT(nlink_of(ns, d.ino), 2);
 	pohm_inode_clear(&d);
 	pohm_ns_close(ns);
 }
