@@ -564,20 +564,30 @@ static uint64_t local_ino(struct pohm_cache *c, int dfd, const char *name)
 	return ino;
 }
 
+/* ino lost a name, and gone says whether it was its last (the storage's
+ * link count reached 0): then the journal forgets it. */
+static void forget_known(struct pohm_cache *c, uint64_t ino, int gone)
+{
+	cache_unmark(c, ino);
+	if (gone) {
+		pohm_journal_del(&c->j, ino);
+		cache_push_forget(c, ino);
+	}
+}
+
 /* ino lost a name: if the storage has no more of it, the journal forgets it. */
 static void forget_if_gone(struct pohm_cache *c, uint64_t ino)
 {
 	struct pohm_inode in;
 	int r;
 
-	cache_unmark(c, ino);
 	r = pohm_ns_getattr(c->ns, ino, &in);
-	if (r == -ENOENT) {
-		pohm_journal_del(&c->j, ino);
-		cache_push_forget(c, ino);
-	} else if (!r) {
+	if (r == -ENOENT || !r)
+		forget_known(c, ino, r == -ENOENT);
+	else
+		cache_unmark(c, ino);
+	if (!r)
 		pohm_inode_clear(&in);	/* only a read that succeeded filled in */
-	}
 }
 
 /*
@@ -612,8 +622,8 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
 	struct stat pre, post;
 	const char *name;
-	uint64_t dino, ino;
-	int dfd, r, kfd = -1;
+	uint64_t dino, ino, sino = 0;
+	int dfd, r, kfd = -1, gone = -1;
 
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
@@ -624,7 +634,9 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		goto out;
 	ino = local_ino(c, dfd, name);
-	r = dir ? pohm_ns_rmdir(c->ns, dino, name) : pohm_ns_unlink(c->ns, dino, name);
+	sino = ino;	/* the journal's guess comes along with the lookup */
+	r = dir ? pohm_ns_rmdir_ino(c->ns, dino, name, &sino, &gone) :
+		  pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
 	if (r == -ENOENT && !ino) {
 		struct stat lst;
 
@@ -651,7 +663,9 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		pohm_warn("%s: removed from the storage, but the local copy stays (%s)", rel,
 			  strerror(-r));
-	if (ino)
+	if (ino && gone >= 0 && sino == ino)
+		forget_known(c, ino, gone);	/* the storage's CAS said it: no read */
+	else if (ino)
 		forget_if_gone(c, ino);
 out:
 	pohm_sys_close(dfd);
@@ -748,7 +762,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 			pohm_jrec_clear(&rec);
 		}
 	}
-	r = pohm_ns_rename(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags);
+	r = pohm_ns_rename_ino(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags, ino);
 	if (r)
 		goto out;
 	pohm_sys_test_kill(POHM_TEST_KILL_IN_RENAME);	/* test only: a kill right here */

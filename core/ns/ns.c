@@ -273,6 +273,18 @@ int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
 	return ns_inode_update(ns, ino, nlink_fn, &delta, NULL);
 }
 
+int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink)
+{
+	struct pohm_inode out;
+	int r = ns_inode_update(ns, ino, nlink_fn, &delta, &out);
+
+	if (!r) {
+		*nlink = out.nlink;
+		pohm_inode_clear(&out);
+	}
+	return r;
+}
+
 /* ---------------------------------------------------------------- open/close */
 
 static int root_create(struct pohm_ns *ns)
@@ -488,21 +500,32 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 
 int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
 {
-	struct pohm_kv_val v[2];
+	return ns_dir_lookup_with(ns, dir, name, 0, e);
+}
+
+int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
+		       struct pohm_dentry *e)
+{
+	struct pohm_kv_val v[3];
 	struct pohm_bucket bk;
 	struct pohm_inode in;
-	char keys[2][POHM_KEY_MAX];
-	const char *kp[2] = { keys[0], keys[1] };
+	char keys[3][POHM_KEY_MAX];
+	const char *kp[3] = { keys[0], keys[1], keys[2] };
 	unsigned depth;
 	uint32_t index;
-	int st[2], r, i;
+	int st[3], r, i;
+	size_t n = also && also != dir ? 3 : 2;
 
 	if (!ns->kv.ops->get_n)
 		goto sequential;
 	pohm_key_inode(keys[0], dir);
 	first_bucket_key(ns, dir, pohm_name_hash(name), keys[1], &depth, &index);
+	/* Read along only: the read leaves it for ns_peek (a CAS base), and
+	 * what it says is not looked at here. */
+	if (n == 3)
+		pohm_key_inode(keys[2], also);
 	memset(v, 0, sizeof(v));
-	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, st);
 	if (r)
 		return r;
 	/* The directory, as check_dir judges it. */
@@ -535,7 +558,7 @@ int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct poh
 			pohm_bucket_clear(&bk);
 		}
 	}
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < (int)n; i++)
 		pohm_kv_val_free(&v[i]);
 	return r;
 sequential:

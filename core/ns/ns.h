@@ -118,8 +118,24 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 		 struct pohm_inode *out);
 /* Remove a non-directory name; the inode goes when its last name does. */
 int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name);
+/*
+ * pohm_ns_unlink for a caller that knows the name's inode: *ino is its
+ * guess (0: none), read along with the lookup so the link count's update
+ * needs no read of its own; on return *ino is the inode the name had.  On
+ * 0, *gone is 1 when that inode's last name went (it is a tombstone now),
+ * 0 when it keeps another, -1 when this call cannot tell (the name or the
+ * inode was already gone, or an outcome was unknown): read it to know.
+ */
+int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		       int *gone);
 /* Remove an empty directory (-ENOTEMPTY otherwise). */
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
+/* pohm_ns_rmdir for a caller that guesses the directory's inode (*ino, 0:
+ * none; read along with the lookup, as pohm_ns_unlink_ino); on return *ino
+ * is the inode the name had, and on 0 *gone is 1 when this call wrote its
+ * tombstone, -1 when it cannot tell (read it to know). */
+int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		      int *gone);
 
 #define POHM_RENAME_NOREPLACE 0x1	/* as renameat2 RENAME_NOREPLACE */
 #define POHM_RENAME_EXCHANGE  0x2	/* as renameat2 RENAME_EXCHANGE */
@@ -127,6 +143,10 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
 /* Rename sdir/sname to ddir/dname, replacing an existing target atomically. */
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags);
+/* pohm_ns_rename for a caller that guesses sname's inode (0: none): it is
+ * read along with the source's lookup, for the ctime update's CAS. */
+int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		       const char *dname, unsigned flags, uint64_t guess);
 
 /* Call fn(arg, name, ino, type) for every entry of dir exactly once; fn != 0 stops. */
 int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,

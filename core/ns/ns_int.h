@@ -85,6 +85,8 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    struct pohm_inode *out);
 /* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
+/* ns_inode_nlink telling the link count it left (0: the inode is a tombstone). */
+int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink);
 /*
  * A create's first look (issue 23): dir's inode and name's bucket (the
  * depth hint's) in one round trip.  -ENOENT / -ENOTDIR / -errno when dir
@@ -98,6 +100,12 @@ int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
 #define NS_NAME_UNKNOWN	1
 #define NS_NAME_ABSENT	2
 int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e);
+/* ns_dir_lookup that also reads the inode also (0: none) in the same round
+ * trip, for a CAS of it right after (ns_peek, decision 0017); its content
+ * is not looked at.  The caller's guess, e.g. the cache's record of the
+ * name's inode: a wrong guess costs nothing but the read. */
+int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
+		       struct pohm_dentry *e);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
@@ -156,6 +164,24 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
  */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
 /*
+ * A rename inside dir with no read at all (issue 23): when this thread
+ * read dir's bucket of sname within NS_PEEK_NS (ns_peek; the cache's
+ * lookup of the target just did) and it shows the plain case -- sname
+ * without intent, dname in the same NORMAL bucket, absent or a
+ * non-directory of another inode without intent (and no NOREPLACE), sname
+ * not a directory if dname is there, no EXCHANGE -- the one-bucket CAS
+ * against that copy.  Its success proves the copy was the committed
+ * bucket (so the name, the target and the live, unsealed directory were
+ * as read).  0: done, *src the moved entry (clear it), *replaced /
+ * *replaced_type the name it replaced (0: none); 1: not tried, or the CAS
+ * lost (nothing written): decide on reads; an unknown outcome
+ * (NS_UNSURE) leaves *src and *replaced set for ns_entry_rename_local
+ * with the same txid to settle; else -errno.
+ */
+int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
+			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
+			   uint64_t *replaced, uint8_t *replaced_type);
+/*
  * A rename inside one bucket of dir (issue 23): sname and dname in the
  * same NORMAL leaf bucket, neither with an intent, sname still sino and
  * dname still dino (0: absent).  One CAS moves the entry (its txid becomes
@@ -168,6 +194,21 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
 			  uint8_t *replaced_type);
+/* ns_entry_rename_local after a put of txid (dname was dino of type dtype,
+ * 0: absent) whose outcome was unknown (ns_entry_rename_peeked): 0 with
+ * *replaced once a read shows it committed, or after doing it now; -EIO
+ * when it cannot be settled; -errno. */
+int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			   const char *dname, uint64_t dino, uint8_t dtype, uint64_t txid,
+			   uint64_t *replaced, uint8_t *replaced_type);
+/*
+ * The bucket of name at dir's depth hint as this thread read or wrote it
+ * within NS_PEEK_NS (ns_peek), when it decodes as that bucket and is
+ * NORMAL: 0 with ref (release it), else -ENOENT.  A base for a CAS only
+ * (decision 0017): any conclusion but a CAS that succeeded is made again
+ * on a read.
+ */
+int ns_bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name, struct ns_bucket_ref *ref);
 /* Look name up, resolving intents: 0 and a copy of the entry (clear it), -ENOENT. */
 int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *out);
 /* Copy an entry (strings duplicated): 0 or -ENOMEM. */

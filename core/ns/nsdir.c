@@ -500,6 +500,11 @@ static int bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name,
 	return 0;
 }
 
+int ns_bucket_peek(struct pohm_ns *ns, uint64_t dir, const char *name, struct ns_bucket_ref *ref)
+{
+	return bucket_peek(ns, dir, name, ref);
+}
+
 /*
  * ns_entry_insert's first attempt (issue 23, decision 0017): the peeked
  * bucket (bucket_peek), with no read, when it has room and lacks the name.
@@ -596,15 +601,17 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	return unsure ? -NS_EMAYBE : -EBUSY;
 }
 
-int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
-			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
-			  uint8_t *replaced_type)
+/* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
+ * unknown outcome before the call (ns_entry_rename_settle). */
+static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
+			uint8_t *replaced_type, unsigned unsure, uint8_t dtype)
 {
 	struct ns_bucket_ref ref;
 	struct pohm_dentry n = { 0 };
-	unsigned attempt, unsure = 0;
-	uint64_t rep0 = 0;
-	uint8_t rtype0 = 0;
+	unsigned attempt;
+	uint64_t rep0 = unsure ? dino : 0;
+	uint8_t rtype0 = unsure ? dtype : 0;
 	int i, j, r, peeked = 0;
 
 	*replaced = 0;
@@ -612,7 +619,7 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		/* The first look may be the bucket this thread just read (ns_peek). */
-		peeked = !attempt && !bucket_peek(ns, dir, sname, &ref);
+		peeked = !attempt && !unsure && !bucket_peek(ns, dir, sname, &ref);
 		if (!peeked) {
 			r = ns_bucket_locate(ns, dir, sname, &ref);
 			if (r && unsure && NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
@@ -622,7 +629,8 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 		}
 		i = pohm_bucket_find(&ref.bk, sname);
 		j = pohm_bucket_find(&ref.bk, dname);
-		if (unsure && i < 0 && j >= 0 && ref.bk.e[j].ino == sino && ref.bk.e[j].txid == txid) {
+		if (unsure && i < 0 && j >= 0 && ref.bk.e[j].ino == sino &&
+		    ref.bk.e[j].txid == txid) {
 			/* Our put whose outcome was unknown did commit. */
 			ns_bucket_release(&ref);
 			*replaced = rep0;
@@ -669,6 +677,78 @@ int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 		*replaced_type = 0;
 	}
 	return unsure ? -EIO : -EBUSY;
+}
+
+int ns_entry_rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname, uint64_t dino, uint64_t txid, uint64_t *replaced,
+			  uint8_t *replaced_type)
+{
+	return rename_local(ns, dir, sname, sino, dname, dino, txid, replaced, replaced_type, 0, 0);
+}
+
+int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			   const char *dname, uint64_t dino, uint8_t dtype, uint64_t txid,
+			   uint64_t *replaced, uint8_t *replaced_type)
+{
+	return rename_local(ns, dir, sname, sino, dname, dino, txid, replaced, replaced_type, 1,
+			    dtype);
+}
+
+int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
+			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
+			   uint64_t *replaced, uint8_t *replaced_type)
+{
+	struct ns_bucket_ref ref;
+	struct pohm_dentry n;
+	int i, j, r;
+
+	memset(src, 0, sizeof(*src));
+	*replaced = 0;
+	*replaced_type = 0;
+	if ((flags & POHM_RENAME_EXCHANGE) || !strcmp(sname, dname) ||
+	    bucket_peek(ns, dir, sname, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, sname);
+	j = pohm_bucket_find(&ref.bk, dname);
+	/* Only the plain case; every refusal (EEXIST, ENOTDIR, EISDIR, two
+	 * names of one inode) may be stale news: the caller's reads judge. */
+	if (index_at(pohm_name_hash(dname), ref.bk.depth) != ref.bk.index || i < 0 ||
+	    ref.bk.e[i].intent ||
+	    (j >= 0 && (ref.bk.e[j].intent || (flags & POHM_RENAME_NOREPLACE) ||
+			ref.bk.e[j].type == DT_DIR || ref.bk.e[i].type == DT_DIR ||
+			ref.bk.e[j].ino == ref.bk.e[i].ino))) {
+		ns_bucket_release(&ref);
+		return 1;
+	}
+	r = ns_entry_copy(src, &ref.bk.e[i]);
+	if (r) {
+		ns_bucket_release(&ref);
+		return r;
+	}
+	n = ref.bk.e[i];	/* (shallow: pohm_bucket_add copies) */
+	n.name = (char *)dname;
+	n.txid = txid;
+	r = pohm_bucket_add(&ref.bk, &n);
+	if (!r) {
+		if (j >= 0) {
+			*replaced = ref.bk.e[j].ino;
+			*replaced_type = ref.bk.e[j].type;
+		}
+		/* Drop the higher index first: the lower one stays where it is. */
+		pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? j : i));
+		if (j >= 0)
+			pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? i : j));
+		r = ns_bucket_store(ns, &ref);
+	}
+	ns_bucket_release(&ref);
+	if (r == -EAGAIN)
+		r = 1;		/* lost the CAS: nothing written */
+	if (r && !NS_UNSURE(r)) {
+		pohm_dentry_clear(src);
+		*replaced = 0;
+		*replaced_type = 0;
+	}
+	return r;
 }
 
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)

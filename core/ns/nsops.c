@@ -45,9 +45,10 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 /* The entry dir/name; a missing one is -ENOENT only if dir is a live
  * directory.  The directory and the name's bucket are read together
  * (ns_dir_lookup): a missing name costs one round trip, not two. */
-static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+static int entry_of_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
+			 struct pohm_dentry *e)
 {
-	int r = ns_dir_lookup(ns, dir, name, e), d;
+	int r = ns_dir_lookup_with(ns, dir, name, also, e), d;
 
 	if (r == NS_NAME_ABSENT)
 		return -ENOENT;
@@ -62,6 +63,11 @@ static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct p
 		return r;
 	d = check_dir(ns, dir);
 	return d ? d : r;
+}
+
+static int entry_of(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
+{
+	return entry_of_with(ns, dir, name, 0, e);
 }
 
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
@@ -298,22 +304,39 @@ int pohm_ns_link(struct pohm_ns *ns, uint64_t ino, uint64_t dir, const char *nam
 
 int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
+	uint64_t ino = 0;
+	int gone;
+
+	return pohm_ns_unlink_ino(ns, dir, name, &ino, &gone);
+}
+
+int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		       int *gone)
+{
 	struct pohm_dentry e;
+	uint32_t nlink;
 	int r;
 
+	*gone = -1;
 	r = ns_check_name(name);
 	if (r)
 		return r == -EINVAL ? -EISDIR : r;
-	r = entry_of(ns, dir, name, &e);
+	/* The name's inode as the caller guesses it comes along with the
+	 * lookup: the link count's CAS below needs no read of it (ns_peek). */
+	r = entry_of_with(ns, dir, name, *ino, &e);
 	if (r)
 		return r;
+	*ino = e.ino;
 	if (e.type == DT_DIR) {
 		pohm_dentry_clear(&e);
 		return -EISDIR;
 	}
 	r = ns_entry_remove(ns, dir, name, e.ino);
-	if (!r)
-		r = ns_inode_nlink(ns, e.ino, -1);
+	if (!r) {
+		r = ns_inode_nlink_to(ns, e.ino, -1, &nlink);
+		if (!r)
+			*gone = nlink == 0;	/* what the committed CAS wrote: no read */
+	}
 	/*
 	 * -ENOENT: the inode was already gone (the name was dangling), or a
 	 * racing unlink removed the name first.  -ESTALE: the name is gone,
@@ -337,17 +360,26 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		struct pohm_dentry *e;
 
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, dir, name, &ref);
-		if (r)
-			return r;
+		/* The first look: the bucket this thread just read (the
+		 * rename's lookup of the source; issue 23), for the CAS only. */
+		peeked = !attempt && !ns_bucket_peek(ns, dir, name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, dir, name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (peeked && (r || i < 0 || ref.bk.e[i].ino != ino || ref.bk.e[i].intent)) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && (i < 0 || ref.bk.e[i].ino != ino))
 			r = -ENOENT;
 		if (!r && ref.bk.e[i].intent)
@@ -386,15 +418,24 @@ static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, dir, name, &ref);
-		if (r)
-			return r;
+		/* The first look: the bucket as this thread's intent_set wrote
+		 * it (issue 23), for the CAS only. */
+		peeked = !attempt && !ns_bucket_peek(ns, dir, name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, dir, name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
+		if (peeked && (r || i < 0 || !ref.bk.e[i].intent || ref.bk.e[i].i_txid != txid)) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && (i < 0 || !ref.bk.e[i].intent || ref.bk.e[i].i_txid != txid))
 			r = -ENOENT;
 		if (!r) {
@@ -513,8 +554,19 @@ static int tomb_fn(struct pohm_inode *in, void *arg)
 
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
+	uint64_t ino = 0;
+	int gone;
+
+	return pohm_ns_rmdir_ino(ns, dir, name, &ino, &gone);
+}
+
+int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+		      int *gone)
+{
 	struct pohm_dentry e, intent = { 0 };
 	int r;
+
+	*gone = -1;
 
 	if (!strcmp(name, "."))
 		return -EINVAL;
@@ -523,9 +575,12 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 	r = ns_check_name(name);
 	if (r)
 		return r;
-	r = entry_of(ns, dir, name, &e);
+	/* The directory's inode as the caller guesses it comes along: its
+	 * tombstone's CAS needs no read (ns_peek). */
+	r = entry_of_with(ns, dir, name, *ino, &e);
 	if (r)
 		return r;
+	*ino = e.ino;
 	if (e.type != DT_DIR) {
 		pohm_dentry_clear(&e);
 		return -ENOTDIR;
@@ -549,7 +604,8 @@ int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 	}
 	if (r)
 		goto out;
-	ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL);
+	if (!ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
+		*gone = 1;	/* the tombstone is written: no read to learn it */
 	ns_inode_nlink(ns, dir, -1);
 out:
 	pohm_dentry_clear(&e);
@@ -563,17 +619,30 @@ int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *re
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int i, r;
+	int i, r, peeked;
 
 	*replaced = 0;
 	*replaced_type = 0;
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
-		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
-		if (r)
-			return r;
+		/* The first look: the target's bucket as this thread's lookup
+		 * just read it (issue 23), for the CAS of the plain cases only. */
+		peeked = !attempt && !ns_bucket_peek(ns, e->i_dir, e->i_name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
+			if (r)
+				return r;
+		}
 		r = ns_bucket_prepare(ns, e->i_dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, e->i_name);
+		if (peeked && (r || (i >= 0 ? ref.bk.e[i].intent || ref.bk.e[i].ino == e->ino ||
+					  (e->i_flags & POHM_RENAME_NOREPLACE) ||
+					  ref.bk.e[i].ino != e->i_replaced :
+					  (e->i_flags & POHM_RENAME_EXCHANGE) || e->i_replaced ||
+					  ref.bk.n >= ns->bucket_max))) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
 		if (!r && i >= 0) {
 			struct pohm_dentry *d = &ref.bk.e[i];
 
@@ -716,7 +785,13 @@ static int touch_fn(struct pohm_inode *in, void *arg)
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
-	struct pohm_dentry src, dst = { 0 }, intent = { 0 };
+	return pohm_ns_rename_ino(ns, sdir, sname, ddir, dname, flags, 0);
+}
+
+int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+		       const char *dname, unsigned flags, uint64_t guess)
+{
+	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
 	uint64_t replaced = 0;
 	uint8_t rtype = 0;
@@ -725,12 +800,40 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
+	intent.i_txid = ns_random(ns);
+	if (sdir == ddir) {
+		/* The bucket this thread just read (the cache's lookup of the
+		 * target), without reading it again: a CAS on it (issue 23). */
+		uint64_t dino;
+		uint8_t dtype;
+
+		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
+					   &replaced, &rtype);
+		if (!r)
+			goto committed;
+		if (NS_UNSURE(r)) {
+			/* Settled on a read (our txid at dname), as rename_local does. */
+			dino = replaced;
+			dtype = rtype;
+			r = ns_entry_rename_settle(ns, sdir, sname, src.ino, dname, dino, dtype,
+						   intent.i_txid, &replaced, &rtype);
+			if (!r)
+				goto committed;
+			goto out;
+		}
+		if (r != 1)
+			return r;
+		replaced = 0;
+		rtype = 0;
+	}
 	/* The target directory and the target name in one round trip. */
 	r = ns_dir_lookup(ns, ddir, dname, &dst);
 	if (r < 0)
 		return r;
 	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
-	r = entry_of(ns, sdir, sname, &src);
+	/* The source's inode as the caller guesses it comes along: its ctime
+	 * CAS at the end needs no read (ns_peek). */
+	r = entry_of_with(ns, sdir, sname, guess, &src);
 	if (r) {
 		if (!have_dst)
 			pohm_dentry_clear(&dst);
@@ -771,7 +874,6 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 		}
 	}
 	intent.intent = POHM_INTENT_MOVE;
-	intent.i_txid = ns_random(ns);
 	if (sdir == ddir && !exch && !(have_dst && dst.type == DT_DIR)) {
 		/* Both names in one bucket: one CAS, no intent (issue 23). */
 		r = ns_entry_rename_local(ns, sdir, sname, src.ino, dname, have_dst ? dst.ino : 0,

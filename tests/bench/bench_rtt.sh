@@ -10,7 +10,7 @@
 # counted is the operation itself, not the walk to it.
 #
 # Each counted call comes right after an uncounted create and unlink in
-# the same directory a second after the last change there, so the
+# the directories it works in, a second after the last change there, so the
 # directory-time update (once a second per directory, decision 0015) is
 # not in the count; it costs 2-3 waits in the first entry change a second
 # after the last one.
@@ -51,7 +51,10 @@ counted() {
 	# one moves it, so the counted call right after does not pay that
 	# update by chance.
 	sleep 1.05
-	shim "$host" "$py" -c "import os; open('$D/.fresh', 'w').close(); os.unlink('$D/.fresh')" ||
+	shim "$host" "$py" -c "
+import os
+for d in ('$D', '$A/e'):
+    open(d + '/.fresh', 'w').close(); os.unlink(d + '/.fresh')" ||
 		fail "$name: freshening $D"
 	w0=$(counter "$host" net_waits) s0=$(counter "$host" net_requests)
 	sw0=$(counter "$host" net_setup_waits) sr0=$(counter "$host" net_setup_requests)
@@ -70,14 +73,14 @@ counted() {
 	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$s" "$sw" "$sr" >>"$(bench_out rtt.tsv)"
 }
 
-shim a mkdir -p "$D" || fail "mkdir $D"
+shim a mkdir -p "$D" "$A/e" || fail "mkdir $D $A/e"
 shim a "$py" -c "
 import os
-for n in ('u', 'r', 'c', 't', 's'):
+for n in ('u', 'r', 'c', 't', 's', 'x'):
     with open('$D/' + n, 'wb') as f: f.write(b'x' * 4096)
 with open('$D/small', 'wb') as f: f.write(b'y' * 4096)
 " || fail "setup files"
-shim a stat "$D" >/dev/null || fail "stat $D"
+shim a stat "$D" "$A/e" >/dev/null || fail "stat $D $A/e"
 
 TARGET_NOTE="<= 2"
 counted "create+write 4 KiB+close, sync_on_close=1" a \
@@ -85,7 +88,13 @@ counted "create+write 4 KiB+close, sync_on_close=1" a \
 TARGET_NOTE="<= 1"
 counted "mkdir" a "$py" -c "import os; os.mkdir('$D/sub')"
 counted "unlink" a "$py" -c "import os; os.unlink('$D/u')"
+TARGET_NOTE="(not listed; <= 1 as mkdir)"
+counted "rmdir" a "$py" -c "import os; os.rmdir('$D/sub')"
+TARGET_NOTE="<= 1"
 counted "rename within a directory" a "$py" -c "import os; os.rename('$D/r', '$D/r2')"
+TARGET_NOTE="<= 2"
+counted "rename across directories" a "$py" -c "import os; os.rename('$D/x', '$A/e/x')"
+TARGET_NOTE="<= 1"
 counted "chmod" a "$py" -c "import os; os.chmod('$D/c', 0o600)"
 counted "utimes" a "$py" -c "import os; os.utime('$D/t', (1, 1))"
 TARGET_NOTE="0"

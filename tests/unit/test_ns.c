@@ -458,6 +458,239 @@ TEST(split_and_readdir_exactly_once)
 	pohm_ns_close(ns);
 }
 
+/* pohm_ns_unlink_ino in a thread of its own (nothing peeked yet). */
+struct unlink_guess {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	const char *name;
+	int r, gone, reads, rmdir;
+};
+
+static void *unlink_guess_thread(void *arg)
+{
+	struct unlink_guess *u = arg;
+
+	all_reads = 0;
+	u->r = u->rmdir ? pohm_ns_rmdir_ino(u->ns, u->dir, u->name, &u->ino, &u->gone) :
+			  pohm_ns_unlink_ino(u->ns, u->dir, u->name, &u->ino, &u->gone);
+	u->reads = all_reads;
+	return NULL;
+}
+
+static void unlink_guess(struct pohm_ns *ns, struct unlink_guess *u, uint64_t dir,
+			 const char *name, uint64_t guess)
+{
+	struct pohm_setattr sa = { .mask = POHM_SET_MODE, .mode = 0600 };
+	uint64_t ino = 0;
+	pthread_t t;
+
+	/* A new thread may inherit a finished one's peeks (kvmem keys them by
+	 * thread): a change by this one makes them stale. */
+	if (!pohm_ns_lookup(ns, dir, name, &ino, NULL))
+		pohm_ns_setattr(ns, ino, &sa, NULL);
+
+	u->ns = ns;
+	u->dir = dir;
+	u->name = name;
+	u->ino = guess;
+	u->rmdir = 0;
+	pthread_create(&t, NULL, unlink_guess_thread, u);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Issue 23: an unlink told the name's inode reads it along with the lookup
+ * (one read in all, two without the guess), and says whether the inode's
+ * last name went, as its link count's CAS left it: the cache needs no read
+ * to know whether to forget the inode.  An rmdir says it wrote the
+ * directory's tombstone.
+ */
+TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d, a;
+	struct unlink_guess u;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns, a.ino, d.ino, "b", NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns, a.ino, d.ino, "c", NULL), 0);
+	/* No guess: the lookup, then the inode's read for its link count. */
+	unlink_guess(ns, &u, d.ino, "a", 0);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 0);
+	EXPECT_EQ_INT(u.reads, 2);
+	/* The right guess: one read. */
+	unlink_guess(ns, &u, d.ino, "b", a.ino);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_INT(u.gone, 0);
+	EXPECT_EQ_INT(u.reads, 1);
+	EXPECT_EQ_INT(nlink_of(ns, a.ino), 1);
+	/* A wrong guess costs nothing but the read; the last name goes. */
+	unlink_guess(ns, &u, d.ino, "c", d.ino + 1);
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 1);
+	EXPECT_EQ_INT(u.reads, 2);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u.ino, &a), -ENOENT);
+	/* A missing name: nothing to tell. */
+	unlink_guess(ns, &u, d.ino, "c", u.ino);
+	EXPECT_EQ_INT(u.r, -ENOENT);
+	EXPECT_EQ_INT(u.gone, -1);
+	/* rmdir the same way: the tombstone it wrote, no read of it. */
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, d.ino, "s", 0755, 0, 0, &a), 0);
+	u.rmdir = 1;
+	{
+		pthread_t t;
+
+		u.ino = a.ino;
+		u.name = "s";
+		pthread_create(&t, NULL, unlink_guess_thread, &u);
+		pthread_join(t, NULL);
+	}
+	EXPECT_EQ_INT(u.r, 0);
+	EXPECT_EQ_U64(u.ino, a.ino);
+	EXPECT_EQ_INT(u.gone, 1);
+	pohm_inode_clear(&a);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u.ino, &a), -ENOENT);
+	EXPECT_EQ_INT(nlink_of(ns, d.ino), 2);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Issue 23: a rename inside a directory whose bucket this thread just read
+ * makes no read of it (the CAS against that copy is the check); a stale
+ * copy loses its CAS and the rules are judged on a read: NOREPLACE over a
+ * name another thread made meanwhile is EEXIST, a plain rename replaces it.
+ */
+TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, x;
+	struct other_change o;
+	uint64_t b;
+	pthread_t t;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a0", 0644, 0, 0, 0, 0, &a), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a0", d.ino, "a", 0), 0);
+	EXPECT_EQ_INT(all_reads, 0);	/* bucket and inode as this thread wrote them (2 before) */
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a0"), 0);
+
+	/* Another thread makes "b": this thread's copy of the bucket is stale. */
+	ns2 = open_ns(0, 10000);
+	o.ns = ns2;
+	o.dir = d.ino;
+	o.ino = a.ino;
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(o.r1, 0);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "b", POHM_RENAME_NOREPLACE), -EEXIST);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), a.ino);
+	b = ino_of(ns, d.ino, "b");
+	EXPECT(b != 0 && b != a.ino);
+	/* The other thread changes a's inode (b exists: only its chmod); a
+	 * plain rename replaces b, and its ctime CAS on the stale copy of a
+	 * loses, reads, and keeps the chmod. */
+	pthread_create(&t, NULL, other_thread, &o);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d.ino, "a", d.ino, "b", 0), 0);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "b"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, b, &x), -ENOENT);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.nlink, 1);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);	/* the other thread's chmod stands */
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 1);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Issue 23: a rename across directories reads the target and the source
+ * (with the source's inode, when the caller guesses it) once each; the
+ * intent, the commit at the target and the intent's finish CAS the
+ * buckets as this thread just read or wrote them (5 reads before).
+ */
+TEST(rename_across_directories_reads_each_bucket_once)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_kv ckv;
+	struct pohm_inode d1, d2, a, x;
+
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	ns = NULL;
+	{
+		struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&ns, &ckv, &opt), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d1", 0755, 0, 0, &d1), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d2", 0755, 0, 0, &d2), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d1.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d2.ino, "o", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d1.ino, "a", d2.ino, "b", 0, a.ino), 0);
+	EXPECT_EQ_INT(all_reads, 2);
+	EXPECT_EQ_U64(ino_of(ns, d2.ino, "b"), a.ino);
+	EXPECT_EQ_U64(ino_of(ns, d1.ino, "a"), 0);
+	EXPECT_EQ_INT(count_entries(ns, d1.ino), 0);
+	EXPECT_EQ_INT(count_entries(ns, d2.ino), 2);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.nlink, 1);
+	pohm_inode_clear(&x);
+	/* Back over o: the commit replaces it, o loses its only link. */
+	EXPECT_EQ_INT(pohm_ns_create(ns, d1.ino, "o", 0644, 0, 0, 0, 0, &x), 0);
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d2.ino, "b", d1.ino, "o", 0, a.ino), 0);
+	EXPECT_EQ_U64(ino_of(ns, d1.ino, "o"), a.ino);
+	pohm_inode_clear(&d2);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, x.ino, &d2), -ENOENT);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d1);
+	pohm_ns_close(ns);
+}
+
 TEST(hardlinks)
 {
 	struct pohm_ns *ns = fresh(0);
