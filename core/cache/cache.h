@@ -188,6 +188,20 @@ int pohm_cache_sync_all(struct pohm_cache *c);
  * opened and closed would release the caller's POSIX locks on the file). */
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg);
+/* What pohmelfsd's rounds left to live writers, and since when (its own
+ * memory across rounds: one per daemon, no lock). */
+struct pohm_sync_defer {
+	uint64_t round;			/* rounds so far */
+	struct {
+		uint64_t ino, since_ns;	/* ino 0: free */
+		uint64_t round;		/* the last round that left it */
+	} e[64];
+};
+/* pohmelfsd's timed round: as sync_all, but a file some process still has
+ * open for write (writer.c) is left to it while its ctime is younger than
+ * quiet_ns, for at most 4 * quiet_ns in a row (a steady writer is still
+ * pushed); d remembers across rounds.  Count pushed or -errno. */
+int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d);
 
 /*
  * Who makes room in the cache (the preload layer: pohmelfsd).  fn(arg, 0)

@@ -692,9 +692,51 @@ struct sync_ctx {
 	struct pohm_cache *c;
 	int (*held)(void *arg, uint64_t dev, uint64_t ino);
 	void *arg;
+	uint64_t quiet_ns;		/* sync_round: leave busy live writers' files */
+	struct pohm_sync_defer *defer;
 	int pushed;
 	int err;
 };
+
+/*
+ * Leave rec's file (local state st) to its live writer this round?  A file
+ * being written is not worth a push of each half-written state (the writer's
+ * last close, or its death, brings one anyway: writer.c); but a writer that
+ * keeps it open and busy for long still gets a snapshot every 4 quiet
+ * periods, so that a host crash loses at most that much.
+ */
+static int sync_defer(struct sync_ctx *s, const struct pohm_jrec *rec, const struct stat *st)
+{
+	struct pohm_sync_defer *d = s->defer;
+	uint64_t now = pohm_sys_real_ns(), ct, cap = 4 * s->quiet_ns;
+	int i, slot = -1;
+
+	ct = (uint64_t)st->st_ctim.tv_sec * 1000000000ULL + (uint64_t)st->st_ctim.tv_nsec;
+	for (i = 0; i < (int)(sizeof(d->e) / sizeof(d->e[0])); i++) {
+		if (d->e[i].ino == rec->ino) {
+			slot = i;
+			break;
+		}
+		if (!d->e[i].ino && slot < 0)
+			slot = i;
+	}
+	if (ct + s->quiet_ns <= now || pohm_cache_writer_alive(s->c, rec->ino) != 1) {
+		if (slot >= 0 && d->e[slot].ino == rec->ino)
+			d->e[slot].ino = 0;	/* quiet, or no writer left: push */
+		return 0;
+	}
+	if (slot < 0)
+		return 0;			/* no room to remember: push */
+	if (d->e[slot].ino != rec->ino) {
+		d->e[slot].ino = rec->ino;
+		d->e[slot].since_ns = now;
+	}
+	d->e[slot].round = d->round;
+	if (now - d->e[slot].since_ns < cap)
+		return 1;
+	d->e[slot].ino = 0;			/* busy for 4 periods: a snapshot */
+	return 0;
+}
 
 static int sync_one(void *arg, struct pohm_jrec *rec)
 {
@@ -714,6 +756,8 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 		return 0;
 	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))
 		return 0;	/* open in the calling process: an fd of ours would drop its locks */
+	if (s->defer && sync_defer(s, rec, &st))
+		return 0;
 	r = pohm_cache_push_path(s->c, rec->hint);
 	if (r < 0)
 		s->err = r;
@@ -725,9 +769,27 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, 0 };
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0 };
 	int r = pohm_journal_each(&c->j, sync_one, &s);
 
+	if (r)
+		return r;
+	return s.err ? s.err : s.pushed;
+}
+
+int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
+{
+	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0 };
+	size_t i;
+	int r;
+
+	d->round++;
+	r = pohm_journal_each(&c->j, sync_one, &s);
+	/* What this round did not leave again is pushed or clean: forget it, so
+	 * that a later writer of it gets its own 4 periods. */
+	for (i = 0; i < sizeof(d->e) / sizeof(d->e[0]); i++)
+		if (d->e[i].ino && d->e[i].round != d->round)
+			d->e[i].ino = 0;
 	if (r)
 		return r;
 	return s.err ? s.err : s.pushed;

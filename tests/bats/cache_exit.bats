@@ -156,3 +156,42 @@ except OSError:
 	! kill -0 "$d" 2>/dev/null
 	[ ! -e "$T/a-state/pohmelfsd.pid" ]
 }
+
+# pushes_of HOST: the pushes counted in HOST's cache (every process's, pohmelfsd's too).
+pushes_of() {
+	shim "$1" "$B/pohmelfs" --json stats |
+		python3 -c "import json,sys; print(json.load(sys.stdin)['counters']['pushes'])"
+}
+
+@test "pohmelfsd leaves a file that is being written to its writer: one push, of the whole file" {
+	export POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_SYNC_TIMEOUT=1
+	# A line every 0.1 s for 2.5 s: with a round every second, pohmelfsd
+	# used to push 3 or 4 half-written states (its first round came as the
+	# write-open started it).  The file changes within every period: it is
+	# left to its writer, and pushed once the writer is gone.
+	shim a bash -c 'exec 3>"$1"; for i in $(seq 25); do echo "line $i" >&3; sleep 0.1; done' sh "$T/a/busy"
+	seen_by c busy "$(seq 25 | sed 's/^/line /')"
+	local n
+	n=$(pushes_of a)
+	echo "pushes: $n"
+	[ "$n" -ge 1 ]
+	[ "$n" -le 2 ]		# 2: a writer stalled a whole second by the load
+}
+
+@test "a writer that keeps its file busy still has it pushed every 4 periods (a host crash loses at most that)" {
+	export POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_SYNC_TIMEOUT=1
+	shim_bg a bash -c 'exec 3>"$1"; for i in $(seq 100); do echo "line $i" >&3; sleep 0.1; done' sh "$T/a/steady"
+	local pid=$SHIM_BG_PID got i
+	# Within 4 periods and a round (5 s) and some slack, a snapshot while it writes.
+	for i in $(seq 80); do
+		rm -rf "${T:?}/c" "$T/c-state" && mkdir -p "$T/c"
+		got=$(shim c cat "$T/c/steady" 2>/dev/null) || got=
+		[ -n "$got" ] && break
+		sleep 0.1
+	done
+	kill -0 "$pid"		# still writing
+	[ -n "$got" ]
+	[[ $got == "line 1"* ]]
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}

@@ -7,7 +7,10 @@
  * sync_timeout seconds it pushes what is dirty in the cache (files closed
  * without sync_on_close, files left by processes that died or closed
  * behind the library's back, files changed by programs without the shim,
- * and names they made: pohm_cache_reconcile).  It exits after --idle
+ * and names they made: pohm_cache_reconcile).  A file that a live process
+ * still has open for write and changed within the last period is left to
+ * its writer (whose last close or death brings a push anyway), for at most
+ * 4 periods in a row (pohm_cache_sync_round).  It exits after --idle
  * seconds with nothing to push and no inode open for write (w.lock, writer.c):
  * it drops its lock first and looks at w.lock once more, so a writer that
  * came meanwhile either saw it running or is seen (decision 0016).
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
 	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 	struct pohm_cache_stats reported;
+	struct pohm_sync_defer deferred;	/* files left to live writers (sync_round) */
 
 	/* A writer's open-for-write lock fds survive its exec when its writing
 	 * fd does (writer.c); one inherited here would keep that inode "open
@@ -289,13 +293,16 @@ int main(int argc, char **argv)
 
 	idle_since = pohm_sys_mono_ns();
 	memset(&reported, 0, sizeof(reported));
+	memset(&deferred, 0, sizeof(deferred));
 	for (;;) {
 		i = pohm_cache_reconcile(m.cache);
 		if (i < 0)
 			pohm_err("reconcile: %s", strerror(-i));
 		else if (i > 0)
 			idle_since = pohm_sys_mono_ns();
-		r = pohm_cache_sync_all(m.cache);
+		/* --once is a push by hand: everything dirty, live writers' too. */
+		r = once ? pohm_cache_sync_all(m.cache)
+			 : pohm_cache_sync_round(m.cache, m.sync_timeout_ns, &deferred);
 		if (r < 0 && pohm_mount_offline(&m)) {
 			/* No group answers: what is dirty waits, and so do we. */
 			pohm_debug("push round: the storage is offline");
