@@ -199,3 +199,34 @@ TEST(an_attribute_push_never_adopts_a_data_version_it_did_not_fetch)
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }
+
+/*
+ * A host that opens an existing empty file with O_CREAT (`>>`) makes its
+ * empty local copy with the stored times: a push before any write (the
+ * exec of `sh -c 'exec printf ... >>f'` pushes what it opened for write)
+ * has nothing to send.  It sent the copy's own mtime: a spurious setattr
+ * over the stored mtime, and the window of the race above.
+ */
+TEST(an_empty_copy_made_by_a_create_pushes_nothing)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "", 0), 0);
+	ch_puts_reset();
+	EXPECT_EQ_INT(pohm_cache_create(b, "f", 0644, 0), 1);	/* 1: it exists */
+	fd = open(ch_path("b", "f"), O_RDWR | O_CREAT | O_APPEND, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	EXPECT_EQ_INT(st.st_size, 0);
+	EXPECT_EQ_INT(pohm_cache_push_fd(b, fd), 0);	/* 0: nothing to push */
+	close(fd);
+	EXPECT_EQ_INT(ch_puts_of('i'), 0);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
