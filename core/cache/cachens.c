@@ -193,7 +193,13 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 			return r;
 		r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
 	} else {
-		/* An empty file needs no fetch: its mode now. */
+		/* An empty file needs no fetch: its mode and times now (a copy
+		 * with its own mtime would push it as a change, over the
+		 * stored one, before anything is written). */
+		struct timespec tv[2] = {
+			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
+		};
+
 		fd = pohm_sys_openat(c->stage_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0);
 		if (fd < 0)
 			return fd;
@@ -201,6 +207,7 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 		if (c->is_root)
 			syscall(SYS_fchown, fd, in->uid, in->gid);
 		syscall(SYS_fchmod, fd, in->mode & 07777);
+		syscall(SYS_utimensat, fd, NULL, tv, 0);
 		r = pohm_sys_fstat(fd, &st);
 		pohm_sys_close(fd);
 	}

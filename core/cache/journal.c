@@ -774,20 +774,30 @@ void pohm_journal_note_local(struct pohm_jrec *r, const struct stat *st)
 
 void pohm_journal_note_inode(struct pohm_jrec *r, const struct pohm_inode *in)
 {
-	uint32_t i;
-
 	r->ino = in->ino;
 	r->version = in->version;
-	r->dversion = in->dversion;
+	r->rdev = in->rdev;
+	r->atime = in->atime;
+	r->mtime = in->mtime;
+	pohm_journal_note_attrs(r, in);
+	pohm_journal_note_data(r, in);
+}
+
+void pohm_journal_note_attrs(struct pohm_jrec *r, const struct pohm_inode *in)
+{
 	r->mode = in->mode;
 	r->uid = in->uid;
 	r->gid = in->gid;
 	r->nlink = in->nlink;
-	r->size = in->size;
-	r->rdev = in->rdev;
-	r->atime = in->atime;
-	r->mtime = in->mtime;
 	r->ctime = in->ctime;
+}
+
+void pohm_journal_note_data(struct pohm_jrec *r, const struct pohm_inode *in)
+{
+	uint32_t i;
+
+	r->dversion = in->dversion;
+	r->size = in->size;
 	r->chunk_shift = in->chunk_shift;
 	free(r->csum);
 	r->csum = NULL;

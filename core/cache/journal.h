@@ -93,5 +93,15 @@ int pohm_journal_content_differs(const struct pohm_jrec *r, int fd, uint64_t siz
 void pohm_journal_note_local(struct pohm_jrec *r, const struct stat *st);
 /* Fill the stored attributes of r from an inode. */
 void pohm_journal_note_inode(struct pohm_jrec *r, const struct pohm_inode *in);
+/* Only the data identity (dversion, size, chunk size and checksums) of r
+ * from an inode: the base version the local copy holds the bytes of.  The
+ * attributes (mode, owner, times, version) stay as they were. */
+void pohm_journal_note_data(struct pohm_jrec *r, const struct pohm_inode *in);
+/* Only the stored mode, owner, link count and ctime of r from an inode,
+ * keeping its data identity, atime, mtime and version: after a setattr
+ * whose answer carries a data version the local copy does not hold
+ * (another host committed it meanwhile), so that the next open fetches it
+ * and the next push of a local change is based on what the copy holds. */
+void pohm_journal_note_attrs(struct pohm_jrec *r, const struct pohm_inode *in);
 
 #endif

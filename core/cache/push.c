@@ -493,11 +493,29 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r)
 		goto out;
 attrs:
+	/*
+	 * The local copy now holds in's data: our commit, or the stored version
+	 * whose bytes it holds.  Noted before push_attrs: a setattr retries its
+	 * CAS over whatever is stored by then and answers with that, maybe a
+	 * data version another host committed meanwhile.  Its attributes are
+	 * news; its data is not in this copy, so it never becomes the base of
+	 * the next push (that would commit over it: issue 18, CI failure of
+	 * cache_append_hosts).  The next open fetches it.
+	 */
+	pohm_journal_note_data(rec, &in);
 	r = push_attrs(c, rec, st, &in, fd, NULL);
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;
-	pohm_journal_note_inode(rec, &in);
+	if (in.dversion == rec->dversion) {
+		pohm_journal_note_inode(rec, &in);
+	} else {
+		pohm_journal_note_attrs(rec, &in);
+		rec->mtime.sec = st->st_mtim.tv_sec;	/* ours, as push_attrs sent them */
+		rec->mtime.nsec = (uint32_t)st->st_mtim.tv_nsec;
+		rec->atime.sec = st->st_atim.tv_sec;
+		rec->atime.nsec = (uint32_t)st->st_atim.tv_nsec;
+	}
 	pohm_journal_note_local(rec, st);
 	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 	push_last_note(c, rec->ino, rec->dversion, rec->lino);

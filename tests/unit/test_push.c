@@ -5,6 +5,7 @@
  * bytes arrive whole across chunk boundaries, and a truncate travels.
  * (A push based on an old version: test_cache.c, concurrent writers.)
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 
@@ -93,6 +94,139 @@ TEST(a_truncate_travels)
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
 	EXPECT_EQ_INT(stat(ch_path("b", "f"), &st), 0);
 	EXPECT_EQ_INT(st.st_size, 10);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* ---------------------------------------------------------------- issue 18: the push's base */
+
+static struct pohm_cache *race_a;	/* the host whose append the hook pushes */
+
+/* Host a appends "a\n" to its copy of f and pushes it (sync_on_close). */
+static void race_a_appends(void)
+{
+	int fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(race_a, fd), 1);
+	close(fd);
+}
+
+/* The conflict copies from host `from` that host h (cache c) sees whose
+ * contents are want: their number, or -1 if one holds anything else. */
+static int conflict_copies(struct pohm_cache *c, const char *h, const char *from, const char *want)
+{
+	char rel[800], dir[256], buf[256];
+	struct dirent *de;
+	ssize_t n;
+	DIR *d;
+	int found = 0;
+
+	snprintf(dir, sizeof(dir), ".pohmelfs-conflicts/%s", from);
+	if (pohm_cache_materialize(c, dir, POHM_MAT_LIST))
+		return 0;
+	d = opendir(ch_path(h, dir));
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s", dir, de->d_name);
+		if (pohm_cache_materialize(c, rel, POHM_MAT_DATA) ||
+		    (n = ch_read_all(ch_path(h, rel), buf, sizeof(buf) - 1)) < 0) {
+			found = -1;
+			break;
+		}
+		buf[n] = '\0';
+		if (strcmp(buf, want)) {
+			found = -1;
+			break;
+		}
+		found++;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * The CI failure of cache_append_hosts (issue 18): host b's push of a copy
+ * that holds its base's bytes but a new mtime sends only the attributes;
+ * host a commits an append between b's look at the stored inode and b's
+ * setattr, whose CAS then retries over a's version and returns it.  b must
+ * not take that version as its copy's base (it does not hold its bytes):
+ * b's next change is a conflict copy, and a's line stays.
+ */
+TEST(an_attribute_push_never_adopts_a_data_version_it_did_not_fetch)
+{
+	struct timespec tv[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+	struct pohm_cache *a, *b, *c;
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	/* b: same bytes, another mtime; a's append lands just before b's setattr. */
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("b", "f"), tv, 0), 0);
+	race_a = a;
+	ch_before_inode_cas = race_a_appends;
+	EXPECT_EQ_INT(pohm_cache_push_path(b, "f"), 1);	/* the mtime went */
+	EXPECT(ch_before_inode_cas == NULL);		/* a's append ran */
+	/* b appends to its copy (no open in between: the copy it has) and pushes. */
+	fd = open(ch_path("b", "f"), O_RDWR | O_APPEND);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "b\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(b, fd), 0);	/* 0: not committed, a conflict copy */
+	close(fd);
+	/* A fresh host: a's line in the file, b's in a conflict copy. */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("c", "f"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 4);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "x\na\n");
+	EXPECT_EQ_INT(conflict_copies(c, "c", "b", "x\nb\n"), 1);
+	/* b's next open shows the stored version. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 4);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
+
+/*
+ * A host that opens an existing empty file with O_CREAT (`>>`) makes its
+ * empty local copy with the stored times: a push before any write (the
+ * exec of `sh -c 'exec printf ... >>f'` pushes what it opened for write)
+ * has nothing to send.  It sent the copy's own mtime: a spurious setattr
+ * over the stored mtime, and the window of the race above.
+ */
+TEST(an_empty_copy_made_by_a_create_pushes_nothing)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "", 0), 0);
+	ch_puts_reset();
+	EXPECT_EQ_INT(pohm_cache_create(b, "f", 0644, 0), 1);	/* 1: it exists */
+	fd = open(ch_path("b", "f"), O_RDWR | O_CREAT | O_APPEND, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	EXPECT_EQ_INT(st.st_size, 0);
+	EXPECT_EQ_INT(pohm_cache_push_fd(b, fd), 0);	/* 0: nothing to push */
+	close(fd);
+	EXPECT_EQ_INT(ch_puts_of('i'), 0);
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }

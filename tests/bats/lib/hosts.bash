@@ -24,10 +24,13 @@ shim_bg() {
 
 # stop_daemons: every pohmelfsd serving a prefix under $T (teardown), also
 # one started in a private mount namespace, whose pid file we cannot see.
+# 2>/dev/null before the <: redirections apply left to right, and the < of
+# a daemon that is gone meanwhile fails ("No such process") before a later
+# 2> would silence it.
 stop_daemons() {
 	local p
 	for p in $(pgrep -x pohmelfsd); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^POHMELFS_PREFIX=$T/" &&
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -q "^POHMELFS_PREFIX=$T/" &&
 			kill "$p" 2>/dev/null
 	done
 	return 0
