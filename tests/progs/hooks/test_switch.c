@@ -18,6 +18,7 @@ const char *pohm_sys_test_switch(enum pohm_test_switch s)
 		[POHM_TEST_BOOT_ID] = "POHMELFS_TEST_BOOT_ID",
 		[POHM_TEST_KILL_AT_RENAME_INTENT] = "POHMELFS_TEST_KILL_AT_RENAME_INTENT",
 		[POHM_TEST_KILL_IN_RENAME] = "POHMELFS_TEST_KILL_IN_RENAME",
+		[POHM_TEST_DIR_TIME_LAG] = "POHMELFS_TEST_DIR_TIME_LAG",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]) || !names[s])
