@@ -10,7 +10,7 @@
  * a PROT_NONE page, a page mapped and unmapped again, a relative and an
  * absolute string that run from a good page into a PROT_NONE one, and a
  * good path whose page a path call has just read and the program then
- * unmaps or makes PROT_NONE) and each call, prints
+ * unmaps, makes PROT_NONE or moves with mremap) and each call, prints
  * "call ptr: OK", "call ptr: ERRNAME" or "call ptr: signal N".  Calls with
  * two names take one good name under DIR (an existing file DIR/f, or a new
  * name DIR/new) and the bad pointer, both ways round.  The output is the
@@ -34,7 +34,8 @@ static const char *dir;
 static char f[4096], fresh[4096];
 
 /* Kinds of the pointers made at run time (addr 0 in the table). */
-enum { FIXED, PROT_NONE_PAGE, UNMAPPED, CROSS_REL, CROSS_ABS, STALE_UNMAP, STALE_PROT };
+enum { FIXED, PROT_NONE_PAGE, UNMAPPED, CROSS_REL, CROSS_ABS, STALE_UNMAP, STALE_PROT,
+       STALE_REMAP };
 
 static struct {
 	const char *name;
@@ -54,6 +55,7 @@ static struct {
 	{ "cross-abs", 0, CROSS_ABS },
 	{ "stale-unmap", 0, STALE_UNMAP },
 	{ "stale-prot", 0, STALE_PROT },
+	{ "stale-remap", 0, STALE_REMAP },
 };
 
 /* A page, or two with the second PROT_NONE, exiting on failure. */
@@ -102,8 +104,8 @@ static void make_pointers(void)
 
 /* In the child: a page unmapped just before the call (made earlier, a
  * later mapping could take its place); or a good path (f) on a fresh page
- * that a path call reads (a shim caches it as readable), then unmapped or
- * made PROT_NONE. */
+ * that a path call reads (a shim caches it as readable), then unmapped,
+ * made PROT_NONE or moved away by mremap. */
 static const char *in_child(int kind)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -118,8 +120,11 @@ static const char *in_child(int kind)
 	stat(m, &st);
 	if (kind == STALE_UNMAP)
 		munmap(m, (size_t)pg);
-	else
+	else if (kind == STALE_PROT)
 		mprotect(m, (size_t)pg, PROT_NONE);
+	else if (mremap(m, (size_t)pg, (size_t)pg, MREMAP_MAYMOVE | MREMAP_FIXED,
+			pages(1) + pg) == MAP_FAILED)	/* moved away: m is unmapped */
+		exit(2);
 	return m;
 }
 
@@ -246,8 +251,8 @@ int main(int argc, char **argv)
 			if (pid == 0) {
 				const char *b = (const char *)bad[j].addr;
 
-				if (bad[j].kind == UNMAPPED || bad[j].kind == STALE_UNMAP ||
-				    bad[j].kind == STALE_PROT)
+				if (bad[j].kind >= UNMAPPED && bad[j].kind != CROSS_REL &&
+				    bad[j].kind != CROSS_ABS)
 					b = in_child(bad[j].kind);
 				_exit(-call(calls[i], b) & 0xff);
 			}
