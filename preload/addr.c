@@ -83,6 +83,11 @@ static int probe(uintptr_t a)
 	return 1;
 }
 
+/* 1 while this thread writes a slot: a signal handler's path call then
+ * probes without writing, so that a slot never pairs its page with the
+ * other writer's gen. */
+static POHM_TLS int filling;
+
 /* 1 if page pg (an address >> 12) is readable: the cache, else a probe
  * whose success is cached in pg's slot. */
 static int page_ok(uintptr_t pg)
@@ -96,8 +101,14 @@ static int page_ok(uintptr_t pg)
 	 * thread's munmap) leaves the entry stale-marked, never trusted */
 	if (!probe(pg << 12))
 		return 0;
+	if (filling)
+		return 1;
+	filling = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pohm_addr_tls.e[i].page = pg;
 	pohm_addr_tls.e[i].gen = gen;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	filling = 0;
 	return 1;
 }
 
