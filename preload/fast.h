@@ -35,7 +35,10 @@
  * reads the first 32 bytes only when they lie within the page (else the
  * classifier, which tries the word way first); the later scan uses
  * unaligned blocks while 17 bytes remain in the page, then aligned ones
- * (which never cross a page).  Bytes read past the NUL are ignored.
+ * (which never cross a page) and stop at the page's end: only the path's
+ * first page is known readable (addr.c, pohm_addr_cached), so a path that
+ * goes on into the next page is the slow path's, which checks each page.
+ * Bytes read past the NUL are ignored.
  * Sanitizer builds, which would see those reads, compare byte by byte.
  */
 #ifndef POHM_PRELOAD_FAST_H
@@ -106,7 +109,8 @@ POHM_FAST_INLINE size_t pohm_fast_diverge(const char *path, const struct pohm_fa
 
 /*
  * Length of the first component of path (up to '/' or the NUL), by
- * aligned sixteen-byte blocks.
+ * aligned sixteen-byte blocks; POHM_FAST_NONE when it reaches the end of
+ * path's page (the next page is not known readable: addr.c).
  */
 POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
 {
@@ -122,6 +126,8 @@ POHM_FAST_INLINE size_t pohm_fast_comp_len(const char *path)
 							     _mm_cmpeq_epi8(v, zero))) & valid;
 		if (m)
 			return (size_t)(b - path) + (size_t)__builtin_ctz(m);
+		if (!(((uintptr_t)b + 16) & 4095))
+			return POHM_FAST_NONE;
 	}
 }
 
@@ -145,7 +151,9 @@ POHM_FAST_INLINE size_t pohm_fast_comp_len_first(const char *path)
 	return pohm_fast_comp_len(path);
 }
 
-/* 1 if s holds "..", by aligned sixteen-byte blocks up to its NUL. */
+/* 1 if s holds "..", by aligned sixteen-byte blocks up to its NUL; also 1
+ * ("not sure") when s goes on past its page's end (the next page is not
+ * known readable: addr.c). */
 POHM_FAST_INLINE int pohm_fast_dotdot(const char *s)
 {
 	const __m128i dot = _mm_set1_epi8('.'), zero = _mm_setzero_si128();
@@ -163,6 +171,8 @@ POHM_FAST_INLINE int pohm_fast_dotdot(const char *s)
 			return 1;
 		if (z)
 			return 0;
+		if (!(((uintptr_t)b + 16) & 4095))
+			return 1;
 		carry = m >> 15;
 	}
 }
@@ -378,6 +388,8 @@ POHM_FAST_INLINE int pohm_cwd_fast_out(const char *path)
 	if (!(w & POHM_CWD_FAST_VALID) || path[0] == '.')
 		return 0;	/* unknown, under, volatile; "./x", "../x": the walk decides */
 	n = pohm_fast_comp_len_first(path);
+	if (n == POHM_FAST_NONE)
+		return 0;	/* runs past its page: the slow path checks it */
 	depth = (unsigned)(w >> POHM_CWD_FAST_DEPTH_SHIFT) & 0xffffff;
 	for (s = 0; s < POHM_PC_NSPELL; s++) {
 		if (!(w & (1u << s)))

@@ -178,14 +178,13 @@ static inline const char *pohm_launder(const char *p)
 /*
  * Bad pointers.  The shim reads a caller's path before the kernel does,
  * so a pointer the kernel answers EFAULT for must not be read here: such
- * a call goes to libc untouched.  Without a fault handler (not acceptable
- * in a host process) or a system call per path (process_vm_readv: too
- * dear on every call), only the addresses that can never be mapped are
- * known bad: the NULL area below mmap_min_addr's usual 64 KiB, and, on
- * x86-64, kernel and non-canonical addresses (at or above 2^47, or 2^56
- * where light init finds 5-level paging in use).  A pointer into an
- * unmapped hole of the user range, or a string running into one, still
- * faults in the shim (doc/notes-s8-posix22.md).
+ * a call goes to libc untouched.  The addresses that can never be mapped
+ * are refused by a compare: the NULL area below mmap_min_addr's usual
+ * 64 KiB, and, on x86-64, kernel and non-canonical addresses (at or above
+ * 2^47, or 2^56 where light init finds 5-level paging in use).  Inside the
+ * user range a page is read only once known readable: the thread's cache
+ * of pages found readable, else one process_vm_readv probe (addr.c has the
+ * design and what stays unsafe).
  *
  * POHM_UADDR_LO/HI: the hot path's constant test (one subtraction and
  * one compare): outside it, the slow path, where pohm_addr_ok decides
@@ -199,6 +198,31 @@ static inline const char *pohm_launder(const char *p)
 #define POHM_UADDR_HI	(~(uintptr_t)0)
 #endif
 
+/*
+ * The pages this thread found readable, direct-mapped by page number
+ * (address >> 12; 0: empty) modulo POHM_ADDR_SLOTS: an entry counts while
+ * its gen equals pohm_addr_gen.  Written only by its own thread (addr.c;
+ * a signal handler's path call may interleave, and every entry it may
+ * leave names a page found readable at that gen).
+ */
+#define POHM_ADDR_SLOTS 128
+struct pohm_addr_cache {
+	struct {
+		uintptr_t page;
+		unsigned long gen;
+	} e[POHM_ADDR_SLOTS];
+};
+extern POHM_HIDDEN POHM_TLS struct pohm_addr_cache pohm_addr_tls;
+extern POHM_HIDDEN unsigned long pohm_addr_gen;
+
+/* 1 if the string s may be read to its NUL: each page it spans is cached
+ * as readable or probed so (addr.c); 0: the kernel's EFAULT. */
+POHM_HIDDEN int pohm_addr_str(const char *s);
+
+/* A libc call may have made pages unreadable (munmap, mremap, mprotect or
+ * mmap without PROT_READ): every thread's cache is dropped. */
+POHM_HIDDEN void pohm_addr_changed(void);
+
 /* 1 if p may be read (the hot path's test; 0 includes NULL).  The caller
  * launders p (pohm_launder), so that the compiler keeps the NULL case. */
 static inline __attribute__((always_inline)) int pohm_addr_plain(const void *p)
@@ -206,11 +230,28 @@ static inline __attribute__((always_inline)) int pohm_addr_plain(const void *p)
 	return (uintptr_t)p - POHM_UADDR_LO < POHM_UADDR_HI - POHM_UADDR_LO;
 }
 
-/* 1 if p may be a caller's string: not NULL, not certainly unmapped. */
+/*
+ * 1 if this thread found p's page readable since the last change of the
+ * mappings (no call, no system call: two loads of one slot and the gen):
+ * the hot path reads within that page only (fast.h stops at its end), else
+ * the slow path checks the whole string.
+ */
+static inline __attribute__((always_inline)) int pohm_addr_cached(const void *p)
+{
+	uintptr_t pg = (uintptr_t)p >> 12;
+	unsigned i = (unsigned)pg % POHM_ADDR_SLOTS;
+
+	return pohm_addr_tls.e[i].page == pg &&
+	       pohm_addr_tls.e[i].gen == __atomic_load_n(&pohm_addr_gen, __ATOMIC_RELAXED);
+}
+
+/* 1 if p is a caller's string the shim may read to its NUL: not NULL,
+ * not certainly unmapped, every page readable (pohm_addr_str). */
 static inline int pohm_addr_ok(const void *p)
 {
 	__asm__("" : "+r"(p));
-	return (uintptr_t)p - POHM_UADDR_LO < pohm_state.utop - POHM_UADDR_LO;
+	return (uintptr_t)p - POHM_UADDR_LO < pohm_state.utop - POHM_UADDR_LO &&
+	       pohm_addr_str((const char *)p);
 }
 
 /* 1 if p is not NULL, for any pointer the host may pass as NULL. */
@@ -306,13 +347,22 @@ static inline __attribute__((always_inline)) int pohm_abs_fast_out(const char *p
  * comparison with each spelling and a scan of the rest for ".."
  * (pohm_abs_fast_out; /proc/... and /dev/... take the full way, for
  * /proc/self/fd/N and /dev/fd/N), a relative one from a cwd that is not
- * under the prefix by its first component (pohm_cwd_fast_out).
+ * under the prefix by its first component (pohm_cwd_fast_out).  Only a
+ * path whose page this thread found readable lately (pohm_addr_cached).
  */
 static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, const char *path)
 {
 	path = pohm_launder(path);
-	if (__builtin_expect(!pohm_addr_plain(path), 0))
-		return 0;	/* NULL or never mapped: the slow path passes it to libc */
+#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	/* fast.h's block scans stop at the page's end */
+	if (__builtin_expect(!pohm_addr_plain(path) || !pohm_addr_cached(path), 0))
+		return 0;	/* NULL, never mapped, or a page not known readable: the
+				 * slow path checks it and passes a bad one to libc */
+#else
+	/* fast.h's byte loops read to the NUL: the whole string is checked */
+	if (__builtin_expect(!pohm_addr_plain(path) || !pohm_addr_str(path), 0))
+		return 0;
+#endif
 	if (path[0] == '/')
 		return path[1] != 'p' && path[1] != 'd' && pohm_abs_fast_out(path);
 	return path[0] && dirfd == AT_FDCWD && pohm_cwd_fast_out(path);
@@ -322,9 +372,9 @@ static inline __attribute__((always_inline)) int pohm_outside_fast(int dirfd, co
  * 1 when a path call certainly goes to libc unchanged: init is done and
  * the shim is off or the path is certainly outside.  0: the caller's slow
  * path decides, and it starts with pohm_active() (which runs init and
- * passes the shim's own calls).  No call and no thread-local read here, so
- * the hot wrappers test this first and tail-call libc without a stack
- * frame.
+ * passes the shim's own calls).  No call and one initial-exec
+ * thread-local read (the page cache) here, so the hot wrappers test this
+ * first and tail-call libc without a stack frame.
  */
 static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char *path)
 {

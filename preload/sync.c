@@ -92,6 +92,8 @@ POHM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 
 	pohm_init();
 	m = pohm_real.mmap(addr, len, prot, flags, fd, off);
+	if (m != MAP_FAILED && !(prot & PROT_READ))
+		pohm_addr_changed();	/* may replace readable pages (MAP_FIXED) */
 	mapped(m, len, prot, flags, fd);
 	return m;
 }
@@ -102,6 +104,8 @@ POHM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, of
 
 	pohm_init();
 	m = pohm_real.mmap64(addr, len, prot, flags, fd, off);
+	if (m != MAP_FAILED && !(prot & PROT_READ))
+		pohm_addr_changed();
 	mapped(m, len, prot, flags, fd);
 	return m;
 }
@@ -112,6 +116,7 @@ POHM_EXPORT int munmap(void *addr, size_t len)
 
 	pohm_init();
 	r = pohm_real.munmap(addr, len);
+	pohm_addr_changed();	/* pages cached as readable may be gone (addr.c) */
 	if (r == 0 && __atomic_load_n(&maps_writable, __ATOMIC_RELAXED) && pohm_active())
 		pohm_hook_fd_event(POHM_EV_UNMAP, -1, NULL, addr, len);
 	return r;
