@@ -601,6 +601,32 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 	return unsure ? -NS_EMAYBE : -EBUSY;
 }
 
+
+/* In ref's bucket, entry i takes the name dname (with txid) and the entry j
+ * it replaces (j < 0: none) goes, reported in *replaced and *replaced_type;
+ * then the bucket is stored (CAS).  0 or -errno (-EAGAIN: lost the CAS). */
+static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type)
+{
+	struct pohm_dentry n = ref->bk.e[i];	/* (shallow: pohm_bucket_add copies) */
+	int r;
+
+	n.name = (char *)dname;
+	n.txid = txid;
+	r = pohm_bucket_add(&ref->bk, &n);
+	if (r)
+		return r;
+	if (j >= 0) {
+		*replaced = ref->bk.e[j].ino;
+		*replaced_type = ref->bk.e[j].type;
+	}
+	/* Drop the higher index first: the lower one stays where it is. */
+	pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? j : i));
+	if (j >= 0)
+		pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? i : j));
+	return ns_bucket_store(ns, ref);
+}
 /* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
  * unknown outcome before the call (ns_entry_rename_settle). */
 static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
@@ -608,7 +634,6 @@ static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uin
 			uint8_t *replaced_type, unsigned unsure, uint8_t dtype)
 {
 	struct ns_bucket_ref ref;
-	struct pohm_dentry n = { 0 };
 	unsigned attempt;
 	uint64_t rep0 = unsure ? dino : 0;
 	uint8_t rtype0 = unsure ? dtype : 0;
@@ -650,21 +675,7 @@ static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uin
 			 * unknown outcome of ours is still unsettled. */
 			return unsure ? -EIO : 1;
 		}
-		n = ref.bk.e[i];	/* (shallow: the copy pohm_bucket_add makes is its own) */
-		n.name = (char *)dname;
-		n.txid = txid;
-		r = pohm_bucket_add(&ref.bk, &n);
-		if (!r) {
-			if (j >= 0) {
-				*replaced = ref.bk.e[j].ino;
-				*replaced_type = ref.bk.e[j].type;
-			}
-			/* Drop the higher index first: the lower one stays where it is. */
-			pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? j : i));
-			if (j >= 0)
-				pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? i : j));
-			r = ns_bucket_store(ns, &ref);
-		}
+		r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
 		ns_bucket_release(&ref);
 		if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES) {
 			rep0 = *replaced;	/* outcome unknown: the next read tells (our txid) */
@@ -699,7 +710,6 @@ int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   uint64_t *replaced, uint8_t *replaced_type)
 {
 	struct ns_bucket_ref ref;
-	struct pohm_dentry n;
 	int i, j, r;
 
 	memset(src, 0, sizeof(*src));
@@ -725,21 +735,7 @@ int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 		ns_bucket_release(&ref);
 		return r;
 	}
-	n = ref.bk.e[i];	/* (shallow: pohm_bucket_add copies) */
-	n.name = (char *)dname;
-	n.txid = txid;
-	r = pohm_bucket_add(&ref.bk, &n);
-	if (!r) {
-		if (j >= 0) {
-			*replaced = ref.bk.e[j].ino;
-			*replaced_type = ref.bk.e[j].type;
-		}
-		/* Drop the higher index first: the lower one stays where it is. */
-		pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? j : i));
-		if (j >= 0)
-			pohm_bucket_remove(&ref.bk, (uint32_t)(j > i ? i : j));
-		r = ns_bucket_store(ns, &ref);
-	}
+	r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
 	ns_bucket_release(&ref);
 	if (r == -EAGAIN)
 		r = 1;		/* lost the CAS: nothing written */
