@@ -8,8 +8,7 @@
  *     made by ordinary calls.  Then a SIGALRM every 1 ms (setitimer) whose
  *     handler renames DIR/r-K to DIR/q-K (K = the hit), while the main
  *     thread creates DIR/m-I, I < N.  After M renames, the first SIGALRM
- *     that finds the main thread inside the shim (the handler runs on the
- *     library's stack: in_shim) sends SIGTERM to the process; the SIGTERM
+ *     that finds the main thread inside the shim (in_shim) sends SIGTERM to the process; the SIGTERM
  *     handler (nested: the main thread is still where the alarm found it)
  *     writes DIR/last ("bye"),
  *     unlinks DIR/pid and _exit(0)s, as a daemon's SIGTERM handler does:
@@ -28,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static char dir[PATH_MAX];
@@ -36,15 +36,59 @@ static int m_max;
 static volatile sig_atomic_t hits, bad, inlib;
 static uintptr_t anchor;	/* an address on the main thread's own stack */
 
-/* The handler runs on the stack of the code it interrupted: far from the
- * main thread's own stack means inside a hook of the shim, which runs on
- * the library's stack (preload/stack.c), so inside the shim. */
-static int in_shim(void)
+__attribute__((noinline, no_sanitize("address")))
+static void set_anchor(void)
 {
 	char probe;
-	uintptr_t p = (uintptr_t)&probe;
 
-	return (p > anchor ? p - anchor : anchor - p) > ((uintptr_t)64 << 20);
+	anchor = (uintptr_t)&probe;
+}
+
+/* The library's code (its executable mappings, from /proc/self/maps). */
+static uintptr_t lib_lo[8], lib_hi[8];
+static int nlib;
+
+static void find_lib(void)
+{
+	char line[4096];
+	unsigned long lo, hi;
+	char perm[8];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f) && nlib < 8)
+		if (strstr(line, "libpohmelfs") &&
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && perm[2] == 'x') {
+			lib_lo[nlib] = lo;
+			lib_hi[nlib++] = hi;
+		}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Did this signal interrupt the shim?  The handler runs on the stack of
+ * the code it interrupted: far from the main thread's own stack means a
+ * hook, which runs on the library's stack (preload/stack.c; not in
+ * sanitizer builds).  Else: the interrupted instruction is the library's.
+ */
+__attribute__((noinline, no_sanitize("address")))	/* probe on the real stack, not ASan's fake one */
+static int in_shim(const ucontext_t *uc)
+{
+	char probe;
+	uintptr_t p = (uintptr_t)&probe, pc = 0;
+	int i;
+
+	if ((p > anchor ? p - anchor : anchor - p) > ((uintptr_t)64 << 20))
+		return 1;
+#if defined(__x86_64__)
+	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	pc = (uintptr_t)uc->uc_mcontext.pc;
+#endif
+	for (i = 0; i < nlib; i++)
+		if (pc >= lib_lo[i] && pc < lib_hi[i])
+			return 1;
+	return 0;
 }
 
 static int fail(const char *what)
@@ -110,20 +154,21 @@ static void on_term(int sig)
 	_exit(0);
 }
 
-static void on_alarm(int sig)
+static void on_alarm(int sig, siginfo_t *si, void *ucv)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	long k = hits;
-	int saved = errno;
+	int saved = errno, in = in_shim(ucv);
 
 	(void)sig;
-	if (in_shim())
+	(void)si;
+	if (in)
 		inlib = (sig_atomic_t)(inlib + 1);
 	if (k < m_max) {
 		if (rename(name_k(a, "r-", k), name_k(b, "q-", k)))
 			put("ERR handler: rename ", errno);
 		hits = (sig_atomic_t)(k + 1);
-	} else if (in_shim()) {
+	} else if (in) {
 		kill(getpid(), SIGTERM);	/* its handler runs now, on this stack */
 	}
 	errno = saved;
@@ -147,7 +192,8 @@ int main(int argc, char **argv)
 	char data[32];
 	int i, n;
 
-	anchor = (uintptr_t)&n;
+	set_anchor();
+	find_lib();
 	if (argc != 4)
 		return fprintf(stderr, "usage: sig_queue DIR N M\n"), 2;
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -169,7 +215,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_term;
 	if (sigaction(SIGTERM, &sa, NULL))
 		return fail("sigaction");
-	sa.sa_handler = on_alarm;
+	sa.sa_sigaction = on_alarm;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
 		return fail("timer");
 	for (i = 0; i < n; i++) {
