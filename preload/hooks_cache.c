@@ -390,16 +390,11 @@ static void sig_drain(int all)
 		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->m.cache), p.rel, &st,
 				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
 			continue;	/* present: pohmelfsd's reconcile and sync */
+		/* Only a name this cache knew (a handler's stat of a name not
+		 * fetched yet is noted too), and no local stub brought back. */
 		pohm_hold();
-		r = pohm_cache_unlink(um->m.cache, p.rel);
-		if (r == -EISDIR || r == -EPERM)
-			r = pohm_cache_rmdir(um->m.cache, p.rel);
+		pohm_cache_sigq_gone(um->m.cache, p.rel);	/* logs */
 		pohm_unhold();
-		if (r && r != -ENOENT)
-			pohm_warn("%s: removed by a signal handler, but not from the storage (%s)",
-				  p.rel, strerror(-r));
-		else
-			pohm_debug("%s: removed by a signal handler; removed from the storage", p.rel);
 	}
 out:
 	pthread_mutex_unlock(&sig_lock);

@@ -236,6 +236,9 @@ int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
 /* Apply each unlocked record to the storage as the local state says, then remove it;
  * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or -errno. */
 int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags);
+/* rel is gone locally: remove it from the storage if this cache knew its inode,
+ * without touching the local tree (directories: rmdir).  0 or -errno. */
+int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);
 
 /*
  * Where the kernel finds the parent directory of rel, when the storage

@@ -104,8 +104,7 @@ static int local_has(struct pohm_cache *c, const char *rel, struct stat *st)
 	return r ? r : 1;
 }
 
-/* rel is gone locally: remove it from the storage (nothing there: done). */
-static int sq_gone(struct pohm_cache *c, const char *rel)
+int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel)
 {
 	struct pohm_jrec rec;
 	const char *name;
@@ -186,7 +185,7 @@ static int sq_one(struct pohm_cache *c, const char *rel, unsigned flags)
 
 	if (r < 0)
 		return r;
-	return r ? sq_present(c, rel, &st, flags) : sq_gone(c, rel);
+	return r ? sq_present(c, rel, &st, flags) : pohm_cache_sigq_gone(c, rel);
 }
 
 /* The storage side of a rename the kernel did: -ENOENT when the storage lacks from. */
