@@ -181,6 +181,21 @@ static int mount_open(struct umount *um)
 	}
 	pohm_cache_set_space_fn(um->m.cache, space_fn, um);
 	pohm_mount_offline_load(&um->m);
+	if (um == &mounts[0]) {
+		int qfd, tfd;
+
+		/* Signal handlers' records go to this cache's queue (sigsafe.c). */
+		r = pohm_cache_sigq_dirs(um->m.cache, &qfd, &tfd);
+		if (!r) {
+			qfd = pohm_sys_move_high(qfd);
+			tfd = pohm_sys_move_high(tfd);
+		}
+		if (!r && qfd >= 0 && tfd >= 0)
+			pohm_sig_queue_set(qfd, tfd);
+		else
+			pohm_debug("no signal queue (%s): a signal handler's changes live in memory",
+				   strerror(r ? -r : EBADF));
+	}
 	return um->rc = 0;
 }
 
@@ -334,14 +349,14 @@ static mode_t cur_umask(void)
  */
 static void daemon_start(struct umount *um);
 
-static void sig_drain(void)
+static void sig_drain(int all)
 {
 	static struct pohm_path p;	/* sig_lock */
 	static char abs[POHM_REL_MAX];	/* sig_lock */
 	static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;	/* one drainer */
 	struct umount *um;
 	struct stat st;
-	int r, n, daemon = 0;
+	int r, n, replay, daemon = 0;
 
 	if (pthread_mutex_trylock(&sig_lock))
 		return;	/* another thread drains */
@@ -349,12 +364,24 @@ static void sig_drain(void)
 		pohm_warn("a signal handler changed names under the prefix while the shim was busy, "
 			  "more than could be noted: pohmelfsd's reconcile adopts new names, removals "
 			  "may come back");
+	/* This thread's handlers are done with their calls (all threads' at
+	 * exit): their queue records may be replayed now. */
+	replay = pohm_sig_commit(all) + pohm_sig_replay_take();
 	if (!(um = mount_here(&r))) {
 		while (pohm_sig_take(abs, sizeof(abs)))
 			;
 		goto out;
 	}
-	daemon = 1;
+	if (replay) {
+		/* Lock-free names only here (removals, renames); a record that
+		 * needs a file opened waits for pohmelfsd (started below). */
+		pohm_hold();
+		r = pohm_cache_sigq_replay(um->m.cache, 0);
+		pohm_unhold();
+		if (r < 0)
+			pohm_warn("replaying the signal queue: %s", strerror(-r));
+	}
+	daemon = replay || pohm_sig_pending();
 	/* At most a ring's worth: a handler that keeps firing must not keep
 	 * this call here (the rest waits for the next hook). */
 	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {
@@ -363,16 +390,11 @@ static void sig_drain(void)
 		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->m.cache), p.rel, &st,
 				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
 			continue;	/* present: pohmelfsd's reconcile and sync */
+		/* Only a name this cache knew (a handler's stat of a name not
+		 * fetched yet is noted too), and no local stub brought back. */
 		pohm_hold();
-		r = pohm_cache_unlink(um->m.cache, p.rel);
-		if (r == -EISDIR || r == -EPERM)
-			r = pohm_cache_rmdir(um->m.cache, p.rel);
+		pohm_cache_sigq_gone(um->m.cache, p.rel);	/* logs */
 		pohm_unhold();
-		if (r && r != -ENOENT)
-			pohm_warn("%s: removed by a signal handler, but not from the storage (%s)",
-				  p.rel, strerror(-r));
-		else
-			pohm_debug("%s: removed by a signal handler; removed from the storage", p.rel);
 	}
 out:
 	pthread_mutex_unlock(&sig_lock);
@@ -393,7 +415,7 @@ static void busy_enter(void)
 static void busy_enter_drain(void)
 {
 	if (!pohm_busy++ && !pohm_depth && pohm_sig_pending())
-		sig_drain();
+		sig_drain(0);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -1829,7 +1851,7 @@ void pohm_hk_exit(void)
 {
 	if (!pohm_depth && pohm_sig_pending()) {
 		pohm_busy++;
-		sig_drain();
+		sig_drain(1);
 		pohm_busy--;
 	}
 	push_written();

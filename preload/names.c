@@ -100,16 +100,15 @@ static int cross_link(int ofd, const char *old, int nfd, const char *new, int fl
 /* How a two-name call (rename, link) relates to the prefix. */
 enum two { TWO_NONE, TWO_CROSS, TWO_BOTH };
 
-static enum two claim_two(int ofd, const char *old, int nfd, const char *new,
+/* op: 'R' rename, 'L' link (the signal queue's record, sigsafe.c). */
+static enum two claim_two(char op, int ofd, const char *old, int nfd, const char *new,
 			  struct pohm_path *a, struct pohm_path *b)
 {
 	int ia, ib;
 
 	if (!pohm_active() || !pohm_addr_ok(old) || !pohm_addr_ok(new)) {
-		if (pohm_busy && pohm_state.on && pohm_addr_ok(old) && pohm_addr_ok(new)) {
-			pohm_sig_note(ofd, old);	/* a signal handler interrupted the shim */
-			pohm_sig_note(nfd, new);
-		}
+		if (pohm_busy && pohm_state.on && pohm_addr_ok(old) && pohm_addr_ok(new))
+			pohm_sig_note_op(op, ofd, old, nfd, new);	/* a handler interrupted the shim */
 		return TWO_NONE;	/* a bad pointer: EFAULT from the kernel */
 	}
 	ia = pohm_classify(ofd, old, a);
@@ -354,7 +353,7 @@ POHM_EXPORT int rename(const char *old, const char *new)
 	struct pohm_path a, b;
 	int r;
 
-	switch (claim_two(AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
+	switch (claim_two('R', AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
 	case TWO_NONE:
 		return pohm_real.rename(old, new);
 	case TWO_CROSS:
@@ -373,7 +372,7 @@ POHM_EXPORT int renameat(int ofd, const char *old, int nfd, const char *new)
 	struct pohm_path a, b;
 	int r;
 
-	switch (claim_two(ofd, old, nfd, new, &a, &b)) {
+	switch (claim_two('R', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
 		return pohm_real.renameat(ofd, old, nfd, new);
 	case TWO_CROSS:
@@ -392,7 +391,7 @@ POHM_EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new, un
 	struct pohm_path a, b;
 	int r;
 
-	switch (claim_two(ofd, old, nfd, new, &a, &b)) {
+	switch (claim_two('R', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
 		return pohm_real.renameat2(ofd, old, nfd, new, flags);
 	case TWO_CROSS:
@@ -411,7 +410,7 @@ POHM_EXPORT int link(const char *old, const char *new)
 	struct pohm_path a, b;
 	int r;
 
-	switch (claim_two(AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
+	switch (claim_two('L', AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
 	case TWO_NONE:
 		return pohm_real.link(old, new);
 	case TWO_CROSS:
@@ -430,7 +429,7 @@ POHM_EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int f
 	struct pohm_path a, b;
 	int r;
 
-	switch (claim_two(ofd, old, nfd, new, &a, &b)) {
+	switch (claim_two('L', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
 		return pohm_real.linkat(ofd, old, nfd, new, flags);
 	case TWO_CROSS:

@@ -37,7 +37,7 @@ __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, i
 		fd = pohm_real.openat(dirfd, path, flags, mode);
 		if (pohm_busy) {	/* a signal handler interrupted the shim: no table */
 			if (fd >= 0 && (flags & (O_CREAT | O_TRUNC | O_ACCMODE)))
-				pohm_sig_note(dirfd, path);
+				pohm_sig_note_op('W', dirfd, path, AT_FDCWD, NULL);
 			return fd;
 		}
 		if (pohm_fd_known(fd))

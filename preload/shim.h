@@ -124,7 +124,18 @@ static inline void pohm_busy_unlock(pthread_mutex_t *m)
  * raw system calls and static memory only.
  */
 #define POHM_SIG_SLOTS 32	/* paths noted at most between two drains */
-void pohm_sig_note(int dirfd, const char *path);
+/* op: a core/cache/cache.h POHM_SQ_* letter ('P' path, 'W' opened for
+ * writing, 'R' rename, 'L' link); path2 (dirfd2) the second name or NULL.
+ * Also writes the record of the durable queue once it is set. */
+void pohm_sig_note_op(char op, int dirfd, const char *path, int dirfd2, const char *path2);
+#define pohm_sig_note(dirfd, path) pohm_sig_note_op('P', dirfd, path, AT_FDCWD, NULL)
+/* The cache's queue folders (sq/, sq.tmp/; taken over, high fds): records from now on. */
+void pohm_sig_queue_set(int qfd, int tfd);
+/* The call behind each queue record this thread noted (all: every thread's,
+ * at exit) is done: let the records be replayed.  Count released. */
+int pohm_sig_commit(int all);
+/* 1 (once) when the queue should be replayed (set, or records released). */
+int pohm_sig_replay_take(void);
 /* 1 when noted paths wait. */
 int pohm_sig_pending(void);
 /* Take the next noted path (absolute) into buf: 1, or 0 when none. */

@@ -16,13 +16,31 @@
  * name present locally is left to pohmelfsd's reconcile (adopted if new,
  * pushed if changed), which is started.  A full ring drops further paths
  * and says so once in the log.
+ *
+ * Durable queue (issue 19 item 5): when no later hook runs in the process
+ * (a SIGTERM handler unlinks its pid file and the process exits), the ring
+ * is lost with it.  So, once the first mount is open (pohm_sig_queue_set),
+ * a note also writes a record into the cache's queue (core/cache/sigqueue.c,
+ * format in cache.h): staged in sq.tmp/ under a unique name (pid, tid and a
+ * counter, O_CREAT|O_EXCL), locked with an exclusive OFD lock, written,
+ * renamed into sq/, its fd moved above the host's range and kept in the
+ * slot.  The lock says "the call is not done yet": the note comes before
+ * the call, so no replayer may trust the local state until the noting
+ * thread's next hook (pohm_sig_commit closes the fd) or the process's end
+ * (the kernel drops the lock).  pohmelfsd's reconcile, `pohmelfs sync` and
+ * the drain replay the queue.  A rename or link is one record naming both
+ * paths, so the storage renames its inode instead of losing the file.
+ * A record that cannot be written falls back to the ring's path.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "shim.h"
 
 #define SIG_SLOTS POHM_SIG_SLOTS
@@ -37,6 +55,14 @@ static int sig_state[SIG_SLOTS];
 static char sig_path[SIG_SLOTS][SIG_PATH];
 static int sig_ready;		/* atomic: READY slots */
 static int sig_lost;		/* atomic: paths were dropped (full ring, too long) */
+/* Atomics, per slot: the queue record's fd (-1 + 1 = 0: none; stored + 1)
+ * and the noting thread; written in FILLING, read in READY/TAKING. */
+static int sig_rfd[SIG_SLOTS];
+static int sig_tid[SIG_SLOTS];
+/* Atomics: the queue's folders (fd + 1; 0 until the first mount is open),
+ * set once by pohm_sig_queue_set; a replay is wanted; the name counter. */
+static int sq_qfd1, sq_tfd1, sq_want;
+static unsigned sq_seq;
 
 static size_t cat(char *dst, size_t at, size_t size, const char *s)
 {
@@ -46,40 +72,45 @@ static size_t cat(char *dst, size_t at, size_t size, const char *s)
 	return at;
 }
 
-/* Lexically at or below a spelling of the prefix ("/p/../P/a" is missed). */
-static int under_prefix(const char *b)
+/* Take a FREE slot into FILLING: its index, or -1 (full: lost). */
+static int slot_get(void)
 {
-	const struct pohm_pc_spelling *sp;
-	unsigned k;
+	int i, st;
 
-	for (k = 0; k < pohm_state.prefix.nsp; k++) {
-		sp = &pohm_state.prefix.sp[k];
-		if (!strncmp(b, sp->path, sp->len) && (b[sp->len] == '/' || !b[sp->len]))
-			return 1;
-	}
-	return 0;
-}
-
-void pohm_sig_note(int dirfd, const char *path)
-{
-	int i, st, saved = errno;
-	size_t n = 0;
-	long r;
-	char *b;
-
-	if (!path || !pohm_state.on)
-		return;
 	for (i = 0; i < SIG_SLOTS; i++) {
 		st = SLOT_FREE;
 		if (__atomic_compare_exchange_n(&sig_state[i], &st, SLOT_FILLING, 0,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			break;
+			return i;
 	}
-	if (i == SIG_SLOTS) {
-		__atomic_store_n(&sig_lost, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	b = sig_path[i];
+	__atomic_store_n(&sig_lost, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
+static void slot_free(int i)
+{
+	__atomic_store_n(&sig_state[i], SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+static void slot_ready(int i)
+{
+	__atomic_store_n(&sig_state[i], SLOT_READY, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&sig_ready, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * The absolute path of (dirfd, path) into slot i's buffer, and where its
+ * part below the prefix starts (*rel; "" for the prefix itself): 1, or 0
+ * when it is not under the prefix, -1 when it cannot be noted whole.
+ */
+static int slot_path(int i, int dirfd, const char *path, const char **rel)
+{
+	const struct pohm_pc_spelling *sp;
+	char *b = sig_path[i];
+	size_t n = 0;
+	unsigned k;
+	long r;
+
 	b[0] = '\0';
 	if (path[0] != '/') {
 		if (dirfd == AT_FDCWD) {
@@ -88,47 +119,223 @@ void pohm_sig_note(int dirfd, const char *path)
 		} else {
 			char proc[32] = "/proc/self/fd/";
 			char num[12];
-			int k = 0, v = dirfd;
+			int d = 0, v = dirfd;
 
 			do
-				num[k++] = (char)('0' + v % 10);
-			while ((v /= 10) && k < 11);
+				num[d++] = (char)('0' + v % 10);
+			while ((v /= 10) && d < 11);
 			n = strlen(proc);
-			while (k)
-				proc[n++] = num[--k];
+			while (d)
+				proc[n++] = num[--d];
 			proc[n] = '\0';
 			r = syscall(SYS_readlinkat, AT_FDCWD, proc, b, SIG_PATH - 1);
 			n = r > 0 ? (size_t)r : 0;
 			b[n] = '\0';
 		}
 		if (!n)
-			goto drop;
+			return -1;
 		n = cat(b, n, SIG_PATH, "/");
 	}
 	n = cat(b, n, SIG_PATH, path);
 	if (n + 1 >= SIG_PATH)
-		goto drop;	/* too long to be noted whole */
-	if (!under_prefix(b)) {
+		return -1;	/* too long to be noted whole */
+	/* Lexically at or below a spelling of the prefix ("/p/../P/a" is missed). */
+	for (k = 0; k < pohm_state.prefix.nsp; k++) {
+		sp = &pohm_state.prefix.sp[k];
+		if (!strncmp(b, sp->path, sp->len) && (b[sp->len] == '/' || !b[sp->len])) {
+			*rel = b + sp->len;
+			while (**rel == '/')
+				(*rel)++;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Decimal v at dst: the end. */
+static char *put_num(char *dst, unsigned long v)
+{
+	char num[24];
+	int d = 0;
+
+	do
+		num[d++] = (char)('0' + v % 10);
+	while ((v /= 10) && d < 23);
+	while (d)
+		*dst++ = num[--d];
+	return dst;
+}
+
+/*
+ * Write the queue record "op rel1 [rel2]" (raw system calls only): its fd
+ * (locked, above the host's range) + 1, or 0 when it could not be written.
+ */
+static int record_write(char op, const char *rel1, const char *rel2)
+{
+	int q = __atomic_load_n(&sq_qfd1, __ATOMIC_ACQUIRE) - 1;
+	int t = __atomic_load_n(&sq_tfd1, __ATOMIC_ACQUIRE) - 1;
+	char name[80], opz[2] = { op, '\0' }, *e;
+	struct iovec iov[4];
+	struct flock fl;
+	long fd = -1, hi, want, w;
+	int tries, niov = 3;
+
+	if (q < 0 || t < 0)
+		return 0;
+	for (tries = 0; tries < 8 && fd < 0; tries++) {
+		e = put_num(name, (unsigned long)syscall(SYS_getpid));
+		*e++ = '-';
+		e = put_num(e, (unsigned long)syscall(SYS_gettid));
+		*e++ = '-';
+		e = put_num(e, __atomic_add_fetch(&sq_seq, 1, __ATOMIC_RELAXED));
+		*e = '\0';
+		fd = syscall(SYS_openat, t, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return 0;
+	}
+	if (fd < 0)
+		return 0;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	if (syscall(SYS_fcntl, (int)fd, F_OFD_SETLK, &fl))
+		goto fail;
+	iov[0].iov_base = (void *)POHM_SQ_MAGIC;
+	iov[0].iov_len = sizeof(POHM_SQ_MAGIC) - 1;
+	iov[1].iov_base = opz;
+	iov[1].iov_len = 2;
+	iov[2].iov_base = (void *)rel1;
+	iov[2].iov_len = strlen(rel1) + 1;
+	if (rel2) {
+		iov[3].iov_base = (void *)rel2;
+		iov[3].iov_len = strlen(rel2) + 1;
+		niov = 4;
+	}
+	want = (long)(iov[0].iov_len + iov[1].iov_len + iov[2].iov_len +
+		      (rel2 ? iov[3].iov_len : 0));
+	w = syscall(SYS_writev, (int)fd, iov, niov);
+	if (w != want)
+		goto fail;	/* a short write to a local file: the disk is full */
+	hi = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	if (hi >= 0) {
+		syscall(SYS_close, (int)fd);
+		fd = hi;
+	}
+	if (syscall(SYS_renameat, t, name, q, name))
+		goto fail;
+	return (int)fd + 1;
+fail:
+	syscall(SYS_unlinkat, t, name, 0);
+	syscall(SYS_close, (int)fd);
+	return 0;
+}
+
+void pohm_sig_note_op(char op, int dirfd, const char *path, int dirfd2, const char *path2)
+{
+	const char *rel1 = NULL, *rel2 = NULL;
+	int i, j = -1, in1, in2 = 0, saved = errno;
+
+	if (!path || !pohm_state.on)
+		return;
+	if ((i = slot_get()) < 0)
+		goto out;
+	__atomic_store_n(&sig_rfd[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sig_tid[i], (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+	in1 = slot_path(i, dirfd, path, &rel1);
+	if (path2) {
+		if ((j = slot_get()) < 0) {
+			slot_free(i);
+			goto out;
+		}
+		__atomic_store_n(&sig_rfd[j], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sig_tid[j], sig_tid[i], __ATOMIC_RELAXED);
+		in2 = slot_path(j, dirfd2, path2, &rel2);
+	}
+	if (in1 < 0 || in2 < 0)
+		__atomic_store_n(&sig_lost, 1, __ATOMIC_RELAXED);
+	if (in1 <= 0 && in2 <= 0) {
 		/* Not ours (also the shim's own calls inside a hook, which look
-		 * the same from here): free the slot, nothing lost. */
-		__atomic_store_n(&sig_state[i], SLOT_FREE, __ATOMIC_RELEASE);
-		errno = saved;
+		 * the same from here): nothing lost. */
+		slot_free(i);
+		if (j >= 0)
+			slot_free(j);
+		goto out;
+	}
+	if (in1 > 0 && *rel1 && (!path2 || (in2 > 0 && *rel2))) {
+		int rfd = record_write(op, rel1, path2 ? rel2 : NULL);
+
+		if (rfd) {
+			/* The record says it all: one slot keeps its lock. */
+			__atomic_store_n(&sig_rfd[i], rfd, __ATOMIC_RELAXED);
+			slot_ready(i);
+			if (j >= 0)
+				slot_free(j);
+			goto out;
+		}
+	}
+	/* No record: the ring's paths, as before the queue. */
+	if (in1 > 0)
+		slot_ready(i);
+	else
+		slot_free(i);
+	if (j >= 0) {
+		if (in2 > 0)
+			slot_ready(j);
+		else
+			slot_free(j);
+	}
+out:
+	errno = saved;
+}
+
+void pohm_sig_queue_set(int qfd, int tfd)
+{
+	int none = 0;
+
+	if (!__atomic_compare_exchange_n(&sq_qfd1, &none, qfd + 1, 0, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED)) {
+		syscall(SYS_close, qfd);
+		syscall(SYS_close, tfd);
 		return;
 	}
-	__atomic_store_n(&sig_state[i], SLOT_READY, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&sig_ready, 1, __ATOMIC_RELEASE);
-	errno = saved;
-	return;
-drop:
-	__atomic_store_n(&sig_lost, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&sig_state[i], SLOT_FREE, __ATOMIC_RELEASE);
-	errno = saved;
+	__atomic_store_n(&sq_tfd1, tfd + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&sq_want, 1, __ATOMIC_RELEASE);	/* older records may wait */
+}
+
+int pohm_sig_commit(int all)
+{
+	int i, st, rfd, n = 0, tid = (int)syscall(SYS_gettid);
+
+	for (i = 0; i < SIG_SLOTS; i++) {
+		if (__atomic_load_n(&sig_state[i], __ATOMIC_ACQUIRE) != SLOT_READY ||
+		    !(rfd = __atomic_load_n(&sig_rfd[i], __ATOMIC_RELAXED)) ||
+		    (!all && __atomic_load_n(&sig_tid[i], __ATOMIC_RELAXED) != tid))
+			continue;
+		st = SLOT_READY;
+		if (!__atomic_compare_exchange_n(&sig_state[i], &st, SLOT_TAKING, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		__atomic_sub_fetch(&sig_ready, 1, __ATOMIC_RELEASE);
+		syscall(SYS_close, rfd - 1);	/* the call is done: the record may be replayed */
+		__atomic_store_n(&sig_rfd[i], 0, __ATOMIC_RELAXED);
+		slot_free(i);
+		n++;
+	}
+	if (n)
+		__atomic_store_n(&sq_want, 1, __ATOMIC_RELEASE);
+	return n;
+}
+
+int pohm_sig_replay_take(void)
+{
+	return __atomic_exchange_n(&sq_want, 0, __ATOMIC_ACQ_REL);
 }
 
 int pohm_sig_pending(void)
 {
 	return __atomic_load_n(&sig_ready, __ATOMIC_ACQUIRE) > 0 ||
-	       __atomic_load_n(&sig_lost, __ATOMIC_RELAXED);
+	       __atomic_load_n(&sig_lost, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&sq_want, __ATOMIC_RELAXED);
 }
 
 int pohm_sig_take(char *buf, size_t size)
@@ -137,6 +344,8 @@ int pohm_sig_take(char *buf, size_t size)
 
 	for (i = 0; i < SIG_SLOTS; i++) {
 		st = SLOT_READY;
+		if (__atomic_load_n(&sig_rfd[i], __ATOMIC_RELAXED))
+			continue;	/* a queue record: pohm_sig_commit */
 		if (!__atomic_compare_exchange_n(&sig_state[i], &st, SLOT_TAKING, 0,
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;

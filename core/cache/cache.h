@@ -217,6 +217,30 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 int pohm_cache_reconcile(struct pohm_cache *c);
 
 /*
+ * The durable queue of namespace changes made by signal handlers that
+ * interrupted the shim (sigqueue.c; preload/sigsafe.c writes it with raw
+ * system calls).  A record is cache_dir/sq/NAME: POHM_SQ_MAGIC, the
+ * operation (one POHM_SQ_* letter), a NUL, then one or two paths relative
+ * to the prefix, each ended by a NUL.  Its writer stages it in
+ * cache_dir/sq.tmp holding an exclusive OFD lock on it, renames it into
+ * sq/, and keeps the lock until its call is done (its next hook, or exit).
+ */
+#define POHM_SQ_MAGIC	"pohm-sq1 "
+#define POHM_SQ_PATH	'P'	/* one path; unlink, rmdir, mkdir, symlink, mknod... */
+#define POHM_SQ_WRITE	'W'	/* one path opened for writing (create, truncate) */
+#define POHM_SQ_RENAME	'R'	/* from, to */
+#define POHM_SQ_LINK	'L'	/* from, to (a new name of from) */
+#define POHM_SQ_OPEN	0x1	/* replay may open local files (pohmelfsd, pohmelfs sync) */
+/* Open (making them) sq/ and sq.tmp/ of the cache: 0 with two O_DIRECTORY fds, or -errno. */
+int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
+/* Apply each unlocked record to the storage as the local state says, then remove it;
+ * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or -errno. */
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags);
+/* rel is gone locally: remove it from the storage if this cache knew its inode,
+ * without touching the local tree (directories: rmdir).  0 or -errno. */
+int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);
+
+/*
  * Where the kernel finds the parent directory of rel, when the storage
  * could not resolve it (-EXDEV: a symlink on the way has an absolute
  * target, or climbs above the prefix root).  0 and out = rel's last

@@ -301,6 +301,12 @@ int pohm_cache_reconcile(struct pohm_cache *c)
 	r = cache_rename_recover(c);
 	if (r)
 		pohm_warn("completing interrupted renames: %s", strerror(-r));
+	/* Then what signal handlers changed while the shim was busy (sigqueue.c). */
+	r = pohm_cache_sigq_replay(c, POHM_SQ_OPEN);
+	if (r < 0)
+		pohm_warn("replaying the signal queue: %s", strerror(-r));
+	else
+		s.adopted += r;
 	r = pohm_journal_each(&c->j, collect_dir, &l);
 	if (!r)
 		r = scan_dir(&s, "", 0);

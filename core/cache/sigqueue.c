@@ -1,0 +1,352 @@
+/*
+ * sigqueue.c — replay the namespace changes signal handlers made under the
+ * prefix while the shim was busy on their thread (issue 19 item 5).
+ *
+ * Such a handler's call went straight to libc (preload/sigsafe.c): the
+ * local tree changed, the storage did not.  Before the call it left a
+ * record in cache_dir/sq/ (format in cache.h), locked until the call is
+ * done.  Here each record that is no longer locked is applied to the
+ * storage as the kernel already applied it locally; the local state
+ * decides, so a record is replayed correctly whatever happened since, and
+ * twice is the same as once:
+ *
+ *   a name gone locally      → removed from the storage (a directory with
+ *                              rmdir, anything else without touching the
+ *                              local tree) if this cache knew its inode
+ *                              (else it was never here: a record of a
+ *                              stat, say, of a name not fetched yet);
+ *   a rename (R from → to)   → from gone and to present locally: the stored
+ *                              inode is renamed, replacing what the storage
+ *                              had under to, as the kernel did; the storage
+ *                              without from: to is treated as present;
+ *   a name present locally   → a regular file the journal does not know and
+ *                              the storage lacks is adopted and pushed
+ *                              (POHM_SQ_OPEN only); known files are pushed
+ *                              by sync_all (their change is seen by the
+ *                              journal); other new names (directories,
+ *                              symlinks) and names the storage has for
+ *                              another inode are left to the reconcile scan,
+ *                              which keeps conflict copies.
+ *
+ * One replayer per record: an exclusive OFD lock on the record file (its
+ * writer's lock until the call is done, then the replayer's), and a record
+ * found unlinked once locked was done by another replayer.  A crash
+ * mid-replay leaves the record: the next replay does it again.
+ * sq.tmp/ holds records still being written; one there that is not locked
+ * is a writer's that died before its call (the call did not happen, or
+ * its name is adopted by the scan): removed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "log.h"
+#include "sys.h"
+
+#define SQ_REC_MAX (sizeof(POHM_SQ_MAGIC) + 2 + 2 * 4096)
+
+static int sq_dir(struct pohm_cache *c, const char *name, int make)
+{
+	int fd, r;
+
+	fd = pohm_sys_openat(c->j.dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd == -ENOENT && make) {
+		r = pohm_sys_mkdirat(c->j.dirfd, name, 0700);
+		if (r && r != -EEXIST)
+			return r;
+		fd = pohm_sys_openat(c->j.dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	}
+	return fd;
+}
+
+int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd)
+{
+	int q, t;
+
+	q = sq_dir(c, "sq", 1);
+	if (q < 0)
+		return q;
+	t = sq_dir(c, "sq.tmp", 1);
+	if (t < 0) {
+		pohm_sys_close(q);
+		return t;
+	}
+	*qfd = q;
+	*tfd = t;
+	return 0;
+}
+
+/* Exclusive OFD lock on the whole of fd, not waiting: 0, or -EAGAIN when held. */
+static int sq_lock(int fd)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl))
+		return -EAGAIN;
+	return 0;
+}
+
+/* The local state of rel: 1 present, 0 gone, -errno. */
+static int local_has(struct pohm_cache *c, const char *rel, struct stat *st)
+{
+	int r = pohm_sys_fstatat(c->pfd, rel, st, AT_SYMLINK_NOFOLLOW);
+
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	return r ? r : 1;
+}
+
+int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel)
+{
+	struct pohm_jrec rec;
+	const char *name;
+	uint64_t dino, ino;
+	uint8_t type = 0;
+	int dfd, r;
+
+	/* Never through pohm_cache_unlink: it brings the local stub back
+	 * first, and a replayer killed there would leave the name locally. */
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (!r) {
+		r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
+		pohm_sys_close(dfd);
+	}
+	if (!r && pohm_journal_get(&c->j, ino, &rec)) {
+		/* Never here (a handler's stat of a name not fetched yet): its
+		 * local absence says nothing. */
+		return 0;
+	}
+	if (!r) {
+		pohm_jrec_clear(&rec);
+		r = type == DT_DIR ? pohm_cache_rmdir(c, rel) : pohm_cache_drop_stored(c, rel);
+	}
+	if (r == -ENOENT || r == -ENOTDIR)
+		r = 0;
+	if (r)
+		pohm_warn("%s: removed by a signal handler, but not from the storage (%s)", rel,
+			  strerror(-r));
+	if (r == -ENOTEMPTY || r == -EACCES || r == -EPERM || r == -EBUSY)
+		r = 0;	/* trying again would not help: said once */
+	else
+		pohm_debug("%s: removed by a signal handler; removed from the storage", rel);
+	return r;
+}
+
+/* rel is present locally: 1 when the record must wait for a replayer that may open it. */
+static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *st,
+		      unsigned flags)
+{
+	const char *name;
+	uint64_t ino, dino;
+	uint8_t type;
+	int dfd, fd, r;
+
+	if (!S_ISREG(st->st_mode))
+		return 0;	/* the reconcile scan adopts it */
+	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
+		return 0;	/* known: sync_all pushes what changed */
+	if (!(flags & POHM_SQ_OPEN))
+		return 1;
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r == -ENOENT || r == -ENOTDIR ? 0 : r;
+	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
+	if (r != -ENOENT) {
+		pohm_sys_close(dfd);
+		return r;	/* the storage has the name: the scan decides (conflict copy) */
+	}
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	pohm_sys_close(dfd);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	r = pohm_cache_adopt(c, rel, fd);
+	if (!r)
+		r = pohm_cache_push_fd(c, fd);
+	pohm_sys_close(fd);
+	if (r < 0)
+		pohm_warn("%s: written by a signal handler, not adopted (%s)", rel, strerror(-r));
+	else
+		pohm_info("%s: written by a signal handler, now in the storage", rel);
+	return r < 0 ? r : 0;
+}
+
+static int sq_one(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct stat st;
+	int r = local_has(c, rel, &st);
+
+	if (r < 0)
+		return r;
+	return r ? sq_present(c, rel, &st, flags) : pohm_cache_sigq_gone(c, rel);
+}
+
+/* The storage side of a rename the kernel did: -ENOENT when the storage lacks from. */
+static int sq_rename(struct pohm_cache *c, const char *from, const char *to)
+{
+	const char *fname, *tname;
+	uint64_t fdino, tdino, ino;
+	struct pohm_jrec rec;
+	uint8_t type;
+	int ffd = -1, tfd = -1, r;
+
+	r = cache_walk_parent(c, from, &ffd, &fdino, &fname);
+	if (!r)
+		r = cache_walk_parent(c, to, &tfd, &tdino, &tname);
+	if (!r)
+		r = pohm_ns_lookup(c->ns, fdino, fname, &ino, &type);
+	if (!r)
+		r = pohm_ns_rename_ino(c->ns, fdino, fname, tdino, tname, 0, ino);
+	if (r)
+		goto out;
+	cache_dir_changed(c, fdino);
+	if (tdino != fdino)
+		cache_dir_changed(c, tdino);
+	if (!pohm_journal_get(&c->j, ino, &rec)) {
+		snprintf(rec.hint, sizeof(rec.hint), "%s", to);
+		pohm_journal_put(&c->j, &rec);
+		pohm_jrec_clear(&rec);
+	}
+	pohm_debug("%s -> %s: renamed by a signal handler; renamed in the storage", from, to);
+out:
+	if (ffd >= 0)
+		pohm_sys_close(ffd);
+	if (tfd >= 0)
+		pohm_sys_close(tfd);
+	return r;
+}
+
+/* Apply one record: 0 done, 1 left for a replayer that may open files, -errno. */
+static int sq_apply(struct pohm_cache *c, char op, const char *a, const char *b, unsigned flags)
+{
+	struct stat st;
+	int r, ra, rb;
+
+	switch (op) {
+	case POHM_SQ_PATH:
+	case POHM_SQ_WRITE:
+		return sq_one(c, a, flags);
+	case POHM_SQ_LINK:
+		return sq_one(c, b, flags);
+	case POHM_SQ_RENAME:
+		ra = local_has(c, a, &st);
+		rb = local_has(c, b, &st);
+		if (ra < 0 || rb < 0)
+			return ra < 0 ? ra : rb;
+		if (!ra && rb) {
+			r = sq_rename(c, a, b);
+			if (r != -ENOENT)
+				return r;
+			return sq_present(c, b, &st, flags);	/* never stored: a new name */
+		}
+		r = sq_one(c, a, flags);	/* the rename failed, or more happened since */
+		rb = sq_one(c, b, flags);
+		return r < 0 ? r : rb < 0 ? rb : (r | rb);
+	}
+	pohm_warn("signal queue: a record of unknown kind '%c' dropped", op);
+	return 0;
+}
+
+/* Parse and apply the record open at fd. */
+static int sq_record(struct pohm_cache *c, int fd, unsigned flags)
+{
+	char buf[SQ_REC_MAX + 1], a[4096], b[4096];
+	size_t m = sizeof(POHM_SQ_MAGIC) - 1, la;
+	ssize_t n;
+	char op;
+
+	n = pohm_sys_read_full(fd, buf, SQ_REC_MAX);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	if ((size_t)n < m + 3 || memcmp(buf, POHM_SQ_MAGIC, m) || buf[m + 1] || buf[n - 1])
+		goto bad;
+	op = buf[m];
+	la = strlen(buf + m + 2);
+	if (pohm_cache_normalize(buf + m + 2, a, sizeof(a)) || !a[0])
+		goto bad;
+	b[0] = '\0';
+	if (op == POHM_SQ_RENAME || op == POHM_SQ_LINK) {
+		if ((size_t)n <= m + 2 + la + 1 ||
+		    pohm_cache_normalize(buf + m + 2 + la + 1, b, sizeof(b)) || !b[0])
+			goto bad;
+	}
+	return sq_apply(c, op, a, b, flags);
+bad:
+	pohm_warn("signal queue: a malformed record dropped");
+	return 0;
+}
+
+/* Remove the unlocked leftovers of writers that died while staging. */
+static void sq_clean_tmp(struct pohm_cache *c)
+{
+	char buf[4096];
+	ssize_t n;
+	int t, fd;
+
+	t = sq_dir(c, "sq.tmp", 0);
+	if (t < 0)
+		return;
+	while ((n = pohm_sys_getdents64(t, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (de->d_name[0] == '.')
+				continue;
+			fd = pohm_sys_openat(t, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+			if (fd < 0)
+				continue;
+			if (!sq_lock(fd))
+				pohm_sys_unlinkat(t, de->d_name, 0);
+			pohm_sys_close(fd);
+		}
+	}
+	pohm_sys_close(t);
+}
+
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags)
+{
+	char buf[4096];
+	struct stat st;
+	int q, fd, r, done = 0, err = 0;
+	ssize_t n;
+
+	q = sq_dir(c, "sq", 0);
+	if (q < 0)
+		return q == -ENOENT ? 0 : q;
+	while ((n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (de->d_name[0] == '.')
+				continue;
+			fd = pohm_sys_openat(q, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+			if (fd < 0)
+				continue;	/* another replayer removed it */
+			if (sq_lock(fd) || pohm_sys_fstat(fd, &st) || !st.st_nlink) {
+				pohm_sys_close(fd);	/* in flight, or replayed meanwhile */
+				continue;
+			}
+			r = sq_record(c, fd, flags);
+			if (r == 0) {
+				pohm_sys_unlinkat(q, de->d_name, 0);
+				done++;
+			} else if (r < 0) {
+				err = r;	/* kept: the next replay tries again */
+			}
+			pohm_sys_close(fd);
+		}
+	}
+	pohm_sys_close(q);
+	sq_clean_tmp(c);
+	return err && !done ? err : done;
+}

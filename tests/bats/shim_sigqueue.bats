@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# shim_sigqueue.bats — signal handlers that change names under the prefix
+# while their thread is inside the shim, then end the process in the
+# handler (issue 19 item 5): the durable queue of core/cache/sigqueue.c.
+# A local 2-group cluster; host b, a fresh cache, checks what reached the
+# storage.  The program is tests/helpers/sig_queue.c.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	preload_ok || skip "this sanitizer runtime cannot be preloaded into uninstrumented programs"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	H=$B/tests/helpers
+	export POHMELFS_FSID="sq-${BATS_TEST_NUMBER}" POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_ATTR_TIMEOUT=0
+	shim a mkdir -p "$T/a/w"
+}
+
+teardown() {
+	local h
+	for h in a b; do
+		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
+	done
+	cluster_stop
+}
+
+# shim HOST CMD...: CMD under the shim as host HOST (prefix $T/HOST), bounded.
+shim() {
+	local h=$1
+	shift
+	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h \
+		timeout -k 5 "${SHIM_TIMEOUT:-120}" "$@"
+}
+
+# sync_a: stop host a's pohmelfsd (the test replays the queue itself), then
+# one `pohmelfs sync` pass of host a.
+sync_a() {
+	[ -f "$T/a-state/pohmelfsd.pid" ] && kill "$(cat "$T/a-state/pohmelfsd.pid")" 2>/dev/null
+	sleep 0.5
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		timeout -k 5 120 "$B/pohmelfs" sync
+}
+
+# sync_a2: as sync_a, two passes at once (two replayers of the same queue:
+# each record is applied by one, the result is the same).
+sync_a2() {
+	local p
+	[ -f "$T/a-state/pohmelfsd.pid" ] && kill "$(cat "$T/a-state/pohmelfsd.pid")" 2>/dev/null
+	sleep 0.5
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		timeout -k 5 120 "$B/pohmelfs" sync &
+	p=$!
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		timeout -k 5 120 "$B/pohmelfs" sync || return 1
+	wait "$p"
+}
+
+# run_host M: sig_queue with M renames in the SIGALRM handler, then the
+# SIGTERM handler.
+run_host() {
+	shim a mkdir "$T/a/w/d"
+	SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 "$1"
+	echo "host: $output" | head -5
+	[ "$status" = 0 ]
+	[ "${lines[0]}" = "bye $1" ]
+	# The SIGTERM came while the main thread was inside the shim.
+	[[ ${lines[1]} == "inside the shim "[1-9]* ]]
+}
+
+@test "a SIGTERM handler that unlinks its pid file and exits, after a SIGALRM handler renamed files, all while the main thread creates under the prefix: the queue reaches the storage" {
+	run_host 40
+	# Locally (the kernel's view, no shim): what the handlers did.
+	[ ! -e "$T/a/w/d/pid" ]
+	[ "$(cat "$T/a/w/d/last")" = bye ]
+	[ "$(ls "$T/a/w/d" | grep -c '^q-')" = 40 ]
+	[ "$(ls "$T/a/w/d" | grep -c '^r-')" = 0 ]
+	# The handler's last records wait in the queue (the process ended in
+	# the handler: no later hook, no exit hook).
+	ls "$T/a-state/sq"
+	[ "$(ls "$T/a-state/sq" | wc -l)" -ge 1 ]
+	run sync_a2
+	echo "sync: $output"
+	[ "$status" = 0 ]
+	[ "$(ls "$T/a-state/sq" | wc -l)" = 0 ]
+	# A fresh cache sees the unlink, every rename (the file's contents
+	# with it) and the handler's new file.
+	run shim b ls "$T/b/w/d"
+	echo "storage: $(echo "$output" | grep -v '^m-' | tr '\n' ' ')"
+	[ "$(echo "$output" | grep -cx pid)" = 0 ]
+	[ "$(echo "$output" | grep -c '^r-')" = 0 ]
+	[ "$(echo "$output" | grep -c '^q-')" = 40 ]
+	for k in 0 17 39; do
+		[ "$(shim b cat "$T/b/w/d/q-$k")" = "r-$k" ]
+	done
+	[ "$(shim b cat "$T/b/w/d/last")" = bye ]
+}
+
+@test "without the queue (its folder cannot be made) the same handlers' unlink and renames never reach the storage" {
+	# sq is a file: the shim keeps the handlers' paths in memory only, and
+	# the process ends in its handler.
+	rm -rf "$T/a-state/sq"
+	: >"$T/a-state/sq"
+	run_host 40
+	run sync_a
+	echo "sync: $output"
+	run shim b ls "$T/b/w/d"
+	echo "storage: $(echo "$output" | grep -v '^m-' | tr '\n' ' ')"
+	# What the handlers did last died with the process: the pid file (and
+	# maybe renamed files under their old names) is still in the storage.
+	echo "$output" | grep -qx pid
+}

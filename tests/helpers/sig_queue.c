@@ -1,0 +1,229 @@
+/*
+ * sig_queue.c — a daemon-like host whose signal handlers change names
+ * under the prefix while its main thread is inside the shim, then dies in
+ * a handler, for tests/bats/shim_sigqueue.bats (issue 19 item 5).
+ *
+ *   sig_queue DIR N M
+ *     Before: DIR/pid (the pid file) and DIR/r-K holding "r-K", K < M,
+ *     made by ordinary calls.  Then a SIGALRM every 1 ms (setitimer) whose
+ *     handler renames DIR/r-K to DIR/q-K (K = the hit), while the main
+ *     thread creates DIR/m-I, I < N.  After M renames, the first SIGALRM
+ *     that finds the main thread inside the shim (in_shim) sends SIGTERM to the process; the SIGTERM
+ *     handler (nested: the main thread is still where the alarm found it)
+ *     writes DIR/last ("bye"),
+ *     unlinks DIR/pid and _exit(0)s, as a daemon's SIGTERM handler does:
+ *     no later call of the process, no exit hook.  Prints "bye HITS" and
+ *     "inside the shim K" (alarms that found the main thread in the shim)
+ *     from the handler (write(2)); "ERR what" and exit 1 on a failed call; a
+ *     deadlock is the caller's timeout.  Main loop done before M renames:
+ *     prints "ERR slow" (exit 1).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static char dir[PATH_MAX];
+static size_t dirlen;
+static int m_max;
+static volatile sig_atomic_t hits, bad, inlib;
+static uintptr_t anchor;	/* an address on the main thread's own stack */
+
+__attribute__((noinline, no_sanitize("address")))
+static void set_anchor(void)
+{
+	char probe;
+
+	anchor = (uintptr_t)&probe;
+}
+
+/* The library's code (its executable mappings, from /proc/self/maps). */
+static uintptr_t lib_lo[8], lib_hi[8];
+static int nlib;
+
+static void find_lib(void)
+{
+	char line[4096];
+	unsigned long lo, hi;
+	char perm[8];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f) && nlib < 8)
+		if (strstr(line, "libpohmelfs") &&
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && perm[2] == 'x') {
+			lib_lo[nlib] = lo;
+			lib_hi[nlib++] = hi;
+		}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Did this signal interrupt the shim?  The handler runs on the stack of
+ * the code it interrupted: far from the main thread's own stack means a
+ * hook, which runs on the library's stack (preload/stack.c; not in
+ * sanitizer builds).  Else: the interrupted instruction is the library's.
+ */
+__attribute__((noinline, no_sanitize("address")))	/* probe on the real stack, not ASan's fake one */
+static int in_shim(const ucontext_t *uc)
+{
+	char probe;
+	uintptr_t p = (uintptr_t)&probe, pc = 0;
+	int i;
+
+	if ((p > anchor ? p - anchor : anchor - p) > ((uintptr_t)64 << 20))
+		return 1;
+#if defined(__x86_64__)
+	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	pc = (uintptr_t)uc->uc_mcontext.pc;
+#endif
+	for (i = 0; i < nlib; i++)
+		if (pc >= lib_lo[i] && pc < lib_hi[i])
+			return 1;
+	return 0;
+}
+
+static int fail(const char *what)
+{
+	const char *e = strerrorname_np(errno);
+
+	printf("ERR %s: %s\n", what, e ? e : "?");
+	return 1;
+}
+
+/* DIR/<pre><k> into p, no stdio (handlers). */
+static char *name_k(char *p, const char *pre, long k)
+{
+	char d[24], *o = p;
+	int n = 0;
+
+	memcpy(o, dir, dirlen);
+	o += dirlen;
+	*o++ = '/';
+	while (*pre)
+		*o++ = *pre++;
+	if (k >= 0) {
+		do
+			d[n++] = (char)('0' + k % 10);
+		while ((k /= 10));
+		while (n)
+			*o++ = d[--n];
+	}
+	*o = '\0';
+	return p;
+}
+
+static void put(const char *s, long k)
+{
+	char b[64], d[24];
+	size_t n = strlen(s);
+	int m = 0;
+
+	memcpy(b, s, n);
+	do
+		d[m++] = (char)('0' + k % 10);
+	while ((k /= 10));
+	while (m)
+		b[n++] = d[--m];
+	b[n++] = '\n';
+	if (write(1, b, n) < 0)
+		bad = 9;
+}
+
+static void on_term(int sig)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	(void)sig;
+	fd = open(name_k(p, "last", -1), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "bye", 3) != 3 || close(fd))
+		put("ERR handler: last ", errno);
+	if (unlink(name_k(p, "pid", -1)))
+		put("ERR handler: unlink pid ", errno);
+	put("bye ", hits);
+	put("inside the shim ", inlib);
+	_exit(0);
+}
+
+static void on_alarm(int sig, siginfo_t *si, void *ucv)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	long k = hits;
+	int saved = errno, in = in_shim(ucv);
+
+	(void)sig;
+	(void)si;
+	if (in)
+		inlib = (sig_atomic_t)(inlib + 1);
+	if (k < m_max) {
+		if (rename(name_k(a, "r-", k), name_k(b, "q-", k)))
+			put("ERR handler: rename ", errno);
+		hits = (sig_atomic_t)(k + 1);
+	} else if (in) {
+		kill(getpid(), SIGTERM);	/* its handler runs now, on this stack */
+	}
+	errno = saved;
+}
+
+static int make(const char *pre, long k, const char *data)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	fd = open(name_k(p, pre, k), O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0 || write(fd, data, strlen(data)) != (ssize_t)strlen(data) || close(fd))
+		return fail(p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	struct sigaction sa;
+	char data[32];
+	int i, n;
+
+	set_anchor();
+	find_lib();
+	if (argc != 4)
+		return fprintf(stderr, "usage: sig_queue DIR N M\n"), 2;
+	setvbuf(stdout, NULL, _IONBF, 0);
+	dirlen = strlen(argv[1]);
+	memcpy(dir, argv[1], dirlen + 1);
+	n = atoi(argv[2]);
+	m_max = atoi(argv[3]);
+	snprintf(data, sizeof(data), "%d", (int)getpid());
+	if (make("pid", -1, data))
+		return 1;
+	for (i = 0; i < m_max; i++) {
+		snprintf(data, sizeof(data), "r-%d", i);
+		if (make("r-", i, data))
+			return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_term;
+	if (sigaction(SIGTERM, &sa, NULL))
+		return fail("sigaction");
+	sa.sa_sigaction = on_alarm;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
+		return fail("timer");
+	for (i = 0; i < n; i++) {
+		snprintf(data, sizeof(data), "m-%d", i);
+		if (make("m-", i, data))
+			return 1;
+	}
+	printf("ERR slow: %d creates before %d renames\n", n, m_max);
+	return 1;
+}
