@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sha512.h"
-#include "sys.h"
 #include "wire.h"
+#include "sys.h"
+#include "node_wire.h"
 
 struct bench {
 	struct pohm_addr addr;

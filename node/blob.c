@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "crc32c.h"
-#include "log.h"
 #include "sys.h"
 
 #define BLOB_MAGIC	"PohmLog\1"

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "wire.h"
 
 #define BLOB_HDR	192u
 #define BLOB_MAX_FILES	4096u			/* blob numbers 0..4095 */

@@ -30,10 +30,10 @@
 #include <unistd.h>
 
 #include "reqbody.h"
-#include "sha512.h"
-#include "store.h"
-#include "sys.h"
 #include "wire.h"
+#include "node_store.h"
+#include "sys.h"
+#include "node_wire.h"
 
 #define EX_CLOSED	100
 #define EX_TIMEOUT	124

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
+#include "sys.h"
 
 /* Format a message that is not about one value; always -EINVAL. */
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)

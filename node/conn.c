@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "fault.h"
-#include "log.h"
-#include "wire.h"
+#include "sys.h"
+#include "node_wire.h"
 
 #define CONN_BATCH_PACKET (64u << 10)	/* larger replies go out directly */
 #define CONN_BATCH_BYTES (256u << 10)	/* flush the batch at this size */

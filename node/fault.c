@@ -10,10 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log.h"
-#include "proto.h"
-#include "store.h"
 #include "sys.h"
+#include "wire.h"
+#include "node_store.h"
 
 #define FAULT_MAX_RULES 64
 #define FAULT_CHECK_NS 1000000ull	/* stat the file at most once per ms */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "log.h"
+#include "sys.h"
 
 #define GATHER_MAX_NS	2000000ull	/* 2 ms */
 

@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include "fault.h"
-#include "log.h"
+#include "sys.h"
 #include "reqbody.h"
 #include "ring.h"
-#include "sha512.h"
-#include "store.h"
+#include "wire.h"
+#include "node_store.h"
 
 #define NODE_VERSION_PATCH_30	0
 #define NODE_VERSION_BUILD_30	1

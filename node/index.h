@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "wire.h"
 
 /* One live record. */
 struct node_ient {

@@ -40,8 +40,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "buf.h"
-#include "proto.h"
+#include "wire.h"
 
 #define NODE_MAX_JOIN		64
 #define NODE_DEFAULT_IDS	16

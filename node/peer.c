@@ -32,10 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "ring.h"
 #include "sys.h"
-#include "wire.h"
+#include "ring.h"
+#include "node_wire.h"
 
 #define PEER_MAX		1024
 #define PEER_INTERNAL		(1ULL << 62)	/* trans of our own requests on a link */

@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "proto.h"
+#include "wire.h"
 
 /* dnet_node_status (12 bytes); -1 / 0xFFFFFFFF mean "leave as is". */
 struct node_status_body {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "proto.h"
+#include "wire.h"
 
 struct node_ring;
 

@@ -21,11 +21,10 @@
 #include <unistd.h>
 
 #include "fault.h"
-#include "log.h"
-#include "ring.h"
-#include "store.h"
 #include "sys.h"
-#include "wire.h"
+#include "ring.h"
+#include "node_store.h"
+#include "node_wire.h"
 
 /* See node.h. */
 int node_init(struct node *n, const struct node_config *cfg)

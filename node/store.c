@@ -40,7 +40,7 @@
  * committed record appends a tombstone first: the old object stays hidden
  * until COMMIT (§10.6), also across a restart.
  */
-#include "store.h"
+#include "node_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,9 +59,8 @@
 #include "blob.h"
 #include "gcommit.h"
 #include "index.h"
-#include "log.h"
-#include "sha512.h"
 #include "sys.h"
+#include "wire.h"
 #include "ucrc.h"
 #include "urec.h"
 
@@ -123,7 +122,7 @@ static void rec_name(const uint8_t *id, const char *suffix, char *out)
 	strcpy(out + 2 * POHM_ID_SIZE, suffix);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 void node_store_relpath(const struct node_meta *m, char *out, size_t outlen)
 {
 	snprintf(out, outlen, "blob/data-0.%u", m->blob);
@@ -617,20 +616,20 @@ out:
 	return 0;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_open(struct node_store **out, const char *dir, int sync_interval,
 		    uint64_t max_object, uint64_t blob_size)
 {
 	return store_open(out, dir, sync_interval, max_object, blob_size, 0);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_open_tool(struct node_store **out, const char *dir)
 {
 	return store_open(out, dir, -1, 0, 0, 1);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 void node_store_close(struct node_store *s)
 {
 	int i;
@@ -652,7 +651,7 @@ void node_store_close(struct node_store *s)
 	free(s);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_flush(struct node_store *s, uint64_t *writes, uint64_t *syncs)
 {
 	int ret = node_gcommit_flush(s->gc);
@@ -754,7 +753,7 @@ static int ids_write(struct node_store *s, const uint8_t *ids, unsigned n)
 	return ret;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_ids(struct node_store *s, unsigned want, uint8_t **ids, unsigned *n)
 {
 	uint8_t *v;
@@ -842,7 +841,7 @@ static int rec_find(struct node_store *s, const uint8_t *id, struct rec *r, uint
 	return 0;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_lookup(struct node_store *s, const uint8_t *id, int lock, struct node_meta *m,
 		      uint8_t *csum)
 {
@@ -880,7 +879,7 @@ static int check_chunks(const struct rec *r, uint64_t c0, uint64_t k, const uint
 	return 0;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 void node_rbuf_release(struct node_rbuf *b)
 {
 	if (b->map)
@@ -906,7 +905,7 @@ static uint8_t *map_range(int fd, uint64_t base, uint64_t a, uint64_t b, struct 
 	return (uint8_t *)p + (base + a - start);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint64_t size,
 		    uint64_t max, int verify, int lock, struct node_rbuf *rb,
 		    struct node_meta *m, const uint8_t **data, size_t *n)
@@ -1582,7 +1581,7 @@ out:
 	return ret;
 }
 
-/* See store.h: conditions are checked against the committed record first. */
+/* See node_store.h: conditions are checked against the committed record first. */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res)
 {
 	const struct pohm_io_attr *io = w->io;
@@ -1612,7 +1611,7 @@ out:
 
 /* ---------------------------------------------------------------- del, list */
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_del(struct node_store *s, const uint8_t *id)
 {
 	pthread_mutex_t *mx = stripe(s, id);
@@ -1644,7 +1643,7 @@ static int id_cmp(const void *a, const void *b)
 	return memcmp(a, b, POHM_ID_SIZE);
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_list(struct node_store *s, uint8_t **ids, size_t *n)
 {
 	struct node_ient *v = NULL;
@@ -1669,7 +1668,7 @@ int node_store_list(struct node_store *s, uint8_t **ids, size_t *n)
 	return 0;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_dump(struct node_store *s, FILE *f)
 {
 	struct node_ient *v = NULL;
@@ -1689,7 +1688,7 @@ int node_store_dump(struct node_store *s, FILE *f)
 	return 0;
 }
 
-/* See store.h. */
+/* See node_store.h. */
 int node_store_corrupt(struct node_store *s, const uint8_t *id)
 {
 	pthread_mutex_t *mx = stripe(s, id);

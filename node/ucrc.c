@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "crc32c.h"
-#include "proto.h"
+#include "wire.h"
 
 #define UCRC_SLOTS	8		/* records being uploaded at once that are remembered */
 #define UCRC_MAX_CHUNKS	(1u << 20)	/* 64 GiB of 64 KiB chunks: the largest object */

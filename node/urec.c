@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "buf.h"
+#include "wire.h"
 #include "crc32c.h"
 
 #define UREC_MAGIC	"PohmRec\1"

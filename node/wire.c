@@ -7,7 +7,7 @@
  * pieces into one sendmsg, so no payload is ever copied to join it to its
  * header.
  */
-#include "wire.h"
+#include "node_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +109,7 @@ out:
 	return 0;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 int node_wire_read(int fd, struct node_rd *rd, uint64_t max, struct pohm_cmd *cmd,
 		   uint8_t **payload)
 {
@@ -135,7 +135,7 @@ int node_wire_read(int fd, struct node_rd *rd, uint64_t max, struct pohm_cmd *cm
 	return r ? r : 1;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 int node_wire_send(int fd, const struct pohm_cmd *hdr, const struct iovec *iov, int iovcnt)
 {
 	uint8_t h[POHM_CMD_SIZE];
@@ -176,7 +176,7 @@ int node_wire_send(int fd, const struct pohm_cmd *hdr, const struct iovec *iov, 
 	return 0;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 int node_wire_send_raw(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
@@ -194,7 +194,7 @@ int node_wire_send_raw(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 int node_rd_ready(const struct node_rd *rd)
 {
 	size_t have = rd->end - rd->start;
@@ -203,7 +203,7 @@ int node_rd_ready(const struct node_rd *rd)
 	       pohm_le64(rd->buf + rd->start + 112) <= have - POHM_CMD_SIZE;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 socklen_t node_wire_sockaddr(const struct pohm_addr *a, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -225,7 +225,7 @@ socklen_t node_wire_sockaddr(const struct pohm_addr *a, struct sockaddr_storage 
 	}
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 void node_wire_tune(int fd)
 {
 	int one = 1, idle = 10, cnt = 3;
@@ -237,7 +237,7 @@ void node_wire_tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-/* See wire.h: non-blocking connect, poll, then back to blocking. */
+/* See node_wire.h: non-blocking connect, poll, then back to blocking. */
 int node_wire_connect(const struct pohm_addr *a, int timeout_ms)
 {
 	struct sockaddr_storage ss;
@@ -279,7 +279,7 @@ fail:
 	return -err;
 }
 
-/* See wire.h. */
+/* See node_wire.h. */
 int node_wire_listen(const struct pohm_addr *a)
 {
 	struct sockaddr_storage ss;

@@ -35,8 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "ownfd.h"
+#include "sys.h"
 
 /* ------------------------------------------------------------ entries */
 

@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "log.h"
+#include "sys.h"
 
 /* ------------------------------------------------------------ the table as text */
 

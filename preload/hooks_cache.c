@@ -53,10 +53,8 @@
 #include "hooks_stack.h"
 #include "shadow.h"
 #include "cache.h"
-#include "log.h"
-#include "mount.h"
-#include "stats.h"
 #include "sys.h"
+#include "mount.h"
 
 extern char **environ;
 

@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 
 #include "config.h"
-#include "log.h"
+#include "sys.h"
 
 extern char **environ;
 

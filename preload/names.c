@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "log.h"
+#include "sys.h"
 
 /* ------------------------------------------------------------ the boundary */
 

@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys.h"
 
 struct pohm_real pohm_real;
 

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "hooks.h"
-#include "pathclass.h"
+#include "mount.h"
 #include "real.h"
 #include "sys.h"
 

@@ -21,9 +21,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
-#include "stub.h"
 #include "sys.h"
+#include "cache.h"
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)

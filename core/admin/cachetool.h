@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "journal.h"
+#include "cache.h"
 
 /* A cache opened for inspection. */
 struct pohm_ct {

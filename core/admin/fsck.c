@@ -13,11 +13,9 @@
 #include <string.h>
 
 #include "fsck_int.h"
-#include "io.h"
-#include "iter.h"
-#include "log.h"
-#include "sha512.h"
+#include "store.h"
 #include "sys.h"
+#include "wire.h"
 
 static const char *const class_names[POHM_FSCK_NCLASSES] = {
 	[POHM_FSCK_DANGLING] = "dangling",	[POHM_FSCK_ORPHAN] = "orphan",

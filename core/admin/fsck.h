@@ -40,7 +40,7 @@
 
 #include <stdint.h>
 
-#include "kv.h"
+#include "store.h"
 #include "ns.h"
 
 struct pohm_client;

@@ -6,7 +6,7 @@
 #define POHM_CORE_FSCK_INT_H
 
 #include "fsck.h"
-#include "proto.h"
+#include "wire.h"
 
 #define FK_ALT	4		/* distinct good contents kept per chunk */
 

@@ -18,9 +18,8 @@
 #include <sys/stat.h>
 
 #include "fsck_int.h"
-#include "io.h"
-#include "nsobj.h"
-#include "sha512.h"
+#include "store.h"
+#include "wire.h"
 
 static uint64_t ts_ns(const struct pohm_ts *t)
 {

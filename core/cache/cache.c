@@ -19,11 +19,9 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "sha512.h"
-#include "stub.h"
 #include "sys.h"
-#include "ownfd.h"
+#include "wire.h"
+#include "stub.h"
 
 /* ---------------------------------------------------------------- helpers */
 

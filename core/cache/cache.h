@@ -1,4 +1,21 @@
 /*
+ * Layer core/cache — the local cache under the prefix.  This header is the
+ * layer's whole interface.
+ *
+ * What it does: materialize, namespace changes, push and fetch, the stat
+ * overlay (below); the journal of what this host knows of each storage
+ * inode (journal.h); stubs, the local form of a file not fetched
+ * (stub.h); the daemon control and the background writer.
+ * Main types: struct pohm_cache (opaque), struct pohm_cache_opts, struct
+ * pohm_jrec, struct pohm_journal.
+ * Relies on: core/ns, core/store, core/config, core/wire, core/sys.
+ * Rules for callers: paths are relative to the prefix and normalised;
+ * 0 or -errno, never errno; no lock is held across network I/O.
+ *
+ * Parts (include this header, not them, from outside core/cache):
+ * journal.h, stub.h.  cache_int.h is private to core/cache.
+ */
+/*
  * cache.h — the local cache: real files under the prefix that mirror the
  * storage (DESIGN.md §2).  The preload layer calls these around the real
  * libc call; tools and tests call them directly.
@@ -30,7 +47,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "kv.h"
+#include "store.h"
+#include "journal.h"
+#include "stub.h"
 
 struct pohm_cache;
 struct pohm_config;

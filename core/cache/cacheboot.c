@@ -31,10 +31,8 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "sha512.h"
-#include "buf.h"
 #include "sys.h"
+#include "wire.h"
 
 uint64_t cache_boot_id(void)
 {

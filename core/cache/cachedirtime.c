@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "cache_int.h"
-#include "log.h"
 #include "sys.h"
 
 static uint64_t ts_ns(struct pohm_ts t)

@@ -15,9 +15,8 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "stub.h"
 #include "sys.h"
+#include "stub.h"
 
 static uint32_t my_uid(void)
 {

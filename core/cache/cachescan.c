@@ -36,7 +36,6 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
 #include "sys.h"
 
 /* Names younger than this are left for the next pass: the shim creates the

@@ -15,9 +15,8 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "stub.h"
 #include "sys.h"
+#include "stub.h"
 
 #define XNAME_MAX 256
 #define XVALUE_MAX 65536

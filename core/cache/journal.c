@@ -40,11 +40,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "log.h"
-#include "sha512.h"
+#include "wire.h"
 #include "sys.h"
-#include "ownfd.h"
 
 #define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
 #define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "nsobj.h"
+#include "store.h"
 
 #define POHM_J_STUB	0x1	/* local file is a stub (stub.h): data not fetched */
 #define POHM_J_LISTED	0x2	/* directory: every entry exists locally */

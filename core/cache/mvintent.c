@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
 #include "sys.h"
 
 struct mv_intent {

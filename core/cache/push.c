@@ -18,10 +18,9 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "sha512.h"
-#include "stub.h"
 #include "sys.h"
+#include "wire.h"
+#include "stub.h"
 
 /* Write every chunk of fd that differs from old (nold checksums) as a new generation. */
 static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size, unsigned shift,

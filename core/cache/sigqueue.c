@@ -45,7 +45,6 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
 #include "sys.h"
 
 #define SQ_REC_MAX (sizeof(POHM_SQ_MAGIC) + 2 + 2 * 4096)

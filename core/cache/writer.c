@@ -69,8 +69,6 @@
 #include <unistd.h>
 
 #include "cache_int.h"
-#include "log.h"
-#include "ownfd.h"
 #include "sys.h"
 
 #define WR_MAX 128	/* inodes one process holds open for write with a lock; more

@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "sys.h"
 
 #define CFG_FILE_MAX (1u << 20)	/* a config file larger than 1 MiB is an error */

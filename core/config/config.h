@@ -1,4 +1,16 @@
 /*
+ * Layer core/config — the configuration of library, tools and daemon.  This
+ * header is the layer's whole interface (the layer has no other part).
+ *
+ * What it does: defaults, the config file and the POHMELFS_* environment,
+ * one table row per key, validated with one-line reasons.
+ * Main types: struct pohm_config, enum pohm_protocol.
+ * Relies on: core/wire (protocol numbers), core/sys.
+ * Rules for callers: a loaded config is immutable and shared by threads;
+ * pohm_config_free releases it; errors are -EINVAL with a message that
+ * names the key.
+ */
+/*
  * config.h — the client's configuration: defaults, the config file and the
  * POHMELFS_* environment (env overrides file), names as in DESIGN.md §1.
  *
@@ -21,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "wire.h"
 
 #define POHM_MAX_SERVERS	64
 #define POHM_MAX_GROUPS		32

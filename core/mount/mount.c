@@ -11,10 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "io.h"
-#include "log.h"
-#include "net.h"
+#include "store.h"
 #include "sys.h"
+#include "net.h"
 
 /* Seconds key as ns, or def when unset. */
 static uint64_t seconds_key(const struct pohm_config *cfg, const char *key, uint64_t def)

@@ -1,4 +1,19 @@
 /*
+ * Layer core/mount — one prefix, opened.  This header is the layer's whole
+ * interface.
+ *
+ * What it does: builds client, kv store and cache from a configuration,
+ * per user where needed (below), and classifies paths against the prefix
+ * lexically (pathclass.h).
+ * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
+ * Relies on: core/cache, core/store, core/net, core/config, core/sys.
+ * Rules for callers: the preload layer's heavy init, pohmelfsd and the
+ * pohmelfs tool start here; functions return 0 or -errno.
+ *
+ * Parts (include this header, not them, from outside core/mount):
+ * pathclass.h.
+ */
+/*
  * mount.h — everything one prefix needs, built from a configuration: the
  * client (core/io), the namespace store over it (core/kvio) and the cache
  * (core/cache).  The preload layer's heavy init, pohmelfsd and the
@@ -13,8 +28,9 @@
 
 #include "cache.h"
 #include "config.h"
-#include "kv.h"
+#include "store.h"
 #include "net.h"
+#include "pathclass.h"
 
 struct pohm_mount {
 	struct pohm_client *client;

@@ -29,7 +29,7 @@
 #include "config.h"
 #include "net.h"
 #include "route.h"
-#include "ownfd.h"
+#include "sys.h"
 
 #define POHM_MAX_NODES		256
 #define POHM_TRANS_BUCKETS	64

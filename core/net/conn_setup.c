@@ -17,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
 #include "sys.h"
 
 #define SETUP_MIN_NS 100000000ULL	/* connect + handshake get at least 100 ms */

@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "sys.h"
 
 /* ---------------------------------------------------------------- helpers */

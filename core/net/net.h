@@ -1,4 +1,20 @@
 /*
+ * Layer core/net — connections to nodes and transactions on them.  This
+ * header is the layer's whole interface.
+ *
+ * What it does: the in-process Elliptics client below (no thread of its
+ * own, batches of requests, the leader that polls), and the route table
+ * that maps a key id to its node and backend per group (route.h).
+ * Main types: struct pohm_net (opaque), struct pohm_req, struct pohm_pkt,
+ * struct pohm_route.
+ * Relies on: core/config, core/wire, core/sys.
+ * Rules for callers: errors are negative errno; nothing here sets errno,
+ * exits or prints; after fork the child reconnects lazily.
+ *
+ * Parts (include this header, not them, from outside core/net): route.h.
+ * conn.h (connections, the batch machinery) is private to core/net.
+ */
+/*
  * net.h — the in-process Elliptics client: connections to nodes and
  * transactions on them (PROTOCOL.md §3, §4, §6, §10).
  *
@@ -34,7 +50,8 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "proto.h"
+#include "wire.h"
+#include "route.h"
 
 struct pohm_net;
 struct pohm_batch;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "wire.h"
 
 struct pohm_route_entry {
 	uint8_t  id[POHM_ID_SIZE];	/* ring position */

@@ -1,4 +1,19 @@
 /*
+ * Layer core/ns — the POSIX namespace on the store.  This header is the
+ * layer's whole interface.
+ *
+ * What it does: lookup, create, rename, unlink, setattr, directories,
+ * chunked file data, intents and their completion, on the kv seam below.
+ * Main types: struct pohm_ns (opaque), struct pohm_ns_opts, struct
+ * pohm_setattr, struct pohm_chunk_write.
+ * Relies on: core/store (kv.h seam, nsobj.h objects), core/wire, core/sys.
+ * Rules for callers: see below (negative errno as a local filesystem gives
+ * it, -EBUSY when a CAS loop ran out of retries; thread-safe).
+ *
+ * Parts: none public besides this header.  ns_int.h, nsmap.h and
+ * ns_http.h are private to core/ns.
+ */
+/*
  * ns.h — a POSIX namespace on the storage (DESIGN.md §3), shared by many
  * processes and hosts at once.
  *
@@ -22,8 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kv.h"
-#include "nsobj.h"
+#include "store.h"
 
 #define POHM_ROOT_INO 1
 

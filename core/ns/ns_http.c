@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log.h"
+#include "sys.h"
 #include "ns_http.h"
 
 #define HTTP_DEPTH	256	/* deepest directory walked */

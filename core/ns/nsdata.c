@@ -18,7 +18,7 @@
 
 #include "ns_http.h"
 #include "nsmap.h"
-#include "sha512.h"
+#include "wire.h"
 
 struct commit_ctx {
 	struct pohm_ns *ns;

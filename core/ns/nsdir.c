@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "sys.h"
 #include "ns_http.h"
 #include "ns_int.h"
-#include "sha512.h"
+#include "wire.h"
 
 /* ---------------------------------------------------------------- locate/store */
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "nsmap.h"
-#include "sha512.h"
+#include "wire.h"
 
 /* ---------------------------------------------------------------- cache */
 

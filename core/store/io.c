@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "sha512.h"
 #include "sys.h"
+#include "wire.h"
 
 #define GRACE_MIN_NS	20000000ULL	/* after a quorum, wait at least this for the rest */
 #define READ_INFLIGHT	8		/* pieces in flight per read */

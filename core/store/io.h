@@ -49,7 +49,7 @@
 
 #include "config.h"
 #include "net.h"
-#include "proto.h"
+#include "wire.h"
 
 #define POHM_IO_PACKET_MAX	(32u << 20)	/* larger writes are chunked */
 #define POHM_IO_PIECE		(4u << 20)	/* reads go in pieces of this size */

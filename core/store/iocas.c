@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "io_int.h"
-#include "sha512.h"
+#include "wire.h"
 #include "sys.h"
 
 #define ARBITER_MIN_NS	50000000ULL	/* a CAS arbiter is waited for at least this */

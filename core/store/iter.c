@@ -12,8 +12,7 @@
 #include "io_int.h"	/* the client's configuration (see pohm_client_cfg below) */
 #include "iter.h"
 #include "net.h"
-#include "route.h"
-#include "sha512.h"
+#include "wire.h"
 #include "sys.h"
 
 #define ITER_ACTION_START	1u

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "proto.h"
+#include "wire.h"
 
 #define POHM_ITER_SLICES	16		/* key ranges per backend */
 #define POHM_ITER_TIMEOUT_MUL	10		/* iterator timeout = read_wait_timeout × this */

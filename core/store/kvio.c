@@ -39,9 +39,8 @@
 #include "iter.h"
 #include "kv.h"
 #include "nsobj.h"
-#include "log.h"
-#include "sha512.h"
 #include "sys.h"
+#include "wire.h"
 
 /*
  * This thread's recent values (gets and committed puts), for rollbacks.

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "kv.h"
-#include "sha512.h"
+#include "wire.h"
 
 struct mem_ent {
 	char *key;

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "wire.h"
 
 #define POHM_OBJ_MAGIC	0x53464850u	/* "PHFS" */
 #define POHM_OBJ_FORMAT	1

@@ -21,9 +21,8 @@
 #include <string.h>
 
 #include "io_int.h"
-#include "log.h"
-#include "net.h"
 #include "sys.h"
+#include "net.h"
 
 #define OFFLINE_MIN_NS 1000000000ULL
 #define OFFLINE_MAX_NS 5000000000ULL

@@ -1,4 +1,21 @@
 /*
+ * Layer core/sys — system calls, log, stats, the library's own fds.  This
+ * header is the layer's whole interface.
+ *
+ * What it does: wraps the system calls core/ makes (below), writes the log
+ * (log.h), counts calls, hits and bytes per process and per cache
+ * (stats.h), and keeps the registry of the library's own long-lived fds
+ * that the host must not close (ownfd.h).
+ * Main types: struct pohm_stats; the fd slots of ownfd.h.
+ * Relies on: the kernel via syscall(2) and libc; no other layer.
+ * Rules for callers: functions return >= 0 or -errno and leave errno as
+ * the host saw it; an fd the library keeps goes through pohm_own_set and
+ * pohm_own_close only; the log never writes to stdout.
+ *
+ * Parts (include this header, not them, from outside core/sys):
+ * log.h, ownfd.h, stats.h.
+ */
+/*
  * sys.h — wrapped system calls for the library's own files and sockets.
  *
  * Inside libpohmelfs.so, calling open/close/stat by name would land in our
@@ -27,6 +44,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "log.h"
+#include "ownfd.h"
+#include "stats.h"
 
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */
 

@@ -19,15 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachetool.h"
-#include "stats.h"
+#include "admin.h"
+#include "sys.h"
 #include "cli.h"
-#include "kv.h"
-#include "log.h"
+#include "store.h"
 #include "mount.h"
 #include "ns.h"
 #include "progress.h"
-#include "sys.h"
 
 #define LIST_SHOW 20	/* names shown in text output; JSON lists up to LIST_MAX */
 #define LIST_MAX 10000

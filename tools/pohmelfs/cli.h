@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "config.h"
-#include "io.h"
+#include "store.h"
 
 struct cli {
 	struct pohm_config cfg;

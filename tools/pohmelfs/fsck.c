@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fsck.h"
-#include "kv.h"
+#include "admin.h"
+#include "store.h"
 #include "ns.h"
 #include "progress.h"
 

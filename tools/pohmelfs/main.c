@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "log.h"
 #include "sys.h"
 
 extern char **environ;

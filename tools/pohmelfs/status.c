@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "route.h"
+#include "net.h"
 #include "sys.h"
 
 struct group_sum {

@@ -42,11 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cachetool.h"
-#include "log.h"
-#include "mount.h"
-#include "stats.h"
+#include "admin.h"
 #include "sys.h"
+#include "mount.h"
 
 extern char **environ;
 

@@ -1,5 +1,6 @@
 /*
- * store.h — records on disk for pohmelfs-node.
+ * node_store.h — records on disk for pohmelfs-node (node/store.c; named
+ * apart from core/store/store.h).
  *
  * A log-structured store as eblob keeps one: records are appended to blob
  * files under DIR/blob/ and an in-memory index, rebuilt at start, points
@@ -16,8 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "buf.h"
-#include "proto.h"
+#include "wire.h"
 
 #define NODE_STORE_MAX_OBJECT	(1ULL << 36)	/* 64 GiB: the largest object ever stored */
 #define NODE_STORE_MAX_IDS	1024		/* ring ids per node */

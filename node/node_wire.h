@@ -1,6 +1,7 @@
 /*
- * wire.h — packet framing on TCP sockets, shared by the server side
- * (conn.c), the links to other nodes (peer.c) and the test client.
+ * node_wire.h — packet framing on TCP sockets (node/wire.c), shared by the
+ * server side (conn.c), the links to other nodes (peer.c) and the test
+ * client.  Named apart from core/wire/wire.h, which node/ also includes.
  */
 #ifndef POHM_NODE_WIRE_H
 #define POHM_NODE_WIRE_H
@@ -10,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "proto.h"
+#include "wire.h"
 
 /* A read-ahead buffer: small packets are parsed out of one recv(). */
 struct node_rd {
