@@ -135,10 +135,13 @@ $(CORE_A): $(CORE_OBJ) $(B)/layering.ok
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $(CORE_OBJ)
 
-# The build fails when a layer of core/ includes a higher one: checked before
-# anything is compiled.
-$(CORE_OBJ) $(PRELOAD_OBJ): | $(B)/layering.ok
-$(B)/layering.ok: $(wildcard core/*/*.[ch]) tests/layering.sh Makefile
+# The build fails when a layer of core/ includes a higher one, or anything
+# outside a layer includes a part of it instead of its public header
+# (core/L/L.h): checked before anything is compiled.
+$(CORE_OBJ) $(PRELOAD_OBJ) $(NODE_OBJ) $(patsubst %.c,$(B)/obj/%.o,$(wildcard tools/*/*.c)): \
+		| $(B)/layering.ok
+$(B)/layering.ok: $(wildcard core/*/*.[ch] preload/*.[ch] node/*.[ch] tools/*/*.[ch]) \
+		  tests/layering.sh Makefile
 	@mkdir -p $(@D)
 	tests/layering.sh $(CORE_LAYERS)
 	@touch $@

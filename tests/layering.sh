@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
-# tests/layering.sh LAYER... — check that core/'s layers include downwards.
+# tests/layering.sh LAYER... — check that core/'s layers include downwards,
+# and only through each layer's public header.
 #
 # LAYER... are core/'s folders from the bottom up (the Makefile's
-# CORE_LAYERS).  A file in core/L may include the headers of L and of the
-# layers listed before L; including a header of a later layer, a header that
-# is in no layer, or two layers' headers of the same name, is an error.
+# CORE_LAYERS).  Layer L's public header is core/L/L.h, its whole interface;
+# every other header of core/L is a part of L (the public header includes
+# the parts callers need; *_int.h and the like are private to L).
+#
+#   - A file in core/L may include any header of L, and the public header
+#     of a layer listed before L; including a later layer's header, a part
+#     of another layer, or a header that is in no layer is an error.
+#   - A file in preload/, node/ or tools/ may include only the public
+#     header of a layer, never a part of one; and none of their own headers
+#     may share a name with a header of core/ (a quoted include would find
+#     the local one instead).
+#   - Every layer has its public header, and no two layers have headers of
+#     the same name.
+# The unit tests (tests/unit) and test programs (tests/progs) are not
+# checked: they test a layer's parts and may include them.
+#
 # Prints one line per violation (file:line: what) and exits 1 if there is
-# any, 0 otherwise.  Run by the build before the core archive is made, and
-# by tests/bats/arch_layering.bats.
+# any, 0 otherwise.  Run by the build before anything is compiled, and by
+# tests/bats/arch_layering.bats.
 set -u
 cd "${POHM_LAYER_ROOT:-$(dirname "$0")/..}" || exit 2
 [ $# -gt 0 ] || { echo "usage: tests/layering.sh LAYER..." >&2; exit 2; }
 declare -A rank where
+bad=0
 i=0
 for l in "$@"; do
 	[ -d "core/$l" ] || { echo "core/$l: no such layer folder" >&2; exit 2; }
 	rank[$l]=$i
 	i=$((i + 1))
+	[ -e "core/$l/$l.h" ] || { echo "core/$l: no public header core/$l/$l.h"; bad=1; }
 	for h in core/"$l"/*.h; do
 		[ -e "$h" ] || continue
 		b=${h##*/}
@@ -31,13 +47,17 @@ for d in core/*/; do
 	d=${d%/}
 	[ -n "${rank[${d#core/}]:-}" ] || { echo "$d: a folder that is not a layer"; bad=1; }
 done
-bad=${bad:-0}
+
+# includes FILE: "line:name" for each #include "name" of FILE.
+includes() {
+	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$1" |
+		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/'
+}
+
 for l in "$@"; do
 	for f in core/"$l"/*.[ch]; do
 		[ -e "$f" ] || continue
 		while IFS=: read -r ln inc; do
-			inc=${inc#*\"}
-			inc=${inc%\"*}
 			to=${where[$inc]:-}
 			if [ -z "$to" ]; then
 				echo "$f:$ln: includes \"$inc\", which is in no layer of core/"
@@ -45,8 +65,26 @@ for l in "$@"; do
 			elif [ "${rank[$to]}" -gt "${rank[$l]}" ]; then
 				echo "$f:$ln: core/$l includes \"$inc\" of core/$to, a higher layer"
 				bad=1
+			elif [ "$to" != "$l" ] && [ "$inc" != "$to.h" ]; then
+				echo "$f:$ln: includes \"$inc\", a part of core/$to; include its public header \"$to.h\""
+				bad=1
 			fi
-		done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+		done < <(includes "$f")
 	done
 done
+
+while IFS= read -r f; do
+	b=${f##*/}
+	if [[ $f == *.h ]] && [ -n "${where[$b]:-}" ]; then
+		echo "$f: has the name of core/${where[$b]}/$b, which it would hide"
+		bad=1
+	fi
+	while IFS=: read -r ln inc; do
+		to=${where[$inc]:-}
+		if [ -n "$to" ] && [ "$inc" != "$to.h" ]; then
+			echo "$f:$ln: includes \"$inc\", a part of core/$to; include its public header \"$to.h\""
+			bad=1
+		fi
+	done < <(includes "$f")
+done < <(find preload node tools -name '*.[ch]' 2>/dev/null | sort)
 exit "$bad"

@@ -9,10 +9,11 @@ setup() {
 	[ -n "$LAYERS" ]
 }
 
-# copy_tree DIR: core/ and the checker copied into DIR, to break on purpose.
+# copy_tree DIR: core/, preload/, node/, tools/ and the checker copied into
+# DIR, to break on purpose.
 copy_tree() {
 	mkdir -p "$1/tests"
-	cp -r "$TOP/core" "$1/"
+	cp -r "$TOP/core" "$TOP/preload" "$TOP/node" "$TOP/tools" "$1/"
 	cp "$TOP/tests/layering.sh" "$1/tests/"
 }
 
@@ -46,6 +47,45 @@ copy_tree() {
 	[ "$status" -eq 1 ]
 	[[ $output == *'core/misc: a folder that is not a layer'* ]]
 	[[ $output == *'core/ns/ns.c:'*'"nowhere.h", which is in no layer'* ]]
+}
+
+@test "outside a layer, including a part of it instead of its public header fails the check" {
+	# Issue 20: core/L/L.h is layer L's whole interface.  A higher layer,
+	# preload/, node/ and tools/ include only that; the parts (log.h,
+	# io_int.h, conn.h, ...) are the layer's own business.
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	echo '#include "io_int.h"' >>"$t/core/ns/nsdir.c"
+	echo '#include "log.h"' >>"$t/preload/fd.c"
+	echo '#include "conn.h"' >>"$t/tools/pohmelfs/status.c"
+	echo '#include "buf.h"' >>"$t/node/wire.c"
+	echo '/* x */' >"$t/node/store.h"
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/ns/nsdir.c:'*'includes "io_int.h", a part of core/store; include its public header "store.h"'* ]]
+	[[ $output == *'preload/fd.c:'*'includes "log.h", a part of core/sys; include its public header "sys.h"'* ]]
+	[[ $output == *'tools/pohmelfs/status.c:'*'includes "conn.h", a part of core/net; include its public header "net.h"'* ]]
+	[[ $output == *'node/wire.c:'*'includes "buf.h", a part of core/wire'* ]]
+	[[ $output == *'node/store.h: has the name of core/store/store.h'* ]]
+	[ "${#lines[@]}" -eq 5 ]
+	# The layer's own files include their parts freely, and the public
+	# header is all an outsider needs: the unchanged tree passes.
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$TOP run "$TOP/tests/layering.sh" $LAYERS
+	[ "$status" -eq 0 ]
+}
+
+@test "a layer without its public header fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	rm "$t/core/admin/admin.h"
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/admin: no public header core/admin/admin.h'* ]]
 }
 
 @test "the library links no admin layer and no in-memory test store" {
