@@ -7,7 +7,9 @@
  * mounts', the dirty list's, the cache's or the network's locks), a call
  * under the prefix that took the normal way could wait forever for a lock
  * its own thread holds.  So the wrappers go straight to libc then (the
- * local file changes, nothing else is touched) and note the path here:
+ * local file changes, nothing else is touched) and, for a call that may
+ * change the tree (shim.h pohm_claim_op: not stat, access, readlink...),
+ * note the path here:
  * a fixed ring of absolute paths in static memory, filled with raw system
  * calls only (getcwd, readlink of /proc/self/fd/N) and atomics.  The next
  * hook call of the process that is not itself inside the shim
