@@ -143,7 +143,7 @@ POHM_EXPORT int chdir(const char *path)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p)) {
+	if (!pohm_claim_ro(AT_FDCWD, path, &p)) {
 		r = pohm_real.chdir(path);
 		if (r == 0 && pohm_active())
 			pohm_cwd_resync();

@@ -49,7 +49,7 @@ static int exec_pre(int dirfd, const char *path, int atflags, char *const envp[]
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim_at(dirfd, path, atflags, &p))
+	if (!pohm_claim_at_ro(dirfd, path, atflags, &p))
 		return 0;
 	r = pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
 	if (r != POHM_PASS && r < 0)
@@ -112,13 +112,13 @@ static int execp_pre(const char *file, char *const envp[])
 		for (dir = path;; dir = end + 1) {
 			end = strchrnul(dir, ':');
 			if (path_cand(cand, sizeof(cand), dir, (size_t)(end - dir), file, flen) &&
-			    pohm_claim(AT_FDCWD, cand, &p)) {
+			    pohm_claim_ro(AT_FDCWD, cand, &p)) {
 				any = 1;
 				if (pass == 1)
 					pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
 			}
 			if (pass == 1 && path_runs(cand)) {
-				if (pohm_claim(AT_FDCWD, cand, &p))
+				if (pohm_claim_ro(AT_FDCWD, cand, &p))
 					pohm_exec_deps(cand, envp ? envp : environ);
 				break;
 			}
@@ -330,7 +330,7 @@ POHM_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa,
 	struct pohm_path p;
 	int r;
 
-	if (pohm_claim(AT_FDCWD, path, &p) &&
+	if (pohm_claim_op(AT_FDCWD, path, (oflag & (O_CREAT | O_TRUNC | O_ACCMODE)) != 0, &p) &&
 	    (r = pohm_hook_lookup(POHM_LK_SPAWN_OPEN, &p, oflag)) != POHM_PASS && r < 0)
 		return -r;
 	return pohm_real.posix_spawn_file_actions_addopen(fa, fd, path, oflag, mode);
@@ -343,7 +343,7 @@ __attribute__((noinline)) static void dl_pre(const char *file)
 {
 	struct pohm_path p;
 
-	if (pohm_claim(AT_FDCWD, file, &p))
+	if (pohm_claim_ro(AT_FDCWD, file, &p))
 		pohm_hook_lookup(POHM_LK_DLOPEN, &p, 0);
 }
 

@@ -45,7 +45,7 @@ static int fetch(struct deps *d, const char *path)
 	struct pohm_path p;
 	struct stat st;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_sys_fstatat(AT_FDCWD, path, &st, 0) == 0;
 	if (d->mats++ >= MAT_MAX)
 		return 0;
@@ -57,7 +57,7 @@ static int under(const char *path)
 {
 	struct pohm_path p;
 
-	return pohm_claim(AT_FDCWD, path, &p);
+	return pohm_claim_ro(AT_FDCWD, path, &p);
 }
 
 static int pread_all(int fd, void *buf, size_t n, uint64_t off)

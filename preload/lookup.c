@@ -14,7 +14,7 @@ POHM_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.readlink(path, buf, n);
 	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
 	if (r == POHM_PASS)
@@ -27,7 +27,7 @@ POHM_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t n)
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim_at(dirfd, path, AT_EMPTY_PATH, &p))
+	if (!pohm_claim_at_ro(dirfd, path, AT_EMPTY_PATH, &p))
 		return pohm_real.readlinkat(dirfd, path, buf, n);
 	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
 	if (r == POHM_PASS)
@@ -40,7 +40,7 @@ POHM_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.__readlink_chk(path, buf, n, buflen);
 	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
 	if (r == POHM_PASS)
@@ -54,7 +54,7 @@ POHM_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, siz
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim_at(dirfd, path, AT_EMPTY_PATH, &p))
+	if (!pohm_claim_at_ro(dirfd, path, AT_EMPTY_PATH, &p))
 		return pohm_real.__readlinkat_chk(dirfd, path, buf, n, buflen);
 	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
 	if (r == POHM_PASS)
@@ -67,7 +67,7 @@ POHM_EXPORT int access(const char *path, int mode)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.access(path, mode);
 	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
 	if (r == POHM_PASS)
@@ -80,7 +80,7 @@ POHM_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim_at(dirfd, path, flags, &p))
+	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.faccessat(dirfd, path, mode, flags);
 	r = pohm_hook_lookup(POHM_LK_ACCESS, &p,
 			     mode | (flags & AT_EACCESS ? POHM_ACCESS_EFFECTIVE : 0));
@@ -94,7 +94,7 @@ POHM_EXPORT int euidaccess(const char *path, int mode)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.euidaccess(path, mode);
 	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
@@ -107,7 +107,7 @@ POHM_EXPORT int eaccess(const char *path, int mode)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.eaccess(path, mode);
 	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
@@ -120,7 +120,7 @@ POHM_EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.inotify_add_watch(fd, path, mask);
 	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)mask);
 	if (r == POHM_PASS)
@@ -134,7 +134,7 @@ POHM_EXPORT long pathconf(const char *path, int name)
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.pathconf(path, name);
 	r = pohm_hook_lookup(POHM_LK_STATFS, &p, name);
 	if (r == POHM_PASS)
@@ -148,7 +148,7 @@ POHM_EXPORT key_t ftok(const char *path, int id)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.ftok(path, id);
 	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, 0);
 	if (r != POHM_PASS && r < 0)
@@ -163,7 +163,7 @@ POHM_EXPORT int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dir
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim_at(dirfd, pohm_given(path) ? path : "", AT_EMPTY_PATH, &p))
+	if (!pohm_claim_at_ro(dirfd, pohm_given(path) ? path : "", AT_EMPTY_PATH, &p))
 		return pohm_real.fanotify_mark(fd, flags, mask, dirfd, path);
 	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)flags);
 	if (r == POHM_PASS)

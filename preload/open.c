@@ -229,7 +229,7 @@ POHM_EXPORT int name_to_handle_at(int dirfd, const char *path, struct file_handl
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim_at(dirfd, path, flags, &p))
+	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags);
 	r = pohm_hook_lookup(POHM_LK_HANDLE, &p, flags);
 	if (r == POHM_PASS)

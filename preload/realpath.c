@@ -228,7 +228,7 @@ static int ours(const char *path)
 {
 	struct pohm_path p;
 
-	return pohm_claim(AT_FDCWD, path, &p);
+	return pohm_claim_ro(AT_FDCWD, path, &p);
 }
 
 /* glibc failed with ENOENT outside the prefix: try once more here (see the file comment). */

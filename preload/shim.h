@@ -398,32 +398,55 @@ static inline __attribute__((always_inline)) int pohm_pass(int dirfd, const char
 /*
  * "Is this call ours?": not certainly passed (pohm_pass: one word, no
  * thread-local read for a path outside), then pohm_active() (init, the
- * shim's own calls) and pohm_classify().
+ * shim's own calls) and pohm_classify().  changes: the call may change
+ * the name or the file (unlink, mkdir, chmod, truncate...); when a signal
+ * handler interrupted the shim (pohm_busy), such a call is noted for the
+ * storage (sigsafe.c), a read-only one (stat, access, readlink...) is not:
+ * it passes to libc and leaves nothing to replay.
  */
-static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
+static inline int pohm_claim_op(int dirfd, const char *path, int changes, struct pohm_path *p)
 {
 	if (pohm_pass(dirfd, path))
 		return 0;
 	if (!pohm_active()) {
-		if (pohm_busy)
+		if (pohm_busy && changes)
 			pohm_sig_note(dirfd, path);
 		return 0;
 	}
 	return pohm_classify(dirfd, path, p);
 }
+/* A call that may change what path names (noted from a handler). */
+static inline int pohm_claim(int dirfd, const char *path, struct pohm_path *p)
+{
+	return pohm_claim_op(dirfd, path, 1, p);
+}
+/* A read-only call (never noted from a handler). */
+static inline int pohm_claim_ro(int dirfd, const char *path, struct pohm_path *p)
+{
+	return pohm_claim_op(dirfd, path, 0, p);
+}
 
-/* pohm_claim for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
-static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
+/* pohm_claim_op for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
+static inline int pohm_claim_at_op(int dirfd, const char *path, int atflags, int changes,
+				   struct pohm_path *p)
 {
 	if (pohm_pass(dirfd, path))
 		return 0;
 	if (!pohm_active()) {
-		if (pohm_busy)
+		if (pohm_busy && changes)
 			pohm_sig_note(dirfd, path);
 		return 0;
 	}
 	return pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
 	       POHM_PC_IN;
+}
+static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
+{
+	return pohm_claim_at_op(dirfd, path, atflags, 1, p);
+}
+static inline int pohm_claim_at_ro(int dirfd, const char *path, int atflags, struct pohm_path *p)
+{
+	return pohm_claim_at_op(dirfd, path, atflags, 0, p);
 }
 
 /* "Is this fd ours?": opened under the prefix (fi filled). */

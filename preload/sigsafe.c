@@ -7,7 +7,9 @@
  * mounts', the dirty list's, the cache's or the network's locks), a call
  * under the prefix that took the normal way could wait forever for a lock
  * its own thread holds.  So the wrappers go straight to libc then (the
- * local file changes, nothing else is touched) and note the path here:
+ * local file changes, nothing else is touched) and, for a call that may
+ * change the tree (shim.h pohm_claim_op: not stat, access, readlink...),
+ * note the path here:
  * a fixed ring of absolute paths in static memory, filled with raw system
  * calls only (getcwd, readlink of /proc/self/fd/N) and atomics.  The next
  * hook call of the process that is not itself inside the shim
@@ -23,8 +25,9 @@
  * a note also writes a record into the cache's queue (core/cache/sigqueue.c,
  * format in cache.h): staged in sq.tmp/ under a unique name (pid, tid and a
  * counter, O_CREAT|O_EXCL), locked with an exclusive OFD lock, written,
- * renamed into sq/, its fd moved above the host's range and kept in the
- * slot.  The lock says "the call is not done yet": the note comes before
+ * renamed into sq/, its fd moved above the host's range and kept in a
+ * record entry (not a path slot: up to SQ_RECS records wait, however
+ * many handler calls one long hook sees).  The lock says "the call is not done yet": the note comes before
  * the call, so no replayer may trust the local state until the noting
  * thread's next hook (pohm_sig_commit closes the fd) or the process's end
  * (the kernel drops the lock).  pohmelfsd's reconcile, `pohmelfs sync` and
@@ -55,10 +58,18 @@ static int sig_state[SIG_SLOTS];
 static char sig_path[SIG_SLOTS][SIG_PATH];
 static int sig_ready;		/* atomic: READY slots */
 static int sig_lost;		/* atomic: paths were dropped (full ring, too long) */
-/* Atomics, per slot: the queue record's fd (-1 + 1 = 0: none; stored + 1)
- * and the noting thread; written in FILLING, read in READY/TAKING. */
-static int sig_rfd[SIG_SLOTS];
-static int sig_tid[SIG_SLOTS];
+/*
+ * Atomics: the written queue records' fds, kept (locked) until the noting
+ * thread's next hook: rec_fd1 is 0 (free), -1 (taken by a noter, being
+ * written) or fd + 1; rec_tid the noting thread, written before rec_fd1.
+ * Apart from the ring: a record needs no path slot once written, so a
+ * burst of handler calls during one long hook is not capped at the ring's
+ * 32 paths (a rename needs two slots while it is noted).
+ */
+#define SQ_RECS 128
+static int rec_fd1[SQ_RECS];
+static int rec_tid[SQ_RECS];
+static int rec_held;		/* atomic: entries holding an fd */
 /* Atomics: the queue's folders (fd + 1; 0 until the first mount is open),
  * set once by pohm_sig_queue_set; a replay is wanted; the name counter. */
 static int sq_qfd1, sq_tfd1, sq_want;
@@ -230,25 +241,35 @@ fail:
 	return 0;
 }
 
+/* Take a free record entry (-1: being written): its index, or -1 (all held). */
+static int rec_get(void)
+{
+	int k, v;
+
+	for (k = 0; k < SQ_RECS; k++) {
+		v = 0;
+		if (__atomic_compare_exchange_n(&rec_fd1[k], &v, -1, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return k;
+	}
+	return -1;
+}
+
 void pohm_sig_note_op(char op, int dirfd, const char *path, int dirfd2, const char *path2)
 {
 	const char *rel1 = NULL, *rel2 = NULL;
-	int i, j = -1, in1, in2 = 0, saved = errno;
+	int i, j = -1, k, in1, in2 = 0, saved = errno;
 
 	if (!path || !pohm_state.on)
 		return;
 	if ((i = slot_get()) < 0)
 		goto out;
-	__atomic_store_n(&sig_rfd[i], 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&sig_tid[i], (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	in1 = slot_path(i, dirfd, path, &rel1);
 	if (path2) {
 		if ((j = slot_get()) < 0) {
 			slot_free(i);
 			goto out;
 		}
-		__atomic_store_n(&sig_rfd[j], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&sig_tid[j], sig_tid[i], __ATOMIC_RELAXED);
 		in2 = slot_path(j, dirfd2, path2, &rel2);
 	}
 	if (in1 < 0 || in2 < 0)
@@ -261,17 +282,21 @@ void pohm_sig_note_op(char op, int dirfd, const char *path, int dirfd2, const ch
 			slot_free(j);
 		goto out;
 	}
-	if (in1 > 0 && *rel1 && (!path2 || (in2 > 0 && *rel2))) {
+	if (in1 > 0 && *rel1 && (!path2 || (in2 > 0 && *rel2)) && (k = rec_get()) >= 0) {
 		int rfd = record_write(op, rel1, path2 ? rel2 : NULL);
 
 		if (rfd) {
-			/* The record says it all: one slot keeps its lock. */
-			__atomic_store_n(&sig_rfd[i], rfd, __ATOMIC_RELAXED);
-			slot_ready(i);
+			/* The record says it all: its entry keeps the lock, the
+			 * path slots are free again. */
+			__atomic_store_n(&rec_tid[k], (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+			__atomic_add_fetch(&rec_held, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&rec_fd1[k], rfd, __ATOMIC_RELEASE);
+			slot_free(i);
 			if (j >= 0)
 				slot_free(j);
 			goto out;
 		}
+		__atomic_store_n(&rec_fd1[k], 0, __ATOMIC_RELEASE);
 	}
 	/* No record: the ring's paths, as before the queue. */
 	if (in1 > 0)
@@ -304,21 +329,18 @@ void pohm_sig_queue_set(int qfd, int tfd)
 
 int pohm_sig_commit(int all)
 {
-	int i, st, rfd, n = 0, tid = (int)syscall(SYS_gettid);
+	int k, rfd, n = 0, tid = (int)syscall(SYS_gettid);
 
-	for (i = 0; i < SIG_SLOTS; i++) {
-		if (__atomic_load_n(&sig_state[i], __ATOMIC_ACQUIRE) != SLOT_READY ||
-		    !(rfd = __atomic_load_n(&sig_rfd[i], __ATOMIC_RELAXED)) ||
-		    (!all && __atomic_load_n(&sig_tid[i], __ATOMIC_RELAXED) != tid))
+	for (k = 0; k < SQ_RECS; k++) {
+		if ((rfd = __atomic_load_n(&rec_fd1[k], __ATOMIC_ACQUIRE)) <= 0 ||
+		    (!all && __atomic_load_n(&rec_tid[k], __ATOMIC_RELAXED) != tid))
 			continue;
-		st = SLOT_READY;
-		if (!__atomic_compare_exchange_n(&sig_state[i], &st, SLOT_TAKING, 0,
-						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (!__atomic_compare_exchange_n(&rec_fd1[k], &rfd, -1, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
 			continue;
-		__atomic_sub_fetch(&sig_ready, 1, __ATOMIC_RELEASE);
 		syscall(SYS_close, rfd - 1);	/* the call is done: the record may be replayed */
-		__atomic_store_n(&sig_rfd[i], 0, __ATOMIC_RELAXED);
-		slot_free(i);
+		__atomic_sub_fetch(&rec_held, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&rec_fd1[k], 0, __ATOMIC_RELEASE);
 		n++;
 	}
 	if (n)
@@ -334,6 +356,7 @@ int pohm_sig_replay_take(void)
 int pohm_sig_pending(void)
 {
 	return __atomic_load_n(&sig_ready, __ATOMIC_ACQUIRE) > 0 ||
+	       __atomic_load_n(&rec_held, __ATOMIC_ACQUIRE) > 0 ||
 	       __atomic_load_n(&sig_lost, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&sq_want, __ATOMIC_RELAXED);
 }
@@ -344,8 +367,6 @@ int pohm_sig_take(char *buf, size_t size)
 
 	for (i = 0; i < SIG_SLOTS; i++) {
 		st = SLOT_READY;
-		if (__atomic_load_n(&sig_rfd[i], __ATOMIC_RELAXED))
-			continue;	/* a queue record: pohm_sig_commit */
 		if (!__atomic_compare_exchange_n(&sig_state[i], &st, SLOT_TAKING, 0,
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;

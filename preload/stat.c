@@ -226,7 +226,7 @@ POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim_at(dirfd, path, flags, &p))
+	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.statx(dirfd, path, flags, mask, stx);
 	r = pohm_hook_statx(&p, flags, mask, stx);
 	if (r == POHM_PASS) {

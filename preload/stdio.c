@@ -367,7 +367,7 @@ POHM_EXPORT char *mktemp(char *tmpl)
 	struct pohm_path p;
 	int r;
 
-	if (pohm_claim(AT_FDCWD, tmpl, &p) &&
+	if (pohm_claim_ro(AT_FDCWD, tmpl, &p) &&
 	    (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
 		tmpl[0] = '\0';	/* as glibc reports failure */
 		errno = -r;

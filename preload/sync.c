@@ -190,7 +190,7 @@ POHM_EXPORT int statfs(const char *path, struct statfs *sf)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.statfs(path, sf);
 	if ((r = statfs_pre(&p)) == POHM_PASS && (r = pohm_sysret(pohm_real.statfs(path, sf))) == 0)
 		pohm_hook_statfs_fix(&p, -1, sf, NULL);
@@ -202,7 +202,7 @@ POHM_EXPORT int statfs64(const char *path, struct statfs64 *sf)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.statfs64(path, sf);
 	if ((r = statfs_pre(&p)) == POHM_PASS &&
 	    (r = pohm_sysret(pohm_real.statfs64(path, sf))) == 0)
@@ -215,7 +215,7 @@ POHM_EXPORT int statvfs(const char *path, struct statvfs *sv)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.statvfs(path, sv);
 	if ((r = statfs_pre(&p)) == POHM_PASS &&
 	    (r = pohm_sysret(pohm_real.statvfs(path, sv))) == 0)
@@ -228,7 +228,7 @@ POHM_EXPORT int statvfs64(const char *path, struct statvfs64 *sv)
 	struct pohm_path p;
 	int r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.statvfs64(path, sv);
 	if ((r = statfs_pre(&p)) == POHM_PASS &&
 	    (r = pohm_sysret(pohm_real.statvfs64(path, sv))) == 0)

@@ -28,7 +28,7 @@ POHM_EXPORT ssize_t getxattr(const char *path, const char *name, void *val, size
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.getxattr(path, name, val, n);
 	if ((r = get_pre(&p, user_name(name), 0)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.getxattr(path, name, val, n));
@@ -40,7 +40,7 @@ POHM_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *val, siz
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.lgetxattr(path, name, val, n);
 	if ((r = get_pre(&p, user_name(name), AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.lgetxattr(path, name, val, n));
@@ -58,7 +58,7 @@ POHM_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.listxattr(path, list, n);
 	if ((r = get_pre(&p, 1, 0)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.listxattr(path, list, n));
@@ -70,7 +70,7 @@ POHM_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
 	struct pohm_path p;
 	long r;
 
-	if (!pohm_claim(AT_FDCWD, path, &p))
+	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.llistxattr(path, list, n);
 	if ((r = get_pre(&p, 1, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
 		r = pohm_sysretl(pohm_real.llistxattr(path, list, n));

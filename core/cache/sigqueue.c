@@ -13,8 +13,9 @@
  *   a name gone locally      → removed from the storage (a directory with
  *                              rmdir, anything else without touching the
  *                              local tree) if this cache knew its inode
- *                              (else it was never here: a record of a
- *                              stat, say, of a name not fetched yet);
+ *                              (else it was never here: an unlink or
+ *                              chmod, say, of a name not fetched yet,
+ *                              which failed locally with ENOENT);
  *   a rename (R from → to)   → from gone and to present locally: the stored
  *                              inode is renamed, replacing what the storage
  *                              had under to, as the kernel did; the storage
@@ -119,8 +120,8 @@ int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel)
 		pohm_sys_close(dfd);
 	}
 	if (!r && pohm_journal_get(&c->j, ino, &rec)) {
-		/* Never here (a handler's stat of a name not fetched yet): its
-		 * local absence says nothing. */
+		/* Never here (a handler's unlink or chmod of a name not fetched
+		 * yet: ENOENT locally): its local absence says nothing. */
 		return 0;
 	}
 	if (!r) {

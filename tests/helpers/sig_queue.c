@@ -17,6 +17,31 @@
  *     from the handler (write(2)); "ERR what" and exit 1 on a failed call; a
  *     deadlock is the caller's timeout.  Main loop done before M renames:
  *     prints "ERR slow" (exit 1).
+ *
+ *   sig_queue DIR N M stat SQDIR
+ *     As above, but the SIGALRM handler acts only when it finds the main
+ *     thread inside the shim: read-only calls on DIR/r-K (stat, lstat,
+ *     access, faccessat, readlink, statx, open O_RDONLY, statvfs,
+ *     getxattr), then one changing call (mkdir DIR/s-K, the control).
+ *     From the M-th such hit on, once SQDIR (the queue folder, outside the
+ *     prefix) holds an entry, it prints "bye HITS" and "inside the shim K"
+ *     and _exit(0)s in the handler: the records of its last calls stay in
+ *     SQDIR, locked, never replayed by this process.  No entry after M + 400
+ *     hits: prints "no record after HITS" and _exit(3)s.
+ *
+ *   sig_queue DIR N M burst SQDIR
+ *     The first SIGALRM that finds the main thread inside the shim and
+ *     leaves an entry in SQDIR: its handler makes M directories DIR/b-H-K
+ *     (H the hit, K < M) in one go, prints "bye HITS", "inside the shim K"
+ *     and _exit(0)s; no entry after 400 such hits: "no record after HITS",
+ *     _exit(3).
+ *
+ *   sig_queue DIR N M unlink
+ *     DIR/r-K, K < M, exist already (not made here).  The SIGALRM handler,
+ *     when it finds the main thread inside the shim, unlinks DIR/r-K
+ *     (K = the hit); after M, the timer stops, the main loop ends and the
+ *     process makes one more call under the prefix and exits normally.
+ *     Prints "done HITS" and "inside the shim K".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +51,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/xattr.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -35,6 +64,9 @@ static size_t dirlen;
 static int m_max;
 static volatile sig_atomic_t hits, bad, inlib;
 static uintptr_t anchor;	/* an address on the main thread's own stack */
+static enum { M_TERM, M_STAT, M_UNLINK, M_BURST } mode;
+static int sqfd = -1;		/* M_STAT: the queue folder */
+static volatile sig_atomic_t done;	/* M_UNLINK: the handler's part is over */
 
 __attribute__((noinline, no_sanitize("address")))
 static void set_anchor(void)
@@ -154,6 +186,50 @@ static void on_term(int sig)
 	_exit(0);
 }
 
+/* Entries in the queue folder (raw getdents64: a handler). */
+static int sq_entries(void)
+{
+	char buf[4096];
+	long n, off;
+	int count = 0;
+
+	if (lseek(sqfd, 0, SEEK_SET) < 0)
+		return 0;
+	while ((n = syscall(SYS_getdents64, sqfd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < n;) {
+			unsigned short reclen = *(unsigned short *)(buf + off + 16);
+			const char *name = buf + off + 19;
+
+			if (strcmp(name, ".") && strcmp(name, ".."))
+				count++;
+			off += reclen;
+		}
+	return count;
+}
+
+/* M_STAT: read-only calls on DIR/r-K, then the control mkdir. */
+static void stat_hit(long k)
+{
+	char a[PATH_MAX], l[64];
+	struct stat st;
+	struct statx stx;
+	struct statvfs sv;
+	int fd;
+
+	name_k(a, "r-", k % m_max);
+	if (stat(a, &st) || lstat(a, &st) || access(a, R_OK) || faccessat(AT_FDCWD, a, F_OK, 0) ||
+	    statx(AT_FDCWD, a, 0, STATX_BASIC_STATS, &stx) || statvfs(a, &sv))
+		put("ERR handler: stat ", errno);
+	if (readlink(a, l, sizeof(l)) >= 0)
+		put("ERR handler: readlink ", 0);
+	if (getxattr(a, "user.none", l, sizeof(l)) >= 0)
+		put("ERR handler: getxattr ", 0);
+	if ((fd = open(a, O_RDONLY)) < 0 || close(fd))
+		put("ERR handler: open ", errno);
+	if (mkdir(name_k(a, "s-", k), 0755))
+		put("ERR handler: mkdir ", errno);
+}
+
 static void on_alarm(int sig, siginfo_t *si, void *ucv)
 {
 	char a[PATH_MAX], b[PATH_MAX];
@@ -164,7 +240,59 @@ static void on_alarm(int sig, siginfo_t *si, void *ucv)
 	(void)si;
 	if (in)
 		inlib = (sig_atomic_t)(inlib + 1);
-	if (k < m_max) {
+	if (mode == M_STAT) {
+		if (in) {
+			stat_hit(k);
+			hits = (sig_atomic_t)(k + 1);
+			if (k + 1 >= m_max && sq_entries()) {
+				put("bye ", hits);
+				put("inside the shim ", inlib);
+				_exit(0);
+			}
+			if (k + 1 >= m_max + 400) {
+				/* in_shim's guesses never met a busy shim (no
+				 * stack switch to tell in sanitizer builds) */
+				put("no record after ", hits);
+				_exit(3);
+			}
+		}
+	} else if (mode == M_BURST) {
+		if (in) {
+			char pre[32] = "b-", d[24];
+			int j, n = 0, m = 2;
+			long v = k;
+
+			do
+				d[n++] = (char)('0' + v % 10);
+			while ((v /= 10));
+			while (n)
+				pre[m++] = d[--n];
+			pre[m++] = '-';
+			pre[m] = '\0';
+			for (j = 0; j < m_max; j++) {
+				name_k(a, pre, j);
+				if (mkdir(a, 0755))
+					put("ERR handler: mkdir ", errno);
+			}
+			hits = (sig_atomic_t)(k + 1);
+			if (sq_entries()) {
+				put("bye ", hits);
+				put("inside the shim ", inlib);
+				_exit(0);
+			}
+			if (k + 1 >= 400) {
+				put("no record after ", hits);
+				_exit(3);
+			}
+		}
+	} else if (mode == M_UNLINK) {
+		if (in && k < m_max) {
+			if (unlink(name_k(a, "r-", k)))
+				put("ERR handler: unlink ", errno);
+			hits = (sig_atomic_t)(k + 1);
+			done = hits >= m_max;
+		}
+	} else if (k < m_max) {
 		if (rename(name_k(a, "r-", k), name_k(b, "q-", k)))
 			put("ERR handler: rename ", errno);
 		hits = (sig_atomic_t)(k + 1);
@@ -194,8 +322,16 @@ int main(int argc, char **argv)
 
 	set_anchor();
 	find_lib();
-	if (argc != 4)
-		return fprintf(stderr, "usage: sig_queue DIR N M\n"), 2;
+	if (argc < 4 ||
+	    (argc > 4 && strcmp(argv[4], "stat") && strcmp(argv[4], "burst") &&
+	     strcmp(argv[4], "unlink")) ||
+	    (argc > 4 && strcmp(argv[4], "unlink") && argc != 6))
+		return fprintf(stderr, "usage: sig_queue DIR N M [stat|burst SQDIR | unlink]\n"), 2;
+	if (argc > 4)
+		mode = !strcmp(argv[4], "stat") ? M_STAT : !strcmp(argv[4], "burst") ? M_BURST : M_UNLINK;
+	if ((mode == M_STAT || mode == M_BURST) &&
+	    (sqfd = open(argv[5], O_RDONLY | O_DIRECTORY)) < 0)
+		return fail(argv[5]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	dirlen = strlen(argv[1]);
 	memcpy(dir, argv[1], dirlen + 1);
@@ -204,7 +340,7 @@ int main(int argc, char **argv)
 	snprintf(data, sizeof(data), "%d", (int)getpid());
 	if (make("pid", -1, data))
 		return 1;
-	for (i = 0; i < m_max; i++) {
+	for (i = 0; i < m_max && mode != M_UNLINK; i++) {
 		snprintf(data, sizeof(data), "r-%d", i);
 		if (make("r-", i, data))
 			return 1;
@@ -219,10 +355,20 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
 		return fail("timer");
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !done; i++) {
 		snprintf(data, sizeof(data), "m-%d", i);
 		if (make("m-", i, data))
 			return 1;
+	}
+	if (done) {
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+		struct stat st;
+
+		setitimer(ITIMER_REAL, &off, NULL);
+		if (stat(dir, &st))	/* a hook with no handler around: it drains */
+			return fail("stat");
+		printf("done %d\ninside the shim %d\n", (int)hits, (int)inlib);
+		return 0;
 	}
 	printf("ERR slow: %d creates before %d renames\n", n, m_max);
 	return 1;
