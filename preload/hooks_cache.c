@@ -388,8 +388,9 @@ static void sig_drain(int all)
 		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->m.cache), p.rel, &st,
 				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
 			continue;	/* present: pohmelfsd's reconcile and sync */
-		/* Only a name this cache knew (a handler's stat of a name not
-		 * fetched yet is noted too), and no local stub brought back. */
+		/* Only a name this cache knew (a changing call on a name never
+		 * fetched says nothing of the storage), and no local stub
+		 * brought back. */
 		pohm_hold();
 		pohm_cache_sigq_gone(um->m.cache, p.rel);	/* logs */
 		pohm_unhold();
