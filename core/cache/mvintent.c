@@ -329,7 +329,7 @@ int cache_rename_recover(struct pohm_cache *c)
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
 	lockfd = pohm_sys_openat(c->j.dirfd, "m.lock", O_RDONLY, 0);
-	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+	while ((n = pohm_sys_getdents64(dfd, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
 		while (off < n) {

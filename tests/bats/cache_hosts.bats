@@ -316,6 +316,12 @@ PY
 	[ ! -e "$T/a/f" ]
 	[ ! -e "$T/a-state/p/$ino.mv" ]
 	[ "$(cat "$T/a/g")" = "data" ]
+	# A fresh cache (another host) sees the one name, the same inode.
+	on b "$CTL" get g
+	[ "$(cat "$T/b/g")" = "data" ]
+	on b "$CTL" ls ""
+	[ ! -e "$T/b/f" ]
+	[ "$(on b "$CTL" stat g | cut -d' ' -f1)" = "$ino" ]
 }
 
 @test "the crash-test hooks are in the test programs only: a rename under the shim ignores them" {
