@@ -211,7 +211,7 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 		pohm_sys_close(fd);
 	}
 	if (!r)
-		r = syscall(SYS_linkat, c->stage_fd, tmp, dfd, name, 0) ? -errno : 0;
+		r = pohm_sys_linkat(c->stage_fd, tmp, dfd, name, 0);
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 	if (r)
 		return r == -EEXIST ? 0 : r;
@@ -521,7 +521,58 @@ void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
 	pohm_sys_close(dfd);
 }
 
-int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
+/*
+ * A new name that is not a regular file opened by its create: a directory,
+ * a node (FIFO, device, socket, an empty regular file by mknod) or a
+ * symlink.  They share one shape: the storage first (the name exists there
+ * before the call returns), then the local object; a local failure undoes
+ * the storage step and is what the caller sees; a success records the new
+ * inode in the journal and moves the directory's times.
+ */
+enum new_kind { NEW_DIR, NEW_NODE, NEW_SYMLINK };
+
+struct new_name {
+	enum new_kind kind;
+	mode_t mode;		/* type and permission bits (NEW_DIR: permissions) */
+	uint64_t rdev;		/* NEW_NODE: a device's number */
+	const char *target;	/* NEW_SYMLINK */
+};
+
+static int new_in_store(struct pohm_cache *c, uint64_t dino, const char *name,
+			const struct new_name *nn, struct pohm_inode *in)
+{
+	switch (nn->kind) {
+	case NEW_DIR:
+		return pohm_ns_mkdir(c->ns, dino, name, nn->mode & 07777, my_uid(), my_gid(), in);
+	case NEW_NODE:
+		return pohm_ns_create(c->ns, dino, name, (uint32_t)(nn->mode & (S_IFMT | 07777)),
+				      my_uid(), my_gid(), nn->rdev, POHM_CREATE_EXCL, in);
+	default:
+		return pohm_ns_symlink(c->ns, dino, name, nn->target, my_uid(), my_gid(), in);
+	}
+}
+
+static int new_locally(int dfd, const char *name, const struct new_name *nn)
+{
+	struct stat lst;
+	int r;
+
+	switch (nn->kind) {
+	case NEW_DIR:
+		r = pohm_sys_mkdirat(dfd, name, nn->mode & 07777);
+		/* A stale local directory (removed elsewhere) is reused as it is. */
+		if (r == -EEXIST && !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISDIR(lst.st_mode))
+			r = 0;
+		return r;
+	case NEW_NODE:
+		return pohm_sys_mknodat(dfd, name, nn->mode, (dev_t)nn->rdev);
+	default:
+		return pohm_sys_symlinkat(nn->target, dfd, name);
+	}
+}
+
+static int new_name(struct pohm_cache *c, const char *rel, const struct new_name *nn)
 {
 	struct pohm_inode in;
 	const char *name;
@@ -532,22 +583,17 @@ int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
 	if (r)
 		return r;
 	r = may_create(c, dino, name, rel);
+	if (!r)
+		r = new_in_store(c, dino, name, nn, &in);
 	if (r)
 		goto out;
-	r = pohm_ns_mkdir(c->ns, dino, name, mode & 07777, my_uid(), my_gid(), &in);
-	if (r)
-		goto out;
-	r = pohm_sys_mkdirat(dfd, name, mode & 07777);
-	if (r == -EEXIST) {
-		struct stat lst;
-
-		/* A stale local directory (removed elsewhere): reuse it if it is a directory. */
-		r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
-		if (!r && !S_ISDIR(lst.st_mode))
-			r = -EEXIST;
-	}
+	r = new_locally(dfd, name, nn);
 	if (r) {
-		pohm_ns_rmdir(c->ns, dino, name);	/* compensate */
+		/* compensate: the storage loses the name again */
+		if (nn->kind == NEW_DIR)
+			pohm_ns_rmdir(c->ns, dino, name);
+		else
+			pohm_ns_unlink(c->ns, dino, name);
 	} else {
 		r = cache_record(c, dfd, name, rel, &in, 0);
 		cache_mark_fresh(c, in.ino);
@@ -557,6 +603,13 @@ int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
 out:
 	pohm_sys_close(dfd);
 	return r;
+}
+
+int pohm_cache_mkdir(struct pohm_cache *c, const char *rel, mode_t mode)
+{
+	struct new_name nn = { NEW_DIR, mode, 0, NULL };
+
+	return new_name(c, rel, &nn);
 }
 
 /* Storage inode behind dfd/name as the journal knows it (0 if unknown). */
@@ -772,7 +825,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	if (r)
 		goto out;
 	pohm_sys_test_kill(POHM_TEST_KILL_IN_RENAME);	/* test only: a kill right here */
-	r = syscall(SYS_renameat2, t.ffd, t.fname, t.tfd, t.tname, flags) ? -errno : 0;
+	r = pohm_sys_renameat2(t.ffd, t.fname, t.tfd, t.tname, flags);
 	if (r) {
 		/* Put the storage back as it was (best effort; logged if it fails). */
 		unsigned back = flags & POHM_RENAME_EXCHANGE;
@@ -827,7 +880,7 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 	if (r)
 		goto out;
 	pre_ok = !pohm_sys_fstatat(t.ffd, t.fname, &pre, AT_SYMLINK_NOFOLLOW);
-	r = syscall(SYS_linkat, t.ffd, t.fname, t.tfd, t.tname, 0) ? -errno : 0;
+	r = pohm_sys_linkat(t.ffd, t.fname, t.tfd, t.tname, 0);
 	if (r)
 		pohm_ns_unlink(c->ns, t.tdino, t.tname);	/* compensate */
 	if (!r && pre_ok && !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
@@ -842,65 +895,22 @@ out:
 
 int pohm_cache_mknod(struct pohm_cache *c, const char *rel, mode_t mode, uint64_t rdev)
 {
-	struct pohm_inode in;
-	const char *name;
-	uint64_t dino;
-	int dfd, r;
+	struct new_name nn = { NEW_NODE, mode, 0, NULL };
 
 	if ((S_ISCHR(mode) || S_ISBLK(mode)) && !c->is_root)
 		return -EPERM;		/* what mknod(2) says without CAP_MKNOD */
-	if (!(mode & S_IFMT))
-		mode |= S_IFREG;	/* as mknod(2): no type is a regular file */
-	if (!S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISREG(mode))
+	if (!(nn.mode & S_IFMT))
+		nn.mode |= S_IFREG;	/* as mknod(2): no type is a regular file */
+	if (!S_ISFIFO(nn.mode) && !S_ISCHR(nn.mode) && !S_ISBLK(nn.mode) && !S_ISREG(nn.mode))
 		return -EINVAL;
-	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
-	if (r)
-		return r;
-	r = may_create(c, dino, name, rel);
-	if (r)
-		goto out;
-	r = pohm_ns_create(c->ns, dino, name, (uint32_t)(mode & (S_IFMT | 07777)), my_uid(),
-			   my_gid(), S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0, POHM_CREATE_EXCL, &in);
-	if (r)
-		goto out;
-	r = syscall(SYS_mknodat, dfd, name, mode, (dev_t)rdev) ? -errno : 0;
-	if (r)
-		pohm_ns_unlink(c->ns, dino, name);	/* compensate */
-	else
-		r = cache_record(c, dfd, name, rel, &in, 0);
-	if (!r)
-		cache_dir_changed(c, dino);
-	pohm_inode_clear(&in);
-out:
-	pohm_sys_close(dfd);
-	return r;
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		nn.rdev = rdev;
+	return new_name(c, rel, &nn);
 }
 
 int pohm_cache_symlink(struct pohm_cache *c, const char *target, const char *rel)
 {
-	struct pohm_inode in;
-	const char *name;
-	uint64_t dino;
-	int dfd, r;
+	struct new_name nn = { NEW_SYMLINK, S_IFLNK | 0777, 0, target };
 
-	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
-	if (r)
-		return r;
-	r = may_create(c, dino, name, rel);
-	if (r)
-		goto out;
-	r = pohm_ns_symlink(c->ns, dino, name, target, my_uid(), my_gid(), &in);
-	if (r)
-		goto out;
-	r = syscall(SYS_symlinkat, target, dfd, name) ? -errno : 0;
-	if (r)
-		pohm_ns_unlink(c->ns, dino, name);
-	else
-		r = cache_record(c, dfd, name, rel, &in, 0);
-	if (!r)
-		cache_dir_changed(c, dino);
-	pohm_inode_clear(&in);
-out:
-	pohm_sys_close(dfd);
-	return r;
+	return new_name(c, rel, &nn);
 }

@@ -376,6 +376,22 @@ int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)
 	return (int)sysret(syscall(SYS_symlinkat, target, dirfd, path), saved);
 }
 
+int pohm_sys_mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_mknodat, dirfd, path, mode, dev), saved);
+}
+
+int pohm_sys_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+		    int flags)
+{
+	int saved = errno;
+
+	return (int)sysret(syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags),
+			   saved);
+}
+
 int pohm_sys_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		       unsigned flags)
 {

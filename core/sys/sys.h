@@ -93,6 +93,11 @@ pid_t pohm_sys_getpid(void);
 uid_t pohm_sys_geteuid(void);
 /* symlinkat(2): 0 or -errno. */
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path);
+/* mknodat(2): 0 or -errno. */
+int pohm_sys_mknodat(int dirfd, const char *path, mode_t mode, dev_t dev);
+/* linkat(2): 0 or -errno. */
+int pohm_sys_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+		    int flags);
 /* renameat2(2) with flags (RENAME_EXCHANGE, ...): 0 or -errno (-EINVAL or
  * -ENOSYS where the file system or kernel lacks the flag). */
 int pohm_sys_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,

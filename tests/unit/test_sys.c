@@ -1,6 +1,6 @@
 /*
  * test_sys.c — the core/sys wrappers added for issue 20 (sockets, eventfd,
- * xattrs, symlinkat, renameat2, getdents64, close_range): each returns
+ * xattrs, symlinkat, mknodat, linkat, renameat2, getdents64, close_range): each returns
  * >= 0 or -errno and leaves errno exactly as it found it, failing or not.
  */
 #include <errno.h>
@@ -43,6 +43,8 @@ static void rmtmp(int dfd)
 	unlinkat(dfd, "l", 0);
 	unlinkat(dfd, "m", 0);
 	unlinkat(dfd, "f", 0);
+	unlinkat(dfd, "p", 0);
+	unlinkat(dfd, "g", 0);
 	close(dfd);
 	rmdir(dir);
 }
@@ -87,6 +89,10 @@ TEST(files_and_xattrs)
 	EXPECT(fd >= 0);
 	EXPECT_RET(pohm_sys_renameat2(dfd, "l", dfd, "f", RENAME_NOREPLACE), -EEXIST);
 	EXPECT_RET(pohm_sys_renameat2(dfd, "l", dfd, "m", RENAME_NOREPLACE), 0);
+	EXPECT_RET(pohm_sys_mknodat(dfd, "p", S_IFIFO | 0600, 0), 0);
+	EXPECT_RET(pohm_sys_mknodat(dfd, "p", S_IFIFO | 0600, 0), -EEXIST);
+	EXPECT_RET(pohm_sys_linkat(dfd, "f", dfd, "g", 0), 0);
+	EXPECT_RET(pohm_sys_linkat(dfd, "f", dfd, "g", 0), -EEXIST);
 	errno = SENTINEL;
 	n = pohm_sys_getdents64(dfd, buf, sizeof(buf));
 	EXPECT_EQ_INT(errno, SENTINEL);
