@@ -222,6 +222,12 @@ $(B)/tests/test_node_%: $(B)/obj/tests/unit/test_node_%.o $(NODE_LIB_OBJ) $(TEST
 	$(CC) -o $@ $< $(NODE_LIB_OBJ) $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)
 $(B)/obj/tests/unit/test_node_%.o: CPPFLAGS += -Inode
 
+# The unit test of preload/elfsym.c links that one object.
+$(B)/tests/test_elfsym: $(B)/obj/tests/unit/test_elfsym.o $(B)/obj/preload/elfsym.o
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LDFLAGS)
+$(B)/obj/tests/unit/test_elfsym.o: CPPFLAGS += -Ipreload
+
 $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)

@@ -1,0 +1,54 @@
+/*
+ * elfsym.h — find the next definition of a function after an object, as
+ * dlsym(RTLD_NEXT) does, by reading the loaded objects' GNU hash tables.
+ *
+ * Why: the symbol table is resolved at every process start (real.c), and
+ * dlsym costs ~800 instructions a name (its lock, the caller's object, the
+ * version checks): 162 000 of the 344 000 instructions of `/bin/true` under
+ * the shim (issue 23, process start).  A hash lookup in the few objects
+ * after ours costs a tenth of that.
+ *
+ * What it answers: the first object loaded after `self` (in load order,
+ * which for the objects a process starts with is the global search order)
+ * whose dynamic symbol table defines `name` as a function (STT_FUNC) with
+ * its default version (not a hidden compat version), bound GLOBAL or WEAK.
+ * Anything else — an IFUNC, a compat-only symbol, an object without a GNU
+ * hash table, no definition — answers NULL, and the caller asks dlsym:
+ * this is a fast path, never the only path.  No allocation, no lock, no
+ * libc call after pohm_elf_scope_init.
+ */
+#ifndef POHM_PRELOAD_ELFSYM_H
+#define POHM_PRELOAD_ELFSYM_H
+
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+
+#define POHM_ELF_OBJS	16	/* objects after ours that are searched */
+
+/* One loaded object's dynamic symbol table. */
+struct pohm_elf_obj {
+	ElfW(Addr) base;		/* load bias */
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const uint32_t *gnu_hash;
+	const ElfW(Half) *versym;	/* NULL: no versions */
+};
+
+/* The objects after ours, in search order. */
+struct pohm_elf_scope {
+	struct pohm_elf_obj obj[POHM_ELF_OBJS];
+	int n;
+	int partial;		/* more objects than POHM_ELF_OBJS, or one not readable */
+};
+
+/* Fill s with the objects loaded after the one that holds self_addr.
+ * 0, or -1 when that object cannot be found (then every lookup misses). */
+int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr);
+
+/* The address of name's default-version function in the first object of s
+ * that defines it, or NULL (not found, or not a plain function: ask dlsym).
+ * A scope marked partial answers NULL for a name none of its objects has. */
+void *pohm_elf_find(const struct pohm_elf_scope *s, const char *name);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * test_elfsym.c — preload/elfsym.c, the fast path of the real-function
+ * table: for every name in preload/syms.def it must answer exactly what
+ * dlsym(RTLD_NEXT) answers, or nothing (dlsym then decides); and it must
+ * answer most of them, or the fast path is not one.
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "harness.h"
+#include "elfsym.h"
+
+static const char *const names[] = {
+#define SYM(ret, name, args) #name,
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
+static struct pohm_elf_scope scope;
+
+static void scope_once(void)
+{
+	if (!scope.n)
+		EXPECT_EQ_INT(pohm_elf_scope_init(&scope, (const void *)&scope), 0);
+}
+
+TEST(every_answer_is_dlsyms_answer)
+{
+	size_t i, n = sizeof(names) / sizeof(*names), found = 0;
+
+	scope_once();
+	EXPECT(scope.n >= 1);	/* libc at least */
+	for (i = 0; i < n; i++) {
+		void *f = pohm_elf_find(&scope, names[i]);
+
+		if (!f)
+			continue;
+		found++;
+		if (f != dlsym(RTLD_NEXT, names[i])) {
+			printf("# %s: %p, dlsym says %p\n", names[i], f, dlsym(RTLD_NEXT, names[i]));
+			EXPECT(0);
+		}
+	}
+	printf("# %zu of %zu names found without dlsym\n", found, n);
+	EXPECT(found * 10 >= n * 9);
+}
+
+TEST(what_is_not_a_plain_default_function_is_left_to_dlsym)
+{
+	scope_once();
+	EXPECT(!pohm_elf_find(&scope, "pohm_no_such_function"));
+	EXPECT(!pohm_elf_find(&scope, ""));
+	/* An IFUNC (glibc picks the variant for this CPU at resolution). */
+	EXPECT(!pohm_elf_find(&scope, "strlen"));
+	/* Data, not a function. */
+	EXPECT(!pohm_elf_find(&scope, "environ"));
+	/* Two versions (realpath@GLIBC_2.2.5 hidden, @@GLIBC_2.3 default): the
+	 * default one, as dlsym picks. */
+	EXPECT(pohm_elf_find(&scope, "realpath") == dlsym(RTLD_NEXT, "realpath"));
+	if (dlvsym(RTLD_NEXT, "realpath", "GLIBC_2.2.5"))
+		EXPECT(pohm_elf_find(&scope, "realpath") !=
+		       dlvsym(RTLD_NEXT, "realpath", "GLIBC_2.2.5"));
+	/* And a plain one is found. */
+	EXPECT(pohm_elf_find(&scope, "openat") == dlsym(RTLD_NEXT, "openat"));
+}
+
+TEST(an_address_in_no_object_gives_an_empty_scope)
+{
+	struct pohm_elf_scope s;
+
+	EXPECT_EQ_INT(pohm_elf_scope_init(&s, (const void *)16), -1);
+	EXPECT(!pohm_elf_find(&s, "open"));
+}
