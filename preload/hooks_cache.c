@@ -1064,57 +1064,6 @@ int pohm_hk_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ---------------------------------------------------------------- lookups */
 
-/* Is one of the caller's groups gid? (effective: egid, else the real gid) */
-static int in_group(gid_t gid, int effective)
-{
-	gid_t groups[256];
-	long n, i;
-
-	if (gid == (gid_t)syscall(effective ? SYS_getegid : SYS_getgid))
-		return 1;
-	n = syscall(SYS_getgroups, 256, groups);
-	for (i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return 1;
-	return 0;
-}
-
-/*
- * access(2) of rel, answered from its stored attributes when the local
- * file is still a stub (mode 000: nothing fetched yet), with the kernel's
- * rules: root may read and write anything and execute what has any x
- * bit (a directory always); others by the owner, group or other bits.
- * POHM_PASS when the local file answers for itself.
- */
-static int access_stored(struct pohm_cache *c, const char *rel, int how)
-{
-	int mode = how & (R_OK | W_OK | X_OK), effective = !!(how & POHM_ACCESS_EFFECTIVE);
-	struct stat st;
-	uid_t uid;
-	unsigned bits;
-
-	if (pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, *rel ? 0 : AT_EMPTY_PATH))
-		return POHM_PASS;	/* the real call says what is missing */
-	if (st.st_mode & 07777)
-		return POHM_PASS;
-	pohm_cache_stat_fix(c, &st);
-	if (!(st.st_mode & 07777) || !mode)
-		return POHM_PASS;
-	uid = (uid_t)syscall(effective ? SYS_geteuid : SYS_getuid);
-	if (uid == 0) {
-		if ((mode & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & 0111))
-			return -EACCES;
-		return 0;
-	}
-	if (st.st_uid == uid)
-		bits = (st.st_mode >> 6) & 7;
-	else if (in_group(st.st_gid, effective))
-		bits = (st.st_mode >> 3) & 7;
-	else
-		bits = st.st_mode & 7;
-	return ((unsigned)mode & ~bits) ? -EACCES : 0;
-}
-
 static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	struct pohm_cache *c;
@@ -1150,8 +1099,11 @@ static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flag
 	r = HELD(pohm_cache_materialize(c, p->rel, mf));
 	if (r >= 0 && why == POHM_LK_XATTR_GET && (flags & POHM_XATTR_USER))
 		r = HELD(pohm_cache_xattr_ready(c, p->rel, mf));
-	if (r >= 0 && why == POHM_LK_ACCESS)
-		r = access_stored(c, p->rel, flags);
+	if (r >= 0 && why == POHM_LK_ACCESS) {
+		/* A stub by its stored attributes (the one checker); 1: the real call. */
+		r = HELD(pohm_cache_access(c, p->rel, flags, !!(flags & POHM_ACCESS_EFFECTIVE)));
+		r = r == 1 ? POHM_PASS : r;
+	}
 	return counted(why == POHM_LK_OPENDIR ? POHM_ST_READDIR : POHM_ST_LOOKUP,
 		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
 }

@@ -168,6 +168,15 @@ int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel);
  * 0 also when the storage has no record of the object (the kernel's check
  * on the local owner stands); -EPERM or -EACCES as the kernel answers.
  */
+/*
+ * access(2) of rel (followed) answered from its STORED attributes while
+ * the local file is still a stub (mode 000: nothing fetched yet), by the
+ * one checker (core/sys pohm_perm_mode) with access(2)'s credential: the
+ * real ids, or the effective ones when effective (AT_EACCESS).  want:
+ * R_OK|W_OK|X_OK.  0 allowed, -EACCES refused, 1 when the local file
+ * answers for itself (fetched, missing, or nothing asked).
+ */
+int pohm_cache_access(struct pohm_cache *c, const char *rel, int want, int effective);
 enum pohm_perm_owner { POHM_PERM_FOWNER, POHM_PERM_CHOWN, POHM_PERM_TOUCH };
 int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int follow,
 			  enum pohm_perm_owner how);

@@ -13,7 +13,7 @@
  * pohm_own_close only; the log never writes to stdout.
  *
  * Parts (include this header, not them, from outside core/sys):
- * log.h, ownfd.h, stats.h.
+ * log.h, ownfd.h, perm.h (the one permission checker), stats.h.
  */
 /*
  * sys.h — wrapped system calls for the library's own files and sockets.
@@ -47,6 +47,7 @@
 
 #include "log.h"
 #include "ownfd.h"
+#include "perm.h"
 #include "stats.h"
 
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */
