@@ -34,7 +34,6 @@
  * Sections: heavy init · open · stat · namespace · attributes · lookups ·
  * directories · fds · processes.
  */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -47,7 +46,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
-#include <sys/wait.h>
 
 #include "shim.h"
 #include "hooks_stack.h"
@@ -78,7 +76,7 @@ struct umount {
 	struct pohm_mount m;	/* m.owner: the euid it serves */
 	int rc;			/* 0, or -errno: its open failed (logged once) */
 	uint64_t spawn_ns;	/* when this process last spawned pohmelfsd for it (0: never,
-				 * or start it again at once); under dirty_lock */
+				 * or start it again at once); atomic (pohm_cache_daemon_start) */
 };
 
 static struct umount mounts[POHM_MOUNTS_MAX];
@@ -88,10 +86,8 @@ static struct pohm_config mount_cfg;
 static int cfg_rc = -EAGAIN;
 static pthread_once_t mount_once = PTHREAD_ONCE_INIT;
 
-/* Files this process wrote and did not push yet (ino list), guarded by dirty_lock. */
-static pthread_mutex_t dirty_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *dirty;
-static size_t ndirty, capdirty;
+/* Files this process wrote and did not push yet (core/cache dirty.c; its own lock). */
+static struct pohm_dirty dirty = POHM_DIRTY_INIT;
 
 /* This process's counters (stats.h): relaxed atomics, any thread. */
 static struct pohm_stats proc_stats;
@@ -1150,28 +1146,7 @@ int pohm_hk_readdir(DIR *dir, int fd, struct dirent64 *ent)
 
 /* ---------------------------------------------------------------- fds */
 
-static void note_dirty(uint64_t ino)
-{
-	size_t i;
-
-	pthread_mutex_lock(&dirty_lock);
-	for (i = 0; i < ndirty && dirty[i] != ino; i++)
-		;
-	if (i == ndirty) {
-		if (ndirty == capdirty) {
-			size_t cap = capdirty ? capdirty * 2 : 16;
-			uint64_t *d = realloc(dirty, cap * sizeof(*d));
-
-			if (d) {
-				dirty = d;
-				capdirty = cap;
-			}
-		}
-		if (ndirty < capdirty)
-			dirty[ndirty++] = ino;
-	}
-	pthread_mutex_unlock(&dirty_lock);
-}
+static void daemon_start(struct umount *um);
 
 /*
  * Push through fd, or through the read-only shadow of its inode when fd
@@ -1180,17 +1155,6 @@ static void note_dirty(uint64_t ino)
  * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
  * permission); the caller hands the push to pohmelfsd.
  */
-/* May we execute path?  errno untouched (a host's close must not see ENOENT). */
-static int may_exec(const char *path)
-{
-	int saved = errno, ok = !syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0);
-
-	errno = saved;
-	return ok;
-}
-
-static void daemon_start(struct umount *um);
-
 static int push_fd(struct pohm_cache *c, int fd)
 {
 	int r, shadow;
@@ -1209,167 +1173,23 @@ static void hand_to_daemon(struct umount *um, uint64_t ino, int r)
 {
 	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
 		  "pohmelfsd will push it", strerror(-r));
-	note_dirty(ino);
+	pohm_dirty_note(&dirty, ino);
 	pohm_hold();
 	daemon_start(um);
 	pohm_unhold();
 }
 
 /*
- * The daemon's environment: the host's without LD_PRELOAD (pohmelfsd must
- * not run under the shim).  Built before any fork, so that the children
- * only make system calls.  A malloc'd array of environ's pointers, or NULL.
- */
-static char **daemon_env(void)
-{
-	char **env;
-	size_t n = 0, i, j = 0;
-
-	while (environ && environ[n])
-		n++;
-	env = malloc((n + 1) * sizeof(*env));
-	if (!env)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11))
-			env[j++] = environ[i];
-	env[j] = NULL;
-	return env;
-}
-
-/* clone(2) without CLONE_VM: a copy of this process, like fork but with no
- * atfork handlers, and with exit signal sig (0: none, so the host gets no
- * SIGCHLD and its wait calls without __WCLONE/__WALL never see it). */
-static pid_t clone_copy(int sig)
-{
-	return (pid_t)syscall(SYS_clone, (unsigned long)sig, NULL, NULL, NULL, 0UL);
-}
-
-/* The kernel's struct sigaction for rt_sigaction(2) (x86-64 layout). */
-struct ksigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
-/*
- * In the grandchild, before execve: only system calls (it is a copy of a
- * possibly multi-threaded host, made without glibc's fork).  Every handler
- * back to SIG_DFL (a host handler must never run in our copy; ignored
- * signals stay ignored across exec otherwise), then an empty mask.
- */
-static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
-						  const uint64_t *empty)
-{
-	struct ksigaction dfl = { SIG_DFL, 0, NULL, 0 };
-	char *argv[] = { (char *)path, NULL };
-	int fd, sig;
-
-	for (sig = 1; sig <= 64; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
-	syscall(SYS_setsid);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
-	if (fd >= 0) {
-		syscall(SYS_dup2, fd, 0);
-		syscall(SYS_dup2, fd, 1);
-		syscall(SYS_dup2, fd, 2);
-	}
-	syscall(SYS_close_range, 3, ~0U, 0);	/* fd itself too when it was >= 3 */
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty, NULL, sizeof(uint64_t));
-	syscall(SYS_execve, path, argv, env);
-	syscall(SYS_exit, 127);
-	__builtin_unreachable();
-}
-
-/*
- * Start pohmelfsd at path, detached, so that the host never sees a child
- * of ours: an intermediate copy with no exit signal (no SIGCHLD; invisible
- * to the host's waitpid(-1), which waits for SIGCHLD children only) makes
- * the daemon and exits; we reap it with __WCLONE, retrying EINTR.  The
- * daemon, orphaned, belongs to init (or the nearest subreaper).  All
- * signals stay blocked in this thread from before the clone until the
- * reap: no host handler runs in a copy before its exec.  The intermediate
- * closes the host's fds (0-2 onto /dev/null) before it makes the daemon.
- */
-static void spawn_daemon(const char *path)
-{
-	uint64_t all = ~0ULL, empty = 0, old;
-	char **env = daemon_env();
-	int saved = errno;
-	pid_t pid;
-	long r;
-
-	if (!env)
-		return;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
-	pid = clone_copy(0);
-	if (pid == 0) {
-		/* Let go of the host's fds before the daemon is made: once we
-		 * are reaped, no copy holds them (a copy that still held the
-		 * writing fd of a file just written would make its exec fail
-		 * ETXTBSY; every write-open may spawn, decision 0016). */
-		int nul = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
-
-		if (nul >= 0) {
-			syscall(SYS_dup2, nul, 0);
-			syscall(SYS_dup2, nul, 1);
-			syscall(SYS_dup2, nul, 2);
-		}
-		syscall(SYS_close_range, 3, ~0U, 0);
-		if (clone_copy(0) == 0)
-			daemon_exec(path, env, &empty);
-		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
-	}
-	if (pid > 0)
-		do
-			r = syscall(SYS_wait4, pid, NULL, __WCLONE, NULL);
-		while (r < 0 && errno == EINTR);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
-	free(env);
-	errno = saved;
-}
-
-/*
- * Make sure pohmelfsd runs for um's cache: nothing when its lock is held,
- * else spawn it (at most once a second per process and mount); it exits
- * when idle and no inode is open for write.  Only while the process runs
- * as um's user: the daemon inherits the euid, and with it finds the same
- * cache_dir (pohm_mount_cache_dir).
+ * Make sure pohmelfsd runs for um's cache (core/cache daemonstart.c: at
+ * most once a second per mount; it exits when idle and no inode is open
+ * for write).  Only while the process runs as um's user: the daemon
+ * inherits the euid, and with it finds the same cache_dir
+ * (pohm_mount_cache_dir).
  */
 static void daemon_start(struct umount *um)
 {
-	Dl_info info;
-	char path[PATH_MAX], *slash;
-	uint64_t now;
-
-	if ((uid_t)syscall(SYS_geteuid) != um->m.owner)
-		return;
-	if (pohm_cache_daemon_running(um->m.cache))
-		return;	/* one fcntl: its lock is held */
-	now = pohm_sys_mono_ns();
-	pthread_mutex_lock(&dirty_lock);
-	if (um->spawn_ns && now - um->spawn_ns < 1000000000ULL) {
-		pthread_mutex_unlock(&dirty_lock);
-		return;	/* spawned a moment ago: still starting (or cannot start) */
-	}
-	um->spawn_ns = now;
-	pthread_mutex_unlock(&dirty_lock);
-	if (!dladdr((void *)daemon_start, &info) || !info.dli_fname)
-		return;
-	snprintf(path, sizeof(path), "%s", info.dli_fname);
-	slash = strrchr(path, '/');
-	if (!slash)
-		return;
-	/* build/libpohmelfs.so → build/pohmelfsd; PREFIX/lib → PREFIX/bin. */
-	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "pohmelfsd");
-	if (!may_exec(path)) {
-		snprintf(slash, sizeof(path) - (size_t)(slash - path), "/../bin/pohmelfsd");
-		if (!may_exec(path))
-			return;
-	}
-	spawn_daemon(path);
+	if ((uid_t)syscall(SYS_geteuid) == um->m.owner)
+		pohm_cache_daemon_start(um->m.cache, &um->spawn_ns);
 }
 
 static void nap_ms(unsigned ms)
@@ -1416,9 +1236,8 @@ static int space_fn(void *arg, uint64_t need)
 	r = pohm_cache_daemon_ask_room(um->m.cache, mib);
 	for (t0 = pohm_sys_mono_ns(); r == -ESRCH && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
 		if (!pohm_cache_daemon_running(um->m.cache)) {
-			pthread_mutex_lock(&dirty_lock);
-			um->spawn_ns = 0;	/* it left when idle: start it again */
-			pthread_mutex_unlock(&dirty_lock);
+			/* it left when idle: start it again */
+			__atomic_store_n(&um->spawn_ns, 0, __ATOMIC_RELAXED);
 			daemon_start(um);
 		}
 		nap_ms(20);
@@ -1465,7 +1284,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		if (um->m.sync_on_close) {
 			pohm_shadow_host_closing(fd);
 			counted(POHM_ST_CLOSE, 0);
-			note_dirty(fi->cookie);
+			pohm_dirty_note(&dirty, fi->cookie);
 			return 0;
 		}
 	}
@@ -1480,7 +1299,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 			/* Offline: the data stays in the cache, and pohmelfsd
 			 * pushes it when the storage answers. */
 			counted(POHM_ST_CLOSE, 0);
-			note_dirty(fi->cookie);
+			pohm_dirty_note(&dirty, fi->cookie);
 			pohm_hold();
 			daemon_start(um);
 			pohm_unhold();
@@ -1499,7 +1318,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
 	counted(POHM_ST_CLOSE, 0);
 	/* Pushed at exit and by pohmelfsd meanwhile. */
-	note_dirty(fi->cookie);
+	pohm_dirty_note(&dirty, fi->cookie);
 	pohm_hold();
 	daemon_start(um);
 	pohm_unhold();
@@ -1620,7 +1439,7 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 		struct stat st;
 
 		if (fi)
-			note_dirty(fi->cookie);
+			pohm_dirty_note(&dirty, fi->cookie);
 		if (fd >= 0 && !pohm_sys_fstat(fd, &st))
 			HELD((pohm_cache_writer_mapped(um->m.cache, (uint64_t)st.st_dev,
 						       (uint64_t)st.st_ino), 0));
@@ -1693,9 +1512,8 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		/* The child keeps every mount (its euid is the parent's); a
 		 * mount another thread was opening at the fork stays unpublished. */
 		pthread_mutex_init(&mounts_lock, NULL);
-		pthread_mutex_init(&dirty_lock, NULL);
+		pohm_dirty_atfork_child(&dirty);
 		pthread_mutex_init(&stats_lock, NULL);
-		ndirty = 0;
 		/* The parent's counts are the parent's to report. */
 		memset(&proc_stats, 0, sizeof(proc_stats));
 		for (i = 0; i < n; i++) {
@@ -1712,15 +1530,10 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 static void push_written(void)
 {
 	struct umount *um = mount_now();
-	int r;
 
 	if (!um)
 		return;
-	pthread_mutex_lock(&dirty_lock);
-	r = (int)ndirty;
-	ndirty = 0;
-	pthread_mutex_unlock(&dirty_lock);
-	if (r)
+	if (pohm_dirty_take(&dirty))
 		sync_process(um, 0);
 }
 

@@ -43,6 +43,8 @@
 #ifndef POHM_CORE_CACHE_H
 #define POHM_CORE_CACHE_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -348,10 +350,40 @@ int pohm_cache_daemon_alive(const char *cache_dir);
  * wake FIFO (cache_dir/pohmelfsd.wake; no pid, no signal).  0, -ESRCH (no
  * pohmelfsd has it open), -errno. */
 int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib);
+/*
+ * daemonstart.c: make sure pohmelfsd runs for c, from a host process:
+ * nothing when its lock is held, else spawn the pohmelfsd installed next
+ * to the library (LIB/pohmelfsd, else LIB/../bin/pohmelfsd), detached (no
+ * SIGCHLD, no child the host's wait calls see, the host's fds and signal
+ * handlers left behind), with the host's environment minus LD_PRELOAD.
+ * At most once a second per *last_ns (the caller's, one per cache: its
+ * last spawn, 0 = never or "again now"; compared and set atomically).
+ * The daemon inherits the euid: call it only as the cache's owner.
+ * errno untouched; nothing to report (the next call tries again).
+ */
+void pohm_cache_daemon_start(struct pohm_cache *c, uint64_t *last_ns);
 /* pohmelfsd: make (if missing) and open its wake FIFO, nonblocking: fd or -errno. */
 int pohm_cache_daemon_wake_open(const char *cache_dir);
 /* pohmelfsd: take cache_dir's daemon lock, held for its lifetime (the kernel
  * drops it when the process ends).  The fd, -EAGAIN (another runs), -errno. */
 int pohm_cache_daemon_lock(const char *cache_dir);
+
+/*
+ * dirty.c: the files a process wrote and did not push yet (storage inode
+ * numbers; pushed at its exit or exec).  Thread-safe by its own lock; a
+ * zeroed struct with POHM_DIRTY_INIT's lock is empty.
+ */
+struct pohm_dirty {
+	pthread_mutex_t lock;	/* guards the rest */
+	uint64_t *ino;
+	size_t n, cap;
+};
+#define POHM_DIRTY_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+/* Add ino (once; dropped silently when memory runs out). */
+void pohm_dirty_note(struct pohm_dirty *d, uint64_t ino);
+/* Empty the set: how many it held. */
+size_t pohm_dirty_take(struct pohm_dirty *d);
+/* In a fork child: a new lock, and the parent's files are the parent's. */
+void pohm_dirty_atfork_child(struct pohm_dirty *d);
 
 #endif
