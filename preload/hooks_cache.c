@@ -75,8 +75,6 @@ extern char **environ;
 struct umount {
 	struct pohm_mount m;	/* m.owner: the euid it serves */
 	int rc;			/* 0, or -errno: its open failed (logged once) */
-	uint64_t spawn_ns;	/* when this process last spawned pohmelfsd for it (0: never,
-				 * or start it again at once); atomic (pohm_cache_daemon_start) */
 };
 
 static struct umount mounts[POHM_MOUNTS_MAX];
@@ -135,7 +133,6 @@ static POHM_TLS struct pohm_cache *open_cache;
 static POHM_TLS char *open_rel;
 #define OPEN_OUTSIDE ((char *)1)
 
-static int space_fn(void *arg, uint64_t need);
 static int held_here(void *arg, uint64_t dev, uint64_t ino);
 
 /* Is rel (under the prefix) a regular file open through an fd of this process? */
@@ -173,8 +170,7 @@ static int mount_open(struct umount *um)
 		pohm_err("%s; calls under the prefix fail until this is fixed", err);
 		return um->rc = open_errno(r, err);
 	}
-	pohm_cache_set_space_fn(um->m.cache, space_fn, um);
-	pohm_mount_offline_load(&um->m);
+	pohm_mount_host_attach(&um->m);
 	if (um == &mounts[0]) {
 		int qfd, tfd;
 
@@ -320,17 +316,6 @@ static struct umount *mount_now(void)
 		return NULL;
 	um = mount_find((uid_t)syscall(SYS_geteuid), __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE));
 	return um && !um->rc ? um : NULL;
-}
-
-/*
- * The process umask (applied to modes stored in the storage, as the kernel
- * does locally), read without changing it.  Read each time: umask is not
- * interposed (and programs may call SYS_umask directly), and 12 us is
- * nothing next to the round trips of a create (milliseconds).
- */
-static mode_t cur_umask(void)
-{
-	return pohm_sys_umask();
 }
 
 /*
@@ -495,9 +480,9 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_
 				  !strcmp(p->path, ".") || !strcmp(p->path, "..")))
 		return POHM_PASS;	/* a directory's name: EISDIR (or ENOTDIR, EEXIST) from the kernel */
 	if (flags & O_CREAT) {
-		r = HELD(pohm_cache_create(c, p->rel, mode & ~cur_umask(), !!(flags & O_EXCL)));
+		r = HELD(pohm_cache_create(c, p->rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL)));
 		if (r == -EXDEV)
-			r = open_beyond(c, p, mode & ~cur_umask(), !!(flags & O_EXCL));
+			r = open_beyond(c, p, pohm_mount_new_mode(mode), !!(flags & O_EXCL));
 		if (r == -ENOENT && HELD(pohm_cache_parent_refused(c, p->rel)))
 			r = POHM_PASS;	/* a socket on the way: ENOTDIR from the kernel */
 		if (r == 0)
@@ -766,7 +751,7 @@ static int ns_apply(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_
 
 	switch (op) {
 	case POHM_NS_MKDIR:
-		r = pohm_cache_mkdir(c, a->rel, arg->mode & ~cur_umask());
+		r = pohm_cache_mkdir(c, a->rel, pohm_mount_new_mode(arg->mode));
 		break;
 	case POHM_NS_RMDIR:
 		r = pohm_cache_rmdir(c, a->rel);
@@ -795,8 +780,7 @@ static int ns_apply(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_
 		if (S_ISSOCK(arg->mode))
 			r = POHM_PASS;	/* sockets stay local */
 		else
-			r = pohm_cache_mknod(c, a->rel,
-					     (arg->mode & S_IFMT) | (arg->mode & 07777 & ~cur_umask()),
+			r = pohm_cache_mknod(c, a->rel, pohm_mount_new_mode(arg->mode),
 					     (uint64_t)arg->dev);
 		break;
 	default:
@@ -1179,78 +1163,10 @@ static void hand_to_daemon(struct umount *um, uint64_t ino, int r)
 	pohm_unhold();
 }
 
-/*
- * Make sure pohmelfsd runs for um's cache (core/cache daemonstart.c: at
- * most once a second per mount; it exits when idle and no inode is open
- * for write).  Only while the process runs as um's user: the daemon
- * inherits the euid, and with it finds the same cache_dir
- * (pohm_mount_cache_dir).
- */
+/* Make sure pohmelfsd runs for um's cache (core/mount host.c). */
 static void daemon_start(struct umount *um)
 {
-	if ((uid_t)syscall(SYS_geteuid) == um->m.owner)
-		pohm_cache_daemon_start(um->m.cache, &um->spawn_ns);
-}
-
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { 0, (long)ms * 1000000L };
-
-	syscall(SYS_nanosleep, &ts, NULL);
-}
-
-/* Free bytes on the prefix's filesystem. */
-static uint64_t prefix_free(struct umount *um)
-{
-	struct statfs sfs;
-
-	if (syscall(SYS_fstatfs, pohm_cache_prefix_fd(um->m.cache), &sfs))
-		return 0;
-	return (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
-}
-
-/*
- * The cache's space callback (pohm_cache_set_space_fn).  need == 0: data
- * was fetched; with cache_size or cache_min_free set, pohmelfsd must run
- * to keep the bounds.  need > 0: the disk is full; ask pohmelfsd (started
- * if it does not run) for that much room through its wake FIFO and wait
- * up to 5 s for it.  The
- * eviction itself never runs here: it takes leases, whose breaks signal
- * the lease holder, and a host process must not get signals from us.
- */
-static int space_fn(void *arg, uint64_t need)
-{
-	struct umount *um = arg;
-	unsigned mib = (unsigned)((need >> 20) + 1 < 0x7fffffff ? (need >> 20) + 1 : 0x7fffffff);
-	uint64_t t0;
-	int r;
-
-	if (!need) {
-		if (pohm_config_raw(&mount_cfg, "cache_size") ||
-		    pohm_config_raw(&mount_cfg, "cache_min_free"))
-			daemon_start(um);
-		return 0;
-	}
-	/* Through its wake FIFO (no pid, no signal); started if it does not
-	 * run, and given 2 s to open the FIFO. */
-	r = pohm_cache_daemon_ask_room(um->m.cache, mib);
-	for (t0 = pohm_sys_mono_ns(); r == -ESRCH && pohm_sys_mono_ns() - t0 < 2000000000ULL;) {
-		if (!pohm_cache_daemon_running(um->m.cache)) {
-			/* it left when idle: start it again */
-			__atomic_store_n(&um->spawn_ns, 0, __ATOMIC_RELAXED);
-			daemon_start(um);
-		}
-		nap_ms(20);
-		r = pohm_cache_daemon_ask_room(um->m.cache, mib);
-	}
-	if (r)
-		return -ENOSPC;
-	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
-		if (prefix_free(um) >= need)
-			return 0;
-		nap_ms(20);
-	}
-	return -ENOSPC;
+	pohm_mount_daemon_start(&um->m);
 }
 
 /*
@@ -1517,7 +1433,7 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		/* The parent's counts are the parent's to report. */
 		memset(&proc_stats, 0, sizeof(proc_stats));
 		for (i = 0; i < n; i++) {
-			mounts[i].spawn_ns = 0;
+			mounts[i].m.spawn_ns = 0;
 			pohm_mount_atfork_child(&mounts[i].m);
 			mount_counters(&mounts[i], &mount_reported[i]);
 		}

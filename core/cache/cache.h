@@ -362,6 +362,15 @@ int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib);
  * errno untouched; nothing to report (the next call tries again).
  */
 void pohm_cache_daemon_start(struct pohm_cache *c, uint64_t *last_ns);
+/*
+ * space.c: the disk under c is full and need more bytes are wanted (a
+ * host process's fetch or write): ask pohmelfsd for the room through its
+ * wake FIFO, starting it (pohm_cache_daemon_start with last_ns) when it
+ * does not run and last_ns is not NULL, and wait up to 2 s for it to
+ * listen and 5 s for the room.  Never evicts itself.  0 when the room is
+ * there, -ENOSPC otherwise.
+ */
+int pohm_cache_room(struct pohm_cache *c, uint64_t need, uint64_t *last_ns);
 /* pohmelfsd: make (if missing) and open its wake FIFO, nonblocking: fd or -errno. */
 int pohm_cache_daemon_wake_open(const char *cache_dir);
 /* pohmelfsd: take cache_dir's daemon lock, held for its lifetime (the kernel

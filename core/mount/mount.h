@@ -44,6 +44,9 @@ struct pohm_mount {
 	int per_user;			/* cache_dir is the owner's per-user one (mount_user.c) */
 	int root_said;			/* the root check's failure was logged; atomic */
 	char fsid[256];			/* for that message */
+	int bounded;			/* cache_size or cache_min_free is set */
+	uint64_t spawn_ns;		/* host.c: this process's last pohmelfsd spawn
+					 * for it (0: none, or again now); atomic */
 };
 
 /*
@@ -80,6 +83,19 @@ void pohm_mount_atfork_child(struct pohm_mount *m);
  * uid's per-user one (pohm_mount_user_dir).  Nothing is created.  0 or -errno.
  */
 int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len);
+
+/* host.c: a mount as a host process (the shim) uses it. */
+/* After the open in a host process: the full-disk callback (room asked of
+ * pohmelfsd, never evicting here) and the shared offline state. */
+void pohm_mount_host_attach(struct pohm_mount *m);
+/* Make sure pohmelfsd runs for m (pohm_cache_daemon_start, at most once a
+ * second), only while the calling process runs as m's owner: the daemon
+ * inherits the euid, and with it finds the same cache_dir. */
+void pohm_mount_daemon_start(struct pohm_mount *m);
+/* The mode a new object is stored with, as the kernel makes it locally:
+ * the type bits kept, the permission bits less the process umask (read
+ * without changing it). */
+mode_t pohm_mount_new_mode(mode_t mode);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
