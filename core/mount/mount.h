@@ -31,6 +31,7 @@
 #include "store.h"
 #include "net.h"
 #include "pathclass.h"
+#include "sys.h"
 
 struct pohm_mount {
 	struct pohm_client *client;
@@ -96,6 +97,53 @@ void pohm_mount_daemon_start(struct pohm_mount *m);
  * the type bits kept, the permission bits less the process umask (read
  * without changing it). */
 mode_t pohm_mount_new_mode(mode_t mode);
+
+/*
+ * proc.c: the mounts of one host process (the shim's per-process state):
+ * heavy init on the first call under the prefix (configuration from the
+ * environment, the log, the mount of the calling euid), one mount per
+ * effective uid (a setuid or seteuid to another user opens that user's
+ * on its first call, at most POHM_PROC_MOUNTS), and the process's call
+ * counters.  Thread-safe; see proc.c for who guards what.
+ */
+#define POHM_PROC_MOUNTS 4
+#define POHM_PROC_PASS	 1	/* passthrough test build: the storage side stays out */
+/* What the caller (the shim) does for the mounts with its own services. */
+struct pohm_proc_glue {
+	/* Around core work that may call libc by name (config files, name
+	 * lookups): those calls must pass straight through the wrappers. */
+	void (*hold)(void);
+	void (*unhold)(void);
+	/* The configuration was loaded (loaded) or failed to load: set up the
+	 * log before any line of core's. */
+	void (*configured)(const struct pohm_config *cfg, int loaded);
+	/* m was just opened (first: the process's first mount), held. */
+	void (*opened)(struct pohm_mount *m, const struct pohm_config *cfg, int first);
+};
+/*
+ * The mount for the calling thread's effective uid, running heavy init
+ * (with g, the same every call) the first time.  NULL with *rc set:
+ * -ENOTCONN (no server configured), -EACCES (a refused per-user cache_dir,
+ * or too many users), -EIO (another open failure), POHM_PROC_PASS
+ * (passthrough test build).  One geteuid per call after the first.
+ */
+struct pohm_mount *pohm_proc_mount(const struct pohm_proc_glue *g, int *rc);
+/* The open mount of the current euid, or NULL; never opens one (exit paths). */
+struct pohm_mount *pohm_proc_mount_now(void);
+/* The open mount whose cache is c, or NULL. */
+struct pohm_mount *pohm_proc_mount_of(const struct pohm_cache *c);
+/* The process's first mount (the euid it started with) if it opened, or NULL. */
+struct pohm_mount *pohm_proc_mount_first(void);
+/* Count one call of kind k with result r (an error when the storage or the
+ * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
+ * local disk answers too).  Returns r. */
+int pohm_proc_count(enum pohm_stat k, int r);
+/* In a fork child: the locks as new, the counters the parent's to report. */
+void pohm_proc_atfork_child(void);
+/* This image's counters (at exit, and at an exec that replaces it): added
+ * to the cache_dir's totals (pohmelfs stats), and with stats=1 printed as
+ * one table into the log= file, else into err_fd (-1: nowhere). */
+void pohm_proc_flush_stats(int err_fd);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
