@@ -3,13 +3,15 @@
  * definitions that replace the passthrough defaults of hooks_pass.c and
  * hand every call under the prefix to core/cache.
  *
- * Heavy init (DESIGN.md §5) happens here, on the first hook call: the
- * configuration, the client and the cache (core/mount).  If it fails, the
+ * Heavy init (DESIGN.md §5) happens on the first hook call, in core/mount
+ * (proc.c, pohm_proc_mount): the configuration, the client and the cache;
+ * this file only passes it the shim's services (struct pohm_proc_glue).
+ * The cache policy lives in core too (hooks.h says where).  If it fails, the
  * reason is logged once and every call under the prefix fails with ENOTCONN
  * (no server could be configured) or EIO; calls outside the prefix never
  * get here.  A cache belongs to one user: a process that switches to
  * another effective uid (setuid, seteuid) gets a mount of that user's own
- * at its first call under the prefix as that user (see mounts below; a
+ * at its first call under the prefix as that user (core/mount proc.c; a
  * refused per-user cache_dir fails its calls with EACCES).  Everything
  * runs with pohm_hold() held, so libc calls made by core/ (config files,
  * name lookups) pass straight through the wrappers.
@@ -31,8 +33,8 @@
  * runs, whatever sync_on_close says: a writer that never closes (_exit,
  * SIGKILL, a raw SYS_close) leaves its file dirty, and pohmelfsd pushes it.
  *
- * Sections: heavy init · open · stat · namespace · attributes · lookups ·
- * directories · fds · processes.
+ * Sections: glue to core/mount · open · stat · namespace · attributes ·
+ * lookups · directories · fds · processes.
  */
 #include <fcntl.h>
 #include <pthread.h>
