@@ -5,7 +5,9 @@
  * What it does: materialize, namespace changes, push and fetch, the stat
  * overlay (below); the journal of what this host knows of each storage
  * inode (journal.h); stubs, the local form of a file not fetched
- * (stub.h); the daemon control and the background writer.
+ * (stub.h); the daemon control and the background writer; for host
+ * processes, pohmelfsd's start (daemonstart.c), the process's dirty list
+ * (dirty.c) and the full-disk wait (space.c).
  * Main types: struct pohm_cache (opaque), struct pohm_cache_opts, struct
  * pohm_jrec, struct pohm_journal.
  * Relies on: core/ns, core/store, core/config, core/wire, core/sys.
@@ -234,7 +236,8 @@ struct pohm_sync_defer {
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d);
 
 /*
- * Who makes room in the cache (the preload layer: pohmelfsd).  fn(arg, 0)
+ * Who makes room in the cache (a host process: core/mount host.c, which
+ * asks pohmelfsd).  fn(arg, 0)
  * after each fetch (the cache grew: start the evictor if bounds are set);
  * fn(arg, need) when a fetch found the filesystem full: make need bytes
  * free if possible, return 0 to have the fetch tried once more.  Set once,

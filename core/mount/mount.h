@@ -4,11 +4,15 @@
  *
  * What it does: builds client, kv store and cache from a configuration,
  * per user where needed (below), and classifies paths against the prefix
- * lexically (pathclass.h).
+ * lexically (pathclass.h).  For a host process (the shim): heavy init,
+ * its mounts per effective uid and its call counters (proc.c,
+ * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
+ * and the umask rule for new objects (host.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
- * Rules for callers: the preload layer's heavy init, pohmelfsd and the
- * pohmelfs tool start here; functions return 0 or -errno.
+ * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
+ * the pohmelfs tool (pohm_mount_open) start here; functions return 0 or
+ * -errno; pohm_proc_* and host.c are for host processes only.
  *
  * Parts (include this header, not them, from outside core/mount):
  * pathclass.h.

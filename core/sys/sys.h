@@ -4,8 +4,10 @@
  *
  * What it does: wraps the system calls core/ makes (below), writes the log
  * (log.h), counts calls, hits and bytes per process and per cache
- * (stats.h), and keeps the registry of the library's own long-lived fds
- * that the host must not close (ownfd.h).
+ * (stats.h), decides access by mode bits and credentials for all of
+ * core/ and preload/ (perm.h, the one permission checker), and keeps the
+ * registry of the library's own long-lived fds that the host must not
+ * close (ownfd.h).
  * Main types: struct pohm_stats; the fd slots of ownfd.h.
  * Relies on: the kernel via syscall(2) and libc; no other layer.
  * Rules for callers: functions return >= 0 or -errno and leave errno as
