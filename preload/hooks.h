@@ -2,6 +2,17 @@
  * hooks.h — where the storage side (preload/hooks_cache.c over core/mount
  * and core/cache) plugs into the interposition layer.
  *
+ * hooks_cache.c holds no cache policy of its own (session 11, issue 18/20):
+ * heavy init, the per-uid mounts and the counters are core/mount
+ * (pohm_proc_*), pohmelfsd's start, the dirty list and the full-disk wait
+ * core/cache (pohm_cache_daemon_start, pohm_dirty_*, pohm_cache_room) with
+ * the mount glue in core/mount (pohm_mount_daemon_start,
+ * pohm_mount_host_attach, the umask rule pohm_mount_new_mode), and every
+ * access decision core/sys's one checker (pohm_perm_mode; access(2) of a
+ * stub: pohm_cache_access).  What it keeps is glue to preload's services:
+ * the fd table, write-only fds' shadows, the signal-handler queue, the
+ * thread-local state a before hook leaves for its after hook.
+ *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
  * *what the storage does* about it.  A hook is called only for calls under
@@ -19,8 +30,7 @@
  * Hooks follow core/'s error convention: they return -errno and should
  * leave errno as they found it.  Their own system calls go through
  * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
- * (hooks_cache.c: access, sigqueue, dladdr, execve in pohmelfsd's start)
- * is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
+ * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * The "_done" hooks run after the real call with its result (>= 0, or
  * -errno) and return the result the caller sees.
  *

@@ -5,7 +5,9 @@
  * What it does: materialize, namespace changes, push and fetch, the stat
  * overlay (below); the journal of what this host knows of each storage
  * inode (journal.h); stubs, the local form of a file not fetched
- * (stub.h); the daemon control and the background writer.
+ * (stub.h); the daemon control and the background writer; for host
+ * processes, pohmelfsd's start (daemonstart.c), the process's dirty list
+ * (dirty.c) and the full-disk wait (space.c).
  * Main types: struct pohm_cache (opaque), struct pohm_cache_opts, struct
  * pohm_jrec, struct pohm_journal.
  * Relies on: core/ns, core/store, core/config, core/wire, core/sys.
@@ -43,6 +45,8 @@
 #ifndef POHM_CORE_CACHE_H
 #define POHM_CORE_CACHE_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -168,6 +172,15 @@ int pohm_cache_drop_stored(struct pohm_cache *c, const char *rel);
  * 0 also when the storage has no record of the object (the kernel's check
  * on the local owner stands); -EPERM or -EACCES as the kernel answers.
  */
+/*
+ * access(2) of rel (followed) answered from its STORED attributes while
+ * the local file is still a stub (mode 000: nothing fetched yet), by the
+ * one checker (core/sys pohm_perm_mode) with access(2)'s credential: the
+ * real ids, or the effective ones when effective (AT_EACCESS).  want:
+ * R_OK|W_OK|X_OK.  0 allowed, -EACCES refused, 1 when the local file
+ * answers for itself (fetched, missing, or nothing asked).
+ */
+int pohm_cache_access(struct pohm_cache *c, const char *rel, int want, int effective);
 enum pohm_perm_owner { POHM_PERM_FOWNER, POHM_PERM_CHOWN, POHM_PERM_TOUCH };
 int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int follow,
 			  enum pohm_perm_owner how);
@@ -223,7 +236,8 @@ struct pohm_sync_defer {
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d);
 
 /*
- * Who makes room in the cache (the preload layer: pohmelfsd).  fn(arg, 0)
+ * Who makes room in the cache (a host process: core/mount host.c, which
+ * asks pohmelfsd).  fn(arg, 0)
  * after each fetch (the cache grew: start the evictor if bounds are set);
  * fn(arg, need) when a fetch found the filesystem full: make need bytes
  * free if possible, return 0 to have the fetch tried once more.  Set once,
@@ -339,10 +353,49 @@ int pohm_cache_daemon_alive(const char *cache_dir);
  * wake FIFO (cache_dir/pohmelfsd.wake; no pid, no signal).  0, -ESRCH (no
  * pohmelfsd has it open), -errno. */
 int pohm_cache_daemon_ask_room(struct pohm_cache *c, unsigned mib);
+/*
+ * daemonstart.c: make sure pohmelfsd runs for c, from a host process:
+ * nothing when its lock is held, else spawn the pohmelfsd installed next
+ * to the library (LIB/pohmelfsd, else LIB/../bin/pohmelfsd), detached (no
+ * SIGCHLD, no child the host's wait calls see, the host's fds and signal
+ * handlers left behind), with the host's environment minus LD_PRELOAD.
+ * At most once a second per *last_ns (the caller's, one per cache: its
+ * last spawn, 0 = never or "again now"; compared and set atomically).
+ * The daemon inherits the euid: call it only as the cache's owner.
+ * errno untouched; nothing to report (the next call tries again).
+ */
+void pohm_cache_daemon_start(struct pohm_cache *c, uint64_t *last_ns);
+/*
+ * space.c: the disk under c is full and need more bytes are wanted (a
+ * host process's fetch or write): ask pohmelfsd for the room through its
+ * wake FIFO, starting it (pohm_cache_daemon_start with last_ns) when it
+ * does not run and last_ns is not NULL, and wait up to 2 s for it to
+ * listen and 5 s for the room.  Never evicts itself.  0 when the room is
+ * there, -ENOSPC otherwise.
+ */
+int pohm_cache_room(struct pohm_cache *c, uint64_t need, uint64_t *last_ns);
 /* pohmelfsd: make (if missing) and open its wake FIFO, nonblocking: fd or -errno. */
 int pohm_cache_daemon_wake_open(const char *cache_dir);
 /* pohmelfsd: take cache_dir's daemon lock, held for its lifetime (the kernel
  * drops it when the process ends).  The fd, -EAGAIN (another runs), -errno. */
 int pohm_cache_daemon_lock(const char *cache_dir);
+
+/*
+ * dirty.c: the files a process wrote and did not push yet (storage inode
+ * numbers; pushed at its exit or exec).  Thread-safe by its own lock; a
+ * zeroed struct with POHM_DIRTY_INIT's lock is empty.
+ */
+struct pohm_dirty {
+	pthread_mutex_t lock;	/* guards the rest */
+	uint64_t *ino;
+	size_t n, cap;
+};
+#define POHM_DIRTY_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+/* Add ino (once; dropped silently when memory runs out). */
+void pohm_dirty_note(struct pohm_dirty *d, uint64_t ino);
+/* Empty the set: how many it held. */
+size_t pohm_dirty_take(struct pohm_dirty *d);
+/* In a fork child: a new lock, and the parent's files are the parent's. */
+void pohm_dirty_atfork_child(struct pohm_dirty *d);
 
 #endif

@@ -135,12 +135,10 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 		 const struct pohm_inode *in, uint32_t flags);
 
 /* cacheperm.c: checks from the stored attributes (the journal's records),
- * with the caller's fsuid, fsgid, groups and capabilities. */
-/* The calling thread's fsuid. */
+ * with the caller's fsuid, fsgid, groups and capabilities; the mode check
+ * itself is core/sys's one checker (pohm_perm_mode). */
+/* The calling thread's fsuid (core/sys pohm_perm_fsuid). */
 uint32_t cache_fsuid(void);
-/* May the caller have want (R_OK|W_OK|X_OK) on an object of this stored
- * mode/uid/gid?  0 or -EACCES. */
-int cache_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want);
 /* Search on every directory below the prefix root above rel, and want on rel
  * itself (0: nothing more).  Unrecorded objects pass.  0 or -EACCES. */
 /* Is (dino, name) being created by a process of this host (a create marker

@@ -16,74 +16,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
 #include "sys.h"
 
-/* Does the calling thread hold capability cap in its effective set? */
-static int has_cap(int cap)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
-
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d))
-		return 0;
-	return !!(d[cap / 32].effective & (1u << (cap % 32)));
-}
-
-/* Is gid the fsgid or one of the supplementary groups? */
-static int in_group(uint32_t gid)
-{
-	gid_t small[256], *v = small;
-	int n, i, found = 0;
-
-	if ((uint32_t)syscall(SYS_setfsgid, -1) == gid)
-		return 1;
-	n = (int)syscall(SYS_getgroups, 0, NULL);
-	if (n <= 0)
-		return 0;
-	if (n > 256 && !(v = malloc(sizeof(*v) * (size_t)n)))
-		return 0;
-	n = (int)syscall(SYS_getgroups, n, v);
-	for (i = 0; i < n && !found; i++)
-		found = (uint32_t)v[i] == gid;
-	if (v != small)
-		free(v);
-	return found;
-}
-
 uint32_t cache_fsuid(void)
 {
-	/* setfsuid with an invalid id changes nothing and returns the current one. */
-	return (uint32_t)syscall(SYS_setfsuid, -1);
+	return pohm_perm_fsuid();
 }
 
-int cache_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want)
+/* want on an object of this stored mode/owner/group, for the calling thread
+ * as the kernel checks a file operation (the one checker, core/sys perm.h). */
+static int perm_fs(uint32_t mode, uint32_t uid, uint32_t gid, int want)
 {
-	uint32_t bits;
+	struct pohm_cred cr;
 
-	want &= R_OK | W_OK | X_OK;
-	if (!want)
-		return 0;
-	if (cache_fsuid() == uid)
-		bits = (mode >> 6) & 7;
-	else if (in_group(gid))
-		bits = (mode >> 3) & 7;
-	else
-		bits = mode & 7;
-	if ((bits & (uint32_t)want) == (uint32_t)want)
-		return 0;
-	/* Capabilities, as the kernel applies them. */
-	if (has_cap(CAP_DAC_OVERRIDE) &&
-	    (!(want & X_OK) || S_ISDIR(mode) || (mode & 0111)))
-		return 0;
-	if (has_cap(CAP_DAC_READ_SEARCH) && !(want & W_OK) &&
-	    (S_ISDIR(mode) || !(want & X_OK)))
-		return 0;
-	return -EACCES;
+	pohm_cred_fs(&cr);
+	return pohm_perm_mode(mode, uid, gid, want, &cr);
 }
 
 /* The journal's record of the local object dfd/path (fstatat, no follow). */
@@ -118,7 +70,7 @@ static int check_local_dir(int dfd, const char *path, int want)
 	if (pohm_sys_fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW | (*path ? 0 : AT_EMPTY_PATH)) ||
 	    !S_ISDIR(st.st_mode))
 		return 0;
-	return cache_perm_mode(st.st_mode, st.st_uid, st.st_gid, want);
+	return perm_fs(st.st_mode, st.st_uid, st.st_gid, want);
 }
 
 /* want on the object dfd/path per its record; a directory without one (made
@@ -142,7 +94,7 @@ static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
 		return S_ISLNK(rec.mode) ? 0 : -ENOTDIR;
 	}
 	want &= ~CHECK_DIR;
-	r = cache_perm_mode(rec.mode, rec.uid, rec.gid, want);
+	r = perm_fs(rec.mode, rec.uid, rec.gid, want);
 	pohm_jrec_clear(&rec);
 	return r;
 }
@@ -157,7 +109,7 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
 		return -ENAMETOOLONG;
 	/* Root with CAP_DAC_OVERRIDE passes every check on directories: no walk
 	 * (the open path may call this on every materialize).  Two syscalls. */
-	if (cache_fsuid() == 0 && has_cap(CAP_DAC_OVERRIDE))
+	if (cache_fsuid() == 0 && pohm_perm_has_cap(CAP_DAC_OVERRIDE))
 		return 0;
 	memcpy(path, rel, len + 1);
 	/* Each directory above rel's last component.  Not the prefix root: that
@@ -221,7 +173,8 @@ int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name)
 	if (owner_of(c, dfd, "", &dmode, &duid, &dgid) || !(dmode & S_ISVTX) ||
 	    (me = cache_fsuid()) == duid)
 		return 0;
-	if (!owner_of(c, dfd, name, &vmode, &vuid, &vgid) && vuid != me && !has_cap(CAP_FOWNER))
+	if (!owner_of(c, dfd, name, &vmode, &vuid, &vgid) && vuid != me &&
+	    !pohm_perm_has_cap(CAP_FOWNER))
 		return -EPERM;
 	return 0;
 }
@@ -233,7 +186,7 @@ int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name)
 	int fd;
 
 	if (owner_of(c, dfd, name, &mode, &uid, &gid) || cache_fsuid() == uid ||
-	    has_cap(CAP_FOWNER))
+	    pohm_perm_has_cap(CAP_FOWNER))
 		return 0;
 	fd = pohm_sys_openat(AT_FDCWD, "/proc/sys/fs/protected_hardlinks", O_RDONLY, 0);
 	if (fd >= 0) {
@@ -247,7 +200,7 @@ int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name)
 	 * caller may read and write (the kernel's may_linkat). */
 	if (S_ISREG(mode) && !(mode & S_ISUID) &&
 	    (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
-	    !cache_perm_mode(mode, uid, gid, R_OK | W_OK))
+	    !perm_fs(mode, uid, gid, R_OK | W_OK))
 		return 0;
 	return -EPERM;
 }
@@ -271,13 +224,30 @@ int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int fol
 	if (rec.uid == cache_fsuid())
 		r = 0;
 	else if (how == POHM_PERM_CHOWN)
-		r = has_cap(CAP_CHOWN) ? 0 : -EPERM;
-	else if (has_cap(CAP_FOWNER))
+		r = pohm_perm_has_cap(CAP_CHOWN) ? 0 : -EPERM;
+	else if (pohm_perm_has_cap(CAP_FOWNER))
 		r = 0;
 	else if (how == POHM_PERM_TOUCH)
-		r = cache_perm_mode(rec.mode, rec.uid, rec.gid, W_OK);
+		r = perm_fs(rec.mode, rec.uid, rec.gid, W_OK);
 	else
 		r = -EPERM;
 	pohm_jrec_clear(&rec);
 	return r;
+}
+
+int pohm_cache_access(struct pohm_cache *c, const char *rel, int want, int effective)
+{
+	struct pohm_cred cr;
+	struct stat st;
+
+	want &= R_OK | W_OK | X_OK;
+	if (pohm_sys_fstatat(c->pfd, rel, &st, *rel ? 0 : AT_EMPTY_PATH))
+		return 1;	/* the real call says what is missing */
+	if (st.st_mode & 07777)
+		return 1;	/* fetched: the local file answers for itself */
+	pohm_cache_stat_fix(c, &st);
+	if (!(st.st_mode & 07777) || !want)
+		return 1;
+	pohm_cred_access(&cr, effective);
+	return pohm_perm_mode(st.st_mode, st.st_uid, st.st_gid, want, &cr);
 }

@@ -178,6 +178,7 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	}
 	snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
 	m->owner = (uid_t)syscall(SYS_geteuid);
+	m->bounded = pohm_config_raw(cfg, "cache_size") || pohm_config_raw(cfg, "cache_min_free");
 	r = cache_dir_for(cfg, m->cache_dir, sizeof(m->cache_dir), &m->per_user);
 	if (r) {
 		snprintf(err, errlen, "cache_dir: cannot derive it (set cache_dir= or HOME)");

@@ -4,11 +4,15 @@
  *
  * What it does: builds client, kv store and cache from a configuration,
  * per user where needed (below), and classifies paths against the prefix
- * lexically (pathclass.h).
+ * lexically (pathclass.h).  For a host process (the shim): heavy init,
+ * its mounts per effective uid and its call counters (proc.c,
+ * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
+ * and the umask rule for new objects (host.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
- * Rules for callers: the preload layer's heavy init, pohmelfsd and the
- * pohmelfs tool start here; functions return 0 or -errno.
+ * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
+ * the pohmelfs tool (pohm_mount_open) start here; functions return 0 or
+ * -errno; pohm_proc_* and host.c are for host processes only.
  *
  * Parts (include this header, not them, from outside core/mount):
  * pathclass.h.
@@ -31,6 +35,7 @@
 #include "store.h"
 #include "net.h"
 #include "pathclass.h"
+#include "sys.h"
 
 struct pohm_mount {
 	struct pohm_client *client;
@@ -44,6 +49,9 @@ struct pohm_mount {
 	int per_user;			/* cache_dir is the owner's per-user one (mount_user.c) */
 	int root_said;			/* the root check's failure was logged; atomic */
 	char fsid[256];			/* for that message */
+	int bounded;			/* cache_size or cache_min_free is set */
+	uint64_t spawn_ns;		/* host.c: this process's last pohmelfsd spawn
+					 * for it (0: none, or again now); atomic */
 };
 
 /*
@@ -80,6 +88,66 @@ void pohm_mount_atfork_child(struct pohm_mount *m);
  * uid's per-user one (pohm_mount_user_dir).  Nothing is created.  0 or -errno.
  */
 int pohm_mount_cache_dir(const struct pohm_config *cfg, char *out, size_t len);
+
+/* host.c: a mount as a host process (the shim) uses it. */
+/* After the open in a host process: the full-disk callback (room asked of
+ * pohmelfsd, never evicting here) and the shared offline state. */
+void pohm_mount_host_attach(struct pohm_mount *m);
+/* Make sure pohmelfsd runs for m (pohm_cache_daemon_start, at most once a
+ * second), only while the calling process runs as m's owner: the daemon
+ * inherits the euid, and with it finds the same cache_dir. */
+void pohm_mount_daemon_start(struct pohm_mount *m);
+/* The mode a new object is stored with, as the kernel makes it locally:
+ * the type bits kept, the permission bits less the process umask (read
+ * without changing it). */
+mode_t pohm_mount_new_mode(mode_t mode);
+
+/*
+ * proc.c: the mounts of one host process (the shim's per-process state):
+ * heavy init on the first call under the prefix (configuration from the
+ * environment, the log, the mount of the calling euid), one mount per
+ * effective uid (a setuid or seteuid to another user opens that user's
+ * on its first call, at most POHM_PROC_MOUNTS), and the process's call
+ * counters.  Thread-safe; see proc.c for who guards what.
+ */
+#define POHM_PROC_MOUNTS 4
+#define POHM_PROC_PASS	 1	/* passthrough test build: the storage side stays out */
+/* What the caller (the shim) does for the mounts with its own services. */
+struct pohm_proc_glue {
+	/* Around core work that may call libc by name (config files, name
+	 * lookups): those calls must pass straight through the wrappers. */
+	void (*hold)(void);
+	void (*unhold)(void);
+	/* The configuration was loaded (loaded) or failed to load: set up the
+	 * log before any line of core's. */
+	void (*configured)(const struct pohm_config *cfg, int loaded);
+	/* m was just opened (first: the process's first mount), held. */
+	void (*opened)(struct pohm_mount *m, const struct pohm_config *cfg, int first);
+};
+/*
+ * The mount for the calling thread's effective uid, running heavy init
+ * (with g, the same every call) the first time.  NULL with *rc set:
+ * -ENOTCONN (no server configured), -EACCES (a refused per-user cache_dir,
+ * or too many users), -EIO (another open failure), POHM_PROC_PASS
+ * (passthrough test build).  One geteuid per call after the first.
+ */
+struct pohm_mount *pohm_proc_mount(const struct pohm_proc_glue *g, int *rc);
+/* The open mount of the current euid, or NULL; never opens one (exit paths). */
+struct pohm_mount *pohm_proc_mount_now(void);
+/* The open mount whose cache is c, or NULL. */
+struct pohm_mount *pohm_proc_mount_of(const struct pohm_cache *c);
+/* The process's first mount (the euid it started with) if it opened, or NULL. */
+struct pohm_mount *pohm_proc_mount_first(void);
+/* Count one call of kind k with result r (an error when the storage or the
+ * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
+ * local disk answers too).  Returns r. */
+int pohm_proc_count(enum pohm_stat k, int r);
+/* In a fork child: the locks as new, the counters the parent's to report. */
+void pohm_proc_atfork_child(void);
+/* This image's counters (at exit, and at an exec that replaces it): added
+ * to the cache_dir's totals (pohmelfs stats), and with stats=1 printed as
+ * one table into the log= file, else into err_fd (-1: nowhere). */
+void pohm_proc_flush_stats(int err_fd);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it

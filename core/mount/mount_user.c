@@ -40,17 +40,14 @@
 /* ---------------------------------------------------------------- usable? */
 
 /* May uid (with effective gid gid) add names to a directory of mode/owner st?
- * By the mode bits, as the kernel decides (supplementary groups ignored:
- * a false "no" only moves the cache to the per-user place). */
+ * By the mode bits, through the one checker (core/sys perm.h) with uid 0's
+ * override only (supplementary groups and capabilities ignored: a false
+ * "no" only moves the cache to the per-user place). */
 static int may_write(const struct stat *st, uid_t uid, gid_t gid)
 {
-	if (uid == 0)
-		return 1;
-	if (st->st_uid == uid)
-		return (st->st_mode & 0300) == 0300;
-	if (st->st_gid == gid)
-		return (st->st_mode & 0030) == 0030;
-	return (st->st_mode & 0003) == 0003;
+	struct pohm_cred cr = { (uint32_t)uid, (uint32_t)gid, POHM_CRED_ROOT };
+
+	return !pohm_perm_mode(st->st_mode, st->st_uid, st->st_gid, W_OK | X_OK, &cr);
 }
 
 int pohm_mount_dir_foreign(const char *dir, uid_t euid)

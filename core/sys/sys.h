@@ -4,8 +4,10 @@
  *
  * What it does: wraps the system calls core/ makes (below), writes the log
  * (log.h), counts calls, hits and bytes per process and per cache
- * (stats.h), and keeps the registry of the library's own long-lived fds
- * that the host must not close (ownfd.h).
+ * (stats.h), decides access by mode bits and credentials for all of
+ * core/ and preload/ (perm.h, the one permission checker), and keeps the
+ * registry of the library's own long-lived fds that the host must not
+ * close (ownfd.h).
  * Main types: struct pohm_stats; the fd slots of ownfd.h.
  * Relies on: the kernel via syscall(2) and libc; no other layer.
  * Rules for callers: functions return >= 0 or -errno and leave errno as
@@ -13,7 +15,7 @@
  * pohm_own_close only; the log never writes to stdout.
  *
  * Parts (include this header, not them, from outside core/sys):
- * log.h, ownfd.h, stats.h.
+ * log.h, ownfd.h, perm.h (the one permission checker), stats.h.
  */
 /*
  * sys.h — wrapped system calls for the library's own files and sockets.
@@ -47,6 +49,7 @@
 
 #include "log.h"
 #include "ownfd.h"
+#include "perm.h"
 #include "stats.h"
 
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */

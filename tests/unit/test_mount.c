@@ -259,3 +259,16 @@ TEST(the_cache_dir_a_configuration_uses_for_the_calling_user)
 	if (tmp)
 		setenv("TMPDIR", tmp, 1);
 }
+
+/* host.c: a new object's stored mode is the kernel's: type bits kept,
+ * permission bits (set-id and sticky too) less the umask, read each time. */
+TEST(new_mode_applies_the_current_umask)
+{
+	mode_t old = umask(022);
+
+	EXPECT_EQ_INT(pohm_mount_new_mode(0666), 0644);
+	EXPECT_EQ_INT(pohm_mount_new_mode(S_IFCHR | 04777), S_IFCHR | 04755);
+	umask(077);
+	EXPECT_EQ_INT(pohm_mount_new_mode(S_IFDIR | 01777), S_IFDIR | 01700);
+	EXPECT_EQ_INT(umask(old), 077);	/* read without changing it */
+}
