@@ -14,6 +14,8 @@
  * answer is kept (hint below) and checked by identity first (an fstatat
  * of its name from the prefix root, as classify.c checks a dirfd's
  * name): 6 system calls while the process stays in one deep directory.
+ * The last deep directory found outside the prefix is kept too (by
+ * device, inode and birth time): 4 system calls.
  */
 #include "shim.h"
 
@@ -21,6 +23,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
 /* At most this many levels are walked (a longer chain: "not under"). */
@@ -33,6 +36,15 @@
  * held walks instead).
  */
 static pthread_mutex_t hint_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A directory's identity: device, inode and, where known, birth time. */
+struct ident {
+	uint64_t dev, ino;
+	int64_t bsec;
+	uint32_t bnsec;
+	int born;
+};
+
 static struct {
 	int valid;
 	uint64_t dev, ino;
@@ -40,37 +52,50 @@ static struct {
 	size_t len;
 	char rel[POHM_REL_MAX];
 	/* and the last directory found outside: no rename through the
-	 * library moves a directory across the prefix (EXDEV), and its ctime
-	 * tells a reused inode number */
+	 * library moves a directory across the prefix (EXDEV), and its birth
+	 * time tells a reused inode number (not kept where the file system
+	 * has none: ctime changes with every entry made in the directory) */
 	int out_valid;
-	struct stat out;
+	struct ident out;
 } hint;
 
-static int same_out(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-/* 1 when st is the directory last found outside the prefix. */
-static int hint_outside(const struct stat *st)
+/* 1 when id is the directory last found outside the prefix. */
+static int hint_outside(const struct ident *id)
 {
 	int r;
 
-	if (pthread_mutex_trylock(&hint_lock))
+	if (!id->born || pthread_mutex_trylock(&hint_lock))
 		return 0;
-	r = hint.out_valid && same_out(&hint.out, st);
+	r = hint.out_valid && !memcmp(&hint.out, id, sizeof(*id));
 	pthread_mutex_unlock(&hint_lock);
 	return r;
 }
 
-static void hint_keep_outside(const struct stat *st)
+static void hint_keep_outside(const struct ident *id)
 {
-	if (pthread_mutex_trylock(&hint_lock))
+	if (!id->born || pthread_mutex_trylock(&hint_lock))
 		return;
 	hint.out_valid = 1;
-	hint.out = *st;
+	hint.out = *id;
 	pthread_mutex_unlock(&hint_lock);
+}
+
+/* The identity of the directory fd: 0, or -1. */
+static int ident_of(int fd, struct ident *id)
+{
+	struct statx sx;
+
+	memset(id, 0, sizeof(*id));
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
+		return -1;
+	id->dev = (uint64_t)makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	id->ino = sx.stx_ino;
+	if (sx.stx_mask & STATX_BTIME) {
+		id->born = 1;
+		id->bsec = sx.stx_btime.tv_sec;
+		id->bnsec = sx.stx_btime.tv_nsec;
+	}
+	return 0;
 }
 
 /* An fd of the parent of fd ("..") for reading, or -errno. */
@@ -150,7 +175,7 @@ static long levels_to(int fd, const struct stat *root)
 
 /* The hint, if it is the directory whose identity is *st and its name
  * still leads there from the prefix root (root: its path): 0, or -1. */
-static int hint_take(const struct stat *st, const char *root, struct pohm_pc_pos *pos,
+static int hint_take(const struct ident *st, const char *root, struct pohm_pc_pos *pos,
 		     char *rel, size_t relsz, size_t *rellen)
 {
 	struct stat now;
@@ -159,7 +184,7 @@ static int hint_take(const struct stat *st, const char *root, struct pohm_pc_pos
 
 	if (pthread_mutex_trylock(&hint_lock))
 		return -1;
-	if (hint.valid && hint.dev == (uint64_t)st->st_dev && hint.ino == (uint64_t)st->st_ino &&
+	if (hint.valid && hint.dev == st->dev && hint.ino == st->ino &&
 	    hint.len < relsz) {
 		*pos = hint.pos;
 		*rellen = hint.len;
@@ -173,19 +198,19 @@ static int hint_take(const struct stat *st, const char *root, struct pohm_pc_pos
 	if (rfd < 0)
 		return -1;
 	ok = !syscall(SYS_newfstatat, rfd, *rellen ? rel : ".", &now, AT_SYMLINK_NOFOLLOW) &&
-	     now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+	     (uint64_t)now.st_dev == st->dev && (uint64_t)now.st_ino == st->ino;
 	syscall(SYS_close, rfd);
 	return ok ? 0 : -1;
 }
 
-static void hint_keep(const struct stat *st, const struct pohm_pc_pos *pos, const char *rel,
+static void hint_keep(const struct ident *st, const struct pohm_pc_pos *pos, const char *rel,
 		      size_t len)
 {
 	if (len >= sizeof(hint.rel) || pthread_mutex_trylock(&hint_lock))
 		return;
 	hint.valid = 1;
-	hint.dev = (uint64_t)st->st_dev;
-	hint.ino = (uint64_t)st->st_ino;
+	hint.dev = st->dev;
+	hint.ino = st->ino;
 	hint.pos = *pos;
 	hint.len = len;
 	memcpy(hint.rel, rel, len + 1);
@@ -197,7 +222,8 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 	const struct pohm_pc_prefix *pf = &pohm_state.prefix;
 	int s = (int)pf->nsp - 1, saved = errno, fd, cur = -1, par, r = -1;
 	size_t end = relsz - 1;
-	struct stat root, st, self;
+	struct stat root, st;
+	struct ident self;
 	long depth, i;
 
 	if (!pf->nsp || relsz < 2)
@@ -205,7 +231,7 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 	fd = (int)syscall(SYS_openat, dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		goto out;
-	if (syscall(SYS_fstat, fd, &self) < 0 || hint_outside(&self))
+	if (ident_of(fd, &self) < 0 || hint_outside(&self))
 		goto close;
 	/* the last spelling: the prefix's realpath, as getcwd would have said */
 	if (!hint_take(&self, pf->sp[s].path, pos, rel, relsz, rellen)) {
