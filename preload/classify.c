@@ -60,7 +60,8 @@ static int strip_deleted(int fd, char *buf, long *n)
  * into *pos and rel; cached in the fd table when it may be (id: what the
  * table said of the fd, or NULL).  0; 1 when the base is a removed
  * directory (*pos and rel are where it was); -1 when the kernel does not
- * know either (then: somewhere outside).
+ * know either (then: somewhere outside).  A base deeper than PATH_MAX
+ * (getcwd says ENAMETOOLONG) is found by deepbase.c's walk instead.
  */
 __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_pos *pos,
 						       char *rel, size_t relsz, size_t *rellen,
@@ -87,6 +88,27 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
 		n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, sizeof(buf) - 1);
 		dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(dirfd, buf, &n);
+	}
+	if (n < 0 && errno == ENAMETOOLONG) {
+		/* deeper than PATH_MAX: walk ".." to the prefix root (deepbase.c) */
+		errno = saved;
+		*rellen = 0;
+		if (pohm_deep_base(dirfd, pos, rel, relsz, rellen) < 0) {
+			pos->depth = POHM_PC_DEEP;
+			pos->match[0] = pos->match[1] = 0;
+			*rellen = 0;
+			return -1;
+		}
+		if (dirfd != AT_FDCWD && *rellen < relsz) {
+			if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
+				id->dev = (uint64_t)st.st_dev;
+				id->ino = (uint64_t)st.st_ino;
+				id->known = 1;
+			}
+			errno = saved;
+			pohm_fd_resolved(dirfd, pos, rel, id);
+		}
+		return 0;
 	}
 	errno = saved;
 	pos->depth = POHM_PC_DEEP;

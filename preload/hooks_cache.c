@@ -909,6 +909,20 @@ static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flag
 		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
 }
 
+/*
+ * A path whose name below the prefix does not fit struct pohm_path
+ * (POHM_PATH_TRUNC, hooks_stack.c): the cache cannot name it, so the call
+ * fails with -ENAMETOOLONG rather than reach the local file alone (issue
+ * 19 item 10).  POHM_PASS in passthrough tests, the mount's error when it
+ * could not be opened.
+ */
+int pohm_hk_too_long(void)
+{
+	int r;
+
+	return cache(&r) ? -ENAMETOOLONG : r;
+}
+
 int pohm_hk_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	int r;

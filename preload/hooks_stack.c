@@ -6,9 +6,24 @@
  * cache's walk, the namespace and the network client then use the
  * library's stack, not the host thread's.  Written from hooks.h's
  * prototypes (a new hook there needs its pair here and in hooks_stack.h).
+ *
+ * Every hook that comes before a call on a path (open, stat, statx, ns,
+ * attr, lookup) first refuses a path whose name below the prefix did not
+ * fit struct pohm_path (POHM_PATH_TRUNC: a cwd or dirfd deep in the tree
+ * plus a relative path, more than POHM_REL_MAX - 1 bytes in all): the
+ * cache names every file by that string, so such a call fails with
+ * ENAMETOOLONG instead of reaching the local file alone, which the
+ * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
+ * The _done hooks then see the refusal as the call's result.
  */
 #include "shim.h"
 #include "hooks_stack.h"
+
+/* 1 when p (may be NULL) is a path the cache cannot name. */
+static int too_long(const struct pohm_path *p)
+{
+	return p && (p->flags & POHM_PATH_TRUNC);
+}
 
 struct a_open {
 	const struct pohm_path *p;
@@ -21,6 +36,8 @@ static long run_open(void *v)
 {
 	struct a_open *x = v;
 
+	if (too_long(x->p))
+		return pohm_hk_too_long();
 	return pohm_hk_open(x->p, x->flags, x->mode, x->fd_out);
 }
 
@@ -62,6 +79,8 @@ static long run_stat(void *v)
 {
 	struct a_stat *x = v;
 
+	if (too_long(x->p))
+		return pohm_hk_too_long();
 	return pohm_hk_stat(x->p, x->flags, x->st);
 }
 
@@ -83,6 +102,8 @@ static long run_statx(void *v)
 {
 	struct a_statx *x = v;
 
+	if (too_long(x->p))
+		return pohm_hk_too_long();
 	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx);
 }
 
@@ -148,6 +169,8 @@ static long run_ns(void *v)
 {
 	struct a_ns *x = v;
 
+	if (too_long(x->a) || too_long(x->b))
+		return pohm_hk_too_long();
 	return pohm_hk_ns(x->op, x->a, x->b, x->arg);
 }
 
@@ -210,6 +233,8 @@ static long run_attr(void *v)
 {
 	struct a_attr *x = v;
 
+	if (too_long(x->p))
+		return pohm_hk_too_long();
 	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags);
 }
 
@@ -253,6 +278,8 @@ static long run_lookup(void *v)
 {
 	struct a_lookup *x = v;
 
+	if (too_long(x->p))
+		return pohm_hk_too_long();
 	return pohm_hk_lookup(x->why, x->p, x->flags);
 }
 

@@ -329,6 +329,15 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
 
 /*
+ * A directory (dirfd, or AT_FDCWD) whose absolute path the kernel cannot
+ * give (ENAMETOOLONG): found by walking ".." (deepbase.c).  0 when it is
+ * under the prefix, with *pos, and rel / *rellen its name below the
+ * prefix (*rellen == relsz when that did not fit); -1 when it is not, or
+ * the walk failed.  errno is preserved.
+ */
+int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen);
+
+/*
  * The cwd as the hot path needs it (cwd.c keeps it): POHM_CWD_FAST_VALID
  * when the cwd is known, not under the prefix and not volatile; then bit s
  * set when the cwd lies on spelling s's way (its next component could lead
