@@ -1,8 +1,9 @@
 /*
  * iocas.c — compare-and-swap objects on every group (io.h "compare-and-swap
  * objects", DESIGN.md §3 "Versions and replicas"): the content quorum,
- * cas_get (read, wait out or settle splits, repair) and cas_put (arbiter
- * first, count exactly where it applied, roll back or forward, catch up).
+ * cas_get (read, wait out or settle splits, repair) and cas_put (every
+ * group at once, count exactly where it applied, roll back or forward,
+ * catch up; after a split between racers one retry, the arbiter first).
  *
  * Sections: pure helpers · marker and timing · reading · repair · get ·
  * put (outcome, confirm, rollback, catch-up).
