@@ -79,6 +79,8 @@ struct pohm_io_result {
 	struct pohm_time ts;		/* the version read or written */
 	uint64_t size;			/* object size of that version */
 	unsigned committed;		/* write/del: groups that acknowledged */
+	unsigned split;			/* cas_put: attempts that applied on fewer than a
+					 * majority and were rolled back (racing writers) */
 	char msg[1024];			/* "key K" then ": note; note...", one line */
 	unsigned notes;			/* notes in msg (problems met or worked around) */
 };

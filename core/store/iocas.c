@@ -972,6 +972,7 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 	 */
 	stuck = applied || (unknown && refused) ?
 		cas_rollback(op, sum, old, &res->ts, &replaced, &held, &forward) : 0;
+	res->split += applied > 0;
 	if (held >= op->w) {
 		/* The truth is "committed", whoever's write put the bytes there. */
 		res->committed = held;

@@ -24,7 +24,8 @@
  *         skipped.
  *
  * A put goes to every group at once first (io.h); a key this thread lost a
- * put on in the last 2 s goes the arbiter way at once (contended).
+ * put on to a racing writer in the last 2 s goes the arbiter way at once
+ * (contended).
  *
  * A rollback needs the content our CAS replaced.  core/ns always reads (or
  * has just written) what it CASes against, so this thread's last few values
@@ -65,10 +66,12 @@ static __thread struct recent {
 static __thread uint64_t recent_tick;
 
 /*
- * Keys this thread lost a CAS on lately (a racing writer): their next put
+ * Keys this thread lost a CAS on lately to a racing writer (its parallel
+ * attempt split the groups, or it lost the arbiter way): their next put
  * goes the arbiter way at once (pohm_cas_old.arbiter), since a parallel
  * attempt would likely split with the racer again and cost a rollback.
- * Thread-local; a few slots, overwritten oldest first.
+ * A CAS refused everywhere (a stale base: nobody was writing with us) does
+ * not count.  Thread-local; a few slots, overwritten oldest first.
  */
 #define LOST_N		4
 #define LOST_NS		2000000000ULL	/* how long a loss makes a key "contended" */
@@ -344,7 +347,8 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res.msg);
-		lost_note(ctx, key);
+		if (old.arbiter || res.split)
+			lost_note(ctx, key);
 		return old.csum ? -EAGAIN : -EEXIST;
 	}
 	pohm_info("%s", res.msg);

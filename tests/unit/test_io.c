@@ -1502,6 +1502,69 @@ static int kv_get(struct pohm_kv *kv, const char *key)
 	return r;
 }
 
+/* A kv put of data over the value last read (its checksum): the put's result, *waits its waits. */
+static int kv_put_counted(struct cluster *cl, struct pohm_kv *kv, const char *key,
+			  const char *data, const uint8_t *expect, uint64_t *waits)
+{
+	struct pohm_net_counts c0, c1;
+	int r;
+
+	pohm_net_counts(pohm_client_net(cl->c), &c0);
+	r = kv->ops->put(kv->ctx, key, data, strlen(data), expect);
+	pohm_net_counts(pohm_client_net(cl->c), &c1);
+	*waits = c1.waits - c0.waits;
+	return r;
+}
+
+/*
+ * kvio (session 11): a put refused everywhere (a stale base: nobody was
+ * writing with us) leaves the key uncontended, the next put is one wait;
+ * a put that split the groups with racers marks the key, and the next put
+ * within 2 s goes the arbiter way (two waits).
+ */
+TEST(kv_put_after_a_split_goes_the_arbiter_way)
+{
+	struct cluster cl;
+	struct pohm_kv kv;
+	struct pohm_kv_val v = { 0 };
+	uint8_t c1[64];
+	uint64_t now = pohm_sys_real_ns(), w;
+	int a = arbiter_of("kk"), g;
+
+	start3(&cl, NULL, 0);
+	pohm_kvio_init(&kv, cl.c);
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v1", now - 5 * SEC);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	memcpy(c1, v.csum, 64);
+	pohm_kv_val_free(&v);
+	/* Another writer committed v2: our put over v1 is refused everywhere. */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v2", now - 4 * SEC);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v3", c1, &w), -EAGAIN);
+	EXPECT_EQ_U64(w, 1);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v4", v.csum, &w), 0);
+	EXPECT_EQ_U64(w, 1);				/* not marked: one wait */
+	pohm_kv_val_free(&v);
+	/* Two racers' young copies on the other groups: ours applies on the
+	 * arbiter's alone, is rolled back, retried, lost: marked. */
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	set_copy(&cl, (a + 1) % 3, "kk", "R1", now);
+	set_copy(&cl, (a + 2) % 3, "kk", "R2", now);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v5", v.csum, &w), -EAGAIN);
+	EXPECT(copy_is(&cl, a, "kk", "v4", NULL));	/* undone */
+	/* The racers are gone (v4 everywhere): the next put goes the arbiter way. */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v4", now - 3 * SEC);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v6", v.csum, &w), 0);
+	EXPECT_EQ_U64(w, 2);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "kk", "v6", NULL));
+	pohm_kv_val_free(&v);
+	stop3(&cl);
+}
+
 TEST(offline_when_no_group_answers_fast_and_eio_then_online_again)
 {
 	struct cluster cl;
