@@ -220,8 +220,9 @@ struct pohm_cas_old {
 	int fresh;			/* a create of a key this writer drew at random: no
 					 * other writer races for it: every group at once and
 					 * no second attempt (decision 0017) */
-	int arbiter;			/* contended (the writer just lost this key): the
-					 * arbiter first, no parallel attempt */
+	int arbiter;			/* contended (the writer just lost this key to a
+					 * racing writer): the arbiter first, no
+					 * parallel attempt */
 };
 
 /*
