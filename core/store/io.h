@@ -79,6 +79,8 @@ struct pohm_io_result {
 	struct pohm_time ts;		/* the version read or written */
 	uint64_t size;			/* object size of that version */
 	unsigned committed;		/* write/del: groups that acknowledged */
+	unsigned split;			/* cas_put: attempts that applied on fewer than a
+					 * majority and were rolled back (racing writers) */
 	char msg[1024];			/* "key K" then ": note; note...", one line */
 	unsigned notes;			/* notes in msg (problems met or worked around) */
 };
@@ -176,10 +178,15 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
  * A version is its bytes.  It is committed once a majority of all
  * configured groups hold it (the same SHA-512; every copy of a version
  * carries the version's stamp, but that is not what decides).  A CAS write
- * is a data CAS against the content it replaces, the arbiter first (the
- * first group in a per-key order, so racing writers meet there one at a
- * time; the loser writes nothing), then the others; it is committed when a
- * majority applied it.  One that applied on fewer is undone by its writer
+ * is a data CAS against the content it replaces, sent to every group at
+ * once (one round trip); it is committed when a majority applied it.
+ * Writers racing from one version may split the groups so that none has a
+ * majority: each undoes its copies (below), and the one the key's first
+ * answering group (in a per-key order) applied tries once more the arbiter
+ * first (that group alone, then the others, so racing writers meet there
+ * one at a time and the loser writes nothing).  A key the writer lost
+ * recently, or one with a group behind, goes the arbiter way at once.
+ * One that applied on fewer is undone by its writer
  * on exactly the groups that applied it, by a data CAS against ours (a
  * group that moved on is left alone): to the content a majority holds now
  * if any, else to what it replaced; a create to the absent marker, a
@@ -211,8 +218,11 @@ struct pohm_cas_old {
 					 * copy was older than csum when it was read: not
 					 * to be the arbiter */
 	int fresh;			/* a create of a key this writer drew at random: no
-					 * other writer races for it, so no arbiter step;
-					 * every group at once (decision 0017) */
+					 * other writer races for it: every group at once and
+					 * no second attempt (decision 0017) */
+	int arbiter;			/* contended (the writer just lost this key to a
+					 * racing writer): the arbiter first, no
+					 * parallel attempt */
 };
 
 /*
@@ -236,11 +246,15 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 		    size_t *len, uint8_t csum[POHM_ID_SIZE], struct pohm_io_result *res);
 
 /*
- * CAS data over old (see struct pohm_cas_old) on every group, the arbiter
- * first: the first group in a per-key order that is not behind and can be
- * reached; if it refuses, the write has lost and went nowhere else.  With
- * old->fresh every group at once (nobody to race with; a group that
- * refuses or fails is handled as after the arbiter's ack).  After
+ * CAS data over old (see struct pohm_cas_old) on every group.  First every
+ * group at once (unless old->arbiter, old->behind, or old->csum without
+ * old->data): committed when a majority applied it, one round trip.  If
+ * fewer did, it is rolled back where it applied; when that left nothing of
+ * ours anywhere, the key did not move on and the tie group (the first in
+ * the key's order that answered) applied ours, it is sent once more the
+ * arbiter first: the first group in that order that is not behind and can
+ * be reached; if it refuses, the write has lost and went nowhere else.
+ * With old->fresh there is no second attempt (nobody to race with).  After
  * a commit, a group that refused is brought up to it where that cannot
  * undo a write that may still win (it holds old, misses the key, or its
  * copy is stamped before old).  res->g[].applied tells exactly where it

@@ -1,8 +1,9 @@
 /*
  * iocas.c — compare-and-swap objects on every group (io.h "compare-and-swap
  * objects", DESIGN.md §3 "Versions and replicas"): the content quorum,
- * cas_get (read, wait out or settle splits, repair) and cas_put (arbiter
- * first, count exactly where it applied, roll back or forward, catch up).
+ * cas_get (read, wait out or settle splits, repair) and cas_put (every
+ * group at once, count exactly where it applied, roll back or forward,
+ * catch up; after a split between racers one retry, the arbiter first).
  *
  * Sections: pure helpers · marker and timing · reading · repair · get ·
  * put (outcome, confirm, rollback, catch-up).
@@ -630,10 +631,12 @@ static void cas_confirm(struct gop *op, const uint8_t *sum, const struct pohm_ti
  * (no answer); *replaced counts groups that had moved on.  If a majority
  * already holds exactly our bytes (our write landed where its outcome was
  * unknown, or another writer made the same change), nothing is undone and
- * *committed is set to how many groups hold them.
+ * *committed is set to how many groups hold them.  *forward: a majority
+ * held other content (the key moved on) and that is what went back.
  */
 static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct pohm_cas_old *old,
-			     const struct pohm_time *ours, unsigned *replaced, unsigned *committed)
+			     const struct pohm_time *ours, unsigned *replaced, unsigned *committed,
+			     int *forward)
 {
 	struct pohm_io_result *res = op->res;
 	struct pohm_cas_vote v[POHM_MAX_GROUPS];
@@ -648,6 +651,7 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 
 	*replaced = 0;
 	*committed = 0;
+	*forward = 0;
 	if (!cas_read_all(op, v, bytes, blen, 0, 0,
 			  pohm_sys_mono_ns() + op->c->cfg->read_wait_timeout_ns))
 		idx = pohm_cas_pick(v, res->ngroups, 1);
@@ -667,6 +671,7 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 	}
 	/* The version put back keeps its stamp (every copy of a version carries it). */
 	stamp = pohm_clock_next(&op->c->clock_last, pohm_sys_real_ns(), pohm_time_to_ns(ours) + 1);
+	*forward = idx >= 0;
 	if (idx >= 0 && (fwd = malloc(blen[idx] ? blen[idx] : 1))) {
 		memcpy(fwd, bytes[idx], blen[idx]);
 		content = fwd;
@@ -805,67 +810,31 @@ static void cas_catch_up(struct gop *op, const void *data, size_t len, const uin
 	io_op_release(op);
 }
 
-int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
-		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res)
+/*
+ * Send our CAS (attributes io, bytes data) and record each group's outcome
+ * in res->g[].applied.  parallel: every group at once.  Else the arbiter
+ * first: the first group, in an order that depends on the key only, so
+ * that racing writers meet there one at a time; the loser has written
+ * nothing and stops, the winner goes on to the others, which then hold
+ * what it expects.  A group that was behind when we read (a stale copy,
+ * not yet repaired) would refuse everyone: it is passed over (one ahead is
+ * not: it holds a write in flight that we must lose to).  A group that
+ * cannot be reached passes the role on; one that does not answer within an
+ * eighth of the window (at least ARBITER_MIN_NS) leaves the rest to be
+ * written in parallel.  0, or -EBADFD when the arbiter refused (nothing
+ * else was sent).
+ */
+static int cas_send(struct gop *op, const uint8_t *io, const void *data, size_t len,
+		    const struct pohm_cas_old *old, int parallel, uint64_t deadline)
 {
-	uint8_t io[POHM_IO_ATTR_SIZE], sum[POHM_ID_SIZE];
-	struct pohm_io_attr a;
-	struct gop *op = malloc(sizeof(*op));
-	uint64_t deadline, arbiter_dl;
-	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0, rot;
+	struct pohm_io_result *res = op->res;
+	unsigned gi, rot = (unsigned)op->id[0] % res->ngroups;
+	uint64_t arbiter_dl = cas_ack_window(op->c) / 8;
 	uint32_t sent = 0;
 	size_t k;
-	int rc;
 
-	if (!op)
-		return -ENOMEM;
-	io_op_init(op, c, key, keylen, res);
-	op->own_node = 1;
-	if (!len || len > POHM_IO_PACKET_MAX) {
-		io_note(op, "a CAS object must be 1 byte to %u MiB", POHM_IO_PACKET_MAX >> 20);
-		rc = len ? -EFBIG : -EINVAL;
-		goto out;
-	}
-	/* Acks after the window do not count (see cas_ack_window). */
-	deadline = op->start + cas_ack_window(c);
-	rc = pohm_net_refresh(c->net, deadline, 0);
-	if (rc) {
-		char m[256];
-
-		pohm_net_last_error(c->net, m, sizeof(m));
-		io_note(op, "%s", m);
-		goto out;
-	}
-	/* CAS-arbitrated objects: a majority of all groups, always (DESIGN.md §3). */
-	op->w = res->ngroups / 2 + 1;
-	res->ts = pohm_time_from_ns(pohm_clock_next(&c->clock_last, pohm_sys_real_ns(),
-						    old->min_ts_ns));
-	res->size = len;
-	pohm_sha512(data, len, sum);
-	memset(&a, 0, sizeof(a));
-	memcpy(a.id, op->id, POHM_ID_SIZE);
-	memcpy(a.parent, old->csum ? old->csum : c->marker_sum, POHM_ID_SIZE);
-	a.flags = POHM_IO_CAS;
-	a.timestamp = res->ts;
-	a.size = len;
-	pohm_io_attr_encode(io, &a);
-	/*
-	 * The arbiter first: the first group, in an order that depends on the
-	 * key only, so that racing writers meet there one at a time; the loser
-	 * has written nothing and stops, the winner goes on to the others,
-	 * which then hold what it expects.  A group that was behind when we
-	 * read (a stale copy, not yet repaired) would refuse everyone: it is
-	 * passed over (one ahead is not: it holds a write in flight that we
-	 * must lose to).  A group that cannot be reached passes the role on;
-	 * one that does not answer within an eighth of the window (at least
-	 * ARBITER_MIN_NS) leaves the rest to be written in parallel.  A fresh
-	 * key (a new inode's random number) has nobody to race with: no
-	 * arbiter, every group at once (decision 0017).
-	 */
-	rot = (unsigned)op->id[0] % res->ngroups;
-	arbiter_dl = cas_ack_window(c) / 8;
 	arbiter_dl = op->start + (arbiter_dl > ARBITER_MIN_NS ? arbiter_dl : ARBITER_MIN_NS);
-	for (k = 0; k < res->ngroups && !(old->fresh && !old->csum); k++) {
+	for (k = 0; k < res->ngroups && !parallel; k++) {
 		const struct pohm_req *r;
 		int o;
 
@@ -874,7 +843,7 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 			continue;
 		sent |= 1u << gi;
 		io_op_release(op);
-		if (!io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), data, len))
+		if (!io_op_add(op, gi, POHM_CMD_WRITE, 0, io, POHM_IO_ATTR_SIZE, data, len))
 			continue;	/* no route: -ENXIO */
 		io_op_run(op, arbiter_dl < deadline ? arbiter_dl : deadline, NULL);
 		io_write_collect(op);
@@ -885,10 +854,9 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 			break;
 		}
 		if (r->status == -EBADFD && pohm_req_final(r)) {
-			res->committed = 0;
 			io_note(op, "compare-and-swap refused by group %u (the arbiter)", res->g[gi].group);
-			rc = -EBADFD;
-			goto out;
+			io_op_release(op);
+			return -EBADFD;
 		}
 		if (o < 0)
 			break;		/* may still apply: no second arbiter */
@@ -897,13 +865,78 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	op->quorum_at = 0;
 	for (gi = 0; gi < res->ngroups; gi++)
 		if (!(sent & (1u << gi)))
-			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, sizeof(io), data, len);
+			io_op_add(op, gi, POHM_CMD_WRITE, 0, io, POHM_IO_ATTR_SIZE, data, len);
 	if (op->n) {
 		io_op_run(op, deadline, io_write_enough);
 		io_write_collect(op);
 		for (k = 0; k < op->n; k++)
 			res->g[op->gi[k]].applied = write_outcome(&op->reqs[k]);
 	}
+	io_op_release(op);
+	return 0;
+}
+
+/*
+ * The group that decides which of two writers that split a parallel
+ * attempt may retry: the first group in the key's order (the arbiter's)
+ * that answered our write, applied or refused.  A group applies one CAS
+ * over a given content, so of writers racing from the same version at
+ * most one was applied there.  -1: none answered.
+ */
+static int cas_tie_group(const struct gop *op)
+{
+	const struct pohm_io_result *res = op->res;
+	unsigned k, gi, rot = (unsigned)op->id[0] % res->ngroups;
+
+	for (k = 0; k < res->ngroups; k++) {
+		gi = (rot + k) % res->ngroups;
+		if (res->g[gi].applied > 0 || res->g[gi].status == -EBADFD)
+			return (int)gi;
+	}
+	return -1;
+}
+
+/*
+ * One attempt of pohm_io_cas_put (see there), stamped now: send, count,
+ * confirm unknown outcomes, then commit (catch-up) or undo (rollback).
+ * *retry is set when a parallel attempt split and left nothing of ours
+ * anywhere (everything it applied was put back to what it replaced, no
+ * outcome unknown), the key did not move on (no majority content to roll
+ * forward to, no group replaced ours) and the tie group applied ours:
+ * the caller may then try once more, the arbiter first.
+ */
+static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+		       const struct pohm_cas_old *old, int parallel, int *retry)
+{
+	struct pohm_client *c = op->c;
+	struct pohm_io_result *res = op->res;
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	struct pohm_io_attr a;
+	uint64_t deadline = op->start + cas_ack_window(c);	/* later acks do not count */
+	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
+	int rc, tie, forward = 0;
+
+	*retry = 0;
+	res->committed = 0;
+	op->pre_ok = 0;
+	for (gi = 0; gi < res->ngroups; gi++) {
+		res->g[gi].applied = 0;
+		res->g[gi].repair = 0;
+		res->g[gi].status = -ECANCELED;
+	}
+	res->ts = pohm_time_from_ns(pohm_clock_next(&c->clock_last, pohm_sys_real_ns(),
+						    old->min_ts_ns));
+	memset(&a, 0, sizeof(a));
+	memcpy(a.id, op->id, POHM_ID_SIZE);
+	memcpy(a.parent, old->csum ? old->csum : c->marker_sum, POHM_ID_SIZE);
+	a.flags = POHM_IO_CAS;
+	a.timestamp = res->ts;
+	a.size = len;
+	pohm_io_attr_encode(io, &a);
+	rc = cas_send(op, io, data, len, old, parallel, deadline);
+	if (rc)
+		return rc;
+	tie = cas_tie_group(op);
 	for (gi = 0; gi < res->ngroups; gi++) {
 		applied += res->g[gi].applied > 0;
 		unknown += res->g[gi].applied < 0;
@@ -919,17 +952,16 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	}
 	res->committed = applied;
 	if (applied >= op->w) {
-		rc = 0;
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].applied <= 0 && res->g[gi].status != -ECANCELED)
 				io_note_group(op, gi, res->g[gi].status, "not written to ");
 		if (refused)
 			cas_catch_up(op, data, len, sum, a.parent,
 				     old->min_ts_ns ? old->min_ts_ns - 1 : 0);
-		goto out;
+		return 0;
 	}
-	io_note(op, "compare-and-swap applied on %u of %u groups, %u needed", applied, res->ngroups,
-	     op->w);
+	io_note(op, "compare-and-swap applied on %u of %u groups, %u needed%s", applied,
+		res->ngroups, op->w, parallel ? " (all groups at once)" : "");
 	for (gi = 0; gi < res->ngroups; gi++)
 		if (res->g[gi].applied <= 0)
 			io_note_group(op, gi, res->g[gi].status, "");
@@ -939,25 +971,86 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	 * rollback's read tells whether a majority holds our bytes after all.
 	 */
 	stuck = applied || (unknown && refused) ?
-		cas_rollback(op, sum, old, &res->ts, &replaced, &held) : 0;
+		cas_rollback(op, sum, old, &res->ts, &replaced, &held, &forward) : 0;
+	res->split += applied > 0;
 	if (held >= op->w) {
 		/* The truth is "committed", whoever's write put the bytes there. */
 		res->committed = held;
-		rc = 0;
-	} else if (stuck + unknown >= op->w || (replaced && unknown)) {
+		return 0;
+	}
+	if (stuck + unknown >= op->w || (replaced && unknown)) {
 		io_note(op, "outcome unknown: %u group(s) may still hold this version", stuck + unknown);
-		rc = -EIO;
-	} else if (refused) {
-		rc = -EBADFD;
-	} else {
-		for (gi = 0; gi < res->ngroups; gi++)
-			if (res->g[gi].status && res->g[gi].status != -ETIMEDOUT)
-				break;
-		rc = gi < res->ngroups ? -EIO : -ETIMEDOUT;
+		return -EIO;
+	}
+	if (refused) {
+		*retry = parallel && !old->fresh && !stuck && !unknown && !replaced && !forward &&
+			 tie >= 0 && res->g[tie].applied > 0;
+		return -EBADFD;
+	}
+	for (gi = 0; gi < res->ngroups; gi++)
+		if (res->g[gi].status && res->g[gi].status != -ETIMEDOUT)
+			break;
+	return gi < res->ngroups ? -EIO : -ETIMEDOUT;
+}
+
+/*
+ * Whether the first attempt goes to every group at once (one wait when
+ * uncontended; session 11).  Not when a group was behind (it would refuse
+ * and split every parallel attempt), nor when the content replaced is not
+ * known (a split could not be rolled back), nor when the caller asks for
+ * the arbiter (a key it just lost: contended).
+ */
+static int cas_parallel_first(const struct pohm_cas_old *old)
+{
+	if (old->fresh && !old->csum)
+		return 1;
+	return !old->arbiter && !old->behind && (!old->csum || (old->data && old->len));
+}
+
+int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res)
+{
+	uint8_t sum[POHM_ID_SIZE];
+	struct gop *op = malloc(sizeof(*op));
+	int rc, retry = 0, parallel = cas_parallel_first(old);
+
+	if (!op)
+		return -ENOMEM;
+	io_op_init(op, c, key, keylen, res);
+	op->own_node = 1;
+	if (!len || len > POHM_IO_PACKET_MAX) {
+		io_note(op, "a CAS object must be 1 byte to %u MiB", POHM_IO_PACKET_MAX >> 20);
+		rc = len ? -EFBIG : -EINVAL;
+		goto out;
+	}
+	rc = pohm_net_refresh(c->net, op->start + cas_ack_window(c), 0);
+	if (rc) {
+		char m[256];
+
+		pohm_net_last_error(c->net, m, sizeof(m));
+		io_note(op, "%s", m);
+		goto out;
+	}
+	/* CAS-arbitrated objects: a majority of all groups, always (DESIGN.md §3). */
+	op->w = res->ngroups / 2 + 1;
+	res->size = len;
+	pohm_sha512(data, len, sum);
+	/*
+	 * Optimistic: every group at once (decision 0006, amended in session
+	 * 11).  A majority that applied it commits it in one wait.  Racing
+	 * writers may split the groups between them; each undoes its own
+	 * copies (rollback, by CAS against its own bytes: a version's bytes
+	 * are unique, finding 15), and the one the tie group applied tries
+	 * once more the arbiter first, so racers cannot keep splitting.
+	 */
+	rc = cas_attempt(op, data, len, sum, old, parallel, &retry);
+	if (retry) {
+		io_note(op, "split by a racing writer and undone: again, the arbiter first");
+		op->start = pohm_sys_mono_ns();
+		rc = cas_attempt(op, data, len, sum, old, 0, &retry);
 	}
 out:
 	io_op_release(op);
 	free(op);
 	return rc;
 }
-

@@ -23,6 +23,10 @@
  *         objects without our header (http_compat copies, other data) are
  *         skipped.
  *
+ * A put goes to every group at once first (io.h); a key this thread lost a
+ * put on to a racing writer in the last 2 s goes the arbiter way at once
+ * (contended).
+ *
  * A rollback needs the content our CAS replaced.  core/ns always reads (or
  * has just written) what it CASes against, so this thread's last few values
  * are kept, by key and checksum, and handed to pohm_io_cas_put with it.
@@ -60,6 +64,54 @@ static __thread struct recent {
 	uint64_t mono_ns;		/* when (kvio_peek's age) */
 } recent[RECENT_N];
 static __thread uint64_t recent_tick;
+
+/*
+ * Keys this thread lost a CAS on lately to a racing writer (its parallel
+ * attempt split the groups, or it lost the arbiter way): their next put
+ * goes the arbiter way at once (pohm_cas_old.arbiter), since a parallel
+ * attempt would likely split with the racer again and cost a rollback.
+ * A CAS refused everywhere (a stale base: nobody was writing with us) does
+ * not count.  Thread-local; a few slots, overwritten oldest first.
+ */
+#define LOST_N		4
+#define LOST_NS		2000000000ULL	/* how long a loss makes a key "contended" */
+static __thread struct lost {
+	char key[POHM_KEY_MAX];
+	const void *client;
+	uint64_t mono_ns;		/* 0 = empty */
+} lost[LOST_N];
+
+static void lost_note(const void *client, const char *key)
+{
+	struct lost *l = &lost[0];
+	size_t i;
+
+	if (strlen(key) >= sizeof(l->key))
+		return;
+	for (i = 0; i < LOST_N; i++) {
+		if (lost[i].mono_ns && lost[i].client == client && !strcmp(lost[i].key, key)) {
+			l = &lost[i];
+			break;
+		}
+		if (lost[i].mono_ns < l->mono_ns)
+			l = &lost[i];
+	}
+	strcpy(l->key, key);
+	l->client = client;
+	l->mono_ns = pohm_sys_mono_ns();
+}
+
+static int lost_lately(const void *client, const char *key)
+{
+	uint64_t now = pohm_sys_mono_ns();
+	size_t i;
+
+	for (i = 0; i < LOST_N; i++)
+		if (lost[i].mono_ns && lost[i].client == client && now - lost[i].mono_ns < LOST_NS &&
+		    !strcmp(lost[i].key, key))
+			return 1;
+	return 0;
+}
 
 static void remember(const void *client, const char *key, const void *data, size_t len,
 		     const uint8_t *csum, const struct pohm_io_result *res)
@@ -269,6 +321,7 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 	}
 	memset(&old, 0, sizeof(old));
 	old.fresh = expect == POHM_KV_NEW;
+	old.arbiter = !old.fresh && lost_lately(ctx, key);
 	if (expect != POHM_KV_ABSENT && expect != POHM_KV_NEW) {
 		old.csum = expect;
 		prev = recall(key, expect);
@@ -294,6 +347,8 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res.msg);
+		if (old.arbiter || res.split)
+			lost_note(ctx, key);
 		return old.csum ? -EAGAIN : -EEXIST;
 	}
 	pohm_info("%s", res.msg);

@@ -6,7 +6,8 @@
  * mismatch), malformed handshake, replies held back and sent in reverse
  * order, READ replies with a wrong checksum, -84 on READ, -95 on key
  * commands, a connection that is never read after the handshake (a full
- * socket buffer).  Every request's header flags are recorded per command
+ * socket buffer), two WRITEs applied in an order set by their data (racing
+ * writers that split the groups between them).  Every request's header flags are recorded per command
  * (fn_flags_all / fn_flags_any / fn_seen) and the last BACKEND_STATUS
  * payload is kept (fn_ping_payload), so tests can check what the client
  * sends.  Not the real node (node/): just enough protocol to test the
@@ -42,6 +43,9 @@
 #define FN_HUGE			0x400	/* answer BACKEND_STATUS with a 2^40-byte header */
 #define FN_SLOW_LOOKUP		0x800	/* answer LOOKUP 30 ms late */
 #define FN_NOREAD		0x1000	/* after the handshake, never read the connection again */
+#define FN_PAIR_LOW		0x2000	/* hold a WRITE until a second comes, then apply the one
+					 * with the smaller data first (once; then cleared) */
+#define FN_PAIR_HIGH		0x4000	/* the same, the larger data first */
 
 #define FN_MAX_OBJS	64
 #define FN_MAX_CONNS	16
@@ -347,11 +351,63 @@ struct fn_held {
 	struct pohm_buf b;
 };
 
+/* Handle one request and send its reply at once (FN_PAIR_*). */
+static inline void fn_handle_send(struct fake_node *fn, int fd, const struct pohm_cmd *q,
+				  const uint8_t *p)
+{
+	struct pohm_cmd rc;
+	struct pohm_buf rb = POHM_BUF_INIT;
+
+	if (fn_handle(fn, q, p, &rc, &rb) == 0)
+		fn_send(fd, &rc, rb.p, rb.len);
+	pohm_buf_free(&rb);
+}
+
+/*
+ * FN_PAIR_*: keep the first WRITE (*held, its payload *held_p); at the
+ * second, apply both in the order of their data and clear the flag.
+ * 1 when the request was kept or handled here (p then belongs to this).
+ */
+static inline int fn_pair(struct fake_node *fn, int fd, const struct pohm_cmd *q, uint8_t *p,
+			  struct fn_held *held, uint8_t **held_p)
+{
+	int f = fn_flags(fn), low = f & FN_PAIR_LOW, c;
+	size_t n1, n2;
+
+	if (!(f & (FN_PAIR_LOW | FN_PAIR_HIGH)) || q->cmd != POHM_CMD_WRITE ||
+	    q->size < POHM_IO_ATTR_SIZE)
+		return 0;
+	if (!*held_p) {
+		held->fd = fd;
+		held->c = *q;
+		*held_p = p;
+		return 1;
+	}
+	n1 = (size_t)q->size - POHM_IO_ATTR_SIZE;
+	n2 = (size_t)held->c.size - POHM_IO_ATTR_SIZE;
+	c = memcmp(p + POHM_IO_ATTR_SIZE, *held_p + POHM_IO_ATTR_SIZE, n1 < n2 ? n1 : n2);
+	if (!c)
+		c = n1 < n2 ? -1 : n1 > n2;
+	if ((c < 0) == !!low) {
+		fn_handle_send(fn, fd, q, p);
+		fn_handle_send(fn, held->fd, &held->c, *held_p);
+	} else {
+		fn_handle_send(fn, held->fd, &held->c, *held_p);
+		fn_handle_send(fn, fd, q, p);
+	}
+	fn_set_flags(fn, f & ~(FN_PAIR_LOW | FN_PAIR_HIGH));
+	free(*held_p);
+	*held_p = NULL;
+	free(p);
+	return 1;
+}
+
 static inline void *fn_thread(void *arg)
 {
 	struct fake_node *fn = arg;
 	struct pollfd pfd[FN_MAX_CONNS + 1];
-	struct fn_held held[64];
+	struct fn_held held[64], pair;
+	uint8_t *pair_p = NULL;
 	int nheld = 0, n = 0, i, j;
 
 	pfd[0].fd = fn->lfd;
@@ -390,6 +446,8 @@ static inline void *fn_thread(void *arg)
 				}
 			}
 			fn_record(fn, &q, p);
+			if (fn_pair(fn, pfd[i].fd, &q, p, &pair, &pair_p))
+				continue;
 			if (q.cmd == POHM_CMD_REVERSE_LOOKUP && (fn_flags(fn) & FN_NOREAD))
 				pfd[i].events = 0;	/* what the client sends from now on piles up */
 			if (q.cmd == POHM_CMD_REVERSE_LOOKUP) {
@@ -452,6 +510,7 @@ drop:
 		close(pfd[i].fd);
 	for (j = 0; j < nheld; j++)
 		pohm_buf_free(&held[j].b);
+	free(pair_p);
 	return NULL;
 }
 

@@ -705,6 +705,7 @@ TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
 {
 	struct cluster cl;
 	struct pohm_io_result res;
+	struct pohm_cas_old o;
 	int g;
 
 	start3(&cl, NULL, 0);
@@ -712,11 +713,19 @@ TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
 	EXPECT_EQ_INT(res.committed, 3);
 	for (g = 0; g < 3; g++)
 		EXPECT_EQ_INT(res.g[g].applied, 1);
-	/* A second create loses at the arbiter and touches nothing else. */
+	/* A second create is refused everywhere and touches nothing... */
 	EXPECT_EQ_INT(cas_put(&cl, "k", "v9", NULL, 0, &res), -EBADFD);
+	for (g = 0; g < 3; g++) {
+		EXPECT(copy_is(&cl, g, "k", "v1", NULL));
+		EXPECT_EQ_INT(res.g[g].repair, 0);
+	}
+	/* ...and the arbiter way (a contended key) loses at the arbiter alone. */
+	memset(&o, 0, sizeof(o));
+	o.arbiter = 1;
+	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "k", 1, "v9", 2, &o, &res), -EBADFD);
 	EXPECT(strstr(res.msg, "(the arbiter)") != NULL);
 	for (g = 0; g < 3; g++)
-		EXPECT(copy_is(&cl, g, "k", "v1", NULL));
+		EXPECT_EQ_INT(res.g[g].status, g == arbiter_of("k") ? -EBADFD : -ECANCELED);
 	EXPECT_EQ_INT(cas_put(&cl, "k", "v2", "v1", pohm_time_to_ns(&res.ts), &res), 0);
 	EXPECT(cas_get_is(&cl, "k", "v2", &res));
 	/* Markers count as absent for a create. */
@@ -728,15 +737,17 @@ TEST(cas_put_commits_on_a_majority_and_creates_over_the_marker)
 	stop3(&cl);
 }
 
-/* A create of a fresh key (a new inode's random number, decision 0017): every
- * group at once, one wait instead of the arbiter's two; an existing key is
- * still refused everywhere and left as it was. */
-TEST(cas_put_of_a_fresh_key_is_one_wait)
+/* Session 11: an uncontended CAS, create or update, is one wait (every group
+ * at once); the arbiter way (old.arbiter: a key just lost) two.  A create
+ * of a fresh key (a new inode's random number, decision 0017) is one wait
+ * too; an existing key is still refused everywhere and left as it was. */
+TEST(cas_put_uncontended_and_fresh_are_one_wait)
 {
 	struct cluster cl;
 	struct pohm_io_result res;
 	struct pohm_net_counts c0, c1;
 	struct pohm_cas_old o;
+	uint8_t sum[64];
 	int g;
 
 	start3(&cl, NULL, 0);
@@ -745,7 +756,28 @@ TEST(cas_put_of_a_fresh_key_is_one_wait)
 	pohm_net_counts(pohm_client_net(cl.c), &c0);
 	EXPECT_EQ_INT(cas_put(&cl, "arb", "v", NULL, 0, &res), 0);
 	pohm_net_counts(pohm_client_net(cl.c), &c1);
-	EXPECT_EQ_U64(c1.waits - c0.waits, 2);	/* the arbiter, then the others */
+	EXPECT_EQ_U64(c1.waits - c0.waits, 1);
+	EXPECT_EQ_INT(res.committed, 3);
+	c0 = c1;
+	EXPECT_EQ_INT(cas_put(&cl, "arb", "v2", "v", pohm_time_to_ns(&res.ts), &res), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 1);
+	EXPECT_EQ_INT(res.committed, 3);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "arb", "v2", NULL));
+	/* The arbiter way: the arbiter, then the others. */
+	pohm_sha512("v2", 2, sum);
+	o.csum = sum;
+	o.data = "v2";
+	o.len = 2;
+	o.min_ts_ns = pohm_time_to_ns(&res.ts) + 1;
+	o.arbiter = 1;
+	c0 = c1;
+	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "arb", 3, "v3", 2, &o, &res), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 2);
+	EXPECT_EQ_INT(res.committed, 3);
+	memset(&o, 0, sizeof(o));
 	o.fresh = 1;
 	c0 = c1;
 	EXPECT_EQ_INT(pohm_io_cas_put(cl.c, "new", 3, "v1", 2, &o, &res), 0);
@@ -853,6 +885,150 @@ TEST(cas_put_with_a_group_down)
 	EXPECT_EQ_INT(cas_put(&cl, "k", "v3", "v2", pohm_time_to_ns(&res.ts), &res), 0);
 	EXPECT_EQ_INT(res.g[a].applied, 0);
 	EXPECT(cas_get_is(&cl, "k", "v3", &res));
+	stop3(&cl);
+}
+
+/* ---- racing writers (session 11: every group at once first) */
+
+struct racer {
+	struct pohm_client *c;
+	const char *key, *data;
+	pthread_barrier_t *go;
+	uint64_t p_ts;
+	struct pohm_io_result res;
+	int rc;
+};
+
+/* CAS r->data over "P" (stamped r->p_ts) once both racers are ready. */
+static void *racer_thread(void *arg)
+{
+	struct racer *r = arg;
+	struct pohm_cas_old o;
+	uint8_t sum[64];
+
+	memset(&o, 0, sizeof(o));
+	pohm_sha512("P", 1, sum);
+	o.csum = sum;
+	o.data = "P";
+	o.len = 1;
+	o.min_ts_ns = r->p_ts + 1;
+	pthread_barrier_wait(r->go);
+	r->rc = pohm_io_cas_put(r->c, r->key, strlen(r->key), r->data, strlen(r->data), &o,
+				&r->res);
+	return NULL;
+}
+
+/*
+ * Two writers (two clients, as two hosts) race from "P": the arbiter's
+ * group applies "A" first, the next group "B" first (FN_PAIR_*), the third
+ * holds a stale copy and refuses both.  Neither has a majority: both roll
+ * back what they applied, the one the arbiter's group took ("A") tries
+ * again the arbiter first and commits; "B" is lost (-EBADFD) and is
+ * nowhere.  The stale copy is caught up.
+ */
+TEST(cas_put_racing_writers_split_both_roll_back_and_one_wins_the_retry)
+{
+	struct cluster cl;
+	struct pohm_client *c2;
+	struct pohm_io_result res;
+	struct racer ra, rb;
+	pthread_t ta, tb;
+	pthread_barrier_t go;
+	uint64_t now = pohm_sys_real_ns(), p_ts = now - 5 * SEC;
+	uint8_t *wd = NULL, wsum[64];
+	size_t wn = 0;
+	char err[256];
+	int a = arbiter_of("race"), s = (a + 1) % 3, z = (a + 2) % 3, g;
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(pohm_client_open(&c2, &cl.cfg, err, sizeof(err)), 0);
+	/* Connections up on both clients first (a handshake is not a race). */
+	EXPECT(cas_get_is(&cl, "warm", NULL, &res));
+	EXPECT_EQ_INT(pohm_io_cas_get(c2, "warm", 4, &wd, &wn, wsum, &res), -ENOENT);
+	free(wd);
+	set_copy(&cl, a, "race", "P", p_ts);
+	set_copy(&cl, s, "race", "P", p_ts);
+	set_copy(&cl, z, "race", "O", p_ts - SEC);
+	fn_set_flags(&cl.fn[a], FN_PAIR_LOW);
+	fn_set_flags(&cl.fn[s], FN_PAIR_HIGH);
+	pthread_barrier_init(&go, NULL, 2);
+	ra = (struct racer){ cl.c, "race", "A", &go, p_ts, { 0 }, 1 };
+	rb = (struct racer){ c2, "race", "B", &go, p_ts, { 0 }, 1 };
+	pthread_create(&ta, NULL, racer_thread, &ra);
+	pthread_create(&tb, NULL, racer_thread, &rb);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	pthread_barrier_destroy(&go);
+	if (ra.rc || rb.rc != -EBADFD)
+		printf("# A: %d %s\n# B: %d %s\n", ra.rc, ra.res.msg, rb.rc, rb.res.msg);
+	EXPECT_EQ_INT(ra.rc, 0);
+	EXPECT_EQ_INT(rb.rc, -EBADFD);
+	/* Both split and undid their copy; only A tried again. */
+	EXPECT(strstr(ra.res.msg, "applied on 1 of 3 groups") != NULL);
+	EXPECT(strstr(rb.res.msg, "applied on 1 of 3 groups") != NULL);
+	EXPECT(strstr(ra.res.msg, "rolled back on group") != NULL);
+	EXPECT(strstr(rb.res.msg, "rolled back on group") != NULL);
+	EXPECT(strstr(ra.res.msg, "again, the arbiter first") != NULL);
+	EXPECT(strstr(rb.res.msg, "again, the arbiter first") == NULL);
+	for (g = 0; g < 3; g++) {
+		EXPECT(copy_is(&cl, g, "race", "A", NULL));
+		EXPECT_EQ_INT(rb.res.g[g].applied, g == s);	/* where B landed... */
+		EXPECT_EQ_INT(rb.res.g[g].repair, g == s);	/* ...and was undone */
+	}
+	EXPECT(cas_get_is(&cl, "race", "A", &res));
+	pohm_client_close(c2);
+	stop3(&cl);
+}
+
+/*
+ * A writer that died between its write and its rollback: its copy "D",
+ * young, on one group (the arbiter's, where before session 11 it refused
+ * every writer until it was old, finding 12).  The next writer commits on
+ * the other two in one wait and leaves D to its dead writer's age; the
+ * writer after that replaces it (stamped before its parent: catch-up).
+ * Readers meanwhile get the committed content.
+ */
+TEST(cas_put_after_a_writer_died_before_its_rollback)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_net_counts c0, c1;
+	uint64_t now = pohm_sys_real_ns(), ts;
+	int a = arbiter_of("dead"), g;
+
+	start3(&cl, NULL, 0);
+	EXPECT(cas_get_is(&cl, "warm", NULL, &res));	/* connections up */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "dead", "P", now - 5 * SEC);
+	set_copy(&cl, a, "dead", "D", now - 100 * MS);	/* applied, then its writer died */
+	EXPECT(cas_get_is(&cl, "dead", "P", &res));
+	EXPECT(copy_is(&cl, a, "dead", "D", NULL));	/* young: its writer's to undo */
+	pohm_net_counts(pohm_client_net(cl.c), &c0);
+	EXPECT_EQ_INT(cas_put(&cl, "dead", "N", "P", now - 5 * SEC, &res), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 2);	/* the commit; the catch-up's look at D */
+	EXPECT_EQ_INT(res.committed, 2);
+	EXPECT(copy_is(&cl, a, "dead", "D", NULL));	/* newer than our parent: left */
+	EXPECT(cas_get_is(&cl, "dead", "N", &res));
+	ts = pohm_time_to_ns(&res.ts);
+	EXPECT_EQ_INT(cas_put(&cl, "dead", "M", "N", ts, &res), 0);
+	EXPECT(strstr(res.msg, "caught up") != NULL);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "dead", "M", NULL));
+	/* Two writers died after a split (D on the arbiter's group, E on the
+	 * next): the next writer, applied on the third alone, undoes its copy
+	 * and is lost without a second attempt (the tie group refused it);
+	 * once D and E are old a reader settles the key (pohm_cas_fallback),
+	 * as before. */
+	set_copy(&cl, a, "dead", "D", now - 100 * MS);
+	set_copy(&cl, (a + 1) % 3, "dead", "E", now - 90 * MS);
+	set_copy(&cl, (a + 2) % 3, "dead", "M", now - 5 * SEC);
+	EXPECT_EQ_INT(cas_put(&cl, "dead", "X", "M", now - 5 * SEC, &res), -EBADFD);
+	EXPECT(copy_is(&cl, (a + 2) % 3, "dead", "M", NULL));
+	set_copy(&cl, a, "dead", "D", now - 20 * SEC);
+	set_copy(&cl, (a + 1) % 3, "dead", "E", now - 10 * SEC);
+	set_copy(&cl, (a + 2) % 3, "dead", "M", now - 30 * SEC);
+	EXPECT(cas_get_is(&cl, "dead", "E", &res));
 	stop3(&cl);
 }
 
@@ -1324,6 +1500,69 @@ static int kv_get(struct pohm_kv *kv, const char *key)
 
 	pohm_kv_val_free(&v);
 	return r;
+}
+
+/* A kv put of data over the value last read (its checksum): the put's result, *waits its waits. */
+static int kv_put_counted(struct cluster *cl, struct pohm_kv *kv, const char *key,
+			  const char *data, const uint8_t *expect, uint64_t *waits)
+{
+	struct pohm_net_counts c0, c1;
+	int r;
+
+	pohm_net_counts(pohm_client_net(cl->c), &c0);
+	r = kv->ops->put(kv->ctx, key, data, strlen(data), expect);
+	pohm_net_counts(pohm_client_net(cl->c), &c1);
+	*waits = c1.waits - c0.waits;
+	return r;
+}
+
+/*
+ * kvio (session 11): a put refused everywhere (a stale base: nobody was
+ * writing with us) leaves the key uncontended, the next put is one wait;
+ * a put that split the groups with racers marks the key, and the next put
+ * within 2 s goes the arbiter way (two waits).
+ */
+TEST(kv_put_after_a_split_goes_the_arbiter_way)
+{
+	struct cluster cl;
+	struct pohm_kv kv;
+	struct pohm_kv_val v = { 0 };
+	uint8_t c1[64];
+	uint64_t now = pohm_sys_real_ns(), w;
+	int a = arbiter_of("kk"), g;
+
+	start3(&cl, NULL, 0);
+	pohm_kvio_init(&kv, cl.c);
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v1", now - 5 * SEC);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	memcpy(c1, v.csum, 64);
+	pohm_kv_val_free(&v);
+	/* Another writer committed v2: our put over v1 is refused everywhere. */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v2", now - 4 * SEC);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v3", c1, &w), -EAGAIN);
+	EXPECT_EQ_U64(w, 1);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v4", v.csum, &w), 0);
+	EXPECT_EQ_U64(w, 1);				/* not marked: one wait */
+	pohm_kv_val_free(&v);
+	/* Two racers' young copies on the other groups: ours applies on the
+	 * arbiter's alone, is rolled back, retried, lost: marked. */
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kk", &v), 0);
+	set_copy(&cl, (a + 1) % 3, "kk", "R1", now);
+	set_copy(&cl, (a + 2) % 3, "kk", "R2", now);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v5", v.csum, &w), -EAGAIN);
+	EXPECT(copy_is(&cl, a, "kk", "v4", NULL));	/* undone */
+	/* The racers are gone (v4 everywhere): the next put goes the arbiter way. */
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kk", "v4", now - 3 * SEC);
+	EXPECT_EQ_INT(kv_put_counted(&cl, &kv, "kk", "v6", v.csum, &w), 0);
+	EXPECT_EQ_U64(w, 2);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "kk", "v6", NULL));
+	pohm_kv_val_free(&v);
+	stop3(&cl);
 }
 
 TEST(offline_when_no_group_answers_fast_and_eio_then_online_again)
