@@ -83,7 +83,36 @@ static POHM_TLS struct pohm_cache *open_cache;
 static POHM_TLS char *open_rel;
 #define OPEN_OUTSIDE ((char *)1)
 
-static int held_here(void *arg, uint64_t dev, uint64_t ino);
+/*
+ * What core/mount's push decisions (closepush.c) need of this process's
+ * fds: the fds under the prefix (fd.c's table), the read-only shadows of
+ * write-only fds (shadow.c), and the dirty list.
+ */
+static int fds_next(int from, uint64_t *ino, unsigned *flags)
+{
+	struct pohm_fd_info fi;
+	int fd, max = pohm_fd_max();
+
+	for (fd = from; fd <= max; fd++)
+		if (pohm_fd_lookup(fd, &fi)) {
+			*ino = fi.cookie;
+			*flags = ((fi.flags & POHM_FD_WRITE) ? POHM_HOST_FD_WRITE : 0) |
+				 ((fi.flags & (POHM_FD_DIR | POHM_FD_PATH)) ? POHM_HOST_FD_NODATA : 0);
+			return fd;
+		}
+	return -1;
+}
+
+static const struct pohm_host_fds host_fds = {
+	fds_next, pohm_shadow_get, pohm_shadow_host_closing, &dirty,
+};
+
+/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
+static int held_here(void *arg, uint64_t dev, uint64_t ino)
+{
+	(void)arg;
+	return pohm_proc_fd_held((void *)&host_fds, dev, ino);
+}
 
 /* Is rel (under the prefix) a regular file open through an fd of this process? */
 static int held_path(struct pohm_cache *c, const char *rel)
@@ -344,8 +373,6 @@ int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 	busy_leave();
 	return r;
 }
-
-static int held_here(void *arg, uint64_t dev, uint64_t ino);
 
 /* Open-for-write locks held before the next sweep (see writer_opened);
  * relaxed atomic, any thread. */
@@ -951,107 +978,16 @@ int pohm_hk_readdir(DIR *dir, int fd, struct dirent64 *ent)
 
 /* ---------------------------------------------------------------- fds */
 
-/*
- * Push through fd, or through the read-only shadow of its inode when fd
- * is write-only (shadow.c: the shadow stays open until just before the
- * host's last close of the inode, so no POSIX lock of the program is
- * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
- * permission); the caller hands the push to pohmelfsd.
- */
-static int push_fd(struct pohm_cache *c, int fd)
-{
-	int r, shadow;
-
-	r = HELD(pohm_cache_push_fd(c, fd));
-	if (r != -EBADF)
-		return r;
-	shadow = pohm_shadow_get(fd);
-	if (shadow < 0)
-		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */
-	return HELD(pohm_cache_push_fd(c, shadow));
-}
-
-/* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
-static void hand_to_daemon(struct pohm_mount *um, uint64_t ino, int r)
-{
-	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
-		  "pohmelfsd will push it", strerror(-r));
-	pohm_dirty_note(&dirty, ino);
-	pohm_hold();
-	pohm_mount_daemon_start(um);
-	pohm_unhold();
-}
-
-/*
- * A writing fd opened before a switch to another user belongs to the
- * first user's cache: the new user's cache does not know the file, its
- * push here finds nothing to do, and the first user's pohmelfsd or
- * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
- */
-static int held_writer(uint64_t dev, uint64_t ino, int except);
-
 static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct pohm_mount *um;
-	struct pohm_cache *c;
-	struct stat st;
-	int r, last;
+	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
-	c = um->cache;
-	/* Is this the process's last writing fd of the file?  While another
-	 * one is open (Python's mmap keeps a dup of the fd it maps) the file
-	 * is still being written: it stays open for write (writer.c), and
-	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
-	 * exit pushes it at the latest. */
-	last = !pohm_sys_fstat(fd, &st) && S_ISREG(st.st_mode);
-	if (last && held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
-		last = 0;
-		if (um->sync_on_close) {
-			pohm_shadow_host_closing(fd);
-			pohm_proc_count(POHM_ST_CLOSE, 0);
-			pohm_dirty_note(&dirty, fi->cookie);
-			return 0;
-		}
-	}
-	if (um->sync_on_close) {
-		r = push_fd(c, fd);
-		pohm_shadow_host_closing(fd);
-		/* Pushed: the inode is no longer open for write here (after the
-		 * push, so pohmelfsd does not push it at the same time). */
-		if (last)
-			HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
-		if (r < 0 && pohm_mount_offline(um)) {
-			/* Offline: the data stays in the cache, and pohmelfsd
-			 * pushes it when the storage answers. */
-			pohm_proc_count(POHM_ST_CLOSE, 0);
-			pohm_dirty_note(&dirty, fi->cookie);
-			pohm_hold();
-			pohm_mount_daemon_start(um);
-			pohm_unhold();
-			return 0;
-		}
-		if (r != -EACCES && r != -EPERM)
-			return pohm_proc_count(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
-		/* A write-only fd on a file we may not read: another process
-		 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
-		pohm_proc_count(POHM_ST_CLOSE, 0);
-		hand_to_daemon(um, fi->cookie, r);
-		return 0;
-	}
-	pohm_shadow_host_closing(fd);
-	if (last)
-		HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
-	pohm_proc_count(POHM_ST_CLOSE, 0);
-	/* Pushed at exit and by pohmelfsd meanwhile. */
-	pohm_dirty_note(&dirty, fi->cookie);
-	pohm_hold();
-	pohm_mount_daemon_start(um);
-	pohm_unhold();
-	return 0;
+	return HELD(pohm_proc_close(um, &host_fds, fd, fi->cookie));
 }
 
 int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
@@ -1064,68 +1000,6 @@ int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
 	return r;
 }
 
-/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
-static int held_here(void *arg, uint64_t dev, uint64_t ino)
-{
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max();
-
-	(void)arg;
-	for (fd = 0; fd <= max; fd++)
-		if (pohm_fd_lookup(fd, &fi) && !pohm_sys_fstat(fd, &st) &&
-		    (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)
-			return 1;
-	return 0;
-}
-
-/* Is the local file (dev, ino) open for writing through an fd of this
- * process other than except (-1: any)? */
-static int held_writer(uint64_t dev, uint64_t ino, int except)
-{
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max();
-
-	for (fd = 0; fd <= max; fd++)
-		if (fd != except && pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) &&
-		    !pohm_sys_fstat(fd, &st) && (uint64_t)st.st_dev == dev &&
-		    (uint64_t)st.st_ino == ino)
-			return 1;
-	return 0;
-}
-
-/*
- * Push everything dirty without touching the process's POSIX locks: files
- * it has open through its own fds (pread on them), the others by path.
- * but_writers: leave out the files this process still has open for
- * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
- * a munmap ends a writer, not a write session (issue 22 item 12).
- */
-static int sync_process(struct pohm_mount *um, int but_writers)
-{
-	struct pohm_cache *c = um->cache;
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max(), r, err = 0;
-
-	for (fd = 0; fd <= max; fd++) {
-		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
-			continue;
-		if (but_writers && ((fi.flags & POHM_FD_WRITE) ||
-				    (!pohm_sys_fstat(fd, &st) &&
-				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, -1))))
-			continue;
-		r = push_fd(c, fd);
-		if (r == -EACCES || r == -EPERM)
-			hand_to_daemon(um, fi.cookie, r);
-		else if (r < 0)
-			err = r;
-	}
-	r = HELD(pohm_cache_sync_others(c, held_here, NULL));
-	return r < 0 ? r : err;
-}
-
 static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	struct pohm_mount *um;
@@ -1134,12 +1008,8 @@ static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi
 	if (!(um = mount_here(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = sync_process(um, 0);
-	else if ((r = push_fd(um->cache, fd)) == -EACCES || r == -EPERM) {
-		hand_to_daemon(um, fi->cookie, r);
-		r = 0;
-	}
-	return pohm_proc_count(POHM_ST_SYNC, r < 0 ? -EIO : 0);
+		return HELD(pohm_proc_sync(um, &host_fds, -1, 0));
+	return HELD(pohm_proc_sync(um, &host_fds, fd, fi->cookie));
 }
 
 int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
@@ -1160,26 +1030,10 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
-	/* A writable shared mapping writes the file until it is unmapped,
-	 * maybe after its fd's close (whose push came before those writes):
-	 * the exit pushes it if no munmap did, and the inode stays open for
-	 * write until the process ends (writer.c). */
-	if (ev == POHM_EV_MAP_WRITE) {
-		struct stat st;
-
-		if (fi)
-			pohm_dirty_note(&dirty, fi->cookie);
-		if (fd >= 0 && !pohm_sys_fstat(fd, &st))
-			HELD((pohm_cache_writer_mapped(um->cache, (uint64_t)st.st_dev,
-						       (uint64_t)st.st_ino), 0));
-		return 0;
-	}
-	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
-	 * ends a writer: what no open fd of ours still writes travels now. */
-	if (ev == POHM_EV_MSYNC)
-		return sync_process(um, 0) < 0 ? -EIO : 0;
-	if (ev == POHM_EV_UNMAP)
-		sync_process(um, 1);
+	if (ev == POHM_EV_MAP_WRITE)
+		return HELD((pohm_proc_mapped(um, &host_fds, fd, fi ? &fi->cookie : NULL), 0));
+	if (ev == POHM_EV_MSYNC || ev == POHM_EV_UNMAP)
+		return HELD(pohm_proc_unmapped(um, &host_fds, ev == POHM_EV_MSYNC));
 	return 0;
 }
 
@@ -1218,17 +1072,10 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	}
 }
 
-/* Push everything this process wrote, through the cache of its user now
- * (another user's cache_dir is closed to it: that user's pohmelfsd or
- * `pohmelfs sync` pushes what was left there). */
+/* Push everything this process wrote (core/mount pohm_proc_exit_push). */
 static void push_written(void)
 {
-	struct pohm_mount *um = pohm_proc_mount_now();
-
-	if (!um)
-		return;
-	if (pohm_dirty_take(&dirty))
-		sync_process(um, 0);
+	HELD((pohm_proc_exit_push(&host_fds), 0));
 }
 
 /* This image's counters (core/mount pohm_proc_flush_stats): at exit, and
