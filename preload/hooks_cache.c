@@ -60,9 +60,6 @@
  * once by glue_opened under heavy init's pthread_once, -1 if none. */
 static int stats_ifd = -1;
 
-/* Files this process wrote and did not push yet (core/cache dirty.c; its own lock). */
-static struct pohm_dirty dirty = POHM_DIRTY_INIT;
-
 static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int first);
 static const struct pohm_proc_glue glue = {
 	pohm_hold, pohm_unhold, pohm_log_configure, glue_opened,
@@ -86,7 +83,7 @@ static POHM_TLS char *open_rel;
 /*
  * What core/mount's push decisions (closepush.c) need of this process's
  * fds: the fds under the prefix (fd.c's table), the read-only shadows of
- * write-only fds (shadow.c), and the dirty list.
+ * write-only fds (shadow.c).
  */
 static int fds_next(int from, uint64_t *ino, unsigned *flags)
 {
@@ -104,7 +101,7 @@ static int fds_next(int from, uint64_t *ino, unsigned *flags)
 }
 
 static const struct pohm_host_fds host_fds = {
-	fds_next, pohm_shadow_get, pohm_shadow_host_closing, &dirty,
+	fds_next, pohm_shadow_get, pohm_shadow_host_closing,
 };
 
 /* Is the local file (dev, ino) open through an fd of this process under the prefix? */
@@ -1066,10 +1063,8 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * item 6): another thread may have held one at the fork.
 	 */
 	pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD) {
-		pohm_dirty_atfork_child(&dirty);
-		pohm_proc_atfork_child();	/* the mounts, and the counters */
-	}
+	if (phase == POHM_FORK_CHILD)
+		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
 }
 
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */

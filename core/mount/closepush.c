@@ -67,12 +67,11 @@ static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
 }
 
 /* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
-static void hand_to_daemon(struct pohm_mount *m, const struct pohm_host_fds *h, uint64_t ino,
-			   int r)
+static void hand_to_daemon(struct pohm_mount *m, uint64_t ino, int r)
 {
 	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
 		  "pohmelfsd will push it", strerror(-r));
-	pohm_dirty_note(h->dirty, ino);
+	pohm_dirty_note(pohm_proc_dirty(), ino);
 	pohm_mount_daemon_start(m);
 }
 
@@ -100,7 +99,7 @@ static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int
 			continue;
 		r = push_fd(c, h, fd);
 		if (r == -EACCES || r == -EPERM)
-			hand_to_daemon(m, h, cookie, r);
+			hand_to_daemon(m, cookie, r);
 		else if (r < 0)
 			err = r;
 	}
@@ -109,10 +108,10 @@ static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int
 }
 
 /* Left for exit and pohmelfsd: on the dirty list, and pohmelfsd runs. */
-static int leave_dirty(struct pohm_mount *m, const struct pohm_host_fds *h, uint64_t ino)
+static int leave_dirty(struct pohm_mount *m, uint64_t ino)
 {
 	pohm_proc_count(POHM_ST_CLOSE, 0);
-	pohm_dirty_note(h->dirty, ino);
+	pohm_dirty_note(pohm_proc_dirty(), ino);
 	pohm_mount_daemon_start(m);
 	return 0;
 }
@@ -140,7 +139,7 @@ int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
 		if (m->sync_on_close) {
 			h->closing(fd);
 			pohm_proc_count(POHM_ST_CLOSE, 0);
-			pohm_dirty_note(h->dirty, ino);
+			pohm_dirty_note(pohm_proc_dirty(), ino);
 			return 0;
 		}
 	}
@@ -148,7 +147,7 @@ int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
 		h->closing(fd);
 		if (last)
 			pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-		return leave_dirty(m, h, ino);	/* pushed at exit and by pohmelfsd meanwhile */
+		return leave_dirty(m, ino);	/* pushed at exit and by pohmelfsd meanwhile */
 	}
 	r = push_fd(c, h, fd);
 	h->closing(fd);
@@ -159,13 +158,13 @@ int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
 	/* Offline: the data stays in the cache, and pohmelfsd pushes it when
 	 * the storage answers. */
 	if (r < 0 && pohm_mount_offline(m))
-		return leave_dirty(m, h, ino);
+		return leave_dirty(m, ino);
 	if (r != -EACCES && r != -EPERM)
 		return pohm_proc_count(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
 	/* A write-only fd on a file we may not read: another process
 	 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
 	pohm_proc_count(POHM_ST_CLOSE, 0);
-	hand_to_daemon(m, h, ino, r);
+	hand_to_daemon(m, ino, r);
 	return 0;
 }
 
@@ -176,7 +175,7 @@ int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, 
 	if (fd < 0)
 		r = push_process(m, h, 0);
 	else if ((r = push_fd(m->cache, h, fd)) == -EACCES || r == -EPERM) {
-		hand_to_daemon(m, h, ino, r);
+		hand_to_daemon(m, ino, r);
 		r = 0;
 	}
 	return pohm_proc_count(POHM_ST_SYNC, r < 0 ? -EIO : 0);
@@ -192,7 +191,7 @@ void pohm_proc_mapped(struct pohm_mount *m, const struct pohm_host_fds *h, int f
 	 * the exit pushes it if no munmap did, and the inode stays open for
 	 * write until the process ends (writer.c). */
 	if (ino)
-		pohm_dirty_note(h->dirty, *ino);
+		pohm_dirty_note(pohm_proc_dirty(), *ino);
 	if (fd >= 0 && !pohm_sys_fstat(fd, &st))
 		pohm_cache_writer_mapped(m->cache, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 }
@@ -214,6 +213,6 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h)
 	/* Through the cache of the process's user now (another user's
 	 * cache_dir is closed to it: that user's pohmelfsd or `pohmelfs sync`
 	 * pushes what was left there). */
-	if (m && pohm_dirty_take(h->dirty))
+	if (m && pohm_dirty_take(pohm_proc_dirty()))
 		push_process(m, h, 0);
 }

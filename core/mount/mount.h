@@ -143,7 +143,11 @@ struct pohm_mount *pohm_proc_mount_first(void);
  * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
  * local disk answers too).  Returns r. */
 int pohm_proc_count(enum pohm_stat k, int r);
-/* In a fork child: the locks as new, the counters the parent's to report. */
+/* The process's files written and not pushed yet (pushed at exit and
+ * exec: pohm_proc_exit_push). */
+struct pohm_dirty *pohm_proc_dirty(void);
+/* In a fork child: the locks as new, the counters the parent's to report,
+ * the dirty list empty (the parent's files are the parent's). */
 void pohm_proc_atfork_child(void);
 /* This image's counters (at exit, and at an exec that replaces it): added
  * to the cache_dir's totals (pohmelfs stats), and with stats=1 printed as
@@ -170,8 +174,6 @@ struct pohm_host_fds {
 	/* Immediately before the host's close of fd (its readable fd goes
 	 * when fd was the inode's last). */
 	void (*closing)(int fd);
-	/* The process's files written and not pushed yet. */
-	struct pohm_dirty *dirty;
 };
 /* 1 if the local file (dev, ino) is open through an fd the host opened
  * under the prefix (h: a struct pohm_host_fds; the shape of the held
