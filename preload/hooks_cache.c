@@ -111,16 +111,6 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
 	return pohm_proc_fd_held((void *)&host_fds, dev, ino);
 }
 
-/* Is rel (under the prefix) a regular file open through an fd of this process? */
-static int held_path(struct pohm_cache *c, const char *rel)
-{
-	struct stat st;
-
-	return !pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW) &&
-	       S_ISREG(st.st_mode) &&	/* only a file's push opens an fd of ours */
-	       held_here(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-}
-
 /* What the first mount needs of the shim: the signal handlers' queue
  * (sigsafe.c), the open-for-write locks the previous image handed over
  * (shim.h), and the stats=1 copy of stderr.  Held. */
@@ -779,6 +769,26 @@ int pohm_hk_mount_dev(uint64_t *dev)
 
 /* ---------------------------------------------------------------- attributes */
 
+/* The shim's attribute operations in core/mount's words (procattr.c). */
+static const enum pohm_proc_attr attr_op[] = {
+	[POHM_AT_CHMOD] = POHM_PA_MODE,		[POHM_AT_CHOWN] = POHM_PA_OWNER,
+	[POHM_AT_TRUNCATE] = POHM_PA_SIZE,	[POHM_AT_UTIMES] = POHM_PA_TIMES,
+	[POHM_AT_XATTR_SET] = POHM_PA_XATTR,	[POHM_AT_XATTR_REMOVE] = POHM_PA_XATTR,
+};
+
+static unsigned attr_flags(int flags)
+{
+	return ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0) |
+	       ((flags & POHM_ATTR_SET) ? POHM_PAF_SET : 0) |
+	       ((flags & POHM_ATTR_TOUCH) ? POHM_PAF_TOUCH : 0);
+}
+
+/* The name of p for core, NULL if none or too long to resolve here. */
+static const char *attr_rel(const struct pohm_path *p)
+{
+	return p && !(p->flags & POHM_PATH_TRUNC) ? p->rel : NULL;
+}
+
 static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		   const struct pohm_fd_info *fi, int flags)
 {
@@ -787,39 +797,8 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 	if (!(c = cache(&r)))
 		return r;
-	if (p && !(p->flags & POHM_PATH_TRUNC)) {
-		/* Change a real copy, not a stub (a changed stub would be a conflict). */
-		r = HELD(pohm_cache_materialize(c, p->rel,
-			 POHM_MAT_DATA | ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0)));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	if (!p || !(p->flags & POHM_PATH_TRUNC)) {
-		r = HELD(pohm_cache_attr_offline(c, p ? p->rel : NULL, fd,
-			 (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0, op == POHM_AT_CHOWN));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	/* The kernel's owner checks, on the stored owner: the local copy may be
-	 * the caller's own whoever owns the file (issue 22). */
-	if (fd >= 0 || (p && !(p->flags & POHM_PATH_TRUNC))) {
-		r = 0;
-		if (op == POHM_AT_CHMOD || (op == POHM_AT_UTIMES && (flags & POHM_ATTR_SET)))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_FOWNER));
-		else if (op == POHM_AT_CHOWN && (flags & POHM_ATTR_SET))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_CHOWN));
-		else if (op == POHM_AT_UTIMES && (flags & POHM_ATTR_TOUCH))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_TOUCH));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	return pohm_proc_count(POHM_ST_ATTR, POHM_PASS);
+	r = HELD(pohm_proc_attr(c, attr_op[op], attr_rel(p), fd, attr_flags(flags)));
+	return r < 0 ? r : POHM_PASS;
 }
 
 int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
@@ -837,42 +816,11 @@ static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int f
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	struct pohm_cache *c;
-	const char *rel = p ? p->rel : NULL;
-	char real[4096];
-	int r, chattr = op == POHM_AT_CHMOD || op == POHM_AT_CHOWN;
+	int r;
 
 	if (result < 0 || !(c = cache(&r)))
 		return result;
-	if (p && (p->flags & POHM_PATH_TRUNC))
-		rel = NULL;
-	/* chmod, chown... follow a symlink: the change is its target's
-	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
-	if (rel && !(flags & AT_SYMLINK_NOFOLLOW)) {
-		r = HELD(pohm_cache_follow(c, rel, real, sizeof(real)));
-		if (r == 2 || r < 0)
-			return result;	/* out of the prefix: libc's alone */
-		if (r == 0)
-			rel = real;
-	}
-	/* The change travels now, so that other hosts see it after attr_timeout.
-	 * A truncation through an fd is a data change of a writer still open,
-	 * as a write is (issue 22 item 12: fsx's 645 ftruncates were 645 pushes
-	 * of the whole file): it travels with the fd's next push, at its close
-	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
-	if (fd >= 0 && op == POHM_AT_TRUNCATE)
-		r = 0;
-	else if (fd >= 0)
-		r = HELD(pohm_cache_push_fd(c, fd));
-	else if (rel && !held_path(c, rel))
-		r = HELD(pohm_cache_push_path(c, rel));
-	else
-		r = 0;	/* open here: pushed through its fd at close or sync */
-	/* What a push cannot tell from the cache's own differences (chattr.c). */
-	if (r >= 0 && chattr && (fd >= 0 || rel))
-		r = HELD(pohm_cache_push_chattr(c, fd, rel, op == POHM_AT_CHOWN));
-	if (r < 0 && r != -EBADF)
-		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
-			  strerror(-r));
+	HELD((pohm_proc_attr_done(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags)), 0));
 	return result;
 }
 

@@ -8,7 +8,8 @@
  * its mounts per effective uid and its call counters (proc.c,
  * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
  * and the umask rule for new objects (host.c), and when its writes are
- * pushed: close, sync, mappings, exit (closepush.c).
+ * pushed: close, sync, mappings, exit (closepush.c), attribute changes
+ * (procattr.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
  * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
@@ -199,6 +200,33 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 /* At exit and at an exec that replaces the image: everything on the dirty
  * list pushed through the mount of the current euid (if it is open). */
 void pohm_proc_exit_push(const struct pohm_host_fds *h);
+
+/*
+ * procattr.c: an attribute change by a host process, of the object named
+ * rel (NULL: none, or a name too long for the caller to resolve) or open
+ * as fd (-1: none).  Called with the shim's hold held.
+ */
+enum pohm_proc_attr {
+	POHM_PA_MODE,	/* chmod family */
+	POHM_PA_OWNER,	/* chown family */
+	POHM_PA_SIZE,	/* truncate family */
+	POHM_PA_TIMES,	/* utime family */
+	POHM_PA_XATTR,	/* setxattr, removexattr families */
+};
+#define POHM_PAF_NOFOLLOW 1u	/* the l-form: a symlink itself */
+#define POHM_PAF_SET	  2u	/* a chown with a uid or gid other than -1; times given */
+#define POHM_PAF_TOUCH	  4u	/* times set to now */
+/* Before the kernel changes the local copy: a real copy, not a stub; when
+ * offline, only a change that can travel later; the kernel's owner checks
+ * on the stored owner (issue 22).  Counted; 0 (the kernel goes on) or -errno. */
+int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
+		   unsigned flags);
+/* After the kernel's change succeeded: it travels now (a path's change,
+ * unless a file of the host's open fds, which pushes at close or sync; a
+ * truncation through an fd travels with that fd's next push).  Failures
+ * are logged: the change stays for a later push. */
+void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
+			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
