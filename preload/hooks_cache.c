@@ -21,17 +21,14 @@
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
- * Pushes: a writing fd is pushed at close when sync_on_close is set (at
- * the close of the process's last writing fd of the file), and always at
- * fsync/fdatasync/sync/syncfs and msync(MS_SYNC); otherwise the files
- * this process wrote are pushed at exit (and by exec, which ends the
- * image) and pohmelfsd pushes them every sync_timeout seconds meanwhile.
- * write, ftruncate through an fd and stores into a mapping push nothing
- * themselves; munmap pushes only what no writing fd of the process still
- * holds (issue 22 item 12).  A write-open makes the inode "open for
- * write" (core/cache/writer.c, decision 0016) and makes sure pohmelfsd
- * runs, whatever sync_on_close says: a writer that never closes (_exit,
- * SIGKILL, a raw SYS_close) leaves its file dirty, and pohmelfsd pushes it.
+ * Pushes: when a written file travels (close, fsync and sync, msync,
+ * munmap, exit and exec) is decided in core/mount closepush.c, and what
+ * an attribute change checks first and when it travels in procattr.c;
+ * this file hands them the fd and its fd table and shadows (host_fds).
+ * A write-open makes the inode "open for write" (core/cache/writer.c,
+ * decision 0016) and makes sure pohmelfsd runs, whatever sync_on_close
+ * says: a writer that never closes (_exit, SIGKILL, a raw SYS_close)
+ * leaves its file dirty, and pohmelfsd pushes it.
  *
  * Sections: glue to core/mount · open · stat · namespace · attributes ·
  * lookups · directories · fds · processes.
