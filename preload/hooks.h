@@ -9,9 +9,15 @@
  * the mount glue in core/mount (pohm_mount_daemon_start,
  * pohm_mount_host_attach, the umask rule pohm_mount_new_mode), and every
  * access decision core/sys's one checker (pohm_perm_mode; access(2) of a
- * stub: pohm_cache_access).  What it keeps is glue to preload's services:
- * the fd table, write-only fds' shadows, the signal-handler queue, the
- * thread-local state a before hook leaves for its after hook.
+ * stub: pohm_cache_access).  When writes travel (close, sync, mappings,
+ * exit) is core/mount closepush.c (pohm_proc_close, _sync, _mapped,
+ * _unmapped, _exit_push; the dirty list in proc.c), and the attribute
+ * hooks' owner checks and push rule core/mount procattr.c
+ * (pohm_proc_attr, _attr_done; POHM_AT_* map to enum pohm_proc_attr).
+ * What it keeps is glue to preload's services: the fd table and
+ * write-only fds' shadows (as core's struct pohm_host_fds), the
+ * signal-handler queue, the thread-local state a before hook leaves for
+ * its after hook.
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide

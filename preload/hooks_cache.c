@@ -21,17 +21,14 @@
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
- * Pushes: a writing fd is pushed at close when sync_on_close is set (at
- * the close of the process's last writing fd of the file), and always at
- * fsync/fdatasync/sync/syncfs and msync(MS_SYNC); otherwise the files
- * this process wrote are pushed at exit (and by exec, which ends the
- * image) and pohmelfsd pushes them every sync_timeout seconds meanwhile.
- * write, ftruncate through an fd and stores into a mapping push nothing
- * themselves; munmap pushes only what no writing fd of the process still
- * holds (issue 22 item 12).  A write-open makes the inode "open for
- * write" (core/cache/writer.c, decision 0016) and makes sure pohmelfsd
- * runs, whatever sync_on_close says: a writer that never closes (_exit,
- * SIGKILL, a raw SYS_close) leaves its file dirty, and pohmelfsd pushes it.
+ * Pushes: when a written file travels (close, fsync and sync, msync,
+ * munmap, exit and exec) is decided in core/mount closepush.c, and what
+ * an attribute change checks first and when it travels in procattr.c;
+ * this file hands them the fd and its fd table and shadows (host_fds).
+ * A write-open makes the inode "open for write" (core/cache/writer.c,
+ * decision 0016) and makes sure pohmelfsd runs, whatever sync_on_close
+ * says: a writer that never closes (_exit, SIGKILL, a raw SYS_close)
+ * leaves its file dirty, and pohmelfsd pushes it.
  *
  * Sections: glue to core/mount · open · stat · namespace · attributes ·
  * lookups · directories · fds · processes.
@@ -60,9 +57,6 @@
  * once by glue_opened under heavy init's pthread_once, -1 if none. */
 static int stats_ifd = -1;
 
-/* Files this process wrote and did not push yet (core/cache dirty.c; its own lock). */
-static struct pohm_dirty dirty = POHM_DIRTY_INIT;
-
 static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int first);
 static const struct pohm_proc_glue glue = {
 	pohm_hold, pohm_unhold, pohm_log_configure, glue_opened,
@@ -83,16 +77,35 @@ static POHM_TLS struct pohm_cache *open_cache;
 static POHM_TLS char *open_rel;
 #define OPEN_OUTSIDE ((char *)1)
 
-static int held_here(void *arg, uint64_t dev, uint64_t ino);
-
-/* Is rel (under the prefix) a regular file open through an fd of this process? */
-static int held_path(struct pohm_cache *c, const char *rel)
+/*
+ * What core/mount's push decisions (closepush.c) need of this process's
+ * fds: the fds under the prefix (fd.c's table), the read-only shadows of
+ * write-only fds (shadow.c).
+ */
+static int fds_next(int from, uint64_t *ino, unsigned *flags)
 {
-	struct stat st;
+	struct pohm_fd_info fi;
+	int fd, max = pohm_fd_max();
 
-	return !pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW) &&
-	       S_ISREG(st.st_mode) &&	/* only a file's push opens an fd of ours */
-	       held_here(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	for (fd = from; fd <= max; fd++)
+		if (pohm_fd_lookup(fd, &fi)) {
+			*ino = fi.cookie;
+			*flags = ((fi.flags & POHM_FD_WRITE) ? POHM_HOST_FD_WRITE : 0) |
+				 ((fi.flags & (POHM_FD_DIR | POHM_FD_PATH)) ? POHM_HOST_FD_NODATA : 0);
+			return fd;
+		}
+	return -1;
+}
+
+static const struct pohm_host_fds host_fds = {
+	fds_next, pohm_shadow_get, pohm_shadow_host_closing,
+};
+
+/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
+static int held_here(void *arg, uint64_t dev, uint64_t ino)
+{
+	(void)arg;
+	return pohm_proc_fd_held((void *)&host_fds, dev, ino);
 }
 
 /* What the first mount needs of the shim: the signal handlers' queue
@@ -344,8 +357,6 @@ int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 	busy_leave();
 	return r;
 }
-
-static int held_here(void *arg, uint64_t dev, uint64_t ino);
 
 /* Open-for-write locks held before the next sweep (see writer_opened);
  * relaxed atomic, any thread. */
@@ -755,6 +766,26 @@ int pohm_hk_mount_dev(uint64_t *dev)
 
 /* ---------------------------------------------------------------- attributes */
 
+/* The shim's attribute operations in core/mount's words (procattr.c). */
+static const enum pohm_proc_attr attr_op[] = {
+	[POHM_AT_CHMOD] = POHM_PA_MODE,		[POHM_AT_CHOWN] = POHM_PA_OWNER,
+	[POHM_AT_TRUNCATE] = POHM_PA_SIZE,	[POHM_AT_UTIMES] = POHM_PA_TIMES,
+	[POHM_AT_XATTR_SET] = POHM_PA_XATTR,	[POHM_AT_XATTR_REMOVE] = POHM_PA_XATTR,
+};
+
+static unsigned attr_flags(int flags)
+{
+	return ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0) |
+	       ((flags & POHM_ATTR_SET) ? POHM_PAF_SET : 0) |
+	       ((flags & POHM_ATTR_TOUCH) ? POHM_PAF_TOUCH : 0);
+}
+
+/* The name of p for core, NULL if none or too long to resolve here. */
+static const char *attr_rel(const struct pohm_path *p)
+{
+	return p && !(p->flags & POHM_PATH_TRUNC) ? p->rel : NULL;
+}
+
 static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		   const struct pohm_fd_info *fi, int flags)
 {
@@ -763,39 +794,8 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 	if (!(c = cache(&r)))
 		return r;
-	if (p && !(p->flags & POHM_PATH_TRUNC)) {
-		/* Change a real copy, not a stub (a changed stub would be a conflict). */
-		r = HELD(pohm_cache_materialize(c, p->rel,
-			 POHM_MAT_DATA | ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0)));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	if (!p || !(p->flags & POHM_PATH_TRUNC)) {
-		r = HELD(pohm_cache_attr_offline(c, p ? p->rel : NULL, fd,
-			 (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0, op == POHM_AT_CHOWN));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	/* The kernel's owner checks, on the stored owner: the local copy may be
-	 * the caller's own whoever owns the file (issue 22). */
-	if (fd >= 0 || (p && !(p->flags & POHM_PATH_TRUNC))) {
-		r = 0;
-		if (op == POHM_AT_CHMOD || (op == POHM_AT_UTIMES && (flags & POHM_ATTR_SET)))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_FOWNER));
-		else if (op == POHM_AT_CHOWN && (flags & POHM_ATTR_SET))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_CHOWN));
-		else if (op == POHM_AT_UTIMES && (flags & POHM_ATTR_TOUCH))
-			r = HELD(pohm_cache_perm_owner(c, fd, p ? p->rel : NULL,
-						       !(flags & AT_SYMLINK_NOFOLLOW),
-						       POHM_PERM_TOUCH));
-		if (r < 0)
-			return pohm_proc_count(POHM_ST_ATTR, r);
-	}
-	return pohm_proc_count(POHM_ST_ATTR, POHM_PASS);
+	r = HELD(pohm_proc_attr(c, attr_op[op], attr_rel(p), fd, attr_flags(flags)));
+	return r < 0 ? r : POHM_PASS;
 }
 
 int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
@@ -813,42 +813,11 @@ static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int f
 			const struct pohm_fd_info *fi, int flags, int result)
 {
 	struct pohm_cache *c;
-	const char *rel = p ? p->rel : NULL;
-	char real[4096];
-	int r, chattr = op == POHM_AT_CHMOD || op == POHM_AT_CHOWN;
+	int r;
 
 	if (result < 0 || !(c = cache(&r)))
 		return result;
-	if (p && (p->flags & POHM_PATH_TRUNC))
-		rel = NULL;
-	/* chmod, chown... follow a symlink: the change is its target's
-	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
-	if (rel && !(flags & AT_SYMLINK_NOFOLLOW)) {
-		r = HELD(pohm_cache_follow(c, rel, real, sizeof(real)));
-		if (r == 2 || r < 0)
-			return result;	/* out of the prefix: libc's alone */
-		if (r == 0)
-			rel = real;
-	}
-	/* The change travels now, so that other hosts see it after attr_timeout.
-	 * A truncation through an fd is a data change of a writer still open,
-	 * as a write is (issue 22 item 12: fsx's 645 ftruncates were 645 pushes
-	 * of the whole file): it travels with the fd's next push, at its close
-	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
-	if (fd >= 0 && op == POHM_AT_TRUNCATE)
-		r = 0;
-	else if (fd >= 0)
-		r = HELD(pohm_cache_push_fd(c, fd));
-	else if (rel && !held_path(c, rel))
-		r = HELD(pohm_cache_push_path(c, rel));
-	else
-		r = 0;	/* open here: pushed through its fd at close or sync */
-	/* What a push cannot tell from the cache's own differences (chattr.c). */
-	if (r >= 0 && chattr && (fd >= 0 || rel))
-		r = HELD(pohm_cache_push_chattr(c, fd, rel, op == POHM_AT_CHOWN));
-	if (r < 0 && r != -EBADF)
-		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
-			  strerror(-r));
+	HELD((pohm_proc_attr_done(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags)), 0));
 	return result;
 }
 
@@ -965,107 +934,16 @@ int pohm_hk_readdir(DIR *dir, int fd, struct dirent64 *ent)
 
 /* ---------------------------------------------------------------- fds */
 
-/*
- * Push through fd, or through the read-only shadow of its inode when fd
- * is write-only (shadow.c: the shadow stays open until just before the
- * host's last close of the inode, so no POSIX lock of the program is
- * released by a push).  -EACCES/-EPERM: no shadow can be opened (no read
- * permission); the caller hands the push to pohmelfsd.
- */
-static int push_fd(struct pohm_cache *c, int fd)
-{
-	int r, shadow;
-
-	r = HELD(pohm_cache_push_fd(c, fd));
-	if (r != -EBADF)
-		return r;
-	shadow = pohm_shadow_get(fd);
-	if (shadow < 0)
-		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */
-	return HELD(pohm_cache_push_fd(c, shadow));
-}
-
-/* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
-static void hand_to_daemon(struct pohm_mount *um, uint64_t ino, int r)
-{
-	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
-		  "pohmelfsd will push it", strerror(-r));
-	pohm_dirty_note(&dirty, ino);
-	pohm_hold();
-	pohm_mount_daemon_start(um);
-	pohm_unhold();
-}
-
-/*
- * A writing fd opened before a switch to another user belongs to the
- * first user's cache: the new user's cache does not know the file, its
- * push here finds nothing to do, and the first user's pohmelfsd or
- * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
- */
-static int held_writer(uint64_t dev, uint64_t ino, int except);
-
 static int hook_close(int fd, const struct pohm_fd_info *fi)
 {
 	struct pohm_mount *um;
-	struct pohm_cache *c;
-	struct stat st;
-	int r, last;
+	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
-	c = um->cache;
-	/* Is this the process's last writing fd of the file?  While another
-	 * one is open (Python's mmap keeps a dup of the fd it maps) the file
-	 * is still being written: it stays open for write (writer.c), and
-	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
-	 * exit pushes it at the latest. */
-	last = !pohm_sys_fstat(fd, &st) && S_ISREG(st.st_mode);
-	if (last && held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, fd)) {
-		last = 0;
-		if (um->sync_on_close) {
-			pohm_shadow_host_closing(fd);
-			pohm_proc_count(POHM_ST_CLOSE, 0);
-			pohm_dirty_note(&dirty, fi->cookie);
-			return 0;
-		}
-	}
-	if (um->sync_on_close) {
-		r = push_fd(c, fd);
-		pohm_shadow_host_closing(fd);
-		/* Pushed: the inode is no longer open for write here (after the
-		 * push, so pohmelfsd does not push it at the same time). */
-		if (last)
-			HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
-		if (r < 0 && pohm_mount_offline(um)) {
-			/* Offline: the data stays in the cache, and pohmelfsd
-			 * pushes it when the storage answers. */
-			pohm_proc_count(POHM_ST_CLOSE, 0);
-			pohm_dirty_note(&dirty, fi->cookie);
-			pohm_hold();
-			pohm_mount_daemon_start(um);
-			pohm_unhold();
-			return 0;
-		}
-		if (r != -EACCES && r != -EPERM)
-			return pohm_proc_count(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
-		/* A write-only fd on a file we may not read: another process
-		 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
-		pohm_proc_count(POHM_ST_CLOSE, 0);
-		hand_to_daemon(um, fi->cookie, r);
-		return 0;
-	}
-	pohm_shadow_host_closing(fd);
-	if (last)
-		HELD((pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino), 0));
-	pohm_proc_count(POHM_ST_CLOSE, 0);
-	/* Pushed at exit and by pohmelfsd meanwhile. */
-	pohm_dirty_note(&dirty, fi->cookie);
-	pohm_hold();
-	pohm_mount_daemon_start(um);
-	pohm_unhold();
-	return 0;
+	return HELD(pohm_proc_close(um, &host_fds, fd, fi->cookie));
 }
 
 int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
@@ -1078,68 +956,6 @@ int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
 	return r;
 }
 
-/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
-static int held_here(void *arg, uint64_t dev, uint64_t ino)
-{
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max();
-
-	(void)arg;
-	for (fd = 0; fd <= max; fd++)
-		if (pohm_fd_lookup(fd, &fi) && !pohm_sys_fstat(fd, &st) &&
-		    (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)
-			return 1;
-	return 0;
-}
-
-/* Is the local file (dev, ino) open for writing through an fd of this
- * process other than except (-1: any)? */
-static int held_writer(uint64_t dev, uint64_t ino, int except)
-{
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max();
-
-	for (fd = 0; fd <= max; fd++)
-		if (fd != except && pohm_fd_lookup(fd, &fi) && (fi.flags & POHM_FD_WRITE) &&
-		    !pohm_sys_fstat(fd, &st) && (uint64_t)st.st_dev == dev &&
-		    (uint64_t)st.st_ino == ino)
-			return 1;
-	return 0;
-}
-
-/*
- * Push everything dirty without touching the process's POSIX locks: files
- * it has open through its own fds (pread on them), the others by path.
- * but_writers: leave out the files this process still has open for
- * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
- * a munmap ends a writer, not a write session (issue 22 item 12).
- */
-static int sync_process(struct pohm_mount *um, int but_writers)
-{
-	struct pohm_cache *c = um->cache;
-	struct pohm_fd_info fi;
-	struct stat st;
-	int fd, max = pohm_fd_max(), r, err = 0;
-
-	for (fd = 0; fd <= max; fd++) {
-		if (!pohm_fd_lookup(fd, &fi) || (fi.flags & (POHM_FD_DIR | POHM_FD_PATH)))
-			continue;
-		if (but_writers && ((fi.flags & POHM_FD_WRITE) ||
-				    (!pohm_sys_fstat(fd, &st) &&
-				     held_writer((uint64_t)st.st_dev, (uint64_t)st.st_ino, -1))))
-			continue;
-		r = push_fd(c, fd);
-		if (r == -EACCES || r == -EPERM)
-			hand_to_daemon(um, fi.cookie, r);
-		else if (r < 0)
-			err = r;
-	}
-	r = HELD(pohm_cache_sync_others(c, held_here, NULL));
-	return r < 0 ? r : err;
-}
-
 static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	struct pohm_mount *um;
@@ -1148,12 +964,8 @@ static int hook_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi
 	if (!(um = mount_here(&r)))
 		return r == POHM_PASS ? 0 : r;
 	if (op == POHM_SYNC_ALL || op == POHM_SYNC_FS)
-		r = sync_process(um, 0);
-	else if ((r = push_fd(um->cache, fd)) == -EACCES || r == -EPERM) {
-		hand_to_daemon(um, fi->cookie, r);
-		r = 0;
-	}
-	return pohm_proc_count(POHM_ST_SYNC, r < 0 ? -EIO : 0);
+		return HELD(pohm_proc_sync(um, &host_fds, -1, 0));
+	return HELD(pohm_proc_sync(um, &host_fds, fd, fi->cookie));
 }
 
 int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
@@ -1174,26 +986,10 @@ static int hook_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_inf
 
 	if (!(um = mount_here(&r)))
 		return 0;
-	/* A writable shared mapping writes the file until it is unmapped,
-	 * maybe after its fd's close (whose push came before those writes):
-	 * the exit pushes it if no munmap did, and the inode stays open for
-	 * write until the process ends (writer.c). */
-	if (ev == POHM_EV_MAP_WRITE) {
-		struct stat st;
-
-		if (fi)
-			pohm_dirty_note(&dirty, fi->cookie);
-		if (fd >= 0 && !pohm_sys_fstat(fd, &st))
-			HELD((pohm_cache_writer_mapped(um->cache, (uint64_t)st.st_dev,
-						       (uint64_t)st.st_ino), 0));
-		return 0;
-	}
-	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
-	 * ends a writer: what no open fd of ours still writes travels now. */
-	if (ev == POHM_EV_MSYNC)
-		return sync_process(um, 0) < 0 ? -EIO : 0;
-	if (ev == POHM_EV_UNMAP)
-		sync_process(um, 1);
+	if (ev == POHM_EV_MAP_WRITE)
+		return HELD((pohm_proc_mapped(um, &host_fds, fd, fi ? &fi->cookie : NULL), 0));
+	if (ev == POHM_EV_MSYNC || ev == POHM_EV_UNMAP)
+		return HELD(pohm_proc_unmapped(um, &host_fds, ev == POHM_EV_MSYNC));
 	return 0;
 }
 
@@ -1226,23 +1022,14 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * item 6): another thread may have held one at the fork.
 	 */
 	pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD) {
-		pohm_dirty_atfork_child(&dirty);
-		pohm_proc_atfork_child();	/* the mounts, and the counters */
-	}
+	if (phase == POHM_FORK_CHILD)
+		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
 }
 
-/* Push everything this process wrote, through the cache of its user now
- * (another user's cache_dir is closed to it: that user's pohmelfsd or
- * `pohmelfs sync` pushes what was left there). */
+/* Push everything this process wrote (core/mount pohm_proc_exit_push). */
 static void push_written(void)
 {
-	struct pohm_mount *um = pohm_proc_mount_now();
-
-	if (!um)
-		return;
-	if (pohm_dirty_take(&dirty))
-		sync_process(um, 0);
+	HELD((pohm_proc_exit_push(&host_fds), 0));
 }
 
 /* This image's counters (core/mount pohm_proc_flush_stats): at exit, and

@@ -7,7 +7,9 @@
  * lexically (pathclass.h).  For a host process (the shim): heavy init,
  * its mounts per effective uid and its call counters (proc.c,
  * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
- * and the umask rule for new objects (host.c).
+ * and the umask rule for new objects (host.c), and when its writes are
+ * pushed: close, sync, mappings, exit (closepush.c), attribute changes
+ * (procattr.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
  * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
@@ -142,12 +144,89 @@ struct pohm_mount *pohm_proc_mount_first(void);
  * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
  * local disk answers too).  Returns r. */
 int pohm_proc_count(enum pohm_stat k, int r);
-/* In a fork child: the locks as new, the counters the parent's to report. */
+/* The process's files written and not pushed yet (pushed at exit and
+ * exec: pohm_proc_exit_push). */
+struct pohm_dirty *pohm_proc_dirty(void);
+/* In a fork child: the locks as new, the counters the parent's to report,
+ * the dirty list empty (the parent's files are the parent's). */
 void pohm_proc_atfork_child(void);
 /* This image's counters (at exit, and at an exec that replaces it): added
  * to the cache_dir's totals (pohmelfs stats), and with stats=1 printed as
  * one table into the log= file, else into err_fd (-1: nowhere). */
 void pohm_proc_flush_stats(int err_fd);
+
+/*
+ * closepush.c: when a host process's writes travel — the push decisions
+ * at close, fsync/sync, msync, munmap, a writable mapping, exit and exec
+ * (the rules are in closepush.c).  Called with the shim's hold held.
+ * What only the host knows comes in as struct pohm_host_fds.
+ */
+#define POHM_HOST_FD_WRITE  1u	/* opened for writing */
+#define POHM_HOST_FD_NODATA 2u	/* a directory or O_PATH fd: nothing to push */
+struct pohm_host_fds {
+	/* The lowest fd >= from the host opened under the prefix, with its
+	 * storage inode (*ino: 0 if never written) and POHM_HOST_FD_* flags;
+	 * -1 when there is none. */
+	int (*next)(int from, uint64_t *ino, unsigned *flags);
+	/* A readable fd on the inode of write-only fd (the caller's to keep,
+	 * never closed here), -EBADF if fd is no regular file, or -errno
+	 * (-EACCES, -EPERM: the process may not read the file). */
+	int (*readable)(int fd);
+	/* Immediately before the host's close of fd (its readable fd goes
+	 * when fd was the inode's last). */
+	void (*closing)(int fd);
+};
+/* 1 if the local file (dev, ino) is open through an fd the host opened
+ * under the prefix (h: a struct pohm_host_fds; the shape of the held
+ * callbacks of pohm_cache_sync_others and pohm_cache_writer_sweep). */
+int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino);
+/* The host closes fd, a writing fd under the prefix whose storage inode
+ * is ino: pushed now (sync_on_close, the file's last writing fd of the
+ * process) or left dirty for exit and pohmelfsd.  Counted as a close;
+ * 0, or -EIO when the push failed online. */
+int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino);
+/* fsync/fdatasync of fd (storage inode ino), or with fd < 0 sync/syncfs:
+ * that file, or everything the process wrote, pushed now.  Counted as a
+ * sync; 0 or -EIO. */
+int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino);
+/* A writable shared mapping of fd (ino: its storage inode, NULL if fd is
+ * not in the table): dirty until exit, open for write until the process ends. */
+void pohm_proc_mapped(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
+		       const uint64_t *ino);
+/* A mapping ended (munmap: sync 0, pushes what no writing fd of the
+ * process still holds; 0) or msync(MS_SYNC) (sync 1: everything now; 0
+ * or -EIO). */
+int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int sync);
+/* At exit and at an exec that replaces the image: everything on the dirty
+ * list pushed through the mount of the current euid (if it is open). */
+void pohm_proc_exit_push(const struct pohm_host_fds *h);
+
+/*
+ * procattr.c: an attribute change by a host process, of the object named
+ * rel (NULL: none, or a name too long for the caller to resolve) or open
+ * as fd (-1: none).  Called with the shim's hold held.
+ */
+enum pohm_proc_attr {
+	POHM_PA_MODE,	/* chmod family */
+	POHM_PA_OWNER,	/* chown family */
+	POHM_PA_SIZE,	/* truncate family */
+	POHM_PA_TIMES,	/* utime family */
+	POHM_PA_XATTR,	/* setxattr, removexattr families */
+};
+#define POHM_PAF_NOFOLLOW 1u	/* the l-form: a symlink itself */
+#define POHM_PAF_SET	  2u	/* a chown with a uid or gid other than -1; times given */
+#define POHM_PAF_TOUCH	  4u	/* times set to now */
+/* Before the kernel changes the local copy: a real copy, not a stub; when
+ * offline, only a change that can travel later; the kernel's owner checks
+ * on the stored owner (issue 22).  Counted; 0 (the kernel goes on) or -errno. */
+int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
+		   unsigned flags);
+/* After the kernel's change succeeded: it travels now (a path's change,
+ * unless a file of the host's open fds, which pushes at close or sync; a
+ * truncation through an fd travels with that fd's next push).  Failures
+ * are logged: the change stays for a later push. */
+void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
+			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it

@@ -43,6 +43,11 @@ static int cfg_rc = -EAGAIN;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const struct pohm_proc_glue *glue;
 
+/* The files this process wrote and did not push yet (core/cache dirty.c:
+ * its own lock; moved from preload/hooks_cache.c): pushed at exit or exec
+ * (closepush.c). */
+static struct pohm_dirty proc_dirty = POHM_DIRTY_INIT;
+
 /* This process's counters (stats.h): relaxed atomics, any thread. */
 static struct pohm_stats proc_stats;
 /* What pohm_proc_flush_stats last reported of each mount's cumulative
@@ -53,6 +58,11 @@ static struct pohm_stats proc_stats;
  * parent had as already reported. */
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pohm_stats mount_reported[POHM_PROC_MOUNTS];
+
+struct pohm_dirty *pohm_proc_dirty(void)
+{
+	return &proc_dirty;
+}
 
 int pohm_proc_count(enum pohm_stat k, int r)
 {
@@ -252,6 +262,7 @@ void pohm_proc_atfork_child(void)
 	 * another thread was opening at the fork stays unpublished. */
 	pthread_mutex_init(&mounts_lock, NULL);
 	pthread_mutex_init(&stats_lock, NULL);
+	pohm_dirty_atfork_child(&proc_dirty);	/* the parent's files are the parent's */
 	/* The parent's counts are the parent's to report. */
 	memset(&proc_stats, 0, sizeof(proc_stats));
 	for (i = 0; i < n; i++) {

@@ -1,0 +1,218 @@
+/*
+ * closepush.c — when a host process's writes travel (moved from
+ * preload/hooks_cache.c, issues 18 and 20): the push decisions at close,
+ * fsync/sync/syncfs, msync, munmap, a writable mapping, and exit or exec.
+ * The shim classifies the call and hands over the mount and an fd; what
+ * only it knows (its fd table, the read-only shadows of write-only fds)
+ * comes in as struct pohm_host_fds.  Callers hold the shim's hold (core
+ * calls libc by name here), and every callback runs under it.
+ *
+ * The rules (DESIGN.md §2, issue 22 item 12): with sync_on_close, the
+ * close of the process's last writing fd of a file pushes it; fsync and
+ * friends and msync(MS_SYNC) always push; otherwise the files a process
+ * wrote go on its dirty list, pushed at exit (and by exec) and by
+ * pohmelfsd meanwhile.  A munmap pushes only what no writing fd of the
+ * process still holds.  A push no fd of ours can read (a write-only fd
+ * on a file we may not read) is handed to pohmelfsd, which may have
+ * other rights; offline, a close's push waits in the cache for pohmelfsd.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mount.h"
+#include "sys.h"
+
+/* Is the local file (dev, ino) open through an fd of the host under the
+ * prefix (for writing only, with want_write) other than except (-1: any)? */
+static int held(const struct pohm_host_fds *h, uint64_t dev, uint64_t ino, int want_write,
+		int except)
+{
+	struct stat st;
+	unsigned fl;
+	uint64_t cookie;
+	int fd;
+
+	for (fd = h->next(0, &cookie, &fl); fd >= 0; fd = h->next(fd + 1, &cookie, &fl))
+		if (fd != except && (!want_write || (fl & POHM_HOST_FD_WRITE)) &&
+		    !pohm_sys_fstat(fd, &st) && (uint64_t)st.st_dev == dev &&
+		    (uint64_t)st.st_ino == ino)
+			return 1;
+	return 0;
+}
+
+int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino)
+{
+	return held(h, dev, ino, 0, -1);
+}
+
+/*
+ * Push through fd, or through a readable fd on its inode when fd is
+ * write-only (the shim's shadow, kept open until just before the host's
+ * last close of the inode, so no POSIX lock of the program is released by
+ * a push).  -EACCES/-EPERM: nothing can read it; the caller hands the push
+ * to pohmelfsd.
+ */
+static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
+{
+	int r, shadow;
+
+	r = pohm_cache_push_fd(c, fd);
+	if (r != -EBADF)
+		return r;
+	shadow = h->readable(fd);
+	if (shadow < 0)
+		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */
+	return pohm_cache_push_fd(c, shadow);
+}
+
+/* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
+static void hand_to_daemon(struct pohm_mount *m, uint64_t ino, int r)
+{
+	pohm_warn("a file written under the prefix cannot be read back for its push (%s); "
+		  "pohmelfsd will push it", strerror(-r));
+	pohm_dirty_note(pohm_proc_dirty(), ino);
+	pohm_mount_daemon_start(m);
+}
+
+/*
+ * Push everything dirty without touching the process's POSIX locks: files
+ * it has open through its own fds (pread on them), the others by path.
+ * but_writers: leave out the files this process still has open for
+ * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
+ * a munmap ends a writer, not a write session (issue 22 item 12).
+ */
+static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int but_writers)
+{
+	struct pohm_cache *c = m->cache;
+	struct stat st;
+	uint64_t cookie;
+	unsigned fl;
+	int fd, r, err = 0;
+
+	for (fd = h->next(0, &cookie, &fl); fd >= 0; fd = h->next(fd + 1, &cookie, &fl)) {
+		if (fl & POHM_HOST_FD_NODATA)
+			continue;
+		if (but_writers && ((fl & POHM_HOST_FD_WRITE) ||
+				    (!pohm_sys_fstat(fd, &st) &&
+				     held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, -1))))
+			continue;
+		r = push_fd(c, h, fd);
+		if (r == -EACCES || r == -EPERM)
+			hand_to_daemon(m, cookie, r);
+		else if (r < 0)
+			err = r;
+	}
+	r = pohm_cache_sync_others(c, pohm_proc_fd_held, (void *)h);
+	return r < 0 ? r : err;
+}
+
+/* Left for exit and pohmelfsd: on the dirty list, and pohmelfsd runs. */
+static int leave_dirty(struct pohm_mount *m, uint64_t ino)
+{
+	pohm_proc_count(POHM_ST_CLOSE, 0);
+	pohm_dirty_note(pohm_proc_dirty(), ino);
+	pohm_mount_daemon_start(m);
+	return 0;
+}
+
+/*
+ * A writing fd opened before a switch to another user belongs to the
+ * first user's cache: the new user's cache does not know the file, its
+ * push here finds nothing to do, and the first user's pohmelfsd or
+ * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
+ */
+int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino)
+{
+	struct pohm_cache *c = m->cache;
+	struct stat st;
+	int r, last;
+
+	/* Is this the process's last writing fd of the file?  While another
+	 * one is open (Python's mmap keeps a dup of the fd it maps) the file
+	 * is still being written: it stays open for write (writer.c), and
+	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
+	 * exit pushes it at the latest. */
+	last = !pohm_sys_fstat(fd, &st) && S_ISREG(st.st_mode);
+	if (last && held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, fd)) {
+		last = 0;
+		if (m->sync_on_close) {
+			h->closing(fd);
+			pohm_proc_count(POHM_ST_CLOSE, 0);
+			pohm_dirty_note(pohm_proc_dirty(), ino);
+			return 0;
+		}
+	}
+	if (!m->sync_on_close) {
+		h->closing(fd);
+		if (last)
+			pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+		return leave_dirty(m, ino);	/* pushed at exit and by pohmelfsd meanwhile */
+	}
+	r = push_fd(c, h, fd);
+	h->closing(fd);
+	/* Pushed: the inode is no longer open for write here (after the push,
+	 * so pohmelfsd does not push it at the same time). */
+	if (last)
+		pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	/* Offline: the data stays in the cache, and pohmelfsd pushes it when
+	 * the storage answers. */
+	if (r < 0 && pohm_mount_offline(m))
+		return leave_dirty(m, ino);
+	if (r != -EACCES && r != -EPERM)
+		return pohm_proc_count(POHM_ST_CLOSE, r < 0 ? -EIO : 0);
+	/* A write-only fd on a file we may not read: another process
+	 * (pohmelfsd, maybe with other rights) pushes it, the close succeeds. */
+	pohm_proc_count(POHM_ST_CLOSE, 0);
+	hand_to_daemon(m, ino, r);
+	return 0;
+}
+
+int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino)
+{
+	int r;
+
+	if (fd < 0)
+		r = push_process(m, h, 0);
+	else if ((r = push_fd(m->cache, h, fd)) == -EACCES || r == -EPERM) {
+		hand_to_daemon(m, ino, r);
+		r = 0;
+	}
+	return pohm_proc_count(POHM_ST_SYNC, r < 0 ? -EIO : 0);
+}
+
+void pohm_proc_mapped(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
+		       const uint64_t *ino)
+{
+	struct stat st;
+
+	/* A writable shared mapping writes the file until it is unmapped,
+	 * maybe after its fd's close (whose push came before those writes):
+	 * the exit pushes it if no munmap did, and the inode stays open for
+	 * write until the process ends (writer.c). */
+	if (ino)
+		pohm_dirty_note(pohm_proc_dirty(), *ino);
+	if (fd >= 0 && !pohm_sys_fstat(fd, &st))
+		pohm_cache_writer_mapped(m->cache, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+}
+
+int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int sync)
+{
+	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
+	 * ends a writer: what no open fd of ours still writes travels now. */
+	if (sync)
+		return push_process(m, h, 0) < 0 ? -EIO : 0;
+	push_process(m, h, 1);
+	return 0;
+}
+
+void pohm_proc_exit_push(const struct pohm_host_fds *h)
+{
+	struct pohm_mount *m = pohm_proc_mount_now();
+
+	/* Through the cache of the process's user now (another user's
+	 * cache_dir is closed to it: that user's pohmelfsd or `pohmelfs sync`
+	 * pushes what was left there). */
+	if (m && pohm_dirty_take(pohm_proc_dirty()))
+		push_process(m, h, 0);
+}

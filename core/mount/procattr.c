@@ -1,0 +1,89 @@
+/*
+ * procattr.c — an attribute change by a host process (moved from
+ * preload/hooks_cache.c, issues 18 and 20): what comes before the kernel
+ * changes the local copy (a real copy, not a stub; offline, only what can
+ * travel later; the kernel's owner checks on the stored owner) and when
+ * the change travels after it.  The shim maps its own operations to enum
+ * pohm_proc_attr and POHM_PAF_* (mount.h) and holds its hold around both
+ * calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mount.h"
+#include "sys.h"
+
+int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
+		   unsigned flags)
+{
+	unsigned nofollow = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
+	int r = 0;
+
+	if (!rel && fd < 0)
+		goto out;	/* a name too long to resolve here: the kernel's alone */
+	/* Change a real copy, not a stub (a changed stub would be a conflict). */
+	if (rel && (r = pohm_cache_materialize(c, rel, POHM_MAT_DATA | nofollow)) < 0)
+		goto out;
+	r = pohm_cache_attr_offline(c, rel, fd, nofollow, op == POHM_PA_OWNER);
+	if (r < 0)
+		goto out;
+	/* The kernel's owner checks, on the stored owner: the local copy may be
+	 * the caller's own whoever owns the file (issue 22). */
+	r = 0;
+	if (op == POHM_PA_MODE || (op == POHM_PA_TIMES && (flags & POHM_PAF_SET)))
+		r = pohm_cache_perm_owner(c, fd, rel, !nofollow, POHM_PERM_FOWNER);
+	else if (op == POHM_PA_OWNER && (flags & POHM_PAF_SET))
+		r = pohm_cache_perm_owner(c, fd, rel, !nofollow, POHM_PERM_CHOWN);
+	else if (op == POHM_PA_TIMES && (flags & POHM_PAF_TOUCH))
+		r = pohm_cache_perm_owner(c, fd, rel, !nofollow, POHM_PERM_TOUCH);
+out:
+	return pohm_proc_count(POHM_ST_ATTR, r < 0 ? r : 0);
+}
+
+/* Is rel (under the prefix) a regular file open through an fd of the host? */
+static int held_path(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel)
+{
+	struct stat st;
+
+	return !pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st.st_mode) &&	/* only a file's push opens an fd of ours */
+	       pohm_proc_fd_held((void *)h, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+}
+
+void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
+			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags)
+{
+	char real[4096];
+	int r, chattr = op == POHM_PA_MODE || op == POHM_PA_OWNER;
+
+	/* chmod, chown... follow a symlink: the change is its target's
+	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
+	if (rel && !(flags & POHM_PAF_NOFOLLOW)) {
+		r = pohm_cache_follow(c, rel, real, sizeof(real));
+		if (r == 2 || r < 0)
+			return;	/* out of the prefix: libc's alone */
+		if (r == 0)
+			rel = real;
+	}
+	/* The change travels now, so that other hosts see it after attr_timeout.
+	 * A truncation through an fd is a data change of a writer still open,
+	 * as a write is (issue 22 item 12: fsx's 645 ftruncates were 645 pushes
+	 * of the whole file): it travels with the fd's next push, at its close
+	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
+	if (fd >= 0 && op == POHM_PA_SIZE)
+		r = 0;
+	else if (fd >= 0)
+		r = pohm_cache_push_fd(c, fd);
+	else if (rel && !held_path(c, h, rel))
+		r = pohm_cache_push_path(c, rel);
+	else
+		r = 0;	/* open here: pushed through its fd at close or sync */
+	/* What a push cannot tell from the cache's own differences (chattr.c). */
+	if (r >= 0 && chattr && (fd >= 0 || rel))
+		r = pohm_cache_push_chattr(c, fd, rel, op == POHM_PA_OWNER);
+	if (r < 0 && r != -EBADF)
+		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
+			  strerror(-r));
+}
