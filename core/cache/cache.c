@@ -502,16 +502,99 @@ static int fetch_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
 	return 0;
 }
 
+void cache_fetch_base_of(struct cache_fetch_base *b, const struct stat *lst,
+			 const struct pohm_jrec *rec)
+{
+	memset(b, 0, sizeof(*b));
+	b->lino = (uint64_t)lst->st_ino;
+	if (!rec)
+		return;
+	b->has_rec = 1;
+	b->flags = rec->flags;
+	b->version = rec->version;
+	b->dversion = rec->dversion;
+	b->rlino = rec->lino;
+	b->lsize = rec->lsize;
+	b->lctime = rec->lctime;
+}
+
+/*
+ * The re-check of cache_fetch before its rename, with ino's w.lock byte
+ * held exclusively (or, for a stub, maybe not: it holds no data a writer
+ * could have written).  0: install; 1: something moved since base (why
+ * logged), leave the name alone; -errno.
+ */
+static int fetch_still_base(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			    const struct pohm_inode *in, const struct cache_fetch_base *b)
+{
+	struct pohm_jrec cur;
+	struct stat lst;
+	const char *why = NULL;
+	int r;
+
+	r = pohm_journal_get(&c->j, in->ino, &cur);
+	if (r && r != -ENOENT)
+		return r;
+	if ((r == 0) != (b->has_rec != 0))
+		why = "its record appeared or went";
+	else if (!r && (cur.version != b->version || cur.dversion != b->dversion ||
+			cur.lino != b->rlino || cur.lsize != b->lsize ||
+			cur.lctime.sec != b->lctime.sec || cur.lctime.nsec != b->lctime.nsec ||
+			(cur.flags & POHM_J_STUB) != (b->flags & POHM_J_STUB)))
+		why = !(cur.flags & POHM_J_STUB) && cur.dversion >= in->dversion ?
+		      "a copy as new or newer was installed meanwhile" :
+		      "its record changed meanwhile (push, refresh or restub)";
+	else if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+		why = "the name went meanwhile";
+	else if ((uint64_t)lst.st_ino != b->lino)
+		why = "the name was replaced meanwhile";
+	else if (!r && !(cur.flags & POHM_J_STUB) && (uint64_t)lst.st_ino == cur.lino ?
+		 cache_local_changed(c, &cur, dfd, name, &lst) :
+		 !r && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst))
+		why = "the copy was written meanwhile";
+	if (!r)
+		pohm_jrec_clear(&cur);
+	if (!why)
+		return 0;
+	pohm_debug("%s: fetched version %llu not installed: %s", rel,
+		   (unsigned long long)in->dversion, why);
+	return 1;
+}
+
+/* rename(tmp -> dfd/name) if nothing moved since base: 0 renamed, 1 left, -errno. */
+static int fetch_install(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			 const struct pohm_inode *in, const struct cache_fetch_base *b,
+			 const char *tmp, int *lk)
+{
+	int stub = !b->has_rec || (b->flags & POHM_J_STUB), r;
+
+	*lk = cache_writer_exclude(c, in->ino);
+	if (*lk == -EAGAIN && !stub) {
+		pohm_debug("%s: fetched version %llu not installed: open for write here", rel,
+			   (unsigned long long)in->dversion);
+		return 1;
+	}
+	if (*lk < 0 && *lk != -EAGAIN)
+		return *lk;
+	/* A stub a writer's lock covers (a byte shared with another inode, or
+	 * a writer that got ahead of a refresh which already replaced it: the
+	 * re-check sees that) is still replaced; it holds no data. */
+	r = fetch_still_base(c, dfd, name, rel, in, b);
+	if (!r)
+		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	return r;
+}
+
 /* One attempt of cache_fetch. */
 static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		      const struct pohm_inode *in)
+		      const struct pohm_inode *in, const struct cache_fetch_base *base)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
 	char tmp[64];
 	struct timespec tv[2];
 	struct pohm_jrec rec;
 	struct stat st;
-	int fd, r;
+	int fd, r, lk = -1;
 
 	snprintf(tmp, sizeof(tmp), "f.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
@@ -537,8 +620,9 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	tv[1].tv_sec = in->mtime.sec;
 	tv[1].tv_nsec = in->mtime.nsec;
 	syscall(SYS_utimensat, fd, NULL, tv, 0);
-	/* Readers and mappings of the old copy keep it; the name now shows the new one. */
-	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	/* Readers and mappings of the old copy keep it; the name now shows the
+	 * new one, if nothing moved since the refresh looked (issue 18). */
+	r = fetch_install(c, dfd, name, rel, in, base, tmp, &lk);
 	if (r)
 		goto fail;
 	r = pohm_sys_fstat(fd, &st);
@@ -557,17 +641,20 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 fail:
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 out:
+	cache_writer_include(lk);
 	pohm_sys_close(fd);
 	return r;
 }
 
 int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		const struct pohm_inode *in)
+		const struct pohm_inode *in, const struct cache_fetch_base *base)
 {
 	char other[4096];
 	int has_other = fetch_other_name(c, rel, in, other, sizeof(other));
-	int r = fetch_once(c, dfd, name, rel, in);
+	int r = fetch_once(c, dfd, name, rel, in, base);
 
+	if (r == 1)
+		return 0;	/* left alone: the local state moved on */
 	if (!r && has_other)
 		fetch_relink(c, in->ino, other);	/* a refresh renames over every name */
 
@@ -578,7 +665,9 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 	}
 	/* Full: ask for room (pohmelfsd evicts clean files), then once more. */
 	if (c->space_fn && !c->space_fn(c->space_arg, in->size + (1u << 20)))
-		r = fetch_once(c, dfd, name, rel, in);
+		r = fetch_once(c, dfd, name, rel, in, base);
+	if (r == 1)
+		return 0;
 	if (!r && has_other)
 		fetch_relink(c, in->ino, other);
 	if (r == -ENOSPC || r == -EDQUOT) {
@@ -1310,9 +1399,30 @@ static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, in
 	return 0;
 }
 
+/* After a stub written without the shim became a conflict copy (and the
+ * name a fresh stub): fetch over that new stub, its state the base. */
+static int refetch_after_push(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			      const struct pohm_inode *in)
+{
+	struct cache_fetch_base base;
+	struct pohm_jrec rec;
+	struct stat lst;
+	int r, has;
+
+	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (r)
+		return r;
+	has = !pohm_journal_get(&c->j, in->ino, &rec);
+	cache_fetch_base_of(&base, &lst, has ? &rec : NULL);
+	if (has)
+		pohm_jrec_clear(&rec);
+	return cache_fetch(c, dfd, name, rel, in, &base);
+}
+
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in)
 {
+	struct cache_fetch_base base;
 	struct pohm_jrec rec;
 	struct stat lst;
 	int r;
@@ -1331,18 +1441,21 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino,
 					      &known))
 			return 0;
-		return cache_fetch(c, dfd, name, rel, in);
+		cache_fetch_base_of(&base, &lst, NULL);
+		return cache_fetch(c, dfd, name, rel, in, &base);
 	}
 	if (r)
 		return r;
+	/* Each fetch below installs only if nothing moved since this look. */
+	cache_fetch_base_of(&base, &lst, &rec);
 	if ((uint64_t)lst.st_ino != rec.lino && !(rec.flags & POHM_J_STUB) &&
 	    rec.dversion == in->dversion && pohm_stub_shape(&lst)) {
 		/* Another name of a hardlinked inode, still a stub: link it to the copy. */
 		r = cache_link_name(c, &rec, dfd, name);
 		if (r)
-			r = cache_fetch(c, dfd, name, rel, in);
-	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion == in->dversion) {
-		r = 0;		/* our copy is the committed one */
+			r = cache_fetch(c, dfd, name, rel, in, &base);
+	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion >= in->dversion) {
+		r = 0;		/* our copy is the committed one (or newer: never go back) */
 	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
 		r = 0;		/* changed here too: the push will keep both (conflict copy) */
 	} else if ((rec.flags & POHM_J_STUB) && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst)) {
@@ -1351,9 +1464,9 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		pohm_warn("%s: a stub was changed without the shim; it becomes a conflict copy", rel);
 		r = pohm_cache_push_path(c, rel);
 		if (r >= 0)
-			r = cache_fetch(c, dfd, name, rel, in);
+			r = refetch_after_push(c, dfd, name, rel, in);
 	} else {
-		r = cache_fetch(c, dfd, name, rel, in);
+		r = cache_fetch(c, dfd, name, rel, in, &base);
 	}
 	pohm_jrec_clear(&rec);
 	return r;

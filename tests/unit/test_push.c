@@ -230,3 +230,157 @@ TEST(an_empty_copy_made_by_a_create_pushes_nothing)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
+
+/* ---------------------------------------------------------------- issue 18: refresh re-validated */
+
+static struct pohm_cache *race_b;	/* the host whose refresh the hook races */
+static int race_fd = -1;		/* the racing writer's fd */
+static int race_locked;			/* it takes its open-for-write lock, as the shim does */
+
+/* A writer on host b opens f (its current copy) and appends "b\n". */
+static void race_b_writes(void)
+{
+	struct stat st;
+
+	race_fd = open(ch_path("b", "f"), O_RDWR | O_APPEND);
+	EXPECT(race_fd >= 0);
+	EXPECT_EQ_INT(fstat(race_fd, &st), 0);
+	if (race_locked) {
+		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
+
+		pohm_cache_stat_fix(race_b, &st);
+		EXPECT_EQ_INT(pohm_cache_writer_open(race_b, (uint64_t)st.st_ino, ldev, lino, 0), 0);
+	}
+	EXPECT_EQ_INT(write(race_fd, "b\n", 2), 2);
+}
+
+/*
+ * Host b refreshes f (host a committed "y\n" over the "x\n" b holds); a
+ * writer on b opens b's copy and appends while the fetch runs, before its
+ * rename.  The fetched copy must not replace the written one: the
+ * writer's line stays in b's copy and reaches the storage as a conflict
+ * copy (its base is "x\n"), a's version stays the file.  Once with the
+ * writer's open-for-write lock (a shim's writer), once without (the copy's
+ * change alone must stop the rename).
+ */
+TEST(a_refresh_never_renames_over_a_copy_written_during_its_fetch)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[64], host[8];
+	ssize_t n;
+	int locked;
+
+	for (locked = 1; locked >= 0; locked--) {
+		ch_setup();
+		a = ch_host("a");
+		b = ch_host("b");
+		EXPECT(a && b);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+		race_b = b;
+		race_locked = locked;
+		race_fd = -1;
+		ch_after_chunk_get = race_b_writes;
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		EXPECT(ch_after_chunk_get == NULL);	/* the writer ran */
+		n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		EXPECT_EQ_STR(buf, "x\nb\n");		/* the writer's copy stays */
+		/* The writer's close: its push is based on "x\n", a conflict. */
+		EXPECT_EQ_INT(pohm_cache_push_fd(b, race_fd), 0);
+		close(race_fd);
+		snprintf(host, sizeof(host), "c%d", locked);
+		c = ch_host(host);
+		EXPECT(c != NULL);
+		EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+		n = ch_read_all(ch_path(host, "f"), buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		EXPECT_EQ_STR(buf, "y\n");
+		EXPECT_EQ_INT(conflict_copies(c, host, "b", "x\nb\n"), 1);
+		pohm_cache_close(a);
+		pohm_cache_close(b);
+		pohm_cache_close(c);
+	}
+}
+
+static struct pohm_cache *race_a2, *race_b2;
+
+/* Host a commits "z\n", and a second refresher on host b installs it. */
+static void race_newer_installed(void)
+{
+	EXPECT_EQ_INT(ch_write(race_a2, "a", "f", "z\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(race_b2, "f", POHM_MAT_DATA), 0);
+}
+
+/*
+ * Two refreshers on one host: the first fetches "y\n"; before its rename a
+ * second installs the newer "z\n".  The first must not put its older
+ * version back over the newer one (the journal's version would go back,
+ * and the next push of b would be based on "y\n" while holding... "y\n").
+ */
+TEST(a_refresh_never_installs_an_older_version_than_another_refresh_did)
+{
+	struct pohm_cache *a, *b, *b2;
+	char buf[64];
+	ssize_t n;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	b2 = ch_host("b");	/* another process of host b */
+	EXPECT(a && b && b2);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+	race_a2 = a;
+	race_b2 = b2;
+	ch_after_chunk_get = race_newer_installed;
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT(ch_after_chunk_get == NULL);	/* the second refresher ran */
+	n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "z\n");
+	/* And it stays: b's copy is the committed one, a local change of it
+	 * pushes without a conflict. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_write(b, "b", "f", "w\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("a", "f"), buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "w\n");
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(b2);
+}
+
+/* A writer that opened b's copy just before a refresh replaced it, and
+ * takes its open-for-write lock only after: told -ESTALE (its fd writes a
+ * file no name shows), where it was told 0. */
+TEST(a_write_open_of_a_copy_a_refresh_replaced_is_told)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+	uint64_t ldev, lino;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	fd = open(ch_path("b", "f"), O_RDWR);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	ldev = (uint64_t)st.st_dev;
+	lino = (uint64_t)st.st_ino;
+	pohm_cache_stat_fix(b, &st);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);	/* replaced */
+	EXPECT_EQ_INT(pohm_cache_writer_open(b, (uint64_t)st.st_ino, ldev, lino, 0), -ESTALE);
+	pohm_cache_writer_close(b, ldev, lino);
+	close(fd);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
