@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 
 #include "harness.h"
 #include "cache_hosts.h"
@@ -383,4 +384,56 @@ TEST(a_write_open_of_a_copy_a_refresh_replaced_is_told)
 	close(fd);
 	pohm_cache_close(a);
 	pohm_cache_close(b);
+}
+
+/* ---------------------------------------------------------------- issue 18: based attribute pushes */
+
+static struct pohm_cache *race_dir_b;
+
+/* Host b adds an entry to d: its stored mtime moves to now (cachedirtime.c). */
+static void race_b_adds_entry(void)
+{
+	EXPECT_EQ_INT(pohm_cache_mkdir(race_dir_b, "d/e", 0755), 0);
+}
+
+/*
+ * Host a pushes d's attributes, changed here from its base (mode 0750,
+ * mtime 2002, both older news than the base's 2001 only for the mode);
+ * host b adds an entry to d just before a's setattr, which moves the
+ * stored mtime to now.  a's mode is a change from its base: it wins.  a's
+ * mtime is older than a stored mtime that moved since a's base: the
+ * stored one stays (it went back to 2002 before).
+ */
+TEST(an_attribute_push_never_moves_a_newer_stored_time_back)
+{
+	struct timespec t2001[2] = { { 0, UTIME_OMIT }, { 978307200, 0 } };
+	struct timespec t2002[2] = { { 0, UTIME_OMIT }, { 1009843200, 0 } };
+	struct pohm_cache *a, *b, *c;
+	time_t start = time(NULL);
+	struct stat st;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2001, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);	/* the base: 2001 */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(chmod(ch_path("a", "d"), 0750), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2002, 0), 0);
+	race_dir_b = b;
+	ch_before_inode_cas = race_b_adds_entry;
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);
+	EXPECT(ch_before_inode_cas == NULL);		/* b's mkdir ran */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "d", 0), 0);
+	EXPECT_EQ_INT(lstat(ch_path("c", "d"), &st), 0);
+	pohm_cache_stat_fix(c, &st);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	EXPECT(st.st_mtime >= start);			/* b's entry change, not 2002 */
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
 }
