@@ -856,13 +856,15 @@ static int foreign_dir_first(const struct stat *st)
  * -errno; on failure the copy stays as it was.
  */
 static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-			const struct stat *lst, const struct pohm_inode *in)
+			const struct stat *lst, const struct pohm_jrec *seen,
+			const struct pohm_inode *in)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct cache_fetch_base base;
 	struct pohm_jrec rec;
 	struct stat st, now;
 	char tmp[64];
-	int r;
+	int r, lk = -1;
 
 	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
@@ -874,9 +876,19 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 		   now.st_ino != lst->st_ino || now.st_ctim.tv_sec != lst->st_ctim.tv_sec ||
 		   now.st_ctim.tv_nsec != lst->st_ctim.tv_nsec || now.st_size != lst->st_size))
 		r = -EAGAIN;	/* changed meanwhile: not ours to replace */
+	/* As a refresh's rename (fetch_install): with no writer of this host,
+	 * and the record still what ensure_entry saw (issue 18). */
+	if (!r && (lk = cache_writer_exclude(c, in->ino)) < 0)
+		r = lk;
+	if (!r) {
+		cache_fetch_base_of(&base, lst, seen);
+		r = fetch_still_base(c, dfd, name, rel, in, &base);
+		r = r == 1 ? -EAGAIN : r;
+	}
 	if (!r)
 		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
 	if (r) {
+		cache_writer_include(lk);
 		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 		return r;
 	}
@@ -887,6 +899,7 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 	rec.validated_ns = pohm_sys_real_ns();
 	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
 	r = pohm_journal_put(&c->j, &rec);
+	cache_writer_include(lk);
 	pohm_jrec_clear(&rec);
 	return r;
 }
@@ -986,9 +999,9 @@ checked:
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
-			if (clean && !data && S_ISREG(in->mode) && rec.dversion != in->dversion &&
+			if (clean && !data && S_ISREG(in->mode) && rec.dversion < in->dversion &&
 			    rec.nlink <= 1 && in->nlink <= 1 && (uint64_t)lst.st_nlink <= 1 &&
-			    !restub_stale(c, dfd, name, rel, &lst, in)) {
+			    !restub_stale(c, dfd, name, rel, &lst, &rec, in)) {
 				cache_mark_fresh(c, ino);
 				goto out;
 			}
