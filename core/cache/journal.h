@@ -77,6 +77,15 @@ void pohm_journal_seal(uint8_t *p, size_t len);
  */
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 		       uint64_t validated_ns);
+/*
+ * Note st as ino's local state (pohm_journal_note_local) in the record as
+ * it is now, under its lock, leaving every other field as the last writer
+ * left it: for a caller whose copy of the record may be older than a
+ * change of the stored attributes meanwhile (a directory scan: a put of
+ * its copy would take the record's mtime back).  0, -ENOENT, -ESTALE (the
+ * record names another local file), -errno.
+ */
+int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */

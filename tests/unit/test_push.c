@@ -437,3 +437,49 @@ TEST(an_attribute_push_never_moves_a_newer_stored_time_back)
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }
+
+static struct pohm_cache *race_scan_a;
+
+/* A process of host a removes d/y: d's stored mtime and its record move to now. */
+static void race_a_removes_entry(void)
+{
+	EXPECT_EQ_INT(pohm_cache_unlink(race_scan_a, "d/y"), 0);
+}
+
+/*
+ * The shim_programs sighting of session 10: pohmelfsd's reconcile scans d
+ * (a name made without the shim to adopt), and while it does, an rm in d
+ * moves d's stored mtime and record to now.  The scan then noted d's local
+ * state by putting back its copy of the record, read before the rm: d
+ * showed the mtime it had before (here 2001, there the one `cp -a`
+ * preserved).  Only the local state may be noted.  (Sleeps 5 s: a name
+ * made without the shim is adopted once it settled.)
+ */
+TEST(a_directory_scan_never_takes_a_recorded_mtime_back)
+{
+	struct timespec t2001[2] = { { 0, UTIME_OMIT }, { 978307200, 0 } };
+	struct pohm_cache *a;
+	time_t start = time(NULL);
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "d/y", "y", 1), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2001, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);
+	fd = open(ch_path("a", "d/x"), O_CREAT | O_WRONLY | O_EXCL, 0644);	/* no shim */
+	EXPECT(fd >= 0);
+	close(fd);
+	sleep(6);
+	race_scan_a = a;
+	ch_before_inode_cas = race_a_removes_entry;
+	EXPECT(pohm_cache_reconcile(a) >= 1);		/* x adopted */
+	EXPECT(ch_before_inode_cas == NULL);		/* the rm ran meanwhile */
+	EXPECT_EQ_INT(lstat(ch_path("a", "d"), &st), 0);
+	pohm_cache_stat_fix(a, &st);
+	EXPECT(st.st_mtime >= start);			/* the rm's, not 2001 */
+	pohm_cache_close(a);
+}
