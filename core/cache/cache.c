@@ -922,6 +922,19 @@ static int entry_from_record(struct pohm_cache *c, int dfd, const char *name, ui
 	return inode_from_record(dfd, name, rec, in);
 }
 
+/* Was ino's record (read as seen) rewritten since?  1 (or unreadable), 0. */
+static int record_moved(struct pohm_cache *c, const struct pohm_jrec *seen)
+{
+	struct pohm_jrec cur;
+	int moved;
+
+	if (pohm_journal_get(&c->j, seen->ino, &cur))
+		return 1;
+	moved = pohm_journal_moved(&cur, seen);
+	pohm_jrec_clear(&cur);
+	return moved;
+}
+
 /*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
@@ -988,7 +1001,11 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		goto out;
 checked:
 	if (have_local && have_rec && known == ino) {
-		if (rec.version != in->version) {
+		/* Only news (a newer stored version: an older one is a stale
+		 * replica's word), and only over the record as it was read: one
+		 * another process rewrote meanwhile (a push's commit, a fetch)
+		 * may know more than in (issue 18). */
+		if (rec.version < in->version && !record_moved(c, &rec)) {
 			if (!(rec.flags & POHM_J_STUB) && !cache_local_changed(c, &rec, dfd, name, &lst))
 				cache_xattr_pull(dfd, name, in);
 			/* Attributes changed in the storage: the overlay must show them.
@@ -996,6 +1013,7 @@ checked:
 			uint64_t dv = rec.dversion, size = rec.size;
 			uint8_t (*cs)[64] = rec.csum;
 			uint32_t nc = rec.nchunks;
+			struct pohm_jrec seen = rec;	/* its fields only: never cleared */
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
@@ -1023,9 +1041,12 @@ checked:
 			rec.validated_ns = pohm_sys_real_ns();
 			if (clean)
 				apply_stored_attrs(c, dfd, name, &rec, &lst, in);
-			pohm_journal_put(&c->j, &rec);
-			cache_mark_fresh(c, ino);
-		} else {
+			/* Unless another process rewrote the record since it was read
+			 * (a push's commit, a newer stored mtime): never its word back
+			 * to ours, older (issue 18). */
+			if (!pohm_journal_put_cas(&c->j, &rec, &seen))
+				cache_mark_fresh(c, ino);
+		} else if (rec.version == in->version) {
 			cache_mark_checked(c, ino, in->version);
 		}
 		goto out;

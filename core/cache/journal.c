@@ -529,7 +529,16 @@ out:
 	errno = saved;
 }
 
-int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
+int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen)
+{
+	return cur->version != seen->version || cur->dversion != seen->dversion ||
+	       cur->ldev != seen->ldev || cur->lino != seen->lino || cur->lsize != seen->lsize ||
+	       cur->lctime.sec != seen->lctime.sec || cur->lctime.nsec != seen->lctime.nsec ||
+	       cur->flags != seen->flags;
+}
+
+/* pohm_journal_put, or pohm_journal_put_cas when seen is set. */
+static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct pohm_jrec prev;
@@ -555,6 +564,10 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 	}
 	/* The record being replaced: which index entry it made (torn: none known). */
 	had = !get_from(fd, r->ino, &prev, &fsize);
+	if (seen && (!had || pohm_journal_moved(&prev, seen))) {
+		rc = -ESTALE;	/* another writer's word came meanwhile: it stands */
+		goto out;
+	}
 	if (had && b.len > fsize) {
 		/*
 		 * A longer record over an intact one: get the blocks first, so a
@@ -655,6 +668,17 @@ static int touch_fn(struct pohm_jrec *r, const void *arg)
 		return -ESTALE;	/* rewritten since it was checked: its writer's word stands */
 	r->validated_ns = t->validated_ns;
 	return 0;
+}
+
+int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
+{
+	return put_rec(j, r, NULL);
+}
+
+int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
+			 const struct pohm_jrec *seen)
+{
+	return put_rec(j, r, seen);
 }
 
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,

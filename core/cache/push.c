@@ -398,6 +398,31 @@ static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t 
 	return 1;
 }
 
+/*
+ * After a push: the mode and owner another host stored since the base
+ * (base_*) that this copy did not change take effect on the local file
+ * (fd), so that it agrees with the record the push notes (in's); else
+ * they would read as a local change from that record, and the next push
+ * would take them back (issue 18).  Owner first: chown clears the set-id
+ * bits.  *st becomes the local state after.  Errors leave it as it was.
+ */
+static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, uint32_t base_uid,
+			     uint32_t base_gid, const struct pohm_inode *in, struct stat *st)
+{
+	int changed = 0;
+
+	if (c->is_root && (uint32_t)st->st_uid == base_uid && (uint32_t)st->st_gid == base_gid &&
+	    (in->uid != base_uid || in->gid != base_gid) &&
+	    !syscall(SYS_fchown, fd, in->uid, in->gid))
+		changed = 1;
+	if ((((st->st_mode & 07777) == (base_mode & 07777) &&
+	      (in->mode & 07777) != (base_mode & 07777)) || (changed && (in->mode & 06000))) &&
+	    !syscall(SYS_fchmod, fd, in->mode & 07777))
+		changed = 1;
+	if (changed)
+		pohm_sys_fstat(fd, st);
+}
+
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
 static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
 {
@@ -405,6 +430,8 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	uint8_t (*sums)[64] = NULL;
 	struct pohm_inode in;
 	struct pohm_ts mt;
+	struct stat now;
+	uint32_t base_mode, base_uid, base_gid;
 	size_t n = 0;
 	int r, d, pushed_attrs = 0;
 
@@ -515,10 +542,16 @@ attrs:
 	 * cache_append_hosts).  The next open fetches it.
 	 */
 	pohm_journal_note_data(rec, &in);
+	base_mode = rec->mode;
+	base_uid = rec->uid;
+	base_gid = rec->gid;
 	r = push_attrs(c, rec, st, &in, fd, NULL);
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;
+	now = *st;
+	push_take_stored(c, fd, base_mode, base_uid, base_gid, &in, &now);
+	st = &now;
 	if (in.dversion == rec->dversion) {
 		pohm_journal_note_inode(rec, &in);
 	} else {

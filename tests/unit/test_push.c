@@ -483,3 +483,107 @@ TEST(a_directory_scan_never_takes_a_recorded_mtime_back)
 	EXPECT(st.st_mtime >= start);			/* the rm's, not 2001 */
 	pohm_cache_close(a);
 }
+
+static struct pohm_cache *race_a_other;	/* another process of host a */
+
+/* It appends "a\n" to a's copy of f and pushes it: a new data version,
+ * recorded as a's base. */
+static void race_other_process_pushes(void)
+{
+	int fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(race_a_other, fd), 1);
+	close(fd);
+}
+
+/*
+ * A stat on host a revalidates f (host b changed its mode: a new stored
+ * version) and reads f's stored inode; just then another process of a
+ * commits an append and records its new base.  The stat then put back its
+ * copy of the record, read before: the base went back a data version, and
+ * a's next push sent the chunks a2 had sent (a false dirty, issue 18 case
+ * 6).  The record is put only if nobody rewrote it meanwhile.
+ */
+TEST(a_revalidation_never_puts_back_a_record_another_process_rewrote)
+{
+	struct pohm_cache *a, *a2, *b;
+	struct pohm_cache_stats s0, s1;
+	struct stat st;
+	char buf[64];
+	ssize_t n;
+
+	ch_setup();
+	a = ch_host("a");
+	a2 = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && a2 && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0600), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(b, "f"), 1);
+	EXPECT_EQ_INT(lstat(ch_path("a", "f"), &st), 0);
+	pohm_cache_stat_fix(a, &st);
+	snprintf(ch_after_get_key, sizeof(ch_after_get_key), "i:%llx",
+		 (unsigned long long)st.st_ino);
+	race_a_other = a2;
+	ch_after_get = race_other_process_pushes;
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", 0), 0);	/* a stat */
+	EXPECT(ch_after_get == NULL);				/* the push ran */
+	/* Nothing of a's to send: a2 sent it (with the record put back, the
+	 * copy differed from its base's checksums: chunks written again). */
+	ch_puts_reset();
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);
+	EXPECT_EQ_INT(ch_puts_of('d'), 0);
+	pohm_cache_get_stats(a, &s0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	pohm_cache_get_stats(a, &s1);
+	EXPECT_EQ_U64(s1.fetches, s0.fetches);	/* a holds the stored version */
+	n = ch_read_all(ch_path("a", "f"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 4);
+	pohm_cache_close(a);
+	pohm_cache_close(a2);
+	pohm_cache_close(b);
+}
+
+/*
+ * Host b changes f's mode; host a, whose copy still has the old mode,
+ * appends and pushes: its commit answers with b's mode, which a's record
+ * then holds while a's file kept the old one.  a's next attribute push saw
+ * the old mode as a local change from that record and took b's chmod
+ * back.  The local file takes what another host stored and this copy did
+ * not change.
+ */
+TEST(a_push_never_takes_back_a_mode_another_host_set)
+{
+	struct pohm_cache *a, *b, *c;
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0600), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(b, "f"), 1);
+	fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);	/* no open in between: a's copy */
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	close(fd);
+	EXPECT_EQ_INT(stat(ch_path("a", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);	/* b's, here too */
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);	/* nothing of a's left to send */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", 0), 0);
+	EXPECT_EQ_INT(lstat(ch_path("c", "f"), &st), 0);
+	pohm_cache_stat_fix(c, &st);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
