@@ -38,6 +38,9 @@
  *   taken──▶ pushing ──CAS won, record put──▶ clean
  *                    └─CAS lost: conflict copy, record CONFLICT──▶ conflict
  *   clean ──eviction (pohmelfsd, write lease)──▶ stub
+ *   clean|stub ──refresh: fetch, then with the w.lock byte held
+ *   exclusively (no writer here) and the record and copy re-checked as
+ *   it found them──▶ clean at the newer version (cache.c fetch_install)
  *
  *   state           how it is known                        durable by
  *   stub            record POHM_J_STUB                     the record
