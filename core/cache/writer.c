@@ -217,11 +217,17 @@ static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_
  * lock leaves the writer on the replaced copy: its writes would reach no
  * name.  0, or -ESTALE (logged: the caller's fd writes a replaced copy).
  */
-static int wr_check_copy(struct pohm_cache *c, uint64_t ino, uint64_t lino)
+static int wr_check_copy(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino)
 {
 	struct pohm_jrec rec;
+	uint64_t known;
 	int r = 0;
 
+	/* The common answer in one readlink: the index still maps the local
+	 * file to ino (a refresh's record put drops the replaced file's entry
+	 * before its lock goes, and this lock waited for that). */
+	if (!pohm_journal_lookup_local(&c->j, ldev, lino, &known))
+		return 0;
 	if (pohm_journal_get(&c->j, ino, &rec))
 		goto out;	/* not recorded (yet): nothing replaced it */
 	if (rec.lino && rec.lino != lino) {
@@ -264,7 +270,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 out:
 	pthread_mutex_unlock(&w->mu);
 	if (!r && !e)
-		r = wr_check_copy(c, ino, lino);
+		r = wr_check_copy(c, ino, ldev, lino);
 	return r;
 }
 
