@@ -502,16 +502,99 @@ static int fetch_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
 	return 0;
 }
 
+void cache_fetch_base_of(struct cache_fetch_base *b, const struct stat *lst,
+			 const struct pohm_jrec *rec)
+{
+	memset(b, 0, sizeof(*b));
+	b->lino = (uint64_t)lst->st_ino;
+	if (!rec)
+		return;
+	b->has_rec = 1;
+	b->flags = rec->flags;
+	b->version = rec->version;
+	b->dversion = rec->dversion;
+	b->rlino = rec->lino;
+	b->lsize = rec->lsize;
+	b->lctime = rec->lctime;
+}
+
+/*
+ * The re-check of cache_fetch before its rename, with ino's w.lock byte
+ * held exclusively (or, for a stub, maybe not: it holds no data a writer
+ * could have written).  0: install; 1: something moved since base (why
+ * logged), leave the name alone; -errno.
+ */
+static int fetch_still_base(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			    const struct pohm_inode *in, const struct cache_fetch_base *b)
+{
+	struct pohm_jrec cur;
+	struct stat lst;
+	const char *why = NULL;
+	int r;
+
+	r = pohm_journal_get(&c->j, in->ino, &cur);
+	if (r && r != -ENOENT)
+		return r;
+	if ((r == 0) != (b->has_rec != 0))
+		why = "its record appeared or went";
+	else if (!r && (cur.version != b->version || cur.dversion != b->dversion ||
+			cur.lino != b->rlino || cur.lsize != b->lsize ||
+			cur.lctime.sec != b->lctime.sec || cur.lctime.nsec != b->lctime.nsec ||
+			(cur.flags & POHM_J_STUB) != (b->flags & POHM_J_STUB)))
+		why = !(cur.flags & POHM_J_STUB) && cur.dversion >= in->dversion ?
+		      "a copy as new or newer was installed meanwhile" :
+		      "its record changed meanwhile (push, refresh or restub)";
+	else if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+		why = "the name went meanwhile";
+	else if ((uint64_t)lst.st_ino != b->lino)
+		why = "the name was replaced meanwhile";
+	else if (!r && !(cur.flags & POHM_J_STUB) && (uint64_t)lst.st_ino == cur.lino ?
+		 cache_local_changed(c, &cur, dfd, name, &lst) :
+		 !r && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst))
+		why = "the copy was written meanwhile";
+	if (!r)
+		pohm_jrec_clear(&cur);
+	if (!why)
+		return 0;
+	pohm_debug("%s: fetched version %llu not installed: %s", rel,
+		   (unsigned long long)in->dversion, why);
+	return 1;
+}
+
+/* rename(tmp -> dfd/name) if nothing moved since base: 0 renamed, 1 left, -errno. */
+static int fetch_install(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			 const struct pohm_inode *in, const struct cache_fetch_base *b,
+			 const char *tmp, int *lk)
+{
+	int stub = !b->has_rec || (b->flags & POHM_J_STUB), r;
+
+	*lk = cache_writer_exclude(c, in->ino);
+	if (*lk == -EAGAIN && !stub) {
+		pohm_debug("%s: fetched version %llu not installed: open for write here", rel,
+			   (unsigned long long)in->dversion);
+		return 1;
+	}
+	if (*lk < 0 && *lk != -EAGAIN)
+		return *lk;
+	/* A stub a writer's lock covers (a byte shared with another inode, or
+	 * a writer that got ahead of a refresh which already replaced it: the
+	 * re-check sees that) is still replaced; it holds no data. */
+	r = fetch_still_base(c, dfd, name, rel, in, b);
+	if (!r)
+		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	return r;
+}
+
 /* One attempt of cache_fetch. */
 static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		      const struct pohm_inode *in)
+		      const struct pohm_inode *in, const struct cache_fetch_base *base)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
 	char tmp[64];
 	struct timespec tv[2];
 	struct pohm_jrec rec;
 	struct stat st;
-	int fd, r;
+	int fd, r, lk = -1;
 
 	snprintf(tmp, sizeof(tmp), "f.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
@@ -537,8 +620,9 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	tv[1].tv_sec = in->mtime.sec;
 	tv[1].tv_nsec = in->mtime.nsec;
 	syscall(SYS_utimensat, fd, NULL, tv, 0);
-	/* Readers and mappings of the old copy keep it; the name now shows the new one. */
-	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	/* Readers and mappings of the old copy keep it; the name now shows the
+	 * new one, if nothing moved since the refresh looked (issue 18). */
+	r = fetch_install(c, dfd, name, rel, in, base, tmp, &lk);
 	if (r)
 		goto fail;
 	r = pohm_sys_fstat(fd, &st);
@@ -557,17 +641,20 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 fail:
 	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 out:
+	cache_writer_include(lk);
 	pohm_sys_close(fd);
 	return r;
 }
 
 int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		const struct pohm_inode *in)
+		const struct pohm_inode *in, const struct cache_fetch_base *base)
 {
 	char other[4096];
 	int has_other = fetch_other_name(c, rel, in, other, sizeof(other));
-	int r = fetch_once(c, dfd, name, rel, in);
+	int r = fetch_once(c, dfd, name, rel, in, base);
 
+	if (r == 1)
+		return 0;	/* left alone: the local state moved on */
 	if (!r && has_other)
 		fetch_relink(c, in->ino, other);	/* a refresh renames over every name */
 
@@ -578,7 +665,9 @@ int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel
 	}
 	/* Full: ask for room (pohmelfsd evicts clean files), then once more. */
 	if (c->space_fn && !c->space_fn(c->space_arg, in->size + (1u << 20)))
-		r = fetch_once(c, dfd, name, rel, in);
+		r = fetch_once(c, dfd, name, rel, in, base);
+	if (r == 1)
+		return 0;
 	if (!r && has_other)
 		fetch_relink(c, in->ino, other);
 	if (r == -ENOSPC || r == -EDQUOT) {
@@ -767,13 +856,15 @@ static int foreign_dir_first(const struct stat *st)
  * -errno; on failure the copy stays as it was.
  */
 static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-			const struct stat *lst, const struct pohm_inode *in)
+			const struct stat *lst, const struct pohm_jrec *seen,
+			const struct pohm_inode *in)
 {
 	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	struct cache_fetch_base base;
 	struct pohm_jrec rec;
 	struct stat st, now;
 	char tmp[64];
-	int r;
+	int r, lk = -1;
 
 	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
@@ -785,9 +876,19 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 		   now.st_ino != lst->st_ino || now.st_ctim.tv_sec != lst->st_ctim.tv_sec ||
 		   now.st_ctim.tv_nsec != lst->st_ctim.tv_nsec || now.st_size != lst->st_size))
 		r = -EAGAIN;	/* changed meanwhile: not ours to replace */
+	/* As a refresh's rename (fetch_install): with no writer of this host,
+	 * and the record still what ensure_entry saw (issue 18). */
+	if (!r && (lk = cache_writer_exclude(c, in->ino)) < 0)
+		r = lk;
+	if (!r) {
+		cache_fetch_base_of(&base, lst, seen);
+		r = fetch_still_base(c, dfd, name, rel, in, &base);
+		r = r == 1 ? -EAGAIN : r;
+	}
 	if (!r)
 		r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
 	if (r) {
+		cache_writer_include(lk);
 		pohm_sys_unlinkat(c->stage_fd, tmp, 0);
 		return r;
 	}
@@ -798,6 +899,7 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 	rec.validated_ns = pohm_sys_real_ns();
 	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
 	r = pohm_journal_put(&c->j, &rec);
+	cache_writer_include(lk);
 	pohm_jrec_clear(&rec);
 	return r;
 }
@@ -818,6 +920,19 @@ static int entry_from_record(struct pohm_cache *c, int dfd, const char *name, ui
 		return r && cache_offline(c) ? -EIO : r;
 	}
 	return inode_from_record(dfd, name, rec, in);
+}
+
+/* Was ino's record (read as seen) rewritten since?  1 (or unreadable), 0. */
+static int record_moved(struct pohm_cache *c, const struct pohm_jrec *seen)
+{
+	struct pohm_jrec cur;
+	int moved;
+
+	if (pohm_journal_get(&c->j, seen->ino, &cur))
+		return 1;
+	moved = pohm_journal_moved(&cur, seen);
+	pohm_jrec_clear(&cur);
+	return moved;
 }
 
 /*
@@ -886,7 +1001,11 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		goto out;
 checked:
 	if (have_local && have_rec && known == ino) {
-		if (rec.version != in->version) {
+		/* Only news (a newer stored version: an older one is a stale
+		 * replica's word), and only over the record as it was read: one
+		 * another process rewrote meanwhile (a push's commit, a fetch)
+		 * may know more than in (issue 18). */
+		if (rec.version < in->version && !record_moved(c, &rec)) {
 			if (!(rec.flags & POHM_J_STUB) && !cache_local_changed(c, &rec, dfd, name, &lst))
 				cache_xattr_pull(dfd, name, in);
 			/* Attributes changed in the storage: the overlay must show them.
@@ -894,12 +1013,13 @@ checked:
 			uint64_t dv = rec.dversion, size = rec.size;
 			uint8_t (*cs)[64] = rec.csum;
 			uint32_t nc = rec.nchunks;
+			struct pohm_jrec seen = rec;	/* its fields only: never cleared */
 			int clean = S_ISREG(lst.st_mode) && !(rec.flags & POHM_J_STUB) &&
 				    !cache_local_changed(c, &rec, dfd, name, &lst);
 
-			if (clean && !data && S_ISREG(in->mode) && rec.dversion != in->dversion &&
+			if (clean && !data && S_ISREG(in->mode) && rec.dversion < in->dversion &&
 			    rec.nlink <= 1 && in->nlink <= 1 && (uint64_t)lst.st_nlink <= 1 &&
-			    !restub_stale(c, dfd, name, rel, &lst, in)) {
+			    !restub_stale(c, dfd, name, rel, &lst, &rec, in)) {
 				cache_mark_fresh(c, ino);
 				goto out;
 			}
@@ -921,9 +1041,12 @@ checked:
 			rec.validated_ns = pohm_sys_real_ns();
 			if (clean)
 				apply_stored_attrs(c, dfd, name, &rec, &lst, in);
-			pohm_journal_put(&c->j, &rec);
-			cache_mark_fresh(c, ino);
-		} else {
+			/* Unless another process rewrote the record since it was read
+			 * (a push's commit, a newer stored mtime): never its word back
+			 * to ours, older (issue 18). */
+			if (!pohm_journal_put_cas(&c->j, &rec, &seen))
+				cache_mark_fresh(c, ino);
+		} else if (rec.version == in->version) {
 			cache_mark_checked(c, ino, in->version);
 		}
 		goto out;
@@ -1310,9 +1433,30 @@ static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, in
 	return 0;
 }
 
+/* After a stub written without the shim became a conflict copy (and the
+ * name a fresh stub): fetch over that new stub, its state the base. */
+static int refetch_after_push(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			      const struct pohm_inode *in)
+{
+	struct cache_fetch_base base;
+	struct pohm_jrec rec;
+	struct stat lst;
+	int r, has;
+
+	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (r)
+		return r;
+	has = !pohm_journal_get(&c->j, in->ino, &rec);
+	cache_fetch_base_of(&base, &lst, has ? &rec : NULL);
+	if (has)
+		pohm_jrec_clear(&rec);
+	return cache_fetch(c, dfd, name, rel, in, &base);
+}
+
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in)
 {
+	struct cache_fetch_base base;
 	struct pohm_jrec rec;
 	struct stat lst;
 	int r;
@@ -1331,18 +1475,21 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino,
 					      &known))
 			return 0;
-		return cache_fetch(c, dfd, name, rel, in);
+		cache_fetch_base_of(&base, &lst, NULL);
+		return cache_fetch(c, dfd, name, rel, in, &base);
 	}
 	if (r)
 		return r;
+	/* Each fetch below installs only if nothing moved since this look. */
+	cache_fetch_base_of(&base, &lst, &rec);
 	if ((uint64_t)lst.st_ino != rec.lino && !(rec.flags & POHM_J_STUB) &&
 	    rec.dversion == in->dversion && pohm_stub_shape(&lst)) {
 		/* Another name of a hardlinked inode, still a stub: link it to the copy. */
 		r = cache_link_name(c, &rec, dfd, name);
 		if (r)
-			r = cache_fetch(c, dfd, name, rel, in);
-	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion == in->dversion) {
-		r = 0;		/* our copy is the committed one */
+			r = cache_fetch(c, dfd, name, rel, in, &base);
+	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion >= in->dversion) {
+		r = 0;		/* our copy is the committed one (or newer: never go back) */
 	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
 		r = 0;		/* changed here too: the push will keep both (conflict copy) */
 	} else if ((rec.flags & POHM_J_STUB) && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst)) {
@@ -1351,9 +1498,9 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		pohm_warn("%s: a stub was changed without the shim; it becomes a conflict copy", rel);
 		r = pohm_cache_push_path(c, rel);
 		if (r >= 0)
-			r = cache_fetch(c, dfd, name, rel, in);
+			r = refetch_after_push(c, dfd, name, rel, in);
 	} else {
-		r = cache_fetch(c, dfd, name, rel, in);
+		r = cache_fetch(c, dfd, name, rel, in, &base);
 	}
 	pohm_jrec_clear(&rec);
 	return r;

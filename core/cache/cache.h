@@ -313,8 +313,13 @@ int pohm_cache_daemon_pid(const char *cache_dir);
  * writing fd on that file closes (pohm_cache_writer_close), or the kernel
  * drops it (exit, _exit, SIGKILL).  keep_on_exec: the writing fd was not
  * O_CLOEXEC, so the lock survives exec with it.  A second open of the
- * same file in the process reuses the lock (no syscall).  0 or -errno
- * (-ENOSPC: too many held; the file is still pushed, by pohmelfsd's rounds).
+ * same file in the process reuses the lock (no syscall).  A refresh holds
+ * the byte exclusively for its re-check and rename (cache_int.h): a new
+ * lock waits that out (at most 2 s), then checks that the journal still
+ * records lino as ino's copy.  0 or -errno (-ENOSPC: too many held; the
+ * file is still pushed, by pohmelfsd's rounds; -ESTALE: held, but the
+ * copy was replaced by a refresh between the caller's open and this lock,
+ * so the caller's fd writes a file no name shows: open it again).
  */
 int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
 			   int keep_on_exec);

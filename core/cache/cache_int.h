@@ -44,6 +44,16 @@ struct pohm_cache {
 	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
 };
 
+/* writer.c: hold ino's byte of w.lock exclusively, not waiting: no
+ * process of this host has ino open for write (with the library) while it
+ * is held, and a new writer waits for it (pohm_cache_writer_open).  For a
+ * refresh's re-check and rename only: local file calls, never network
+ * I/O, never a writer lock of this thread's meanwhile.  The lock's fd (give
+ * it to cache_writer_include), -EAGAIN when a writer holds the byte, or
+ * -errno. */
+int cache_writer_exclude(struct pohm_cache *c, uint64_t ino);
+void cache_writer_include(int fd);
+
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
 
@@ -92,9 +102,30 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in);
-/* Fetch in's data into dfd/name (temp file + rename); rec updated and stored. */
+/* What a refresh decided to fetch over: the name's local file and its
+ * journal record at that moment (the fetch's base). */
+struct cache_fetch_base {
+	uint64_t lino;			/* the name's local inode then */
+	int has_rec;			/* a record existed; then: */
+	uint32_t flags;
+	uint64_t version, dversion, rlino, lsize;
+	struct pohm_ts lctime;
+};
+/* Note dfd/name's local file (lst) and its record (rec, or NULL) as a base. */
+void cache_fetch_base_of(struct cache_fetch_base *b, const struct stat *lst,
+			 const struct pohm_jrec *rec);
+/*
+ * Fetch in's data into a temp file, then install it over dfd/name (rename;
+ * rec updated and stored) only if, under ino's w.lock byte held exclusively
+ * (cache_writer_exclude), nothing moved since base: no writer of this host
+ * holds the inode open, the record is base's (no other refresh, push or
+ * restub came between: never an older version over a newer one), and the
+ * name still holds base's local file, unchanged.  0 (installed, or left
+ * alone because something moved: the local copy wins, the next open looks
+ * again), or -errno.
+ */
 int cache_fetch(struct pohm_cache *c, int dfd, const char *name, const char *rel,
-		const struct pohm_inode *in);
+		const struct pohm_inode *in, const struct cache_fetch_base *base);
 /* Fetch in's data into dfd/name unless the local copy is current or dirty. */
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in);

@@ -50,6 +50,10 @@ void cache_dir_changed(struct pohm_cache *c, uint64_t dino)
 	sa.mtime.sec = now / 1000000000ULL;
 	sa.mtime.nsec = (uint32_t)(now % 1000000000ULL);
 	sa.ctime = sa.mtime;
+	/* Based: a newer stored mtime (another host's, a clock ahead of
+	 * ours) is never moved back to this host's now (issue 18). */
+	sa.based = POHM_SET_MTIME;
+	sa.base_mtime = rec.mtime;
 	r = pohm_ns_setattr(c->ns, dino, &sa, &in);
 	if (r) {
 		pohm_debug("directory %llu: mtime not moved (%s)", (unsigned long long)dino,

@@ -243,11 +243,13 @@ static int scan_dir(struct scan *s, const char *rel, int depth)
 			}
 		}
 	}
-	/* Seen as it is now (our own adoptions included), unless a name must wait. */
-	if (!s->pending && !pohm_sys_fstat(fd, &st)) {
-		pohm_journal_note_local(&rec, &st);
-		pohm_journal_put(&s->c->j, &rec);
-	}
+	/* Seen as it is now (our own adoptions included), unless a name must
+	 * wait.  Only the local state: rec is as old as the scan, and an entry
+	 * change meanwhile stored and recorded a newer mtime (cachedirtime.c)
+	 * that a put of rec would take back (issue 18, the shim_programs
+	 * sighting of session 10). */
+	if (!s->pending && !pohm_sys_fstat(fd, &st))
+		pohm_journal_relocal(&s->c->j, dino, &st);
 	pohm_jrec_clear(&rec);
 	s->pending |= pending;
 out:

@@ -529,7 +529,16 @@ out:
 	errno = saved;
 }
 
-int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
+int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen)
+{
+	return cur->version != seen->version || cur->dversion != seen->dversion ||
+	       cur->ldev != seen->ldev || cur->lino != seen->lino || cur->lsize != seen->lsize ||
+	       cur->lctime.sec != seen->lctime.sec || cur->lctime.nsec != seen->lctime.nsec ||
+	       cur->flags != seen->flags;
+}
+
+/* pohm_journal_put, or pohm_journal_put_cas when seen is set. */
+static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct pohm_jrec prev;
@@ -555,6 +564,10 @@ int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 	}
 	/* The record being replaced: which index entry it made (torn: none known). */
 	had = !get_from(fd, r->ino, &prev, &fsize);
+	if (seen && (!had || pohm_journal_moved(&prev, seen))) {
+		rc = -ESTALE;	/* another writer's word came meanwhile: it stands */
+		goto out;
+	}
 	if (had && b.len > fsize) {
 		/*
 		 * A longer record over an intact one: get the blocks first, so a
@@ -594,8 +607,14 @@ out:
 	return rc;
 }
 
-int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
-		       uint64_t validated_ns)
+/*
+ * Change fixed-width fields of ino's record in place, under its lock:
+ * fn(r, arg) edits the record as it is now (0: write it, else that
+ * error).  Only numbers may change (the same encoded length), so the
+ * index needs nothing.  0, -ENOENT (no intact record), fn's error, -errno.
+ */
+static int update_in_place(struct pohm_journal *j, uint64_t ino,
+			   int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct pohm_jrec r;
@@ -616,18 +635,16 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 	}
 	rc = get_from(fd, ino, &r, &fsize);
 	if (rc == -EAGAIN)
-		rc = -ENOENT;	/* torn: nothing to touch */
+		rc = -ENOENT;	/* torn: nothing to change */
 	if (rc)
 		goto out;
-	if (version && r.version != version) {
-		rc = -ESTALE;	/* rewritten since it was checked: its writer's word stands */
+	rc = fn(&r, arg);
+	if (rc)
 		goto out;
-	}
-	r.validated_ns = validated_ns;
 	rc = encode(&b, &r);
 	if (rc)
 		goto out;
-	/* The same fields with one number changed: the same length, in place. */
+	/* The same fields with numbers changed: the same length, in place. */
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	rc = n < 0 ? (int)n : 0;
 out:
@@ -637,6 +654,54 @@ out:
 	pohm_sys_close(lfd);
 	pohm_buf_free(&b);
 	return rc;
+}
+
+struct touch_arg {
+	uint64_t version, validated_ns;
+};
+
+static int touch_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct touch_arg *t = arg;
+
+	if (t->version && r->version != t->version)
+		return -ESTALE;	/* rewritten since it was checked: its writer's word stands */
+	r->validated_ns = t->validated_ns;
+	return 0;
+}
+
+int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
+{
+	return put_rec(j, r, NULL);
+}
+
+int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
+			 const struct pohm_jrec *seen)
+{
+	return put_rec(j, r, seen);
+}
+
+int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
+		       uint64_t validated_ns)
+{
+	struct touch_arg t = { version, validated_ns };
+
+	return update_in_place(j, ino, touch_fn, &t);
+}
+
+static int relocal_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct stat *st = arg;
+
+	if (r->lino != (uint64_t)st->st_ino || r->ldev != (uint64_t)st->st_dev)
+		return -ESTALE;	/* another local file now: its recorder's word stands */
+	pohm_journal_note_local(r, st);
+	return 0;
+}
+
+int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st)
+{
+	return update_in_place(j, ino, relocal_fn, st);
 }
 
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)

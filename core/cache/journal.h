@@ -66,6 +66,17 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
 /* Replace the record atomically (and the index entry for its local file).
  * Takes the record's lock for a few file calls. 0 or -errno. */
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
+/* Was a record rewritten since a caller read it as seen (its versions,
+ * local state or flags differ in cur)?  1 or 0. */
+int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen);
+/* pohm_journal_put only if the record is still as the caller read it
+ * (seen: the same versions, local state and flags), under its lock:
+ * for a caller that read it, then asked the storage, and would otherwise
+ * put back what another process changed meanwhile (a push's new base, a
+ * newer stored mtime).  0, -ESTALE (moved, or gone: nothing written),
+ * -errno. */
+int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
+			 const struct pohm_jrec *seen);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
@@ -77,6 +88,15 @@ void pohm_journal_seal(uint8_t *p, size_t len);
  */
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 		       uint64_t validated_ns);
+/*
+ * Note st as ino's local state (pohm_journal_note_local) in the record as
+ * it is now, under its lock, leaving every other field as the last writer
+ * left it: for a caller whose copy of the record may be older than a
+ * change of the stored attributes meanwhile (a directory scan: a put of
+ * its copy would take the record's mtime back).  0, -ENOENT, -ESTALE (the
+ * record names another local file), -errno.
+ */
+int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */

@@ -140,9 +140,19 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	return r;
 }
 
-/* Push the attributes the local file changed (mode, owner, times, user.*
+/*
+ * Push the attributes the local file changed (mode, owner, times, user.*
  * xattrs).  The local object is fd, or path when fd < 0; in is its stored
- * inode (xattrs loaded), replaced by the result of a setattr. */
+ * inode (xattrs loaded), replaced by the result of a setattr.
+ *
+ * Based (issue 18): rec is the base, what this host last knew stored, and
+ * must have been read before st was taken (so a local change st does not
+ * show is not in rec either).  Only what differs from the base is sent:
+ * a mode or owner that changed here wins over another change of it (it is
+ * the later one this host saw); a time is sent with its base and the
+ * storage keeps a stored time that moved since the base and is newer
+ * (pohm_setattr.based): a stale local time never moves it backwards.
+ */
 static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
 		      struct pohm_inode *in, int fd, const char *path)
 {
@@ -187,6 +197,9 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 	}
 	if (!sa.mask)
 		return xr;
+	sa.based = sa.mask & (POHM_SET_ATIME | POHM_SET_MTIME);
+	sa.base_atime = rec->atime;
+	sa.base_mtime = rec->mtime;
 	pohm_inode_clear(in);
 	r = pohm_ns_setattr(c->ns, rec->ino, &sa, in);
 	return r ? r : 1;
@@ -385,6 +398,31 @@ static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t 
 	return 1;
 }
 
+/*
+ * After a push: the mode and owner another host stored since the base
+ * (base_*) that this copy did not change take effect on the local file
+ * (fd), so that it agrees with the record the push notes (in's); else
+ * they would read as a local change from that record, and the next push
+ * would take them back (issue 18).  Owner first: chown clears the set-id
+ * bits.  *st becomes the local state after.  Errors leave it as it was.
+ */
+static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, uint32_t base_uid,
+			     uint32_t base_gid, const struct pohm_inode *in, struct stat *st)
+{
+	int changed = 0;
+
+	if (c->is_root && (uint32_t)st->st_uid == base_uid && (uint32_t)st->st_gid == base_gid &&
+	    (in->uid != base_uid || in->gid != base_gid) &&
+	    !syscall(SYS_fchown, fd, in->uid, in->gid))
+		changed = 1;
+	if ((((st->st_mode & 07777) == (base_mode & 07777) &&
+	      (in->mode & 07777) != (base_mode & 07777)) || (changed && (in->mode & 06000))) &&
+	    !syscall(SYS_fchmod, fd, in->mode & 07777))
+		changed = 1;
+	if (changed)
+		pohm_sys_fstat(fd, st);
+}
+
 /* Push fd (whose storage inode the journal knows) if its local copy changed. */
 static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
 {
@@ -392,6 +430,8 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	uint8_t (*sums)[64] = NULL;
 	struct pohm_inode in;
 	struct pohm_ts mt;
+	struct stat now;
+	uint32_t base_mode, base_uid, base_gid;
 	size_t n = 0;
 	int r, d, pushed_attrs = 0;
 
@@ -502,10 +542,16 @@ attrs:
 	 * cache_append_hosts).  The next open fetches it.
 	 */
 	pohm_journal_note_data(rec, &in);
+	base_mode = rec->mode;
+	base_uid = rec->uid;
+	base_gid = rec->gid;
 	r = push_attrs(c, rec, st, &in, fd, NULL);
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;
+	now = *st;
+	push_take_stored(c, fd, base_mode, base_uid, base_gid, &in, &now);
+	st = &now;
 	if (in.dversion == rec->dversion) {
 		pohm_journal_note_inode(rec, &in);
 	} else {
@@ -583,13 +629,16 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 
 			syscall(SYS_nanosleep, &ts, NULL);
 		}
-		/* The state now, in our turn: what we read and what we record. */
-		r = pohm_sys_fstat(fd, &st);
-		if (r)
-			break;
+		/* The state now, in our turn: what we read and what we record.
+		 * The base before the local state (push_attrs). */
 		r = pohm_journal_get(&c->j, ino, &rec);
 		if (r) {
 			r = r == -ENOENT ? 0 : r;
+			break;
+		}
+		r = pohm_sys_fstat(fd, &st);
+		if (r) {
+			pohm_jrec_clear(&rec);
 			break;
 		}
 		r = push_known(c, fd, &rec, &st);
@@ -605,27 +654,37 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return r;
 }
 
-/* Mode, owner, times and xattrs of a directory or symlink (st says which),
+/* Mode, owner, times and xattrs of a directory or symlink (st0 says which),
  * open as fd or named rel (fd < 0). */
-static int push_dir_attrs(struct pohm_cache *c, const struct stat *st, int fd, const char *rel)
+static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, const char *rel)
 {
 	struct pohm_inode in;
 	struct pohm_jrec rec;
+	struct stat st;
 	char path[8192];
 	uint64_t ino;
 	int r;
 
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st0->st_dev, (uint64_t)st0->st_ino, &ino))
 		return 0;
 	r = pohm_journal_get(&c->j, ino, &rec);
 	if (r)
 		return r == -ENOENT ? 0 : r;
+	/* The local state after the base (push_attrs): st0 may predate a
+	 * change this host stored and recorded meanwhile (an entry removed:
+	 * cache_dir_changed), and would send the time before it. */
+	r = fd >= 0 ? pohm_sys_fstat(fd, &st) : pohm_sys_fstatat(c->pfd, rel, &st,
+								  AT_SYMLINK_NOFOLLOW);
+	if (r || st.st_ino != st0->st_ino || st.st_dev != st0->st_dev) {
+		pohm_jrec_clear(&rec);
+		return r == -ENOENT ? 0 : r;	/* replaced meanwhile: its own push */
+	}
 	if (fd < 0)
 		snprintf(path, sizeof(path), "%s/%s", c->prefix, rel);
 	/* The stored inode, for its xattrs; unknown, they are left alone. */
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));
-	r = push_attrs(c, &rec, st, &in, fd, fd < 0 ? path : NULL);
+	r = push_attrs(c, &rec, &st, &in, fd, fd < 0 ? path : NULL);
 	if (r > 0) {
 		pohm_journal_note_inode(&rec, &in);
 		pohm_journal_put(&c->j, &rec);

@@ -38,6 +38,9 @@
  *   taken──▶ pushing ──CAS won, record put──▶ clean
  *                    └─CAS lost: conflict copy, record CONFLICT──▶ conflict
  *   clean ──eviction (pohmelfsd, write lease)──▶ stub
+ *   clean|stub ──refresh: fetch, then with the w.lock byte held
+ *   exclusively (no writer here) and the record and copy re-checked as
+ *   it found them──▶ clean at the newer version (cache.c fetch_install)
  *
  *   state           how it is known                        durable by
  *   stub            record POHM_J_STUB                     the record
@@ -73,6 +76,8 @@
 
 #define WR_MAX 128	/* inodes one process holds open for write with a lock; more
 			 * are still pushed (pohmelfsd's rounds), just not waited for */
+
+#define WR_WAIT_MS 2000	/* longest wait of a writer for a refresh's exclusive byte */
 
 struct wr_ent {
 	uint64_t ino, ldev, lino;
@@ -146,7 +151,7 @@ static struct wr_ent *wr_find(struct cache_writers *w, uint64_t ldev, uint64_t l
 static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 {
 	struct flock fl;
-	int fd, r;
+	int fd, r, i;
 
 	fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
 	if (fd < 0)
@@ -159,9 +164,17 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 	fl.l_whence = SEEK_SET;
 	fl.l_start = ino_byte(ino);
 	fl.l_len = 1;
-	/* Only shared locks are ever taken on w.lock (everyone else asks with
-	 * F_OFD_GETLK): nothing to wait for. */
-	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+	/* Writers take shared locks; the only exclusive one is a refresh's,
+	 * held for its re-check and rename (local file calls, no network:
+	 * cache_writer_exclude).  Wait that out, a bounded while: a writer
+	 * that opened the old copy just before the rename then sees it
+	 * replaced (pohm_cache_writer_open's check). */
+	for (i = 0; (r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) == -EAGAIN &&
+		    i < WR_WAIT_MS; i++) {
+		struct timespec ts = { 0, 1000000L };
+
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
 	if (!r && keep)
 		r = pohm_sys_fcntl(fd, F_SETFD, 0);
 	if (r) {
@@ -197,6 +210,36 @@ static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_
 	w->n++;
 }
 
+/*
+ * After a new open-for-write lock on ino: does the local file the writer
+ * opened (lino) still hold the copy the journal records?  A refresh that
+ * renamed a fetched copy over the name between the writer's open and its
+ * lock leaves the writer on the replaced copy: its writes would reach no
+ * name.  0, or -ESTALE (logged: the caller's fd writes a replaced copy).
+ */
+static int wr_check_copy(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino)
+{
+	struct pohm_jrec rec;
+	uint64_t known;
+	int r = 0;
+
+	/* The common answer in one readlink: the index still maps the local
+	 * file to ino (a refresh's record put drops the replaced file's entry
+	 * before its lock goes, and this lock waited for that). */
+	if (!pohm_journal_lookup_local(&c->j, ldev, lino, &known))
+		return 0;
+	if (pohm_journal_get(&c->j, ino, &rec))
+		goto out;	/* not recorded (yet): nothing replaced it */
+	if (rec.lino && rec.lino != lino) {
+		pohm_warn("%s: opened for write just as a refresh replaced the copy; "
+			  "these writes reach no name (open it again)", rec.hint);
+		r = -ESTALE;
+	}
+out:
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
 			   int keep_on_exec)
 {
@@ -226,7 +269,39 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec);
 out:
 	pthread_mutex_unlock(&w->mu);
+	if (!r && !e)
+		r = wr_check_copy(c, ino, ldev, lino);
 	return r;
+}
+
+int cache_writer_exclude(struct pohm_cache *c, uint64_t ino)
+{
+	struct flock fl;
+	int fd, r;
+
+	fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	fd = pohm_sys_move_high(fd);
+	if (fd < 0)
+		return fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = ino_byte(ino);
+	fl.l_len = 1;
+	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);	/* never waited for */
+	if (r) {
+		pohm_sys_close(fd);
+		return r == -EACCES ? -EAGAIN : r;
+	}
+	return fd;
+}
+
+void cache_writer_include(int fd)
+{
+	if (fd >= 0)
+		pohm_sys_close(fd);	/* the lock goes with its open file description */
 }
 
 void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)

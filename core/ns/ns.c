@@ -582,11 +582,33 @@ static void truncate_map(struct pohm_inode *in, uint64_t size)
 		in->chunks[keep - 1].len = (uint32_t)(size - (keep - 1) * cs);
 }
 
+static int ts_cmp(struct pohm_ts a, struct pohm_ts b)
+{
+	if (a.sec != b.sec)
+		return a.sec < b.sec ? -1 : 1;
+	return a.nsec < b.nsec ? -1 : a.nsec > b.nsec;
+}
+
+/* Is the based time `bit` of sa to be left as stored (cur): moved since
+ * its base and newer than the value sent?  (struct pohm_setattr.based) */
+static int setattr_stale_time(const struct pohm_setattr *sa, unsigned bit, struct pohm_ts cur,
+			      struct pohm_ts base, struct pohm_ts val)
+{
+	return (sa->mask & sa->based & bit) && ts_cmp(cur, base) && ts_cmp(cur, val) > 0;
+}
+
 static int setattr_fn(struct pohm_inode *in, void *arg)
 {
 	const struct pohm_setattr *sa = arg;
+	unsigned mask = sa->mask;
 
-	if (sa->mask & POHM_SET_SIZE) {
+	if (setattr_stale_time(sa, POHM_SET_ATIME, in->atime, sa->base_atime, sa->atime))
+		mask &= ~(unsigned)POHM_SET_ATIME;
+	if (setattr_stale_time(sa, POHM_SET_MTIME, in->mtime, sa->base_mtime, sa->mtime))
+		mask &= ~(unsigned)POHM_SET_MTIME;
+	if (sa->based && !mask)
+		return 1;	/* nothing left: the stored inode stands */
+	if (mask & POHM_SET_SIZE) {
 		if (!S_ISREG(in->mode))
 			return S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
 		if (sa->size < in->size) {
@@ -604,17 +626,17 @@ static int setattr_fn(struct pohm_inode *in, void *arg)
 		in->dversion++;
 		ns_now_ts(&in->mtime);
 	}
-	if (sa->mask & POHM_SET_MODE)
+	if (mask & POHM_SET_MODE)
 		in->mode = (in->mode & S_IFMT) | (sa->mode & 07777);
-	if (sa->mask & POHM_SET_UID)
+	if (mask & POHM_SET_UID)
 		in->uid = sa->uid;
-	if (sa->mask & POHM_SET_GID)
+	if (mask & POHM_SET_GID)
 		in->gid = sa->gid;
-	if (sa->mask & POHM_SET_ATIME)
+	if (mask & POHM_SET_ATIME)
 		in->atime = sa->atime;
-	if (sa->mask & POHM_SET_MTIME)
+	if (mask & POHM_SET_MTIME)
 		in->mtime = sa->mtime;
-	if (sa->mask & POHM_SET_CTIME)
+	if (mask & POHM_SET_CTIME)
 		in->ctime = sa->ctime;
 	else
 		ns_now_ts(&in->ctime);

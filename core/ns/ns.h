@@ -88,6 +88,16 @@ struct pohm_setattr {
 	uint32_t mode, uid, gid;	/* mode: permission bits only (type kept) */
 	uint64_t size;			/* truncate/extend (chunks past the end dropped) */
 	struct pohm_ts atime, mtime, ctime;
+	/*
+	 * Based times (issue 18): POHM_SET_ATIME / POHM_SET_MTIME bits whose
+	 * new value is a change from base_atime / base_mtime, what the caller
+	 * last knew stored.  Such a time is not set when the stored one moved
+	 * since that base and is newer than the new value: a stale local time
+	 * never moves a stored time another change made backwards.  When no
+	 * bit of mask is left to set, nothing is written (0, out = stored).
+	 */
+	unsigned based;
+	struct pohm_ts base_atime, base_mtime;
 };
 
 /* Change attributes by CAS; ctime is set to now unless given.  out may be NULL. */

@@ -23,9 +23,34 @@ static struct pohm_kv ch_kv;		/* what the caches use: ch_mem, counted */
 static unsigned ch_puts[128];		/* writes by the key's first byte */
 static char ch_root[128];
 
+/* A one-shot ordering hook: run just after the next read of a chunk ("d:"
+ * key), whoever makes it (a fetch, between its look at the local copy and
+ * its rename); cleared before it runs. */
+static void (*ch_after_chunk_get)(void);
+
+/* A one-shot ordering hook: run just after the next read of the key
+ * ch_after_get_key names, whoever makes it; cleared before it runs. */
+static void (*ch_after_get)(void);
+static char ch_after_get_key[64];
+
 static int ch_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
-	return ch_mem.ops->get(ch_mem.ctx, key, out);
+	int r = ch_mem.ops->get(ch_mem.ctx, key, out);
+
+	if (ch_after_get && !strcmp(key, ch_after_get_key)) {
+		void (*fn)(void) = ch_after_get;
+
+		ch_after_get = NULL;
+		fn();
+	}
+
+	if (ch_after_chunk_get && key[0] == 'd' && key[1] == ':') {
+		void (*fn)(void) = ch_after_chunk_get;
+
+		ch_after_chunk_get = NULL;
+		fn();
+	}
+	return r;
 }
 
 static int ch_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
@@ -98,6 +123,8 @@ static void ch_setup(void)
 	ch_kv.ctx = NULL;
 	memset(ch_puts, 0, sizeof(ch_puts));
 	ch_before_inode_cas = NULL;
+	ch_after_chunk_get = NULL;
+	ch_after_get = NULL;
 }
 
 /* Host name's cache (attr_timeout 0: every call checks the store; 4 KiB chunks). */

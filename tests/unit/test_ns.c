@@ -851,6 +851,57 @@ TEST(setattr_times_and_xattrs)
 	pohm_ns_close(ns);
 }
 
+/* Based times (issue 18): a time sent with its base is kept from the stored
+ * one only when that moved since the base and is newer; with the stored
+ * time still the base, it is set, backwards too; nothing left: no write. */
+TEST(setattr_based_times_never_move_a_newer_stored_time_back)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_setattr sa = { 0 };
+	struct pohm_inode in;
+	uint64_t a, v;
+
+	pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, &in);
+	a = in.ino;
+	pohm_inode_clear(&in);
+	sa.mask = POHM_SET_MTIME;
+	sa.mtime.sec = 2000000000;		/* the stored time: 2033 */
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a, &sa, NULL), 0);
+	/* Stored = base: a change from it, even backwards, is set. */
+	sa.based = POHM_SET_MTIME;
+	sa.base_mtime.sec = 2000000000;
+	sa.mtime.sec = 1000000000;		/* 2001 */
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a, &sa, &in), 0);
+	EXPECT_EQ_U64(in.mtime.sec, 1000000000);
+	pohm_inode_clear(&in);
+	/* Stored (2001) moved since the base (2033)... and is older than the
+	 * value sent: set. */
+	sa.mtime.sec = 1500000000;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a, &sa, &in), 0);
+	EXPECT_EQ_U64(in.mtime.sec, 1500000000);
+	pohm_inode_clear(&in);
+	/* Stored (2017) moved since the base (2033) and is newer than the
+	 * value sent (2001): kept, and with nothing else to set, nothing is
+	 * written (the version stays). */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, a, &in), 0);
+	v = in.version;
+	pohm_inode_clear(&in);
+	sa.mtime.sec = 1000000000;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a, &sa, &in), 0);
+	EXPECT_EQ_U64(in.mtime.sec, 1500000000);
+	EXPECT_EQ_U64(in.version, v);
+	pohm_inode_clear(&in);
+	/* With a mode beside it: the mode is set, the time kept. */
+	sa.mask |= POHM_SET_MODE;
+	sa.mode = 0600;
+	EXPECT_EQ_INT(pohm_ns_setattr(ns, a, &sa, &in), 0);
+	EXPECT_EQ_U64(in.mtime.sec, 1500000000);
+	EXPECT_EQ_INT(in.mode & 07777, 0600);
+	EXPECT_EQ_U64(in.version, v + 1);
+	pohm_inode_clear(&in);
+	pohm_ns_close(ns);
+}
+
 TEST(data_commit_read_conflict_corruption)
 {
 	struct pohm_ns *ns = fresh(0);

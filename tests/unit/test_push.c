@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 
 #include "harness.h"
 #include "cache_hosts.h"
@@ -229,4 +230,360 @@ TEST(an_empty_copy_made_by_a_create_pushes_nothing)
 	EXPECT_EQ_INT(ch_puts_of('i'), 0);
 	pohm_cache_close(a);
 	pohm_cache_close(b);
+}
+
+/* ---------------------------------------------------------------- issue 18: refresh re-validated */
+
+static struct pohm_cache *race_b;	/* the host whose refresh the hook races */
+static int race_fd = -1;		/* the racing writer's fd */
+static int race_locked;			/* it takes its open-for-write lock, as the shim does */
+
+/* A writer on host b opens f (its current copy) and appends "b\n". */
+static void race_b_writes(void)
+{
+	struct stat st;
+
+	race_fd = open(ch_path("b", "f"), O_RDWR | O_APPEND);
+	EXPECT(race_fd >= 0);
+	EXPECT_EQ_INT(fstat(race_fd, &st), 0);
+	if (race_locked) {
+		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
+
+		pohm_cache_stat_fix(race_b, &st);
+		EXPECT_EQ_INT(pohm_cache_writer_open(race_b, (uint64_t)st.st_ino, ldev, lino, 0), 0);
+	}
+	EXPECT_EQ_INT(write(race_fd, "b\n", 2), 2);
+}
+
+/*
+ * Host b refreshes f (host a committed "y\n" over the "x\n" b holds); a
+ * writer on b opens b's copy and appends while the fetch runs, before its
+ * rename.  The fetched copy must not replace the written one: the
+ * writer's line stays in b's copy and reaches the storage as a conflict
+ * copy (its base is "x\n"), a's version stays the file.  Once with the
+ * writer's open-for-write lock (a shim's writer), once without (the copy's
+ * change alone must stop the rename).
+ */
+TEST(a_refresh_never_renames_over_a_copy_written_during_its_fetch)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[64], host[8];
+	ssize_t n;
+	int locked;
+
+	for (locked = 1; locked >= 0; locked--) {
+		ch_setup();
+		a = ch_host("a");
+		b = ch_host("b");
+		EXPECT(a && b);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+		race_b = b;
+		race_locked = locked;
+		race_fd = -1;
+		ch_after_chunk_get = race_b_writes;
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		EXPECT(ch_after_chunk_get == NULL);	/* the writer ran */
+		n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		EXPECT_EQ_STR(buf, "x\nb\n");		/* the writer's copy stays */
+		/* The writer's close: its push is based on "x\n", a conflict. */
+		EXPECT_EQ_INT(pohm_cache_push_fd(b, race_fd), 0);
+		close(race_fd);
+		snprintf(host, sizeof(host), "c%d", locked);
+		c = ch_host(host);
+		EXPECT(c != NULL);
+		EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+		n = ch_read_all(ch_path(host, "f"), buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		EXPECT_EQ_STR(buf, "y\n");
+		EXPECT_EQ_INT(conflict_copies(c, host, "b", "x\nb\n"), 1);
+		pohm_cache_close(a);
+		pohm_cache_close(b);
+		pohm_cache_close(c);
+	}
+}
+
+static struct pohm_cache *race_a2, *race_b2;
+
+/* Host a commits "z\n", and a second refresher on host b installs it. */
+static void race_newer_installed(void)
+{
+	EXPECT_EQ_INT(ch_write(race_a2, "a", "f", "z\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(race_b2, "f", POHM_MAT_DATA), 0);
+}
+
+/*
+ * Two refreshers on one host: the first fetches "y\n"; before its rename a
+ * second installs the newer "z\n".  The first must not put its older
+ * version back over the newer one (the journal's version would go back,
+ * and the next push of b would be based on "y\n" while holding... "y\n").
+ */
+TEST(a_refresh_never_installs_an_older_version_than_another_refresh_did)
+{
+	struct pohm_cache *a, *b, *b2;
+	char buf[64];
+	ssize_t n;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	b2 = ch_host("b");	/* another process of host b */
+	EXPECT(a && b && b2);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+	race_a2 = a;
+	race_b2 = b2;
+	ch_after_chunk_get = race_newer_installed;
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT(ch_after_chunk_get == NULL);	/* the second refresher ran */
+	n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "z\n");
+	/* And it stays: b's copy is the committed one, a local change of it
+	 * pushes without a conflict. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_write(b, "b", "f", "w\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("a", "f"), buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "w\n");
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(b2);
+}
+
+/* A writer that opened b's copy just before a refresh replaced it, and
+ * takes its open-for-write lock only after: told -ESTALE (its fd writes a
+ * file no name shows), where it was told 0. */
+TEST(a_write_open_of_a_copy_a_refresh_replaced_is_told)
+{
+	struct pohm_cache *a, *b;
+	struct stat st;
+	uint64_t ldev, lino;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	fd = open(ch_path("b", "f"), O_RDWR);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	ldev = (uint64_t)st.st_dev;
+	lino = (uint64_t)st.st_ino;
+	pohm_cache_stat_fix(b, &st);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);	/* replaced */
+	EXPECT_EQ_INT(pohm_cache_writer_open(b, (uint64_t)st.st_ino, ldev, lino, 0), -ESTALE);
+	pohm_cache_writer_close(b, ldev, lino);
+	close(fd);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* ---------------------------------------------------------------- issue 18: based attribute pushes */
+
+static struct pohm_cache *race_dir_b;
+
+/* Host b adds an entry to d: its stored mtime moves to now (cachedirtime.c). */
+static void race_b_adds_entry(void)
+{
+	EXPECT_EQ_INT(pohm_cache_mkdir(race_dir_b, "d/e", 0755), 0);
+}
+
+/*
+ * Host a pushes d's attributes, changed here from its base (mode 0750,
+ * mtime 2002, both older news than the base's 2001 only for the mode);
+ * host b adds an entry to d just before a's setattr, which moves the
+ * stored mtime to now.  a's mode is a change from its base: it wins.  a's
+ * mtime is older than a stored mtime that moved since a's base: the
+ * stored one stays (it went back to 2002 before).
+ */
+TEST(an_attribute_push_never_moves_a_newer_stored_time_back)
+{
+	struct timespec t2001[2] = { { 0, UTIME_OMIT }, { 978307200, 0 } };
+	struct timespec t2002[2] = { { 0, UTIME_OMIT }, { 1009843200, 0 } };
+	struct pohm_cache *a, *b, *c;
+	time_t start = time(NULL);
+	struct stat st;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2001, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);	/* the base: 2001 */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(chmod(ch_path("a", "d"), 0750), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2002, 0), 0);
+	race_dir_b = b;
+	ch_before_inode_cas = race_b_adds_entry;
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);
+	EXPECT(ch_before_inode_cas == NULL);		/* b's mkdir ran */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "d", 0), 0);
+	EXPECT_EQ_INT(lstat(ch_path("c", "d"), &st), 0);
+	pohm_cache_stat_fix(c, &st);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	EXPECT(st.st_mtime >= start);			/* b's entry change, not 2002 */
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
+
+static struct pohm_cache *race_scan_a;
+
+/* A process of host a removes d/y: d's stored mtime and its record move to now. */
+static void race_a_removes_entry(void)
+{
+	EXPECT_EQ_INT(pohm_cache_unlink(race_scan_a, "d/y"), 0);
+}
+
+/*
+ * The shim_programs sighting of session 10: pohmelfsd's reconcile scans d
+ * (a name made without the shim to adopt), and while it does, an rm in d
+ * moves d's stored mtime and record to now.  The scan then noted d's local
+ * state by putting back its copy of the record, read before the rm: d
+ * showed the mtime it had before (here 2001, there the one `cp -a`
+ * preserved).  Only the local state may be noted.  (Sleeps 5 s: a name
+ * made without the shim is adopted once it settled.)
+ */
+TEST(a_directory_scan_never_takes_a_recorded_mtime_back)
+{
+	struct timespec t2001[2] = { { 0, UTIME_OMIT }, { 978307200, 0 } };
+	struct pohm_cache *a;
+	time_t start = time(NULL);
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "d/y", "y", 1), 0);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, ch_path("a", "d"), t2001, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "d"), 1);
+	fd = open(ch_path("a", "d/x"), O_CREAT | O_WRONLY | O_EXCL, 0644);	/* no shim */
+	EXPECT(fd >= 0);
+	close(fd);
+	sleep(6);
+	race_scan_a = a;
+	ch_before_inode_cas = race_a_removes_entry;
+	EXPECT(pohm_cache_reconcile(a) >= 1);		/* x adopted */
+	EXPECT(ch_before_inode_cas == NULL);		/* the rm ran meanwhile */
+	EXPECT_EQ_INT(lstat(ch_path("a", "d"), &st), 0);
+	pohm_cache_stat_fix(a, &st);
+	EXPECT(st.st_mtime >= start);			/* the rm's, not 2001 */
+	pohm_cache_close(a);
+}
+
+static struct pohm_cache *race_a_other;	/* another process of host a */
+
+/* It appends "a\n" to a's copy of f and pushes it: a new data version,
+ * recorded as a's base. */
+static void race_other_process_pushes(void)
+{
+	int fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(race_a_other, fd), 1);
+	close(fd);
+}
+
+/*
+ * A stat on host a revalidates f (host b changed its mode: a new stored
+ * version) and reads f's stored inode; just then another process of a
+ * commits an append and records its new base.  The stat then put back its
+ * copy of the record, read before: the base went back a data version, and
+ * a's next push sent the chunks a2 had sent (a false dirty, issue 18 case
+ * 6).  The record is put only if nobody rewrote it meanwhile.
+ */
+TEST(a_revalidation_never_puts_back_a_record_another_process_rewrote)
+{
+	struct pohm_cache *a, *a2, *b;
+	struct pohm_cache_stats s0, s1;
+	struct stat st;
+	char buf[64];
+	ssize_t n;
+
+	ch_setup();
+	a = ch_host("a");
+	a2 = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && a2 && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0600), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(b, "f"), 1);
+	EXPECT_EQ_INT(lstat(ch_path("a", "f"), &st), 0);
+	pohm_cache_stat_fix(a, &st);
+	snprintf(ch_after_get_key, sizeof(ch_after_get_key), "i:%llx",
+		 (unsigned long long)st.st_ino);
+	race_a_other = a2;
+	ch_after_get = race_other_process_pushes;
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", 0), 0);	/* a stat */
+	EXPECT(ch_after_get == NULL);				/* the push ran */
+	/* Nothing of a's to send: a2 sent it (with the record put back, the
+	 * copy differed from its base's checksums: chunks written again). */
+	ch_puts_reset();
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);
+	EXPECT_EQ_INT(ch_puts_of('d'), 0);
+	pohm_cache_get_stats(a, &s0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	pohm_cache_get_stats(a, &s1);
+	EXPECT_EQ_U64(s1.fetches, s0.fetches);	/* a holds the stored version */
+	n = ch_read_all(ch_path("a", "f"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 4);
+	pohm_cache_close(a);
+	pohm_cache_close(a2);
+	pohm_cache_close(b);
+}
+
+/*
+ * Host b changes f's mode; host a, whose copy still has the old mode,
+ * appends and pushes: its commit answers with b's mode, which a's record
+ * then holds while a's file kept the old one.  a's next attribute push saw
+ * the old mode as a local change from that record and took b's chmod
+ * back.  The local file takes what another host stored and this copy did
+ * not change.
+ */
+TEST(a_push_never_takes_back_a_mode_another_host_set)
+{
+	struct pohm_cache *a, *b, *c;
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0600), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(b, "f"), 1);
+	fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);	/* no open in between: a's copy */
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	close(fd);
+	EXPECT_EQ_INT(stat(ch_path("a", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);	/* b's, here too */
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);	/* nothing of a's left to send */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", 0), 0);
+	EXPECT_EQ_INT(lstat(ch_path("c", "f"), &st), 0);
+	pohm_cache_stat_fix(c, &st);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
 }
