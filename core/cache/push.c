@@ -447,6 +447,13 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (rec->flags & POHM_J_STUB) {
 		if (pohm_stub_shape(st))
 			return 0;	/* an untouched stub */
+		/* fd is not the record's local file: another pusher (pohmelfsd's
+		 * round beside `pohmelfs sync`) kept these bytes as a conflict
+		 * copy and put a fresh stub in its place while we waited for
+		 * the turn with an fd opened before.  A second copy would only
+		 * repeat the first. */
+		if ((uint64_t)st->st_ino != rec->lino || (uint64_t)st->st_dev != rec->ldev)
+			return 0;
 		/* A stub changed without the shim: its base is unknown, so never a push.
 		 * Its data is kept as a conflict copy; the name becomes a stub again
 		 * and shows the stored version at its next open. */

@@ -140,6 +140,30 @@ int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel)
 	return r;
 }
 
+/*
+ * A file the journal knows is present locally as rel: make rel its
+ * journal name, which sync_all looks it up by.  A handler's rename left
+ * the old one there; sq_rename renames it with the stored inode, but a
+ * replayer that died between the two (the host's next handler _exits in
+ * its drain) left a storage that has the rename and a journal that does
+ * not, and the file's unpushed data was never pushed.  0 or -errno.
+ */
+static int sq_known_name(struct pohm_cache *c, uint64_t ino, const char *rel)
+{
+	struct pohm_jrec rec;
+	int r;
+
+	r = pohm_journal_get(&c->j, ino, &rec);
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	if (strcmp(rec.hint, rel)) {
+		snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+		r = pohm_journal_put(&c->j, &rec);
+	}
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 /* rel is present locally: 1 when the record must wait for a replayer that may open it. */
 static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *st,
 		      unsigned flags)
@@ -152,7 +176,7 @@ static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *
 	if (!S_ISREG(st->st_mode))
 		return 0;	/* the reconcile scan adopts it */
 	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
-		return 0;	/* known: sync_all pushes what changed */
+		return sq_known_name(c, ino, rel);	/* sync_all pushes what changed */
 	if (!(flags & POHM_SQ_OPEN))
 		return 1;
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);

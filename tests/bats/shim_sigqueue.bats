@@ -13,6 +13,17 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 	H=$B/tests/helpers
 	export POHMELFS_FSID="sq-${BATS_TEST_NUMBER}" POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_ATTR_TIMEOUT=0
+	# Host a's processes cannot start pohmelfsd (a copy of the library
+	# alone: its daemon_start finds no pohmelfsd beside it): what the
+	# handlers leave in the queue stays there until the test replays it.
+	# Any shim process starts pohmelfsd at its first hook (older records
+	# may wait), and its round every sync_timeout replayed the records of
+	# a process that had just ended in its handler before the test looked
+	# at them (seen in CI, SAN=address: line 80, an empty queue).  The one
+	# test that wants it starts it with DAEMON_OK=1.
+	mkdir -p "$T/lib"
+	cp "$LIB" "$T/lib/libpohmelfs.so"
+	APRELOAD=${PRELOAD%"$LIB"}$T/lib/libpohmelfs.so
 	shim a mkdir -p "$T/a/w"
 }
 
@@ -24,11 +35,13 @@ teardown() {
 	cluster_stop
 }
 
-# shim HOST CMD...: CMD under the shim as host HOST (prefix $T/HOST), bounded.
+# shim HOST CMD...: CMD under the shim as host HOST (prefix $T/HOST), bounded;
+# host a without pohmelfsd unless DAEMON_OK is set.
 shim() {
-	local h=$1
+	local h=$1 pre=$PRELOAD
 	shift
-	LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h \
+	[ "$h" = a ] && [ -z "${DAEMON_OK:-}" ] && pre=$APRELOAD
+	LD_PRELOAD=$pre POHMELFS_PREFIX=$T/$h POHMELFS_CACHE_DIR=$T/$h-state POHMELFS_HOST_ID=$h \
 		timeout -k 5 "${SHIM_TIMEOUT:-120}" "$@"
 }
 
@@ -56,10 +69,13 @@ sync_a2() {
 }
 
 # run_host M: sig_queue with M renames in the SIGALRM handler, then the
-# SIGTERM handler.
+# SIGTERM handler; with the queue, only once a probe call of the alarm's
+# handler left a record (the shim was busy for sure: sig_queue.c "term").
 run_host() {
+	local q=()
 	shim a mkdir "$T/a/w/d"
-	SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 "$1"
+	[ -d "$T/a-state/sq" ] && q=(term "$T/a-state/sq")
+	SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 "$1" "${q[@]}"
 	echo "host: $output" | head -5
 	[ "$status" = 0 ]
 	[ "${lines[0]}" = "bye $1" ]
@@ -75,7 +91,8 @@ run_host() {
 	[ "$(ls "$T/a/w/d" | grep -c '^q-')" = 40 ]
 	[ "$(ls "$T/a/w/d" | grep -c '^r-')" = 0 ]
 	# The handler's last records wait in the queue (the process ended in
-	# the handler: no later hook, no exit hook).
+	# the handler: no later hook, no exit hook; no pohmelfsd).
+	[ ! -f "$T/a-state/pohmelfsd.pid" ]
 	ls "$T/a-state/sq"
 	[ "$(ls "$T/a-state/sq" | wc -l)" -ge 1 ]
 	run sync_a2
@@ -89,9 +106,44 @@ run_host() {
 	[ "$(echo "$output" | grep -cx pid)" = 0 ]
 	[ "$(echo "$output" | grep -c '^r-')" = 0 ]
 	[ "$(echo "$output" | grep -c '^q-')" = 40 ]
-	for k in 0 17 39; do
-		[ "$(shim b cat "$T/b/w/d/q-$k")" = "r-$k" ]
-	done
+	# Every renamed file's data under its new name.
+	[ "$(shim b sh -c 'for k in $(seq 0 39); do echo "$k $(cat "$1/q-$k")"; done' sh "$T/b/w/d")" = \
+	  "$(for k in $(seq 0 39); do echo "$k r-$k"; done)" ]
+	[ "$(shim b cat "$T/b/w/d/last")" = bye ]
+}
+
+# sq_empty: host a's queue holds no record.
+sq_empty() { [ -z "$(ls "$T/a-state/sq" 2>/dev/null)" ]; }
+
+@test "the same host beside its pohmelfsd, whose rounds replay the queue while the handlers fill it and after the process ended: the end result in a fresh cache" {
+	# OPEN BUG, so not in CI: this fails 6 times in 60 (SAN=address, 3
+	# loops at once): a rename whose record pohmelfsd takes never reaches
+	# the storage (r-K stays, q-K missing; once the handler's "last").
+	# doc/notes-s11-flaky.md has what is known.  Test 1 raced pohmelfsd's
+	# 5 s round by accident and showed it in about 2% of runs.
+	[ -n "${POHM_SIGQ_DAEMON_RACE:-}" ] ||
+		skip "open bug: pohmelfsd beside the drains loses a rename (doc/notes-s11-flaky.md); POHM_SIGQ_DAEMON_RACE=1 runs it"
+	# pohmelfsd starts with the host's first call and replays what it
+	# finds every half second, racing the host's own drains.
+	export DAEMON_OK=1 POHMELFS_SYNC_TIMEOUT=0.5
+	run_host 40
+	[ ! -e "$T/a/w/d/pid" ]
+	[ "$(ls "$T/a/w/d" | grep -c '^q-')" = 40 ]
+	[ -f "$T/a-state/pohmelfsd.pid" ]
+	until_true 60 sq_empty
+	# The data written before the renames (sync_on_close=0): one push of
+	# what is dirty, as pohmelfsd's next round would.
+	run sync_a
+	echo "sync: $output"
+	[ "$status" = 0 ]
+	run shim b ls "$T/b/w/d"
+	echo "storage: $(echo "$output" | grep -v '^m-' | tr '\n' ' ')"
+	[ "$(echo "$output" | grep -cx pid)" = 0 ]
+	[ "$(echo "$output" | grep -c '^r-')" = 0 ]
+	[ "$(echo "$output" | grep -c '^q-')" = 40 ]
+	# Every renamed file's data under its new name.
+	[ "$(shim b sh -c 'for k in $(seq 0 39); do echo "$k $(cat "$1/q-$k")"; done' sh "$T/b/w/d")" = \
+	  "$(for k in $(seq 0 39); do echo "$k r-$k"; done)" ]
 	[ "$(shim b cat "$T/b/w/d/last")" = bye ]
 }
 

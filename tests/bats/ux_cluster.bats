@@ -195,3 +195,35 @@ port_of() { "$C" addr "$CLUSTER_DIR" "$1" | cut -d: -f2; }
 	grep -qx "join = 127.0.0.1:$(port_of 2-1)" "$(cluster_dir 1-1)/node.conf"
 	"$C" wait "$CLUSTER_DIR"
 }
+
+@test "a killed node is gone only once its last thread is: until then its port still accepts" {
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	# The tool's own test of a process (kill, stop and start-node wait on it).
+	eval "$(sed -n '/^alive() {/,/^}/p' "$C")"
+	# A process whose main thread has exited (a zombie thread group leader)
+	# while a worker still runs and holds its listening socket: a killed
+	# node between its main thread's exit and its last worker's.  It ends
+	# by itself (SIGALRM) should teardown never run.
+	python3 -c '
+import ctypes, os, signal, socket, threading, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+signal.alarm(120)
+threading.Thread(target=time.sleep, args=(120,)).start()
+print(os.getpid(), s.getsockname()[1], flush=True)
+ctypes.CDLL(None).pthread_exit(None)' >"$T/worker.out" 2>&1 3>&- &
+	SQUAT=$!
+	until_true 10 grep -q ' ' "$T/worker.out"
+	read -r pid port <"$T/worker.out"
+	until_true 10 grep -q ') Z ' "/proc/$pid/stat"
+	# Its port accepts, so it is not gone.
+	timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
+	alive "$pid"
+	# Killed: gone once its last thread is, and then its port refuses.
+	kill -KILL "$pid"
+	until_true 10 eval '! alive "$pid"'
+	! timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+	SQUAT=
+}

@@ -18,6 +18,15 @@
  *     deadlock is the caller's timeout.  Main loop done before M renames:
  *     prints "ERR slow" (exit 1).
  *
+ *   sig_queue DIR N M term SQDIR
+ *     As above, but in_shim's guess is checked before the SIGTERM: the
+ *     alarm's handler first chmods DIR/pid to 0644 and sends it only if
+ *     that left a new entry in SQDIR (the queue folder): the shim was busy
+ *     for sure, so the SIGTERM handler's calls are queued too.  In sanitizer
+ *     builds, where only the interrupted PC tells, the guess was wrong now
+ *     and then: the SIGTERM handler's calls then took the normal way, whose
+ *     drain replayed every record, and the queue was empty at the end.
+ *
  *   sig_queue DIR N M stat SQDIR
  *     As above, but the SIGALRM handler acts only when it finds the main
  *     thread inside the shim: read-only calls on DIR/r-K (stat, lstat,
@@ -65,7 +74,7 @@ static int m_max;
 static volatile sig_atomic_t hits, bad, inlib;
 static uintptr_t anchor;	/* an address on the main thread's own stack */
 static enum { M_TERM, M_STAT, M_UNLINK, M_BURST } mode;
-static int sqfd = -1;		/* M_STAT: the queue folder */
+static int sqfd = -1;		/* M_STAT, M_BURST, M_TERM with SQDIR: the queue folder */
 static volatile sig_atomic_t done;	/* M_UNLINK: the handler's part is over */
 
 __attribute__((noinline, no_sanitize("address")))
@@ -207,6 +216,19 @@ static int sq_entries(void)
 	return count;
 }
 
+/* M_TERM with SQDIR: did a changing call (DIR/pid's mode, unchanged) leave
+ * a queue record?  Only this handler writes records while it runs, and
+ * only a handler that interrupted a busy shim does. */
+static int probe_queued(void)
+{
+	char p[PATH_MAX];
+	int before = sq_entries();
+
+	if (chmod(name_k(p, "pid", -1), 0644))
+		put("ERR handler: chmod pid ", errno);
+	return sq_entries() > before;
+}
+
 /* M_STAT: read-only calls on DIR/r-K, then the control mkdir. */
 static void stat_hit(long k)
 {
@@ -296,7 +318,7 @@ static void on_alarm(int sig, siginfo_t *si, void *ucv)
 		if (rename(name_k(a, "r-", k), name_k(b, "q-", k)))
 			put("ERR handler: rename ", errno);
 		hits = (sig_atomic_t)(k + 1);
-	} else if (in) {
+	} else if (in && (sqfd < 0 || probe_queued())) {
 		kill(getpid(), SIGTERM);	/* its handler runs now, on this stack */
 	}
 	errno = saved;
@@ -324,13 +346,15 @@ int main(int argc, char **argv)
 	find_lib();
 	if (argc < 4 ||
 	    (argc > 4 && strcmp(argv[4], "stat") && strcmp(argv[4], "burst") &&
-	     strcmp(argv[4], "unlink")) ||
+	     strcmp(argv[4], "term") && strcmp(argv[4], "unlink")) ||
 	    (argc > 4 && strcmp(argv[4], "unlink") && argc != 6))
-		return fprintf(stderr, "usage: sig_queue DIR N M [stat|burst SQDIR | unlink]\n"), 2;
+		return fprintf(stderr, "usage: sig_queue DIR N M [stat|burst|term SQDIR | unlink]\n"), 2;
 	if (argc > 4)
-		mode = !strcmp(argv[4], "stat") ? M_STAT : !strcmp(argv[4], "burst") ? M_BURST : M_UNLINK;
-	if ((mode == M_STAT || mode == M_BURST) &&
-	    (sqfd = open(argv[5], O_RDONLY | O_DIRECTORY)) < 0)
+		mode = !strcmp(argv[4], "stat")	 ? M_STAT
+		       : !strcmp(argv[4], "burst") ? M_BURST
+		       : !strcmp(argv[4], "term")  ? M_TERM
+						   : M_UNLINK;
+	if (argc > 5 && (sqfd = open(argv[5], O_RDONLY | O_DIRECTORY)) < 0)
 		return fail(argv[5]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	dirlen = strlen(argv[1]);

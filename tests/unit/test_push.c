@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include "harness.h"
@@ -583,6 +585,87 @@ TEST(a_push_never_takes_back_a_mode_another_host_set)
 	EXPECT_EQ_INT(lstat(ch_path("c", "f"), &st), 0);
 	pohm_cache_stat_fix(c, &st);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
+
+/* ---------------------------------------------------------------- two pushers of a written stub */
+
+static struct pohm_cache *stub_b;	/* the host whose stub was written into */
+static int stub_fd2 = -1;		/* the second pusher's fd, opened before the first's restub */
+static int stub_r2 = -100;		/* what the second push returned */
+static pthread_t stub_th;
+static int stub_started;
+
+static void *stub_second_push(void *arg)
+{
+	(void)arg;
+	stub_r2 = pohm_cache_push_fd(stub_b, stub_fd2);
+	return NULL;
+}
+
+/* Run inside the first push, while it holds the turn: the second pusher
+ * (`pohmelfs sync` beside pohmelfsd's round) starts and waits for it. */
+static void stub_second_starts(void)
+{
+	struct timespec ts = { 0, 200000000L };
+
+	stub_started = !pthread_create(&stub_th, NULL, stub_second_push, NULL);
+	nanosleep(&ts, NULL);	/* past its look at the journal, waiting for the turn */
+}
+
+/*
+ * The CI failure of cache_refresh.bats 7 (session 11): a regular stub
+ * written without the shim was pushed by `pohmelfs sync` and by host a's
+ * pohmelfsd at once.  The first made the conflict copy and put a fresh
+ * stub in its place; the second had opened the written file before that,
+ * waited for its turn, and then took the record (a stub now) and its own
+ * fd (the written file, no longer the cache's) for a stub still written
+ * into: a second conflict copy of the same bytes.
+ */
+TEST(two_pushers_of_a_written_stub_make_one_conflict_copy)
+{
+	struct pohm_cache *a, *b, *c;
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	setenv("POHMELFS_TEST_REGULAR_STUBS", "1", 1);
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "stored\n", 7), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(lstat(ch_path("b", "f"), &st), 0);
+	EXPECT(S_ISREG(st.st_mode) && st.st_size == 0 && !(st.st_mode & 07777));
+	/* Written without the shim. */
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0644), 0);
+	fd = open(ch_path("b", "f"), O_WRONLY | O_TRUNC);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "written into the stub\n", 22), 22);
+	close(fd);
+	/* Two pushers, each with its own fd of the written file. */
+	fd = open(ch_path("b", "f"), O_RDONLY);
+	stub_fd2 = open(ch_path("b", "f"), O_RDONLY);
+	EXPECT(fd >= 0 && stub_fd2 >= 0);
+	stub_b = b;
+	stub_started = 0;
+	ch_before_inode_cas = stub_second_starts;
+	EXPECT_EQ_INT(pohm_cache_push_fd(b, fd), 1);	/* the conflict copy, a stub again */
+	EXPECT(stub_started);
+	if (stub_started)
+		pthread_join(stub_th, NULL);
+	EXPECT_EQ_INT(stub_r2, 0);			/* nothing left to keep */
+	close(fd);
+	close(stub_fd2);
+	unsetenv("POHMELFS_TEST_REGULAR_STUBS");
+	/* One copy; the storage keeps its version. */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(conflict_copies(c, "c", "b", "written into the stub\n"), 1);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("c", "f"), (char[16]){ 0 }, 15), 7);
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 	pohm_cache_close(c);

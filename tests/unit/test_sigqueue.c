@@ -1,0 +1,84 @@
+/*
+ * test_sigqueue.c — core/cache/sigqueue.c: replaying the records signal
+ * handlers left (issue 19 item 5), over the cache hosts' in-memory store.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "cache_hosts.h"
+
+/* Put the record "op a b" into host h's queue, as preload/sigsafe.c writes it. */
+static int sq_put(const char *h, char op, const char *a, const char *b)
+{
+	char p[512], rec[256];
+	size_t n;
+	int fd, ok;
+
+	snprintf(p, sizeof(p), "%s/%s/state/sq", ch_root, h);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/%s/state/sq/1-1-1", ch_root, h);
+	n = (size_t)snprintf(rec, sizeof(rec), "%s%c", POHM_SQ_MAGIC, op) + 1;
+	memcpy(rec + n, a, strlen(a) + 1);
+	n += strlen(a) + 1;
+	memcpy(rec + n, b, strlen(b) + 1);
+	n += strlen(b) + 1;
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, rec, n) == (ssize_t)n;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The CI loop of shim_sigqueue.bats 1 (session 11): the process that
+ * replayed a handler's rename in its drain died (its own handler's _exit)
+ * after the storage had renamed the inode and before the journal learnt
+ * the new name.  The next replay found the storage without the old name
+ * ("to is treated as present") and left the file to sync_all, which looks
+ * for it under the journal's name, the old one, gone locally: the data
+ * written before the rename (sync_on_close=0, not pushed yet) was never
+ * pushed, and a fresh host read an empty file under the new name.
+ */
+TEST(a_rename_replayed_after_the_storage_did_it_still_pushes_the_data)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	(void)ch_write;	/* cache_hosts.h's writer pushes at close: not here */
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	/* Host a makes r and writes into it; no push yet. */
+	EXPECT_EQ_INT(pohm_cache_create(a, "r", 0644, 0), 0);
+	fd = open(ch_path("a", "r"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "r", fd);
+	EXPECT_EQ_INT(write(fd, "data of r\n", 10), 10);
+	close(fd);
+	/* A handler renamed r to q locally; the storage rename is done (here
+	 * by host b: what the dead replayer had done), a's journal knows
+	 * nothing of it, and the record waits. */
+	EXPECT_EQ_INT(rename(ch_path("a", "r"), ch_path("a", "q")), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_rename(b, "r", "q", 0), 0);
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_RENAME, "r", "q"), 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN), 1);
+	/* sync_all pushes q's data. */
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 1);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "q", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("c", "q"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 10);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "data of r\n");
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
