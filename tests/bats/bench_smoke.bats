@@ -19,6 +19,13 @@ setup() {
 		"$TOP/tests/bench/run"
 	echo "$output"
 	echo "took $(($(date +%s) - t0)) s"
+	# A failed script's log goes with the test's directory: its end here,
+	# so a failure in CI explains itself (bench_push.sh's mix once failed
+	# at load 19 and said nothing more than "FAILED").
+	for s in $(awk -F'\t' 'NR > 1 && $4 == "FAILED" { print $6 }' "$out/results.tsv" 2>/dev/null | sort -u); do
+		echo "--- the end of $s's log:"
+		tail -n 60 "$out/logs/$s.log"
+	done
 	[ "$status" -eq 0 ]
 	! grep -q 'FAILED' <<<"$output"
 	[[ $output =~ bench:\ ([0-9]+)\ rows ]]

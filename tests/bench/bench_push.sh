@@ -21,20 +21,21 @@ mkdir -p "$W/a"
 # stat_of NAME FILE: NAME's value in a stats=1 table.
 stat_of() { awk -v n="$1" '$1 == n { print $2 }' "$2"; }
 
-# The fsx-like mix.  Prints the msync count on stdout.
-shim a env POHMELFS_STATS=1 "$PY" - "$W/a/f" "$OPS" >"$W/mix.out" 2>"$W/mix.stats" <<'EOF' ||
-import mmap, os, random, sys
+# The fsx-like mix.  Prints the msync count on stdout.  Log level info:
+# a failure's cause (which storage call, which node: "compare-and-swap
+# applied on 0 of 1 groups ... no answer in time") lands in mix.stats,
+# which fail_with shows; the counters are what is measured, not time.
+shim a env POHMELFS_STATS=1 POHMELFS_LOG_LEVEL=info "$PY" - "$W/a/f" "$OPS" >"$W/mix.out" 2>"$W/mix.stats" <<'EOF' ||
+import mmap, os, random, sys, traceback
 path, ops = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(1)
 MAX = 256 * 1024
+NAMES = ("pwrite", "ftruncate", "mapped write+msync", "mapped write+munmap", "pread", "mapped read")
 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 size, syncs = 0, 0
-for i in range(ops):
-    op = rnd.randrange(6)
-    off = rnd.randrange(MAX)
-    n = rnd.randrange(1, 65536)
-    if off + n > MAX:
-        n = MAX - off
+
+def step(op, off, n):
+    global size, syncs
     if op == 0:
         os.pwrite(fd, rnd.randbytes(n), off)
         size = max(size, off + n)
@@ -60,10 +61,28 @@ for i in range(ops):
         m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
         m[rnd.randrange(size)]
         m.close()
-os.close(fd)
+
+for i in range(ops):
+    op = rnd.randrange(6)
+    off = rnd.randrange(MAX)
+    n = rnd.randrange(1, 65536)
+    if off + n > MAX:
+        n = MAX - off
+    try:
+        step(op, off, n)
+    except Exception as e:
+        # Which call failed: the last line, for the FAILED row (fail_with).
+        traceback.print_exc()
+        sys.exit("mix: op %d of %d failed (%s, offset %d, %d bytes, file size %d, "
+                 "%d msyncs before): %r" % (i, ops, NAMES[op], off, n, size, syncs, e))
+try:
+    os.close(fd)
+except OSError as e:
+    traceback.print_exc()
+    sys.exit("mix: the final close failed: %r" % e)
 print(syncs)
 EOF
-	fail "the fsx-like mix"
+	fail_with "$W/mix.stats" "the fsx-like mix"
 cat "$W/mix.stats" >&2
 syncs=$(cat "$W/mix.out")
 pushes=$(stat_of pushes "$W/mix.stats")
@@ -79,7 +98,7 @@ shim a env POHMELFS_STATS=1 "$PY" -c "
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
 os.pwrite(fd, b'Z', 2100000)
-os.close(fd)" "$W/a/g" 2>"$W/one.stats" || fail "1-byte change"
+os.close(fd)" "$W/a/g" 2>"$W/one.stats" || fail_with "$W/one.stats" "1-byte change"
 cat "$W/one.stats" >&2
 bytes=$(stat_of bytes_pushed "$W/one.stats")
 row "push: 1 byte of a 4.5 MB file (MiB sent)" "$(fmt "$bytes / 1048576")" \
@@ -89,7 +108,7 @@ if [ -n "${FSX:-}" ] && [ -x "$FSX" ]; then
 	N=20000
 	[ "$QUICK" = 1 ] && N=2000
 	shim a env POHMELFS_STATS=1 "$FSX" -q -N $N -P "$W" "$W/a/fsx" >&2 2>"$W/fsx.stats" ||
-		fail "fsx"
+		fail_with "$W/fsx.stats" "fsx"
 	cat "$W/fsx.stats" >&2
 	row "push: fsx -N $N (pushes)" "$(stat_of pushes "$W/fsx.stats")" \
 		"$(fmt "$(stat_of bytes_pushed "$W/fsx.stats") / 1e6") MB pushed"

@@ -14,6 +14,9 @@
 #   ratio_median A B           median over rounds of (line of m.A) / (line of m.B)
 #   row NAME RATIO DETAIL      one table row "NAME | RATIO | DETAIL"
 #   fail MESSAGE               a row saying FAILED, then exit 1
+#   fail_with FILE MESSAGE     the same after a command whose stderr went to
+#                              FILE: FILE goes to the log, its last line and
+#                              the exit status into the row
 #
 # Rows go to stdout; everything else (commands' output, progress) goes to
 # stderr, which tests/bench/run keeps in its log.
@@ -131,6 +134,21 @@ fail() {
 	echo "$BENCH_NAME: FAILED: $*" >&2
 	row "$BENCH_NAME" FAILED "$*"
 	exit 1
+}
+
+# fail_with FILE MESSAGE: right after `CMD 2>FILE || fail_with FILE MESSAGE`:
+# FILE is in $W, which the exit removes, so what CMD said goes to the log
+# and its last error line (a Python traceback's exception, a shim warning) and
+# CMD's exit status into the FAILED row: a failure explains itself.
+fail_with() {
+	local rc=$? last
+	echo "$BENCH_NAME: stderr of the failed command ($1):" >&2
+	cat "$1" >&2 2>/dev/null
+	# The last error line (a stats=1 table may follow it), else the last line.
+	last=$(grep -E 'Error|error|rror:|failed|warn' "$1" 2>/dev/null | tail -n 1)
+	[ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1)
+	last=$(tr '|' '/' <<<"$last" | cut -c1-200)
+	fail "$2 (exit status $rc${last:+: $last})"
 }
 
 # fmt EXPR: awk arithmetic, printed as an integer from 100 up, else with 3
