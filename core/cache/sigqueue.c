@@ -34,8 +34,11 @@
  * found unlinked once locked was done by another replayer.  A crash
  * mid-replay leaves the record: the next replay does it again.
  * sq.tmp/ holds records still being written; one there that is not locked
- * is a writer's that died before its call (the call did not happen, or
- * its name is adopted by the scan): removed.
+ * and older than SQ_TMP_AGE_NS is a writer's that died before its call (the
+ * call did not happen, or its name is adopted by the scan): removed.  (A
+ * young one may be between its create and its lock: removing it made the
+ * writer's rename into sq/ fail and its record fall back to the ring,
+ * which dies with a host that ends in its handler.)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -308,10 +311,17 @@ bad:
 	return 0;
 }
 
+/* A staged record younger than this may be its writer's between its
+ * O_EXCL create and its lock (record_write in preload/sigsafe.c): a
+ * writer is never that slow, a dead one's leftover waits that long. */
+#define SQ_TMP_AGE_NS	(30ULL * 1000000000ULL)
+
 /* Remove the unlocked leftovers of writers that died while staging. */
 static void sq_clean_tmp(struct pohm_cache *c)
 {
+	uint64_t now = pohm_sys_real_ns();
 	char buf[4096];
+	struct stat st;
 	ssize_t n;
 	int t, fd;
 
@@ -328,7 +338,9 @@ static void sq_clean_tmp(struct pohm_cache *c)
 			fd = pohm_sys_openat(t, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
 			if (fd < 0)
 				continue;
-			if (!sq_lock(fd))
+			if (!pohm_sys_fstat(fd, &st) &&
+			    (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec +
+			    SQ_TMP_AGE_NS < now && !sq_lock(fd))
 				pohm_sys_unlinkat(t, de->d_name, 0);
 			pohm_sys_close(fd);
 		}

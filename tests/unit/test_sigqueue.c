@@ -82,3 +82,39 @@ TEST(a_rename_replayed_after_the_storage_did_it_still_pushes_the_data)
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }
+
+/*
+ * A record being staged in sq.tmp/ is unlocked between its writer's O_EXCL
+ * create and its lock.  A replay's clean-up removed every unlocked staged
+ * file: the writer's rename into sq/ then failed and its record fell back
+ * to the in-memory ring, lost with a host that ends in its handler.  A
+ * young unlocked file stays; an old one (a writer that died there) goes.
+ */
+TEST(a_replay_leaves_a_record_being_staged_and_removes_a_dead_writers)
+{
+	struct pohm_cache *a;
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	char young[512], dead[512];
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	snprintf(young, sizeof(young), "%s/a/state/sq.tmp", ch_root);
+	mkdir(young, 0700);
+	snprintf(young, sizeof(young), "%s/a/state/sq.tmp/1-1-2", ch_root);
+	snprintf(dead, sizeof(dead), "%s/a/state/sq.tmp/1-1-3", ch_root);
+	fd = open(young, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	EXPECT(fd >= 0);
+	close(fd);
+	fd = open(dead, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	EXPECT(fd >= 0);
+	close(fd);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, dead, old, 0), 0);
+	/* An empty queue: the replay does nothing but clean sq.tmp/. */
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_PATH, "gone", ""), 0);
+	EXPECT(pohm_cache_sigq_replay(a, 0) >= 0);
+	EXPECT_EQ_INT(access(young, F_OK), 0);
+	EXPECT(access(dead, F_OK) != 0);
+	pohm_cache_close(a);
+}
