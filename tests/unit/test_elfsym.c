@@ -22,6 +22,15 @@ static const char *const names[] = {
 
 static struct pohm_elf_scope scope;
 
+/* Is the next definition of name libc's own? */
+static int libc_has(const char *name)
+{
+	Dl_info info;
+	void *f = dlsym(RTLD_NEXT, name);
+
+	return f && dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "libc.so");
+}
+
 static void scope_once(void)
 {
 	if (!scope.n)
@@ -54,8 +63,13 @@ TEST(what_is_not_a_plain_default_function_is_left_to_dlsym)
 	scope_once();
 	EXPECT(!pohm_elf_find(&scope, "pohm_no_such_function"));
 	EXPECT(!pohm_elf_find(&scope, ""));
-	/* An IFUNC (glibc picks the variant for this CPU at resolution). */
-	EXPECT(!pohm_elf_find(&scope, "strlen"));
+	/* An IFUNC (glibc picks the variant for this CPU at resolution), when
+	 * libc's strlen is the next one; a sanitizer's runtime loaded before
+	 * libc has a plain strlen of its own, and that is what both answer. */
+	if (libc_has("strlen"))
+		EXPECT(!pohm_elf_find(&scope, "strlen"));
+	else
+		EXPECT(pohm_elf_find(&scope, "strlen") == dlsym(RTLD_NEXT, "strlen"));
 	/* Data, not a function. */
 	EXPECT(!pohm_elf_find(&scope, "environ"));
 	/* Two versions (realpath@GLIBC_2.2.5 hidden, @@GLIBC_2.3 default): the
