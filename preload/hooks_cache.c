@@ -76,6 +76,9 @@ static POHM_TLS struct pohm_cache *open_cache;
  * leaves the prefix (the open is libc's alone); NULL: p->rel. */
 static POHM_TLS char *open_rel;
 #define OPEN_OUTSIDE ((char *)1)
+/* The open-for-write lock the current open took before the real open
+ * (pohm_cache_writer_prelock), for its pohm_hook_open_done in this thread. */
+static POHM_TLS struct pohm_wprelock open_wpre;
 
 /*
  * What core/mount's push decisions (closepush.c) need of this process's
@@ -106,6 +109,15 @@ static int held_here(void *arg, uint64_t dev, uint64_t ino)
 {
 	(void)arg;
 	return pohm_proc_fd_held((void *)&host_fds, dev, ino);
+}
+
+/* held_here, or (dev, ino) is the file at arg (uint64_t[2]): the one the
+ * current open is about, whose fd is not in the table yet. */
+static int held_here_or(void *arg, uint64_t dev, uint64_t ino)
+{
+	const uint64_t *f = arg;
+
+	return (f[0] == dev && f[1] == ino) || held_here(NULL, dev, ino);
 }
 
 /* What the first mount needs of the shim: the signal handlers' queue
@@ -305,12 +317,26 @@ static int open_beyond(struct pohm_cache *c, const struct pohm_path *p, mode_t m
 	return r;
 }
 
+/* hook_open's answer r is "do the real open": a writer's open of an existing
+ * file takes its open-for-write lock first (pohm_cache_writer_prelock; the
+ * why: doc/notes-s11-model2.md).  Returns r. */
+static int open_prelock(struct pohm_cache *c, const struct pohm_path *p, int flags, int r)
+{
+	if (r == POHM_PASS && open_rel != OPEN_OUTSIDE)
+		HELD((pohm_cache_writer_prelock(c, open_rel ? open_rel : p->rel, flags, &open_wpre),
+		      0));
+	return r;
+}
+
 static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 {
 	struct pohm_cache *c;
 	unsigned mf = POHM_MAT_DATA | POHM_MAT_LIST;	/* a file's data, a directory's entries */
 	int r;
 
+	if (open_wpre.state != POHM_WPRE_NONE && open_cache)	/* an open_done never came */
+		HELD((pohm_cache_writer_prelock_drop(open_cache, &open_wpre, held_here, NULL), 0));
+	open_wpre.state = POHM_WPRE_NONE;
 	open_created = 0;
 	open_cache = NULL;
 	if (open_rel && open_rel != OPEN_OUTSIDE)
@@ -332,7 +358,8 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_
 			r = POHM_PASS;	/* a socket on the way: ENOTDIR from the kernel */
 		if (r == 0)
 			open_created = 1;
-		return pohm_proc_count(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
+		r = pohm_proc_count(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
+		return open_prelock(c, p, flags, r);
 	}
 	if (flags & O_NOFOLLOW)
 		mf |= POHM_MAT_NOFOLLOW;
@@ -344,8 +371,12 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_
 		mf |= POHM_MAT_OPEN_W;	/* O_TRUNC asks write permission too */
 	if (flags & O_PATH)
 		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
-	r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	return pohm_proc_count(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
+	if ((mf & POHM_MAT_OPEN_W) && pohm_sys_test_switch(POHM_TEST_REFRESH_IN_OPEN))
+		r = 0;	/* test build: the refresh comes in hook_open_done instead */
+	else
+		r = HELD(pohm_cache_materialize(c, p->rel, mf));
+	r = pohm_proc_count(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
+	return open_prelock(c, p, flags, r);
 }
 
 int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
@@ -371,20 +402,23 @@ static int sweep_at = 16;
  * identity: no fd in the table still names that (dev, ino).  Sweeps are
  * amortized: when the held locks reach twice what the last sweep left.
  */
-static void writer_opened(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
-			  int keep_on_exec)
+static void writer_opened(struct pohm_cache *c, struct pohm_wprelock *pl, uint64_t ino,
+			  uint64_t ldev, uint64_t lino, int keep_on_exec)
 {
 	struct pohm_mount *um = pohm_proc_mount_of(c);
+	uint64_t opening[2] = { ldev, lino };
 	int n, r;
 
 	pohm_hold();
 	n = pohm_cache_writer_count(c);
 	if (n >= __atomic_load_n(&sweep_at, __ATOMIC_RELAXED)) {
-		n -= pohm_cache_writer_sweep(c, held_here, NULL);
+		/* Not the lock this open took before it (pohm_cache_writer_prelock):
+		 * its fd is not in the table yet. */
+		n -= pohm_cache_writer_sweep(c, held_here_or, opening);
 		pohm_shadow_sweep();
 		__atomic_store_n(&sweep_at, n * 2 > 16 ? n * 2 : 16, __ATOMIC_RELAXED);
 	}
-	r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
+	r = pohm_cache_writer_open_pre(c, pl, ino, ldev, lino, keep_on_exec, held_here, NULL);
 	if (r)
 		pohm_debug("inode %llx: not marked open for write (%s); pohmelfsd's rounds push it",
 			   (unsigned long long)ino, strerror(-r));
@@ -398,16 +432,19 @@ static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct p
 	struct pohm_cache *c = open_cache;
 	char *own = open_rel;
 	const char *rel = own ? own : p->rel;
+	struct pohm_wprelock pl = open_wpre;
 	struct stat st;
 	int r;
 
 	open_cache = NULL;
 	open_rel = NULL;
+	open_wpre.state = POHM_WPRE_NONE;
 	if (own == OPEN_OUTSIDE || (!c && !(c = cache(&r)))) {
 		open_created = 0;
 		return fd;	/* through a symlink out of the prefix: libc's alone */
 	}
 	if (fd < 0) {
+		HELD((pohm_cache_writer_prelock_drop(c, &pl, held_here, NULL), 0));
 		if (open_created)
 			HELD((pohm_cache_create_undo(c, rel), 0));
 		open_created = 0;
@@ -427,9 +464,14 @@ static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct p
 
 		pohm_cache_stat_fix(c, &st);
 		fi->cookie = (uint64_t)st.st_ino;
+		if (S_ISREG(st.st_mode) && !(flags & O_PATH) &&
+		    pohm_sys_test_switch(POHM_TEST_REFRESH_IN_OPEN))
+			HELD(pohm_cache_materialize(c, p->rel, POHM_MAT_DATA));	/* the race */
 		if (S_ISREG(st.st_mode) && !(flags & O_PATH))
-			writer_opened(c, fi->cookie, ldev, lino, !(flags & O_CLOEXEC));
+			writer_opened(c, &pl, fi->cookie, ldev, lino, !(flags & O_CLOEXEC));
 	}
+	if (pl.state != POHM_WPRE_NONE)	/* not a writer's regular file after all */
+		HELD((pohm_cache_writer_prelock_drop(c, &pl, held_here, NULL), 0));
 	/* A write-only fd gets its read-only shadow now, while the name still
 	 * names its inode (shadow.c); a file we may not read gets none. */
 	if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_PATH))

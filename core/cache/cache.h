@@ -323,6 +323,43 @@ int pohm_cache_daemon_pid(const char *cache_dir);
  */
 int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, uint64_t lino,
 			   int keep_on_exec);
+/*
+ * The shim's writer takes its lock BEFORE its open (issue 18): else a
+ * refresh may rename a fetched copy over the name between the open and
+ * pohm_cache_writer_open, and the fd writes a file no name shows.  For an
+ * open of rel (relative to the prefix) with open(2) flags that writes
+ * (O_WRONLY/O_RDWR, not O_PATH), an existing regular file whose copy the
+ * journal records: hold its inode's byte now (or note that this process
+ * holds it already), into *pl.  A refresh then leaves the name alone until
+ * the open is done.  Returns 1 (held: the caller opens, then gives pl to
+ * pohm_cache_writer_open_pre, or to pohm_cache_writer_prelock_drop if the
+ * open failed), 0 (nothing to hold: a reader, no such file, not recorded;
+ * pl is still valid to pass on), -errno (no lock; pl valid, holds none).
+ * Waits for a refresh's exclusive byte as pohm_cache_writer_open does.
+ */
+enum { POHM_WPRE_NONE, POHM_WPRE_HELD, POHM_WPRE_TAKEN };
+struct pohm_wprelock {
+	uint64_t ino, ldev, lino;	/* the file held, as the name showed it */
+	int state;			/* POHM_WPRE_*: nothing, held already, taken here */
+};
+int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
+			      struct pohm_wprelock *pl);
+/* After the open of a pohm_cache_writer_prelock: the fd is on local file
+ * (ldev, lino) of storage inode ino.  The same file as held: the lock is
+ * its open-for-write lock (no copy check needed: nothing renamed over the
+ * name while it was held); another one (the name moved between the stat
+ * and the lock), or none held: pohm_cache_writer_open, and the lock taken
+ * before is dropped unless held(arg, ldev, lino) says another fd of the
+ * process still writes that file (held NULL: drop).  Returns what
+ * pohm_cache_writer_open would (0, -ESTALE, -ENOSPC, -errno). */
+int pohm_cache_writer_open_pre(struct pohm_cache *c, struct pohm_wprelock *pl, uint64_t ino,
+			       uint64_t ldev, uint64_t lino, int keep_on_exec,
+			       int (*held)(void *arg, uint64_t ldev, uint64_t lino), void *arg);
+/* The open after pohm_cache_writer_prelock failed (or is not going to be
+ * a writer's): drop a lock taken for it, unless held(arg, ldev, lino) says
+ * another fd of the process writes that file.  pl holds nothing after. */
+void pohm_cache_writer_prelock_drop(struct pohm_cache *c, struct pohm_wprelock *pl,
+				    int (*held)(void *arg, uint64_t ldev, uint64_t lino), void *arg);
 /* The process's last fd writing local file (ldev, lino) is closing: drop its
  * lock (not if the file is mapped writable: see pohm_cache_writer_mapped). */
 void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino);

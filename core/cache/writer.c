@@ -274,6 +274,83 @@ out:
 	return r;
 }
 
+/* ---------------------------------------------------------------- before the open */
+
+int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
+			      struct pohm_wprelock *pl)
+{
+	struct cache_writers *w = c->wr;
+	struct stat st;
+	uint64_t ino;
+	int i, fd, r = 0;
+
+	pl->state = POHM_WPRE_NONE;
+	if ((flags & O_ACCMODE) == O_RDONLY || (flags & O_PATH))
+		return 0;	/* no writer: nothing to hold */
+	if (pohm_sys_fstatat(c->pfd, rel, &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != c->pdev ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* no recorded copy to replace (yet): the open makes or finds it */
+	pl->ino = ino;
+	pl->ldev = (uint64_t)st.st_dev;
+	pl->lino = (uint64_t)st.st_ino;
+	pthread_mutex_lock(&w->mu);
+	if (wr_find(w, pl->ldev, pl->lino)) {
+		pl->state = POHM_WPRE_HELD;	/* this process holds the byte already */
+		goto out;
+	}
+	i = wr_free_slot(w);
+	if (i < 0)
+		goto out;	/* the open goes on unheld, as pohm_cache_writer_open's -ENOSPC */
+	fd = wr_lock(c, ino, !(flags & O_CLOEXEC));
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	wr_add(w, i, fd, ino, pl->ldev, pl->lino, !(flags & O_CLOEXEC));
+	pl->state = POHM_WPRE_TAKEN;
+out:
+	pthread_mutex_unlock(&w->mu);
+	return r ? r : pl->state != POHM_WPRE_NONE;
+}
+
+void pohm_cache_writer_prelock_drop(struct pohm_cache *c, struct pohm_wprelock *pl,
+				    int (*held)(void *arg, uint64_t ldev, uint64_t lino), void *arg)
+{
+	if (pl->state == POHM_WPRE_TAKEN && !(held && held(arg, pl->ldev, pl->lino)))
+		pohm_cache_writer_close(c, pl->ldev, pl->lino);
+	pl->state = POHM_WPRE_NONE;
+}
+
+int pohm_cache_writer_open_pre(struct pohm_cache *c, struct pohm_wprelock *pl, uint64_t ino,
+			       uint64_t ldev, uint64_t lino, int keep_on_exec,
+			       int (*held)(void *arg, uint64_t ldev, uint64_t lino), void *arg)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+	int r = 0;
+
+	if (pl->state == POHM_WPRE_NONE || pl->ino != ino || pl->ldev != ldev ||
+	    pl->lino != lino) {
+		/* Not the file held before the open (none was, or the name
+		 * moved on in between): lock now and check the copy. */
+		r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
+		pohm_cache_writer_prelock_drop(c, pl, held, arg);
+		return r;
+	}
+	/* The byte was held from before the open: no refresh renamed over
+	 * the name since, so the fd is on the copy the name shows. */
+	pl->state = POHM_WPRE_NONE;
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	if (e && keep_on_exec && !e->keep && !(r = pohm_sys_fcntl(e->fd, F_SETFD, 0)))
+		e->keep = 1;
+	pthread_mutex_unlock(&w->mu);
+	/* Gone meanwhile (another thread closed its last writer of the file,
+	 * or swept it): lock again, and check the copy. */
+	return e ? r : pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
+}
+
 int cache_writer_exclude(struct pohm_cache *c, uint64_t ino)
 {
 	struct flock fl;

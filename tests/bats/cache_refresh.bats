@@ -287,3 +287,20 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	shim c cat "$T/c/tool" >/dev/null
 	[ "$(stat -c '%a %u:%g' "$T/c/tool")" = "4750 1001:1001" ]
 }
+
+@test "a refresh between a writer's open and its open-for-write step never takes its writes" {
+	# Issue 18: the shim's writer holds its inode's w.lock byte from before
+	# its real open.  POHMELFS_TEST_REFRESH_IN_OPEN (test build) moves the
+	# write-open's refresh from before the real open to right after it,
+	# before the open-for-write step: the refresh must leave the name, and
+	# the appended line must reach the name (then a conflict copy: its base
+	# is the old version), never a replaced copy no name shows.
+	shim a timeout 60 bash -c "echo old > '$T/a/f'"
+	[ "$(shim b timeout 30 cat "$T/b/f")" = old ]
+	shim a timeout 60 bash -c "echo new > '$T/a/f'"
+	echo appended | POHMELFS_TEST_REFRESH_IN_OPEN=1 shim b timeout 30 \
+		dd of="$T/b/f" oflag=append conv=nocreat,notrunc status=none
+	[ "$(shim c timeout 30 cat "$T/c/f")" = new ]
+	[ "$(shim b timeout 30 cat "$T/b/f")" = new ]
+	[ "$(conflicts_on c b)" = "$(printf 'old\nappended')" ]
+}

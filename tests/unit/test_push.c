@@ -388,6 +388,97 @@ TEST(a_write_open_of_a_copy_a_refresh_replaced_is_told)
 	pohm_cache_close(b);
 }
 
+/*
+ * The shim's writer order (preload hook_open → real open → hook_open_done):
+ * pohm_cache_writer_prelock before the open, the refresh racing in between
+ * the open and pohm_cache_writer_open_pre.  The refresh must leave the name
+ * alone (the writer held its byte from before the open): the writer is
+ * told 0, and what it appends is in the copy the name shows.  Every open
+ * flag combination a writer uses; O_TRUNC too (its copy is the name's).
+ */
+TEST(a_shim_writer_holds_its_lock_from_before_its_open)
+{
+	static const int fl[] = { O_RDWR | O_APPEND, O_WRONLY, O_WRONLY | O_TRUNC,
+				  O_RDWR | O_CREAT, O_WRONLY | O_CLOEXEC };
+	struct pohm_wprelock pl;
+	struct pohm_cache *a, *b;
+	struct stat st;
+	uint64_t ldev, lino;
+	char buf[64], want[8];
+	size_t k;
+	ssize_t n;
+	int fd, base;
+
+	for (k = 0; k < sizeof(fl) / sizeof(fl[0]); k++) {
+		ch_setup();
+		a = ch_host("a");
+		b = ch_host("b");
+		EXPECT(a && b);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		base = pohm_cache_writer_count(b);
+		EXPECT_EQ_INT(pohm_cache_writer_prelock(b, "f", fl[k], &pl), 1);
+		EXPECT_EQ_INT(pohm_cache_writer_count(b), base + 1);
+		fd = open(ch_path("b", "f"), fl[k], 0644);
+		EXPECT(fd >= 0);
+		/* The race: a commits "y\n", b's refresh runs right here. */
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+		EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+		EXPECT_EQ_INT(fstat(fd, &st), 0);
+		ldev = (uint64_t)st.st_dev;
+		lino = (uint64_t)st.st_ino;
+		pohm_cache_stat_fix(b, &st);
+		EXPECT_EQ_INT(pohm_cache_writer_open_pre(b, &pl, (uint64_t)st.st_ino, ldev, lino,
+							 !(fl[k] & O_CLOEXEC), NULL, NULL), 0);
+		EXPECT_EQ_INT(pohm_cache_writer_count(b), base + 1);
+		EXPECT_EQ_INT(pwrite(fd, "b\n", 2, (fl[k] & O_TRUNC) ? 0 : 2), 2);
+		n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		snprintf(want, sizeof(want), "%sb\n", (fl[k] & O_TRUNC) ? "" : "x\n");
+		EXPECT_EQ_STR(buf, want);		/* the name shows the writer's bytes */
+		pohm_cache_writer_close(b, ldev, lino);
+		EXPECT_EQ_INT(pohm_cache_writer_count(b), base);
+		close(fd);
+		pohm_cache_close(a);
+		pohm_cache_close(b);
+	}
+}
+
+/* A prelock for a reader, or a file not there, takes nothing; one whose
+ * open failed is dropped; one for a file this process already writes
+ * reuses that lock (and a drop leaves it). */
+TEST(a_shim_writer_lock_before_open_is_dropped_when_unused)
+{
+	struct pohm_wprelock pl, pl2;
+	struct pohm_cache *a;
+	struct stat st;
+	int base;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	base = pohm_cache_writer_count(a);
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(a, "f", O_RDONLY, &pl), 0);
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(a, "f", O_RDWR | O_PATH, &pl), 0);
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(a, "nothere", O_WRONLY | O_CREAT, &pl), 0);
+	EXPECT_EQ_INT(pohm_cache_writer_count(a), base);
+	pohm_cache_writer_prelock_drop(a, &pl, NULL, NULL);	/* nothing held: no-op */
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(a, "f", O_WRONLY, &pl), 1);
+	EXPECT_EQ_INT(pohm_cache_writer_count(a), base + 1);
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(a, "f", O_WRONLY, &pl2), 1);	/* held already */
+	EXPECT_EQ_INT(pohm_cache_writer_count(a), base + 1);
+	pohm_cache_writer_prelock_drop(a, &pl2, NULL, NULL);	/* not its lock */
+	EXPECT_EQ_INT(pohm_cache_writer_count(a), base + 1);
+	pohm_cache_writer_prelock_drop(a, &pl, NULL, NULL);	/* its open failed */
+	EXPECT_EQ_INT(pohm_cache_writer_count(a), base);
+	EXPECT_EQ_INT(pohm_cache_writer_alive(a, 0), 0);
+	EXPECT_EQ_INT(lstat(ch_path("a", "f"), &st), 0);
+	pohm_cache_stat_fix(a, &st);
+	EXPECT_EQ_INT(pohm_cache_writer_alive(a, (uint64_t)st.st_ino), 0);
+	pohm_cache_close(a);
+}
+
 /* ---------------------------------------------------------------- issue 18: based attribute pushes */
 
 static struct pohm_cache *race_dir_b;

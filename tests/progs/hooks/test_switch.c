@@ -19,6 +19,7 @@ const char *pohm_sys_test_switch(enum pohm_test_switch s)
 		[POHM_TEST_KILL_AT_RENAME_INTENT] = "POHMELFS_TEST_KILL_AT_RENAME_INTENT",
 		[POHM_TEST_KILL_IN_RENAME] = "POHMELFS_TEST_KILL_IN_RENAME",
 		[POHM_TEST_DIR_TIME_LAG] = "POHMELFS_TEST_DIR_TIME_LAG",
+		[POHM_TEST_REFRESH_IN_OPEN] = "POHMELFS_TEST_REFRESH_IN_OPEN",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]) || !names[s])
