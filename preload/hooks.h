@@ -65,6 +65,18 @@
 /* "Not handled": any value below -4095 is never a valid -errno. */
 #define POHM_PASS	(-0x10000)
 
+/*
+ * The wrapper's own libc call, for the hooks that make it themselves
+ * between the storage's halves (one call per operation: ns, attr):
+ * call(arg) makes it with the wrapper's arguments and returns its result
+ * (>= 0) or -errno.  A hook calls it at most once, on the stack it runs
+ * on, with the shim neither held nor busy, as the wrapper would.
+ */
+struct pohm_real_call {
+	int (*call)(void *arg);
+	void *arg;
+};
+
 /* ------------------------------------------------------------ paths */
 
 #define POHM_REL_MAX	4096	/* bytes of pohm_path.rel, with its NUL */
@@ -162,7 +174,6 @@ enum pohm_ns_op {
 	POHM_NS_LINK,		/* a → b, both under the prefix; arg.flags (AT_SYMLINK_FOLLOW) */
 	POHM_NS_SYMLINK,	/* a: the new link; arg.target */
 	POHM_NS_MKNOD,		/* a; arg.mode (with S_IFMT), arg.dev (mknod, mkfifo) */
-	POHM_NS_MKDTEMP,	/* a: the created directory (only _done is called) */
 };
 
 struct pohm_ns_arg {
@@ -173,15 +184,14 @@ struct pohm_ns_arg {
 };
 
 /*
- * Before a namespace change under the prefix (rename and link across the
- * prefix boundary never get here: they fail EXDEV in preload/).
- * POHM_PASS, or a result (0 / -errno).
+ * A namespace change under the prefix, in one call (rename and link
+ * across the prefix boundary never get here: they fail EXDEV in
+ * preload/): the storage's half, the wrapper's own libc call through
+ * real when the kernel must answer, and what follows its result.
+ * Returns the caller's result (0 or -errno), never POHM_PASS.
  */
 int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		 const struct pohm_ns_arg *arg);
-/* After it: result is 0 or -errno; returns the caller's result (compensate on failure). */
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		      const struct pohm_ns_arg *arg, int result);
+		 const struct pohm_ns_arg *arg, const struct pohm_real_call *real);
 
 /* ------------------------------------------------------------ attributes */
 

@@ -1,6 +1,6 @@
 /*
  * hooks_pass.c — the default hooks: every one "not handled" (POHM_PASS, or
- * the result unchanged).
+ * the result unchanged; a one-call hook makes the wrapper's real call).
  *
  * Each is a weak definition: a strong definition of the same name anywhere
  * in the library replaces it at link time, hook by hook.  The library
@@ -55,15 +55,10 @@ POHM_WEAK void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct st
 }
 
 POHM_WEAK int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a,
-			   const struct pohm_path *b, const struct pohm_ns_arg *arg)
+			   const struct pohm_path *b, const struct pohm_ns_arg *arg,
+			   const struct pohm_real_call *real)
 {
-	return POHM_PASS;
-}
-
-POHM_WEAK int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a,
-				const struct pohm_path *b, const struct pohm_ns_arg *arg, int result)
-{
-	return result;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,

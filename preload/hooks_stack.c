@@ -14,7 +14,8 @@
  * cache names every file by that string, so such a call fails with
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
- * The _done hooks then see the refusal as the call's result.
+ * The _done hooks then see the refusal as the call's result; the
+ * one-call hooks (ns) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -23,6 +24,13 @@
 static int too_long(const struct pohm_path *p)
 {
 	return p && (p->flags & POHM_PATH_TRUNC);
+}
+
+/* A one-call hook refused before the storage: its result, or in
+ * passthrough tests (POHM_PASS) the wrapper's real call. */
+static int or_real(int r, const struct pohm_real_call *real)
+{
+	return r == POHM_PASS ? real->call(real->arg) : r;
 }
 
 struct a_open {
@@ -163,6 +171,7 @@ struct a_ns {
 	const struct pohm_path *a;
 	const struct pohm_path *b;
 	const struct pohm_ns_arg *arg;
+	const struct pohm_real_call *real;
 };
 
 static long run_ns(void *v)
@@ -170,37 +179,16 @@ static long run_ns(void *v)
 	struct a_ns *x = v;
 
 	if (too_long(x->a) || too_long(x->b))
-		return pohm_hk_too_long();
-	return pohm_hk_ns(x->op, x->a, x->b, x->arg);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_ns(x->op, x->a, x->b, x->arg, x->real);
 }
 
-int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg)
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
-	struct a_ns x = { op, a, b, arg };
+	struct a_ns x = { op, a, b, arg, real };
 
 	return (int)pohm_stack_run(run_ns, &x);
-}
-
-struct a_ns_done {
-	enum pohm_ns_op op;
-	const struct pohm_path *a;
-	const struct pohm_path *b;
-	const struct pohm_ns_arg *arg;
-	int result;
-};
-
-static long run_ns_done(void *v)
-{
-	struct a_ns_done *x = v;
-
-	return pohm_hk_ns_done(x->op, x->a, x->b, x->arg, x->result);
-}
-
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg, int result)
-{
-	struct a_ns_done x = { op, a, b, arg, result };
-
-	return (int)pohm_stack_run(run_ns_done, &x);
 }
 
 struct a_mount_dev {

@@ -8,10 +8,13 @@
  *	struct pohm_path p;
  *	if (!pohm_claim(AT_FDCWD, path, &p))
  *		return pohm_real.mkdir(path, mode);        // not ours: libc
- *	r = pohm_hook_ns(POHM_NS_MKDIR, &p, NULL, &a);      // ours: the storage
+ *	r = pohm_hook_stat(&p, 0, st);                      // ours: the storage
  *	if (r == POHM_PASS)
- *		r = pohm_sysret(pohm_real.mkdir(path, mode));
- *	return pohm_ret(pohm_hook_ns_done(POHM_NS_MKDIR, &p, NULL, &a, r));
+ *		r = pohm_sysret(pohm_real.stat(path, st));
+ *	return pohm_ret(r);
+ *
+ * (The namespace and attribute wrappers make one call instead, handing
+ * the hook their real call: names.c ns_call, struct pohm_real_call.)
  *
  * Sections: state and init; errno; classification; fd table; internal
  * fds; cwd; exec handoff.

@@ -228,6 +228,50 @@ int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel
 void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
 			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags);
 
+/*
+ * The host's own call of an operation (the shim's real libc call), made
+ * by a pohm_proc_* function between the storage's before and after: its
+ * result, >= 0 or -errno.  call runs with whatever the caller of the
+ * pohm_proc_* function set up undone (the shim: its hold released).
+ */
+struct pohm_proc_real {
+	int (*call)(void *arg);
+	void *arg;
+};
+
+/*
+ * procns.c: a namespace change by a host process under the prefix, in
+ * one call: the storage's half, then the real call when the kernel must
+ * answer (a symlink out of the prefix on the way, a name only the kernel
+ * holds: a socket, a parent the kernel cannot walk, a trailing slash on a
+ * non-directory), then what its result needs (a stored name a local-only
+ * rename replaced is dropped).  Rename and link across the prefix never
+ * get here.  Called with the shim's hold held.
+ */
+enum pohm_proc_ns {
+	POHM_PN_MKDIR,		/* a: the new directory; arg->mode */
+	POHM_PN_RMDIR,		/* a */
+	POHM_PN_UNLINK,		/* a */
+	POHM_PN_REMOVE,		/* a: remove(3), unlink or rmdir */
+	POHM_PN_RENAME,		/* a -> b; arg->flags (RENAME_*) */
+	POHM_PN_LINK,		/* a -> b */
+	POHM_PN_SYMLINK,	/* a: the new link; arg->target */
+	POHM_PN_MKNOD,		/* a; arg->mode (with S_IFMT), arg->dev */
+};
+#define POHM_PROC_REL_MAX 4096	/* bytes of a name below the prefix, with its NUL */
+struct pohm_proc_ns_arg {
+	mode_t mode;
+	uint64_t dev;
+	unsigned flags;
+	const char *target;	/* symlink contents */
+	int slash;		/* a name ended in "/": a directory is meant */
+};
+/* a, b: names below the prefix ("" the root; b NULL but for rename and
+ * link).  Counted when the storage answers; returns the caller's result:
+ * 0 or -errno (the real call's when the kernel answered). */
+int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, const char *b,
+		 const struct pohm_proc_ns_arg *arg, const struct pohm_proc_real *real);
+
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
  * exists and is another user's, cannot be looked at, or cannot be made
