@@ -205,20 +205,19 @@ enum pohm_attr_op {
 };
 
 /*
- * Before an attribute change of a file under the prefix: by path (p, fd
- * -1) or on a tracked fd (p NULL, fd, fi).  flags: AT_SYMLINK_NOFOLLOW for
- * the l-forms, and what the call sets, for the owner checks the kernel
+ * An attribute change of a file under the prefix, in one call: by path
+ * (p, fd -1) or on a tracked fd (p NULL, fd, fi).  flags: AT_SYMLINK_NOFOLLOW
+ * for the l-forms, and what the call sets, for the owner checks the kernel
  * makes: POHM_ATTR_SET (a chown with a uid or gid other than -1, times
- * given explicitly), POHM_ATTR_TOUCH (times set to now).  POHM_PASS or a
- * result.  The change itself travels with the file's next push.
+ * given explicitly), POHM_ATTR_TOUCH (times set to now).  The storage's
+ * checks, the wrapper's own libc call through real unless one failed, and
+ * the change's push after a success.  Returns the caller's result (the
+ * real call's, or -errno), never POHM_PASS.
  */
 #define POHM_ATTR_SET	0x40000000
 #define POHM_ATTR_TOUCH	0x20000000
 int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags);
-/* After it: returns the caller's result. */
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result);
+		   const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real);
 
 /* ------------------------------------------------------------ lookups */
 

@@ -653,47 +653,25 @@ static const char *attr_rel(const struct pohm_path *p)
 }
 
 static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags)
+		     const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
+	struct pohm_proc_real outside = { real_outside, (void *)real };
 	struct pohm_cache *c;
 	int r;
 
 	if (!(c = cache(&r)))
-		return r;
-	r = HELD(pohm_proc_attr(c, attr_op[op], attr_rel(p), fd, attr_flags(flags)));
-	return r < 0 ? r : POHM_PASS;
+		return r == POHM_PASS ? real_unbusy(real) : r;
+	return HELD(pohm_proc_attr(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags),
+				   &outside));
 }
 
 int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags)
+		 const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_attr(op, p, fd, fi, flags);
-	busy_leave();
-	return r;
-}
-
-static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result)
-{
-	struct pohm_cache *c;
-	int r;
-
-	if (result < 0 || !(c = cache(&r)))
-		return result;
-	HELD((pohm_proc_attr_done(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags)), 0));
-	return result;
-}
-
-int pohm_hk_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result)
-{
-	int r;
-
-	busy_enter();
-	r = hook_attr_done(op, p, fd, fi, flags, result);
+	r = hook_attr(op, p, fd, fi, flags, real);
 	busy_leave();
 	return r;
 }

@@ -62,15 +62,10 @@ POHM_WEAK int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a,
 }
 
 POHM_WEAK int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			     const struct pohm_fd_info *fi, int flags)
+			     const struct pohm_fd_info *fi, int flags,
+			     const struct pohm_real_call *real)
 {
-	return POHM_PASS;
-}
-
-POHM_WEAK int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-				  const struct pohm_fd_info *fi, int flags, int result)
-{
-	return result;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)

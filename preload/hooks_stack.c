@@ -15,7 +15,7 @@
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
  * The _done hooks then see the refusal as the call's result; the
- * one-call hooks (ns) return it.
+ * one-call hooks (ns, attr) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -215,6 +215,7 @@ struct a_attr {
 	int fd;
 	const struct pohm_fd_info *fi;
 	int flags;
+	const struct pohm_real_call *real;
 };
 
 static long run_attr(void *v)
@@ -222,38 +223,16 @@ static long run_attr(void *v)
 	struct a_attr *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags, x->real);
 }
 
-int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags)
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+		   const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
-	struct a_attr x = { op, p, fd, fi, flags };
+	struct a_attr x = { op, p, fd, fi, flags, real };
 
 	return (int)pohm_stack_run(run_attr, &x);
-}
-
-struct a_attr_done {
-	enum pohm_attr_op op;
-	const struct pohm_path *p;
-	int fd;
-	const struct pohm_fd_info *fi;
-	int flags;
-	int result;
-};
-
-static long run_attr_done(void *v)
-{
-	struct a_attr_done *x = v;
-
-	return pohm_hk_attr_done(x->op, x->p, x->fd, x->fi, x->flags, x->result);
-}
-
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags, int result)
-{
-	struct a_attr_done x = { op, p, fd, fi, flags, result };
-
-	return (int)pohm_stack_run(run_attr_done, &x);
 }
 
 struct a_lookup {

@@ -287,6 +287,20 @@ static inline int pohm_ret(int r)
 	return r;
 }
 
+/*
+ * An attribute wrapper's call under the prefix (attr.c, xattr.c): one
+ * hook call, which makes the wrapper's own libc call fn(x) itself
+ * (hooks.h struct pohm_real_call); errno set here.
+ */
+static inline int pohm_attr_call(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+				 const struct pohm_fd_info *fi, int flags, int (*fn)(void *),
+				 void *x)
+{
+	struct pohm_real_call real = { fn, x };
+
+	return pohm_ret(pohm_hook_attr(op, p, fd, fi, flags, &real));
+}
+
 static inline long pohm_retl(long r)
 {
 	if (r < 0) {

@@ -202,6 +202,17 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 void pohm_proc_exit_push(const struct pohm_host_fds *h);
 
 /*
+ * The host's own call of an operation (the shim's real libc call), made
+ * by a pohm_proc_* function between the storage's before and after: its
+ * result, >= 0 or -errno.  call runs with whatever the caller of the
+ * pohm_proc_* function set up undone (the shim: its hold released).
+ */
+struct pohm_proc_real {
+	int (*call)(void *arg);
+	void *arg;
+};
+
+/*
  * procattr.c: an attribute change by a host process, of the object named
  * rel (NULL: none, or a name too long for the caller to resolve) or open
  * as fd (-1: none).  Called with the shim's hold held.
@@ -216,28 +227,17 @@ enum pohm_proc_attr {
 #define POHM_PAF_NOFOLLOW 1u	/* the l-form: a symlink itself */
 #define POHM_PAF_SET	  2u	/* a chown with a uid or gid other than -1; times given */
 #define POHM_PAF_TOUCH	  4u	/* times set to now */
-/* Before the kernel changes the local copy: a real copy, not a stub; when
- * offline, only a change that can travel later; the kernel's owner checks
- * on the stored owner (issue 22).  Counted; 0 (the kernel goes on) or -errno. */
-int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
-		   unsigned flags);
-/* After the kernel's change succeeded: it travels now (a path's change,
- * unless a file of the host's open fds, which pushes at close or sync; a
- * truncation through an fd travels with that fd's next push).  Failures
- * are logged: the change stays for a later push. */
-void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
-			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags);
-
-/*
- * The host's own call of an operation (the shim's real libc call), made
- * by a pohm_proc_* function between the storage's before and after: its
- * result, >= 0 or -errno.  call runs with whatever the caller of the
- * pohm_proc_* function set up undone (the shim: its hold released).
- */
-struct pohm_proc_real {
-	int (*call)(void *arg);
-	void *arg;
-};
+/* One call: before the kernel changes the local copy, a real copy, not a
+ * stub; when offline, only a change that can travel later; the kernel's
+ * owner checks on the stored owner (issue 22); counted.  Then the host's
+ * own call (real; not made when a check failed).  When it succeeded, the
+ * change travels now (a path's change, unless a file of the host's open
+ * fds, which pushes at close or sync; a truncation through an fd travels
+ * with that fd's next push; failures are logged: the change stays for a
+ * later push).  Returns the caller's result: the real call's, or the
+ * check's -errno. */
+int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum pohm_proc_attr op,
+		   const char *rel, int fd, unsigned flags, const struct pohm_proc_real *real);
 
 /*
  * procns.c: a namespace change by a host process under the prefix, in
