@@ -11,13 +11,19 @@
  * access decision core/sys's one checker (pohm_perm_mode; access(2) of a
  * stub: pohm_cache_access).  When writes travel (close, sync, mappings,
  * exit) is core/mount closepush.c (pohm_proc_close, _sync, _mapped,
- * _unmapped, _exit_push; the dirty list in proc.c), and the attribute
- * hooks' owner checks and push rule core/mount procattr.c
- * (pohm_proc_attr, _attr_done; POHM_AT_* map to enum pohm_proc_attr).
- * What it keeps is glue to preload's services: the fd table and
- * write-only fds' shadows (as core's struct pohm_host_fds), the
- * signal-handler queue, the thread-local state a before hook leaves for
- * its after hook.
+ * _unmapped, _exit_push; the dirty list in proc.c), an attribute change
+ * core/mount procattr.c (pohm_proc_attr; POHM_AT_* map to enum
+ * pohm_proc_attr), a namespace change and its storage cases core/mount
+ * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns).  What it
+ * keeps is glue to preload's services: the fd table and write-only fds'
+ * shadows (as core's struct pohm_host_fds), the signal-handler queue,
+ * the thread-local state the open hook leaves for its after hook.
+ *
+ * One call per operation (issue 20): pohm_hook_ns and pohm_hook_attr get
+ * the wrapper's own libc call (struct pohm_real_call) and return the
+ * caller's result; core makes the real call between the storage's
+ * halves, so no state passes between calls.  The open and stat hooks are
+ * still before/after pairs (the "_done"/"_fix" hooks below).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -38,15 +44,18 @@
  * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * The "_done" hooks run after the real call with its result (>= 0, or
- * -errno) and return the result the caller sees.
+ * -errno) and return the result the caller sees.  The one-call hooks (ns,
+ * attr) never return POHM_PASS: their result is the caller's.
  *
  * Defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc.  preload/hooks_cache.c, always linked into the
- * library, overrides them with strong definitions that call core/ (all but
- * pohm_hook_statfs_fix, whose default stays in use), so the library is not
- * a passthrough: under the prefix every hook reaches the cache.  At run
- * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong hooks
- * pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
+ * everything to libc (a one-call hook's default makes the real call).
+ * preload/hooks_cache.c, always linked into the library, overrides them
+ * with strong definitions that call core/ (all but pohm_hook_statfs_fix,
+ * whose default stays in use), so the library is not a passthrough:
+ * under the prefix every hook reaches the cache.  At run time
+ * POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong
+ * hooks pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the
+ * hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.

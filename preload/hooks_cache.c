@@ -23,8 +23,11 @@
  *
  * Pushes: when a written file travels (close, fsync and sync, msync,
  * munmap, exit and exec) is decided in core/mount closepush.c, and what
- * an attribute change checks first and when it travels in procattr.c;
- * this file hands them the fd and its fd table and shadows (host_fds).
+ * an attribute change checks first and when it travels in procattr.c,
+ * and a namespace change's storage cases in procns.c; this file hands
+ * them the fd table and shadows (host_fds) and, for the one-call hooks
+ * (ns, attr), the wrapper's real call made as the wrapper would make it
+ * (real_outside).
  * A write-open makes the inode "open for write" (core/cache/writer.c,
  * decision 0016) and makes sure pohmelfsd runs, whatever sync_on_close
  * says: a writer that never closes (_exit, SIGKILL, a raw SYS_close)
