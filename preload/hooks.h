@@ -19,11 +19,11 @@
  * shadows (as core's struct pohm_host_fds), the signal-handler queue,
  * the thread-local state the open hook leaves for its after hook.
  *
- * One call per operation (issue 20): pohm_hook_ns and pohm_hook_attr get
- * the wrapper's own libc call (struct pohm_real_call) and return the
- * caller's result; core makes the real call between the storage's
- * halves, so no state passes between calls.  The open and stat hooks are
- * still before/after pairs (the "_done"/"_fix" hooks below).
+ * One call per operation (issue 20): pohm_hook_ns, pohm_hook_attr,
+ * pohm_hook_stat and pohm_hook_statx get the wrapper's own libc call
+ * (struct pohm_real_call) and return the caller's result; core makes the
+ * real call between the storage's halves, so no state passes between
+ * calls.  The open hooks are still a before/after pair (open_done).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -45,7 +45,7 @@
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * The "_done" hooks run after the real call with its result (>= 0, or
  * -errno) and return the result the caller sees.  The one-call hooks (ns,
- * attr) never return POHM_PASS: their result is the caller's.
+ * attr, stat, statx) never return POHM_PASS: their result is the caller's.
  *
  * Defaults are in preload/hooks_pass.c: weak definitions that pass
  * everything to libc (a one-call hook's default makes the real call).
@@ -144,22 +144,23 @@ int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct poh
 /* ------------------------------------------------------------ stat */
 
 /*
- * The stat family and statx, before the real call.  POHM_PASS, or 0 with
- * *st (or *stx) filled, or -errno.  flags are the fstatat flags
- * (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH) or statx's.
+ * The stat family and statx by path, in one call: the name materialized,
+ * the wrapper's own libc call through real (which fills *st or *stx),
+ * and on success the storage's identity and stub attributes laid over
+ * it.  flags are the fstatat flags (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH)
+ * or statx's.  Returns the caller's result (0 or -errno), never POHM_PASS.
  */
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st);
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx);
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+		   const struct pohm_real_call *real);
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		    const struct pohm_real_call *real);
 
 /*
- * After a successful real stat: overlay storage identity and stub
- * attributes.  p is NULL for fstat of a tracked fd (fd >= 0), fd is -1
- * for a path.
+ * After a successful real fstat of a tracked fd (p NULL, fd >= 0):
+ * overlay storage identity and stub attributes.
  */
 void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			struct stat *st);
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx);
 
 /*
  * The device number stat reports under the prefix (one per fsid): 0 and

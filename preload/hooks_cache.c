@@ -44,7 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 
 #include "shim.h"
 #include "hooks_stack.h"
@@ -474,47 +473,47 @@ int pohm_hk_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_
 
 /* ---------------------------------------------------------------- stat */
 
-static int hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+/* stat or statx by path (one of st, stx): core/mount pohm_proc_stat. */
+static int hook_stat(const struct pohm_path *p, int flags, struct stat *st, struct statx *stx,
+		     const struct pohm_real_call *real)
 {
+	struct pohm_proc_real outside = { real_outside, (void *)real };
 	struct pohm_cache *c;
 	int r;
 
 	if (p->flags & POHM_PATH_TRUNC)
-		return POHM_PASS;
+		return real_unbusy(real);
 	if (!(c = cache(&r)))
-		return r;
-	r = HELD(pohm_cache_materialize(c, p->rel,
-					(flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0));
-	return pohm_proc_count(POHM_ST_STAT, r < 0 ? r : POHM_PASS);
+		return r == POHM_PASS ? real_unbusy(real) : r;
+	return HELD(pohm_proc_stat(c, p->rel, (flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0,
+				   st, stx, &outside));
 }
 
-int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st)
+int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st,
+		 const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_stat(p, flags, st);
+	r = hook_stat(p, flags, st, NULL, real);
 	busy_leave();
 	return r;
 }
 
-static int hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
-{
-	return pohm_hk_stat(p, flags, NULL);
-}
-
-int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		  const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_statx(p, flags, mask, stx);
+	r = hook_stat(p, flags, NULL, stx, real);
 	busy_leave();
 	return r;
 }
 
+/* fstat of a tracked fd: the overlay alone. */
 static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			struct stat *st)
+			  struct stat *st)
 {
 	struct pohm_cache *c;
 	int r;
@@ -524,60 +523,10 @@ static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_f
 }
 
 void pohm_hk_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			struct stat *st)
+		      struct stat *st)
 {
 	busy_enter();
 	hook_stat_fix(p, fd, fi, st);
-	busy_leave();
-}
-
-static void hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx)
-{
-	struct pohm_cache *c;
-	struct stat st;
-	int r;
-
-	if (!(c = cache(&r)))
-		return;
-	memset(&st, 0, sizeof(st));
-	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
-	st.st_ino = stx->stx_ino;
-	st.st_mode = stx->stx_mode;
-	st.st_nlink = stx->stx_nlink;
-	st.st_uid = stx->stx_uid;
-	st.st_gid = stx->stx_gid;
-	st.st_size = (off_t)stx->stx_size;
-	st.st_blocks = (blkcnt_t)stx->stx_blocks;
-	st.st_atim.tv_sec = stx->stx_atime.tv_sec;
-	st.st_atim.tv_nsec = stx->stx_atime.tv_nsec;
-	st.st_mtim.tv_sec = stx->stx_mtime.tv_sec;
-	st.st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
-	st.st_ctim.tv_sec = stx->stx_ctime.tv_sec;
-	st.st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
-	pohm_cache_stat_fix(c, &st);
-	stx->stx_dev_major = major(st.st_dev);
-	stx->stx_dev_minor = minor(st.st_dev);
-	stx->stx_ino = (uint64_t)st.st_ino;
-	stx->stx_mode = (uint16_t)st.st_mode;
-	stx->stx_nlink = (uint32_t)st.st_nlink;
-	stx->stx_uid = st.st_uid;
-	stx->stx_gid = st.st_gid;
-	stx->stx_size = (uint64_t)st.st_size;
-	stx->stx_blocks = (uint64_t)st.st_blocks;
-	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
-	stx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
-	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
-	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
-	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
-	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
-}
-
-void pohm_hk_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx)
-{
-	busy_enter();
-	hook_statx_fix(p, fd, fi, stx);
 	busy_leave();
 }
 

@@ -23,24 +23,20 @@ POHM_WEAK int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd,
 	return fd;
 }
 
-POHM_WEAK int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+POHM_WEAK int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+			     const struct pohm_real_call *real)
 {
-	return POHM_PASS;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask,
-			      struct statx *stx)
+			      struct statx *stx, const struct pohm_real_call *real)
 {
-	return POHM_PASS;
+	return real->call(real->arg);
 }
 
 POHM_WEAK void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 				  struct stat *st)
-{
-}
-
-POHM_WEAK void pohm_hook_statx_fix(const struct pohm_path *p, int fd,
-				   const struct pohm_fd_info *fi, struct statx *stx)
 {
 }
 

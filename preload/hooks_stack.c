@@ -15,7 +15,7 @@
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
  * The _done hooks then see the refusal as the call's result; the
- * one-call hooks (ns, attr) return it.
+ * one-call hooks (stat, statx, ns, attr) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -81,6 +81,7 @@ struct a_stat {
 	const struct pohm_path *p;
 	int flags;
 	struct stat *st;
+	const struct pohm_real_call *real;
 };
 
 static long run_stat(void *v)
@@ -88,13 +89,14 @@ static long run_stat(void *v)
 	struct a_stat *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_stat(x->p, x->flags, x->st);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_stat(x->p, x->flags, x->st, x->real);
 }
 
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+		   const struct pohm_real_call *real)
 {
-	struct a_stat x = { p, flags, st };
+	struct a_stat x = { p, flags, st, real };
 
 	return (int)pohm_stack_run(run_stat, &x);
 }
@@ -104,6 +106,7 @@ struct a_statx {
 	int flags;
 	unsigned mask;
 	struct statx *stx;
+	const struct pohm_real_call *real;
 };
 
 static long run_statx(void *v)
@@ -111,13 +114,14 @@ static long run_statx(void *v)
 	struct a_statx *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx, x->real);
 }
 
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		    const struct pohm_real_call *real)
 {
-	struct a_statx x = { p, flags, mask, stx };
+	struct a_statx x = { p, flags, mask, stx, real };
 
 	return (int)pohm_stack_run(run_statx, &x);
 }
@@ -142,28 +146,6 @@ void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_
 	struct a_stat_fix x = { p, fd, fi, st };
 
 	pohm_stack_run(run_stat_fix, &x);
-}
-
-struct a_statx_fix {
-	const struct pohm_path *p;
-	int fd;
-	const struct pohm_fd_info *fi;
-	struct statx *stx;
-};
-
-static long run_statx_fix(void *v)
-{
-	struct a_statx_fix *x = v;
-
-	pohm_hk_statx_fix(x->p, x->fd, x->fi, x->stx);
-	return 0;
-}
-
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct statx *stx)
-{
-	struct a_statx_fix x = { p, fd, fi, stx };
-
-	pohm_stack_run(run_statx_fix, &x);
 }
 
 struct a_ns {

@@ -8,8 +8,10 @@
  * its mounts per effective uid and its call counters (proc.c,
  * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
  * and the umask rule for new objects (host.c), and when its writes are
- * pushed: close, sync, mappings, exit (closepush.c), attribute changes
- * (procattr.c).
+ * pushed: close, sync, mappings, exit (closepush.c); one call per
+ * operation of the host, with the host's own call in the middle:
+ * attribute changes (procattr.c), namespace changes (procns.c), stat
+ * (procstat.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
  * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
@@ -271,6 +273,19 @@ struct pohm_proc_ns_arg {
  * 0 or -errno (the real call's when the kernel answered). */
 int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, const char *b,
 		 const struct pohm_proc_ns_arg *arg, const struct pohm_proc_real *real);
+
+/*
+ * procstat.c: a stat (st) or statx (stx; the other NULL) by a host process
+ * of rel under the prefix (flags: POHM_PAF_NOFOLLOW for lstat and
+ * AT_SYMLINK_NOFOLLOW), in one call: rel materialized (counted), the
+ * host's own call (real, which fills st or stx; not made when that
+ * failed), and on success the storage's identity and a stub's stored
+ * attributes laid over the result.  Returns the caller's result.  Called
+ * with the shim's hold held.
+ */
+struct statx;
+int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
+		   struct statx *stx, const struct pohm_proc_real *real);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
