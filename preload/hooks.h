@@ -11,13 +11,19 @@
  * access decision core/sys's one checker (pohm_perm_mode; access(2) of a
  * stub: pohm_cache_access).  When writes travel (close, sync, mappings,
  * exit) is core/mount closepush.c (pohm_proc_close, _sync, _mapped,
- * _unmapped, _exit_push; the dirty list in proc.c), and the attribute
- * hooks' owner checks and push rule core/mount procattr.c
- * (pohm_proc_attr, _attr_done; POHM_AT_* map to enum pohm_proc_attr).
- * What it keeps is glue to preload's services: the fd table and
- * write-only fds' shadows (as core's struct pohm_host_fds), the
- * signal-handler queue, the thread-local state a before hook leaves for
- * its after hook.
+ * _unmapped, _exit_push; the dirty list in proc.c), an attribute change
+ * core/mount procattr.c (pohm_proc_attr; POHM_AT_* map to enum
+ * pohm_proc_attr), a namespace change and its storage cases core/mount
+ * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns).  What it
+ * keeps is glue to preload's services: the fd table and write-only fds'
+ * shadows (as core's struct pohm_host_fds), the signal-handler queue,
+ * the thread-local state the open hook leaves for its after hook.
+ *
+ * One call per operation (issue 20): pohm_hook_ns, pohm_hook_attr,
+ * pohm_hook_stat and pohm_hook_statx get the wrapper's own libc call
+ * (struct pohm_real_call) and return the caller's result; core makes the
+ * real call between the storage's halves, so no state passes between
+ * calls.  The open hooks are still a before/after pair (open_done).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -38,15 +44,18 @@
  * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * The "_done" hooks run after the real call with its result (>= 0, or
- * -errno) and return the result the caller sees.
+ * -errno) and return the result the caller sees.  The one-call hooks (ns,
+ * attr, stat, statx) never return POHM_PASS: their result is the caller's.
  *
  * Defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc.  preload/hooks_cache.c, always linked into the
- * library, overrides them with strong definitions that call core/ (all but
- * pohm_hook_statfs_fix, whose default stays in use), so the library is not
- * a passthrough: under the prefix every hook reaches the cache.  At run
- * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong hooks
- * pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
+ * everything to libc (a one-call hook's default makes the real call).
+ * preload/hooks_cache.c, always linked into the library, overrides them
+ * with strong definitions that call core/ (all but pohm_hook_statfs_fix,
+ * whose default stays in use), so the library is not a passthrough:
+ * under the prefix every hook reaches the cache.  At run time
+ * POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong
+ * hooks pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the
+ * hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.
@@ -64,6 +73,18 @@
 
 /* "Not handled": any value below -4095 is never a valid -errno. */
 #define POHM_PASS	(-0x10000)
+
+/*
+ * The wrapper's own libc call, for the hooks that make it themselves
+ * between the storage's halves (one call per operation: ns, attr):
+ * call(arg) makes it with the wrapper's arguments and returns its result
+ * (>= 0) or -errno.  A hook calls it at most once, on the stack it runs
+ * on, with the shim neither held nor busy, as the wrapper would.
+ */
+struct pohm_real_call {
+	int (*call)(void *arg);
+	void *arg;
+};
 
 /* ------------------------------------------------------------ paths */
 
@@ -123,22 +144,23 @@ int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct poh
 /* ------------------------------------------------------------ stat */
 
 /*
- * The stat family and statx, before the real call.  POHM_PASS, or 0 with
- * *st (or *stx) filled, or -errno.  flags are the fstatat flags
- * (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH) or statx's.
+ * The stat family and statx by path, in one call: the name materialized,
+ * the wrapper's own libc call through real (which fills *st or *stx),
+ * and on success the storage's identity and stub attributes laid over
+ * it.  flags are the fstatat flags (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH)
+ * or statx's.  Returns the caller's result (0 or -errno), never POHM_PASS.
  */
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st);
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx);
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+		   const struct pohm_real_call *real);
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		    const struct pohm_real_call *real);
 
 /*
- * After a successful real stat: overlay storage identity and stub
- * attributes.  p is NULL for fstat of a tracked fd (fd >= 0), fd is -1
- * for a path.
+ * After a successful real fstat of a tracked fd (p NULL, fd >= 0):
+ * overlay storage identity and stub attributes.
  */
 void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 			struct stat *st);
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx);
 
 /*
  * The device number stat reports under the prefix (one per fsid): 0 and
@@ -162,7 +184,6 @@ enum pohm_ns_op {
 	POHM_NS_LINK,		/* a → b, both under the prefix; arg.flags (AT_SYMLINK_FOLLOW) */
 	POHM_NS_SYMLINK,	/* a: the new link; arg.target */
 	POHM_NS_MKNOD,		/* a; arg.mode (with S_IFMT), arg.dev (mknod, mkfifo) */
-	POHM_NS_MKDTEMP,	/* a: the created directory (only _done is called) */
 };
 
 struct pohm_ns_arg {
@@ -173,15 +194,14 @@ struct pohm_ns_arg {
 };
 
 /*
- * Before a namespace change under the prefix (rename and link across the
- * prefix boundary never get here: they fail EXDEV in preload/).
- * POHM_PASS, or a result (0 / -errno).
+ * A namespace change under the prefix, in one call (rename and link
+ * across the prefix boundary never get here: they fail EXDEV in
+ * preload/): the storage's half, the wrapper's own libc call through
+ * real when the kernel must answer, and what follows its result.
+ * Returns the caller's result (0 or -errno), never POHM_PASS.
  */
 int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		 const struct pohm_ns_arg *arg);
-/* After it: result is 0 or -errno; returns the caller's result (compensate on failure). */
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		      const struct pohm_ns_arg *arg, int result);
+		 const struct pohm_ns_arg *arg, const struct pohm_real_call *real);
 
 /* ------------------------------------------------------------ attributes */
 
@@ -195,20 +215,19 @@ enum pohm_attr_op {
 };
 
 /*
- * Before an attribute change of a file under the prefix: by path (p, fd
- * -1) or on a tracked fd (p NULL, fd, fi).  flags: AT_SYMLINK_NOFOLLOW for
- * the l-forms, and what the call sets, for the owner checks the kernel
+ * An attribute change of a file under the prefix, in one call: by path
+ * (p, fd -1) or on a tracked fd (p NULL, fd, fi).  flags: AT_SYMLINK_NOFOLLOW
+ * for the l-forms, and what the call sets, for the owner checks the kernel
  * makes: POHM_ATTR_SET (a chown with a uid or gid other than -1, times
- * given explicitly), POHM_ATTR_TOUCH (times set to now).  POHM_PASS or a
- * result.  The change itself travels with the file's next push.
+ * given explicitly), POHM_ATTR_TOUCH (times set to now).  The storage's
+ * checks, the wrapper's own libc call through real unless one failed, and
+ * the change's push after a success.  Returns the caller's result (the
+ * real call's, or -errno), never POHM_PASS.
  */
 #define POHM_ATTR_SET	0x40000000
 #define POHM_ATTR_TOUCH	0x20000000
 int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags);
-/* After it: returns the caller's result. */
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result);
+		   const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real);
 
 /* ------------------------------------------------------------ lookups */
 

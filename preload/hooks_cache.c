@@ -23,8 +23,11 @@
  *
  * Pushes: when a written file travels (close, fsync and sync, msync,
  * munmap, exit and exec) is decided in core/mount closepush.c, and what
- * an attribute change checks first and when it travels in procattr.c;
- * this file hands them the fd and its fd table and shadows (host_fds).
+ * an attribute change checks first and when it travels in procattr.c,
+ * and a namespace change's storage cases in procns.c; this file hands
+ * them the fd table and shadows (host_fds) and, for the one-call hooks
+ * (ns, attr), the wrapper's real call made as the wrapper would make it
+ * (real_outside).
  * A write-open makes the inode "open for write" (core/cache/writer.c,
  * decision 0016) and makes sure pohmelfsd runs, whatever sync_on_close
  * says: a writer that never closes (_exit, SIGKILL, a raw SYS_close)
@@ -41,7 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 
 #include "shim.h"
 #include "hooks_stack.h"
@@ -64,9 +66,6 @@ static const struct pohm_proc_glue glue = {
 
 /* This thread created the file the current open is about (undo on failure). */
 static POHM_TLS int open_created;
-/* This thread passed a rename of a local-only name (a bound socket) to the
- * kernel: when it succeeds, the stored name it replaced goes (ns_done). */
-static POHM_TLS int ns_drop_to;
 /* The cache pohm_hook_open used, for its pohm_hook_open_done in this thread
  * (the same cache for both halves, and one geteuid per open, not two);
  * NULL when open_done comes alone (mkstemp) or the open got no cache. */
@@ -264,6 +263,31 @@ static void busy_leave(void)
 
 /* Run a core call with the shim held (core may call libc by name). */
 #define HELD(expr) ({ int held_r_; pohm_hold(); held_r_ = (expr); pohm_unhold(); held_r_; })
+
+/*
+ * The wrapper's real call from inside a one-call hook (hooks.h struct
+ * pohm_real_call): the shim as the wrapper would have it, not busy
+ * (real_unbusy) and, from inside core, not held either (real_outside).
+ */
+static int real_unbusy(const struct pohm_real_call *real)
+{
+	int r;
+
+	busy_leave();
+	r = real->call(real->arg);
+	busy_enter();
+	return r;
+}
+
+static int real_outside(void *v)
+{
+	int r;
+
+	pohm_unhold();
+	r = real_unbusy(v);
+	pohm_hold();
+	return r;
+}
 
 /* ---------------------------------------------------------------- symlinks out */
 
@@ -491,47 +515,47 @@ int pohm_hk_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_
 
 /* ---------------------------------------------------------------- stat */
 
-static int hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+/* stat or statx by path (one of st, stx): core/mount pohm_proc_stat. */
+static int hook_stat(const struct pohm_path *p, int flags, struct stat *st, struct statx *stx,
+		     const struct pohm_real_call *real)
 {
+	struct pohm_proc_real outside = { real_outside, (void *)real };
 	struct pohm_cache *c;
 	int r;
 
 	if (p->flags & POHM_PATH_TRUNC)
-		return POHM_PASS;
+		return real_unbusy(real);
 	if (!(c = cache(&r)))
-		return r;
-	r = HELD(pohm_cache_materialize(c, p->rel,
-					(flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0));
-	return pohm_proc_count(POHM_ST_STAT, r < 0 ? r : POHM_PASS);
+		return r == POHM_PASS ? real_unbusy(real) : r;
+	return HELD(pohm_proc_stat(c, p->rel, (flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0,
+				   st, stx, &outside));
 }
 
-int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st)
+int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st,
+		 const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_stat(p, flags, st);
+	r = hook_stat(p, flags, st, NULL, real);
 	busy_leave();
 	return r;
 }
 
-static int hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
-{
-	return pohm_hk_stat(p, flags, NULL);
-}
-
-int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		  const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_statx(p, flags, mask, stx);
+	r = hook_stat(p, flags, NULL, stx, real);
 	busy_leave();
 	return r;
 }
 
+/* fstat of a tracked fd: the overlay alone. */
 static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			struct stat *st)
+			  struct stat *st)
 {
 	struct pohm_cache *c;
 	int r;
@@ -541,254 +565,48 @@ static void hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_f
 }
 
 void pohm_hk_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			struct stat *st)
+		      struct stat *st)
 {
 	busy_enter();
 	hook_stat_fix(p, fd, fi, st);
 	busy_leave();
 }
 
-static void hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx)
-{
-	struct pohm_cache *c;
-	struct stat st;
-	int r;
-
-	if (!(c = cache(&r)))
-		return;
-	memset(&st, 0, sizeof(st));
-	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
-	st.st_ino = stx->stx_ino;
-	st.st_mode = stx->stx_mode;
-	st.st_nlink = stx->stx_nlink;
-	st.st_uid = stx->stx_uid;
-	st.st_gid = stx->stx_gid;
-	st.st_size = (off_t)stx->stx_size;
-	st.st_blocks = (blkcnt_t)stx->stx_blocks;
-	st.st_atim.tv_sec = stx->stx_atime.tv_sec;
-	st.st_atim.tv_nsec = stx->stx_atime.tv_nsec;
-	st.st_mtim.tv_sec = stx->stx_mtime.tv_sec;
-	st.st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
-	st.st_ctim.tv_sec = stx->stx_ctime.tv_sec;
-	st.st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
-	pohm_cache_stat_fix(c, &st);
-	stx->stx_dev_major = major(st.st_dev);
-	stx->stx_dev_minor = minor(st.st_dev);
-	stx->stx_ino = (uint64_t)st.st_ino;
-	stx->stx_mode = (uint16_t)st.st_mode;
-	stx->stx_nlink = (uint32_t)st.st_nlink;
-	stx->stx_uid = st.st_uid;
-	stx->stx_gid = st.st_gid;
-	stx->stx_size = (uint64_t)st.st_size;
-	stx->stx_blocks = (uint64_t)st.st_blocks;
-	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
-	stx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
-	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
-	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
-	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
-	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
-}
-
-void pohm_hk_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
-			 struct statx *stx)
-{
-	busy_enter();
-	hook_statx_fix(p, fd, fi, stx);
-	busy_leave();
-}
-
 /* ---------------------------------------------------------------- namespace */
 
-/*
- * 1 when rel is something other than a directory: a trailing slash on
- * either name of rmdir, remove or rename (on a rename's target too, for
- * its source) then fails ENOTDIR in the kernel, so the storage must not
- * change (names.c refuses "." and ".." outright).  Held.
- */
-static int not_dir(struct pohm_cache *c, const char *rel)
-{
-	struct stat st;
-
-	if (pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW) ||
-	    pohm_sys_fstatat(pohm_cache_prefix_fd(c), rel, &st, AT_SYMLINK_NOFOLLOW))
-		return 0;	/* missing: the storage call answers ENOENT */
-	return !S_ISDIR(st.st_mode);
-}
-
-/* The storage's half of a namespace call (held). */
-static int ns_apply(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
-		    const struct pohm_path *b, const struct pohm_ns_arg *arg)
-{
-	struct stat st;
-	int r;
-
-	switch (op) {
-	case POHM_NS_MKDIR:
-		r = pohm_cache_mkdir(c, a->rel, pohm_mount_new_mode(arg->mode));
-		break;
-	case POHM_NS_RMDIR:
-		r = pohm_cache_rmdir(c, a->rel);
-		break;
-	case POHM_NS_UNLINK:
-		r = pohm_cache_unlink(c, a->rel);
-		break;
-	case POHM_NS_REMOVE:
-		r = pohm_cache_materialize(c, a->rel, POHM_MAT_NOFOLLOW);
-		if (!r)
-			r = pohm_sys_fstatat(pohm_cache_prefix_fd(c), a->rel, &st, AT_SYMLINK_NOFOLLOW);
-		if (!r)
-			r = S_ISDIR(st.st_mode) ? pohm_cache_rmdir(c, a->rel) :
-						  pohm_cache_unlink(c, a->rel);
-		break;
-	case POHM_NS_RENAME:
-		r = pohm_cache_rename(c, a->rel, b->rel, arg->flags);
-		break;
-	case POHM_NS_LINK:
-		r = pohm_cache_link(c, a->rel, b->rel);
-		break;
-	case POHM_NS_SYMLINK:
-		r = pohm_cache_symlink(c, arg->target, a->rel);
-		break;
-	case POHM_NS_MKNOD:
-		if (S_ISSOCK(arg->mode))
-			r = POHM_PASS;	/* sockets stay local */
-		else
-			r = pohm_cache_mknod(c, a->rel, pohm_mount_new_mode(arg->mode),
-					     (uint64_t)arg->dev);
-		break;
-	default:
-		r = POHM_PASS;
-		break;
-	}
-	return r;
-}
-
-/*
- * ns_apply answered -EXDEV: a symlink out of the storage's reach on the
- * way (beyond()).  Each name by its real path: all outside the prefix,
- * the call is libc's alone; all inside, try once more by the real paths;
- * one in and one out (rename, link), EXDEV as across any boundary; a
- * parent that does not resolve, the real call answers.  Held.
- */
-static int ns_beyond(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
-		     const struct pohm_path *b, const struct pohm_ns_arg *arg)
-{
-	struct pohm_path *q = malloc(2 * sizeof(*q));
-	int ra, rb = 0, r;
-
-	if (!q)
-		return -ENOMEM;
-	ra = beyond(c, a, &q[0]);
-	if (b)
-		rb = beyond(c, b, &q[1]);
-	if (ra < 0 || rb < 0)
-		r = POHM_PASS;
-	else if (ra == 1 && (!b || rb == 1))
-		r = POHM_PASS;
-	else if (ra == 1 || rb == 1)
-		r = -EXDEV;
-	else if (!strcmp(q[0].rel, a->rel) && (!b || !strcmp(q[1].rel, b->rel)))
-		r = -EXDEV;	/* the same names: the storage's answer stands */
-	else
-		r = ns_apply(c, op, &q[0], b ? &q[1] : NULL, arg);
-	free(q);
-	return r;
-}
-
-/*
- * The storage answered -ENOENT (and changed nothing): a name it does not
- * hold may be involved — a socket bind(2) made, which exists only here
- * (issue 22 item 4).  The kernel answers when it cannot walk to a parent
- * (ENOTDIR through a socket, EACCES...) or when the name changed is itself
- * local-only (a rename or link of a socket; rmdir, unlink of one).  A
- * rename of one that replaces a stored name removes that name once the
- * kernel did it (ns_done).  Held.
- */
-static int ns_local_only(struct pohm_cache *c, enum pohm_ns_op op, const struct pohm_path *a,
-			 const struct pohm_path *b, const struct pohm_ns_arg *arg)
-{
-	if (pohm_cache_parent_refused(c, a->rel) || (b && pohm_cache_parent_refused(c, b->rel)))
-		return POHM_PASS;
-	switch (op) {
-	case POHM_NS_RENAME:
-		if (!pohm_cache_local_only(c, a->rel))
-			break;
-		ns_drop_to = !(arg->flags & RENAME_EXCHANGE);
-		return POHM_PASS;
-	case POHM_NS_LINK:
-	case POHM_NS_UNLINK:
-	case POHM_NS_RMDIR:
-	case POHM_NS_REMOVE:
-		if (pohm_cache_local_only(c, a->rel))
-			return POHM_PASS;
-		break;
-	default:
-		break;
-	}
-	return -ENOENT;
-}
+/* The shim's namespace operations in core/mount's words (procns.c). */
+static const enum pohm_proc_ns ns_op[] = {
+	[POHM_NS_MKDIR] = POHM_PN_MKDIR,	[POHM_NS_RMDIR] = POHM_PN_RMDIR,
+	[POHM_NS_UNLINK] = POHM_PN_UNLINK,	[POHM_NS_REMOVE] = POHM_PN_REMOVE,
+	[POHM_NS_RENAME] = POHM_PN_RENAME,	[POHM_NS_LINK] = POHM_PN_LINK,
+	[POHM_NS_SYMLINK] = POHM_PN_SYMLINK,	[POHM_NS_MKNOD] = POHM_PN_MKNOD,
+};
 
 static int hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		 const struct pohm_ns_arg *arg)
+		   const struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
+	struct pohm_proc_real outside = { real_outside, (void *)real };
+	struct pohm_proc_ns_arg pa = {
+		arg->mode, (uint64_t)arg->dev, arg->flags, arg->target,
+		!!((a->flags | (b ? b->flags : 0)) & POHM_PATH_SLASH),
+	};
 	struct pohm_cache *c;
 	int r;
 
 	if ((a->flags & POHM_PATH_TRUNC) || (b && (b->flags & POHM_PATH_TRUNC)))
-		return POHM_PASS;
+		return real_unbusy(real);
 	if (!(c = cache(&r)))
-		return r;
-	if (!a->rel[0])
-		return op == POHM_NS_MKDIR ? -EEXIST : -EBUSY;	/* the prefix root itself */
-	pohm_hold();
-	if ((op == POHM_NS_RMDIR || op == POHM_NS_REMOVE || op == POHM_NS_RENAME) &&
-	    ((a->flags | (b ? b->flags : 0)) & POHM_PATH_SLASH) && not_dir(c, a->rel))
-		r = POHM_PASS;	/* ENOTDIR from the real call */
-	else
-		r = ns_apply(c, op, a, b, arg);
-	if (r == -EXDEV)
-		r = ns_beyond(c, op, a, b, arg);
-	if (r == -ENOENT)
-		r = ns_local_only(c, op, a, b, arg);
-	pohm_unhold();
-	return r == POHM_PASS ? r : pohm_proc_count(POHM_ST_NS, r);
+		return r == POHM_PASS ? real_unbusy(real) : r;
+	return HELD(pohm_proc_ns(c, ns_op[op], a->rel, b ? b->rel : NULL, &pa, &outside));
 }
 
 int pohm_hk_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		 const struct pohm_ns_arg *arg)
+	       const struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_ns(op, a, b, arg);
-	busy_leave();
-	return r;
-}
-
-static int hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		      const struct pohm_ns_arg *arg, int result)
-{
-	struct pohm_cache *c;
-	int drop = ns_drop_to, r;
-
-	ns_drop_to = 0;
-	if (drop && result == 0 && b && (c = cache(&r))) {
-		r = HELD(pohm_cache_drop_stored(c, b->rel));
-		if (r < 0)
-			pohm_warn("%s: replaced here by a local-only name, but still in the storage (%s)",
-				  b->rel, strerror(-r));
-	}
-	return result;
-}
-
-int pohm_hk_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
-		      const struct pohm_ns_arg *arg, int result)
-{
-	int r;
-
-	busy_enter();
-	r = hook_ns_done(op, a, b, arg, result);
+	r = hook_ns(op, a, b, arg, real);
 	busy_leave();
 	return r;
 }
@@ -829,47 +647,25 @@ static const char *attr_rel(const struct pohm_path *p)
 }
 
 static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags)
+		     const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
+	struct pohm_proc_real outside = { real_outside, (void *)real };
 	struct pohm_cache *c;
 	int r;
 
 	if (!(c = cache(&r)))
-		return r;
-	r = HELD(pohm_proc_attr(c, attr_op[op], attr_rel(p), fd, attr_flags(flags)));
-	return r < 0 ? r : POHM_PASS;
+		return r == POHM_PASS ? real_unbusy(real) : r;
+	return HELD(pohm_proc_attr(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags),
+				   &outside));
 }
 
 int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-		   const struct pohm_fd_info *fi, int flags)
+		 const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_attr(op, p, fd, fi, flags);
-	busy_leave();
-	return r;
-}
-
-static int hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result)
-{
-	struct pohm_cache *c;
-	int r;
-
-	if (result < 0 || !(c = cache(&r)))
-		return result;
-	HELD((pohm_proc_attr_done(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags)), 0));
-	return result;
-}
-
-int pohm_hk_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			const struct pohm_fd_info *fi, int flags, int result)
-{
-	int r;
-
-	busy_enter();
-	r = hook_attr_done(op, p, fd, fi, flags, result);
+	r = hook_attr(op, p, fd, fi, flags, real);
 	busy_leave();
 	return r;
 }

@@ -1,6 +1,6 @@
 /*
  * hooks_pass.c — the default hooks: every one "not handled" (POHM_PASS, or
- * the result unchanged).
+ * the result unchanged; a one-call hook makes the wrapper's real call).
  *
  * Each is a weak definition: a strong definition of the same name anywhere
  * in the library replaces it at link time, hook by hook.  The library
@@ -23,24 +23,20 @@ POHM_WEAK int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd,
 	return fd;
 }
 
-POHM_WEAK int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+POHM_WEAK int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+			     const struct pohm_real_call *real)
 {
-	return POHM_PASS;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask,
-			      struct statx *stx)
+			      struct statx *stx, const struct pohm_real_call *real)
 {
-	return POHM_PASS;
+	return real->call(real->arg);
 }
 
 POHM_WEAK void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi,
 				  struct stat *st)
-{
-}
-
-POHM_WEAK void pohm_hook_statx_fix(const struct pohm_path *p, int fd,
-				   const struct pohm_fd_info *fi, struct statx *stx)
 {
 }
 
@@ -55,27 +51,17 @@ POHM_WEAK void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct st
 }
 
 POHM_WEAK int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a,
-			   const struct pohm_path *b, const struct pohm_ns_arg *arg)
+			   const struct pohm_path *b, const struct pohm_ns_arg *arg,
+			   const struct pohm_real_call *real)
 {
-	return POHM_PASS;
-}
-
-POHM_WEAK int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a,
-				const struct pohm_path *b, const struct pohm_ns_arg *arg, int result)
-{
-	return result;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-			     const struct pohm_fd_info *fi, int flags)
+			     const struct pohm_fd_info *fi, int flags,
+			     const struct pohm_real_call *real)
 {
-	return POHM_PASS;
-}
-
-POHM_WEAK int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd,
-				  const struct pohm_fd_info *fi, int flags, int result)
-{
-	return result;
+	return real->call(real->arg);
 }
 
 POHM_WEAK int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)

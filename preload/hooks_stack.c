@@ -14,7 +14,8 @@
  * cache names every file by that string, so such a call fails with
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
- * The _done hooks then see the refusal as the call's result.
+ * The _done hooks then see the refusal as the call's result; the
+ * one-call hooks (stat, statx, ns, attr) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -23,6 +24,13 @@
 static int too_long(const struct pohm_path *p)
 {
 	return p && (p->flags & POHM_PATH_TRUNC);
+}
+
+/* A one-call hook refused before the storage: its result, or in
+ * passthrough tests (POHM_PASS) the wrapper's real call. */
+static int or_real(int r, const struct pohm_real_call *real)
+{
+	return r == POHM_PASS ? real->call(real->arg) : r;
 }
 
 struct a_open {
@@ -73,6 +81,7 @@ struct a_stat {
 	const struct pohm_path *p;
 	int flags;
 	struct stat *st;
+	const struct pohm_real_call *real;
 };
 
 static long run_stat(void *v)
@@ -80,13 +89,14 @@ static long run_stat(void *v)
 	struct a_stat *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_stat(x->p, x->flags, x->st);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_stat(x->p, x->flags, x->st, x->real);
 }
 
-int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st)
+int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
+		   const struct pohm_real_call *real)
 {
-	struct a_stat x = { p, flags, st };
+	struct a_stat x = { p, flags, st, real };
 
 	return (int)pohm_stack_run(run_stat, &x);
 }
@@ -96,6 +106,7 @@ struct a_statx {
 	int flags;
 	unsigned mask;
 	struct statx *stx;
+	const struct pohm_real_call *real;
 };
 
 static long run_statx(void *v)
@@ -103,13 +114,14 @@ static long run_statx(void *v)
 	struct a_statx *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx, x->real);
 }
 
-int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx)
+int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
+		    const struct pohm_real_call *real)
 {
-	struct a_statx x = { p, flags, mask, stx };
+	struct a_statx x = { p, flags, mask, stx, real };
 
 	return (int)pohm_stack_run(run_statx, &x);
 }
@@ -136,33 +148,12 @@ void pohm_hook_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_
 	pohm_stack_run(run_stat_fix, &x);
 }
 
-struct a_statx_fix {
-	const struct pohm_path *p;
-	int fd;
-	const struct pohm_fd_info *fi;
-	struct statx *stx;
-};
-
-static long run_statx_fix(void *v)
-{
-	struct a_statx_fix *x = v;
-
-	pohm_hk_statx_fix(x->p, x->fd, x->fi, x->stx);
-	return 0;
-}
-
-void pohm_hook_statx_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct statx *stx)
-{
-	struct a_statx_fix x = { p, fd, fi, stx };
-
-	pohm_stack_run(run_statx_fix, &x);
-}
-
 struct a_ns {
 	enum pohm_ns_op op;
 	const struct pohm_path *a;
 	const struct pohm_path *b;
 	const struct pohm_ns_arg *arg;
+	const struct pohm_real_call *real;
 };
 
 static long run_ns(void *v)
@@ -170,37 +161,16 @@ static long run_ns(void *v)
 	struct a_ns *x = v;
 
 	if (too_long(x->a) || too_long(x->b))
-		return pohm_hk_too_long();
-	return pohm_hk_ns(x->op, x->a, x->b, x->arg);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_ns(x->op, x->a, x->b, x->arg, x->real);
 }
 
-int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg)
+int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
+		 const struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
-	struct a_ns x = { op, a, b, arg };
+	struct a_ns x = { op, a, b, arg, real };
 
 	return (int)pohm_stack_run(run_ns, &x);
-}
-
-struct a_ns_done {
-	enum pohm_ns_op op;
-	const struct pohm_path *a;
-	const struct pohm_path *b;
-	const struct pohm_ns_arg *arg;
-	int result;
-};
-
-static long run_ns_done(void *v)
-{
-	struct a_ns_done *x = v;
-
-	return pohm_hk_ns_done(x->op, x->a, x->b, x->arg, x->result);
-}
-
-int pohm_hook_ns_done(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg, int result)
-{
-	struct a_ns_done x = { op, a, b, arg, result };
-
-	return (int)pohm_stack_run(run_ns_done, &x);
 }
 
 struct a_mount_dev {
@@ -227,6 +197,7 @@ struct a_attr {
 	int fd;
 	const struct pohm_fd_info *fi;
 	int flags;
+	const struct pohm_real_call *real;
 };
 
 static long run_attr(void *v)
@@ -234,38 +205,16 @@ static long run_attr(void *v)
 	struct a_attr *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags, x->real);
 }
 
-int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags)
+int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+		   const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
-	struct a_attr x = { op, p, fd, fi, flags };
+	struct a_attr x = { op, p, fd, fi, flags, real };
 
 	return (int)pohm_stack_run(run_attr, &x);
-}
-
-struct a_attr_done {
-	enum pohm_attr_op op;
-	const struct pohm_path *p;
-	int fd;
-	const struct pohm_fd_info *fi;
-	int flags;
-	int result;
-};
-
-static long run_attr_done(void *v)
-{
-	struct a_attr_done *x = v;
-
-	return pohm_hk_attr_done(x->op, x->p, x->fd, x->fi, x->flags, x->result);
-}
-
-int pohm_hook_attr_done(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags, int result)
-{
-	struct a_attr_done x = { op, p, fd, fi, flags, result };
-
-	return (int)pohm_stack_run(run_attr_done, &x);
 }
 
 struct a_lookup {

@@ -2,8 +2,10 @@
  * names.c — calls that change the namespace: mkdir, rmdir, unlink, remove,
  * rename, link, symlink, mknod, mkfifo (with their *at and __xmknod forms).
  *
- * Under the prefix: pohm_hook_ns before (the storage pushes the change),
- * the real call, pohm_hook_ns_done after (commit or compensate).
+ * Under the prefix: one call, pohm_hook_ns, with the operation's arguments
+ * and the wrapper's own libc call (real_<name>, struct pohm_real_call):
+ * the storage's half, the real call when the kernel must answer, and what
+ * follows its result happen inside it (core/mount procns.c).
  *
  * rename and link with exactly one side under the prefix fail with EXDEV,
  * as the kernel does across two mounts, so mv and cp -l fall back to
@@ -240,7 +242,7 @@ static int by_kernel(struct pohm_path *p)
 
 /* Everything under the prefix after classification: hooks around the real result. */
 static int ns_pre(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
-		  struct pohm_ns_arg *arg)
+		  struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
 	int ia = 1, ib = 1;
 
@@ -258,65 +260,125 @@ static int ns_pre(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 		return POHM_PASS;	/* the kernel fails the lookup, or all outside */
 	if (!ia || !ib)
 		return b ? -EXDEV : POHM_PASS;	/* one side left the prefix */
-	return pohm_hook_ns(op, a, b, arg);
+	return pohm_hook_ns(op, a, b, arg, real);
 }
 
-static int ns_post(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
-		   struct pohm_ns_arg *arg, int r)
+/*
+ * A wrapper's call under the prefix: the hook makes the real call
+ * (fn(x): the wrapper's own libc function, real_<name>) itself between
+ * the storage's halves, unless the spelling or a ".." decided first.
+ */
+static int ns_call(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
+		   struct pohm_ns_arg *arg, int (*fn)(void *), void *x)
 {
-	return pohm_ret(pohm_hook_ns_done(op, a, b, arg, r));
+	struct pohm_real_call real = { fn, x };
+	int r = ns_pre(op, a, b, arg, &real);
+
+	return pohm_ret(r == POHM_PASS ? fn(x) : r);
+}
+
+struct real_mkdir {
+	const char *path;
+	mode_t mode;
+};
+
+static int real_mkdir(void *v)
+{
+	const struct real_mkdir *x = v;
+
+	return pohm_sysret(pohm_real.mkdir(x->path, x->mode));
 }
 
 POHM_EXPORT int mkdir(const char *path, mode_t mode)
 {
 	struct pohm_ns_arg arg = { .mode = mode };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.mkdir(path, mode);
-	if ((r = ns_pre(POHM_NS_MKDIR, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mkdir(path, mode));
-	return ns_post(POHM_NS_MKDIR, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKDIR, &p, NULL, &arg, real_mkdir,
+			&(struct real_mkdir){ path, mode });
+}
+
+struct real_mkdirat {
+	int dirfd;
+	const char *path;
+	mode_t mode;
+};
+
+static int real_mkdirat(void *v)
+{
+	const struct real_mkdirat *x = v;
+
+	return pohm_sysret(pohm_real.mkdirat(x->dirfd, x->path, x->mode));
 }
 
 POHM_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
 	struct pohm_ns_arg arg = { .mode = mode };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.mkdirat(dirfd, path, mode);
-	if ((r = ns_pre(POHM_NS_MKDIR, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mkdirat(dirfd, path, mode));
-	return ns_post(POHM_NS_MKDIR, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKDIR, &p, NULL, &arg, real_mkdirat,
+			&(struct real_mkdirat){ dirfd, path, mode });
+}
+
+struct real_rmdir {
+	const char *path;
+};
+
+static int real_rmdir(void *v)
+{
+	const struct real_rmdir *x = v;
+
+	return pohm_sysret(pohm_real.rmdir(x->path));
 }
 
 POHM_EXPORT int rmdir(const char *path)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.rmdir(path);
-	if ((r = ns_pre(POHM_NS_RMDIR, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.rmdir(path));
-	return ns_post(POHM_NS_RMDIR, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_RMDIR, &p, NULL, &arg, real_rmdir,
+			&(struct real_rmdir){ path });
+}
+
+struct real_unlink {
+	const char *path;
+};
+
+static int real_unlink(void *v)
+{
+	const struct real_unlink *x = v;
+
+	return pohm_sysret(pohm_real.unlink(x->path));
 }
 
 POHM_EXPORT int unlink(const char *path)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.unlink(path);
-	if ((r = ns_pre(POHM_NS_UNLINK, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.unlink(path));
-	return ns_post(POHM_NS_UNLINK, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_UNLINK, &p, NULL, &arg, real_unlink,
+			&(struct real_unlink){ path });
+}
+
+struct real_unlinkat {
+	int dirfd;
+	const char *path;
+	int flags;
+};
+
+static int real_unlinkat(void *v)
+{
+	const struct real_unlinkat *x = v;
+
+	return pohm_sysret(pohm_real.unlinkat(x->dirfd, x->path, x->flags));
 }
 
 POHM_EXPORT int unlinkat(int dirfd, const char *path, int flags)
@@ -324,34 +386,52 @@ POHM_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	enum pohm_ns_op op = (flags & AT_REMOVEDIR) ? POHM_NS_RMDIR : POHM_NS_UNLINK;
 	struct pohm_ns_arg arg = { .flags = (unsigned)flags };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.unlinkat(dirfd, path, flags);
-	if ((r = ns_pre(op, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.unlinkat(dirfd, path, flags));
-	return ns_post(op, &p, NULL, &arg, r);
+	return ns_call(op, &p, NULL, &arg, real_unlinkat,
+			&(struct real_unlinkat){ dirfd, path, flags });
 }
 
 /* remove(3): glibc tries unlink, then rmdir, internally. */
+struct real_remove {
+	const char *path;
+};
+
+static int real_remove(void *v)
+{
+	const struct real_remove *x = v;
+
+	return pohm_sysret(pohm_real.remove(x->path));
+}
+
 POHM_EXPORT int remove(const char *path)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.remove(path);
-	if ((r = ns_pre(POHM_NS_REMOVE, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.remove(path));
-	return ns_post(POHM_NS_REMOVE, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_REMOVE, &p, NULL, &arg, real_remove,
+			&(struct real_remove){ path });
+}
+
+struct real_rename {
+	const char *old;
+	const char *new;
+};
+
+static int real_rename(void *v)
+{
+	const struct real_rename *x = v;
+
+	return pohm_sysret(pohm_real.rename(x->old, x->new));
 }
 
 POHM_EXPORT int rename(const char *old, const char *new)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path a, b;
-	int r;
 
 	switch (claim_two('R', AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
 	case TWO_NONE:
@@ -361,16 +441,28 @@ POHM_EXPORT int rename(const char *old, const char *new)
 	case TWO_BOTH:
 		break;
 	}
-	if ((r = ns_pre(POHM_NS_RENAME, &a, &b, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.rename(old, new));
-	return ns_post(POHM_NS_RENAME, &a, &b, &arg, r);
+	return ns_call(POHM_NS_RENAME, &a, &b, &arg, real_rename,
+			&(struct real_rename){ old, new });
+}
+
+struct real_renameat {
+	int ofd;
+	const char *old;
+	int nfd;
+	const char *new;
+};
+
+static int real_renameat(void *v)
+{
+	const struct real_renameat *x = v;
+
+	return pohm_sysret(pohm_real.renameat(x->ofd, x->old, x->nfd, x->new));
 }
 
 POHM_EXPORT int renameat(int ofd, const char *old, int nfd, const char *new)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path a, b;
-	int r;
 
 	switch (claim_two('R', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
@@ -380,16 +472,29 @@ POHM_EXPORT int renameat(int ofd, const char *old, int nfd, const char *new)
 	case TWO_BOTH:
 		break;
 	}
-	if ((r = ns_pre(POHM_NS_RENAME, &a, &b, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.renameat(ofd, old, nfd, new));
-	return ns_post(POHM_NS_RENAME, &a, &b, &arg, r);
+	return ns_call(POHM_NS_RENAME, &a, &b, &arg, real_renameat,
+			&(struct real_renameat){ ofd, old, nfd, new });
+}
+
+struct real_renameat2 {
+	int ofd;
+	const char *old;
+	int nfd;
+	const char *new;
+	unsigned int flags;
+};
+
+static int real_renameat2(void *v)
+{
+	const struct real_renameat2 *x = v;
+
+	return pohm_sysret(pohm_real.renameat2(x->ofd, x->old, x->nfd, x->new, x->flags));
 }
 
 POHM_EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new, unsigned int flags)
 {
 	struct pohm_ns_arg arg = { .flags = flags };
 	struct pohm_path a, b;
-	int r;
 
 	switch (claim_two('R', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
@@ -399,16 +504,26 @@ POHM_EXPORT int renameat2(int ofd, const char *old, int nfd, const char *new, un
 	case TWO_BOTH:
 		break;
 	}
-	if ((r = ns_pre(POHM_NS_RENAME, &a, &b, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.renameat2(ofd, old, nfd, new, flags));
-	return ns_post(POHM_NS_RENAME, &a, &b, &arg, r);
+	return ns_call(POHM_NS_RENAME, &a, &b, &arg, real_renameat2,
+			&(struct real_renameat2){ ofd, old, nfd, new, flags });
+}
+
+struct real_link {
+	const char *old;
+	const char *new;
+};
+
+static int real_link(void *v)
+{
+	const struct real_link *x = v;
+
+	return pohm_sysret(pohm_real.link(x->old, x->new));
 }
 
 POHM_EXPORT int link(const char *old, const char *new)
 {
 	struct pohm_ns_arg arg = { 0 };
 	struct pohm_path a, b;
-	int r;
 
 	switch (claim_two('L', AT_FDCWD, old, AT_FDCWD, new, &a, &b)) {
 	case TWO_NONE:
@@ -418,16 +533,29 @@ POHM_EXPORT int link(const char *old, const char *new)
 	case TWO_BOTH:
 		break;
 	}
-	if ((r = ns_pre(POHM_NS_LINK, &a, &b, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.link(old, new));
-	return ns_post(POHM_NS_LINK, &a, &b, &arg, r);
+	return ns_call(POHM_NS_LINK, &a, &b, &arg, real_link,
+			&(struct real_link){ old, new });
+}
+
+struct real_linkat {
+	int ofd;
+	const char *old;
+	int nfd;
+	const char *new;
+	int flags;
+};
+
+static int real_linkat(void *v)
+{
+	const struct real_linkat *x = v;
+
+	return pohm_sysret(pohm_real.linkat(x->ofd, x->old, x->nfd, x->new, x->flags));
 }
 
 POHM_EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int flags)
 {
 	struct pohm_ns_arg arg = { .flags = (unsigned)flags };
 	struct pohm_path a, b;
-	int r;
 
 	switch (claim_two('L', ofd, old, nfd, new, &a, &b)) {
 	case TWO_NONE:
@@ -437,113 +565,202 @@ POHM_EXPORT int linkat(int ofd, const char *old, int nfd, const char *new, int f
 	case TWO_BOTH:
 		break;
 	}
-	if ((r = ns_pre(POHM_NS_LINK, &a, &b, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.linkat(ofd, old, nfd, new, flags));
-	return ns_post(POHM_NS_LINK, &a, &b, &arg, r);
+	return ns_call(POHM_NS_LINK, &a, &b, &arg, real_linkat,
+			&(struct real_linkat){ ofd, old, nfd, new, flags });
+}
+
+struct real_symlink {
+	const char *target;
+	const char *path;
+};
+
+static int real_symlink(void *v)
+{
+	const struct real_symlink *x = v;
+
+	return pohm_sysret(pohm_real.symlink(x->target, x->path));
 }
 
 POHM_EXPORT int symlink(const char *target, const char *path)
 {
 	struct pohm_ns_arg arg = { .target = target };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.symlink(target, path);
-	if ((r = ns_pre(POHM_NS_SYMLINK, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.symlink(target, path));
-	return ns_post(POHM_NS_SYMLINK, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_SYMLINK, &p, NULL, &arg, real_symlink,
+			&(struct real_symlink){ target, path });
+}
+
+struct real_symlinkat {
+	const char *target;
+	int dirfd;
+	const char *path;
+};
+
+static int real_symlinkat(void *v)
+{
+	const struct real_symlinkat *x = v;
+
+	return pohm_sysret(pohm_real.symlinkat(x->target, x->dirfd, x->path));
 }
 
 POHM_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
 	struct pohm_ns_arg arg = { .target = target };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.symlinkat(target, dirfd, path);
-	if ((r = ns_pre(POHM_NS_SYMLINK, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.symlinkat(target, dirfd, path));
-	return ns_post(POHM_NS_SYMLINK, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_SYMLINK, &p, NULL, &arg, real_symlinkat,
+			&(struct real_symlinkat){ target, dirfd, path });
+}
+
+struct real_mknod {
+	const char *path;
+	mode_t mode;
+	dev_t dev;
+};
+
+static int real_mknod(void *v)
+{
+	const struct real_mknod *x = v;
+
+	return pohm_sysret(pohm_real.mknod(x->path, x->mode, x->dev));
 }
 
 POHM_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 {
 	struct pohm_ns_arg arg = { .mode = mode, .dev = dev };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.mknod(path, mode, dev);
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mknod(path, mode, dev));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real_mknod,
+			&(struct real_mknod){ path, mode, dev });
+}
+
+struct real_mknodat {
+	int dirfd;
+	const char *path;
+	mode_t mode;
+	dev_t dev;
+};
+
+static int real_mknodat(void *v)
+{
+	const struct real_mknodat *x = v;
+
+	return pohm_sysret(pohm_real.mknodat(x->dirfd, x->path, x->mode, x->dev));
 }
 
 POHM_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
 	struct pohm_ns_arg arg = { .mode = mode, .dev = dev };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.mknodat(dirfd, path, mode, dev);
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mknodat(dirfd, path, mode, dev));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real_mknodat,
+			&(struct real_mknodat){ dirfd, path, mode, dev });
+}
+
+struct real___xmknod {
+	int ver;
+	const char *path;
+	mode_t mode;
+	dev_t *dev;
+};
+
+static int real___xmknod(void *v)
+{
+	const struct real___xmknod *x = v;
+
+	return pohm_sysret(pohm_real.__xmknod(x->ver, x->path, x->mode, x->dev));
 }
 
 POHM_EXPORT int __xmknod(int ver, const char *path, mode_t mode, dev_t *dev)
 {
 	struct pohm_ns_arg arg = { .mode = mode };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.__xmknod(ver, path, mode, dev);
 	arg.dev = dev ? *dev : 0;
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.__xmknod(ver, path, mode, dev));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real___xmknod,
+			&(struct real___xmknod){ ver, path, mode, dev });
+}
+
+struct real___xmknodat {
+	int ver;
+	int dirfd;
+	const char *path;
+	mode_t mode;
+	dev_t *dev;
+};
+
+static int real___xmknodat(void *v)
+{
+	const struct real___xmknodat *x = v;
+
+	return pohm_sysret(pohm_real.__xmknodat(x->ver, x->dirfd, x->path, x->mode, x->dev));
 }
 
 POHM_EXPORT int __xmknodat(int ver, int dirfd, const char *path, mode_t mode, dev_t *dev)
 {
 	struct pohm_ns_arg arg = { .mode = mode };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.__xmknodat(ver, dirfd, path, mode, dev);
 	arg.dev = dev ? *dev : 0;
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.__xmknodat(ver, dirfd, path, mode, dev));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real___xmknodat,
+			&(struct real___xmknodat){ ver, dirfd, path, mode, dev });
+}
+
+struct real_mkfifo {
+	const char *path;
+	mode_t mode;
+};
+
+static int real_mkfifo(void *v)
+{
+	const struct real_mkfifo *x = v;
+
+	return pohm_sysret(pohm_real.mkfifo(x->path, x->mode));
 }
 
 POHM_EXPORT int mkfifo(const char *path, mode_t mode)
 {
 	struct pohm_ns_arg arg = { .mode = mode | S_IFIFO };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.mkfifo(path, mode);
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mkfifo(path, mode));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real_mkfifo,
+			&(struct real_mkfifo){ path, mode });
+}
+
+struct real_mkfifoat {
+	int dirfd;
+	const char *path;
+	mode_t mode;
+};
+
+static int real_mkfifoat(void *v)
+{
+	const struct real_mkfifoat *x = v;
+
+	return pohm_sysret(pohm_real.mkfifoat(x->dirfd, x->path, x->mode));
 }
 
 POHM_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
 	struct pohm_ns_arg arg = { .mode = mode | S_IFIFO };
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(dirfd, path, &p))
 		return pohm_real.mkfifoat(dirfd, path, mode);
-	if ((r = ns_pre(POHM_NS_MKNOD, &p, NULL, &arg)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.mkfifoat(dirfd, path, mode));
-	return ns_post(POHM_NS_MKNOD, &p, NULL, &arg, r);
+	return ns_call(POHM_NS_MKNOD, &p, NULL, &arg, real_mkfifoat,
+			&(struct real_mkfifoat){ dirfd, path, mode });
 }

@@ -8,10 +8,13 @@
  *	struct pohm_path p;
  *	if (!pohm_claim(AT_FDCWD, path, &p))
  *		return pohm_real.mkdir(path, mode);        // not ours: libc
- *	r = pohm_hook_ns(POHM_NS_MKDIR, &p, NULL, &a);      // ours: the storage
+ *	r = pohm_hook_stat(&p, 0, st);                      // ours: the storage
  *	if (r == POHM_PASS)
- *		r = pohm_sysret(pohm_real.mkdir(path, mode));
- *	return pohm_ret(pohm_hook_ns_done(POHM_NS_MKDIR, &p, NULL, &a, r));
+ *		r = pohm_sysret(pohm_real.stat(path, st));
+ *	return pohm_ret(r);
+ *
+ * (The namespace and attribute wrappers make one call instead, handing
+ * the hook their real call: names.c ns_call, struct pohm_real_call.)
  *
  * Sections: state and init; errno; classification; fd table; internal
  * fds; cwd; exec handoff.
@@ -282,6 +285,20 @@ static inline int pohm_ret(int r)
 		return -1;
 	}
 	return r;
+}
+
+/*
+ * An attribute wrapper's call under the prefix (attr.c, xattr.c): one
+ * hook call, which makes the wrapper's own libc call fn(x) itself
+ * (hooks.h struct pohm_real_call); errno set here.
+ */
+static inline int pohm_attr_call(enum pohm_attr_op op, const struct pohm_path *p, int fd,
+				 const struct pohm_fd_info *fi, int flags, int (*fn)(void *),
+				 void *x)
+{
+	struct pohm_real_call real = { fn, x };
+
+	return pohm_ret(pohm_hook_attr(op, p, fd, fi, flags, &real));
 }
 
 static inline long pohm_retl(long r)

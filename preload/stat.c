@@ -5,9 +5,11 @@
  * and statx.  On x86-64 struct stat and struct stat64 have one layout, so
  * one hook serves both.
  *
- * Under the prefix: pohm_hook_stat before (it may answer alone), the real
- * call, then pohm_hook_stat_fix to overlay storage identity and stub
- * attributes.  fstat of a tracked fd gets the overlay only.
+ * Under the prefix: one call, pohm_hook_stat (statx: pohm_hook_statx),
+ * with the wrapper's real call (real_path_stat, real_statx): the name
+ * materialized, the real call, the overlay of storage identity and stub
+ * attributes (core/mount procstat.c).  fstat of a tracked fd gets the
+ * overlay only (pohm_hook_stat_fix).
  *
  * The path forms are the hottest calls a program makes outside the
  * prefix: each wrapper decides that inline (pohm_pass) and tail-calls
@@ -20,14 +22,6 @@
 #include <sys/stat.h>
 
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat and stat64 differ");
-
-/* After the real call under the prefix: the overlay on success. */
-static int stat_done(const struct pohm_path *p, int r, void *st)
-{
-	if (r == 0)
-		pohm_hook_stat_fix(p, -1, NULL, st);
-	return r;
-}
 
 /* After a real fstat: the overlay when fd is ours (errno untouched). */
 __attribute__((noinline)) static void fstat_fix(int fd, void *st)
@@ -70,11 +64,28 @@ static int real_stat(enum stat_fn f, int ver, int dirfd, const char *path, void 
 	}
 }
 
-/* A path form that may be under the prefix: the hooks around the real call. */
+/* A stat_slow call's real call, for the hook to make (struct pohm_real_call). */
+struct real_path_stat {
+	enum stat_fn f;
+	int ver, dirfd;
+	const char *path;
+	void *st;
+	int flags;
+};
+
+static int real_path_stat(void *v)
+{
+	const struct real_path_stat *x = v;
+
+	return pohm_sysret(real_stat(x->f, x->ver, x->dirfd, x->path, x->st, x->flags));
+}
+
+/* A path form that may be under the prefix: one hook call, which makes
+ * the real call itself (the overlay after it). */
 __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirfd,
 					       const char *path, void *st, int flags)
 {
-	int hflags = flags, r;
+	int hflags = flags;
 	struct pohm_path p;
 
 	if (!pohm_active())
@@ -84,10 +95,8 @@ __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirf
 	if (pohm_locate(dirfd, path, (flags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, &p, NULL) !=
 	    POHM_PC_IN)
 		return real_stat(f, ver, dirfd, path, st, flags);
-	r = pohm_hook_stat(&p, hflags, st);
-	if (r == POHM_PASS)
-		r = stat_done(&p, pohm_sysret(real_stat(f, ver, dirfd, path, st, flags)), st);
-	return pohm_ret(r);
+	return pohm_ret(pohm_hook_stat(&p, hflags, st, &(struct pohm_real_call){
+		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags } }));
 }
 
 /* ------------------------------------------------------------ path forms */
@@ -220,19 +229,28 @@ POHM_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 
 /* ------------------------------------------------------------ statx */
 
+struct real_statx {
+	int dirfd;
+	const char *path;
+	int flags;
+	unsigned int mask;
+	struct statx *stx;
+};
+
+static int real_statx(void *v)
+{
+	const struct real_statx *x = v;
+
+	return pohm_sysret(pohm_real.statx(x->dirfd, x->path, x->flags, x->mask, x->stx));
+}
+
 POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 		      struct statx *stx)
 {
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.statx(dirfd, path, flags, mask, stx);
-	r = pohm_hook_statx(&p, flags, mask, stx);
-	if (r == POHM_PASS) {
-		r = pohm_sysret(pohm_real.statx(dirfd, path, flags, mask, stx));
-		if (r == 0)
-			pohm_hook_statx_fix(&p, -1, NULL, stx);
-	}
-	return pohm_ret(r);
+	return pohm_ret(pohm_hook_statx(&p, flags, mask, stx, &(struct pohm_real_call){
+		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx } }));
 }

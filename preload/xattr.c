@@ -83,83 +83,145 @@ POHM_EXPORT ssize_t flistxattr(int fd, char *list, size_t n)
 	return pohm_real.flistxattr(fd, list, n);
 }
 
-/* A change by path: attr hooks around libc. */
-static int path_done(enum pohm_attr_op op, struct pohm_path *p, int flags, int r)
+struct real_setxattr {
+	const char *path;
+	const char *name;
+	const void *val;
+	size_t n;
+	int flags;
+};
+
+static int real_setxattr(void *v)
 {
-	return pohm_ret(pohm_hook_attr_done(op, p, -1, NULL, flags, r));
+	const struct real_setxattr *x = v;
+
+	return pohm_sysret(pohm_real.setxattr(x->path, x->name, x->val, x->n, x->flags));
 }
 
 POHM_EXPORT int setxattr(const char *path, const char *name, const void *val, size_t n,
 			 int flags)
 {
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.setxattr(path, name, val, n, flags);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, &p, -1, NULL, 0)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.setxattr(path, name, val, n, flags));
-	return path_done(POHM_AT_XATTR_SET, &p, 0, r);
+	return pohm_attr_call(POHM_AT_XATTR_SET, &p, -1, NULL, 0, real_setxattr,
+			      &(struct real_setxattr){ path, name, val, n, flags });
+}
+
+struct real_lsetxattr {
+	const char *path;
+	const char *name;
+	const void *val;
+	size_t n;
+	int flags;
+};
+
+static int real_lsetxattr(void *v)
+{
+	const struct real_lsetxattr *x = v;
+
+	return pohm_sysret(pohm_real.lsetxattr(x->path, x->name, x->val, x->n, x->flags));
 }
 
 POHM_EXPORT int lsetxattr(const char *path, const char *name, const void *val, size_t n,
 			  int flags)
 {
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.lsetxattr(path, name, val, n, flags);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.lsetxattr(path, name, val, n, flags));
-	return path_done(POHM_AT_XATTR_SET, &p, AT_SYMLINK_NOFOLLOW, r);
+	return pohm_attr_call(POHM_AT_XATTR_SET, &p, -1, NULL, AT_SYMLINK_NOFOLLOW, real_lsetxattr,
+			      &(struct real_lsetxattr){ path, name, val, n, flags });
+}
+
+struct real_fsetxattr {
+	int fd;
+	const char *name;
+	const void *val;
+	size_t n;
+	int flags;
+};
+
+static int real_fsetxattr(void *v)
+{
+	const struct real_fsetxattr *x = v;
+
+	return pohm_sysret(pohm_real.fsetxattr(x->fd, x->name, x->val, x->n, x->flags));
 }
 
 POHM_EXPORT int fsetxattr(int fd, const char *name, const void *val, size_t n, int flags)
 {
 	struct pohm_fd_info fi;
-	int r;
 
 	if (!pohm_claim_fd(fd, &fi))
 		return pohm_real.fsetxattr(fd, name, val, n, flags);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_SET, NULL, fd, &fi, 0)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.fsetxattr(fd, name, val, n, flags));
-	return pohm_ret(pohm_hook_attr_done(POHM_AT_XATTR_SET, NULL, fd, &fi, 0, r));
+	return pohm_attr_call(POHM_AT_XATTR_SET, NULL, fd, &fi, 0, real_fsetxattr,
+			      &(struct real_fsetxattr){ fd, name, val, n, flags });
+}
+
+struct real_removexattr {
+	const char *path;
+	const char *name;
+};
+
+static int real_removexattr(void *v)
+{
+	const struct real_removexattr *x = v;
+
+	return pohm_sysret(pohm_real.removexattr(x->path, x->name));
 }
 
 POHM_EXPORT int removexattr(const char *path, const char *name)
 {
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.removexattr(path, name);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, &p, -1, NULL, 0)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.removexattr(path, name));
-	return path_done(POHM_AT_XATTR_REMOVE, &p, 0, r);
+	return pohm_attr_call(POHM_AT_XATTR_REMOVE, &p, -1, NULL, 0, real_removexattr,
+			      &(struct real_removexattr){ path, name });
+}
+
+struct real_lremovexattr {
+	const char *path;
+	const char *name;
+};
+
+static int real_lremovexattr(void *v)
+{
+	const struct real_lremovexattr *x = v;
+
+	return pohm_sysret(pohm_real.lremovexattr(x->path, x->name));
 }
 
 POHM_EXPORT int lremovexattr(const char *path, const char *name)
 {
 	struct pohm_path p;
-	int r;
 
 	if (!pohm_claim(AT_FDCWD, path, &p))
 		return pohm_real.lremovexattr(path, name);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, &p, -1, NULL, AT_SYMLINK_NOFOLLOW)) ==
-	    POHM_PASS)
-		r = pohm_sysret(pohm_real.lremovexattr(path, name));
-	return path_done(POHM_AT_XATTR_REMOVE, &p, AT_SYMLINK_NOFOLLOW, r);
+	return pohm_attr_call(POHM_AT_XATTR_REMOVE, &p, -1, NULL, AT_SYMLINK_NOFOLLOW, real_lremovexattr,
+			      &(struct real_lremovexattr){ path, name });
+}
+
+struct real_fremovexattr {
+	int fd;
+	const char *name;
+};
+
+static int real_fremovexattr(void *v)
+{
+	const struct real_fremovexattr *x = v;
+
+	return pohm_sysret(pohm_real.fremovexattr(x->fd, x->name));
 }
 
 POHM_EXPORT int fremovexattr(int fd, const char *name)
 {
 	struct pohm_fd_info fi;
-	int r;
 
 	if (!pohm_claim_fd(fd, &fi))
 		return pohm_real.fremovexattr(fd, name);
-	if ((r = pohm_hook_attr(POHM_AT_XATTR_REMOVE, NULL, fd, &fi, 0)) == POHM_PASS)
-		r = pohm_sysret(pohm_real.fremovexattr(fd, name));
-	return pohm_ret(pohm_hook_attr_done(POHM_AT_XATTR_REMOVE, NULL, fd, &fi, 0, r));
+	return pohm_attr_call(POHM_AT_XATTR_REMOVE, NULL, fd, &fi, 0, real_fremovexattr,
+			      &(struct real_fremovexattr){ fd, name });
 }

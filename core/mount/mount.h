@@ -8,8 +8,10 @@
  * its mounts per effective uid and its call counters (proc.c,
  * pohm_proc_*), pohmelfsd's start as the owner, the full-disk callback
  * and the umask rule for new objects (host.c), and when its writes are
- * pushed: close, sync, mappings, exit (closepush.c), attribute changes
- * (procattr.c).
+ * pushed: close, sync, mappings, exit (closepush.c); one call per
+ * operation of the host, with the host's own call in the middle:
+ * attribute changes (procattr.c), namespace changes (procns.c), stat
+ * (procstat.c).
  * Main types: struct pohm_mount, struct pohm_pc_prefix, struct pohm_pc_pos.
  * Relies on: core/cache, core/store, core/net, core/config, core/sys.
  * Rules for callers: the preload layer (pohm_proc_mount), pohmelfsd and
@@ -202,6 +204,17 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 void pohm_proc_exit_push(const struct pohm_host_fds *h);
 
 /*
+ * The host's own call of an operation (the shim's real libc call), made
+ * by a pohm_proc_* function between the storage's before and after: its
+ * result, >= 0 or -errno.  call runs with whatever the caller of the
+ * pohm_proc_* function set up undone (the shim: its hold released).
+ */
+struct pohm_proc_real {
+	int (*call)(void *arg);
+	void *arg;
+};
+
+/*
  * procattr.c: an attribute change by a host process, of the object named
  * rel (NULL: none, or a name too long for the caller to resolve) or open
  * as fd (-1: none).  Called with the shim's hold held.
@@ -216,17 +229,63 @@ enum pohm_proc_attr {
 #define POHM_PAF_NOFOLLOW 1u	/* the l-form: a symlink itself */
 #define POHM_PAF_SET	  2u	/* a chown with a uid or gid other than -1; times given */
 #define POHM_PAF_TOUCH	  4u	/* times set to now */
-/* Before the kernel changes the local copy: a real copy, not a stub; when
- * offline, only a change that can travel later; the kernel's owner checks
- * on the stored owner (issue 22).  Counted; 0 (the kernel goes on) or -errno. */
-int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
-		   unsigned flags);
-/* After the kernel's change succeeded: it travels now (a path's change,
- * unless a file of the host's open fds, which pushes at close or sync; a
- * truncation through an fd travels with that fd's next push).  Failures
- * are logged: the change stays for a later push. */
-void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
-			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags);
+/* One call: before the kernel changes the local copy, a real copy, not a
+ * stub; when offline, only a change that can travel later; the kernel's
+ * owner checks on the stored owner (issue 22); counted.  Then the host's
+ * own call (real; not made when a check failed).  When it succeeded, the
+ * change travels now (a path's change, unless a file of the host's open
+ * fds, which pushes at close or sync; a truncation through an fd travels
+ * with that fd's next push; failures are logged: the change stays for a
+ * later push).  Returns the caller's result: the real call's, or the
+ * check's -errno. */
+int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum pohm_proc_attr op,
+		   const char *rel, int fd, unsigned flags, const struct pohm_proc_real *real);
+
+/*
+ * procns.c: a namespace change by a host process under the prefix, in
+ * one call: the storage's half, then the real call when the kernel must
+ * answer (a symlink out of the prefix on the way, a name only the kernel
+ * holds: a socket, a parent the kernel cannot walk, a trailing slash on a
+ * non-directory), then what its result needs (a stored name a local-only
+ * rename replaced is dropped).  Rename and link across the prefix never
+ * get here.  Called with the shim's hold held.
+ */
+enum pohm_proc_ns {
+	POHM_PN_MKDIR,		/* a: the new directory; arg->mode */
+	POHM_PN_RMDIR,		/* a */
+	POHM_PN_UNLINK,		/* a */
+	POHM_PN_REMOVE,		/* a: remove(3), unlink or rmdir */
+	POHM_PN_RENAME,		/* a -> b; arg->flags (RENAME_*) */
+	POHM_PN_LINK,		/* a -> b */
+	POHM_PN_SYMLINK,	/* a: the new link; arg->target */
+	POHM_PN_MKNOD,		/* a; arg->mode (with S_IFMT), arg->dev */
+};
+#define POHM_PROC_REL_MAX 4096	/* bytes of a name below the prefix, with its NUL */
+struct pohm_proc_ns_arg {
+	mode_t mode;
+	uint64_t dev;
+	unsigned flags;
+	const char *target;	/* symlink contents */
+	int slash;		/* a name ended in "/": a directory is meant */
+};
+/* a, b: names below the prefix ("" the root; b NULL but for rename and
+ * link).  Counted when the storage answers; returns the caller's result:
+ * 0 or -errno (the real call's when the kernel answered). */
+int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, const char *b,
+		 const struct pohm_proc_ns_arg *arg, const struct pohm_proc_real *real);
+
+/*
+ * procstat.c: a stat (st) or statx (stx; the other NULL) by a host process
+ * of rel under the prefix (flags: POHM_PAF_NOFOLLOW for lstat and
+ * AT_SYMLINK_NOFOLLOW), in one call: rel materialized (counted), the
+ * host's own call (real, which fills st or stx; not made when that
+ * failed), and on success the storage's identity and a stub's stored
+ * attributes laid over the result.  Returns the caller's result.  Called
+ * with the shim's hold held.
+ */
+struct statx;
+int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
+		   struct statx *stx, const struct pohm_proc_real *real);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it

@@ -2,10 +2,10 @@
  * procattr.c — an attribute change by a host process (moved from
  * preload/hooks_cache.c, issues 18 and 20): what comes before the kernel
  * changes the local copy (a real copy, not a stub; offline, only what can
- * travel later; the kernel's owner checks on the stored owner) and when
- * the change travels after it.  The shim maps its own operations to enum
- * pohm_proc_attr and POHM_PAF_* (mount.h) and holds its hold around both
- * calls.
+ * travel later; the kernel's owner checks on the stored owner), the
+ * host's own call, and when the change travels after it: one call,
+ * pohm_proc_attr.  The shim maps its own operations to enum
+ * pohm_proc_attr and POHM_PAF_* (mount.h) and holds its hold around it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,11 @@
 #include "mount.h"
 #include "sys.h"
 
-int pohm_proc_attr(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
-		   unsigned flags)
+/* Before the kernel changes the local copy: a real copy, not a stub; when
+ * offline, only a change that can travel later; the kernel's owner checks
+ * on the stored owner (issue 22).  Counted; 0 (the kernel goes on) or -errno. */
+static int attr_before(struct pohm_cache *c, enum pohm_proc_attr op, const char *rel, int fd,
+		       unsigned flags)
 {
 	unsigned nofollow = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
 	int r = 0;
@@ -52,8 +55,12 @@ static int held_path(struct pohm_cache *c, const struct pohm_host_fds *h, const 
 	       pohm_proc_fd_held((void *)h, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 }
 
-void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
-			 enum pohm_proc_attr op, const char *rel, int fd, unsigned flags)
+/* After the kernel's change succeeded: it travels now (a path's change,
+ * unless a file of the host's open fds, which pushes at close or sync; a
+ * truncation through an fd travels with that fd's next push).  Failures
+ * are logged: the change stays for a later push. */
+static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
+		       enum pohm_proc_attr op, const char *rel, int fd, unsigned flags)
 {
 	char real[4096];
 	int r, chattr = op == POHM_PA_MODE || op == POHM_PA_OWNER;
@@ -86,4 +93,17 @@ void pohm_proc_attr_done(struct pohm_cache *c, const struct pohm_host_fds *h,
 	if (r < 0 && r != -EBADF)
 		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
+}
+
+int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum pohm_proc_attr op,
+		   const char *rel, int fd, unsigned flags, const struct pohm_proc_real *real)
+{
+	int r = attr_before(c, op, rel, fd, flags);
+
+	if (r < 0)
+		return r;
+	r = real->call(real->arg);
+	if (r >= 0)
+		attr_after(c, h, op, rel, fd, flags);
+	return r;
 }

@@ -1,0 +1,67 @@
+/*
+ * procstat.c — a stat by a host process under the prefix, in one call
+ * (moved from preload/hooks_cache.c, issue 20): the name materialized
+ * (a stub's attributes are the stored ones), the host's own stat or
+ * statx, and on success the overlay of storage identity and stub
+ * attributes (pohm_cache_stat_fix; a struct statx through a struct stat).
+ */
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "mount.h"
+
+/* pohm_cache_stat_fix on a struct statx: the fields a struct stat has. */
+static void statx_fix(struct pohm_cache *c, struct statx *stx)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+	st.st_ino = stx->stx_ino;
+	st.st_mode = stx->stx_mode;
+	st.st_nlink = stx->stx_nlink;
+	st.st_uid = stx->stx_uid;
+	st.st_gid = stx->stx_gid;
+	st.st_size = (off_t)stx->stx_size;
+	st.st_blocks = (blkcnt_t)stx->stx_blocks;
+	st.st_atim.tv_sec = stx->stx_atime.tv_sec;
+	st.st_atim.tv_nsec = stx->stx_atime.tv_nsec;
+	st.st_mtim.tv_sec = stx->stx_mtime.tv_sec;
+	st.st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
+	st.st_ctim.tv_sec = stx->stx_ctime.tv_sec;
+	st.st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
+	pohm_cache_stat_fix(c, &st);
+	stx->stx_dev_major = major(st.st_dev);
+	stx->stx_dev_minor = minor(st.st_dev);
+	stx->stx_ino = (uint64_t)st.st_ino;
+	stx->stx_mode = (uint16_t)st.st_mode;
+	stx->stx_nlink = (uint32_t)st.st_nlink;
+	stx->stx_uid = st.st_uid;
+	stx->stx_gid = st.st_gid;
+	stx->stx_size = (uint64_t)st.st_size;
+	stx->stx_blocks = (uint64_t)st.st_blocks;
+	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
+	stx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
+	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
+	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
+	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
+}
+
+int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
+		   struct statx *stx, const struct pohm_proc_real *real)
+{
+	int r = pohm_cache_materialize(c, rel,
+				       (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0);
+
+	pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
+	if (r < 0)
+		return r;
+	r = real->call(real->arg);
+	if (r == 0 && st)
+		pohm_cache_stat_fix(c, st);
+	if (r == 0 && stx)
+		statx_fix(c, stx);
+	return r;
+}
