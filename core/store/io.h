@@ -81,6 +81,8 @@ struct pohm_io_result {
 	unsigned committed;		/* write/del: groups that acknowledged */
 	unsigned split;			/* cas_put: attempts that applied on fewer than a
 					 * majority and were rolled back (racing writers) */
+	unsigned unknown;		/* cas_put -EIO: groups whose outcome was still
+					 * unknown when it gave up (write_wait_timeout) */
 	char msg[1024];			/* "key K" then ": note; note...", one line */
 	unsigned notes;			/* notes in msg (problems met or worked around) */
 };
@@ -254,6 +256,13 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
  * the key's order that answered) applied ours, it is sent once more the
  * arbiter first: the first group in that order that is not behind and can
  * be reached; if it refuses, the write has lost and went nowhere else.
+ * Only acks within POHM_CAS_ACK_WINDOW count.  When the window ends with
+ * groups unanswered, no group refused and ours could still reach a
+ * majority, it is settled by LOOKUPs of every group until
+ * write_wait_timeout from the attempt's start: committed once two rounds
+ * in a row (one with 1 or 2 groups) find our bytes on every group; else
+ * what they found goes to the rollback (which keeps our bytes where a
+ * majority holds them).
  * With old->fresh there is no second attempt (nobody to race with).  After
  * a commit, a group that refused is brought up to it where that cannot
  * undo a write that may still win (it holds old, misses the key, or its
@@ -261,8 +270,9 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
  * landed.  0: committed (a majority applied it).
  * -EBADFD: lost (refused somewhere) and not committed; where it had applied
  * it was rolled back, and it can no longer become committed.  -EIO with
- * "outcome unknown" in res->msg: groups that did not answer (or a rollback
- * that did not) could still make it committed.  Other -errno as for write.
+ * "outcome unknown" in res->msg and res->unknown > 0: groups that did not
+ * answer (or a rollback that did not) could still make it committed.
+ * Other -errno as for write.
  */
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);

@@ -2,8 +2,10 @@
  * iocas.c — compare-and-swap objects on every group (io.h "compare-and-swap
  * objects", DESIGN.md §3 "Versions and replicas"): the content quorum,
  * cas_get (read, wait out or settle splits, repair) and cas_put (every
- * group at once, count exactly where it applied, roll back or forward,
- * catch up; after a split between racers one retry, the arbiter first).
+ * group at once, count exactly where it applied, settle a slow group's
+ * unknown outcome by lookups until write_wait_timeout, roll back or
+ * forward, catch up; after a split between racers one retry, the arbiter
+ * first).
  *
  * Sections: pure helpers · marker and timing · reading · repair · get ·
  * put (outcome, confirm, rollback, catch-up).
@@ -623,6 +625,112 @@ static void cas_confirm(struct gop *op, const uint8_t *sum, const struct pohm_ti
 }
 
 /*
+ * Settle an attempt whose outcome is still unknown when its ack window
+ * closed (a group slow but maybe alive: a GC pause, a disk stall), until
+ * end (write_wait_timeout from the attempt's start), by LOOKUPs of every
+ * group (session 11, decision 0006).  Acks later than the window do not
+ * count: what counts is that every group holds our bytes (sum), seen in
+ * two rounds one after the other.  Why every group and twice: our copies
+ * are older than the age limit by now, so a reader that saw our bytes on
+ * a minority and the replaced content on a majority may undo them (read
+ * repair, cas_lost_ahead).  A group leaves our bytes only by such an undo
+ * and never comes back to them, so two rounds that both found every group
+ * holding them (the second sent after the first's last answer) mean that
+ * at one instant all did; up to that instant no undo had landed, each
+ * pending one was decided on a minority of ours (our copies only grew
+ * until then), and what is left after them is still a majority.  A
+ * majority alone found late is not enough: the undos may be on their way.
+ * With 1 or 2 groups a majority is every group, so no reader ever sees
+ * one without a group holding ours: one round is enough.
+ * Returns 1 when committed (every group applied, res->g[].applied = 1).
+ * Else 0, with res->g[].applied raised to 1 where the last round found our
+ * bytes (for the rollback): it stops early when nothing can change any
+ * more (no group where our write may still land: silent, or holding what
+ * we replaced) or when too few such groups are left for a majority.
+ * Called only when no group refused (no racing writer seen) and before
+ * any rollback, so a late ack never counts for a writer that undid its
+ * write.
+ */
+static int cas_settle(struct gop *op, const uint8_t *sum, const uint8_t *parent, uint64_t end)
+{
+	struct pohm_io_result *res = op->res;
+	uint64_t pause = 20000000ULL, now, t0 = pohm_sys_mono_ns();
+	unsigned gi, rounds = 0, all_ours = 0, need = res->ngroups > op->w ? 2 : 1;
+
+	while ((now = pohm_sys_mono_ns()) < end) {
+		int seen[POHM_MAX_GROUPS], st[POHM_MAX_GROUPS];
+		unsigned ours = 0, known = 0, maybe = 0;
+		size_t k;
+
+		io_op_release(op);
+		for (gi = 0; gi < res->ngroups; gi++) {
+			seen[gi] = 0;	/* 0 no answer, 1 ours, 2 what we replaced, 3 other */
+			st[gi] = res->g[gi].status;
+			if (!io_op_add(op, gi, POHM_CMD_LOOKUP, POHM_FLAG_CHECKSUM, NULL, 0, NULL, 0))
+				res->g[gi].status = st[gi];	/* keep the write's status */
+		}
+		io_op_run(op, end, NULL);
+		rounds++;
+		for (k = 0; k < op->n; k++) {
+			const struct pohm_pkt *p = pohm_req_final(&op->reqs[k]);
+			struct pohm_file_info fi;
+
+			gi = op->gi[k];
+			if (op->reqs[k].status == -ENOENT)
+				seen[gi] = 2;	/* missing: our CAS passes there */
+			else if (op->reqs[k].status || !p ||
+				 pohm_lookup_reply_decode(NULL, &fi, p->data, (size_t)p->cmd.size))
+				seen[gi] = 0;
+			else if (!memcmp(fi.checksum, sum, POHM_ID_SIZE))
+				seen[gi] = 1;
+			else
+				seen[gi] = !memcmp(fi.checksum, parent, POHM_ID_SIZE) ? 2 : 3;
+		}
+		io_op_release(op);
+		for (gi = 0; gi < res->ngroups; gi++) {
+			if (seen[gi] == 1) {
+				ours++;
+				if (res->g[gi].applied < 0) {
+					res->g[gi].applied = 1;
+					res->g[gi].status = 0;
+				}
+			}
+			if (seen[gi] == 1 || (seen[gi] == 0 && res->g[gi].applied > 0))
+				known++;
+			else if (res->g[gi].applied < 0 && seen[gi] != 3)
+				maybe++;	/* silent, or our write not there yet */
+		}
+		if (ours == res->ngroups) {
+			if (++all_ours == need) {
+				io_note(op, "every group holds this version %.1f s after the write "
+					"(%u lookups): committed",
+					(double)(pohm_sys_mono_ns() - op->start) / 1e9, rounds);
+				return 1;
+			}
+			continue;
+		}
+		all_ours = 0;
+		if (!maybe || known + maybe < op->w)
+			break;
+		/* Answers came before our write landed (or it was lost): ask again. */
+		now = pohm_sys_mono_ns();
+		if (now + pause >= end)
+			break;
+		{
+			struct timespec ts = { 0, (long)pause };
+
+			nanosleep(&ts, NULL);
+		}
+		if (pause < 400000000ULL)
+			pause *= 2;
+	}
+	io_op_release(op);
+	io_note(op, "not settled by lookups in %.1f s (%u rounds)",
+		(double)(pohm_sys_mono_ns() - t0) / 1e9, rounds);
+	return 0;
+}
+
+/*
  * Undo our version on the groups that applied it, by a data CAS against
  * ours (a group that moved on is left alone).  What goes back is the
  * content committed now, if a majority holds one (so a group that took our
@@ -914,7 +1022,7 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 	struct pohm_io_attr a;
 	uint64_t deadline = op->start + cas_ack_window(c);	/* later acks do not count */
 	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
-	int rc, tie, forward = 0;
+	int rc, tie, forward = 0, late = 0;
 
 	*retry = 0;
 	res->committed = 0;
@@ -950,8 +1058,27 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 			unknown += res->g[gi].applied < 0;
 		}
 	}
+	/*
+	 * Past the window with outcomes unknown and no racing writer seen: a
+	 * slow group within write_wait_timeout is not a failure (session 11).
+	 * Late answers count only when every group holds our bytes
+	 * (cas_settle); else what they found goes to the rollback below.
+	 */
+	if (applied < op->w && unknown && !refused && applied + unknown >= op->w &&
+	    op->start + c->cfg->write_wait_timeout_ns > deadline) {
+		late = 1;
+		if (cas_settle(op, sum, a.parent, op->start + c->cfg->write_wait_timeout_ns)) {
+			res->committed = res->ngroups;
+			return 0;
+		}
+		applied = unknown = 0;
+		for (gi = 0; gi < res->ngroups; gi++) {
+			applied += res->g[gi].applied > 0;
+			unknown += res->g[gi].applied < 0;
+		}
+	}
 	res->committed = applied;
-	if (applied >= op->w) {
+	if (applied >= op->w && !late) {
 		for (gi = 0; gi < res->ngroups; gi++)
 			if (res->g[gi].applied <= 0 && res->g[gi].status != -ECANCELED)
 				io_note_group(op, gi, res->g[gi].status, "not written to ");
@@ -980,6 +1107,7 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 	}
 	if (stuck + unknown >= op->w || (replaced && unknown)) {
 		io_note(op, "outcome unknown: %u group(s) may still hold this version", stuck + unknown);
+		res->unknown = stuck + unknown;
 		return -EIO;
 	}
 	if (refused) {

@@ -351,7 +351,10 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 			lost_note(ctx, key);
 		return old.csum ? -EAGAIN : -EEXIST;
 	}
-	pohm_info("%s", res.msg);
+	if (res.unknown)
+		pohm_warn("%s", res.msg);	/* waited write_wait_timeout: a node too slow */
+	else
+		pohm_info("%s", res.msg);
 	return r == -ETIMEDOUT ? -EIO : r;
 }
 

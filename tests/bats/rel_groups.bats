@@ -20,6 +20,7 @@ setup() {
 }
 
 teardown() {
+	[ -n "${paused:-}" ] && kill -CONT $paused 2>/dev/null
 	[ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null
 	rel_stop_daemons
 	cluster_stop
@@ -129,6 +130,48 @@ except OSError as e:
 	cluster_start_node 3-1
 	shim b cmp "$T/src/c3" "$T/b/w/f"
 	[ "$(names_of "shim b" "$T/b/w")" = "./f" ]
+}
+
+# Session 11 (doc/notes-s11-cas2.md): a commit's CAS counts acks for 2 s;
+# groups paused longer (GC, a disk stall, SIGSTOP) but within
+# write_wait_timeout made close return EIO.  The file is truncated, so the
+# close's push is the inode's CAS alone; 2 of 3 groups pause 3.5 s, past
+# the ack window and the rollback's read (read_wait_timeout 1 s) after it.
+@test "2 of 3 groups paused 3.5 s under a close's commit: the close waits for them, no EIO" {
+	export POHMELFS_WRITE_WAIT_TIMEOUT=5 POHMELFS_READ_WAIT_TIMEOUT=1
+	shim a mkdir -p "$T/a/w"
+	shim a cp "$T/src/c3" "$T/a/w/f"
+	shim a python3 -c "
+import os, sys, time
+fd = os.open(sys.argv[1] + '/f', os.O_WRONLY | os.O_TRUNC)
+print('opened', flush=True)
+while not os.path.exists(sys.argv[2]): time.sleep(0.02)
+t = time.time()
+try:
+    os.close(fd); print('close ok %d' % ((time.time() - t) * 1000))
+except OSError as e:
+    print('close errno%d %d' % (e.errno, (time.time() - t) * 1000))
+" "$T/a/w" "$T/go" >"$T/py.out" 2>&1 &
+	wpid=$!
+	for i in $(seq 100); do grep -q opened "$T/py.out" && break; sleep 0.1; done
+	paused="$(cluster_pid 2-1) $(cluster_pid 3-1)"
+	kill -STOP $paused
+	touch "$T/go"
+	sleep 3.5
+	kill -CONT $paused
+	paused=
+	wait "$wpid"
+	wpid=
+	cat "$T/py.out"
+	read -r _ what ms < <(grep close "$T/py.out")
+	[ "$what" = ok ]
+	# It did wait for the paused groups (the commit happened under the pause).
+	[ "$ms" -ge 3000 ]
+	[ "$ms" -lt 6000 ]
+	key=$(ino_key a "$T/a/w/f")
+	[ "$(group_sum "$key" 1)" = "$(group_sum "$key" 2)" ]
+	[ "$(group_sum "$key" 2)" = "$(group_sum "$key" 3)" ]
+	[ "$(shim b stat -c %s "$T/b/w/f")" = 0 ]
 }
 
 @test "a version that reached one group only is never read as committed, and read repair replaces it" {

@@ -7,8 +7,10 @@
  * order, READ replies with a wrong checksum, -84 on READ, -95 on key
  * commands, a connection that is never read after the handshake (a full
  * socket buffer), two WRITEs applied in an order set by their data (racing
- * writers that split the groups between them).  Every request's header flags are recorded per command
- * (fn_flags_all / fn_flags_any / fn_seen) and the last BACKEND_STATUS
+ * writers that split the groups between them); fn_stall stops a node for a
+ * while at its next WRITE (a GC pause, a disk stall, SIGSTOP).  Every
+ * request's header flags are recorded per command (fn_flags_all /
+ * fn_flags_any / fn_seen) and the last BACKEND_STATUS
  * payload is kept (fn_ping_payload), so tests can check what the client
  * sends.  Not the real node (node/): just enough protocol to test the
  * client without a network dependency.
@@ -79,6 +81,7 @@ struct fake_node {
 	size_t ping_len;
 	uint8_t id0;			/* first byte of the backend's one id (ring position) */
 	int conns_seen;			/* atomic */
+	int stall_ms;			/* atomic: fn_stall */
 };
 
 static inline int fn_flags(struct fake_node *fn)
@@ -89,6 +92,16 @@ static inline int fn_flags(struct fake_node *fn)
 static inline void fn_set_flags(struct fake_node *fn, int f)
 {
 	__atomic_store_n(&fn->flags, f, __ATOMIC_RELEASE);
+}
+
+/*
+ * The next WRITE stops the node for ms before it is handled, as SIGSTOP
+ * would: nothing the node serves is read or answered meanwhile, and what
+ * came in is handled in order afterwards.  Once.
+ */
+static inline void fn_stall(struct fake_node *fn, int ms)
+{
+	__atomic_store_n(&fn->stall_ms, ms, __ATOMIC_RELEASE);
 }
 
 /* Ports listed by ROUTE_LIST. */
@@ -446,6 +459,12 @@ static inline void *fn_thread(void *arg)
 				}
 			}
 			fn_record(fn, &q, p);
+			if (q.cmd == POHM_CMD_WRITE) {
+				int ms = __atomic_exchange_n(&fn->stall_ms, 0, __ATOMIC_ACQ_REL);
+
+				if (ms > 0)
+					usleep((useconds_t)ms * 1000);
+			}
 			if (fn_pair(fn, pfd[i].fd, &q, p, &pair, &pair_p))
 				continue;
 			if (q.cmd == POHM_CMD_REVERSE_LOOKUP && (fn_flags(fn) & FN_NOREAD))

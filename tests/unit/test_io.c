@@ -240,7 +240,8 @@ struct cluster {
 	struct pohm_client *c;
 };
 
-static void start3(struct cluster *cl, const char *wcount, int repair)
+/* Three fake nodes, groups 1:2:3; read and write timeouts wwt seconds. */
+static void start3_wwt(struct cluster *cl, const char *wcount, int repair, const char *wwt)
 {
 	char s[64], err[256];
 	int i;
@@ -254,12 +255,17 @@ static void start3(struct cluster *cl, const char *wcount, int repair)
 	pohm_config_set(&cl->cfg, "server", s, POHM_CFG_CALLER, NULL, 0);
 	pohm_config_set(&cl->cfg, "groups", "1:2:3", POHM_CFG_CALLER, NULL, 0);
 	pohm_config_set(&cl->cfg, "read_wait_timeout", "1", POHM_CFG_CALLER, NULL, 0);
-	pohm_config_set(&cl->cfg, "write_wait_timeout", "1", POHM_CFG_CALLER, NULL, 0);
+	pohm_config_set(&cl->cfg, "write_wait_timeout", wwt, POHM_CFG_CALLER, NULL, 0);
 	if (wcount)
 		pohm_config_set(&cl->cfg, "successful_write_count", wcount, POHM_CFG_CALLER, NULL, 0);
 	if (repair)
 		pohm_config_set(&cl->cfg, "read_repair", "1", POHM_CFG_CALLER, NULL, 0);
 	EXPECT_EQ_INT(pohm_client_open(&cl->c, &cl->cfg, err, sizeof(err)), 0);
+}
+
+static void start3(struct cluster *cl, const char *wcount, int repair)
+{
+	start3_wwt(cl, wcount, repair, "1");
 }
 
 static void stop3(struct cluster *cl)
@@ -885,6 +891,59 @@ TEST(cas_put_with_a_group_down)
 	EXPECT_EQ_INT(cas_put(&cl, "k", "v3", "v2", pohm_time_to_ns(&res.ts), &res), 0);
 	EXPECT_EQ_INT(res.g[a].applied, 0);
 	EXPECT(cas_get_is(&cl, "k", "v3", &res));
+	stop3(&cl);
+}
+
+/*
+ * Session 11 (doc/notes-s11-flaky2.md): two groups stop for 3.5 s at our
+ * write (a GC pause, SIGSTOP), longer than the 2 s ack window and the
+ * rollback's read after it (1 s), shorter than write_wait_timeout (5 s).
+ * The write is not an EIO any more: once they answer, lookups find our
+ * bytes on every group (twice) and it is committed.  Stopped past
+ * write_wait_timeout (2.5 s, then the rollback's read) it is still the
+ * unknown outcome, -EIO, with the groups counted in res->unknown for the
+ * warning.
+ */
+TEST(cas_put_with_groups_stalled_past_the_ack_window_settles_by_lookups)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t t0, dt, ts;
+	int g, s1, s2;
+
+	start3_wwt(&cl, NULL, 0, "5");
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v1", NULL, 0, &res), 0);
+	ts = pohm_time_to_ns(&res.ts);
+	s1 = (arbiter_of("k") + 1) % 3;
+	s2 = (arbiter_of("k") + 2) % 3;
+	fn_stall(&cl.fn[s1], 3500);
+	fn_stall(&cl.fn[s2], 3500);
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v2", "v1", ts, &res), 0);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT(dt > 3400 * MS && dt < 4900 * MS);
+	EXPECT_EQ_INT(res.committed, 3);
+	EXPECT(strstr(res.msg, "every group holds this version") != NULL);
+	for (g = 0; g < 3; g++) {
+		EXPECT_EQ_INT(res.g[g].applied, 1);
+		EXPECT(copy_is(&cl, g, "k", "v2", NULL));
+	}
+	printf("# %s\n", res.msg);
+	stop3(&cl);
+
+	/* Past write_wait_timeout: the outcome stays unknown. */
+	start3_wwt(&cl, NULL, 0, "2.5");
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v1", NULL, 0, &res), 0);
+	ts = pohm_time_to_ns(&res.ts);
+	fn_stall(&cl.fn[s1], 4500);
+	fn_stall(&cl.fn[s2], 4500);
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(cas_put(&cl, "k", "v2", "v1", ts, &res), -EIO);
+	dt = pohm_sys_mono_ns() - t0;
+	EXPECT(dt > 2400 * MS && dt < 4400 * MS);
+	EXPECT_EQ_INT(res.unknown, 2);
+	EXPECT(strstr(res.msg, "outcome unknown") != NULL);
+	printf("# %s\n", res.msg);
 	stop3(&cl);
 }
 
