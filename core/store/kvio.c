@@ -352,7 +352,7 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 		return old.csum ? -EAGAIN : -EEXIST;
 	}
 	if (res.unknown)
-		pohm_warn("%s", res.msg);	/* waited write_wait_timeout: a node too slow */
+		pohm_err("%s", res.msg);	/* the caller gets EIO: say why, at the default level */
 	else
 		pohm_info("%s", res.msg);
 	return r == -ETIMEDOUT ? -EIO : r;
