@@ -104,3 +104,47 @@ within() {
 @test "a stat validated within attr_timeout: no wait at all" {
 	within stat 0 a "$PY" -c "import os; os.stat('$D/s')"
 }
+
+# counted NAME HOST CMD...: CMD's waits as HOST, echoed (no reuse window
+# matters here: a listing reads, it writes nothing).
+counted() {
+	local name=$1 host=$2 w0 w t0
+	shift 2
+	w0=$(waits "$host")
+	t0=$(date +%s%N)
+	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/$name.log shim "$host" "$@" >/dev/null
+	w=$(($(waits "$host") - w0))
+	echo "# $name: $w waits in $((($(date +%s%N) - t0) / 1000000)) ms" >&3
+	echo "$w"
+}
+
+# Issue 23: "ls -l of a directory of 1000 entries whose validation expired:
+# <= 10 waits" (validate a directory's entries together).  200 entries
+# here, to bound the time; one lstat's round trip each (the old code: ~200
+# waits) fails.  The listing (a bucket walk: a wait per bucket level), the
+# directory itself and the batch of inodes (a wait per 512) stay under 12.
+@test "ls -l of 200 entries whose validation expired: at most 12 waits, from either cache" {
+	export POHMELFS_ATTR_TIMEOUT=1
+	L=$T/a/L
+	shim a mkdir "$L"
+	shim a "$PY" -c "
+for i in range(${LSN:-200}):
+    open('$L/f%03d' % i, 'w').close()"
+	shim a ls -l "$L" >/dev/null
+	sleep 1.2
+	w=$(counted ls-expired a ls -l "$L")
+	[ "$w" -le 12 ]
+	# A second cache: the listing makes the stubs from one batch of inodes.
+	w=$(counted ls-second b ls -l "$T/b/L")
+	[ "$w" -le 12 ]
+	[ "$(shim b ls "$T/b/L" | wc -l)" -eq ${LSN:-200} ]
+	sleep 1.2
+	w=$(counted ls-second-expired b ls -l "$T/b/L")
+	[ "$w" -le 12 ]
+	# Validated by the listing: the lstats right after need no round trip.
+	w=$(counted stat-after b "$PY" -c "
+import os
+os.listdir('$T/b/L')
+for n in os.listdir('$T/b/L'): os.lstat('$T/b/L/' + n)")
+	[ "$w" -le 12 ]
+}
