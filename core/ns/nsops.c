@@ -1052,7 +1052,7 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 		return r;
 	for (round = 0; round < 16; round++) {
 		readdir_reset(&c);
-		r = ns_bucket_walk(ns, dir, readdir_fn, &c);
+		r = ns_bucket_walk_read(ns, dir, readdir_fn, &c);
 		if (r < 0 || !c.changed)
 			break;
 	}

@@ -1149,6 +1149,38 @@ TEST(getattr_many_is_getattr_in_one_read)
 	pohm_ns_close(ns);
 }
 
+/* readdir reads a split directory's buckets a level at a time (one get_n
+ * per level), not one bucket after another (issue 23). */
+TEST(readdir_reads_a_level_at_a_time)
+{
+	struct pohm_ns *ns = fresh(8), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .bucket_max = 8, .chunk_shift = 12 };
+	struct pohm_kv ckv;
+	char name[32];
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
+	}
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = counting_get_n;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(count_entries(cns, 1), 40);
+	/* 40 names in buckets of 8: at least 5 leaves, so 9+ buckets one by
+	 * one; by level: the directory inode and at most 5 levels. */
+	if (all_reads > 6)
+		printf("# %d reads\n", all_reads);
+	EXPECT(all_reads <= 6);
+	pohm_ns_close(cns);
+	pohm_ns_close(ns);
+}
+
 /*
  * RELIABILITY.md finding 15: create then unlink of one name must not bring
  * back the bucket's bytes from before the create.  A writer that read the
