@@ -1639,6 +1639,7 @@ struct list_ctx {
 	struct list_ent *v;		/* the storage's entries, sorted by name once listed */
 	size_t n, cap;
 	uint64_t mono0, real0;		/* when the listing's reads began */
+	int recheck;			/* list_prefetch: fresh records too */
 };
 
 /* Collect one storage entry (pohm_ns_readdir_flags's callback). */
@@ -1733,7 +1734,7 @@ static int list_prefetch(struct list_ctx *l)
 			/* As ensure_entry: not a stale index entry, not fresh yet. */
 			keep = (rec.lino == (uint64_t)lst.st_ino || S_ISDIR(lst.st_mode) ||
 				rec.nlink > 1) && rec.version &&
-			       !fresh_at_count(c, rec.ino, rec.validated_ns, 0);
+			       (l->recheck || !fresh_at_count(c, rec.ino, rec.validated_ns, 0));
 			ver[m] = rec.version;
 			pohm_jrec_clear(&rec);
 			if (!keep)
@@ -1963,7 +1964,7 @@ static void list_free(struct list_ctx *l)
 
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0 };
+	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0 };
 	size_t i, made = 0;
 	int r;
 
@@ -2002,7 +2003,9 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	 */
 	if (!r && made && c->attr_timeout_ns &&
 	    pohm_sys_mono_ns() - l.mono0 >= c->attr_timeout_ns / 2) {
-		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0 };
+		/* Their records are fresh still, but not for long: checked
+		 * again whatever they say. */
+		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1 };
 
 		again.mono0 = pohm_sys_mono_ns();
 		again.real0 = pohm_sys_real_ns();
