@@ -142,9 +142,11 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
  * ns_bucket_walk for a walk that only reads (readdir): each level's buckets
  * are read together (kv get_n: one round trip per level, not per bucket),
  * leaves visited level by level.  Its reads are not kept for a CAS base
- * (kv.h peek), so fn must not store the buckets it is given.
+ * (kv.h peek), so fn must not store the buckets it is given.  check: dir's
+ * inode is read with the first level and must be a live directory (else
+ * -ENOENT / -ENOTDIR / -errno before fn is called), as a check first would.
  */
-int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir,
+int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
 			void *arg);
 /*

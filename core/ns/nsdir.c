@@ -857,46 +857,80 @@ static int level_add(struct walk_level *l, unsigned depth, uint32_t index)
 	return 0;
 }
 
-/* Read level cur's buckets together into refs/st (st[i]: 0, -ENOENT, -errno). */
+/*
+ * Read level cur's buckets together into refs/st (st[i]: 0, -ENOENT,
+ * -errno); with_dir: dir's inode along (a check as check_dir's: 0,
+ * -ENOTDIR, -ENOENT, -errno in *dir_st).
+ */
 static int level_read(struct pohm_ns *ns, uint64_t dir, const struct walk_level *cur,
-		      struct ns_bucket_ref *refs, int *st)
+		      struct ns_bucket_ref *refs, int *st, int with_dir, int *dir_st)
 {
-	struct pohm_kv_val *v = calloc(cur->n, sizeof(*v));
-	const char **kp = calloc(cur->n, sizeof(*kp));
-	size_t i;
-	int r = v && kp ? 0 : -ENOMEM;
+	size_t n = cur->n + (with_dir ? 1 : 0), i;
+	struct pohm_kv_val *v = calloc(n, sizeof(*v));
+	const char **kp = calloc(n, sizeof(*kp));
+	int *vs = calloc(n, sizeof(*vs));
+	char ikey[POHM_KEY_MAX];
+	int r = v && kp && vs ? 0 : -ENOMEM;
 
 	for (i = 0; !r && i < cur->n; i++) {
 		pohm_key_bucket(refs[i].key, dir, cur->b[i].depth, cur->b[i].index);
 		kp[i] = refs[i].key;
 	}
+	if (!r && with_dir) {
+		pohm_key_inode(ikey, dir);
+		kp[cur->n] = ikey;
+	}
 	if (!r && ns->kv.ops->get_n)
-		r = ns->kv.ops->get_n(ns->kv.ctx, cur->n, kp, v, st);
+		r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, vs);
 	else
-		for (i = 0; !r && i < cur->n; i++)
-			st[i] = ns->kv.ops->get(ns->kv.ctx, kp[i], &v[i]);
-	for (i = 0; !r && i < cur->n; i++)
+		for (i = 0; !r && i < n; i++)
+			vs[i] = ns->kv.ops->get(ns->kv.ctx, kp[i], &v[i]);
+	if (!r && with_dir) {
+		/* As ns_inode_get, then check_dir. */
+		struct pohm_inode in;
+
+		*dir_st = vs[cur->n];
+		if (!*dir_st && pohm_inode_decode(&in, v[cur->n].data, v[cur->n].len)) {
+			*dir_st = -EIO;
+		} else if (!*dir_st) {
+			if (in.ino != dir)
+				*dir_st = -EIO;
+			else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
+				*dir_st = -ENOENT;
+			else if (!S_ISDIR(in.mode))
+				*dir_st = -ENOTDIR;
+			pohm_inode_clear(&in);
+		}
+		pohm_kv_val_free(&v[cur->n]);
+	}
+	for (i = 0; !r && i < cur->n; i++) {
+		st[i] = vs[i];
 		if (!st[i])
 			st[i] = bucket_from(&v[i], dir, cur->b[i].depth, cur->b[i].index, &refs[i]);
+	}
 	free(v);
 	free(kp);
+	free(vs);
 	return r;
 }
 
-int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir,
+int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
 			void *arg)
 {
 	struct walk_level cur = { 0 }, next = { 0 }, t;
 	struct ns_bucket_ref *refs = NULL;
-	int *st = NULL, r;
+	int *st = NULL, r, dir_st = 0;
 	size_t i;
 
 	r = level_add(&cur, 0, 0);
 	while (!r && cur.n) {
 		refs = calloc(cur.n, sizeof(*refs));
 		st = calloc(cur.n, sizeof(*st));
-		r = refs && st ? level_read(ns, dir, &cur, refs, st) : -ENOMEM;
+		r = refs && st ? level_read(ns, dir, &cur, refs, st, check, &dir_st) : -ENOMEM;
+		if (!r && check && dir_st)
+			r = dir_st;	/* not a live directory: nothing walked */
+		check = 0;
 		/* Each bucket as ns_bucket_walk treats it. */
 		for (i = 0; i < cur.n; i++) {
 			unsigned d = cur.b[i].depth, have = 0;

@@ -1046,13 +1046,13 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 	struct readdir_ctx c = { 0 };
 	unsigned round;
 	size_t i;
-	int r = check_dir(ns, dir);
+	int r = 0;
 
-	if (r)
-		return r;
+	/* The first round reads dir's inode with the root bucket: check_dir
+	 * without a round trip of its own. */
 	for (round = 0; round < 16; round++) {
 		readdir_reset(&c);
-		r = ns_bucket_walk_read(ns, dir, readdir_fn, &c);
+		r = ns_bucket_walk_read(ns, dir, round == 0, readdir_fn, &c);
 		if (r < 0 || !c.changed)
 			break;
 	}
