@@ -35,7 +35,15 @@ static unsigned vslot(uint64_t ino)
 
 /* Fresh by this process's word (1 or 0), or -1 when it has none; validated_ns
  * (realtime, 0: unknown) answers then. */
+static int fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count);
+
 static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
+{
+	return fresh_at_count(c, ino, validated_ns, 1);
+}
+
+/* fresh_at; count: a fresh answer counts as a validation skipped. */
+static int fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count)
 {
 	unsigned s = vslot(ino);
 	int fresh;
@@ -53,7 +61,7 @@ static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
 	} else {
 		fresh = 0;
 	}
-	if (fresh)
+	if (fresh && count)
 		c->stats.validations_skipped++;
 	pthread_mutex_unlock(&c->vlock);
 	return fresh;
@@ -89,6 +97,22 @@ void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version)
 	cache_mark_fresh(c, ino);
 	if (c->attr_timeout_ns)
 		pohm_journal_touch(&c->j, ino, version, pohm_sys_real_ns());
+}
+
+/* cache_mark_checked as of an earlier moment (mono_ns, real_ns): when the
+ * reads that checked ino began, so a check never outlives attr_timeout
+ * counted from them. */
+static void mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
+			    uint64_t mono_ns, uint64_t real_ns)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = ino;
+	c->vtime[s] = mono_ns;
+	pthread_mutex_unlock(&c->vlock);
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, version, real_ns);
 }
 
 void cache_unmark(struct pohm_cache *c, uint64_t ino)
@@ -1602,6 +1626,9 @@ int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, siz
 struct list_ent {
 	char *name;
 	uint64_t ino;
+	unsigned flags;			/* POHM_NS_DENT_* */
+	struct pohm_inode *in;		/* read by list_prefetch for a stub to make, or NULL */
+	int gone;			/* list_prefetch found the inode removed */
 };
 
 struct list_ctx {
@@ -1611,10 +1638,12 @@ struct list_ctx {
 	const char *rel;
 	struct list_ent *v;		/* the storage's entries, sorted by name once listed */
 	size_t n, cap;
+	uint64_t mono0, real0;		/* when the listing's reads began */
+	int recheck;			/* list_prefetch: fresh records too */
 };
 
-/* Collect one storage entry (pohm_ns_readdir's callback). */
-static int list_collect(void *arg, const char *name, uint64_t ino, uint8_t type)
+/* Collect one storage entry (pohm_ns_readdir_flags's callback). */
+static int list_collect(void *arg, const char *name, uint64_t ino, uint8_t type, unsigned flags)
 {
 	struct list_ctx *l = arg;
 
@@ -1633,6 +1662,9 @@ static int list_collect(void *arg, const char *name, uint64_t ino, uint8_t type)
 	if (!l->v[l->n].name)
 		return -ENOMEM;
 	strcpy(l->v[l->n].name, name);
+	l->v[l->n].flags = flags;
+	l->v[l->n].in = NULL;
+	l->v[l->n].gone = 0;
 	l->v[l->n++].ino = ino;
 	return 0;
 }
@@ -1644,14 +1676,110 @@ static int ent_cmp(const void *a, const void *b)
 
 static const struct list_ent *list_find(const struct list_ctx *l, const char *name)
 {
-	struct list_ent key = { (char *)name, 0 };
+	struct list_ent key = { (char *)name, 0, 0, NULL, 0 };
 
 	return l->n ? bsearch(&key, l->v, l->n, sizeof(key), ent_cmp) : NULL;
 }
 
-/* Make one storage entry present locally (the same inode, or a stub of it). */
-static int list_one(struct list_ctx *l, const char *name, uint64_t ino)
+/*
+ * Issue 23: a listing whose entries' validation expired reads their
+ * inodes together, not one lstat's round trip each.  For every entry
+ * present locally as the inode the listing names, plainly (no intent),
+ * whose record is no longer fresh: the inode is read (the committed read
+ * pohm_ns_getattr makes, pipelined), and if it is the version the record
+ * holds, the entry is checked as ensure_entry's pohm_ns_lookup_check
+ * would check it — the listing's bucket read is that check's bucket half
+ * — as of when the listing's reads began.  Anything else (a newer or
+ * older version, gone, a failed read) is left to ensure_entry at the next
+ * call on the name, which knows what to do.  For every entry missing
+ * locally, the inode is read for list_one's stub.  0, or -errno (nothing
+ * done: every entry takes the per-entry path).
+ */
+static int list_prefetch(struct list_ctx *l)
 {
+	struct pohm_cache *c = l->c;
+	struct pohm_inode *in = NULL;
+	uint64_t *inos = NULL, *ver = NULL;
+	size_t *idx = NULL, i, m = 0;
+	int *st = NULL, r = 0;
+
+	if (!l->n || cache_offline(c))
+		return 0;
+	inos = calloc(l->n, sizeof(*inos));
+	ver = calloc(l->n, sizeof(*ver));
+	idx = calloc(l->n, sizeof(*idx));
+	st = calloc(l->n, sizeof(*st));
+	in = calloc(l->n, sizeof(*in));
+	if (!inos || !ver || !idx || !st || !in) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < l->n; i++) {
+		const struct list_ent *e = &l->v[i];
+		struct pohm_jrec rec;
+		struct stat lst;
+		uint64_t known = 0;
+		int keep;
+
+		if (pohm_sys_fstatat(l->dfd, e->name, &lst, AT_SYMLINK_NOFOLLOW)) {
+			if (cache_create_marked(c, l->dino, e->name))
+				continue;
+			ver[m] = 0;	/* a stub to make */
+		} else {
+			if ((e->flags & POHM_NS_DENT_INTENT) ||
+			    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
+						      (uint64_t)lst.st_ino, &known) ||
+			    known != e->ino || pohm_journal_get(&c->j, known, &rec))
+				continue;
+			/* As ensure_entry: not a stale index entry, not fresh yet. */
+			keep = (rec.lino == (uint64_t)lst.st_ino || S_ISDIR(lst.st_mode) ||
+				rec.nlink > 1) && rec.version &&
+			       (l->recheck || !fresh_at_count(c, rec.ino, rec.validated_ns, 0));
+			ver[m] = rec.version;
+			pohm_jrec_clear(&rec);
+			if (!keep)
+				continue;
+		}
+		inos[m] = e->ino;
+		idx[m++] = i;
+	}
+	if (!m)
+		goto out;
+	r = pohm_ns_getattr_many(c->ns, m, inos, in, st);
+	if (r)
+		goto out;
+	cache_count(c, &c->stats.lookups, m);
+	for (i = 0; i < m; i++) {
+		struct list_ent *e = &l->v[idx[i]];
+
+		if (!ver[i]) {
+			if (st[i] == -ENOENT)
+				e->gone = 1;
+			if (!st[i] && (e->in = malloc(sizeof(*e->in)))) {
+				*e->in = in[i];
+				continue;	/* list_one's now */
+			}
+		} else if (!st[i] && in[i].version == ver[i]) {
+			mark_checked_at(c, inos[i], ver[i], l->mono0, l->real0);
+		}
+		if (!st[i])
+			pohm_inode_clear(&in[i]);
+	}
+out:
+	free(inos);
+	free(ver);
+	free(idx);
+	free(st);
+	free(in);
+	return r;
+}
+
+/* Make one storage entry present locally (the same inode, or a stub of it). */
+static int list_one(struct list_ctx *l, const struct list_ent *e)
+{
+	const char *name = e->name;
+	uint64_t ino = e->ino;
+	int pre = 0;
 	struct pohm_inode in;
 	struct pohm_jrec rec;
 	char path[4096];
@@ -1677,12 +1805,22 @@ static int list_one(struct list_ctx *l, const char *name, uint64_t ino)
 		return 0;	/* a create of this host in flight: its O_EXCL open makes the name */
 	}
 	snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
-	r = pohm_ns_getattr(l->c->ns, ino, &in);
+	if (e->in) {
+		in = *e->in;		/* list_prefetch read it */
+		memset(e->in, 0, sizeof(*e->in));
+		pre = 1;
+		r = 0;
+	} else {
+		r = e->gone ? -ENOENT : pohm_ns_getattr(l->c->ns, ino, &in);
+	}
 	if (r == -ENOENT)
 		return 0;	/* removed meanwhile */
 	if (r)
 		return r;
 	r = cache_make_local(l->c, l->dfd, name, path, &in);
+	/* Its record says validated now; the inode was read earlier. */
+	if (!r && pre && l->c->attr_timeout_ns)
+		pohm_journal_touch(&l->c->j, ino, in.version, l->real0);
 	pohm_inode_clear(&in);
 	return r == -EEXIST ? 0 : r;
 }
@@ -1808,15 +1946,33 @@ static int list_sweep(struct list_ctx *l)
 /* The validation table also remembers listings, under a salted key. */
 #define LISTED(ino) ((ino) ^ 0x4c49535445440000ULL)
 
+static void list_free(struct list_ctx *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->v[i].name);
+		if (l->v[i].in) {
+			pohm_inode_clear(l->v[i].in);
+			free(l->v[i].in);
+		}
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0 };
-	size_t i;
+	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0 };
+	size_t i, made = 0;
 	int r;
 
 	if (cache_fresh(c, LISTED(dino)))
 		return 0;	/* listed within attr_timeout */
-	r = pohm_ns_readdir(c->ns, dino, list_collect, &l);
+	l.mono0 = pohm_sys_mono_ns();
+	l.real0 = pohm_sys_real_ns();
+	r = pohm_ns_readdir_flags(c->ns, dino, list_collect, &l);
 	if (r && cache_offline(c)) {
 		/* Offline: the local entries, as last listed. */
 		for (i = 0; i < l.n; i++)
@@ -1829,13 +1985,34 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 			qsort(l.v, l.n, sizeof(*l.v), ent_cmp);
 		r = list_sweep(&l);
 	}
-	for (i = 0; !r && i < l.n; i++)
-		r = list_one(&l, l.v[i].name, l.v[i].ino);
+	if (!r && list_prefetch(&l))
+		pohm_debug("%s: reading the listing's inodes together failed: one by one", rel);
+	for (i = 0; !r && i < l.n; i++) {
+		made += l.v[i].in != NULL;
+		r = list_one(&l, &l.v[i]);
+	}
 	if (!r)
 		cache_mark_fresh(c, LISTED(dino));
-	for (i = 0; i < l.n; i++)
-		free(l.v[i].name);
-	free(l.v);
+	list_free(&l);
+	/*
+	 * The stubs are validated as of the listing's start: when making
+	 * them took half of attr_timeout (hundreds on a loaded machine),
+	 * they would expire before the caller's lstat of each came, and each
+	 * would wait for its own round trip.  A second listing and batch
+	 * checks them all again, as of its own start.
+	 */
+	if (!r && made && c->attr_timeout_ns &&
+	    pohm_sys_mono_ns() - l.mono0 >= c->attr_timeout_ns / 2) {
+		/* Their records are fresh still, but not for long: checked
+		 * again whatever they say. */
+		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1 };
+
+		again.mono0 = pohm_sys_mono_ns();
+		again.real0 = pohm_sys_real_ns();
+		if (!pohm_ns_readdir_flags(c->ns, dino, list_collect, &again))
+			list_prefetch(&again);	/* marks only: stubs are list_one's */
+		list_free(&again);
+	}
 	return r;
 }
 

@@ -423,6 +423,67 @@ int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
 	return r;
 }
 
+int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
+			 struct pohm_inode *out, int *st)
+{
+	struct pohm_kv_val *v = NULL;
+	char (*keys)[POHM_KEY_MAX] = NULL;
+	const char **kp = NULL;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < n; i++)
+		memset(&out[i], 0, sizeof(out[i]));
+	if (!n)
+		return 0;
+	if (!ns->kv.ops->get_n) {
+		for (i = 0; i < n; i++)
+			st[i] = pohm_ns_getattr(ns, inos[i], &out[i]);
+		return 0;
+	}
+	v = calloc(n, sizeof(*v));
+	keys = calloc(n, sizeof(*keys));
+	kp = calloc(n, sizeof(*kp));
+	if (!v || !keys || !kp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		pohm_key_inode(keys[i], inos[i]);
+		kp[i] = keys[i];
+	}
+	r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, st);
+	if (r)
+		goto out;
+	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
+	for (i = 0; i < n; i++) {
+		struct pohm_inode *in = &out[i];
+
+		if (st[i])
+			continue;
+		if (pohm_inode_decode(in, v[i].data, v[i].len)) {
+			memset(in, 0, sizeof(*in));
+			st[i] = -EIO;
+		} else if (in->ino != inos[i]) {
+			pohm_inode_clear(in);
+			st[i] = -EIO;
+		} else if (in->hdr.flags & POHM_OBJF_TOMBSTONE) {
+			pohm_inode_clear(in);
+			st[i] = -ENOENT;
+		} else if ((st[i] = pohm_ns_map_load(ns, in))) {
+			pohm_inode_clear(in);
+		}
+	}
+out:
+	if (v)
+		for (i = 0; i < n; i++)
+			pohm_kv_val_free(&v[i]);
+	free(v);
+	free(keys);
+	free(kp);
+	return r;
+}
+
 /*
  * The bucket a lookup of a name with hash h reads first (nsdir.c's depth
  * hint of dir, 0 when unknown): its key.

@@ -74,6 +74,14 @@ void pohm_ns_atfork_child(struct pohm_ns *ns);
 
 /* Read the committed inode: 0, -ENOENT (missing or tombstone).  Clear with pohm_inode_clear. */
 int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
+/*
+ * pohm_ns_getattr of inos[0..n) together: the inodes read by the same
+ * committed (majority) reads, pipelined, a few hundred per round trip (kv
+ * get_n).  st[i] is what pohm_ns_getattr gives for inos[i], out[i] filled
+ * when 0 (clear each).  0, or -errno with nothing filled.
+ */
+int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
+			 struct pohm_inode *out, int *st);
 
 #define POHM_SET_MODE	0x01
 #define POHM_SET_UID	0x02
@@ -176,6 +184,19 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
 		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),
 		    void *arg);
+
+#define POHM_NS_DENT_INTENT 0x1	/* the entry has an intent (a rename in flight) */
+
+/*
+ * pohm_ns_readdir, with each entry's flags (POHM_NS_DENT_*).  An entry
+ * without flags was plain in the bucket the listing read it from: that
+ * read (a committed bucket, as every lookup reads it) says name is ino as
+ * plainly as pohm_ns_lookup_check's does, as of the call's start.
+ */
+int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
+			  int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type,
+				    unsigned flags),
+			  void *arg);
 
 /*
  * Resolve a path relative to the fsid root ("/a/b" or "a/b"), following

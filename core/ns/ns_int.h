@@ -139,6 +139,17 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg);
 /*
+ * ns_bucket_walk for a walk that only reads (readdir): each level's buckets
+ * are read together (kv get_n: one round trip per level, not per bucket),
+ * leaves visited level by level.  Its reads are not kept for a CAS base
+ * (kv.h peek), so fn must not store the buckets it is given.  check: dir's
+ * inode is read with the first level and must be a live directory (else
+ * -ENOENT / -ENOTDIR / -errno before fn is called), as a check first would.
+ */
+int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
+			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
+			void *arg);
+/*
  * A bucket put whose outcome is unknown (-EIO: a group took it, then went
  * silent) is settled by reading again, at most this many times per call:
  * an insert finds its own entry (txid) or inserts again; a remove finds

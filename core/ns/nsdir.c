@@ -50,6 +50,27 @@ static void empty_bucket(struct pohm_ns *ns, struct ns_bucket_ref *ref, uint64_t
 	memset(ref->csum, 0, sizeof(ref->csum));
 }
 
+/* Bucket (dir, depth, index) from its value v into ref (ref->key set): 0,
+ * -EIO.  v is released. */
+static int bucket_from(struct pohm_kv_val *v, uint64_t dir, unsigned depth, uint32_t index,
+		       struct ns_bucket_ref *ref)
+{
+	int r = pohm_bucket_decode(&ref->bk, v->data, v->len);
+
+	if (!r && (ref->bk.dir != dir || ref->bk.depth != depth || ref->bk.index != index)) {
+		pohm_bucket_clear(&ref->bk);
+		r = -EPROTO;
+	}
+	if (r) {
+		r = -EIO;
+	} else {
+		memcpy(ref->csum, v->csum, sizeof(ref->csum));
+		ref->absent = 0;
+	}
+	pohm_kv_val_free(v);
+	return r;
+}
+
 /* Read bucket (dir, depth, index) into ref: 0, -ENOENT, -EIO. */
 static int bucket_read(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
 		       struct ns_bucket_ref *ref)
@@ -61,19 +82,7 @@ static int bucket_read(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_
 	r = ns->kv.ops->get(ns->kv.ctx, ref->key, &v);
 	if (r)
 		return r;
-	r = pohm_bucket_decode(&ref->bk, v.data, v.len);
-	if (!r && (ref->bk.dir != dir || ref->bk.depth != depth || ref->bk.index != index)) {
-		pohm_bucket_clear(&ref->bk);
-		r = -EPROTO;
-	}
-	if (r) {
-		r = -EIO;
-	} else {
-		memcpy(ref->csum, v.csum, sizeof(ref->csum));
-		ref->absent = 0;
-	}
-	pohm_kv_val_free(&v);
-	return r;
+	return bucket_from(&v, dir, depth, index, ref);
 }
 
 int ns_bucket_read_at(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
@@ -825,6 +834,152 @@ static int splitting_children(struct pohm_ns *ns, uint64_t dir, struct ns_bucket
 			pohm_bucket_remove(&ref->bk, i - 1);
 	}
 	return 0;
+}
+
+struct walk_level {
+	struct { uint8_t depth; uint32_t index; } *b;	/* this level's buckets */
+	size_t n, cap;
+};
+
+static int level_add(struct walk_level *l, unsigned depth, uint32_t index)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		void *p = realloc(l->b, cap * sizeof(*l->b));
+
+		if (!p)
+			return -ENOMEM;
+		l->b = p;
+		l->cap = cap;
+	}
+	l->b[l->n].depth = (uint8_t)depth;
+	l->b[l->n++].index = index;
+	return 0;
+}
+
+/*
+ * Read level cur's buckets together into refs/st (st[i]: 0, -ENOENT,
+ * -errno); with_dir: dir's inode along (a check as check_dir's: 0,
+ * -ENOTDIR, -ENOENT, -errno in *dir_st).
+ */
+static int level_read(struct pohm_ns *ns, uint64_t dir, const struct walk_level *cur,
+		      struct ns_bucket_ref *refs, int *st, int with_dir, int *dir_st)
+{
+	size_t n = cur->n + (with_dir ? 1 : 0), i;
+	struct pohm_kv_val *v = calloc(n, sizeof(*v));
+	const char **kp = calloc(n, sizeof(*kp));
+	int *vs = calloc(n, sizeof(*vs));
+	char ikey[POHM_KEY_MAX];
+	int r = v && kp && vs ? 0 : -ENOMEM;
+
+	for (i = 0; !r && i < cur->n; i++) {
+		pohm_key_bucket(refs[i].key, dir, cur->b[i].depth, cur->b[i].index);
+		kp[i] = refs[i].key;
+	}
+	if (!r && with_dir) {
+		pohm_key_inode(ikey, dir);
+		kp[cur->n] = ikey;
+	}
+	if (!r && ns->kv.ops->get_n)
+		r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, vs);
+	else
+		for (i = 0; !r && i < n; i++)
+			vs[i] = ns->kv.ops->get(ns->kv.ctx, kp[i], &v[i]);
+	if (!r && with_dir) {
+		/* As ns_inode_get, then check_dir. */
+		struct pohm_inode in;
+
+		*dir_st = vs[cur->n];
+		if (!*dir_st && pohm_inode_decode(&in, v[cur->n].data, v[cur->n].len)) {
+			*dir_st = -EIO;
+		} else if (!*dir_st) {
+			if (in.ino != dir)
+				*dir_st = -EIO;
+			else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
+				*dir_st = -ENOENT;
+			else if (!S_ISDIR(in.mode))
+				*dir_st = -ENOTDIR;
+			pohm_inode_clear(&in);
+		}
+		pohm_kv_val_free(&v[cur->n]);
+	}
+	for (i = 0; !r && i < cur->n; i++) {
+		st[i] = vs[i];
+		if (!st[i])
+			st[i] = bucket_from(&v[i], dir, cur->b[i].depth, cur->b[i].index, &refs[i]);
+	}
+	free(v);
+	free(kp);
+	free(vs);
+	return r;
+}
+
+int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
+			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
+			void *arg)
+{
+	struct walk_level cur = { 0 }, next = { 0 }, t;
+	struct ns_bucket_ref *refs = NULL;
+	int *st = NULL, r, dir_st = 0;
+	size_t i;
+
+	r = level_add(&cur, 0, 0);
+	while (!r && cur.n) {
+		refs = calloc(cur.n, sizeof(*refs));
+		st = calloc(cur.n, sizeof(*st));
+		r = refs && st ? level_read(ns, dir, &cur, refs, st, check, &dir_st) : -ENOMEM;
+		if (!r && check && dir_st)
+			r = dir_st;	/* not a live directory: nothing walked */
+		check = 0;
+		/* Each bucket as ns_bucket_walk treats it. */
+		for (i = 0; i < cur.n; i++) {
+			unsigned d = cur.b[i].depth, have = 0;
+			uint32_t idx = cur.b[i].index;
+			struct ns_bucket_ref *ref = &refs[i];
+			int x = st[i];
+
+			if (r) {
+				if (!x)
+					ns_bucket_release(ref);
+				continue;	/* stopped: only releasing what was read */
+			}
+			if (x == -ENOENT) {
+				if (d)
+					continue;	/* a SPLIT parent always has its children */
+				empty_bucket(ns, ref, dir, 0, 0);
+			} else if (x) {
+				r = x;
+				continue;
+			}
+			if (ref->bk.state == POHM_BUCKET_SPLIT && d < 40) {
+				have = 3;
+			} else if (ref->bk.state == POHM_BUCKET_SPLITTING && d < 40) {
+				r = splitting_children(ns, dir, ref, &have);
+				if (r) {
+					ns_bucket_release(ref);
+					continue;
+				}
+			}
+			if (!r && (have & 1))
+				r = level_add(&next, d + 1, idx);
+			if (!r && (have & 2))
+				r = level_add(&next, d + 1, idx | (1u << d));
+			if (!r && have != 3)
+				r = fn(ns, ref, arg);	/* a leaf, or a SPLITTING one's halves */
+			ns_bucket_release(ref);
+		}
+		free(refs);
+		free(st);
+		refs = NULL;
+		st = NULL;
+		t = cur;
+		cur = next;
+		next = t;
+		next.n = 0;
+	}
+	free(cur.b);
+	free(next.b);
+	return r;
 }
 
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,

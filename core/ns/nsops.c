@@ -982,7 +982,7 @@ out:
  * exactly once.
  */
 struct readdir_ctx {
-	struct pohm_dentry *e;		/* collected entries (name owned) */
+	struct pohm_dentry *e;		/* collected entries (name owned; intent kept) */
 	size_t n, cap;
 	int changed;			/* an intent was resolved: walk again */
 };
@@ -1028,6 +1028,7 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 		}
 		d.ino = e->ino;
 		d.type = e->type;
+		d.intent = e->intent;
 		d.name = malloc(strlen(e->name) + 1);
 		if (!d.name)
 			return -ENOMEM;
@@ -1037,28 +1038,53 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 	return 0;
 }
 
-int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
-		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),
-		    void *arg)
+int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
+			  int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type,
+				    unsigned flags),
+			  void *arg)
 {
 	struct readdir_ctx c = { 0 };
 	unsigned round;
 	size_t i;
-	int r = check_dir(ns, dir);
+	int r = 0;
 
-	if (r)
-		return r;
+	/* The first round reads dir's inode with the root bucket: check_dir
+	 * without a round trip of its own. */
 	for (round = 0; round < 16; round++) {
 		readdir_reset(&c);
-		r = ns_bucket_walk(ns, dir, readdir_fn, &c);
+		r = ns_bucket_walk_read(ns, dir, round == 0, readdir_fn, &c);
 		if (r < 0 || !c.changed)
 			break;
 	}
 	if (c.changed)
 		r = -EBUSY;
 	for (i = 0; i < c.n && !r; i++)
-		r = fn(arg, c.e[i].name, c.e[i].ino, c.e[i].type);
+		r = fn(arg, c.e[i].name, c.e[i].ino, c.e[i].type,
+		       c.e[i].intent ? POHM_NS_DENT_INTENT : 0);
 	readdir_reset(&c);
 	free(c.e);
 	return r > 0 ? 0 : r;
+}
+
+struct readdir_plain {
+	int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type);
+	void *arg;
+};
+
+static int readdir_plain_fn(void *arg, const char *name, uint64_t ino, uint8_t type,
+			    unsigned flags)
+{
+	struct readdir_plain *p = arg;
+
+	(void)flags;
+	return p->fn(p->arg, name, ino, type);
+}
+
+int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
+		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),
+		    void *arg)
+{
+	struct readdir_plain p = { fn, arg };
+
+	return pohm_ns_readdir_flags(ns, dir, readdir_plain_fn, &p);
 }

@@ -1569,8 +1569,9 @@ out:
 /* ---------------------------------------------------------------- several CAS objects at once */
 
 struct cas_many {
-	struct gop op[POHM_IO_CAS_MANY];
+	struct gop *op;			/* n of them */
 	size_t n;
+	size_t first;			/* keys before it are decided: skipped */
 };
 
 /* Every key's content decided by the answers so far (as iocas.c's reader decides). */
@@ -1581,8 +1582,22 @@ static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint6
 
 	(void)reqs;
 	(void)nreq;
+	/*
+	 * A decided key stays decided as more answers come (a majority does
+	 * not go away; a split is only judged on all answers), so the keys
+	 * before m->first are not looked at again: a batch of hundreds of
+	 * keys costs O(n) in all, not per answer.  Read repair's count of
+	 * copies still pending is the exception: it is counted for them all.
+	 */
 	for (i = 0; i < m->n; i++) {
 		struct gop *op = &m->op[i];
+
+		if (i < m->first) {
+			if (op->c->cfg->read_repair)
+				for (k = 0; k < op->n; k++)
+					rest += !op->reqs[k].done;
+			continue;
+		}
 		struct pohm_cas_vote v[POHM_MAX_GROUPS];
 		const uint8_t *d;
 		size_t dn, pending = 0;
@@ -1603,6 +1618,8 @@ static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint6
 			return 0;
 		if (r != POHM_CAS_NOQUORUM && op->c->cfg->read_repair)
 			rest += pending;
+		if (i == m->first && r != POHM_CAS_NOQUORUM)
+			m->first = i + 1;
 	}
 	if (!rest)
 		return 1;
@@ -1694,8 +1711,8 @@ int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *key
 			 struct pohm_io_cas_val *out, struct pohm_io_result *res)
 {
 	struct cas_many *m;
-	struct pohm_req *ptrs[POHM_IO_CAS_MANY * POHM_MAX_GROUPS];
-	uint8_t io[POHM_IO_CAS_MANY][POHM_IO_ATTR_SIZE];
+	struct pohm_req **ptrs = NULL;
+	uint8_t (*io)[POHM_IO_ATTR_SIZE] = NULL;
 	struct pohm_io_attr a;
 	uint64_t deadline;
 	size_t i, k, np = 0;
@@ -1704,9 +1721,17 @@ int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *key
 
 	if (n > POHM_IO_CAS_MANY)
 		return -EINVAL;
+	/* On the heap: hundreds of keys, and a host thread's stack may be small. */
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->op = calloc(n ? n : 1, sizeof(*m->op));
+	ptrs = calloc(n ? n * POHM_MAX_GROUPS : 1, sizeof(*ptrs));
+	io = calloc(n ? n : 1, sizeof(*io));
+	if (!m->op || !ptrs || !io) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	m->n = n;
 	for (i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
@@ -1741,6 +1766,11 @@ int pohm_io_cas_get_many(struct pohm_client *c, size_t n, const char *const *key
 					     out[i].csum, &res[i]);
 		out[i].status = st;
 	}
+	rc = 0;
+out:
+	free(io);
+	free(ptrs);
+	free(m->op);
 	free(m);
-	return 0;
+	return rc;
 }

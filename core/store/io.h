@@ -277,7 +277,7 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
 
-#define POHM_IO_CAS_MANY	4	/* keys per pohm_io_cas_get_many */
+#define POHM_IO_CAS_MANY	512	/* keys per pohm_io_cas_get_many */
 
 struct pohm_io_cas_val {
 	int status;			/* what pohm_io_cas_get returned for the key */
@@ -288,8 +288,8 @@ struct pohm_io_cas_val {
 
 /*
  * pohm_io_cas_get of n <= POHM_IO_CAS_MANY keys at once: every group's READ
- * of every key in one round trip, back as soon as each key's content is
- * decided.  A key whose answers leave anything to settle or repair (a
+ * of every key in one round trip (pipelined on the connections), back as
+ * soon as each key's content is decided.  A key whose answers leave anything to settle or repair (a
  * split, too few answers, a stale route; with read_repair any differing or
  * missing copy) is then read alone by pohm_io_cas_get, so each out[i] and
  * res[i] is what that call gives.  0 (per-key outcomes in out[i].status),

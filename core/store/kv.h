@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define POHM_KV_CSUM 64
-#define POHM_KV_GET_N 4		/* keys per get_n */
+#define POHM_KV_GET_N 4		/* get_n batches up to this size are remembered (peek) */
 
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
@@ -68,14 +68,16 @@ struct pohm_kv_ops {
 			size_t max_len,
 			int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg);
 	/*
-	 * get of n <= POHM_KV_GET_N keys at once (one round trip in the common
-	 * case): st[i] is what get returns for keys[i], out[i] filled when 0.
-	 * 0, or -errno with nothing filled.  NULL: callers get key by key.
+	 * get of n keys at once (one round trip in the common case, per few
+	 * hundred keys: pipelined): st[i] is what get returns for keys[i],
+	 * out[i] filled when 0.  0, or -errno with nothing filled.  peek
+	 * knows the values of a call of at most POHM_KV_GET_N keys only.
+	 * NULL: callers get key by key.
 	 */
 	int (*get_n)(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		     int *st);
 	/*
-	 * The value this thread last read (get, get_n) or wrote (a committed
+	 * The value this thread last read (get, a small get_n) or wrote (a committed
 	 * put) for key through this store, with no round trip: a base for an
 	 * optimistic CAS (issue 23).  It may be stale; a put against a stale
 	 * checksum fails with -EAGAIN and writes nothing.  *age_ns: how long

@@ -247,18 +247,20 @@ static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return 0;
 }
 
-static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
-		      int *st)
+/* One get_n batch of n <= POHM_IO_CAS_MANY keys; remember: keep the values for peek. */
+static int get_n_batch(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		       int *st, int keep)
 {
 	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
-	struct pohm_io_result *res = calloc(POHM_IO_CAS_MANY, sizeof(*res));
-	struct pohm_io_cas_val v[POHM_IO_CAS_MANY];
+	struct pohm_io_result *res = calloc(n ? n : 1, sizeof(*res));
+	struct pohm_io_cas_val *v = calloc(n ? n : 1, sizeof(*v));
 	struct trace t;
 	size_t i;
 	int r;
 
-	if (!res)
-		return -ENOMEM;
+	r = res && v ? 0 : -ENOMEM;
+	if (r)
+		goto out;
 	trace_start(ctx, &t);
 	r = pohm_io_cas_get_many(ctx, n, keys, v, res);
 	trace_end(ctx, &t, "get_n", keys[0], n - 1, r);
@@ -274,12 +276,38 @@ static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_k
 			pohm_info("%s", res[i].msg);
 		else if (!x && res[i].notes)
 			pohm_debug("%s", res[i].msg);
-		if (!x)
+		if (!x && keep)
 			remember(ctx, keys[i], out[i].data, out[i].len, out[i].csum, &res[i]);
 		st[i] = x == -ETIMEDOUT ? -EIO : x;
 	}
 out:
+	free(v);
 	free(res);
+	return r;
+}
+
+/*
+ * get_n: POHM_IO_CAS_MANY keys per round trip.  Only a small batch's
+ * values are remembered (rollbacks, peek): a listing's hundreds of inodes
+ * would only push this thread's few recent values out.
+ */
+static int raw_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		      int *st)
+{
+	size_t i, k;
+	int r = 0;
+
+	for (i = 0; i < n; i += k) {
+		k = n - i < POHM_IO_CAS_MANY ? n - i : POHM_IO_CAS_MANY;
+		r = get_n_batch(ctx, k, keys + i, out + i, st + i, n <= POHM_KV_GET_N);
+		if (r)
+			break;
+	}
+	if (r)		/* nothing filled, as the contract says */
+		for (k = 0; k < i; k++) {
+			free(out[k].data);
+			memset(&out[k], 0, sizeof(out[k]));
+		}
 	return r;
 }
 

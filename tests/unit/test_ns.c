@@ -1095,6 +1095,92 @@ TEST(lookup_check_plain_case_only)
 	pohm_ns_close(ns);
 }
 
+/* pohm_ns_getattr_many gives each inode what pohm_ns_getattr gives, in one
+ * get_n for all (issue 23: a listing validates its entries together). */
+TEST(getattr_many_is_getattr_in_one_read)
+{
+	struct pohm_ns *ns = fresh(0), *cns;
+	struct pohm_kv ckv;
+	struct pohm_inode a, b, one, many[5];
+	uint64_t inos[5];
+	int st[5], i;
+
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0640, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "b", 0600, 0, 0, 0, 0, &b), 0);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, 1, "b"), 0);	/* a tombstone now */
+	inos[0] = a.ino;
+	inos[1] = b.ino;
+	inos[2] = POHM_ROOT_INO;
+	inos[3] = 0x1234567;		/* never existed */
+	inos[4] = a.ino;
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = counting_get_n;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	{
+		struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
+
+		cns = NULL;
+		EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	}
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_getattr_many(cns, 5, inos, many, st), 0);
+	EXPECT_EQ_INT(all_reads, 1);
+	for (i = 0; i < 5; i++) {
+		int r = pohm_ns_getattr(cns, inos[i], &one);
+
+		EXPECT_EQ_INT(st[i], r);
+		if (!r) {
+			EXPECT_EQ_U64(many[i].ino, one.ino);
+			EXPECT_EQ_U64(many[i].version, one.version);
+			EXPECT_EQ_INT(many[i].mode, one.mode);
+			pohm_inode_clear(&one);
+		}
+		if (!st[i])
+			pohm_inode_clear(&many[i]);
+	}
+	EXPECT_EQ_INT(st[0], 0);
+	EXPECT_EQ_INT(st[1], -ENOENT);
+	EXPECT_EQ_INT(st[3], -ENOENT);
+	pohm_ns_close(cns);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+}
+
+/* readdir reads a split directory's buckets a level at a time (one get_n
+ * per level), not one bucket after another (issue 23). */
+TEST(readdir_reads_a_level_at_a_time)
+{
+	struct pohm_ns *ns = fresh(8), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .bucket_max = 8, .chunk_shift = 12 };
+	struct pohm_kv ckv;
+	char name[32];
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
+	}
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = counting_get_n;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(count_entries(cns, 1), 40);
+	/* 40 names in buckets of 8: at least 5 leaves, so 9+ buckets one by
+	 * one; by level: the directory inode and at most 5 levels. */
+	if (all_reads > 6)
+		printf("# %d reads\n", all_reads);
+	EXPECT(all_reads <= 6);
+	pohm_ns_close(cns);
+	pohm_ns_close(ns);
+}
+
 /*
  * RELIABILITY.md finding 15: create then unlink of one name must not bring
  * back the bucket's bytes from before the create.  A writer that read the
