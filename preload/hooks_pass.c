@@ -12,13 +12,14 @@
 
 #define POHM_WEAK __attribute__((weak))
 
-POHM_WEAK int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+POHM_WEAK int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode,
+			     struct pohm_fd_info *fi, const struct pohm_real_call *real)
 {
-	return POHM_PASS;
+	return real->call(real->arg);
 }
 
-POHM_WEAK int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd,
-				  struct pohm_fd_info *fi)
+POHM_WEAK int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd,
+			      struct pohm_fd_info *fi)
 {
 	return fd;
 }
