@@ -51,15 +51,15 @@
  * (open, ns, attr, stat, statx) never return POHM_PASS: their result is
  * the caller's.
  *
- * Defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc (a one-call hook's default makes the real call).
- * preload/hooks_cache.c, always linked into the library, overrides them
- * with strong definitions that call core/ (all but pohm_hook_statfs_fix,
- * whose default stays in use), so the library is not a passthrough:
- * under the prefix every hook reaches the cache.  At run time
- * POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong
- * hooks pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the
- * hooks do.
+ * Every hook has one definition: hooks_stack.c's (each runs hooks_cache.c's
+ * pohm_hk_* of the same contract on the library's stack), or hooks_cache.c's
+ * own for those that reach no storage call on the way (fork, exec_env,
+ * statfs_fix).  There are no weak passthrough defaults any more (session
+ * 11: hooks_pass.c went with the last before/after pair; both library
+ * builds always link the storage side, so nothing used them).  At run
+ * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes the
+ * hooks pass as if no storage were there: POHM_PASS, or the wrapper's
+ * real call alone.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.

@@ -1,7 +1,8 @@
 /*
- * hooks_cache.c — the storage side of the hooks (hooks.h): strong
- * definitions that replace the passthrough defaults of hooks_pass.c and
- * hand every call under the prefix to core/cache.
+ * hooks_cache.c — the storage side of the hooks (hooks.h): the pohm_hk_*
+ * that hooks_stack.c's pohm_hook_* run on the library's stack, and the
+ * hooks that need no stack (fork, exec_env, statfs_fix); every call under
+ * the prefix goes to core/mount and core/cache.
  *
  * Heavy init (DESIGN.md §5) happens on the first hook call, in core/mount
  * (proc.c, pohm_proc_mount): the configuration, the client and the cache;
@@ -17,7 +18,9 @@
  * name lookups) pass straight through the wrappers.
  *
  * POHMELFS_TEST_PASSTHROUGH=1 (read only by the test build of the library,
- * build/test/: sys.h pohm_sys_test_switch; documented in libpohmelfs(7)) turns every hook back into the passthrough default: the interposition
+ * build/test/: sys.h pohm_sys_test_switch; documented in libpohmelfs(7))
+ * makes every hook pass (POHM_PASS, or the wrapper's real call alone, as
+ * if no storage were there: mount_here): the interposition
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
@@ -422,6 +425,17 @@ int pohm_hk_mount_dev(uint64_t *dev)
 		return POHM_PASS;
 	*dev = pohm_cache_dev(c);
 	return 0;
+}
+
+/*
+ * statfs/statvfs under the prefix: the cache_dir's file system's numbers
+ * stand (nothing to fix yet; the cluster's free space could go into
+ * f_bavail here).  The one hook without a storage call, so not on the
+ * library's stack (hooks_stack.c).
+ */
+void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct statfs *sf,
+			  struct statvfs *sv)
+{
 }
 
 /* ---------------------------------------------------------------- attributes */
