@@ -17,7 +17,9 @@
  * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns), an open
  * (create, materialize, the writer's early and open-for-write locks,
  * pohmelfsd's start, a create's undo) core/mount procopen.c
- * (pohm_proc_open; pohm_proc_opened for the mkstemp family).  What it
+ * (pohm_proc_open; pohm_proc_opened for the mkstemp family), what a
+ * read-only use of a name materializes core/mount proclookup.c
+ * (pohm_proc_lookup; POHM_LK_* map to enum pohm_proc_lookup).  What it
  * keeps is glue to preload's services: the fd table and write-only fds'
  * shadows (as core's struct pohm_host_fds), the signal-handler queue.
  *

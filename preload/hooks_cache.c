@@ -486,48 +486,34 @@ int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ---------------------------------------------------------------- lookups */
 
+/* The shim's lookup kinds in core/mount's words (proclookup.c). */
+static const enum pohm_proc_lookup lookup_why[] = {
+	[POHM_LK_ACCESS] = POHM_PL_ACCESS,	[POHM_LK_READLINK] = POHM_PL_READLINK,
+	[POHM_LK_XATTR_GET] = POHM_PL_XATTR_GET, [POHM_LK_CHDIR] = POHM_PL_CHDIR,
+	[POHM_LK_OPENDIR] = POHM_PL_OPENDIR,	[POHM_LK_REALPATH] = POHM_PL_REALPATH,
+	[POHM_LK_STATFS] = POHM_PL_STATFS,	[POHM_LK_EXEC] = POHM_PL_EXEC,
+	[POHM_LK_DLOPEN] = POHM_PL_DLOPEN,	[POHM_LK_TEMPDIR] = POHM_PL_TEMPDIR,
+	[POHM_LK_HANDLE] = POHM_PL_HANDLE,	[POHM_LK_WATCH] = POHM_PL_WATCH,
+	[POHM_LK_SPAWN_OPEN] = POHM_PL_SPAWN_OPEN,
+};
+
 static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
 {
 	struct pohm_cache *c;
-	unsigned mf = 0;
+	unsigned pf = 0;
 	int r;
 
 	if (p->flags & POHM_PATH_TRUNC)
 		return POHM_PASS;
 	if (!(c = cache(&r)))
 		return r;
-	switch (why) {
-	case POHM_LK_READLINK:
-		mf = POHM_MAT_NOFOLLOW;
-		break;
-	case POHM_LK_XATTR_GET:
-		mf = (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
-		break;
-	case POHM_LK_OPENDIR:
-		mf = POHM_MAT_LIST;
-		break;
-	case POHM_LK_EXEC:
-	case POHM_LK_DLOPEN:
-	case POHM_LK_SPAWN_OPEN:
-		mf = POHM_MAT_DATA;
-		break;
-	case POHM_LK_TEMPDIR:
-		mf = 0;
-		break;
-	default:
-		mf = 0;
-		break;
-	}
-	r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	if (r >= 0 && why == POHM_LK_XATTR_GET && (flags & POHM_XATTR_USER))
-		r = HELD(pohm_cache_xattr_ready(c, p->rel, mf));
-	if (r >= 0 && why == POHM_LK_ACCESS) {
-		/* A stub by its stored attributes (the one checker); 1: the real call. */
-		r = HELD(pohm_cache_access(c, p->rel, flags, !!(flags & POHM_ACCESS_EFFECTIVE)));
-		r = r == 1 ? POHM_PASS : r;
-	}
-	return pohm_proc_count(why == POHM_LK_OPENDIR ? POHM_ST_READDIR : POHM_ST_LOOKUP,
-		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
+	if (why == POHM_LK_XATTR_GET)
+		pf = ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_PLF_NOFOLLOW : 0) |
+		     ((flags & POHM_XATTR_USER) ? POHM_PLF_USER_XATTR : 0);
+	else if (why == POHM_LK_ACCESS && (flags & POHM_ACCESS_EFFECTIVE))
+		pf = POHM_PLF_EFFECTIVE;
+	r = HELD(pohm_proc_lookup(c, lookup_why[why], p->rel, flags & (R_OK | W_OK | X_OK), pf));
+	return r == POHM_PROC_PASS ? POHM_PASS : r;
 }
 
 /*

@@ -321,6 +321,29 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 int pohm_proc_opened(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
 		     int flags, int fd, uint64_t *ino);
 
+/*
+ * proclookup.c: a read-only use of rel by a host process, before its own
+ * call: rel materialized as the use needs (readlink: the link itself;
+ * opendir: the entries; exec, dlopen, a spawn's open: the data; the others
+ * the name), for getxattr of user.* names (POHM_PLF_USER_XATTR) a stub's
+ * xattrs fetched, for access(2) a stub answered from its stored attributes
+ * (amode: R_OK|W_OK|X_OK; POHM_PLF_EFFECTIVE: the effective ids).  Counted
+ * (opendir as a readdir).  Returns POHM_PROC_PASS (the host's own call
+ * answers), 0 (access: allowed without it) or -errno.  Called with the
+ * shim's hold held.
+ */
+enum pohm_proc_lookup {
+	POHM_PL_ACCESS, POHM_PL_READLINK, POHM_PL_XATTR_GET, POHM_PL_CHDIR,
+	POHM_PL_OPENDIR, POHM_PL_REALPATH, POHM_PL_STATFS, POHM_PL_EXEC,
+	POHM_PL_DLOPEN, POHM_PL_TEMPDIR, POHM_PL_HANDLE, POHM_PL_WATCH,
+	POHM_PL_SPAWN_OPEN,
+};
+#define POHM_PLF_NOFOLLOW	1u	/* getxattr's l-forms: the symlink itself */
+#define POHM_PLF_USER_XATTR	2u	/* the call may return user.* xattrs */
+#define POHM_PLF_EFFECTIVE	4u	/* access with the effective ids */
+int pohm_proc_lookup(struct pohm_cache *c, enum pohm_proc_lookup why, const char *rel,
+		     int amode, unsigned flags);
+
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it
  * exists and is another user's, cannot be looked at, or cannot be made
