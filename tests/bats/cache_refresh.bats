@@ -298,8 +298,13 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	shim a timeout 60 bash -c "echo old > '$T/a/f'"
 	[ "$(shim b timeout 30 cat "$T/b/f")" = old ]
 	shim a timeout 60 bash -c "echo new > '$T/a/f'"
-	echo appended | POHMELFS_TEST_REFRESH_IN_OPEN=1 shim b timeout 30 \
-		dd of="$T/b/f" oflag=append conv=nocreat,notrunc status=none
+	# An append to an existing file (O_WRONLY|O_APPEND, no O_CREAT).  Not
+	# dd: its aligned_alloc(4096, 512) aborts under a preloaded ASan.
+	POHMELFS_TEST_REFRESH_IN_OPEN=1 shim b timeout 30 python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"appended\n")
+os.close(fd)' "$T/b/f"
 	[ "$(shim c timeout 30 cat "$T/c/f")" = new ]
 	[ "$(shim b timeout 30 cat "$T/b/f")" = new ]
 	[ "$(conflicts_on c b)" = "$(printf 'old\nappended')" ]
