@@ -162,8 +162,8 @@ static const char *ch_path(const char *h, const char *rel)
 
 /* What the shim does for open(O_CREAT|O_WRONLY|O_TRUNC), write, close with
  * a push (sync_on_close): 0 or -errno. */
-static int ch_write(struct pohm_cache *c, const char *h, const char *rel, const void *data,
-		    size_t len)
+static __attribute__((unused)) int ch_write(struct pohm_cache *c, const char *h, const char *rel,
+					    const void *data, size_t len)
 {
 	int fd, r;
 
@@ -183,7 +183,7 @@ static int ch_write(struct pohm_cache *c, const char *h, const char *rel, const 
 }
 
 /* The whole local file p into buf (at most len bytes): bytes, or -errno. */
-static ssize_t ch_read_all(const char *p, void *buf, size_t len)
+static __attribute__((unused)) ssize_t ch_read_all(const char *p, void *buf, size_t len)
 {
 	int fd = open(p, O_RDONLY);
 	ssize_t n;

@@ -19,60 +19,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "cache_hosts.h"
 #include "kv.h"
 #include "mount.h"
-
-static struct pohm_kv kv;
-static char root[128];
-
-static struct pohm_cache *host(const char *name)
-{
-	struct pohm_cache_opts o = { 0 };
-	struct pohm_cache *c = NULL;
-	char prefix[512], cdir[512], err[512];
-
-	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", root, name);
-	snprintf(cdir, sizeof(cdir), "%s/%s/state", root, name);
-	o.prefix = prefix;
-	o.cache_dir = cdir;
-	o.fsid = "t";
-	o.host_id = name;
-	o.kv = &kv;
-	o.chunk_shift = 12;
-	if (pohm_cache_open(&c, &o, err, sizeof(err)))
-		printf("# open %s: %s\n", name, err);
-	return c;
-}
-
-static void setup(void)
-{
-	char cmd[400];
-
-	snprintf(root, sizeof(root), "/tmp/pohm-procns-test.%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
-	if (system(cmd))
-		printf("# setup failed\n");
-	pohm_kvmem_free(&kv);
-	pohm_kvmem_new(&kv);
-}
-
-static void cleanup(void)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	EXPECT_EQ_INT(system(cmd), 0);
-}
-
-static char *path(const char *h, const char *rel)
-{
-	static char buf[2][512];
-	static int i;
-
-	i = (i + 1) % 2;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s/prefix/%s", root, h, rel);
-	return buf[i];
-}
 
 /* The fake host's real call: a rename of host h's local names, counted. */
 static int calls;
@@ -99,21 +48,20 @@ TEST(the_storage_answers_alone_for_the_root_and_a_new_directory)
 	struct pohm_cache *c, *c2;
 	struct stat st;
 
-	setup();
-	c = host("h");
-	c2 = host("h2");
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
 	EXPECT(c && c2);
 	calls = 0;
 	EXPECT_EQ_INT(pohm_proc_ns(c, POHM_PN_MKDIR, "", NULL, &arg, &real), -EEXIST);
 	EXPECT_EQ_INT(pohm_proc_ns(c, POHM_PN_RMDIR, "", NULL, &arg, &real), -EBUSY);
 	EXPECT_EQ_INT(pohm_proc_ns(c, POHM_PN_MKDIR, "d", NULL, &arg, &real), 0);
 	EXPECT_EQ_INT(calls, 0);
-	EXPECT_EQ_INT(stat(path("h", "d"), &st), 0);
+	EXPECT_EQ_INT(stat(ch_path("h", "d"), &st), 0);
 	EXPECT(S_ISDIR(st.st_mode));
 	EXPECT_EQ_INT(pohm_cache_materialize(c2, "d", 0), 0);	/* the other host sees it */
 	pohm_cache_close(c);
 	pohm_cache_close(c2);
-	cleanup();
 }
 
 /* issue 22 item 4: a socket renamed over a stored file. */
@@ -126,38 +74,37 @@ TEST(a_local_only_rename_is_the_kernels_and_drops_the_stored_name_it_replaced)
 	struct pohm_proc_real real = { real_rename, &x };
 	int fd, s;
 
-	setup();
-	c = host("h");
-	c2 = host("h2");
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
 	EXPECT(c && c2);
 	/* A stored file "b", as the shim makes one. */
 	EXPECT_EQ_INT(pohm_cache_create(c, "b", 0644, 0), 0);
-	fd = open(path("h", "b"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	fd = open(ch_path("h", "b"), O_CREAT | O_RDWR | O_TRUNC, 0644);
 	EXPECT(fd >= 0);
 	pohm_cache_opened(c, "b", fd);
 	EXPECT_EQ_INT((int)write(fd, "x", 1), 1);
 	EXPECT(pohm_cache_push_fd(c, fd) >= 0);
 	close(fd);
 	EXPECT_EQ_INT(pohm_cache_materialize(c2, "b", 0), 0);
-	EXPECT_EQ_INT(access(path("h2", "b"), F_OK), 0);	/* the other host has it */
+	EXPECT_EQ_INT(access(ch_path("h2", "b"), F_OK), 0);	/* the other host has it */
 	/* A socket "s" only the kernel holds. */
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path("h", "s"));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ch_path("h", "s"));
 	s = socket(AF_UNIX, SOCK_STREAM, 0);
 	EXPECT(s >= 0);
 	EXPECT_EQ_INT(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	x.from = path("h", "s");
-	x.to = path("h", "b");
+	x.from = ch_path("h", "s");
+	x.to = ch_path("h", "b");
 	calls = 0;
 	EXPECT_EQ_INT(pohm_proc_ns(c, POHM_PN_RENAME, "s", "b", &arg, &real), 0);
 	EXPECT_EQ_INT(calls, 1);
-	c3 = host("h3");	/* a host that never saw "b" asks the storage */
+	c3 = ch_host("h3");	/* a host that never saw "b" asks the storage */
 	EXPECT(c3 != NULL);
 	pohm_cache_materialize(c3, "b", 0);
-	EXPECT_EQ_INT(access(path("h3", "b"), F_OK), -1);
+	EXPECT_EQ_INT(access(ch_path("h3", "b"), F_OK), -1);
 	EXPECT_EQ_INT(errno, ENOENT);
 	close(s);
 	pohm_cache_close(c);
 	pohm_cache_close(c2);
 	pohm_cache_close(c3);
-	cleanup();
 }

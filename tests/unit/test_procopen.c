@@ -16,60 +16,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "cache_hosts.h"
 #include "kv.h"
 #include "mount.h"
-
-static struct pohm_kv kv;
-static char root[128];
-
-static struct pohm_cache *host(const char *name)
-{
-	struct pohm_cache_opts o = { 0 };
-	struct pohm_cache *c = NULL;
-	char prefix[512], cdir[512], err[512];
-
-	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", root, name);
-	snprintf(cdir, sizeof(cdir), "%s/%s/state", root, name);
-	o.prefix = prefix;
-	o.cache_dir = cdir;
-	o.fsid = "t";
-	o.host_id = name;
-	o.kv = &kv;
-	o.chunk_shift = 12;
-	if (pohm_cache_open(&c, &o, err, sizeof(err)))
-		printf("# open %s: %s\n", name, err);
-	return c;
-}
-
-static void setup(void)
-{
-	char cmd[400];
-
-	snprintf(root, sizeof(root), "/tmp/pohm-procopen-test.%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
-	if (system(cmd))
-		printf("# setup failed\n");
-	pohm_kvmem_free(&kv);
-	pohm_kvmem_new(&kv);
-}
-
-static void cleanup(void)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	EXPECT_EQ_INT(system(cmd), 0);
-}
-
-static char *path(const char *h, const char *rel)
-{
-	static char buf[2][512];
-	static int i;
-
-	i = (i + 1) % 2;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s/prefix/%s", root, h, rel);
-	return buf[i];
-}
 
 /* The fake host: no fds of its own under the prefix; counts the
  * readable fds asked for. */
@@ -120,20 +69,19 @@ TEST(a_create_whose_real_open_fails_leaves_no_name_in_the_storage)
 	struct pohm_cache *c, *c2;
 	uint64_t ino = 0;
 
-	setup();
-	c = host("h");
-	c2 = host("h2");
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
 	EXPECT(c && c2);
-	x.path = path("h", "n");
+	x.path = ch_path("h", "n");
 	calls = 0;
 	EXPECT_EQ_INT(pohm_proc_open(c, &hfds, "n", 0, x.flags, 0644, &ino, &real), -EACCES);
 	EXPECT_EQ_INT(calls, 1);
-	EXPECT_EQ_INT(access(path("h", "n"), F_OK), -1);	/* nor here */
+	EXPECT_EQ_INT(access(ch_path("h", "n"), F_OK), -1);	/* nor here */
 	pohm_cache_materialize(c2, "n", 0);
-	EXPECT_EQ_INT(access(path("h2", "n"), F_OK), -1);	/* the other host has none */
+	EXPECT_EQ_INT(access(ch_path("h2", "n"), F_OK), -1);	/* the other host has none */
 	pohm_cache_close(c);
 	pohm_cache_close(c2);
-	cleanup();
 }
 
 TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
@@ -144,11 +92,11 @@ TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
 	uint64_t ino = 0;
 	int fd;
 
-	setup();
-	c = host("h");
-	c2 = host("h2");
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
 	EXPECT(c && c2);
-	x.path = path("h", "w");
+	x.path = ch_path("h", "w");
 	calls = readables = 0;
 	fd = pohm_proc_open(c, &hfds, "w", 0, x.flags, 0644, &ino, &real);
 	EXPECT(fd >= 0);
@@ -158,9 +106,9 @@ TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
 	EXPECT_EQ_INT((int)write(fd, "x", 1), 1);
 	close(fd);
 	EXPECT_EQ_INT(pohm_cache_materialize(c2, "w", 0), 0);
-	EXPECT_EQ_INT(access(path("h2", "w"), F_OK), 0);	/* the other host sees the name */
+	EXPECT_EQ_INT(access(ch_path("h2", "w"), F_OK), 0);	/* the other host sees the name */
 	/* A directory's name with O_CREAT: the kernel's alone (EISDIR). */
-	x.path = path("h", "");
+	x.path = ch_path("h", "");
 	x.flags = O_CREAT | O_WRONLY;
 	calls = 0;
 	EXPECT_EQ_INT(pohm_proc_open(c, &hfds, "", POHM_POF_DIRNAME, x.flags, 0644, &ino, &real),
@@ -168,6 +116,5 @@ TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
 	EXPECT_EQ_INT(calls, 1);
 	pohm_cache_close(c);
 	pohm_cache_close(c2);
-	cleanup();
 }
 
