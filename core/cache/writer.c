@@ -147,23 +147,31 @@ static struct wr_ent *wr_find(struct cache_writers *w, uint64_t ldev, uint64_t l
 	return NULL;
 }
 
+/* A fresh fd on cache_dir/w.lock (above the host's fds), and in *fl the
+ * lock of type on ino's byte, not taken yet. */
+static int wr_lock_fd(struct pohm_cache *c, uint64_t ino, short type, struct flock *fl)
+{
+	int fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
+
+	if (fd < 0)
+		return fd;
+	memset(fl, 0, sizeof(*fl));
+	fl->l_type = type;
+	fl->l_whence = SEEK_SET;
+	fl->l_start = ino_byte(ino);
+	fl->l_len = 1;
+	return pohm_sys_move_high(fd);
+}
+
 /* A fresh fd on cache_dir/w.lock holding a shared lock on ino's byte. */
 static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 {
 	struct flock fl;
 	int fd, r, i;
 
-	fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
+	fd = wr_lock_fd(c, ino, F_RDLCK, &fl);
 	if (fd < 0)
 		return fd;
-	fd = pohm_sys_move_high(fd);
-	if (fd < 0)
-		return fd;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_RDLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = ino_byte(ino);
-	fl.l_len = 1;
 	/* Writers take shared locks; the only exclusive one is a refresh's,
 	 * held for its re-check and rename (local file calls, no network:
 	 * cache_writer_exclude).  Wait that out, a bounded while: a writer
@@ -356,17 +364,9 @@ int cache_writer_exclude(struct pohm_cache *c, uint64_t ino)
 	struct flock fl;
 	int fd, r;
 
-	fd = pohm_journal_open_own(c->j.dirfd, "w.lock", O_RDWR | O_CREAT);
+	fd = wr_lock_fd(c, ino, F_WRLCK, &fl);
 	if (fd < 0)
 		return fd;
-	fd = pohm_sys_move_high(fd);
-	if (fd < 0)
-		return fd;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = ino_byte(ino);
-	fl.l_len = 1;
 	r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);	/* never waited for */
 	if (r) {
 		pohm_sys_close(fd);
