@@ -14,7 +14,8 @@
  * cache names every file by that string, so such a call fails with
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
- * The one-call hooks (open, stat, statx, ns, attr) return it.
+ * The _done hooks then see the refusal as the call's result; the
+ * one-call hooks (stat, statx, ns, attr) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -36,8 +37,7 @@ struct a_open {
 	const struct pohm_path *p;
 	int flags;
 	mode_t mode;
-	struct pohm_fd_info *fi;
-	const struct pohm_real_call *real;
+	int *fd_out;
 };
 
 static long run_open(void *v)
@@ -45,37 +45,36 @@ static long run_open(void *v)
 	struct a_open *x = v;
 
 	if (too_long(x->p))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_open(x->p, x->flags, x->mode, x->fi, x->real);
+		return pohm_hk_too_long();
+	return pohm_hk_open(x->p, x->flags, x->mode, x->fd_out);
 }
 
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
-		   const struct pohm_real_call *real)
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
 {
-	struct a_open x = { p, flags, mode, fi, real };
+	struct a_open x = { p, flags, mode, fd_out };
 
 	return (int)pohm_stack_run(run_open, &x);
 }
 
-struct a_adopt {
+struct a_open_done {
 	const struct pohm_path *p;
 	int flags;
 	int fd;
 	struct pohm_fd_info *fi;
 };
 
-static long run_adopt(void *v)
+static long run_open_done(void *v)
 {
-	struct a_adopt *x = v;
+	struct a_open_done *x = v;
 
-	return pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
+	return pohm_hk_open_done(x->p, x->flags, x->fd, x->fi);
 }
 
-int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
-	struct a_adopt x = { p, flags, fd, fi };
+	struct a_open_done x = { p, flags, fd, fi };
 
-	return (int)pohm_stack_run(run_adopt, &x);
+	return (int)pohm_stack_run(run_open_done, &x);
 }
 
 struct a_stat {
