@@ -55,6 +55,19 @@ static int strip_deleted(int fd, char *buf, long *n)
 	return 1;
 }
 
+/* The (dev, ino) of dirfd into id, when the fd table wants it and has none
+ * (errno may change: the caller restores it). */
+static void note_dir_id(int dirfd, struct pohm_fdid *id)
+{
+	struct stat st;
+
+	if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
+		id->dev = (uint64_t)st.st_dev;
+		id->ino = (uint64_t)st.st_ino;
+		id->known = 1;
+	}
+}
+
 /*
  * The kernel's idea of where base is (getcwd, or /proc/self/fd/N), walked
  * into *pos and rel; cached in the fd table when it may be (id: what the
@@ -69,7 +82,6 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 {
 	char buf[PATH_MAX], link[40];
 	struct pohm_pc_res res;
-	struct stat st;
 	int saved = errno, dead = 0;
 	long n;
 
@@ -100,11 +112,7 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 			return -1;
 		}
 		if (dirfd != AT_FDCWD && *rellen < relsz) {
-			if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
-				id->dev = (uint64_t)st.st_dev;
-				id->ino = (uint64_t)st.st_ino;
-				id->known = 1;
-			}
+			note_dir_id(dirfd, id);
 			errno = saved;
 			pohm_fd_resolved(dirfd, pos, rel, id);
 		}
@@ -126,11 +134,7 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 		return 0;	/* a cwd under the prefix, unknown or volatile: asked each time */
 	if (res.cls == POHM_PC_IN && !res.trunc) {
 		rel[res.len] = '\0';
-		if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
-			id->dev = (uint64_t)st.st_dev;
-			id->ino = (uint64_t)st.st_ino;
-			id->known = 1;
-		}
+		note_dir_id(dirfd, id);
 		errno = saved;
 		pohm_fd_resolved(dirfd, pos, rel, id);
 	} else if (res.cls != POHM_PC_IN) {
