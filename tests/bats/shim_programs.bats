@@ -172,15 +172,12 @@ rsync_both() {	# rsync_both DIRMODE OPTS
 }
 
 @test "rsync -a with directory modes and times" {
-	# Known bug of the cache engine (core/cache/push.c, preload/hooks_cache.c):
-	# fchmod of a directory fd is not pushed (pohm_cache_push_fd handles
-	# regular files only), and a directory's times set within a few ms of
-	# its creation are taken for unchanged.  rsync does both.
+	# rsync sets a directory's mode through an fd (fchmod) and its times
+	# within a few ms of its creation; both must reach the other host.
 	shim a python3 -c "
 import os
 os.makedirs('$T/a/probe'); fd = os.open('$T/a/probe', os.O_RDONLY); os.fchmod(fd, 0o700); os.close(fd)"
-	[ "$(shim b stat -c %a "$T/b/probe")" = 700 ] ||
-		skip "cache engine: directory attribute changes through an fd are not pushed"
+	[ "$(shim b stat -c %a "$T/b/probe")" = 700 ]
 	rsync_src 755
 	rsync_both 755 ""
 }
