@@ -104,6 +104,9 @@ daemon_of() {
 	grep -q "^pohmelfs\[$d\]: info: pohmelfsd $d: prefix $T/a," "$T/a.log"
 	[ ! -s "$T/a.err" ]
 	[ ! -e "$T/a-state/pohmelfsd.log" ]
+	# Its standard streams are not the host's (a.err): /dev/null.
+	[ "$(readlink "/proc/$d/fd/2")" = /dev/null ]
+	[ "$(readlink "/proc/$d/fd/1")" = /dev/null ]
 	seen_by c f hi
 	# By hand in the foreground: log= too, not the terminal's stderr.
 	POHMELFS_LOG=$T/b.log POHMELFS_PREFIX=$T/b POHMELFS_CACHE_DIR=$T/b-state POHMELFS_HOST_ID=b \
