@@ -90,6 +90,41 @@ daemon_of() {
 	seen_by c t termed
 }
 
+# Issue 19 item 4: the library starts pohmelfsd from someone else's
+# process; once log= is set, nothing of ours may go to that process's
+# stderr, and pohmelfsd's lines are in the log= file like the library's.
+@test "log=: pohmelfsd, started by a host or by hand, writes its lines to the file, none to stderr" {
+	export POHMELFS_LOG_LEVEL=info POHMELFS_SYNC_ON_CLOSE=0
+	# Started by a host's write-open: its start line in the file.
+	POHMELFS_LOG=$T/a.log shim a bash -c "echo hi > '$T/a/f'" 2>"$T/a.err"
+	local d i
+	for i in $(seq 100); do d=$(daemon_of a) && break; sleep 0.1; done
+	for i in $(seq 100); do grep -q "pohmelfsd $d: prefix $T/a," "$T/a.log" && break; sleep 0.1; done
+	cat "$T/a.log"
+	grep -q "^pohmelfs\[$d\]: info: pohmelfsd $d: prefix $T/a," "$T/a.log"
+	[ ! -s "$T/a.err" ]
+	[ ! -e "$T/a-state/pohmelfsd.log" ]
+	# Its standard streams are not the host's (a.err): /dev/null.
+	[ "$(readlink "/proc/$d/fd/2")" = /dev/null ]
+	[ "$(readlink "/proc/$d/fd/1")" = /dev/null ]
+	seen_by c f hi
+	# By hand in the foreground: log= too, not the terminal's stderr.
+	POHMELFS_LOG=$T/b.log POHMELFS_PREFIX=$T/b POHMELFS_CACHE_DIR=$T/b-state POHMELFS_HOST_ID=b \
+		"$B/pohmelfsd" --once 3>&- 2>"$T/b.err"
+	cat "$T/b.err"
+	[ ! -s "$T/b.err" ]
+	grep -q ": info: pohmelfsd [0-9]*: prefix $T/b," "$T/b.log"
+	# A log= that cannot be opened: the library drops its lines, the
+	# daemon writes into its own pohmelfsd.log, saying why.
+	POHMELFS_LOG=$T/none/x.log shim b bash -c "echo hi > '$T/b/g'" 2>"$T/b.err"
+	for i in $(seq 100); do grep -qs "log=$T/none/x.log: No such file" "$T/b-state/pohmelfsd.log" && break; sleep 0.1; done
+	cat "$T/b-state/pohmelfsd.log"
+	grep -q "log=$T/none/x.log: No such file or directory; logging to pohmelfsd.log" "$T/b-state/pohmelfsd.log"
+	grep -q ": info: pohmelfsd [0-9]*: prefix $T/b," "$T/b-state/pohmelfsd.log"
+	[ ! -s "$T/b.err" ]
+	[ ! -e "$T/none" ]
+}
+
 @test "1500 writes closed with syscall(SYS_close) under ulimit -n 1024: no fd leak, all pushed" {
 	shim a mkdir "$T/a/n"
 	run shim a bash -c 'ulimit -n 1024 && exec "$1" rawclose "$2" 1500' sh "$W" "$T/a/n"

@@ -28,7 +28,8 @@
  * --once runs one round beside a running daemon (no lock, no pid file).
  *
  * Configured by the same POHMELFS_* variables and file as the library.
- * Logs go to the cache's log (cache_dir/pohmelfsd.log) unless log= is set.
+ * Logs go to the log= file when one is set (detached or not; never to the
+ * stderr we inherited), else, detached, to cache_dir/pohmelfsd.log.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -186,6 +187,16 @@ static void write_pid_file(const char *cache_dir)
 	}
 }
 
+/* An error before the main loop: to the log= file when one is open (it is
+ * where the user looks, and stderr may be a host's), else to stderr. */
+static void say_error(const struct pohm_config *cfg, const char *msg)
+{
+	if (cfg->log[0] && pohm_log_fd() != 2)
+		pohm_err("pohmelfsd: %s", msg);
+	else
+		fprintf(stderr, "pohmelfsd: %s\n", msg);
+}
+
 int main(int argc, char **argv)
 {
 	struct pohm_config cfg;
@@ -193,7 +204,7 @@ int main(int argc, char **argv)
 	struct pohm_ct t;
 	struct sigaction sa;
 	char err[1024], path[4200];
-	int foreground = 0, once = 0, i, lockfd, logfd = -1, wfd, r;
+	int foreground = 0, once = 0, i, lockfd, logfd = -1, log_failed = 0, wfd, r;
 	uint64_t idle_ns = 60ULL * 1000000000ULL, idle_since;
 	struct pohm_cache_stats reported;
 	struct pohm_sync_defer deferred;	/* files left to live writers (sync_round) */
@@ -220,9 +231,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pohm_log_setup((enum pohm_log_level)cfg.log_level, -1);
+	/* log=: every line goes to that file, detached or not, never to the
+	 * stderr we inherited (when a host process started us, its stderr is
+	 * /dev/null by then; by hand, log= still means the file).  A file
+	 * that cannot be opened: the lines go where they would without log=
+	 * (pohmelfsd.log once detached), with one line saying why. */
+	if (cfg.log[0] && (r = pohm_log_open(cfg.log)) < 0) {
+		log_failed = -r;
+		pohm_log_setup((enum pohm_log_level)cfg.log_level, -1);
+	}
 	r = pohm_mount_open(&m, &cfg, err, sizeof(err));
 	if (r) {
-		fprintf(stderr, "pohmelfsd: %s\n", err);
+		say_error(&cfg, err);
 		return 1;
 	}
 	/* The daemon's own files are 0600 whatever the umask it inherited (a
@@ -238,14 +258,16 @@ int main(int argc, char **argv)
 			pohm_mount_close(&m);
 			return 0;
 		}
-		fprintf(stderr, "pohmelfsd: %s/pohmelfsd.lock: %s\n", m.cache_dir, strerror(-lockfd));
+		snprintf(path, sizeof(path), "%s/pohmelfsd.lock: %s", m.cache_dir,
+			 strerror(-lockfd));
+		say_error(&cfg, path);
 		return 1;
 	}
 	if (!foreground && !once) {
 		/* Detach: our own session, no terminal, standard fds on /dev/null or the log. */
 		if (daemon(1, 1))
 			return 1;
-		if (!cfg.log[0]) {
+		if (!cfg.log[0] || log_failed) {
 			snprintf(path, sizeof(path), "%s/pohmelfsd.log", m.cache_dir);
 			logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 			if (logfd >= 0)
@@ -260,6 +282,9 @@ int main(int argc, char **argv)
 				close(i);
 		}
 	}
+	if (log_failed)
+		pohm_err("log=%s: %s; logging to %s", cfg.log, strerror(log_failed),
+			 foreground || once ? "standard error" : "pohmelfsd.log");
 	/* Requests for room (pohm_cache_daemon_ask_room): a FIFO, so that no
 	 * process needs our pid (issue 19 item 11).  SIGUSR1 still works. */
 	wfd = once ? -1 : pohm_cache_daemon_wake_open(m.cache_dir);
