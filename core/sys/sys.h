@@ -15,7 +15,9 @@
  * pohm_own_close only; the log never writes to stdout.
  *
  * Parts (include this header, not them, from outside core/sys):
- * log.h, ownfd.h, perm.h (the one permission checker), stats.h.
+ * log.h, ownfd.h, perm.h (the one permission checker), raw.h (one system
+ * call straight to the kernel, errno untouched, and the wrappers that are
+ * only that call), stats.h.
  */
 /*
  * sys.h — wrapped system calls for the library's own files and sockets.
@@ -50,6 +52,7 @@
 #include "log.h"
 #include "ownfd.h"
 #include "perm.h"
+#include "raw.h"
 #include "stats.h"
 
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */
