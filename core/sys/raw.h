@@ -70,8 +70,11 @@ static inline long pohm_raw6(long nr, long a, long b, long c, long d, long e, lo
 #endif
 }
 
-#define POHM_RAW(nr, a, b, c, d, e, f) \
+/* POHM_RAW(nr, args...): pohm_raw6 with up to six arguments of any integer
+ * or pointer type, the missing ones 0. */
+#define POHM_RAW_(nr, a, b, c, d, e, f, ...) \
 	pohm_raw6((nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+#define POHM_RAW(...) POHM_RAW_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 
 /* The kernel's struct sigaction for rt_sigaction(2) (x86-64 and arm64:
  * handler, flags, restorer, a 64-bit mask). */
@@ -86,59 +89,59 @@ struct pohm_ksigaction {
  * cross an exec, such as a child's /dev/null): fd or -errno. */
 static inline int pohm_sys_openat_inherit(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return (int)POHM_RAW(SYS_openat, dirfd, path, flags, mode, 0, 0);
+	return (int)POHM_RAW(SYS_openat, dirfd, path, flags, mode);
 }
 
 /* dup2(2): newfd (also when oldfd == newfd and open) or -errno. */
 static inline int pohm_sys_dup2(int oldfd, int newfd)
 {
 #ifdef SYS_dup2
-	return (int)POHM_RAW(SYS_dup2, oldfd, newfd, 0, 0, 0, 0);
+	return (int)POHM_RAW(SYS_dup2, oldfd, newfd);
 #else
 	if (oldfd == newfd) {
-		long r = POHM_RAW(SYS_fcntl, oldfd, 1 /* F_GETFD */, 0, 0, 0, 0);
+		long r = POHM_RAW(SYS_fcntl, oldfd, 1 /* F_GETFD */);
 
 		return r < 0 ? (int)r : newfd;
 	}
-	return (int)POHM_RAW(SYS_dup3, oldfd, newfd, 0, 0, 0, 0);
+	return (int)POHM_RAW(SYS_dup3, oldfd, newfd);
 #endif
 }
 
 /* faccessat(2) without flags (the real ids, as access(2)): 0 or -errno. */
 static inline int pohm_sys_faccessat(int dirfd, const char *path, int mode)
 {
-	return (int)POHM_RAW(SYS_faccessat, dirfd, path, mode, 0, 0, 0);
+	return (int)POHM_RAW(SYS_faccessat, dirfd, path, mode);
 }
 
 /* fchmod(2): 0 or -errno. */
 static inline int pohm_sys_fchmod(int fd, mode_t mode)
 {
-	return (int)POHM_RAW(SYS_fchmod, fd, mode, 0, 0, 0, 0);
+	return (int)POHM_RAW(SYS_fchmod, fd, mode);
 }
 
 /* fchownat(2) (flags: AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH): 0 or -errno. */
 static inline int pohm_sys_fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
 {
-	return (int)POHM_RAW(SYS_fchownat, dirfd, path, uid, gid, flags, 0);
+	return (int)POHM_RAW(SYS_fchownat, dirfd, path, uid, gid, flags);
 }
 
 /* readlinkat(2) into buf, not NUL-terminated: the target's length (n:
  * possibly cut) or -errno. */
 static inline ssize_t pohm_sys_readlinkat(int dirfd, const char *path, char *buf, size_t n)
 {
-	return (ssize_t)POHM_RAW(SYS_readlinkat, dirfd, path, buf, n, 0, 0);
+	return (ssize_t)POHM_RAW(SYS_readlinkat, dirfd, path, buf, n);
 }
 
 /* fstatfs(2): 0 or -errno. */
 static inline int pohm_sys_fstatfs(int fd, struct statfs *sfs)
 {
-	return (int)POHM_RAW(SYS_fstatfs, fd, sfs, 0, 0, 0, 0);
+	return (int)POHM_RAW(SYS_fstatfs, fd, sfs);
 }
 
 /* One flock(2) (a blocking one may return -EINTR): 0 or -errno. */
 static inline int pohm_sys_flock(int fd, int op)
 {
-	return (int)POHM_RAW(SYS_flock, fd, op, 0, 0, 0, 0);
+	return (int)POHM_RAW(SYS_flock, fd, op);
 }
 
 /* One nanosleep(2) of ns nanoseconds; a signal may end it early. */
@@ -146,38 +149,38 @@ static inline void pohm_sys_nap_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
 
-	(void)POHM_RAW(SYS_nanosleep, &ts, 0, 0, 0, 0, 0);
+	(void)POHM_RAW(SYS_nanosleep, &ts);
 }
 
 /* gettid(2), getegid(2) (never fail). */
 static inline pid_t pohm_sys_gettid(void)
 {
-	return (pid_t)POHM_RAW(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	return (pid_t)POHM_RAW(SYS_gettid);
 }
 
 static inline gid_t pohm_sys_getegid(void)
 {
-	return (gid_t)POHM_RAW(SYS_getegid, 0, 0, 0, 0, 0, 0);
+	return (gid_t)POHM_RAW(SYS_getegid);
 }
 
 /* setsid(2): the new session id or -errno. */
 static inline pid_t pohm_sys_setsid(void)
 {
-	return (pid_t)POHM_RAW(SYS_setsid, 0, 0, 0, 0, 0, 0);
+	return (pid_t)POHM_RAW(SYS_setsid);
 }
 
 /* rt_sigaction(2) with the kernel's struct (act or old may be NULL): 0 or -errno. */
 static inline int pohm_sys_sigaction(int sig, const struct pohm_ksigaction *act,
 				     struct pohm_ksigaction *old)
 {
-	return (int)POHM_RAW(SYS_rt_sigaction, sig, act, old, sizeof(uint64_t), 0, 0);
+	return (int)POHM_RAW(SYS_rt_sigaction, sig, act, old, sizeof(uint64_t));
 }
 
 /* rt_sigprocmask(2) of the calling thread with a 64-bit mask (set or old
  * may be NULL): 0 or -errno. */
 static inline int pohm_sys_sigmask(int how, const uint64_t *set, uint64_t *old)
 {
-	return (int)POHM_RAW(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t), 0, 0);
+	return (int)POHM_RAW(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t));
 }
 
 /*
@@ -188,13 +191,13 @@ static inline int pohm_sys_sigmask(int how, const uint64_t *set, uint64_t *old)
  */
 static inline pid_t pohm_sys_clone_copy(int sig)
 {
-	return (pid_t)POHM_RAW(SYS_clone, (unsigned long)sig, 0, 0, 0, 0, 0);
+	return (pid_t)POHM_RAW(SYS_clone, (unsigned long)sig);
 }
 
 /* execve(2): returns only on failure, -errno. */
 static inline int pohm_sys_execve(const char *path, char *const argv[], char *const envp[])
 {
-	return (int)POHM_RAW(SYS_execve, path, argv, envp, 0, 0, 0);
+	return (int)POHM_RAW(SYS_execve, path, argv, envp);
 }
 
 /* exit(2) of the calling thread only (the copy of pohm_sys_clone_copy has
@@ -202,7 +205,7 @@ static inline int pohm_sys_execve(const char *path, char *const argv[], char *co
 static inline __attribute__((noreturn)) void pohm_sys_exit_thread(int code)
 {
 	for (;;)
-		(void)POHM_RAW(SYS_exit, code, 0, 0, 0, 0, 0);
+		(void)POHM_RAW(SYS_exit, code);
 }
 
 /* wait4(2) with options (__WCLONE, WNOHANG, ...), retrying EINTR; status may
@@ -212,7 +215,7 @@ static inline pid_t pohm_sys_wait4(pid_t pid, int *status, int options)
 	long r;
 
 	do
-		r = POHM_RAW(SYS_wait4, pid, status, options, 0, 0, 0);
+		r = POHM_RAW(SYS_wait4, pid, status, options);
 	while (r == -EINTR);
 	return (pid_t)r;
 }
