@@ -9,7 +9,7 @@
  * registry of the library's own long-lived fds that the host must not
  * close (ownfd.h).
  * Main types: struct pohm_stats; the fd slots of ownfd.h.
- * Relies on: the kernel via syscall(2) and libc; no other layer.
+ * Relies on: the kernel (raw.h's inline trap) and libc; no other layer.
  * Rules for callers: functions return >= 0 or -errno and leave errno as
  * the host saw it; an fd the library keeps goes through pohm_own_set and
  * pohm_own_close only; the log never writes to stdout.
