@@ -10,7 +10,8 @@
  * may be called from a signal handler, in a vfork child, and in the copy
  * a raw clone makes of a multi-threaded host.  An architecture without
  * the inline trap below falls back to syscall(2) with errno saved and
- * restored (still invisible to the host, no longer free of TLS).
+ * restored (still invisible to the host, no longer free of TLS); so does
+ * a build with -DPOHM_RAW_LIBC (to test that path on x86-64).
  *
  * The wrappers below are the calls whose only work is the call itself;
  * those that retry, loop or choose (EINTR, short transfers, fd numbers)
@@ -27,14 +28,14 @@
 #include <time.h>
 
 #include <errno.h>	/* the E* constants; errno itself is not used */
-#if !defined(__x86_64__) && !defined(__aarch64__)
+#if (!defined(__x86_64__) && !defined(__aarch64__)) || defined(POHM_RAW_LIBC)
 #include <unistd.h>
 #endif
 
 /* The system call nr with six arguments (unused ones: pass 0): >= 0 or -errno. */
 static inline long pohm_raw6(long nr, long a, long b, long c, long d, long e, long f)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(POHM_RAW_LIBC)
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
 	register long r9 __asm__("r9") = f;
@@ -45,7 +46,7 @@ static inline long pohm_raw6(long nr, long a, long b, long c, long d, long e, lo
 			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && !defined(POHM_RAW_LIBC)
 	register long x8 __asm__("x8") = nr;
 	register long x0 __asm__("x0") = a;
 	register long x1 __asm__("x1") = b;
@@ -206,6 +207,76 @@ static inline __attribute__((noreturn)) void pohm_sys_exit_thread(int code)
 {
 	for (;;)
 		(void)POHM_RAW(SYS_exit, code);
+}
+
+/* ------------------------------------------------------------ for preload/
+ * (issue 20: the calls preload/ still makes with syscall(2), wrapped here so
+ * that moving them is mechanical; doc/notes-s12-rawsys.md lists the sites).
+ * Memory: a user-space address is below 2^52 on x86-64 and arm64, so a
+ * long result < 0 is always -errno. */
+
+/* mmap(2): the address as a long, or -errno. */
+static inline long pohm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return POHM_RAW(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+/* munmap(2), mprotect(2): 0 or -errno. */
+static inline int pohm_sys_munmap(void *addr, size_t len)
+{
+	return (int)POHM_RAW(SYS_munmap, addr, len);
+}
+
+static inline int pohm_sys_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)POHM_RAW(SYS_mprotect, addr, len, prot);
+}
+
+/* mremap(2) (new_addr used with MREMAP_FIXED / MREMAP_DONTUNMAP): the new
+ * address as a long, or -errno. */
+static inline long pohm_sys_mremap(void *old, size_t old_len, size_t new_len, int flags,
+				   void *new_addr)
+{
+	return POHM_RAW(SYS_mremap, old, old_len, new_len, flags, new_addr);
+}
+
+/* getcwd(2), the kernel's: the length with the NUL, or -errno (-ENOENT for
+ * a removed cwd; a cwd outside the root reads "(unreachable)/...", so check
+ * buf[0] == '/'). */
+static inline long pohm_sys_getcwd(char *buf, size_t n)
+{
+	return POHM_RAW(SYS_getcwd, buf, n);
+}
+
+/* One getrandom(2) (flags: GRND_NONBLOCK, ...): bytes or -errno. */
+static inline ssize_t pohm_sys_getrandom(void *buf, size_t n, unsigned flags)
+{
+	return (ssize_t)POHM_RAW(SYS_getrandom, buf, n, flags);
+}
+
+/* process_vm_readv(2) (struct iovec arrays): bytes or -errno. */
+static inline ssize_t pohm_sys_process_vm_readv(pid_t pid, const void *local, unsigned long nl,
+						const void *remote, unsigned long nr)
+{
+	return (ssize_t)POHM_RAW(SYS_process_vm_readv, pid, local, nl, remote, nr, 0);
+}
+
+/* One writev(2) (struct iovec array), no EINTR retry: bytes or -errno. */
+static inline ssize_t pohm_sys_writev(int fd, const void *iov, int n)
+{
+	return (ssize_t)POHM_RAW(SYS_writev, fd, iov, n);
+}
+
+/* statx(2) into *sx (a struct statx): 0 or -errno. */
+static inline int pohm_sys_statx(int dirfd, const char *path, int flags, unsigned mask, void *sx)
+{
+	return (int)POHM_RAW(SYS_statx, dirfd, path, flags, mask, sx);
+}
+
+/* memfd_create(2) (flags: MFD_CLOEXEC, ...): fd (not moved high) or -errno. */
+static inline int pohm_sys_memfd_create(const char *name, unsigned flags)
+{
+	return (int)POHM_RAW(SYS_memfd_create, name, flags);
 }
 
 /* wait4(2) with options (__WCLONE, WNOHANG, ...), retrying EINTR; status may

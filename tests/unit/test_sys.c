@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,6 +128,48 @@ TEST(raw_calls)
 	EXPECT(pid > 0);
 	EXPECT_RET(pohm_sys_wait4(pid, &status, __WCLONE), pid);
 	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+}
+
+TEST(raw_calls_for_preload)
+{
+	char cwd[4096], lc[4096], buf[8], b = 'x', got = 0;
+	struct iovec l = { &got, 1 }, r = { &b, 1 }, w = { &b, 1 };
+	struct statx sx;
+	struct stat st;
+	long m, m2;
+	int fd;
+
+	EXPECT_RET(pohm_sys_mmap(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), -EINVAL);
+	EXPECT_RET(pohm_sys_munmap((void *)1, 4096), -EINVAL);
+	EXPECT_RET(pohm_sys_mprotect((void *)1, 4096, PROT_READ), -EINVAL);
+	EXPECT_RET(pohm_sys_mremap((void *)1, 4096, 8192, 0, NULL), -EINVAL);
+	EXPECT_RET(pohm_sys_getcwd(cwd, 1), -ERANGE);
+	EXPECT_RET(pohm_sys_getrandom(buf, sizeof(buf), 0xdead0000), -EINVAL);
+	EXPECT_RET(pohm_sys_writev(-1, &w, 1), -EBADF);
+	EXPECT_RET(pohm_sys_statx(AT_FDCWD, "/nonexistent", 0, STATX_INO, &sx), -ENOENT);
+	EXPECT_RET(pohm_sys_memfd_create("x", 0xdead0000), -EINVAL);
+	/* Successes, against libc's view. */
+	errno = SENTINEL;
+	m = pohm_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT(m > 0);
+	EXPECT_RET(pohm_sys_mprotect((void *)m, 4096, PROT_READ), 0);
+	errno = SENTINEL;
+	m2 = pohm_sys_mremap((void *)m, 4096, 8192, MREMAP_MAYMOVE, NULL);
+	EXPECT_EQ_INT(errno, SENTINEL);
+	EXPECT(m2 > 0);
+	EXPECT_RET(pohm_sys_munmap((void *)(m2 > 0 ? m2 : m), m2 > 0 ? 8192 : 4096), 0);
+	EXPECT(getcwd(lc, sizeof(lc)) != NULL);
+	EXPECT_RET(pohm_sys_getcwd(cwd, sizeof(cwd)), (long)strlen(lc) + 1);
+	EXPECT_EQ_STR(cwd, lc);
+	EXPECT_RET(pohm_sys_getrandom(buf, sizeof(buf), 0), (long)sizeof(buf));
+	EXPECT_RET(pohm_sys_process_vm_readv(getpid(), &l, 1, &r, 1), 1);
+	EXPECT(got == 'x');
+	EXPECT_RET(pohm_sys_statx(AT_FDCWD, "/", 0, STATX_INO, &sx), 0);
+	EXPECT(stat("/", &st) == 0 && sx.stx_ino == st.st_ino);
+	fd = pohm_sys_memfd_create("pohm-test", MFD_CLOEXEC);
+	EXPECT(fd >= 0);
+	EXPECT_RET(pohm_sys_writev(fd, &w, 1), 1);
+	close(fd);
 }
 
 TEST(files_and_xattrs)
