@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -141,7 +140,7 @@ int cache_boot_check(struct pohm_cache *c)
 {
 	struct mark_ctx x = { c, 0 };
 	uint64_t now = cache_boot_id(), was = 0;
-	int lfd, r, saved;
+	int lfd, r;
 
 	if (!now)
 		return 0;	/* no boot id on this system: the rule cannot apply */
@@ -151,12 +150,9 @@ int cache_boot_check(struct pohm_cache *c)
 	lfd = pohm_journal_open_own(c->j.dirfd, "boot.lock", O_RDWR | O_CREAT | O_NOFOLLOW);
 	if (lfd < 0)
 		return lfd;
-	saved = errno;
-	if (syscall(SYS_flock, lfd, LOCK_EX)) {
-		r = -errno;
-		errno = saved;
+	r = pohm_sys_flock(lfd, LOCK_EX);
+	if (r)
 		goto out;
-	}
 	/* Again under the lock: another process may have done the scan meanwhile. */
 	r = read_boot(&c->j, &was);
 	if (!r && was == now)

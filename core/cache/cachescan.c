@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -69,9 +68,9 @@ static int adopt_other(struct scan *s, int dfd, uint64_t dino, const char *name,
 	int r;
 
 	if (S_ISLNK(st->st_mode)) {
-		n = syscall(SYS_readlinkat, dfd, name, target, sizeof(target) - 1);
+		n = pohm_sys_readlinkat(dfd, name, target, sizeof(target) - 1);
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		target[n] = '\0';
 		r = pohm_ns_symlink(s->c->ns, dino, name, target, (uint32_t)st->st_uid,
 				    (uint32_t)st->st_gid, &in);
@@ -226,7 +225,7 @@ static int scan_dir(struct scan *s, const char *rel, int depth)
 		goto out;	/* no name added or removed since the last pass */
 	}
 	s->pending = 0;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	while ((n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
 		while (off < n) {

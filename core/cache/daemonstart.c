@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +24,7 @@ extern char **environ;
 /* May we execute path?  errno untouched (a host's close must not see ENOENT). */
 static int may_exec(const char *path)
 {
-	int saved = errno, ok = !syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0);
-
-	errno = saved;
-	return ok;
+	return !pohm_sys_faccessat(AT_FDCWD, path, X_OK);
 }
 
 /*
@@ -53,22 +49,6 @@ static char **daemon_env(void)
 	return env;
 }
 
-/* clone(2) without CLONE_VM: a copy of this process, like fork but with no
- * atfork handlers, and with exit signal sig (0: none, so the host gets no
- * SIGCHLD and its wait calls without __WCLONE/__WALL never see it). */
-static pid_t clone_copy(int sig)
-{
-	return (pid_t)syscall(SYS_clone, (unsigned long)sig, NULL, NULL, NULL, 0UL);
-}
-
-/* The kernel's struct sigaction for rt_sigaction(2) (x86-64 layout). */
-struct ksigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
 /*
  * In the grandchild, before execve: only system calls (it is a copy of a
  * possibly multi-threaded host, made without glibc's fork).  Every handler
@@ -78,25 +58,24 @@ struct ksigaction {
 static __attribute__((noreturn)) void daemon_exec(const char *path, char **env,
 						  const uint64_t *empty)
 {
-	struct ksigaction dfl = { SIG_DFL, 0, NULL, 0 };
+	struct pohm_ksigaction dfl = { SIG_DFL, 0, NULL, 0 };
 	char *argv[] = { (char *)path, NULL };
 	int fd, sig;
 
 	for (sig = 1; sig <= 64; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
-	syscall(SYS_setsid);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+			pohm_sys_sigaction(sig, &dfl, NULL);
+	pohm_sys_setsid();
+	fd = pohm_sys_openat_inherit(AT_FDCWD, "/dev/null", O_RDWR, 0);
 	if (fd >= 0) {
-		syscall(SYS_dup2, fd, 0);
-		syscall(SYS_dup2, fd, 1);
-		syscall(SYS_dup2, fd, 2);
+		pohm_sys_dup2(fd, 0);
+		pohm_sys_dup2(fd, 1);
+		pohm_sys_dup2(fd, 2);
 	}
-	syscall(SYS_close_range, 3, ~0U, 0);	/* fd itself too when it was >= 3 */
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty, NULL, sizeof(uint64_t));
-	syscall(SYS_execve, path, argv, env);
-	syscall(SYS_exit, 127);
-	__builtin_unreachable();
+	pohm_sys_close_range(3, ~0U, 0);	/* fd itself too when it was >= 3 */
+	pohm_sys_sigmask(SIG_SETMASK, empty, NULL);
+	pohm_sys_execve(path, argv, env);
+	pohm_sys_exit_thread(127);
 }
 
 /*
@@ -113,36 +92,35 @@ static void spawn_daemon(const char *path)
 {
 	uint64_t all = ~0ULL, empty = 0, old;
 	char **env = daemon_env();
-	int saved = errno;
+	int saved = errno;	/* for free(); the system calls leave errno alone */
 	pid_t pid;
-	long r;
 
 	if (!env)
 		return;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
-	pid = clone_copy(0);
+	pohm_sys_sigmask(SIG_SETMASK, &all, &old);
+	/* No exit signal: the host gets no SIGCHLD, and its wait calls without
+	 * __WCLONE/__WALL never see the copy. */
+	pid = pohm_sys_clone_copy(0);
 	if (pid == 0) {
 		/* Let go of the host's fds before the daemon is made: once we
 		 * are reaped, no copy holds them (a copy that still held the
 		 * writing fd of a file just written would make its exec fail
 		 * ETXTBSY; every write-open may spawn, decision 0016). */
-		int nul = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+		int nul = pohm_sys_openat_inherit(AT_FDCWD, "/dev/null", O_RDWR, 0);
 
 		if (nul >= 0) {
-			syscall(SYS_dup2, nul, 0);
-			syscall(SYS_dup2, nul, 1);
-			syscall(SYS_dup2, nul, 2);
+			pohm_sys_dup2(nul, 0);
+			pohm_sys_dup2(nul, 1);
+			pohm_sys_dup2(nul, 2);
 		}
-		syscall(SYS_close_range, 3, ~0U, 0);
-		if (clone_copy(0) == 0)
+		pohm_sys_close_range(3, ~0U, 0);
+		if (pohm_sys_clone_copy(0) == 0)
 			daemon_exec(path, env, &empty);
-		syscall(SYS_exit, 0);	/* the daemon, or its failed clone, goes on alone */
+		pohm_sys_exit_thread(0);	/* the daemon, or its failed clone, goes on alone */
 	}
 	if (pid > 0)
-		do
-			r = syscall(SYS_wait4, pid, NULL, __WCLONE, NULL);
-		while (r < 0 && errno == EINTR);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+		pohm_sys_wait4(pid, NULL, __WCLONE);
+	pohm_sys_sigmask(SIG_SETMASK, &old, NULL);
 	free(env);
 	errno = saved;
 }

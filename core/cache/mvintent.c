@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -108,9 +107,9 @@ int cache_intent_write(struct pohm_cache *c, const struct pohm_jrec *rec, const 
 		return r;
 	intent_name(rec->ino, name, sizeof(name));
 	snprintf(tmp, sizeof(tmp), "p/.%llx.mv.%d.%ld", (unsigned long long)rec->ino,
-		 (int)pohm_sys_getpid(), (long)syscall(SYS_gettid));
+		 (int)pohm_sys_getpid(), (long)pohm_sys_gettid());
 	n = snprintf(head, sizeof(head), "%d %ld %llx %llx %llx %llx %lld %u %llx\n",
-		     (int)pohm_sys_getpid(), (long)syscall(SYS_gettid),
+		     (int)pohm_sys_getpid(), (long)pohm_sys_gettid(),
 		     (unsigned long long)rec->ldev, (unsigned long long)rec->lino,
 		     (unsigned long long)rec->dversion, (unsigned long long)rec->lsize,
 		     (long long)rec->lctime.sec, rec->lctime.nsec,

@@ -7,29 +7,17 @@
  */
 #include <errno.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
 #include "sys.h"
 
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { 0, (long)ms * 1000000L };
-
-	syscall(SYS_nanosleep, &ts, NULL);
-}
-
 /* Free bytes on the prefix's filesystem (0 when it cannot be asked). */
 static uint64_t prefix_free(struct pohm_cache *c)
 {
 	struct statfs sfs;
-	int saved = errno;
-	long r = syscall(SYS_fstatfs, pohm_cache_prefix_fd(c), &sfs);
 
-	errno = saved;
-	if (r)
+	if (pohm_sys_fstatfs(pohm_cache_prefix_fd(c), &sfs))
 		return 0;
 	return (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
 }
@@ -49,7 +37,7 @@ int pohm_cache_room(struct pohm_cache *c, uint64_t need, uint64_t *last_ns)
 			__atomic_store_n(last_ns, 0, __ATOMIC_RELAXED);
 			pohm_cache_daemon_start(c, last_ns);
 		}
-		nap_ms(20);
+		pohm_sys_nap_ns(20000000ULL);
 		r = pohm_cache_daemon_ask_room(c, mib);
 	}
 	if (r)
@@ -57,7 +45,7 @@ int pohm_cache_room(struct pohm_cache *c, uint64_t need, uint64_t *last_ns)
 	for (t0 = pohm_sys_mono_ns(); pohm_sys_mono_ns() - t0 < 5000000000ULL;) {
 		if (prefix_free(c) >= need)
 			return 0;
-		nap_ms(20);
+		pohm_sys_nap_ns(20000000ULL);
 	}
 	return -ENOSPC;
 }

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "stub.h"
@@ -27,27 +26,26 @@ static int make_regular(int dfd, const char *name)
 
 	if (fd < 0)
 		return fd;
-	syscall(SYS_fchmod, fd, 0);	/* whatever the umask: 000 already, made sure */
+	pohm_sys_fchmod(fd, 0);	/* whatever the umask: 000 already, made sure */
 	pohm_sys_close(fd);
 	return 0;
 }
 
 int pohm_stub_make(int dfd, const char *name, int chown_it, uint32_t uid, uint32_t gid)
 {
-	int saved = errno, r;
+	int r;
 
 	if (regular_wanted()) {
 		r = make_regular(dfd, name);
 	} else {
-		r = syscall(SYS_mknodat, dfd, name, S_IFSOCK, 0) ? -errno : 0;
+		r = pohm_sys_mknodat(dfd, name, S_IFSOCK, 0);
 		if (r == -EPERM || r == -EOPNOTSUPP || r == -ENOSYS)
 			r = make_regular(dfd, name);	/* no socket inodes here */
 	}
 	if (!r) {
 		/* Mode 0 needs no chmod (a umask only takes bits away). */
 		if (chown_it)
-			syscall(SYS_fchownat, dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW);
+			pohm_sys_fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW);
 	}
-	errno = saved;
 	return r;
 }

@@ -68,7 +68,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -178,11 +177,8 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 	 * that opened the old copy just before the rename then sees it
 	 * replaced (pohm_cache_writer_open's check). */
 	for (i = 0; (r = pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) == -EAGAIN &&
-		    i < WR_WAIT_MS; i++) {
-		struct timespec ts = { 0, 1000000L };
-
-		syscall(SYS_nanosleep, &ts, NULL);
-	}
+		    i < WR_WAIT_MS; i++)
+		pohm_sys_nap_ns(1000000ULL);
 	if (!r && keep)
 		r = pohm_sys_fcntl(fd, F_SETFD, 0);
 	if (r) {
@@ -595,19 +591,17 @@ int pohm_cache_daemon_wake_open(const char *cache_dir)
 {
 	char path[4200];
 	struct stat st;
-	int fd, r, saved;
+	int fd, r;
 
 	snprintf(path, sizeof(path), "%s/pohmelfsd.wake", cache_dir);
-	saved = errno;
-	r = syscall(SYS_mknodat, AT_FDCWD, path, S_IFIFO | 0600, 0) ? -errno : 0;
-	errno = saved;
+	r = pohm_sys_mknodat(AT_FDCWD, path, S_IFIFO | 0600, 0);
 	if (r && r != -EEXIST)
 		return r;
 	/* O_RDWR: never an EOF, and writers find a reader while we live. */
 	fd = pohm_sys_openat(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return fd;
-	if (pohm_sys_fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != (uid_t)syscall(SYS_geteuid)) {
+	if (pohm_sys_fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != pohm_sys_geteuid()) {
 		pohm_sys_close(fd);
 		return -EINVAL;
 	}

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -624,7 +623,7 @@ static int own_config_home(const char *dir)
 	struct stat st;
 
 	return pohm_sys_fstatat(AT_FDCWD, dir, &st, 0) == 0 &&
-	       st.st_uid == (uid_t)syscall(SYS_geteuid);
+	       st.st_uid == pohm_sys_geteuid();
 }
 
 int pohm_config_read_file(const char *path, pohm_config_line_fn fn, void *arg, char *err,
@@ -780,7 +779,7 @@ int pohm_config_load(struct pohm_config *c, char *const *envp, char *err, size_t
 				/* Another user's HOME (a program after setuid, or setpriv
 				 * keeping HOME): their file is not this user's configuration. */
 				pohm_info("%s: not readable by uid %ld and not in its own "
-					 "directory: ignored", xdg, (long)syscall(SYS_geteuid));
+					 "directory: ignored", xdg, (long)pohm_sys_geteuid());
 				err[0] = 0;
 				r = 0;
 			}

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -15,7 +14,7 @@
 
 void pohm_mount_daemon_start(struct pohm_mount *m)
 {
-	if ((uid_t)syscall(SYS_geteuid) == m->owner)
+	if (pohm_sys_geteuid() == m->owner)
 		pohm_cache_daemon_start(m->cache, &m->spawn_ns);
 }
 
@@ -35,7 +34,7 @@ static int host_space(void *arg, uint64_t need)
 		return 0;
 	}
 	return pohm_cache_room(m->cache, need,
-			       (uid_t)syscall(SYS_geteuid) == m->owner ? &m->spawn_ns : NULL);
+			       pohm_sys_geteuid() == m->owner ? &m->spawn_ns : NULL);
 }
 
 void pohm_mount_host_attach(struct pohm_mount *m)

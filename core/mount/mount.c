@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -56,7 +55,7 @@ static int configured_cache_dir(const struct pohm_config *cfg, char *out, size_t
 /* pohm_mount_cache_dir; *per_user says whether it is the per-user one. */
 static int cache_dir_for(const struct pohm_config *cfg, char *out, size_t len, int *per_user)
 {
-	uid_t euid = (uid_t)syscall(SYS_geteuid);
+	uid_t euid = pohm_sys_geteuid();
 	int r = configured_cache_dir(cfg, out, len);
 
 	*per_user = 0;
@@ -177,7 +176,7 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 		return -EINVAL;
 	}
 	snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
-	m->owner = (uid_t)syscall(SYS_geteuid);
+	m->owner = pohm_sys_geteuid();
 	m->bounded = pohm_config_raw(cfg, "cache_size") || pohm_config_raw(cfg, "cache_min_free");
 	r = cache_dir_for(cfg, m->cache_dir, sizeof(m->cache_dir), &m->per_user);
 	if (r) {

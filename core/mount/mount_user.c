@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -73,7 +72,7 @@ int pohm_mount_dir_foreign(const char *dir, uid_t euid)
 		r = pohm_sys_fstatat(AT_FDCWD, up, &st, 0);
 		if (!r)
 			return !S_ISDIR(st.st_mode) ? 0 :	/* the open reports ENOTDIR */
-			       !may_write(&st, euid, (gid_t)syscall(SYS_getegid));
+			       !may_write(&st, euid, pohm_sys_getegid());
 		if (r != -ENOENT)
 			return 1;
 	}
@@ -94,7 +93,7 @@ static int base_safe(const char *base, uid_t uid)
 		return 0;	/* its owner could rename our directory away */
 	if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))
 		return 0;	/* others could, too */
-	return may_write(&st, uid, (gid_t)syscall(SYS_getegid));
+	return may_write(&st, uid, pohm_sys_getegid());
 }
 
 int pohm_mount_user_dir(const char *prefix, uid_t uid, char *out, size_t len)
@@ -155,8 +154,7 @@ static int own_dir(int at, const char *name, const char *shown, uid_t uid, char 
 			 "(another user may have made it in advance; remove it)", shown,
 			 (unsigned)st.st_uid, (unsigned)uid);
 		r = -EACCES;
-	} else if (!r && (st.st_mode & 07777) != 0700 && syscall(SYS_fchmod, fd, 0700)) {
-		r = -errno;
+	} else if (!r && (st.st_mode & 07777) != 0700 && (r = pohm_sys_fchmod(fd, 0700))) {
 		snprintf(err, errlen, "%s: cannot make it private (%s)", shown, strerror(-r));
 	}
 	if (r) {
@@ -170,7 +168,7 @@ int pohm_mount_user_dir_make(const char *path, uid_t uid, char *err, size_t errl
 {
 	char base[4096], shown[4096];
 	char *user, *esc;
-	int bfd = -1, ufd = -1, efd = -1, r, saved = errno;
+	int bfd = -1, ufd = -1, efd = -1, r;
 
 	if (strlen(path) >= sizeof(base))
 		return -ENAMETOOLONG;
@@ -204,6 +202,5 @@ out:
 		pohm_sys_close(ufd);
 	if (bfd >= 0)
 		pohm_sys_close(bfd);
-	errno = saved;
 	return r;
 }

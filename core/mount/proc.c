@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -120,7 +119,7 @@ static void heavy_init(void)
 		return;
 	}
 	glue->hold();
-	mounts[0].m.owner = (uid_t)syscall(SYS_geteuid);
+	mounts[0].m.owner = pohm_sys_geteuid();
 	r = pohm_config_load(&cfg, environ, err, sizeof(err));
 	glue->configured(&cfg, !r);	/* before any line of ours */
 	if (r) {
@@ -186,7 +185,7 @@ struct pohm_mount *pohm_proc_mount(const struct pohm_proc_glue *g, int *rc)
 		*rc = cfg_rc;	/* passthrough tests, or no usable configuration */
 		return NULL;
 	}
-	euid = (uid_t)syscall(SYS_geteuid);
+	euid = pohm_sys_geteuid();
 	if (euid == mounts[0].m.owner)
 		pm = &mounts[0];
 	else if (!(pm = mount_find(euid, __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE))))
@@ -203,7 +202,7 @@ static struct proc_mount *mount_now(void)
 
 	if (n == 0 || cfg_rc)
 		return NULL;
-	pm = mount_find((uid_t)syscall(SYS_geteuid), n);
+	pm = mount_find(pohm_sys_geteuid(), n);
 	return pm && !pm->rc ? pm : NULL;
 }
 

@@ -11,17 +11,14 @@
 #include <unistd.h>
 
 #include "perm.h"
+#include "raw.h"
 
 int pohm_perm_has_cap(int cap)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
-	int saved = errno, r;
-
 	memset(d, 0, sizeof(d));
-	r = (int)syscall(SYS_capget, &h, d);
-	errno = saved;
-	if (r)
+	if (POHM_RAW(SYS_capget, &h, d))
 		return 0;
 	return !!(d[cap / 32].effective & (1u << (cap % 32)));
 }
@@ -29,20 +26,20 @@ int pohm_perm_has_cap(int cap)
 uint32_t pohm_perm_fsuid(void)
 {
 	/* setfsuid with an invalid id changes nothing and returns the current one. */
-	return (uint32_t)syscall(SYS_setfsuid, -1);
+	return (uint32_t)POHM_RAW(SYS_setfsuid, -1);
 }
 
 void pohm_cred_fs(struct pohm_cred *cr)
 {
 	cr->uid = pohm_perm_fsuid();
-	cr->gid = (uint32_t)syscall(SYS_setfsgid, -1);
+	cr->gid = (uint32_t)POHM_RAW(SYS_setfsgid, -1);
 	cr->how = POHM_CRED_GROUPS | POHM_CRED_CAPS;
 }
 
 void pohm_cred_access(struct pohm_cred *cr, int effective)
 {
-	cr->uid = (uint32_t)syscall(effective ? SYS_geteuid : SYS_getuid);
-	cr->gid = (uint32_t)syscall(effective ? SYS_getegid : SYS_getgid);
+	cr->uid = (uint32_t)POHM_RAW(effective ? SYS_geteuid : SYS_getuid);
+	cr->gid = (uint32_t)POHM_RAW(effective ? SYS_getegid : SYS_getgid);
 	cr->how = POHM_CRED_GROUPS | POHM_CRED_ROOT;
 }
 
@@ -50,14 +47,14 @@ void pohm_cred_access(struct pohm_cred *cr, int effective)
 static int in_groups(uint32_t gid)
 {
 	gid_t small[256], *v = small;
-	int n, i, found = 0, saved = errno;
+	int n, i, found = 0, saved = errno;	/* for malloc and free only */
 
-	n = (int)syscall(SYS_getgroups, 0, NULL);
+	n = (int)POHM_RAW(SYS_getgroups, 0, NULL);
 	if (n <= 0)
 		goto out;
 	if (n > 256 && !(v = malloc(sizeof(*v) * (size_t)n)))
 		goto out;
-	n = (int)syscall(SYS_getgroups, n, v);
+	n = (int)POHM_RAW(SYS_getgroups, n, v);
 	for (i = 0; i < n && !found; i++)
 		found = (uint32_t)v[i] == gid;
 	if (v != small)

@@ -115,7 +115,7 @@ int pohm_stats_merge(const char *cache_dir, const struct pohm_stats *add)
 {
 	struct pohm_stats sum;
 	char buf[4096], tmp[64];
-	int dfd, lfd = -1, fd, r, saved = errno;
+	int dfd, lfd = -1, fd, r;
 	size_t len = 0;
 	unsigned i;
 
@@ -129,11 +129,10 @@ int pohm_stats_merge(const char *cache_dir, const struct pohm_stats *add)
 		goto out;
 	}
 	/* The cache's own files are 0600 whatever the host's umask. */
-	syscall(SYS_fchmod, lfd, 0600);
-	if (syscall(SYS_flock, lfd, LOCK_EX)) {
-		r = -errno;
+	pohm_sys_fchmod(lfd, 0600);
+	r = pohm_sys_flock(lfd, LOCK_EX);
+	if (r)
 		goto out;
-	}
 	r = load_at(dfd, &sum);
 	if (r == -EIO)
 		memset(&sum, 0, sizeof(sum));	/* a damaged total starts again */
@@ -148,7 +147,7 @@ int pohm_stats_merge(const char *cache_dir, const struct pohm_stats *add)
 		r = fd;
 		goto out;
 	}
-	syscall(SYS_fchmod, fd, 0600);
+	pohm_sys_fchmod(fd, 0600);
 	r = pohm_sys_write_full(fd, buf, len) == (ssize_t)len ? 0 : -EIO;
 	pohm_sys_close(fd);
 	if (!r)
@@ -159,7 +158,6 @@ out:
 	if (lfd >= 0)
 		pohm_sys_close(lfd);	/* drops the lock */
 	pohm_sys_close(dfd);
-	errno = saved;
 	return r;
 }
 

@@ -14,38 +14,24 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Run a syscall expression, map -1/errno to -errno, and keep errno intact. */
-static long sysret(long r, int saved)
-{
-	if (r < 0)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
 int pohm_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_openat, dirfd, path, flags | O_CLOEXEC, mode), saved);
+	return (int)POHM_RAW(SYS_openat, dirfd, path, flags | O_CLOEXEC, mode);
 }
 
 int pohm_sys_move_high(int fd)
 {
-	int saved = errno;
 	long nfd;
 
 	if (fd < 0 || fd >= POHM_FD_BASE)
 		return fd;
-	nfd = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	nfd = POHM_RAW(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 	if (nfd < 0) {
 		/* Out of high numbers (tight RLIMIT_NOFILE): keep the low fd, cloexec. */
-		syscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
-		errno = saved;
+		POHM_RAW(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
 		return fd;
 	}
-	syscall(SYS_close, fd);
-	errno = saved;
+	POHM_RAW(SYS_close, fd);
 	return (int)nfd;
 }
 
@@ -58,31 +44,27 @@ int pohm_sys_open_high(int dirfd, const char *path, int flags, mode_t mode)
 
 int pohm_sys_close(int fd)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_close, fd), saved);
+	return (int)POHM_RAW(SYS_close, fd);
 }
 
 ssize_t pohm_sys_read(int fd, void *buf, size_t n)
 {
-	int saved = errno;
 	long r;
 
 	do
-		r = syscall(SYS_read, fd, buf, n);
-	while (r < 0 && errno == EINTR);
-	return sysret(r, saved);
+		r = POHM_RAW(SYS_read, fd, buf, n);
+	while (r == -EINTR);
+	return r;
 }
 
 ssize_t pohm_sys_write(int fd, const void *buf, size_t n)
 {
-	int saved = errno;
 	long r;
 
 	do
-		r = syscall(SYS_write, fd, buf, n);
-	while (r < 0 && errno == EINTR);
-	return sysret(r, saved);
+		r = POHM_RAW(SYS_write, fd, buf, n);
+	while (r == -EINTR);
+	return r;
 }
 
 ssize_t pohm_sys_read_full(int fd, void *buf, size_t n)
@@ -117,97 +99,77 @@ ssize_t pohm_sys_write_full(int fd, const void *buf, size_t n)
 
 ssize_t pohm_sys_pread_full(int fd, void *buf, size_t n, off_t off)
 {
-	int saved = errno;
 	size_t done = 0;
 
 	while (done < n) {
-		long r = syscall(SYS_pread64, fd, (char *)buf + done, n - done, off + (off_t)done);
+		long r = POHM_RAW(SYS_pread64, fd, (char *)buf + done, n - done, off + (off_t)done);
 
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
-			return sysret(r, saved);
+			return r;
 		if (r == 0)
 			break;
 		done += (size_t)r;
 	}
-	errno = saved;
 	return (ssize_t)done;
 }
 
 ssize_t pohm_sys_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
-	int saved = errno;
 	size_t done = 0;
 
 	while (done < n) {
-		long r = syscall(SYS_pwrite64, fd, (const char *)buf + done, n - done,
-				 off + (off_t)done);
+		long r = POHM_RAW(SYS_pwrite64, fd, (const char *)buf + done, n - done,
+				  off + (off_t)done);
 
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
-			return sysret(r, saved);
+			return r;
 		done += (size_t)r;
 	}
-	errno = saved;
 	return (ssize_t)done;
 }
 
 int pohm_sys_fstat(int fd, struct stat *st)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_fstat, fd, st), saved);
+	return (int)POHM_RAW(SYS_fstat, fd, st);
 }
 
 int pohm_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_newfstatat, dirfd, path, st, flags), saved);
+	return (int)POHM_RAW(SYS_newfstatat, dirfd, path, st, flags);
 }
 
 int pohm_sys_fsync(int fd)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_fsync, fd), saved);
+	return (int)POHM_RAW(SYS_fsync, fd);
 }
 
 int pohm_sys_ftruncate(int fd, off_t len)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_ftruncate, fd, len), saved);
+	return (int)POHM_RAW(SYS_ftruncate, fd, len);
 }
 
 int pohm_sys_mkdirat(int dirfd, const char *path, mode_t mode)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_mkdirat, dirfd, path, mode), saved);
+	return (int)POHM_RAW(SYS_mkdirat, dirfd, path, mode);
 }
 
 int pohm_sys_unlinkat(int dirfd, const char *path, int flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_unlinkat, dirfd, path, flags), saved);
+	return (int)POHM_RAW(SYS_unlinkat, dirfd, path, flags);
 }
 
 int pohm_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_renameat, olddirfd, oldpath, newdirfd, newpath), saved);
+	return (int)POHM_RAW(SYS_renameat, olddirfd, oldpath, newdirfd, newpath);
 }
 
 int pohm_sys_fcntl(int fd, int cmd, long arg)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_fcntl, fd, cmd, arg), saved);
+	return (int)POHM_RAW(SYS_fcntl, fd, cmd, arg);
 }
 
 static uint64_t clock_ns(clockid_t id)
@@ -231,7 +193,7 @@ uint64_t pohm_sys_real_ns(void)
 
 pid_t pohm_sys_getpid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	return (pid_t)POHM_RAW(SYS_getpid);
 }
 
 /* Weak no-op: only the test programs link the one that kills
@@ -272,29 +234,22 @@ mode_t pohm_sys_umask(void)
 		}
 	}
 	/* No /proc (or a kernel before 4.7): set and restore, racing host threads. */
-	{
-		int saved = errno;
-
-		um = (mode_t)syscall(SYS_umask, 022);
-		syscall(SYS_umask, um);
-		errno = saved;
-	}
+	um = (mode_t)POHM_RAW(SYS_umask, 022);
+	POHM_RAW(SYS_umask, um);
 	return um & 0777;
 }
 
 uint64_t pohm_sys_seed(void)
 {
-	int saved = errno;
 	uint64_t x = 0, z;
 
-	if (syscall(SYS_getrandom, &x, sizeof(x), 1 /* GRND_NONBLOCK */) != (long)sizeof(x))
+	if (POHM_RAW(SYS_getrandom, &x, sizeof(x), 1 /* GRND_NONBLOCK */) != (long)sizeof(x))
 		x = 0;
-	errno = saved;
 	/* Mixed with what differs between processes and threads either way
 	 * (splitmix64's finaliser): a failed getrandom still gives each
 	 * process its own stream. */
 	z = x ^ pohm_sys_real_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^
-	    ((uint64_t)syscall(SYS_gettid) << 48) ^ (uintptr_t)&x;
+	    ((uint64_t)pohm_sys_gettid() << 48) ^ (uintptr_t)&x;
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
 	z ^= z >> 31;
@@ -305,12 +260,9 @@ int pohm_sys_fd_path(int fd, char *buf, size_t len)
 {
 	char link[40];
 	long n;
-	int saved = errno;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-	n = n < 0 ? -errno : n;
-	errno = saved;
+	n = pohm_sys_readlinkat(AT_FDCWD, link, buf, len - 1);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n >= len - 1)
@@ -366,151 +318,119 @@ char *pohm_put_hex(char *o, char *lim, uint64_t x)
 
 uid_t pohm_sys_geteuid(void)
 {
-	return (uid_t)syscall(SYS_geteuid);
+	return (uid_t)POHM_RAW(SYS_geteuid);
 }
 
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_symlinkat, target, dirfd, path), saved);
+	return (int)POHM_RAW(SYS_symlinkat, target, dirfd, path);
 }
 
 int pohm_sys_mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_mknodat, dirfd, path, mode, dev), saved);
+	return (int)POHM_RAW(SYS_mknodat, dirfd, path, mode, dev);
 }
 
 int pohm_sys_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		    int flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags),
-			   saved);
+	return (int)POHM_RAW(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
 int pohm_sys_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		       unsigned flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags),
-			   saved);
+	return (int)POHM_RAW(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
 ssize_t pohm_sys_getdents64(int fd, void *buf, size_t n)
 {
-	int saved = errno;
-
-	return sysret(syscall(SYS_getdents64, fd, buf, n), saved);
+	return POHM_RAW(SYS_getdents64, fd, buf, n);
 }
 
 int pohm_sys_close_range(unsigned first, unsigned last, unsigned flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_close_range, first, last, flags), saved);
+	return (int)POHM_RAW(SYS_close_range, first, last, flags);
 }
 
 ssize_t pohm_sys_listxattr(int fd, const char *path, int follow, char *buf, size_t n)
 {
-	int saved = errno;
 	long r;
 
 	if (fd >= 0)
-		r = syscall(SYS_flistxattr, fd, buf, n);
+		r = POHM_RAW(SYS_flistxattr, fd, buf, n);
 	else
-		r = syscall(follow ? SYS_listxattr : SYS_llistxattr, path, buf, n);
-	return sysret(r, saved);
+		r = POHM_RAW(follow ? SYS_listxattr : SYS_llistxattr, path, buf, n);
+	return r;
 }
 
 ssize_t pohm_sys_getxattr(int fd, const char *path, int follow, const char *name, void *buf,
 			  size_t n)
 {
-	int saved = errno;
 	long r;
 
 	if (fd >= 0)
-		r = syscall(SYS_fgetxattr, fd, name, buf, n);
+		r = POHM_RAW(SYS_fgetxattr, fd, name, buf, n);
 	else
-		r = syscall(follow ? SYS_getxattr : SYS_lgetxattr, path, name, buf, n);
-	return sysret(r, saved);
+		r = POHM_RAW(follow ? SYS_getxattr : SYS_lgetxattr, path, name, buf, n);
+	return r;
 }
 
 int pohm_sys_setxattr(int fd, const char *path, int follow, const char *name, const void *value,
 		      size_t len, int flags)
 {
-	int saved = errno;
 	long r;
 
 	if (fd >= 0)
-		r = syscall(SYS_fsetxattr, fd, name, value, len, flags);
+		r = POHM_RAW(SYS_fsetxattr, fd, name, value, len, flags);
 	else
-		r = syscall(follow ? SYS_setxattr : SYS_lsetxattr, path, name, value, len, flags);
-	return (int)sysret(r, saved);
+		r = POHM_RAW(follow ? SYS_setxattr : SYS_lsetxattr, path, name, value, len, flags);
+	return (int)r;
 }
 
 int pohm_sys_removexattr(int fd, const char *path, int follow, const char *name)
 {
-	int saved = errno;
 	long r;
 
 	if (fd >= 0)
-		r = syscall(SYS_fremovexattr, fd, name);
+		r = POHM_RAW(SYS_fremovexattr, fd, name);
 	else
-		r = syscall(follow ? SYS_removexattr : SYS_lremovexattr, path, name);
-	return (int)sysret(r, saved);
+		r = POHM_RAW(follow ? SYS_removexattr : SYS_lremovexattr, path, name);
+	return (int)r;
 }
 
 int pohm_sys_socket(int domain, int type, int protocol)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_socket, domain, type, protocol), saved);
+	return (int)POHM_RAW(SYS_socket, domain, type, protocol);
 }
 
 int pohm_sys_connect(int fd, const void *addr, unsigned addrlen)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_connect, fd, addr, addrlen), saved);
+	return (int)POHM_RAW(SYS_connect, fd, addr, addrlen);
 }
 
 int pohm_sys_setsockopt(int fd, int level, int name, const void *val, unsigned len)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_setsockopt, fd, level, name, val, len), saved);
+	return (int)POHM_RAW(SYS_setsockopt, fd, level, name, val, len);
 }
 
 int pohm_sys_getsockopt(int fd, int level, int name, void *val, unsigned *len)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_getsockopt, fd, level, name, val, len), saved);
+	return (int)POHM_RAW(SYS_getsockopt, fd, level, name, val, len);
 }
 
 int pohm_sys_ppoll(void *fds, unsigned long n, const struct timespec *ts)
 {
-	int saved = errno;
-
 	/* 8: the kernel's sigset size (the mask is NULL, but the size is checked). */
-	return (int)sysret(syscall(SYS_ppoll, fds, n, ts, NULL, (size_t)8), saved);
+	return (int)POHM_RAW(SYS_ppoll, fds, n, ts, NULL, (size_t)8);
 }
 
 ssize_t pohm_sys_sendmsg(int fd, const void *msg, int flags)
 {
-	int saved = errno;
-
-	return sysret(syscall(SYS_sendmsg, fd, msg, flags), saved);
+	return POHM_RAW(SYS_sendmsg, fd, msg, flags);
 }
 
 int pohm_sys_eventfd(unsigned initval, int flags)
 {
-	int saved = errno;
-
-	return (int)sysret(syscall(SYS_eventfd2, initval, flags), saved);
+	return (int)POHM_RAW(SYS_eventfd2, initval, flags);
 }

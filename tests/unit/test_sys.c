@@ -1,18 +1,25 @@
 /*
  * test_sys.c — the core/sys wrappers added for issue 20 (sockets, eventfd,
  * xattrs, symlinkat, mknodat, linkat, renameat2, getdents64, close_range): each returns
- * >= 0 or -errno and leaves errno exactly as it found it, failing or not.
+ * >= 0 or -errno and leaves errno exactly as it found it, failing or not;
+ * and raw.h's single calls (pohm_raw6), including the raw clone, dup2 and
+ * exit that daemonstart.c makes in its copies of the host.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -72,6 +79,97 @@ TEST(failures_are_negative_errno)
 	EXPECT_RET(pohm_sys_getsockopt(9999, SOL_SOCKET, SO_ERROR, &v, &len), -EBADF);
 	EXPECT_RET(pohm_sys_sendmsg(9999, buf, 0), -EBADF);
 	EXPECT_RET(pohm_sys_eventfd(0, -1), -EINVAL);
+}
+
+TEST(raw_calls)
+{
+	struct pohm_ksigaction old = { SIG_IGN, 0, NULL, 0 };
+	struct statfs sfs;
+	uint64_t mask;
+	char buf[64];
+	int fd, status = 0;
+	pid_t pid;
+
+	EXPECT_RET(pohm_sys_openat_inherit(AT_FDCWD, "/nonexistent", O_RDONLY, 0), -ENOENT);
+	EXPECT_RET(pohm_sys_dup2(9999, 9998), -EBADF);
+	EXPECT_RET(pohm_sys_faccessat(AT_FDCWD, "/nonexistent", X_OK), -ENOENT);
+	EXPECT_RET(pohm_sys_fchmod(-1, 0), -EBADF);
+	EXPECT_RET(pohm_sys_fchownat(AT_FDCWD, "/nonexistent", 0, 0, 0), -ENOENT);
+	EXPECT_RET(pohm_sys_readlinkat(AT_FDCWD, "/nonexistent", buf, sizeof(buf)), -ENOENT);
+	EXPECT_RET(pohm_sys_fstatfs(-1, &sfs), -EBADF);
+	EXPECT_RET(pohm_sys_flock(-1, LOCK_EX), -EBADF);
+	EXPECT_RET(pohm_sys_sigaction(SIGKILL, &old, NULL), -EINVAL);
+	EXPECT_RET(pohm_sys_sigmask(12345, NULL, &mask), 0);	/* set NULL: how unused */
+	EXPECT_RET(pohm_sys_wait4(-1, NULL, WNOHANG), -ECHILD);
+	EXPECT_RET(pohm_sys_execve("/nonexistent", NULL, NULL), -ENOENT);
+	EXPECT_RET(pohm_sys_gettid(), gettid());
+	EXPECT_RET(pohm_sys_getegid(), getegid());
+	EXPECT_RET(pohm_sys_getpid(), getpid());
+	EXPECT_RET(pohm_sys_geteuid(), geteuid());
+	EXPECT_RET(pohm_sys_sigaction(SIGUSR1, NULL, &old), 0);
+	EXPECT(old.handler == SIG_DFL);
+	/* An inherited fd, a dup2 (also onto itself) and a fstatfs. */
+	fd = pohm_sys_openat_inherit(AT_FDCWD, "/dev/null", O_RDWR, 0);
+	EXPECT(fd >= 0);
+	EXPECT_RET(pohm_sys_fcntl(fd, F_GETFD, 0), 0);	/* no FD_CLOEXEC */
+	EXPECT_RET(pohm_sys_dup2(fd, fd), fd);
+	EXPECT_RET(pohm_sys_fstatfs(fd, &sfs), 0);
+	EXPECT_RET(pohm_sys_flock(fd, LOCK_EX), 0);
+	pohm_sys_close(fd);
+	/* daemonstart's copy: clone without an exit signal, a new session and
+	 * a thread exit there, reaped with __WCLONE. */
+	errno = SENTINEL;
+	pid = pohm_sys_clone_copy(0);
+	if (pid == 0) {
+		fd = pohm_sys_openat_inherit(AT_FDCWD, "/dev/null", O_RDWR, 0);
+		pohm_sys_exit_thread(pohm_sys_setsid() > 0 && fd >= 0 &&
+				     pohm_sys_dup2(fd, fd) == fd ? 7 : 1);
+	}
+	EXPECT(pid > 0);
+	EXPECT_RET(pohm_sys_wait4(pid, &status, __WCLONE), pid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+}
+
+TEST(raw_calls_for_preload)
+{
+	char cwd[4096], lc[4096], buf[8], b = 'x', got = 0;
+	struct iovec l = { &got, 1 }, r = { &b, 1 }, w = { &b, 1 };
+	struct statx sx;
+	struct stat st;
+	long m, m2;
+	int fd;
+
+	EXPECT_RET(pohm_sys_mmap(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), -EINVAL);
+	EXPECT_RET(pohm_sys_munmap((void *)1, 4096), -EINVAL);
+	EXPECT_RET(pohm_sys_mprotect((void *)1, 4096, PROT_READ), -EINVAL);
+	EXPECT_RET(pohm_sys_mremap((void *)1, 4096, 8192, 0, NULL), -EINVAL);
+	EXPECT_RET(pohm_sys_getcwd(cwd, 1), -ERANGE);
+	EXPECT_RET(pohm_sys_getrandom(buf, sizeof(buf), 0xdead0000), -EINVAL);
+	EXPECT_RET(pohm_sys_writev(-1, &w, 1), -EBADF);
+	EXPECT_RET(pohm_sys_statx(AT_FDCWD, "/nonexistent", 0, STATX_INO, &sx), -ENOENT);
+	EXPECT_RET(pohm_sys_memfd_create("x", 0xdead0000), -EINVAL);
+	/* Successes, against libc's view. */
+	errno = SENTINEL;
+	m = pohm_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT(m > 0);
+	EXPECT_RET(pohm_sys_mprotect((void *)m, 4096, PROT_READ), 0);
+	errno = SENTINEL;
+	m2 = pohm_sys_mremap((void *)m, 4096, 8192, MREMAP_MAYMOVE, NULL);
+	EXPECT_EQ_INT(errno, SENTINEL);
+	EXPECT(m2 > 0);
+	EXPECT_RET(pohm_sys_munmap((void *)(m2 > 0 ? m2 : m), m2 > 0 ? 8192 : 4096), 0);
+	EXPECT(getcwd(lc, sizeof(lc)) != NULL);
+	EXPECT_RET(pohm_sys_getcwd(cwd, sizeof(cwd)), (long)strlen(lc) + 1);
+	EXPECT_EQ_STR(cwd, lc);
+	EXPECT_RET(pohm_sys_getrandom(buf, sizeof(buf), 0), (long)sizeof(buf));
+	EXPECT_RET(pohm_sys_process_vm_readv(getpid(), &l, 1, &r, 1), 1);
+	EXPECT(got == 'x');
+	EXPECT_RET(pohm_sys_statx(AT_FDCWD, "/", 0, STATX_INO, &sx), 0);
+	EXPECT(stat("/", &st) == 0 && sx.stx_ino == st.st_ino);
+	fd = pohm_sys_memfd_create("pohm-test", MFD_CLOEXEC);
+	EXPECT(fd >= 0);
+	EXPECT_RET(pohm_sys_writev(fd, &w, 1), 1);
+	close(fd);
 }
 
 TEST(files_and_xattrs)
