@@ -28,7 +28,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 
 /* ------------------------------------------------------------ bases */
 
@@ -41,27 +40,22 @@
 static int strip_deleted(int fd, char *buf, long *n)
 {
 	struct stat st;
-	int saved = errno;
 
 	if (*n <= (long)DELETED_LEN || memcmp(buf + *n - DELETED_LEN, DELETED, DELETED_LEN))
 		return 0;
-	if (fd >= 0 && (syscall(SYS_fstat, fd, &st) < 0 || st.st_nlink != 0)) {
-		errno = saved;
+	if (fd >= 0 && (pohm_sys_fstat(fd, &st) < 0 || st.st_nlink != 0))
 		return 0;	/* a name that happens to end that way */
-	}
-	errno = saved;
 	*n -= (long)DELETED_LEN;
 	buf[*n] = '\0';
 	return 1;
 }
 
-/* The (dev, ino) of dirfd into id, when the fd table wants it and has none
- * (errno may change: the caller restores it). */
+/* The (dev, ino) of dirfd into id, when the fd table wants it and has none. */
 static void note_dir_id(int dirfd, struct pohm_fdid *id)
 {
 	struct stat st;
 
-	if (id && id->under && !id->known && !syscall(SYS_fstat, dirfd, &st)) {
+	if (id && id->under && !id->known && !pohm_sys_fstat(dirfd, &st)) {
 		id->dev = (uint64_t)st.st_dev;
 		id->ino = (uint64_t)st.st_ino;
 		id->known = 1;
@@ -82,28 +76,27 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 {
 	char buf[PATH_MAX], link[40];
 	struct pohm_pc_res res;
-	int saved = errno, dead = 0;
+	int dead = 0;
 	long n;
 
 	if (dirfd == AT_FDCWD) {
-		n = syscall(SYS_getcwd, buf, sizeof(buf));
+		n = pohm_sys_getcwd(buf, sizeof(buf));
 		if (n > 0) {
 			n--;		/* the kernel counts the NUL */
-		} else if (errno == ENOENT) {
+		} else if (n == -ENOENT) {
 			/* the cwd was removed: where it was */
-			n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", buf, sizeof(buf) - 1);
+			n = pohm_sys_readlinkat(AT_FDCWD, "/proc/self/cwd", buf, sizeof(buf) - 1);
 			dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(-1, buf, &n);
-			if (!dead)
-				n = -1;
+			if (!dead && n >= 0)
+				n = -ENOENT;
 		}
 	} else {
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
-		n = syscall(SYS_readlinkat, AT_FDCWD, link, buf, sizeof(buf) - 1);
+		n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf) - 1);
 		dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(dirfd, buf, &n);
 	}
-	if (n < 0 && errno == ENAMETOOLONG) {
+	if (n == -ENAMETOOLONG) {
 		/* deeper than PATH_MAX: walk ".." to the prefix root (deepbase.c) */
-		errno = saved;
 		*rellen = 0;
 		if (pohm_deep_base(dirfd, pos, rel, relsz, rellen) < 0) {
 			pos->depth = POHM_PC_DEEP;
@@ -113,12 +106,10 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 		}
 		if (dirfd != AT_FDCWD && *rellen < relsz) {
 			note_dir_id(dirfd, id);
-			errno = saved;
 			pohm_fd_resolved(dirfd, pos, rel, id);
 		}
 		return 0;
 	}
-	errno = saved;
 	pos->depth = POHM_PC_DEEP;
 	pos->match[0] = pos->match[1] = 0;
 	*rellen = 0;
@@ -135,7 +126,6 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 	if (res.cls == POHM_PC_IN && !res.trunc) {
 		rel[res.len] = '\0';
 		note_dir_id(dirfd, id);
-		errno = saved;
 		pohm_fd_resolved(dirfd, pos, rel, id);
 	} else if (res.cls != POHM_PC_IN) {
 		pohm_fd_resolved(dirfd, pos, NULL, NULL);	/* only if lazy or unseen */
@@ -154,18 +144,15 @@ static int root_handle = -1;
 
 static int root_fd(void)
 {
-	int h = __atomic_load_n(&root_handle, __ATOMIC_ACQUIRE), want = -1, saved;
-	long fd, nfd;
+	int h = __atomic_load_n(&root_handle, __ATOMIC_ACQUIRE), want = -1, fd, nfd;
 
 	if (h >= 0)
 		return pohm_ifd_fd(h);
 	if (h == -2)
 		return -1;
-	saved = errno;
-	fd = syscall(SYS_openat, AT_FDCWD, pohm_state.prefix.sp[0].path,
-		     O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
-	nfd = fd < 0 ? -1 : syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
-	if (nfd < 0 && fd >= 0 && errno == EINVAL) {
+	fd = pohm_sys_openat(AT_FDCWD, pohm_state.prefix.sp[0].path, O_PATH | O_DIRECTORY, 0);
+	nfd = fd < 0 ? -1 : pohm_sys_fcntl(fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	if (nfd == -EINVAL) {
 		/* RLIMIT_NOFILE below POHM_FD_BASE: never take a low number */
 		want = -1;
 		__atomic_compare_exchange_n(&root_handle, &want, -2, 0, __ATOMIC_ACQ_REL,
@@ -173,23 +160,21 @@ static int root_fd(void)
 		want = -1;
 	}
 	if (fd >= 0)
-		syscall(SYS_close, fd);
-	h = nfd < 0 ? -1 : pohm_ifd_register((int)nfd);
-	errno = saved;
+		pohm_sys_close(fd);
+	h = nfd < 0 ? -1 : pohm_ifd_register(nfd);
 	if (h < 0) {
 		if (nfd >= 0)
-			syscall(SYS_close, nfd);
+			pohm_sys_close(nfd);
 		/* no prefix root yet (created on first use): try again later */
 		return -1;
 	}
 	if (!__atomic_compare_exchange_n(&root_handle, &want, h, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
 		pohm_ifd_unregister(h);
-		syscall(SYS_close, nfd);
-		errno = saved;
+		pohm_sys_close(nfd);
 		return want >= 0 ? pohm_ifd_fd(want) : -1;
 	}
-	return (int)nfd;
+	return nfd;
 }
 
 /*
@@ -202,13 +187,13 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 {
 	char abs[PATH_MAX];
 	struct stat st;
-	int rfd, saved = errno, r = 0;
+	int rfd, r = 0;
 
 	if (rellen >= relsz)
 		return 0;	/* a truncated hint: the kernel says */
 	rel[rellen] = '\0';
 	if (!id->known) {
-		if (syscall(SYS_fstat, dirfd, &st) < 0)
+		if (pohm_sys_fstat(dirfd, &st) < 0)
 			goto out;	/* EBADF: the real call says so */
 		id->dev = (uint64_t)st.st_dev;
 		id->ino = (uint64_t)st.st_ino;
@@ -216,7 +201,7 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 	}
 	rfd = root_fd();
 	if (rfd >= 0) {
-		if (syscall(SYS_newfstatat, rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (pohm_sys_fstatat(rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
 			goto out;
 	} else {
 		/* no root fd: the same check by the prefix's absolute path */
@@ -228,12 +213,11 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 		memcpy(abs, pre, n);
 		abs[n] = '/';
 		memcpy(abs + n + 1, rel, rellen + 1);
-		if (syscall(SYS_newfstatat, AT_FDCWD, abs, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (pohm_sys_fstatat(AT_FDCWD, abs, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			goto out;
 	}
 	r = (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino;
 out:
-	errno = saved;
 	return r;
 }
 

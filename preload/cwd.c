@@ -29,7 +29,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 
 /* ------------------------------------------------------------ state */
 
@@ -104,11 +103,9 @@ void pohm_cwd_resync(void)
 	struct pohm_pc_pos pos = { 0, { 0, 0 } };
 	struct pohm_pc_res res;
 	size_t len = 0;
-	int saved = errno;
 	long n;
 
-	n = syscall(SYS_getcwd, buf, sizeof(buf));
-	errno = saved;
+	n = pohm_sys_getcwd(buf, sizeof(buf));
 	if (n <= 0 || buf[0] != '/') {
 		cwd_store(NULL, 0);	/* deleted or unreachable: unknown */
 		return;

@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/syscall.h>
 
 /* At most this many levels are walked (a longer chain: "not under"). */
 #define DEEP_LEVELS	8192
@@ -86,7 +85,7 @@ static int ident_of(int fd, struct ident *id)
 	struct statx sx;
 
 	memset(id, 0, sizeof(*id));
-	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
+	if (pohm_sys_statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
 		return -1;
 	id->dev = (uint64_t)makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	id->ino = sx.stx_ino;
@@ -101,9 +100,7 @@ static int ident_of(int fd, struct ident *id)
 /* An fd of the parent of fd ("..") for reading, or -errno. */
 static int parent_of(int fd)
 {
-	long r = syscall(SYS_openat, fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-
-	return r < 0 ? -errno : (int)r;
+	return pohm_sys_openat(fd, "..", O_RDONLY | O_DIRECTORY, 0);
 }
 
 static int same(const struct stat *a, const struct stat *b)
@@ -148,28 +145,29 @@ static int name_in(int fd, uint64_t ino, char *buf, size_t size, size_t *end)
 static long levels_to(int fd, const struct stat *root)
 {
 	struct stat st, up;
-	long depth, cur = fd, par;
+	long depth;
+	int cur = fd, par;
 
-	if (syscall(SYS_fstat, fd, &st) < 0)
+	if (pohm_sys_fstat(fd, &st) < 0)
 		return -1;
 	for (depth = 0; depth < DEEP_LEVELS; depth++) {
 		if (same(&st, root)) {
 			if (cur != fd)
-				syscall(SYS_close, cur);
+				pohm_sys_close(cur);
 			return depth;
 		}
-		par = syscall(SYS_openat, cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+		par = pohm_sys_openat(cur, "..", O_PATH | O_DIRECTORY, 0);
 		if (cur != fd)
-			syscall(SYS_close, cur);
+			pohm_sys_close(cur);
 		if (par < 0)
 			return -1;
 		cur = par;
-		if (syscall(SYS_fstat, cur, &up) < 0 || same(&up, &st))
+		if (pohm_sys_fstat(cur, &up) < 0 || same(&up, &st))
 			break;		/* no stat, or "/" */
 		st = up;
 	}
 	if (cur != fd)
-		syscall(SYS_close, cur);
+		pohm_sys_close(cur);
 	return -1;
 }
 
@@ -179,7 +177,7 @@ static int hint_take(const struct ident *st, const char *root, struct pohm_pc_po
 		     char *rel, size_t relsz, size_t *rellen)
 {
 	struct stat now;
-	long rfd;
+	int rfd;
 	int ok = 0;
 
 	if (pthread_mutex_trylock(&hint_lock))
@@ -194,12 +192,12 @@ static int hint_take(const struct ident *st, const char *root, struct pohm_pc_po
 	pthread_mutex_unlock(&hint_lock);
 	if (!ok)
 		return -1;
-	rfd = syscall(SYS_openat, AT_FDCWD, root, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	rfd = pohm_sys_openat(AT_FDCWD, root, O_PATH | O_DIRECTORY, 0);
 	if (rfd < 0)
 		return -1;
-	ok = !syscall(SYS_newfstatat, rfd, *rellen ? rel : ".", &now, AT_SYMLINK_NOFOLLOW) &&
+	ok = !pohm_sys_fstatat(rfd, *rellen ? rel : ".", &now, AT_SYMLINK_NOFOLLOW) &&
 	     (uint64_t)now.st_dev == st->dev && (uint64_t)now.st_ino == st->ino;
-	syscall(SYS_close, rfd);
+	pohm_sys_close(rfd);
 	return ok ? 0 : -1;
 }
 
@@ -220,7 +218,7 @@ static void hint_keep(const struct ident *st, const struct pohm_pc_pos *pos, con
 int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
 {
 	const struct pohm_pc_prefix *pf = &pohm_state.prefix;
-	int s = (int)pf->nsp - 1, saved = errno, fd, cur = -1, par, r = -1;
+	int s = (int)pf->nsp - 1, fd, cur = -1, par, r = -1;
 	size_t end = relsz - 1;
 	struct stat root, st;
 	struct ident self;
@@ -228,7 +226,7 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 
 	if (!pf->nsp || relsz < 2)
 		goto out;
-	fd = (int)syscall(SYS_openat, dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	fd = pohm_sys_openat(dirfd, ".", O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		goto out;
 	if (ident_of(fd, &self) < 0 || hint_outside(&self))
@@ -238,7 +236,7 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 		r = 0;
 		goto close;
 	}
-	if (syscall(SYS_newfstatat, AT_FDCWD, pf->sp[s].path, &root, 0) < 0)
+	if (pohm_sys_fstatat(AT_FDCWD, pf->sp[s].path, &root, 0) < 0)
 		goto close;
 	depth = levels_to(fd, &root);
 	if (depth < 0) {
@@ -251,10 +249,10 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 	rel[end] = '\0';
 	cur = fd;
 	for (i = 0; i < depth; i++) {
-		if (syscall(SYS_fstat, cur, &st) < 0 || (par = parent_of(cur)) < 0)
+		if (pohm_sys_fstat(cur, &st) < 0 || (par = parent_of(cur)) < 0)
 			break;
 		if (cur != fd)
-			syscall(SYS_close, cur);
+			pohm_sys_close(cur);
 		cur = par;
 		if (name_in(cur, (uint64_t)st.st_ino, rel, relsz, &end) < 0)
 			break;
@@ -265,11 +263,10 @@ int pohm_deep_base(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 		hint_keep(&self, pos, rel, *rellen);
 	}
 	if (cur != fd)
-		syscall(SYS_close, cur);
+		pohm_sys_close(cur);
 	r = 0;
 close:
-	syscall(SYS_close, fd);
+	pohm_sys_close(fd);
 out:
-	errno = saved;
 	return r;
 }

@@ -21,21 +21,17 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 
 #include "sys.h"
 
 /* ------------------------------------------------------------ the boundary */
 
-/* openat(2) without libc; 0 or -errno. */
+/* openat(2) without libc, then close: 0 or -errno. */
 static int probe_open(int dirfd, const char *path, int flags)
 {
-	int saved = errno;
-	long fd = syscall(SYS_openat, dirfd, path, flags | O_CLOEXEC, 0);
+	int fd = pohm_sys_openat(dirfd, path, flags, 0);
 
-	fd = fd < 0 ? -errno : (syscall(SYS_close, fd), 0);
-	errno = saved;
-	return (int)fd;
+	return fd < 0 ? fd : (pohm_sys_close(fd), 0);
 }
 
 /*
@@ -83,19 +79,17 @@ static int cross_rename(int ofd, const char *old, int nfd, const char *new, unsi
 static int cross_link(int ofd, const char *old, int nfd, const char *new, int flags)
 {
 	struct stat st;
-	int r, trailing, saved = errno;
+	int r, trailing;
 
 	if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
 		return -EINVAL;
-	r = (int)syscall(SYS_newfstatat, ofd, old, &st,
-			 (flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW) |
-			 (flags & AT_EMPTY_PATH));
-	r = r < 0 ? -errno : 0;
+	r = pohm_sys_fstatat(ofd, old, &st,
+			     (flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW) |
+			     (flags & AT_EMPTY_PATH));
 	if (r == 0 && (r = parent_check(nfd, new, &trailing)) == 0) {
-		r = (int)syscall(SYS_newfstatat, nfd, new, &st, AT_SYMLINK_NOFOLLOW);
+		r = pohm_sys_fstatat(nfd, new, &st, AT_SYMLINK_NOFOLLOW);
 		r = r == 0 ? -EEXIST : trailing ? -ENOENT : -EXDEV;
 	}
-	errno = saved;
 	return r;
 }
 
@@ -204,9 +198,9 @@ static int by_kernel(struct pohm_path *p)
 {
 	char buf[PATH_MAX + NAME_MAX + 2], link[40];
 	const char *path = p->path, *name;
-	int dirfd = p->dirfd, saved = errno;
+	int dirfd = p->dirfd, fd;
 	size_t n = strlen(path), end, cut;
-	long fd, len;
+	long len;
 
 	while (n > 1 && path[n - 1] == '/')
 		n--;
@@ -218,15 +212,12 @@ static int by_kernel(struct pohm_path *p)
 		return -1;
 	memcpy(buf, path, cut);
 	buf[cut] = '\0';
-	fd = syscall(SYS_openat, dirfd, buf, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0) {
-		errno = saved;
+	fd = pohm_sys_openat(dirfd, buf, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
 		return -1;
-	}
-	snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
-	len = syscall(SYS_readlinkat, AT_FDCWD, link, buf, PATH_MAX - 1);
-	syscall(SYS_close, fd);
-	errno = saved;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = pohm_sys_readlinkat(AT_FDCWD, link, buf, PATH_MAX - 1);
+	pohm_sys_close(fd);
 	if (len <= 0 || buf[0] != '/')
 		return -1;
 	if (len > 1)
