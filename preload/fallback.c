@@ -2,12 +2,11 @@
  * fallback.c — raw system calls standing in for a few real functions while
  * the table is being resolved (dlsym and an allocator's own initialisation
  * may open, stat or readlink files).  Used by nothing else.  They set errno
- * as libc does.
+ * as libc does (core/sys's wrappers return -errno; pohm_ret sets it).
  */
 #include "shim.h"
 
 #include <stdarg.h>
-#include <sys/syscall.h>
 
 int pohm_fallback_openat(int dirfd, const char *path, int flags, ...)
 {
@@ -18,7 +17,7 @@ int pohm_fallback_openat(int dirfd, const char *path, int flags, ...)
 	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
-	return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+	return pohm_ret(pohm_sys_openat_inherit(dirfd, path, flags, mode));
 }
 
 int pohm_fallback_open(const char *path, int flags, ...)
@@ -30,12 +29,12 @@ int pohm_fallback_open(const char *path, int flags, ...)
 	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
 		mode = va_arg(ap, mode_t);
 	va_end(ap);
-	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+	return pohm_ret(pohm_sys_openat_inherit(AT_FDCWD, path, flags, mode));
 }
 
 int pohm_fallback_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	return (int)syscall(SYS_newfstatat, dirfd, path, st, flags);
+	return pohm_ret(pohm_sys_fstatat(dirfd, path, st, flags));
 }
 
 int pohm_fallback_stat(const char *path, struct stat *st)
@@ -50,12 +49,12 @@ int pohm_fallback_lstat(const char *path, struct stat *st)
 
 int pohm_fallback_fstat(int fd, struct stat *st)
 {
-	return (int)syscall(SYS_fstat, fd, st);
+	return pohm_ret(pohm_sys_fstat(fd, st));
 }
 
 ssize_t pohm_fallback_readlinkat(int dirfd, const char *path, char *buf, size_t n)
 {
-	return syscall(SYS_readlinkat, dirfd, path, buf, n);
+	return pohm_retl(pohm_sys_readlinkat(dirfd, path, buf, n));
 }
 
 ssize_t pohm_fallback_readlink(const char *path, char *buf, size_t n)
@@ -65,5 +64,5 @@ ssize_t pohm_fallback_readlink(const char *path, char *buf, size_t n)
 
 int pohm_fallback_close(int fd)
 {
-	return (int)syscall(SYS_close, fd);
+	return pohm_ret(pohm_sys_close(fd));
 }

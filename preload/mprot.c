@@ -8,15 +8,14 @@
 
 #include <stdarg.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 
 POHM_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	long r = syscall(SYS_mprotect, addr, len, prot);
+	int r = pohm_sys_mprotect(addr, len, prot);
 
 	if (!(prot & PROT_READ))
 		pohm_addr_changed();
-	return (int)r;
+	return pohm_ret(r);
 }
 
 POHM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
@@ -30,7 +29,11 @@ POHM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	r = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	r = pohm_sys_mremap(old, old_len, new_len, flags, new_addr);
 	pohm_addr_changed();	/* the old range is unmapped (or moved) */
+	if (r < 0) {
+		errno = (int)-r;
+		return MAP_FAILED;
+	}
 	return (void *)r;
 }
