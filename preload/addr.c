@@ -36,7 +36,6 @@
 #include "shim.h"
 
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 
 POHM_TLS struct pohm_addr_cache pohm_addr_tls;
@@ -58,8 +57,7 @@ void pohm_addr_changed(void)
 static int probe(uintptr_t a)
 {
 	struct iovec l, r;
-	int saved = errno;
-	long n, pid;
+	long n;
 	char b;
 
 	if (__atomic_load_n(&probe_off, __ATOMIC_RELAXED))
@@ -68,18 +66,13 @@ static int probe(uintptr_t a)
 	l.iov_len = 1;
 	r.iov_base = (void *)a;
 	r.iov_len = 1;
-	pid = syscall(SYS_getpid);	/* not cached: a fork child has its own */
-	n = syscall(SYS_process_vm_readv, pid, &l, 1UL, &r, 1UL, 0UL);
-	if (n == 1) {
-		errno = saved;
+	/* the pid not cached: a fork child has its own */
+	n = pohm_sys_process_vm_readv(pohm_sys_getpid(), &l, 1UL, &r, 1UL);
+	if (n == 1)
 		return 1;
-	}
-	if (n < 0 && errno == EFAULT) {
-		errno = saved;
+	if (n == -EFAULT)
 		return 0;
-	}
 	__atomic_store_n(&probe_off, 1, __ATOMIC_RELAXED);
-	errno = saved;
 	return 1;
 }
 

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -67,7 +66,7 @@ int pohm_fdkeep_collect(unsigned lo, unsigned hi, int *keep, int max)
 	dfd = pohm_sys_openat(AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		goto out;
-	while ((got = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+	while ((got = pohm_sys_getdents64(dfd, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < got;) {
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
 			char *end;

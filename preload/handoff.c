@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 
 #include "sys.h"
 
@@ -41,7 +40,7 @@ static size_t handoff_table(char *buf, size_t size)
 	for (fd = 0; fd <= max && o + 40 < lim; fd++) {
 		if (!pohm_fd_lookup(fd, &fi))
 			continue;
-		fl = syscall(SYS_fcntl, fd, F_GETFD);
+		fl = pohm_sys_fcntl(fd, F_GETFD, 0);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
 		o = pohm_put_hex(o, lim, (uint64_t)fd);
@@ -70,7 +69,7 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 {
 	size_t n = 0, i, j, tablen, extlen = 0, tabmax, extmax = 4096, size;
 	char **out, *tab, *ext, *s;
-	int saved = errno, stale = 0, under;
+	int saved = errno, stale = 0, under;	/* the hook below (push, stats) may set it */
 	long r;
 
 	mem->map = NULL;
@@ -85,12 +84,9 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 	tabmax = 64 + (size_t)under * 48;
 	size = (n + 2 + extmax / 2) * sizeof(char *) + tabmax + extmax;
 	size = (size + 4095) & ~(size_t)4095;
-	r = syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		    -1, 0);
-	if (r == -1) {
-		errno = saved;
+	r = pohm_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r < 0)
 		return envp;
-	}
 	mem->map = (void *)r;
 	mem->len = size;
 	out = mem->map;
@@ -118,12 +114,9 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 
 void pohm_exec_env_free(struct pohm_exec_mem *mem)
 {
-	int saved = errno;
-
 	if (mem->map)
-		syscall(SYS_munmap, mem->map, mem->len);
+		pohm_sys_munmap(mem->map, mem->len);
 	mem->map = NULL;
-	errno = saved;
 }
 
 /* ------------------------------------------------------------ adopting */

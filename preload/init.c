@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 
 #include "config.h"
 #include "sys.h"
@@ -164,13 +163,13 @@ static void utop_setup(void)
 	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	if (!(c & (1u << 16)))
 		return;
-	m = syscall(SYS_mmap, (uintptr_t)1 << 52, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-		    -1, 0);
-	if (m == -1)
+	m = pohm_sys_mmap((void *)((uintptr_t)1 << 52), 4096, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m < 0)
 		return;
 	if ((uintptr_t)m >= (uintptr_t)1 << 47)
 		pohm_state.utop = (uintptr_t)1 << 56;
-	syscall(SYS_munmap, m, 4096);
+	pohm_sys_munmap((void *)m, 4096);
 #else
 	pohm_state.utop = ~(uintptr_t)0;
 #endif

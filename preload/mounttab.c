@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 /* Which table path names: 1 mountinfo, 2 mounts, 0 neither. */
@@ -214,8 +213,8 @@ static int mounttab_open(const char *path, int flags)
 	}
 	if (add_line(kind, buf, &len, cap, real, dev))
 		goto out;
-	mfd = (int)syscall(SYS_memfd_create, kind == 1 ? "mountinfo" : "mounts",
-			   (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
+	mfd = pohm_sys_memfd_create(kind == 1 ? "mountinfo" : "mounts",
+				    (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
 	if (mfd < 0) {
 		mfd = -1;
 		goto out;

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -346,7 +345,7 @@ POHM_EXPORT char *mkdtemp(char *tmpl)
 	}
 	v = pohm_sys_mono_ns() ^ ((uint64_t)pohm_sys_getpid() << 32) ^ (uintptr_t)tmpl;
 	for (i = 0; i < 238328; i++) {	/* 62^3, as glibc tries */
-		if (syscall(SYS_getrandom, &v, sizeof(v), GRND_NONBLOCK) != (long)sizeof(v))
+		if (pohm_sys_getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
 			v = v * 6364136223846793005ULL + 1442695040888963407ULL;
 		for (k = 0; k < 6; k++, v /= 62)
 			tmpl[len - 6 + k] = set[v % 62];
