@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # arch_layering.bats — core/ is split into layer folders whose includes point
-# down (tests/layering.sh, run by the build too), and the library that host
-# processes load carries no admin or test code (doc/ARCHITECTURE.md).
+# down (tests/layering.sh, run by the build too), raw system calls are made
+# only in core/sys (tests/rawsys.sh), and the library that host processes
+# load carries no admin or test code (doc/ARCHITECTURE.md).
 
 setup() {
 	load lib/common
@@ -14,7 +15,7 @@ setup() {
 copy_tree() {
 	mkdir -p "$1/tests"
 	cp -r "$TOP/core" "$TOP/preload" "$TOP/node" "$TOP/tools" "$1/"
-	cp "$TOP/tests/layering.sh" "$1/tests/"
+	cp "$TOP/tests/layering.sh" "$TOP/tests/rawsys.sh" "$TOP/tests/rawsys.allow" "$1/tests/"
 }
 
 @test "the tree's layers include only downwards" {
@@ -94,12 +95,12 @@ copy_tree() {
 	run nm "$LIB"
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -gt 100 ]
-	! grep -E ' [tTdDbB] (pohm_fsck_|pohm_ct_|pohm_kvmem_)' <<<"$output"
+	! grep -E ' [tTdDbB] (pohm_fsck_|pohm_ct_|pohm_kvmem_)' <<<"$output" || false
 	# ... while the tools' archive has them.
 	nm "$B/libpohmcore.a" 2>/dev/null | grep -qE ' T pohm_fsck_'
 	nm "$B/libpohmcore.a" 2>/dev/null | grep -qE ' T pohm_kvmem_'
 	# Nothing the library needs is left undefined (it is linked with -z defs).
-	! nm -D --undefined-only "$LIB" | grep -v '@' | grep -E ' U pohm_'
+	! nm -D --undefined-only "$LIB" | grep -v '@' | grep -E ' U pohm_' || false
 }
 
 @test "the shipped library, tools and node read no POHMELFS_TEST_* switch; build/test/ does" {
@@ -120,4 +121,72 @@ copy_tree() {
 	# ... and so do the test programs, which also kill (cache_hosts.bats
 	# checks that the library, also its test build, never does).
 	strings "$B/tests/progs/cache_ctl" | grep -qx POHMELFS_TEST_KILL_IN_RENAME
+}
+
+# ------------------------------------------------------------ raw system calls
+
+@test "syscall( is called only in core/sys and the files tests/rawsys.allow lists" {
+	# Issue 20: core/sys's wrappers return -errno and never touch errno;
+	# the allow-list holds exactly the files not converted yet.  The
+	# objects of the shipped build are checked too (nm -u: a call through
+	# a macro or a function pointer).
+	run "$TOP/tests/rawsys.sh" "${SHIPPED_LIB%/*}"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a new syscall( outside core/sys fails the check; comments and strings do not" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	n=$(wc -l <"$t/preload/fd.c")
+	echo 'static long raw_pid(void) { return syscall(SYS_getpid); }' >>"$t/preload/fd.c"
+	cat >>"$t/core/ns/ns.c" <<'EOF'
+/* syscall(SYS_getpid) in a comment,
+ * syscall(SYS_getpid) on its next line */ static const char *s = "syscall(";
+// syscall(SYS_getpid)
+static const char c = '"'; /* "syscall(" */
+static long pohm_my_syscall(long nr);
+EOF
+	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ ${lines[0]} == "preload/fd.c:$((n + 1)):"*'syscall( outside core/sys'* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	# core/sys itself may call it
+	echo 'static long raw_pid(void) { return syscall(SYS_getpid); }' >>"$t/core/sys/sys.c"
+	sed -i '$d' "$t/preload/fd.c"
+	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "the allow-list only shrinks: a listed file without syscall( fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	f=$(awk '!/^#/ && NF {print $1; exit}' "$t/tests/rawsys.allow")
+	[ -n "$f" ]
+	sed -i 's/\bsyscall(/pohm_converted(/g' "$t/$f"
+	echo "preload/nowhere.c" >>"$t/tests/rawsys.allow"
+	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"tests/rawsys.allow: $f calls syscall( no more: take it off the list"* ]]
+	[[ $output == *'tests/rawsys.allow: preload/nowhere.c does not exist: take it off the list'* ]]
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "an object outside core/sys that refers to syscall fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	mkdir -p "$t/b/obj/preload" "$t/b/obj/core/sys"
+	printf '#include <unistd.h>\nlong f(long nr) { long (*sc)(long, ...) = syscall; return sc(nr); }\n' \
+		>"$t/x.c"
+	cc -c -o "$t/b/obj/preload/x.o" "$t/x.c"
+	cp "$t/b/obj/preload/x.o" "$t/b/obj/core/sys/y.o"	# core/sys may
+	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'b/obj/preload/x.o: refers to syscall (from preload/x.c, not on tests/rawsys.allow)'* ]]
+	[ "${#lines[@]}" -eq 1 ]
 }
