@@ -267,6 +267,17 @@ int main(int argc, char **argv)
 	CALLP("mmap bad fd", mmap(NULL, 4096, PROT_READ, MAP_SHARED, -1, 0) != MAP_FAILED ?
 	      (void *)1 : NULL);
 	CALL("munmap unaligned", munmap((void *)1, 4096));
+	/* the shim's own mprotect/mremap (preload/mprot.c): -1/MAP_FAILED and errno */
+	CALL("mprotect unaligned", mprotect((void *)1, 4096, PROT_READ));
+	CALL("mremap unaligned", (long)mremap((void *)1, 4096, 8192, MREMAP_MAYMOVE));
+	{
+		char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		CALL("mprotect ok", m == MAP_FAILED ? -2 : mprotect(m, 4096, PROT_READ));
+		CALL("mremap shrink", m == MAP_FAILED ? -2 : (long)(mremap(m, 8192, 4096, 0) != m));
+		if (m != MAP_FAILED)
+			munmap(m, 4096);
+	}
 	CALL("msync unaligned", msync((void *)1, 1, MS_SYNC));
 	CALL("copy_file_range bad fd", copy_file_range(-1, NULL, -1, NULL, 1, 0));
 	CALL("sendfile bad fd", sendfile(-1, -1, NULL, 1));
