@@ -227,7 +227,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	if (!c)
 		return -ENOMEM;
 	c->pfd = c->stage_fd = -1;
-	c->j.dirfd = -1;
+	c->j.dirfd = c->j.xfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c)) {
 		free(c);

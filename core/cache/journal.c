@@ -2,22 +2,23 @@
  * journal.c — per-inode journal records and the local index (journal.h).
  *
  * Sections: record format (encode, decode, check), reading a record file,
- * the per-record lock, writing in place, the index.
+ * the per-record lock, writing in place.  The index is jindex.c.
  *
- * Record file cache_dir/j/<ino>, format 2 (little-endian):
+ * Record file cache_dir/j/<ino>, format 3 (little-endian):
  *
- *    0  u32  magic "PHJ2"
+ *    0  u32  magic "PHJ3" ("PHJ2": format 2)
  *    4  u64  ino
  *   12  u32  len: bytes of the record from offset 0 (the file may be longer:
  *            a shorter record written over a longer one leaves a tail that
  *            is not part of it)
  *   16  u64  check: jcheck() of bytes [0, 16) and [24, len)
  *   24  the fields of struct pohm_jrec in struct order from version to
- *       chunk_shift, the hint (u16 length + bytes), nchunks, nchunks × 64
- *       bytes of checksums.
+ *       chunk_shift, commit_dversion, commit_lino, the hint (u16 length +
+ *       bytes), nchunks, nchunks × 64 bytes of checksums.
  *
- * Format 1 ("PHJ1": magic, ino, the same fields, exactly as long as the
- * file) is still read; every write makes format 2.  A record is written in
+ * Format 2 ("PHJ2": the same without commit_dversion and commit_lino)
+ * and format 1 ("PHJ1": magic, ino, the fields of format 2, exactly as
+ * long as the file) are still read; every write makes format 3.  A record is written in
  * place with one pwrite while its lock is held (a write lock on byte <ino>
  * of cache_dir/j.lock, an OFD lock taken on a fresh open of that file, which
  * is never renamed): no temp file, no rename, no new inode on the host's
@@ -29,6 +30,7 @@
  * with a warning naming the format.
  */
 #include "journal.h"
+#include "jindex.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,7 +46,9 @@
 #include "sys.h"
 
 #define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
-#define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */
+#define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked (read only) */
+#define JMAGIC3 0x334a4850u	/* "PHJ3": format 2 + the last commit */
+#define IS_INPLACE(m) ((m) == JMAGIC2 || (m) == JMAGIC3)
 #define JHDR2 24		/* magic, ino, len, check */
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
@@ -119,7 +123,8 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
 	int r, fd;
 
-	j->dirfd = -1;
+	j->dirfd = j->xfd = -1;
+	j->legacy = 0;
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;
@@ -128,9 +133,6 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 		return fd;
 	pohm_own_set(&j->dirfd, fd);	/* the host's close and dup2 leave it alone */
 	r = pohm_journal_mkdir_own(j->dirfd, "j");
-	if (r && r != -EEXIST)
-		goto fail;
-	r = pohm_journal_mkdir_own(j->dirfd, "x");
 	if (r && r != -EEXIST)
 		goto fail;
 	r = pohm_journal_mkdir_own(j->dirfd, "tmp");
@@ -145,7 +147,7 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	fd = pohm_journal_open_own(j->dirfd, "j.lock", O_RDWR | O_CREAT);
 	if (fd >= 0)
 		pohm_sys_close(fd);
-	return 0;
+	return jindex_open(j);
 fail:
 	pohm_own_close(&j->dirfd);
 	return r;
@@ -153,6 +155,7 @@ fail:
 
 void pohm_journal_close(struct pohm_journal *j)
 {
+	jindex_close(j);
 	pohm_own_close(&j->dirfd);
 }
 
@@ -220,7 +223,7 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	rc = pohm_buf_reserve(b, 256 + hl + (size_t)r->nchunks * 64);
 	if (rc)
 		return rc;	/* then no put below can fail half-way */
-	pohm_buf_put_u32(b, JMAGIC2);
+	pohm_buf_put_u32(b, JMAGIC3);
 	pohm_buf_put_u64(b, r->ino);
 	pohm_buf_put_u32(b, 0);		/* len, set by the seal */
 	pohm_buf_put_u64(b, 0);		/* check, likewise */
@@ -245,6 +248,8 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	pohm_buf_put_u64(b, r->boot);
 	pohm_buf_put_u32(b, r->flags);
 	pohm_buf_put(b, &r->chunk_shift, 1);
+	pohm_buf_put_u64(b, r->commit_dversion);
+	pohm_buf_put_u64(b, r->commit_lino);
 	pohm_st16(x, (uint16_t)hl);
 	pohm_buf_put(b, x, 2);
 	pohm_buf_put(b, r->hint, hl);
@@ -264,8 +269,8 @@ static void ts(struct pohm_rd *d, struct pohm_ts *t)
 	t->nsec = pohm_rd_u32(d);
 }
 
-/* The fields both formats share, from version on (d is past the header). */
-static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
+/* The fields from version on (d is past the header); fmt3: with the last commit. */
+static int decode_body(struct pohm_jrec *r, struct pohm_rd *d, int fmt3)
 {
 	const uint8_t *q;
 	uint16_t hl;
@@ -293,6 +298,10 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 	r->chunk_shift = pohm_rd_u8(d);
 	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
 		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
+	if (fmt3) {
+		r->commit_dversion = pohm_rd_u64(d);
+		r->commit_lino = pohm_rd_u64(d);
+	}
 	hl = pohm_rd_u16(d);
 	if (hl >= sizeof(r->hint))
 		return -EIO;
@@ -326,11 +335,11 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 	magic = pohm_le32(p);
 	if (magic == JMAGIC1)
 		return (ssize_t)n;
-	if (magic != JMAGIC2) {
-		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '2' &&
+	if (!IS_INPLACE(magic)) {
+		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '3' &&
 		    (magic >> 24) <= '9')
 			pohm_warn("journal: a record of format %c (a newer libpohmelfs); "
-				  "this one reads format 1 and 2", (int)(magic >> 24));
+				  "this one reads formats 1 to 3", (int)(magic >> 24));
 		return -EIO;
 	}
 	if (n < JHDR2)
@@ -345,16 +354,18 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
 {
 	struct pohm_rd d = pohm_rd_make(p, len);
+	uint32_t magic;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (pohm_rd_u32(&d) == JMAGIC2) {
+	magic = pohm_rd_u32(&d);
+	if (IS_INPLACE(magic)) {
 		r->ino = pohm_rd_u64(&d);
 		pohm_rd_take(&d, JHDR2 - 12);
 	} else {
 		r->ino = pohm_rd_u64(&d);
 	}
-	rc = decode_body(r, &d);
+	rc = decode_body(r, &d, magic == JMAGIC3);
 	if (rc)
 		pohm_jrec_clear(r);
 	return rc;
@@ -390,9 +401,9 @@ static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 		if (have < cap)
 			break;		/* the whole file */
 		/* Format 2 names its length: read that much, else double. */
-		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= have)
+		if (have >= JHDR2 && IS_INPLACE(pohm_le32(buf)) && pohm_le32(buf + 12) <= have)
 			break;
-		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= JMAX)
+		if (have >= JHDR2 && IS_INPLACE(pohm_le32(buf)) && pohm_le32(buf + 12) <= JMAX)
 			cap = pohm_le32(buf + 12);
 		else if (cap < JMAX)
 			cap *= 2;
@@ -499,36 +510,6 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 
 /* ---------------------------------------------------------------- writing */
 
-static void index_name(char *out, size_t len, uint64_t dev, uint64_t lino)
-{
-	snprintf(out, len, "x/%" PRIx64 ".%" PRIx64, dev, lino);
-}
-
-/* Make the index entry of (ldev, lino) name ino; one symlinkat when it is new. */
-static void index_set(struct pohm_journal *j, uint64_t ldev, uint64_t lino, uint64_t ino)
-{
-	static unsigned long seq;	/* temp-name uniqueness within a process; atomic */
-	char idx[96], tmp[96], target[32], have[32];
-	int saved = errno;	/* raw syscall() sets it: the host's stays */
-	long n;
-
-	index_name(idx, sizeof(idx), ldev, lino);
-	snprintf(target, sizeof(target), "%" PRIx64, ino);
-	if (!syscall(SYS_symlinkat, target, j->dirfd, idx))
-		goto out;
-	/* There is one: left by a deleted file whose inode number came back? */
-	n = syscall(SYS_readlinkat, j->dirfd, idx, have, sizeof(have) - 1);
-	if (n > 0 && (size_t)n == strlen(target) && !memcmp(have, target, (size_t)n))
-		goto out;
-	snprintf(tmp, sizeof(tmp), "tmp/x.%d.%lu", (int)pohm_sys_getpid(),
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	if (!syscall(SYS_symlinkat, target, j->dirfd, tmp) &&
-	    pohm_sys_renameat(j->dirfd, tmp, j->dirfd, idx))
-		pohm_sys_unlinkat(j->dirfd, tmp, 0);
-out:
-	errno = saved;
-}
-
 int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen)
 {
 	return cur->version != seen->version || cur->dversion != seen->dversion ||
@@ -537,20 +518,42 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
 	       cur->flags != seen->flags;
 }
 
-/* pohm_journal_put, or pohm_journal_put_cas when seen is set. */
-static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen)
+/*
+ * A longer record over an intact one of fsize bytes: get the blocks first,
+ * so a full file system (or a file size limit) fails here with the old
+ * record whole instead of half-way through the pwrite; a file system
+ * without fallocate just goes on.  0 or -errno.
+ */
+static int grow_first(int fd, size_t len, size_t fsize)
+{
+	int saved = errno, rc;
+	long f;
+
+	if (len <= fsize)
+		return 0;
+	f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)len);
+	rc = f ? -errno : 0;
+	errno = saved;
+	return rc == -EOPNOTSUPP || rc == -ENOSYS ? 0 : rc;
+}
+
+/*
+ * pohm_journal_put, or pohm_journal_put_cas when seen is set.  The last
+ * commit (commit_dversion, commit_lino) is r's only when own_commit (the
+ * push that made it); every other put carries over the record's, so a
+ * writer whose copy was read before a commit never takes it back.
+ */
+static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen,
+		   int own_commit)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	struct pohm_jrec prev;
-	char name[64], idx[96];
+	struct pohm_jrec prev, w;
+	char name[64];
 	int fd = -1, lfd = -1, rc, had;
 	size_t fsize;
 	ssize_t n;
 
 	memset(&prev, 0, sizeof(prev));
-	rc = encode(&b, r);
-	if (rc)
-		goto out;
 	record_name(name, sizeof(name), r->ino);
 	lfd = jlock(j, r->ino, F_WRLCK);
 	if (lfd < 0) {
@@ -568,21 +571,18 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		rc = -ESTALE;	/* another writer's word came meanwhile: it stands */
 		goto out;
 	}
-	if (had && b.len > fsize) {
-		/*
-		 * A longer record over an intact one: get the blocks first, so a
-		 * full file system (or a file size limit) fails here with the old
-		 * record whole instead of half-way through the pwrite; a file
-		 * system without fallocate just goes on.
-		 */
-		int saved = errno;
-		long f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)b.len);
-
-		rc = f ? -errno : 0;
-		errno = saved;
-		if (rc && rc != -EOPNOTSUPP && rc != -ENOSYS)
+	w = *r;			/* shares r's csum: never cleared */
+	if (had && !own_commit) {
+		w.commit_dversion = prev.commit_dversion;
+		w.commit_lino = prev.commit_lino;
+	}
+	rc = encode(&b, &w);
+	if (rc)
+		goto out;
+	if (had) {
+		rc = grow_first(fd, b.len, fsize);
+		if (rc)
 			goto out;
-		rc = 0;
 	}
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	if (n < 0) {
@@ -590,13 +590,11 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		rc = (int)n;
 		goto out;
 	}
-	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev)) {
+	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev))
 		/* The local file was replaced (a fetch renames a new one in): drop its entry. */
-		index_name(idx, sizeof(idx), prev.ldev, prev.lino);
-		pohm_sys_unlinkat(j->dirfd, idx, 0);
-	}
+		pohm_journal_index_drop(j, prev.ldev, prev.lino, r->ino);
 	if (r->lino && !(had && prev.lino == r->lino && prev.ldev == r->ldev))
-		index_set(j, r->ldev, r->lino, r->ino);
+		pohm_journal_index_set(j, r->ldev, r->lino, r->ino);
 out:
 	pohm_jrec_clear(&prev);
 	if (fd >= 0)
@@ -610,7 +608,7 @@ out:
 /*
  * Change fixed-width fields of ino's record in place, under its lock:
  * fn(r, arg) edits the record as it is now (0: write it, else that
- * error).  Only numbers may change (the same encoded length), so the
+ * error).  Only numbers other than the local file may change, so the
  * index needs nothing.  0, -ENOENT (no intact record), fn's error, -errno.
  */
 static int update_in_place(struct pohm_journal *j, uint64_t ino,
@@ -644,7 +642,11 @@ static int update_in_place(struct pohm_journal *j, uint64_t ino,
 	rc = encode(&b, &r);
 	if (rc)
 		goto out;
-	/* The same fields with numbers changed: the same length, in place. */
+	/* The same fields with numbers changed: the same length in place
+	 * (longer only when a format-2 record becomes format 3). */
+	rc = grow_first(fd, b.len, fsize);
+	if (rc)
+		goto out;
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	rc = n < 0 ? (int)n : 0;
 out:
@@ -672,13 +674,42 @@ static int touch_fn(struct pohm_jrec *r, const void *arg)
 
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 {
-	return put_rec(j, r, NULL);
+	return put_rec(j, r, NULL, 0);
+}
+
+int pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r)
+{
+	return put_rec(j, r, NULL, 1);
 }
 
 int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
 			 const struct pohm_jrec *seen)
 {
-	return put_rec(j, r, seen);
+	return put_rec(j, r, seen, 0);
+}
+
+int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversion, uint64_t lino)
+{
+	struct pohm_jrec r;
+	unsigned long long dv, li;
+	char last[64], val[64];
+	int saved, got;
+	long n;
+
+	got = !pohm_journal_get(j, ino, &r) && r.commit_dversion;
+	pohm_jrec_clear(&r);
+	if (got)
+		return r.commit_dversion == dversion && r.commit_lino == lino;
+	/* A record of format 2: the p/<ino> link ("DVERSION.LINO") earlier
+	 * libraries kept beside it. */
+	snprintf(last, sizeof(last), "p/%" PRIx64, ino);
+	saved = errno;
+	n = syscall(SYS_readlinkat, j->dirfd, last, val, sizeof(val) - 1);
+	errno = saved;
+	if (n <= 0)
+		return 0;
+	val[n] = '\0';
+	return sscanf(val, "%llx.%llx", &dv, &li) == 2 && dv == dversion && li == lino;
 }
 
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
@@ -707,7 +738,7 @@ int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 {
 	struct pohm_jrec r;
-	char name[64], idx[96];
+	char name[64];
 	int fd, lfd, rc;
 
 	memset(&r, 0, sizeof(r));
@@ -719,31 +750,14 @@ int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 	if (fd >= 0) {
 		size_t fsize;
 
-		if (!get_from(fd, ino, &r, &fsize) && r.lino) {
-			index_name(idx, sizeof(idx), r.ldev, r.lino);
-			pohm_sys_unlinkat(j->dirfd, idx, 0);
-		}
+		if (!get_from(fd, ino, &r, &fsize) && r.lino)
+			pohm_journal_index_drop(j, r.ldev, r.lino, ino);
 		pohm_jrec_clear(&r);
 		pohm_sys_close(fd);
 	}
 	rc = pohm_sys_unlinkat(j->dirfd, name, 0);
 	pohm_sys_close(lfd);
 	return rc;
-}
-
-int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino)
-{
-	char idx[96], target[32];
-	long n;
-	char *end;
-
-	index_name(idx, sizeof(idx), dev, lino);
-	n = syscall(SYS_readlinkat, j->dirfd, idx, target, sizeof(target) - 1);
-	if (n <= 0)
-		return -ENOENT;
-	target[n] = '\0';
-	*ino = strtoull(target, &end, 16);
-	return *end || !*ino ? -ENOENT : 0;
 }
 
 int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg)
