@@ -606,16 +606,17 @@ out:
 }
 
 /*
- * Change fixed-width fields of ino's record in place, under its lock:
- * fn(r, arg) edits the record as it is now (0: write it, else that
- * error).  Only numbers other than the local file may change, so the
- * index needs nothing.  0, -ENOENT (no intact record), fn's error, -errno.
+ * pohm_journal_update: the record as it is now, under its lock; fn's
+ * edit is written in place (a longer record gets its blocks first), the
+ * index follows a change of the local file, and the last commit stays
+ * (only pohm_journal_put_commit writes it).
  */
-static int update_in_place(struct pohm_journal *j, uint64_t ino,
-			   int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
+int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
+			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct pohm_jrec r;
+	uint64_t ldev, lino, cdv, cli;
 	char name[64];
 	size_t fsize;
 	int fd = -1, lfd, rc;
@@ -636,19 +637,30 @@ static int update_in_place(struct pohm_journal *j, uint64_t ino,
 		rc = -ENOENT;	/* torn: nothing to change */
 	if (rc)
 		goto out;
+	ldev = r.ldev;
+	lino = r.lino;
+	cdv = r.commit_dversion;
+	cli = r.commit_lino;
 	rc = fn(&r, arg);
 	if (rc)
 		goto out;
+	r.ino = ino;
+	r.commit_dversion = cdv;
+	r.commit_lino = cli;
 	rc = encode(&b, &r);
 	if (rc)
 		goto out;
-	/* The same fields with numbers changed: the same length in place
-	 * (longer only when a format-2 record becomes format 3). */
 	rc = grow_first(fd, b.len, fsize);
 	if (rc)
 		goto out;
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	rc = n < 0 ? (int)n : 0;
+	if (rc || (ldev == r.ldev && lino == r.lino))
+		goto out;
+	if (lino)
+		pohm_journal_index_drop(j, ldev, lino, ino);
+	if (r.lino)
+		pohm_journal_index_set(j, r.ldev, r.lino, ino);
 out:
 	pohm_jrec_clear(&r);
 	if (fd >= 0)
@@ -717,7 +729,7 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 {
 	struct touch_arg t = { version, validated_ns };
 
-	return update_in_place(j, ino, touch_fn, &t);
+	return pohm_journal_update(j, ino, touch_fn, &t);
 }
 
 static int relocal_fn(struct pohm_jrec *r, const void *arg)
@@ -732,7 +744,22 @@ static int relocal_fn(struct pohm_jrec *r, const void *arg)
 
 int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st)
 {
-	return update_in_place(j, ino, relocal_fn, st);
+	return pohm_journal_update(j, ino, relocal_fn, st);
+}
+
+static int stored_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct pohm_inode *in = arg;
+
+	if (r->version > in->version)
+		return -ESTALE;	/* a newer stored version was recorded meanwhile */
+	pohm_journal_note_inode(r, in);
+	return 0;
+}
+
+int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in)
+{
+	return pohm_journal_update(j, in->ino, stored_fn, in);
 }
 
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)

@@ -93,6 +93,18 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
  * -errno. */
 int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
 			 const struct pohm_jrec *seen);
+/*
+ * Change ino's record as it is now, under its lock: fn(r, arg) edits the
+ * current record (0: it is written; else nothing is, and fn's error is
+ * returned).  For a caller that read the record, did something slow (the
+ * storage), and would otherwise put its older copy back over what another
+ * process wrote meanwhile: fn re-checks what the caller decided on and
+ * changes only its own fields.  The index follows a new local file; the
+ * last commit is left as it is.  0, -ENOENT (no intact record), fn's
+ * error, -errno.
+ */
+int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
+			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
@@ -113,6 +125,14 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
  * record names another local file), -errno.
  */
 int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st);
+/*
+ * Note the stored inode in (pohm_journal_note_inode) in its record as it
+ * is now, under its lock, unless the record holds a newer version: for a
+ * caller whose setattr answered in after it read the record (another
+ * process may have written it since: a listing's LISTED, a newer
+ * version).  0, -ENOENT, -ESTALE (newer), -errno.
+ */
+int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */

@@ -650,10 +650,11 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, 
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));
 	r = push_attrs(c, &rec, &st, &in, fd, fd < 0 ? path : NULL);
-	if (r > 0) {
-		pohm_journal_note_inode(&rec, &in);
-		pohm_journal_put(&c->j, &rec);
-	}
+	if (r > 0 && in.ino == ino)
+		/* Into the record as it is now: rec was read before the
+		 * storage calls, and another process may have written it since
+		 * (issue 18). */
+		pohm_journal_note_stored(&c->j, &in);
 	pohm_inode_clear(&in);
 	pohm_jrec_clear(&rec);
 	return r;
