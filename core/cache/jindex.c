@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -104,7 +105,8 @@ static int lock_bucket(int fd, off_t off, short type)
 	return r;
 }
 
-/* Read the bucket at off into b (past the end of the file: empty). */
+/* Read the bucket at off into b (past the end of the file: empty).  0,
+ * 1 when the file ended before the bucket did, or -errno. */
 static int read_bucket(int fd, off_t off, uint8_t *b)
 {
 	ssize_t n = pohm_sys_pread_full(fd, b, XBUCKET, off);
@@ -112,7 +114,36 @@ static int read_bucket(int fd, off_t off, uint8_t *b)
 	if (n < 0)
 		return (int)n;
 	memset(b + n, 0, XBUCKET - (size_t)n);
-	return 0;
+	return n < XBUCKET;
+}
+
+/*
+ * The file covers every level up to the one at off, whole (sparse): a
+ * bucket never straddles the end of the file, so a lookup is one pread
+ * (a short one would be retried).  Growers serialize on a lock of the
+ * byte past the last level, so none shrinks what another grew.
+ */
+static void cover_level(int fd, off_t off)
+{
+	off_t want = (off / XLEVEL + 1) * XLEVEL;
+	struct flock fl;
+	struct stat st;
+	int r;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)XLEVELS * XLEVEL;
+	fl.l_len = 1;
+	do
+		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);
+	while (r == -EINTR);
+	if (r)
+		return;
+	if (!pohm_sys_fstat(fd, &st) && st.st_size < want)
+		pohm_sys_ftruncate(fd, want);
+	fl.l_type = F_UNLCK;
+	pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
 }
 
 /*
@@ -172,7 +203,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 	for (level = 0; j->xfd >= 0 && level < XLEVELS; level++) {
 		off_t off = bucket_off(dev, lino, level);
 
-		if (read_bucket(j->xfd, off, b))
+		if (read_bucket(j->xfd, off, b) < 0)
 			break;
 		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
 		if (i == -2) {
@@ -180,7 +211,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 			lfd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);
 			if (lfd < 0)
 				break;
-			if (!lock_bucket(lfd, off, F_RDLCK) && !read_bucket(lfd, off, b))
+			if (!lock_bucket(lfd, off, F_RDLCK) && read_bucket(lfd, off, b) >= 0)
 				i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
 			pohm_sys_close(lfd);
 		}
@@ -235,8 +266,11 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 		r = lock_bucket(fd, off, F_WRLCK);
 		if (!r)
 			r = read_bucket(fd, off, b);
-		if (r)
+		if (r < 0)
 			goto out;
+		if (r && mode != XDROP)
+			cover_level(fd, off);
+		r = 0;
 		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
 		if (i >= 0) {
 			if (mode == XADD || (mode == XDROP && s.ino != ino) ||
