@@ -67,7 +67,7 @@ static uint64_t slot_check(uint64_t dev, uint64_t lino, uint64_t ino)
 	return xmix(xmix(xmix(dev ^ 0x5851f42d4c957f2dULL) ^ lino) ^ ino) | 1;	/* never 0 */
 }
 
-static off_t bucket_off(uint64_t dev, uint64_t lino, int level)
+off_t jindex_bucket_off(uint64_t dev, uint64_t lino, int level)
 {
 	uint64_t h = xmix(xmix(dev + 0x9e3779b97f4a7c15ULL * (uint64_t)(level + 1)) ^ lino);
 
@@ -201,7 +201,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 	char name[96];
 
 	for (level = 0; j->xfd >= 0 && level < XLEVELS; level++) {
-		off_t off = bucket_off(dev, lino, level);
+		off_t off = jindex_bucket_off(dev, lino, level);
 
 		if (read_bucket(j->xfd, off, b) < 0)
 			break;
@@ -261,7 +261,7 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 	if (fd < 0)
 		return fd;
 	for (level = 0; level < XLEVELS; level++) {
-		off_t off = bucket_off(dev, lino, level);
+		off_t off = jindex_bucket_off(dev, lino, level);
 
 		r = lock_bucket(fd, off, F_WRLCK);
 		if (!r)

@@ -7,6 +7,7 @@
 #define POHM_CORE_JINDEX_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "journal.h"
 
@@ -17,4 +18,6 @@
  * empty: every lookup -ENOENT). */
 int jindex_open(struct pohm_journal *j);
 void jindex_close(struct pohm_journal *j);
+/* Where the bucket of (dev, lino) in level is in x.idx (tests, fuzzing). */
+off_t jindex_bucket_off(uint64_t dev, uint64_t lino, int level);
 #endif
