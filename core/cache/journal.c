@@ -4,21 +4,27 @@
  * Sections: record format (encode, decode, check), reading a record file,
  * the per-record lock, writing in place.  The index is jindex.c.
  *
- * Record file cache_dir/j/<ino>, format 3 (little-endian):
+ * Record file cache_dir/j/<ino>, format 2 (little-endian):
  *
- *    0  u32  magic "PHJ3" ("PHJ2": format 2)
+ *    0  u32  magic "PHJ2"
  *    4  u64  ino
  *   12  u32  len: bytes of the record from offset 0 (the file may be longer:
  *            a shorter record written over a longer one leaves a tail that
  *            is not part of it)
  *   16  u64  check: jcheck() of bytes [0, 16) and [24, len)
  *   24  the fields of struct pohm_jrec in struct order from version to
- *       chunk_shift, commit_dversion, commit_lino, the hint (u16 length +
- *       bytes), nchunks, nchunks × 64 bytes of checksums.
+ *       chunk_shift, the hint (u16 length + bytes), nchunks, nchunks × 64
+ *       bytes of checksums.
+ *  len  the commit trailer, when the record has a last commit (32 bytes):
+ *       u32 magic "PHX1", u32 0, u64 commit_dversion, u64 commit_lino,
+ *       u64 a check of them and of the record's check.  Outside len, so a
+ *       library of session 11 reads the record and ignores it (and its own
+ *       writes drop it: the record's check changes, the trailer no longer
+ *       matches); bound to the record by its check, so a tail left by an
+ *       older, longer record never passes for one.
  *
- * Format 2 ("PHJ2": the same without commit_dversion and commit_lino)
- * and format 1 ("PHJ1": magic, ino, the fields of format 2, exactly as
- * long as the file) are still read; every write makes format 3.  A record is written in
+ * Format 1 ("PHJ1": magic, ino, the same fields, exactly as long as the
+ * file) is still read; every write makes format 2.  A record is written in
  * place with one pwrite while its lock is held (a write lock on byte <ino>
  * of cache_dir/j.lock, an OFD lock taken on a fresh open of that file, which
  * is never renamed): no temp file, no rename, no new inode on the host's
@@ -46,9 +52,9 @@
 #include "sys.h"
 
 #define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
-#define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked (read only) */
-#define JMAGIC3 0x334a4850u	/* "PHJ3": format 2 + the last commit */
-#define IS_INPLACE(m) ((m) == JMAGIC2 || (m) == JMAGIC3)
+#define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */
+#define XMAGIC 0x31584850u	/* "PHX1": the commit trailer */
+#define JTRAIL 32		/* its bytes */
 #define JHDR2 24		/* magic, ino, len, check */
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
@@ -207,6 +213,15 @@ void pohm_journal_seal(uint8_t *p, size_t len)
 	pohm_st64(p + 16, jcheck(p, len));
 }
 
+static uint64_t trail_check(uint64_t rec_check, uint64_t dversion, uint64_t lino)
+{
+	uint64_t h = jmix(jmix(jmix(0x510e527fade682d1ULL ^ XMAGIC, rec_check), dversion), lino);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
 static void put_ts(struct pohm_buf *b, const struct pohm_ts *t)
 {
 	pohm_buf_put_u64(b, (uint64_t)t->sec);
@@ -220,10 +235,10 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	uint8_t x[2];
 	int rc;
 
-	rc = pohm_buf_reserve(b, 256 + hl + (size_t)r->nchunks * 64);
+	rc = pohm_buf_reserve(b, 256 + JTRAIL + hl + (size_t)r->nchunks * 64);
 	if (rc)
 		return rc;	/* then no put below can fail half-way */
-	pohm_buf_put_u32(b, JMAGIC3);
+	pohm_buf_put_u32(b, JMAGIC2);
 	pohm_buf_put_u64(b, r->ino);
 	pohm_buf_put_u32(b, 0);		/* len, set by the seal */
 	pohm_buf_put_u64(b, 0);		/* check, likewise */
@@ -248,8 +263,6 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	pohm_buf_put_u64(b, r->boot);
 	pohm_buf_put_u32(b, r->flags);
 	pohm_buf_put(b, &r->chunk_shift, 1);
-	pohm_buf_put_u64(b, r->commit_dversion);
-	pohm_buf_put_u64(b, r->commit_lino);
 	pohm_st16(x, (uint16_t)hl);
 	pohm_buf_put(b, x, 2);
 	pohm_buf_put(b, r->hint, hl);
@@ -260,7 +273,33 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	if (b->len > JMAX)
 		return -EFBIG;
 	pohm_journal_seal(b->p, b->len);
-	return 0;
+	if (r->commit_dversion || r->commit_lino) {
+		uint64_t rec_check = pohm_le64(b->p + 16);
+
+		pohm_buf_put_u32(b, XMAGIC);
+		pohm_buf_put_u32(b, 0);
+		pohm_buf_put_u64(b, r->commit_dversion);
+		pohm_buf_put_u64(b, r->commit_lino);
+		rc = pohm_buf_put_u64(b, trail_check(rec_check, r->commit_dversion, r->commit_lino));
+	}
+	return rc;
+}
+
+/* The commit trailer after the record of len bytes in the n bytes at p,
+ * if it is there and belongs to that record, into r. */
+static void decode_trailer(struct pohm_jrec *r, const uint8_t *p, size_t len, size_t n)
+{
+	const uint8_t *t = p + len;
+	uint64_t dv, li;
+
+	if (len < JHDR2 || pohm_le32(p) != JMAGIC2 || n < len + JTRAIL || pohm_le32(t) != XMAGIC)
+		return;
+	dv = pohm_le64(t + 8);
+	li = pohm_le64(t + 16);
+	if (pohm_le64(t + 24) != trail_check(pohm_le64(p + 16), dv, li))
+		return;
+	r->commit_dversion = dv;
+	r->commit_lino = li;
 }
 
 static void ts(struct pohm_rd *d, struct pohm_ts *t)
@@ -269,8 +308,8 @@ static void ts(struct pohm_rd *d, struct pohm_ts *t)
 	t->nsec = pohm_rd_u32(d);
 }
 
-/* The fields from version on (d is past the header); fmt3: with the last commit. */
-static int decode_body(struct pohm_jrec *r, struct pohm_rd *d, int fmt3)
+/* The fields both formats share, from version on (d is past the header). */
+static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 {
 	const uint8_t *q;
 	uint16_t hl;
@@ -298,10 +337,6 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d, int fmt3)
 	r->chunk_shift = pohm_rd_u8(d);
 	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
 		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
-	if (fmt3) {
-		r->commit_dversion = pohm_rd_u64(d);
-		r->commit_lino = pohm_rd_u64(d);
-	}
 	hl = pohm_rd_u16(d);
 	if (hl >= sizeof(r->hint))
 		return -EIO;
@@ -335,11 +370,11 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 	magic = pohm_le32(p);
 	if (magic == JMAGIC1)
 		return (ssize_t)n;
-	if (!IS_INPLACE(magic)) {
-		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '3' &&
+	if (magic != JMAGIC2) {
+		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '2' &&
 		    (magic >> 24) <= '9')
 			pohm_warn("journal: a record of format %c (a newer libpohmelfs); "
-				  "this one reads formats 1 to 3", (int)(magic >> 24));
+				  "this one reads format 1 and 2", (int)(magic >> 24));
 		return -EIO;
 	}
 	if (n < JHDR2)
@@ -354,18 +389,16 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
 {
 	struct pohm_rd d = pohm_rd_make(p, len);
-	uint32_t magic;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	magic = pohm_rd_u32(&d);
-	if (IS_INPLACE(magic)) {
+	if (pohm_rd_u32(&d) == JMAGIC2) {
 		r->ino = pohm_rd_u64(&d);
 		pohm_rd_take(&d, JHDR2 - 12);
 	} else {
 		r->ino = pohm_rd_u64(&d);
 	}
-	rc = decode_body(r, &d, magic == JMAGIC3);
+	rc = decode_body(r, &d);
 	if (rc)
 		pohm_jrec_clear(r);
 	return rc;
@@ -400,11 +433,12 @@ static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 		have += (size_t)n;
 		if (have < cap)
 			break;		/* the whole file */
-		/* Format 2 names its length: read that much, else double. */
-		if (have >= JHDR2 && IS_INPLACE(pohm_le32(buf)) && pohm_le32(buf + 12) <= have)
+		/* Format 2 names its length: read that much and a trailer, else double. */
+		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 &&
+		    (size_t)pohm_le32(buf + 12) + JTRAIL <= have)
 			break;
-		if (have >= JHDR2 && IS_INPLACE(pohm_le32(buf)) && pohm_le32(buf + 12) <= JMAX)
-			cap = pohm_le32(buf + 12);
+		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= JMAX)
+			cap = (size_t)pohm_le32(buf + 12) + JTRAIL;
 		else if (cap < JMAX)
 			cap *= 2;
 		else {
@@ -473,6 +507,8 @@ static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
 	if (len <= 0)
 		return len ? (int)len : -EAGAIN;
 	rc = decode(r, buf, (size_t)len);
+	if (!rc)
+		decode_trailer(r, buf, (size_t)len, *fsize);
 	free(buf);
 	if (!rc && r->ino != ino) {
 		pohm_jrec_clear(r);	/* a record under another inode's name: damage */

@@ -48,8 +48,9 @@ struct pohm_jrec {
 	uint32_t nchunks;		/* checksums of the synced version's chunks */
 	uint8_t (*csum)[64];		/* malloc'ed, nchunks entries */
 	/* The data version this host last committed, and from which local
-	 * file (0: none known).  Written only by the push that made it
-	 * (pohm_journal_put_commit); every other put keeps the record's. */
+	 * file (0: none known; the record file's commit trailer, journal.c).
+	 * Written only by the push that made it (pohm_journal_put_commit);
+	 * every other put keeps the record's. */
 	uint64_t commit_dversion, commit_lino;
 	char hint[4096];		/* one local name, relative to the prefix */
 };

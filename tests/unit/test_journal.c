@@ -1,5 +1,5 @@
-/* test_journal.c — core/journal: records written in place (format 3), the
- * old formats still read, torn records refused, the index (and an
+/* test_journal.c — core/journal: records written in place (format 2, and
+ * the commit trailer a format-2 reader ignores), the old format still read, torn records refused, the index (and an
  * earlier cache's x/ links moved into it), the last commit kept by every
  * put but its own, several
  * processes writing and reading one record at once, and fuzz_journal's
@@ -213,7 +213,7 @@ TEST(torn_records_read_as_damage)
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x61, &back), -EIO);
 	/* A newer format. */
 	memcpy(bad, good, n);
-	bad[3] = '4';
+	bad[3] = '3';
 	write_raw(0x60, bad, n);
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x60, &back), -EIO);
 	/* Intact again, with a tail of an older, longer record after it. */
@@ -296,10 +296,10 @@ TEST(format_1_still_read)
 	/* A format-1 file one byte short is damage (it was whole or nothing). */
 	write_raw(0x70, buf, n - 1);
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), -EIO);
-	/* Written back: format 3 from then on. */
+	/* Written back: format 2 from then on. */
 	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
 	EXPECT(read_raw(0x70, buf, sizeof(buf)) > 4);
-	EXPECT_EQ_INT(buf[3], '3');
+	EXPECT_EQ_INT(buf[3], '2');
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), 0);
 	EXPECT(rec_consistent(&back, 0x70));
 	pohm_jrec_clear(&back);
@@ -324,6 +324,15 @@ TEST(large_record)
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x80, &back), 0);
 	EXPECT_EQ_INT(back.nchunks, 1024);
 	EXPECT(back.csum && !memcmp(back.csum, r.csum, (size_t)r.nchunks * 64));
+	pohm_jrec_clear(&back);
+	/* With a commit trailer past the first read's 4 KiB. */
+	r.commit_dversion = 5;
+	r.commit_lino = 6;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x80, &back), 0);
+	EXPECT_EQ_INT(back.nchunks, 1024);
+	EXPECT_EQ_U64(back.commit_dversion, 5);
+	EXPECT_EQ_U64(back.commit_lino, 6);
 	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&r);
 	done(&j);
@@ -663,16 +672,8 @@ TEST(a_cache_of_the_earlier_format_still_works)
 	make_rec(&r, 0xa1, 3);				/* lino 1000 */
 	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
 	pohm_journal_close(&j);
-	/* Format 2 by hand: format 3 without the two commit fields. */
-	EXPECT(read_raw(0xa1, buf, sizeof(buf)) > 300);
-	{
-		size_t len = pohm_le32(buf + 12), at = 24 + 157;	/* the commit fields */
-
-		memmove(buf + at, buf + at + 16, len - at - 16);
-		buf[3] = '2';
-		pohm_journal_seal(buf, len - 16);
-		write_raw(0xa1, buf, len - 16);
-	}
+	/* As the earlier library wrote it: no commit trailer. */
+	EXPECT_EQ_U64(read_raw(0xa1, buf, sizeof(buf)), pohm_le32(buf + 12));
 	snprintf(path, sizeof(path), "%s/x", dir);
 	EXPECT_EQ_INT(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/x/7.3e8", dir);		/* (7, 1000) */
@@ -754,5 +755,52 @@ TEST(index_holds_many_files)
 	EXPECT_EQ_INT(pohm_journal_index_set(&j, 7, 13, 0x55), 0);
 	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 13, &ino), 0);
 	EXPECT_EQ_U64(ino, 0x55);
+	done(&j);
+}
+
+/* The last commit rides after the record's len: a format-2 reader of
+ * session 11 reads the record and ignores it; once such a library writes
+ * the record (its check changes), a trailer left behind reads as none. */
+TEST(commit_trailer_is_outside_the_record_and_bound_to_it)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	size_t n, len;
+
+	fresh(&j);
+	make_rec(&r, 0xb1, 4);
+	r.commit_dversion = 77;
+	r.commit_lino = 1001;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	n = read_raw(0xb1, buf, sizeof(buf));
+	len = pohm_le32(buf + 12);
+	EXPECT_EQ_U64(n, len + 32);
+	EXPECT_EQ_INT(buf[3], '2');
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xb1, 77, 1001), 1);
+	/* Only the record (as the earlier library reads it): intact, no commit. */
+	write_raw(0xb1, buf, len);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT(rec_consistent(&back, 0xb1));
+	EXPECT_EQ_U64(back.commit_dversion, 0);
+	pohm_jrec_clear(&back);
+	/* The earlier library rewrites the record in place, same length: the
+	 * trailer stays in the file but belongs to the record before. */
+	buf[24] ^= 1;				/* version */
+	pohm_journal_seal(buf, len);
+	write_raw(0xb1, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT_EQ_U64(back.commit_dversion, 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xb1, 77, 1001), 0);
+	pohm_jrec_clear(&back);
+	/* A damaged trailer is no commit, and the record still reads. */
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	n = read_raw(0xb1, buf, sizeof(buf));
+	buf[n - 1] ^= 0x40;
+	write_raw(0xb1, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT_EQ_U64(back.commit_dversion, 0);
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
 	done(&j);
 }
