@@ -228,6 +228,9 @@ $(B)/tests/test_elfsym: $(B)/obj/tests/unit/test_elfsym.o $(B)/obj/preload/elfsy
 	$(CC) -o $@ $^ $(LDFLAGS)
 $(B)/obj/tests/unit/test_elfsym.o: CPPFLAGS += -Ipreload
 
+# test_jstale watches the cache's journal reads (tests/unit/test_jstale.c).
+$(B)/tests/test_jstale: LDFLAGS += -Wl,--wrap=pohm_journal_get
+
 $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS)

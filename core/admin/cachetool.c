@@ -4,9 +4,8 @@
  * Sections: open/close · classification · scan · clean · evict · pohmelfsd.
  *
  * The journal's on-disk names are journal.c's: records in j/<ino>, the
- * local index in x/<dev>.<ino> (hex, symlinks whose target is the storage
- * inode in hex).  clean writes one index entry itself, ahead of the
- * journal record, for the reason given there.
+ * local index in the file x.idx (jindex.c).  clean writes one index entry
+ * itself, ahead of the journal record, for the reason given there.
  */
 #include "cachetool.h"
 
@@ -39,7 +38,7 @@ int pohm_ct_open(struct pohm_ct *t, const char *prefix, const char *cache_dir, c
 	int fd, r;
 
 	memset(t, 0, sizeof(*t));
-	t->j.dirfd = t->pfd = -1;
+	t->j.dirfd = t->j.xfd = t->pfd = -1;
 	if (strlen(prefix) >= sizeof(t->prefix) || strlen(cache_dir) >= sizeof(t->cache_dir)) {
 		snprintf(err, errlen, "prefix or cache_dir: path too long");
 		return -ENAMETOOLONG;
@@ -284,43 +283,6 @@ static int open_stage(struct pohm_ct *t)
 	return pohm_sys_openat(t->pfd, ".pohmelfs-staging", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 }
 
-static void index_name(char *out, size_t len, uint64_t dev, uint64_t lino)
-{
-	snprintf(out, len, "x/%" PRIx64 ".%" PRIx64, dev, lino);
-}
-
-/* Point the index entry of local (dev, lino) at ino, as journal_put does. */
-static int index_add(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t ino)
-{
-	static unsigned long seq;	/* temp-name uniqueness; atomic */
-	char tmp[96], idx[96], target[32];
-	int r;
-
-	index_name(idx, sizeof(idx), dev, lino);
-	snprintf(target, sizeof(target), "%" PRIx64, ino);
-	snprintf(tmp, sizeof(tmp), "tmp/x.%d.c%lu", (int)pohm_sys_getpid(),
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	r = pohm_sys_symlinkat(target, t->j.dirfd, tmp);
-	if (!r) {
-		r = pohm_sys_renameat(t->j.dirfd, tmp, t->j.dirfd, idx);
-		if (r)
-			pohm_sys_unlinkat(t->j.dirfd, tmp, 0);
-	}
-	return r;
-}
-
-/* Drop the index entry of local (dev, lino) if it still names ino. */
-static void index_drop(struct pohm_ct *t, uint64_t dev, uint64_t lino, uint64_t ino)
-{
-	char idx[96];
-	uint64_t have;
-
-	if (pohm_journal_lookup_local(&t->j, dev, lino, &have) || have != ino)
-		return;
-	index_name(idx, sizeof(idx), dev, lino);
-	pohm_sys_unlinkat(t->j.dirfd, idx, 0);
-}
-
 /* Does the file open as fd have a user.* xattr?  1 when unsure. */
 static int has_user_xattrs(int fd)
 {
@@ -416,7 +378,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 	placed = 1;
 	r = pohm_sys_fstatat(stage, tmp, &sst, AT_SYMLINK_NOFOLLOW);
 	if (!r)
-		r = index_add(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
+		r = pohm_journal_index_set(&t->j, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
 	if (r)
 		goto out;
 	indexed = 1;
@@ -453,10 +415,10 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 		}
 		pohm_jrec_clear(&cur);
 	}
-	index_drop(t, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ino);
+	pohm_journal_index_drop(&t->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, ino);
 out:
 	if (indexed)
-		index_drop(t, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
+		pohm_journal_index_drop(&t->j, (uint64_t)sst.st_dev, (uint64_t)sst.st_ino, ino);
 	if (placed)
 		pohm_sys_unlinkat(stage, tmp, 0);
 	if (leased)

@@ -227,7 +227,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	if (!c)
 		return -ENOMEM;
 	c->pfd = c->stage_fd = -1;
-	c->j.dirfd = -1;
+	c->j.dirfd = c->j.xfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c)) {
 		free(c);
@@ -1841,6 +1841,21 @@ static const struct list_ent *list_renamed_to(const struct list_ctx *l, uint64_t
 	return NULL;
 }
 
+struct rehint {
+	const char *from, *to;
+};
+
+/* The record's hint from -> to, if it still names from. */
+static int rehint_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct rehint *h = arg;
+
+	if (strcmp(r->hint, h->from))
+		return -ESTALE;
+	snprintf(r->hint, sizeof(r->hint), "%s", h->to);
+	return 0;
+}
+
 /*
  * A local name the storage listing lacks (DESIGN §2): if the journal knows
  * it, the storage confirms it is gone, and it is clean here, it follows a
@@ -1855,7 +1870,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	struct stat lst, lst_mv;
 	uint64_t known, ino;
 	uint8_t type;
-	char path[4096];
+	char path[4096], path_to[4096];
 	int r;
 
 	if (pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW) ||
@@ -1884,13 +1899,14 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	}
 	to = list_renamed_to(l, known);
 	if (to && !pohm_sys_renameat(l->dfd, name, l->dfd, to->name)) {
-		/* A remote rename becomes a local rename: the data stays fetched. */
+		/* A remote rename becomes a local rename: the data stays fetched.
+		 * The hint follows in the record as it is now (rec was read
+		 * before the lookup: issue 18). */
+		struct rehint h = { path, path_to };
+
 		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
-		if (!strcmp(rec.hint, path)) {
-			snprintf(rec.hint, sizeof(rec.hint), "%s%s%s", l->rel, *l->rel ? "/" : "",
-				 to->name);
-			pohm_journal_put(&l->c->j, &rec);
-		}
+		snprintf(path_to, sizeof(path_to), "%s%s%s", l->rel, *l->rel ? "/" : "", to->name);
+		pohm_journal_update(&l->c->j, known, rehint_fn, &h);
 		cache_unmark(l->c, known);
 		goto out;
 	}

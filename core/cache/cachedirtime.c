@@ -60,10 +60,11 @@ void cache_dir_changed(struct pohm_cache *c, uint64_t dino)
 			   strerror(-r));
 		goto out;
 	}
-	/* This host shows the new times at once; the record keeps its local
-	 * state and flags (LISTED). */
-	pohm_journal_note_inode(&rec, &in);
-	pohm_journal_put(&c->j, &rec);
+	/* This host shows the new times at once, in the record as it is now
+	 * (rec is older than the setattr: another process may have listed the
+	 * directory or recorded a newer version meanwhile, issue 18); its
+	 * local state and flags (LISTED) stay. */
+	pohm_journal_note_stored(&c->j, &in);
 	pohm_inode_clear(&in);
 out:
 	pohm_jrec_clear(&rec);

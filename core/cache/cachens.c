@@ -659,22 +659,35 @@ static void forget_if_gone(struct pohm_cache *c, uint64_t ino)
  * so the record is "racy" for a tick and a content check settles a write in
  * that tick.
  */
+struct renote {
+	const struct stat *pre, *post;
+};
+
+static int renote_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct renote *a = arg;
+
+	if ((r->flags & POHM_J_STUB) || r->lino != (uint64_t)a->pre->st_ino ||
+	    r->ldev != (uint64_t)a->pre->st_dev || pohm_journal_is_dirty(r, a->pre) == 1)
+		return -ESTALE;
+	pohm_journal_note_local(r, a->post);
+	return 0;
+}
+
+/* Decided and written on the record as it is now, under its lock: a copy
+ * read before would put back over another process's newer record (a
+ * push's new base) what it held (issue 18). */
 static void renote_if_clean(struct pohm_cache *c, uint64_t ino, const struct stat *pre,
 			    const struct stat *post)
 {
-	struct pohm_jrec rec;
+	struct renote a = { pre, post };
 
 	if (!ino || !S_ISREG(pre->st_mode) || post->st_ino != pre->st_ino ||
 	    post->st_dev != pre->st_dev || post->st_size != pre->st_size ||
 	    post->st_mtim.tv_sec != pre->st_mtim.tv_sec ||
-	    post->st_mtim.tv_nsec != pre->st_mtim.tv_nsec || pohm_journal_get(&c->j, ino, &rec))
+	    post->st_mtim.tv_nsec != pre->st_mtim.tv_nsec)
 		return;
-	if (!(rec.flags & POHM_J_STUB) && rec.lino == (uint64_t)pre->st_ino &&
-	    pohm_journal_is_dirty(&rec, pre) != 1) {
-		pohm_journal_note_local(&rec, post);
-		pohm_journal_put(&c->j, &rec);
-	}
-	pohm_jrec_clear(&rec);
+	pohm_journal_update(&c->j, ino, renote_fn, &a);
 }
 
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)

@@ -2,7 +2,7 @@
  * journal.c — per-inode journal records and the local index (journal.h).
  *
  * Sections: record format (encode, decode, check), reading a record file,
- * the per-record lock, writing in place, the index.
+ * the per-record lock, writing in place.  The index is jindex.c.
  *
  * Record file cache_dir/j/<ino>, format 2 (little-endian):
  *
@@ -15,6 +15,13 @@
  *   24  the fields of struct pohm_jrec in struct order from version to
  *       chunk_shift, the hint (u16 length + bytes), nchunks, nchunks × 64
  *       bytes of checksums.
+ *  len  the commit trailer, when the record has a last commit (32 bytes):
+ *       u32 magic "PHX1", u32 0, u64 commit_dversion, u64 commit_lino,
+ *       u64 a check of them and of the record's check.  Outside len, so a
+ *       library of session 11 reads the record and ignores it (and its own
+ *       writes drop it: the record's check changes, the trailer no longer
+ *       matches); bound to the record by its check, so a tail left by an
+ *       older, longer record never passes for one.
  *
  * Format 1 ("PHJ1": magic, ino, the same fields, exactly as long as the
  * file) is still read; every write makes format 2.  A record is written in
@@ -29,6 +36,7 @@
  * with a warning naming the format.
  */
 #include "journal.h"
+#include "jindex.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +53,8 @@
 
 #define JMAGIC1 0x314a4850u	/* "PHJ1": renamed into place (read only) */
 #define JMAGIC2 0x324a4850u	/* "PHJ2": written in place, checked */
+#define XMAGIC 0x31584850u	/* "PHX1": the commit trailer */
+#define JTRAIL 32		/* its bytes */
 #define JHDR2 24		/* magic, ino, len, check */
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
@@ -119,7 +129,8 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
 	int r, fd;
 
-	j->dirfd = -1;
+	j->dirfd = j->xfd = -1;
+	j->legacy = 0;
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;
@@ -128,9 +139,6 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 		return fd;
 	pohm_own_set(&j->dirfd, fd);	/* the host's close and dup2 leave it alone */
 	r = pohm_journal_mkdir_own(j->dirfd, "j");
-	if (r && r != -EEXIST)
-		goto fail;
-	r = pohm_journal_mkdir_own(j->dirfd, "x");
 	if (r && r != -EEXIST)
 		goto fail;
 	r = pohm_journal_mkdir_own(j->dirfd, "tmp");
@@ -145,7 +153,7 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	fd = pohm_journal_open_own(j->dirfd, "j.lock", O_RDWR | O_CREAT);
 	if (fd >= 0)
 		pohm_sys_close(fd);
-	return 0;
+	return jindex_open(j);
 fail:
 	pohm_own_close(&j->dirfd);
 	return r;
@@ -153,6 +161,7 @@ fail:
 
 void pohm_journal_close(struct pohm_journal *j)
 {
+	jindex_close(j);
 	pohm_own_close(&j->dirfd);
 }
 
@@ -204,6 +213,15 @@ void pohm_journal_seal(uint8_t *p, size_t len)
 	pohm_st64(p + 16, jcheck(p, len));
 }
 
+static uint64_t trail_check(uint64_t rec_check, uint64_t dversion, uint64_t lino)
+{
+	uint64_t h = jmix(jmix(jmix(0x510e527fade682d1ULL ^ XMAGIC, rec_check), dversion), lino);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
 static void put_ts(struct pohm_buf *b, const struct pohm_ts *t)
 {
 	pohm_buf_put_u64(b, (uint64_t)t->sec);
@@ -217,7 +235,7 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	uint8_t x[2];
 	int rc;
 
-	rc = pohm_buf_reserve(b, 256 + hl + (size_t)r->nchunks * 64);
+	rc = pohm_buf_reserve(b, 256 + JTRAIL + hl + (size_t)r->nchunks * 64);
 	if (rc)
 		return rc;	/* then no put below can fail half-way */
 	pohm_buf_put_u32(b, JMAGIC2);
@@ -255,7 +273,33 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	if (b->len > JMAX)
 		return -EFBIG;
 	pohm_journal_seal(b->p, b->len);
-	return 0;
+	if (r->commit_dversion || r->commit_lino) {
+		uint64_t rec_check = pohm_le64(b->p + 16);
+
+		pohm_buf_put_u32(b, XMAGIC);
+		pohm_buf_put_u32(b, 0);
+		pohm_buf_put_u64(b, r->commit_dversion);
+		pohm_buf_put_u64(b, r->commit_lino);
+		rc = pohm_buf_put_u64(b, trail_check(rec_check, r->commit_dversion, r->commit_lino));
+	}
+	return rc;
+}
+
+/* The commit trailer after the record of len bytes in the n bytes at p,
+ * if it is there and belongs to that record, into r. */
+static void decode_trailer(struct pohm_jrec *r, const uint8_t *p, size_t len, size_t n)
+{
+	const uint8_t *t = p + len;
+	uint64_t dv, li;
+
+	if (len < JHDR2 || pohm_le32(p) != JMAGIC2 || n < len + JTRAIL || pohm_le32(t) != XMAGIC)
+		return;
+	dv = pohm_le64(t + 8);
+	li = pohm_le64(t + 16);
+	if (pohm_le64(t + 24) != trail_check(pohm_le64(p + 16), dv, li))
+		return;
+	r->commit_dversion = dv;
+	r->commit_lino = li;
 }
 
 static void ts(struct pohm_rd *d, struct pohm_ts *t)
@@ -389,11 +433,12 @@ static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 		have += (size_t)n;
 		if (have < cap)
 			break;		/* the whole file */
-		/* Format 2 names its length: read that much, else double. */
-		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= have)
+		/* Format 2 names its length: read that much and a trailer, else double. */
+		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 &&
+		    (size_t)pohm_le32(buf + 12) + JTRAIL <= have)
 			break;
 		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= JMAX)
-			cap = pohm_le32(buf + 12);
+			cap = (size_t)pohm_le32(buf + 12) + JTRAIL;
 		else if (cap < JMAX)
 			cap *= 2;
 		else {
@@ -462,6 +507,8 @@ static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
 	if (len <= 0)
 		return len ? (int)len : -EAGAIN;
 	rc = decode(r, buf, (size_t)len);
+	if (!rc)
+		decode_trailer(r, buf, (size_t)len, *fsize);
 	free(buf);
 	if (!rc && r->ino != ino) {
 		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
@@ -499,36 +546,6 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 
 /* ---------------------------------------------------------------- writing */
 
-static void index_name(char *out, size_t len, uint64_t dev, uint64_t lino)
-{
-	snprintf(out, len, "x/%" PRIx64 ".%" PRIx64, dev, lino);
-}
-
-/* Make the index entry of (ldev, lino) name ino; one symlinkat when it is new. */
-static void index_set(struct pohm_journal *j, uint64_t ldev, uint64_t lino, uint64_t ino)
-{
-	static unsigned long seq;	/* temp-name uniqueness within a process; atomic */
-	char idx[96], tmp[96], target[32], have[32];
-	int saved = errno;	/* raw syscall() sets it: the host's stays */
-	long n;
-
-	index_name(idx, sizeof(idx), ldev, lino);
-	snprintf(target, sizeof(target), "%" PRIx64, ino);
-	if (!syscall(SYS_symlinkat, target, j->dirfd, idx))
-		goto out;
-	/* There is one: left by a deleted file whose inode number came back? */
-	n = syscall(SYS_readlinkat, j->dirfd, idx, have, sizeof(have) - 1);
-	if (n > 0 && (size_t)n == strlen(target) && !memcmp(have, target, (size_t)n))
-		goto out;
-	snprintf(tmp, sizeof(tmp), "tmp/x.%d.%lu", (int)pohm_sys_getpid(),
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	if (!syscall(SYS_symlinkat, target, j->dirfd, tmp) &&
-	    pohm_sys_renameat(j->dirfd, tmp, j->dirfd, idx))
-		pohm_sys_unlinkat(j->dirfd, tmp, 0);
-out:
-	errno = saved;
-}
-
 int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen)
 {
 	return cur->version != seen->version || cur->dversion != seen->dversion ||
@@ -537,20 +554,42 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
 	       cur->flags != seen->flags;
 }
 
-/* pohm_journal_put, or pohm_journal_put_cas when seen is set. */
-static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen)
+/*
+ * A longer record over an intact one of fsize bytes: get the blocks first,
+ * so a full file system (or a file size limit) fails here with the old
+ * record whole instead of half-way through the pwrite; a file system
+ * without fallocate just goes on.  0 or -errno.
+ */
+static int grow_first(int fd, size_t len, size_t fsize)
+{
+	int saved = errno, rc;
+	long f;
+
+	if (len <= fsize)
+		return 0;
+	f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)len);
+	rc = f ? -errno : 0;
+	errno = saved;
+	return rc == -EOPNOTSUPP || rc == -ENOSYS ? 0 : rc;
+}
+
+/*
+ * pohm_journal_put, or pohm_journal_put_cas when seen is set.  The last
+ * commit (commit_dversion, commit_lino) is r's only when own_commit (the
+ * push that made it); every other put carries over the record's, so a
+ * writer whose copy was read before a commit never takes it back.
+ */
+static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const struct pohm_jrec *seen,
+		   int own_commit)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	struct pohm_jrec prev;
-	char name[64], idx[96];
+	struct pohm_jrec prev, w;
+	char name[64];
 	int fd = -1, lfd = -1, rc, had;
 	size_t fsize;
 	ssize_t n;
 
 	memset(&prev, 0, sizeof(prev));
-	rc = encode(&b, r);
-	if (rc)
-		goto out;
 	record_name(name, sizeof(name), r->ino);
 	lfd = jlock(j, r->ino, F_WRLCK);
 	if (lfd < 0) {
@@ -568,21 +607,18 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		rc = -ESTALE;	/* another writer's word came meanwhile: it stands */
 		goto out;
 	}
-	if (had && b.len > fsize) {
-		/*
-		 * A longer record over an intact one: get the blocks first, so a
-		 * full file system (or a file size limit) fails here with the old
-		 * record whole instead of half-way through the pwrite; a file
-		 * system without fallocate just goes on.
-		 */
-		int saved = errno;
-		long f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)b.len);
-
-		rc = f ? -errno : 0;
-		errno = saved;
-		if (rc && rc != -EOPNOTSUPP && rc != -ENOSYS)
+	w = *r;			/* shares r's csum: never cleared */
+	if (had && !own_commit) {
+		w.commit_dversion = prev.commit_dversion;
+		w.commit_lino = prev.commit_lino;
+	}
+	rc = encode(&b, &w);
+	if (rc)
+		goto out;
+	if (had) {
+		rc = grow_first(fd, b.len, fsize);
+		if (rc)
 			goto out;
-		rc = 0;
 	}
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	if (n < 0) {
@@ -590,13 +626,11 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		rc = (int)n;
 		goto out;
 	}
-	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev)) {
+	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev))
 		/* The local file was replaced (a fetch renames a new one in): drop its entry. */
-		index_name(idx, sizeof(idx), prev.ldev, prev.lino);
-		pohm_sys_unlinkat(j->dirfd, idx, 0);
-	}
+		pohm_journal_index_drop(j, prev.ldev, prev.lino, r->ino);
 	if (r->lino && !(had && prev.lino == r->lino && prev.ldev == r->ldev))
-		index_set(j, r->ldev, r->lino, r->ino);
+		pohm_journal_index_set(j, r->ldev, r->lino, r->ino);
 out:
 	pohm_jrec_clear(&prev);
 	if (fd >= 0)
@@ -608,16 +642,17 @@ out:
 }
 
 /*
- * Change fixed-width fields of ino's record in place, under its lock:
- * fn(r, arg) edits the record as it is now (0: write it, else that
- * error).  Only numbers may change (the same encoded length), so the
- * index needs nothing.  0, -ENOENT (no intact record), fn's error, -errno.
+ * pohm_journal_update: the record as it is now, under its lock; fn's
+ * edit is written in place (a longer record gets its blocks first), the
+ * index follows a change of the local file, and the last commit stays
+ * (only pohm_journal_put_commit writes it).
  */
-static int update_in_place(struct pohm_journal *j, uint64_t ino,
-			   int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
+int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
+			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct pohm_jrec r;
+	uint64_t ldev, lino, cdv, cli;
 	char name[64];
 	size_t fsize;
 	int fd = -1, lfd, rc;
@@ -638,15 +673,30 @@ static int update_in_place(struct pohm_journal *j, uint64_t ino,
 		rc = -ENOENT;	/* torn: nothing to change */
 	if (rc)
 		goto out;
+	ldev = r.ldev;
+	lino = r.lino;
+	cdv = r.commit_dversion;
+	cli = r.commit_lino;
 	rc = fn(&r, arg);
 	if (rc)
 		goto out;
+	r.ino = ino;
+	r.commit_dversion = cdv;
+	r.commit_lino = cli;
 	rc = encode(&b, &r);
 	if (rc)
 		goto out;
-	/* The same fields with numbers changed: the same length, in place. */
+	rc = grow_first(fd, b.len, fsize);
+	if (rc)
+		goto out;
 	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
 	rc = n < 0 ? (int)n : 0;
+	if (rc || (ldev == r.ldev && lino == r.lino))
+		goto out;
+	if (lino)
+		pohm_journal_index_drop(j, ldev, lino, ino);
+	if (r.lino)
+		pohm_journal_index_set(j, r.ldev, r.lino, ino);
 out:
 	pohm_jrec_clear(&r);
 	if (fd >= 0)
@@ -672,13 +722,42 @@ static int touch_fn(struct pohm_jrec *r, const void *arg)
 
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r)
 {
-	return put_rec(j, r, NULL);
+	return put_rec(j, r, NULL, 0);
+}
+
+int pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r)
+{
+	return put_rec(j, r, NULL, 1);
 }
 
 int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
 			 const struct pohm_jrec *seen)
 {
-	return put_rec(j, r, seen);
+	return put_rec(j, r, seen, 0);
+}
+
+int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversion, uint64_t lino)
+{
+	struct pohm_jrec r;
+	unsigned long long dv, li;
+	char last[64], val[64];
+	int saved, got;
+	long n;
+
+	got = !pohm_journal_get(j, ino, &r) && r.commit_dversion;
+	pohm_jrec_clear(&r);
+	if (got)
+		return r.commit_dversion == dversion && r.commit_lino == lino;
+	/* A record of format 2: the p/<ino> link ("DVERSION.LINO") earlier
+	 * libraries kept beside it. */
+	snprintf(last, sizeof(last), "p/%" PRIx64, ino);
+	saved = errno;
+	n = syscall(SYS_readlinkat, j->dirfd, last, val, sizeof(val) - 1);
+	errno = saved;
+	if (n <= 0)
+		return 0;
+	val[n] = '\0';
+	return sscanf(val, "%llx.%llx", &dv, &li) == 2 && dv == dversion && li == lino;
 }
 
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
@@ -686,7 +765,7 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 {
 	struct touch_arg t = { version, validated_ns };
 
-	return update_in_place(j, ino, touch_fn, &t);
+	return pohm_journal_update(j, ino, touch_fn, &t);
 }
 
 static int relocal_fn(struct pohm_jrec *r, const void *arg)
@@ -701,13 +780,28 @@ static int relocal_fn(struct pohm_jrec *r, const void *arg)
 
 int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st)
 {
-	return update_in_place(j, ino, relocal_fn, st);
+	return pohm_journal_update(j, ino, relocal_fn, st);
+}
+
+static int stored_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct pohm_inode *in = arg;
+
+	if (r->version > in->version)
+		return -ESTALE;	/* a newer stored version was recorded meanwhile */
+	pohm_journal_note_inode(r, in);
+	return 0;
+}
+
+int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in)
+{
+	return pohm_journal_update(j, in->ino, stored_fn, in);
 }
 
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 {
 	struct pohm_jrec r;
-	char name[64], idx[96];
+	char name[64];
 	int fd, lfd, rc;
 
 	memset(&r, 0, sizeof(r));
@@ -719,31 +813,14 @@ int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 	if (fd >= 0) {
 		size_t fsize;
 
-		if (!get_from(fd, ino, &r, &fsize) && r.lino) {
-			index_name(idx, sizeof(idx), r.ldev, r.lino);
-			pohm_sys_unlinkat(j->dirfd, idx, 0);
-		}
+		if (!get_from(fd, ino, &r, &fsize) && r.lino)
+			pohm_journal_index_drop(j, r.ldev, r.lino, ino);
 		pohm_jrec_clear(&r);
 		pohm_sys_close(fd);
 	}
 	rc = pohm_sys_unlinkat(j->dirfd, name, 0);
 	pohm_sys_close(lfd);
 	return rc;
-}
-
-int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino)
-{
-	char idx[96], target[32];
-	long n;
-	char *end;
-
-	index_name(idx, sizeof(idx), dev, lino);
-	n = syscall(SYS_readlinkat, j->dirfd, idx, target, sizeof(target) - 1);
-	if (n <= 0)
-		return -ENOENT;
-	target[n] = '\0';
-	*ino = strtoull(target, &end, 16);
-	return *end || !*ino ? -ENOENT : 0;
 }
 
 int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg)

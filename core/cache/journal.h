@@ -6,10 +6,12 @@
  * with one pwrite under a per-record lock (a byte of cache_dir/j.lock, a
  * file never renamed) and carrying a check, so a reader sees the old or the
  * new record and a torn one reads as damage (journal.c has the format); an
- * index cache_dir/x/<dev>.<ino> (a symlink whose target is the storage
- * inode number) maps a local file to it, so an fd is resolved with one
- * fstat and one readlink.  Nothing is written on the open path; records
- * change after a fetch, a push or a namespace change.
+ * index, the fixed-slot file cache_dir/x.idx (jindex.c), maps a local
+ * file (dev, ino) to it, so an fd is resolved with one fstat and one
+ * pread.  Nothing is written on the open path; records change after a
+ * fetch, a push or a namespace change.  No symlinks: the x/ links and
+ * p/<ino> last-commit links of earlier caches are read (x/ is moved into
+ * the index at open), never written.
  * Change detection compares the local (st_ino, size, ctime) with what the
  * record saw after the last fetch or push (journal_is_dirty).
  */
@@ -45,14 +47,22 @@ struct pohm_jrec {
 	uint8_t chunk_shift;
 	uint32_t nchunks;		/* checksums of the synced version's chunks */
 	uint8_t (*csum)[64];		/* malloc'ed, nchunks entries */
+	/* The data version this host last committed, and from which local
+	 * file (0: none known; the record file's commit trailer, journal.c).
+	 * Written only by the push that made it (pohm_journal_put_commit);
+	 * every other put keeps the record's. */
+	uint64_t commit_dversion, commit_lino;
 	char hint[4096];		/* one local name, relative to the prefix */
 };
 
 struct pohm_journal {
 	int dirfd;			/* cache_dir, held open (high fd) */
+	int xfd;			/* x.idx, held open for lookups (high fd; -1 none) */
+	int legacy;			/* x/ of an earlier format seen, not yet moved */
 };
 
-/* Open (creating 0700) the journal under cache_dir. 0 or -errno. */
+/* Open (creating 0700) the journal under cache_dir. 0 or -errno.  Set
+ * j->dirfd = j->xfd = -1 first if pohm_journal_close may run without it. */
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
 /* openat(dirfd, name, flags); with O_CREAT a new file gets mode 0600 whatever
  * the process's umask (the cache's own files).  fd or -errno. */
@@ -66,6 +76,13 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
 /* Replace the record atomically (and the index entry for its local file).
  * Takes the record's lock for a few file calls. 0 or -errno. */
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
+/* pohm_journal_put that also sets the last commit (commit_dversion,
+ * commit_lino) from r: the push turn's holder after its commit. */
+int pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
+/* Did this host commit ino's data version dversion from local file lino
+ * (the record's last commit; a cache of the earlier format: its
+ * p/<ino> link)?  1 or 0. */
+int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversion, uint64_t lino);
 /* Was a record rewritten since a caller read it as seen (its versions,
  * local state or flags differ in cur)?  1 or 0. */
 int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen);
@@ -77,6 +94,18 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
  * -errno. */
 int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
 			 const struct pohm_jrec *seen);
+/*
+ * Change ino's record as it is now, under its lock: fn(r, arg) edits the
+ * current record (0: it is written; else nothing is, and fn's error is
+ * returned).  For a caller that read the record, did something slow (the
+ * storage), and would otherwise put its older copy back over what another
+ * process wrote meanwhile: fn re-checks what the caller decided on and
+ * changes only its own fields.  The index follows a new local file; the
+ * last commit is left as it is.  0, -ENOENT (no intact record), fn's
+ * error, -errno.
+ */
+int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
+			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
@@ -97,10 +126,24 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
  * record names another local file), -errno.
  */
 int pohm_journal_relocal(struct pohm_journal *j, uint64_t ino, const struct stat *st);
+/*
+ * Note the stored inode in (pohm_journal_note_inode) in its record as it
+ * is now, under its lock, unless the record holds a newer version: for a
+ * caller whose setattr answered in after it read the record (another
+ * process may have written it since: a listing's LISTED, a newer
+ * version).  0, -ENOENT, -ESTALE (newer), -errno.
+ */
+int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in);
 /* Forget ino (and its index entry). */
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */
 int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino);
+/* Make the index entry of local file (dev, lino) name ino, under the
+ * index's bucket locks (pohm_journal_put does it for the record's local
+ * file; `pohmelfs clean` ahead of the record).  0 or -errno. */
+int pohm_journal_index_set(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino);
+/* Drop the index entry of (dev, lino) if it names ino. */
+void pohm_journal_index_drop(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino);
 /* Call fn for every record (pohmelfsd, status); fn != 0 stops. */
 int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg);
 void pohm_jrec_clear(struct pohm_jrec *r);

@@ -243,11 +243,12 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
  * lock's fd is kept per thread (the turn is taken and given back by the
  * same call), TURN_SLOTS at a time.
  *
- * Beside it, cache_dir/p/INO ("DVERSION.LINO", replaced by the holder after
- * each commit) says which data version this host last committed and from
- * which local file.  The journal record cannot say it reliably: a process
- * that read the record before our commit may write it back after (an open
- * that notes changed attributes), so the record can go back a version.
+ * The holder notes in ino's record which data version this host last
+ * committed and from which local file (pohm_journal_put_commit): only
+ * that put writes those fields, every other put carries them over, so a
+ * process that read the record before our commit and writes it back
+ * after (the record then goes back a version) leaves them.  Earlier
+ * caches kept them in a p/INO symlink, still read (journal.h).
  */
 #define PUSH_WAIT_NS (30ULL * 1000000000ULL)
 #define TURN_SLOTS 4
@@ -257,17 +258,6 @@ static __thread struct turn {
 	uint64_t ino;
 	int fd1;
 } turns[TURN_SLOTS];
-
-static void push_names(uint64_t ino, char *mark, char *last, size_t len)
-{
-	snprintf(mark, len, "p/%llx.push", (unsigned long long)ino);
-	snprintf(last, len, "p/%llx", (unsigned long long)ino);
-}
-
-static void my_id(char *out, size_t len)
-{
-	snprintf(out, len, "%d.%ld", (int)pohm_sys_getpid(), (long)syscall(SYS_gettid));
-}
 
 static struct turn *turn_of(uint64_t ino)
 {
@@ -342,46 +332,12 @@ void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
 	t->fd1 = 0;
 }
 
-/* Remember that this host committed data version dversion of ino from local file lino. */
-static void push_last_note(struct pohm_cache *c, uint64_t ino, uint64_t dversion, uint64_t lino)
-{
-	char mark[64], last[64], me[48], tmp[128], val[64];
-	int saved = errno;
-
-	push_names(ino, mark, last, sizeof(mark));
-	my_id(me, sizeof(me));
-	snprintf(tmp, sizeof(tmp), "p/.%llx.%s", (unsigned long long)ino, me);
-	snprintf(val, sizeof(val), "%llx.%llx", (unsigned long long)dversion,
-		 (unsigned long long)lino);
-	pohm_sys_unlinkat(c->j.dirfd, tmp, 0);
-	if (!syscall(SYS_symlinkat, val, c->j.dirfd, tmp) &&
-	    pohm_sys_renameat(c->j.dirfd, tmp, c->j.dirfd, last))
-		pohm_sys_unlinkat(c->j.dirfd, tmp, 0);
-	errno = saved;
-}
-
-/* Did this host commit ino's data version dversion from local file lino? */
-static int push_last_is(struct pohm_cache *c, uint64_t ino, uint64_t dversion, uint64_t lino)
-{
-	char mark[64], last[64], val[64];
-	unsigned long long dv, li;
-	int saved = errno;
-	long n;
-
-	push_names(ino, mark, last, sizeof(mark));
-	n = syscall(SYS_readlinkat, c->j.dirfd, last, val, sizeof(val) - 1);
-	errno = saved;
-	if (n <= 0)
-		return 0;
-	val[n] = '\0';
-	return sscanf(val, "%llx.%llx", &dv, &li) == 2 && dv == dversion && li == lino;
-}
-
 void cache_push_forget(struct pohm_cache *c, uint64_t ino)
 {
-	char mark[64], last[64];
+	char last[64];
 
-	push_names(ino, mark, last, sizeof(mark));
+	/* An earlier cache's p/<ino> last-commit link (journal.h). */
+	snprintf(last, sizeof(last), "p/%llx", (unsigned long long)ino);
 	pohm_sys_unlinkat(c->j.dirfd, last, 0);
 }
 
@@ -513,7 +469,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (r == -ESTALE) {
 		/* The storage moved on.  Identical content is no conflict. */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
-		if (!r && push_last_is(c, rec->ino, in.dversion, (uint64_t)st->st_ino)) {
+		if (!r && pohm_journal_committed(&c->j, rec->ino, in.dversion, (uint64_t)st->st_ino)) {
 			/* This host committed the stored version from this same local file
 			 * (another appender's push; the journal went back a version since):
 			 * ours is a later state of it, not a conflict.  Again from it. */
@@ -570,8 +526,10 @@ attrs:
 	}
 	pohm_journal_note_local(rec, st);
 	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
-	push_last_note(c, rec->ino, rec->dversion, rec->lino);
-	r = pohm_journal_put(&c->j, rec);
+	rec->commit_dversion = rec->dversion;	/* this host's commit, or the stored
+						 * version whose bytes this copy holds */
+	rec->commit_lino = rec->lino;
+	r = pohm_journal_put_commit(&c->j, rec);
 	cache_mark_fresh(c, rec->ino);
 	if (!r && (n || (uint64_t)st->st_size != rec->lsize || pushed_attrs)) {
 		cache_count(c, &c->stats.pushes, 1);
@@ -692,10 +650,11 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, 
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));
 	r = push_attrs(c, &rec, &st, &in, fd, fd < 0 ? path : NULL);
-	if (r > 0) {
-		pohm_journal_note_inode(&rec, &in);
-		pohm_journal_put(&c->j, &rec);
-	}
+	if (r > 0 && in.ino == ino)
+		/* Into the record as it is now: rec was read before the
+		 * storage calls, and another process may have written it since
+		 * (issue 18). */
+		pohm_journal_note_stored(&c->j, &in);
 	pohm_inode_clear(&in);
 	pohm_jrec_clear(&rec);
 	return r;

@@ -68,6 +68,25 @@ print(d["cache"]["dirty"])'
 	[ "$(shim c cat "$T/c/config2")" = config ]
 }
 
+@test "case 6: after git clone (sync_on_close=1) status reports nothing dirty" {
+	command -v git >/dev/null || skip "git is not installed"
+	# A repository outside the prefix, cloned in twice (once from inside),
+	# then looked at (git status rewrites the index).
+	mkdir "$T/src"
+	(cd "$T/src" && git init -q && for i in 1 2 3; do echo $i >f$i; done && git add . \
+		&& git -c user.email=t@t -c user.name=t commit -qm one)
+	shim a bash -e -c 'cd "$1" && git clone -q "$2" clone && git clone -q clone clone2 \
+		&& cd clone && git status --porcelain && sleep 1.2 && git status --porcelain' \
+		sh "$T/a" "$T/src"
+	run dirty_of a
+	echo "$output"
+	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
+		"$B/pohmelfs" status 2>&1 | head -20
+	[ "$output" = 0 ]
+	[ "$(shim c cat "$T/c/clone2/f3")" = 3 ]
+	[ "$(shim c cat "$T/c/clone/.git/HEAD")" = "$(cat "$T/a/clone/.git/HEAD")" ]
+}
+
 @test "case 1: a push of an unchanged copy never adopts a newer stored version" {
 	# The ctime moves without the shim (chmod there and back), so the copy
 	# looks changed; its bytes are the base's.  The push finds no changed

@@ -10,9 +10,9 @@
  * under another one, pohm_journal_each over the directory; a record that
  * decodes is checked against a local file (is_dirty, content_differs),
  * written back with pohm_journal_put and must read back identical (the
- * encoder and the decoder agree), then deleted.  The index entries
- * (x/<dev>.<ino> symlinks) get the input's first bytes as their target for
- * pohm_journal_lookup_local.  Hostile records must read as -EIO, never
+ * encoder and the decoder agree), then deleted.  The index file's bucket
+ * of local file (1, 2) (x.idx, jindex.c) gets the input's first 512 bytes
+ * for pohm_journal_lookup_local.  Hostile records must read as -EIO, never
  * crash, over-read or leak.
  *
  * Bugs this target found, both fixed in journal.c (tests/RELIABILITY.md
@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jindex.h"
 #include "journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -238,17 +239,20 @@ static void one_input(const uint8_t *data, size_t size)
 	pohm_journal_each(&jr, count_each, &n);
 	unlink_file(name);
 
-	/* An index entry whose target is the input's first bytes. */
+	/* The index bucket of (1, 2) holds the input's first bytes. */
 	if (size) {
-		char target[33], link[96];
+		char idx[96];
+		int xfd;
 
-		k = size < 32 ? size : 32;
-		memcpy(target, data, k);
-		target[k] = '\0';
-		snprintf(link, sizeof(link), "%s/x/1.2", dir);
-		unlink(link);
-		if (target[0] && !symlink(target, link))
+		k = size < 512 ? size : 512;
+		snprintf(idx, sizeof(idx), "%s/x.idx", dir);
+		xfd = open(idx, O_WRONLY);
+		if (xfd >= 0 && pwrite(xfd, data, k, jindex_bucket_off(1, 2, 0)) == (ssize_t)k)
 			pohm_journal_lookup_local(&jr, 1, 2, &found);
-		unlink(link);
+		if (xfd >= 0) {
+			if (ftruncate(xfd, 0))
+				abort();
+			close(xfd);
+		}
 	}
 }

@@ -38,7 +38,9 @@ for ((i = 0; ; i++)); do
 	[ $i -lt 10 ] || { echo "Bail out! $B/libpohmelfs.so does not load: $out"; rm -rf "$T"; exit 1; }
 	sleep 1
 done
+cp "$B/tests/progs/jlookup" "$T/bin/jlookup" || exit 1
 B=$T/bin CLUSTER_BIN=$T/bin/pohmelfs-cluster
+export JLOOKUP=$B/jlookup
 export POHM_BUILD=$B POHMELFS_NODE=$B/pohmelfs-node
 PRELOAD=$B/libpohmelfs.so
 # shellcheck source=rel_lib.bash

@@ -1,5 +1,7 @@
-/* test_journal.c — core/journal: records written in place (format 2), the
- * old format still read, torn records refused, the index, several
+/* test_journal.c — core/journal: records written in place (format 2, and
+ * the commit trailer a format-2 reader ignores), the old format still read, torn records refused, the index (and an
+ * earlier cache's x/ links moved into it), the last commit kept by every
+ * put but its own, several
  * processes writing and reading one record at once, and fuzz_journal's
  * findings (tests/RELIABILITY.md 7 and 8): a chunk_shift out of range and a
  * record under another inode's name read as -EIO and leave nothing allocated. */
@@ -17,6 +19,7 @@
 #include "buf.h"
 #include "harness.h"
 #include "journal.h"
+#include "jindex.h"
 #include "sha512.h"
 
 static char dir[96];
@@ -322,6 +325,15 @@ TEST(large_record)
 	EXPECT_EQ_INT(back.nchunks, 1024);
 	EXPECT(back.csum && !memcmp(back.csum, r.csum, (size_t)r.nchunks * 64));
 	pohm_jrec_clear(&back);
+	/* With a commit trailer past the first read's 4 KiB. */
+	r.commit_dversion = 5;
+	r.commit_lino = 6;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x80, &back), 0);
+	EXPECT_EQ_INT(back.nchunks, 1024);
+	EXPECT_EQ_U64(back.commit_dversion, 5);
+	EXPECT_EQ_U64(back.commit_lino, 6);
+	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&r);
 	done(&j);
 }
@@ -364,7 +376,7 @@ TEST(no_room_keeps_the_old_record)
 /* The cache's own files never take the host's umask (0577 made them unusable). */
 TEST(own_files_ignore_umask)
 {
-	static const char *const dirs[] = { "", "/j", "/x", "/tmp" };
+	static const char *const dirs[] = { "", "/j", "/p", "/tmp" };
 	struct pohm_journal j;
 	struct pohm_jrec r, back;
 	char path[160];
@@ -382,6 +394,9 @@ TEST(own_files_ignore_umask)
 		EXPECT_EQ_INT(st.st_mode & 07777, 0700);
 	}
 	snprintf(path, sizeof(path), "%s/j.lock", dir);
+	EXPECT_EQ_INT(stat(path, &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
+	snprintf(path, sizeof(path), "%s/x.idx", dir);
 	EXPECT_EQ_INT(stat(path, &st), 0);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
 	record_path(path, sizeof(path), 0x77);
@@ -601,6 +616,190 @@ TEST(record_under_another_inode_leaves_nothing_allocated)
 	/* The owner's record is intact. */
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x42, &back), 0);
 	EXPECT(rec_consistent(&back, 0x42));
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* Only the push that made it writes the last commit: a put of a copy read
+ * before it (the record goes back a version) keeps it (issue 18: it was a
+ * p/<ino> symlink because of that). */
+TEST(last_commit_survives_a_stale_put)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, old, back;
+
+	fresh(&j);
+	make_rec(&r, 0x90, 4);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x90, &old), 0);	/* a reader's copy */
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, r.dversion, r.lino), 0);
+	r.dversion = 77;
+	r.commit_dversion = 77;
+	r.commit_lino = r.lino;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, 77, r.lino), 1);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &old), 0);		/* put back, older */
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x90, &back), 0);
+	EXPECT_EQ_U64(back.dversion, old.dversion);
+	EXPECT_EQ_U64(back.commit_dversion, 77);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, 77, r.lino), 1);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, 77, r.lino + 1), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, 78, r.lino), 0);
+	/* An in-place change (a touch) keeps it too. */
+	EXPECT_EQ_INT(pohm_journal_touch(&j, 0x90, 0, 123), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0x90, 77, r.lino), 1);
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&old);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* A cache of the earlier format: x/<dev>.<ino> and p/<ino> symlinks and a
+ * format-2 record.  The x/ links move into the index at open (one that
+ * would replace a newer entry does not), x/ goes, p/<ino> is still read
+ * until a commit is recorded, and nothing makes a symlink any more. */
+TEST(a_cache_of_the_earlier_format_still_works)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	char path[200];
+	uint8_t buf[8192];
+	uint64_t ino = 0;
+	struct stat st;
+
+	fresh(&j);
+	make_rec(&r, 0xa1, 3);				/* lino 1000 */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_journal_close(&j);
+	/* As the earlier library wrote it: no commit trailer. */
+	EXPECT_EQ_U64(read_raw(0xa1, buf, sizeof(buf)), pohm_le32(buf + 12));
+	snprintf(path, sizeof(path), "%s/x", dir);
+	EXPECT_EQ_INT(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/x/7.3e8", dir);		/* (7, 1000) */
+	EXPECT_EQ_INT(symlink("a1", path), 0);
+	snprintf(path, sizeof(path), "%s/x/7.7d0", dir);		/* (7, 2000) */
+	EXPECT_EQ_INT(symlink("a2", path), 0);
+	snprintf(path, sizeof(path), "%s/x/7.bb8", dir);		/* (7, 3000) */
+	EXPECT_EQ_INT(symlink("a3", path), 0);
+	snprintf(path, sizeof(path), "%s/p/a1", dir);
+	EXPECT_EQ_INT(symlink("9.3e8", path), 0);
+	/* (7, 3000) was indexed anew by a newer library meanwhile. */
+	EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
+	pohm_jrec_clear(&r);
+	make_rec(&r, 0xa4, 3);
+	r.lino = 3000;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_journal_close(&j);
+	snprintf(path, sizeof(path), "%s/x", dir);
+	EXPECT_EQ_INT(lstat(path, &st), -1);			/* moved, removed */
+	EXPECT_EQ_INT(mkdir(path, 0700), 0);			/* an old writer again */
+	snprintf(path, sizeof(path), "%s/x/7.bb8", dir);
+	EXPECT_EQ_INT(symlink("a3", path), 0);
+	EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1000, &ino), 0);
+	EXPECT_EQ_U64(ino, 0xa1);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), 0);
+	EXPECT_EQ_U64(ino, 0xa2);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 3000, &ino), 0);
+	EXPECT_EQ_U64(ino, 0xa4);
+	snprintf(path, sizeof(path), "%s/x", dir);
+	EXPECT_EQ_INT(lstat(path, &st), -1);			/* moved, removed */
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xa1, 9, 1000), 1);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xa1, 9, 1001), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xa2, 9, 1000), 0);
+	/* A put of the format-2 record keeps its (absent) commit; a commit
+	 * recorded wins over the old link. */
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xa1, &r), 0);
+	EXPECT_EQ_U64(r.commit_dversion, 0);
+	r.commit_dversion = 12;
+	r.commit_lino = 1000;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xa1, 9, 1000), 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xa1, 12, 1000), 1);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* The index file takes many local files (more than one level's buckets
+ * hold), finds each with its own entry, and drops one only for its inode. */
+TEST(index_holds_many_files)
+{
+	struct pohm_journal j;
+	uint64_t i, ino, n = 40000, bad = 0;
+
+	fresh(&j);
+	for (i = 1; i <= n; i++)
+		if (pohm_journal_index_set(&j, 7, i * 13, 0x10000 + i))
+			bad++;
+	EXPECT_EQ_U64(bad, 0);
+	for (i = 1; i <= n; i++)
+		if (pohm_journal_lookup_local(&j, 7, i * 13, &ino) || ino != 0x10000 + i)
+			bad++;
+	EXPECT_EQ_U64(bad, 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 5, &ino), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 8, 13, &ino), -ENOENT);
+	for (i = 1; i <= n; i += 2) {
+		pohm_journal_index_drop(&j, 7, i * 13, 0x10000 + i + 1);	/* another inode's: stays */
+		pohm_journal_index_drop(&j, 7, i * 13, 0x10000 + i);
+	}
+	for (i = 1; i <= n; i++) {
+		int r = pohm_journal_lookup_local(&j, 7, i * 13, &ino);
+
+		if (i % 2 ? r != -ENOENT : (r || ino != 0x10000 + i))
+			bad++;
+	}
+	EXPECT_EQ_U64(bad, 0);
+	/* A dropped key comes back in its own slot. */
+	EXPECT_EQ_INT(pohm_journal_index_set(&j, 7, 13, 0x55), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 13, &ino), 0);
+	EXPECT_EQ_U64(ino, 0x55);
+	done(&j);
+}
+
+/* The last commit rides after the record's len: a format-2 reader of
+ * session 11 reads the record and ignores it; once such a library writes
+ * the record (its check changes), a trailer left behind reads as none. */
+TEST(commit_trailer_is_outside_the_record_and_bound_to_it)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	size_t n, len;
+
+	fresh(&j);
+	make_rec(&r, 0xb1, 4);
+	r.commit_dversion = 77;
+	r.commit_lino = 1001;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	n = read_raw(0xb1, buf, sizeof(buf));
+	len = pohm_le32(buf + 12);
+	EXPECT_EQ_U64(n, len + 32);
+	EXPECT_EQ_INT(buf[3], '2');
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xb1, 77, 1001), 1);
+	/* Only the record (as the earlier library reads it): intact, no commit. */
+	write_raw(0xb1, buf, len);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT(rec_consistent(&back, 0xb1));
+	EXPECT_EQ_U64(back.commit_dversion, 0);
+	pohm_jrec_clear(&back);
+	/* The earlier library rewrites the record in place, same length: the
+	 * trailer stays in the file but belongs to the record before. */
+	buf[24] ^= 1;				/* version */
+	pohm_journal_seal(buf, len);
+	write_raw(0xb1, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT_EQ_U64(back.commit_dversion, 0);
+	EXPECT_EQ_INT(pohm_journal_committed(&j, 0xb1, 77, 1001), 0);
+	pohm_jrec_clear(&back);
+	/* A damaged trailer is no commit, and the record still reads. */
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &r), 0);
+	n = read_raw(0xb1, buf, sizeof(buf));
+	buf[n - 1] ^= 0x40;
+	write_raw(0xb1, buf, n);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0xb1, &back), 0);
+	EXPECT_EQ_U64(back.commit_dversion, 0);
 	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&r);
 	done(&j);

@@ -1,0 +1,369 @@
+/*
+ * jindex.c — the journal's index: local file (dev, ino) → storage inode
+ * (journal.h), in the fixed-slot file cache_dir/x.idx.
+ *
+ * Replaces the x/<dev>.<ino> symlinks of earlier sessions (issue 18: no
+ * symlinks as markers).  Layout: levels of XBUCKETS buckets, a bucket
+ * XSLOTS slots of 32 bytes (dev, lino, ino, check; little-endian), so a
+ * bucket is 512 bytes, aligned, never across a page.  A key's bucket in
+ * level L is a hash of (dev, lino, L); the file is sparse: only buckets
+ * ever written take blocks.
+ *
+ *   - A slot of all zeros is empty (never used).  A slot whose ino is 0
+ *     is a dropped entry: its key stays, so a key is in at most one slot.
+ *   - A key goes to the first level whose bucket has its key or a free
+ *     slot; a bucket with an empty slot was never full, so no key of it
+ *     went further: a lookup stops there.  Usually one pread.
+ *   - Writers lock the byte ranges of the buckets they read, level by
+ *     level upwards (OFD write locks on x.idx itself, a fresh open per
+ *     write: the kernel drops them with a dead writer); one pwrite of a
+ *     slot.  Readers take no lock; a slot whose check fails (a writer is
+ *     in it) is read once more under a read lock.
+ *
+ * Readers use one fd per journal, opened at pohm_journal_open.  A cache
+ * made by the earlier format has the directory x/: it is moved into the
+ * file at the first open that sees it (each link inserted unless the key
+ * is there already, then removed), and lookups of that process fall back
+ * to it meanwhile.
+ */
+#include "jindex.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys.h"
+#include "wire.h"
+
+#define XSLOT 32
+#define XSLOTS 16
+#define XBUCKET (XSLOT * XSLOTS)
+#define XBUCKETS 4096u			/* per level: 65536 slots, 2 MiB */
+#define XLEVELS 64			/* 4 M local files at most */
+#define XLEVEL ((off_t)XBUCKET * XBUCKETS)
+
+struct slot {
+	uint64_t dev, lino, ino;
+};
+
+static uint64_t xmix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+static uint64_t slot_check(uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	return xmix(xmix(xmix(dev ^ 0x5851f42d4c957f2dULL) ^ lino) ^ ino) | 1;	/* never 0 */
+}
+
+off_t jindex_bucket_off(uint64_t dev, uint64_t lino, int level)
+{
+	uint64_t h = xmix(xmix(dev + 0x9e3779b97f4a7c15ULL * (uint64_t)(level + 1)) ^ lino);
+
+	return (off_t)level * XLEVEL + (off_t)(h % XBUCKETS) * XBUCKET;
+}
+
+/* Slot i of the bucket bytes b: 1 empty, 0 a slot (in *s), -1 torn. */
+static int slot_at(const uint8_t *b, int i, struct slot *s)
+{
+	const uint8_t *p = b + i * XSLOT;
+	uint64_t ck = pohm_le64(p + 24);
+
+	s->dev = pohm_le64(p);
+	s->lino = pohm_le64(p + 8);
+	s->ino = pohm_le64(p + 16);
+	if (!ck && !s->dev && !s->lino && !s->ino)
+		return 1;
+	return ck == slot_check(s->dev, s->lino, s->ino) ? 0 : -1;
+}
+
+/* Lock (type) or unlock the bytes of the bucket at off on fd. */
+static int lock_bucket(int fd, off_t off, short type)
+{
+	struct flock fl;
+	int r;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = off;
+	fl.l_len = XBUCKET;
+	do
+		r = pohm_sys_fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, (long)&fl);
+	while (r == -EINTR);
+	return r;
+}
+
+/* Read the bucket at off into b (past the end of the file: empty).  0,
+ * 1 when the file ended before the bucket did, or -errno. */
+static int read_bucket(int fd, off_t off, uint8_t *b)
+{
+	ssize_t n = pohm_sys_pread_full(fd, b, XBUCKET, off);
+
+	if (n < 0)
+		return (int)n;
+	memset(b + n, 0, XBUCKET - (size_t)n);
+	return n < XBUCKET;
+}
+
+/*
+ * The file covers every level up to the one at off, whole (sparse): a
+ * bucket never straddles the end of the file, so a lookup is one pread
+ * (a short one would be retried).  Growers serialize on a lock of the
+ * byte past the last level, so none shrinks what another grew.
+ */
+static void cover_level(int fd, off_t off)
+{
+	off_t want = (off / XLEVEL + 1) * XLEVEL;
+	struct flock fl;
+	struct stat st;
+	int r;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)XLEVELS * XLEVEL;
+	fl.l_len = 1;
+	do
+		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);
+	while (r == -EINTR);
+	if (r)
+		return;
+	if (!pohm_sys_fstat(fd, &st) && st.st_size < want)
+		pohm_sys_ftruncate(fd, want);
+	fl.l_type = F_UNLCK;
+	pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+}
+
+/*
+ * Find (dev, lino) in the bucket bytes b: its slot index (*s), and
+ * *free_i the first empty or dropped slot, *has_empty whether an empty
+ * one is there.  -1 not there; -2 a torn slot was seen (and not it).
+ */
+static int bucket_find(const uint8_t *b, uint64_t dev, uint64_t lino, struct slot *s,
+		       int *free_i, int *has_empty)
+{
+	int i, k, torn = 0;
+
+	*free_i = -1;
+	*has_empty = 0;
+	for (i = 0; i < XSLOTS; i++) {
+		k = slot_at(b, i, s);
+		if (k < 0) {
+			torn = 1;
+			continue;
+		}
+		if (k == 1) {
+			*has_empty = 1;
+			if (*free_i < 0)
+				*free_i = i;
+			continue;
+		}
+		if (s->dev == dev && s->lino == lino)
+			return i;
+		if (!s->ino && *free_i < 0)
+			*free_i = i;
+	}
+	return torn ? -2 : -1;
+}
+
+/* Legacy x/<dev>.<ino> symlink: 0 and *ino, or -ENOENT. */
+static int legacy_get(struct pohm_journal *j, const char *name, uint64_t *ino)
+{
+	char target[32], *end;
+	int saved = errno;
+	long n = syscall(SYS_readlinkat, j->dirfd, name, target, sizeof(target) - 1);
+
+	errno = saved;
+	if (n <= 0)
+		return -ENOENT;
+	target[n] = '\0';
+	*ino = strtoull(target, &end, 16);
+	return *end || !*ino ? -ENOENT : 0;
+}
+
+int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino)
+{
+	uint8_t b[XBUCKET];
+	struct slot s;
+	int level, i, free_i, has_empty, lfd;
+	char name[96];
+
+	for (level = 0; j->xfd >= 0 && level < XLEVELS; level++) {
+		off_t off = jindex_bucket_off(dev, lino, level);
+
+		if (read_bucket(j->xfd, off, b) < 0)
+			break;
+		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+		if (i == -2) {
+			/* A writer is in this bucket: once more after it. */
+			lfd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);
+			if (lfd < 0)
+				break;
+			if (!lock_bucket(lfd, off, F_RDLCK) && read_bucket(lfd, off, b) >= 0)
+				i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+			pohm_sys_close(lfd);
+		}
+		if (i >= 0) {
+			*ino = s.ino;
+			return s.ino ? 0 : -ENOENT;
+		}
+		if (has_empty || i == -2)
+			break;
+	}
+	if (!j->legacy)
+		return -ENOENT;
+	snprintf(name, sizeof(name), "x/%" PRIx64 ".%" PRIx64, dev, lino);
+	return legacy_get(j, name, ino);
+}
+
+/* Write slot i of the bucket at off. */
+static int write_slot(int fd, off_t off, int i, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	uint8_t p[XSLOT];
+	ssize_t n;
+
+	pohm_st64(p, dev);
+	pohm_st64(p + 8, lino);
+	pohm_st64(p + 16, ino);
+	pohm_st64(p + 24, slot_check(dev, lino, ino));
+	n = pohm_sys_pwrite_full(fd, p, XSLOT, off + (off_t)i * XSLOT);
+	return n < 0 ? (int)n : 0;
+}
+
+/*
+ * Change the entry of (dev, lino) under the buckets' locks.  mode SET:
+ * make it ino; ADD: make it ino unless the key is there, even dropped (a
+ * migrated old link never replaces a newer word); DROP: drop it if it is
+ * ino.
+ */
+enum { XSET, XADD, XDROP };
+
+static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino, int mode)
+{
+	uint8_t b[XBUCKET];
+	struct slot s;
+	off_t free_off = -1;
+	int fd, level, i, free_i, free_at = -1, has_empty, r = 0;
+
+	fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	for (level = 0; level < XLEVELS; level++) {
+		off_t off = jindex_bucket_off(dev, lino, level);
+
+		r = lock_bucket(fd, off, F_WRLCK);
+		if (!r)
+			r = read_bucket(fd, off, b);
+		if (r < 0)
+			goto out;
+		if (r && mode != XDROP)
+			cover_level(fd, off);
+		r = 0;
+		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+		if (i >= 0) {
+			if (mode == XADD || (mode == XDROP && s.ino != ino) ||
+			    (mode == XSET && s.ino == ino))
+				goto out;
+			r = write_slot(fd, off, i, dev, lino, mode == XDROP ? 0 : ino);
+			goto out;
+		}
+		if (free_i >= 0 && free_off < 0) {
+			free_off = off;
+			free_at = free_i;
+		}
+		if (has_empty)
+			break;	/* never full: the key is in no later level */
+	}
+	if (mode == XDROP)
+		goto out;
+	if (free_off < 0) {
+		pohm_warn("journal: the index %s is full (%d levels); a local file is not indexed",
+			  XINDEX, XLEVELS);
+		r = -ENOSPC;
+		goto out;
+	}
+	r = write_slot(fd, free_off, free_at, dev, lino, ino);
+out:
+	pohm_sys_close(fd);	/* drops every bucket lock */
+	return r;
+}
+
+int pohm_journal_index_set(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	return index_change(j, dev, lino, ino, XSET);
+}
+
+void pohm_journal_index_drop(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	index_change(j, dev, lino, ino, XDROP);
+}
+
+/* Move the links of an earlier format's x/ into the file; remove x/ once empty. */
+static void migrate(struct pohm_journal *j, int xdir)
+{
+	char buf[8192], name[300];
+	unsigned long long dev, lino;
+	uint64_t ino;
+	long n;
+	int left = 0;
+
+	while ((n = syscall(SYS_getdents64, xdir, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			char tail;
+
+			off += de->d_reclen;
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(name, sizeof(name), "x/%s", de->d_name);
+			if (sscanf(de->d_name, "%llx.%llx%c", &dev, &lino, &tail) != 2 ||
+			    legacy_get(j, name, &ino) ||
+			    index_change(j, dev, lino, ino, XADD) ||
+			    pohm_sys_unlinkat(j->dirfd, name, 0))
+				left = 1;
+		}
+	}
+	if (!left && !pohm_sys_unlinkat(j->dirfd, "x", AT_REMOVEDIR))
+		j->legacy = 0;
+}
+
+int jindex_open(struct pohm_journal *j)
+{
+	int fd, xdir;
+
+	j->legacy = 0;
+	fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
+	if (fd < 0)
+		fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);	/* a cache we may only read */
+	if (fd >= 0) {
+		fd = pohm_sys_move_high(fd);
+		if (fd >= 0)
+			pohm_own_set(&j->xfd, fd);
+	}
+	xdir = pohm_sys_openat(j->dirfd, "x", O_RDONLY | O_DIRECTORY, 0);
+	if (xdir < 0)
+		return 0;	/* no earlier format here: the common case */
+	j->legacy = 1;
+	migrate(j, xdir);
+	pohm_sys_close(xdir);
+	return 0;
+}
+
+void jindex_close(struct pohm_journal *j)
+{
+	pohm_own_close(&j->xfd);
+}
