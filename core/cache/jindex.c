@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,10 +181,8 @@ static int bucket_find(const uint8_t *b, uint64_t dev, uint64_t lino, struct slo
 static int legacy_get(struct pohm_journal *j, const char *name, uint64_t *ino)
 {
 	char target[32], *end;
-	int saved = errno;
-	long n = syscall(SYS_readlinkat, j->dirfd, name, target, sizeof(target) - 1);
+	ssize_t n = pohm_sys_readlinkat(j->dirfd, name, target, sizeof(target) - 1);
 
-	errno = saved;
 	if (n <= 0)
 		return -ENOENT;
 	target[n] = '\0';
@@ -316,10 +313,10 @@ static void migrate(struct pohm_journal *j, int xdir)
 	char buf[8192], name[300];
 	unsigned long long dev, lino;
 	uint64_t ino;
-	long n;
+	ssize_t n;
 	int left = 0;
 
-	while ((n = syscall(SYS_getdents64, xdir, buf, sizeof(buf))) > 0) {
+	while ((n = pohm_sys_getdents64(xdir, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
 		while (off < n) {

@@ -181,8 +181,8 @@ EOF
 	copy_tree "$t"
 	mkdir -p "$t/b/obj/preload" "$t/b/obj/core/sys"
 	printf '#include <unistd.h>\nlong f(long nr) { long (*sc)(long, ...) = syscall; return sc(nr); }\n' \
-		>"$t/x.c"
-	cc -c -o "$t/b/obj/preload/x.o" "$t/x.c"
+		>"$t/preload/x.c"
+	cc -c -o "$t/b/obj/preload/x.o" "$t/preload/x.c"
 	cp "$t/b/obj/preload/x.o" "$t/b/obj/core/sys/y.o"	# core/sys may
 	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh" "$t/b"
 	echo "$output"
