@@ -14,16 +14,21 @@
  * _unmapped, _exit_push; the dirty list in proc.c), an attribute change
  * core/mount procattr.c (pohm_proc_attr; POHM_AT_* map to enum
  * pohm_proc_attr), a namespace change and its storage cases core/mount
- * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns).  What it
+ * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns), an open
+ * (create, materialize, the writer's early and open-for-write locks,
+ * pohmelfsd's start, a create's undo) core/mount procopen.c
+ * (pohm_proc_open; pohm_proc_opened for the mkstemp family), what a
+ * read-only use of a name materializes core/mount proclookup.c
+ * (pohm_proc_lookup; POHM_LK_* map to enum pohm_proc_lookup).  What it
  * keeps is glue to preload's services: the fd table and write-only fds'
- * shadows (as core's struct pohm_host_fds), the signal-handler queue,
- * the thread-local state the open hook leaves for its after hook.
+ * shadows (as core's struct pohm_host_fds), the signal-handler queue.
  *
- * One call per operation (issue 20): pohm_hook_ns, pohm_hook_attr,
- * pohm_hook_stat and pohm_hook_statx get the wrapper's own libc call
- * (struct pohm_real_call) and return the caller's result; core makes the
- * real call between the storage's halves, so no state passes between
- * calls.  The open hooks are still a before/after pair (open_done).
+ * One call per operation (issue 20): pohm_hook_open, pohm_hook_ns,
+ * pohm_hook_attr, pohm_hook_stat and pohm_hook_statx get the wrapper's
+ * own libc call (struct pohm_real_call) and return the caller's result;
+ * core makes the real call between the storage's halves, so no state
+ * passes between calls (no thread-locals).  The wrapper records the fd in
+ * its table after the open hook returns (preload's by nature).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -36,26 +41,27 @@
  *   POHM_PASS   not handled: the wrapper goes on with the real libc call
  *               on the caller's own (dirfd, path) and arguments;
  *   >= 0        handled: the wrapper returns this result without calling
- *               libc (for open: 0 and the fd in *fd_out);
+ *               libc;
  *   -errno      handled, failed: the wrapper sets errno and returns -1
  *               (or NULL/EOF, as the function does).
  * Hooks follow core/'s error convention: they return -errno and should
  * leave errno as they found it.  Their own system calls go through
  * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
- * The "_done" hooks run after the real call with its result (>= 0, or
- * -errno) and return the result the caller sees.  The one-call hooks (ns,
- * attr, stat, statx) never return POHM_PASS: their result is the caller's.
+ * pohm_hook_adopt runs after libc's own call with its result (>= 0, or
+ * -errno) and returns the result the caller sees.  The one-call hooks
+ * (open, ns, attr, stat, statx) never return POHM_PASS: their result is
+ * the caller's.
  *
- * Defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc (a one-call hook's default makes the real call).
- * preload/hooks_cache.c, always linked into the library, overrides them
- * with strong definitions that call core/ (all but pohm_hook_statfs_fix,
- * whose default stays in use), so the library is not a passthrough:
- * under the prefix every hook reaches the cache.  At run time
- * POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong
- * hooks pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the
- * hooks do.
+ * Every hook has one definition: hooks_stack.c's (each runs hooks_cache.c's
+ * pohm_hk_* of the same contract on the library's stack), or hooks_cache.c's
+ * own for those that reach no storage call on the way (fork, exec_env,
+ * statfs_fix).  There are no weak passthrough defaults any more (session
+ * 11: hooks_pass.c went with the last before/after pair; both library
+ * builds always link the storage side, so nothing used them).  At run
+ * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes the
+ * hooks pass as if no storage were there: POHM_PASS, or the wrapper's
+ * real call alone.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.
@@ -76,7 +82,8 @@
 
 /*
  * The wrapper's own libc call, for the hooks that make it themselves
- * between the storage's halves (one call per operation: ns, attr):
+ * between the storage's halves (one call per operation: open, stat,
+ * statx, ns, attr):
  * call(arg) makes it with the wrapper's arguments and returns its result
  * (>= 0) or -errno.  A hook calls it at most once, on the stack it runs
  * on, with the shim neither held nor busy, as the wrapper would.
@@ -111,7 +118,7 @@ struct pohm_path {
 /* What the fd table records for an fd opened under the prefix. */
 struct pohm_fd_info {
 	uint64_t cookie;	/* the storage's handle for the file (set by the
-				 * open hooks; 0 = none) — e.g. its inode number */
+				 * open and adopt hooks; 0 = none): its storage inode */
 	unsigned flags;		/* POHM_FD_* */
 };
 
@@ -124,22 +131,25 @@ struct pohm_fd_info {
 
 /*
  * open/openat/creat (+64, fortified), fopen/freopen (flags derived from the
- * mode string), before the real call: materialize p, push a create.
- * POHM_PASS, 0 with *fd_out, or -errno.  (freopen must keep its stream:
- * there an fd the hook opened is closed and libc opens the name.)
+ * mode string), in one call: the storage's half (a create, or the name
+ * materialized; a writer's open-for-write lock), the wrapper's own open
+ * through real (it returns the fd, a stream's fileno, or -errno), and the
+ * fd's side (the create recorded or undone, a writer's lock, storage inode
+ * in fi->cookie; fi->flags is preset from the open flags).  Returns the
+ * caller's result, the fd or -errno, never POHM_PASS; a negative result
+ * after a successful real call is the wrapper's to close.  A successful fd
+ * is then recorded in the fd table with *fi.
  */
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out);
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
+		   const struct pohm_real_call *real);
 
 /*
- * After the open (real or the hook's own): fd >= 0 or -errno.  Fill
- * fi->cookie (fi->flags is preset from the open flags) and return fd, or
- * return -errno to fail the open (the wrapper then closes fd, or the
- * stream, itself).  A successful fd is then recorded in the fd table with
- * *fi.  Also called, without a prior pohm_hook_open, for fds libc creates
- * internally under the prefix: the mkstemp family (p is the filled-in
- * template).
+ * After libc made an fd under the prefix itself (the mkstemp family: p is
+ * the filled-in template, flags include O_CREAT), fd >= 0 or -errno: the
+ * storage adopts the file; as pohm_hook_open's after half otherwise.
+ * Returns fd (the wrapper records it) or -errno (the wrapper closes it).
  */
-int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
 
 /* ------------------------------------------------------------ stat */
 
