@@ -19,7 +19,8 @@
  * pohmelfsd's start, a create's undo) core/mount procopen.c
  * (pohm_proc_open; pohm_proc_opened for the mkstemp family), what a
  * read-only use of a name materializes core/mount proclookup.c
- * (pohm_proc_lookup; POHM_LK_* map to enum pohm_proc_lookup).  What it
+ * (pohm_proc_lookup; the wrappers name the use in core's own enum
+ * pohm_proc_lookup).  What it
  * keeps is glue to preload's services: the fd table and write-only fds'
  * shadows (as core's struct pohm_host_fds), the signal-handler queue.
  *
@@ -27,7 +28,9 @@
  * pohm_hook_attr, pohm_hook_stat and pohm_hook_statx get the wrapper's
  * own libc call (struct pohm_real_call) and return the caller's result;
  * core makes the real call between the storage's halves, so no state
- * passes between calls (no thread-locals).  The wrapper records the fd in
+ * passes between calls (no thread-locals).  The shim stays busy during
+ * that real call (hooks_cache.c real_outside): a signal handler that
+ * interrupts it is inside the shim, its calls noted (sigsafe.c).  The wrapper records the fd in
  * its table after the open hook returns (preload's by nature).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
@@ -76,6 +79,8 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+
+#include "mount.h"
 
 /* "Not handled": any value below -4095 is never a valid -errno. */
 #define POHM_PASS	(-0x10000)
@@ -241,24 +246,8 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ------------------------------------------------------------ lookups */
 
-/* Why a name must be materialized (read-only uses of a path). */
-enum pohm_lookup {
-	POHM_LK_ACCESS,		/* access family */
-	POHM_LK_READLINK,	/* readlink family */
-	POHM_LK_XATTR_GET,	/* getxattr/listxattr families */
-	POHM_LK_CHDIR,		/* chdir */
-	POHM_LK_OPENDIR,	/* opendir, scandir*, nftw, ftw, fts_open, glob: the
-				 * directory (or the glob pattern's fixed part) */
-	POHM_LK_REALPATH,	/* realpath, canonicalize_file_name: every component */
-	POHM_LK_STATFS,		/* statfs, statvfs */
-	POHM_LK_EXEC,		/* exec*, posix_spawn: the binary, its #! interpreter
-				 * and DT_NEEDED libraries in the prefix */
-	POHM_LK_DLOPEN,		/* dlopen, dlmopen with a path */
-	POHM_LK_TEMPDIR,	/* mkstemp family, mkdtemp: the template's directory */
-	POHM_LK_HANDLE,		/* name_to_handle_at */
-	POHM_LK_WATCH,		/* inotify_add_watch */
-	POHM_LK_SPAWN_OPEN,	/* posix_spawn_file_actions_addopen (flags: open flags) */
-};
+/* Why a name must be materialized (read-only uses of a path): core/mount's
+ * enum pohm_proc_lookup (mount.h), POHM_PL_*. */
 
 /*
  * Before the real call.  flags: the call's own flags, when it has some.
@@ -267,10 +256,10 @@ enum pohm_lookup {
  * readlink, ...) a result >= 0 answers without libc; for the others
  * (opendir, the walks, realpath, exec, dlopen) it means POHM_PASS.
  */
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
-/* POHM_LK_ACCESS: flags are the access mode, plus this for the effective ids. */
+int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags);
+/* POHM_PL_ACCESS: flags are the access mode, plus this for the effective ids. */
 #define POHM_ACCESS_EFFECTIVE	0x1000
-/* POHM_LK_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this
+/* POHM_PL_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this
  * when the call may return user.* xattrs (getxattr of a user.* name,
  * listxattr): a stub, which carries none locally, is fetched first. */
 #define POHM_XATTR_USER		0x1

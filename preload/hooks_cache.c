@@ -487,18 +487,7 @@ int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ---------------------------------------------------------------- lookups */
 
-/* The shim's lookup kinds in core/mount's words (proclookup.c). */
-static const enum pohm_proc_lookup lookup_why[] = {
-	[POHM_LK_ACCESS] = POHM_PL_ACCESS,	[POHM_LK_READLINK] = POHM_PL_READLINK,
-	[POHM_LK_XATTR_GET] = POHM_PL_XATTR_GET, [POHM_LK_CHDIR] = POHM_PL_CHDIR,
-	[POHM_LK_OPENDIR] = POHM_PL_OPENDIR,	[POHM_LK_REALPATH] = POHM_PL_REALPATH,
-	[POHM_LK_STATFS] = POHM_PL_STATFS,	[POHM_LK_EXEC] = POHM_PL_EXEC,
-	[POHM_LK_DLOPEN] = POHM_PL_DLOPEN,	[POHM_LK_TEMPDIR] = POHM_PL_TEMPDIR,
-	[POHM_LK_HANDLE] = POHM_PL_HANDLE,	[POHM_LK_WATCH] = POHM_PL_WATCH,
-	[POHM_LK_SPAWN_OPEN] = POHM_PL_SPAWN_OPEN,
-};
-
-static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+static int hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	struct pohm_cache *c;
 	unsigned pf = 0;
@@ -508,12 +497,12 @@ static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flag
 		return POHM_PASS;
 	if (!(c = cache(&r)))
 		return r;
-	if (why == POHM_LK_XATTR_GET)
+	if (why == POHM_PL_XATTR_GET)
 		pf = ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_PLF_NOFOLLOW : 0) |
 		     ((flags & POHM_XATTR_USER) ? POHM_PLF_USER_XATTR : 0);
-	else if (why == POHM_LK_ACCESS && (flags & POHM_ACCESS_EFFECTIVE))
+	else if (why == POHM_PL_ACCESS && (flags & POHM_ACCESS_EFFECTIVE))
 		pf = POHM_PLF_EFFECTIVE;
-	r = HELD(pohm_proc_lookup(c, lookup_why[why], p->rel, flags & (R_OK | W_OK | X_OK), pf));
+	r = HELD(pohm_proc_lookup(c, why, p->rel, flags & (R_OK | W_OK | X_OK), pf));
 	return r == POHM_PROC_PASS ? POHM_PASS : r;
 }
 
@@ -531,7 +520,7 @@ int pohm_hk_too_long(void)
 	return cache(&r) ? -ENAMETOOLONG : r;
 }
 
-int pohm_hk_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+int pohm_hk_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	int r;
 

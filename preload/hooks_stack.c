@@ -219,7 +219,7 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 }
 
 struct a_lookup {
-	enum pohm_lookup why;
+	enum pohm_proc_lookup why;
 	const struct pohm_path *p;
 	int flags;
 };
@@ -233,7 +233,7 @@ static long run_lookup(void *v)
 	return pohm_hk_lookup(x->why, x->p, x->flags);
 }
 
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	struct a_lookup x = { why, p, flags };
 

@@ -244,7 +244,7 @@ POHM_EXPORT int name_to_handle_at(int dirfd, const char *path, struct file_handl
 
 	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags);
-	r = pohm_hook_lookup(POHM_LK_HANDLE, &p, flags);
+	r = pohm_hook_lookup(POHM_PL_HANDLE, &p, flags);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags));
 	return pohm_ret(r);

@@ -251,7 +251,7 @@ static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
 	int fd, r, in;
 
 	in = pohm_active() && pohm_locate(AT_FDCWD, tmpl, 0, &p, &w) == POHM_PC_IN;
-	if (in && (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
+	if (in && (r = pohm_hook_lookup(POHM_PL_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
 		return pohm_ret(r);
 	switch (which) {
 	case 0:
@@ -367,7 +367,7 @@ POHM_EXPORT char *mktemp(char *tmpl)
 	int r;
 
 	if (pohm_claim_ro(AT_FDCWD, tmpl, &p) &&
-	    (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
+	    (r = pohm_hook_lookup(POHM_PL_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
 		tmpl[0] = '\0';	/* as glibc reports failure */
 		errno = -r;
 		return tmpl;

@@ -333,10 +333,21 @@ int pohm_proc_opened(struct pohm_cache *c, const struct pohm_host_fds *h, const 
  * shim's hold held.
  */
 enum pohm_proc_lookup {
-	POHM_PL_ACCESS, POHM_PL_READLINK, POHM_PL_XATTR_GET, POHM_PL_CHDIR,
-	POHM_PL_OPENDIR, POHM_PL_REALPATH, POHM_PL_STATFS, POHM_PL_EXEC,
-	POHM_PL_DLOPEN, POHM_PL_TEMPDIR, POHM_PL_HANDLE, POHM_PL_WATCH,
-	POHM_PL_SPAWN_OPEN,
+	POHM_PL_ACCESS,		/* access family */
+	POHM_PL_READLINK,	/* readlink family */
+	POHM_PL_XATTR_GET,	/* getxattr/listxattr families */
+	POHM_PL_CHDIR,		/* chdir */
+	POHM_PL_OPENDIR,	/* opendir, scandir*, nftw, ftw, fts_open, glob: the
+				 * directory (or the glob pattern's fixed part) */
+	POHM_PL_REALPATH,	/* realpath, canonicalize_file_name: every component */
+	POHM_PL_STATFS,		/* statfs, statvfs */
+	POHM_PL_EXEC,		/* exec*, posix_spawn: the binary, its #! interpreter
+				 * and DT_NEEDED libraries in the prefix */
+	POHM_PL_DLOPEN,		/* dlopen, dlmopen with a path */
+	POHM_PL_TEMPDIR,	/* mkstemp family, mkdtemp: the template's directory */
+	POHM_PL_HANDLE,		/* name_to_handle_at */
+	POHM_PL_WATCH,		/* inotify_add_watch */
+	POHM_PL_SPAWN_OPEN,	/* posix_spawn_file_actions_addopen */
 };
 #define POHM_PLF_NOFOLLOW	1u	/* getxattr's l-forms: the symlink itself */
 #define POHM_PLF_USER_XATTR	2u	/* the call may return user.* xattrs */
