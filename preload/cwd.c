@@ -146,7 +146,7 @@ POHM_EXPORT int chdir(const char *path)
 			pohm_cwd_resync();
 		return r;
 	}
-	r = pohm_hook_lookup(POHM_LK_CHDIR, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_CHDIR, &p, 0);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.chdir(path));
 	if (r == 0)

@@ -45,7 +45,7 @@ POHM_EXPORT DIR *opendir(const char *path)
 	if (!pohm_active())
 		return pohm_real.opendir(path);
 	if (pohm_locate(AT_FDCWD, path, 0, &p, &w) == POHM_PC_IN &&
-	    (r = pohm_hook_lookup(POHM_LK_OPENDIR, &p, 0)) != POHM_PASS && r < 0) {
+	    (r = pohm_hook_lookup(POHM_PL_OPENDIR, &p, 0)) != POHM_PASS && r < 0) {
 		errno = -r;
 		return NULL;
 	}

@@ -51,7 +51,7 @@ static int exec_pre(int dirfd, const char *path, int atflags, char *const envp[]
 
 	if (!pohm_claim_at_ro(dirfd, path, atflags, &p))
 		return 0;
-	r = pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_EXEC, &p, 0);
 	if (r != POHM_PASS && r < 0)
 		return r;
 	if (dirfd == AT_FDCWD && !(atflags & AT_EMPTY_PATH))
@@ -115,7 +115,7 @@ static int execp_pre(const char *file, char *const envp[])
 			    pohm_claim_ro(AT_FDCWD, cand, &p)) {
 				any = 1;
 				if (pass == 1)
-					pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
+					pohm_hook_lookup(POHM_PL_EXEC, &p, 0);
 			}
 			if (pass == 1 && path_runs(cand)) {
 				if (pohm_claim_ro(AT_FDCWD, cand, &p))
@@ -331,7 +331,7 @@ POHM_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa,
 	int r;
 
 	if (pohm_claim_op(AT_FDCWD, path, (oflag & (O_CREAT | O_TRUNC | O_ACCMODE)) != 0, &p) &&
-	    (r = pohm_hook_lookup(POHM_LK_SPAWN_OPEN, &p, oflag)) != POHM_PASS && r < 0)
+	    (r = pohm_hook_lookup(POHM_PL_SPAWN_OPEN, &p, oflag)) != POHM_PASS && r < 0)
 		return -r;
 	return pohm_real.posix_spawn_file_actions_addopen(fa, fd, path, oflag, mode);
 }
@@ -344,7 +344,7 @@ __attribute__((noinline)) static void dl_pre(const char *file)
 	struct pohm_path p;
 
 	if (pohm_claim_ro(AT_FDCWD, file, &p))
-		pohm_hook_lookup(POHM_LK_DLOPEN, &p, 0);
+		pohm_hook_lookup(POHM_PL_DLOPEN, &p, 0);
 }
 
 POHM_EXPORT void *dlopen(const char *file, int mode)

@@ -49,7 +49,7 @@ static int fetch(struct deps *d, const char *path)
 		return pohm_sys_fstatat(AT_FDCWD, path, &st, 0) == 0;
 	if (d->mats++ >= MAT_MAX)
 		return 0;
-	pohm_hook_lookup(POHM_LK_EXEC, &p, 0);
+	pohm_hook_lookup(POHM_PL_EXEC, &p, 0);
 	return pohm_sys_fstatat(AT_FDCWD, path, &st, 0) == 0;
 }
 

@@ -14,16 +14,24 @@
  * _unmapped, _exit_push; the dirty list in proc.c), an attribute change
  * core/mount procattr.c (pohm_proc_attr; POHM_AT_* map to enum
  * pohm_proc_attr), a namespace change and its storage cases core/mount
- * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns).  What it
+ * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns), an open
+ * (create, materialize, the writer's early and open-for-write locks,
+ * pohmelfsd's start, a create's undo) core/mount procopen.c
+ * (pohm_proc_open; pohm_proc_opened for the mkstemp family), what a
+ * read-only use of a name materializes core/mount proclookup.c
+ * (pohm_proc_lookup; the wrappers name the use in core's own enum
+ * pohm_proc_lookup).  What it
  * keeps is glue to preload's services: the fd table and write-only fds'
- * shadows (as core's struct pohm_host_fds), the signal-handler queue,
- * the thread-local state the open hook leaves for its after hook.
+ * shadows (as core's struct pohm_host_fds), the signal-handler queue.
  *
- * One call per operation (issue 20): pohm_hook_ns, pohm_hook_attr,
- * pohm_hook_stat and pohm_hook_statx get the wrapper's own libc call
- * (struct pohm_real_call) and return the caller's result; core makes the
- * real call between the storage's halves, so no state passes between
- * calls.  The open hooks are still a before/after pair (open_done).
+ * One call per operation (issue 20): pohm_hook_open, pohm_hook_ns,
+ * pohm_hook_attr, pohm_hook_stat and pohm_hook_statx get the wrapper's
+ * own libc call (struct pohm_real_call) and return the caller's result;
+ * core makes the real call between the storage's halves, so no state
+ * passes between calls (no thread-locals).  The shim stays busy during
+ * that real call (hooks_cache.c real_outside): a signal handler that
+ * interrupts it is inside the shim, its calls noted (sigsafe.c).  The wrapper records the fd in
+ * its table after the open hook returns (preload's by nature).
  *
  * preload/ decides *whether* a call concerns the prefix (classification,
  * cwd and dirfd tracking, the fd table, exec handoff); the hooks decide
@@ -36,26 +44,27 @@
  *   POHM_PASS   not handled: the wrapper goes on with the real libc call
  *               on the caller's own (dirfd, path) and arguments;
  *   >= 0        handled: the wrapper returns this result without calling
- *               libc (for open: 0 and the fd in *fd_out);
+ *               libc;
  *   -errno      handled, failed: the wrapper sets errno and returns -1
  *               (or NULL/EOF, as the function does).
  * Hooks follow core/'s error convention: they return -errno and should
  * leave errno as they found it.  Their own system calls go through
  * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
- * The "_done" hooks run after the real call with its result (>= 0, or
- * -errno) and return the result the caller sees.  The one-call hooks (ns,
- * attr, stat, statx) never return POHM_PASS: their result is the caller's.
+ * pohm_hook_adopt runs after libc's own call with its result (>= 0, or
+ * -errno) and returns the result the caller sees.  The one-call hooks
+ * (open, ns, attr, stat, statx) never return POHM_PASS: their result is
+ * the caller's.
  *
- * Defaults are in preload/hooks_pass.c: weak definitions that pass
- * everything to libc (a one-call hook's default makes the real call).
- * preload/hooks_cache.c, always linked into the library, overrides them
- * with strong definitions that call core/ (all but pohm_hook_statfs_fix,
- * whose default stays in use), so the library is not a passthrough:
- * under the prefix every hook reaches the cache.  At run time
- * POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes those strong
- * hooks pass as the defaults do.  doc/ARCHITECTURE.md §4.4 has what the
- * hooks do.
+ * Every hook has one definition: hooks_stack.c's (each runs hooks_cache.c's
+ * pohm_hk_* of the same contract on the library's stack), or hooks_cache.c's
+ * own for those that reach no storage call on the way (fork, exec_env,
+ * statfs_fix).  There are no weak passthrough defaults any more (session
+ * 11: hooks_pass.c went with the last before/after pair; both library
+ * builds always link the storage side, so nothing used them).  At run
+ * time POHMELFS_TEST_PASSTHROUGH=1 (in the test build only) makes the
+ * hooks pass as if no storage were there: POHM_PASS, or the wrapper's
+ * real call alone.  doc/ARCHITECTURE.md §4.4 has what the hooks do.
  *
  * Sections: paths; fds; the open family; stat; the namespace; attributes;
  * lookups; directories; fds in flight; processes; services for hooks.
@@ -71,12 +80,15 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include "mount.h"
+
 /* "Not handled": any value below -4095 is never a valid -errno. */
 #define POHM_PASS	(-0x10000)
 
 /*
  * The wrapper's own libc call, for the hooks that make it themselves
- * between the storage's halves (one call per operation: ns, attr):
+ * between the storage's halves (one call per operation: open, stat,
+ * statx, ns, attr):
  * call(arg) makes it with the wrapper's arguments and returns its result
  * (>= 0) or -errno.  A hook calls it at most once, on the stack it runs
  * on, with the shim neither held nor busy, as the wrapper would.
@@ -111,7 +123,7 @@ struct pohm_path {
 /* What the fd table records for an fd opened under the prefix. */
 struct pohm_fd_info {
 	uint64_t cookie;	/* the storage's handle for the file (set by the
-				 * open hooks; 0 = none) — e.g. its inode number */
+				 * open and adopt hooks; 0 = none): its storage inode */
 	unsigned flags;		/* POHM_FD_* */
 };
 
@@ -124,22 +136,25 @@ struct pohm_fd_info {
 
 /*
  * open/openat/creat (+64, fortified), fopen/freopen (flags derived from the
- * mode string), before the real call: materialize p, push a create.
- * POHM_PASS, 0 with *fd_out, or -errno.  (freopen must keep its stream:
- * there an fd the hook opened is closed and libc opens the name.)
+ * mode string), in one call: the storage's half (a create, or the name
+ * materialized; a writer's open-for-write lock), the wrapper's own open
+ * through real (it returns the fd, a stream's fileno, or -errno), and the
+ * fd's side (the create recorded or undone, a writer's lock, storage inode
+ * in fi->cookie; fi->flags is preset from the open flags).  Returns the
+ * caller's result, the fd or -errno, never POHM_PASS; a negative result
+ * after a successful real call is the wrapper's to close.  A successful fd
+ * is then recorded in the fd table with *fi.
  */
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out);
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
+		   const struct pohm_real_call *real);
 
 /*
- * After the open (real or the hook's own): fd >= 0 or -errno.  Fill
- * fi->cookie (fi->flags is preset from the open flags) and return fd, or
- * return -errno to fail the open (the wrapper then closes fd, or the
- * stream, itself).  A successful fd is then recorded in the fd table with
- * *fi.  Also called, without a prior pohm_hook_open, for fds libc creates
- * internally under the prefix: the mkstemp family (p is the filled-in
- * template).
+ * After libc made an fd under the prefix itself (the mkstemp family: p is
+ * the filled-in template, flags include O_CREAT), fd >= 0 or -errno: the
+ * storage adopts the file; as pohm_hook_open's after half otherwise.
+ * Returns fd (the wrapper records it) or -errno (the wrapper closes it).
  */
-int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
 
 /* ------------------------------------------------------------ stat */
 
@@ -231,24 +246,8 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ------------------------------------------------------------ lookups */
 
-/* Why a name must be materialized (read-only uses of a path). */
-enum pohm_lookup {
-	POHM_LK_ACCESS,		/* access family */
-	POHM_LK_READLINK,	/* readlink family */
-	POHM_LK_XATTR_GET,	/* getxattr/listxattr families */
-	POHM_LK_CHDIR,		/* chdir */
-	POHM_LK_OPENDIR,	/* opendir, scandir*, nftw, ftw, fts_open, glob: the
-				 * directory (or the glob pattern's fixed part) */
-	POHM_LK_REALPATH,	/* realpath, canonicalize_file_name: every component */
-	POHM_LK_STATFS,		/* statfs, statvfs */
-	POHM_LK_EXEC,		/* exec*, posix_spawn: the binary, its #! interpreter
-				 * and DT_NEEDED libraries in the prefix */
-	POHM_LK_DLOPEN,		/* dlopen, dlmopen with a path */
-	POHM_LK_TEMPDIR,	/* mkstemp family, mkdtemp: the template's directory */
-	POHM_LK_HANDLE,		/* name_to_handle_at */
-	POHM_LK_WATCH,		/* inotify_add_watch */
-	POHM_LK_SPAWN_OPEN,	/* posix_spawn_file_actions_addopen (flags: open flags) */
-};
+/* Why a name must be materialized (read-only uses of a path): core/mount's
+ * enum pohm_proc_lookup (mount.h), POHM_PL_*. */
 
 /*
  * Before the real call.  flags: the call's own flags, when it has some.
@@ -257,10 +256,10 @@ enum pohm_lookup {
  * readlink, ...) a result >= 0 answers without libc; for the others
  * (opendir, the walks, realpath, exec, dlopen) it means POHM_PASS.
  */
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
-/* POHM_LK_ACCESS: flags are the access mode, plus this for the effective ids. */
+int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags);
+/* POHM_PL_ACCESS: flags are the access mode, plus this for the effective ids. */
 #define POHM_ACCESS_EFFECTIVE	0x1000
-/* POHM_LK_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this
+/* POHM_PL_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this
  * when the call may return user.* xattrs (getxattr of a user.* name,
  * listxattr): a stub, which carries none locally, is fetched first. */
 #define POHM_XATTR_USER		0x1

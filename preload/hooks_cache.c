@@ -1,7 +1,8 @@
 /*
- * hooks_cache.c — the storage side of the hooks (hooks.h): strong
- * definitions that replace the passthrough defaults of hooks_pass.c and
- * hand every call under the prefix to core/cache.
+ * hooks_cache.c — the storage side of the hooks (hooks.h): the pohm_hk_*
+ * that hooks_stack.c's pohm_hook_* run on the library's stack, and the
+ * hooks that need no stack (fork, exec_env, statfs_fix); every call under
+ * the prefix goes to core/mount and core/cache.
  *
  * Heavy init (DESIGN.md §5) happens on the first hook call, in core/mount
  * (proc.c, pohm_proc_mount): the configuration, the client and the cache;
@@ -17,7 +18,9 @@
  * name lookups) pass straight through the wrappers.
  *
  * POHMELFS_TEST_PASSTHROUGH=1 (read only by the test build of the library,
- * build/test/: sys.h pohm_sys_test_switch; documented in libpohmelfs(7)) turns every hook back into the passthrough default: the interposition
+ * build/test/: sys.h pohm_sys_test_switch; documented in libpohmelfs(7))
+ * makes every hook pass (POHM_PASS, or the wrapper's real call alone, as
+ * if no storage were there: mount_here): the interposition
  * layer's own tests (classification, errno, processes) run without a
  * cluster that way.
  *
@@ -26,12 +29,12 @@
  * an attribute change checks first and when it travels in procattr.c,
  * and a namespace change's storage cases in procns.c; this file hands
  * them the fd table and shadows (host_fds) and, for the one-call hooks
- * (ns, attr), the wrapper's real call made as the wrapper would make it
- * (real_outside).
- * A write-open makes the inode "open for write" (core/cache/writer.c,
- * decision 0016) and makes sure pohmelfsd runs, whatever sync_on_close
- * says: a writer that never closes (_exit, SIGKILL, a raw SYS_close)
- * leaves its file dirty, and pohmelfsd pushes it.
+ * (open, stat, ns, attr), the wrapper's real call, made with the shim
+ * busy (real_outside).
+ * An open is core/mount procopen.c's: a write-open makes the inode "open
+ * for write" (core/cache/writer.c, decision 0016) and makes sure pohmelfsd
+ * runs, whatever sync_on_close says: a writer that never closes (_exit,
+ * SIGKILL, a raw SYS_close) leaves its file dirty, and pohmelfsd pushes it.
  *
  * Sections: glue to core/mount · open · stat · namespace · attributes ·
  * lookups · directories · fds · processes.
@@ -64,21 +67,6 @@ static const struct pohm_proc_glue glue = {
 	pohm_hold, pohm_unhold, pohm_log_configure, glue_opened,
 };
 
-/* This thread created the file the current open is about (undo on failure). */
-static POHM_TLS int open_created;
-/* The cache pohm_hook_open used, for its pohm_hook_open_done in this thread
- * (the same cache for both halves, and one geteuid per open, not two);
- * NULL when open_done comes alone (mkstemp) or the open got no cache. */
-static POHM_TLS struct pohm_cache *open_cache;
-/* The current open's name by its real path (a symlink with an absolute
- * target on the way: beyond()), malloc'd; or OPEN_OUTSIDE when that path
- * leaves the prefix (the open is libc's alone); NULL: p->rel. */
-static POHM_TLS char *open_rel;
-#define OPEN_OUTSIDE ((char *)1)
-/* The open-for-write lock the current open took before the real open
- * (pohm_cache_writer_prelock), for its pohm_hook_open_done in this thread. */
-static POHM_TLS struct pohm_wprelock open_wpre;
-
 /*
  * What core/mount's push decisions (closepush.c) need of this process's
  * fds: the fds under the prefix (fd.c's table), the read-only shadows of
@@ -100,24 +88,8 @@ static int fds_next(int from, uint64_t *ino, unsigned *flags)
 }
 
 static const struct pohm_host_fds host_fds = {
-	fds_next, pohm_shadow_get, pohm_shadow_host_closing,
+	fds_next, pohm_shadow_get, pohm_shadow_host_closing, pohm_shadow_sweep,
 };
-
-/* Is the local file (dev, ino) open through an fd of this process under the prefix? */
-static int held_here(void *arg, uint64_t dev, uint64_t ino)
-{
-	(void)arg;
-	return pohm_proc_fd_held((void *)&host_fds, dev, ino);
-}
-
-/* held_here, or (dev, ino) is the file at arg (uint64_t[2]): the one the
- * current open is about, whose fd is not in the table yet. */
-static int held_here_or(void *arg, uint64_t dev, uint64_t ino)
-{
-	const uint64_t *f = arg;
-
-	return (f[0] == dev && f[1] == ino) || held_here(NULL, dev, ino);
-}
 
 /* What the first mount needs of the shim: the signal handlers' queue
  * (sigsafe.c), the open-for-write locks the previous image handed over
@@ -266,249 +238,81 @@ static void busy_leave(void)
 
 /*
  * The wrapper's real call from inside a one-call hook (hooks.h struct
- * pohm_real_call): the shim as the wrapper would have it, not busy
- * (real_unbusy) and, from inside core, not held either (real_outside).
+ * pohm_real_call), made from core (pohm_proc_real): with the shim's hold
+ * released, as the wrapper would make it, but still busy.  A signal
+ * handler that interrupts the real call interrupts a core function in the
+ * middle of its operation (a create recorded and not yet opened, a
+ * writer's open-for-write lock taken, the host's fd not yet in the table)
+ * on the library's stack: its calls under the prefix must not run the
+ * hooks there, so it is inside the shim as during the rest of the hook
+ * (sigsafe.c: straight to libc, a change noted in the queue; the next
+ * hook replays it, after the operation).  (Until session 12 the shim was
+ * made "not busy" for the real call, as between the old before and after
+ * hooks, and such a handler's unlink reached the storage while the open
+ * it interrupted was in flight: doc/notes-s12-openpair.md.)
  */
-static int real_unbusy(const struct pohm_real_call *real)
-{
-	int r;
-
-	busy_leave();
-	r = real->call(real->arg);
-	busy_enter();
-	return r;
-}
-
 static int real_outside(void *v)
 {
+	const struct pohm_real_call *real = v;
 	int r;
 
 	pohm_unhold();
-	r = real_unbusy(v);
+	r = real->call(real->arg);
 	pohm_hold();
-	return r;
-}
-
-/* ---------------------------------------------------------------- symlinks out */
-
-/*
- * A core call answered -EXDEV for p: the storage's own walk met a symlink
- * with an absolute target, or one climbing above the prefix root, on the
- * way to p's parent.  The kernel follows it, so ask the kernel where the
- * parent is (pohm_cache_parent_real): 1 when outside the prefix (the call
- * is libc's alone, as for any path outside), 0 and q = p by its real path
- * below the prefix (the caller tries once more), or -errno when the parent
- * does not resolve (the real call gives the kernel's errno).  A name right
- * under the root has no such parent: q = p.  Held.
- */
-static int beyond(struct pohm_cache *c, const struct pohm_path *p, struct pohm_path *q)
-{
-	int r;
-
-	*q = *p;
-	if (!strchr(p->rel, '/'))
-		return 0;
-	r = pohm_cache_parent_real(c, p->rel, q->rel, sizeof(q->rel));
-	if (r == 0)
-		q->len = strlen(q->rel);
 	return r;
 }
 
 /* ---------------------------------------------------------------- open */
 
-/* pohm_hook_open's create answered -EXDEV (beyond()): the open goes on by
- * the real path, or to libc alone when that is outside (open_rel). */
-static int open_beyond(struct pohm_cache *c, const struct pohm_path *p, mode_t mode, int excl)
+/* An open in one call: core/mount pohm_proc_open (procopen.c). */
+static int hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
+		     const struct pohm_real_call *real)
 {
-	struct pohm_path q;
-	int r;
-
-	pohm_hold();
-	r = beyond(c, p, &q);
-	/* malloc, not strdup: libc's strdup allocates outside our private malloc */
-	if (r == 0 && strcmp(q.rel, p->rel) && (open_rel = malloc(q.len + 1)) &&
-	    memcpy(open_rel, q.rel, q.len + 1))
-		r = pohm_cache_create(c, q.rel, mode, excl);
-	else
-		r = r == 0 ? -EXDEV : POHM_PASS;
-	if (r == POHM_PASS || r == -EXDEV) {
-		if (open_rel)
-			free(open_rel);
-		open_rel = r == POHM_PASS ? OPEN_OUTSIDE : NULL;
-		r = POHM_PASS;	/* open never fails EXDEV: the kernel decides */
-	}
-	pohm_unhold();
-	return r;
-}
-
-/* hook_open's answer r is "do the real open": a writer's open of an existing
- * file takes its open-for-write lock first (pohm_cache_writer_prelock; the
- * why: doc/notes-s11-model2.md).  Returns r. */
-static int open_prelock(struct pohm_cache *c, const struct pohm_path *p, int flags, int r)
-{
-	if (r == POHM_PASS && open_rel != OPEN_OUTSIDE)
-		HELD((pohm_cache_writer_prelock(c, open_rel ? open_rel : p->rel, flags, &open_wpre),
-		      0));
-	return r;
-}
-
-static int hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
-{
+	struct pohm_proc_real outside = { real_outside, (void *)real };
 	struct pohm_cache *c;
-	unsigned mf = POHM_MAT_DATA | POHM_MAT_LIST;	/* a file's data, a directory's entries */
+	unsigned pf = 0;
 	int r;
 
-	if (open_wpre.state != POHM_WPRE_NONE && open_cache)	/* an open_done never came */
-		HELD((pohm_cache_writer_prelock_drop(open_cache, &open_wpre, held_here, NULL), 0));
-	open_wpre.state = POHM_WPRE_NONE;
-	open_created = 0;
-	open_cache = NULL;
-	if (open_rel && open_rel != OPEN_OUTSIDE)
-		free(open_rel);
-	open_rel = NULL;
 	if (p->flags & POHM_PATH_TRUNC)
-		return POHM_PASS;
+		return real->call(real->arg);
 	if (!(c = cache(&r)))
-		return r;
-	open_cache = c;
-	if ((flags & O_CREAT) && (!p->rel[0] || (p->flags & POHM_PATH_SLASH) ||
-				  !strcmp(p->path, ".") || !strcmp(p->path, "..")))
-		return POHM_PASS;	/* a directory's name: EISDIR (or ENOTDIR, EEXIST) from the kernel */
-	if (flags & O_CREAT) {
-		r = HELD(pohm_cache_create(c, p->rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL)));
-		if (r == -EXDEV)
-			r = open_beyond(c, p, pohm_mount_new_mode(mode), !!(flags & O_EXCL));
-		if (r == -ENOENT && HELD(pohm_cache_parent_refused(c, p->rel)))
-			r = POHM_PASS;	/* a socket on the way: ENOTDIR from the kernel */
-		if (r == 0)
-			open_created = 1;
-		r = pohm_proc_count(POHM_ST_CREATE, r < 0 && r != -EISDIR ? r : POHM_PASS);
-		return open_prelock(c, p, flags, r);
-	}
-	if (flags & O_NOFOLLOW)
-		mf |= POHM_MAT_NOFOLLOW;
-	/* The open mode's own bits, as the kernel checks them (not R_OK always). */
-	mf |= POHM_MAT_OPEN;
-	if ((flags & O_ACCMODE) != O_WRONLY)
-		mf |= POHM_MAT_OPEN_R;
-	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
-		mf |= POHM_MAT_OPEN_W;	/* O_TRUNC asks write permission too */
-	if (flags & O_PATH)
-		mf = flags & O_NOFOLLOW ? POHM_MAT_NOFOLLOW : 0;
-	if ((mf & POHM_MAT_OPEN_W) && pohm_sys_test_switch(POHM_TEST_REFRESH_IN_OPEN))
-		r = 0;	/* test build: the refresh comes in hook_open_done instead */
-	else
-		r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	r = pohm_proc_count(POHM_ST_OPEN, r < 0 ? r : POHM_PASS);
-	return open_prelock(c, p, flags, r);
+		return r == POHM_PASS ? real->call(real->arg) : r;
+	if (!p->rel[0] || (p->flags & POHM_PATH_SLASH) || !strcmp(p->path, ".") ||
+	    !strcmp(p->path, ".."))
+		pf |= POHM_POF_DIRNAME;
+	return HELD(pohm_proc_open(c, &host_fds, p->rel, pf, flags, mode, &fi->cookie, &outside));
 }
 
-int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
+		 const struct pohm_real_call *real)
 {
 	int r;
 
 	busy_enter_drain();
-	r = hook_open(p, flags, mode, fd_out);
+	r = hook_open(p, flags, mode, fi, real);
 	busy_leave();
 	return r;
 }
 
-/* Open-for-write locks held before the next sweep (see writer_opened);
- * relaxed atomic, any thread. */
-static int sweep_at = 16;
-
-/*
- * A write-open of the local file (ldev, lino), storage inode ino: the inode
- * is open for write until this process's last writing fd on it closes or
- * the process ends (writer.c), and pohmelfsd runs (it pushes what a writer
- * that never closes leaves).  Locks and shadows of files the host closed
- * behind our back (a raw SYS_close: node/libuv) are swept first, by
- * identity: no fd in the table still names that (dev, ino).  Sweeps are
- * amortized: when the held locks reach twice what the last sweep left.
- */
-static void writer_opened(struct pohm_cache *c, struct pohm_wprelock *pl, uint64_t ino,
-			  uint64_t ldev, uint64_t lino, int keep_on_exec)
+/* An fd libc made itself (mkstemp family): core/mount pohm_proc_opened. */
+static int hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
-	struct pohm_mount *um = pohm_proc_mount_of(c);
-	uint64_t opening[2] = { ldev, lino };
-	int n, r;
-
-	pohm_hold();
-	n = pohm_cache_writer_count(c);
-	if (n >= __atomic_load_n(&sweep_at, __ATOMIC_RELAXED)) {
-		/* Not the lock this open took before it (pohm_cache_writer_prelock):
-		 * its fd is not in the table yet. */
-		n -= pohm_cache_writer_sweep(c, held_here_or, opening);
-		pohm_shadow_sweep();
-		__atomic_store_n(&sweep_at, n * 2 > 16 ? n * 2 : 16, __ATOMIC_RELAXED);
-	}
-	r = pohm_cache_writer_open_pre(c, pl, ino, ldev, lino, keep_on_exec, held_here, NULL);
-	if (r)
-		pohm_debug("inode %llx: not marked open for write (%s); pohmelfsd's rounds push it",
-			   (unsigned long long)ino, strerror(-r));
-	if (um)
-		pohm_mount_daemon_start(um);
-	pohm_unhold();
-}
-
-static int hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
-{
-	struct pohm_cache *c = open_cache;
-	char *own = open_rel;
-	const char *rel = own ? own : p->rel;
-	struct pohm_wprelock pl = open_wpre;
-	struct stat st;
+	struct pohm_cache *c;
 	int r;
 
-	open_cache = NULL;
-	open_rel = NULL;
-	open_wpre.state = POHM_WPRE_NONE;
-	if (own == OPEN_OUTSIDE || (!c && !(c = cache(&r)))) {
-		open_created = 0;
-		return fd;	/* through a symlink out of the prefix: libc's alone */
-	}
-	if (fd < 0) {
-		HELD((pohm_cache_writer_prelock_drop(c, &pl, held_here, NULL), 0));
-		if (open_created)
-			HELD((pohm_cache_create_undo(c, rel), 0));
-		open_created = 0;
-		free(own);
+	if (fd < 0 || !(c = cache(&r)))
 		return fd;
-	}
-	if (open_created)
-		HELD(pohm_cache_opened(c, rel, fd));
-	else if ((flags & O_CREAT) && !(p->flags & POHM_PATH_TRUNC))
-		HELD(pohm_cache_adopt(c, rel, fd));	/* made by libc itself (mkstemp) */
-	open_created = 0;
-	free(own);
-	/* The storage inode, for the dirty list at close, and "open for write":
-	 * writers only (a reader's open stays a few syscalls). */
-	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
-		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
-
-		pohm_cache_stat_fix(c, &st);
-		fi->cookie = (uint64_t)st.st_ino;
-		if (S_ISREG(st.st_mode) && !(flags & O_PATH) &&
-		    pohm_sys_test_switch(POHM_TEST_REFRESH_IN_OPEN))
-			HELD(pohm_cache_materialize(c, p->rel, POHM_MAT_DATA));	/* the race */
-		if (S_ISREG(st.st_mode) && !(flags & O_PATH))
-			writer_opened(c, &pl, fi->cookie, ldev, lino, !(flags & O_CLOEXEC));
-	}
-	if (pl.state != POHM_WPRE_NONE)	/* not a writer's regular file after all */
-		HELD((pohm_cache_writer_prelock_drop(c, &pl, held_here, NULL), 0));
-	/* A write-only fd gets its read-only shadow now, while the name still
-	 * names its inode (shadow.c); a file we may not read gets none. */
-	if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_PATH))
-		pohm_shadow_get(fd);
-	return fd;
+	if (p->flags & POHM_PATH_TRUNC)
+		flags &= ~O_CREAT;	/* no name to adopt it under */
+	return HELD(pohm_proc_opened(c, &host_fds, p->rel, flags, fd, &fi->cookie));
 }
 
-int pohm_hk_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hk_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
 	int r;
 
 	busy_enter();
-	r = hook_open_done(p, flags, fd, fi);
+	r = hook_adopt(p, flags, fd, fi);
 	busy_leave();
 	return r;
 }
@@ -524,9 +328,9 @@ static int hook_stat(const struct pohm_path *p, int flags, struct stat *st, stru
 	int r;
 
 	if (p->flags & POHM_PATH_TRUNC)
-		return real_unbusy(real);
+		return real->call(real->arg);
 	if (!(c = cache(&r)))
-		return r == POHM_PASS ? real_unbusy(real) : r;
+		return r == POHM_PASS ? real->call(real->arg) : r;
 	return HELD(pohm_proc_stat(c, p->rel, (flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0,
 				   st, stx, &outside));
 }
@@ -594,9 +398,9 @@ static int hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct p
 	int r;
 
 	if ((a->flags & POHM_PATH_TRUNC) || (b && (b->flags & POHM_PATH_TRUNC)))
-		return real_unbusy(real);
+		return real->call(real->arg);
 	if (!(c = cache(&r)))
-		return r == POHM_PASS ? real_unbusy(real) : r;
+		return r == POHM_PASS ? real->call(real->arg) : r;
 	return HELD(pohm_proc_ns(c, ns_op[op], a->rel, b ? b->rel : NULL, &pa, &outside));
 }
 
@@ -622,6 +426,17 @@ int pohm_hk_mount_dev(uint64_t *dev)
 		return POHM_PASS;
 	*dev = pohm_cache_dev(c);
 	return 0;
+}
+
+/*
+ * statfs/statvfs under the prefix: the cache_dir's file system's numbers
+ * stand (nothing to fix yet; the cluster's free space could go into
+ * f_bavail here).  The one hook without a storage call, so not on the
+ * library's stack (hooks_stack.c).
+ */
+void pohm_hook_statfs_fix(const struct pohm_path *p, int fd, struct statfs *sf,
+			  struct statvfs *sv)
+{
 }
 
 /* ---------------------------------------------------------------- attributes */
@@ -654,7 +469,7 @@ static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 	int r;
 
 	if (!(c = cache(&r)))
-		return r == POHM_PASS ? real_unbusy(real) : r;
+		return r == POHM_PASS ? real->call(real->arg) : r;
 	return HELD(pohm_proc_attr(c, &host_fds, attr_op[op], attr_rel(p), fd, attr_flags(flags),
 				   &outside));
 }
@@ -672,48 +487,23 @@ int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 
 /* ---------------------------------------------------------------- lookups */
 
-static int hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+static int hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	struct pohm_cache *c;
-	unsigned mf = 0;
+	unsigned pf = 0;
 	int r;
 
 	if (p->flags & POHM_PATH_TRUNC)
 		return POHM_PASS;
 	if (!(c = cache(&r)))
 		return r;
-	switch (why) {
-	case POHM_LK_READLINK:
-		mf = POHM_MAT_NOFOLLOW;
-		break;
-	case POHM_LK_XATTR_GET:
-		mf = (flags & AT_SYMLINK_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
-		break;
-	case POHM_LK_OPENDIR:
-		mf = POHM_MAT_LIST;
-		break;
-	case POHM_LK_EXEC:
-	case POHM_LK_DLOPEN:
-	case POHM_LK_SPAWN_OPEN:
-		mf = POHM_MAT_DATA;
-		break;
-	case POHM_LK_TEMPDIR:
-		mf = 0;
-		break;
-	default:
-		mf = 0;
-		break;
-	}
-	r = HELD(pohm_cache_materialize(c, p->rel, mf));
-	if (r >= 0 && why == POHM_LK_XATTR_GET && (flags & POHM_XATTR_USER))
-		r = HELD(pohm_cache_xattr_ready(c, p->rel, mf));
-	if (r >= 0 && why == POHM_LK_ACCESS) {
-		/* A stub by its stored attributes (the one checker); 1: the real call. */
-		r = HELD(pohm_cache_access(c, p->rel, flags, !!(flags & POHM_ACCESS_EFFECTIVE)));
-		r = r == 1 ? POHM_PASS : r;
-	}
-	return pohm_proc_count(why == POHM_LK_OPENDIR ? POHM_ST_READDIR : POHM_ST_LOOKUP,
-		       r < 0 ? r : r == 0 && why == POHM_LK_ACCESS ? 0 : POHM_PASS);
+	if (why == POHM_PL_XATTR_GET)
+		pf = ((flags & AT_SYMLINK_NOFOLLOW) ? POHM_PLF_NOFOLLOW : 0) |
+		     ((flags & POHM_XATTR_USER) ? POHM_PLF_USER_XATTR : 0);
+	else if (why == POHM_PL_ACCESS && (flags & POHM_ACCESS_EFFECTIVE))
+		pf = POHM_PLF_EFFECTIVE;
+	r = HELD(pohm_proc_lookup(c, why, p->rel, flags & (R_OK | W_OK | X_OK), pf));
+	return r == POHM_PROC_PASS ? POHM_PASS : r;
 }
 
 /*
@@ -730,7 +520,7 @@ int pohm_hk_too_long(void)
 	return cache(&r) ? -ENAMETOOLONG : r;
 }
 
-int pohm_hk_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+int pohm_hk_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	int r;
 

@@ -14,8 +14,7 @@
  * cache names every file by that string, so such a call fails with
  * ENAMETOOLONG instead of reaching the local file alone, which the
  * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
- * The _done hooks then see the refusal as the call's result; the
- * one-call hooks (stat, statx, ns, attr) return it.
+ * The one-call hooks (open, stat, statx, ns, attr) return it.
  */
 #include "shim.h"
 #include "hooks_stack.h"
@@ -37,7 +36,8 @@ struct a_open {
 	const struct pohm_path *p;
 	int flags;
 	mode_t mode;
-	int *fd_out;
+	struct pohm_fd_info *fi;
+	const struct pohm_real_call *real;
 };
 
 static long run_open(void *v)
@@ -45,36 +45,37 @@ static long run_open(void *v)
 	struct a_open *x = v;
 
 	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_open(x->p, x->flags, x->mode, x->fd_out);
+		return or_real(pohm_hk_too_long(), x->real);
+	return pohm_hk_open(x->p, x->flags, x->mode, x->fi, x->real);
 }
 
-int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out)
+int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
+		   const struct pohm_real_call *real)
 {
-	struct a_open x = { p, flags, mode, fd_out };
+	struct a_open x = { p, flags, mode, fi, real };
 
 	return (int)pohm_stack_run(run_open, &x);
 }
 
-struct a_open_done {
+struct a_adopt {
 	const struct pohm_path *p;
 	int flags;
 	int fd;
 	struct pohm_fd_info *fi;
 };
 
-static long run_open_done(void *v)
+static long run_adopt(void *v)
 {
-	struct a_open_done *x = v;
+	struct a_adopt *x = v;
 
-	return pohm_hk_open_done(x->p, x->flags, x->fd, x->fi);
+	return pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
 }
 
-int pohm_hook_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
 {
-	struct a_open_done x = { p, flags, fd, fi };
+	struct a_adopt x = { p, flags, fd, fi };
 
-	return (int)pohm_stack_run(run_open_done, &x);
+	return (int)pohm_stack_run(run_adopt, &x);
 }
 
 struct a_stat {
@@ -218,7 +219,7 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 }
 
 struct a_lookup {
-	enum pohm_lookup why;
+	enum pohm_proc_lookup why;
 	const struct pohm_path *p;
 	int flags;
 };
@@ -232,7 +233,7 @@ static long run_lookup(void *v)
 	return pohm_hk_lookup(x->why, x->p, x->flags);
 }
 
-int pohm_hook_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags)
+int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
 {
 	struct a_lookup x = { why, p, flags };
 

@@ -9,15 +9,15 @@
 
 #include "hooks.h"
 
-int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, int *fd_out);
-int pohm_hk_open_done(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi, const struct pohm_real_call *real);
+int pohm_hk_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
 int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st, const struct pohm_real_call *real);
 int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx, const struct pohm_real_call *real);
 void pohm_hk_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct stat *st);
 int pohm_hk_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b, const struct pohm_ns_arg *arg, const struct pohm_real_call *real);
 int pohm_hk_mount_dev(uint64_t *dev);
 int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real);
-int pohm_hk_lookup(enum pohm_lookup why, const struct pohm_path *p, int flags);
+int pohm_hk_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags);
 int pohm_hk_readdir(DIR *dir, int fd, struct dirent64 *ent);
 int pohm_hk_close(int fd, const struct pohm_fd_info *fi);
 int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi);

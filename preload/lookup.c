@@ -16,7 +16,7 @@ POHM_EXPORT ssize_t readlink(const char *path, char *buf, size_t n)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.readlink(path, buf, n);
-	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_READLINK, &p, 0);
 	if (r == POHM_PASS)
 		r = pohm_sysretl(pohm_real.readlink(path, buf, n));
 	return pohm_retl(r);
@@ -29,7 +29,7 @@ POHM_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t n)
 
 	if (!pohm_claim_at_ro(dirfd, path, AT_EMPTY_PATH, &p))
 		return pohm_real.readlinkat(dirfd, path, buf, n);
-	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_READLINK, &p, 0);
 	if (r == POHM_PASS)
 		r = pohm_sysretl(pohm_real.readlinkat(dirfd, path, buf, n));
 	return pohm_retl(r);
@@ -42,7 +42,7 @@ POHM_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.__readlink_chk(path, buf, n, buflen);
-	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_READLINK, &p, 0);
 	if (r == POHM_PASS)
 		r = pohm_sysretl(pohm_real.__readlink_chk(path, buf, n, buflen));
 	return pohm_retl(r);
@@ -56,7 +56,7 @@ POHM_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, siz
 
 	if (!pohm_claim_at_ro(dirfd, path, AT_EMPTY_PATH, &p))
 		return pohm_real.__readlinkat_chk(dirfd, path, buf, n, buflen);
-	r = pohm_hook_lookup(POHM_LK_READLINK, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_READLINK, &p, 0);
 	if (r == POHM_PASS)
 		r = pohm_sysretl(pohm_real.__readlinkat_chk(dirfd, path, buf, n, buflen));
 	return pohm_retl(r);
@@ -69,7 +69,7 @@ POHM_EXPORT int access(const char *path, int mode)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.access(path, mode);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode);
+	r = pohm_hook_lookup(POHM_PL_ACCESS, &p, mode);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.access(path, mode));
 	return pohm_ret(r);
@@ -82,7 +82,7 @@ POHM_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 
 	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.faccessat(dirfd, path, mode, flags);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p,
+	r = pohm_hook_lookup(POHM_PL_ACCESS, &p,
 			     mode | (flags & AT_EACCESS ? POHM_ACCESS_EFFECTIVE : 0));
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.faccessat(dirfd, path, mode, flags));
@@ -96,7 +96,7 @@ POHM_EXPORT int euidaccess(const char *path, int mode)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.euidaccess(path, mode);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
+	r = pohm_hook_lookup(POHM_PL_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.euidaccess(path, mode));
 	return pohm_ret(r);
@@ -109,7 +109,7 @@ POHM_EXPORT int eaccess(const char *path, int mode)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.eaccess(path, mode);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
+	r = pohm_hook_lookup(POHM_PL_ACCESS, &p, mode | POHM_ACCESS_EFFECTIVE);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.eaccess(path, mode));
 	return pohm_ret(r);
@@ -122,7 +122,7 @@ POHM_EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.inotify_add_watch(fd, path, mask);
-	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)mask);
+	r = pohm_hook_lookup(POHM_PL_WATCH, &p, (int)mask);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.inotify_add_watch(fd, path, mask));
 	return pohm_ret(r);
@@ -136,7 +136,7 @@ POHM_EXPORT long pathconf(const char *path, int name)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.pathconf(path, name);
-	r = pohm_hook_lookup(POHM_LK_STATFS, &p, name);
+	r = pohm_hook_lookup(POHM_PL_STATFS, &p, name);
 	if (r == POHM_PASS)
 		r = pohm_sysretl(pohm_real.pathconf(path, name));
 	return pohm_retl(r);
@@ -150,7 +150,7 @@ POHM_EXPORT key_t ftok(const char *path, int id)
 
 	if (!pohm_claim_ro(AT_FDCWD, path, &p))
 		return pohm_real.ftok(path, id);
-	r = pohm_hook_lookup(POHM_LK_ACCESS, &p, 0);
+	r = pohm_hook_lookup(POHM_PL_ACCESS, &p, 0);
 	if (r != POHM_PASS && r < 0)
 		return pohm_ret(r);
 	return pohm_real.ftok(path, id);
@@ -165,7 +165,7 @@ POHM_EXPORT int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dir
 
 	if (!pohm_claim_at_ro(dirfd, pohm_given(path) ? path : "", AT_EMPTY_PATH, &p))
 		return pohm_real.fanotify_mark(fd, flags, mask, dirfd, path);
-	r = pohm_hook_lookup(POHM_LK_WATCH, &p, (int)flags);
+	r = pohm_hook_lookup(POHM_PL_WATCH, &p, (int)flags);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.fanotify_mark(fd, flags, mask, dirfd, path));
 	return pohm_ret(r);

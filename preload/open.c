@@ -5,7 +5,7 @@
  * Every open funnels into do_open: classify; outside the prefix call libc
  * and keep the fd table honest (forget a stale entry, or record an
  * ancestor of the prefix, which later *at calls may walk down from);
- * under it, the open hooks around the real call and record the fd.
+ * under it, the open hook with the real call inside and record the fd.
  * The mode argument is read whenever the flags need one (O_CREAT or
  * O_TMPFILE), and va_end is called on every path.
  */
@@ -20,13 +20,30 @@ static int needs_mode(int flags)
 
 static int open_outside_failed(int dirfd, const char *path, int flags, mode_t mode);
 
-/* Under the prefix, or needing the full classifier: the hooks around libc.
+/* The wrapper's own open, for pohm_hook_open (hooks.h struct pohm_real_call). */
+struct real_open {
+	int dirfd;
+	const char *path;
+	int flags;
+	mode_t mode;
+	int fd;		/* what it opened, -1 if nothing */
+};
+
+static int real_open(void *v)
+{
+	struct real_open *x = v;
+
+	return x->fd = pohm_sysret(pohm_real.openat(x->dirfd, x->path, x->flags, x->mode));
+}
+
+/* Under the prefix, or needing the full classifier: the open hook around libc.
  * A path that resolved into the prefix (open_outside_failed) comes back with
  * retried set, so that it is never retried twice. */
 __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, int flags,
 						  mode_t mode, int retried)
 {
 	struct pohm_fd_info fi;
+	struct real_open x;
 	struct pohm_where w;
 	struct pohm_path p;
 	int fd, r;
@@ -55,14 +72,10 @@ __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, i
 	}
 	fi.cookie = 0;
 	fi.flags = pohm_fd_flags_of(flags);
-	r = pohm_hook_open(&p, flags, mode, &fd);
-	if (r == POHM_PASS)
-		fd = pohm_sysret(pohm_real.openat(dirfd, path, flags, mode));
-	else if (r < 0)
-		fd = r;
-	r = pohm_hook_open_done(&p, flags, fd, &fi);
-	if (r < 0 && fd >= 0)
-		pohm_sys_close(fd);
+	x = (struct real_open){ dirfd, path, flags, mode, -1 };
+	r = pohm_hook_open(&p, flags, mode, &fi, &(struct pohm_real_call){ real_open, &x });
+	if (r < 0 && x.fd >= 0)
+		pohm_sys_close(x.fd);
 	pohm_fd_opened(r, &p, &w, &fi);
 	return pohm_ret(r);
 }
@@ -231,7 +244,7 @@ POHM_EXPORT int name_to_handle_at(int dirfd, const char *path, struct file_handl
 
 	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
 		return pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags);
-	r = pohm_hook_lookup(POHM_LK_HANDLE, &p, flags);
+	r = pohm_hook_lookup(POHM_PL_HANDLE, &p, flags);
 	if (r == POHM_PASS)
 		r = pohm_sysret(pohm_real.name_to_handle_at(dirfd, path, h, mount_id, flags));
 	return pohm_ret(r);

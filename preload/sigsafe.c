@@ -4,7 +4,9 @@
  * A handler runs on the interrupted thread.  If that thread was inside the
  * shim (pohm_busy > 0: holding the fd table's, the cwd's or the shadows'
  * lock, in the allocator, or anywhere in a hook, which may hold the
- * mounts', the dirty list's, the cache's or the network's locks), a call
+ * mounts', the dirty list's, the cache's or the network's locks, including
+ * the wrapper's real call that core makes in the middle of an operation:
+ * hooks_cache.c real_outside), a call
  * under the prefix that took the normal way could wait forever for a lock
  * its own thread holds.  So the wrappers go straight to libc then (the
  * local file changes, nothing else is touched) and, for a call that may

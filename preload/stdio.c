@@ -69,14 +69,27 @@ static FILE *real_fopen(int which, const char *path, const char *mode, FILE *old
 	}
 }
 
-/*
- * The open hooks around fopen.  A hook that opens the file itself gives
- * its fd to fdopen (fopen only: freopen must keep the stream, so there
- * the hook's fd is closed and libc reopens the name).
- */
+/* The wrapper's own fopen or freopen, for pohm_hook_open: its fd, or -errno. */
+struct real_fopen_arg {
+	int which;
+	const char *path, *mode;
+	FILE *old;
+	FILE *f;	/* what it opened, NULL if nothing */
+};
+
+static int real_fopen_call(void *v)
+{
+	struct real_fopen_arg *x = v;
+
+	x->f = real_fopen(x->which, x->path, x->mode, x->old);
+	return x->f ? fileno(x->f) : -errno;
+}
+
+/* The open hook around fopen and freopen. */
 static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
 {
 	struct pohm_fd_info fi = { 0, 0 };
+	struct real_fopen_arg x = { which, path, mode, old, NULL };
 	struct pohm_where w;
 	struct pohm_path p;
 	FILE *f = NULL;
@@ -96,22 +109,8 @@ static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
 	}
 	flags = mode_flags(mode);
 	fi.flags = pohm_fd_flags_of(flags);
-	r = pohm_hook_open(&p, flags, 0666, &fd);
-	if (r >= 0 && which >= 2) {
-		pohm_sys_close(fd);
-		r = POHM_PASS;
-	}
-	if (r == POHM_PASS) {
-		f = real_fopen(which, path, mode, old);
-		fd = f ? fileno(f) : -errno;
-	} else if (r < 0) {
-		fd = r;
-	} else if (!(f = pohm_real.fdopen(fd, mode))) {
-		r = -errno;
-		pohm_sys_close(fd);
-		fd = r;
-	}
-	r = pohm_hook_open_done(&p, flags, fd, &fi);
+	r = pohm_hook_open(&p, flags, 0666, &fi, &(struct pohm_real_call){ real_fopen_call, &x });
+	f = x.f;
 	if (r < 0 && f) {
 		pohm_real.fclose(f);
 		f = NULL;
@@ -251,7 +250,7 @@ static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
 	int fd, r, in;
 
 	in = pohm_active() && pohm_locate(AT_FDCWD, tmpl, 0, &p, &w) == POHM_PC_IN;
-	if (in && (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
+	if (in && (r = pohm_hook_lookup(POHM_PL_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
 		return pohm_ret(r);
 	switch (which) {
 	case 0:
@@ -275,7 +274,7 @@ static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
 		return fd;
 	}
 	pohm_locate(AT_FDCWD, tmpl, 0, &p, &w);	/* the name glibc chose */
-	r = pohm_hook_open_done(&p, O_RDWR | O_CREAT | O_EXCL | flags, fd, &fi);
+	r = pohm_hook_adopt(&p, O_RDWR | O_CREAT | O_EXCL | flags, fd, &fi);
 	if (r < 0)
 		pohm_real.close(fd);
 	pohm_fd_opened(r, &p, &w, &fi);
@@ -367,7 +366,7 @@ POHM_EXPORT char *mktemp(char *tmpl)
 	int r;
 
 	if (pohm_claim_ro(AT_FDCWD, tmpl, &p) &&
-	    (r = pohm_hook_lookup(POHM_LK_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
+	    (r = pohm_hook_lookup(POHM_PL_TEMPDIR, &p, 0)) != POHM_PASS && r < 0) {
 		tmpl[0] = '\0';	/* as glibc reports failure */
 		errno = -r;
 		return tmpl;

@@ -180,7 +180,7 @@ POHM_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 /* Lookup hook before a statfs by path: POHM_PASS or -errno. */
 static int statfs_pre(struct pohm_path *p)
 {
-	int r = pohm_hook_lookup(POHM_LK_STATFS, p, 0);
+	int r = pohm_hook_lookup(POHM_PL_STATFS, p, 0);
 
 	return r == POHM_PASS || r >= 0 ? POHM_PASS : r;
 }

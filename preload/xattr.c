@@ -15,7 +15,7 @@
  * flags: AT_SYMLINK_NOFOLLOW for the l-forms. */
 static long get_pre(struct pohm_path *p, int user, int flags)
 {
-	return pohm_hook_lookup(POHM_LK_XATTR_GET, p, (user ? POHM_XATTR_USER : 0) | flags);
+	return pohm_hook_lookup(POHM_PL_XATTR_GET, p, (user ? POHM_XATTR_USER : 0) | flags);
 }
 
 static int user_name(const char *name)

@@ -177,6 +177,9 @@ struct pohm_host_fds {
 	/* Immediately before the host's close of fd (its readable fd goes
 	 * when fd was the inode's last). */
 	void (*closing)(int fd);
+	/* Drop the readable fds of files no fd of the host has open any more
+	 * (closed behind the host table's back: a raw SYS_close). */
+	void (*sweep)(void);
 };
 /* 1 if the local file (dev, ino) is open through an fd the host opened
  * under the prefix (h: a struct pohm_host_fds; the shape of the held
@@ -286,6 +289,71 @@ int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, cons
 struct statx;
 int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
 		   struct statx *stx, const struct pohm_proc_real *real);
+
+/*
+ * procopen.c: an open by a host process of rel under the prefix, in one
+ * call (open, openat, creat, fopen, freopen: flags are the open flags, a
+ * stream's derived from its mode string).  The storage's half first: with
+ * O_CREAT the file created in the storage (mode by the umask rule; through
+ * a symlink out of the storage's reach, by its real path, or the kernel's
+ * alone when that is outside the prefix), else rel materialized with the
+ * open mode's own permission checks; counted (a create or an open).  A
+ * writer's open of an existing file then takes its open-for-write lock
+ * (pohm_cache_writer_prelock), and the host's own open runs (real: the fd
+ * or -errno).  After it: a failed open undoes this open's create and drops
+ * the lock; an fd gets the created file recorded on it, and when it writes
+ * a regular file its open-for-write lock (pohm_cache_writer_open_pre; a
+ * sweep of locks the host's fds no longer hold now and then: h->sweep),
+ * pohmelfsd started, *ino its storage inode (untouched for a reader); a
+ * write-only fd gets its readable fd (h->readable).  pflags:
+ * POHM_POF_DIRNAME when the name is a directory's (the root, a trailing
+ * slash, "." or ".."): a create is then the kernel's alone.  Returns the
+ * caller's result: the fd, or -errno (the storage's, or the real open's).
+ * Called with the shim's hold held.
+ */
+#define POHM_POF_DIRNAME 1u
+int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
+		   unsigned pflags, int flags, mode_t mode, uint64_t *ino,
+		   const struct pohm_proc_real *real);
+/* fd (>= 0, or -errno: returned as is), made under rel by the host's libc
+ * itself (the mkstemp family; flags include O_CREAT): the storage adopts
+ * the new file, then as pohm_proc_open after its real open.  Returns fd. */
+int pohm_proc_opened(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
+		     int flags, int fd, uint64_t *ino);
+
+/*
+ * proclookup.c: a read-only use of rel by a host process, before its own
+ * call: rel materialized as the use needs (readlink: the link itself;
+ * opendir: the entries; exec, dlopen, a spawn's open: the data; the others
+ * the name), for getxattr of user.* names (POHM_PLF_USER_XATTR) a stub's
+ * xattrs fetched, for access(2) a stub answered from its stored attributes
+ * (amode: R_OK|W_OK|X_OK; POHM_PLF_EFFECTIVE: the effective ids).  Counted
+ * (opendir as a readdir).  Returns POHM_PROC_PASS (the host's own call
+ * answers), 0 (access: allowed without it) or -errno.  Called with the
+ * shim's hold held.
+ */
+enum pohm_proc_lookup {
+	POHM_PL_ACCESS,		/* access family */
+	POHM_PL_READLINK,	/* readlink family */
+	POHM_PL_XATTR_GET,	/* getxattr/listxattr families */
+	POHM_PL_CHDIR,		/* chdir */
+	POHM_PL_OPENDIR,	/* opendir, scandir*, nftw, ftw, fts_open, glob: the
+				 * directory (or the glob pattern's fixed part) */
+	POHM_PL_REALPATH,	/* realpath, canonicalize_file_name: every component */
+	POHM_PL_STATFS,		/* statfs, statvfs */
+	POHM_PL_EXEC,		/* exec*, posix_spawn: the binary, its #! interpreter
+				 * and DT_NEEDED libraries in the prefix */
+	POHM_PL_DLOPEN,		/* dlopen, dlmopen with a path */
+	POHM_PL_TEMPDIR,	/* mkstemp family, mkdtemp: the template's directory */
+	POHM_PL_HANDLE,		/* name_to_handle_at */
+	POHM_PL_WATCH,		/* inotify_add_watch */
+	POHM_PL_SPAWN_OPEN,	/* posix_spawn_file_actions_addopen */
+};
+#define POHM_PLF_NOFOLLOW	1u	/* getxattr's l-forms: the symlink itself */
+#define POHM_PLF_USER_XATTR	2u	/* the call may return user.* xattrs */
+#define POHM_PLF_EFFECTIVE	4u	/* access with the effective ids */
+int pohm_proc_lookup(struct pohm_cache *c, enum pohm_proc_lookup why, const char *rel,
+		     int amode, unsigned flags);
 
 /* mount_user.c: a cache_dir for a user who cannot use the configured one. */
 /* 1 if a process of effective uid euid cannot own dir as its cache_dir (it

@@ -4,7 +4,7 @@
 # scenario runs three times: without the shim in a plain directory, with
 # it under the prefix, with it outside the prefix; the outputs (with the
 # directory's name replaced) and the resulting trees must be identical.
-# With no cluster the storage hooks are the passthrough defaults, so this
+# With no cluster the storage hooks pass (POHMELFS_TEST_PASSTHROUGH), so this
 # checks the interposition layer itself: classification, fd tracking,
 # exec handoff and EXDEV must never change what a program sees.
 

@@ -155,8 +155,11 @@ sq_empty() { [ -z "$(ls "$T/a-state/sq" 2>/dev/null)" ]; }
 	echo "sync: $output"
 	run shim b ls "$T/b/w/d"
 	echo "storage: $(echo "$output" | grep -v '^m-' | tr '\n' ' ')"
-	# What the handlers did last died with the process: the pid file (and
-	# maybe renamed files under their old names) is still in the storage.
+	# What the handlers did last died with the process: the pid file is
+	# still in the storage.  (Renames: those the ring dropped (full) stay
+	# under their old names; those a drain took lose their old name and
+	# wait, under the new one, for pohmelfsd's reconcile, which this host
+	# lacks: either way not the queue's exact replay.)
 	echo "$output" | grep -qx pid
 }
 
@@ -227,4 +230,33 @@ sq_ops() {
 	[ "$(echo "$output" | grep -c '^r-')" = 0 ]
 	# pid and the main loop's files are untouched (only what the handler removed).
 	[ "$(echo "$output" | grep -cx pid)" = 1 ]
+}
+
+@test "a handler that interrupts the real open a hook makes from inside core (a FIFO's, blocked) is inside the shim: its create is queued, then reaches the storage" {
+	# Session 12: core/mount procopen.c makes the wrapper's real open from
+	# inside the open's one call, on the library's stack, with a create or
+	# a writer's lock in flight.  The shim used to be "not busy" for the
+	# real call: such a handler's calls ran the hooks there (and a SIGTERM
+	# handler's unlink reached the storage: test 3 failed).
+	shim a mkdir "$T/a/w/d"
+	shim a mkfifo "$T/a/w/d/f"
+	[ -d "$T/a-state/sq" ]
+	[ -z "$(ls "$T/a-state/sq")" ]
+	SHIM_TIMEOUT=60 run shim a "$H/sig_inreal" "$T/a/w/d/f" "$T/a/w/d/h" "$T/a-state/sq"
+	echo "host: $output"
+	[ "$status" != 77 ] || skip "$output"
+	[ "$status" = 0 ]
+	[ "${lines[0]}" = "in the real open" ]
+	# The handler's create left a queue record: the shim was busy.
+	[[ ${lines[1]} == "queued "[1-9]* ]]
+	[ "${lines[2]}" = done ]
+	[ "$(cat "$T/a/w/d/h")" = h ]
+	run sync_a
+	echo "sync: $output"
+	[ "$status" = 0 ]
+	sq_empty
+	run shim b ls "$T/b/w/d"
+	echo "storage: $output"
+	echo "$output" | grep -qx h
+	[ "$(shim b cat "$T/b/w/d/h")" = h ]
 }

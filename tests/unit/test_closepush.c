@@ -47,7 +47,11 @@ static void fake_closing(int fd)
 	closings++;
 }
 
-static const struct pohm_host_fds host = { fake_next, fake_readable, fake_closing };
+static void fake_sweep(void)
+{
+}
+
+static const struct pohm_host_fds host = { fake_next, fake_readable, fake_closing, fake_sweep };
 
 /* Two fds on one scratch file (a writer, and w2 per its flags), one on another. */
 static void setup(const char *dir, unsigned second)

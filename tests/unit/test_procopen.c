@@ -1,0 +1,120 @@
+/*
+ * test_procopen.c — core/mount procopen.c's one call per open
+ * (pohm_proc_open) on a cache over the in-memory store: a create whose
+ * real open fails leaves no name in the storage (the undo that used to
+ * depend on a thread-local passed from preload's before hook to its after
+ * hook); one that succeeds makes the real open once, gives the writer's
+ * storage inode and the write-only fd's readable fd, and other hosts see
+ * the name.  Other caches on the same store are the other hosts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "cache_hosts.h"
+#include "kv.h"
+#include "mount.h"
+
+/* The fake host: no fds of its own under the prefix; counts the
+ * readable fds asked for. */
+static int readables;
+
+static int fake_next(int from, uint64_t *ino, unsigned *flags)
+{
+	return -1;
+}
+
+static int fake_readable(int fd)
+{
+	readables++;
+	return -EBADF;
+}
+
+static void fake_closing(int fd)
+{
+}
+
+static void fake_sweep(void)
+{
+}
+
+static const struct pohm_host_fds hfds = { fake_next, fake_readable, fake_closing, fake_sweep };
+
+/* The fake host's real open: of host h's local name, counted; fail set:
+ * refused as the kernel would refuse it. */
+static int calls;
+struct ropen { const char *path; int flags, fail; };
+
+static int real_open(void *v)
+{
+	const struct ropen *x = v;
+	int fd;
+
+	calls++;
+	if (x->fail)
+		return -x->fail;
+	fd = open(x->path, x->flags, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+TEST(a_create_whose_real_open_fails_leaves_no_name_in_the_storage)
+{
+	struct ropen x = { NULL, O_CREAT | O_WRONLY | O_EXCL, EACCES };
+	struct pohm_proc_real real = { real_open, &x };
+	struct pohm_cache *c, *c2;
+	uint64_t ino = 0;
+
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
+	EXPECT(c && c2);
+	x.path = ch_path("h", "n");
+	calls = 0;
+	EXPECT_EQ_INT(pohm_proc_open(c, &hfds, "n", 0, x.flags, 0644, &ino, &real), -EACCES);
+	EXPECT_EQ_INT(calls, 1);
+	EXPECT_EQ_INT(access(ch_path("h", "n"), F_OK), -1);	/* nor here */
+	pohm_cache_materialize(c2, "n", 0);
+	EXPECT_EQ_INT(access(ch_path("h2", "n"), F_OK), -1);	/* the other host has none */
+	pohm_cache_close(c);
+	pohm_cache_close(c2);
+}
+
+TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
+{
+	struct ropen x = { NULL, O_CREAT | O_WRONLY | O_TRUNC, 0 };
+	struct pohm_proc_real real = { real_open, &x };
+	struct pohm_cache *c, *c2;
+	uint64_t ino = 0;
+	int fd;
+
+	ch_setup();
+	c = ch_host("h");
+	c2 = ch_host("h2");
+	EXPECT(c && c2);
+	x.path = ch_path("h", "w");
+	calls = readables = 0;
+	fd = pohm_proc_open(c, &hfds, "w", 0, x.flags, 0644, &ino, &real);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(calls, 1);
+	EXPECT_EQ_INT(readables, 1);
+	EXPECT(ino != 0);
+	EXPECT_EQ_INT((int)write(fd, "x", 1), 1);
+	close(fd);
+	EXPECT_EQ_INT(pohm_cache_materialize(c2, "w", 0), 0);
+	EXPECT_EQ_INT(access(ch_path("h2", "w"), F_OK), 0);	/* the other host sees the name */
+	/* A directory's name with O_CREAT: the kernel's alone (EISDIR). */
+	x.path = ch_path("h", "");
+	x.flags = O_CREAT | O_WRONLY;
+	calls = 0;
+	EXPECT_EQ_INT(pohm_proc_open(c, &hfds, "", POHM_POF_DIRNAME, x.flags, 0644, &ino, &real),
+		      -EISDIR);
+	EXPECT_EQ_INT(calls, 1);
+	pohm_cache_close(c);
+	pohm_cache_close(c2);
+}
+
