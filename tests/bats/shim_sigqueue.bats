@@ -208,20 +208,27 @@ sq_ops() {
 }
 
 @test "without the queue, a handler's unlinks are kept in memory and the process's next call removes them from the storage" {
-	local k
+	local k attempt ring=0
 	shim a mkdir "$T/a/w/d"
-	shim a sh -c 'for k in $(seq 0 19); do echo "r-$k" >"$1/r-$k"; done' sh "$T/a/w/d"
-	run sync_a
-	[ "$status" = 0 ]
-	[ "$(shim b ls "$T/b/w/d" | grep -c '^r-')" = 20 ]
-	rm -rf "$T/a-state/sq"
-	: >"$T/a-state/sq"
-	POHMELFS_LOG_LEVEL=debug SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 20 unlink
-	echo "host: $(echo "$output" | grep -E '^(done|inside|ERR)|signal handler')"
-	[ "$status" = 0 ]
-	echo "$output" | grep -qx "done 20"
-	# At least one unlink came while the shim was busy and took the ring.
-	[ "$(echo "$output" | grep -c 'removed by a signal handler; removed from the storage')" -ge 1 ]
+	# At least one unlink must come while the shim is busy and take the
+	# ring.  In sanitizer builds the helper can only guess "inside the
+	# shim" from the interrupted instruction and may guess wrong for all
+	# 20 (seen 1 in 31 ASan runs): then the round is run again, at most 3.
+	for attempt in 1 2 3; do
+		shim a sh -c 'for k in $(seq 0 19); do echo "r-$k" >"$1/r-$k"; done' sh "$T/a/w/d"
+		run sync_a
+		[ "$status" = 0 ]
+		[ "$(shim b ls "$T/b/w/d" | grep -c '^r-')" = 20 ]
+		rm -rf "$T/a-state/sq"
+		: >"$T/a-state/sq"
+		POHMELFS_LOG_LEVEL=debug SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 20 unlink
+		echo "host ($attempt): $(echo "$output" | grep -E '^(done|inside|ERR)|signal handler')"
+		[ "$status" = 0 ]
+		echo "$output" | grep -qx "done 20"
+		ring=$(echo "$output" | grep -c 'removed by a signal handler; removed from the storage' || true)
+		[ "$ring" -ge 1 ] && break
+	done
+	[ "$ring" -ge 1 ]
 	[ "$(ls "$T/a/w/d" | grep -c '^r-')" = 0 ]
 	# No pohmelfs sync: the removals are the process's own drain.
 	[ -f "$T/a-state/pohmelfsd.pid" ] && kill "$(cat "$T/a-state/pohmelfsd.pid")" 2>/dev/null
