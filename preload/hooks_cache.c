@@ -119,7 +119,7 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 			   r ? strerror(-r) : "adopted");
 	}
 	if (pohm_config_bool(cfg, "stats") && !cfg->log[0]) {
-		long fd = syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+		int fd = pohm_sys_fcntl(2, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 
 		if (fd >= 0 && (stats_ifd = pohm_ifd_register((int)fd)) < 0)
 			pohm_sys_close((int)fd);

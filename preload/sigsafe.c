@@ -42,7 +42,6 @@
 #include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -127,7 +126,7 @@ static int slot_path(int i, int dirfd, const char *path, const char **rel)
 	b[0] = '\0';
 	if (path[0] != '/') {
 		if (dirfd == AT_FDCWD) {
-			r = syscall(SYS_getcwd, b, SIG_PATH);
+			r = pohm_sys_getcwd(b, SIG_PATH);
 			n = r > 0 ? strlen(b) : 0;
 		} else {
 			char proc[32] = "/proc/self/fd/";
@@ -141,7 +140,7 @@ static int slot_path(int i, int dirfd, const char *path, const char **rel)
 			while (d)
 				proc[n++] = num[--d];
 			proc[n] = '\0';
-			r = syscall(SYS_readlinkat, AT_FDCWD, proc, b, SIG_PATH - 1);
+			r = pohm_sys_readlinkat(AT_FDCWD, proc, b, SIG_PATH - 1);
 			n = r > 0 ? (size_t)r : 0;
 			b[n] = '\0';
 		}
@@ -196,14 +195,14 @@ static int record_write(char op, const char *rel1, const char *rel2)
 	if (q < 0 || t < 0)
 		return 0;
 	for (tries = 0; tries < 8 && fd < 0; tries++) {
-		e = put_num(name, (unsigned long)syscall(SYS_getpid));
+		e = put_num(name, (unsigned long)pohm_sys_getpid());
 		*e++ = '-';
-		e = put_num(e, (unsigned long)syscall(SYS_gettid));
+		e = put_num(e, (unsigned long)pohm_sys_gettid());
 		*e++ = '-';
 		e = put_num(e, __atomic_add_fetch(&sq_seq, 1, __ATOMIC_RELAXED));
 		*e = '\0';
-		fd = syscall(SYS_openat, t, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
+		fd = pohm_sys_openat(t, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 && fd != -EEXIST)
 			return 0;
 	}
 	if (fd < 0)
@@ -211,7 +210,7 @@ static int record_write(char op, const char *rel1, const char *rel2)
 	memset(&fl, 0, sizeof(fl));
 	fl.l_type = F_WRLCK;
 	fl.l_whence = SEEK_SET;
-	if (syscall(SYS_fcntl, (int)fd, F_OFD_SETLK, &fl))
+	if (pohm_sys_fcntl((int)fd, F_OFD_SETLK, (long)&fl))
 		goto fail;
 	iov[0].iov_base = (void *)POHM_SQ_MAGIC;
 	iov[0].iov_len = sizeof(POHM_SQ_MAGIC) - 1;
@@ -226,20 +225,20 @@ static int record_write(char op, const char *rel1, const char *rel2)
 	}
 	want = (long)(iov[0].iov_len + iov[1].iov_len + iov[2].iov_len +
 		      (rel2 ? iov[3].iov_len : 0));
-	w = syscall(SYS_writev, (int)fd, iov, niov);
+	w = pohm_sys_writev((int)fd, iov, niov);
 	if (w != want)
 		goto fail;	/* a short write to a local file: the disk is full */
-	hi = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
+	hi = pohm_sys_fcntl((int)fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 	if (hi >= 0) {
-		syscall(SYS_close, (int)fd);
+		pohm_sys_close((int)fd);
 		fd = hi;
 	}
-	if (syscall(SYS_renameat, t, name, q, name))
+	if (pohm_sys_renameat(t, name, q, name))
 		goto fail;
 	return (int)fd + 1;
 fail:
-	syscall(SYS_unlinkat, t, name, 0);
-	syscall(SYS_close, (int)fd);
+	pohm_sys_unlinkat(t, name, 0);
+	pohm_sys_close((int)fd);
 	return 0;
 }
 
@@ -290,7 +289,7 @@ void pohm_sig_note_op(char op, int dirfd, const char *path, int dirfd2, const ch
 		if (rfd) {
 			/* The record says it all: its entry keeps the lock, the
 			 * path slots are free again. */
-			__atomic_store_n(&rec_tid[k], (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+			__atomic_store_n(&rec_tid[k], (int)pohm_sys_gettid(), __ATOMIC_RELAXED);
 			__atomic_add_fetch(&rec_held, 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&rec_fd1[k], rfd, __ATOMIC_RELEASE);
 			slot_free(i);
@@ -321,8 +320,8 @@ void pohm_sig_queue_set(int qfd, int tfd)
 
 	if (!__atomic_compare_exchange_n(&sq_qfd1, &none, qfd + 1, 0, __ATOMIC_RELEASE,
 					 __ATOMIC_RELAXED)) {
-		syscall(SYS_close, qfd);
-		syscall(SYS_close, tfd);
+		pohm_sys_close(qfd);
+		pohm_sys_close(tfd);
 		return;
 	}
 	__atomic_store_n(&sq_tfd1, tfd + 1, __ATOMIC_RELEASE);
@@ -331,7 +330,7 @@ void pohm_sig_queue_set(int qfd, int tfd)
 
 int pohm_sig_commit(int all)
 {
-	int k, rfd, n = 0, tid = (int)syscall(SYS_gettid);
+	int k, rfd, n = 0, tid = (int)pohm_sys_gettid();
 
 	for (k = 0; k < SQ_RECS; k++) {
 		if ((rfd = __atomic_load_n(&rec_fd1[k], __ATOMIC_ACQUIRE)) <= 0 ||
@@ -340,7 +339,7 @@ int pohm_sig_commit(int all)
 		if (!__atomic_compare_exchange_n(&rec_fd1[k], &rfd, -1, 0, __ATOMIC_ACQUIRE,
 						 __ATOMIC_RELAXED))
 			continue;
-		syscall(SYS_close, rfd - 1);	/* the call is done: the record may be replayed */
+		pohm_sys_close(rfd - 1);	/* the call is done: the record may be replayed */
 		__atomic_sub_fetch(&rec_held, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&rec_fd1[k], 0, __ATOMIC_RELEASE);
 		n++;

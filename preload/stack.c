@@ -32,10 +32,10 @@
  * file), never on a library stack whose frames might still be live.
  */
 #include "shim.h"
+#include "sys.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define POHM_STACK_SIZE	(256u << 10)
@@ -90,12 +90,9 @@ static int key_ok;		/* written once under key_once */
  * the destructors up to PTHREAD_DESTRUCTOR_ITERATIONS times). */
 static void unmap(void *b)
 {
-	int saved = errno;
-
 	if (base == b)
 		base = NULL;
-	syscall(SYS_munmap, b, (size_t)POHM_STACK_SIZE + POHM_STACK_GUARD);
-	errno = saved;
+	pohm_sys_munmap(b, (size_t)POHM_STACK_SIZE + POHM_STACK_GUARD);
 }
 
 static void key_make(void)
@@ -106,7 +103,6 @@ static void key_make(void)
 /* The top of this thread's stack, mapped on first use; NULL when none. */
 static char *stack_top(void)
 {
-	int saved;
 	long b;
 
 	if (base)
@@ -114,18 +110,16 @@ static char *stack_top(void)
 	pthread_once(&key_once, key_make);
 	if (!key_ok)
 		return NULL;
-	saved = errno;
-	b = syscall(SYS_mmap, NULL, (size_t)POHM_STACK_SIZE + POHM_STACK_GUARD,
-		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-		    -1, 0);
-	if (b == -1 || syscall(SYS_mprotect, b, (size_t)POHM_STACK_GUARD, PROT_NONE) < 0 ||
+	/* core/sys: no errno touched (pthread_* return their error). */
+	b = pohm_sys_mmap(NULL, (size_t)POHM_STACK_SIZE + POHM_STACK_GUARD,
+			  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+			  -1, 0);
+	if (b < 0 || pohm_sys_mprotect((void *)b, (size_t)POHM_STACK_GUARD, PROT_NONE) < 0 ||
 	    pthread_setspecific(key, (void *)b)) {
-		if (b != -1)
+		if (b >= 0)
 			unmap((void *)b);
-		errno = saved;
 		return NULL;
 	}
-	errno = saved;
 	base = (char *)b;
 	return base + POHM_STACK_GUARD + POHM_STACK_SIZE;
 }
