@@ -49,7 +49,7 @@
  *               (or NULL/EOF, as the function does).
  * Hooks follow core/'s error convention: they return -errno and should
  * leave errno as they found it.  Their own system calls go through
- * core/sys (pohm_sys_*) or raw syscall(2); a libc function called by name
+ * core/sys (pohm_sys_*, never syscall(2)); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
  * pohm_hook_adopt runs after libc's own call with its result (>= 0, or
  * -errno) and returns the result the caller sees.  The one-call hooks

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -150,7 +149,7 @@ static int sys_mkdir_p(const char *path, mode_t mode)
 		buf[i] = '\0';
 		r = pohm_sys_mkdirat(AT_FDCWD, buf, mode);
 		if (!r)
-			syscall(SYS_fchmodat, AT_FDCWD, buf, mode, 0);	/* whatever the umask */
+			pohm_sys_fchmodat(AT_FDCWD, buf, mode);	/* whatever the umask */
 		if (r && r != -EEXIST)
 			return r;
 		buf[i] = i < n ? '/' : '\0';
@@ -238,16 +237,14 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c->attr_timeout_ns = o->attr_timeout_ns;
 	c->offline = o->offline;
 	c->offline_arg = o->offline_arg;
-	c->is_root = syscall(SYS_geteuid) == 0;
+	c->is_root = pohm_sys_geteuid() == 0;
 
 	if (o->prefix_fd) {
 		/* The handle the process holds: after a switch to a user who
 		 * cannot search the prefix's parents, the path would fail where
 		 * the kernel checks nothing for the process's own handles
 		 * (issue 22 item 1). */
-		r = (int)syscall(SYS_fcntl, *o->prefix_fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
-		if (r < 0)
-			r = -errno;
+		r = pohm_sys_fcntl(*o->prefix_fd, F_DUPFD_CLOEXEC, POHM_FD_BASE);
 	} else {
 		r = sys_mkdir_p(c->prefix, 0755);
 		if (!r)
@@ -305,8 +302,8 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.bucket_max = o->bucket_max;
 	nso.chunk_shift = o->chunk_shift;
 	nso.http_compat = o->http_compat;
-	nso.root_uid = (uint32_t)syscall(SYS_geteuid);
-	nso.root_gid = (uint32_t)syscall(SYS_getegid);
+	nso.root_uid = (uint32_t)pohm_sys_geteuid();
+	nso.root_gid = (uint32_t)pohm_sys_getegid();
 	nso.lazy_root = 1;	/* no round trip until a call needs the storage (issue 23) */
 	nso.root_failed = o->root_failed;
 	nso.root_failed_arg = o->root_failed_arg;
@@ -443,20 +440,20 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		/* Ours to fill with stubs: the owner keeps rwx locally; stat shows the stored mode. */
 		r = pohm_sys_mkdirat(dfd, name, (in->mode & 07777) | 0700);
 		if (!r)	/* whatever the umask */
-			syscall(SYS_fchmodat, dfd, name, (in->mode & 07777) | 0700, 0);
+			pohm_sys_fchmodat(dfd, name, (in->mode & 07777) | 0700);
 		break;
 	case S_IFLNK:
-		r = syscall(SYS_symlinkat, in->target ? in->target : "", dfd, name) ? -errno : 0;
+		r = pohm_sys_symlinkat(in->target ? in->target : "", dfd, name);
 		break;
 	case S_IFIFO:
-		r = syscall(SYS_mknodat, dfd, name, S_IFIFO | (in->mode & 07777), 0) ? -errno : 0;
+		r = pohm_sys_mknodat(dfd, name, S_IFIFO | (in->mode & 07777), 0);
 		if (!r)
-			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
+			pohm_sys_fchmodat(dfd, name, in->mode & 07777);
 		break;
 	case S_IFCHR:
 	case S_IFBLK:
 		if (c->is_root) {
-			r = syscall(SYS_mknodat, dfd, name, in->mode, in->rdev) ? -errno : 0;
+			r = pohm_sys_mknodat(dfd, name, in->mode, in->rdev);
 			break;
 		}
 		/* Without privilege a device is a stub. */
@@ -488,7 +485,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 		r = fd < 0 ? fd : 0;
 		if (fd >= 0) {
 			cache_xattr_apply(fd, in);
-			syscall(SYS_fchmod, fd, S_ISREG(in->mode) ? in->mode & 07777 : 0);
+			pohm_sys_fchmod(fd, S_ISREG(in->mode) ? in->mode & 07777 : 0);
 			pohm_sys_close(fd);
 		}
 		break;
@@ -496,11 +493,11 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 	if (r && r != -EEXIST)
 		return r;
 	if (c->is_root) {
-		syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
+		pohm_sys_fchownat(dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW);
 		/* chown clears S_ISUID/S_ISGID of a file (root's too): set the
 		 * mode again after it. */
 		if (!r && !flags && S_ISREG(in->mode) && (in->mode & 06000))
-			syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0);
+			pohm_sys_fchmodat(dfd, name, in->mode & 07777);
 	}
 	if (!r && !flags && !S_ISDIR(in->mode)) {
 		/* Nothing will be fetched into these (symlinks, FIFOs, empty
@@ -509,7 +506,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
 
-		syscall(SYS_utimensat, dfd, name, tv, AT_SYMLINK_NOFOLLOW);
+		pohm_sys_utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW);
 	}
 	return cache_record(c, dfd, name, rel, in, flags);
 }
@@ -522,7 +519,7 @@ static int fetch_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
 	if (w < 0)
 		return (int)w;
 	/* Start its writeback now, so the final fsync has little left to wait for. */
-	syscall(SYS_sync_file_range, *(int *)arg, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+	pohm_sys_sync_file_range(*(int *)arg, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
 	return 0;
 }
 
@@ -637,13 +634,13 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	cache_xattr_apply(fd, in);
 	/* Owner before mode: chown clears S_ISUID/S_ISGID. */
 	if (c->is_root)
-		syscall(SYS_fchown, fd, in->uid, in->gid);
-	syscall(SYS_fchmod, fd, in->mode & 07777);
+		pohm_sys_fchown(fd, in->uid, in->gid);
+	pohm_sys_fchmod(fd, in->mode & 07777);
 	tv[0].tv_sec = in->atime.sec;
 	tv[0].tv_nsec = in->atime.nsec;
 	tv[1].tv_sec = in->mtime.sec;
 	tv[1].tv_nsec = in->mtime.nsec;
-	syscall(SYS_utimensat, fd, NULL, tv, 0);
+	pohm_sys_utimensat(fd, NULL, tv, 0);
 	/* Readers and mappings of the old copy keep it; the name now shows the
 	 * new one, if nothing moved since the refresh looked (issue 18). */
 	r = fetch_install(c, dfd, name, rel, in, base, tmp, &lk);
@@ -771,7 +768,6 @@ static int inode_from_record(int dfd, const char *name, const struct pohm_jrec *
 			     struct pohm_inode *in)
 {
 	char target[4096];
-	int saved = errno;
 	long n;
 
 	in->ino = rec->ino;
@@ -789,12 +785,9 @@ static int inode_from_record(int dfd, const char *name, const struct pohm_jrec *
 	in->chunk_shift = rec->chunk_shift;
 	if (!S_ISLNK(rec->mode))
 		return 0;
-	n = syscall(SYS_readlinkat, dfd, name, target, sizeof(target) - 1);
-	if (n < 0) {
-		n = -errno;
-		errno = saved;
+	n = pohm_sys_readlinkat(dfd, name, target, sizeof(target) - 1);
+	if (n < 0)
 		return (int)n;
-	}
 	in->target = malloc((size_t)n + 1);
 	if (!in->target)
 		return -ENOMEM;
@@ -818,10 +811,10 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 
 	/* Owner before mode: chown clears S_ISUID/S_ISGID of a file. */
 	if (c->is_root && (lst->st_uid != in->uid || lst->st_gid != in->gid) &&
-	    !syscall(SYS_fchownat, dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW))
+	    !pohm_sys_fchownat(dfd, name, in->uid, in->gid, AT_SYMLINK_NOFOLLOW))
 		changed = 1;
 	if (((lst->st_mode & 07777) != (in->mode & 07777) || (changed && (in->mode & 06000))) &&
-	    !syscall(SYS_fchmodat, dfd, name, in->mode & 07777, 0))
+	    !pohm_sys_fchmodat(dfd, name, in->mode & 07777))
 		changed = 1;
 	if (rec->dversion == in->dversion &&
 	    (lst->st_mtim.tv_sec != in->mtime.sec ||
@@ -832,7 +825,7 @@ static void apply_stored_attrs(struct pohm_cache *c, int dfd, const char *name,
 			{ in->atime.sec, in->atime.nsec }, { in->mtime.sec, in->mtime.nsec },
 		};
 
-		if (!syscall(SYS_utimensat, dfd, name, tv, AT_SYMLINK_NOFOLLOW))
+		if (!pohm_sys_utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW))
 			changed = 1;
 	}
 	if (changed && !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
@@ -1435,7 +1428,7 @@ static int cache_link_name(struct pohm_cache *c, const struct pohm_jrec *rec, in
 	snprintf(tmp, sizeof(tmp), "l.%d.%lu", (int)pohm_sys_getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	clean = !cache_local_changed(c, rec, c->pfd, rec->hint, &hst);
-	r = syscall(SYS_linkat, c->pfd, rec->hint, c->stage_fd, tmp, 0) ? -errno : 0;
+	r = pohm_sys_linkat(c->pfd, rec->hint, c->stage_fd, tmp, 0);
 	if (r)
 		return r;
 	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
@@ -1941,7 +1934,7 @@ static int list_sweep(struct list_ctx *l)
 	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	while (!r && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
 		while (off < n && !r) {
@@ -1954,7 +1947,7 @@ static int list_sweep(struct list_ctx *l)
 		}
 	}
 	if (n < 0 && !r)
-		r = -errno;
+		r = (int)n;
 	pohm_sys_close(fd);
 	return r;
 }

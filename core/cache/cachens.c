@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -20,12 +19,12 @@
 
 static uint32_t my_uid(void)
 {
-	return (uint32_t)syscall(SYS_geteuid);
+	return (uint32_t)pohm_sys_geteuid();
 }
 
 static uint32_t my_gid(void)
 {
-	return (uint32_t)syscall(SYS_getegid);
+	return (uint32_t)pohm_sys_getegid();
 }
 
 /* The inode this thread's last pohm_cache_create made, and a hash of its
@@ -204,9 +203,9 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 			return fd;
 		/* Owner before mode: chown clears S_ISUID/S_ISGID. */
 		if (c->is_root)
-			syscall(SYS_fchown, fd, in->uid, in->gid);
-		syscall(SYS_fchmod, fd, in->mode & 07777);
-		syscall(SYS_utimensat, fd, NULL, tv, 0);
+			pohm_sys_fchown(fd, in->uid, in->gid);
+		pohm_sys_fchmod(fd, in->mode & 07777);
+		pohm_sys_utimensat(fd, NULL, tv, 0);
 		r = pohm_sys_fstat(fd, &st);
 		pohm_sys_close(fd);
 	}
@@ -446,11 +445,8 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 			{ rec.atime.sec, rec.atime.nsec }, { rec.mtime.sec, rec.mtime.nsec },
 		};
 
-		int saved = errno;
-
-		if (!syscall(SYS_utimensat, fd, NULL, tv, 0))
+		if (!pohm_sys_utimensat(fd, NULL, tv, 0))
 			pohm_sys_fstat(fd, &st);
-		errno = saved;
 		if (!st.st_size)
 			pohm_journal_note_local(&rec, &st);
 		else	/* another process wrote meanwhile: that is a change to push */

@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "wire.h"
@@ -75,7 +74,7 @@ static void journal_denied(int dirfd)
 {
 	static int said;	/* once per process; atomic */
 	struct stat st;
-	long fsuid = syscall(SYS_setfsuid, -1);	/* -1: changes nothing, returns it */
+	long fsuid = (long)pohm_perm_fsuid();
 
 	if (pohm_sys_fstat(dirfd, &st) || (long)st.st_uid == fsuid ||
 	    __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
@@ -83,12 +82,12 @@ static void journal_denied(int dirfd)
 	pohm_err("the cache_dir belongs to uid %u but files are opened as uid %ld (the "
 		 "fsuid: setfsuid, or root without CAP_DAC_OVERRIDE; effective uid %ld): only "
 		 "its owner can use a cache, calls under the prefix fail with EACCES",
-		 (unsigned)st.st_uid, fsuid, (long)syscall(SYS_geteuid));
+		 (unsigned)st.st_uid, fsuid, (long)pohm_sys_geteuid());
 }
 
 int pohm_journal_open_own(int dirfd, const char *name, int flags)
 {
-	int fd, saved;
+	int fd;
 
 	if (!(flags & O_CREAT)) {
 		fd = pohm_sys_openat(dirfd, name, flags, 0);
@@ -102,11 +101,8 @@ int pohm_journal_open_own(int dirfd, const char *name, int flags)
 	fd = pohm_sys_openat(dirfd, name, flags | O_EXCL, 0600);
 	if (fd == -EEXIST && !(flags & O_EXCL))
 		return pohm_sys_openat(dirfd, name, flags & ~O_CREAT, 0);	/* a racing creator */
-	if (fd >= 0) {
-		saved = errno;
-		syscall(SYS_fchmod, fd, 0600);
-		errno = saved;
-	}
+	if (fd >= 0)
+		pohm_sys_fchmod(fd, 0600);
 out:
 	if (fd == -EACCES)
 		journal_denied(dirfd);
@@ -115,13 +111,10 @@ out:
 
 int pohm_journal_mkdir_own(int dirfd, const char *name)
 {
-	int r = pohm_sys_mkdirat(dirfd, name, 0700), saved;
+	int r = pohm_sys_mkdirat(dirfd, name, 0700);
 
-	if (!r) {
-		saved = errno;
-		syscall(SYS_fchmodat, dirfd, name, 0700, 0);
-		errno = saved;
-	}
+	if (!r)
+		pohm_sys_fchmodat(dirfd, name, 0700);
 	return r;
 }
 
@@ -562,14 +555,11 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
  */
 static int grow_first(int fd, size_t len, size_t fsize)
 {
-	int saved = errno, rc;
-	long f;
+	int rc;
 
 	if (len <= fsize)
 		return 0;
-	f = syscall(SYS_fallocate, fd, 0, (off_t)0, (off_t)len);
-	rc = f ? -errno : 0;
-	errno = saved;
+	rc = pohm_sys_fallocate(fd, 0, (off_t)0, (off_t)len);
 	return rc == -EOPNOTSUPP || rc == -ENOSYS ? 0 : rc;
 }
 
@@ -741,7 +731,7 @@ int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversi
 	struct pohm_jrec r;
 	unsigned long long dv, li;
 	char last[64], val[64];
-	int saved, got;
+	int got;
 	long n;
 
 	got = !pohm_journal_get(j, ino, &r) && r.commit_dversion;
@@ -751,9 +741,7 @@ int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversi
 	/* A record of format 2: the p/<ino> link ("DVERSION.LINO") earlier
 	 * libraries kept beside it. */
 	snprintf(last, sizeof(last), "p/%" PRIx64, ino);
-	saved = errno;
-	n = syscall(SYS_readlinkat, j->dirfd, last, val, sizeof(val) - 1);
-	errno = saved;
+	n = pohm_sys_readlinkat(j->dirfd, last, val, sizeof(val) - 1);
 	if (n <= 0)
 		return 0;
 	val[n] = '\0';
@@ -832,7 +820,7 @@ int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_j
 	fd = pohm_sys_openat(j->dirfd, "j", O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	while (!rc && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	while (!rc && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
 		while (off < n && !rc) {

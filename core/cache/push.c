@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cache_int.h"
@@ -81,8 +80,8 @@ out:
 /* Make dir/name in the storage if missing; its inode in *ino. */
 static int ns_mkdir_p(struct pohm_cache *c, uint64_t dir, const char *name, uint64_t *ino)
 {
-	int r = pohm_ns_mkdir(c->ns, dir, name, 0700, (uint32_t)syscall(SYS_geteuid),
-			      (uint32_t)syscall(SYS_getegid), NULL);
+	int r = pohm_ns_mkdir(c->ns, dir, name, 0700, (uint32_t)pohm_sys_geteuid(),
+			      (uint32_t)pohm_sys_getegid(), NULL);
 
 	if (r && r != -EEXIST)
 		return r;
@@ -305,11 +304,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 				  (unsigned long long)(PUSH_WAIT_NS / 1000000000ULL));
 			goto fail;
 		}
-		{
-			struct timespec ts = { 0, (long)pause_ns };
-
-			syscall(SYS_nanosleep, &ts, NULL);
-		}
+		pohm_sys_nap_ns(pause_ns);
 		if (pause_ns < 8000000)
 			pause_ns *= 2;
 	}
@@ -369,11 +364,11 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 
 	if (c->is_root && (uint32_t)st->st_uid == base_uid && (uint32_t)st->st_gid == base_gid &&
 	    (in->uid != base_uid || in->gid != base_gid) &&
-	    !syscall(SYS_fchown, fd, in->uid, in->gid))
+	    !pohm_sys_fchown(fd, in->uid, in->gid))
 		changed = 1;
 	if ((((st->st_mode & 07777) == (base_mode & 07777) &&
 	      (in->mode & 07777) != (base_mode & 07777)) || (changed && (in->mode & 06000))) &&
-	    !syscall(SYS_fchmod, fd, in->mode & 07777))
+	    !pohm_sys_fchmod(fd, in->mode & 07777))
 		changed = 1;
 	if (changed)
 		pohm_sys_fstat(fd, st);
@@ -590,9 +585,7 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		if (tries) {
 			/* Raced another pusher of this file: a short random pause. */
 			cache_count(c, &c->stats.retries, 1);
-			struct timespec ts = { 0, (long)(pohm_sys_mono_ns() % 8 + 1) * 1000000L };
-
-			syscall(SYS_nanosleep, &ts, NULL);
+			pohm_sys_nap_ns((pohm_sys_mono_ns() % 8 + 1) * 1000000ULL);
 		}
 		/* The state now, in our turn: what we read and what we record.
 		 * The base before the local state (push_attrs). */
@@ -685,14 +678,14 @@ static int open_unreadable(struct pohm_cache *c, const char *rel)
 	    (cache_fsuid() != (uint32_t)st.st_uid && cache_fsuid() != 0))
 		goto out;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	if (syscall(SYS_fchmodat, AT_FDCWD, proc, (st.st_mode & 07777) | S_IRUSR, 0)) {
-		r = -errno;
+	r = pohm_sys_fchmodat(AT_FDCWD, proc, (st.st_mode & 07777) | S_IRUSR);
+	if (r)
 		goto out;
-	}
 	fd = pohm_sys_openat(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK, 0);
-	if (syscall(SYS_fchmodat, AT_FDCWD, proc, st.st_mode & 07777, 0))
+	r = pohm_sys_fchmodat(AT_FDCWD, proc, st.st_mode & 07777);
+	if (r)
 		pohm_err("%s: mode could not be put back to %o after reading it for a push (%s)",
-			 rel, (unsigned)(st.st_mode & 07777), strerror(errno));
+			 rel, (unsigned)(st.st_mode & 07777), strerror(-r));
 	r = fd;
 out:
 	pohm_sys_close(pfd);

@@ -126,6 +126,39 @@ static inline int pohm_sys_fchownat(int dirfd, const char *path, uid_t uid, gid_
 	return (int)POHM_RAW(SYS_fchownat, dirfd, path, uid, gid, flags);
 }
 
+/* fchmodat(2) (no flags: a final symlink is followed): 0 or -errno. */
+static inline int pohm_sys_fchmodat(int dirfd, const char *path, mode_t mode)
+{
+	return (int)POHM_RAW(SYS_fchmodat, dirfd, path, mode);
+}
+
+/* fchown(2): 0 or -errno. */
+static inline int pohm_sys_fchown(int fd, uid_t uid, gid_t gid)
+{
+	return (int)POHM_RAW(SYS_fchown, fd, uid, gid);
+}
+
+/* utimensat(2) (tv: struct timespec[2]; path NULL: the file of dirfd
+ * itself; flags: AT_SYMLINK_NOFOLLOW): 0 or -errno. */
+static inline int pohm_sys_utimensat(int dirfd, const char *path, const struct timespec *tv,
+				     int flags)
+{
+	return (int)POHM_RAW(SYS_utimensat, dirfd, path, tv, flags);
+}
+
+/* sync_file_range(2) of n bytes at off (flags: SYNC_FILE_RANGE_*): 0 or -errno. */
+static inline int pohm_sys_sync_file_range(int fd, off_t off, off_t n, unsigned flags)
+{
+	return (int)POHM_RAW(SYS_sync_file_range, fd, off, n, flags);
+}
+
+/* fallocate(2) of len bytes at off (mode: 0 or FALLOC_FL_*): 0 or -errno
+ * (-EOPNOTSUPP where the file system has none). */
+static inline int pohm_sys_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return (int)POHM_RAW(SYS_fallocate, fd, mode, off, len);
+}
+
 /* readlinkat(2) into buf, not NUL-terminated: the target's length (n:
  * possibly cut) or -errno. */
 static inline ssize_t pohm_sys_readlinkat(int dirfd, const char *path, char *buf, size_t n)

@@ -34,13 +34,9 @@
  * from the numbers programs expect to be free; pohm_sys_openat only adds
  * O_CLOEXEC.
  *
- * Not yet the only place that makes system calls: the files listed in
- * tests/rawsys.allow (core/cache/cache.c, journal.c, push.c, cachens.c,
- * preload/hooks_cache.c, sigsafe.c, stack.c in session 12: 73 lines, from
- * 171 in 28 files before session 10) still call syscall(2) directly, many
- * saving and restoring errno by hand; make check (tests/rawsys.sh) fails
- * on a call anywhere else.  The rest of core/, preload/, node/ and tools/
- * make no raw call of their own.  Moving the rest here is issue 20.
+ * The only place that makes system calls (session 12): core/, preload/,
+ * node/ and tools/ call these wrappers, never syscall(2); make check
+ * (tests/rawsys.sh) fails on a call anywhere else.
  * (clock_gettime stays a libc call: it is the vDSO.)
  */
 #ifndef POHM_CORE_SYS_H

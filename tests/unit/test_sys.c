@@ -1,6 +1,7 @@
 /*
  * test_sys.c — the core/sys wrappers added for issue 20 (sockets, eventfd,
- * xattrs, symlinkat, mknodat, linkat, renameat2, getdents64, close_range): each returns
+ * xattrs, symlinkat, mknodat, linkat, renameat2, getdents64, close_range; fchmodat,
+ * fchown, utimensat, sync_file_range, fallocate for core/cache): each returns
  * >= 0 or -errno and leaves errno exactly as it found it, failing or not;
  * and raw.h's single calls (pohm_raw6), including the raw clone, dup2 and
  * exit that daemonstart.c makes in its copies of the host.
@@ -95,6 +96,11 @@ TEST(raw_calls)
 	EXPECT_RET(pohm_sys_faccessat(AT_FDCWD, "/nonexistent", X_OK), -ENOENT);
 	EXPECT_RET(pohm_sys_fchmod(-1, 0), -EBADF);
 	EXPECT_RET(pohm_sys_fchownat(AT_FDCWD, "/nonexistent", 0, 0, 0), -ENOENT);
+	EXPECT_RET(pohm_sys_fchmodat(AT_FDCWD, "/nonexistent", 0), -ENOENT);
+	EXPECT_RET(pohm_sys_fchown(-1, 0, 0), -EBADF);
+	EXPECT_RET(pohm_sys_utimensat(AT_FDCWD, "/nonexistent", NULL, 0), -ENOENT);
+	EXPECT_RET(pohm_sys_sync_file_range(-1, 0, 0, SYNC_FILE_RANGE_WRITE), -EBADF);
+	EXPECT_RET(pohm_sys_fallocate(-1, 0, 0, 1), -EBADF);
 	EXPECT_RET(pohm_sys_readlinkat(AT_FDCWD, "/nonexistent", buf, sizeof(buf)), -ENOENT);
 	EXPECT_RET(pohm_sys_fstatfs(-1, &sfs), -EBADF);
 	EXPECT_RET(pohm_sys_flock(-1, LOCK_EX), -EBADF);
@@ -191,6 +197,28 @@ TEST(files_and_xattrs)
 	EXPECT_RET(pohm_sys_mknodat(dfd, "p", S_IFIFO | 0600, 0), -EEXIST);
 	EXPECT_RET(pohm_sys_linkat(dfd, "f", dfd, "g", 0), 0);
 	EXPECT_RET(pohm_sys_linkat(dfd, "f", dfd, "g", 0), -EEXIST);
+	/* The attribute calls the cache makes on its copies, checked by fstat. */
+	{
+		struct timespec tv[2] = { { 1000, 5 }, { 2000, 7 } };
+		struct stat st;
+		long r;
+
+		EXPECT_RET(pohm_sys_fchmodat(dfd, "f", 0640), 0);
+		EXPECT_RET(pohm_sys_fchown(fd, geteuid(), getegid()), 0);
+		errno = SENTINEL;
+		r = pohm_sys_fallocate(fd, 0, 0, 8192);	/* before the times: it sets mtime */
+		EXPECT_EQ_INT(errno, SENTINEL);
+		EXPECT(r == 0 || r == -EOPNOTSUPP);
+		EXPECT_RET(pohm_sys_sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE), 0);
+		EXPECT_RET(pohm_sys_utimensat(fd, NULL, tv, 0), 0);
+		EXPECT_RET(pohm_sys_utimensat(dfd, "m", tv, AT_SYMLINK_NOFOLLOW), 0);
+		EXPECT(fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0640);
+		EXPECT(st.st_mtim.tv_sec == 2000 && st.st_mtim.tv_nsec == 7);
+		EXPECT(st.st_atim.tv_sec == 1000 && st.st_atim.tv_nsec == 5);
+		EXPECT(r || st.st_size == 8192);
+		EXPECT(fstatat(dfd, "m", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       st.st_mtim.tv_sec == 2000);
+	}
 	errno = SENTINEL;
 	n = pohm_sys_getdents64(dfd, buf, sizeof(buf));
 	EXPECT_EQ_INT(errno, SENTINEL);
