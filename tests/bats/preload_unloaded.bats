@@ -48,6 +48,8 @@ teardown() {
 	[ -z "${SAN:-}" ] || skip "kill_loop.sh preloads the plain library"
 	mkdir "$T/b"
 	cp "$B"/{libpohmelfs.so,pohmelfsd,pohmelfs,pohmelfs-node,pohmelfs-cluster} "$T/b/"
+	mkdir -p "$T/b/tests/progs"
+	cp "$B/tests/progs/jlookup" "$T/b/tests/progs/"	# the index reader (session 12)
 	POHM_BUILD=$T/b TMPDIR=$T timeout 120 "$BATS_TEST_DIRNAME/../long/kill_loop.sh" 2 >"$T/out" 2>&1 &
 	local pid=$! i
 	for ((i = 0; i < 300; i++)); do

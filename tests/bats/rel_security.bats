@@ -155,9 +155,12 @@ outside_state() {
 	cluster_start "$BATS_TEST_NAME" --groups 1 --nodes-per-group 1 --nosync
 	shim a bash -c "umask 000 && mkdir -p '$T/a/w' && echo x > '$T/a/w/f'"
 	[ "$(stat -c %a "$T/a-state")" = 700 ]
-	for d in j x tmp; do
+	for d in j tmp; do
 		[ "$(stat -c %a "$T/a-state/$d")" = 700 ]
 	done
+	# The index is one file since session 12 (x.idx; no x/ folder).
+	[ "$(stat -c %a "$T/a-state/x.idx")" = 600 ]
+	[ ! -e "$T/a-state/x" ]
 	# Nothing in the cache directory is writable by others.
 	[ -z "$(find "$T/a-state" -perm -o+w ! -type l)" ]
 	# A cache_dir that already exists with looser modes is not widened further
