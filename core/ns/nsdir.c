@@ -536,6 +536,52 @@ static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_den
 	return r == -EAGAIN ? 1 : r;
 }
 
+int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
+			  const char *key, const void *data, size_t len, const uint8_t *expect,
+			  int *also_st)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct ns_bucket_ref ref;
+	const char *keys[2];
+	const void *datas[2];
+	size_t lens[2];
+	const uint8_t *expects[2];
+	int st[2], r;
+
+	if (!ns->kv.ops->put_n || bucket_peek(ns, dir, e->name, &ref))
+		return 1;
+	if (ref.bk.n >= ns->bucket_max || pohm_bucket_find(&ref.bk, e->name) >= 0) {
+		ns_bucket_release(&ref);
+		return 1;
+	}
+	r = pohm_bucket_add(&ref.bk, e);
+	if (!r) {
+		ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+		r = pohm_bucket_encode(&b, &ref.bk);
+	}
+	if (r)
+		goto out;
+	keys[0] = key;
+	datas[0] = data;
+	lens[0] = len;
+	expects[0] = expect;
+	keys[1] = ref.key;
+	datas[1] = b.p;
+	lens[1] = b.len;
+	expects[1] = ref.csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, 2, keys, datas, lens, expects, st);
+	if (r) {
+		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
+		goto out;
+	}
+	*also_st = st[0];
+	r = st[1] == -EEXIST ? -EAGAIN : st[1];
+out:
+	pohm_buf_free(&b);
+	ns_bucket_release(&ref);
+	return r;
+}
+
 /* ns_entry_remove's first attempt, the same way: the peeked bucket holds
  * name (for ino, if given) without an intent.  0, 1 (read), or -errno. */
 static int remove_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)

@@ -107,43 +107,109 @@ int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t 
 
 /* ---------------------------------------------------------------- create */
 
+/* A new inode's attributes with a fresh random number (not written yet;
+ * in->target is the caller's, or NULL). */
+static void inode_fill(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_t uid,
+		       uint32_t gid, uint64_t rdev, const char *target, struct pohm_inode *in)
+{
+	char key[POHM_KEY_MAX];
+
+	do {
+		memset(in, 0, sizeof(*in));
+		in->ino = ns_random(ns) >> 1;
+	} while (in->ino <= POHM_ROOT_INO);
+	pohm_key_inode(key, in->ino);
+	ns_hdr(ns, &in->hdr, POHM_OBJ_INODE, parent, key);
+	in->mode = mode;
+	in->uid = uid;
+	in->gid = gid;
+	in->rdev = rdev;
+	in->nlink = S_ISDIR(mode) ? 2 : 1;
+	in->chunk_shift = (uint8_t)ns->chunk_shift;
+	in->version = 1;
+	ns_now_ts(&in->mtime);
+	in->atime = in->ctime = in->btime = in->mtime;
+	in->target = (char *)target;
+	in->size = target ? strlen(target) : 0;
+}
+
+/* in->target as its own copy of target (the caller's until now). */
+static int inode_own_target(struct pohm_inode *in, const char *target)
+{
+	in->target = NULL;
+	if (!target)
+		return 0;
+	in->target = malloc(strlen(target) + 1);
+	if (!in->target)
+		return -ENOMEM;
+	strcpy(in->target, target);
+	return 0;
+}
+
 /* Write a new inode with a fresh random number (create-if-absent). */
 static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_t uid,
 		     uint32_t gid, uint64_t rdev, const char *target, struct pohm_inode *in)
 {
-	char key[POHM_KEY_MAX];
 	int tries, r = -EBUSY;
 
 	for (tries = 0; tries < 8; tries++) {
-		memset(in, 0, sizeof(*in));
-		in->ino = ns_random(ns) >> 1;
-		if (in->ino <= POHM_ROOT_INO)
-			continue;
-		pohm_key_inode(key, in->ino);
-		ns_hdr(ns, &in->hdr, POHM_OBJ_INODE, parent, key);
-		in->mode = mode;
-		in->uid = uid;
-		in->gid = gid;
-		in->rdev = rdev;
-		in->nlink = S_ISDIR(mode) ? 2 : 1;
-		in->chunk_shift = (uint8_t)ns->chunk_shift;
-		in->version = 1;
-		ns_now_ts(&in->mtime);
-		in->atime = in->ctime = in->btime = in->mtime;
-		in->target = (char *)target;
-		in->size = target ? strlen(target) : 0;
+		inode_fill(ns, parent, mode, uid, gid, rdev, target, in);
 		r = ns_inode_put(ns, in, POHM_KV_NEW);	/* a random number: no race */
 		in->target = NULL;
 		if (r != -EEXIST)
 			break;		/* -EEXIST: the number is taken; draw another */
 	}
-	if (!r && target) {
-		in->target = malloc(strlen(target) + 1);
-		if (!in->target)
-			return -ENOMEM;
-		strcpy(in->target, target);
-	}
+	if (!r)
+		r = inode_own_target(in, target);
 	return r;
+}
+
+/*
+ * The new inode and its entry in one round trip (issue 23, decision 0022):
+ * the inode's create-new and the insert into the bucket this thread just
+ * read (ns_entry_insert_along), sent together.  Either may land without
+ * the other (no order, and the writer may die between): an inode without
+ * its entry is an orphan (fsck collects it, as before); an entry whose
+ * inode is not there reads as absent (pohm_ns_lookup, readdir+getattr) and
+ * fsck removes it once older than NS_DANGLING_AGE_NS.
+ * 0: both written (*in, e->ino set); 1: not tried, or the entry lost its
+ * CAS with the inode written (*in set; e->ino set): the caller goes on as
+ * after inode_new (the reading insert); 2: not tried at all (inode_new
+ * and insert as before); -errno: failed, nothing of ours named.
+ */
+static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e,
+			 uint32_t mode, uint32_t uid, uint32_t gid, uint64_t rdev,
+			 const char *target, struct pohm_inode *in)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	int r, ri = 0;
+
+	inode_fill(ns, dir, mode, uid, gid, rdev, target, in);
+	r = pohm_inode_encode(&b, in);
+	in->target = NULL;
+	if (r) {
+		pohm_buf_free(&b);
+		return r;
+	}
+	e->ino = in->ino;
+	r = ns_entry_insert_along(ns, dir, e, in->hdr.key, b.p, b.len, POHM_KV_NEW, &ri);
+	pohm_buf_free(&b);
+	if (r == 1)
+		return 2;
+	if (!ri) {
+		if (inode_own_target(in, target))
+			return -ENOMEM;	/* (the entry, if in, names a live inode) */
+		return r ? 1 : 0;	/* lost or unsure: the reading insert settles it */
+	}
+	/*
+	 * The inode was not written (the number was taken: -EEXIST, or the
+	 * storage failed).  Our entry, where it landed, would name another
+	 * inode or none: take it out (by name and number: nobody else has
+	 * this pair); what cannot be taken out now fsck removes by age.
+	 */
+	if (r != -EAGAIN)
+		ns_entry_remove(ns, dir, e->name, e->ino);
+	return ri == -EEXIST ? 2 : ri;
 }
 
 /*
@@ -158,17 +224,47 @@ static void inode_discard(struct pohm_ns *ns, struct pohm_inode *in)
 	pohm_inode_clear(in);
 }
 
+/*
+ * dir/name names ino, which is not there (pohm_ns_getattr said -ENOENT):
+ * a create of another writer whose inode has not landed yet (its inode and
+ * entry go out together, decision 0022), or one that died with only the
+ * entry written.  The inode is read again with growing pauses for up to
+ * the intent timeout (longer than a write may stay undecided): 0 with *out
+ * when it appears; else the entry is taken out (by name and number, so
+ * nothing newer goes) and -ENOENT says the name is free; -errno.
+ */
+static int dangling_settle(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			   struct pohm_inode *out)
+{
+	uint64_t t0 = ns_now_ns();
+	unsigned attempt = 1;
+	int r;
+
+	do {
+		ns_backoff(ns, attempt < 12 ? attempt++ : attempt);
+		r = pohm_ns_getattr(ns, ino, out);
+		if (r != -ENOENT)
+			return r;
+	} while (ns_now_ns() - t0 < ns->intent_timeout_ns);
+	pohm_warn("directory %llu: entry \"%s\" names inode %llu, missing for %llu ms: "
+		  "taken out (a create that died half-way)", (unsigned long long)dir, name,
+		  (unsigned long long)ino, (unsigned long long)(ns->intent_timeout_ns / 1000000));
+	r = ns_entry_remove(ns, dir, name, ino);
+	return r && r != -ENOENT && r != -ESTALE ? r : -ENOENT;
+}
+
 static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
 		     uint32_t uid, uint32_t gid, uint64_t rdev, const char *target,
 		     unsigned flags, struct pohm_inode *out)
 {
 	struct pohm_dentry e = { 0 }, old = { 0 };
 	struct pohm_inode in;
-	int r, isdir = S_ISDIR(mode);
+	int r, isdir = S_ISDIR(mode), again = 0;
 
 	r = ns_check_name(name);
 	if (r)
 		return r;
+again:
 	/* The directory and the name's bucket in one round trip (issue 23);
 	 * an exclusive create reads the bucket too, for its insert (ns_peek). */
 	r = ns_dir_lookup(ns, dir, name, &e);
@@ -188,7 +284,17 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 			ino = e.ino;
 			pohm_dentry_clear(&e);
 			memset(&e, 0, sizeof(e));
-			return out ? (pohm_ns_getattr(ns, ino, out) ?: 1) : 1;
+			if (!out)
+				return 1;
+			r = pohm_ns_getattr(ns, ino, out);
+			if (r != -ENOENT || again++)
+				return r ?: 1;
+			/* A name whose inode is not there: another create in
+			 * flight, or one that died half-way (decision 0022). */
+			r = dangling_settle(ns, dir, name, ino, out);
+			if (r != -ENOENT)
+				return r ?: 1;
+			goto again;	/* taken out: the name is free */
 		}
 		if (r != -ENOENT)
 			return r;
@@ -198,13 +304,20 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 		if (r)
 			return r;
 	}
-	r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
-	if (r)
-		goto undo_parent;
 	e.name = (char *)name;
-	e.ino = in.ino;
 	e.type = ns_dtype(mode);
 	e.txid = ns_random(ns);
+	r = make_together(ns, dir, &e, mode, uid, gid, rdev, target, &in);
+	if (!r)
+		goto made;
+	if (r < 0)
+		goto undo_parent;
+	if (r == 2) {
+		r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
+		if (r)
+			goto undo_parent;
+		e.ino = in.ino;
+	}
 	r = ns_entry_insert(ns, dir, &e, &old);
 	if (r == -NS_EMAYBE) {
 		/* The entry may be in: its inode stays (an orphan at worst,
@@ -222,6 +335,7 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 		pohm_dentry_clear(&old);
 		goto undo_parent;
 	}
+made:
 	if (out)
 		*out = in;
 	else
