@@ -183,6 +183,25 @@ int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t 
 	return r;
 }
 
+int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
+			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+			   struct pohm_buf *b, uint8_t *csum)
+{
+	struct pohm_inode in;
+	int r = inode_peek(ns, ino, &in, csum);
+
+	if (r)
+		return r;
+	r = fn(&in, arg);
+	if (!r) {
+		in.version++;
+		in.txid = ns_random(ns);
+		r = pohm_inode_encode(b, &in);
+	}
+	pohm_inode_clear(&in);
+	return r;
+}
+
 int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 		    struct pohm_inode *out)
@@ -254,7 +273,7 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 	return -EBUSY;
 }
 
-static int nlink_fn(struct pohm_inode *in, void *arg)
+int ns_nlink_fn(struct pohm_inode *in, void *arg)
 {
 	int delta = *(int *)arg;
 
@@ -270,13 +289,13 @@ static int nlink_fn(struct pohm_inode *in, void *arg)
 
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
 {
-	return ns_inode_update(ns, ino, nlink_fn, &delta, NULL);
+	return ns_inode_update(ns, ino, ns_nlink_fn, &delta, NULL);
 }
 
 int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink)
 {
 	struct pohm_inode out;
-	int r = ns_inode_update(ns, ino, nlink_fn, &delta, &out);
+	int r = ns_inode_update(ns, ino, ns_nlink_fn, &delta, &out);
 
 	if (!r) {
 		*nlink = out.nlink;

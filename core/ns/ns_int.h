@@ -118,19 +118,38 @@ int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 /* Read bucket (dir, depth, index) into ref: 0, -ENOENT, -EIO (fsck repairs). */
 int ns_bucket_read_at(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
 		      struct ns_bucket_ref *ref);
+/* One write of a put_n (kv.h): key data len expect as for put; st its answer. */
+struct ns_put {
+	const char *key;
+	const void *data;
+	size_t len;
+	const uint8_t *expect;
+	int st;
+};
 /*
  * The first attempt of ns_entry_insert (the peeked bucket, plain case:
- * room, the name absent) sent in one round trip with another write, key
- * data len expect as for kv put, through kv put_n (issue 23, decision
- * 0022: a new inode and its entry).  1: not tried (no plain peeked bucket,
- * no put_n in the store), nothing written.  Else both were sent: *also_st
- * is the other write's answer, and the return the bucket's: 0 inserted,
- * -EAGAIN lost (nothing of it written: ns_entry_insert reads), or -errno
- * (its outcome may be unknown: ns_entry_insert settles it by our txid).
+ * room, the name absent) sent in one round trip with the nalso <
+ * POHM_KV_PUT_N other writes also[], through kv put_n (issue 23, decision
+ * 0022: a new inode and its entry, a mkdir's parent count).  1: not tried
+ * (no plain peeked bucket, no put_n in the store), nothing written.  Else
+ * all were sent: also[i].st is each other write's answer, and the return
+ * the bucket's: 0 inserted, -EAGAIN lost (nothing of it written:
+ * ns_entry_insert reads), or -errno (its outcome may be unknown:
+ * ns_entry_insert settles it by our txid).
  */
 int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
-			  const char *key, const void *data, size_t len, const uint8_t *expect,
-			  int *also_st);
+			  struct ns_put *also, size_t nalso);
+/*
+ * The first attempt of ns_inode_update without its write: fn run on the
+ * version of ino this thread saw (ns_peek), version and txid moved on, the
+ * bytes in *b (pohm_buf_free them) and the checksum they replace in csum,
+ * for a put_n.  0, -ENOENT (no peeked copy), 1 (fn says stop), -errno.
+ */
+int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
+			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+			   struct pohm_buf *b, uint8_t *csum);
+/* nlink_fn of ns_inode_nlink, for ns_inode_change_peeked (arg: int delta). */
+int ns_nlink_fn(struct pohm_inode *in, void *arg);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
 void ns_bucket_release(struct ns_bucket_ref *ref);

@@ -537,18 +537,17 @@ static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_den
 }
 
 int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
-			  const char *key, const void *data, size_t len, const uint8_t *expect,
-			  int *also_st)
+			  struct ns_put *also, size_t nalso)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct ns_bucket_ref ref;
-	const char *keys[2];
-	const void *datas[2];
-	size_t lens[2];
-	const uint8_t *expects[2];
-	int st[2], r;
+	const char *keys[POHM_KV_PUT_N];
+	const void *datas[POHM_KV_PUT_N];
+	size_t lens[POHM_KV_PUT_N], i;
+	const uint8_t *expects[POHM_KV_PUT_N];
+	int st[POHM_KV_PUT_N], r;
 
-	if (!ns->kv.ops->put_n || bucket_peek(ns, dir, e->name, &ref))
+	if (!ns->kv.ops->put_n || nalso + 1 > POHM_KV_PUT_N || bucket_peek(ns, dir, e->name, &ref))
 		return 1;
 	if (ref.bk.n >= ns->bucket_max || pohm_bucket_find(&ref.bk, e->name) >= 0) {
 		ns_bucket_release(&ref);
@@ -561,21 +560,24 @@ int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_de
 	}
 	if (r)
 		goto out;
-	keys[0] = key;
-	datas[0] = data;
-	lens[0] = len;
-	expects[0] = expect;
-	keys[1] = ref.key;
-	datas[1] = b.p;
-	lens[1] = b.len;
-	expects[1] = ref.csum;
-	r = ns->kv.ops->put_n(ns->kv.ctx, 2, keys, datas, lens, expects, st);
+	for (i = 0; i < nalso; i++) {
+		keys[i] = also[i].key;
+		datas[i] = also[i].data;
+		lens[i] = also[i].len;
+		expects[i] = also[i].expect;
+	}
+	keys[nalso] = ref.key;
+	datas[nalso] = b.p;
+	lens[nalso] = b.len;
+	expects[nalso] = ref.csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
 	if (r) {
 		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
 		goto out;
 	}
-	*also_st = st[0];
-	r = st[1] == -EEXIST ? -EAGAIN : st[1];
+	for (i = 0; i < nalso; i++)
+		also[i].st = st[i];
+	r = st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
 out:
 	pohm_buf_free(&b);
 	ns_bucket_release(&ref);

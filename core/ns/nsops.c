@@ -167,39 +167,69 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
 /*
  * The new inode and its entry in one round trip (issue 23, decision 0022):
  * the inode's create-new and the insert into the bucket this thread just
- * read (ns_entry_insert_along), sent together.  Either may land without
- * the other (no order, and the writer may die between): an inode without
- * its entry is an orphan (fsck collects it, as before); an entry whose
- * inode is not there reads as absent (pohm_ns_lookup, readdir+getattr) and
- * fsck removes it once older than NS_DANGLING_AGE_NS.
- * 0: both written (*in, e->ino set); 1: not tried, or the entry lost its
- * CAS with the inode written (*in set; e->ino set): the caller goes on as
- * after inode_new (the reading insert); 2: not tried at all (inode_new
- * and insert as before); -errno: failed, nothing of ours named.
+ * read (ns_entry_insert_along), sent together; for a directory also the
+ * parent's link count + 1 on the copy of the parent the lookup just read.
+ * Any of them may land without the others (no order, and the writer may
+ * die between): an inode without its entry is an orphan (fsck collects
+ * it, as before); an entry whose inode is not there reads as absent
+ * (getattr -ENOENT; dangling_settle; fsck by age); a parent count too high
+ * is fsck's, as before; one too low (the entry in, the count's CAS lost
+ * or not landed) is raised by the caller at once (*parent_done 0), and
+ * only a writer that dies in between leaves it for fsck.
+ * 0: all written (*in, e->ino set); 1: the entry lost its CAS or its
+ * outcome is unknown, with the inode written (*in, e->ino set): the caller
+ * goes on as after inode_new (the reading insert); 2: nothing sent
+ * (inode_new and insert as before); -errno: failed, nothing of ours named.
+ * *parent_done: the parent's count is known raised by this call.
  */
 static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e,
 			 uint32_t mode, uint32_t uid, uint32_t gid, uint64_t rdev,
-			 const char *target, struct pohm_inode *in)
+			 const char *target, struct pohm_inode *in, int *parent_done)
 {
-	struct pohm_buf b = POHM_BUF_INIT;
-	int r, ri = 0;
+	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT;
+	uint8_t pcsum[POHM_KV_CSUM];
+	char pkey[POHM_KEY_MAX];
+	struct ns_put p[2];
+	size_t n = 1;
+	int r, delta = 1;
 
+	*parent_done = 0;
 	inode_fill(ns, dir, mode, uid, gid, rdev, target, in);
 	r = pohm_inode_encode(&b, in);
 	in->target = NULL;
-	if (r) {
-		pohm_buf_free(&b);
-		return r;
-	}
+	if (r)
+		goto out;
 	e->ino = in->ino;
-	r = ns_entry_insert_along(ns, dir, e, in->hdr.key, b.p, b.len, POHM_KV_NEW, &ri);
-	pohm_buf_free(&b);
-	if (r == 1)
-		return 2;
-	if (!ri) {
+	memset(p, 0, sizeof(p));
+	p[0].key = in->hdr.key;
+	p[0].data = b.p;
+	p[0].len = b.len;
+	p[0].expect = POHM_KV_NEW;
+	if (S_ISDIR(mode)) {
+		/* The parent as the lookup just read it (no copy: not together). */
+		if (ns_inode_change_peeked(ns, dir, ns_nlink_fn, &delta, &pb, pcsum)) {
+			r = 2;
+			goto out;
+		}
+		pohm_key_inode(pkey, dir);
+		p[1].key = pkey;
+		p[1].data = pb.p;
+		p[1].len = pb.len;
+		p[1].expect = pcsum;
+		n = 2;
+	}
+	r = ns_entry_insert_along(ns, dir, e, p, n);
+	if (r == 1) {
+		r = 2;
+		goto out;
+	}
+	*parent_done = n == 2 && !p[1].st;
+	if (!p[0].st) {
 		if (inode_own_target(in, target))
-			return -ENOMEM;	/* (the entry, if in, names a live inode) */
-		return r ? 1 : 0;	/* lost or unsure: the reading insert settles it */
+			r = -ENOMEM;	/* (the entry, if in, names a live inode) */
+		else
+			r = r ? 1 : 0;	/* lost or unsure: the reading insert settles it */
+		goto out;
 	}
 	/*
 	 * The inode was not written (the number was taken: -EEXIST, or the
@@ -209,7 +239,11 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 	 */
 	if (r != -EAGAIN)
 		ns_entry_remove(ns, dir, e->name, e->ino);
-	return ri == -EEXIST ? 2 : ri;
+	r = p[0].st == -EEXIST ? 2 : p[0].st;
+out:
+	pohm_buf_free(&b);
+	pohm_buf_free(&pb);
+	return r;
 }
 
 /*
@@ -259,7 +293,7 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 {
 	struct pohm_dentry e = { 0 }, old = { 0 };
 	struct pohm_inode in;
-	int r, isdir = S_ISDIR(mode), again = 0;
+	int r, isdir = S_ISDIR(mode), again = 0, parent_done = 0;
 
 	r = ns_check_name(name);
 	if (r)
@@ -299,20 +333,22 @@ again:
 		if (r != -ENOENT)
 			return r;
 	}
-	if (isdir) {
-		r = ns_inode_nlink(ns, dir, +1);
-		if (r)
-			return r;
-	}
 	e.name = (char *)name;
 	e.type = ns_dtype(mode);
 	e.txid = ns_random(ns);
-	r = make_together(ns, dir, &e, mode, uid, gid, rdev, target, &in);
+	r = make_together(ns, dir, &e, mode, uid, gid, rdev, target, &in, &parent_done);
 	if (!r)
 		goto made;
 	if (r < 0)
 		goto undo_parent;
 	if (r == 2) {
+		/* As before: the parent's count first (too high is safe). */
+		if (isdir && !parent_done) {
+			r = ns_inode_nlink(ns, dir, +1);
+			if (r)
+				return r;
+			parent_done = 1;
+		}
 		r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
 		if (r)
 			goto undo_parent;
@@ -321,8 +357,11 @@ again:
 	r = ns_entry_insert(ns, dir, &e, &old);
 	if (r == -NS_EMAYBE) {
 		/* The entry may be in: its inode stays (an orphan at worst,
-		 * which fsck collects), and so does the parent's link. */
+		 * which fsck collects), and so does the parent's link (raised
+		 * now if its CAS did not go through: too high is safe). */
 		pohm_inode_clear(&in);
+		if (isdir && !parent_done)
+			ns_inode_nlink(ns, dir, +1);
 		return -EIO;
 	}
 	if (r) {
@@ -336,13 +375,21 @@ again:
 		goto undo_parent;
 	}
 made:
+	if (isdir && !parent_done) {
+		/* The count's CAS went with the entry and lost (or its outcome
+		 * is unknown: one too many is safe): raise it now. */
+		r = ns_inode_nlink(ns, dir, +1);
+		if (r)
+			pohm_warn("directory %llu: link count not raised for \"%s\" (%d): "
+				  "one too low until repair", (unsigned long long)dir, name, r);
+	}
 	if (out)
 		*out = in;
 	else
 		pohm_inode_clear(&in);
 	return 0;
 undo_parent:
-	if (isdir)
+	if (isdir && parent_done)
 		ns_inode_nlink(ns, dir, -1);
 	return r;
 }
