@@ -4,9 +4,12 @@
  *
  * Orders (DESIGN.md §3, "multi-object changes"), each with one commit point:
  *   create/mkdir/symlink: write the new inode (create-if-absent; an orphan
- *     inode is harmless), then insert the entry (commit).  mkdir raises the
- *     parent's nlink first: a count too high is repaired by fsck, one too
- *     low would be a lie.
+ *     inode is harmless) and insert the entry (commit); mkdir raises the
+ *     parent's nlink (a count too high is repaired by fsck).  When the
+ *     lookup's copies allow, all of these go out at once in one put_n
+ *     (decision 0022): an entry whose inode is missing reads as absent
+ *     (dangling_settle, fsck by age), and a parent count the entry got
+ *     ahead of is raised at once; else in that order, one after another.
  *   link: nlink+1 first, then insert the entry (commit).
  *   unlink: remove the entry (commit), then nlink-1 (tombstone at 0).
  *   rmdir: RMDIR intent on the entry, seal every (empty) bucket of the
