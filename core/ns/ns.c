@@ -578,6 +578,19 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+/* pohm_ns_read_along's inode and the handle it is for: thread-local, so no
+ * lock; taken (and cleared) by the thread's next ns_dir_lookup_with. */
+static __thread struct {
+	const struct pohm_ns *ns;
+	uint64_t ino;
+} read_along;
+
+void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino)
+{
+	read_along.ns = ino ? ns : NULL;
+	read_along.ino = ino;
+}
+
 int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
 {
 	return ns_dir_lookup_with(ns, dir, name, 0, e);
@@ -594,8 +607,13 @@ int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 	unsigned depth;
 	uint32_t index;
 	int st[3], r, i;
-	size_t n = also && also != dir ? 3 : 2;
+	size_t n;
 
+	if (!also && read_along.ns == ns) {
+		also = read_along.ino;	/* the caller's (pohm_ns_read_along) */
+		read_along.ns = NULL;
+	}
+	n = also && also != dir ? 3 : 2;
 	if (!ns->kv.ops->get_n)
 		goto sequential;
 	pohm_key_inode(keys[0], dir);

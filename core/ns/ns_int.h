@@ -219,11 +219,15 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
  * *replaced_type the name it replaced (0: none); 1: not tried, or the CAS
  * lost (nothing written): decide on reads; an unknown outcome
  * (NS_UNSURE) leaves *src and *replaced set for ns_entry_rename_local
- * with the same txid to settle; else -errno.
+ * with the same txid to settle; else -errno.  also (may be NULL): a write
+ * sent in the same put_n as the bucket's CAS when sname is also_ino (the
+ * source's ctime, decision 0022); also->st is then its answer, else it
+ * stays 1 (not sent).
  */
 int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
-			   uint64_t *replaced, uint8_t *replaced_type);
+			   uint64_t *replaced, uint8_t *replaced_type, struct ns_put *also,
+			   uint64_t also_ino);
 /*
  * A rename inside one bucket of dir (issue 23): sname and dname in the
  * same NORMAL leaf bucket, neither with an intent, sname still sino and

@@ -662,9 +662,9 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 /* In ref's bucket, entry i takes the name dname (with txid) and the entry j
  * it replaces (j < 0: none) goes, reported in *replaced and *replaced_type;
  * then the bucket is stored (CAS).  0 or -errno (-EAGAIN: lost the CAS). */
-static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
-			     const char *dname, uint64_t txid, uint64_t *replaced,
-			     uint8_t *replaced_type)
+/* bucket_move_entry's change of ref->bk, not stored.  0 or -errno. */
+static int bucket_move_apply(struct ns_bucket_ref *ref, int i, int j, const char *dname,
+			     uint64_t txid, uint64_t *replaced, uint8_t *replaced_type)
 {
 	struct pohm_dentry n = ref->bk.e[i];	/* (shallow: pohm_bucket_add copies) */
 	int r;
@@ -682,7 +682,55 @@ static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 	pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? j : i));
 	if (j >= 0)
 		pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? i : j));
-	return ns_bucket_store(ns, ref);
+	return 0;
+}
+
+static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type)
+{
+	int r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
+
+	return r ? r : ns_bucket_store(ns, ref);
+}
+
+/* bucket_move_entry whose bucket CAS goes out in one put_n with *also (kv
+ * put_n; also->st its answer).  1: no put_n in the store (nothing sent). */
+static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type, struct ns_put *also)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	const char *keys[2];
+	const void *datas[2];
+	size_t lens[2];
+	const uint8_t *expects[2];
+	int st[2], r;
+
+	if (!ns->kv.ops->put_n)
+		return 1;
+	r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
+	if (!r) {
+		ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+		r = pohm_bucket_encode(&b, &ref->bk);
+	}
+	if (!r) {
+		keys[0] = also->key;
+		datas[0] = also->data;
+		lens[0] = also->len;
+		expects[0] = also->expect;
+		keys[1] = ref->key;
+		datas[1] = b.p;
+		lens[1] = b.len;
+		expects[1] = ref->csum;
+		r = ns->kv.ops->put_n(ns->kv.ctx, 2, keys, datas, lens, expects, st);
+	}
+	if (!r) {
+		also->st = st[0];
+		r = st[1] == -EEXIST ? -EAGAIN : st[1];
+	}
+	pohm_buf_free(&b);
+	return r;
 }
 /* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
  * unknown outcome before the call (ns_entry_rename_settle). */
@@ -764,7 +812,8 @@ int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, 
 
 int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
-			   uint64_t *replaced, uint8_t *replaced_type)
+			   uint64_t *replaced, uint8_t *replaced_type, struct ns_put *also,
+			   uint64_t also_ino)
 {
 	struct ns_bucket_ref ref;
 	int i, j, r;
@@ -792,7 +841,11 @@ int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 		ns_bucket_release(&ref);
 		return r;
 	}
-	r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
+	r = 1;
+	if (also && ref.bk.e[i].ino == also_ino)
+		r = bucket_move_along(ns, &ref, i, j, dname, txid, replaced, replaced_type, also);
+	if (r == 1)
+		r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
 	ns_bucket_release(&ref);
 	if (r == -EAGAIN)
 		r = 1;		/* lost the CAS: nothing written */

@@ -940,6 +940,7 @@ static int parent_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+
 static int touch_fn(struct pohm_inode *in, void *arg)
 {
 	ns_now_ts(&in->ctime);
@@ -956,7 +957,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		       const char *dname, unsigned flags, uint64_t guess)
 {
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
-	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
+	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE, touched = 0;
 	uint64_t replaced = 0;
 	uint8_t rtype = 0;
 
@@ -970,9 +971,25 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		 * target), without reading it again: a CAS on it (issue 23). */
 		uint64_t dino;
 		uint8_t dtype;
+		struct pohm_buf tb = POHM_BUF_INIT;
+		uint8_t tcsum[POHM_KV_CSUM];
+		char tkey[POHM_KEY_MAX];
+		struct ns_put touch = { .st = 1 };
 
+		/* The source's ctime in the same round trip, on the copy read
+		 * along with the lookup (decision 0022): independent of the
+		 * move, so any of the two may land alone. */
+		if (guess && !ns_inode_change_peeked(ns, guess, touch_fn, NULL, &tb, tcsum)) {
+			pohm_key_inode(tkey, guess);
+			touch.key = tkey;
+			touch.data = tb.p;
+			touch.len = tb.len;
+			touch.expect = tcsum;
+		}
 		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
-					   &replaced, &rtype);
+					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
+		pohm_buf_free(&tb);
+		touched = touch.key && !touch.st;
 		if (!r)
 			goto committed;
 		if (NS_UNSURE(r)) {
@@ -1113,7 +1130,7 @@ committed:
 		if (!(replaced && rtype == DT_DIR && !exch))
 			ns_inode_nlink(ns, ddir, +1);
 		ns_inode_nlink(ns, sdir, -1);
-	} else {
+	} else if (!touched || src.ino != guess) {
 		ns_inode_update(ns, src.ino, touch_fn, NULL, NULL);
 	}
 	if (exch && replaced && sdir != ddir && rtype == DT_DIR) {

@@ -2525,6 +2525,86 @@ TEST(a_create_meeting_an_entry_whose_inode_is_in_flight_waits_for_it)
 	pohm_ns_close(ns);
 }
 
+/*
+ * Decision 0022: a rename in one bucket by a caller that named the source
+ * (pohm_ns_read_along before its lookup of the target, as the cache does)
+ * sends the bucket's CAS and the source's ctime CAS in one put_n, with no
+ * read.  Run in a thread of its own: no copy of the setup's writes (kvmem
+ * keeps them per thread), like a new process.  A crash between the two,
+ * either way round: the rename happened whole or not at all, the inode
+ * is live, and the rename can be made again.
+ */
+struct along {
+	struct pohm_ns *ns;
+	uint64_t d, s;
+	long calls, puts;
+	int lookup, r;
+};
+
+static void *along_rename(void *arg)
+{
+	struct along *a = arg;
+	uint64_t ino;
+
+	pohm_ns_read_along(a->ns, a->s);
+	a->lookup = pohm_ns_lookup(a->ns, a->d, "t", &ino, NULL);
+	a->calls = pohm_kvmem_put_n_calls(&kv);
+	a->puts = pohm_kvmem_puts(&kv);
+	a->r = pohm_ns_rename_ino(a->ns, a->d, "s", a->d, "t", 0, a->s);
+	a->calls = pohm_kvmem_put_n_calls(&kv) - a->calls;
+	a->puts = pohm_kvmem_puts(&kv) - a->puts;
+	return NULL;
+}
+
+TEST(rename_in_a_bucket_sends_the_ctime_along_and_a_crash_between_is_harmless)
+{
+	struct pohm_inode in, in2;
+	struct along a;
+	pthread_t t;
+	int rev;
+
+	for (rev = -1; rev < 2; rev++) {
+		a.ns = fresh(0);
+		EXPECT_EQ_INT(pohm_ns_mkdir(a.ns, 1, "d", 0755, 0, 0, NULL), 0);
+		a.d = ino_of(a.ns, 1, "d");
+		EXPECT_EQ_INT(pohm_ns_create(a.ns, a.d, "s", 0644, 0, 0, 0, 0, &in), 0);
+		a.s = in.ino;
+		usleep(2000);
+		if (rev >= 0) {
+			pohm_kvmem_put_n_reverse(&kv, rev);
+			pohm_kvmem_fail_after(&kv, 1);
+		}
+		pthread_create(&t, NULL, along_rename, &a);
+		pthread_join(t, NULL);
+		pohm_kvmem_fail_after(&kv, -1);
+		pohm_kvmem_put_n_reverse(&kv, 0);
+		EXPECT_EQ_INT(a.lookup, -ENOENT);
+		EXPECT_EQ_INT(a.calls, 1);
+		EXPECT_EQ_INT(pohm_ns_getattr(a.ns, a.s, &in2), 0);
+		EXPECT_EQ_INT(in2.nlink, 1);
+		if (rev < 0) {
+			EXPECT_EQ_INT(a.r, 0);
+			EXPECT_EQ_INT(a.puts, 2);	/* bucket and ctime: nothing after */
+			EXPECT(in2.ctime.sec > in.ctime.sec ||
+			       (in2.ctime.sec == in.ctime.sec && in2.ctime.nsec > in.ctime.nsec));
+		} else if (rev == 0) {
+			EXPECT(a.r != 0);	/* the ctime landed, the move did not */
+		}	/* (rev 1: the move, its commit point, landed: done) */
+		/* Whole or not at all. */
+		if (rev == 0) {
+			EXPECT_EQ_U64(ino_of(a.ns, a.d, "s"), a.s);	/* ctime only */
+			EXPECT_EQ_U64(ino_of(a.ns, a.d, "t"), 0);
+			EXPECT_EQ_INT(pohm_ns_rename(a.ns, a.d, "s", a.d, "t", 0), 0);
+		}
+		EXPECT_EQ_U64(ino_of(a.ns, a.d, "s"), 0);
+		EXPECT_EQ_U64(ino_of(a.ns, a.d, "t"), a.s);
+		EXPECT_EQ_INT(count_entries(a.ns, a.d), 1);
+		pohm_inode_clear(&in2);
+		pohm_inode_clear(&in);
+		pohm_ns_close(a.ns);
+	}
+}
+
 TEST(zz_cleanup)
 {
 	pohm_kvmem_free(&kv);
