@@ -139,6 +139,11 @@ struct ns_put {
  */
 int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 			  struct ns_put *also, size_t nalso);
+/* The bucket of name in dir as this thread read or wrote it within
+ * NS_PEEK_NS (ns_peek) is NORMAL, has room and lacks name, and the store
+ * has put_n: a create may go straight to ns_entry_insert_along, whose CAS
+ * succeeding proves all of that held at its commit (decision 0017). */
+int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name);
 /*
  * The first attempt of ns_inode_update without its write: fn run on the
  * version of ino this thread saw (ns_peek), version and txid moved on, the

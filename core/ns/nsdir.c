@@ -536,6 +536,18 @@ static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_den
 	return r == -EAGAIN ? 1 : r;
 }
 
+int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name)
+{
+	struct ns_bucket_ref ref;
+	int r;
+
+	if (!ns->kv.ops->put_n || bucket_peek(ns, dir, name, &ref))
+		return 0;
+	r = ref.bk.n < ns->bucket_max && pohm_bucket_find(&ref.bk, name) < 0;
+	ns_bucket_release(&ref);
+	return r;
+}
+
 int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 			  struct ns_put *also, size_t nalso)
 {

@@ -301,6 +301,15 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	r = ns_check_name(name);
 	if (r)
 		return r;
+	/*
+	 * The bucket this thread read or wrote within 2 s (the create before,
+	 * in a tar -x or a checkout) lacks the name: no lookup at all, the
+	 * insert's CAS on that copy decides (it succeeds only if the copy was
+	 * the committed bucket: NORMAL, unsealed, hence a live directory,
+	 * without the name; decision 0017).  Anything else reads.
+	 */
+	if (ns_name_absent_peeked(ns, dir, name))
+		goto make;
 again:
 	/* The directory and the name's bucket in one round trip (issue 23);
 	 * an exclusive create reads the bucket too, for its insert (ns_peek). */
@@ -336,6 +345,7 @@ again:
 		if (r != -ENOENT)
 			return r;
 	}
+make:
 	e.name = (char *)name;
 	e.type = ns_dtype(mode);
 	e.txid = ns_random(ns);
