@@ -183,6 +183,19 @@ int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t 
 	return r;
 }
 
+int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir)
+{
+	uint8_t csum[POHM_KV_CSUM];
+	struct pohm_inode in;
+	int r;
+
+	if (inode_peek(ns, dir, &in, csum))
+		return 0;
+	r = S_ISDIR(in.mode);
+	pohm_inode_clear(&in);
+	return r;
+}
+
 int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
 			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 			   struct pohm_buf *b, uint8_t *csum)

@@ -153,6 +153,9 @@ int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name);
 int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
 			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 			   struct pohm_buf *b, uint8_t *csum);
+/* 1 when this thread read or wrote dir's inode within NS_PEEK_NS
+ * (ns_peek) and it was a live directory then; else 0. */
+int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir);
 /* nlink_fn of ns_inode_nlink, for ns_inode_change_peeked (arg: int delta). */
 int ns_nlink_fn(struct pohm_inode *in, void *arg);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */

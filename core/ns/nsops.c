@@ -308,8 +308,8 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 	 * the committed bucket: NORMAL, unsealed, hence a live directory,
 	 * without the name; decision 0017).  Anything else reads.
 	 */
-	if (ns_name_absent_peeked(ns, dir, name))
-		goto make;
+	if (ns_name_absent_peeked(ns, dir, name) && (!isdir || ns_dir_peeked(ns, dir)))
+		goto make;	/* (a mkdir also needs the parent's copy, for its count) */
 again:
 	/* The directory and the name's bucket in one round trip (issue 23);
 	 * an exclusive create reads the bucket too, for its insert (ns_peek). */

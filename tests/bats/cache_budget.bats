@@ -105,13 +105,19 @@ within() {
 # One process making many files in one directory (tar -x, a checkout): a
 # create after the first needs no lookup (decision 0022: the bucket the
 # previous create wrote lacks the name; the insert's CAS decides), so each
-# file is its inode and entry (1), its data (1) and its commit (1).
-@test "20 files created + written + closed by one process: at most 3 waits each" {
-	within creates $((20 * 3 + 1)) a "$PY" -c "
+# file is its inode and entry (1), its data (1) and its commit (1), and
+# each directory its inode, entry and the parent's count (1).
+@test "20 files and 5 directories made by one process: at most 3 waits a file, 1 a directory" {
+	within creates $((20 * 3 + 5 + 1)) a "$PY" -c "
+import os
 for i in range(20):
-    open('$D/n%02d' % i, 'wb').write(b'z' * 4096)"
+    open('$D/n%02d' % i, 'wb').write(b'z' * 4096)
+    if i % 4 == 3:
+        os.mkdir('$D/m%02d' % i)"
 	[ "$(shim b ls "$T/b/d" | grep -c '^n')" -eq 20 ]
+	[ "$(shim b ls "$T/b/d" | grep -c '^m')" -eq 5 ]
 	[ "$(shim b cat "$T/b/d/n19" | wc -c)" -eq 4096 ]
+	[ "$(shim b stat -c %h "$T/b/d")" -eq 8 ]
 }
 
 @test "a stat validated within attr_timeout: no wait at all" {
