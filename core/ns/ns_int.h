@@ -106,6 +106,12 @@ int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct poh
  * name's inode: a wrong guess costs nothing but the read. */
 int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
 		       struct pohm_dentry *e);
+/* ns_dir_lookup of dir1/name1 and dir2/name2 (dir1 != dir2) in one round
+ * trip: *r1, *r2 (and e1, e2) as ns_dir_lookup gives each.  0, 1 (not
+ * done: no get_n, or one directory), or the get_n's -errno. */
+int ns_dir_lookup_pair(struct pohm_ns *ns, uint64_t dir1, const char *name1,
+		       struct pohm_dentry *e1, int *r1, uint64_t dir2, const char *name2,
+		       struct pohm_dentry *e2, int *r2);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
@@ -156,8 +162,14 @@ int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
 /* 1 when this thread read or wrote dir's inode within NS_PEEK_NS
  * (ns_peek) and it was a live directory then; else 0. */
 int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir);
+/* 1 when this thread read or wrote inode ino within NS_PEEK_NS, live. */
+int ns_inode_peeked(struct pohm_ns *ns, uint64_t ino);
 /* nlink_fn of ns_inode_nlink, for ns_inode_change_peeked (arg: int delta). */
 int ns_nlink_fn(struct pohm_inode *in, void *arg);
+/* ns_bucket_store of a NORMAL bucket in one put_n with *also (also->st its
+ * answer; decision 0022).  1: not sent (no put_n, or not a NORMAL bucket
+ * already stored); else as ns_bucket_store. */
+int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
 void ns_bucket_release(struct ns_bucket_ref *ref);

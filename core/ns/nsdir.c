@@ -706,11 +706,7 @@ static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 	return r ? r : ns_bucket_store(ns, ref);
 }
 
-/* bucket_move_entry whose bucket CAS goes out in one put_n with *also (kv
- * put_n; also->st its answer).  1: no put_n in the store (nothing sent). */
-static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
-			     const char *dname, uint64_t txid, uint64_t *replaced,
-			     uint8_t *replaced_type, struct ns_put *also)
+int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	const char *keys[2];
@@ -719,13 +715,10 @@ static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 	const uint8_t *expects[2];
 	int st[2], r;
 
-	if (!ns->kv.ops->put_n)
+	if (!ns->kv.ops->put_n || ref->absent || ref->bk.state != POHM_BUCKET_NORMAL)
 		return 1;
-	r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
-	if (!r) {
-		ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
-		r = pohm_bucket_encode(&b, &ref->bk);
-	}
+	ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(&b, &ref->bk);
 	if (!r) {
 		keys[0] = also->key;
 		datas[0] = also->data;
@@ -740,9 +733,27 @@ static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 	if (!r) {
 		also->st = st[0];
 		r = st[1] == -EEXIST ? -EAGAIN : st[1];
+		if (!r)
+			pohm_sha512(b.p, b.len, ref->csum);
 	}
 	pohm_buf_free(&b);
 	return r;
+}
+
+/* bucket_move_entry whose bucket CAS goes out in one put_n with *also
+ * (ns_bucket_store_along).  1: no put_n in the store (nothing changed). */
+static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type, struct ns_put *also)
+{
+	int r;
+
+	if (!ns->kv.ops->put_n)
+		return 1;
+	r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
+	if (!r)
+		r = ns_bucket_store_along(ns, ref, also);
+	return r == 1 ? ns_bucket_store(ns, ref) : r;	/* (changed: store it alone) */
 }
 /* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
  * unknown outcome before the call (ns_entry_rename_settle). */

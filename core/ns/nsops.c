@@ -48,10 +48,20 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 /* The entry dir/name; a missing one is -ENOENT only if dir is a live
  * directory.  The directory and the name's bucket are read together
  * (ns_dir_lookup): a missing name costs one round trip, not two. */
+static int entry_from(struct pohm_ns *ns, uint64_t dir, const char *name, int r,
+		      struct pohm_dentry *e);
+
 static int entry_of_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
 			 struct pohm_dentry *e)
 {
-	int r = ns_dir_lookup_with(ns, dir, name, also, e), d;
+	return entry_from(ns, dir, name, ns_dir_lookup_with(ns, dir, name, also, e), e);
+}
+
+/* entry_of_with's answer from what ns_dir_lookup_with said (r). */
+static int entry_from(struct pohm_ns *ns, uint64_t dir, const char *name, int r,
+		      struct pohm_dentry *e)
+{
+	int d;
 
 	if (r == NS_NAME_ABSENT)
 		return -ENOENT;
@@ -588,7 +598,7 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
  * (someone else finished or aborted it).
  */
 static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t txid,
-			 int commit, uint64_t repoint, uint8_t repoint_type)
+			 int commit, uint64_t repoint, uint8_t repoint_type, struct ns_put *also)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -629,7 +639,12 @@ static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 				free(e->i_name);
 				e->i_name = NULL;
 			}
-			r = ns_bucket_store(ns, &ref);
+			/* The first attempt may carry another write (decision 0022). */
+			r = 1;
+			if (also && also->st == 1 && peeked)
+				r = ns_bucket_store_along(ns, &ref, also);
+			if (r == 1)
+				r = ns_bucket_store(ns, &ref);
 		}
 		ns_bucket_release(&ref);
 		if (r != -EAGAIN)
@@ -726,6 +741,47 @@ static int tomb_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+/*
+ * Two inode changes that may land in either order or alone (each after a
+ * commit point, decision 0022), on the copies this thread read within 2 s
+ * (ns_inode_change_peeked), in one put_n.  *st_a / *st_b: each put's
+ * answer (0 written, -EAGAIN lost: nothing written, else unknown), or 1
+ * when nothing was sent (no copy, no put_n): the caller then changes
+ * each by ns_inode_update as before.
+ */
+static void two_inodes_along(struct pohm_ns *ns, uint64_t a, int (*fa)(struct pohm_inode *, void *),
+			     void *arg_a, uint64_t b, int (*fb)(struct pohm_inode *, void *),
+			     void *arg_b, int *st_a, int *st_b)
+{
+	struct pohm_buf ba = POHM_BUF_INIT, bb = POHM_BUF_INIT;
+	uint8_t ca[POHM_KV_CSUM], cb[POHM_KV_CSUM];
+	char ka[POHM_KEY_MAX], kb[POHM_KEY_MAX];
+	const char *keys[2] = { ka, kb };
+	const void *data[2];
+	size_t len[2];
+	const uint8_t *expect[2] = { ca, cb };
+	int st[2];
+
+	*st_a = *st_b = 1;
+	if (!ns->kv.ops->put_n || a == b ||
+	    ns_inode_change_peeked(ns, a, fa, arg_a, &ba, ca) ||
+	    ns_inode_change_peeked(ns, b, fb, arg_b, &bb, cb))
+		goto out;
+	pohm_key_inode(ka, a);
+	pohm_key_inode(kb, b);
+	data[0] = ba.p;
+	len[0] = ba.len;
+	data[1] = bb.p;
+	len[1] = bb.len;
+	if (!ns->kv.ops->put_n(ns->kv.ctx, 2, keys, data, len, expect, st)) {
+		*st_a = st[0];
+		*st_b = st[1];
+	}
+out:
+	pohm_buf_free(&ba);
+	pohm_buf_free(&bb);
+}
+
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
 	uint64_t ino = 0;
@@ -738,7 +794,7 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		      int *gone)
 {
 	struct pohm_dentry e, intent = { 0 };
-	int r;
+	int r, delta = -1, st_tomb, st_nlink;
 
 	*gone = -1;
 
@@ -766,11 +822,11 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		goto out;
 	r = seal_dir(ns, e.ino, intent.i_txid, dir, name);
 	if (r) {
-		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0);
+		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0, NULL);
 		goto out;
 	}
 	/* Commit point: the entry goes, if our intent is still there. */
-	r = intent_finish(ns, dir, name, intent.i_txid, 1, 0, 0);
+	r = intent_finish(ns, dir, name, intent.i_txid, 1, 0, 0, NULL);
 	if (r == -ENOENT) {
 		unseal_dir(ns, e.ino, intent.i_txid);
 		r = -EBUSY;	/* aborted by a writer that met our seal */
@@ -778,9 +834,14 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	}
 	if (r)
 		goto out;
-	if (!ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
+	/* The tombstone and the parent's count in one round trip (both after
+	 * the commit point: either alone is a count too high or an unnamed
+	 * empty inode, fsck's as before; decision 0022). */
+	two_inodes_along(ns, e.ino, tomb_fn, NULL, dir, ns_nlink_fn, &delta, &st_tomb, &st_nlink);
+	if (!st_tomb || !ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
 		*gone = 1;	/* the tombstone is written: no read to learn it */
-	ns_inode_nlink(ns, dir, -1);
+	if (st_nlink == 1 || st_nlink == -EAGAIN)
+		ns_inode_nlink(ns, dir, -1);	/* not written (unknown: one too many is safe) */
 out:
 	pohm_dentry_clear(&e);
 	return r;
@@ -968,6 +1029,10 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 {
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE, touched = 0;
+	struct pohm_buf tb = POHM_BUF_INIT;	/* the source's ctime, sent along */
+	uint8_t tcsum[POHM_KV_CSUM];
+	char tkey[POHM_KEY_MAX];
+	struct ns_put touch = { .st = 1 };
 	uint64_t replaced = 0;
 	uint8_t rtype = 0;
 
@@ -981,10 +1046,6 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		 * target), without reading it again: a CAS on it (issue 23). */
 		uint64_t dino;
 		uint8_t dtype;
-		struct pohm_buf tb = POHM_BUF_INIT;
-		uint8_t tcsum[POHM_KV_CSUM];
-		char tkey[POHM_KEY_MAX];
-		struct ns_put touch = { .st = 1 };
 
 		/* The source's ctime in the same round trip, on the copy read
 		 * along with the lookup (decision 0022): independent of the
@@ -1000,6 +1061,8 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
 		pohm_buf_free(&tb);
 		touched = touch.key && !touch.st;
+		touch.key = NULL;
+		touch.st = 1;
 		if (!r)
 			goto committed;
 		if (NS_UNSURE(r)) {
@@ -1017,14 +1080,30 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		replaced = 0;
 		rtype = 0;
 	}
-	/* The target directory and the target name in one round trip. */
-	r = ns_dir_lookup(ns, ddir, dname, &dst);
-	if (r < 0)
-		return r;
-	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
-	/* The source's inode as the caller guesses it comes along: its ctime
-	 * CAS at the end needs no read (ns_peek). */
-	r = entry_of_with(ns, sdir, sname, guess, &src);
+	/*
+	 * Across directories, when the source's inode is already at hand
+	 * (read along with the cache's lookup of the target, or no guess):
+	 * the target's and the source's directory and bucket in one round
+	 * trip (decision 0022).
+	 */
+	if (sdir != ddir && (!guess || ns_inode_peeked(ns, guess)) &&
+	    !ns_dir_lookup_pair(ns, ddir, dname, &dst, &have_dst, sdir, sname, &src, &r)) {
+		if (have_dst < 0) {
+			if (!r)
+				pohm_dentry_clear(&src);
+			return have_dst;
+		}
+		r = entry_from(ns, sdir, sname, r, &src);
+	} else {
+		/* The target directory and the target name in one round trip. */
+		r = ns_dir_lookup(ns, ddir, dname, &dst);
+		if (r < 0)
+			return r;
+		have_dst = r;	/* 0: the name is there (dst), else to be read or absent */
+		/* The source's inode as the caller guesses it comes along: its
+		 * ctime CAS at the end needs no read (ns_peek). */
+		r = entry_of_with(ns, sdir, sname, guess, &src);
+	}
 	if (r) {
 		if (!have_dst)
 			pohm_dentry_clear(&dst);
@@ -1120,8 +1199,25 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
 	if (r)
 		goto abort;
-	/* The source name goes (or, for an exchange, takes the other inode). */
-	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype);
+	/*
+	 * The source name goes (or, for an exchange, takes the other inode);
+	 * a file's ctime goes with it, on the copy read along before (the
+	 * cache's pohm_ns_read_along): both after the commit point, either
+	 * may land alone (decision 0022).
+	 */
+	if (!exch && src.type != DT_DIR && !ns_inode_change_peeked(ns, src.ino, touch_fn, NULL,
+								  &tb, tcsum)) {
+		pohm_key_inode(tkey, src.ino);
+		touch.key = tkey;
+		touch.data = tb.p;
+		touch.len = tb.len;
+		touch.expect = tcsum;
+	}
+	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype,
+			  touch.key ? &touch : NULL);
+	pohm_buf_free(&tb);
+	if (touch.key && !touch.st)
+		touched = 1;
 	if (r == -ENOENT)
 		r = 0;		/* a helper finished it for us */
 	if (r)
@@ -1140,7 +1236,7 @@ committed:
 		if (!(replaced && rtype == DT_DIR && !exch))
 			ns_inode_nlink(ns, ddir, +1);
 		ns_inode_nlink(ns, sdir, -1);
-	} else if (!touched || src.ino != guess) {
+	} else if (!touched) {
 		ns_inode_update(ns, src.ino, touch_fn, NULL, NULL);
 	}
 	if (exch && replaced && sdir != ddir && rtype == DT_DIR) {
@@ -1151,7 +1247,7 @@ committed:
 	ns_http_rename(ns, sdir, sname, ddir, dname, src.ino, src.type, exch ? replaced : 0, rtype);
 	goto out;
 abort:
-	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0);
+	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0, NULL);
 	if (sealed)
 		unseal_dir(ns, dst.ino, intent.i_txid);
 out:
