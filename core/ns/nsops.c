@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "ns_http.h"
 #include "ns_int.h"
@@ -288,7 +289,13 @@ static int dangling_settle(struct pohm_ns *ns, uint64_t dir, const char *name, u
 	int r;
 
 	do {
-		ns_backoff(ns, attempt < 12 ? attempt++ : attempt);
+		if (attempt < 8) {
+			ns_backoff(ns, attempt++);	/* a create in flight: soon */
+		} else {
+			struct timespec ts = { 0, 50000000 };	/* then every 50 ms */
+
+			nanosleep(&ts, NULL);
+		}
 		r = pohm_ns_getattr(ns, ino, out);
 		if (r != -ENOENT)
 			return r;

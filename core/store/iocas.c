@@ -1312,7 +1312,6 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		io_op_release(op);
 		free(op);
 		m.op[i] = NULL;
-		p[i].rc = p[i].rc ? p[i].rc : 0;
 		p[i].done = 1;
 	}
 alone:
