@@ -137,7 +137,8 @@ struct ns_put {
  * room, the name absent) sent in one round trip with the nalso <
  * POHM_KV_PUT_N other writes also[], through kv put_n (issue 23, decision
  * 0022: a new inode and its entry, a mkdir's parent count).  1: not tried
- * (no plain peeked bucket, no put_n in the store), nothing written.  Else
+ * (no plain peeked bucket, no put_n in the store), nothing written; a
+ * -errno with also[i].st untouched: failed before anything was sent.  Else
  * all were sent: also[i].st is each other write's answer, and the return
  * the bucket's: 0 inserted, -EAGAIN lost (nothing of it written:
  * ns_entry_insert reads), or -errno (its outcome may be unknown:

@@ -215,6 +215,7 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		goto out;
 	e->ino = in->ino;
 	memset(p, 0, sizeof(p));
+	p[0].st = p[1].st = 1;	/* not sent */
 	p[0].key = in->hdr.key;
 	p[0].data = b.p;
 	p[0].len = b.len;
@@ -233,8 +234,8 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		n = 2;
 	}
 	r = ns_entry_insert_along(ns, dir, e, p, n);
-	if (r == 1) {
-		r = 2;
+	if (r == 1 || p[0].st == 1) {
+		r = r == 1 || !r ? 2 : r;	/* nothing sent (or failed before) */
 		goto out;
 	}
 	*parent_done = n == 2 && !p[1].st;

@@ -2637,6 +2637,42 @@ TEST(rename_in_a_bucket_sends_the_ctime_along_and_a_crash_between_is_harmless)
 	}
 }
 
+/* A put_n that fails before sending anything (offline: -EIO) leaves no
+ * name: the create fails, it never inserts an entry for an inode it did
+ * not write. */
+static int put_n_offline(void *ctx, size_t n, const char *const *keys, const void *const *data,
+			 const size_t *len, const uint8_t *const *expect, int *st)
+{
+	(void)ctx; (void)n; (void)keys; (void)data; (void)len; (void)expect; (void)st;
+	return -EIO;
+}
+
+TEST(a_put_n_that_sends_nothing_names_nothing)
+{
+	static struct pohm_kv_ops ops;
+	struct pohm_ns *ns = fresh(0), *off;
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
+	struct pohm_kv okv;
+	uint64_t d;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, 1, "d");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "seed", 0644, 0, 0, 0, 0, NULL), 0);
+	ops = *kv.ops;
+	ops.put_n = put_n_offline;
+	okv.ops = &ops;
+	okv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&off, &okv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_create(off, d, "f", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), -EIO);
+	EXPECT_EQ_INT(pohm_ns_mkdir(off, d, "m", 0755, 0, 0, NULL), -EIO);
+	EXPECT_EQ_U64(ino_of(ns, d, "f"), 0);
+	EXPECT_EQ_U64(ino_of(ns, d, "m"), 0);
+	EXPECT_EQ_INT(nlink_of(ns, d), 2);
+	EXPECT_EQ_INT(count_entries(ns, d), 1);
+	pohm_ns_close(off);
+	pohm_ns_close(ns);
+}
+
 TEST(zz_cleanup)
 {
 	pohm_kvmem_free(&kv);
