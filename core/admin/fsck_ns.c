@@ -109,6 +109,19 @@ static void check_entry(struct fsck *f, struct fk_inode *dir, const struct fk_bu
 		x->names++;	/* a tombstone something still names: not reclaimed */
 	if (e->intent)
 		return;		/* the intent decides */
+	if (!x && b->ts_ns && age_of(f, b->ts_ns) < tmo) {
+		/*
+		 * A new inode and its entry are written together (decision
+		 * 0022): the entry of a create in flight may be read before its
+		 * inode lands.  Only a bucket unchanged for the intent timeout
+		 * (longer than a write stays undecided) says the create died.
+		 */
+		fk_issue(f, POHM_FSCK_DANGLING, POHM_FSCK_INFO, b->bk.hdr.key, e->ino, 0,
+			 "entry \"%s\" in directory %" PRIu64 " names inode %" PRIu64
+			 ", which is missing; the bucket changed recently (a create in progress?)",
+			 e->name, dir->in.ino, e->ino);
+		return;
+	}
 	if (f->repair && f->res->complete) {
 		/* Read it again: the view may be older than the name. */
 		rc = pohm_ns_getattr(f->ns, e->ino, &cur);

@@ -788,8 +788,13 @@ static int two_walk(struct pohm_cache *c, const char *from, const char *to, int 
 		r = cache_walk_parent(c, to, &t->tfd, &t->tdino, &t->tname);
 	if (!r)
 		r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
-	if (!r && mat_to)
+	if (!r && mat_to) {
+		/* The source's inode rides along with the target's lookup: the
+		 * rename's ctime CAS needs no read (issue 23, decision 0022). */
+		pohm_ns_read_along(c->ns, local_ino(c, t->ffd, t->fname));
 		r = pohm_cache_materialize(c, to, POHM_MAT_NOFOLLOW);
+		pohm_ns_read_along(c->ns, 0);
+	}
 	return r;
 }
 

@@ -183,6 +183,49 @@ int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t 
 	return r;
 }
 
+/* 1 when inode_peek has ino (a live inode), and it is a directory if dir. */
+static int peeked(struct pohm_ns *ns, uint64_t ino, int dir)
+{
+	uint8_t csum[POHM_KV_CSUM];
+	struct pohm_inode in;
+	int r;
+
+	if (inode_peek(ns, ino, &in, csum))
+		return 0;
+	r = !dir || S_ISDIR(in.mode);
+	pohm_inode_clear(&in);
+	return r;
+}
+
+int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir)
+{
+	return peeked(ns, dir, 1);
+}
+
+int ns_inode_peeked(struct pohm_ns *ns, uint64_t ino)
+{
+	return peeked(ns, ino, 0);
+}
+
+int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
+			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+			   struct pohm_buf *b, uint8_t *csum)
+{
+	struct pohm_inode in;
+	int r = inode_peek(ns, ino, &in, csum);
+
+	if (r)
+		return r;
+	r = fn(&in, arg);
+	if (!r) {
+		in.version++;
+		in.txid = ns_random(ns);
+		r = pohm_inode_encode(b, &in);
+	}
+	pohm_inode_clear(&in);
+	return r;
+}
+
 int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 		    struct pohm_inode *out)
@@ -254,7 +297,7 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 	return -EBUSY;
 }
 
-static int nlink_fn(struct pohm_inode *in, void *arg)
+int ns_nlink_fn(struct pohm_inode *in, void *arg)
 {
 	int delta = *(int *)arg;
 
@@ -270,13 +313,13 @@ static int nlink_fn(struct pohm_inode *in, void *arg)
 
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
 {
-	return ns_inode_update(ns, ino, nlink_fn, &delta, NULL);
+	return ns_inode_update(ns, ino, ns_nlink_fn, &delta, NULL);
 }
 
 int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink)
 {
 	struct pohm_inode out;
-	int r = ns_inode_update(ns, ino, nlink_fn, &delta, &out);
+	int r = ns_inode_update(ns, ino, ns_nlink_fn, &delta, &out);
 
 	if (!r) {
 		*nlink = out.nlink;
@@ -559,24 +602,112 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+/* pohm_ns_read_along's inode and the handle it is for: thread-local, so no
+ * lock; taken (and cleared) by the thread's next ns_dir_lookup_with. */
+static __thread struct {
+	const struct pohm_ns *ns;
+	uint64_t ino;
+} read_along;
+
+void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino)
+{
+	read_along.ns = ino ? ns : NULL;
+	read_along.ino = ino;
+}
+
 int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm_dentry *e)
 {
 	return ns_dir_lookup_with(ns, dir, name, 0, e);
+}
+
+/* What ns_dir_lookup_with says from dir's inode (vi, sti) and the name's
+ * bucket at depth/index (vb, stb) as read. */
+static int lookup_judge(uint64_t dir, const char *name, unsigned depth, uint32_t index,
+			const struct pohm_kv_val *vi, int sti, const struct pohm_kv_val *vb, int stb,
+			struct pohm_dentry *e)
+{
+	struct pohm_bucket bk;
+	struct pohm_inode in;
+	int r, i;
+
+	/* The directory, as check_dir judges it. */
+	r = sti;
+	if (!r && pohm_inode_decode(&in, vi->data, vi->len))
+		r = -EIO;
+	if (!r) {
+		if (in.ino != dir)
+			r = -EIO;
+		else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
+			r = -ENOENT;
+		else if (!S_ISDIR(in.mode))
+			r = -ENOTDIR;
+		pohm_inode_clear(&in);
+	}
+	if (r)
+		return r;
+	/* The name: only the plain cases; the rest is ns_entry_get's. */
+	r = NS_NAME_UNKNOWN;
+	if (stb == -ENOENT && !depth) {
+		r = NS_NAME_ABSENT;	/* no bucket yet: an empty directory */
+	} else if (!stb && !pohm_bucket_decode(&bk, vb->data, vb->len)) {
+		if (bk.dir == dir && bk.depth == depth && bk.index == index &&
+		    bk.state == POHM_BUCKET_NORMAL) {
+			i = pohm_bucket_find(&bk, name);
+			if (i < 0)
+				r = NS_NAME_ABSENT;
+			else if (!bk.e[i].intent)
+				r = ns_entry_copy(e, &bk.e[i]);
+		}
+		pohm_bucket_clear(&bk);
+	}
+	return r;
+}
+
+int ns_dir_lookup_pair(struct pohm_ns *ns, uint64_t dir1, const char *name1,
+		       struct pohm_dentry *e1, int *r1, uint64_t dir2, const char *name2,
+		       struct pohm_dentry *e2, int *r2)
+{
+	struct pohm_kv_val v[4];
+	char keys[4][POHM_KEY_MAX];
+	const char *kp[4] = { keys[0], keys[1], keys[2], keys[3] };
+	unsigned depth1, depth2;
+	uint32_t index1, index2;
+	int st[4], r, i;
+
+	if (!ns->kv.ops->get_n || dir1 == dir2)
+		return 1;
+	pohm_key_inode(keys[0], dir1);
+	first_bucket_key(ns, dir1, pohm_name_hash(name1), keys[1], &depth1, &index1);
+	pohm_key_inode(keys[2], dir2);
+	first_bucket_key(ns, dir2, pohm_name_hash(name2), keys[3], &depth2, &index2);
+	memset(v, 0, sizeof(v));
+	r = ns->kv.ops->get_n(ns->kv.ctx, 4, kp, v, st);
+	if (r)
+		return r;
+	*r1 = lookup_judge(dir1, name1, depth1, index1, &v[0], st[0], &v[1], st[1], e1);
+	*r2 = lookup_judge(dir2, name2, depth2, index2, &v[2], st[2], &v[3], st[3], e2);
+	for (i = 0; i < 4; i++)
+		pohm_kv_val_free(&v[i]);
+	return 0;
 }
 
 int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
 		       struct pohm_dentry *e)
 {
 	struct pohm_kv_val v[3];
-	struct pohm_bucket bk;
 	struct pohm_inode in;
 	char keys[3][POHM_KEY_MAX];
 	const char *kp[3] = { keys[0], keys[1], keys[2] };
 	unsigned depth;
 	uint32_t index;
 	int st[3], r, i;
-	size_t n = also && also != dir ? 3 : 2;
+	size_t n;
 
+	if (!also && read_along.ns == ns) {
+		also = read_along.ino;	/* the caller's (pohm_ns_read_along) */
+		read_along.ns = NULL;
+	}
+	n = also && also != dir ? 3 : 2;
 	if (!ns->kv.ops->get_n)
 		goto sequential;
 	pohm_key_inode(keys[0], dir);
@@ -589,36 +720,7 @@ int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 	r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, st);
 	if (r)
 		return r;
-	/* The directory, as check_dir judges it. */
-	r = st[0];
-	if (!r && pohm_inode_decode(&in, v[0].data, v[0].len))
-		r = -EIO;
-	if (!r) {
-		if (in.ino != dir)
-			r = -EIO;
-		else if (in.hdr.flags & POHM_OBJF_TOMBSTONE)
-			r = -ENOENT;
-		else if (!S_ISDIR(in.mode))
-			r = -ENOTDIR;
-		pohm_inode_clear(&in);
-	}
-	/* The name: only the plain cases; the rest is ns_entry_get's. */
-	if (!r) {
-		r = NS_NAME_UNKNOWN;
-		if (st[1] == -ENOENT && !depth) {
-			r = NS_NAME_ABSENT;	/* no bucket yet: an empty directory */
-		} else if (!st[1] && !pohm_bucket_decode(&bk, v[1].data, v[1].len)) {
-			if (bk.dir == dir && bk.depth == depth && bk.index == index &&
-			    bk.state == POHM_BUCKET_NORMAL) {
-				i = pohm_bucket_find(&bk, name);
-				if (i < 0)
-					r = NS_NAME_ABSENT;
-				else if (!bk.e[i].intent)
-					r = ns_entry_copy(e, &bk.e[i]);
-			}
-			pohm_bucket_clear(&bk);
-		}
-	}
+	r = lookup_judge(dir, name, depth, index, &v[0], st[0], &v[1], st[1], e);
 	for (i = 0; i < (int)n; i++)
 		pohm_kv_val_free(&v[i]);
 	return r;

@@ -114,6 +114,17 @@ int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr 
 
 /* ---- names ---- */
 
+/*
+ * Read inode ino along with the next directory lookup this thread makes
+ * through ns (pohm_ns_lookup and the lookups inside create, unlink,
+ * rename), in the same round trip: a CAS of it right after then needs no
+ * read of its own (issue 23; e.g. the cache names a rename's source before
+ * it looks up the target).  What is read is not looked at otherwise.  0
+ * clears it; a lookup that has an inode of its own to read along ignores
+ * it.  Per thread.
+ */
+void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino);
+
 /* Look name up in dir: 0 and *ino (and *type, DT_*), -ENOENT, -ENOTDIR. */
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		   uint8_t *type);

@@ -106,6 +106,12 @@ int ns_dir_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, struct poh
  * name's inode: a wrong guess costs nothing but the read. */
 int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
 		       struct pohm_dentry *e);
+/* ns_dir_lookup of dir1/name1 and dir2/name2 (dir1 != dir2) in one round
+ * trip: *r1, *r2 (and e1, e2) as ns_dir_lookup gives each.  0, 1 (not
+ * done: no get_n, or one directory), or the get_n's -errno. */
+int ns_dir_lookup_pair(struct pohm_ns *ns, uint64_t dir1, const char *name1,
+		       struct pohm_dentry *e1, int *r1, uint64_t dir2, const char *name2,
+		       struct pohm_dentry *e2, int *r2);
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
@@ -118,6 +124,53 @@ int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 /* Read bucket (dir, depth, index) into ref: 0, -ENOENT, -EIO (fsck repairs). */
 int ns_bucket_read_at(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
 		      struct ns_bucket_ref *ref);
+/* One write of a put_n (kv.h): key data len expect as for put; st its answer. */
+struct ns_put {
+	const char *key;
+	const void *data;
+	size_t len;
+	const uint8_t *expect;
+	int st;
+};
+/*
+ * The first attempt of ns_entry_insert (the peeked bucket, plain case:
+ * room, the name absent) sent in one round trip with the nalso <
+ * POHM_KV_PUT_N other writes also[], through kv put_n (issue 23, decision
+ * 0022: a new inode and its entry, a mkdir's parent count).  1: not tried
+ * (no plain peeked bucket, no put_n in the store), nothing written; a
+ * -errno with also[i].st untouched: failed before anything was sent.  Else
+ * all were sent: also[i].st is each other write's answer, and the return
+ * the bucket's: 0 inserted, -EAGAIN lost (nothing of it written:
+ * ns_entry_insert reads), or -errno (its outcome may be unknown:
+ * ns_entry_insert settles it by our txid).
+ */
+int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
+			  struct ns_put *also, size_t nalso);
+/* The bucket of name in dir as this thread read or wrote it within
+ * NS_PEEK_NS (ns_peek) is NORMAL, has room and lacks name, and the store
+ * has put_n: a create may go straight to ns_entry_insert_along, whose CAS
+ * succeeding proves all of that held at its commit (decision 0017). */
+int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name);
+/*
+ * The first attempt of ns_inode_update without its write: fn run on the
+ * version of ino this thread saw (ns_peek), version and txid moved on, the
+ * bytes in *b (pohm_buf_free them) and the checksum they replace in csum,
+ * for a put_n.  0, -ENOENT (no peeked copy), 1 (fn says stop), -errno.
+ */
+int ns_inode_change_peeked(struct pohm_ns *ns, uint64_t ino,
+			   int (*fn)(struct pohm_inode *in, void *arg), void *arg,
+			   struct pohm_buf *b, uint8_t *csum);
+/* 1 when this thread read or wrote dir's inode within NS_PEEK_NS
+ * (ns_peek) and it was a live directory then; else 0. */
+int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir);
+/* 1 when this thread read or wrote inode ino within NS_PEEK_NS, live. */
+int ns_inode_peeked(struct pohm_ns *ns, uint64_t ino);
+/* nlink_fn of ns_inode_nlink, for ns_inode_change_peeked (arg: int delta). */
+int ns_nlink_fn(struct pohm_inode *in, void *arg);
+/* ns_bucket_store of a NORMAL bucket in one put_n with *also (also->st its
+ * answer; decision 0022).  1: not sent (no put_n, or not a NORMAL bucket
+ * already stored); else as ns_bucket_store. */
+int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
 void ns_bucket_release(struct ns_bucket_ref *ref);
@@ -187,11 +240,15 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
  * *replaced_type the name it replaced (0: none); 1: not tried, or the CAS
  * lost (nothing written): decide on reads; an unknown outcome
  * (NS_UNSURE) leaves *src and *replaced set for ns_entry_rename_local
- * with the same txid to settle; else -errno.
+ * with the same txid to settle; else -errno.  also (may be NULL): a write
+ * sent in the same put_n as the bucket's CAS when sname is also_ino (the
+ * source's ctime, decision 0022); also->st is then its answer, else it
+ * stays 1 (not sent).
  */
 int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
-			   uint64_t *replaced, uint8_t *replaced_type);
+			   uint64_t *replaced, uint8_t *replaced_type, struct ns_put *also,
+			   uint64_t also_ino);
 /*
  * A rename inside one bucket of dir (issue 23): sname and dname in the
  * same NORMAL leaf bucket, neither with an intent, sname still sino and

@@ -536,6 +536,66 @@ static int insert_peeked(struct pohm_ns *ns, uint64_t dir, const struct pohm_den
 	return r == -EAGAIN ? 1 : r;
 }
 
+int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name)
+{
+	struct ns_bucket_ref ref;
+	int r;
+
+	if (!ns->kv.ops->put_n || bucket_peek(ns, dir, name, &ref))
+		return 0;
+	r = ref.bk.n < ns->bucket_max && pohm_bucket_find(&ref.bk, name) < 0;
+	ns_bucket_release(&ref);
+	return r;
+}
+
+int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
+			  struct ns_put *also, size_t nalso)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct ns_bucket_ref ref;
+	const char *keys[POHM_KV_PUT_N];
+	const void *datas[POHM_KV_PUT_N];
+	size_t lens[POHM_KV_PUT_N], i;
+	const uint8_t *expects[POHM_KV_PUT_N];
+	int st[POHM_KV_PUT_N], r;
+
+	if (!ns->kv.ops->put_n || nalso + 1 > POHM_KV_PUT_N || bucket_peek(ns, dir, e->name, &ref))
+		return 1;
+	if (ref.bk.n >= ns->bucket_max || pohm_bucket_find(&ref.bk, e->name) >= 0) {
+		ns_bucket_release(&ref);
+		return 1;
+	}
+	r = pohm_bucket_add(&ref.bk, e);
+	if (!r) {
+		ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+		r = pohm_bucket_encode(&b, &ref.bk);
+	}
+	if (r)
+		goto out;
+	for (i = 0; i < nalso; i++) {
+		keys[i] = also[i].key;
+		datas[i] = also[i].data;
+		lens[i] = also[i].len;
+		expects[i] = also[i].expect;
+	}
+	keys[nalso] = ref.key;
+	datas[nalso] = b.p;
+	lens[nalso] = b.len;
+	expects[nalso] = ref.csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
+	if (r) {
+		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
+		goto out;
+	}
+	for (i = 0; i < nalso; i++)
+		also[i].st = st[i];
+	r = st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
+out:
+	pohm_buf_free(&b);
+	ns_bucket_release(&ref);
+	return r;
+}
+
 /* ns_entry_remove's first attempt, the same way: the peeked bucket holds
  * name (for ino, if given) without an intent.  0, 1 (read), or -errno. */
 static int remove_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino)
@@ -614,9 +674,9 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
 /* In ref's bucket, entry i takes the name dname (with txid) and the entry j
  * it replaces (j < 0: none) goes, reported in *replaced and *replaced_type;
  * then the bucket is stored (CAS).  0 or -errno (-EAGAIN: lost the CAS). */
-static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
-			     const char *dname, uint64_t txid, uint64_t *replaced,
-			     uint8_t *replaced_type)
+/* bucket_move_entry's change of ref->bk, not stored.  0 or -errno. */
+static int bucket_move_apply(struct ns_bucket_ref *ref, int i, int j, const char *dname,
+			     uint64_t txid, uint64_t *replaced, uint8_t *replaced_type)
 {
 	struct pohm_dentry n = ref->bk.e[i];	/* (shallow: pohm_bucket_add copies) */
 	int r;
@@ -634,7 +694,66 @@ static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 	pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? j : i));
 	if (j >= 0)
 		pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? i : j));
-	return ns_bucket_store(ns, ref);
+	return 0;
+}
+
+static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type)
+{
+	int r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
+
+	return r ? r : ns_bucket_store(ns, ref);
+}
+
+int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	const char *keys[2];
+	const void *datas[2];
+	size_t lens[2];
+	const uint8_t *expects[2];
+	int st[2], r;
+
+	if (!ns->kv.ops->put_n || ref->absent || ref->bk.state != POHM_BUCKET_NORMAL)
+		return 1;
+	ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(&b, &ref->bk);
+	if (!r) {
+		keys[0] = also->key;
+		datas[0] = also->data;
+		lens[0] = also->len;
+		expects[0] = also->expect;
+		keys[1] = ref->key;
+		datas[1] = b.p;
+		lens[1] = b.len;
+		expects[1] = ref->csum;
+		r = ns->kv.ops->put_n(ns->kv.ctx, 2, keys, datas, lens, expects, st);
+	}
+	if (!r) {
+		also->st = st[0];
+		r = st[1] == -EEXIST ? -EAGAIN : st[1];
+		if (!r)
+			pohm_sha512(b.p, b.len, ref->csum);
+	}
+	pohm_buf_free(&b);
+	return r;
+}
+
+/* bucket_move_entry whose bucket CAS goes out in one put_n with *also
+ * (ns_bucket_store_along).  1: no put_n in the store (nothing changed). */
+static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
+			     const char *dname, uint64_t txid, uint64_t *replaced,
+			     uint8_t *replaced_type, struct ns_put *also)
+{
+	int r;
+
+	if (!ns->kv.ops->put_n)
+		return 1;
+	r = bucket_move_apply(ref, i, j, dname, txid, replaced, replaced_type);
+	if (!r)
+		r = ns_bucket_store_along(ns, ref, also);
+	return r == 1 ? ns_bucket_store(ns, ref) : r;	/* (changed: store it alone) */
 }
 /* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
  * unknown outcome before the call (ns_entry_rename_settle). */
@@ -716,7 +835,8 @@ int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, 
 
 int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
-			   uint64_t *replaced, uint8_t *replaced_type)
+			   uint64_t *replaced, uint8_t *replaced_type, struct ns_put *also,
+			   uint64_t also_ino)
 {
 	struct ns_bucket_ref ref;
 	int i, j, r;
@@ -744,7 +864,11 @@ int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 		ns_bucket_release(&ref);
 		return r;
 	}
-	r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
+	r = 1;
+	if (also && ref.bk.e[i].ino == also_ino)
+		r = bucket_move_along(ns, &ref, i, j, dname, txid, replaced, replaced_type, also);
+	if (r == 1)
+		r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
 	ns_bucket_release(&ref);
 	if (r == -EAGAIN)
 		r = 1;		/* lost the CAS: nothing written */

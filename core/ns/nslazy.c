@@ -153,6 +153,15 @@ static int lz_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv
 	return ns->store.ops->get_n(ns->store.ctx, n, keys, out, st);
 }
 
+static int lz_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		    const size_t *len, const uint8_t *const *expect, int *st)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->put_n(ns->store.ctx, n, keys, data, len, expect, st);
+}
+
 /* No storage call, nothing to check: a value this thread read or wrote. */
 static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
@@ -181,6 +190,7 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.get_n = ns->store.ops->get_n ? lz_get_n : NULL;
 	ns->lazy_ops.scan = ns->store.ops->scan ? lz_scan : NULL;
 	ns->lazy_ops.peek = ns->store.ops->peek ? lz_peek : NULL;
+	ns->lazy_ops.put_n = ns->store.ops->put_n ? lz_put_n : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

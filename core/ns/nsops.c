@@ -4,9 +4,12 @@
  *
  * Orders (DESIGN.md §3, "multi-object changes"), each with one commit point:
  *   create/mkdir/symlink: write the new inode (create-if-absent; an orphan
- *     inode is harmless), then insert the entry (commit).  mkdir raises the
- *     parent's nlink first: a count too high is repaired by fsck, one too
- *     low would be a lie.
+ *     inode is harmless) and insert the entry (commit); mkdir raises the
+ *     parent's nlink (a count too high is repaired by fsck).  When the
+ *     lookup's copies allow, all of these go out at once in one put_n
+ *     (decision 0022): an entry whose inode is missing reads as absent
+ *     (dangling_settle, fsck by age), and a parent count the entry got
+ *     ahead of is raised at once; else in that order, one after another.
  *   link: nlink+1 first, then insert the entry (commit).
  *   unlink: remove the entry (commit), then nlink-1 (tombstone at 0).
  *   rmdir: RMDIR intent on the entry, seal every (empty) bucket of the
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "ns_http.h"
 #include "ns_int.h"
@@ -45,10 +49,20 @@ static int check_dir(struct pohm_ns *ns, uint64_t dir)
 /* The entry dir/name; a missing one is -ENOENT only if dir is a live
  * directory.  The directory and the name's bucket are read together
  * (ns_dir_lookup): a missing name costs one round trip, not two. */
+static int entry_from(struct pohm_ns *ns, uint64_t dir, const char *name, int r,
+		      struct pohm_dentry *e);
+
 static int entry_of_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t also,
 			 struct pohm_dentry *e)
 {
-	int r = ns_dir_lookup_with(ns, dir, name, also, e), d;
+	return entry_from(ns, dir, name, ns_dir_lookup_with(ns, dir, name, also, e), e);
+}
+
+/* entry_of_with's answer from what ns_dir_lookup_with said (r). */
+static int entry_from(struct pohm_ns *ns, uint64_t dir, const char *name, int r,
+		      struct pohm_dentry *e)
+{
+	int d;
 
 	if (r == NS_NAME_ABSENT)
 		return -ENOENT;
@@ -107,42 +121,143 @@ int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t 
 
 /* ---------------------------------------------------------------- create */
 
+/* A new inode's attributes with a fresh random number (not written yet;
+ * in->target is the caller's, or NULL). */
+static void inode_fill(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_t uid,
+		       uint32_t gid, uint64_t rdev, const char *target, struct pohm_inode *in)
+{
+	char key[POHM_KEY_MAX];
+
+	do {
+		memset(in, 0, sizeof(*in));
+		in->ino = ns_random(ns) >> 1;
+	} while (in->ino <= POHM_ROOT_INO);
+	pohm_key_inode(key, in->ino);
+	ns_hdr(ns, &in->hdr, POHM_OBJ_INODE, parent, key);
+	in->mode = mode;
+	in->uid = uid;
+	in->gid = gid;
+	in->rdev = rdev;
+	in->nlink = S_ISDIR(mode) ? 2 : 1;
+	in->chunk_shift = (uint8_t)ns->chunk_shift;
+	in->version = 1;
+	ns_now_ts(&in->mtime);
+	in->atime = in->ctime = in->btime = in->mtime;
+	in->target = (char *)target;
+	in->size = target ? strlen(target) : 0;
+}
+
+/* in->target as its own copy of target (the caller's until now). */
+static int inode_own_target(struct pohm_inode *in, const char *target)
+{
+	in->target = NULL;
+	if (!target)
+		return 0;
+	in->target = malloc(strlen(target) + 1);
+	if (!in->target)
+		return -ENOMEM;
+	strcpy(in->target, target);
+	return 0;
+}
+
 /* Write a new inode with a fresh random number (create-if-absent). */
 static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_t uid,
 		     uint32_t gid, uint64_t rdev, const char *target, struct pohm_inode *in)
 {
-	char key[POHM_KEY_MAX];
 	int tries, r = -EBUSY;
 
 	for (tries = 0; tries < 8; tries++) {
-		memset(in, 0, sizeof(*in));
-		in->ino = ns_random(ns) >> 1;
-		if (in->ino <= POHM_ROOT_INO)
-			continue;
-		pohm_key_inode(key, in->ino);
-		ns_hdr(ns, &in->hdr, POHM_OBJ_INODE, parent, key);
-		in->mode = mode;
-		in->uid = uid;
-		in->gid = gid;
-		in->rdev = rdev;
-		in->nlink = S_ISDIR(mode) ? 2 : 1;
-		in->chunk_shift = (uint8_t)ns->chunk_shift;
-		in->version = 1;
-		ns_now_ts(&in->mtime);
-		in->atime = in->ctime = in->btime = in->mtime;
-		in->target = (char *)target;
-		in->size = target ? strlen(target) : 0;
+		inode_fill(ns, parent, mode, uid, gid, rdev, target, in);
 		r = ns_inode_put(ns, in, POHM_KV_NEW);	/* a random number: no race */
 		in->target = NULL;
 		if (r != -EEXIST)
 			break;		/* -EEXIST: the number is taken; draw another */
 	}
-	if (!r && target) {
-		in->target = malloc(strlen(target) + 1);
-		if (!in->target)
-			return -ENOMEM;
-		strcpy(in->target, target);
+	if (!r)
+		r = inode_own_target(in, target);
+	return r;
+}
+
+/*
+ * The new inode and its entry in one round trip (issue 23, decision 0022):
+ * the inode's create-new and the insert into the bucket this thread just
+ * read (ns_entry_insert_along), sent together; for a directory also the
+ * parent's link count + 1 on the copy of the parent the lookup just read.
+ * Any of them may land without the others (no order, and the writer may
+ * die between): an inode without its entry is an orphan (fsck collects
+ * it, as before); an entry whose inode is not there reads as absent
+ * (getattr -ENOENT; dangling_settle; fsck by age); a parent count too high
+ * is fsck's, as before; one too low (the entry in, the count's CAS lost
+ * or not landed) is raised by the caller at once (*parent_done 0), and
+ * only a writer that dies in between leaves it for fsck.
+ * 0: all written (*in, e->ino set); 1: the entry lost its CAS or its
+ * outcome is unknown, with the inode written (*in, e->ino set): the caller
+ * goes on as after inode_new (the reading insert); 2: nothing sent
+ * (inode_new and insert as before); -errno: failed, nothing of ours named.
+ * *parent_done: the parent's count is known raised by this call.
+ */
+static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e,
+			 uint32_t mode, uint32_t uid, uint32_t gid, uint64_t rdev,
+			 const char *target, struct pohm_inode *in, int *parent_done)
+{
+	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT;
+	uint8_t pcsum[POHM_KV_CSUM];
+	char pkey[POHM_KEY_MAX];
+	struct ns_put p[2];
+	size_t n = 1;
+	int r, delta = 1;
+
+	*parent_done = 0;
+	inode_fill(ns, dir, mode, uid, gid, rdev, target, in);
+	r = pohm_inode_encode(&b, in);
+	in->target = NULL;
+	if (r)
+		goto out;
+	e->ino = in->ino;
+	memset(p, 0, sizeof(p));
+	p[0].st = p[1].st = 1;	/* not sent */
+	p[0].key = in->hdr.key;
+	p[0].data = b.p;
+	p[0].len = b.len;
+	p[0].expect = POHM_KV_NEW;
+	if (S_ISDIR(mode)) {
+		/* The parent as the lookup just read it (no copy: not together). */
+		if (ns_inode_change_peeked(ns, dir, ns_nlink_fn, &delta, &pb, pcsum)) {
+			r = 2;
+			goto out;
+		}
+		pohm_key_inode(pkey, dir);
+		p[1].key = pkey;
+		p[1].data = pb.p;
+		p[1].len = pb.len;
+		p[1].expect = pcsum;
+		n = 2;
 	}
+	r = ns_entry_insert_along(ns, dir, e, p, n);
+	if (r == 1 || p[0].st == 1) {
+		r = r == 1 || !r ? 2 : r;	/* nothing sent (or failed before) */
+		goto out;
+	}
+	*parent_done = n == 2 && !p[1].st;
+	if (!p[0].st) {
+		if (inode_own_target(in, target))
+			r = -ENOMEM;	/* (the entry, if in, names a live inode) */
+		else
+			r = r ? 1 : 0;	/* lost or unsure: the reading insert settles it */
+		goto out;
+	}
+	/*
+	 * The inode was not written (the number was taken: -EEXIST, or the
+	 * storage failed).  Our entry, where it landed, would name another
+	 * inode or none: take it out (by name and number: nobody else has
+	 * this pair); what cannot be taken out now fsck removes by age.
+	 */
+	if (r != -EAGAIN)
+		ns_entry_remove(ns, dir, e->name, e->ino);
+	r = p[0].st == -EEXIST ? 2 : p[0].st;
+out:
+	pohm_buf_free(&b);
+	pohm_buf_free(&pb);
 	return r;
 }
 
@@ -158,17 +273,62 @@ static void inode_discard(struct pohm_ns *ns, struct pohm_inode *in)
 	pohm_inode_clear(in);
 }
 
+/*
+ * dir/name names ino, which is not there (pohm_ns_getattr said -ENOENT):
+ * a create of another writer whose inode has not landed yet (its inode and
+ * entry go out together, decision 0022), or one that died with only the
+ * entry written.  The inode is read again with growing pauses for up to
+ * the intent timeout (longer than a write may stay undecided): 0 with *out
+ * when it appears; else the entry is taken out (by name and number, so
+ * nothing newer goes) and -ENOENT says the name is free; -errno.
+ */
+static int dangling_settle(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			   struct pohm_inode *out)
+{
+	uint64_t t0 = ns_now_ns();
+	unsigned attempt = 1;
+	int r;
+
+	do {
+		if (attempt < 8) {
+			ns_backoff(ns, attempt++);	/* a create in flight: soon */
+		} else {
+			struct timespec ts = { 0, 50000000 };	/* then every 50 ms */
+
+			nanosleep(&ts, NULL);
+		}
+		r = pohm_ns_getattr(ns, ino, out);
+		if (r != -ENOENT)
+			return r;
+	} while (ns_now_ns() - t0 < ns->intent_timeout_ns);
+	pohm_warn("directory %llu: entry \"%s\" names inode %llu, missing for %llu ms: "
+		  "taken out (a create that died half-way)", (unsigned long long)dir, name,
+		  (unsigned long long)ino, (unsigned long long)(ns->intent_timeout_ns / 1000000));
+	r = ns_entry_remove(ns, dir, name, ino);
+	return r && r != -ENOENT && r != -ESTALE ? r : -ENOENT;
+}
+
 static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_t mode,
 		     uint32_t uid, uint32_t gid, uint64_t rdev, const char *target,
 		     unsigned flags, struct pohm_inode *out)
 {
 	struct pohm_dentry e = { 0 }, old = { 0 };
 	struct pohm_inode in;
-	int r, isdir = S_ISDIR(mode);
+	int r, isdir = S_ISDIR(mode), again = 0, parent_done = 0;
 
 	r = ns_check_name(name);
 	if (r)
 		return r;
+	/*
+	 * The bucket this thread read or wrote within 2 s (the create before,
+	 * in a tar -x or a checkout) lacks the name: no lookup at all, the
+	 * insert's CAS on that copy decides (it succeeds only if the copy was
+	 * the committed bucket: NORMAL, unsealed, hence a live directory,
+	 * without the name; decision 0017).  Anything else reads.
+	 */
+	if (ns_name_absent_peeked(ns, dir, name) && (!isdir || ns_dir_peeked(ns, dir)))
+		goto make;	/* (a mkdir also needs the parent's copy, for its count) */
+again:
 	/* The directory and the name's bucket in one round trip (issue 23);
 	 * an exclusive create reads the bucket too, for its insert (ns_peek). */
 	r = ns_dir_lookup(ns, dir, name, &e);
@@ -188,28 +348,51 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 			ino = e.ino;
 			pohm_dentry_clear(&e);
 			memset(&e, 0, sizeof(e));
-			return out ? (pohm_ns_getattr(ns, ino, out) ?: 1) : 1;
+			if (!out)
+				return 1;
+			r = pohm_ns_getattr(ns, ino, out);
+			if (r != -ENOENT || again++)
+				return r ?: 1;
+			/* A name whose inode is not there: another create in
+			 * flight, or one that died half-way (decision 0022). */
+			r = dangling_settle(ns, dir, name, ino, out);
+			if (r != -ENOENT)
+				return r ?: 1;
+			goto again;	/* taken out: the name is free */
 		}
 		if (r != -ENOENT)
 			return r;
 	}
-	if (isdir) {
-		r = ns_inode_nlink(ns, dir, +1);
-		if (r)
-			return r;
-	}
-	r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
-	if (r)
-		goto undo_parent;
+make:
 	e.name = (char *)name;
-	e.ino = in.ino;
 	e.type = ns_dtype(mode);
 	e.txid = ns_random(ns);
+	r = make_together(ns, dir, &e, mode, uid, gid, rdev, target, &in, &parent_done);
+	if (!r)
+		goto made;
+	if (r < 0)
+		goto undo_parent;
+	if (r == 2) {
+		/* As before: the parent's count first (too high is safe). */
+		if (isdir && !parent_done) {
+			r = ns_inode_nlink(ns, dir, +1);
+			if (r)
+				return r;
+			parent_done = 1;
+		}
+		r = inode_new(ns, dir, mode, uid, gid, rdev, target, &in);
+		if (r)
+			goto undo_parent;
+		e.ino = in.ino;
+	}
 	r = ns_entry_insert(ns, dir, &e, &old);
 	if (r == -NS_EMAYBE) {
 		/* The entry may be in: its inode stays (an orphan at worst,
-		 * which fsck collects), and so does the parent's link. */
+		 * which fsck collects), and so does the parent's link (raised
+		 * now if its CAS did not go through: too high is safe). */
 		pohm_inode_clear(&in);
+		if (isdir && !parent_done)
+			ns_inode_nlink(ns, dir, +1);
 		return -EIO;
 	}
 	if (r) {
@@ -222,13 +405,22 @@ static int make_node(struct pohm_ns *ns, uint64_t dir, const char *name, uint32_
 		pohm_dentry_clear(&old);
 		goto undo_parent;
 	}
+made:
+	if (isdir && !parent_done) {
+		/* The count's CAS went with the entry and lost (or its outcome
+		 * is unknown: one too many is safe): raise it now. */
+		r = ns_inode_nlink(ns, dir, +1);
+		if (r)
+			pohm_warn("directory %llu: link count not raised for \"%s\" (%d): "
+				  "one too low until repair", (unsigned long long)dir, name, r);
+	}
 	if (out)
 		*out = in;
 	else
 		pohm_inode_clear(&in);
 	return 0;
 undo_parent:
-	if (isdir)
+	if (isdir && parent_done)
 		ns_inode_nlink(ns, dir, -1);
 	return r;
 }
@@ -414,7 +606,7 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
  * (someone else finished or aborted it).
  */
 static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t txid,
-			 int commit, uint64_t repoint, uint8_t repoint_type)
+			 int commit, uint64_t repoint, uint8_t repoint_type, struct ns_put *also)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -455,7 +647,12 @@ static int intent_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 				free(e->i_name);
 				e->i_name = NULL;
 			}
-			r = ns_bucket_store(ns, &ref);
+			/* The first attempt may carry another write (decision 0022). */
+			r = 1;
+			if (also && also->st == 1 && peeked)
+				r = ns_bucket_store_along(ns, &ref, also);
+			if (r == 1)
+				r = ns_bucket_store(ns, &ref);
 		}
 		ns_bucket_release(&ref);
 		if (r != -EAGAIN)
@@ -552,6 +749,47 @@ static int tomb_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+/*
+ * Two inode changes that may land in either order or alone (each after a
+ * commit point, decision 0022), on the copies this thread read within 2 s
+ * (ns_inode_change_peeked), in one put_n.  *st_a / *st_b: each put's
+ * answer (0 written, -EAGAIN lost: nothing written, else unknown), or 1
+ * when nothing was sent (no copy, no put_n): the caller then changes
+ * each by ns_inode_update as before.
+ */
+static void two_inodes_along(struct pohm_ns *ns, uint64_t a, int (*fa)(struct pohm_inode *, void *),
+			     void *arg_a, uint64_t b, int (*fb)(struct pohm_inode *, void *),
+			     void *arg_b, int *st_a, int *st_b)
+{
+	struct pohm_buf ba = POHM_BUF_INIT, bb = POHM_BUF_INIT;
+	uint8_t ca[POHM_KV_CSUM], cb[POHM_KV_CSUM];
+	char ka[POHM_KEY_MAX], kb[POHM_KEY_MAX];
+	const char *keys[2] = { ka, kb };
+	const void *data[2];
+	size_t len[2];
+	const uint8_t *expect[2] = { ca, cb };
+	int st[2];
+
+	*st_a = *st_b = 1;
+	if (!ns->kv.ops->put_n || a == b ||
+	    ns_inode_change_peeked(ns, a, fa, arg_a, &ba, ca) ||
+	    ns_inode_change_peeked(ns, b, fb, arg_b, &bb, cb))
+		goto out;
+	pohm_key_inode(ka, a);
+	pohm_key_inode(kb, b);
+	data[0] = ba.p;
+	len[0] = ba.len;
+	data[1] = bb.p;
+	len[1] = bb.len;
+	if (!ns->kv.ops->put_n(ns->kv.ctx, 2, keys, data, len, expect, st)) {
+		*st_a = st[0];
+		*st_b = st[1];
+	}
+out:
+	pohm_buf_free(&ba);
+	pohm_buf_free(&bb);
+}
+
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
 	uint64_t ino = 0;
@@ -564,7 +802,7 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		      int *gone)
 {
 	struct pohm_dentry e, intent = { 0 };
-	int r;
+	int r, delta = -1, st_tomb, st_nlink;
 
 	*gone = -1;
 
@@ -592,11 +830,11 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		goto out;
 	r = seal_dir(ns, e.ino, intent.i_txid, dir, name);
 	if (r) {
-		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0);
+		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0, NULL);
 		goto out;
 	}
 	/* Commit point: the entry goes, if our intent is still there. */
-	r = intent_finish(ns, dir, name, intent.i_txid, 1, 0, 0);
+	r = intent_finish(ns, dir, name, intent.i_txid, 1, 0, 0, NULL);
 	if (r == -ENOENT) {
 		unseal_dir(ns, e.ino, intent.i_txid);
 		r = -EBUSY;	/* aborted by a writer that met our seal */
@@ -604,9 +842,14 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	}
 	if (r)
 		goto out;
-	if (!ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
+	/* The tombstone and the parent's count in one round trip (both after
+	 * the commit point: either alone is a count too high or an unnamed
+	 * empty inode, fsck's as before; decision 0022). */
+	two_inodes_along(ns, e.ino, tomb_fn, NULL, dir, ns_nlink_fn, &delta, &st_tomb, &st_nlink);
+	if (!st_tomb || !ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
 		*gone = 1;	/* the tombstone is written: no read to learn it */
-	ns_inode_nlink(ns, dir, -1);
+	if (st_nlink == 1 || st_nlink == -EAGAIN)
+		ns_inode_nlink(ns, dir, -1);	/* not written (unknown: one too many is safe) */
 out:
 	pohm_dentry_clear(&e);
 	return r;
@@ -776,6 +1019,7 @@ static int parent_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+
 static int touch_fn(struct pohm_inode *in, void *arg)
 {
 	ns_now_ts(&in->ctime);
@@ -792,7 +1036,11 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		       const char *dname, unsigned flags, uint64_t guess)
 {
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
-	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE;
+	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE, touched = 0;
+	struct pohm_buf tb = POHM_BUF_INIT;	/* the source's ctime, sent along */
+	uint8_t tcsum[POHM_KV_CSUM];
+	char tkey[POHM_KEY_MAX];
+	struct ns_put touch = { .st = 1 };
 	uint64_t replaced = 0;
 	uint8_t rtype = 0;
 
@@ -807,8 +1055,22 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		uint64_t dino;
 		uint8_t dtype;
 
+		/* The source's ctime in the same round trip, on the copy read
+		 * along with the lookup (decision 0022): independent of the
+		 * move, so any of the two may land alone. */
+		if (guess && !ns_inode_change_peeked(ns, guess, touch_fn, NULL, &tb, tcsum)) {
+			pohm_key_inode(tkey, guess);
+			touch.key = tkey;
+			touch.data = tb.p;
+			touch.len = tb.len;
+			touch.expect = tcsum;
+		}
 		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
-					   &replaced, &rtype);
+					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
+		pohm_buf_free(&tb);
+		touched = touch.key && !touch.st;
+		touch.key = NULL;
+		touch.st = 1;
 		if (!r)
 			goto committed;
 		if (NS_UNSURE(r)) {
@@ -826,14 +1088,30 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		replaced = 0;
 		rtype = 0;
 	}
-	/* The target directory and the target name in one round trip. */
-	r = ns_dir_lookup(ns, ddir, dname, &dst);
-	if (r < 0)
-		return r;
-	have_dst = r;		/* 0: the name is there (dst), else to be read or absent */
-	/* The source's inode as the caller guesses it comes along: its ctime
-	 * CAS at the end needs no read (ns_peek). */
-	r = entry_of_with(ns, sdir, sname, guess, &src);
+	/*
+	 * Across directories, when the source's inode is already at hand
+	 * (read along with the cache's lookup of the target, or no guess):
+	 * the target's and the source's directory and bucket in one round
+	 * trip (decision 0022).
+	 */
+	if (sdir != ddir && (!guess || ns_inode_peeked(ns, guess)) &&
+	    !ns_dir_lookup_pair(ns, ddir, dname, &dst, &have_dst, sdir, sname, &src, &r)) {
+		if (have_dst < 0) {
+			if (!r)
+				pohm_dentry_clear(&src);
+			return have_dst;
+		}
+		r = entry_from(ns, sdir, sname, r, &src);
+	} else {
+		/* The target directory and the target name in one round trip. */
+		r = ns_dir_lookup(ns, ddir, dname, &dst);
+		if (r < 0)
+			return r;
+		have_dst = r;	/* 0: the name is there (dst), else to be read or absent */
+		/* The source's inode as the caller guesses it comes along: its
+		 * ctime CAS at the end needs no read (ns_peek). */
+		r = entry_of_with(ns, sdir, sname, guess, &src);
+	}
 	if (r) {
 		if (!have_dst)
 			pohm_dentry_clear(&dst);
@@ -929,8 +1207,25 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
 	if (r)
 		goto abort;
-	/* The source name goes (or, for an exchange, takes the other inode). */
-	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype);
+	/*
+	 * The source name goes (or, for an exchange, takes the other inode);
+	 * a file's ctime goes with it, on the copy read along before (the
+	 * cache's pohm_ns_read_along): both after the commit point, either
+	 * may land alone (decision 0022).
+	 */
+	if (!exch && src.type != DT_DIR && !ns_inode_change_peeked(ns, src.ino, touch_fn, NULL,
+								  &tb, tcsum)) {
+		pohm_key_inode(tkey, src.ino);
+		touch.key = tkey;
+		touch.data = tb.p;
+		touch.len = tb.len;
+		touch.expect = tcsum;
+	}
+	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype,
+			  touch.key ? &touch : NULL);
+	pohm_buf_free(&tb);
+	if (touch.key && !touch.st)
+		touched = 1;
 	if (r == -ENOENT)
 		r = 0;		/* a helper finished it for us */
 	if (r)
@@ -949,7 +1244,7 @@ committed:
 		if (!(replaced && rtype == DT_DIR && !exch))
 			ns_inode_nlink(ns, ddir, +1);
 		ns_inode_nlink(ns, sdir, -1);
-	} else {
+	} else if (!touched) {
 		ns_inode_update(ns, src.ino, touch_fn, NULL, NULL);
 	}
 	if (exch && replaced && sdir != ddir && rtype == DT_DIR) {
@@ -960,7 +1255,7 @@ committed:
 	ns_http_rename(ns, sdir, sname, ddir, dname, src.ino, src.type, exch ? replaced : 0, rtype);
 	goto out;
 abort:
-	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0);
+	intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0, NULL);
 	if (sealed)
 		unseal_dir(ns, dst.ino, intent.i_txid);
 out:

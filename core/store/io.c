@@ -290,10 +290,15 @@ struct pohm_req *io_op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t fl
 /* Run the requests; those answered -95 are re-routed after a forced refresh and sent once more. */
 void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
 {
+	pohm_net_run(op->c->net, op->ptrs, op->n, deadline, enough, op);
+	io_op_reroute(op, deadline, enough);
+}
+
+void io_op_reroute(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
+{
 	struct pohm_req *again[POHM_MAX_GROUPS];
 	size_t k, m = 0;
 
-	pohm_net_run(op->c->net, op->ptrs, op->n, deadline, enough, op);
 	for (k = 0; k < op->n; k++)
 		if (op->reqs[k].status == -EOPNOTSUPP)
 			again[m++] = &op->reqs[k];

@@ -277,6 +277,34 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
 
+#define POHM_IO_CAS_PUT_N	4	/* keys per pohm_io_cas_put_n */
+
+/* One key of pohm_io_cas_put_n: the arguments of pohm_io_cas_put, and its answer. */
+struct pohm_io_cas_put {
+	const void *key;
+	size_t keylen;
+	const void *data;
+	size_t len;
+	struct pohm_cas_old old;
+	struct pohm_io_result res;
+	int rc;				/* out: what pohm_io_cas_put returned for it */
+	int done;			/* internal; 0 on entry */
+};
+
+/*
+ * pohm_io_cas_put of n <= POHM_IO_CAS_PUT_N different keys, their first
+ * attempts (every group at once) sent together and waited for once (issue
+ * 23: independent writes of one operation).  Nothing orders them: any
+ * subset may land, in any order, and a client that dies meanwhile may leave
+ * any subset committed; callers send together only writes each of whose
+ * partial outcomes is a state the namespace reads and repairs.  Each key
+ * then goes on alone exactly as pohm_io_cas_put would (confirm, rollback,
+ * catch-up, the arbiter retry); a key that would not go to every group at
+ * once first (cas_parallel_first) is put alone after the others.  p[i].rc
+ * and p[i].res are that call's.  0, or -EINVAL (n too large).
+ */
+int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p);
+
 #define POHM_IO_CAS_MANY	512	/* keys per pohm_io_cas_get_many */
 
 struct pohm_io_cas_val {

@@ -58,6 +58,9 @@ struct pohm_req *io_op_add(struct gop *op, unsigned gi, int32_t cmd, uint64_t fl
 			   const void *p1, size_t n1, const void *p2, size_t n2);
 /* Run the requests; those answered -95 are re-routed after a forced refresh and sent once more. */
 void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
+/* io_op_run's second half, for requests run together with other ops' (a
+ * multi-key CAS): those answered -95 are re-routed and sent once more. */
+void io_op_reroute(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
 /* The quorum is in: lower *dl to a grace as long as the quorum took (at least 20 ms). */
 void io_set_grace(struct gop *op, uint64_t *dl);
 /* Enough for a write: op->w acknowledged (with op->pre_ok), then the rest for a grace. */

@@ -1013,18 +1013,15 @@ static int cas_tie_group(const struct gop *op)
  * forward to, no group replaced ours) and the tie group applied ours:
  * the caller may then try once more, the arbiter first.
  */
-static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8_t *sum,
-		       const struct pohm_cas_old *old, int parallel, int *retry)
+/* An attempt's start: outcomes cleared, stamped now, its WRITE attributes in io. */
+static void cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_old *old,
+			      uint8_t io[POHM_IO_ATTR_SIZE])
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;
-	uint8_t io[POHM_IO_ATTR_SIZE];
 	struct pohm_io_attr a;
-	uint64_t deadline = op->start + cas_ack_window(c);	/* later acks do not count */
-	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
-	int rc, tie, forward = 0, late = 0;
+	unsigned gi;
 
-	*retry = 0;
 	res->committed = 0;
 	op->pre_ok = 0;
 	for (gi = 0; gi < res->ngroups; gi++) {
@@ -1041,9 +1038,38 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 	a.timestamp = res->ts;
 	a.size = len;
 	pohm_io_attr_encode(io, &a);
-	rc = cas_send(op, io, data, len, old, parallel, deadline);
-	if (rc)
-		return rc;
+}
+
+static int cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+			   const struct pohm_cas_old *old, int parallel, int *retry);
+
+static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+		       const struct pohm_cas_old *old, int parallel, int *retry)
+{
+	uint8_t io[POHM_IO_ATTR_SIZE];
+	int rc;
+
+	*retry = 0;
+	cas_attempt_start(op, len, old, io);
+	rc = cas_send(op, io, data, len, old, parallel, op->start + cas_ack_window(op->c));
+	return rc ? rc : cas_attempt_end(op, data, len, sum, old, parallel, retry);
+}
+
+/* The rest of an attempt once its writes were answered (cas_attempt). */
+static int cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+			   const struct pohm_cas_old *old, int parallel, int *retry)
+{
+	struct pohm_client *c = op->c;
+	struct pohm_io_result *res = op->res;
+	struct {
+		uint8_t parent[POHM_ID_SIZE];
+	} a;
+	uint64_t deadline = op->start + cas_ack_window(c);	/* later acks do not count */
+	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
+	int tie, forward = 0, late = 0;
+
+	*retry = 0;
+	memcpy(a.parent, old->csum ? old->csum : c->marker_sum, POHM_ID_SIZE);
 	tie = cas_tie_group(op);
 	for (gi = 0; gi < res->ngroups; gi++) {
 		applied += res->g[gi].applied > 0;
@@ -1181,4 +1207,120 @@ out:
 	io_op_release(op);
 	free(op);
 	return rc;
+}
+
+/* ---------------------------------------------------------------- put of several keys */
+
+/* pohm_io_cas_put_n's run: each key's write enough (io_write_enough, its
+ * own grace once it has its majority); all of them, for the run to end. */
+struct put_many {
+	size_t n;
+	struct gop *op[POHM_IO_CAS_PUT_N];
+	uint64_t dl[POHM_IO_CAS_PUT_N];
+};
+
+static int put_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct put_many *m = arg;
+	uint64_t last = 0;
+	int all = 1, quorum = 1;
+	size_t i;
+
+	(void)reqs;
+	(void)n;
+	for (i = 0; i < m->n; i++) {
+		if (!m->op[i])
+			continue;
+		if (!io_write_enough(m->op[i], NULL, 0, &m->dl[i]))
+			all = 0;
+		if (!m->op[i]->quorum_at)
+			quorum = 0;
+		else if (m->dl[i] > last)
+			last = m->dl[i];
+	}
+	if (quorum && last && last < *dl)
+		*dl = last;	/* every key has its majority: the longest grace */
+	return all;
+}
+
+int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p)
+{
+	struct put_many m;
+	struct pohm_req *ptrs[POHM_IO_CAS_PUT_N * POHM_MAX_GROUPS];
+	uint8_t io[POHM_IO_CAS_PUT_N][POHM_IO_ATTR_SIZE];
+	uint8_t sum[POHM_IO_CAS_PUT_N][POHM_ID_SIZE];
+	uint64_t start, deadline;
+	size_t i, k, np = 0, together = 0;
+	unsigned gi;
+	int retry;
+
+	if (n > POHM_IO_CAS_PUT_N)
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.n = n;
+	for (i = 0; i < n; i++) {
+		p[i].rc = 0;
+		/* Only first attempts that go to every group at once ride together. */
+		if (!cas_parallel_first(&p[i].old) || !p[i].len || p[i].len > POHM_IO_PACKET_MAX)
+			continue;
+		m.op[i] = malloc(sizeof(*m.op[i]));
+		if (!m.op[i])
+			goto alone;
+		io_op_init(m.op[i], c, p[i].key, p[i].keylen, &p[i].res);
+		m.op[i]->own_node = 1;
+		m.op[i]->w = p[i].res.ngroups / 2 + 1;
+		p[i].res.size = p[i].len;
+		pohm_sha512(p[i].data, p[i].len, sum[i]);
+		together++;
+	}
+	if (together < 2 || pohm_net_refresh(c->net, pohm_sys_mono_ns() + cas_ack_window(c), 0))
+		goto alone;	/* nothing to gain, or each call says what failed */
+	start = pohm_sys_mono_ns();
+	deadline = start + cas_ack_window(c);
+	for (i = 0; i < n; i++) {
+		if (!m.op[i])
+			continue;
+		m.op[i]->start = start;
+		cas_attempt_start(m.op[i], p[i].len, &p[i].old, io[i]);
+		for (gi = 0; gi < p[i].res.ngroups; gi++)
+			io_op_add(m.op[i], gi, POHM_CMD_WRITE, 0, io[i], POHM_IO_ATTR_SIZE,
+				  p[i].data, p[i].len);
+		for (k = 0; k < m.op[i]->n; k++)
+			ptrs[np++] = m.op[i]->ptrs[k];
+		m.dl[i] = deadline;
+	}
+	/* One wait for every key's first attempt (issue 23). */
+	pohm_net_run(c->net, ptrs, np, deadline, put_many_enough, &m);
+	for (i = 0; i < n; i++) {
+		struct gop *op = m.op[i];
+
+		if (!op)
+			continue;
+		io_op_reroute(op, deadline, io_write_enough);
+		io_write_collect(op);
+		for (k = 0; k < op->n; k++)
+			p[i].res.g[op->gi[k]].applied = write_outcome(&op->reqs[k]);
+		io_op_release(op);
+		op->quorum_at = 0;
+		/* Then each key as pohm_io_cas_put goes on from there. */
+		p[i].rc = cas_attempt_end(op, p[i].data, p[i].len, sum[i], &p[i].old, 1, &retry);
+		if (retry) {
+			io_note(op, "split by a racing writer and undone: again, the arbiter first");
+			op->start = pohm_sys_mono_ns();
+			p[i].rc = cas_attempt(op, p[i].data, p[i].len, sum[i], &p[i].old, 0, &retry);
+		}
+		io_op_release(op);
+		free(op);
+		m.op[i] = NULL;
+		p[i].done = 1;
+	}
+alone:
+	for (i = 0; i < n; i++) {
+		free(m.op[i]);
+		if (!p[i].done)
+			p[i].rc = pohm_io_cas_put(c, p[i].key, p[i].keylen, p[i].data, p[i].len,
+						  &p[i].old, &p[i].res);
+		p[i].done = 1;
+	}
+	return 0;
 }

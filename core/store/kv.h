@@ -27,6 +27,7 @@
 
 #define POHM_KV_CSUM 64
 #define POHM_KV_GET_N 4		/* get_n batches up to this size are remembered (peek) */
+#define POHM_KV_PUT_N 4		/* keys per put_n */
 
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
@@ -85,6 +86,17 @@ struct pohm_kv_ops {
 	 * kept), -ENOMEM.  NULL in a store without it.
 	 */
 	int (*peek)(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
+	/*
+	 * put of n <= POHM_KV_PUT_N different keys, every expect a condition
+	 * (not NULL), sent together and waited for once (issue 23): st[i] is
+	 * what put returns for keys[i].  Nothing orders them: a writer that
+	 * dies meanwhile may leave any subset written, so the caller sends
+	 * together only writes each of whose partial outcomes the namespace
+	 * reads and repairs (decision 0022).  0, or -errno with nothing
+	 * written.  NULL: callers put one by one.
+	 */
+	int (*put_n)(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		     const size_t *len, const uint8_t *const *expect, int *st);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);
@@ -117,6 +129,11 @@ long pohm_kvmem_puts(const struct pohm_kv *kv);
  * fail -EIO (the reads that would settle it; other keys' writes go on);
  * puts_left < 0 clears it. */
 void pohm_kvmem_fail_unsure(struct pohm_kv *kv, long puts_left, int then_failing);
+/* Fault: the puts of a put_n applied last key first (0: in order), so
+ * that a fault between them leaves either one alone. */
+void pohm_kvmem_put_n_reverse(struct pohm_kv *kv, int on);
+/* Number of put_n calls so far (each one wait in a replicated store). */
+long pohm_kvmem_put_n_calls(const struct pohm_kv *kv);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
 

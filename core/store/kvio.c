@@ -13,6 +13,7 @@
  *   read  pohm_io_read (data chunks: immutable, the timestamp rule holds).
  *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
  *   get_n pohm_io_cas_get_many (a name's bucket and its inode together).
+ *   put_n pohm_io_cas_put_n (independent CASes of one operation, one wait).
  *   get_many  pohm_io_get_many (data chunks: immutable, verified by the
  *         caller against the chunk map's checksums).
  *   scan  pohm_iter_all (every backend of every group, each id's copies
@@ -36,6 +37,7 @@
  * did not answer) is -EIO, never -EAGAIN.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,13 +331,65 @@ static int raw_read(void *ctx, const char *key, uint64_t off, void *buf, size_t 
 	return (int)got;
 }
 
+/* What a conditional put of key replaces (kv.h expect) as pohm_io_cas_put wants it. */
+static void old_for(void *ctx, const char *key, const uint8_t *expect, struct pohm_cas_old *old)
+{
+	const struct recent *prev;
+
+	memset(old, 0, sizeof(*old));
+	old->fresh = expect == POHM_KV_NEW;
+	old->arbiter = !old->fresh && lost_lately(ctx, key);
+	if (expect != POHM_KV_ABSENT && expect != POHM_KV_NEW) {
+		old->csum = expect;
+		prev = recall(key, expect);
+		if (prev) {
+			old->data = prev->data;
+			old->len = prev->len;
+			old->min_ts_ns = prev->ts_ns + 1;
+			old->behind = prev->behind;
+		} else {
+			pohm_debug("key %s: CAS against a value this thread has not read: "
+				   "a lost write cannot be rolled back", key);
+		}
+	}
+}
+
+/* A conditional put's answer r (pohm_io_cas_put) as kv.h says it. */
+static int put_answer(void *ctx, const char *key, const void *data, size_t len,
+		      const struct pohm_cas_old *old, const struct pohm_io_result *res, int r)
+{
+	uint8_t sum[POHM_KV_CSUM];
+
+	if (!r) {
+		pohm_sha512(data, len, sum);
+		remember(ctx, key, data, len, sum, res);
+		if (res->notes)
+			pohm_debug("%s", res->msg);
+		return 0;
+	}
+	if (r == -EBADFD) {
+		pohm_debug("%s", res->msg);
+		if (old->arbiter || res->split)
+			lost_note(ctx, key);
+		return old->csum ? -EAGAIN : -EEXIST;
+	}
+	if (res->unknown)
+		pohm_err("%s", res->msg);	/* the caller gets EIO: say why, at the default level */
+	else
+		pohm_info("%s", res->msg);
+	return r == -ETIMEDOUT ? -EIO : r;
+}
+
+static const char *put_what(const struct pohm_cas_old *old, const uint8_t *expect)
+{
+	return old->fresh ? "create-new" : expect == POHM_KV_ABSENT ? "create" : "cas";
+}
+
 static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 		    const uint8_t *expect)
 {
 	struct pohm_io_result res;
 	struct pohm_cas_old old;
-	const struct recent *prev;
-	uint8_t sum[POHM_KV_CSUM];
 	struct trace t;
 	int r;
 
@@ -347,43 +401,45 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 			pohm_info("%s", res.msg);
 		return r == -ETIMEDOUT ? -EIO : r;
 	}
-	memset(&old, 0, sizeof(old));
-	old.fresh = expect == POHM_KV_NEW;
-	old.arbiter = !old.fresh && lost_lately(ctx, key);
-	if (expect != POHM_KV_ABSENT && expect != POHM_KV_NEW) {
-		old.csum = expect;
-		prev = recall(key, expect);
-		if (prev) {
-			old.data = prev->data;
-			old.len = prev->len;
-			old.min_ts_ns = prev->ts_ns + 1;
-			old.behind = prev->behind;
-		} else {
-			pohm_debug("key %s: CAS against a value this thread has not read: "
-				   "a lost write cannot be rolled back", key);
-		}
-	}
+	old_for(ctx, key, expect, &old);
 	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
-	trace_end(ctx, &t, old.fresh ? "create-new" : expect == POHM_KV_ABSENT ? "create" : "cas",
-		  key, 0, r);
-	if (!r) {
-		pohm_sha512(data, len, sum);
-		remember(ctx, key, data, len, sum, &res);
-		if (res.notes)
-			pohm_debug("%s", res.msg);
-		return 0;
+	trace_end(ctx, &t, put_what(&old, expect), key, 0, r);
+	return put_answer(ctx, key, data, len, &old, &res, r);
+}
+
+/* put_n: pohm_io_cas_put_n; the trace names the first key and the count. */
+static int raw_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		     const size_t *len, const uint8_t *const *expect, int *st)
+{
+	struct pohm_io_cas_put *p;
+	struct trace t;
+	char what[64];
+	size_t i;
+	int r;
+
+	if (n > POHM_KV_PUT_N || n > POHM_IO_CAS_PUT_N)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!expect[i])
+			return -EINVAL;
+	p = calloc(n, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		p[i].key = keys[i];
+		p[i].keylen = strlen(keys[i]);
+		p[i].data = data[i];
+		p[i].len = len[i];
+		old_for(ctx, keys[i], expect[i], &p[i].old);
 	}
-	if (r == -EBADFD) {
-		pohm_debug("%s", res.msg);
-		if (old.arbiter || res.split)
-			lost_note(ctx, key);
-		return old.csum ? -EAGAIN : -EEXIST;
-	}
-	if (res.unknown)
-		pohm_err("%s", res.msg);	/* the caller gets EIO: say why, at the default level */
-	else
-		pohm_info("%s", res.msg);
-	return r == -ETIMEDOUT ? -EIO : r;
+	trace_start(ctx, &t);
+	r = pohm_io_cas_put_n(ctx, n, p);
+	snprintf(what, sizeof(what), "put_n %s", put_what(&p[0].old, expect[0]));
+	trace_end(ctx, &t, what, keys[0], n - 1, r);
+	for (i = 0; !r && i < n; i++)
+		st[i] = put_answer(ctx, keys[i], data[i], len[i], &p[i].old, &p[i].res, p[i].rc);
+	free(p);
+	return r;
 }
 
 static int raw_del(void *ctx, const char *key)
@@ -548,6 +604,25 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 	return r ? r : io_offline_settle(ctx, t0, raw_put(ctx, key, data, len, expect));
 }
 
+static int kvio_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		      const size_t *len, const uint8_t *const *expect, int *st)
+{
+	uint64_t t0;
+	size_t i;
+	int r = io_offline_gate(ctx, &t0), worst = 0;
+
+	if (r)
+		return r;
+	r = raw_put_n(ctx, n, keys, data, len, expect, st);
+	for (i = 0; !r && i < n; i++) {
+		if (io_net_errno(st[i]) == -EIO && !worst)
+			worst = st[i];	/* a key no group answered for */
+		st[i] = io_net_errno(st[i]);
+	}
+	r = io_offline_settle(ctx, t0, r ? r : worst);
+	return r == -EIO && worst ? 0 : r;	/* the statuses say it, per key */
+}
+
 static int kvio_del(void *ctx, const char *key)
 {
 	uint64_t t0;
@@ -578,7 +653,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
-	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek,
+	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek, .put_n = kvio_put_n,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

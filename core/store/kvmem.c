@@ -41,6 +41,8 @@ struct mem_kv {
 	long unsure_at;			/* the put that applies but answers -EIO; < 0: none */
 	int unsure_then;		/* gets failing -EIO after it */
 	int failing;			/* of those, still to fail */
+	int put_n_reverse;		/* put_n applies its keys last first */
+	long put_n_calls;
 };
 
 /* A get the "unsure" fault fails (lock held). */
@@ -336,9 +338,34 @@ static int mem_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_k
 	return 0;
 }
 
+/* One put after the other, in order or reversed (the fault hook): a
+ * replicated store gives no order, so tests crash between them both ways. */
+static int mem_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		     const size_t *len, const uint8_t *const *expect, int *st)
+{
+	struct mem_kv *m = ctx;
+	size_t i, k;
+	int rev;
+
+	if (n > POHM_KV_PUT_N)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!expect[i])
+			return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	rev = m->put_n_reverse;
+	m->put_n_calls++;
+	pthread_mutex_unlock(&m->lock);
+	for (k = 0; k < n; k++) {
+		i = rev ? n - 1 - k : k;
+		st[i] = mem_put(ctx, keys[i], data[i], len[i], expect[i]);
+	}
+	return 0;
+}
+
 static const struct pohm_kv_ops mem_ops = {
 	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
-	.get_many = mem_get_many, .get_n = mem_get_n, .peek = mem_peek,
+	.get_many = mem_get_many, .get_n = mem_get_n, .peek = mem_peek, .put_n = mem_put_n,
 };
 
 int pohm_kvmem_new(struct pohm_kv *kv)
@@ -417,6 +444,26 @@ size_t pohm_kvmem_count(const struct pohm_kv *kv)
 
 	pthread_mutex_lock(&m->lock);
 	n = m->count;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+void pohm_kvmem_put_n_reverse(struct pohm_kv *kv, int on)
+{
+	struct mem_kv *m = kv->ctx;
+
+	pthread_mutex_lock(&m->lock);
+	m->put_n_reverse = on;
+	pthread_mutex_unlock(&m->lock);
+}
+
+long pohm_kvmem_put_n_calls(const struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	long n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->put_n_calls;
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -156,6 +156,40 @@ assert r["inodes"] >= 7 and r["chunks"] == 3, r'
 	[ "$status" -eq 0 ]
 }
 
+# Decision 0022: a create writes its inode and its entry at once, so an
+# entry may be read before its inode lands.  Only a bucket unchanged for
+# the intent timeout says the create died: younger, the name is noted and
+# kept; older, repair removes it.
+@test "an entry whose inode is missing: kept while its bucket is young, removed by repair after the intent timeout" {
+	local t0 ino
+	"$S" create keep
+	"$S" create gone
+	t0=$(date +%s%N)
+	ino=$("$S" resolve gone)
+	p del "i:$ino"
+	run p fsck -v
+	echo "$output"
+	[[ $output == *"\"gone\""*"missing; the bucket changed recently"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$("$S" resolve gone)" = "$ino" ]
+	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"dangling"*"\"gone\""*"missing"* ]]
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$S" resolve gone
+	[ "$output" = "No such file or directory" ]
+	run "$S" resolve keep
+	[ "$status" -eq 0 ]
+	run p fsck
+	[ "$status" -eq 0 ]
+}
+
 @test "old chunk generations and tombstones are reclaimed past the age, live data kept" {
 	tree
 	"$CTL" write d/f1 "one, second version"

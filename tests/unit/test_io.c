@@ -798,6 +798,85 @@ TEST(cas_put_uncontended_and_fresh_are_one_wait)
 	stop3(&cl);
 }
 
+/*
+ * pohm_io_cas_put_n (decision 0022): independent CASes of one operation
+ * in one wait; a key that loses goes on alone exactly as pohm_io_cas_put
+ * would (nothing of it stays), while the others commit; a key that would
+ * go the arbiter way is put alone after the others.
+ */
+TEST(cas_put_n_is_one_wait_and_each_key_ends_as_alone)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_net_counts c0, c1;
+	struct pohm_io_cas_put p[3];
+	uint8_t sum[64], wrong[64];
+	int g;
+
+	start3(&cl, NULL, 0);
+	EXPECT_EQ_INT(cas_put(&cl, "warm", "w", NULL, 0, &res), 0);	/* connections up */
+	EXPECT_EQ_INT(cas_put(&cl, "old", "o1", NULL, 0, &res), 0);
+	memset(p, 0, sizeof(p));
+	p[0].key = "fresh";
+	p[0].keylen = 5;
+	p[0].data = "f1";
+	p[0].len = 2;
+	p[0].old.fresh = 1;
+	pohm_sha512("o1", 2, sum);
+	p[1].key = "old";
+	p[1].keylen = 3;
+	p[1].data = "o2";
+	p[1].len = 2;
+	p[1].old.csum = sum;
+	p[1].old.data = "o1";
+	p[1].old.len = 2;
+	p[1].old.min_ts_ns = pohm_time_to_ns(&res.ts) + 1;
+	pohm_net_counts(pohm_client_net(cl.c), &c0);
+	EXPECT_EQ_INT(pohm_io_cas_put_n(cl.c, 2, p), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_U64(c1.waits - c0.waits, 1);
+	EXPECT_EQ_INT(p[0].rc, 0);
+	EXPECT_EQ_INT(p[1].rc, 0);
+	EXPECT_EQ_INT(p[0].res.committed, 3);
+	EXPECT_EQ_INT(p[1].res.committed, 3);
+	for (g = 0; g < 3; g++) {
+		EXPECT(copy_is(&cl, g, "fresh", "f1", NULL));
+		EXPECT(copy_is(&cl, g, "old", "o2", NULL));
+	}
+	/* One loses (a base nobody holds), one commits, one goes the arbiter
+	 * way after them: each as if alone. */
+	memset(p, 0, sizeof(p));
+	memset(wrong, 7, sizeof(wrong));
+	p[0].key = "old";
+	p[0].keylen = 3;
+	p[0].data = "o3";
+	p[0].len = 2;
+	p[0].old.csum = wrong;
+	p[0].old.data = "xx";
+	p[0].old.len = 2;
+	p[1].key = "fresh2";
+	p[1].keylen = 6;
+	p[1].data = "g1";
+	p[1].len = 2;
+	p[1].old.fresh = 1;
+	p[2].key = "arb";
+	p[2].keylen = 3;
+	p[2].data = "a1";
+	p[2].len = 2;
+	p[2].old.arbiter = 1;
+	EXPECT_EQ_INT(pohm_io_cas_put_n(cl.c, 3, p), 0);
+	EXPECT_EQ_INT(p[0].rc, -EBADFD);
+	EXPECT_EQ_INT(p[1].rc, 0);
+	EXPECT_EQ_INT(p[2].rc, 0);
+	for (g = 0; g < 3; g++) {
+		EXPECT(copy_is(&cl, g, "old", "o2", NULL));	/* nothing of the loser */
+		EXPECT(copy_is(&cl, g, "fresh2", "g1", NULL));
+		EXPECT(copy_is(&cl, g, "arb", "a1", NULL));
+	}
+	EXPECT_EQ_INT(pohm_io_cas_put_n(cl.c, POHM_IO_CAS_PUT_N + 1, p), -EINVAL);
+	stop3(&cl);
+}
+
 TEST(cas_put_lost_on_the_followers_rolls_back_exactly_where_it_landed)
 {
 	struct cluster cl;

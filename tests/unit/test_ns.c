@@ -31,10 +31,15 @@ static struct pohm_ns *open_ns(unsigned bucket_max, uint64_t intent_ms)
 	return ns;
 }
 
+/* put_n applies its writes last first in every fresh store (the crash
+ * tests run both ways: decision 0022's writes have no order). */
+static int put_n_reversed;
+
 static struct pohm_ns *fresh(unsigned bucket_max)
 {
 	pohm_kvmem_free(&kv);
 	pohm_kvmem_new(&kv);
+	pohm_kvmem_put_n_reverse(&kv, put_n_reversed);
 	return open_ns(bucket_max, 10000);
 }
 
@@ -266,7 +271,10 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 	pohm_inode_clear(&x);
 	all_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
-	EXPECT_EQ_INT(all_reads, 1);	/* the directory's inode and bucket together (4 before) */
+	/* The bucket as the create of "0" wrote it lacks "a": no read at all
+	 * (decision 0022; 1 in session 11: the directory's inode and bucket
+	 * together; 4 before). */
+	EXPECT_EQ_INT(all_reads, 0);
 
 	/* Another thread changes the bucket and a's inode under this one. */
 	ns2 = open_ns(0, 10000);
@@ -277,10 +285,21 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 	pthread_join(t, NULL);
 	EXPECT_EQ_INT(o.r1, 0);
 	EXPECT_EQ_INT(o.r2, 0);
-	/* This thread's bucket (with "a" only) and inode (0644) are stale now. */
+	/* This thread's bucket (with "a" only) and inode (0644) are stale now:
+	 * the create's CAS on the bucket loses and it reads (its inode, sent
+	 * with it, stays and gets the name). */
+	all_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "c", 0644, 0, 0, 0, POHM_CREATE_EXCL, &x), 0);
+	EXPECT(all_reads >= 1);
+	EXPECT_EQ_U64(ino_of(ns, d.ino, "c"), x.ino);
 	pohm_inode_clear(&x);
-	EXPECT_EQ_INT(count_entries(ns, d.ino), 4);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, ino_of(ns, d.ino, "c"), &x), 0);
+	pohm_inode_clear(&x);
+	/* A stale copy never makes an exclusive create of a name that is there. */
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d.ino, "e", 0644, 0, 0, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "e", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL),
+		      -EEXIST);
+	EXPECT_EQ_INT(count_entries(ns, d.ino), 5);
 	EXPECT(ino_of(ns, d.ino, "b") != 0);
 	sa.mtime.sec = 12345;
 	EXPECT_EQ_INT(pohm_ns_setattr(ns, a.ino, &sa, &x), 0);
@@ -671,7 +690,9 @@ TEST(rename_across_directories_reads_each_bucket_once)
 	pohm_inode_clear(&x);
 	all_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d1.ino, "a", d2.ino, "b", 0, a.ino), 0);
-	EXPECT_EQ_INT(all_reads, 2);
+	/* Both directories and buckets in one get_n (decision 0022; 2 in
+	 * session 10): a's inode is this thread's copy from its create. */
+	EXPECT_EQ_INT(all_reads, 1);
 	EXPECT_EQ_U64(ino_of(ns, d2.ino, "b"), a.ino);
 	EXPECT_EQ_U64(ino_of(ns, d1.ino, "a"), 0);
 	EXPECT_EQ_INT(count_entries(ns, d1.ino), 0);
@@ -1477,6 +1498,17 @@ TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
 TEST(crash_move_dir)       { crash_every_step("move-dir", op_mvdir); }
+/* The same with every put_n's writes applied last first. */
+static void crash_reversed(const char *what, crash_op op)
+{
+	put_n_reversed = 1;
+	crash_every_step(what, op);
+	put_n_reversed = 0;
+}
+TEST(crash_rename_put_n_reversed)  { crash_reversed("rename, reversed", op_rename); }
+TEST(crash_unlink_put_n_reversed)  { crash_reversed("unlink, reversed", op_unlink); }
+TEST(crash_rmdir_put_n_reversed)   { crash_reversed("rmdir, reversed", op_rmdir); }
+TEST(crash_move_dir_put_n_reversed) { crash_reversed("move-dir, reversed", op_mvdir); }
 
 /* rmdir racing a create inside: never an orphan entry in a removed dir. */
 struct race { struct pohm_ns *ns; uint64_t parent, dir; int created, removed; };
@@ -2387,6 +2419,258 @@ TEST(create_with_an_unknown_outcome_settles_it_and_keeps_its_inode)
 			pohm_ns_close(ns);
 		}
 	}
+}
+
+/*
+ * Issue 23, decision 0022: a create's new inode and its entry go out in
+ * one put_n (one wait), and so do a mkdir's (after the parent's link
+ * count).  A crash between the two, in either order: with only the inode,
+ * the name is absent (an orphan for fsck); with only the entry, the name
+ * reads as absent (lookup gives its number, getattr -ENOENT), a
+ * non-exclusive create takes it over once the intent timeout has passed,
+ * and an unlink removes it.  The parent's link count is never too low.
+ */
+TEST(create_writes_inode_and_entry_together_and_a_crash_between_reads_absent)
+{
+	struct pohm_ns *ns = fresh(0), *rec;
+	struct pohm_inode in;
+	uint64_t d, ino;
+	long calls, puts;
+	int rev, r;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, 1, "d");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "seed", 0644, 0, 0, 0, 0, NULL), 0);
+	calls = pohm_kvmem_put_n_calls(&kv);
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "a", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
+	EXPECT_EQ_INT(pohm_kvmem_put_n_calls(&kv) - calls, 1);	/* inode + entry: one wait */
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - puts, 2);
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, d, "m", 0755, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_kvmem_put_n_calls(&kv) - calls, 2);	/* count, inode, entry: one */
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - puts, 3);
+	EXPECT_EQ_INT(nlink_of(ns, d), 3);
+	EXPECT(nlink_of(ns, ino_of(ns, d, "m")) == 2);
+	pohm_ns_close(ns);
+
+	for (rev = 0; rev < 2; rev++) {
+		int isdir, k;
+
+		for (isdir = 0; isdir < 2; isdir++) {
+			for (k = 1; k <= 1 + isdir; k++) {
+				int live;
+
+				ns = fresh(0);
+				EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+				d = ino_of(ns, 1, "d");
+				EXPECT_EQ_INT(pohm_ns_create(ns, d, "seed", 0644, 0, 0, 0, 0, NULL), 0);
+				calls = pohm_kvmem_put_n_calls(&kv);
+				pohm_kvmem_put_n_reverse(&kv, rev);
+				pohm_kvmem_fail_after(&kv, k);	/* k of the writes land */
+				r = isdir ? pohm_ns_mkdir(ns, d, "f", 0755, 0, 0, NULL)
+					  : pohm_ns_create(ns, d, "f", 0644, 0, 0, 0,
+							   POHM_CREATE_EXCL, NULL);
+				pohm_kvmem_fail_after(&kv, -1);
+				pohm_kvmem_put_n_reverse(&kv, 0);
+				EXPECT(r < 0);
+				EXPECT_EQ_INT(pohm_kvmem_put_n_calls(&kv) - calls, 1);
+				pohm_ns_close(ns);
+				/* The next client: intent timeout 1 ms. */
+				usleep(3000);
+				rec = open_ns(0, 1);
+				ino = ino_of(rec, d, "f");
+				live = ino && !pohm_ns_getattr(rec, ino, &in);
+				if (live)
+					pohm_inode_clear(&in);
+				EXPECT(!live);	/* the bucket is written last or first: never both */
+				/* Never too low; one too high after a crashed mkdir. */
+				EXPECT(nlink_of(rec, d) >= 2);
+				if (!rev) {
+					EXPECT_EQ_U64(ino, 0);	/* the inode alone: an orphan */
+				} else {
+					EXPECT(ino != 0);	/* the entry alone: */
+					EXPECT_EQ_INT(pohm_ns_getattr(rec, ino, &in), -ENOENT);
+					EXPECT_EQ_INT(pohm_ns_create(rec, d, "f", 0644, 0, 0, 0,
+								     POHM_CREATE_EXCL, NULL), -EEXIST);
+				}
+				/* A plain create takes the name (over a dead half-create). */
+				EXPECT_EQ_INT(pohm_ns_create(rec, d, "f", 0644, 0, 0, 0, 0, &in), 0);
+				EXPECT(in.ino != ino || !ino);
+				EXPECT_EQ_U64(ino_of(rec, d, "f"), in.ino);
+				EXPECT_EQ_INT(nlink_of(rec, in.ino), 1);
+				pohm_inode_clear(&in);
+				EXPECT_EQ_INT(pohm_ns_unlink(rec, d, "f"), 0);
+				EXPECT_EQ_U64(ino_of(rec, d, "f"), 0);
+				EXPECT_EQ_INT(pohm_ns_mkdir(rec, d, "f", 0755, 0, 0, NULL), 0);
+				EXPECT_EQ_INT(nlink_of(rec, d), 3 + (isdir && k == 2));
+				pohm_ns_close(rec);
+			}
+		}
+	}
+}
+
+/* A name whose inode is not there yet because its create is in flight is
+ * not taken over: the create that meets it waits for the inode. */
+struct late {
+	struct pohm_ns *ns;
+	struct pohm_inode in;
+};
+
+static void *late_inode(void *arg)
+{
+	struct late *l = arg;
+
+	usleep(30000);
+	ns_inode_put(l->ns, &l->in, NULL);
+	return NULL;
+}
+
+TEST(a_create_meeting_an_entry_whose_inode_is_in_flight_waits_for_it)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_inode in;
+	struct pohm_dentry e = { 0 };
+	struct late l;
+	char key[POHM_KEY_MAX];
+	pthread_t t;
+	uint64_t d;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, 1, "d");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "tmp", 0644, 0, 0, 0, 0, &l.in), 0);
+	l.ns = ns;
+	pohm_key_inode(key, l.in.ino);
+	EXPECT_EQ_INT(kv.ops->del(kv.ctx, key), 0);	/* "not landed yet" */
+	e.name = (char *)"f";
+	e.ino = l.in.ino;
+	e.type = DT_REG;
+	e.txid = 77;
+	EXPECT_EQ_INT(ns_entry_insert(ns, d, &e, NULL), 0);
+	pthread_create(&t, NULL, late_inode, &l);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "f", 0644, 0, 0, 0, 0, &in), 1);	/* exists */
+	pthread_join(t, NULL);
+	EXPECT_EQ_U64(in.ino, l.in.ino);
+	EXPECT_EQ_U64(ino_of(ns, d, "f"), l.in.ino);
+	pohm_inode_clear(&in);
+	pohm_inode_clear(&l.in);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0022: a rename in one bucket by a caller that named the source
+ * (pohm_ns_read_along before its lookup of the target, as the cache does)
+ * sends the bucket's CAS and the source's ctime CAS in one put_n, with no
+ * read.  Run in a thread of its own: no copy of the setup's writes (kvmem
+ * keeps them per thread), like a new process.  A crash between the two,
+ * either way round: the rename happened whole or not at all, the inode
+ * is live, and the rename can be made again.
+ */
+struct along {
+	struct pohm_ns *ns;
+	uint64_t d, s;
+	long calls, puts;
+	int lookup, r;
+};
+
+static void *along_rename(void *arg)
+{
+	struct along *a = arg;
+	uint64_t ino;
+
+	pohm_ns_read_along(a->ns, a->s);
+	a->lookup = pohm_ns_lookup(a->ns, a->d, "t", &ino, NULL);
+	a->calls = pohm_kvmem_put_n_calls(&kv);
+	a->puts = pohm_kvmem_puts(&kv);
+	a->r = pohm_ns_rename_ino(a->ns, a->d, "s", a->d, "t", 0, a->s);
+	a->calls = pohm_kvmem_put_n_calls(&kv) - a->calls;
+	a->puts = pohm_kvmem_puts(&kv) - a->puts;
+	return NULL;
+}
+
+TEST(rename_in_a_bucket_sends_the_ctime_along_and_a_crash_between_is_harmless)
+{
+	struct pohm_inode in, in2;
+	struct along a;
+	pthread_t t;
+	int rev;
+
+	for (rev = -1; rev < 2; rev++) {
+		a.ns = fresh(0);
+		EXPECT_EQ_INT(pohm_ns_mkdir(a.ns, 1, "d", 0755, 0, 0, NULL), 0);
+		a.d = ino_of(a.ns, 1, "d");
+		EXPECT_EQ_INT(pohm_ns_create(a.ns, a.d, "s", 0644, 0, 0, 0, 0, &in), 0);
+		a.s = in.ino;
+		usleep(2000);
+		if (rev >= 0) {
+			pohm_kvmem_put_n_reverse(&kv, rev);
+			pohm_kvmem_fail_after(&kv, 1);
+		}
+		pthread_create(&t, NULL, along_rename, &a);
+		pthread_join(t, NULL);
+		pohm_kvmem_fail_after(&kv, -1);
+		pohm_kvmem_put_n_reverse(&kv, 0);
+		EXPECT_EQ_INT(a.lookup, -ENOENT);
+		EXPECT_EQ_INT(a.calls, 1);
+		EXPECT_EQ_INT(pohm_ns_getattr(a.ns, a.s, &in2), 0);
+		EXPECT_EQ_INT(in2.nlink, 1);
+		if (rev < 0) {
+			EXPECT_EQ_INT(a.r, 0);
+			EXPECT_EQ_INT(a.puts, 2);	/* bucket and ctime: nothing after */
+			EXPECT(in2.ctime.sec > in.ctime.sec ||
+			       (in2.ctime.sec == in.ctime.sec && in2.ctime.nsec > in.ctime.nsec));
+		} else if (rev == 0) {
+			EXPECT(a.r != 0);	/* the ctime landed, the move did not */
+		}	/* (rev 1: the move, its commit point, landed: done) */
+		/* Whole or not at all. */
+		if (rev == 0) {
+			EXPECT_EQ_U64(ino_of(a.ns, a.d, "s"), a.s);	/* ctime only */
+			EXPECT_EQ_U64(ino_of(a.ns, a.d, "t"), 0);
+			EXPECT_EQ_INT(pohm_ns_rename(a.ns, a.d, "s", a.d, "t", 0), 0);
+		}
+		EXPECT_EQ_U64(ino_of(a.ns, a.d, "s"), 0);
+		EXPECT_EQ_U64(ino_of(a.ns, a.d, "t"), a.s);
+		EXPECT_EQ_INT(count_entries(a.ns, a.d), 1);
+		pohm_inode_clear(&in2);
+		pohm_inode_clear(&in);
+		pohm_ns_close(a.ns);
+	}
+}
+
+/* A put_n that fails before sending anything (offline: -EIO) leaves no
+ * name: the create fails, it never inserts an entry for an inode it did
+ * not write. */
+static int put_n_offline(void *ctx, size_t n, const char *const *keys, const void *const *data,
+			 const size_t *len, const uint8_t *const *expect, int *st)
+{
+	(void)ctx; (void)n; (void)keys; (void)data; (void)len; (void)expect; (void)st;
+	return -EIO;
+}
+
+TEST(a_put_n_that_sends_nothing_names_nothing)
+{
+	static struct pohm_kv_ops ops;
+	struct pohm_ns *ns = fresh(0), *off;
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
+	struct pohm_kv okv;
+	uint64_t d;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, 1, "d");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "seed", 0644, 0, 0, 0, 0, NULL), 0);
+	ops = *kv.ops;
+	ops.put_n = put_n_offline;
+	okv.ops = &ops;
+	okv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&off, &okv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_create(off, d, "f", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), -EIO);
+	EXPECT_EQ_INT(pohm_ns_mkdir(off, d, "m", 0755, 0, 0, NULL), -EIO);
+	EXPECT_EQ_U64(ino_of(ns, d, "f"), 0);
+	EXPECT_EQ_U64(ino_of(ns, d, "m"), 0);
+	EXPECT_EQ_INT(nlink_of(ns, d), 2);
+	EXPECT_EQ_INT(count_entries(ns, d), 1);
+	pohm_ns_close(off);
+	pohm_ns_close(ns);
 }
 
 TEST(zz_cleanup)
