@@ -337,7 +337,15 @@ int pohm_cache_writer_open_pre(struct pohm_cache *c, struct pohm_wprelock *pl, u
 	if (pl->state == POHM_WPRE_NONE || pl->ino != ino || pl->ldev != ldev ||
 	    pl->lino != lino) {
 		/* Not the file held before the open (none was, or the name
-		 * moved on in between): lock now and check the copy. */
+		 * moved on in between): lock now and check the copy.  The fd
+		 * on the very file the prelock saw, under another storage
+		 * inode: the caller's ino came from the index after the open,
+		 * and a refresh since dropped the replaced copy's entry (the
+		 * caller then passes the local inode number).  The copy check
+		 * must ask about the inode the writer opened, known from
+		 * before the open. */
+		if (pl->state != POHM_WPRE_NONE && pl->ldev == ldev && pl->lino == lino)
+			ino = pl->ino;
 		r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
 		pohm_cache_writer_prelock_drop(c, pl, held, arg);
 		return r;
