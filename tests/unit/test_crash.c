@@ -22,7 +22,9 @@
  *     the CAS, before the record put (commit and base in that put).
  *   pushing → conflict: before the record put that follows the conflict
  *     copy.
- * Eviction (clean → stub) and rename intents: see doc/notes-s12-close18.md.
+ *   eviction (clean → stub, `pohmelfs clean` and pohmelfsd): after the
+ *     stub's exchange with the copy, before the record put.
+ * Rename intents: tests/bats/cache_hosts.bats (POHMELFS_TEST_KILL_IN_RENAME).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +38,7 @@
 
 #include "harness.h"
 #include "cache_hosts.h"
+#include "cachetool.h"
 #include "journal.h"
 #include "log.h"
 
@@ -440,4 +443,40 @@ TEST(a_conflicting_push_that_dies_before_its_record_keeps_one_conflict_copy)
 	EXPECT_EQ_INT(conflicts(c, "c", "b", "b\n"), 1);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
+}
+
+static void step_evict(struct pohm_cache *b)
+{
+	char prefix[512], cdir[512], err[512];
+	struct pohm_ct_clean res;
+	struct pohm_ct t;
+
+	snprintf(prefix, sizeof(prefix), "%s/b/prefix", ch_root);
+	snprintf(cdir, sizeof(cdir), "%s/b/state", ch_root);
+	if (pohm_ct_open(&t, prefix, cdir, err, sizeof(err)))
+		_exit(2);
+	pohm_ct_clean(&t, &res, NULL, NULL);
+	pohm_ct_close(&t);
+}
+
+/* clean → stub (eviction): the stub took the copy's place (exchange), the
+ * evictor dies before the record says stub.  The name still reads the
+ * stored bytes after the restart, and nothing is pushed. */
+TEST(an_eviction_that_dies_before_its_record_leaves_a_readable_name)
+{
+	struct pohm_cache *a, *b;
+	char buf[64];
+	uint64_t ino;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	ino = sino(b, "b", "f");
+	pohm_cache_close(b);
+	pohm_cache_close(a);
+	EXPECT_EQ_INT(crash_b(AT_PUT_ANY, ino, step_evict), 1);
+	after_crash_all_is_well("x\n", 0);
 }
