@@ -54,7 +54,10 @@
  * pohmelfsd's (every sync_timeout); a write-open makes sure pohmelfsd
  * runs.  A crash of any holder just drops its lock: open-for-write falls
  * to dirty (or clean, if nothing was written), pushing to dirty (the
- * next push rebases on p/INO, push.c).
+ * next push rebases on the record's last commit, or finds the stored
+ * chunk sums equal to its own, push.c).  What a crash between the steps
+ * of every transition leaves, and who finishes it: ARCHITECTURE.md §8,
+ * tests/unit/test_crash.c.
  *
  * Guards: struct cache_writers is per cache; `mu` guards the table.  The
  * entries' fds are slots in ownfd (their addresses never move: the table
