@@ -5,7 +5,8 @@
  * no cleanup: the kernel drops its OFD locks, as for SIGKILL) at a chosen
  * point: before or after a store write (cache_hosts.h's hooks) or before
  * a journal record put (linked with -Wl,--wrap=pohm_journal_put and
- * --wrap=pohm_journal_put_commit, Makefile).  What the child wrote to the
+ * --wrap=pohm_journal_put_commit, Makefile), or at a kill point of the
+ * crash-test hooks (--wrap=pohm_sys_test_kill).  What the child wrote to the
  * in-memory store up to there is handed to the parent (a dump of every
  * key), which then plays the restarted host: a fresh cache on the same
  * cache_dir.  After each crash: no acknowledged change is lost (a fresh
@@ -24,7 +25,8 @@
  *     copy.
  *   eviction (clean → stub, `pohmelfs clean` and pohmelfsd): after the
  *     stub's exchange with the copy, before the record put.
- * Rename intents: tests/bats/cache_hosts.bats (POHMELFS_TEST_KILL_IN_RENAME).
+ *   rename: between the storage rename and the local one (the intent
+ *     file's case; also tests/bats/cache_hosts.bats, the kill loop).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,14 +43,16 @@
 #include "cachetool.h"
 #include "journal.h"
 #include "log.h"
+#include "sys.h"
 
 int __real_pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
 int __wrap_pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
+void __wrap_pohm_sys_test_kill(enum pohm_test_switch s);
 int __real_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
 int __wrap_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
 
 /* Where the child dies (set in the child only). */
-enum { AT_NONE, AT_PUT_CLEAN, AT_PUT_ANY, AT_PUT_COMMIT };
+enum { AT_NONE, AT_PUT_CLEAN, AT_PUT_ANY, AT_PUT_COMMIT, AT_IN_RENAME };
 static int crash_at;
 static uint64_t crash_ino;	/* the record whose put kills */
 static char dump_path[600];
@@ -89,6 +93,12 @@ int __wrap_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jre
 	if (r->ino == crash_ino && crash_at == AT_PUT_COMMIT)
 		die_here();
 	return __real_pohm_journal_put_commit(j, r);
+}
+
+void __wrap_pohm_sys_test_kill(enum pohm_test_switch s)
+{
+	if (s == POHM_TEST_KILL_IN_RENAME && crash_at == AT_IN_RENAME)
+		die_here();
 }
 
 /* The parent's store becomes the dump. */
@@ -479,4 +489,50 @@ TEST(an_eviction_that_dies_before_its_record_leaves_a_readable_name)
 	pohm_cache_close(a);
 	EXPECT_EQ_INT(crash_b(AT_PUT_ANY, ino, step_evict), 1);
 	after_crash_all_is_well("x\n", 0);
+}
+
+static void step_rename(struct pohm_cache *b)
+{
+	pohm_cache_rename(b, "f", "g", 0);
+}
+
+/* rename: the storage says g, the local tree still f, when the renamer
+ * dies.  The restarted host completes it from the intent (its m.lock byte
+ * is free): g holds the bytes on b and on a fresh c, f is gone, and a
+ * change of g pushes without a conflict copy. */
+TEST(a_rename_that_dies_between_its_halves_is_completed)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[64];
+	struct stat st;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	pohm_cache_close(b);
+	pohm_cache_close(a);
+	EXPECT_EQ_INT(crash_b(AT_IN_RENAME, 0, step_rename), 1);
+	EXPECT_EQ_INT(lstat(ch_path("b", "f"), &st), 0);	/* the local half was not done */
+	b = ch_host("b");
+	EXPECT(b != NULL);
+	EXPECT(pohm_cache_reconcile(b) >= 0);
+	EXPECT_EQ_INT(lstat(ch_path("b", "f"), &st), -1);
+	EXPECT_EQ_STR(read_on(b, "b", "g", buf, sizeof(buf)), "x\n");
+	ch_puts_of('i');
+	EXPECT_EQ_INT(pohm_cache_sync_all(b), 0);	/* the completion moved only a ctime */
+	EXPECT_EQ_INT(ch_puts_of('i'), 0);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_STR(read_on(c, "c", "g", buf, sizeof(buf)), "x\n");
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(lstat(ch_path("c", "f"), &st), -1);
+	local_write("b", "g", "next\n");
+	EXPECT_EQ_INT(pohm_cache_sync_all(b), 1);
+	EXPECT_EQ_STR(read_on(c, "c", "g", buf, sizeof(buf)), "next\n");
+	EXPECT_EQ_INT(conflicts(c, "c", "b", ""), 0);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
 }
