@@ -230,6 +230,9 @@ $(B)/obj/tests/unit/test_elfsym.o: CPPFLAGS += -Ipreload
 
 # test_jstale watches the cache's journal reads (tests/unit/test_jstale.c).
 $(B)/tests/test_jstale: LDFLAGS += -Wl,--wrap=pohm_journal_get
+# test_crash dies at a chosen record put or test-kill point (tests/unit/test_crash.c).
+$(B)/tests/test_crash: LDFLAGS += -Wl,--wrap=pohm_journal_put -Wl,--wrap=pohm_journal_put_commit \
+	-Wl,--wrap=pohm_sys_test_kill
 
 $(B)/tests/test_%: $(B)/obj/tests/unit/test_%.o $(TEST_SWITCH_O) $(CORE_A)
 	@mkdir -p $(@D)

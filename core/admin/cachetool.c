@@ -90,13 +90,39 @@ const char *pohm_ct_state_name(enum pohm_ct_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-/* Dirty by the cache's own rule, settling a racy ctime by the contents of fd. */
-static int differs(const struct pohm_jrec *r, const struct stat *st, int fd)
+static int has_user_xattrs(int fd);
+
+/*
+ * A copy whose ctime moved (is_dirty 1) but whose local file, size, mtime,
+ * owner and link count are the record's: only its bytes and user.* xattrs can differ
+ * from the stored version (a chmod to the same mode, a rewrite of equal
+ * bytes with the mtime put back, a link made and removed).  Issue 18:
+ * status counts as dirty only what differs from the stored version.
+ */
+static int maybe_same(const struct pohm_jrec *r, const struct stat *st)
+{
+	return (uint64_t)st->st_ino == r->lino && (uint64_t)st->st_size == r->lsize &&
+	       (uint64_t)st->st_size == r->size && st->st_mtim.tv_sec == r->mtime.sec &&
+	       (uint32_t)st->st_mtim.tv_nsec == r->mtime.nsec && (uint32_t)st->st_uid == r->uid &&
+	       (uint32_t)st->st_gid == r->gid && (uint64_t)st->st_nlink == r->nlink;
+}
+
+/* Dirty against the stored version: the cache's own rule, settling a racy
+ * ctime by the contents of fd.  With moved: also a moved ctime with nothing
+ * else moved (maybe_same) and no user.* xattrs here (the journal keeps no
+ * word on a clean copy's xattrs: one set here cannot be told from one
+ * fetched, one removed here not at all; so status only, never eviction). */
+static int differs(const struct pohm_jrec *r, const struct stat *st, int fd, int moved)
 {
 	int d = pohm_journal_is_dirty(r, st);
 
 	if ((st->st_mode & 07777) != (r->mode & 07777))
 		return 1;	/* a chmod not pushed yet */
+	if (moved && d == 1 && maybe_same(r, st)) {
+		if (fd < 0 || has_user_xattrs(fd))
+			return 1;
+		d = 2;
+	}
 	if (d != 2)
 		return d;
 	if (fd < 0)
@@ -124,10 +150,11 @@ enum pohm_ct_state pohm_ct_classify(struct pohm_ct *t, const struct pohm_jrec *r
 	if (r->flags & POHM_J_STUB)	/* only a regular stub can be written into */
 		return S_ISREG(st->st_mode) && !pohm_stub_shape(st) ? POHM_CT_STUB_CHANGED
 								     : POHM_CT_STUB;
-	if (pohm_journal_is_dirty(r, st) != 2 || (st->st_mode & 07777) != (r->mode & 07777))
-		return differs(r, st, -1) ? POHM_CT_DIRTY : POHM_CT_CLEAN;
+	d = pohm_journal_is_dirty(r, st);
+	if ((d != 2 && !(d == 1 && maybe_same(r, st))) || (st->st_mode & 07777) != (r->mode & 07777))
+		return differs(r, st, -1, 0) ? POHM_CT_DIRTY : POHM_CT_CLEAN;
 	fd = pohm_sys_openat(t->pfd, r->hint, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	d = differs(r, st, fd);
+	d = differs(r, st, fd, 1);
 	if (fd >= 0)
 		pohm_sys_close(fd);
 	return d ? POHM_CT_DIRTY : POHM_CT_CLEAN;
@@ -363,7 +390,7 @@ static int clean_one(struct pohm_ct *t, int stage, uint64_t ino, enum pohm_ct_ve
 		goto out;
 	}
 	leased = 1;
-	if (differs(rec, &st, fd)) {
+	if (differs(rec, &st, fd, 0)) {
 		*verdict = POHM_CT_KEPT_DIRTY;
 		r = 0;
 		goto out;

@@ -1470,12 +1470,57 @@ static int refetch_after_push(struct pohm_cache *c, int dfd, const char *name, c
 	return cache_fetch(c, dfd, name, rel, in, &base);
 }
 
+/*
+ * rec is older than the stored version in (a stub's, or a clean copy's),
+ * dfd/name (lst) a regular copy neither the record nor the index knows:
+ * what a fetch or refresh that died between its rename and its record put
+ * leaves.  Holding the stored version
+ * in's bytes, it is that clean copy: rec becomes it (the put the fetch did
+ * not make) and 0.  Else (a file put there without the shim, its base
+ * unknown) the index maps it to rec's inode, so that the push that keeps
+ * it as a conflict copy finds it, and 1.  -errno.
+ */
+static int note_unrecorded_fetch(struct pohm_cache *c, int dfd, const char *name,
+				 struct pohm_jrec *rec, const struct stat *lst,
+				 const struct pohm_inode *in)
+{
+	struct pohm_jrec cand, seen = *rec;	/* seen: its fields only, never cleared */
+	struct stat st;
+	int fd, r;
+
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -EACCES ? 1 : fd;
+	memset(&cand, 0, sizeof(cand));
+	pohm_journal_note_data(&cand, in);
+	r = pohm_sys_fstat(fd, &st);
+	if (!r && (st.st_ino != lst->st_ino || st.st_dev != lst->st_dev))
+		r = -EAGAIN;	/* the name moved on: the next look decides */
+	if (!r)
+		r = pohm_journal_content_differs(&cand, fd, (uint64_t)st.st_size);
+	pohm_sys_close(fd);
+	pohm_jrec_clear(&cand);
+	if (r == 1)
+		return pohm_journal_index_set(&c->j, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino,
+					      rec->ino) ?: 1;
+	if (r)
+		return r;
+	pohm_info("%s: a copy fetched before a crash, not recorded: now clean at version %llu",
+		  rec->hint, (unsigned long long)in->dversion);
+	pohm_journal_note_inode(rec, in);
+	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_CONFLICT);
+	pohm_journal_note_local(rec, &st);
+	r = pohm_journal_put_cas(&c->j, rec, &seen);
+	return r == -ESTALE ? -EAGAIN : r;
+}
+
 int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		       const struct pohm_inode *in)
 {
 	struct cache_fetch_base base;
 	struct pohm_jrec rec;
 	struct stat lst;
+	uint64_t known;
 	int r;
 
 	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
@@ -1483,7 +1528,6 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 		return r;
 	r = pohm_journal_get(&c->j, in->ino, &rec);
 	if (r == -ENOENT) {
-		uint64_t known;
 
 		/* A local file nobody recorded may be another process's create of a
 		 * moment ago, being written: never fetch over it (adopt, or
@@ -1507,6 +1551,19 @@ int pohm_cache_refresh(struct pohm_cache *c, int dfd, const char *name, const ch
 			r = cache_fetch(c, dfd, name, rel, in, &base);
 	} else if (!(rec.flags & POHM_J_STUB) && rec.dversion >= in->dversion) {
 		r = 0;		/* our copy is the committed one (or newer: never go back) */
+	} else if (!(rec.flags & POHM_J_STUB) && (uint64_t)lst.st_ino != rec.lino &&
+		   pohm_stub_shape(&lst)) {
+		/* A stub at the name that is not the record's copy, which is
+		 * older than the stored version: a restub that died before
+		 * its record put (its copy's bytes were stored first, as the
+		 * conflict copy or the commit), or another name of a hardlinked
+		 * inode that moved on.  Nothing here to keep: fetch. */
+		r = cache_fetch(c, dfd, name, rel, in, &base);
+	} else if (S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst) && (uint64_t)lst.st_ino != rec.lino &&
+		   pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino,
+					     &known) &&
+		   (r = note_unrecorded_fetch(c, dfd, name, &rec, &lst, in)) <= 0) {
+		;	/* a fetch's copy whose record put a crash took: now recorded */
 	} else if (!(rec.flags & POHM_J_STUB) && cache_local_changed(c, &rec, dfd, name, &lst)) {
 		r = 0;		/* changed here too: the push will keep both (conflict copy) */
 	} else if ((rec.flags & POHM_J_STUB) && S_ISREG(lst.st_mode) && !pohm_stub_shape(&lst)) {

@@ -350,7 +350,10 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
  * name while it was held); another one (the name moved between the stat
  * and the lock), or none held: pohm_cache_writer_open, and the lock taken
  * before is dropped unless held(arg, ldev, lino) says another fd of the
- * process still writes that file (held NULL: drop).  Returns what
+ * process still writes that file (held NULL: drop).  The fd on the file
+ * held but ino another (a refresh replaced the copy after the open, so the
+ * caller's pohm_cache_stat_fix no longer maps it): the copy is checked
+ * under the inode held before the open (-ESTALE).  Returns what
  * pohm_cache_writer_open would (0, -ESTALE, -ENOSPC, -errno). */
 int pohm_cache_writer_open_pre(struct pohm_cache *c, struct pohm_wprelock *pl, uint64_t ino,
 			       uint64_t ldev, uint64_t lino, int keep_on_exec,

@@ -272,6 +272,15 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 			rec.recorded_ns = mi->recorded_ns;
 			rec.flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 		}
+		/* Clean just before the rename (its local state the record's): the
+		 * ctime the rename moved is no change of ours (renote_if_clean's
+		 * rule), else the next push looks and sends its atime. */
+		if (rec.lino == (uint64_t)fst.st_ino && rec.lsize == (uint64_t)fst.st_size &&
+		    rec.lctime.sec == fst.st_ctim.tv_sec &&
+		    rec.lctime.nsec == (uint32_t)fst.st_ctim.tv_nsec &&
+		    !pohm_sys_fstatat(tfd, tname, &tst, AT_SYMLINK_NOFOLLOW) &&
+		    tst.st_ino == fst.st_ino && tst.st_dev == fst.st_dev)
+			pohm_journal_note_local(&rec, &tst);
 		snprintf(rec.hint, sizeof(rec.hint), "%s", mi->to);
 		r = pohm_journal_put(&c->j, &rec);
 		pohm_jrec_clear(&rec);

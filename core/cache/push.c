@@ -438,7 +438,20 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 		 * record keeps its base, so the next open fetches the newer
 		 * version; adopting it here would make the next local change
 		 * overwrite it (issue 18 case 1). */
-		r = push_attrs(c, rec, st, &in, fd, NULL);
+		{
+			/* This copy's times are its base's; the record's are
+			 * the newer stored version's (a revalidation notes its
+			 * attributes and keeps the data identity): no change of
+			 * ours, never sent over that version.  Mode and owner
+			 * changed here still travel. */
+			struct stat ast = *st;
+
+			ast.st_mtim.tv_sec = rec->mtime.sec;
+			ast.st_mtim.tv_nsec = rec->mtime.nsec;
+			ast.st_atim.tv_sec = rec->atime.sec;
+			ast.st_atim.tv_nsec = rec->atime.nsec;
+			r = push_attrs(c, rec, &ast, &in, fd, NULL);
+		}
 		if (r < 0)
 			goto out_in;
 		pushed_attrs = r;

@@ -54,7 +54,10 @@
  * pohmelfsd's (every sync_timeout); a write-open makes sure pohmelfsd
  * runs.  A crash of any holder just drops its lock: open-for-write falls
  * to dirty (or clean, if nothing was written), pushing to dirty (the
- * next push rebases on p/INO, push.c).
+ * next push rebases on the record's last commit, or finds the stored
+ * chunk sums equal to its own, push.c).  What a crash between the steps
+ * of every transition leaves, and who finishes it: ARCHITECTURE.md §8,
+ * tests/unit/test_crash.c.
  *
  * Guards: struct cache_writers is per cache; `mu` guards the table.  The
  * entries' fds are slots in ownfd (their addresses never move: the table
@@ -337,7 +340,15 @@ int pohm_cache_writer_open_pre(struct pohm_cache *c, struct pohm_wprelock *pl, u
 	if (pl->state == POHM_WPRE_NONE || pl->ino != ino || pl->ldev != ldev ||
 	    pl->lino != lino) {
 		/* Not the file held before the open (none was, or the name
-		 * moved on in between): lock now and check the copy. */
+		 * moved on in between): lock now and check the copy.  The fd
+		 * on the very file the prelock saw, under another storage
+		 * inode: the caller's ino came from the index after the open,
+		 * and a refresh since dropped the replaced copy's entry (the
+		 * caller then passes the local inode number).  The copy check
+		 * must ask about the inode the writer opened, known from
+		 * before the open. */
+		if (pl->state != POHM_WPRE_NONE && pl->ldev == ldev && pl->lino == lino)
+			ino = pl->ino;
 		r = pohm_cache_writer_open(c, ino, ldev, lino, keep_on_exec);
 		pohm_cache_writer_prelock_drop(c, pl, held, arg);
 		return r;

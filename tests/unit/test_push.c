@@ -444,6 +444,59 @@ TEST(a_shim_writer_holds_its_lock_from_before_its_open)
 	}
 }
 
+/*
+ * model2's fallback: the prelock found the byte held by another fd of the
+ * process (POHM_WPRE_HELD), whose last writer closed before this open's
+ * open_pre (another thread), and a refresh replaced the copy in between.
+ * The index no longer maps the replaced copy, so the storage inode the
+ * shim passes (pohm_cache_stat_fix after the open) is the local inode
+ * number: the copy check must use the inode the prelock saw before the
+ * open, and tell -ESTALE.  It was told 0 (the check looked up the wrong
+ * inode and found no record).
+ */
+TEST(a_writer_whose_prelock_was_another_fds_is_told_of_a_replaced_copy)
+{
+	struct pohm_wprelock pl;
+	struct pohm_cache *a, *b;
+	struct stat st;
+	uint64_t ldev, lino, sino;
+	int fd, base;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(lstat(ch_path("b", "f"), &st), 0);
+	ldev = (uint64_t)st.st_dev;
+	lino = (uint64_t)st.st_ino;
+	pohm_cache_stat_fix(b, &st);
+	sino = (uint64_t)st.st_ino;
+	EXPECT(sino != lino);
+	base = pohm_cache_writer_count(b);
+	/* "Another thread" writes f: its lock is the process's. */
+	EXPECT_EQ_INT(pohm_cache_writer_open(b, sino, ldev, lino, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_writer_prelock(b, "f", O_RDWR | O_APPEND, &pl), 1);
+	EXPECT_EQ_INT(pl.state, POHM_WPRE_HELD);
+	fd = open(ch_path("b", "f"), O_RDWR | O_APPEND);
+	EXPECT(fd >= 0);
+	pohm_cache_writer_close(b, ldev, lino);	/* that thread's last writer goes */
+	EXPECT_EQ_INT(pohm_cache_writer_count(b), base);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);	/* replaced */
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	EXPECT_EQ_INT((uint64_t)st.st_ino, lino);
+	pohm_cache_stat_fix(b, &st);		/* as hook_open_done does, after the refresh */
+	EXPECT_EQ_INT(pohm_cache_writer_open_pre(b, &pl, (uint64_t)st.st_ino, ldev, lino, 0,
+						 NULL, NULL), -ESTALE);
+	pohm_cache_writer_close(b, ldev, lino);
+	EXPECT_EQ_INT(pohm_cache_writer_count(b), base);
+	close(fd);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
 /* A prelock for a reader, or a file not there, takes nothing; one whose
  * open failed is dropped; one for a file this process already writes
  * reuses that lock (and a drop leaves it). */
