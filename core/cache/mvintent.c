@@ -272,7 +272,7 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 			rec.recorded_ns = mi->recorded_ns;
 			rec.flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 		}
-		snprintf(rec.hint, sizeof(rec.hint), "%s", mi->to);
+		pohm_jrec_set_hint(&rec, mi->to);
 		r = pohm_journal_put(&c->j, &rec);
 		pohm_jrec_clear(&rec);
 	}
