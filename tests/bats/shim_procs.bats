@@ -617,6 +617,15 @@ LLLLLLLLLLLLLL OOOOOOOOOOOOOO SSSSSSSSSSSSSS XXXXXXXXXXXXXX eeeeeeeeeeeee gggggg
 		ls $R && stat -c %s $R/g9 && test ! -e $R/u9 && test ! -e $R/d9 && test -d $R/k9"
 	echo "$output"
 	[ "$output" = "$(printf 'ddddd\ng\nl\nsub\ndeep\nx\n5\ng\ndeep\nnine\nnine\ng9\ng9\nk9\nl9\n5' | sed "s/^ddddd\$/$n/")" ]
+	# Without sync_on_close a file is left for pohmelfsd and the exit,
+	# which find it by its journal name: a long name has none there, so
+	# its writer's close pushes it (POHM_FD_LONG).
+	POHMELFS_SYNC_ON_CLOSE=0 shim a bash -c "cd '$T/a/w' && for i in \$(seq 25); do cd $n || exit 1; done &&
+		echo zero > $R/w0 && exec 5>$R/w1 && echo one >&5 && exec 5>&- && sleep 0.1"
+	run shim b bash -c "cd '$T/b/w' && for i in \$(seq 25); do cd $n || exit 1; done && cat $R/w0 $R/w1"
+	echo "$output"
+	[ "$output" = "$(printf 'zero\none')" ]
+	shim a bash -c "cd '$T/a/w' && for i in \$(seq 25); do cd $n || exit 1; done && rm $R/w0 $R/w1"
 	# The long names go again (unlink, rmdir); b sees it.  (A rename here
 	# would show, on b, the old name beside the new one: b fetched g9, and
 	# a listing keeps a fetched copy under its old name after another
