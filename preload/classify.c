@@ -281,37 +281,28 @@ static int proc_fd(const char *path, int *fd, const char **rest)
 
 /* ------------------------------------------------------------ the classifier */
 
-enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
-			       struct pohm_path *p, struct pohm_where *w)
+/*
+ * pohm_locate past its fast outs: p's fields, rel written into buf (cap
+ * bytes; POHM_PATH_TRUNC when it does not fit).
+ */
+static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flags,
+				      struct pohm_path *p, struct pohm_where *w, char *buf,
+				      size_t cap)
 {
 	const struct pohm_pc_prefix *pf = &pohm_state.prefix;
 	unsigned wf = (flags & POHM_LOC_FULL) ? POHM_PC_FULL : 0;
-	struct pohm_where local;
 	struct pohm_pc_res res;
 	const char *walk;
 	size_t len = 0;
 	int base = dirfd, dead;
 
-	if (!w)
-		w = &local;
-	w->cls = POHM_PC_OUT;
-	if (!pohm_addr_ok(path) || !pf->nsp)
-		return POHM_PC_OUT;	/* NULL or a bad pointer: EFAULT from the kernel */
-	path = pohm_launder(path);
-	/* The hot path: an absolute path outside, by string comparison alone. */
-	if (path[0] == '/' && !(flags & POHM_LOC_FULL) && !proc_fd(path, &base, &walk) &&
-	    pohm_abs_fast_out_full(path))
-		return POHM_PC_OUT;
-	/* The next hottest: a relative name from a cwd that is not under the prefix. */
-	if (path[0] != '/' && dirfd == AT_FDCWD && !(flags & POHM_LOC_FULL) &&
-	    pohm_cwd_fast_out(path))
-		return POHM_PC_OUT;
 	p->dirfd = dirfd;
 	p->path = path;
 	p->spelling = -1;
-	p->flags = 0;
+	p->flags = (flags & POHM_LOC_EMPTY) ? POHM_PATH_EMPTY : 0;
 	p->len = 0;
-	p->rel[0] = '\0';
+	p->rel = buf;
+	buf[0] = '\0';
 	walk = path;
 	if (path[0] == '/') {
 		if (!proc_fd(path, &base, &walk)) {
@@ -323,18 +314,18 @@ enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 	} else if (!path[0] && !(flags & POHM_LOC_EMPTY)) {
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
-	dead = base_of(base, &w->pos, p->rel, sizeof(p->rel), &len);
+	dead = base_of(base, &w->pos, buf, cap, &len);
 	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
 	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))
 		return POHM_PC_OUT;	/* inside a removed directory: the kernel answers */
 walk:
-	w->cls = pohm_pc_walk(pf, &w->pos, p->rel, sizeof(p->rel), &len, walk, wf, &res);
+	w->cls = pohm_pc_walk(pf, &w->pos, buf, cap, &len, walk, wf, &res);
 	if (w->cls == POHM_PC_ESCAPE) {
 		/* ".." above a base of unknown depth: ask the kernel, walk again. */
-		if (base_from_kernel(base, &w->pos, p->rel, sizeof(p->rel), &len, NULL) < 0)
+		if (base_from_kernel(base, &w->pos, buf, cap, &len, NULL) < 0)
 			return w->cls = POHM_PC_OUT;
-		w->cls = pohm_pc_walk(pf, &w->pos, p->rel, sizeof(p->rel), &len, walk, wf, &res);
+		w->cls = pohm_pc_walk(pf, &w->pos, buf, cap, &len, walk, wf, &res);
 		if (w->cls == POHM_PC_ESCAPE)
 			return w->cls = POHM_PC_OUT;
 	}
@@ -346,10 +337,45 @@ walk:
 		p->flags |= POHM_PATH_SLASH;
 	if (res.trunc) {
 		p->flags |= POHM_PATH_TRUNC;
-		p->rel[0] = '\0';
+		buf[0] = '\0';
 		p->len = 0;
 	}
 	return POHM_PC_IN;
+}
+
+enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
+			       struct pohm_path *p, struct pohm_where *w)
+{
+	struct pohm_where local;
+	const char *walk;
+	int base = dirfd;
+
+	if (!w)
+		w = &local;
+	w->cls = POHM_PC_OUT;
+	if (!pohm_addr_ok(path) || !pohm_state.prefix.nsp)
+		return POHM_PC_OUT;	/* NULL or a bad pointer: EFAULT from the kernel */
+	path = pohm_launder(path);
+	/* The hot path: an absolute path outside, by string comparison alone. */
+	if (path[0] == '/' && !(flags & POHM_LOC_FULL) && !proc_fd(path, &base, &walk) &&
+	    pohm_abs_fast_out_full(path))
+		return POHM_PC_OUT;
+	/* The next hottest: a relative name from a cwd that is not under the prefix. */
+	if (path[0] != '/' && dirfd == AT_FDCWD && !(flags & POHM_LOC_FULL) &&
+	    pohm_cwd_fast_out(path))
+		return POHM_PC_OUT;
+	return locate_walk(dirfd, path, flags, p, w, p->inl, sizeof(p->inl));
+}
+
+int pohm_locate_long(const struct pohm_path *p, struct pohm_path *lp, char *buf, size_t cap)
+{
+	struct pohm_where w;
+	unsigned flags = (p->flags & POHM_PATH_EMPTY) ? POHM_LOC_EMPTY : 0;
+
+	w.cls = POHM_PC_OUT;
+	if (locate_walk(p->dirfd, p->path, flags, lp, &w, buf, cap) != POHM_PC_IN)
+		return -ENOENT;
+	return (lp->flags & POHM_PATH_TRUNC) ? -ENAMETOOLONG : 0;
 }
 
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p)

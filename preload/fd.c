@@ -43,7 +43,7 @@
 #define ST_SET		(1ull << 63)	/* the entry holds something */
 #define ST_UNDER	(1ull << 62)	/* the fd names something under the prefix */
 #define ST_LAZY		(1ull << 61)	/* position unknown (handed over): resolve */
-#define ST_FLAGS_SHIFT	56		/* POHM_FD_* flags, 4 bits */
+#define ST_FLAGS_SHIFT	56		/* POHM_FD_* flags, 5 bits (56-60) */
 #define ST_M0_SHIFT	31		/* match[0], 12 bits */
 #define ST_M1_SHIFT	43		/* match[1], 12 bits */
 #define ST_DEPTH_MASK	0x7fffffffull	/* depth, 31 bits */
@@ -90,13 +90,13 @@ void pohm_pos_unpack(uint64_t st, struct pohm_pc_pos *pos)
 
 static uint64_t st_pack(const struct pohm_pc_pos *pos, unsigned flags, int under)
 {
-	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0xf) << ST_FLAGS_SHIFT) |
+	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0x1f) << ST_FLAGS_SHIFT) |
 	       pohm_pos_pack(pos);
 }
 
 static unsigned st_flags(uint64_t st)
 {
-	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0xf;
+	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0x1f;
 }
 
 /* The entry of fd if its chunk exists, else NULL (lock-free). */
@@ -251,13 +251,15 @@ void pohm_fd_forget(int fd)
 	errno = saved;
 }
 
-void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
-		    const struct pohm_fd_info *fi)
+/* pohm_fd_record with under given: an fd under the prefix without a name
+ * (rel NULL) is lazy, its position asked of the kernel when needed. */
+static void fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		      const struct pohm_fd_info *fi, int under)
 {
 	struct pohm_relstr *r = NULL, *old;
 	struct pohm_fdent *e;
 	uint64_t st;
-	int saved = errno, under = rel != NULL || (fi && (fi->flags & POHM_FD_INHERITED));
+	int saved = errno;
 
 	e = ent_get(fd);
 	if (!e)
@@ -276,6 +278,12 @@ out:
 	errno = saved;
 }
 
+void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
+		    const struct pohm_fd_info *fi)
+{
+	fd_record(fd, pos, rel, fi, rel != NULL || (fi && (fi->flags & POHM_FD_INHERITED)));
+}
+
 void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *w,
 		    const struct pohm_fd_info *fi)
 {
@@ -285,7 +293,9 @@ void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *
 		return;
 	if (w->cls == POHM_PC_IN) {
 		pos = pohm_path_pos(p);
-		pohm_fd_record(fd, &pos, (p->flags & POHM_PATH_TRUNC) ? NULL : p->rel, fi);
+		/* A name too long for the table (POHM_PATH_TRUNC, issue 19 item
+		 * 10) is under the prefix all the same: kept without it, lazy. */
+		fd_record(fd, &pos, (p->flags & POHM_PATH_TRUNC) ? NULL : p->rel, fi, 1);
 	} else if (w->cls == POHM_PC_ANCESTOR) {
 		pohm_fd_record(fd, &w->pos, NULL, NULL);
 	} else {

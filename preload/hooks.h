@@ -100,23 +100,37 @@ struct pohm_real_call {
 
 /* ------------------------------------------------------------ paths */
 
-#define POHM_REL_MAX	4096	/* bytes of pohm_path.rel, with its NUL */
+#define POHM_REL_MAX	4096	/* bytes of pohm_path.inl, with its NUL */
 
-/* A classified path under the prefix (DESIGN.md §2 step 1). */
+/*
+ * A classified path under the prefix (DESIGN.md §2 step 1).  rel points
+ * to inl, in the struct, for a name below the prefix shorter than
+ * POHM_REL_MAX; a longer one (a deep cwd or dirfd and a relative path:
+ * the kernel takes up to 4095 bytes from any depth) does not fit there
+ * and is classified POHM_PATH_TRUNC.  The hooks get it whole all the
+ * same (issue 19 item 10): hooks_stack.c classifies it again, on the
+ * library's stack, into a heap buffer of up to POHM_REL_CAP bytes
+ * (core/sys/sys.h: 64 KiB; longer fails ENAMETOOLONG) and hands the
+ * storage a copy whose rel points there, POHM_PATH_TRUNC clear.  A copy
+ * of the struct shares rel with its source.
+ */
 struct pohm_path {
 	int dirfd;		/* the caller's dirfd, unchanged (AT_FDCWD or an fd) */
 	const char *path;	/* the caller's path, unchanged: what libc gets */
 	int spelling;		/* 0: under the prefix as configured, 1: under realpath(prefix) */
 	unsigned flags;		/* POHM_PATH_* */
 	size_t len;		/* strlen(rel) */
-	char rel[POHM_REL_MAX];	/* normalised path below the prefix root: "" = the root,
+	char *rel;		/* normalised path below the prefix root: "" = the root,
 				 * "a/b" otherwise; no leading or trailing slash */
+	char inl[POHM_REL_MAX];	/* rel's usual storage */
 };
 
 #define POHM_PATH_SLASH	0x1	/* the path ended in "/" (or "/.", "/.."): a directory */
-#define POHM_PATH_TRUNC	0x2	/* rel did not fit (cwd deep inside + long relative
-				 * path): rel is "", use (dirfd, path) */
+#define POHM_PATH_TRUNC	0x2	/* rel did not fit inl (cwd deep inside + long relative
+				 * path): rel is "", use (dirfd, path); the hooks never
+				 * see it (hooks_stack.c) */
 #define POHM_PATH_PROCFD 0x4	/* named through /proc/self/fd/N or /dev/fd/N */
+#define POHM_PATH_EMPTY	0x8	/* classified with POHM_LOC_EMPTY ("" names the dirfd) */
 
 /* ------------------------------------------------------------ fds */
 
@@ -131,6 +145,9 @@ struct pohm_fd_info {
 #define POHM_FD_DIR	0x2	/* opened with O_DIRECTORY, or by opendir */
 #define POHM_FD_PATH	0x4	/* O_PATH: no I/O through it */
 #define POHM_FD_INHERITED 0x8	/* came from the previous image through exec */
+#define POHM_FD_LONG	0x10	/* opened for writing by a name below the prefix of 4096
+				 * bytes or more: the journal keeps no name for it, so
+				 * its close pushes (hooks_cache.c hook_close) */
 
 /* ------------------------------------------------------------ the open family */
 

@@ -280,6 +280,8 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, struct p
 	if (!p->rel[0] || (p->flags & POHM_PATH_SLASH) || !strcmp(p->path, ".") ||
 	    !strcmp(p->path, ".."))
 		pf |= POHM_POF_DIRNAME;
+	if (p->len >= POHM_REL_MAX && (fi->flags & POHM_FD_WRITE))
+		fi->flags |= POHM_FD_LONG;
 	return HELD(pohm_proc_open(c, &host_fds, p->rel, pf, flags, mode, &fi->cookie, &outside));
 }
 
@@ -507,17 +509,17 @@ static int hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int
 }
 
 /*
- * A path whose name below the prefix does not fit struct pohm_path
- * (POHM_PATH_TRUNC, hooks_stack.c): the cache cannot name it, so the call
- * fails with -ENAMETOOLONG rather than reach the local file alone (issue
- * 19 item 10).  POHM_PASS in passthrough tests, the mount's error when it
- * could not be opened.
+ * A path that could not be made whole (hooks_stack.c: a name below the
+ * prefix longer than POHM_REL_CAP, or no memory for it): err
+ * (-ENAMETOOLONG, -ENOMEM), the call not made, rather than reach the
+ * local file alone (issue 19 item 10).  POHM_PASS in passthrough tests,
+ * the mount's error when it could not be opened.
  */
-int pohm_hk_too_long(void)
+int pohm_hk_too_long(int err)
 {
 	int r;
 
-	return cache(&r) ? -ENAMETOOLONG : r;
+	return cache(&r) ? err : r;
 }
 
 int pohm_hk_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)
@@ -571,6 +573,12 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
 		return 0;
 	}
+	/* No name in the journal (a name of 4096 bytes or more below the
+	 * prefix): neither pohmelfsd nor the exit could find the file, so it
+	 * travels now, through this fd, as with sync_on_close (issue 19 item
+	 * 10).  A failure stays on the dirty list as any close's. */
+	if (fi->flags & POHM_FD_LONG)
+		(void)HELD(pohm_proc_sync(um, &host_fds, fd, fi->cookie));
 	return HELD(pohm_proc_close(um, &host_fds, fd, fi->cookie));
 }
 

@@ -7,22 +7,57 @@
  * library's stack, not the host thread's.  Written from hooks.h's
  * prototypes (a new hook there needs its pair here and in hooks_stack.h).
  *
- * Every hook that comes before a call on a path (open, stat, statx, ns,
- * attr, lookup) first refuses a path whose name below the prefix did not
- * fit struct pohm_path (POHM_PATH_TRUNC: a cwd or dirfd deep in the tree
- * plus a relative path, more than POHM_REL_MAX - 1 bytes in all): the
- * cache names every file by that string, so such a call fails with
- * ENAMETOOLONG instead of reaching the local file alone, which the
- * storage would never hear of (issue 19 item 10; libpohmelfs(7) LIMITS).
- * The one-call hooks (open, stat, statx, ns, attr) return it.
+ * A path whose name below the prefix did not fit struct pohm_path's
+ * inline buffer (POHM_PATH_TRUNC: a cwd or dirfd deep in the tree plus a
+ * relative path, 4096 bytes or more in all; the kernel takes such a
+ * call, its path argument being shorter) is made whole here before
+ * every hook that takes a path (issue 19 item 10): classified again, on
+ * this stack, into a heap buffer of POHM_REL_CAP bytes (the library's
+ * allocator), and the hook gets a copy whose rel points there.  A name
+ * longer than that, or no memory for it, fails with ENAMETOOLONG or
+ * ENOMEM (pohm_hk_too_long), the call not made: the local file alone,
+ * which the storage would never hear of, is never changed.  hooks.h
+ * (struct pohm_path) and libpohmelfs(7) LIMITS say the same.
  */
 #include "shim.h"
 #include "hooks_stack.h"
 
-/* 1 when p (may be NULL) is a path the cache cannot name. */
-static int too_long(const struct pohm_path *p)
+/*
+ * *pp made whole when it did not fit (above): 0 with *pp pointing to lp
+ * (or unchanged: NULL or a path that fit), POHM_PASS when the second walk
+ * found it no longer under the prefix (the cwd moved meanwhile: the real
+ * call decides), -ENAMETOOLONG or -ENOMEM.  whole_done frees lp's buffer.
+ */
+static int whole(const struct pohm_path **pp, struct pohm_path *lp)
 {
-	return p && (p->flags & POHM_PATH_TRUNC);
+	char *buf;
+	int r;
+
+	if (!*pp || !((*pp)->flags & POHM_PATH_TRUNC))
+		return 0;
+	buf = pohm_busy_malloc(POHM_REL_CAP);
+	if (!buf)
+		return -ENOMEM;
+	r = pohm_locate_long(*pp, lp, buf, POHM_REL_CAP);
+	if (r) {
+		pohm_busy_free(buf);
+		return r == -ENOENT ? POHM_PASS : r;
+	}
+	*pp = lp;
+	return 0;
+}
+
+static void whole_done(const struct pohm_path *p, struct pohm_path *lp)
+{
+	if (p == lp)
+		pohm_busy_free(lp->rel);
+}
+
+/* A hook's path that could not be made whole: its result (-errno, or
+ * POHM_PASS in passthrough tests and for a path found outside). */
+static int refused(int r)
+{
+	return r == POHM_PASS ? r : pohm_hk_too_long(r);
 }
 
 /* A one-call hook refused before the storage: its result, or in
@@ -43,10 +78,14 @@ struct a_open {
 static long run_open(void *v)
 {
 	struct a_open *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	if (too_long(x->p))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_open(x->p, x->flags, x->mode, x->fi, x->real);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = pohm_hk_open(x->p, x->flags, x->mode, x->fi, x->real);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
@@ -67,8 +106,14 @@ struct a_adopt {
 static long run_adopt(void *v)
 {
 	struct a_adopt *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	return pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
+	if (r)		/* as before: adopted with no name, O_CREAT dropped */
+		return pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
+	r = pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
@@ -88,10 +133,14 @@ struct a_stat {
 static long run_stat(void *v)
 {
 	struct a_stat *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	if (too_long(x->p))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_stat(x->p, x->flags, x->st, x->real);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = pohm_hk_stat(x->p, x->flags, x->st, x->real);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_stat(const struct pohm_path *p, int flags, struct stat *st,
@@ -113,10 +162,14 @@ struct a_statx {
 static long run_statx(void *v)
 {
 	struct a_statx *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	if (too_long(x->p))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_statx(x->p, x->flags, x->mask, x->stx, x->real);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = pohm_hk_statx(x->p, x->flags, x->mask, x->stx, x->real);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx,
@@ -160,10 +213,20 @@ struct a_ns {
 static long run_ns(void *v)
 {
 	struct a_ns *x = v;
+	struct pohm_path la, lb;
+	int r = whole(&x->a, &la);
 
-	if (too_long(x->a) || too_long(x->b))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_ns(x->op, x->a, x->b, x->arg, x->real);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = whole(&x->b, &lb);
+	if (r) {
+		whole_done(x->a, &la);
+		return or_real(refused(r), x->real);
+	}
+	r = pohm_hk_ns(x->op, x->a, x->b, x->arg, x->real);
+	whole_done(x->a, &la);
+	whole_done(x->b, &lb);
+	return r;
 }
 
 int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
@@ -204,10 +267,14 @@ struct a_attr {
 static long run_attr(void *v)
 {
 	struct a_attr *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	if (too_long(x->p))
-		return or_real(pohm_hk_too_long(), x->real);
-	return pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags, x->real);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = pohm_hk_attr(x->op, x->p, x->fd, x->fi, x->flags, x->real);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
@@ -227,10 +294,14 @@ struct a_lookup {
 static long run_lookup(void *v)
 {
 	struct a_lookup *x = v;
+	struct pohm_path lp;
+	int r = whole(&x->p, &lp);
 
-	if (too_long(x->p))
-		return pohm_hk_too_long();
-	return pohm_hk_lookup(x->why, x->p, x->flags);
+	if (r)
+		return refused(r);
+	r = pohm_hk_lookup(x->why, x->p, x->flags);
+	whole_done(x->p, &lp);
+	return r;
 }
 
 int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags)

@@ -24,8 +24,9 @@ int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi);
 int pohm_hk_fd_event(enum pohm_fd_event ev, int fd, const struct pohm_fd_info *fi, void *addr, size_t len);
 void pohm_hk_fd_inherited(int fd, struct pohm_fd_info *fi);
 void pohm_hk_exit(void);
-/* A path that did not fit struct pohm_path (POHM_PATH_TRUNC): -ENAMETOOLONG,
- * POHM_PASS in passthrough tests, or the mount's error. */
-int pohm_hk_too_long(void);
+/* A path that could not be made whole (POHM_PATH_TRUNC and longer than
+ * POHM_REL_CAP, or no memory): err, POHM_PASS in passthrough tests, or the
+ * mount's error. */
+int pohm_hk_too_long(int err);
 
 #endif

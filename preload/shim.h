@@ -342,6 +342,15 @@ struct pohm_where {
 enum pohm_pc_class pohm_locate(int dirfd, const char *path, unsigned flags,
 			       struct pohm_path *p, struct pohm_where *w);
 
+/*
+ * The path p (classified POHM_PATH_TRUNC: its name below the prefix did
+ * not fit p->inl) classified again with rel in buf (cap bytes) into *lp
+ * (issue 19 item 10; hooks_stack.c, on the library's stack): 0, or
+ * -ENAMETOOLONG when it does not fit buf either, -ENOENT when the second
+ * walk found it no longer under the prefix (the cwd moved meanwhile).
+ */
+int pohm_locate_long(const struct pohm_path *p, struct pohm_path *lp, char *buf, size_t cap);
+
 /* 1 if (dirfd, path) is under the prefix (p filled), else 0. */
 int pohm_classify(int dirfd, const char *path, struct pohm_path *p);
 

@@ -423,7 +423,7 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = flags;
 	rec.validated_ns = pohm_sys_real_ns();
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
 	return r;
@@ -653,7 +653,7 @@ static int fetch_once(struct pohm_cache *c, int dfd, const char *name, const cha
 	pohm_journal_note_inode(&rec, in);
 	pohm_journal_note_local(&rec, &st);
 	rec.validated_ns = pohm_sys_real_ns();
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
 	cache_count(c, &c->stats.fetches, 1);
@@ -914,7 +914,7 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR);
 	rec.validated_ns = pohm_sys_real_ns();
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	cache_writer_include(lk);
 	pohm_jrec_clear(&rec);
@@ -1180,12 +1180,35 @@ static int split_rel(const char *rel, char *buf, size_t len, const char **comp, 
 /* List a directory whole: every storage entry present locally. */
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel);
 
-/* One walk's buffers, on the heap: a host thread's stack may be small. */
+/*
+ * One walk's buffers, on the heap: a host thread's stack may be small.
+ * buf, path, norm and cur hold cap bytes each, next twice that: 4 KiB for
+ * a name below the prefix shorter than PATH_MAX, POHM_REL_CAP for a longer
+ * one (issue 19 item 10; mat_new).
+ */
 struct mat_work {
-	char buf[4096], path[4096], next[8192], norm[4096];
-	char cur[4096];		/* the walk after a followed link */
+	size_t cap;
+	char *buf, *path, *next, *norm;
+	char *cur;		/* the walk after a followed link */
 	const char *comp[512];
+	char mem[];
 };
+
+static struct mat_work *mat_new(const char *rel)
+{
+	size_t cap = strnlen(rel, 4096) < 4096 ? 4096 : POHM_REL_CAP;
+	struct mat_work *w = malloc(sizeof(*w) + 6 * cap);
+
+	if (!w)
+		return NULL;
+	w->cap = cap;
+	w->buf = w->mem;
+	w->path = w->buf + cap;
+	w->norm = w->path + cap;
+	w->cur = w->norm + cap;
+	w->next = w->cur + cap;
+	return w;
+}
 
 /*
  * One walk of rel.  A symlink that stays in the prefix is not followed
@@ -1203,7 +1226,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 	size_t plen = 0;
 
 	*follow = 0;
-	n = split_rel(rel, buf, sizeof(w->buf), comp, 512);
+	n = split_rel(rel, buf, w->cap, comp, 512);
 	if (n < 0)
 		return n;
 	r = ensure_root(c, n == 0);
@@ -1221,7 +1244,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 
 		if (last && (flags & POHM_MAT_PARENT))
 			break;
-		plen += (size_t)snprintf(path + plen, sizeof(w->path) - plen, "%s%s", i ? "/" : "",
+		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
 		if (r == -ENOENT || r == -ENOTDIR) {
@@ -1233,7 +1256,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		if (S_ISLNK(in.mode) && (!last || !(flags & POHM_MAT_NOFOLLOW))) {
 			/* Follow a symlink that stays in the prefix, as the kernel will. */
 			char *next = w->next;
-			size_t nsz = sizeof(w->next);
+			size_t nsz = 2 * w->cap;
 			const char *rest = rel + (comp[i] - buf) + strlen(comp[i]);
 
 			if (in.target && in.target[0] != '/')
@@ -1246,7 +1269,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 				next[0] = '\0';		/* leaves the prefix: not ours */
 			pohm_inode_clear(&in);
 			if (next[0]) {
-				r = pohm_cache_normalize(next, w->norm, sizeof(w->norm));
+				r = pohm_cache_normalize(next, w->norm, w->cap);
 				if (!r)
 					*follow = 1;
 			}
@@ -1295,7 +1318,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
  * the kernel), in a loop with one heap work area. */
 static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
 {
-	struct mat_work *w = malloc(sizeof(*w));
+	struct mat_work *w = mat_new(rel);
 	int r, follow;
 
 	if (!w)
@@ -1606,10 +1629,45 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 	return r;
 }
 
+char *cache_cut(const char *s, size_t n, char *sbuf)
+{
+	char *p = n < 4096 ? sbuf : malloc(n + 1);
+
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+void cache_cut_free(char *p, const char *sbuf)
+{
+	if (p != sbuf)
+		free(p);
+}
+
+static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
+{
+	int r = materialize_at(c, dir, 0, 0);
+
+	if (r)
+		return r;
+	*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
+	if (*dfd < 0)
+		return *dfd;
+	/* The walk just validated it: its record names the inode (issue 23). */
+	if (!dir_known(c, *dfd, ino))
+		return 0;
+	r = pohm_ns_resolve(c->ns, dir, 1, ino);
+	if (r)
+		pohm_sys_close(*dfd);
+	return r;
+}
+
 int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
 		      const char **name)
 {
-	char dir[4096];
+	char sdir[4096], *dir;
 	const char *slash = strrchr(rel, '/');
 	uint64_t ino = POHM_ROOT_INO;
 	int r;
@@ -1618,30 +1676,21 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 	if (!**name)
 		return -EINVAL;
 	if (slash) {
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
-		r = materialize_at(c, dir, 0, 0);
+		dir = cache_cut(rel, (size_t)(slash - rel), sdir);
+		if (!dir)
+			return -ENOMEM;
+		r = walk_parent_dir(c, dir, dfd, &ino);
+		cache_cut_free(dir, sdir);
 		if (r)
 			return r;
-		*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
-		if (*dfd < 0)
-			return *dfd;
-		/* The walk just validated it: its record names the inode (issue 23). */
-		if (!dir_known(c, *dfd, &ino))
-			goto out;
-		r = pohm_ns_resolve(c->ns, dir, 1, &ino);
-		if (r) {
-			pohm_sys_close(*dfd);
-			return r;
-		}
 	} else {
 		r = ensure_root(c, 0);
 		if (r)
 			return r;
 		*dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
+		if (*dfd < 0)
+			return *dfd;
 	}
-	if (*dfd < 0)
-		return *dfd;
-out:
 	*dino = ino;
 	return 0;
 }
@@ -1654,6 +1703,8 @@ int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, siz
 
 	if (!slash)
 		return -EINVAL;		/* the parent is the prefix root */
+	if ((size_t)(slash - rel) >= sizeof(dir))
+		return -ENAMETOOLONG;	/* nor would the kernel's path of it fit */
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 	materialize_at(c, dir, 0, 0);	/* symlinks on the way, as the kernel will follow them */
 	fd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
@@ -1832,7 +1883,8 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 	int pre = 0;
 	struct pohm_inode in;
 	struct pohm_jrec rec;
-	char path[4096];
+	char spath[4096], *path;
+	size_t rl = strlen(l->rel), nl = strlen(name);
 	struct stat lst;
 	uint64_t known = 0;
 	int r, have_local;
@@ -1854,7 +1906,11 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 	} else if (cache_create_marked(l->c, l->dino, name)) {
 		return 0;	/* a create of this host in flight: its O_EXCL open makes the name */
 	}
-	snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
+	/* l->rel "/" name; 4096 bytes or more on the heap (issue 19 item 10) */
+	path = rl + nl + 2 <= sizeof(spath) ? spath : malloc(rl + nl + 2);
+	if (!path)
+		return -ENOMEM;
+	snprintf(path, rl + nl + 2, "%s%s%s", l->rel, rl ? "/" : "", name);
 	if (e->in) {
 		in = *e->in;		/* list_prefetch read it */
 		memset(e->in, 0, sizeof(*e->in));
@@ -1863,11 +1919,12 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 	} else {
 		r = e->gone ? -ENOENT : pohm_ns_getattr(l->c->ns, ino, &in);
 	}
-	if (r == -ENOENT)
-		return 0;	/* removed meanwhile */
-	if (r)
-		return r;
+	if (r == -ENOENT || r) {
+		cache_cut_free(path, spath);
+		return r == -ENOENT ? 0 : r;	/* -ENOENT: removed meanwhile */
+	}
 	r = cache_make_local(l->c, l->dfd, name, path, &in);
+	cache_cut_free(path, spath);
 	/* Its record says validated now; the inode was read earlier. */
 	if (!r && pre && l->c->attr_timeout_ns)
 		pohm_journal_touch(&l->c->j, ino, in.version, l->real0);
@@ -1902,7 +1959,7 @@ static int rehint_fn(struct pohm_jrec *r, const void *arg)
 
 	if (strcmp(r->hint, h->from))
 		return -ESTALE;
-	snprintf(r->hint, sizeof(r->hint), "%s", h->to);
+	pohm_jrec_set_hint(r, h->to);
 	return 0;
 }
 

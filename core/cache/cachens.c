@@ -221,7 +221,7 @@ static int create_local(struct pohm_cache *c, int dfd, const char *name, const c
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = in->size ? POHM_J_STUB | (in->nxattr ? 0 : POHM_J_NOXATTR) : 0;
 	rec.validated_ns = pohm_sys_real_ns();
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
 	return r;
@@ -366,7 +366,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			memset(&rec, 0, sizeof(rec));
 			pohm_journal_note_inode(&rec, &in);
 			rec.validated_ns = pohm_sys_real_ns();
-			snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+			pohm_jrec_set_hint(&rec, rel);
 			r = pohm_journal_put(&c->j, &rec);
 			pohm_jrec_clear(&rec);
 		}
@@ -456,7 +456,7 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 		rec.ldev = (uint64_t)st.st_dev;
 		rec.lino = (uint64_t)st.st_ino;
 	}
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
 	return r;
@@ -498,7 +498,7 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 	rec.lctime.sec = st.st_ctim.tv_sec;
 	rec.lctime.nsec = (uint32_t)st.st_ctim.tv_nsec;
 	rec.recorded_ns = pohm_sys_real_ns();
-	snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
 	return r;
@@ -858,7 +858,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 		struct pohm_jrec rec;
 
 		if (!pohm_journal_get(&c->j, ino, &rec)) {
-			snprintf(rec.hint, sizeof(rec.hint), "%s", to);
+			pohm_jrec_set_hint(&rec, to);
 			pohm_journal_put(&c->j, &rec);
 			pohm_jrec_clear(&rec);
 		}

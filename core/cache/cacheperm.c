@@ -101,17 +101,17 @@ static int check_one(struct pohm_cache *c, int dfd, const char *path, int want)
 
 int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
 {
-	char path[4096];
+	char spath[4096], *path;
 	size_t len = strlen(rel), i;
 	int r;
 
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
 	/* Root with CAP_DAC_OVERRIDE passes every check on directories: no walk
 	 * (the open path may call this on every materialize).  Two syscalls. */
 	if (cache_fsuid() == 0 && pohm_perm_has_cap(CAP_DAC_OVERRIDE))
 		return 0;
-	memcpy(path, rel, len + 1);
+	path = cache_cut(rel, len, spath);	/* 4096 bytes or more: on the heap */
+	if (!path)
+		return -ENOMEM;
 	/* Each directory above rel's last component.  Not the prefix root: that
 	 * is the local directory itself (the stored root inode's owner is
 	 * whoever made the file system), and the kernel checks it. */
@@ -127,18 +127,24 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want)
 	}
 	if (!r && want)
 		r = *rel ? check_one(c, c->pfd, path, want) : check_local_dir(c->pfd, "", want);
+	cache_cut_free(path, spath);
 	return r;
 }
 
 int cache_perm_parent(struct pohm_cache *c, const char *rel, int want)
 {
-	char dir[4096];
+	char sdir[4096], *dir;
 	const char *slash = strrchr(rel, '/');
+	int r;
 
 	if (!slash)
 		return cache_perm_path(c, "", want);
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
-	return cache_perm_path(c, dir, want);
+	dir = cache_cut(rel, (size_t)(slash - rel), sdir);
+	if (!dir)
+		return -ENOMEM;
+	r = cache_perm_path(c, dir, want);
+	cache_cut_free(dir, sdir);
+	return r;
 }
 
 /* Mode and owner of dfd/path: its record's, else the local object's.  0 or -errno. */

@@ -104,7 +104,7 @@ static int adopt_file(struct scan *s, int dfd, uint64_t dino, const char *name, 
 		goto out;
 	if (exists) {
 		memset(&rec, 0, sizeof(rec));
-		snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+		pohm_jrec_set_hint(&rec, rel);
 		r = cache_conflict_copy(s->c, fd, &rec, &st,
 					"made here without the shim while the storage has the name");
 		if (!r)

@@ -158,6 +158,16 @@ void pohm_journal_close(struct pohm_journal *j)
 	pohm_own_close(&j->dirfd);
 }
 
+void pohm_jrec_set_hint(struct pohm_jrec *r, const char *rel)
+{
+	size_t n = strnlen(rel, sizeof(r->hint));
+
+	if (n >= sizeof(r->hint))
+		n = 0;
+	memcpy(r->hint, rel, n);
+	r->hint[n] = '\0';
+}
+
 void pohm_jrec_clear(struct pohm_jrec *r)
 {
 	free(r->csum);

@@ -147,6 +147,10 @@ void pohm_journal_index_drop(struct pohm_journal *j, uint64_t dev, uint64_t lino
 /* Call fn for every record (pohmelfsd, status); fn != 0 stops. */
 int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg);
 void pohm_jrec_clear(struct pohm_jrec *r);
+/* r->hint = rel when it fits, else "" (issue 19 item 10: a name below the
+ * prefix of 4096 bytes or more).  The hint is one local name, a shortcut;
+ * the record is found by its local file through x.idx all the same. */
+void pohm_jrec_set_hint(struct pohm_jrec *r, const char *rel);
 /* Does the local file (st) differ from what the record saw?  0 no, 1 yes,
  * 2 cannot tell from the metadata (a racy ctime): compare the contents. */
 int pohm_journal_is_dirty(const struct pohm_jrec *r, const struct stat *st);

@@ -20,16 +20,17 @@
 
 int pohm_cache_parent_refused(struct pohm_cache *c, const char *rel)
 {
-	char dir[4096];
+	char sdir[4096], *dir;
 	const char *slash = strrchr(rel, '/');
 	int fd;
 
 	if (!slash)
 		return 0;	/* the prefix root: the kernel reached it */
-	if ((size_t)(slash - rel) >= sizeof(dir))
+	dir = cache_cut(rel, (size_t)(slash - rel), sdir);
+	if (!dir)
 		return 0;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 	fd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
+	cache_cut_free(dir, sdir);
 	if (fd < 0)
 		return 1;	/* ENOTDIR (a socket on the way), EACCES, ENOENT, ELOOP */
 	pohm_sys_close(fd);

@@ -281,7 +281,7 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 		    !pohm_sys_fstatat(tfd, tname, &tst, AT_SYMLINK_NOFOLLOW) &&
 		    tst.st_ino == fst.st_ino && tst.st_dev == fst.st_dev)
 			pohm_journal_note_local(&rec, &tst);
-		snprintf(rec.hint, sizeof(rec.hint), "%s", mi->to);
+		pohm_jrec_set_hint(&rec, mi->to);
 		r = pohm_journal_put(&c->j, &rec);
 		pohm_jrec_clear(&rec);
 	}

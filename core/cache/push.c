@@ -650,12 +650,14 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, 
 		pohm_jrec_clear(&rec);
 		return r == -ENOENT ? 0 : r;	/* replaced meanwhile: its own push */
 	}
-	if (fd < 0)
-		snprintf(path, sizeof(path), "%s/%s", c->prefix, rel);
+	/* The xattr calls take a whole path: none for one the kernel would
+	 * refuse (PATH_MAX or more, issue 19 item 10), its xattrs left alone. */
+	if (fd < 0 && (size_t)snprintf(path, sizeof(path), "%s/%s", c->prefix, rel) >= 4096)
+		path[0] = '\0';
 	/* The stored inode, for its xattrs; unknown, they are left alone. */
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));
-	r = push_attrs(c, &rec, &st, &in, fd, fd < 0 ? path : NULL);
+	r = push_attrs(c, &rec, &st, &in, fd, fd < 0 && path[0] ? path : NULL);
 	if (r > 0 && in.ino == ino)
 		/* Into the record as it is now: rec was read before the
 		 * storage calls, and another process may have written it since

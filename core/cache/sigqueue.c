@@ -160,7 +160,7 @@ static int sq_known_name(struct pohm_cache *c, uint64_t ino, const char *rel)
 	if (r)
 		return r == -ENOENT ? 0 : r;
 	if (strcmp(rec.hint, rel)) {
-		snprintf(rec.hint, sizeof(rec.hint), "%s", rel);
+		pohm_jrec_set_hint(&rec, rel);
 		r = pohm_journal_put(&c->j, &rec);
 	}
 	pohm_jrec_clear(&rec);
@@ -237,7 +237,7 @@ static int sq_rename(struct pohm_cache *c, const char *from, const char *to)
 	if (tdino != fdino)
 		cache_dir_changed(c, tdino);
 	if (!pohm_journal_get(&c->j, ino, &rec)) {
-		snprintf(rec.hint, sizeof(rec.hint), "%s", to);
+		pohm_jrec_set_hint(&rec, to);
 		pohm_journal_put(&c->j, &rec);
 		pohm_jrec_clear(&rec);
 	}

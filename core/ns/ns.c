@@ -952,10 +952,17 @@ int pohm_ns_listxattr(struct pohm_ns *ns, uint64_t ino, char *buf, size_t size)
 
 /* ---------------------------------------------------------------- resolve */
 
-/* pohm_ns_resolve's buffers, on the heap: a host thread's stack may be small. */
+/*
+ * pohm_ns_resolve's buffers, on the heap: a host thread's stack may be
+ * small.  buf and rest hold cap bytes each, a path (and a link's
+ * continuation) of up to cap / 2 - 1: 8 KiB for the usual path, twice
+ * POHM_REL_CAP for one of PATH_MAX bytes or more (issue 19 item 10).
+ */
 struct resolve_work {
-	char buf[8192], rest[8192];
 	uint64_t stack[256];
+	size_t cap;
+	char *buf, *rest;
+	char mem[];
 };
 
 static int resolve_in(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino,
@@ -967,7 +974,7 @@ static int resolve_in(struct pohm_ns *ns, const char *path, int follow, uint64_t
 	const char *p;
 	int r;
 
-	if (strlen(path) >= sizeof(w->buf) / 2)
+	if (strlen(path) >= w->cap / 2)
 		return -ENAMETOOLONG;
 	strcpy(buf, path);
 	p = buf;
@@ -1012,11 +1019,11 @@ static int resolve_in(struct pohm_ns *ns, const char *path, int follow, uint64_t
 				pohm_inode_clear(&in);
 				return -EIO;
 			}
-			if (strlen(in.target) + strlen(p) + 2 > sizeof(w->buf) / 2) {
+			if (strlen(in.target) + strlen(p) + 2 > w->cap / 2) {
 				pohm_inode_clear(&in);
 				return -ENAMETOOLONG;
 			}
-			snprintf(rest, sizeof(w->rest), "%s%s%s", in.target, *p ? "/" : "", p);
+			snprintf(rest, w->cap, "%s%s%s", in.target, *p ? "/" : "", p);
 			if (in.target[0] == '/') {
 				pohm_inode_clear(&in);
 				return -EXDEV;	/* absolute targets are resolved by the caller */
@@ -1039,11 +1046,15 @@ static int resolve_in(struct pohm_ns *ns, const char *path, int follow, uint64_t
 
 int pohm_ns_resolve(struct pohm_ns *ns, const char *path, int follow, uint64_t *ino)
 {
-	struct resolve_work *w = malloc(sizeof(*w));
+	size_t cap = strnlen(path, 4096) < 4096 ? 8192 : 2 * (size_t)POHM_REL_CAP;
+	struct resolve_work *w = malloc(sizeof(*w) + 2 * cap);
 	int r;
 
 	if (!w)
 		return -ENOMEM;
+	w->cap = cap;
+	w->buf = w->mem;
+	w->rest = w->mem + cap;
 	r = resolve_in(ns, path, follow, ino, w);
 	free(w);
 	return r;

@@ -77,6 +77,41 @@ static inline long pohm_raw6(long nr, long a, long b, long c, long d, long e, lo
 	pohm_raw6((nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 #define POHM_RAW(...) POHM_RAW_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 
+/*
+ * Paths of PATH_MAX bytes or more (longat.c; issue 19 item 10).  The
+ * kernel refuses them with ENAMETOOLONG; the *at wrappers then walk
+ * them: pohm_sys_long_path(path) says path is that long;
+ * pohm_sys_long_at(dirfd, path, &tail) opens the directory holding
+ * path's last part, shorter than PATH_MAX (the parts before it opened in
+ * turn, each shorter than PATH_MAX, from dirfd, following symlinks as
+ * the kernel would in a whole path), and returns that O_PATH fd for the
+ * caller to close, with *tail pointing into path; -errno (-ENAMETOOLONG
+ * when no '/' cuts it short enough).  Both allocate nothing and touch no
+ * errno; pohm_sys_long_at has a PATH_MAX frame (not for a signal handler
+ * on a small stack: their paths are shorter).
+ *
+ * POHM_SYS_LONG(r, dirfd, path, expr): when the call just made returned
+ * r == -ENAMETOOLONG for a path that long, r = expr made again with
+ * (POHM_LD, POHM_LT) for (dirfd, path).  Shorter paths never go further
+ * than the comparison.
+ */
+int pohm_sys_long_path(const char *path);
+int pohm_sys_long_at(int dirfd, const char *path, const char **tail);
+
+#define POHM_SYS_LONG(r, dirfd, path, expr) do {				\
+	if ((r) == -ENAMETOOLONG && pohm_sys_long_path(path)) {			\
+		const char *POHM_LT;						\
+		int POHM_LD = pohm_sys_long_at((dirfd), (path), &POHM_LT);	\
+									\
+		if (POHM_LD < 0) {						\
+			(r) = POHM_LD;						\
+		} else {							\
+			(r) = (expr);						\
+			POHM_RAW(SYS_close, POHM_LD);				\
+		}								\
+	}									\
+} while (0)
+
 /* The kernel's struct sigaction for rt_sigaction(2) (x86-64 and arm64:
  * handler, flags, restorer, a 64-bit mask). */
 struct pohm_ksigaction {
@@ -111,7 +146,10 @@ static inline int pohm_sys_dup2(int oldfd, int newfd)
 /* faccessat(2) without flags (the real ids, as access(2)): 0 or -errno. */
 static inline int pohm_sys_faccessat(int dirfd, const char *path, int mode)
 {
-	return (int)POHM_RAW(SYS_faccessat, dirfd, path, mode);
+	int r = (int)POHM_RAW(SYS_faccessat, dirfd, path, mode);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_faccessat, POHM_LD, POHM_LT, mode));
+	return r;
 }
 
 /* fchmod(2): 0 or -errno. */
@@ -123,13 +161,19 @@ static inline int pohm_sys_fchmod(int fd, mode_t mode)
 /* fchownat(2) (flags: AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH): 0 or -errno. */
 static inline int pohm_sys_fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
 {
-	return (int)POHM_RAW(SYS_fchownat, dirfd, path, uid, gid, flags);
+	int r = (int)POHM_RAW(SYS_fchownat, dirfd, path, uid, gid, flags);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_fchownat, POHM_LD, POHM_LT, uid, gid, flags));
+	return r;
 }
 
 /* fchmodat(2) (no flags: a final symlink is followed): 0 or -errno. */
 static inline int pohm_sys_fchmodat(int dirfd, const char *path, mode_t mode)
 {
-	return (int)POHM_RAW(SYS_fchmodat, dirfd, path, mode);
+	int r = (int)POHM_RAW(SYS_fchmodat, dirfd, path, mode);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_fchmodat, POHM_LD, POHM_LT, mode));
+	return r;
 }
 
 /* fchown(2): 0 or -errno. */
@@ -143,7 +187,10 @@ static inline int pohm_sys_fchown(int fd, uid_t uid, gid_t gid)
 static inline int pohm_sys_utimensat(int dirfd, const char *path, const struct timespec *tv,
 				     int flags)
 {
-	return (int)POHM_RAW(SYS_utimensat, dirfd, path, tv, flags);
+	int r = (int)POHM_RAW(SYS_utimensat, dirfd, path, tv, flags);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_utimensat, POHM_LD, POHM_LT, tv, flags));
+	return r;
 }
 
 /* sync_file_range(2) of n bytes at off (flags: SYNC_FILE_RANGE_*): 0 or -errno. */
@@ -163,7 +210,10 @@ static inline int pohm_sys_fallocate(int fd, int mode, off_t off, off_t len)
  * possibly cut) or -errno. */
 static inline ssize_t pohm_sys_readlinkat(int dirfd, const char *path, char *buf, size_t n)
 {
-	return (ssize_t)POHM_RAW(SYS_readlinkat, dirfd, path, buf, n);
+	ssize_t r = (ssize_t)POHM_RAW(SYS_readlinkat, dirfd, path, buf, n);
+
+	POHM_SYS_LONG(r, dirfd, path, (ssize_t)POHM_RAW(SYS_readlinkat, POHM_LD, POHM_LT, buf, n));
+	return r;
 }
 
 /* fstatfs(2): 0 or -errno. */
@@ -303,7 +353,10 @@ static inline ssize_t pohm_sys_writev(int fd, const void *iov, int n)
 /* statx(2) into *sx (a struct statx): 0 or -errno. */
 static inline int pohm_sys_statx(int dirfd, const char *path, int flags, unsigned mask, void *sx)
 {
-	return (int)POHM_RAW(SYS_statx, dirfd, path, flags, mask, sx);
+	int r = (int)POHM_RAW(SYS_statx, dirfd, path, flags, mask, sx);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_statx, POHM_LD, POHM_LT, flags, mask, sx));
+	return r;
 }
 
 /* memfd_create(2) (flags: MFD_CLOEXEC, ...): fd (not moved high) or -errno. */

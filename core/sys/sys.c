@@ -16,7 +16,10 @@
 
 int pohm_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return (int)POHM_RAW(SYS_openat, dirfd, path, flags | O_CLOEXEC, mode);
+	int r = (int)POHM_RAW(SYS_openat, dirfd, path, flags | O_CLOEXEC, mode);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_openat, POHM_LD, POHM_LT, flags | O_CLOEXEC, mode));
+	return r;
 }
 
 int pohm_sys_move_high(int fd)
@@ -139,7 +142,10 @@ int pohm_sys_fstat(int fd, struct stat *st)
 
 int pohm_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	return (int)POHM_RAW(SYS_newfstatat, dirfd, path, st, flags);
+	int r = (int)POHM_RAW(SYS_newfstatat, dirfd, path, st, flags);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_newfstatat, POHM_LD, POHM_LT, st, flags));
+	return r;
 }
 
 int pohm_sys_fsync(int fd)
@@ -154,17 +160,27 @@ int pohm_sys_ftruncate(int fd, off_t len)
 
 int pohm_sys_mkdirat(int dirfd, const char *path, mode_t mode)
 {
-	return (int)POHM_RAW(SYS_mkdirat, dirfd, path, mode);
+	int r = (int)POHM_RAW(SYS_mkdirat, dirfd, path, mode);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_mkdirat, POHM_LD, POHM_LT, mode));
+	return r;
 }
 
 int pohm_sys_unlinkat(int dirfd, const char *path, int flags)
 {
-	return (int)POHM_RAW(SYS_unlinkat, dirfd, path, flags);
+	int r = (int)POHM_RAW(SYS_unlinkat, dirfd, path, flags);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_unlinkat, POHM_LD, POHM_LT, flags));
+	return r;
 }
 
 int pohm_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
-	return (int)POHM_RAW(SYS_renameat, olddirfd, oldpath, newdirfd, newpath);
+	int r = (int)POHM_RAW(SYS_renameat, olddirfd, oldpath, newdirfd, newpath);
+
+	POHM_SYS_LONG(r, olddirfd, oldpath, (int)POHM_RAW(SYS_renameat, POHM_LD, POHM_LT, newdirfd, newpath));
+	POHM_SYS_LONG(r, newdirfd, newpath, pohm_sys_renameat(olddirfd, oldpath, POHM_LD, POHM_LT));
+	return r;
 }
 
 int pohm_sys_fcntl(int fd, int cmd, long arg)
@@ -323,24 +339,38 @@ uid_t pohm_sys_geteuid(void)
 
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)
 {
-	return (int)POHM_RAW(SYS_symlinkat, target, dirfd, path);
+	int r = (int)POHM_RAW(SYS_symlinkat, target, dirfd, path);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_symlinkat, target, POHM_LD, POHM_LT));
+	return r;
 }
 
 int pohm_sys_mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
-	return (int)POHM_RAW(SYS_mknodat, dirfd, path, mode, dev);
+	int r = (int)POHM_RAW(SYS_mknodat, dirfd, path, mode, dev);
+
+	POHM_SYS_LONG(r, dirfd, path, (int)POHM_RAW(SYS_mknodat, POHM_LD, POHM_LT, mode, dev));
+	return r;
 }
 
 int pohm_sys_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		    int flags)
 {
-	return (int)POHM_RAW(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
+	int r = (int)POHM_RAW(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
+
+	POHM_SYS_LONG(r, olddirfd, oldpath, (int)POHM_RAW(SYS_linkat, POHM_LD, POHM_LT, newdirfd, newpath, flags));
+	POHM_SYS_LONG(r, newdirfd, newpath, pohm_sys_linkat(olddirfd, oldpath, POHM_LD, POHM_LT, flags));
+	return r;
 }
 
 int pohm_sys_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		       unsigned flags)
 {
-	return (int)POHM_RAW(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
+	int r = (int)POHM_RAW(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
+
+	POHM_SYS_LONG(r, olddirfd, oldpath, (int)POHM_RAW(SYS_renameat2, POHM_LD, POHM_LT, newdirfd, newpath, flags));
+	POHM_SYS_LONG(r, newdirfd, newpath, pohm_sys_renameat2(olddirfd, oldpath, POHM_LD, POHM_LT, flags));
+	return r;
 }
 
 ssize_t pohm_sys_getdents64(int fd, void *buf, size_t n)

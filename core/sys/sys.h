@@ -56,6 +56,15 @@
 
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */
 
+/*
+ * The longest name below the prefix the library handles, with its NUL
+ * (issue 19 item 10): past PATH_MAX, which the kernel takes from any
+ * directory, up to 64 KiB; a longer one fails ENAMETOOLONG.  Paths of
+ * PATH_MAX bytes or more reach the local file system through raw.h's
+ * long-path walk (longat.c).
+ */
+#define POHM_REL_CAP 65536
+
 /* openat(2) with O_CLOEXEC added; the fd is not moved. fd or -errno. */
 int pohm_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
 /* Like pohm_sys_openat, then moved to >= POHM_FD_BASE. fd or -errno. */

@@ -6,6 +6,7 @@
  * and raw.h's single calls (pohm_raw6), including the raw clone, dup2 and
  * exit that daemonstart.c makes in its copies of the host.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -302,4 +303,167 @@ TEST(perm_mode_bits_and_root)
 	EXPECT_EQ_INT(pohm_perm_mode(S_IFDIR | 0000, 7, 8, X_OK, &root), 0);
 	/* id 0 without POHM_CRED_ROOT (or capabilities) is an ordinary user */
 	EXPECT_EQ_INT(pohm_perm_mode(S_IFREG | 0000, 7, 8, R_OK, &plain0), -EACCES);
+}
+
+/* ------------------------------------------------------------ long paths */
+
+#define LONG_DEPTH 45	/* 45 names of 200 bytes: 9044 bytes, three chunks */
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Component i of the long path: 200 bytes, "Dnn" then 'x's ('S' for the link). */
+static void long_name(char *o, int i, char first)
+{
+	memset(o, 'x', 200);
+	o[0] = first;
+	o[1] = (char)('0' + i / 10);
+	o[2] = (char)('0' + i % 10);
+	o[200] = '\0';
+}
+
+/* The path of the first n components below the test directory (the 20th,
+ * component 19, spelled through the symlink "S19..." when via is set). */
+static void long_path(char *o, int n, int via)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (i)
+			o[len++] = '/';
+		long_name(o + len, i, via && i == 19 ? 'S' : 'D');
+		len += 200;
+	}
+	o[len] = '\0';
+}
+
+/*
+ * pohm_sys_long_at and the *at wrappers on paths of 4096 bytes and more
+ * (issue 19 item 10): the kernel refuses them; the wrappers walk them in
+ * chunks and give the answer the kernel would give a whole path, follow
+ * a symlink at a chunk's end as the kernel follows one in a path, leave
+ * errno alone and keep no fd.
+ */
+TEST(long_paths_walk_in_chunks)
+{
+	static char path[LONG_DEPTH * 201 + 512], other[LONG_DEPTH * 201 + 512];
+	char tmpl[] = "/tmp/pohm-test-long.XXXXXX", name[256], buf[64];
+	const char *tail;
+	struct timespec tv[2] = { { 1000, 5 }, { 2000, 7 } };
+	struct stat st;
+	int dfd, fd, i, fds;
+	size_t len;
+
+	EXPECT(mkdtemp(tmpl) != NULL);
+	dfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	EXPECT(dfd >= 0);
+	if (dfd < 0)
+		return;
+	fds = count_fds();
+	EXPECT_EQ_INT(pohm_sys_long_path("a/b"), 0);
+	long_path(path, LONG_DEPTH, 0);
+	EXPECT_EQ_INT(pohm_sys_long_path(path), 1);
+	/* Build the tree with the wrapper itself: levels 21.. are >= 4096 bytes. */
+	for (i = 1; i <= LONG_DEPTH; i++) {
+		long_path(path, i, 0);
+		EXPECT_RET(pohm_sys_mkdirat(dfd, path, 0755), 0);
+	}
+	EXPECT(mkdirat(dfd, path, 0755) < 0 && errno == ENAMETOOLONG);	/* the kernel alone */
+	/* The chunk of a 9 KB path: cut at its 20th '/', a directory fd. */
+	len = strlen(path);
+	EXPECT(len > 9000);
+	fd = pohm_sys_long_at(dfd, path, &tail);
+	EXPECT(fd >= 0);
+	EXPECT(strlen(tail) < 4096 && tail > path && tail[-1] == '/');
+	EXPECT((size_t)(tail - path) % 201 == 0);
+	if (fd >= 0) {
+		EXPECT(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode));
+		EXPECT(fstatat(fd, tail, &st, 0) == 0 && S_ISDIR(st.st_mode));
+		close(fd);
+	}
+	/* A file at the bottom: create, write, stat, rename, link, chmod, times. */
+	len = strlen(path);
+	memcpy(path + len, "/f", 3);
+	fd = pohm_sys_openat(dfd, path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	EXPECT(fd >= 0);
+	if (fd >= 0) {
+		EXPECT(write(fd, "hello", 5) == 5);
+		close(fd);
+	}
+	EXPECT_RET(pohm_sys_fstatat(dfd, path, &st, 0), 0);
+	EXPECT_EQ_INT((int)st.st_size, 5);
+	EXPECT_RET(pohm_sys_faccessat(dfd, path, R_OK), 0);
+	EXPECT_RET(pohm_sys_fchmodat(dfd, path, 0640), 0);
+	EXPECT_RET(pohm_sys_utimensat(dfd, path, tv, 0), 0);
+	EXPECT_RET(pohm_sys_fstatat(dfd, path, &st, 0), 0);
+	EXPECT((st.st_mode & 07777) == 0640 && st.st_mtim.tv_sec == 2000);
+	memcpy(other, path, len);
+	memcpy(other + len, "/g", 3);
+	EXPECT_RET(pohm_sys_renameat(dfd, path, dfd, other), 0);
+	EXPECT_RET(pohm_sys_fstatat(dfd, path, &st, 0), -ENOENT);
+	EXPECT_RET(pohm_sys_linkat(dfd, other, dfd, path, 0), 0);
+	EXPECT_RET(pohm_sys_renameat2(dfd, other, dfd, path, RENAME_NOREPLACE), -EEXIST);
+	/* One long, one short: the short side stays as it was. */
+	EXPECT_RET(pohm_sys_renameat(dfd, other, dfd, "top"), 0);
+	EXPECT_RET(pohm_sys_renameat(dfd, "top", dfd, other), 0);
+	EXPECT_RET(pohm_sys_unlinkat(dfd, other, 0), 0);
+	/* Symlinks: made, read, and followed at a chunk's end as the kernel would. */
+	memcpy(other + len, "/l", 3);
+	EXPECT_RET(pohm_sys_symlinkat("f", dfd, other), 0);
+	EXPECT_RET(pohm_sys_readlinkat(dfd, other, buf, sizeof(buf)), 1);
+	EXPECT_RET(pohm_sys_fstatat(dfd, other, &st, 0), 0);
+	EXPECT_EQ_INT((int)st.st_size, 5);
+	EXPECT_RET(pohm_sys_unlinkat(dfd, other, 0), 0);
+	long_path(other, 19, 0);
+	long_name(name, 19, 'S');
+	len = strlen(other);
+	other[len] = '/';
+	long_name(other + len + 1, 19, 'D');
+	other[len] = '\0';
+	{
+		int pfd = pohm_sys_openat(dfd, other, O_PATH | O_DIRECTORY, 0);	/* < 4096 */
+
+		EXPECT(pfd >= 0);
+		EXPECT(symlinkat(other + len + 1, pfd, name) == 0);	/* S19 -> D19 */
+		close(pfd);
+	}
+	long_path(other, LONG_DEPTH, 1);
+	memcpy(other + strlen(other), "/f", 3);
+	EXPECT_RET(pohm_sys_fstatat(dfd, other, &st, 0), 0);
+	EXPECT_EQ_INT((int)st.st_size, 5);
+	/* What the kernel would answer: a missing directory, a name too long. */
+	path[201 * 30] = 'Q';
+	EXPECT_RET(pohm_sys_fstatat(dfd, path, &st, 0), -ENOENT);
+	path[201 * 30] = 'D';
+	memset(other, 'y', 300);
+	other[300] = '/';
+	long_path(other + 301, LONG_DEPTH, 0);
+	EXPECT_RET(pohm_sys_fstatat(dfd, other, &st, 0), -ENAMETOOLONG);
+	memset(other, 'z', 5000);
+	other[5000] = '\0';
+	EXPECT_RET(pohm_sys_fstatat(dfd, other, &st, 0), -ENAMETOOLONG);
+	/* Tear down with the wrappers: unlink, then rmdir from the bottom. */
+	EXPECT_RET(pohm_sys_unlinkat(dfd, path, 0), 0);
+	long_path(other, 19, 0);
+	len = strlen(other);
+	other[len] = '/';
+	memcpy(other + len + 1, name, 201);	/* S19, 4019 bytes */
+	EXPECT_RET(pohm_sys_unlinkat(dfd, other, 0), 0);
+	for (i = LONG_DEPTH; i >= 1; i--) {
+		long_path(path, i, 0);
+		EXPECT_RET(pohm_sys_unlinkat(dfd, path, AT_REMOVEDIR), 0);
+	}
+	EXPECT_EQ_INT(count_fds(), fds);
+	close(dfd);
+	EXPECT(rmdir(tmpl) == 0);
 }
