@@ -1950,9 +1950,14 @@ static const struct list_ent *list_renamed_to(const struct list_ctx *l, uint64_t
 
 struct rehint {
 	const char *from, *to;
+	const struct stat *pre, *post;	/* the clean copy before and after the rename */
 };
 
-/* The record's hint from -> to, if it still names from. */
+/* The record's hint from -> to, if it still names from; the local state
+ * follows the ctime the rename moved when the record still describes the
+ * copy as it was (it was found clean just before): else the copy looks
+ * changed here, and the next listing keeps it as "removed elsewhere but
+ * changed here" after another host removes it. */
 static int rehint_fn(struct pohm_jrec *r, const void *arg)
 {
 	const struct rehint *h = arg;
@@ -1960,6 +1965,12 @@ static int rehint_fn(struct pohm_jrec *r, const void *arg)
 	if (strcmp(r->hint, h->from))
 		return -ESTALE;
 	pohm_jrec_set_hint(r, h->to);
+	if (h->post && r->lino == (uint64_t)h->pre->st_ino &&
+	    h->post->st_ino == h->pre->st_ino && h->post->st_dev == h->pre->st_dev &&
+	    h->post->st_size == h->pre->st_size &&
+	    h->post->st_mtim.tv_sec == h->pre->st_mtim.tv_sec &&
+	    h->post->st_mtim.tv_nsec == h->pre->st_mtim.tv_nsec)
+		pohm_journal_note_local(r, h->post);
 	return 0;
 }
 
@@ -2009,8 +2020,12 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		/* A remote rename becomes a local rename: the data stays fetched.
 		 * The hint follows in the record as it is now (rec was read
 		 * before the lookup: issue 18). */
-		struct rehint h = { path, path_to };
+		struct stat post;
+		struct rehint h = { path, path_to, &lst, NULL };
 
+		if (S_ISREG(lst.st_mode) &&
+		    !pohm_sys_fstatat(l->dfd, to->name, &post, AT_SYMLINK_NOFOLLOW))
+			h.post = &post;
 		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
 		snprintf(path_to, sizeof(path_to), "%s%s%s", l->rel, *l->rel ? "/" : "", to->name);
 		pohm_journal_update(&l->c->j, known, rehint_fn, &h);

@@ -107,6 +107,33 @@ TEST(rename_over_a_name_replaces_it_and_noreplace_refuses)
 	pohm_cache_close(b);
 }
 
+/*
+ * Host b fetched f; host a renames it to g; b's listing follows with a
+ * local rename, which moves the copy's ctime.  The copy was clean and
+ * must stay so: when a then removes g, b's next listing drops it (it kept
+ * it as "removed elsewhere but changed here" until something re-noted
+ * the record, a stale listing past attr_timeout; session 12).
+ */
+TEST(a_remote_rename_a_listing_follows_leaves_the_copy_clean)
+{
+	struct pohm_cache *a, *b;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "one", 3), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	usleep(30000);		/* the local rename's ctime is another tick's */
+	EXPECT_EQ_INT(pohm_cache_rename(a, "f", "g", 0), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT(exists("b", "g") && !exists("b", "f"));
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "g"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
+	EXPECT(!exists("b", "g"));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
 TEST(hard_links_and_symlinks_travel)
 {
 	struct pohm_cache *a, *b;
