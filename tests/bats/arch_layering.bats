@@ -190,3 +190,49 @@ EOF
 	[[ $output == *'b/obj/preload/x.o: refers to syscall (from preload/x.c, not on tests/rawsys.allow)'* ]]
 	[ "${#lines[@]}" -eq 1 ]
 }
+
+# ------------------------------------------------------------ circles
+
+@test "no circle between files that are not one unit of tests/units.list" {
+	# Issue 20: circles found from the objects' symbols (tests/circles.sh);
+	# the list says which are one unit and why.
+	run "$TOP/tests/circles.sh" "${SHIPPED_LIB%/*}"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a new circle fails the check, and so does a listed unit that is no circle" {
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/tests" "$t/b/obj/core/x"
+	cp "$TOP/tests/circles.sh" "$t/tests/"
+	# a.o and b.o call each other; c.o only calls a.o.
+	printf 'int b(int);\nint a(int n) { return n ? b(n - 1) : 0; }\n' >"$t/a.c"
+	printf 'int a(int);\nint b(int n) { return a(n); }\n' >"$t/b.c"
+	printf 'int a(int);\nint c(int n) { return a(n); }\n' >"$t/c.c"
+	for f in a b c; do cc -c -o "$t/b/obj/core/x/$f.o" "$t/$f.c"; done
+	printf '# none\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ ${lines[0]} == 'a circle that is not one unit of tests/units.list: core/x/a core/x/b' ]]
+	[ "${#lines[@]}" -eq 3 ]
+	# Declared as one unit, it passes ...
+	printf 'core/x/a core/x/b\t# one unit\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# ... but a unit larger than its circle, or one that is gone, fails.
+	printf 'core/x/a core/x/b core/x/c\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'tests/units.list:1: core/x/a core/x/b core/x/c is not exactly one circle'* ]]
+	printf 'int c(int n) { return n; }\n' >"$t/a.c"
+	cc -c -o "$t/b/obj/core/x/a.o" "$t/a.c"
+	printf 'core/x/a core/x/b\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'tests/units.list:1: core/x/a core/x/b is not exactly one circle (any more)'* ]]
+}
