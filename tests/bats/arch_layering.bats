@@ -236,3 +236,29 @@ EOF
 	[ "$status" -eq 1 ]
 	[[ $output == *'tests/units.list:1: core/x/a core/x/b is not exactly one circle (any more)'* ]]
 }
+
+# ------------------------------------------------------------ the tree and its doc
+
+@test "the tree matches doc/ARCHITECTURE.md: every source file named, every named file there" {
+	run "$TOP/tests/archdoc.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a source file the doc does not name, or a named file that is gone, fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/doc"
+	cp -r "$TOP/core" "$TOP/preload" "$TOP/node" "$TOP/tools" "$TOP/tests" "$t/"
+	cp "$TOP/doc/ARCHITECTURE.md" "$t/doc/"
+	POHM_ARCHDOC_ROOT=$t run "$t/tests/archdoc.sh"
+	[ "$status" -eq 0 ]
+	echo 'int x;' >"$t/core/ns/nsnew.c"
+	rm "$t/preload/mprot.c"
+	POHM_ARCHDOC_ROOT=$t run "$t/tests/archdoc.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/ns/nsnew.c: not named in doc/ARCHITECTURE.md §2-§5'* ]]
+	[[ $output == *'doc/ARCHITECTURE.md: names mprot.c, which is not in the tree'* ]]
+	[ "${#lines[@]}" -eq 2 ]
+}
