@@ -89,6 +89,20 @@ copy_tree() {
 	[[ $output == *'core/admin: no public header core/admin/admin.h'* ]]
 }
 
+@test "a public header that does not open with its layer's comment fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	sed -i '1,/\*\//d' "$t/core/net/net.h"		# the comment goes
+	sed -i 's|core/wire|core/w|' "$t/core/wire/wire.h"	# names no layer
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/net/net.h: does not open with a comment about layer core/net'* ]]
+	[[ $output == *'core/wire/wire.h: does not open with a comment about layer core/wire'* ]]
+	[ "${#lines[@]}" -eq 2 ]
+}
+
 @test "the library links no admin layer and no in-memory test store" {
 	# Symbols of the library's own (hidden) functions: none from core/admin
 	# (fsck, cache tools) nor core/store/kvmem.c.
