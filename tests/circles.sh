@@ -4,7 +4,8 @@
 #
 # The graph: object file A -> B when A refers to a symbol (function or
 # data, nm) that B defines, over BUILD_DIR/obj/{core,preload,node,tools}.
-# This is the real "who calls whom": since the layer folders, a layer's
+# Objects whose source is gone (a working build directory's leftovers) are
+# left out.  This is the real "who calls whom": since the layer folders, a layer's
 # files share one public or private header, so #include lines no longer
 # show it.  A circle is a strongly connected set of two or more files.
 #
@@ -31,7 +32,10 @@ objdir, listf = sys.argv[1], sys.argv[2]
 objs = []
 for top in ("core", "preload", "node", "tools"):
     for d, _, fs in os.walk(os.path.join(objdir, top)):
-        objs += [os.path.join(d, f) for f in fs if f.endswith(".o")]
+        # An object whose source is gone is an earlier layout's leftover
+        # in a working build directory: not part of the tree.
+        objs += [os.path.join(d, f) for f in fs if f.endswith(".o") and
+                 os.path.exists(os.path.relpath(os.path.join(d, f), objdir)[:-2] + ".c")]
 name = {o: os.path.relpath(o, objdir)[:-2] for o in objs}
 defs, refs = {}, defaultdict(set)
 for o in sorted(objs):

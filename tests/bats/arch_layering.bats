@@ -218,13 +218,17 @@ EOF
 
 @test "a new circle fails the check, and so does a listed unit that is no circle" {
 	t=$BATS_TEST_TMPDIR/tree
-	mkdir -p "$t/tests" "$t/b/obj/core/x"
+	mkdir -p "$t/tests" "$t/b/obj/core/x" "$t/core/x"
 	cp "$TOP/tests/circles.sh" "$t/tests/"
 	# a.o and b.o call each other; c.o only calls a.o.
-	printf 'int b(int);\nint a(int n) { return n ? b(n - 1) : 0; }\n' >"$t/a.c"
-	printf 'int a(int);\nint b(int n) { return a(n); }\n' >"$t/b.c"
-	printf 'int a(int);\nint c(int n) { return a(n); }\n' >"$t/c.c"
-	for f in a b c; do cc -c -o "$t/b/obj/core/x/$f.o" "$t/$f.c"; done
+	printf 'int b(int);\nint a(int n) { return n ? b(n - 1) : 0; }\n' >"$t/core/x/a.c"
+	printf 'int a(int);\nint b(int n) { return a(n); }\n' >"$t/core/x/b.c"
+	printf 'int a(int), z(int);\nint c(int n) { return a(n) + z(n); }\n' >"$t/core/x/c.c"
+	# gone.o calls c back, but its source is gone: a leftover of an
+	# earlier layout, which counts for nothing.
+	printf 'int c(int);\nint z(int n) { return n ? c(n - 1) : 0; }\n' >"$t/core/x/gone.c"
+	for f in a b c gone; do cc -c -o "$t/b/obj/core/x/$f.o" "$t/core/x/$f.c"; done
+	rm "$t/core/x/gone.c"
 	printf '# none\n' >"$t/tests/units.list"
 	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
 	echo "$output"
@@ -242,8 +246,8 @@ EOF
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ $output == *'tests/units.list:1: core/x/a core/x/b core/x/c is not exactly one circle'* ]]
-	printf 'int c(int n) { return n; }\n' >"$t/a.c"
-	cc -c -o "$t/b/obj/core/x/a.o" "$t/a.c"
+	printf 'int c(int n) { return n; }\n' >"$t/core/x/a.c"
+	cc -c -o "$t/b/obj/core/x/a.o" "$t/core/x/a.c"
 	printf 'core/x/a core/x/b\n' >"$t/tests/units.list"
 	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
 	echo "$output"
