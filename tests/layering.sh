@@ -14,7 +14,8 @@
 #     header of a layer, never a part of one; and none of their own headers
 #     may share a name with a header of core/ (a quoted include would find
 #     the local one instead).
-#   - Every layer has its public header, and no two layers have headers of
+#   - Every layer has its public header, which opens with a README-style
+#     comment naming the layer (core/L), and no two layers have headers of
 #     the same name.
 # The unit tests (tests/unit) and test programs (tests/progs) are not
 # checked: they test a layer's parts and may include them.
@@ -32,7 +33,14 @@ for l in "$@"; do
 	[ -d "core/$l" ] || { echo "core/$l: no such layer folder" >&2; exit 2; }
 	rank[$l]=$i
 	i=$((i + 1))
-	[ -e "core/$l/$l.h" ] || { echo "core/$l: no public header core/$l/$l.h"; bad=1; }
+	if [ ! -e "core/$l/$l.h" ]; then
+		echo "core/$l: no public header core/$l/$l.h"; bad=1
+	elif ! head -1 "core/$l/$l.h" | grep -qx '/\*' ||
+		! awk 'NR == 1, /\*\// { print }' "core/$l/$l.h" | grep -q "core/$l\b"; then
+		# The README-style comment: the file opens with a comment
+		# that names its layer (what it does, its types, its rules).
+		echo "core/$l/$l.h: does not open with a comment about layer core/$l"; bad=1
+	fi
 	for h in core/"$l"/*.h; do
 		[ -e "$h" ] || continue
 		b=${h##*/}

@@ -98,6 +98,9 @@ struct fk_bucket *fk_bucket(struct fsck *f, uint64_t dir, unsigned depth, uint32
 struct fk_map *fk_map(struct fsck *f, uint64_t ino, uint64_t index, uint64_t gen);
 /* "age" as text: "3.2 s", "2 h". */
 void fk_age(char *buf, size_t len, uint64_t ns);
+/* Room for element n of *arr (element size sz, capacity *cap, doubled from
+ * 256 as needed).  0 or -ENOMEM (*arr unchanged). */
+int fk_grow(void **arr, size_t n, size_t *cap, size_t sz);
 
 /* fsck_ns.c: does a committed live inode name the chunk or chunk-map object
  * key (1), or not (0)?  Other keys: 1.  Valid once the view is complete. */

@@ -58,66 +58,6 @@
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
 
-/*
- * The cache's own files and directories never depend on the host process's
- * umask (a umask of 0577 would make them unreadable to their own user).
- * The common case, a file that exists, costs one openat.
- */
-/*
- * A cache belongs to one user (DESIGN §2).  A process that switches its
- * effective uid (setuid, seteuid) gets that user's own cache (mount_user.c),
- * but files are opened with the fsuid: one changed alone (setfsuid), or
- * root without CAP_DAC_OVERRIDE in another user's cache_dir, is refused
- * here.  Say so once instead of leaving a bare EACCES.
- */
-static void journal_denied(int dirfd)
-{
-	static int said;	/* once per process; atomic */
-	struct stat st;
-	long fsuid = (long)pohm_perm_fsuid();
-
-	if (pohm_sys_fstat(dirfd, &st) || (long)st.st_uid == fsuid ||
-	    __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-		return;
-	pohm_err("the cache_dir belongs to uid %u but files are opened as uid %ld (the "
-		 "fsuid: setfsuid, or root without CAP_DAC_OVERRIDE; effective uid %ld): only "
-		 "its owner can use a cache, calls under the prefix fail with EACCES",
-		 (unsigned)st.st_uid, fsuid, (long)pohm_sys_geteuid());
-}
-
-int pohm_journal_open_own(int dirfd, const char *name, int flags)
-{
-	int fd;
-
-	if (!(flags & O_CREAT)) {
-		fd = pohm_sys_openat(dirfd, name, flags, 0);
-		goto out;
-	}
-	if (!(flags & O_EXCL)) {
-		fd = pohm_sys_openat(dirfd, name, flags & ~O_CREAT, 0);
-		if (fd != -ENOENT)
-			goto out;
-	}
-	fd = pohm_sys_openat(dirfd, name, flags | O_EXCL, 0600);
-	if (fd == -EEXIST && !(flags & O_EXCL))
-		return pohm_sys_openat(dirfd, name, flags & ~O_CREAT, 0);	/* a racing creator */
-	if (fd >= 0)
-		pohm_sys_fchmod(fd, 0600);
-out:
-	if (fd == -EACCES)
-		journal_denied(dirfd);
-	return fd;
-}
-
-int pohm_journal_mkdir_own(int dirfd, const char *name)
-{
-	int r = pohm_sys_mkdirat(dirfd, name, 0700);
-
-	if (!r)
-		pohm_sys_fchmodat(dirfd, name, 0700);
-	return r;
-}
-
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
 	int r, fd;
@@ -528,9 +468,7 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 
 	memset(r, 0, sizeof(*r));
 	record_name(name, sizeof(name), ino);
-	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
-	if (fd == -EACCES)
-		journal_denied(j->dirfd);
+	fd = pohm_journal_open_own(j->dirfd, name, O_RDONLY);	/* says once if refused */
 	if (fd < 0)
 		return fd;
 	rc = get_from(fd, ino, r, &fsize);

@@ -89,6 +89,20 @@ copy_tree() {
 	[[ $output == *'core/admin: no public header core/admin/admin.h'* ]]
 }
 
+@test "a public header that does not open with its layer's comment fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	sed -i '1,/\*\//d' "$t/core/net/net.h"		# the comment goes
+	sed -i 's|core/wire|core/w|' "$t/core/wire/wire.h"	# names no layer
+	# shellcheck disable=SC2086
+	POHM_LAYER_ROOT=$t run "$t/tests/layering.sh" $LAYERS
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/net/net.h: does not open with a comment about layer core/net'* ]]
+	[[ $output == *'core/wire/wire.h: does not open with a comment about layer core/wire'* ]]
+	[ "${#lines[@]}" -eq 2 ]
+}
+
 @test "the library links no admin layer and no in-memory test store" {
 	# Symbols of the library's own (hidden) functions: none from core/admin
 	# (fsck, cache tools) nor core/store/kvmem.c.
@@ -189,4 +203,80 @@ EOF
 	[ "$status" -eq 1 ]
 	[[ $output == *'b/obj/preload/x.o: refers to syscall (from preload/x.c, not on tests/rawsys.allow)'* ]]
 	[ "${#lines[@]}" -eq 1 ]
+}
+
+# ------------------------------------------------------------ circles
+
+@test "no circle between files that are not one unit of tests/units.list" {
+	# Issue 20: circles found from the objects' symbols (tests/circles.sh);
+	# the list says which are one unit and why.
+	run "$TOP/tests/circles.sh" "${SHIPPED_LIB%/*}"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a new circle fails the check, and so does a listed unit that is no circle" {
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/tests" "$t/b/obj/core/x" "$t/core/x"
+	cp "$TOP/tests/circles.sh" "$t/tests/"
+	# a.o and b.o call each other; c.o only calls a.o.
+	printf 'int b(int);\nint a(int n) { return n ? b(n - 1) : 0; }\n' >"$t/core/x/a.c"
+	printf 'int a(int);\nint b(int n) { return a(n); }\n' >"$t/core/x/b.c"
+	printf 'int a(int), z(int);\nint c(int n) { return a(n) + z(n); }\n' >"$t/core/x/c.c"
+	# gone.o calls c back, but its source is gone: a leftover of an
+	# earlier layout, which counts for nothing.
+	printf 'int c(int);\nint z(int n) { return n ? c(n - 1) : 0; }\n' >"$t/core/x/gone.c"
+	for f in a b c gone; do cc -c -o "$t/b/obj/core/x/$f.o" "$t/core/x/$f.c"; done
+	rm "$t/core/x/gone.c"
+	printf '# none\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ ${lines[0]} == 'a circle that is not one unit of tests/units.list: core/x/a core/x/b' ]]
+	[ "${#lines[@]}" -eq 3 ]
+	# Declared as one unit, it passes ...
+	printf 'core/x/a core/x/b\t# one unit\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# ... but a unit larger than its circle, or one that is gone, fails.
+	printf 'core/x/a core/x/b core/x/c\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'tests/units.list:1: core/x/a core/x/b core/x/c is not exactly one circle'* ]]
+	printf 'int c(int n) { return n; }\n' >"$t/core/x/a.c"
+	cc -c -o "$t/b/obj/core/x/a.o" "$t/core/x/a.c"
+	printf 'core/x/a core/x/b\n' >"$t/tests/units.list"
+	POHM_CIRCLES_ROOT=$t run "$t/tests/circles.sh" "$t/b"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'tests/units.list:1: core/x/a core/x/b is not exactly one circle (any more)'* ]]
+}
+
+# ------------------------------------------------------------ the tree and its doc
+
+@test "the tree matches doc/ARCHITECTURE.md: every source file named, every named file there" {
+	run "$TOP/tests/archdoc.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a source file the doc does not name, or a named file that is gone, fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/doc"
+	cp -r "$TOP/core" "$TOP/preload" "$TOP/node" "$TOP/tools" "$TOP/tests" "$t/"
+	cp "$TOP/doc/ARCHITECTURE.md" "$t/doc/"
+	POHM_ARCHDOC_ROOT=$t run "$t/tests/archdoc.sh"
+	[ "$status" -eq 0 ]
+	echo 'int x;' >"$t/core/ns/nsnew.c"
+	rm "$t/preload/mprot.c"
+	POHM_ARCHDOC_ROOT=$t run "$t/tests/archdoc.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *'core/ns/nsnew.c: not named in doc/ARCHITECTURE.md §2-§5'* ]]
+	[[ $output == *'doc/ARCHITECTURE.md: names mprot.c, which is not in the tree'* ]]
+	[ "${#lines[@]}" -eq 2 ]
 }

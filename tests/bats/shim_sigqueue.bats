@@ -181,7 +181,9 @@ sq_ops() {
 	# Not even the control was recorded: no alarm found the shim busy
 	# (seen once in 5 runs of a SAN=address build, where only the
 	# interrupted PC tells).
-	[[ $output != *"no record after"* ]] || skip "no alarm found the shim busy: $output"
+	# Only a sanitizer build may miss (its in_shim guess reads the PC); in
+	# the plain build "no record" is a failure (exit 3), not a skip.
+	[[ $output != *"no record after"* ]] || [ -z "${SAN:-}" ] || skip "SAN=$SAN: no alarm found the shim busy: $output"
 	[ "$status" = 0 ]
 	[[ ${lines[0]} == "bye "[1-9]* ]]
 	[[ ${lines[1]} == "inside the shim "[1-9]* ]]
@@ -198,7 +200,9 @@ sq_ops() {
 	shim a mkdir "$T/a/w/d"
 	SHIM_TIMEOUT=60 run shim a "$H/sig_queue" "$T/a/w/d" 100000 40 burst "$T/a-state/sq"
 	echo "host: $output" | head -5
-	[[ $output != *"no record after"* ]] || skip "no alarm found the shim busy: $output"
+	# Only a sanitizer build may miss (its in_shim guess reads the PC); in
+	# the plain build "no record" is a failure (exit 3), not a skip.
+	[[ $output != *"no record after"* ]] || [ -z "${SAN:-}" ] || skip "SAN=$SAN: no alarm found the shim busy: $output"
 	[ "$status" = 0 ]
 	[[ ${lines[0]} == "bye "[1-9]* ]]
 	run sq_ops
