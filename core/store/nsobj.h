@@ -23,6 +23,7 @@
  * to); a map object is live only if the inode refers to it.  Both kinds are
  * written before the inode CAS that commits them and never changed after, so
  * an unreferenced one is garbage of a lost commit or an old generation.
+ * An inode with inline data (POHM_INLINE_MAX below) names no chunk at all.
  * Path copies (/<path>, only with http_compat) are not objects of this
  * layout: raw file bytes, convenience copies never read by core/ns.
  *
