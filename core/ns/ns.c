@@ -749,7 +749,7 @@ static void truncate_map(struct pohm_inode *in, uint64_t size)
 	if (keep && keep == in->nchunks && in->chunks[keep - 1].len > size - (keep - 1) * cs) {
 		in->chunks[keep - 1].len = (uint32_t)(size - (keep - 1) * cs);
 		/* Inline data's checksum is of the bytes it keeps (decision 0023). */
-		if (pohm_inode_is_inline(in))
+		if (pohm_inode_is_inline(in) && in->idata)
 			pohm_sha512(in->idata, in->chunks[0].len, in->chunks[0].csum);
 	}
 }

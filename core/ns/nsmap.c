@@ -284,8 +284,12 @@ static int inline_apply(struct pohm_inode *in, uint64_t size, uint64_t need,
 		memcpy(ref->csum, set[i].csum, 64);
 	}
 	/* A kept last chunk that reaches past the new size is cut on read. */
-	if (need && in->chunks[need - 1].len > size - (need - 1) * cs)
+	if (need && in->chunks[need - 1].len > size - (need - 1) * cs) {
 		in->chunks[need - 1].len = (uint32_t)(size - (need - 1) * cs);
+		/* Inline data's checksum is of the bytes it keeps (decision 0023). */
+		if (pohm_inode_is_inline(in) && in->idata)
+			pohm_sha512(in->idata, in->chunks[0].len, in->chunks[0].csum);
+	}
 	return 0;
 }
 

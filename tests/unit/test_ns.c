@@ -2335,6 +2335,21 @@ TEST(small_file_commit_is_one_cas_and_grows_back_to_chunks)
 		EXPECT_MEM(in.chunks[0].csum, sum, 64);
 		pohm_inode_clear(&in);
 	}
+	/* So does a commit that only shortens it, in the inode it answers with. */
+	{
+		uint8_t sum[64];
+
+		EXPECT_EQ_INT(put_text(ns, f, "hello"), 0);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		before = (long)in.dversion;
+		pohm_inode_clear(&in);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, f, (uint64_t)before, 3, NULL, 0, NULL, &in), 0);
+		pohm_sha512("hel", 3, sum);
+		EXPECT(pohm_inode_is_inline(&in));
+		EXPECT_MEM(in.chunks[0].csum, sum, 64);
+		pohm_inode_clear(&in);
+		EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "hel");
+	}
 	/* A handle that must not write inline (older clients share the fsid). */
 	{
 		struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12, .no_inline = 1 };
