@@ -448,8 +448,8 @@ static void check_named(struct fsck *f, const struct fk_inode *x)
 	for (i = 0; i < n; i++) {
 		const struct pohm_chunkref *ref = map_entry(f, x, i);
 
-		if (!ref || !ref->gen)
-			continue;
+		if (!ref || !ref->gen || ref->gen == POHM_GEN_INLINE)
+			continue;	/* a hole, or inline data (decision 0023): no chunk object */
 		pohm_key_chunk(key, x->in.ino, i, ref->gen);
 		if (!fk_find(f, key))
 			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, x->in.ino, 0,

@@ -302,6 +302,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.bucket_max = o->bucket_max;
 	nso.chunk_shift = o->chunk_shift;
 	nso.http_compat = o->http_compat;
+	nso.no_inline = o->no_inline;
 	nso.root_uid = (uint32_t)pohm_sys_geteuid();
 	nso.root_gid = (uint32_t)pohm_sys_getegid();
 	nso.lazy_root = 1;	/* no round trip until a call needs the storage (issue 23) */

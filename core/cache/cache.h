@@ -68,6 +68,7 @@ struct pohm_cache_opts {
 	unsigned bucket_max;		/* 0 = default */
 	unsigned chunk_shift;		/* 0 = default */
 	int http_compat;		/* also keep each file whole under its path key */
+	int no_inline;			/* never write small files' data inline (decision 0023) */
 	const int *prefix_fd;		/* non-NULL: the prefix is this directory fd (a
 					 * copy is kept), not opened by its path again */
 	/* Called when checking the root, at the first call that needs the

@@ -21,7 +21,23 @@
 #include "wire.h"
 #include "stub.h"
 
-/* Write every chunk of fd that differs from old (nold checksums) as a new generation. */
+/* Free a set of push_chunks (and the inline data it owns). */
+static void set_free(struct pohm_chunk_set *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; set && i < n; i++)
+		if (set[i].gen == POHM_GEN_INLINE)
+			free((void *)set[i].data);
+	free(set);
+}
+
+/*
+ * Write every chunk of fd that differs from old (nold checksums) as a new
+ * generation; a file of at most POHM_INLINE_MAX bytes instead goes in the
+ * commit itself (decision 0023: its chunk 0 POHM_GEN_INLINE, the bytes
+ * owned by the set: set_free).
+ */
 static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size, unsigned shift,
 		       uint8_t (*old)[64], uint32_t nold, struct pohm_chunk_set **out,
 		       size_t *nout, uint8_t (**sums)[64])
@@ -57,7 +73,13 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 		set[n].index = i;
 		set[n].len = (uint32_t)want;
 		memcpy(set[n].csum, all[i], 64);
-		r = pohm_ns_put_chunk(c->ns, ino, i, buf, want, &set[n].gen);
+		if (i == 0 && pohm_ns_inline_ok(c->ns, size)) {
+			set[n].gen = POHM_GEN_INLINE;	/* no chunk object: the commit carries it */
+			set[n].data = buf;
+			buf = NULL;	/* owned by the set; the loop ends here (one chunk) */
+		} else {
+			r = pohm_ns_put_chunk(c->ns, ino, i, buf, want, &set[n].gen);
+		}
 		if (r)
 			goto out;
 		cache_count(c, &c->stats.pushed_chunks, 1);
@@ -67,7 +89,7 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 out:
 	free(buf);
 	if (r) {
-		free(set);
+		set_free(set, n);
 		free(all);
 		return r;
 	}
@@ -134,7 +156,7 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 			  rec->hint, why, c->host, name);
 	}
 	pohm_inode_clear(&in);
-	free(set);
+	set_free(set, n);
 	free(sums);
 	return r;
 }
@@ -546,7 +568,7 @@ attrs:
 out_in:
 	pohm_inode_clear(&in);
 out:
-	free(set);
+	set_free(set, n);
 	free(sums);
 	return r;
 }

@@ -255,6 +255,7 @@ static const struct cfg_key keys[] = {
 	{ "sync_timeout", T_SECONDS, NULL, TEXT_ONLY, "seconds, e.g. 5 or 0.5" },
 	{ "sync_on_close", T_BOOL, NULL, TEXT_ONLY, BOOL_EXPECT },
 	{ "http_compat", T_BOOL, NULL, TEXT_ONLY, BOOL_EXPECT },
+	{ "inline_data", T_BOOL, "1", TEXT_ONLY, BOOL_EXPECT },
 	{ "prefix", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
 	{ "cache_dir", T_ABSPATH, NULL, TEXT_ONLY, "an absolute directory path" },
 	{ "cache_size", T_SIZE, NULL, TEXT_ONLY, "bytes with an optional K, M, G or T suffix, or N%" },

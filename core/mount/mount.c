@@ -227,6 +227,7 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	m->sync_timeout_ns = seconds_key(cfg, "sync_timeout", 5000000000ULL);
 	m->sync_on_close = pohm_config_bool(cfg, "sync_on_close");
 	o.http_compat = pohm_config_bool(cfg, "http_compat");
+	o.no_inline = !pohm_config_bool(cfg, "inline_data");
 	r = pohm_cache_open(&m->cache, &o, err, errlen);
 	if (!r)
 		pohm_client_offline_hook(m->client, offline_note, m);

@@ -115,7 +115,11 @@ int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_
 		return r;
 	r = pohm_inode_decode(in, v.data, v.len);
 	if (r) {
-		r = -EIO;	/* a malformed inode is a storage error, not "missing" */
+		/* A storage error, not "missing": damaged bytes, or a format
+		 * newer than this client's (decision 0023). */
+		pohm_warn("inode %s does not decode (%s): damaged, or written by a newer "
+			  "client", key, strerror(-r));
+		r = -EIO;
 		goto out;
 	}
 	if (in->ino != ino) {
@@ -394,6 +398,7 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	 */
 	ns->max_retries = o->max_retries ? o->max_retries : 600;
 	ns->http_compat = o->http_compat;
+	ns->no_inline = o->no_inline;
 	ns->map_cache = ns_map_cache_new();	/* NULL: no cache, still correct */
 	pthread_mutex_init(&ns->rng_lock, NULL);
 	pthread_mutex_init(&ns->hint_lock, NULL);
@@ -741,8 +746,12 @@ static void truncate_map(struct pohm_inode *in, uint64_t size)
 	if (keep < in->nchunks)
 		in->nchunks = (uint32_t)keep;
 	/* A kept last chunk longer than the new size: its tail is cut on read. */
-	if (keep && keep == in->nchunks && in->chunks[keep - 1].len > size - (keep - 1) * cs)
+	if (keep && keep == in->nchunks && in->chunks[keep - 1].len > size - (keep - 1) * cs) {
 		in->chunks[keep - 1].len = (uint32_t)(size - (keep - 1) * cs);
+		/* Inline data's checksum is of the bytes it keeps (decision 0023). */
+		if (pohm_inode_is_inline(in) && in->idata)
+			pohm_sha512(in->idata, in->chunks[0].len, in->chunks[0].csum);
+	}
 }
 
 static int ts_cmp(struct pohm_ts a, struct pohm_ts b)

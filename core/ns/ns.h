@@ -52,6 +52,8 @@ struct pohm_ns_opts {
 	uint32_t root_uid, root_gid;	/* owner of the root when this client creates it */
 	uint32_t root_mode;		/* permissions of a new root (default 0755) */
 	int http_compat;		/* also keep path copies of files (core/ns/ns_http.h) */
+	int no_inline;			/* never write a small file's data inline in its inode
+					 * (decision 0023: while clients before it share the fsid) */
 	int lazy_root;			/* check the root at the first storage call, not at open */
 	void (*root_failed)(void *arg, int err);	/* lazy_root: a check failed (may be NULL) */
 	void *root_failed_arg;
@@ -254,15 +256,27 @@ int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uin
  * Nothing refers to it until pohm_ns_commit_map names it. */
 int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
 		      size_t len, uint64_t *gen);
+/* May a file of size bytes be committed with its data inline by this handle
+ * (decision 0023: 1 to POHM_INLINE_MAX bytes, and not opened no_inline)? */
+int pohm_ns_inline_ok(const struct pohm_ns *ns, uint64_t size);
 
 struct pohm_chunk_set {
 	uint64_t index;			/* chunk number */
-	uint64_t gen;			/* generation written by pohm_ns_put_chunk */
+	uint64_t gen;			/* generation written by pohm_ns_put_chunk, or
+					 * POHM_GEN_INLINE: data carried in the inode */
 	uint32_t len;
 	uint8_t csum[64];		/* sha512 of its data */
+	const uint8_t *data;		/* POHM_GEN_INLINE: the len bytes (the caller's) */
 };
 
-/* The commit point of pohm_ns_commit for chunks already written (streaming pushes). */
+/*
+ * The commit point of pohm_ns_commit for chunks already written (streaming
+ * pushes).  An entry of POHM_GEN_INLINE (chunk 0 of a file of at most
+ * POHM_INLINE_MAX bytes: pohm_ns_inline_ok) goes into the inode itself, so
+ * the commit is the whole push (decision 0023); inline data that a commit
+ * leaves behind in a file growing past one chunk is first written out as a
+ * chunk.  -EINVAL for an inline entry the size does not allow.
+ */
 int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       struct pohm_inode *out);

@@ -26,6 +26,7 @@ struct pohm_ns {
 	uint64_t intent_timeout_ns;
 	unsigned max_retries;
 	int http_compat;		/* path copies of files (ns_http.c) */
+	int no_inline;			/* pohm_ns_opts.no_inline (set at open) */
 	struct ns_map_cache *map_cache;	/* map objects read or written (nsmap.c, own lock) */
 	pthread_mutex_t rng_lock;	/* guards rng, rng_pid */
 	uint64_t rng;			/* xorshift state */

@@ -96,13 +96,20 @@ int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const vo
 
 	if (!len)
 		return -EINVAL;
-	*gen = ns_random(ns);
+	do
+		*gen = ns_random(ns);
+	while (!*gen || *gen == POHM_GEN_INLINE);	/* 0 is a hole, the other inline data */
 	pohm_key_chunk(key, ino, index, *gen);
 	r = pohm_chunk_encode(&b, ns->fsid, ino, index, *gen, data, len);
 	if (!r)
 		r = ns->kv.ops->put(ns->kv.ctx, key, b.p, b.len, NULL);
 	pohm_buf_free(&b);
 	return r;
+}
+
+int pohm_ns_inline_ok(const struct pohm_ns *ns, uint64_t size)
+{
+	return !ns->no_inline && size && size <= POHM_INLINE_MAX;
 }
 
 int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
@@ -169,6 +176,12 @@ int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uin
 		set[n].index = w[i].index;
 		set[n].len = (uint32_t)w[i].len;
 		pohm_sha512(w[i].data, w[i].len, set[n].csum);
+		if (w[i].index == 0 && pohm_ns_inline_ok(ns, size)) {
+			set[n].gen = POHM_GEN_INLINE;	/* carried by the commit */
+			set[n].data = w[i].data;
+			n++;
+			continue;
+		}
 		r = pohm_ns_put_chunk(ns, ino, w[i].index, w[i].data, w[i].len, &set[n].gen);
 		if (r)
 			goto out;
@@ -298,6 +311,19 @@ static int batch_add(struct chunk_batch *b, uint64_t index, const struct pohm_ch
 	return batch_run(b);
 }
 
+/* Inline data (decision 0023): the inode's own bytes, checked by its decoder. */
+static int inline_take(struct chunk_batch *b, const struct pohm_inode *in,
+		       const struct pohm_chunkref *ref)
+{
+	size_t len = ref->len;
+
+	if (!in->idata)
+		return -EIO;
+	if (len > b->size)
+		len = (size_t)b->size;
+	return len ? b->sink(b->arg, 0, in->idata, len) : 0;
+}
+
 int pohm_ns_read_stream(struct pohm_ns *ns, const struct pohm_inode *in,
 			int (*sink)(void *arg, uint64_t off, const uint8_t *p, size_t n),
 			void *arg)
@@ -322,7 +348,9 @@ int pohm_ns_read_stream(struct pohm_ns *ns, const struct pohm_inode *in,
 		struct pohm_chunkref ref;
 
 		r = ns_map_entry(ns, &cur, index, &ref);
-		if (!r && ref.gen && ref.len)
+		if (!r && ref.gen == POHM_GEN_INLINE)
+			r = inline_take(b, in, &ref);	/* no chunk object */
+		else if (!r && ref.gen && ref.len)
 			r = batch_add(b, index, &ref);	/* holes are not delivered */
 	}
 	if (!r)
@@ -375,6 +403,17 @@ ssize_t pohm_ns_read(struct pohm_ns *ns, const struct pohm_inode *in, uint64_t o
 		}
 		if (!ref.gen || in_chunk >= ref.len) {
 			memset((char *)buf + done, 0, n);	/* a hole */
+		} else if (ref.gen == POHM_GEN_INLINE) {
+			/* Inline data (decision 0023): from the inode, zeros past it. */
+			size_t have = ref.len - in_chunk;
+
+			if (!in->idata) {
+				ret = -EIO;
+				goto out;
+			}
+			memcpy((char *)buf + done, in->idata + in_chunk, have < n ? have : n);
+			if (have < n)
+				memset((char *)buf + done + have, 0, n - have);
 		} else {
 			/* Zeros past the chunk's bytes, then its bytes in range over them. */
 			struct chunk_batch *b = malloc(sizeof(*b));

@@ -270,13 +270,26 @@ static int inline_apply(struct pohm_inode *in, uint64_t size, uint64_t need,
 		if (set[i].index >= need)
 			continue;	/* wholly past the new end */
 		ref = &in->chunks[set[i].index];
+		if (set[i].gen == POHM_GEN_INLINE) {
+			uint8_t *d = malloc(set[i].len ? set[i].len : 1);
+
+			if (!d)
+				return -ENOMEM;
+			memcpy(d, set[i].data, set[i].len);
+			free(in->idata);
+			in->idata = d;
+		}
 		ref->gen = set[i].gen;
 		ref->len = set[i].len;
 		memcpy(ref->csum, set[i].csum, 64);
 	}
 	/* A kept last chunk that reaches past the new size is cut on read. */
-	if (need && in->chunks[need - 1].len > size - (need - 1) * cs)
+	if (need && in->chunks[need - 1].len > size - (need - 1) * cs) {
 		in->chunks[need - 1].len = (uint32_t)(size - (need - 1) * cs);
+		/* Inline data's checksum is of the bytes it keeps (decision 0023). */
+		if (pohm_inode_is_inline(in) && in->idata)
+			pohm_sha512(in->idata, in->chunks[0].len, in->chunks[0].csum);
+	}
 	return 0;
 }
 
@@ -448,6 +461,37 @@ out:
 	return r;
 }
 
+/*
+ * Inline data (decision 0023) before the map changes: an inline entry of
+ * the set must be chunk 0 of a file that may be inline; inline data the set
+ * keeps in a file growing past one chunk is written out as a chunk first
+ * (a file growing past the threshold goes back to chunks; the commit is
+ * still the inode CAS, so a lost one leaves only that unreferenced chunk).
+ */
+static int inline_prepare(struct pohm_ns *ns, struct pohm_inode *in, uint64_t size,
+			  uint64_t need, const struct pohm_chunk_set *set, size_t n)
+{
+	size_t i;
+	int keeps0 = 1, r;
+
+	for (i = 0; i < n; i++) {
+		if (set[i].gen == POHM_GEN_INLINE &&
+		    (set[i].index || need > 1 || !pohm_ns_inline_ok(ns, size) || !set[i].data ||
+		     set[i].len > size))
+			return -EINVAL;
+		if (set[i].index == 0)
+			keeps0 = 0;
+	}
+	if (!pohm_inode_is_inline(in) || !keeps0 || need <= 1)
+		return 0;
+	r = pohm_ns_put_chunk(ns, in->ino, 0, in->idata, in->chunks[0].len, &in->chunks[0].gen);
+	if (r)
+		return r;
+	free(in->idata);
+	in->idata = NULL;
+	return 0;
+}
+
 int ns_map_apply(struct pohm_ns *ns, struct pohm_inode *in, uint64_t size,
 		 const struct pohm_chunk_set *set, size_t n)
 {
@@ -457,8 +501,17 @@ int ns_map_apply(struct pohm_ns *ns, struct pohm_inode *in, uint64_t size,
 
 	if (need > UINT32_MAX)
 		return -EFBIG;
-	if (!in->nmaps && need <= POHM_MAP_INLINE_MAX)
-		return inline_apply(in, size, need, set, n);
+	r = inline_prepare(ns, in, size, need, set, n);
+	if (r)
+		return r;
+	if (!in->nmaps && need <= POHM_MAP_INLINE_MAX) {
+		r = inline_apply(in, size, need, set, n);
+		if (!r && !pohm_inode_is_inline(in)) {
+			free(in->idata);	/* chunk 0 replaced by a chunk, or cut */
+			in->idata = NULL;
+		}
+		return r;
+	}
 	end = old_end(in);
 	memset(&b, 0, sizeof(b));
 	b.ns = ns;

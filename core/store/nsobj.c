@@ -189,6 +189,44 @@ static void rd_chunkrefs(struct pohm_rd *r, uint32_t cnt, uint64_t max, struct p
 /* Optional trailing section of an inode (absent in older objects). */
 #define INODE_EXT_MAPS	0x1	/* external map */
 #define INODE_EXT_PNAME	0x2	/* http_compat name hint */
+#define INODE_EXT_INLINE 0x4	/* inline data (decision 0023; not in POHM_INODE_EXT_V1) */
+
+int pohm_inode_is_inline(const struct pohm_inode *in)
+{
+	return !in->nmaps && in->nchunks == 1 && in->chunks[0].gen == POHM_GEN_INLINE;
+}
+
+int pohm_inode_set_inline(struct pohm_inode *in, const void *p, size_t len)
+{
+	struct pohm_chunkref *c = NULL;
+	uint8_t *d = NULL;
+
+	if (len > POHM_INLINE_MAX)
+		return -EINVAL;
+	if (len && (!(c = calloc(1, sizeof(*c))) || !(d = malloc(len)))) {
+		free(c);
+		return -ENOMEM;
+	}
+	if (len) {
+		memcpy(d, p, len);
+		c->gen = POHM_GEN_INLINE;
+		c->len = (uint32_t)len;
+		pohm_sha512(d, len, c->csum);
+	}
+	free(in->chunks);
+	free(in->maps);
+	free(in->idata);
+	in->chunks = c;
+	in->nchunks = len ? 1 : 0;
+	in->idata = d;
+	in->maps = NULL;
+	in->nmaps = 0;
+	in->map_span = 0;
+	in->map_end = 0;
+	in->map_trimmed = 0;
+	in->map_loaded = 0;
+	return 0;
+}
 
 /* The external map as stored: map_end clamped to size, refs past it dropped. */
 static void inode_map_stored(const struct pohm_inode *in, uint64_t *end, uint32_t *nmaps,
@@ -206,9 +244,12 @@ static void inode_map_stored(const struct pohm_inode *in, uint64_t *end, uint32_
 int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 {
 	size_t tl = in->target ? strlen(in->target) : 0;
+	int inl = pohm_inode_is_inline(in);
 	uint32_t i;
 	int r;
 
+	if (inl && (!in->idata || in->chunks[0].len > POHM_INLINE_MAX))
+		return -EINVAL;
 	r = hdr_encode(b, &in->hdr);
 	if (r)
 		return r;
@@ -261,6 +302,9 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 					r |= pohm_buf_put(b, in->maps[i].csum, 64);
 			}
 		}
+	} else if (inl) {
+		r |= pohm_buf_put_u32(b, 0);	/* no map entries: the data follows */
+		r |= put_u8(b, INODE_EXT_INLINE | (in->pname ? INODE_EXT_PNAME : 0));
 	} else {
 		r |= pohm_buf_put_u32(b, in->nchunks);
 		r |= put_chunkrefs(b, in->chunks, in->nchunks);
@@ -273,11 +317,49 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 		r |= put_u16(b, (uint16_t)nl);
 		r |= pohm_buf_put(b, in->pname, nl);
 	}
+	if (inl) {
+		/* The checksum of the bytes as stored (a truncate may have cut them). */
+		uint8_t sum[64];
+
+		pohm_sha512(in->idata, in->chunks[0].len, sum);
+		r |= pohm_buf_put_u32(b, in->chunks[0].len);
+		r |= pohm_buf_put(b, sum, 64);
+		r |= pohm_buf_put(b, in->idata, in->chunks[0].len);
+	}
 	return r ? -ENOMEM : 0;
 }
 
-/* The trailing section: external map references and the name hint. */
-static void inode_ext_decode(struct pohm_inode *in, struct pohm_rd *r)
+/* The inline part: length, SHA-512, bytes; into chunk 0 and idata. */
+static void inline_decode(struct pohm_inode *in, struct pohm_rd *r)
+{
+	const uint8_t *sum, *d;
+	uint8_t chk[64];
+	uint32_t len = pohm_rd_u32(r);
+
+	sum = pohm_rd_take(r, 64);
+	if (r->err || !len || len > POHM_INLINE_MAX || in->nchunks || in->nmaps ||
+	    !(d = pohm_rd_take(r, len))) {
+		r->err = r->err ? r->err : -EPROTO;
+		return;
+	}
+	pohm_sha512(d, len, chk);
+	if (memcmp(chk, sum, 64)) {
+		r->err = -EPROTO;	/* damaged bytes: the caller's -EIO */
+		return;
+	}
+	if (!(in->chunks = calloc(1, sizeof(*in->chunks))) || !(in->idata = malloc(len))) {
+		r->err = -ENOMEM;
+		return;
+	}
+	memcpy(in->idata, d, len);
+	in->chunks[0].gen = POHM_GEN_INLINE;
+	in->chunks[0].len = len;
+	memcpy(in->chunks[0].csum, sum, 64);
+	in->nchunks = 1;
+}
+
+/* The trailing section: external map references, the name hint, inline data. */
+static void inode_ext_decode(struct pohm_inode *in, struct pohm_rd *r, uint8_t known)
 {
 	uint8_t ext;
 	uint32_t i;
@@ -285,7 +367,7 @@ static void inode_ext_decode(struct pohm_inode *in, struct pohm_rd *r)
 	if (r->err || !r->left)
 		return;
 	ext = pohm_rd_u8(r);
-	if (ext & ~(INODE_EXT_MAPS | INODE_EXT_PNAME)) {
+	if (ext & ~known) {
 		r->err = -EPROTO;
 		return;
 	}
@@ -322,9 +404,16 @@ static void inode_ext_decode(struct pohm_inode *in, struct pohm_rd *r)
 		else
 			in->pname = rd_str(r, nl, POHM_NAME_MAX);
 	}
+	if (ext & INODE_EXT_INLINE)
+		inline_decode(in, r);
 }
 
 int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
+{
+	return pohm_inode_decode_known(in, p, n, INODE_EXT_MAPS | INODE_EXT_PNAME | INODE_EXT_INLINE);
+}
+
+int pohm_inode_decode_known(struct pohm_inode *in, const uint8_t *p, size_t n, uint8_t known)
 {
 	struct pohm_rd r = pohm_rd_make(p, n);
 	uint32_t i, tl, cnt;
@@ -386,7 +475,7 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 	rd_chunkrefs(&r, cnt, 1ULL << in->chunk_shift, &in->chunks);
 	if (!r.err)
 		in->nchunks = cnt;
-	inode_ext_decode(in, &r);
+	inode_ext_decode(in, &r, known);
 	if (r.err) {
 		err = r.err;
 		goto fail;
@@ -410,6 +499,7 @@ void pohm_inode_clear(struct pohm_inode *in)
 	free(in->chunks);
 	free(in->maps);
 	free(in->pname);
+	free(in->idata);
 	memset(in, 0, sizeof(*in));
 }
 

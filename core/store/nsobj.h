@@ -23,6 +23,7 @@
  * to); a map object is live only if the inode refers to it.  Both kinds are
  * written before the inode CAS that commits them and never changed after, so
  * an unreferenced one is garbage of a lost commit or an old generation.
+ * An inode with inline data (POHM_INLINE_MAX below) names no chunk at all.
  * Path copies (/<path>, only with http_compat) are not objects of this
  * layout: raw file bytes, convenience copies never read by core/ns.
  *
@@ -79,6 +80,20 @@ struct pohm_mapref {
 };
 
 #define POHM_MAP_SPAN		256	/* chunk entries per map object */
+
+/*
+ * Inline data (decision 0023): a file whose data is at most POHM_INLINE_MAX
+ * bytes may carry them inside its inode object instead of a chunk object.
+ * In memory such an inode has exactly one map entry, chunk 0, whose gen is
+ * POHM_GEN_INLINE (never a chunk generation: pohm_ns_put_chunk skips it),
+ * whose len is the byte count and whose csum the SHA-512 of the bytes, and
+ * idata holds the bytes.  On storage: no map entries and the trailing
+ * section's INLINE part (length, SHA-512, bytes); the decoder checks the
+ * SHA-512.  A decoder of object format 1 without that part (before session
+ * 12) refuses such an inode with -EPROTO, which its callers give as -EIO.
+ */
+#define POHM_INLINE_MAX		4096
+#define POHM_GEN_INLINE		UINT64_MAX
 #define POHM_MAP_INLINE_MAX	256	/* more chunks than this: the map lives in map objects */
 
 struct pohm_xattr {
@@ -119,6 +134,8 @@ struct pohm_inode {
 	struct pohm_mapref *maps;	/* malloc'ed array, nmaps entries */
 	char    *pname;			/* http_compat: name of the entry in hdr.parent the
 					 * path copy follows (malloc'ed), or NULL */
+	uint8_t *idata;			/* inline data (chunks[0].gen == POHM_GEN_INLINE):
+					 * chunks[0].len bytes, malloc'ed, or NULL */
 };
 
 /* A map object: the entries of chunks [index × span, index × span + n). */
@@ -189,6 +206,16 @@ int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n);
 /* Encode/decode an inode; decode allocates (free with pohm_inode_clear). */
 int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in);
 int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n);
+/* The trailing-section parts a format-1 decoder of session 11 knew (maps,
+ * name hint): pohm_inode_decode_known with it decodes as that client did,
+ * refusing inline data with -EPROTO (the tests' "old client"). */
+#define POHM_INODE_EXT_V1	0x3
+int pohm_inode_decode_known(struct pohm_inode *in, const uint8_t *p, size_t n, uint8_t known);
+/* Does in carry its data inline (chunk 0 of POHM_GEN_INLINE)? */
+int pohm_inode_is_inline(const struct pohm_inode *in);
+/* Make in's data the len ≤ POHM_INLINE_MAX bytes at p, inline (len 0: no
+ * data, no map entry).  The map and any external map are replaced.  0 or -errno. */
+int pohm_inode_set_inline(struct pohm_inode *in, const void *p, size_t len);
 /* Release what an inode owns and zero it. */
 void pohm_inode_clear(struct pohm_inode *in);
 /* Deep copy src into dst (dst is overwritten, not freed): 0 or -ENOMEM. */

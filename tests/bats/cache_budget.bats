@@ -6,7 +6,8 @@
 # The limits are the figures of sessions 9 to 12 (tests/bench/RESULTS.md,
 # doc/notes-s10-budget.md, doc/notes-s11-cas1.md: a CAS is one wait since
 # session 11; doc/notes-s12-budget.md: a create's inode and entry, and a
-# mkdir's parent count, in one wait since session 12), not yet issue 23's
+# mkdir's parent count, in one wait since session 12; doc/notes-s12-inline.md:
+# a small file's data inline in its inode, decision 0023), not yet issue 23's
 # targets: a change that adds a wait fails here.
 #
 # A directory's stored mtime moves with its entries at most once a second
@@ -81,9 +82,19 @@ within() {
 	return 1
 }
 
-@test "create + write 4 KiB + close with sync_on_close: at most 4 waits" {
-	within create 4 a "$PY" -c "open('$D/new', 'wb').write(b'z' * 4096)"
+# The waits: get_n (inode and bucket of the directory), put_n (the new
+# inode, the entry), the commit's CAS carrying the 4 KiB (decision 0023).
+@test "create + write 4 KiB + close with sync_on_close: at most 3 waits" {
+	within create 3 a "$PY" -c "open('$D/new', 'wb').write(b'z' * 4096)"
 	[ "$(shim b cat "$T/b/d/new" | wc -c)" -eq 4096 ]
+}
+
+# A second cache reads a small file: the lookup's get_n, the inode (which
+# brings the data: decision 0023), no chunk read.
+@test "cold read of 4 KiB from a second cache: at most 2 waits" {
+	shim b stat "$T/b/d" >/dev/null
+	within cold-read 2 b "$PY" -c "
+assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 }
 
 @test "mkdir 2, unlink 3, rmdir 6, rename 2 in a directory and 5 across, chmod 2, utimes 2 waits" {
@@ -105,10 +116,11 @@ within() {
 # One process making many files in one directory (tar -x, a checkout): a
 # create after the first needs no lookup (decision 0022: the bucket the
 # previous create wrote lacks the name; the insert's CAS decides), so each
-# file is its inode and entry (1), its data (1) and its commit (1), and
-# each directory its inode, entry and the parent's count (1).
-@test "20 files and 5 directories made by one process: at most 3 waits a file, 1 a directory" {
-	within creates $((20 * 3 + 5 + 1)) a "$PY" -c "
+# file is its inode and entry (1) and its commit carrying its data (1:
+# decision 0023), and each directory its inode, entry and the parent's
+# count (1).
+@test "20 files and 5 directories made by one process: at most 2 waits a file, 1 a directory" {
+	within creates $((20 * 2 + 5 + 1)) a "$PY" -c "
 import os
 for i in range(20):
     open('$D/n%02d' % i, 'wb').write(b'z' * 4096)

@@ -27,6 +27,9 @@ static char ch_root[128];
  * key), whoever makes it (a fetch, between its look at the local copy and
  * its rename); cleared before it runs. */
 static void (*ch_after_chunk_get)(void);
+/* Hosts opened after this is set write no inline data (decision 0023): the
+ * tests whose hooks need a chunk read (ch_after_chunk_get); ch_setup clears it. */
+static int ch_no_inline;
 
 /* A one-shot ordering hook: run just after the next read of the key
  * ch_after_get_key names, whoever makes it; cleared before it runs. */
@@ -125,6 +128,7 @@ static void ch_setup(void)
 	ch_before_inode_cas = NULL;
 	ch_after_chunk_get = NULL;
 	ch_after_get = NULL;
+	ch_no_inline = 0;
 }
 
 /* Host name's cache (attr_timeout 0: every call checks the store; 4 KiB chunks). */
@@ -143,6 +147,7 @@ static struct pohm_cache *ch_host(const char *name)
 	o.host_id = name;
 	o.kv = &ch_kv;
 	o.chunk_shift = 12;
+	o.no_inline = ch_no_inline;
 	r = pohm_cache_open(&c, &o, err, sizeof(err));
 	if (r)
 		printf("# open %s: %d %s\n", name, r, err);

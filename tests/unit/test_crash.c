@@ -281,6 +281,7 @@ TEST(a_fetch_that_dies_between_its_steps_leaves_a_stub_or_a_clean_copy)
 		uint64_t ino;
 
 		ch_setup();
+		ch_no_inline = k == 0;	/* the crash is hooked at a chunk read */
 		a = ch_host("a");
 		EXPECT(a != NULL);
 		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
@@ -312,6 +313,7 @@ TEST(a_refresh_that_dies_between_its_steps_leaves_the_old_or_the_new_copy_clean)
 		uint64_t ino;
 
 		ch_setup();
+		ch_no_inline = k == 0;	/* the crash is hooked at a chunk read */
 		a = ch_host("a");
 		b = ch_host("b");
 		EXPECT(a && b);
@@ -397,6 +399,7 @@ TEST(a_push_that_dies_between_its_steps_is_finished_without_a_conflict)
 		uint64_t ino;
 
 		ch_setup();
+		ch_no_inline = k == 0;	/* the crash is hooked at a chunk read */
 		a = ch_host("a");
 		b = ch_host("b");
 		EXPECT(a && b);

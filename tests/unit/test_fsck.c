@@ -46,10 +46,14 @@ static void collect(void *arg, const struct pohm_fsck_issue *is)
 		s->dry[is->cls]++;
 }
 
+/* The handles opened next write small files' data inline (decision 0023);
+ * the tests of chunks leave it 0: their files are small. */
+static int inline_on;
+
 static struct pohm_ns *open_ns(uint64_t intent_ms)
 {
 	struct pohm_ns_opts o = { .fsid = "test", .intent_timeout_ms = intent_ms,
-				  .chunk_shift = 12 };
+				  .chunk_shift = 12, .no_inline = !inline_on };
 	struct pohm_ns *ns = NULL;
 	int r = pohm_ns_open(&ns, &kv, &o);
 
@@ -530,6 +534,91 @@ static int issues(const struct seen *s)
  * orphans (x moved to /lost+found while still named, y removed under its
  * name) and n0's stale entry a dangling one.
  */
+/*
+ * Inline data (decision 0023): an inline inode has no chunk to miss; a
+ * file that grew past the threshold names a chunk again; the chunk of an
+ * earlier chunked version is garbage once the file is inline; damaged
+ * inline bytes are a malformed inode (the data checksum covers them).
+ */
+TEST(inline_inodes_have_no_chunks_to_miss)
+{
+	struct seen s;
+	struct pohm_ns *ns;
+	struct pohm_inode in;
+	struct pohm_chunk_write w;
+	struct pohm_kv_val v = { 0 };
+	char big[6000], key[POHM_KEY_MAX], ik[POHM_KEY_MAX], old[POHM_KEY_MAX];
+	uint64_t d, f, g, h;
+
+	inline_on = 1;
+	ns = fresh();
+	inline_on = 0;
+	memset(big, 'b', sizeof(big));
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, POHM_ROOT_INO, "d");
+	f = file_with(ns, d, "small", "inline bytes");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+	EXPECT(pohm_inode_is_inline(&in));
+	pohm_inode_clear(&in);
+	/* g grows past the threshold: chunk 0 written out, chunk 1 new. */
+	g = file_with(ns, d, "grows", "tiny");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, g, &in), 0);
+	w.index = 1;
+	w.data = big;
+	w.len = sizeof(big) - 4096;
+	EXPECT_EQ_INT(pohm_ns_commit(ns, g, in.dversion, sizeof(big), &w, 1, NULL, NULL), 0);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, g, &in), 0);
+	EXPECT(!pohm_inode_is_inline(&in) && in.nchunks == 2);
+	EXPECT(in.chunks[0].gen != POHM_GEN_INLINE && in.chunks[0].gen != 0);
+	{
+		char got[16] = { 0 };
+
+		EXPECT_EQ_INT((int)pohm_ns_read(ns, &in, 0, got, 6), 6);
+		EXPECT_MEM(got, "tiny\0\0", 6);	/* its bytes, then the gap's zeros */
+	}
+	pohm_inode_clear(&in);
+	/* h: chunked first (6000 bytes), then 5 bytes inline: its chunks are garbage. */
+	h = file_with(ns, d, "shrinks", "");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, h, &in), 0);
+	w.index = 0;
+	w.data = big;
+	w.len = 4096;
+	{
+		struct pohm_chunk_write w2[2] = { w, { 1, big, sizeof(big) - 4096 } };
+
+		EXPECT_EQ_INT(pohm_ns_commit(ns, h, in.dversion, sizeof(big), w2, 2, NULL, NULL), 0);
+	}
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, h, &in), 0);
+	pohm_key_chunk(old, h, 0, in.chunks[0].gen);
+	w.len = 5;
+	EXPECT_EQ_INT(pohm_ns_commit(ns, h, in.dversion, 5, &w, 1, NULL, NULL), 0);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, h, &in), 0);
+	EXPECT(pohm_inode_is_inline(&in));
+	pohm_inode_clear(&in);
+	EXPECT(exists(old));
+	/* No missing chunk, no loss: only the two old chunks of h to collect. */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0) & POHM_FSCK_DATALOSS, 0);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_LOST], 0);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_GARBAGE], 2);
+	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
+	EXPECT(!exists(old));
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_OK);
+	/* A flipped inline byte: the inode no longer decodes, which fsck says. */
+	pohm_key_inode(ik, f);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, ik, &v), 0);
+	v.data[v.len - 1] ^= 0x20;
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, ik, v.data, v.len, NULL), 0);
+	pohm_kv_val_free(&v);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), -EIO);
+	EXPECT(run(ns, 0, &s, 0) != POHM_FSCK_OK);
+	EXPECT(s.n[POHM_FSCK_LOST] >= 1);
+	(void)key;
+	pohm_ns_close(ns);
+}
+
 TEST(fsck_mid_split_reads_the_children)
 {
 	struct seen s;

@@ -2134,6 +2134,241 @@ static int put_text(struct pohm_ns *ns, uint64_t ino, const char *text)
 	return r;
 }
 
+/* ---- inline data (decision 0023) ---- */
+
+/* A format-1 inode with a chunk map, as every client before session 12 wrote it. */
+static void v1_inode(struct pohm_inode *in, struct pohm_chunkref *c)
+{
+	memset(in, 0, sizeof(*in));
+	in->hdr.type = POHM_OBJ_INODE;
+	strcpy(in->hdr.key, "i:4d");
+	in->ino = 77;
+	in->mode = S_IFREG | 0644;
+	in->chunk_shift = 12;
+	in->size = 100;
+	memset(c, 0, sizeof(*c));
+	c->gen = 1234;
+	c->len = 100;
+	c->csum[0] = 9;
+	in->nchunks = 1;
+	in->chunks = c;
+}
+
+/* The new decoder reads the old format; the old decoder refuses an inline
+ * inode (-EPROTO, which ns_inode_get gives as -EIO); every flipped byte of
+ * an inline inode is refused or decodes to the bytes it was written with. */
+TEST(inline_inode_encode_decode_both_formats)
+{
+	struct pohm_inode in, out, il = { 0 };
+	struct pohm_chunkref c;
+	struct pohm_buf b1 = POHM_BUF_INIT, b2 = POHM_BUF_INIT;
+	uint8_t sum[64];
+	size_t i;
+
+	v1_inode(&in, &c);
+	EXPECT_EQ_INT(pohm_inode_encode(&b1, &in), 0);
+	EXPECT_EQ_INT(pohm_inode_decode(&out, b1.p, b1.len), 0);
+	EXPECT(!pohm_inode_is_inline(&out) && out.nchunks == 1 && out.chunks[0].gen == 1234);
+	EXPECT(out.idata == NULL);
+	pohm_inode_clear(&out);
+	EXPECT_EQ_INT(pohm_inode_decode_known(&out, b1.p, b1.len, POHM_INODE_EXT_V1), 0);
+	pohm_inode_clear(&out);
+	/* The same inode with its 100 bytes inline, and a name hint. */
+	il = in;
+	il.chunks = NULL;
+	il.nchunks = 0;
+	il.pname = strdup("name");
+	EXPECT_EQ_INT(pohm_inode_set_inline(&il, "0123456789abcdefghij0123456789abcdefghij0123456789"
+					    "abcdefghij0123456789abcdefghij0123456789abcdefghij", 100), 0);
+	EXPECT(pohm_inode_is_inline(&il));
+	EXPECT_EQ_INT(pohm_inode_encode(&b2, &il), 0);
+	EXPECT(b2.len < b1.len + 100 + 64 + 16);	/* one object, not much bigger */
+	EXPECT_EQ_INT(pohm_inode_decode(&out, b2.p, b2.len), 0);
+	EXPECT(pohm_inode_is_inline(&out));
+	EXPECT_EQ_INT((int)out.chunks[0].len, 100);
+	EXPECT_MEM(out.idata, il.idata, 100);
+	pohm_sha512(il.idata, 100, sum);
+	EXPECT_MEM(out.chunks[0].csum, sum, 64);	/* the data checksum covers it */
+	EXPECT_EQ_STR(out.pname, "name");
+	pohm_inode_clear(&out);
+	/* The old client's decoder. */
+	EXPECT_EQ_INT(pohm_inode_decode_known(&out, b2.p, b2.len, POHM_INODE_EXT_V1), -EPROTO);
+	for (i = 0; i < b2.len; i++) {
+		b2.p[i] ^= 0x41;
+		if (!pohm_inode_decode(&out, b2.p, b2.len)) {
+			if (pohm_inode_is_inline(&out))
+				EXPECT(!memcmp(out.idata, il.idata, out.chunks[0].len) ||
+				       out.chunks[0].len != 100);
+			pohm_inode_clear(&out);
+		}
+		b2.p[i] ^= 0x41;
+	}
+	/* Too big for inline, or inline without bytes: refused by the encoder. */
+	EXPECT_EQ_INT(pohm_inode_set_inline(&il, b1.p, POHM_INLINE_MAX + 1), -EINVAL);
+	free(il.idata);
+	il.idata = NULL;
+	pohm_buf_free(&b2);
+	EXPECT_EQ_INT(pohm_inode_encode(&b2, &il), -EINVAL);
+	pohm_inode_clear(&il);
+	pohm_buf_free(&b1);
+	pohm_buf_free(&b2);
+}
+
+/* The key of chunk index of ino's committed version ("" inline or a hole). */
+static void chunk_key_of(struct pohm_ns *ns, uint64_t ino, uint64_t index, char *key)
+{
+	struct pohm_inode in;
+
+	key[0] = 0;
+	if (pohm_ns_getattr(ns, ino, &in))
+		return;
+	if (index < in.nchunks && in.chunks[index].gen && in.chunks[index].gen != POHM_GEN_INLINE)
+		pohm_key_chunk(key, ino, index, in.chunks[index].gen);
+	pohm_inode_clear(&in);
+}
+
+/* ino's committed data, as a string. */
+static const char *text_of(struct pohm_ns *ns, uint64_t ino, char *buf, size_t len)
+{
+	struct pohm_inode in;
+	ssize_t n;
+
+	buf[0] = 0;
+	if (pohm_ns_getattr(ns, ino, &in))
+		return "(getattr failed)";
+	n = pohm_ns_read(ns, &in, 0, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	pohm_inode_clear(&in);
+	return buf;
+}
+
+/*
+ * A small file's commit is its inode's CAS alone (no chunk object); it
+ * reads back by the stream and the range reader; growing past the
+ * threshold goes back to chunks (chunk 0 written out, then the CAS); a
+ * crash at each put of that growth leaves the small version whole; a no_inline
+ * handle (a mixed-version fsid) writes chunks as before.
+ */
+TEST(small_file_commit_is_one_cas_and_grows_back_to_chunks)
+{
+	struct pohm_ns *ns, *old;
+	struct pohm_inode in;
+	char buf[9000], big[8192], key[POHM_KEY_MAX];
+	uint64_t f, g;
+	long before;
+	int k;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(12, 0);
+	memset(big, 'q', sizeof(big));
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "f", 0644, 0, 0, 0, 0, &in), 0);
+	f = in.ino;
+	pohm_inode_clear(&in);
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(put_text(ns, f, "small"), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - before), 1);
+	EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "small");
+	chunk_key_of(ns, f, 0, key);
+	EXPECT_EQ_STR(key, "");
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+	EXPECT(pohm_inode_is_inline(&in));
+	{
+		char part[4] = { 0 };
+
+		EXPECT_EQ_INT((int)pohm_ns_read(ns, &in, 1, part, 3), 3);
+		EXPECT_MEM(part, "mal", 3);
+	}
+	pohm_inode_clear(&in);
+	/* Exactly the threshold: still inline. */
+	before = pohm_kvmem_puts(&kv);
+	{
+		struct pohm_chunk_write w = { 0, big, POHM_INLINE_MAX };
+
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, f, in.dversion, POHM_INLINE_MAX, &w, 1, NULL, NULL), 0);
+		pohm_inode_clear(&in);
+	}
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - before), 1);
+	EXPECT_EQ_INT(put_text(ns, f, "small"), 0);
+	/* Growth by a chunk 1 alone (an append at 4 KiB): crash at each put. */
+	for (k = 0; k <= 3; k++) {
+		struct pohm_chunk_write w = { 1, big, 100 };
+
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		if (k < 3)
+			pohm_kvmem_fail_after(&kv, k);
+		before = pohm_kvmem_puts(&kv);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, f, in.dversion, 4096 + 100, &w, 1, NULL, NULL),
+			      k < 3 ? -EIO : 0);
+		pohm_kvmem_fail_after(&kv, -1);
+		pohm_inode_clear(&in);
+		if (k < 3) {
+			EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "small");
+		} else {
+			EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - before), 3);	/* chunk 1, chunk 0, inode */
+			EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+			EXPECT(!pohm_inode_is_inline(&in) && in.nchunks == 2 && in.size == 4196);
+			EXPECT_EQ_INT((int)pohm_ns_read(ns, &in, 0, buf, sizeof(buf)), 4196);
+			EXPECT_MEM(buf, "small", 5);
+			EXPECT(buf[5] == 0 && buf[4095] == 0 && buf[4096] == 'q' && buf[4195] == 'q');
+			pohm_inode_clear(&in);
+		}
+	}
+	chunk_key_of(ns, f, 0, key);
+	EXPECT(key[0] != 0);
+	/* Back to small: inline again, one put. */
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(put_text(ns, f, "again"), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - before), 1);
+	EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "again");
+	/* A truncate of inline data keeps a checksum of what it keeps. */
+	{
+		struct pohm_setattr sa = { .mask = POHM_SET_SIZE, .size = 2 };
+		uint8_t sum[64];
+
+		EXPECT_EQ_INT(pohm_ns_setattr(ns, f, &sa, NULL), 0);
+		EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "ag");
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		pohm_sha512("ag", 2, sum);
+		EXPECT(pohm_inode_is_inline(&in));
+		EXPECT_MEM(in.chunks[0].csum, sum, 64);
+		pohm_inode_clear(&in);
+	}
+	/* So does a commit that only shortens it, in the inode it answers with. */
+	{
+		uint8_t sum[64];
+
+		EXPECT_EQ_INT(put_text(ns, f, "hello"), 0);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+		before = (long)in.dversion;
+		pohm_inode_clear(&in);
+		EXPECT_EQ_INT(pohm_ns_commit(ns, f, (uint64_t)before, 3, NULL, 0, NULL, &in), 0);
+		pohm_sha512("hel", 3, sum);
+		EXPECT(pohm_inode_is_inline(&in));
+		EXPECT_MEM(in.chunks[0].csum, sum, 64);
+		pohm_inode_clear(&in);
+		EXPECT_EQ_STR(text_of(ns, f, buf, sizeof(buf)), "hel");
+	}
+	/* A handle that must not write inline (older clients share the fsid). */
+	{
+		struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12, .no_inline = 1 };
+
+		EXPECT_EQ_INT(pohm_ns_open(&old, &kv, &o), 0);
+	}
+	EXPECT_EQ_INT(pohm_ns_create(old, 1, "g", 0644, 0, 0, 0, 0, &in), 0);
+	g = in.ino;
+	pohm_inode_clear(&in);
+	before = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(put_text(old, g, "chunked"), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - before), 2);
+	chunk_key_of(ns, g, 0, key);
+	EXPECT(key[0] != 0);
+	EXPECT_EQ_STR(text_of(ns, g, buf, sizeof(buf)), "chunked");
+	pohm_ns_close(old);
+	pohm_ns_close(ns);
+}
+
 TEST(http_compat_path_copies)
 {
 	struct pohm_ns *ns, *plain;
@@ -2151,10 +2386,11 @@ TEST(http_compat_path_copies)
 	EXPECT_EQ_INT(pohm_ns_create(ns, d, "f", 0644, 0, 0, 0, 0, &in), 0);
 	f = in.ino;
 	pohm_inode_clear(&in);
-	/* Without http_compat nothing but chunk and inode is written. */
+	/* Without http_compat nothing but the inode is written (the data
+	 * inline in it: decision 0023). */
 	before = pohm_kvmem_puts(&kv);
 	EXPECT_EQ_INT(put_text(plain, f, "zero"), 0);
-	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 1);
 	EXPECT_EQ_STR(copy_of("/d/f"), "");
 	/*
 	 * With it: one more WRITE, after the commit, at "/" + the path (the
@@ -2164,7 +2400,7 @@ TEST(http_compat_path_copies)
 	EXPECT_EQ_STR(copy_of("/d/f"), "hello");
 	before = pohm_kvmem_puts(&kv);
 	EXPECT_EQ_INT(put_text(ns, f, "hello again"), 0);
-	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 3);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv) - before, 2);	/* inode, copy */
 	EXPECT_EQ_STR(copy_of("/d/f"), "hello again");
 	/* A truncate rewrites it; an empty file has none (a zero-size WRITE cannot create a key). */
 	{

@@ -275,6 +275,7 @@ TEST(a_refresh_never_renames_over_a_copy_written_during_its_fetch)
 
 	for (locked = 1; locked >= 0; locked--) {
 		ch_setup();
+		ch_no_inline = 1;	/* the race is hooked at the fetch's chunk read */
 		a = ch_host("a");
 		b = ch_host("b");
 		EXPECT(a && b);
@@ -329,6 +330,7 @@ TEST(a_refresh_never_installs_an_older_version_than_another_refresh_did)
 	ssize_t n;
 
 	ch_setup();
+	ch_no_inline = 1;	/* the race is hooked at the fetch's chunk read */
 	a = ch_host("a");
 	b = ch_host("b");
 	b2 = ch_host("b");	/* another process of host b */
@@ -813,4 +815,38 @@ TEST(two_pushers_of_a_written_stub_make_one_conflict_copy)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
+}
+
+/*
+ * Decision 0023: the push of a file of at most POHM_INLINE_MAX bytes writes
+ * no chunk (its commit carries the data), another host reads it back; one
+ * that grows past the threshold goes back to chunks and reads back whole.
+ */
+TEST(a_small_file_is_pushed_without_a_chunk_and_grows_back_to_chunks)
+{
+	struct pohm_cache *a, *b;
+	static char big[9000], back[9000];
+	unsigned d0;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	memset(big, 'z', sizeof(big));
+	memcpy(big, "head", 4);
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(ch_write(a, "a", "f", big, POHM_INLINE_MAX), 0);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "f"), back, sizeof(back)), POHM_INLINE_MAX);
+	EXPECT(!memcmp(back, big, POHM_INLINE_MAX));
+	/* Past the threshold: chunks again (4 KiB chunks here: three). */
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(ch_write(a, "a", "f", big, sizeof(big)), 0);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 3);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "f"), back, sizeof(back)), sizeof(big));
+	EXPECT(!memcmp(back, big, sizeof(big)));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
 }
