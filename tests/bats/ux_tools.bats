@@ -228,6 +228,13 @@ json() {
 	# Another process holds it open (as a reader, mapped or not, it is the same).
 	sleep 60 <"$T/a/busy" >/dev/null 2>&1 3>&- &
 	holder=$!
+	# The shell opens the file after the fork: wait until it is open.
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(readlink "/proc/$holder/fd/0" 2>/dev/null)" = "$T/a/busy" ] && break
+		sleep 0.05
+	done
+	[ "$(readlink "/proc/$holder/fd/0")" = "$T/a/busy" ]
 	run on a "$P" --json cache clean
 	kill "$holder"
 	echo "$output"
