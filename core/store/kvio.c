@@ -568,23 +568,31 @@ static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return r ? r : io_offline_settle(ctx, t0, raw_get(ctx, key, out));
 }
 
-static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
-		      int *st)
+/* A batch's end (get_n, put_n): the per-key statuses without network
+ * errnos, and the offline window told of the outcome; a batch whose keys
+ * no group answered is settled as -EIO but returns 0 (the statuses say it,
+ * per key). */
+static int settle_n(void *ctx, uint64_t t0, int r, size_t n, int *st)
 {
-	uint64_t t0;
+	int worst = 0;
 	size_t i;
-	int r = io_offline_gate(ctx, &t0), worst = 0;
 
-	if (r)
-		return r;
-	r = raw_get_n(ctx, n, keys, out, st);
 	for (i = 0; !r && i < n; i++) {
 		if (io_net_errno(st[i]) == -EIO && !worst)
 			worst = st[i];	/* a key no group answered for */
 		st[i] = io_net_errno(st[i]);
 	}
 	r = io_offline_settle(ctx, t0, r ? r : worst);
-	return r == -EIO && worst ? 0 : r;	/* the statuses say it, per key */
+	return r == -EIO && worst ? 0 : r;
+}
+
+static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+		      int *st)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : settle_n(ctx, t0, raw_get_n(ctx, n, keys, out, st), n, st);
 }
 
 static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
@@ -608,19 +616,9 @@ static int kvio_put_n(void *ctx, size_t n, const char *const *keys, const void *
 		      const size_t *len, const uint8_t *const *expect, int *st)
 {
 	uint64_t t0;
-	size_t i;
-	int r = io_offline_gate(ctx, &t0), worst = 0;
+	int r = io_offline_gate(ctx, &t0);
 
-	if (r)
-		return r;
-	r = raw_put_n(ctx, n, keys, data, len, expect, st);
-	for (i = 0; !r && i < n; i++) {
-		if (io_net_errno(st[i]) == -EIO && !worst)
-			worst = st[i];	/* a key no group answered for */
-		st[i] = io_net_errno(st[i]);
-	}
-	r = io_offline_settle(ctx, t0, r ? r : worst);
-	return r == -EIO && worst ? 0 : r;	/* the statuses say it, per key */
+	return r ? r : settle_n(ctx, t0, raw_put_n(ctx, n, keys, data, len, expect, st), n, st);
 }
 
 static int kvio_del(void *ctx, const char *key)
