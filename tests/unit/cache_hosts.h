@@ -9,9 +9,12 @@
 #ifndef POHM_TESTS_CACHE_HOSTS_H
 #define POHM_TESTS_CACHE_HOSTS_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,6 +215,42 @@ static __attribute__((unused)) unsigned ch_puts_of(char kind)
 static __attribute__((unused)) void ch_puts_reset(void)
 {
 	memset(ch_puts, 0, sizeof(ch_puts));
+}
+
+/* The conflict copies from host `from` that host h (cache c) sees whose
+ * contents are want: their number, or -1 if one holds anything else. */
+static __attribute__((unused)) int ch_conflict_copies(struct pohm_cache *c, const char *h,
+						       const char *from, const char *want)
+{
+	char rel[800], dir[256], buf[256];
+	struct dirent *de;
+	ssize_t n;
+	DIR *d;
+	int found = 0;
+
+	snprintf(dir, sizeof(dir), ".pohmelfs-conflicts/%s", from);
+	if (pohm_cache_materialize(c, dir, POHM_MAT_LIST))
+		return 0;
+	d = opendir(ch_path(h, dir));
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s", dir, de->d_name);
+		if (pohm_cache_materialize(c, rel, POHM_MAT_DATA) ||
+		    (n = ch_read_all(ch_path(h, rel), buf, sizeof(buf) - 1)) < 0) {
+			found = -1;
+			break;
+		}
+		buf[n] = '\0';
+		if (strcmp(buf, want)) {
+			found = -1;
+			break;
+		}
+		found++;
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 #endif

@@ -189,33 +189,6 @@ static const char *read_on(struct pohm_cache *c, const char *h, const char *rel,
 	return buf;
 }
 
-/* Conflict copies host h sees under .pohmelfs-conflicts/from, each must
- * hold want: how many, or -1 for one that does not. */
-static int conflicts(struct pohm_cache *c, const char *h, const char *from, const char *want)
-{
-	char rel[512], buf[256];
-	struct dirent *de;
-	DIR *d;
-	int found = 0;
-
-	snprintf(rel, sizeof(rel), ".pohmelfs-conflicts/%s", from);
-	if (pohm_cache_materialize(c, rel, POHM_MAT_LIST))
-		return 0;
-	d = opendir(ch_path(h, rel));
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(rel, sizeof(rel), ".pohmelfs-conflicts/%s/%s", from, de->d_name);
-		if (strcmp(read_on(c, h, rel, buf, sizeof(buf)), want)) {
-			found = -1;
-			break;
-		}
-		found++;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
 
 /* Overwrite host h's local copy of rel (a program writing it, not pushed). */
 static void local_write(const char *h, const char *rel, const char *s)
@@ -253,8 +226,8 @@ static void after_crash_all_is_well(const char *want, int b_pushes)
 	local_write("b", "f", "next\n");
 	EXPECT_EQ_INT(pohm_cache_sync_all(b), 1);
 	EXPECT_EQ_STR(read_on(c, "c", "f", buf, sizeof(buf)), "next\n");
-	EXPECT_EQ_INT(conflicts(c, "c", "b", ""), 0);
-	EXPECT_EQ_INT(conflicts(c, "c", "a", ""), 0);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", ""), 0);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "a", ""), 0);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }
@@ -448,12 +421,12 @@ TEST(a_conflicting_push_that_dies_before_its_record_keeps_one_conflict_copy)
 	c = ch_host("c");
 	EXPECT(c != NULL);
 	EXPECT_EQ_STR(read_on(c, "c", "f", buf, sizeof(buf)), "a\n");
-	EXPECT_EQ_INT(conflicts(c, "c", "b", "b\n"), 1);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", "b\n"), 1);
 	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "a\n");
 	local_write("b", "f", "next\n");
 	EXPECT_EQ_INT(pohm_cache_sync_all(b), 1);
 	EXPECT_EQ_STR(read_on(c, "c", "f", buf, sizeof(buf)), "next\n");
-	EXPECT_EQ_INT(conflicts(c, "c", "b", "b\n"), 1);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", "b\n"), 1);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }
@@ -535,7 +508,7 @@ TEST(a_rename_that_dies_between_its_halves_is_completed)
 	local_write("b", "g", "next\n");
 	EXPECT_EQ_INT(pohm_cache_sync_all(b), 1);
 	EXPECT_EQ_STR(read_on(c, "c", "g", buf, sizeof(buf)), "next\n");
-	EXPECT_EQ_INT(conflicts(c, "c", "b", ""), 0);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", ""), 0);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
 }

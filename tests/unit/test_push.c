@@ -116,40 +116,6 @@ static void race_a_appends(void)
 	close(fd);
 }
 
-/* The conflict copies from host `from` that host h (cache c) sees whose
- * contents are want: their number, or -1 if one holds anything else. */
-static int conflict_copies(struct pohm_cache *c, const char *h, const char *from, const char *want)
-{
-	char rel[800], dir[256], buf[256];
-	struct dirent *de;
-	ssize_t n;
-	DIR *d;
-	int found = 0;
-
-	snprintf(dir, sizeof(dir), ".pohmelfs-conflicts/%s", from);
-	if (pohm_cache_materialize(c, dir, POHM_MAT_LIST))
-		return 0;
-	d = opendir(ch_path(h, dir));
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(rel, sizeof(rel), "%s/%s", dir, de->d_name);
-		if (pohm_cache_materialize(c, rel, POHM_MAT_DATA) ||
-		    (n = ch_read_all(ch_path(h, rel), buf, sizeof(buf) - 1)) < 0) {
-			found = -1;
-			break;
-		}
-		buf[n] = '\0';
-		if (strcmp(buf, want)) {
-			found = -1;
-			break;
-		}
-		found++;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
 
 /*
  * The CI failure of cache_append_hosts (issue 18): host b's push of a copy
@@ -193,7 +159,7 @@ TEST(an_attribute_push_never_adopts_a_data_version_it_did_not_fetch)
 	EXPECT_EQ_INT(n, 4);
 	buf[n > 0 ? n : 0] = '\0';
 	EXPECT_EQ_STR(buf, "x\na\n");
-	EXPECT_EQ_INT(conflict_copies(c, "c", "b", "x\nb\n"), 1);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", "x\nb\n"), 1);
 	/* b's next open shows the stored version. */
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
 	n = ch_read_all(ch_path("b", "f"), buf, sizeof(buf) - 1);
@@ -301,7 +267,7 @@ TEST(a_refresh_never_renames_over_a_copy_written_during_its_fetch)
 		n = ch_read_all(ch_path(host, "f"), buf, sizeof(buf) - 1);
 		buf[n > 0 ? n : 0] = '\0';
 		EXPECT_EQ_STR(buf, "y\n");
-		EXPECT_EQ_INT(conflict_copies(c, host, "b", "x\nb\n"), 1);
+		EXPECT_EQ_INT(ch_conflict_copies(c, host, "b", "x\nb\n"), 1);
 		pohm_cache_close(a);
 		pohm_cache_close(b);
 		pohm_cache_close(c);
@@ -809,7 +775,7 @@ TEST(two_pushers_of_a_written_stub_make_one_conflict_copy)
 	/* One copy; the storage keeps its version. */
 	c = ch_host("c");
 	EXPECT(c != NULL);
-	EXPECT_EQ_INT(conflict_copies(c, "c", "b", "written into the stub\n"), 1);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", "written into the stub\n"), 1);
 	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
 	EXPECT_EQ_INT(ch_read_all(ch_path("c", "f"), (char[16]){ 0 }, 15), 7);
 	pohm_cache_close(a);
