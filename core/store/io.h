@@ -16,9 +16,9 @@
  *          of 8 MiB, 8 in flight per group, each answer waited for at most
  *          write_wait_timeout (PROTOCOL.md §10.6: the old object is hidden
  *          meanwhile).
- *  lookup  LOOKUP on all groups; the version is the highest timestamp that
- *          a quorum of the answering groups holds (pohm_quorum_pick), and
- *          the call returns as soon as that quorum agrees.
+ *  lookup  LOOKUP on all groups; the version is the newest one any
+ *          answering group holds (pohm_quorum_pick, decision 0024), decided
+ *          once n - w + 1 groups have answered (or all that will).
  *  read    lookup, then READ in pieces (POHM_IO_PIECE, 8 in flight in a
  *          sliding window) from a group holding that version,
  *          with IO CHECKSUM (unless noreadcsum) checked against the bytes
