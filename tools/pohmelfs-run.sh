@@ -22,8 +22,8 @@ here=$(dirname "$me")
 KEYS="server fsid groups successful_write_count noreadcsum read_wait_timeout
 write_wait_timeout keepalive_interval read_repair auth_cookie protocol log
 log_level host_id sync_timeout sync_on_close http_compat prefix cache_dir
-cache_size cache_min_free attr_timeout stats"
-BOOL_KEYS="noreadcsum read_repair sync_on_close http_compat stats"
+cache_size cache_min_free attr_timeout stats inline_data"
+BOOL_KEYS="noreadcsum read_repair sync_on_close http_compat stats inline_data"
 
 usage() {
 	cat <<-EOF
