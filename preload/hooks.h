@@ -17,15 +17,15 @@
  * procns.c (pohm_proc_ns; POHM_NS_* map to enum pohm_proc_ns), an open
  * (create, materialize, the writer's early and open-for-write locks,
  * pohmelfsd's start, a create's undo) core/mount procopen.c
- * (pohm_proc_open; pohm_proc_opened for the mkstemp family), what a
+ * (pohm_proc_open; pohm_proc_mktemp for the mkstemp family), what a
  * read-only use of a name materializes core/mount proclookup.c
  * (pohm_proc_lookup; the wrappers name the use in core's own enum
  * pohm_proc_lookup).  What it
  * keeps is glue to preload's services: the fd table and write-only fds'
  * shadows (as core's struct pohm_host_fds), the signal-handler queue.
  *
- * One call per operation (issue 20): pohm_hook_open, pohm_hook_ns,
- * pohm_hook_attr, pohm_hook_stat and pohm_hook_statx get the wrapper's
+ * One call per operation (issue 20): pohm_hook_open, pohm_hook_mktemp,
+ * pohm_hook_ns, pohm_hook_attr, pohm_hook_stat and pohm_hook_statx get the wrapper's
  * own libc call (struct pohm_real_call) and return the caller's result;
  * core makes the real call between the storage's halves, so no state
  * passes between calls (no thread-locals).  The shim stays busy during
@@ -51,9 +51,8 @@
  * leave errno as they found it.  Their own system calls go through
  * core/sys (pohm_sys_*, never syscall(2)); a libc function called by name
  * (core/cache daemonstart.c: dladdr in pohmelfsd's start) is bracketed by pohm_hold()/pohm_unhold() so the wrappers pass it.
- * pohm_hook_adopt runs after libc's own call with its result (>= 0, or
- * -errno) and returns the result the caller sees.  The one-call hooks
- * (open, ns, attr, stat, statx) never return POHM_PASS: their result is
+ * The one-call hooks
+ * (open, mktemp, ns, attr, stat, statx) never return POHM_PASS: their result is
  * the caller's.
  *
  * Every hook has one definition: hooks_stack.c's (each runs hooks_cache.c's
@@ -137,7 +136,7 @@ struct pohm_path {
 /* What the fd table records for an fd opened under the prefix. */
 struct pohm_fd_info {
 	uint64_t cookie;	/* the storage's handle for the file (set by the
-				 * open and adopt hooks; 0 = none): its storage inode */
+				 * open and mktemp hooks; 0 = none): its storage inode */
 	unsigned flags;		/* POHM_FD_* */
 };
 
@@ -166,12 +165,17 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct poh
 		   const struct pohm_real_call *real);
 
 /*
- * After libc made an fd under the prefix itself (the mkstemp family: p is
- * the filled-in template, flags include O_CREAT), fd >= 0 or -errno: the
- * storage adopts the file; as pohm_hook_open's after half otherwise.
- * Returns fd (the wrapper records it) or -errno (the wrapper closes it).
+ * The mkstemp family in one call (p: the template, flags the open flags,
+ * O_CREAT included): the template's directory made local, the wrapper's
+ * own libc call through real (glibc's loop: the fd or -errno; it fills in
+ * the template, p->path, and the hook copies the name chosen into p->rel),
+ * and on an fd the storage adopts the new file, as pohm_hook_open's fd
+ * side (fi->cookie).  Returns the caller's result, the fd or -errno, never
+ * POHM_PASS; a negative result after a successful real call is the
+ * wrapper's to close.
  */
-int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+int pohm_hook_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi,
+		     const struct pohm_real_call *real);
 
 /* ------------------------------------------------------------ stat */
 

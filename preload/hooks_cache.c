@@ -296,25 +296,58 @@ int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_
 	return r;
 }
 
-/* An fd libc made itself (mkstemp family): core/mount pohm_proc_opened. */
-static int hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
-{
-	struct pohm_cache *c;
-	int r;
+/*
+ * The mkstemp family's real call: real_outside, then the name libc chose
+ * copied into p->rel.  glibc rewrites the template's X's in place, in the
+ * part of the caller's path that rel ends with as spelled (its last
+ * component: same bytes, same length), so that part is copied over rel's
+ * end (same: its length, measured before the call).
+ */
+struct mktemp_real {
+	const struct pohm_real_call *real;
+	const struct pohm_path *p;
+	size_t same;
+};
 
-	if (fd < 0 || !(c = cache(&r)))
-		return fd;
-	if (p->flags & POHM_PATH_TRUNC)
-		flags &= ~O_CREAT;	/* no name to adopt it under */
-	return HELD(pohm_proc_opened(c, &host_fds, p->rel, flags, fd, &fi->cookie));
+static int real_mktemp(void *v)
+{
+	struct mktemp_real *m = v;
+	int r = real_outside((void *)m->real);
+
+	if (r >= 0)
+		memcpy(m->p->rel + m->p->len - m->same,
+		       m->p->path + strlen(m->p->path) - m->same, m->same);
+	return r;
 }
 
-int pohm_hk_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+/* The mkstemp family in one call: core/mount pohm_proc_mktemp. */
+static int hook_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi,
+		       const struct pohm_real_call *real)
+{
+	struct mktemp_real m = { real, p, 0 };
+	struct pohm_proc_real outside = { real_mktemp, &m };
+	struct pohm_cache *c;
+	size_t plen;
+	int r;
+
+	if (p->flags & POHM_PATH_TRUNC)
+		return real->call(real->arg);
+	if (!(c = cache(&r)))
+		return r == POHM_PASS ? real->call(real->arg) : r;
+	plen = strlen(p->path);
+	while (m.same < p->len && m.same < plen &&
+	       p->rel[p->len - 1 - m.same] == p->path[plen - 1 - m.same])
+		m.same++;
+	return HELD(pohm_proc_mktemp(c, &host_fds, p->rel, flags, &fi->cookie, &outside));
+}
+
+int pohm_hk_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi,
+		   const struct pohm_real_call *real)
 {
 	int r;
 
-	busy_enter();
-	r = hook_adopt(p, flags, fd, fi);
+	busy_enter_drain();
+	r = hook_mktemp(p, flags, fi, real);
 	busy_leave();
 	return r;
 }

@@ -96,31 +96,32 @@ int pohm_hook_open(const struct pohm_path *p, int flags, mode_t mode, struct poh
 	return (int)pohm_stack_run(run_open, &x);
 }
 
-struct a_adopt {
+struct a_mktemp {
 	const struct pohm_path *p;
 	int flags;
-	int fd;
 	struct pohm_fd_info *fi;
+	const struct pohm_real_call *real;
 };
 
-static long run_adopt(void *v)
+static long run_mktemp(void *v)
 {
-	struct a_adopt *x = v;
+	struct a_mktemp *x = v;
 	struct pohm_path lp;
 	int r = whole(&x->p, &lp);
 
-	if (r)		/* as before: adopted with no name, O_CREAT dropped */
-		return pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
-	r = pohm_hk_adopt(x->p, x->flags, x->fd, x->fi);
+	if (r)
+		return or_real(refused(r), x->real);
+	r = pohm_hk_mktemp(x->p, x->flags, x->fi, x->real);
 	whole_done(x->p, &lp);
 	return r;
 }
 
-int pohm_hook_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi)
+int pohm_hook_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi,
+		     const struct pohm_real_call *real)
 {
-	struct a_adopt x = { p, flags, fd, fi };
+	struct a_mktemp x = { p, flags, fi, real };
 
-	return (int)pohm_stack_run(run_adopt, &x);
+	return (int)pohm_stack_run(run_mktemp, &x);
 }
 
 struct a_stat {

@@ -10,7 +10,7 @@
 #include "hooks.h"
 
 int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi, const struct pohm_real_call *real);
-int pohm_hk_adopt(const struct pohm_path *p, int flags, int fd, struct pohm_fd_info *fi);
+int pohm_hk_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi, const struct pohm_real_call *real);
 int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st, const struct pohm_real_call *real);
 int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct statx *stx, const struct pohm_real_call *real);
 void pohm_hk_stat_fix(const struct pohm_path *p, int fd, const struct pohm_fd_info *fi, struct stat *st);

@@ -8,8 +8,8 @@
  * and close wrappers would: the open hooks around fopen (with the open
  * flags its mode string means), the close hook before fclose (after
  * flushing the stream, so the push sees its last bytes), and for mkstemp
- * the _done hook on the name glibc chose.  mkdtemp is our own loop on top
- * of the mkdir wrapper.
+ * the mktemp hook, which makes glibc's loop itself and adopts the name it
+ * chose.  mkdtemp is our own loop on top of the mkdir wrapper.
  *
  * Sections: fopen family; fclose; temporary files.
  */
@@ -238,45 +238,67 @@ POHM_EXPORT FILE *tmpfile64(void)
 }
 
 /*
- * The mkstemp family: the lookup hook on the template (its directory must
- * be local), glibc's own loop, then the open _done hook on the name it
- * chose.  which: 0 mkstemp, 1 mkostemp, 2 mkstemps, 3 mkostemps (64 or not).
+ * The mkstemp family's own libc call: which 0 mkstemp, 1 mkostemp,
+ * 2 mkstemps, 3 mkostemps (64 or not).  The fd, or -1 and errno.
+ */
+struct real_mkstemp_arg {
+	int which, is64;
+	char *tmpl;
+	int suffix, flags;
+	int fd;		/* what it opened, -1 if nothing */
+};
+
+static int real_mkstemp(const struct real_mkstemp_arg *x)
+{
+	switch (x->which) {
+	case 0:
+		return x->is64 ? pohm_real.mkstemp64(x->tmpl) : pohm_real.mkstemp(x->tmpl);
+	case 1:
+		return x->is64 ? pohm_real.mkostemp64(x->tmpl, x->flags) :
+				 pohm_real.mkostemp(x->tmpl, x->flags);
+	case 2:
+		return x->is64 ? pohm_real.mkstemps64(x->tmpl, x->suffix) :
+				 pohm_real.mkstemps(x->tmpl, x->suffix);
+	default:
+		return x->is64 ? pohm_real.mkostemps64(x->tmpl, x->suffix, x->flags) :
+				 pohm_real.mkostemps(x->tmpl, x->suffix, x->flags);
+	}
+}
+
+/* The same for pohm_hook_mktemp (hooks.h struct pohm_real_call): the fd or -errno. */
+static int real_mkstemp_call(void *v)
+{
+	struct real_mkstemp_arg *x = v;
+
+	x->fd = real_mkstemp(x);
+	return x->fd >= 0 ? x->fd : -errno;
+}
+
+/*
+ * The mkstemp family: under the prefix one hook call, pohm_hook_mktemp,
+ * which makes glibc's own loop itself between the storage's halves (the
+ * template's directory made local; the file it made adopted).
  */
 static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
 {
+	struct real_mkstemp_arg x = { which, is64, tmpl, suffix, flags, -1 };
 	struct pohm_fd_info fi = { 0, POHM_FD_WRITE };
 	struct pohm_where w;
 	struct pohm_path p;
-	int fd, r, in;
+	int fd, r;
 
-	in = pohm_active() && pohm_locate(AT_FDCWD, tmpl, 0, &p, &w) == POHM_PC_IN;
-	if (in && (r = pohm_hook_lookup(POHM_PL_TEMPDIR, &p, flags)) != POHM_PASS && r < 0)
-		return pohm_ret(r);
-	switch (which) {
-	case 0:
-		fd = is64 ? pohm_real.mkstemp64(tmpl) : pohm_real.mkstemp(tmpl);
-		break;
-	case 1:
-		fd = is64 ? pohm_real.mkostemp64(tmpl, flags) : pohm_real.mkostemp(tmpl, flags);
-		break;
-	case 2:
-		fd = is64 ? pohm_real.mkstemps64(tmpl, suffix) : pohm_real.mkstemps(tmpl, suffix);
-		break;
-	default:
-		fd = is64 ? pohm_real.mkostemps64(tmpl, suffix, flags) :
-			    pohm_real.mkostemps(tmpl, suffix, flags);
-		break;
-	}
-	if (fd < 0 || !pohm_active())
-		return fd;
-	if (!in) {
-		pohm_fd_forget(fd);
+	if (!pohm_active() || pohm_locate(AT_FDCWD, tmpl, 0, &p, &w) != POHM_PC_IN) {
+		fd = real_mkstemp(&x);
+		if (fd >= 0 && pohm_active())
+			pohm_fd_forget(fd);
 		return fd;
 	}
-	pohm_locate(AT_FDCWD, tmpl, 0, &p, &w);	/* the name glibc chose */
-	r = pohm_hook_adopt(&p, O_RDWR | O_CREAT | O_EXCL | flags, fd, &fi);
-	if (r < 0)
-		pohm_real.close(fd);
+	r = pohm_hook_mktemp(&p, O_RDWR | O_CREAT | O_EXCL | flags, &fi,
+			     &(struct pohm_real_call){ real_mkstemp_call, &x });
+	if (r < 0 && x.fd >= 0)
+		pohm_real.close(x.fd);
+	if (r >= 0)
+		pohm_locate(AT_FDCWD, tmpl, 0, &p, &w);	/* the name glibc chose */
 	pohm_fd_opened(r, &p, &w, &fi);
 	return pohm_ret(r);
 }

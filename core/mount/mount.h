@@ -315,11 +315,18 @@ int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct
 int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
 		   unsigned pflags, int flags, mode_t mode, uint64_t *ino,
 		   const struct pohm_proc_real *real);
-/* fd (>= 0, or -errno: returned as is), made under rel by the host's libc
- * itself (the mkstemp family; flags include O_CREAT): the storage adopts
- * the new file, then as pohm_proc_open after its real open.  Returns fd. */
-int pohm_proc_opened(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
-		     int flags, int fd, uint64_t *ino);
+/* The mkstemp family in one call (issue 20: was a lookup before libc's
+ * loop and pohm_proc_opened after it): rel, the template's name, looked up
+ * as POHM_PL_TEMPDIR (its directory made local; counted as a lookup; on
+ * -errno the host's call is not made), then the host's own call (real:
+ * the fd or -errno; on success it has rewritten rel's bytes in place to
+ * the name libc chose, same length), then on an fd the storage adopts the
+ * new file and the rest is as pohm_proc_open after its real open (flags:
+ * the open flags, O_CREAT included).  Returns the caller's result: the fd
+ * or -errno; a negative result after a successful real call is the
+ * caller's to close.  Called with the shim's hold held. */
+int pohm_proc_mktemp(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
+		     int flags, uint64_t *ino, const struct pohm_proc_real *real);
 
 /*
  * proclookup.c: a read-only use of rel by a host process, before its own

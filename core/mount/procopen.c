@@ -220,10 +220,16 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 	return r;
 }
 
-int pohm_proc_opened(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
-		     int flags, int fd, uint64_t *ino)
+int pohm_proc_mktemp(struct pohm_cache *c, const struct pohm_host_fds *h, const char *rel,
+		     int flags, uint64_t *ino, const struct pohm_proc_real *real)
 {
 	struct pohm_wprelock pl = { .state = POHM_WPRE_NONE };
+	int r;
 
-	return open_after(c, h, rel, rel, flags, fd, 0, &pl, ino);
+	/* The template's directory must be local before libc's loop runs in it. */
+	r = pohm_proc_lookup(c, POHM_PL_TEMPDIR, rel, 0, 0);
+	if (r < 0)
+		return r;
+	r = real->call(real->arg);	/* rel now names the file libc made */
+	return open_after(c, h, rel, rel, flags, r, 0, &pl, ino);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # arch_layering.bats — core/ is split into layer folders whose includes point
 # down (tests/layering.sh, run by the build too), raw system calls are made
-# only in core/sys (tests/rawsys.sh), and the library that host processes
+# only in core/sys (tests/rawsys.sh), preload/ makes one hook call per
+# operation (tests/hookpairs.sh), and the library that host processes
 # load carries no admin or test code (doc/ARCHITECTURE.md).
 
 setup() {
@@ -15,7 +16,8 @@ setup() {
 copy_tree() {
 	mkdir -p "$1/tests"
 	cp -r "$TOP/core" "$TOP/preload" "$TOP/node" "$TOP/tools" "$1/"
-	cp "$TOP/tests/layering.sh" "$TOP/tests/rawsys.sh" "$TOP/tests/rawsys.allow" "$1/tests/"
+	cp "$TOP/tests/layering.sh" "$TOP/tests/rawsys.sh" "$TOP/tests/rawsys.allow" \
+	   "$TOP/tests/hookpairs.sh" "$1/tests/"
 }
 
 @test "the tree's layers include only downwards" {
@@ -279,4 +281,41 @@ EOF
 	[[ $output == *'core/ns/nsnew.c: not named in doc/ARCHITECTURE.md §2-§5'* ]]
 	[[ $output == *'doc/ARCHITECTURE.md: names mprot.c, which is not in the tree'* ]]
 	[ "${#lines[@]}" -eq 2 ]
+}
+
+# ------------------------------------------------------------ hook pairs
+
+@test "preload/ makes one hook call per operation: no wrapper calls two hooks" {
+	# Issue 20: the before/after hook pairs went (the mkstemp family's was
+	# the last, session 12); each wrapper passes its libc call to one hook.
+	run "$TOP/tests/hookpairs.sh"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "a wrapper calling a hook before its libc call and another after fails the check" {
+	t=$BATS_TEST_TMPDIR/tree
+	copy_tree "$t"
+	n=$(wc -l <"$t/preload/fd.c")
+	cat >>"$t/preload/fd.c" <<'EOT'
+static int paired(const struct pohm_path *p, struct pohm_fd_info *fi)
+{
+	/* pohm_hook_stat( and pohm_hook_ns( in a comment are no calls */
+	int r = pohm_hook_lookup(POHM_PL_TEMPDIR, p, 0);
+
+	return r < 0 ? r : pohm_hook_mktemp(p, 0, fi, NULL);
+}
+
+static int single(const struct pohm_path *p)
+{
+	return pohm_hook_lookup(POHM_PL_TEMPDIR, p, 0) +	/* pohm_hook_open( */
+	       pohm_hook_lookup(POHM_PL_TEMPDIR, p, 0);
+}
+EOT
+	POHM_HOOKPAIRS_ROOT=$t run "$t/tests/hookpairs.sh"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "preload/fd.c:$((n + 1)): paired calls pohm_hook_lookup and pohm_hook_mktemp: one hook call per operation (hooks.h)" ]
+	[ "${#lines[@]}" -eq 1 ]
 }
