@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct th_test {
 	const char *name;
@@ -94,6 +95,49 @@ static inline size_t th_unhex(uint8_t *out, const char *hex)
 		out[n++] = (uint8_t)v;
 	}
 	return n;
+}
+
+/*
+ * Scratch directory: th_scratch(tag) empties (or makes) /tmp/pohm-TAG-test.PID,
+ * mode 755, and returns its path; it is removed at exit whichever tests
+ * ran (no test depends on running last).  th_at(name): "DIR/name", in one
+ * of 4 rotating buffers.  Single-threaded, as the harness.
+ */
+static char th_scratch_dir[128];
+
+static void th_scratch_rm(void)
+{
+	char cmd[200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", th_scratch_dir);
+	if (system(cmd))
+		printf("# removing %s failed\n", th_scratch_dir);
+}
+
+static __attribute__((unused)) const char *th_scratch(const char *tag)
+{
+	char cmd[600];
+
+	if (!th_scratch_dir[0]) {
+		snprintf(th_scratch_dir, sizeof(th_scratch_dir), "/tmp/pohm-%s-test.%d", tag,
+			 (int)getpid());
+		atexit(th_scratch_rm);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s && chmod 755 %s", th_scratch_dir,
+		 th_scratch_dir, th_scratch_dir);
+	if (system(cmd))
+		printf("# scratch %s failed\n", th_scratch_dir);
+	return th_scratch_dir;
+}
+
+static __attribute__((unused)) const char *th_at(const char *name)
+{
+	static char p[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", th_scratch_dir, name);
+	return p[i];
 }
 
 int main(int argc, char **argv)

@@ -14,7 +14,7 @@
 #include "log.h"
 
 static struct pohm_kv kv;
-static char root[128];
+static const char *root;	/* th_scratch's directory */
 
 /* The cache of host name's prefix kept in cache_dir state (a per-user one
  * is another state on the same prefix), with host id id. */
@@ -46,14 +46,7 @@ static struct pohm_cache *host(const char *name)
 
 static void setup(void)
 {
-	char cmd[400];
-
-	if (!root[0]) {
-		snprintf(root, sizeof(root), "/tmp/pohm-cache-test.%d", (int)getpid());
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
-	if (system(cmd))
-		printf("# setup failed\n");
+	root = th_scratch("cache");
 	pohm_kvmem_free(&kv);
 	pohm_kvmem_new(&kv);
 }
@@ -610,11 +603,3 @@ TEST(reconcile_leaves_copies_of_stored_files)
 	pohm_cache_close(a);
 }
 
-TEST(zz_cleanup)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	EXPECT_EQ_INT(system(cmd), 0);
-	pohm_kvmem_free(&kv);
-}

@@ -13,7 +13,7 @@
 #include "kv.h"
 
 static struct pohm_kv kv;
-static char root[128];
+static const char *root;	/* th_scratch's directory */
 
 static void dirs(const char *h, char *prefix, char *cdir)
 {
@@ -55,13 +55,7 @@ static int tool(struct pohm_ct *t, const char *h)
 
 static void setup(void)
 {
-	char cmd[400];
-
-	if (!root[0])
-		snprintf(root, sizeof(root), "/tmp/pohm-cachetool-test.%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
-	if (system(cmd))
-		printf("# setup failed\n");
+	root = th_scratch("cachetool");
 	pohm_kvmem_free(&kv);
 	pohm_kvmem_new(&kv);
 }
@@ -371,11 +365,3 @@ TEST(daemon_pid_needs_a_live_pohmelfsd)
 	EXPECT_EQ_INT(pohm_cache_daemon_pid(cdir), 0);
 }
 
-TEST(zz_cleanup)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	EXPECT_EQ_INT(system(cmd), 0);
-	pohm_kvmem_free(&kv);
-}

@@ -20,40 +20,12 @@
 
 #define OTHER	65534u	/* the tests' unprivileged user */
 
-static char root[128];
-
-/* At exit, whichever tests ran: the scratch directory goes. */
-static void cleanup(void)
-{
-	char cmd[200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	if (system(cmd))
-		printf("# cleanup of %s failed\n", root);
-}
+static const char *root;	/* th_scratch's directory */
 
 /* A fresh scratch directory (root). */
 static void scratch(void)
 {
-	char cmd[600];
-
-	if (!root[0]) {
-		snprintf(root, sizeof(root), "/tmp/pohm-mount-test.%d", (int)getpid());
-		atexit(cleanup);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s && chmod 755 %s", root, root, root);
-	if (system(cmd))
-		printf("# scratch failed\n");
-}
-
-static const char *at(const char *name)
-{
-	static char p[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", root, name);
-	return p[i];
+	root = th_scratch("mount");
 }
 
 static int mkdir_owned(const char *path, mode_t mode, uid_t uid)
@@ -67,7 +39,7 @@ TEST(root_may_use_any_cache_dir)
 {
 	scratch();
 	EXPECT_EQ_INT(pohm_mount_dir_foreign("/root", 0), 0);
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("none/deeper"), 0), 0);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("none/deeper"), 0), 0);
 }
 
 TEST(another_users_dir_or_one_it_cannot_make_is_foreign)
@@ -75,16 +47,16 @@ TEST(another_users_dir_or_one_it_cannot_make_is_foreign)
 	if (geteuid())
 		SKIP("needs root for chown");
 	scratch();
-	EXPECT_EQ_INT(mkdir_owned(at("rootdir"), 0755, 0), 0);
-	EXPECT_EQ_INT(mkdir_owned(at("mine"), 0755, OTHER), 0);
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("rootdir"), OTHER), 1);
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("mine"), OTHER), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("rootdir"), 0755, 0), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("mine"), 0755, OTHER), 0);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("rootdir"), OTHER), 1);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("mine"), OTHER), 0);
 	/* Missing: foreign unless its nearest existing ancestor lets the user make it. */
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("rootdir/a/b"), OTHER), 1);
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("mine/a/b"), OTHER), 0);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("rootdir/a/b"), OTHER), 1);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("mine/a/b"), OTHER), 0);
 	/* A symlink is judged by its own owner, not by what it points to. */
-	EXPECT_EQ_INT(symlink(at("mine"), at("link")), 0);
-	EXPECT_EQ_INT(pohm_mount_dir_foreign(at("link"), OTHER), 1);
+	EXPECT_EQ_INT(symlink(th_at("mine"), th_at("link")), 0);
+	EXPECT_EQ_INT(pohm_mount_dir_foreign(th_at("link"), OTHER), 1);
 }
 
 TEST(the_per_user_path_and_when_TMPDIR_may_hold_it)
@@ -102,28 +74,28 @@ TEST(the_per_user_path_and_when_TMPDIR_may_hold_it)
 	EXPECT_EQ_INT(pohm_mount_user_dir("relative", OTHER, out, sizeof(out)), -EINVAL);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, 20), -ENAMETOOLONG);
 	/* The user's own TMPDIR: used. */
-	EXPECT_EQ_INT(mkdir_owned(at("tmp-own"), 0700, OTHER), 0);
-	setenv("TMPDIR", at("tmp-own"), 1);
+	EXPECT_EQ_INT(mkdir_owned(th_at("tmp-own"), 0700, OTHER), 0);
+	setenv("TMPDIR", th_at("tmp-own"), 1);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, sizeof(out)), 0);
-	snprintf(want, sizeof(want), "%s/pohmelfs-%u/_p", at("tmp-own"), OTHER);
+	snprintf(want, sizeof(want), "%s/pohmelfs-%u/_p", th_at("tmp-own"), OTHER);
 	EXPECT_EQ_STR(out, want);
 	/* World-writable and sticky (like /tmp): used. */
-	EXPECT_EQ_INT(mkdir_owned(at("tmp-sticky"), 01777, 0), 0);
-	setenv("TMPDIR", at("tmp-sticky"), 1);
+	EXPECT_EQ_INT(mkdir_owned(th_at("tmp-sticky"), 01777, 0), 0);
+	setenv("TMPDIR", th_at("tmp-sticky"), 1);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, sizeof(out)), 0);
-	EXPECT(strncmp(out, at("tmp-sticky"), strlen(at("tmp-sticky"))) == 0);
+	EXPECT(strncmp(out, th_at("tmp-sticky"), strlen(th_at("tmp-sticky"))) == 0);
 	/* World-writable without the sticky bit, another user's, or not writable:
 	 * someone else could rename the directory away, so /var/tmp. */
-	EXPECT_EQ_INT(mkdir_owned(at("tmp-open"), 0777, 0), 0);
-	EXPECT_EQ_INT(mkdir_owned(at("tmp-other"), 0700, 4242), 0);
-	EXPECT_EQ_INT(mkdir_owned(at("tmp-ro"), 0755, 0), 0);
-	setenv("TMPDIR", at("tmp-open"), 1);
+	EXPECT_EQ_INT(mkdir_owned(th_at("tmp-open"), 0777, 0), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("tmp-other"), 0700, 4242), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("tmp-ro"), 0755, 0), 0);
+	setenv("TMPDIR", th_at("tmp-open"), 1);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, sizeof(out)), 0);
 	EXPECT(strncmp(out, "/var/tmp/", 9) == 0);
-	setenv("TMPDIR", at("tmp-other"), 1);
+	setenv("TMPDIR", th_at("tmp-other"), 1);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, sizeof(out)), 0);
 	EXPECT(strncmp(out, "/var/tmp/", 9) == 0);
-	setenv("TMPDIR", at("tmp-ro"), 1);
+	setenv("TMPDIR", th_at("tmp-ro"), 1);
 	EXPECT_EQ_INT(pohm_mount_user_dir("/p", OTHER, out, sizeof(out)), 0);
 	EXPECT(strncmp(out, "/var/tmp/", 9) == 0);
 	if (saved)
@@ -146,7 +118,7 @@ TEST(making_it_refuses_a_planted_symlink_or_another_users_directory)
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 0, err, sizeof(err)), 0);
 	EXPECT_EQ_INT(stat(path, &st), 0);
 	EXPECT(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700);
-	EXPECT_EQ_INT(stat(at("pohmelfs-0"), &st), 0);
+	EXPECT_EQ_INT(stat(th_at("pohmelfs-0"), &st), 0);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0700);
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 0, err, sizeof(err)), 0);
 	/* One of the user's own but too open: made private. */
@@ -155,13 +127,13 @@ TEST(making_it_refuses_a_planted_symlink_or_another_users_directory)
 	EXPECT_EQ_INT(stat(path, &st), 0);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0700);
 	/* A symlink planted at the last level: -EACCES, nothing followed. */
-	EXPECT_EQ_INT(mkdir_owned(at("elsewhere"), 0755, OTHER), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("elsewhere"), 0755, OTHER), 0);
 	snprintf(path, sizeof(path), "%s/pohmelfs-0/_q", root);
-	EXPECT_EQ_INT(symlink(at("elsewhere"), path), 0);
+	EXPECT_EQ_INT(symlink(th_at("elsewhere"), path), 0);
 	err[0] = 0;
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 0, err, sizeof(err)), -EACCES);
 	EXPECT(strstr(err, "symlink") != NULL);
-	EXPECT_EQ_INT(stat(at("elsewhere"), &st), 0);
+	EXPECT_EQ_INT(stat(th_at("elsewhere"), &st), 0);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0755);
 	/* A directory another user made in advance, at either level. */
 	snprintf(path, sizeof(path), "%s/pohmelfs-0/_r", root);
@@ -169,7 +141,7 @@ TEST(making_it_refuses_a_planted_symlink_or_another_users_directory)
 	err[0] = 0;
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 0, err, sizeof(err)), -EACCES);
 	EXPECT(strstr(err, "belongs to uid") != NULL);
-	EXPECT_EQ_INT(mkdir_owned(at("pohmelfs-7"), 0700, OTHER), 0);
+	EXPECT_EQ_INT(mkdir_owned(th_at("pohmelfs-7"), 0700, OTHER), 0);
 	snprintf(path, sizeof(path), "%s/pohmelfs-7/_p", root);
 	EXPECT_EQ_INT(pohm_mount_user_dir_make(path, 7, err, sizeof(err)), -EACCES);
 	EXPECT_EQ_INT(stat(path, &st), -1);		/* nothing made below it */
@@ -225,32 +197,32 @@ TEST(the_cache_dir_a_configuration_uses_for_the_calling_user)
 	pohm_config_defaults(&cfg);
 	EXPECT_EQ_INT(pohm_config_set(&cfg, "prefix", "/p/x", POHM_CFG_CALLER, err, sizeof(err)), 0);
 	/* No cache_dir: under XDG_STATE_HOME, else HOME's .local/state. */
-	setenv("XDG_STATE_HOME", at("state"), 1);
+	setenv("XDG_STATE_HOME", th_at("state"), 1);
 	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
-	snprintf(want, sizeof(want), "%s/pohmelfs/_p_x", at("state"));
+	snprintf(want, sizeof(want), "%s/pohmelfs/_p_x", th_at("state"));
 	EXPECT_EQ_STR(out, want);
 	unsetenv("XDG_STATE_HOME");
-	setenv("HOME", at("home"), 1);
+	setenv("HOME", th_at("home"), 1);
 	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
-	snprintf(want, sizeof(want), "%s/.local/state/pohmelfs/_p_x", at("home"));
+	snprintf(want, sizeof(want), "%s/.local/state/pohmelfs/_p_x", th_at("home"));
 	EXPECT_EQ_STR(out, want);
 	/* A configured cache_dir that is root's: root uses it ... */
-	EXPECT_EQ_INT(mkdir_owned(at("cd-root"), 0700, 0), 0);
-	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", at("cd-root"), POHM_CFG_CALLER, err,
+	EXPECT_EQ_INT(mkdir_owned(th_at("cd-root"), 0700, 0), 0);
+	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", th_at("cd-root"), POHM_CFG_CALLER, err,
 				      sizeof(err)), 0);
 	EXPECT_EQ_INT(pohm_mount_cache_dir(&cfg, out, sizeof(out)), 0);
-	EXPECT_EQ_STR(out, at("cd-root"));
+	EXPECT_EQ_STR(out, th_at("cd-root"));
 	/* ... another user gets its per-user one ... */
 	unsetenv("TMPDIR");
 	EXPECT_EQ_INT(cache_dir_as_other(&cfg, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "/var/tmp/pohmelfs-%u/_p_x", OTHER);
 	EXPECT_EQ_STR(out, want);
 	/* ... and a cache_dir of that user's own is used as configured. */
-	EXPECT_EQ_INT(mkdir_owned(at("cd-other"), 0700, OTHER), 0);
-	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", at("cd-other"), POHM_CFG_CALLER, err,
+	EXPECT_EQ_INT(mkdir_owned(th_at("cd-other"), 0700, OTHER), 0);
+	EXPECT_EQ_INT(pohm_config_set(&cfg, "cache_dir", th_at("cd-other"), POHM_CFG_CALLER, err,
 				      sizeof(err)), 0);
 	EXPECT_EQ_INT(cache_dir_as_other(&cfg, out, sizeof(out)), 0);
-	EXPECT_EQ_STR(out, at("cd-other"));
+	EXPECT_EQ_STR(out, th_at("cd-other"));
 	pohm_config_free(&cfg);
 	if (home)
 		setenv("HOME", home, 1);

@@ -22,41 +22,14 @@
 
 #define OTHER	65534u	/* the tests' unprivileged user */
 
-static char root[128];
-
-/* At exit, whichever tests ran: the scratch directory goes. */
-static void cleanup(void)
-{
-	char cmd[200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	if (system(cmd))
-		printf("# cleanup of %s failed\n", root);
-}
+static const char *root;	/* th_scratch's directory */
 
 /* A fresh scratch directory (root), every level readable by others. */
 static void scratch(void)
 {
-	char cmd[600];
-
-	if (!root[0]) {
-		snprintf(root, sizeof(root), "/tmp/pohm-mountopen-test.%d", (int)getpid());
-		atexit(cleanup);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s/p && chmod 755 %s %s/p", root, root,
-		 root, root);
-	if (system(cmd))
-		printf("# scratch failed\n");
-}
-
-static const char *at(const char *name)
-{
-	static char p[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(p[i], sizeof(p[i]), "%s/%s", root, name);
-	return p[i];
+	root = th_scratch("mountopen");
+	if (mkdir(th_at("p"), 0755) || chmod(th_at("p"), 0755))
+		printf("# scratch p failed\n");
 }
 
 static int set(struct pohm_config *cfg, const char *key, const char *val)
@@ -77,7 +50,7 @@ static void client_cfg(struct pohm_config *cfg, const struct fake_node *fn)
 
 	snprintf(s, sizeof(s), "127.0.0.1:%u", fn->port);
 	pohm_config_defaults(cfg);
-	set(cfg, "prefix", at("p"));
+	set(cfg, "prefix", th_at("p"));
 	set(cfg, "server", s);
 	set(cfg, "groups", "1");
 	set(cfg, "host_id", "h1");
@@ -94,21 +67,21 @@ TEST(a_configuration_opens_its_cache_with_its_keys)
 	scratch();
 	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
 	client_cfg(&cfg, &fn);
-	EXPECT_EQ_INT(set(&cfg, "cache_dir", at("cd")), 0);
+	EXPECT_EQ_INT(set(&cfg, "cache_dir", th_at("cd")), 0);
 	EXPECT_EQ_INT(set(&cfg, "sync_timeout", "7"), 0);
 	EXPECT_EQ_INT(set(&cfg, "sync_on_close", "yes"), 0);
 	EXPECT_EQ_INT(pohm_mount_open(&m, &cfg, err, sizeof(err)), 0);
 	if (err[0])
 		printf("# %s\n", err);
 	EXPECT(m.client != NULL && m.cache != NULL);
-	EXPECT_EQ_STR(m.prefix, at("p"));
-	EXPECT_EQ_STR(m.cache_dir, at("cd"));
+	EXPECT_EQ_STR(m.prefix, th_at("p"));
+	EXPECT_EQ_STR(m.cache_dir, th_at("cd"));
 	EXPECT_EQ_INT(m.per_user, 0);
 	EXPECT_EQ_INT((int)m.owner, (int)geteuid());
 	EXPECT(m.sync_timeout_ns == 7000000000ULL);
 	EXPECT_EQ_INT(m.sync_on_close, 1);
 	EXPECT_EQ_INT(m.bounded, 0);
-	EXPECT_EQ_INT(stat(at("cd"), &st), 0);		/* the cache made its directory */
+	EXPECT_EQ_INT(stat(th_at("cd"), &st), 0);		/* the cache made its directory */
 	pohm_mount_close(&m);
 	EXPECT(m.cache == NULL && m.client == NULL);
 	/* Other values, another open: the keys are read, not defaults. */
@@ -142,8 +115,8 @@ TEST(no_prefix_or_no_server_fails_naming_the_key)
 	/* (A relative prefix never gets here: the configuration refuses it.) */
 	/* No server: the client's keys are checked before any client. */
 	pohm_config_defaults(&cfg);
-	EXPECT_EQ_INT(set(&cfg, "prefix", at("p")), 0);
-	EXPECT_EQ_INT(set(&cfg, "cache_dir", at("cd")), 0);
+	EXPECT_EQ_INT(set(&cfg, "prefix", th_at("p")), 0);
+	EXPECT_EQ_INT(set(&cfg, "cache_dir", th_at("cd")), 0);
 	EXPECT_EQ_INT(set(&cfg, "groups", "1"), 0);
 	err[0] = '\0';
 	EXPECT_EQ_INT(pohm_mount_open(&m, &cfg, err, sizeof(err)), -EINVAL);
@@ -204,19 +177,19 @@ TEST(another_user_gets_its_per_user_cache_and_a_planted_symlink_is_refused)
 	EXPECT_EQ_INT(fn_start(&fn, 1, 0), 0);
 	client_cfg(&cfg, &fn);
 	/* The configured cache_dir is root's: OTHER cannot use it. */
-	EXPECT_EQ_INT(mkdir(at("cd-root"), 0700), 0);
-	EXPECT_EQ_INT(set(&cfg, "cache_dir", at("cd-root")), 0);
+	EXPECT_EQ_INT(mkdir(th_at("cd-root"), 0700), 0);
+	EXPECT_EQ_INT(set(&cfg, "cache_dir", th_at("cd-root")), 0);
 	/* OTHER's own TMPDIR: BASE/pohmelfs-UID/<prefix, '/' as '_'>. */
-	snprintf(base, sizeof(base), "%s", at("tmp-other"));
+	snprintf(base, sizeof(base), "%s", th_at("tmp-other"));
 	EXPECT_EQ_INT(mkdir(base, 0700), 0);
 	EXPECT_EQ_INT(chown(base, OTHER, OTHER), 0);
 	snprintf(want, sizeof(want), "%s/pohmelfs-%u/", base, OTHER);
-	for (p = at("p"); *p; p++)
+	for (p = th_at("p"); *p; p++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%c", *p == '/' ? '_' : *p);
 	EXPECT_EQ_INT(open_as_other(&cfg, base, want), 0);
 	/* The configured one is untouched. */
-	EXPECT_EQ_INT(rmdir(at("cd-root")), 0);
-	EXPECT_EQ_INT(mkdir(at("cd-root"), 0700), 0);
+	EXPECT_EQ_INT(rmdir(th_at("cd-root")), 0);
+	EXPECT_EQ_INT(mkdir(th_at("cd-root"), 0700), 0);
 	/* A symlink planted where the per-user directory goes: -EACCES. */
 	snprintf(cmd, sizeof(cmd), "rm -rf %s/pohmelfs-%u && mkdir %s/elsewhere && "
 		 "ln -s %s/elsewhere %s/pohmelfs-%u", base, OTHER, root, root, base, OTHER);

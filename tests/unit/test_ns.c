@@ -2909,7 +2909,3 @@ TEST(a_put_n_that_sends_nothing_names_nothing)
 	pohm_ns_close(ns);
 }
 
-TEST(zz_cleanup)
-{
-	pohm_kvmem_free(&kv);
-}

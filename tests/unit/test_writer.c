@@ -19,20 +19,18 @@
 #include "kv.h"
 
 static struct pohm_kv kv;
-static char root[128], cdir[512];
+static const char *root;	/* th_scratch's directory */
+static char cdir[512];
 
 static struct pohm_cache *open_cache(void)
 {
 	struct pohm_cache_opts o = { 0 };
 	struct pohm_cache *c = NULL;
-	char prefix[512], cmd[1200], err[512];
+	char prefix[512], err[512];
 	int r;
 
-	if (!root[0]) {
-		snprintf(root, sizeof(root), "/tmp/pohm-writer-test.%d", (int)getpid());
-		snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", root, root);
-		if (system(cmd))
-			printf("# setup failed\n");
+	if (!root) {
+		root = th_scratch("writer");
 		pohm_kvmem_new(&kv);
 	}
 	snprintf(prefix, sizeof(prefix), "%s/prefix", root);
@@ -370,11 +368,3 @@ TEST(a_reused_pid_keeps_no_create_marked)
 	pohm_cache_close(c);
 }
 
-TEST(zz_cleanup)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	EXPECT_EQ_INT(system(cmd), 0);
-	pohm_kvmem_free(&kv);
-}
