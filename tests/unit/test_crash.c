@@ -189,6 +189,24 @@ static const char *read_on(struct pohm_cache *c, const char *h, const char *rel,
 	return buf;
 }
 
+/* A fresh store; host a writes f = "x\n" (chunked when no_inline) and
+ * host b fetches it: a's cache, b's in *b, both open. */
+static struct pohm_cache *x_on_a_and_b(int no_inline, struct pohm_cache **b)
+{
+	struct pohm_cache *a;
+	char buf[64];
+
+	ch_setup();
+	ch_no_inline = no_inline;
+	a = ch_host("a");
+	*b = ch_host("b");
+	EXPECT(a && *b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_STR(read_on(*b, "b", "f", buf, sizeof(buf)), "x\n");
+	return a;
+}
+
+
 
 /* Overwrite host h's local copy of rel (a program writing it, not pushed). */
 static void local_write(const char *h, const char *rel, const char *s)
@@ -282,16 +300,10 @@ TEST(a_refresh_that_dies_between_its_steps_leaves_the_old_or_the_new_copy_clean)
 
 	for (k = 0; k < 2; k++) {
 		struct pohm_cache *a, *b;
-		char buf[64];
 		uint64_t ino;
 
-		ch_setup();
-		ch_no_inline = k == 0;	/* the crash is hooked at a chunk read */
-		a = ch_host("a");
-		b = ch_host("b");
-		EXPECT(a && b);
-		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-		EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+		/* k == 0: the crash is hooked at a chunk read */
+		a = x_on_a_and_b(k == 0, &b);
 		pohm_cache_close(b);
 		EXPECT_EQ_INT(ch_write(a, "a", "f", "y\n", 2), 0);
 		ino = sino(a, "a", "f");
@@ -328,14 +340,8 @@ static void step_write_and_die(struct pohm_cache *b)
 TEST(a_writer_that_dies_without_a_close_leaves_a_dirty_file_that_is_pushed)
 {
 	struct pohm_cache *a, *b;
-	char buf[64];
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	a = x_on_a_and_b(0, &b);
 	pohm_cache_close(b);
 	EXPECT_EQ_INT(crash_b(AT_NONE, 0, step_write_and_die), 1);
 	b = ch_host("b");
@@ -368,16 +374,10 @@ TEST(a_push_that_dies_between_its_steps_is_finished_without_a_conflict)
 
 	for (k = 0; k < 2; k++) {
 		struct pohm_cache *a, *b;
-		char buf[64];
 		uint64_t ino;
 
-		ch_setup();
-		ch_no_inline = k == 0;	/* the crash is hooked at a chunk read */
-		a = ch_host("a");
-		b = ch_host("b");
-		EXPECT(a && b);
-		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-		EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+		/* k == 0: the crash is hooked at a chunk read */
+		a = x_on_a_and_b(k == 0, &b);
 		ino = sino(b, "b", "f");
 		pohm_cache_close(b);
 		pohm_cache_close(a);
@@ -401,12 +401,7 @@ TEST(a_conflicting_push_that_dies_before_its_record_keeps_one_conflict_copy)
 	uint64_t ino;
 	int r;
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	a = x_on_a_and_b(0, &b);
 	ino = sino(b, "b", "f");
 	pohm_cache_close(b);
 	EXPECT_EQ_INT(ch_write(a, "a", "f", "a\n", 2), 0);
@@ -451,15 +446,9 @@ static void step_evict(struct pohm_cache *b)
 TEST(an_eviction_that_dies_before_its_record_leaves_a_readable_name)
 {
 	struct pohm_cache *a, *b;
-	char buf[64];
 	uint64_t ino;
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	a = x_on_a_and_b(0, &b);
 	ino = sino(b, "b", "f");
 	pohm_cache_close(b);
 	pohm_cache_close(a);
@@ -482,12 +471,7 @@ TEST(a_rename_that_dies_between_its_halves_is_completed)
 	char buf[64];
 	struct stat st;
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
-	EXPECT_EQ_STR(read_on(b, "b", "f", buf, sizeof(buf)), "x\n");
+	a = x_on_a_and_b(0, &b);
 	pohm_cache_close(b);
 	pohm_cache_close(a);
 	EXPECT_EQ_INT(crash_b(AT_IN_RENAME, 0, step_rename), 1);
