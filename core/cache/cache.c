@@ -1,8 +1,11 @@
 /*
- * cache.c — opening a cache, materializing paths, and the stat overlay.
+ * cache.c — opening a cache, materializing paths and listings.
  *
- * Sections: helpers · open/close · local copies (stubs, fetch) · walk and
- * materialize · stat overlay.
+ * Sections: open/close · local copies (stubs, fetch) · walk and
+ * materialize (and pohm_cache_xattr_ready) · listing · paths.  Below it
+ * (cache_int.h has the order): cachebase.c (freshness marks, counters),
+ * cachestat.c (the stat overlay), createmark.c, cacheperm.c, cachexattr.c,
+ * push.c; above it mvintent.c and cachens.c (issue 20, session 13).
  *
  * Every local change goes through *at calls relative to a held directory fd
  * with O_NOFOLLOW, so a symlink swapped into the cache can never redirect a
@@ -21,118 +24,6 @@
 #include "sys.h"
 #include "wire.h"
 #include "stub.h"
-
-/* ---------------------------------------------------------------- helpers */
-
-static unsigned vslot(uint64_t ino)
-{
-	return (unsigned)((ino * 0x9E3779B97F4A7C15ULL) >> 52) % POHM_VCACHE;
-}
-
-/* vtime of an inode this process saw change: not fresh, whatever its record says. */
-#define VSTALE UINT64_MAX
-
-/* Fresh by this process's word (1 or 0), or -1 when it has none; validated_ns
- * (realtime, 0: unknown) answers then. */
-static int fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count);
-
-static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
-{
-	return fresh_at_count(c, ino, validated_ns, 1);
-}
-
-/* fresh_at; count: a fresh answer counts as a validation skipped. */
-static int fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count)
-{
-	unsigned s = vslot(ino);
-	int fresh;
-
-	if (!c->attr_timeout_ns)
-		return 0;
-	pthread_mutex_lock(&c->vlock);
-	if (c->vino[s] == ino) {
-		fresh = c->vtime[s] != VSTALE &&
-			pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
-	} else if (validated_ns) {
-		uint64_t now = pohm_sys_real_ns();
-
-		fresh = validated_ns <= now && now - validated_ns < c->attr_timeout_ns;
-	} else {
-		fresh = 0;
-	}
-	if (fresh && count)
-		c->stats.validations_skipped++;
-	pthread_mutex_unlock(&c->vlock);
-	return fresh;
-}
-
-int cache_fresh(struct pohm_cache *c, uint64_t ino)
-{
-	return fresh_at(c, ino, 0);
-}
-
-int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec)
-{
-	return fresh_at(c, rec->ino, rec->validated_ns);
-}
-
-int cache_offline(struct pohm_cache *c)
-{
-	return c->offline && c->offline(c->offline_arg);
-}
-
-void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
-{
-	unsigned s = vslot(ino);
-
-	pthread_mutex_lock(&c->vlock);
-	c->vino[s] = ino;
-	c->vtime[s] = pohm_sys_mono_ns();
-	pthread_mutex_unlock(&c->vlock);
-}
-
-void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version)
-{
-	cache_mark_fresh(c, ino);
-	if (c->attr_timeout_ns)
-		pohm_journal_touch(&c->j, ino, version, pohm_sys_real_ns());
-}
-
-/* cache_mark_checked as of an earlier moment (mono_ns, real_ns): when the
- * reads that checked ino began, so a check never outlives attr_timeout
- * counted from them. */
-static void mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
-			    uint64_t mono_ns, uint64_t real_ns)
-{
-	unsigned s = vslot(ino);
-
-	pthread_mutex_lock(&c->vlock);
-	c->vino[s] = ino;
-	c->vtime[s] = mono_ns;
-	pthread_mutex_unlock(&c->vlock);
-	if (c->attr_timeout_ns)
-		pohm_journal_touch(&c->j, ino, version, real_ns);
-}
-
-void cache_unmark(struct pohm_cache *c, uint64_t ino)
-{
-	unsigned s = vslot(ino);
-
-	pthread_mutex_lock(&c->vlock);
-	c->vino[s] = ino;	/* this process's word: changed */
-	c->vtime[s] = VSTALE;
-	pthread_mutex_unlock(&c->vlock);
-	/* And the other processes': a record not validated since (none: -ENOENT). */
-	if (c->attr_timeout_ns)
-		pohm_journal_touch(&c->j, ino, 0, 0);
-}
-
-void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
-{
-	pthread_mutex_lock(&c->vlock);
-	*field += n;
-	pthread_mutex_unlock(&c->vlock);
-}
 
 static int sys_mkdir_p(const char *path, mode_t mode)
 {
@@ -704,39 +595,6 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 {
 	c->space_fn = fn;
 	c->space_arg = arg;
-}
-
-int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
-{
-	static unsigned long seq;	/* temp-name uniqueness; atomic */
-	const char *name;
-	struct stat st;
-	char tmp[64];
-	int dfd, r;
-
-	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	r = pohm_stub_make(c->stage_fd, tmp, c->is_root, rec->uid, rec->gid);
-	if (r)
-		return r;
-	r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
-	dfd = r ? r : pohm_sys_open_parent(c->pfd, rec->hint, &name);
-	if (dfd < 0) {
-		r = dfd;
-		goto fail;
-	}
-	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
-	pohm_sys_close(dfd);
-	if (r)
-		goto fail;
-	/* Its stored xattrs are not known here: reading them fetches it. */
-	rec->flags = (rec->flags | POHM_J_STUB) & ~(uint32_t)POHM_J_NOXATTR;
-	pohm_journal_note_local(rec, &st);
-	cache_unmark(c, rec->ino);
-	return pohm_journal_put(&c->j, rec);
-fail:
-	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
-	return r;
 }
 
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
@@ -1432,6 +1290,25 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 	return r;
 }
 
+int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int need;
+
+	if (pohm_sys_fstatat(c->pfd, *rel ? rel : ".", &st,
+			     (flags & POHM_MAT_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ||
+	    !pohm_stub_kind(&st) ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+	    pohm_journal_get(&c->j, ino, &rec))
+		return 0;	/* missing (the real call says so), or no stub of ours */
+	need = rec.lino == (uint64_t)st.st_ino && (rec.flags & POHM_J_STUB) &&
+	       !(rec.flags & POHM_J_NOXATTR);
+	pohm_jrec_clear(&rec);
+	return need ? pohm_cache_materialize(c, rel, POHM_MAT_DATA | (flags & POHM_MAT_NOFOLLOW)) : 0;
+}
+
 /*
  * Make dfd/name a hardlink of the local copy the journal tracks for rec
  * (its hint), replacing what is there by rename.  0, or -errno (then the
@@ -1630,23 +1507,6 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 	return r;
 }
 
-char *cache_cut(const char *s, size_t n, char *sbuf)
-{
-	char *p = n < 4096 ? sbuf : malloc(n + 1);
-
-	if (p) {
-		memcpy(p, s, n);
-		p[n] = '\0';
-	}
-	return p;
-}
-
-void cache_cut_free(char *p, const char *sbuf)
-{
-	if (p != sbuf)
-		free(p);
-}
-
 static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
 {
 	int r = materialize_at(c, dir, 0, 0);
@@ -1836,7 +1696,7 @@ static int list_prefetch(struct list_ctx *l)
 			/* As ensure_entry: not a stale index entry, not fresh yet. */
 			keep = (rec.lino == (uint64_t)lst.st_ino || S_ISDIR(lst.st_mode) ||
 				rec.nlink > 1) && rec.version &&
-			       (l->recheck || !fresh_at_count(c, rec.ino, rec.validated_ns, 0));
+			       (l->recheck || !cache_fresh_at_count(c, rec.ino, rec.validated_ns, 0));
 			ver[m] = rec.version;
 			pohm_jrec_clear(&rec);
 			if (!keep)
@@ -1862,7 +1722,7 @@ static int list_prefetch(struct list_ctx *l)
 				continue;	/* list_one's now */
 			}
 		} else if (!st[i] && in[i].version == ver[i]) {
-			mark_checked_at(c, inos[i], ver[i], l->mono0, l->real0);
+			cache_mark_checked_at(c, inos[i], ver[i], l->mono0, l->real0);
 		}
 		if (!st[i])
 			pohm_inode_clear(&in[i]);
@@ -2153,61 +2013,6 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 		list_free(&again);
 	}
 	return r;
-}
-
-/* ---------------------------------------------------------------- stat overlay */
-
-void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
-{
-	struct pohm_jrec rec;
-	uint64_t ino;
-
-	if ((uint64_t)st->st_dev != c->pdev)
-		return;
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
-		return;		/* not known (staging, or made without the shim): leave it */
-	if (pohm_journal_get(&c->j, ino, &rec))
-		return;
-	if (rec.lino != (uint64_t)st->st_ino && !S_ISDIR(st->st_mode) && rec.nlink <= 1) {
-		pohm_jrec_clear(&rec);	/* a stale index entry: not ours to describe */
-		return;
-	}
-	st->st_ino = (ino_t)ino;
-	st->st_dev = (dev_t)c->dev;
-	if ((rec.flags & POHM_J_STUB) || !c->is_root) {
-		st->st_uid = rec.uid;
-		st->st_gid = rec.gid;
-	}
-	if (rec.flags & POHM_J_STUB) {
-		st->st_mode = rec.mode;
-		st->st_size = (off_t)rec.size;
-		st->st_blocks = (blkcnt_t)((rec.size + 511) / 512);
-		st->st_nlink = rec.nlink;
-		st->st_atim.tv_sec = rec.atime.sec;
-		st->st_atim.tv_nsec = rec.atime.nsec;
-		st->st_mtim.tv_sec = rec.mtime.sec;
-		st->st_mtim.tv_nsec = rec.mtime.nsec;
-		st->st_ctim.tv_sec = rec.ctime.sec;
-		st->st_ctim.tv_nsec = rec.ctime.nsec;
-	} else if (S_ISDIR(rec.mode)) {
-		/*
-		 * Local directories keep u+rwx for the cache's own use, and their
-		 * times move when a fetch renames a file into them: show the
-		 * stored mode and times (entry changes move the stored ones,
-		 * cachedirtime.c).
-		 */
-		st->st_mode = rec.mode;
-		st->st_atim.tv_sec = rec.atime.sec;
-		st->st_atim.tv_nsec = rec.atime.nsec;
-		st->st_mtim.tv_sec = rec.mtime.sec;
-		st->st_mtim.tv_nsec = rec.mtime.nsec;
-		st->st_ctim.tv_sec = rec.ctime.sec;
-		st->st_ctim.tv_nsec = rec.ctime.nsec;
-	}
-	/* The link count is the storage's: local hardlinks are made lazily. */
-	if (rec.nlink)
-		st->st_nlink = rec.nlink;
-	pohm_jrec_clear(&rec);
 }
 
 /* ---------------------------------------------------------------- paths */

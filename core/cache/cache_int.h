@@ -1,6 +1,10 @@
 /*
- * cache_int.h — internals shared by cache.c (open, materialize, stat),
- * cachens.c (namespace changes) and push.c (pushes and conflicts).
+ * cache_int.h — internals shared by the files of the cache model.  Their
+ * order, bottom to top (each calls only files below it; tests/circles.sh):
+ * cachebase.c (freshness marks, counters), cachestat.c (stat overlay),
+ * createmark.c (create marks), cacheperm.c, cachexattr.c, push.c (pushes
+ * and conflicts), cache.c (open, fetch, walk and materialize, listing),
+ * mvintent.c (rename intents), cachens.c (namespace changes).
  */
 #ifndef POHM_CORE_CACHE_INT_H
 #define POHM_CORE_CACHE_INT_H
@@ -67,8 +71,13 @@ uint64_t cache_boot_id(void);
 /* First open of the cache in a new boot: mark files left dirty POHM_J_TORN. 0 or -errno. */
 int cache_boot_check(struct pohm_cache *c);
 
+/* cachebase.c: freshness marks and counters (vlock). */
 /* Was ino checked against the storage within attr_timeout by this process? */
 int cache_fresh(struct pohm_cache *c, uint64_t ino);
+/* Fresh by this process's word (1 or 0), or -1 when it has none; validated_ns
+ * (realtime, 0: unknown) answers then.  count: a fresh answer counts as a
+ * validation skipped. */
+int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count);
 /* The same, and when this process has no word on ino (a new process):
  * by any process of the cache, as its record's validated_ns says. */
 int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec);
@@ -78,6 +87,11 @@ void cache_mark_fresh(struct pohm_cache *c, uint64_t ino);
  * and found unchanged: cache_mark_fresh, and its validated_ns is now (the
  * other processes of the cache see it fresh too). */
 void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version);
+/* cache_mark_checked as of an earlier moment (mono_ns, real_ns): when the
+ * reads that checked ino began, so a check never outlives attr_timeout
+ * counted from them. */
+void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
+			   uint64_t mono_ns, uint64_t real_ns);
 /* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
 /* A directory's stored mtime lags its last entry change by at most this
@@ -156,11 +170,21 @@ int cache_intent_write(struct pohm_cache *c, const struct pohm_jrec *rec, const 
 /* After the local rename is recorded: remove ino's intent, release the lock. */
 void cache_intent_drop(struct pohm_cache *c, uint64_t ino);
 /* If p/name (dfd: p/, len: its length) is an earlier-format create mark:
- * remove it once old enough and return 1; else 0 (cachens.c). */
+ * remove it once old enough and return 1; else 0 (createmark.c). */
 int cache_old_mark_expire(int dfd, const char *name, size_t len);
 /* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
 void cache_push_forget(struct pohm_cache *c, uint64_t ino);
-/* Put a fresh stub over rec's local name (its contents are saved elsewhere);
+/* createmark.c: create marks (the comment above cache_create_mark there). */
+/* FNV-1a of a string (a create mark's byte; cachens.c's created_hash). */
+uint64_t cache_rel_hash(const char *rel);
+/* on: hold this thread's create mark on (dino, name), dropping the one it
+ * held; 0: drop it.  Best effort: nothing is returned. */
+void cache_create_mark(struct pohm_cache *c, uint64_t dino, const char *name, int on);
+/* Is (dino, name) being created by a process of this host (its create
+ * mark's byte is locked)?  A listing leaves it alone. */
+int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name);
+
+/* push.c: put a fresh stub over rec's local name (its contents are saved elsewhere);
  * rec becomes a stub record and is stored.  0 or -errno. */
 int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);
 /* Has dfd/name (described by st) changed since rec's fetch or push?  1, 0. */
@@ -177,9 +201,6 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 uint32_t cache_fsuid(void);
 /* Search on every directory below the prefix root above rel, and want on rel
  * itself (0: nothing more).  Unrecorded objects pass.  0 or -EACCES. */
-/* Is (dino, name) being created by a process of this host (a create marker
- * younger than a few seconds: cachens.c)?  A listing leaves it alone. */
-int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name);
 int cache_perm_path(struct pohm_cache *c, const char *rel, int want);
 /* cache_perm_path of rel's parent directory: W_OK|X_OK to add or remove
  * the name rel, X_OK to look it up.  0 or -EACCES. */

@@ -32,120 +32,6 @@ static uint32_t my_gid(void)
 static __thread uint64_t created_ino, created_hash, created_dino;
 static __thread char created_name[256];
 
-static uint64_t rel_hash(const char *rel)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *rel; rel++)
-		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
-	return h;
-}
-
-/*
- * Create marks (RELIABILITY finding 2): between a create's storage insert
- * and the creator's local O_EXCL open, a listing by another process of this
- * host would put a stub at the name and the open would fail EEXIST.  The
- * creator holds an exclusive OFD lock on the byte hash(directory inode,
- * name) of cache_dir/c.lock from before the insert until after its local
- * open (the fd in this thread's created_lock); a listing leaves a name
- * alone while that byte is locked (F_OFD_GETLK: nothing taken).  The kernel
- * drops the lock if the creator dies, so a kill between the insert and the
- * open leaves a name the next listing makes at once: no pid in a file, no
- * kill(pid, 0), no 5-second window (decision 0016).  Two names sharing a
- * byte only make a listing leave one alone a moment longer.
- *
- * Marks of the earlier format (files p/DINO.cHASH holding a pid) are no
- * longer honoured; cache_rename_recover's scan of p/ removes them once
- * they are CREATE_MARK_NS old.
- */
-#define CREATE_MARK_NS 5000000000ULL
-
-/* This thread's create lock on c.lock: fd + 1 (0: none). */
-static __thread int created_lock;
-
-static off_t create_byte(uint64_t dino, const char *name)
-{
-	return (off_t)((rel_hash(name) ^ (dino * 0x9e3779b97f4a7c15ULL)) & 0x3fffffffffffffffULL);
-}
-
-static void create_mark(struct pohm_cache *c, uint64_t dino, const char *name, int on)
-{
-	struct flock fl;
-	int fd;
-
-	if (created_lock) {
-		pohm_sys_close(created_lock - 1);
-		created_lock = 0;
-	}
-	if (!on)
-		return;
-	fd = pohm_journal_open_own(c->j.dirfd, "c.lock", O_RDWR | O_CREAT);
-	if (fd < 0)
-		return;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = create_byte(dino, name);
-	fl.l_len = 1;
-	/* Not waited for: a creator of the same name (or byte) holds it, and
-	 * a listing leaves the name alone for that one as well. */
-	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) {
-		pohm_sys_close(fd);
-		return;
-	}
-	created_lock = fd + 1;
-}
-
-/* 1 while a mark (st: its stat) is younger than CREATE_MARK_NS. */
-static int create_mark_young(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec +
-		       CREATE_MARK_NS > pohm_sys_real_ns();
-}
-
-/* 1 if a p/ entry's name is an earlier-format create mark's: HEX.c + 16 hex digits. */
-static int create_mark_name(const char *n, size_t len)
-{
-	size_t i;
-
-	if (len < 19 || n[len - 18] != '.' || n[len - 17] != 'c')
-		return 0;
-	for (i = 0; i < len; i++)
-		if (i != len - 18 && i != len - 17 && !isxdigit((unsigned char)n[i]))
-			return 0;
-	return 1;
-}
-
-int cache_old_mark_expire(int dfd, const char *name, size_t len)
-{
-	struct stat st;
-
-	if (!create_mark_name(name, len))
-		return 0;
-	if (!pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
-	    !create_mark_young(&st))
-		pohm_sys_unlinkat(dfd, name, 0);
-	return 1;
-}
-
-int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
-{
-	struct flock fl;
-	int fd, r;
-
-	fd = pohm_sys_openat(c->j.dirfd, "c.lock", O_RDONLY, 0);
-	if (fd < 0)
-		return 0;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = create_byte(dino, name);
-	fl.l_len = 1;
-	r = pohm_sys_fcntl(fd, F_OFD_GETLK, (long)&fl);
-	pohm_sys_close(fd);
-	return !r && fl.l_type != F_UNLCK;
-}
-
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
  * deleted elsewhere?  An unknown file, or a changed one, is not stale. */
 static int stale_local(struct pohm_cache *c, int dfd, const char *name, const struct stat *lst,
@@ -321,11 +207,11 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		pohm_sys_close(dfd);
 		return r;
 	}
-	create_mark(c, dino, name, 1);
+	cache_create_mark(c, dino, name, 1);
 	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
 			   excl ? POHM_CREATE_EXCL : 0, &in);
 	if (r)
-		create_mark(c, dino, name, 0);
+		cache_create_mark(c, dino, name, 0);
 	if (r < 0 && !excl && cache_offline(c)) {
 		pohm_sys_close(dfd);
 		return create_offline(c, rel);
@@ -356,7 +242,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		cache_mark_fresh(c, in.ino);
 		cache_dir_changed(c, dino);
 		created_ino = in.ino;
-		created_hash = rel_hash(rel);
+		created_hash = cache_rel_hash(rel);
 		created_dino = dino;
 		snprintf(created_name, sizeof(created_name), "%s", name);
 		/* Remember the inode under its name until the real open tells us the local file. */
@@ -415,16 +301,16 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	 * is stale (the file system reuses numbers of deleted files at once).
 	 * The create just before told us the inode (else ask the storage).
 	 */
-	if (created_ino && created_hash == rel_hash(rel)) {
+	if (created_ino && created_hash == cache_rel_hash(rel)) {
 		ino = created_ino;
-		create_mark(c, created_dino, created_name, 0);
+		cache_create_mark(c, created_dino, created_name, 0);
 	} else {
 		r = pohm_ns_resolve(c->ns, rel, 0, &ino);
 		if (r)
 			return r;
 	}
 	created_ino = 0;
-	create_mark(c, 0, "", 0);	/* whatever this thread still held */
+	cache_create_mark(c, 0, "", 0);	/* whatever this thread still held */
 	r = pohm_journal_get(&c->j, ino, &rec);
 	if (r == -ENOENT) {
 		struct pohm_inode in;
@@ -510,7 +396,7 @@ void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
 	uint64_t dino;
 	int dfd;
 
-	create_mark(c, 0, "", 0);
+	cache_create_mark(c, 0, "", 0);
 	if (cache_walk_parent(c, rel, &dfd, &dino, &name))
 		return;
 	pohm_ns_unlink(c->ns, dino, name);

@@ -207,24 +207,3 @@ out:
 	pohm_sys_close(fd);
 	return r;
 }
-
-/* ---------------------------------------------------------------- stubs */
-
-int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags)
-{
-	struct pohm_jrec rec;
-	struct stat st;
-	uint64_t ino;
-	int need;
-
-	if (pohm_sys_fstatat(c->pfd, *rel ? rel : ".", &st,
-			     (flags & POHM_MAT_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) ||
-	    !pohm_stub_kind(&st) ||
-	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
-	    pohm_journal_get(&c->j, ino, &rec))
-		return 0;	/* missing (the real call says so), or no stub of ours */
-	need = rec.lino == (uint64_t)st.st_ino && (rec.flags & POHM_J_STUB) &&
-	       !(rec.flags & POHM_J_NOXATTR);
-	pohm_jrec_clear(&rec);
-	return need ? pohm_cache_materialize(c, rel, POHM_MAT_DATA | (flags & POHM_MAT_NOFOLLOW)) : 0;
-}

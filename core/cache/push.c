@@ -226,6 +226,40 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 	return r ? r : 1;
 }
 
+/* Moved from cache.c (session 13, issue 20): push is its only user. */
+int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec)
+{
+	static unsigned long seq;	/* temp-name uniqueness; atomic */
+	const char *name;
+	struct stat st;
+	char tmp[64];
+	int dfd, r;
+
+	snprintf(tmp, sizeof(tmp), "s.%d.%lu", (int)pohm_sys_getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	r = pohm_stub_make(c->stage_fd, tmp, c->is_root, rec->uid, rec->gid);
+	if (r)
+		return r;
+	r = pohm_sys_fstatat(c->stage_fd, tmp, &st, AT_SYMLINK_NOFOLLOW);
+	dfd = r ? r : pohm_sys_open_parent(c->pfd, rec->hint, &name);
+	if (dfd < 0) {
+		r = dfd;
+		goto fail;
+	}
+	r = pohm_sys_renameat(c->stage_fd, tmp, dfd, name);
+	pohm_sys_close(dfd);
+	if (r)
+		goto fail;
+	/* Its stored xattrs are not known here: reading them fetches it. */
+	rec->flags = (rec->flags | POHM_J_STUB) & ~(uint32_t)POHM_J_NOXATTR;
+	pohm_journal_note_local(rec, &st);
+	cache_unmark(c, rec->ino);
+	return pohm_journal_put(&c->j, rec);
+fail:
+	pohm_sys_unlinkat(c->stage_fd, tmp, 0);
+	return r;
+}
+
 /*
  * A file left dirty across an unclean shutdown (cacheboot.c): its contents
  * may be torn, so they never replace the committed version.  Different from

@@ -73,23 +73,6 @@ struct hint {
 	const char *name;
 };
 
-int ns_http_hint_set(struct pohm_inode *in, uint64_t dir, const char *name)
-{
-	char *p;
-
-	if (!S_ISDIR(in->mode))
-		in->hdr.parent = dir;	/* a directory's parent is the rename's business */
-	if (in->pname && !strcmp(in->pname, name))
-		return 0;
-	p = malloc(strlen(name) + 1);
-	if (!p)
-		return -ENOMEM;
-	strcpy(p, name);
-	free(in->pname);
-	in->pname = p;
-	return 0;
-}
-
 static int hint_fn(struct pohm_inode *in, void *arg)
 {
 	const struct hint *h = arg;
@@ -166,7 +149,7 @@ static int entry_path(struct pohm_ns *ns, uint64_t dir, const char *name, char *
 	return r ? r : join(out, dp, name);
 }
 
-int ns_http_hint_find(struct pohm_ns *ns, uint64_t ino, uint64_t *dir, char *name)
+static int http_hint_find(struct pohm_ns *ns, uint64_t ino, uint64_t *dir, char *name)
 {
 	struct pohm_inode in;
 	int r, scanned;
@@ -224,7 +207,7 @@ static int copy_write(struct pohm_ns *ns, const struct pohm_inode *in, const cha
 
 /* ---------------------------------------------------------------- hooks */
 
-void ns_http_commit(struct pohm_ns *ns, const struct pohm_inode *committed)
+static void http_commit(struct pohm_ns *ns, const struct pohm_inode *committed)
 {
 	char path[POHM_HTTP_PATH], name[POHM_NAME_MAX + 1];
 	struct pohm_inode cur, fresh;
@@ -278,7 +261,7 @@ void ns_http_commit(struct pohm_ns *ns, const struct pohm_inode *committed)
 	pohm_inode_clear(&cur);
 }
 
-void ns_http_setattr(struct pohm_ns *ns, uint64_t ino, unsigned mask)
+static void http_setattr(struct pohm_ns *ns, uint64_t ino, unsigned mask)
 {
 	struct pohm_inode in;
 
@@ -290,8 +273,8 @@ void ns_http_setattr(struct pohm_ns *ns, uint64_t ino, unsigned mask)
 	pohm_inode_clear(&in);
 }
 
-void ns_http_unlink(struct pohm_ns *ns, uint64_t dir, const char *name, uint8_t type,
-		    uint64_t ino)
+static void http_unlink(struct pohm_ns *ns, uint64_t dir, const char *name, uint8_t type,
+			uint64_t ino)
 {
 	char path[POHM_HTTP_PATH];
 	struct pohm_inode in;
@@ -418,9 +401,9 @@ static int is_copy_name(struct pohm_ns *ns, uint64_t ino, uint64_t sdir, const c
 	return yes;
 }
 
-void ns_http_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
-		    const char *dname, uint64_t ino, uint8_t type, uint64_t other,
-		    uint8_t other_type)
+static void http_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
+			const char *dname, uint64_t ino, uint8_t type, uint64_t other,
+			uint8_t other_type)
 {
 	char sp[POHM_HTTP_PATH], dp[POHM_HTTP_PATH];
 	struct moves l = { 0 };
@@ -466,6 +449,14 @@ void ns_http_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64
 	}
 	free(l.m);
 }
+
+const struct ns_http_ops ns_http_ops = {
+	.hint_find = http_hint_find,
+	.commit = http_commit,
+	.setattr = http_setattr,
+	.unlink = http_unlink,
+	.rename = http_rename,
+};
 
 /* ---------------------------------------------------------------- fsck */
 

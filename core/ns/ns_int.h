@@ -1,6 +1,12 @@
 /*
- * ns_int.h — internals shared by the files of the namespace module
- * (ns.c, nsdir.c, nsops.c, nsdata.c, nsrepair.c).  Not for other modules.
+ * ns_int.h — internals shared by the files of the namespace module.  Not
+ * for other modules.  Their order, bottom to top (each calls only files
+ * below it; tests/circles.sh, issue 20, session 13): ns.c (helpers,
+ * inodes, xattrs), nslazy.c (the root check), nschunk.c (one chunk), nsmap.c,
+ * nsdata.c, nsdir.c (buckets, entries, intents, the move commit), nsattr.c
+ * (getattr, setattr, directory lookups), nsops.c, nsrepair.c, ns_http.c
+ * (the http_compat hooks, called from below through ns->http: ns_http.h
+ * says why), nsresolve.c, nsopen.c (open, close).
  */
 #ifndef POHM_CORE_NS_INT_H
 #define POHM_CORE_NS_INT_H
@@ -26,6 +32,7 @@ struct pohm_ns {
 	uint64_t intent_timeout_ns;
 	unsigned max_retries;
 	int http_compat;		/* path copies of files (ns_http.c) */
+	const struct ns_http_ops *http;	/* their hooks (ns_http.h), set at open */
 	int no_inline;			/* pohm_ns_opts.no_inline (set at open) */
 	struct ns_map_cache *map_cache;	/* map objects read or written (nsmap.c, own lock) */
 	pthread_mutex_t rng_lock;	/* guards rng, rng_pid */
@@ -44,8 +51,7 @@ struct ns_bucket_ref {
 	int absent;			/* not stored yet: CAS with POHM_KV_ABSENT */
 };
 
-/* ns.c */
-/* Make the root inode if absent (CAS, once among clients): 0 or -errno. */
+/* nslazy.c: make the root inode if absent (CAS, once among clients): 0 or -errno. */
 int ns_root_check(struct pohm_ns *ns);
 /* nslazy.c: ns->kv over ns->store that runs ns_root_check before the
  * first storage call of the handle (pohm_ns_opts.lazy_root). */
@@ -60,6 +66,7 @@ uint64_t ns_now_ns(void);
 void ns_now_ts(struct pohm_ts *t);
 void ns_hdr(struct pohm_ns *ns, struct pohm_obj_hdr *h, uint8_t type, uint64_t parent,
 	    const char *key);
+/* ns.c: inodes. */
 /* Read an inode with its checksum; tombstones are -ENOENT unless want_tomb. */
 int ns_inode_get(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, uint8_t *csum,
 		 int want_tomb);
@@ -88,6 +95,7 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
 /* ns_inode_nlink telling the link count it left (0: the inode is a tombstone). */
 int ns_inode_nlink_to(struct pohm_ns *ns, uint64_t ino, int delta, uint32_t *nlink);
+/* nsattr.c: the directory lookups. */
 /*
  * A create's first look (issue 23): dir's inode and name's bucket (the
  * depth hint's) in one round trip.  -ENOENT / -ENOTDIR / -errno when dir
@@ -113,6 +121,7 @@ int ns_dir_lookup_with(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 int ns_dir_lookup_pair(struct pohm_ns *ns, uint64_t dir1, const char *name1,
 		       struct pohm_dentry *e1, int *r1, uint64_t dir2, const char *name2,
 		       struct pohm_dentry *e2, int *r2);
+/* ns.c: helpers. */
 /* Validate a single path component: 0, -EINVAL, -ENAMETOOLONG. */
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
@@ -283,7 +292,7 @@ int ns_entry_get(struct pohm_ns *ns, uint64_t dir, const char *name, struct pohm
 /* Copy an entry (strings duplicated): 0 or -ENOMEM. */
 int ns_entry_copy(struct pohm_dentry *out, const struct pohm_dentry *e);
 
-/* nsops.c */
+/* nsdir.c (moved from nsops.c) */
 /*
  * Commit a MOVE intent at its destination: set e->i_name in e->i_dir to
  * e->ino with txid e->i_txid (idempotent).  *replaced gets the inode it

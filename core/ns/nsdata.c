@@ -31,6 +31,24 @@ struct commit_ctx {
 	const char *hint_name;			/* or NULL */
 };
 
+/* Moved from ns_http.c (session 13, issue 20): called inside the commit's CAS. */
+int ns_http_hint_set(struct pohm_inode *in, uint64_t dir, const char *name)
+{
+	char *p;
+
+	if (!S_ISDIR(in->mode))
+		in->hdr.parent = dir;	/* a directory's parent is the rename's business */
+	if (in->pname && !strcmp(in->pname, name))
+		return 0;
+	p = malloc(strlen(name) + 1);
+	if (!p)
+		return -ENOMEM;
+	strcpy(p, name);
+	free(in->pname);
+	in->pname = p;
+	return 0;
+}
+
 static int commit_fn(struct pohm_inode *in, void *arg)
 {
 	const struct commit_ctx *c = arg;
@@ -85,31 +103,6 @@ static struct pohm_chunk_set *set_sorted(const struct pohm_chunk_set *set, size_
 		out[i] = *p[i];
 	free(p);
 	return out;
-}
-
-int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
-		      size_t len, uint64_t *gen)
-{
-	struct pohm_buf b = POHM_BUF_INIT;
-	char key[POHM_KEY_MAX];
-	int r;
-
-	if (!len)
-		return -EINVAL;
-	do
-		*gen = ns_random(ns);
-	while (!*gen || *gen == POHM_GEN_INLINE);	/* 0 is a hole, the other inline data */
-	pohm_key_chunk(key, ino, index, *gen);
-	r = pohm_chunk_encode(&b, ns->fsid, ino, index, *gen, data, len);
-	if (!r)
-		r = ns->kv.ops->put(ns->kv.ctx, key, b.p, b.len, NULL);
-	pohm_buf_free(&b);
-	return r;
-}
-
-int pohm_ns_inline_ok(const struct pohm_ns *ns, uint64_t size)
-{
-	return !ns->no_inline && size && size <= POHM_INLINE_MAX;
 }
 
 int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,

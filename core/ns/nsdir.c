@@ -1172,3 +1172,81 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 	free(stack);
 	return r;
 }
+
+/* ---------------------------------------------------------------- move commit */
+
+/* Moved from nsops.c (session 13, issue 20): ns_intent_resolve and the
+ * rename both commit a MOVE intent through it. */
+int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
+		   uint8_t *replaced_type)
+{
+	struct ns_bucket_ref ref;
+	unsigned attempt;
+	int i, r, peeked;
+
+	*replaced = 0;
+	*replaced_type = 0;
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		/* The first look: the target's bucket as this thread's lookup
+		 * just read it (issue 23), for the CAS of the plain cases only. */
+		peeked = !attempt && !ns_bucket_peek(ns, e->i_dir, e->i_name, &ref);
+		if (!peeked) {
+			r = ns_bucket_locate(ns, e->i_dir, e->i_name, &ref);
+			if (r)
+				return r;
+		}
+		r = ns_bucket_prepare(ns, e->i_dir, &ref);
+		i = r ? -1 : pohm_bucket_find(&ref.bk, e->i_name);
+		if (peeked && (r || (i >= 0 ? ref.bk.e[i].intent || ref.bk.e[i].ino == e->ino ||
+					  (e->i_flags & POHM_RENAME_NOREPLACE) ||
+					  ref.bk.e[i].ino != e->i_replaced :
+					  (e->i_flags & POHM_RENAME_EXCHANGE) || e->i_replaced ||
+					  ref.bk.n >= ns->bucket_max))) {
+			ns_bucket_release(&ref);
+			continue;	/* maybe stale news: decide on a read */
+		}
+		if (!r && i >= 0) {
+			struct pohm_dentry *d = &ref.bk.e[i];
+
+			if (d->ino == e->ino && d->txid == e->i_txid) {
+				ns_bucket_release(&ref);
+				return 0;		/* already committed */
+			}
+			if (d->intent)
+				r = ns_intent_resolve(ns, e->i_dir, &ref, i) == 1 ? 0 : -EAGAIN;
+			if (!r && (e->i_flags & POHM_RENAME_NOREPLACE))
+				r = -EEXIST;
+			if (!r && d->ino != e->i_replaced)
+				r = -EEXIST;		/* the target changed since we checked */
+			if (!r) {
+				*replaced = d->ino;
+				*replaced_type = d->type;
+				d->ino = e->ino;
+				d->type = e->type;
+				d->txid = e->i_txid;
+			}
+		} else if (!r) {
+			struct pohm_dentry n = { 0 };
+
+			if (e->i_flags & POHM_RENAME_EXCHANGE)
+				r = -ENOENT;
+			else if (e->i_replaced)
+				r = -EEXIST;		/* the target we meant to replace vanished */
+			if (!r)
+				r = ns_bucket_maybe_split(ns, &ref) ? -EAGAIN : 0;
+			n.name = e->i_name;
+			n.ino = e->ino;
+			n.type = e->type;
+			n.txid = e->i_txid;
+			if (!r)
+				r = pohm_bucket_add(&ref.bk, &n);
+		}
+		if (!r)
+			r = ns_bucket_store(ns, &ref);
+		ns_bucket_release(&ref);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
+}

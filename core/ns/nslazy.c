@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ns_int.h"
 
@@ -193,4 +194,60 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.put_n = ns->store.ops->put_n ? lz_put_n : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
+}
+
+/* ---------------------------------------------------------------- the check itself */
+
+/* Moved from ns.c (session 13, issue 20): the check this file runs. */
+static int root_create(struct pohm_ns *ns)
+{
+	struct pohm_inode root;
+	char key[POHM_KEY_MAX];
+	unsigned attempt;
+	int r = -EBUSY;
+
+	memset(&root, 0, sizeof(root));
+	pohm_key_inode(key, POHM_ROOT_INO);
+	ns_hdr(ns, &root.hdr, POHM_OBJ_INODE, POHM_ROOT_INO, key);
+	root.ino = POHM_ROOT_INO;
+	root.mode = S_IFDIR | (ns->root_mode ? ns->root_mode & 07777 : 0755);
+	root.uid = ns->root_uid;
+	root.gid = ns->root_gid;
+	root.nlink = 2;
+	root.chunk_shift = (uint8_t)ns->chunk_shift;
+	ns_now_ts(&root.mtime);
+	root.atime = root.ctime = root.btime = root.mtime;
+	root.version = 1;
+	/*
+	 * Create-if-absent: whichever client gets there first makes the root,
+	 * once.  Losing means another client won, or that racing creates all
+	 * lost (each rolled back): read it to know which.
+	 */
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		struct pohm_inode cur;
+
+		ns_backoff(ns, attempt);
+		r = ns_inode_put(ns, &root, POHM_KV_ABSENT);
+		if (r != -EEXIST)
+			return r;
+		r = ns_inode_get(ns, POHM_ROOT_INO, &cur, NULL, 1);
+		if (r != -ENOENT) {
+			if (!r)
+				pohm_inode_clear(&cur);
+			return r;
+		}
+	}
+	return -EBUSY;
+}
+
+int ns_root_check(struct pohm_ns *ns)
+{
+	struct pohm_inode root;
+	int r = ns_inode_get(ns, POHM_ROOT_INO, &root, NULL, 0);
+
+	if (r == -ENOENT)
+		r = root_create(ns);
+	else if (!r)
+		pohm_inode_clear(&root);
+	return r;
 }

@@ -1,0 +1,139 @@
+/*
+ * cachebase.c — the bottom of the cache model, used by every other file of
+ * it: this process's freshness marks (which inodes were checked against the
+ * storage within attr_timeout), the stats counters, and cache_cut.  Calls
+ * nothing of the cache above the journal.  (Moved out of cache.c in session
+ * 13, issue 20, so that perm, xattr and push sit below materialize.)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "sys.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static unsigned vslot(uint64_t ino)
+{
+	return (unsigned)((ino * 0x9E3779B97F4A7C15ULL) >> 52) % POHM_VCACHE;
+}
+
+/* vtime of an inode this process saw change: not fresh, whatever its record says. */
+#define VSTALE UINT64_MAX
+
+static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
+{
+	return cache_fresh_at_count(c, ino, validated_ns, 1);
+}
+
+int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count)
+{
+	unsigned s = vslot(ino);
+	int fresh;
+
+	if (!c->attr_timeout_ns)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	if (c->vino[s] == ino) {
+		fresh = c->vtime[s] != VSTALE &&
+			pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
+	} else if (validated_ns) {
+		uint64_t now = pohm_sys_real_ns();
+
+		fresh = validated_ns <= now && now - validated_ns < c->attr_timeout_ns;
+	} else {
+		fresh = 0;
+	}
+	if (fresh && count)
+		c->stats.validations_skipped++;
+	pthread_mutex_unlock(&c->vlock);
+	return fresh;
+}
+
+int cache_fresh(struct pohm_cache *c, uint64_t ino)
+{
+	return fresh_at(c, ino, 0);
+}
+
+int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec)
+{
+	return fresh_at(c, rec->ino, rec->validated_ns);
+}
+
+int cache_offline(struct pohm_cache *c)
+{
+	return c->offline && c->offline(c->offline_arg);
+}
+
+void cache_mark_fresh(struct pohm_cache *c, uint64_t ino)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = ino;
+	c->vtime[s] = pohm_sys_mono_ns();
+	pthread_mutex_unlock(&c->vlock);
+}
+
+void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version)
+{
+	cache_mark_fresh(c, ino);
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, version, pohm_sys_real_ns());
+}
+
+void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
+			   uint64_t mono_ns, uint64_t real_ns)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = ino;
+	c->vtime[s] = mono_ns;
+	pthread_mutex_unlock(&c->vlock);
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, version, real_ns);
+}
+
+void cache_unmark(struct pohm_cache *c, uint64_t ino)
+{
+	unsigned s = vslot(ino);
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = ino;	/* this process's word: changed */
+	c->vtime[s] = VSTALE;
+	pthread_mutex_unlock(&c->vlock);
+	/* And the other processes': a record not validated since (none: -ENOENT). */
+	if (c->attr_timeout_ns)
+		pohm_journal_touch(&c->j, ino, 0, 0);
+}
+
+void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&c->vlock);
+	*field += n;
+	pthread_mutex_unlock(&c->vlock);
+}
+
+/* ---------------------------------------------------------------- names */
+
+char *cache_cut(const char *s, size_t n, char *sbuf)
+{
+	char *p = n < 4096 ? sbuf : malloc(n + 1);
+
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+void cache_cut_free(char *p, const char *sbuf)
+{
+	if (p != sbuf)
+		free(p);
+}
