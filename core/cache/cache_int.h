@@ -106,16 +106,16 @@ void cache_dir_changed(struct pohm_cache *c, uint64_t dino);
 /* Add to a counter under vlock. */
 void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n);
 
-/*
- * Walk rel's parent chain (materializing it): *dfd gets an O_PATH fd of the
- * parent directory (close it), *dino its storage inode, *name points at the
- * last component inside rel.  -ENOENT/-ENOTDIR if the chain does not exist.
- */
 /* The first n bytes of s, NUL-terminated: in sbuf (4096 bytes) when they
  * fit, else on the heap (a name below the prefix of 4096 bytes or more,
  * issue 19 item 10); NULL without memory.  cache_cut_free frees a heap copy. */
 char *cache_cut(const char *s, size_t n, char *sbuf);
 void cache_cut_free(char *p, const char *sbuf);
+/*
+ * Walk rel's parent chain (materializing it): *dfd gets an O_PATH fd of the
+ * parent directory (close it), *dino its storage inode, *name points at the
+ * last component inside rel.  -ENOENT/-ENOTDIR if the chain does not exist.
+ */
 int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
 		      const char **name);
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */

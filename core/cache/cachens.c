@@ -4,7 +4,6 @@
  * objects), then the same change on the local copy; if the local change
  * fails, the storage change is compensated.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
