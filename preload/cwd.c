@@ -22,7 +22,7 @@
  * whenever either changes.
  *
  * The wrappers (chdir, fchdir, getcwd) are in cwdcalls.c: this file is
- * the state only, below classify.c and the hooks (doc/ARCHITECTURE.md §5).
+ * the state only, below classify.c and the hooks (doc/ARCHITECTURE.md §4.6).
  */
 #include "shim.h"
 

@@ -298,6 +298,7 @@ struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p)
 	}
 	return pos;
 }
+
 void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *w,
 		    const struct pohm_fd_info *fi)
 {

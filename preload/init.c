@@ -1,9 +1,9 @@
 /*
- * init.c — light initialisation of the shim (DESIGN.md §5) and the global
- * state.  Light init: the real table, the log level, the prefix
- * (POHMELFS_PREFIX, else prefix= of the configuration files) and its
- * realpath, the cwd, the fds handed over by the previous image, fork
- * handlers.  No network, no file kept open: a program that
+ * init.c — light initialisation of the shim (DESIGN.md §5), which fills
+ * the global state (state.c).  Light init: the real table, the log
+ * level, the prefix (POHMELFS_PREFIX, else prefix= of the configuration
+ * files) and its realpath, the cwd, the fds handed over by the previous
+ * image, fork handlers.  No network, no file kept open: a program that
  * never touches the prefix pays only this (measured in
  * tests/bench/bench_passthrough.sh).  The heavy stage (connections,
  * journal) belongs to the storage side and starts from its hooks.
@@ -28,10 +28,11 @@ extern char **environ;
 /* ------------------------------------------------------------ state */
 
 /* The state itself (pohm_state, pohm_depth, pohm_busy) is state.c's, at the
- * bottom of preload/; init.c is the top: it fills the state, and calls
- * the fd table, the cwd, the exec handoff and the hooks (light init, fork
- * handlers, exit), and nothing below calls it but pohm_init_slow from the
- * wrappers (doc/ARCHITECTURE.md §5). */
+ * bottom of preload/.  init.c is the top of the process-state side: it
+ * fills the state and calls the fd table, the cwd, the exec handoff and
+ * the hooks (light init, fork handlers, exit); none of those calls it, only
+ * the wrappers do (pohm_init_slow, through shim.h's pohm_init and
+ * pohm_active).  doc/ARCHITECTURE.md §4.6. */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */

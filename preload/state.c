@@ -5,8 +5,8 @@
  * and the words light init writes once for the code above it (vfork's
  * choice, the open-for-write locks the previous image handed over).  It
  * calls nothing: every other file of preload/ reads or writes these, and
- * init.c (the top) fills them.  The file order, bottom to top, is in
- * doc/ARCHITECTURE.md §5.
+ * init.c fills them.  The file order, bottom to top, is in
+ * doc/ARCHITECTURE.md §4.6.
  */
 #include "shim.h"
 
