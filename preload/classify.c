@@ -382,16 +382,3 @@ int pohm_classify(int dirfd, const char *path, struct pohm_path *p)
 {
 	return pohm_locate(dirfd, path, 0, p, NULL) == POHM_PC_IN;
 }
-
-struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p)
-{
-	struct pohm_pc_pos pos = pohm_pc_root_of(&pohm_state.prefix, p->spelling);
-	const char *s;
-
-	if (p->len) {
-		pos.depth++;
-		for (s = p->rel; (s = strchr(s, '/')); s++)
-			pos.depth++;
-	}
-	return pos;
-}

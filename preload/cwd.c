@@ -21,7 +21,8 @@
  * path's summary of cwd_st and cwd_vol, is rewritten with cwd_lock held
  * whenever either changes.
  *
- * Sections: state; wrappers.
+ * The wrappers (chdir, fchdir, getcwd) are in cwdcalls.c: this file is
+ * the state only, below classify.c and the hooks (doc/ARCHITECTURE.md §4.6).
  */
 #include "shim.h"
 
@@ -84,8 +85,9 @@ static void fast_update(void)
 			 __ATOMIC_RELEASE);
 }
 
-/* Set the state: pos known (or NULL = unknown), under the prefix or not. */
-static void cwd_store(const struct pohm_pc_pos *pos, int under)
+/* Set the state: pos known (or NULL = unknown), under the prefix or not
+ * (shim.h). */
+void pohm_cwd_store(const struct pohm_pc_pos *pos, int under)
 {
 	uint64_t st = 0;
 
@@ -107,11 +109,11 @@ void pohm_cwd_resync(void)
 
 	n = pohm_sys_getcwd(buf, sizeof(buf));
 	if (n <= 0 || buf[0] != '/') {
-		cwd_store(NULL, 0);	/* deleted or unreachable: unknown */
+		pohm_cwd_store(NULL, 0);	/* deleted or unreachable: unknown */
 		return;
 	}
 	pohm_pc_walk(&pohm_state.prefix, &pos, NULL, 0, &len, buf, POHM_PC_FULL, &res);
-	cwd_store(&pos, res.cls == POHM_PC_IN);
+	pohm_cwd_store(&pos, res.cls == POHM_PC_IN);
 }
 
 void pohm_cwd_volatile(int delta)
@@ -131,58 +133,4 @@ void pohm_cwd_atfork(enum pohm_fork_phase phase)
 		pohm_busy_lock(&cwd_lock);
 	else
 		pohm_busy_unlock(&cwd_lock);
-}
-
-/* ------------------------------------------------------------ wrappers */
-
-POHM_EXPORT int chdir(const char *path)
-{
-	struct pohm_path p;
-	int r;
-
-	if (!pohm_claim_ro(AT_FDCWD, path, &p)) {
-		r = pohm_real.chdir(path);
-		if (r == 0 && pohm_active())
-			pohm_cwd_resync();
-		return r;
-	}
-	r = pohm_hook_lookup(POHM_PL_CHDIR, &p, 0);
-	if (r == POHM_PASS)
-		r = pohm_sysret(pohm_real.chdir(path));
-	if (r == 0)
-		pohm_cwd_resync();
-	return pohm_ret(r);
-}
-
-/* The fd's position is in the table; for an fd of unknown place, getcwd. */
-POHM_EXPORT int fchdir(int fd)
-{
-	char rel[POHM_REL_MAX];
-	struct pohm_pc_pos pos;
-	struct pohm_fdid id;
-	size_t len;
-	int r;
-
-	pohm_init();
-	r = pohm_real.fchdir(fd);
-	if (r < 0 || !pohm_active())
-		return r;
-	if (pohm_fd_base(fd, &pos, rel, sizeof(rel), &len, &id) < 0 || pos.depth >= POHM_PC_DEEP) {
-		pohm_cwd_resync();	/* an fd of unknown place: ask the kernel once */
-		return r;
-	}
-	cwd_store(&pos, id.under || pohm_pc_pos_class(&pohm_state.prefix, &pos, NULL) == POHM_PC_IN);
-	return r;
-}
-
-POHM_EXPORT char *getcwd(char *buf, size_t size)
-{
-	pohm_init();
-	return pohm_real.getcwd(buf, size);
-}
-
-POHM_EXPORT char *__getcwd_chk(char *buf, size_t size, size_t buflen)
-{
-	pohm_init();
-	return pohm_real.__getcwd_chk(buf, size, buflen);
 }

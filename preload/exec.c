@@ -379,9 +379,10 @@ void pohm_vfork_errno(int e);
  * in the cache failed ENOENT or EACCES (issue 19 item 2, Python's
  * subprocess).  A fork child runs the exec path whole.  The cost is the
  * page-table copy vfork avoids.  Written once by light init before the
- * shim is ready; read by the vfork below.
+ * shim is ready; read by the vfork below.  Defined in state.c, the
+ * bottom of preload/ (shim.h), so that init.c, which sets it, calls
+ * nothing of this file.
  */
-POHM_HIDDEN int pohm_vfork_forks;
 
 void pohm_vfork_enter(void)
 {

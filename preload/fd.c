@@ -284,6 +284,21 @@ void pohm_fd_record(int fd, const struct pohm_pc_pos *pos, const char *rel,
 	fd_record(fd, pos, rel, fi, rel != NULL || (fi && (fi->flags & POHM_FD_INHERITED)));
 }
 
+/* The position of a classified path (shim.h); here, its one user's file,
+ * so that the table calls nothing of classify.c. */
+struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p)
+{
+	struct pohm_pc_pos pos = pohm_pc_root_of(&pohm_state.prefix, p->spelling);
+	const char *s;
+
+	if (p->len) {
+		pos.depth++;
+		for (s = p->rel; (s = strchr(s, '/')); s++)
+			pos.depth++;
+	}
+	return pos;
+}
+
 void pohm_fd_opened(int fd, const struct pohm_path *p, const struct pohm_where *w,
 		    const struct pohm_fd_info *fi)
 {
@@ -459,20 +474,6 @@ int pohm_fd_max(void)
 int pohm_fd_count_under(void)
 {
 	return __atomic_load_n(&fdt_under, __ATOMIC_RELAXED);
-}
-
-void pohm_fd_close_hooks(unsigned lo, unsigned hi)
-{
-	int max = __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED), fd;
-	struct pohm_fd_info fi;
-
-	if (max < 0 || lo > (unsigned)max)
-		return;
-	if (hi > (unsigned)max)
-		hi = (unsigned)max;
-	for (fd = (int)lo; fd <= (int)hi; fd++)
-		if (pohm_fd_lookup(fd, &fi))
-			pohm_hook_close(fd, &fi);
 }
 
 void pohm_fd_forget_range(unsigned lo, unsigned hi)

@@ -69,6 +69,22 @@ static int close_around(unsigned lo, unsigned hi, int flags, int open_end)
 	return pohm_real.close_range(lo, hi, flags);
 }
 
+/* Before a close_range: the close hook of every fd under the prefix in
+ * [lo, hi] (shim.h).  Here, not in fd.c: the table sits below the hooks. */
+void pohm_fd_close_hooks(unsigned lo, unsigned hi)
+{
+	int max = __atomic_load_n(&pohm_fdt_max, __ATOMIC_RELAXED), fd;
+	struct pohm_fd_info fi;
+
+	if (max < 0 || lo > (unsigned)max)
+		return;
+	if (hi > (unsigned)max)
+		hi = (unsigned)max;
+	for (fd = (int)lo; fd <= (int)hi; fd++)
+		if (pohm_fd_lookup(fd, &fi))
+			pohm_hook_close(fd, &fi);
+}
+
 POHM_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags)
 {
 	int r;

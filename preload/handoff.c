@@ -138,9 +138,6 @@ static const char *get_hex(const char *s, int sep, uint64_t *x)
 	return *s == sep && s > start ? s + 1 : NULL;
 }
 
-struct pohm_wlock_in pohm_wlocks_in[POHM_WLOCK_MAX];
-int pohm_nwlocks_in;
-
 /* POHMELFS_WLOCKS into pohm_wlocks_in (the storage hooks adopt them). */
 static void wlocks_env(void)
 {

@@ -378,6 +378,7 @@ void pohm_ifd_unregister(int handle);	/* before closing it with pohm_sys_close *
  * before reading the environment; loaded: the load succeeded, and
  * log_level= applies too).  With a log file, no line of the library goes
  * to the host's stderr from here on; the file's fd is registered above.
+ * preload/logcfg.c.
  */
 struct pohm_config;
 void pohm_log_configure(const struct pohm_config *c, int loaded);
@@ -385,6 +386,7 @@ void pohm_log_configure(const struct pohm_config *c, int loaded);
 /*
  * Code of a hook that calls libc functions by name (which may be
  * interposed) brackets them with these, so the shim passes them through.
+ * preload/state.c (pohm_depth).
  */
 void pohm_hold(void);
 void pohm_unhold(void);

@@ -1,9 +1,9 @@
 /*
- * init.c — light initialisation of the shim (DESIGN.md §5) and the global
- * state.  Light init: the real table, the log level, the prefix
- * (POHMELFS_PREFIX, else prefix= of the configuration files) and its
- * realpath, the cwd, the fds handed over by the previous image, fork
- * handlers.  No network, no file kept open: a program that
+ * init.c — light initialisation of the shim (DESIGN.md §5), which fills
+ * the global state (state.c).  Light init: the real table, the log
+ * level, the prefix (POHMELFS_PREFIX, else prefix= of the configuration
+ * files) and its realpath, the cwd, the fds handed over by the previous
+ * image, fork handlers.  No network, no file kept open: a program that
  * never touches the prefix pays only this (measured in
  * tests/bench/bench_passthrough.sh).  The heavy stage (connections,
  * journal) belongs to the storage side and starts from its hooks.
@@ -27,10 +27,12 @@ extern char **environ;
 
 /* ------------------------------------------------------------ state */
 
-struct pohm_state pohm_state = { .test_ifd = -1 };
-POHM_TLS int pohm_depth;
-POHM_TLS int pohm_busy;		/* shim.h */
-extern POHM_HIDDEN int pohm_vfork_forks;	/* exec.c */
+/* The state itself (pohm_state, pohm_depth, pohm_busy) is state.c's, at the
+ * bottom of preload/.  init.c is the top of the process-state side: it
+ * fills the state and calls the fd table, the cwd, the exec handoff and
+ * the hooks (light init, fork handlers, exit); none of those calls it, only
+ * the wrappers do (pohm_init_slow, through shim.h's pohm_init and
+ * pohm_active).  doc/ARCHITECTURE.md §4.6. */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */
@@ -101,23 +103,6 @@ static int prefix_from_files(char *out, size_t len)
 	}
 	pohm_config_free(&c);
 	return found;
-}
-
-void pohm_log_configure(const struct pohm_config *c, int loaded)
-{
-	static int registered;	/* atomic: the log fd's ifd registration, once */
-	const char *path = c ? c->log : NULL, *env = getenv("POHMELFS_LOG");
-	int fd;
-
-	if (!loaded && env && *env)
-		path = env;	/* the environment overrides the file; the failed load stopped first */
-	if (loaded && c)
-		pohm_log_set_level((enum pohm_log_level)c->log_level);
-	if (!path || !*path)
-		return;
-	fd = pohm_log_open(path);
-	if (fd >= 0 && !__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
-		pohm_ifd_register(fd);
 }
 
 /* Before a line of the light init: the log= of the configuration, if any
@@ -261,7 +246,7 @@ static void shim_init(void)
 		pohm_cwd_resync();
 		pohm_fd_adopt_env();
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-		pohm_vfork_forks = 1;	/* exec.c */
+		pohm_vfork_forks = 1;	/* exec.c's vfork */
 	}
 	test_ifd_setup();
 	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,
@@ -291,16 +276,6 @@ void pohm_init_slow(void)
 		return;
 	}
 	pthread_once(&init_once, shim_init);
-}
-
-void pohm_hold(void)
-{
-	pohm_depth++;
-}
-
-void pohm_unhold(void)
-{
-	pohm_depth--;
 }
 
 /* ------------------------------------------------------------ constructor and destructor */

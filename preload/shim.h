@@ -42,7 +42,8 @@
 /* ------------------------------------------------------------ state and init */
 
 /*
- * struct pohm_state (init.c) — the shim's global state, one struct.
+ * struct pohm_state (state.c; filled by init.c) — the shim's global state,
+ * one struct.
  *
  *   prefix   written once by light init (under pthread_once), read-only
  *            afterwards: no lock.
@@ -96,6 +97,9 @@ extern POHM_HIDDEN POHM_TLS int pohm_depth;
  * is noted for the next normal call (sigsafe.c).
  */
 extern POHM_HIDDEN POHM_TLS int pohm_busy;
+
+/* 1 once light init found a prefix: vfork is then fork (exec.c). */
+extern POHM_HIDDEN int pohm_vfork_forks;
 
 static inline void pohm_busy_lock(pthread_mutex_t *m)
 {
@@ -487,7 +491,7 @@ static inline int pohm_claim_at_ro(int dirfd, const char *path, int atflags, str
 /* "Is this fd ours?": opened under the prefix (fi filled). */
 static inline int pohm_claim_fd(int fd, struct pohm_fd_info *fi);
 
-/* The position of the prefix root plus p->rel (for recording an fd or the cwd). */
+/* The position of the prefix root plus p->rel (for recording an fd; fd.c). */
 struct pohm_pc_pos pohm_path_pos(const struct pohm_path *p);
 
 /* ------------------------------------------------------------ fd table (fd.c) */
@@ -612,7 +616,8 @@ int pohm_fd_count_under(void);
  * kernel just corrected to rel, with the identity id (if id->known). */
 void pohm_fd_resolved(int fd, const struct pohm_pc_pos *pos, const char *rel,
 		      const struct pohm_fdid *id);
-/* Before a close_range: the close hook of every fd under the prefix in [lo, hi]. */
+/* Before a close_range: the close hook of every fd under the prefix in
+ * [lo, hi] (fdcalls.c: it calls up to the hooks, fd.c does not). */
 void pohm_fd_close_hooks(unsigned lo, unsigned hi);
 /* After it: forget every entry in [lo, hi] (internal fds excepted). */
 void pohm_fd_forget_range(unsigned lo, unsigned hi);
@@ -659,6 +664,9 @@ int pohm_mounttab_open(const char *path, int flags);
 int pohm_cwd_base(struct pohm_pc_pos *pos);
 /* Set the cwd state from the kernel's getcwd (init, chdir, unknown fchdir). */
 void pohm_cwd_resync(void);
+/* Set the cwd state: pos known (or NULL = unknown), under the prefix or not
+ * (fchdir of an fd whose place the table knows). */
+void pohm_cwd_store(const struct pohm_pc_pos *pos, int under);
 /* glibc code that changes the cwd behind our back runs (nftw, fts): +1 / -1. */
 void pohm_cwd_volatile(int delta);
 void pohm_cwd_atfork(enum pohm_fork_phase phase);
@@ -692,7 +700,9 @@ void pohm_fd_adopt_env(void);
  * Open-for-write lock fds the previous image handed over
  * (POHMELFS_WLOCKS=fd:ino:ldev:lino;..., hex: core/cache/writer.c's
  * pohm_cache_writer_export), for the storage hooks to adopt when the cache
- * opens.  Written by light init only (before main, one thread), read after.
+ * opens.  Written by light init only (before main, one thread), read after;
+ * defined in state.c, so that the hooks (below handoff.c) do not refer to
+ * handoff.c.
  */
 #define POHM_WLOCK_ENV	"POHMELFS_WLOCKS"
 #define POHM_WLOCK_MAX	32

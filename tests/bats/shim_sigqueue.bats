@@ -249,6 +249,10 @@ sq_ops() {
 	# a writer's lock in flight.  The shim used to be "not busy" for the
 	# real call: such a handler's calls ran the hooks there (and a SIGTERM
 	# handler's unlink reached the storage: test 3 failed).
+	# ThreadSanitizer defers an asynchronous signal to its next interceptor
+	# after the blocking call returns, so the handler can never run inside
+	# the real open there (session 13, doc/notes-s13-circpre.md).
+	[ "${SAN:-}" != thread ] || skip "SAN=thread delivers the signal after the real open returns"
 	shim a mkdir "$T/a/w/d"
 	shim a mkfifo "$T/a/w/d/f"
 	[ -d "$T/a-state/sq" ]
