@@ -2,10 +2,12 @@
  * conn.c — inbound connections.
  *
  * Each accepted socket gets one reader thread that frames packets
- * (wire.c), and runs cheap, order-sensitive commands (handshake, AUTH,
- * READ, LOOKUP, …) itself; WRITE, DEL and the multi-reply commands go to
- * the worker pool, so their replies may overtake each other exactly as
- * with real Elliptics (§10.9).  Replies from any thread are serialised by
+ * (wire.c) and hands each request to n->handle, the transport's one upcall
+ * (node.h; handlers.c's node_handle), which runs cheap, order-sensitive
+ * commands (handshake, AUTH, READ, LOOKUP, …) on this thread; WRITE, DEL
+ * and the multi-reply commands go to the worker pool, so their replies may
+ * overtake each other exactly as with real Elliptics (§10.9).  conn.c is
+ * the transport: it calls nothing of the handlers, peer.c or the pool.  Replies from any thread are serialised by
  * the connection's write lock.  A connection is freed when the reader and
  * every queued request have dropped their references; the fd is closed
  * only then, so a late reply can never land on a reused descriptor.
@@ -25,7 +27,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fault.h"
 #include "sys.h"
 #include "node_wire.h"
 
@@ -213,6 +214,17 @@ static void list_del(struct node *n, struct node_conn *c)
 }
 
 /* See node.h. */
+void node_req_free(struct node_req *req)
+{
+	if (!req)
+		return;
+	free(req->payload);
+	if (req->conn)
+		node_conn_put(req->conn);
+	free(req);
+}
+
+/* See node.h. */
 void node_conn_drop_all(struct node *n)
 {
 	struct node_conn *c;
@@ -229,7 +241,6 @@ static void *conn_reader(void *arg)
 	struct node_conn *c = arg;
 	struct node *n = c->node;
 	struct node_rd *rd = malloc(sizeof(*rd));
-	struct node_fault_state fs;
 	struct pohm_cmd cmd;
 	uint8_t *payload;
 	int r = -ENOMEM;
@@ -263,13 +274,7 @@ static void *conn_reader(void *arg)
 		req->len = (size_t)cmd.size;
 		req->conn = c;
 		node_conn_get(c);
-		node_faults_get(n->faults, &fs);
-		if (!n->pool || (!fs.delay_ms && node_dispatch_inline(&cmd))) {
-			node_dispatch(n, req);
-			node_req_free(req);
-		} else {
-			node_pool_push(n->pool, req);
-		}
+		n->handle(n, req);	/* the one upcall (node.h): inline or pool */
 	}
 out:
 	free(rd);

@@ -143,19 +143,9 @@ static void server_version(const struct node *n, int32_t v[4])
 	v[3] = NODE_VERSION_BUILD_30;
 }
 
-/* See node.h. */
-void node_req_free(struct node_req *req)
-{
-	if (!req)
-		return;
-	free(req->payload);
-	if (req->conn)
-		node_conn_put(req->conn);
-	free(req);
-}
-
-/* See node.h: commands that never block on disk writes or peers. */
-int node_dispatch_inline(const struct pohm_cmd *c)
+/* Commands that never block on disk writes or peers: cheap and
+ * order-sensitive enough to run on the connection's reader. */
+static int dispatch_inline(const struct pohm_cmd *c)
 {
 	switch (c->cmd) {
 	case POHM_CMD_REVERSE_LOOKUP:
@@ -749,6 +739,25 @@ void node_dispatch(struct node *n, struct node_req *r)
 	}
 }
 
+/* See node.h. */
+void node_run_req(struct node *n, struct node_req *req)
+{
+	node_dispatch(n, req);
+	node_req_free(req);
+}
+
+/* See node.h. */
+void node_handle(struct node *n, struct node_req *req)
+{
+	struct node_fault_state fs;
+
+	node_faults_get(n->faults, &fs);
+	if (!n->pool || (!fs.delay_ms && dispatch_inline(&req->cmd)))
+		node_run_req(n, req);
+	else
+		node_pool_push(n->pool, req);
+}
+
 /* ---------------------------------------------------------------- feed */
 
 int node_feed(struct node *n, struct node_conn *conn, const uint8_t *p, size_t len)
@@ -781,8 +790,7 @@ int node_feed(struct node *n, struct node_conn *conn, const uint8_t *p, size_t l
 		memcpy(req->payload, body, req->len);
 		req->conn = conn;
 		node_conn_get(conn);
-		node_dispatch(n, req);
-		node_req_free(req);
+		node_run_req(n, req);
 	}
 	return 0;
 }

@@ -79,6 +79,7 @@ struct node_faults;
 struct node_pool;
 struct node_peers;
 struct node_conn;
+struct node_req;
 
 /* The node.  Fields are set by node_init and read-only afterwards unless noted. */
 struct node {
@@ -87,6 +88,13 @@ struct node {
 	struct node_ring *ring;
 	struct node_faults *faults;
 	struct node_pool *pool;		/* NULL in the fuzz target: everything inline */
+	/*
+	 * The transport's one upcall: conn.c's reader hands every request it
+	 * frames to handle (ownership passes).  Set by node_init to
+	 * handlers.c's node_handle, so that the transport (conn.c) and the
+	 * pool (pool.c) sit below the handlers and import nothing of them.
+	 */
+	void (*handle)(struct node *n, struct node_req *req);
 	struct node_peers *peers;	/* NULL in the fuzz target */
 	uint8_t *ids;			/* this node's ring ids, nids × 64 */
 	unsigned nids;
@@ -163,6 +171,8 @@ int node_conn_dead(struct node_conn *c);
 int node_conn_serve(struct node *n, int fd);
 /* Shut every inbound connection down (at exit). */
 void node_conn_drop_all(struct node *n);
+/* Free a request (NULL is fine) and drop its connection reference. */
+void node_req_free(struct node_req *req);
 
 /* ---------------------------------------------------------------- handlers.c */
 /*
@@ -170,10 +180,14 @@ void node_conn_drop_all(struct node *n);
  * then the command.  Replies go to req->conn.  Does not free req.
  */
 void node_dispatch(struct node *n, struct node_req *req);
-/* 1 if the command is cheap and order-sensitive enough to run on the reader. */
-int node_dispatch_inline(const struct pohm_cmd *c);
-/* Free a request and drop its connection reference. */
-void node_req_free(struct node_req *req);
+/* node_dispatch, then node_req_free: the pool's job (node_pool_start). */
+void node_run_req(struct node *n, struct node_req *req);
+/*
+ * n->handle (node_init sets it): take a request off a connection's reader.
+ * Cheap, order-sensitive commands run here on the reader thread; the rest
+ * (and everything under the delay fault) go to the pool.  Takes req.
+ */
+void node_handle(struct node *n, struct node_req *req);
 /*
  * Feed raw bytes (one or more packets) as if they came from conn, handling
  * each packet synchronously.  Returns 0, or -EMSGSIZE / -EPROTO when a
@@ -182,8 +196,12 @@ void node_req_free(struct node_req *req);
 int node_feed(struct node *n, struct node_conn *conn, const uint8_t *p, size_t len);
 
 /* ---------------------------------------------------------------- pool.c */
-/* Start threads workers that run node_dispatch. NULL on failure. */
-struct node_pool *node_pool_start(struct node *n, unsigned threads);
+/*
+ * Start threads workers that take requests off the queue and run each
+ * through run (node_run_req, which owns and frees it).  NULL on failure.
+ */
+struct node_pool *node_pool_start(struct node *n, unsigned threads,
+				  void (*run)(struct node *n, struct node_req *req));
 /* Queue a request (ownership passes to the pool). */
 void node_pool_push(struct node_pool *p, struct node_req *req);
 

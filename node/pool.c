@@ -1,7 +1,9 @@
 /*
  * pool.c — the worker pool: a FIFO of requests and a fixed set of threads
- * running node_dispatch.  Slow requests (fsync'ed writes, delayed replies
- * under the delay fault) wait here instead of blocking their connection.
+ * running each through the function given at start (node_run_req).  Slow
+ * requests (fsync'ed writes, delayed replies under the delay fault) wait
+ * here instead of blocking their connection.  It knows only the queue:
+ * the handlers above push to it and name the job, so no circle.
  */
 #include "node.h"
 
@@ -11,6 +13,7 @@
 
 struct node_pool {
 	struct node *node;
+	void (*run)(struct node *n, struct node_req *req);	/* set at start */
 	pthread_mutex_t lock;		/* guards head, tail */
 	pthread_cond_t cond;
 	struct node_req *head, *tail;
@@ -32,14 +35,14 @@ static void *worker(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->lock);
-		node_dispatch(p->node, r);
-		node_req_free(r);
+		p->run(p->node, r);
 	}
 	return NULL;
 }
 
 /* See node.h. */
-struct node_pool *node_pool_start(struct node *n, unsigned threads)
+struct node_pool *node_pool_start(struct node *n, unsigned threads,
+				  void (*run)(struct node *n, struct node_req *req))
 {
 	struct node_pool *p = calloc(1, sizeof(*p));
 	pthread_attr_t at;
@@ -48,6 +51,7 @@ struct node_pool *node_pool_start(struct node *n, unsigned threads)
 	if (!p)
 		return NULL;
 	p->node = n;
+	p->run = run;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	pthread_attr_init(&at);

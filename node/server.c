@@ -36,6 +36,7 @@ int node_init(struct node *n, const struct node_config *cfg)
 	memset(n, 0, sizeof(*n));
 	n->cfg = *cfg;
 	n->listen_fd = -1;
+	n->handle = node_handle;
 	n->nflags = 0;
 	n->log_level = (uint32_t)cfg->log_level;
 	pthread_mutex_init(&n->conns_lock, NULL);
@@ -208,7 +209,7 @@ int node_run(const struct node_config *cfg)
 		pohm_err("cannot listen on %s: %s", addr, strerror(-n->listen_fd));
 		return 1;
 	}
-	n->pool = node_pool_start(n, cfg->threads);
+	n->pool = node_pool_start(n, cfg->threads, node_run_req);
 	if (!n->pool) {
 		pohm_err("cannot start the worker threads");
 		return 1;

@@ -1,7 +1,8 @@
 /*
  * conn.h — internals of the client shared by net.c (transactions, the
- * leader/follower engine), conn.c (sockets, packet framing) and
- * conn_setup.c (connect, handshake, auth, ping, route refresh).
+ * leader/follower engine), conn.c (sockets, packet framing),
+ * conn_setup.c (connect, handshake, auth, ping, route refresh) and run.c
+ * (the callers' entry: set up, then run; so net.c never calls set-up).
  * Nothing outside those files includes this header; users see net.h.
  *
  * Locking (one rule for everything here): net->lock guards every field of
@@ -137,9 +138,19 @@ struct pohm_net {
 void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const char *msg);
 /* Drop one fd user; closes the fd if a close is pending. Lock held. */
 void pohm_conn_release(struct pohm_net *net, struct pohm_conn *c);
-/* Run a batch; handshake != 0 allows connections still CONNECTING. */
+/* Run a batch; handshake != 0 allows connections still CONNECTING.  The
+ * engine's own entry: it never sets connections up (pohm_net_prepare), so
+ * conn_setup.c's handshakes and pings run through it. */
 int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n,
 			  uint64_t deadline, pohm_enough_fn enough, void *arg, int handshake);
+/* pohm_net_run's second half (run.c): a callers' batch whose nodes
+ * pohm_net_prepare has set up, counted as a run.  Lock not held. */
+int pohm_net_run_prepared(struct pohm_net *net, struct pohm_req **reqs, size_t n,
+			  uint64_t deadline, pohm_enough_fn enough, void *arg);
+/* pohm_net_window_send's second half (run.c): submit and flush reqs in
+ * window w once pohm_net_prepare has set their nodes up.  Lock not held. */
+void pohm_net_window_submit(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			    size_t n);
 /* Find or add the node with this address. Index or -ENOSPC/-ENOMEM. Lock held. */
 int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed);
 /* Wake the leader's poll (new fd or queued output). Lock held. */

@@ -4,7 +4,9 @@
  *
  * Sections: helpers · open/close/nodes · transactions (hash, queue,
  * finish) · sending · failing a connection · dispatch · the leader round ·
- * run · fork · reports.
+ * run · fork · reports.  The callers' entry points (pohm_net_run,
+ * pohm_net_window_send) are in run.c: they set connections up
+ * (conn_setup.c) before the engine runs, and nothing here does.
  */
 #include "conn.h"
 
@@ -815,11 +817,9 @@ int pohm_net_run_internal(struct pohm_net *net, struct pohm_req **reqs, size_t n
 	return ok;
 }
 
-int pohm_net_run(struct pohm_net *net, struct pohm_req **reqs, size_t n, uint64_t deadline,
-		 pohm_enough_fn enough, void *arg)
+int pohm_net_run_prepared(struct pohm_net *net, struct pohm_req **reqs, size_t n,
+			  uint64_t deadline, pohm_enough_fn enough, void *arg)
 {
-	pohm_net_fork_check(net);
-	pohm_net_prepare(net, reqs, n, deadline);
 	/* After prepare: the connection setup it did is counted as setup. */
 	count(&net->run_waits, n ? 1 : 0);
 	count(&net->run_sent, n);
@@ -856,13 +856,11 @@ struct pohm_batch *pohm_net_window_open(struct pohm_net *net)
 	return w;
 }
 
-void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
-			  size_t n, uint64_t deadline)
+void pohm_net_window_submit(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
+			    size_t n)
 {
 	size_t i;
 
-	pohm_net_fork_check(net);
-	pohm_net_prepare(net, reqs, n, deadline);
 	count(&net->win_sent, n);
 	pthread_mutex_lock(&net->lock);
 	w->remaining += n;

@@ -59,16 +59,21 @@ int pohm_iter_response_decode(struct pohm_iter_key *k, const uint8_t *p, size_t 
 {
 	/* Exactly one dnet_iterator_response: we asked for no data, so anything
 	 * longer is another format (e.g. a msgpack-encoded iterator). */
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+
 	if (n != POHM_ITER_RESP_SIZE)
 		return -EPROTO;
-	memcpy(k->id, p + 8, POHM_ID_SIZE);
-	k->status = (int32_t)pohm_le32(p + 72);
-	k->ts.tsec = pohm_le64(p + 76);
-	k->ts.tnsec = pohm_le64(p + 84);
-	k->user_flags = pohm_le64(p + 92);
-	k->size = pohm_le64(p + 100);
-	k->record_flags = pohm_le64(p + 124);
-	if (k->ts.tnsec >= 1000000000ULL)
+	pohm_rd_take(&r, 8);			/* the iterator's id */
+	pohm_rd_copy(&r, k->id, POHM_ID_SIZE);
+	k->status = (int32_t)pohm_rd_u32(&r);
+	k->ts.tsec = pohm_rd_u64(&r);
+	k->ts.tnsec = pohm_rd_u64(&r);
+	k->user_flags = pohm_rd_u64(&r);
+	k->size = pohm_rd_u64(&r);
+	pohm_rd_take(&r, 16);			/* iterated and total key counts */
+	k->record_flags = pohm_rd_u64(&r);
+	pohm_rd_take(&r, 8);			/* reserved */
+	if (r.err || r.left || k->ts.tnsec >= 1000000000ULL)
 		return -EPROTO;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct pohm_buf {
 	uint8_t *p;	/* data, NULL while empty */
@@ -52,7 +53,8 @@ static inline void pohm_st64(uint8_t *p, uint64_t v)
 
 /*
  * A bounds-checked reader over n bytes (the journal's records, the storage
- * objects of nsobj.h).  A read past the end returns NULL or 0 and sets err
+ * objects of nsobj.h, the node's request bodies, the replies of proto.c
+ * and the iterator's keys).  A read past the end returns NULL or 0 and sets err
  * to -EPROTO; err is sticky (the first error stays, every later read fails
  * too), so a decoder reads all its fields and checks err once.  A decoder
  * may set err itself (-ENOMEM, a bad value).  Nothing is allocated.
@@ -82,6 +84,17 @@ static inline const uint8_t *pohm_rd_take(struct pohm_rd *r, size_t n)
 	r->p += n;
 	r->left -= n;
 	return p;
+}
+/* Copy the next n bytes to dst (and step past them); on a short read dst
+ * is zeroed and err set. */
+static inline void pohm_rd_copy(struct pohm_rd *r, void *dst, size_t n)
+{
+	const uint8_t *p = pohm_rd_take(r, n);
+
+	if (p)
+		memcpy(dst, p, n);
+	else
+		memset(dst, 0, n);
 }
 /* Little-endian integers; 0 once err is set. */
 static inline uint8_t pohm_rd_u8(struct pohm_rd *r)

@@ -39,15 +39,18 @@ void pohm_cmd_encode(uint8_t out[POHM_CMD_SIZE], const struct pohm_cmd *c)
 
 void pohm_cmd_decode(struct pohm_cmd *c, const uint8_t in[POHM_CMD_SIZE])
 {
-	memcpy(c->id.id, in, POHM_ID_SIZE);
-	c->id.group = pohm_le32(in + 64);
-	c->status = (int32_t)pohm_le32(in + 76);
-	c->cmd = (int32_t)pohm_le32(in + 80);
-	c->backend_id = (int32_t)pohm_le32(in + 84);
-	c->trace_id = pohm_le64(in + 88);
-	c->flags = pohm_le64(in + 96);
-	c->trans = pohm_le64(in + 104);
-	c->size = pohm_le64(in + 112);
+	struct pohm_rd r = pohm_rd_make(in, POHM_CMD_SIZE);
+
+	pohm_rd_copy(&r, c->id.id, POHM_ID_SIZE);
+	c->id.group = pohm_rd_u32(&r);
+	pohm_rd_take(&r, 8);			/* dnet_id.reserved */
+	c->status = (int32_t)pohm_rd_u32(&r);
+	c->cmd = (int32_t)pohm_rd_u32(&r);
+	c->backend_id = (int32_t)pohm_rd_u32(&r);
+	c->trace_id = pohm_rd_u64(&r);
+	c->flags = pohm_rd_u64(&r);
+	c->trans = pohm_rd_u64(&r);
+	c->size = pohm_rd_u64(&r);
 }
 
 int pohm_cmd_is_reply(const struct pohm_cmd *c)
@@ -65,10 +68,11 @@ void pohm_version_encode(uint8_t id[POHM_ID_SIZE], const int32_t v[4])
 
 void pohm_version_decode(int32_t v[4], const uint8_t id[POHM_ID_SIZE])
 {
+	struct pohm_rd r = pohm_rd_make(id, POHM_ID_SIZE);
 	int i;
 
 	for (i = 0; i < 4; i++)
-		v[i] = (int32_t)pohm_le32(id + 4 * i);
+		v[i] = (int32_t)pohm_rd_u32(&r);
 }
 
 int pohm_time_cmp(const struct pohm_time *a, const struct pohm_time *b)
@@ -99,30 +103,41 @@ void pohm_io_attr_encode(uint8_t out[POHM_IO_ATTR_SIZE], const struct pohm_io_at
 	pohm_st64(out + 200, io->size);
 }
 
+/* One dnet_io_attr from r (POHM_IO_ATTR_SIZE bytes); r->err on a short one. */
+static void io_attr_read(struct pohm_io_attr *io, struct pohm_rd *r)
+{
+	pohm_rd_copy(r, io->parent, POHM_ID_SIZE);
+	pohm_rd_copy(r, io->id, POHM_ID_SIZE);
+	io->start = pohm_rd_u64(r);
+	io->num = pohm_rd_u64(r);
+	io->timestamp.tsec = pohm_rd_u64(r);
+	io->timestamp.tnsec = pohm_rd_u64(r);
+	io->user_flags = pohm_rd_u64(r);
+	io->total_size = pohm_rd_u64(r);
+	io->record_flags = pohm_rd_u64(r);
+	pohm_rd_take(r, 4);			/* reserved2 */
+	io->flags = pohm_rd_u32(r);
+	io->offset = pohm_rd_u64(r);
+	io->size = pohm_rd_u64(r);
+}
+
 void pohm_io_attr_decode(struct pohm_io_attr *io, const uint8_t in[POHM_IO_ATTR_SIZE])
 {
-	memcpy(io->parent, in, POHM_ID_SIZE);
-	memcpy(io->id, in + 64, POHM_ID_SIZE);
-	io->start = pohm_le64(in + 128);
-	io->num = pohm_le64(in + 136);
-	io->timestamp.tsec = pohm_le64(in + 144);
-	io->timestamp.tnsec = pohm_le64(in + 152);
-	io->user_flags = pohm_le64(in + 160);
-	io->total_size = pohm_le64(in + 168);
-	io->record_flags = pohm_le64(in + 176);
-	io->flags = pohm_le32(in + 188);
-	io->offset = pohm_le64(in + 192);
-	io->size = pohm_le64(in + 200);
+	struct pohm_rd r = pohm_rd_make(in, POHM_IO_ATTR_SIZE);
+
+	io_attr_read(io, &r);
 }
 
 int pohm_io_payload_decode(struct pohm_io_attr *io, const uint8_t **data, size_t *datalen,
 			   const uint8_t *p, size_t n, int check_size)
 {
-	if (!p || n < POHM_IO_ATTR_SIZE)
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+
+	io_attr_read(io, &r);
+	if (r.err)
 		return -EPROTO;
-	pohm_io_attr_decode(io, p);
-	*data = p + POHM_IO_ATTR_SIZE;
-	*datalen = n - POHM_IO_ATTR_SIZE;
+	*data = r.p;
+	*datalen = r.left;
 	if (check_size && io->size != *datalen)
 		return -EPROTO;
 	return 0;
@@ -149,27 +164,44 @@ void pohm_addr_encode(uint8_t out[POHM_ADDR_SIZE], const struct pohm_addr *a)
 	pohm_st16(out + 30, a->family);
 }
 
-int pohm_addr_decode(struct pohm_addr *a, const uint8_t in[POHM_ADDR_SIZE])
+/* One dnet_addr from r (POHM_ADDR_SIZE bytes): 0, or -EPROTO for a short
+ * one, an unknown family or length, or the wildcard address. */
+static int addr_read(struct pohm_addr *a, struct pohm_rd *r)
 {
 	static const uint8_t zero[16];
-	uint16_t len = pohm_le16(in + 28), family = pohm_le16(in + 30);
+	const uint8_t *raw = pohm_rd_take(r, 28);	/* the raw sockaddr */
+	uint16_t len = pohm_rd_u16(r), family = pohm_rd_u16(r), port;
+	struct pohm_rd sa;
 
 	memset(a, 0, sizeof(*a));
+	if (r->err)
+		return -EPROTO;
+	sa = pohm_rd_make(raw, 28);
+	pohm_rd_take(&sa, 2);			/* family again, host order */
+	port = pohm_rd_u16(&sa);		/* network order */
 	if (family == AF_INET && len == sizeof(struct sockaddr_in)) {
-		memcpy(a->ip, in + 4, 4);
+		pohm_rd_copy(&sa, a->ip, 4);
 		if (!memcmp(a->ip, zero, 4))
 			return -EPROTO;
 	} else if (family == AF_INET6 && len == sizeof(struct sockaddr_in6)) {
-		memcpy(a->ip, in + 8, 16);
-		a->scope_id = pohm_le32(in + 24);
+		pohm_rd_take(&sa, 4);		/* flowinfo */
+		pohm_rd_copy(&sa, a->ip, 16);
+		a->scope_id = pohm_rd_u32(&sa);
 		if (!memcmp(a->ip, zero, 16))
 			return -EPROTO;
 	} else {
 		return -EPROTO;
 	}
 	a->family = family;
-	a->port = (uint16_t)(in[2] << 8 | in[3]);
+	a->port = (uint16_t)(port >> 8 | port << 8);
 	return 0;
+}
+
+int pohm_addr_decode(struct pohm_addr *a, const uint8_t in[POHM_ADDR_SIZE])
+{
+	struct pohm_rd r = pohm_rd_make(in, POHM_ADDR_SIZE);
+
+	return addr_read(a, &r);
 }
 
 int pohm_addr_equal(const struct pohm_addr *a, const struct pohm_addr *b)
@@ -266,25 +298,25 @@ void pohm_addr_format(const struct pohm_addr *a, char *out, size_t outlen)
 
 int pohm_addr_list_decode(struct pohm_addr_list *l, size_t *used, const uint8_t *p, size_t n)
 {
-	int32_t per_node, count;
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+	int32_t per_node = (int32_t)pohm_rd_u32(&r), count = (int32_t)pohm_rd_u32(&r);
+	const uint8_t *raw;
 	uint32_t i;
 
-	if (!p || n < 8)
+	if (r.err || per_node <= 0 || count <= 0 || count % per_node)
 		return -EPROTO;
-	per_node = (int32_t)pohm_le32(p);
-	count = (int32_t)pohm_le32(p + 4);
-	if (per_node <= 0 || count <= 0 || count % per_node)
-		return -EPROTO;
-	if ((uint64_t)count * POHM_ADDR_SIZE > n - 8)
+	raw = pohm_rd_take(&r, (size_t)count * POHM_ADDR_SIZE);
+	if (!raw)
 		return -EPROTO;
 	l->per_node = (uint32_t)per_node;
 	l->count = (uint32_t)count;
-	l->raw = p + 8;
+	l->raw = raw;
 	/* Validate every address now so users of the list need not. */
+	r = pohm_rd_make(raw, (size_t)count * POHM_ADDR_SIZE);
 	for (i = 0; i < l->count; i++) {
 		struct pohm_addr a;
 
-		if (pohm_addr_decode(&a, l->raw + (size_t)i * POHM_ADDR_SIZE))
+		if (addr_read(&a, &r))
 			return -EPROTO;
 	}
 	if (used)
@@ -324,49 +356,37 @@ int pohm_addr_list_encode(struct pohm_buf *b, uint32_t per_node, const struct po
 
 int pohm_backends_begin(struct pohm_backend_iter *it, const uint8_t *p, size_t n)
 {
-	uint32_t count, i;
-	size_t off = 4;
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+	uint32_t count = pohm_rd_u32(&r), i;
 
-	if (!p || n < 4)
+	if (r.err || (int32_t)count < 0)
 		return -EPROTO;
-	count = pohm_le32(p);
-	if ((int32_t)count < 0)
-		return -EPROTO;
+	it->rd = r;
 	/* The entries must consume the container exactly (PROTOCOL.md §1.5). */
-	for (i = 0; i < count; i++) {
-		uint64_t ids;
-
-		if (n - off < 16)
-			return -EPROTO;
-		ids = pohm_le32(p + off + 12);
-		if (ids * POHM_ID_SIZE > n - off - 16)
-			return -EPROTO;
-		off += 16 + (size_t)ids * POHM_ID_SIZE;
+	for (i = 0; i < count && !r.err; i++) {
+		pohm_rd_take(&r, 12);		/* backend_id, group, flags */
+		pohm_rd_take(&r, (size_t)pohm_rd_u32(&r) * POHM_ID_SIZE);
 	}
-	if (off != n)
+	if (r.err || r.left)
 		return -EPROTO;
-	it->p = p + 4;
-	it->left = n - 4;
 	it->remaining = count;
 	return 0;
 }
 
 int pohm_backends_next(struct pohm_backend_iter *it, struct pohm_backend_ids *b)
 {
-	size_t len;
+	struct pohm_rd r = it->rd;
 
-	if (!it->remaining || it->left < 16)
+	if (!it->remaining)
 		return 0;
-	b->backend_id = (int32_t)pohm_le32(it->p);
-	b->group = pohm_le32(it->p + 4);
-	b->flags = pohm_le32(it->p + 8);
-	b->ids_count = pohm_le32(it->p + 12);
-	b->ids = it->p + 16;
-	len = 16 + (size_t)b->ids_count * POHM_ID_SIZE;
-	if (len > it->left)		/* cannot happen after _begin; belt and braces */
+	b->backend_id = (int32_t)pohm_rd_u32(&r);
+	b->group = pohm_rd_u32(&r);
+	b->flags = pohm_rd_u32(&r);
+	b->ids_count = pohm_rd_u32(&r);
+	b->ids = pohm_rd_take(&r, (size_t)b->ids_count * POHM_ID_SIZE);
+	if (r.err)		/* cannot happen after _begin; belt and braces */
 		return 0;
-	it->p += len;
-	it->left -= len;
+	it->rd = r;
 	it->remaining--;
 	return 1;
 }
@@ -394,23 +414,25 @@ int pohm_backends_encode_one(struct pohm_buf *b, const struct pohm_backend_ids *
 int pohm_lookup_reply_decode(struct pohm_addr *addr, struct pohm_file_info *fi,
 			     const uint8_t *p, size_t n)
 {
-	const uint8_t *f;
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0), f;
+	const uint8_t *fixed = pohm_rd_take(&r, POHM_ADDR_SIZE + POHM_FILE_INFO_SIZE);
 	struct pohm_addr tmp;
 
-	if (!p || n < POHM_ADDR_SIZE + POHM_FILE_INFO_SIZE)
+	if (!fixed)
 		return -EPROTO;
-	if (pohm_addr_decode(addr ? addr : &tmp, p))
+	f = pohm_rd_make(fixed, POHM_ADDR_SIZE + POHM_FILE_INFO_SIZE);
+	if (addr_read(addr ? addr : &tmp, &f))
 		return -EPROTO;
-	f = p + POHM_ADDR_SIZE;
-	fi->flen = (int32_t)pohm_le32(f);
-	memcpy(fi->checksum, f + 4, POHM_ID_SIZE);
-	/* 68..71 is the alignment hole of the unpacked struct. */
-	fi->record_flags = pohm_le64(f + 72);
-	fi->size = pohm_le64(f + 80);
-	fi->offset = pohm_le64(f + 88);
-	fi->mtime.tsec = pohm_le64(f + 96);
-	fi->mtime.tnsec = pohm_le64(f + 104);
-	if (fi->flen < 0 || (size_t)fi->flen > n - POHM_ADDR_SIZE - POHM_FILE_INFO_SIZE)
+	fi->flen = (int32_t)pohm_rd_u32(&f);
+	pohm_rd_copy(&f, fi->checksum, POHM_ID_SIZE);
+	pohm_rd_take(&f, 4);	/* 68..71: the alignment hole of the unpacked struct */
+	fi->record_flags = pohm_rd_u64(&f);
+	fi->size = pohm_rd_u64(&f);
+	fi->offset = pohm_rd_u64(&f);
+	fi->mtime.tsec = pohm_rd_u64(&f);
+	fi->mtime.tnsec = pohm_rd_u64(&f);
+	/* The path (flen bytes) follows; more may follow it. */
+	if (fi->flen < 0 || (size_t)fi->flen > r.left)
 		return -EPROTO;
 	return 0;
 }
@@ -450,10 +472,12 @@ void pohm_auth_encode(uint8_t out[POHM_AUTH_SIZE], const struct pohm_auth *a)
 
 int pohm_auth_decode(struct pohm_auth *a, const uint8_t *p, size_t n)
 {
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+
 	if (!p || n != POHM_AUTH_SIZE)
 		return -EINVAL;		/* the server answers -EINVAL, not -EPROTO */
-	memcpy(a->cookie, p, POHM_AUTH_COOKIE_SIZE);
-	a->flags = pohm_le64(p + 32);
+	pohm_rd_copy(&r, a->cookie, POHM_AUTH_COOKIE_SIZE);
+	a->flags = pohm_rd_u64(&r);
 	return 0;
 }
 
@@ -467,13 +491,11 @@ void pohm_auth_cookie_from_string(uint8_t cookie[POHM_AUTH_COOKIE_SIZE], const c
 
 int pohm_backend_status_count(uint32_t *count, const uint8_t *p, size_t n)
 {
-	uint32_t c;
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
+	uint32_t c = pohm_rd_u32(&r);
 
-	if (!p || n < 4)
-		return -EPROTO;
-	c = pohm_le32(p);
 	/* The reply may be longer than 4 + c·96 (zeroed slack), never shorter. */
-	if ((uint64_t)c * POHM_BACKEND_STATUS_SIZE > n - 4)
+	if (r.err || (uint64_t)c * POHM_BACKEND_STATUS_SIZE > r.left)
 		return -EPROTO;
 	*count = c;
 	return 0;
@@ -481,21 +503,22 @@ int pohm_backend_status_count(uint32_t *count, const uint8_t *p, size_t n)
 
 int pohm_backend_status_get(struct pohm_backend_status *s, const uint8_t *p, size_t n, uint32_t i)
 {
+	struct pohm_rd r = pohm_rd_make(p, p ? n : 0);
 	uint32_t c;
-	const uint8_t *e;
 
 	if (pohm_backend_status_count(&c, p, n) || i >= c)
 		return -EPROTO;
-	e = p + 4 + (size_t)i * POHM_BACKEND_STATUS_SIZE;
-	s->backend_id = pohm_le32(e);
-	s->state = (int32_t)pohm_le32(e + 4);
-	s->defrag_state = pohm_le32(e + 8);
-	s->last_start.tsec = pohm_le64(e + 12);
-	s->last_start.tnsec = pohm_le64(e + 20);
-	s->last_start_err = (int32_t)pohm_le32(e + 28);
-	s->read_only = e[32];
-	s->delay = pohm_le32(e + 40);
-	return 0;
+	pohm_rd_take(&r, 4 + (size_t)i * POHM_BACKEND_STATUS_SIZE);
+	s->backend_id = pohm_rd_u32(&r);
+	s->state = (int32_t)pohm_rd_u32(&r);
+	s->defrag_state = pohm_rd_u32(&r);
+	s->last_start.tsec = pohm_rd_u64(&r);
+	s->last_start.tnsec = pohm_rd_u64(&r);
+	s->last_start_err = (int32_t)pohm_rd_u32(&r);
+	s->read_only = pohm_rd_u8(&r);
+	pohm_rd_take(&r, 7);			/* padding */
+	s->delay = pohm_rd_u32(&r);
+	return r.err ? -EPROTO : 0;
 }
 
 int pohm_backend_status_encode(struct pohm_buf *b, const struct pohm_backend_status *s,

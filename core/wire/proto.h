@@ -198,8 +198,7 @@ struct pohm_backend_ids {
 	const uint8_t *ids;	/* ids_count × 64 bytes, inside the packet */
 };
 struct pohm_backend_iter {
-	const uint8_t *p;
-	size_t left;
+	struct pohm_rd rd;	/* the entries not yet returned */
 	uint32_t remaining;
 };
 int pohm_backends_begin(struct pohm_backend_iter *it, const uint8_t *p, size_t n);

@@ -5,8 +5,8 @@
  * packet assembler (pohm_rx_feed); every complete packet goes to the parser
  * the client uses for its command — handshake (addresses + backends into a
  * route table), ROUTE_LIST, LOOKUP/WRITE file info, READ io_attr + data
- * with its checksum, BACKEND_STATUS, UPDATE_IDS — and the route table is
- * then queried.  Hostile input must give errors, never a crash, an
+ * with its checksum, BACKEND_STATUS, UPDATE_IDS, an ITERATOR key
+ * (core/store/iter.c) — and the route table is then queried.  Hostile input must give errors, never a crash, an
  * over-read or a leak.
  *
  * Build (tests/fuzz/run does this):
@@ -14,7 +14,8 @@
  * Input: byte 0 = number (0-7) of chunk sizes that follow (each + 1), then
  * the stream.  Seeds in tests/fuzz/corpus/reply/: valid replies of every
  * kind above (handshake, ROUTE_LIST, LOOKUP, WRITE, READ with checksum,
- * BACKEND_STATUS, UPDATE_IDS, an error ack, MORE + ack) and streams of them.
+ * BACKEND_STATUS, UPDATE_IDS, an error ack, MORE + ack, ITERATOR keys and
+ * their ack) and streams of them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 #include "conn.h"
 #include "io.h"
+#include "iter.h"
 #include "proto.h"
 #include "route.h"
 #include "sha512.h"
@@ -38,6 +40,7 @@ static void parse_packet(struct pohm_route *rt, const struct pohm_pkt *p)
 	struct pohm_file_info fi;
 	struct pohm_io_attr io;
 	struct pohm_backend_status bs;
+	struct pohm_iter_key key;
 	const uint8_t *ids, *payload;
 	size_t idslen, plen;
 	uint32_t i, nodes, count;
@@ -80,6 +83,9 @@ static void parse_packet(struct pohm_route *rt, const struct pohm_pkt *p)
 		break;
 	case POHM_CMD_UPDATE_IDS:
 		pohm_route_apply_ids(rt, (int)(p->cmd.trans & 7), d, n, 0);
+		break;
+	case POHM_CMD_ITERATOR:
+		pohm_iter_response_decode(&key, d, n);
 		break;
 	default:
 		break;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "edge.h"
 #include "fsck.h"
 #include "kv.h"
 #include "ns.h"
@@ -820,4 +821,40 @@ TEST(iter_response_checked)
 	EXPECT_EQ_INT(pohm_iter_response_decode(&k, p, POHM_ITER_RESP_SIZE + 8), -EPROTO);
 	pohm_st64(p + 84, 1000000000ULL);
 	EXPECT_EQ_INT(pohm_iter_response_decode(&k, p, POHM_ITER_RESP_SIZE), -EPROTO);
+}
+
+/* An ITERATOR reply of every length up to one past the real size, against the
+ * guard page (edge.h): only the exact size decodes, nothing reads past the
+ * end, and the reserved and count fields do not leak into the key. */
+TEST(iter_response_at_the_guard_page)
+{
+	uint8_t p[POHM_ITER_RESP_SIZE + 1];
+	struct pohm_iter_key k;
+	size_t n;
+
+	memset(p, 0xEE, sizeof(p));		/* iterator id, counts, reserved */
+	memset(p + 8, 0x42, POHM_ID_SIZE);
+	pohm_st32(p + 72, 0);
+	pohm_st64(p + 76, 1);
+	pohm_st64(p + 84, 2);
+	pohm_st64(p + 92, 3);
+	pohm_st64(p + 100, 4);
+	pohm_st64(p + 124, 5);
+	for (n = 0; n <= sizeof(p); n++) {
+		int rc = pohm_iter_response_decode(&k, th_at_edge(p, n), n);
+
+		EXPECT_EQ_INT(rc, n == POHM_ITER_RESP_SIZE ? 0 : -EPROTO);
+	}
+	EXPECT_EQ_INT(pohm_iter_response_decode(&k, th_at_edge(p, POHM_ITER_RESP_SIZE),
+						POHM_ITER_RESP_SIZE), 0);
+	EXPECT_EQ_INT(k.id[0], 0x42);
+	EXPECT_EQ_INT(k.id[63], 0x42);
+	EXPECT_EQ_INT(k.status, 0);
+	EXPECT_EQ_U64(k.ts.tsec, 1);
+	EXPECT_EQ_U64(k.ts.tnsec, 2);
+	EXPECT_EQ_U64(k.user_flags, 3);
+	EXPECT_EQ_U64(k.size, 4);
+	EXPECT_EQ_U64(k.record_flags, 5);
+	/* No bytes but a length that claims a whole reply: refused, not read. */
+	EXPECT_EQ_INT(pohm_iter_response_decode(&k, NULL, POHM_ITER_RESP_SIZE), -EPROTO);
 }

@@ -2,8 +2,8 @@
  * test_node_decode.c — the node's decoders of request bodies (reqbody.h),
  * on-disk record headers (blob.h, urec.h) and the packet stream (node_feed)
  * on short, long and malformed input.  Every input is copied to the end of
- * a page followed by an inaccessible one, so a decoder that reads one byte
- * past what it was given crashes the test even without a sanitizer.
+ * a page followed by an inaccessible one (edge.h), so a decoder that reads
+ * one byte past what it was given crashes the test even without a sanitizer.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -12,38 +12,12 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "edge.h"
 #include "blob.h"
 #include "crc32c.h"
 #include "node.h"
 #include "reqbody.h"
 #include "urec.h"
-
-#define ARENA	65536u
-
-/* The guarded arena: ARENA readable bytes, then a PROT_NONE page.  Tests run
- * one at a time on the main thread; nothing else touches it. */
-static uint8_t *arena;
-
-/* Copy n bytes so that they end where the guard page begins. */
-static const uint8_t *at_edge(const void *src, size_t n)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-
-	if (!arena) {
-		uint8_t *m = mmap(NULL, ARENA + (size_t)pg, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (m == MAP_FAILED || mprotect(m + ARENA, (size_t)pg, PROT_NONE)) {
-			printf("# no guarded arena\n");
-			abort();
-		}
-		arena = m;
-	}
-	if (n > ARENA)
-		abort();
-	memcpy(arena + ARENA - n, src, n);
-	return arena + ARENA - n;
-}
 
 /* ---------------------------------------------------------------- STATUS */
 
@@ -57,13 +31,13 @@ TEST(status_body)
 	pohm_st32(b + 4, 2);
 	pohm_st32(b + 8, 7);
 	b[12] = 0;
-	EXPECT_EQ_INT(node_status_body_decode(&s, at_edge(b, 12), 12), 0);
+	EXPECT_EQ_INT(node_status_body_decode(&s, th_at_edge(b, 12), 12), 0);
 	EXPECT_EQ_INT(s.nflags, -1);
 	EXPECT_EQ_INT(s.status_flags, 2);
 	EXPECT_EQ_INT(s.log_level, 7);
 	for (n = 0; n < 12; n++)
-		EXPECT_EQ_INT(node_status_body_decode(&s, at_edge(b, n), n), -EINVAL);
-	EXPECT_EQ_INT(node_status_body_decode(&s, at_edge(b, 13), 13), -EINVAL);
+		EXPECT_EQ_INT(node_status_body_decode(&s, th_at_edge(b, n), n), -EINVAL);
+	EXPECT_EQ_INT(node_status_body_decode(&s, th_at_edge(b, 13), 13), -EINVAL);
 }
 
 /* ---------------------------------------------------------------- ITERATOR */
@@ -91,7 +65,7 @@ TEST(iter_req_ok)
 {
 	uint8_t b[1024];
 	size_t len = iter_req(b, 2, 3);
-	const uint8_t *p = at_edge(b, len);
+	const uint8_t *p = th_at_edge(b, len);
 	struct node_iter_req q;
 
 	EXPECT_EQ_INT(node_iter_req_decode(&q, p, len), 0);
@@ -113,9 +87,9 @@ TEST(iter_req_truncated_and_long)
 	struct node_iter_req q;
 
 	for (n = 0; n < len; n++)
-		EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, n), n), -EINVAL);
+		EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, n), n), -EINVAL);
 	b[len] = 0;
-	EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, len + 1), len + 1), -EINVAL);
+	EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, len + 1), len + 1), -EINVAL);
 }
 
 TEST(iter_req_hostile_counts)
@@ -126,16 +100,16 @@ TEST(iter_req_hostile_counts)
 
 	/* Counts whose byte size overflows 64 bits to something small. */
 	pohm_st64(b + 12, UINT64_MAX);
-	EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, len), len), -EINVAL);
+	EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, len), len), -EINVAL);
 	pohm_st64(b + 12, 1ull << 57);	/* · 128 = 2^64 = 0 */
-	EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, len), len), -EINVAL);
+	EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, len), len), -EINVAL);
 	pohm_st64(b + 12, 2);
 	pohm_st32(b + 64, 0xFFFFFFFFu);
-	EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, len), len), -EINVAL);
+	EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, len), len), -EINVAL);
 	/* Ranges and groups trading bytes: 3 ranges, 3 - 32 groups. */
 	pohm_st64(b + 12, 3);
 	pohm_st32(b + 64, 3);
-	EXPECT_EQ_INT(node_iter_req_decode(&q, at_edge(b, len), len), -EINVAL);
+	EXPECT_EQ_INT(node_iter_req_decode(&q, th_at_edge(b, len), len), -EINVAL);
 }
 
 TEST(iter_resp)
@@ -157,10 +131,10 @@ TEST(iter_resp)
 	r.record_flags = 0x140;
 	node_iter_resp_encode(b, &r);
 	memcpy(b + NODE_ITER_RESP_SIZE, "data!", 5);
-	EXPECT_EQ_INT(node_iter_resp_decode(&d, at_edge(b, sizeof(b)), sizeof(b)), 0);
+	EXPECT_EQ_INT(node_iter_resp_decode(&d, th_at_edge(b, sizeof(b)), sizeof(b)), 0);
 	EXPECT(!memcmp(&r, &d, sizeof(r)));
 	for (n = 0; n < NODE_ITER_RESP_SIZE; n++)
-		EXPECT_EQ_INT(node_iter_resp_decode(&d, at_edge(b, n), n), -EINVAL);
+		EXPECT_EQ_INT(node_iter_resp_decode(&d, th_at_edge(b, n), n), -EINVAL);
 }
 
 /* ---------------------------------------------------------------- BULK_READ */
@@ -182,7 +156,7 @@ TEST(bulk_body)
 		io.size = (uint64_t)i;
 		pohm_io_attr_encode(b + i * POHM_IO_ATTR_SIZE, &io);
 	}
-	EXPECT_EQ_INT(node_bulk_body_decode(&bb, at_edge(b, len), len), 0);
+	EXPECT_EQ_INT(node_bulk_body_decode(&bb, th_at_edge(b, len), len), 0);
 	EXPECT_EQ_INT(bb.count, 3);
 	while (node_bulk_body_next(&bb, &io)) {
 		got++;
@@ -194,11 +168,11 @@ TEST(bulk_body)
 	/* Every other length: short head, a partial io_attr, the head's count off. */
 	for (n = 0; n <= len + 1; n++)
 		if (n != len)
-			EXPECT_EQ_INT(node_bulk_body_decode(&bb, at_edge(b, n), n), -EINVAL);
+			EXPECT_EQ_INT(node_bulk_body_decode(&bb, th_at_edge(b, n), n), -EINVAL);
 	memset(&io, 0, sizeof(io));
 	io.size = 2 * POHM_IO_ATTR_SIZE;
 	pohm_io_attr_encode(b, &io);
-	EXPECT_EQ_INT(node_bulk_body_decode(&bb, at_edge(b, len), len), -EINVAL);
+	EXPECT_EQ_INT(node_bulk_body_decode(&bb, th_at_edge(b, len), len), -EINVAL);
 }
 
 /* ---------------------------------------------------------------- blob header */
@@ -224,32 +198,32 @@ TEST(blob_hdr)
 	size_t n;
 
 	blob_sample(b);
-	EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, BLOB_HDR), BLOB_HDR), 0);
+	EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, BLOB_HDR), BLOB_HDR), 0);
 	EXPECT_EQ_U64(h.size, 100000);
 	EXPECT_EQ_INT(h.chunk, 65536);
 	EXPECT_EQ_INT(h.id[63], 0x5a);
-	EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, sizeof(b)), sizeof(b)), 0);
+	EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, sizeof(b)), sizeof(b)), 0);
 	for (n = 0; n < BLOB_HDR; n++)
-		EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, n), n), -EILSEQ);
+		EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, n), n), -EILSEQ);
 	/* Any one damaged byte: magic, fields or CRC. */
 	for (n = 0; n < BLOB_HDR; n++) {
 		blob_sample(b);
 		b[n] ^= 0x10;
-		EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
+		EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
 	}
 	/* A correct CRC over a wrong version, a zero chunk, a wrong disk_size. */
 	blob_sample(b);
 	pohm_st32(b + 8, 2);
 	pohm_st32(b + 188, node_crc32c(0, b, 188));
-	EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
+	EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
 	blob_sample(b);
 	pohm_st32(b + 64, 0);
 	pohm_st32(b + 188, node_crc32c(0, b, 188));
-	EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
+	EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
 	blob_sample(b);
 	pohm_st64(b + 72, 8);
 	pohm_st32(b + 188, node_crc32c(0, b, 188));
-	EXPECT_EQ_INT(blob_hdr_decode(&h, at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
+	EXPECT_EQ_INT(blob_hdr_decode(&h, th_at_edge(b, BLOB_HDR), BLOB_HDR), -EILSEQ);
 }
 
 /* ---------------------------------------------------------------- .u header */
@@ -268,23 +242,23 @@ TEST(urec_hdr)
 	size_t n;
 
 	urec_sample(b);
-	EXPECT_EQ_INT(urec_hdr_decode(&u, at_edge(b, UREC_HDR), UREC_HDR, 1 << 20), 0);
+	EXPECT_EQ_INT(urec_hdr_decode(&u, th_at_edge(b, UREC_HDR), UREC_HDR, 1 << 20), 0);
 	EXPECT_EQ_U64(u.size, 5000);
 	EXPECT_EQ_U64(u.reserve, 4096);
 	EXPECT_EQ_INT(u.chunk, 65536);
 	for (n = 0; n < UREC_HDR; n++)
-		EXPECT_EQ_INT(urec_hdr_decode(&u, at_edge(b, n), n, 1 << 20), -EILSEQ);
+		EXPECT_EQ_INT(urec_hdr_decode(&u, th_at_edge(b, n), n, 1 << 20), -EILSEQ);
 	for (n = 0; n < 124; n++) {	/* 124..127: reserved, outside the CRC */
 		urec_sample(b);
 		b[n] ^= 1;
-		EXPECT_EQ_INT(urec_hdr_decode(&u, at_edge(b, UREC_HDR), UREC_HDR, 1 << 20),
+		EXPECT_EQ_INT(urec_hdr_decode(&u, th_at_edge(b, UREC_HDR), UREC_HDR, 1 << 20),
 			      -EILSEQ);
 	}
 	urec_sample(b);
-	EXPECT_EQ_INT(urec_hdr_decode(&u, at_edge(b, UREC_HDR), UREC_HDR, 4999), -EILSEQ);
+	EXPECT_EQ_INT(urec_hdr_decode(&u, th_at_edge(b, UREC_HDR), UREC_HDR, 4999), -EILSEQ);
 	pohm_st32(b + 64, 0);
 	pohm_st32(b + 120, node_crc32c(0, b, 120));
-	EXPECT_EQ_INT(urec_hdr_decode(&u, at_edge(b, UREC_HDR), UREC_HDR, 1 << 20), -EILSEQ);
+	EXPECT_EQ_INT(urec_hdr_decode(&u, th_at_edge(b, UREC_HDR), UREC_HDR, 1 << 20), -EILSEQ);
 }
 
 /* ---------------------------------------------------------------- node_feed */
@@ -311,11 +285,11 @@ TEST(feed_truncated)
 	pohm_cmd_encode(b, &cmd);
 	memset(b + POHM_CMD_SIZE, 0xff, 64);
 	for (k = 1; k < sizeof(b); k++)
-		EXPECT_EQ_INT(node_feed(&n, c, at_edge(b, k), k), -EPROTO);
+		EXPECT_EQ_INT(node_feed(&n, c, th_at_edge(b, k), k), -EPROTO);
 	cmd.size = (1 << 20) + 1;
 	pohm_cmd_encode(b, &cmd);
-	EXPECT_EQ_INT(node_feed(&n, c, at_edge(b, POHM_CMD_SIZE), POHM_CMD_SIZE), -EMSGSIZE);
-	EXPECT_EQ_INT(node_feed(&n, c, at_edge(b, 0), 0), 0);
+	EXPECT_EQ_INT(node_feed(&n, c, th_at_edge(b, POHM_CMD_SIZE), POHM_CMD_SIZE), -EMSGSIZE);
+	EXPECT_EQ_INT(node_feed(&n, c, th_at_edge(b, 0), 0), 0);
 	EXPECT_EQ_INT(out.len, 0);		/* nothing was dispatched */
 	node_conn_put(c);
 	pohm_buf_free(&out);

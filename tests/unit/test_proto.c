@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
+#include "edge.h"
 #include "buf.h"
 #include "proto.h"
 
@@ -311,6 +312,159 @@ TEST(auth_and_backend_status)
 	pohm_st32(b.p, 5);
 	EXPECT_EQ_INT(pohm_backend_status_count(&c, b.p, b.len), -EPROTO);
 	pohm_buf_free(&b);
+}
+
+/* ---------------------------------------------------------------- replies at the edge */
+
+/*
+ * Every reply decoder, given every proper prefix of a valid reply placed
+ * against the guard page (edge.h): a clear error, never a read past the
+ * end (which would crash here).  The whole reply at the edge decodes.
+ */
+TEST(replies_truncated_at_the_guard_page)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_addr a[2], ga;
+	struct pohm_addr_list l;
+	struct pohm_file_info fi = { 0 }, gfi;
+	struct pohm_io_attr io = { 0 }, gio;
+	struct pohm_backend_status st[2] = { { 0 } }, gst;
+	struct pohm_backend_iter it;
+	struct pohm_backend_ids be, gbe;
+	struct pohm_auth au = { { 0 }, 7 }, gau;
+	uint8_t ids[2 * 64], raw[POHM_IO_ATTR_SIZE + 5];
+	const uint8_t *data;
+	size_t k, dlen, used;
+	uint32_t c;
+
+	EXPECT_EQ_INT(pohm_addr_parse(&a[0], "10.0.0.1:1025"), 0);
+	EXPECT_EQ_INT(pohm_addr_parse(&a[1], "[fe80::1]:1026"), 0);
+	a[1].scope_id = 3;
+	/* io_attr + data */
+	io.size = 5;
+	pohm_io_attr_encode(raw, &io);
+	memcpy(raw + POHM_IO_ATTR_SIZE, "hello", 5);
+	EXPECT_EQ_INT(pohm_io_payload_decode(&gio, &data, &dlen, th_at_edge(raw, sizeof(raw)),
+					     sizeof(raw), 1), 0);
+	EXPECT_EQ_INT(dlen, 5);
+	for (k = 0; k < sizeof(raw); k++)
+		EXPECT_EQ_INT(pohm_io_payload_decode(&gio, &data, &dlen, th_at_edge(raw, k), k, 1),
+			      -EPROTO);
+	/* Without the size check a bare io_attr is a reply with no data. */
+	EXPECT_EQ_INT(pohm_io_payload_decode(&gio, &data, &dlen, th_at_edge(raw, POHM_IO_ATTR_SIZE),
+					     POHM_IO_ATTR_SIZE, 0), 0);
+	EXPECT_EQ_INT(dlen, 0);
+	EXPECT_EQ_INT(pohm_io_payload_decode(&gio, &data, &dlen, th_at_edge(raw, 207), 207, 0),
+		      -EPROTO);
+
+	/* address list */
+	EXPECT_EQ_INT(pohm_addr_list_encode(&b, 1, a, 2), 0);
+	EXPECT_EQ_INT(pohm_addr_list_decode(&l, &used, th_at_edge(b.p, b.len), b.len), 0);
+	EXPECT_EQ_INT(used, b.len);
+	EXPECT_EQ_INT(pohm_addr_list_get(&l, 1, &ga), 0);
+	EXPECT(pohm_addr_equal(&ga, &a[1]));
+	for (k = 0; k < b.len; k++)
+		EXPECT_EQ_INT(pohm_addr_list_decode(&l, &used, th_at_edge(b.p, k), k), -EPROTO);
+	pohm_buf_free(&b);
+
+	/* backend id container */
+	memset(ids, 0x11, sizeof(ids));
+	be = (struct pohm_backend_ids){ 3, 4, 0, 2, ids };
+	pohm_backends_encode_count(&b, 1);
+	pohm_backends_encode_one(&b, &be);
+	EXPECT_EQ_INT(pohm_backends_begin(&it, th_at_edge(b.p, b.len), b.len), 0);
+	EXPECT_EQ_INT(pohm_backends_next(&it, &gbe), 1);
+	EXPECT_EQ_INT(gbe.ids_count, 2);
+	EXPECT_EQ_INT(gbe.ids[127], 0x11);
+	EXPECT_EQ_INT(pohm_backends_next(&it, &gbe), 0);
+	for (k = 0; k < b.len; k++)
+		EXPECT_EQ_INT(pohm_backends_begin(&it, th_at_edge(b.p, k), k), -EPROTO);
+	pohm_buf_free(&b);
+
+	/* LOOKUP/WRITE reply: address, file info, path */
+	EXPECT_EQ_INT(pohm_lookup_reply_encode(&b, &a[1], &fi, "/p"), 0);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(&ga, &gfi, th_at_edge(b.p, b.len), b.len), 0);
+	EXPECT(pohm_addr_equal(&ga, &a[1]));
+	EXPECT_EQ_INT(gfi.flen, 3);
+	for (k = 0; k < b.len; k++)
+		EXPECT_EQ_INT(pohm_lookup_reply_decode(&ga, &gfi, th_at_edge(b.p, k), k), -EPROTO);
+	pohm_buf_free(&b);
+
+	/* BACKEND_STATUS */
+	st[1].backend_id = 9;
+	pohm_backend_status_encode(&b, st, 2);
+	EXPECT_EQ_INT(pohm_backend_status_get(&gst, th_at_edge(b.p, b.len), b.len, 1), 0);
+	EXPECT_EQ_INT(gst.backend_id, 9);
+	for (k = 0; k < b.len; k++) {
+		EXPECT(pohm_backend_status_count(&c, th_at_edge(b.p, k), k) == -EPROTO || c < 2);
+		EXPECT_EQ_INT(pohm_backend_status_get(&gst, th_at_edge(b.p, k), k, 1), -EPROTO);
+	}
+	pohm_buf_free(&b);
+
+	/* AUTH (the server's own error for a bad body is -EINVAL) */
+	pohm_auth_encode(raw, &au);
+	EXPECT_EQ_INT(pohm_auth_decode(&gau, th_at_edge(raw, POHM_AUTH_SIZE), POHM_AUTH_SIZE), 0);
+	EXPECT_EQ_U64(gau.flags, 7);
+	for (k = 0; k < POHM_AUTH_SIZE; k++)
+		EXPECT_EQ_INT(pohm_auth_decode(&gau, th_at_edge(raw, k), k), -EINVAL);
+}
+
+/* Malformed counts and lengths the edge walk above does not reach. */
+TEST(replies_malformed)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_addr a;
+	struct pohm_file_info fi = { 0 }, gfi;
+	struct pohm_backend_status st = { 0 }, gst;
+	struct pohm_backend_iter it;
+	struct pohm_backend_ids gbe;
+	uint8_t c4[4];
+	uint32_t c;
+
+	/* A backend count that is negative, or far more than the bytes hold. */
+	pohm_st32(c4, 0x80000000u);
+	EXPECT_EQ_INT(pohm_backends_begin(&it, th_at_edge(c4, 4), 4), -EPROTO);
+	pohm_st32(c4, 0x7fffffffu);
+	EXPECT_EQ_INT(pohm_backends_begin(&it, th_at_edge(c4, 4), 4), -EPROTO);
+	/* Zero backends: valid, and the iterator is empty. */
+	pohm_st32(c4, 0);
+	EXPECT_EQ_INT(pohm_backends_begin(&it, th_at_edge(c4, 4), 4), 0);
+	EXPECT_EQ_INT(pohm_backends_next(&it, &gbe), 0);
+	EXPECT_EQ_INT(pohm_backends_begin(&it, NULL, 4), -EPROTO);
+	/* A status count whose entries would overflow 32 bits. */
+	pohm_st32(c4, 0xffffffffu);
+	EXPECT_EQ_INT(pohm_backend_status_count(&c, th_at_edge(c4, 4), 4), -EPROTO);
+	EXPECT_EQ_INT(pohm_backend_status_count(&c, NULL, 4), -EPROTO);
+	/* Every field of a status entry where PROTOCOL.md puts it. */
+	st.backend_id = 0x01020304; st.state = -2; st.defrag_state = 6;
+	st.last_start.tsec = 1700000000; st.last_start.tnsec = 8; st.last_start_err = -5;
+	st.read_only = 1; st.delay = 250;
+	pohm_backend_status_encode(&b, &st, 1);
+	EXPECT_EQ_INT(pohm_backend_status_get(&gst, th_at_edge(b.p, b.len), b.len, 0), 0);
+	EXPECT_EQ_INT(gst.backend_id, 0x01020304);
+	EXPECT_EQ_INT(gst.state, -2);
+	EXPECT_EQ_INT(gst.defrag_state, 6);
+	EXPECT_EQ_U64(gst.last_start.tsec, 1700000000);
+	EXPECT_EQ_U64(gst.last_start.tnsec, 8);
+	EXPECT_EQ_INT(gst.last_start_err, -5);
+	EXPECT_EQ_INT(gst.read_only, 1);
+	EXPECT_EQ_INT(gst.delay, 250);
+	pohm_buf_free(&b);
+	/* A path length that is the bytes left (accepted) or one more (refused). */
+	pohm_addr_parse(&a, "10.0.0.1:1025");
+	EXPECT_EQ_INT(pohm_lookup_reply_encode(&b, &a, &fi, "/abc"), 0);
+	pohm_st32(b.p + 32, 5);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(NULL, &gfi, th_at_edge(b.p, b.len), b.len), 0);
+	pohm_st32(b.p + 32, 6);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(NULL, &gfi, th_at_edge(b.p, b.len), b.len), -EPROTO);
+	pohm_st32(b.p + 32, 0x7fffffffu);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(NULL, &gfi, th_at_edge(b.p, b.len), b.len), -EPROTO);
+	/* A wildcard address in the reply. */
+	pohm_st32(b.p + 32, 5);
+	memset(b.p + 4, 0, 4);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(NULL, &gfi, th_at_edge(b.p, b.len), b.len), -EPROTO);
+	pohm_buf_free(&b);
+	EXPECT_EQ_INT(pohm_lookup_reply_decode(NULL, &gfi, NULL, 200), -EPROTO);
 }
 
 TEST(status_table)

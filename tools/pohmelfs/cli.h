@@ -1,6 +1,8 @@
 /*
  * cli.h — shared pieces of the `pohmelfs` tool: the opened client, output
- * helpers and the subcommand entry points (raw.c, status.c, cache.c).
+ * helpers (cli.c) and the subcommand entry points (raw.c, status.c,
+ * cache.c, fsck.c) that main.c's table calls.  The helpers call no
+ * subcommand: main -> subcommands -> cli.c, no circle.
  */
 #ifndef POHM_TOOLS_POHMELFS_CLI_H
 #define POHM_TOOLS_POHMELFS_CLI_H
@@ -25,6 +27,8 @@ int cli_open(struct cli *cli);
 void cli_json_str(FILE *f, const char *s);
 /* "sec.nsec" of a timestamp into buf. */
 void cli_fmt_time(const struct pohm_time *t, char *buf, size_t len);
+
+int cmd_fsck_main(int argc, char **argv);	/* fsck.c: parses its own options */
 
 int cmd_put(struct cli *cli, const char *key);
 int cmd_get(struct cli *cli, const char *key);

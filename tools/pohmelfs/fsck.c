@@ -172,8 +172,6 @@ static int parse_age(const char *s, uint64_t *ns)
 	return 0;
 }
 
-int cmd_fsck_main(int argc, char **argv);
-
 int cmd_fsck_main(int argc, char **argv)
 {
 	struct fsck_out out;
