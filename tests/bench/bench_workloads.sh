@@ -90,21 +90,29 @@ wl_git="git clone -q 'file://$S/repo' clone"
 wl_make="cp -r '$S/proj' . && make -s -j2 -C proj"
 wl_sqlite="sqlite3 db < '$S/insert.sql'"
 
+# settle: the file system's dirty pages written out before a round starts
+# (outside the clock), so a round does not pay for an earlier round's
+# writeback (session 13: the same 5000-file tar on disk took 1.3-2.5 s in
+# the tar rounds and 0.6-0.8 s in the tar_nosoc rounds right after).
+settle() { sync -f "$W" 2>/dev/null || sync; }
+
 # run_disk NAME ROUND / run_shim NAME ROUND: seconds of workload NAME.
 run_disk() {
 	eval "local cmd=\$wl_$1"
+	settle
 	secs bash -ec "mkdir '$W/local/$1$2' && cd '$W/local/$1$2' && $cmd"
 }
 shim_round() {
 	eval "local cmd=\$wl_$1"
 	shim a bash -ec "mkdir -p '$W/a/$1$2' && cd '$W/a/$1$2' && $cmd" && shim_sync a
 }
-run_shim() { secs shim_round "$1" "$2"; }
+run_shim() { settle; secs shim_round "$1" "$2"; }
 # sync_on_close=0: the program's own time (which includes the pushes at its
 # exit); anything left dirty is pushed after the clock stopped, so the next
 # round starts from a clean cache.
 run_shim_nosoc() {
 	local t
+	settle
 	t=$(POHMELFS_SYNC_ON_CLOSE=0 secs shim a bash -ec \
 		"mkdir -p '$W/a/$1$2' && cd '$W/a/$1$2' && $wl_tar") || return 1
 	shim_sync a || fail "pohmelfs sync after $1 round $2"
@@ -112,9 +120,9 @@ run_shim_nosoc() {
 }
 # find -ls of the first tar round's tree: the cache that extracted it, a
 # new cache (host f<round>) each round, local disk.
-find_disk() { secs find "$W/local/tar0" -ls; }
-find_same() { secs shim a find "$W/a/tar0" -ls; }
-find_fresh() { secs shim "f$1" find "$W/f$1/tar0" -ls; }
+find_disk() { settle; secs find "$W/local/tar0" -ls; }
+find_same() { settle; secs shim a find "$W/a/tar0" -ls; }
+find_fresh() { settle; secs shim "f$1" find "$W/f$1/tar0" -ls; }
 
 for wl in $WORKLOADS; do
 	case $wl in
