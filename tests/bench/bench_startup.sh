@@ -74,3 +74,24 @@ paste "$W/m.inpfx_none" "$W/m.inpfx_shim" | awk '{print $2 - $1}' >"$W/d.inpfx"
 row "start-up python3 listing the prefix (wall ms)" \
 	"$(awk -v d="$(median_of "$W/d.inpfx")" 'BEGIN {printf "%+.2f", d}')" \
 	"ms wall per start of python3 -c \"os.listdir('.')\" in the prefix (connects); median of $REPS rounds x $WALL_STARTS; $(median_of "$W/m.inpfx_none") ms without"
+
+# Issue 23: a shell loop starting LOOP_N (500) /bin/true, the shell and
+# every child under the shim ÷ without (target ≤ 1.1; the parent's fork and
+# exec wrappers are in it: what a configure script feels).  The shell runs
+# in a directory under the prefix, as a build there would; /bin/true makes
+# no call under it.  Wall time, median of REPS interleaved rounds.
+LOOP_N=${LOOP_N:-500}
+[ "$QUICK" = 1 ] && LOOP_N=50
+mkdir -p "$W/a/loop" 2>/dev/null || shim a mkdir -p "$W/a/loop" || fail "mkdir $W/a/loop"
+true_loop() {	# true_loop PRELOAD: wall seconds of the loop
+	local t0 t1
+	t0=$(now_ns)
+	(cd "$W/a/loop" && LD_PRELOAD=$1 bash -c "for ((i = 0; i < $LOOP_N; i++)); do /bin/true; done") || return 1
+	t1=$(now_ns)
+	awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f\n", (b - a) / 1e9}'
+}
+loop_none() { true_loop ""; }
+loop_shim() { true_loop "$LIB"; }
+interleave "$REPS" loop_none loop_shim
+row "start-up: $LOOP_N x /bin/true from a shell (wall shim/none)" "$(ratio_median loop_shim loop_none)" \
+	"median of $REPS rounds; $(fmt "$(median_of "$W/m.loop_none") * 1000") ms without, $(fmt "$(median_of "$W/m.loop_shim") * 1000") ms with; cwd under the prefix; load $(cut -d' ' -f1 /proc/loadavg)"

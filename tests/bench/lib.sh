@@ -61,11 +61,14 @@ bench_init() {
 
 # bench_cluster [pohmelfs-cluster start options]: 1 group by default
 # (BENCH_GROUPS), --nosync: the nodes write to the page cache, like the
-# local-disk side they are compared with.
+# local-disk side they are compared with.  BENCH_NODE_SYNC=default starts
+# the nodes with their default durability instead (real Elliptics's: the
+# page cache, a sync every few seconds; issue 23's setting).
 bench_cluster() {
-	local out
+	local out sync=--nosync
+	[ "${BENCH_NODE_SYNC:-nosync}" = default ] && sync=
 	CLUSTER=$W/cluster
-	out=$("$BIN/pohmelfs-cluster" start "$CLUSTER" --groups "${BENCH_GROUPS:-1}" --nosync \
+	out=$("$BIN/pohmelfs-cluster" start "$CLUSTER" --groups "${BENCH_GROUPS:-1}" $sync \
 		--watch-pid $$ "$@") || fail "cluster start"
 	eval "$out"
 	export POHMELFS_FSID=bench-$BENCH_NAME-$$ POHMELFS_SYNC_ON_CLOSE=1
@@ -113,7 +116,7 @@ interleave() {
 			v=$("${fns[$i]}" "$r") || fail "${fns[$i]} round $r"
 			[ -n "$v" ] || fail "${fns[$i]} round $r printed nothing"
 			echo "$v" >>"$W/m.${fns[$i]}"
-			echo "  $BENCH_NAME round $r ${fns[$i]}: $v" >&2
+			echo "  $BENCH_NAME round $r ${fns[$i]}: $v (load $(cut -d" " -f1 /proc/loadavg))" >&2
 		done
 	done
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env bats
+# cache_syscalls.bats — issue 23's syscall budget, counted with strace:
+#   "create + write 4 KiB + close with sync_on_close=1: <= 30 syscalls more
+#    than the same program on local disk";
+#   "stat, open for read of a cached file validated within attr_timeout:
+#    0 round trips and <= 2 extra syscalls".
+# One python program (tests' $T/ops.py) does the operation between marker
+# calls (a stat of a name outside any prefix, which fails), once and then 10
+# times, in a directory on local disk and, under the shim, in one under the
+# prefix (2 groups, sync_on_close=1, attr_timeout 30 s, the files cached and
+# validated just before).  `strace -f` counts every call between the
+# markers in every thread; "extra" is shim minus local disk.  Two figures:
+# the first operation of the process (it opens the cache, maybe connects)
+# and a steady one (the 10, divided by 10).
+#
+# Not counted, so the counts are the same in every run: the calls that
+# wait for or read the cluster's replies (ppoll, poll, reads of the
+# sockets: how many depends on when the replies arrive) and preload/addr.c's
+# one-byte pointer probes (process_vm_readv, once per new page).  The
+# requests sent (sendmsg) and connects are counted apart: a validated stat
+# or open for read sends none.
+#
+# Where the budget is not met yet, the limit is today's figure (session 13,
+# doc/notes-s13-bench23.md has what the calls are) and the test's name says
+# "not yet at the budget: N, budget M": a change may only lower it.
+
+setup() {
+	POHM_TEST_BUILD=1	# POHMELFS_TEST_DIR_TIME_LAG: build/test/ reads it
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	[ -z "${SAN:-}" ] || skip "the counts are the plain build's (a sanitizer's runtime makes its own calls)"
+	preload_ok || skip "LD_PRELOAD does not work here"
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
+	# The interpreter itself, not a wrapper script (pyenv's would run bash
+	# under the shim too).
+	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || skip "python3 is not installed"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=syscalls-$RANDOM
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=30 POHMELFS_TEST_DIR_TIME_LAG=60
+	unset POHMELFS_STATS POHMELFS_LOG_LEVEL
+	D=$T/a/d L=$T/local/d
+	mkdir -p "$T/a" "$L"
+	shim a mkdir -p "$D"
+	for d in "$D" "$L"; do
+		shim a "$PY" -c "
+for n in ('s', 's0'):
+    open('$d/' + n, 'wb').write(b'x' * 4096)"
+	done
+	cat >"$T/ops.py" <<-'EOF'
+	import os, sys
+	op, d = sys.argv[1], sys.argv[2]
+	def mark(w):
+	    try:
+	        os.stat("/nonexistent-syscalls-mark-" + w)
+	    except OSError:
+	        pass
+	n = [0]
+	def one():
+	    if op == "create":
+	        n[0] += 1
+	        with open("%s/new%02d" % (d, n[0]), "wb") as f:
+	            f.write(b"z" * 4096)
+	    elif op == "stat":
+	        os.stat(d + "/s")
+	    elif op == "read":
+	        os.close(os.open(d + "/s", os.O_RDONLY))
+	mark("a")
+	one()
+	mark("b")
+	for i in range(10):
+	    one()
+	mark("c")
+	EOF
+}
+
+teardown() {
+	stop_daemons
+	cluster_stop
+}
+
+# waits HOST: HOST's net_waits total so far (the shim's stats).
+waits() {
+	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
+}
+
+# counts FILE: from an `strace -f -y` trace of ops.py, "FIRST TEN
+# REQUESTS CONNECTS": the calls between marks a and b, between b and c (not
+# counting waits, socket reads and pointer probes, see the file comment),
+# and the sendmsg/sendto and connect calls between a and c.
+counts() {
+	awk '
+	/syscalls-mark-a/ { on = 1; next }
+	/syscalls-mark-b/ { on = 2; next }
+	/syscalls-mark-c/ { on = 0 }
+	!on || /resumed>/ || / (\+\+\+|---) / { next }
+	{
+		call = $2; sub(/\(.*/, "", call)
+		if (call ~ /^(sendmsg|sendto)$/) req++
+		if (call == "connect") conn++
+		if (call ~ /^(ppoll|poll|epoll_wait|epoll_pwait|select|pselect6|process_vm_readv)$/) next
+		if (call ~ /^(read|recvmsg|recvfrom|readv)$/ && $2 ~ /<(TCP|TCPv6|UDP|socket):/) next
+		n[on]++
+	}
+	END { printf "%d %d %d %d\n", n[1], n[2], req, conn }' "$1"
+}
+
+# trace NAME OP: ops.py OP on local disk and under the shim (host a); sets
+# FIRST and TEN (extra calls of the first operation and of the 10 after it,
+# shim minus disk), REQ and CONN (the shim side's), and WAITS (net_waits
+# the shim side added).
+trace() {
+	local name=$1 op=$2 w0 disk shim
+	# An uncounted change first: a directory's stored time moves at most
+	# once per POHMELFS_TEST_DIR_TIME_LAG (decision 0015), so a create does
+	# not pay that update by chance.
+	shim a "$PY" -c "import os; open('$D/.fresh', 'w').close(); os.unlink('$D/.fresh')"
+	shim a stat "$D/s" "$D/s0" >/dev/null
+	strace -f -y -qq -o "$T/$name.disk" "$PY" "$T/ops.py" "$op" "$L"
+	w0=$(waits a)
+	strace -f -y -qq -o "$T/$name.shim" env LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$T/a" \
+		POHMELFS_CACHE_DIR="$T/a-state" POHMELFS_HOST_ID=a "$PY" "$T/ops.py" "$op" "$D"
+	WAITS=$(($(waits a) - w0))
+	read -r -a disk <<<"$(counts "$T/$name.disk")"
+	read -r -a shim <<<"$(counts "$T/$name.shim")"
+	FIRST=$((shim[0] - disk[0]))
+	TEN=$((shim[1] - disk[1]))
+	REQ=${shim[2]} CONN=${shim[3]}
+	echo "# $name: disk ${disk[0]} + ${disk[1]}/10, shim ${shim[0]} + ${shim[1]}/10 calls;" \
+		"extra: first $FIRST, the next 10 $TEN; $REQ requests, $CONN connects, $WAITS waits" >&3
+}
+
+# The limits are session 13's exact counts (the same in every run): 10
+# creates 1472 extra calls, the first 286 (it opens the cache and connects);
+# 10 stats 107, the first 115; 10 opens 42, the first 130.
+# What a create's calls are: doc/notes-s13-bench23.md.
+@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 148 extra syscalls, budget 30" {
+	trace create create
+	[ "$TEN" -le 1472 ]
+	[ "$FIRST" -le 286 ]
+	[ "$CONN" -ge 1 ]
+	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
+}
+
+@test "stat of a cached file validated within attr_timeout: no request; not yet at the budget: 11 extra syscalls, budget 2" {
+	trace stat stat
+	[ "$REQ" -eq 0 ]
+	[ "$CONN" -eq 0 ]
+	[ "$WAITS" -eq 0 ]
+	[ "$TEN" -le 107 ]
+	[ "$FIRST" -le 115 ]
+}
+
+@test "open for read of a cached file validated within attr_timeout: no request; not yet at the budget: 5 extra syscalls, budget 2" {
+	trace read read
+	[ "$REQ" -eq 0 ]
+	[ "$CONN" -eq 0 ]
+	[ "$WAITS" -eq 0 ]
+	[ "$TEN" -le 42 ]
+	[ "$FIRST" -le 130 ]
+}
