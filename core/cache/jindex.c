@@ -52,39 +52,48 @@ struct slot {
 	uint64_t dev, lino, ino;
 };
 
-static uint64_t xmix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 33);
-}
-
 static uint64_t slot_check(uint64_t dev, uint64_t lino, uint64_t ino)
 {
-	return xmix(xmix(xmix(dev ^ 0x5851f42d4c957f2dULL) ^ lino) ^ ino) | 1;	/* never 0 */
+	return jfmix(jfmix(jfmix(dev ^ 0x5851f42d4c957f2dULL) ^ lino) ^ ino) | 1;	/* never 0 */
 }
 
 off_t jindex_bucket_off(uint64_t dev, uint64_t lino, int level)
 {
-	uint64_t h = xmix(xmix(dev + 0x9e3779b97f4a7c15ULL * (uint64_t)(level + 1)) ^ lino);
+	uint64_t h = jfmix(jfmix(dev + 0x9e3779b97f4a7c15ULL * (uint64_t)(level + 1)) ^ lino);
 
 	return (off_t)level * XLEVEL + (off_t)(h % XBUCKETS) * XBUCKET;
 }
 
-/* Slot i of the bucket bytes b: 1 empty, 0 a slot (in *s), -1 torn. */
-static int slot_at(const uint8_t *b, int i, struct slot *s)
+/* The slot at the cursor (and step past it): 1 empty, 0 a slot (in *s),
+ * -1 torn (or cut short).  Taken whole (pohm_rd_sub: a lookup scans up to
+ * 16 slots). */
+static int get_slot(struct pohm_rd *d, struct slot *s)
 {
-	const uint8_t *p = b + i * XSLOT;
-	uint64_t ck = pohm_le64(p + 24);
+	struct pohm_rd f = pohm_rd_sub(d, XSLOT);
+	uint64_t ck;
 
-	s->dev = pohm_le64(p);
-	s->lino = pohm_le64(p + 8);
-	s->ino = pohm_le64(p + 16);
+	s->dev = pohm_rd_u64(&f);
+	s->lino = pohm_rd_u64(&f);
+	s->ino = pohm_rd_u64(&f);
+	ck = pohm_rd_u64(&f);
+	if (f.err)
+		return -1;
 	if (!ck && !s->dev && !s->lino && !s->ino)
 		return 1;
 	return ck == slot_check(s->dev, s->lino, s->ino) ? 0 : -1;
+}
+
+/* The bytes of a slot, in the order get_slot reads them; 0 or -ENOMEM. */
+static int put_slot(struct pohm_buf *b, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	int rc = pohm_buf_reserve(b, XSLOT);
+
+	if (rc)
+		return rc;	/* then no put below can fail */
+	pohm_buf_put_u64(b, dev);
+	pohm_buf_put_u64(b, lino);
+	pohm_buf_put_u64(b, ino);
+	return pohm_buf_put_u64(b, slot_check(dev, lino, ino));
 }
 
 /* Lock (type) or unlock the bytes of the bucket at off on fd. */
@@ -145,20 +154,18 @@ static void cover_level(int fd, off_t off)
 	pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
 }
 
-/*
- * Find (dev, lino) in the bucket bytes b: its slot index (*s), and
- * *free_i the first empty or dropped slot, *has_empty whether an empty
- * one is there.  -1 not there; -2 a torn slot was seen (and not it).
- */
-static int bucket_find(const uint8_t *b, uint64_t dev, uint64_t lino, struct slot *s,
+int jindex_bucket_find(const uint8_t *b, size_t n, uint64_t dev, uint64_t lino, uint64_t *ino,
 		       int *free_i, int *has_empty)
 {
+	struct pohm_rd d = pohm_rd_make(b, n);
+	struct slot s;
 	int i, k, torn = 0;
 
 	*free_i = -1;
 	*has_empty = 0;
+	*ino = 0;
 	for (i = 0; i < XSLOTS; i++) {
-		k = slot_at(b, i, s);
+		k = get_slot(&d, &s);
 		if (k < 0) {
 			torn = 1;
 			continue;
@@ -169,9 +176,11 @@ static int bucket_find(const uint8_t *b, uint64_t dev, uint64_t lino, struct slo
 				*free_i = i;
 			continue;
 		}
-		if (s->dev == dev && s->lino == lino)
+		if (s.dev == dev && s.lino == lino) {
+			*ino = s.ino;
 			return i;
-		if (!s->ino && *free_i < 0)
+		}
+		if (!s.ino && *free_i < 0)
 			*free_i = i;
 	}
 	return torn ? -2 : -1;
@@ -193,7 +202,7 @@ static int legacy_get(struct pohm_journal *j, const char *name, uint64_t *ino)
 int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino)
 {
 	uint8_t b[XBUCKET];
-	struct slot s;
+	uint64_t got;
 	int level, i, free_i, has_empty, lfd;
 	char name[96];
 
@@ -202,19 +211,19 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 
 		if (read_bucket(j->xfd, off, b) < 0)
 			break;
-		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i == -2) {
 			/* A writer is in this bucket: once more after it. */
 			lfd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);
 			if (lfd < 0)
 				break;
 			if (!lock_bucket(lfd, off, F_RDLCK) && read_bucket(lfd, off, b) >= 0)
-				i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+				i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 			pohm_sys_close(lfd);
 		}
 		if (i >= 0) {
-			*ino = s.ino;
-			return s.ino ? 0 : -ENOENT;
+			*ino = got;
+			return got ? 0 : -ENOENT;
 		}
 		if (has_empty || i == -2)
 			break;
@@ -228,15 +237,18 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 /* Write slot i of the bucket at off. */
 static int write_slot(int fd, off_t off, int i, uint64_t dev, uint64_t lino, uint64_t ino)
 {
-	uint8_t p[XSLOT];
+	struct pohm_buf b = POHM_BUF_INIT;
 	ssize_t n;
+	int rc;
 
-	pohm_st64(p, dev);
-	pohm_st64(p + 8, lino);
-	pohm_st64(p + 16, ino);
-	pohm_st64(p + 24, slot_check(dev, lino, ino));
-	n = pohm_sys_pwrite_full(fd, p, XSLOT, off + (off_t)i * XSLOT);
-	return n < 0 ? (int)n : 0;
+	rc = put_slot(&b, dev, lino, ino);
+	if (rc)
+		goto out;
+	n = pohm_sys_pwrite_full(fd, b.p, b.len, off + (off_t)i * XSLOT);
+	rc = n < 0 ? (int)n : 0;
+out:
+	pohm_buf_free(&b);
+	return rc;
 }
 
 /*
@@ -250,7 +262,7 @@ enum { XSET, XADD, XDROP };
 static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino, int mode)
 {
 	uint8_t b[XBUCKET];
-	struct slot s;
+	uint64_t got;
 	off_t free_off = -1;
 	int fd, level, i, free_i, free_at = -1, has_empty, r = 0;
 
@@ -268,10 +280,10 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 		if (r && mode != XDROP)
 			cover_level(fd, off);
 		r = 0;
-		i = bucket_find(b, dev, lino, &s, &free_i, &has_empty);
+		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i >= 0) {
-			if (mode == XADD || (mode == XDROP && s.ino != ino) ||
-			    (mode == XSET && s.ino == ino))
+			if (mode == XADD || (mode == XDROP && got != ino) ||
+			    (mode == XSET && got == ino))
 				goto out;
 			r = write_slot(fd, off, i, dev, lino, mode == XDROP ? 0 : ino);
 			goto out;

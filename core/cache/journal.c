@@ -131,38 +131,76 @@ static uint64_t jmix(uint64_t h, uint64_t w)
 	return h ^ (h >> 29);
 }
 
+/* The check of the len record bytes at p (len >= JHDR2): the words of the
+ * header but the check itself, then those of the rest; a tail of under 8
+ * bytes is one word, big-endian, with its length.  The words are taken
+ * from the cursor as one span (a hash, not fields: one bounds check, not
+ * one a word, on every read of a record). */
 static uint64_t jcheck(const uint8_t *p, size_t len)
 {
-	uint64_t h = 0x6a09e667f3bcc908ULL ^ len, w;
-	size_t i;
+	struct pohm_rd d = pohm_rd_make(p, len);
+	uint64_t h = 0x6a09e667f3bcc908ULL ^ len, w = 0;
+	const uint8_t *q;
+	size_t i, n;
 
-	h = jmix(h, pohm_le64(p));		/* magic and the low half of ino */
-	h = jmix(h, pohm_le64(p + 8));		/* the rest of ino and len */
-	for (i = JHDR2; i + 8 <= len; i += 8)
-		h = jmix(h, pohm_le64(p + i));
-	for (w = 0; i < len; i++)
-		w = (w << 8) | p[i];
+	h = jmix(h, pohm_rd_u64(&d));		/* magic and the low half of ino */
+	h = jmix(h, pohm_rd_u64(&d));		/* the rest of ino and len */
+	pohm_rd_take(&d, 8);			/* the check */
+	n = d.left & ~(size_t)7;
+	q = pohm_rd_take(&d, n);
+	for (i = 0; q && i < n; i += 8)
+		h = jmix(h, pohm_le64(q + i));
+	n = d.left;
+	q = pohm_rd_take(&d, n);
+	for (i = 0; q && i < n; i++)
+		w = (w << 8) | q[i];
 	h = jmix(h, w ^ ((uint64_t)(len & 7) << 56));
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 33);
+	return jfmix1(h);
+}
+
+/* Set the length and check of the len format-2 bytes at p; the check. */
+static uint64_t seal(uint8_t *p, size_t len)
+{
+	uint64_t check;
+
+	pohm_st32(p + 12, (uint32_t)len);
+	check = jcheck(p, len);
+	pohm_st64(p + 16, check);
+	return check;
 }
 
 void pohm_journal_seal(uint8_t *p, size_t len)
 {
-	if (len < JHDR2)
-		return;
-	pohm_st32(p + 12, (uint32_t)len);
-	pohm_st64(p + 16, jcheck(p, len));
+	if (len >= JHDR2)
+		seal(p, len);
 }
 
 static uint64_t trail_check(uint64_t rec_check, uint64_t dversion, uint64_t lino)
 {
-	uint64_t h = jmix(jmix(jmix(0x510e527fade682d1ULL ^ XMAGIC, rec_check), dversion), lino);
+	return jfmix1(jmix(jmix(jmix(0x510e527fade682d1ULL ^ XMAGIC, rec_check), dversion), lino));
+}
 
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 33);
+/* A record file's header: format 1's magic and ino, format 2's magic, ino,
+ * len and check (0 in format 1). */
+struct jhdr {
+	uint32_t magic;
+	uint64_t ino;
+	uint32_t len;
+	uint64_t check;
+};
+
+/* Read the header at the cursor into h (and step past it); a short one
+ * sets d->err. */
+static void get_hdr(struct pohm_rd *d, struct jhdr *h)
+{
+	h->magic = pohm_rd_u32(d);
+	h->ino = pohm_rd_u64(d);
+	h->len = 0;
+	h->check = 0;
+	if (h->magic == JMAGIC2) {
+		h->len = pohm_rd_u32(d);
+		h->check = pohm_rd_u64(d);
+	}
 }
 
 static void put_ts(struct pohm_buf *b, const struct pohm_ts *t)
@@ -175,6 +213,7 @@ static void put_ts(struct pohm_buf *b, const struct pohm_ts *t)
 static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 {
 	size_t hl = strnlen(r->hint, sizeof(r->hint) - 1);
+	uint64_t rec_check;
 	uint8_t x[2];
 	int rc;
 
@@ -215,10 +254,8 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 		return rc;
 	if (b->len > JMAX)
 		return -EFBIG;
-	pohm_journal_seal(b->p, b->len);
+	rec_check = seal(b->p, b->len);
 	if (r->commit_dversion || r->commit_lino) {
-		uint64_t rec_check = pohm_le64(b->p + 16);
-
 		pohm_buf_put_u32(b, XMAGIC);
 		pohm_buf_put_u32(b, 0);
 		pohm_buf_put_u64(b, r->commit_dversion);
@@ -228,18 +265,22 @@ static int encode(struct pohm_buf *b, const struct pohm_jrec *r)
 	return rc;
 }
 
-/* The commit trailer after the record of len bytes in the n bytes at p,
- * if it is there and belongs to that record, into r. */
-static void decode_trailer(struct pohm_jrec *r, const uint8_t *p, size_t len, size_t n)
+/* The commit trailer in the n bytes at p, after a record whose header is
+ * h, if it is there and belongs to that record, into r. */
+static void decode_trailer(struct pohm_jrec *r, const struct jhdr *h, const uint8_t *p, size_t n)
 {
-	const uint8_t *t = p + len;
-	uint64_t dv, li;
+	struct pohm_rd t = pohm_rd_make(p, n);
+	uint32_t magic;
+	uint64_t dv, li, check;
 
-	if (len < JHDR2 || pohm_le32(p) != JMAGIC2 || n < len + JTRAIL || pohm_le32(t) != XMAGIC)
+	if (h->magic != JMAGIC2)
 		return;
-	dv = pohm_le64(t + 8);
-	li = pohm_le64(t + 16);
-	if (pohm_le64(t + 24) != trail_check(pohm_le64(p + 16), dv, li))
+	magic = pohm_rd_u32(&t);
+	pohm_rd_take(&t, 4);		/* 0 */
+	dv = pohm_rd_u64(&t);
+	li = pohm_rd_u64(&t);
+	check = pohm_rd_u64(&t);
+	if (t.err || magic != XMAGIC || check != trail_check(h->check, dv, li))
 		return;
 	r->commit_dversion = dv;
 	r->commit_lino = li;
@@ -254,7 +295,6 @@ static void ts(struct pohm_rd *d, struct pohm_ts *t)
 /* The fields both formats share, from version on (d is past the header). */
 static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 {
-	const uint8_t *q;
 	uint16_t hl;
 
 	r->version = pohm_rd_u64(d);
@@ -283,9 +323,7 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 	hl = pohm_rd_u16(d);
 	if (hl >= sizeof(r->hint))
 		return -EIO;
-	q = pohm_rd_take(d, hl);
-	if (q)
-		memcpy(r->hint, q, hl);
+	pohm_rd_copy(d, r->hint, hl);
 	r->nchunks = pohm_rd_u32(d);
 	if (d->err || (uint64_t)r->nchunks * 64 != d->left)
 		return -EIO;
@@ -293,9 +331,9 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 		r->csum = malloc((size_t)r->nchunks * 64);
 		if (!r->csum)
 			return -ENOMEM;
-		memcpy(r->csum, d->p, (size_t)r->nchunks * 64);
+		pohm_rd_copy(d, r->csum, (size_t)r->nchunks * 64);
 	}
-	return 0;
+	return d->err ? -EIO : 0;
 }
 
 /*
@@ -306,13 +344,15 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
  */
 static ssize_t record_len(const uint8_t *p, size_t n)
 {
-	uint32_t magic, len;
+	struct pohm_rd d = pohm_rd_make(p, n);
+	struct jhdr h;
+	uint32_t magic;
 
-	if (n < 4)
+	magic = pohm_rd_u32(&d);
+	if (d.err)
 		return 0;
-	magic = pohm_le32(p);
 	if (magic == JMAGIC1)
-		return (ssize_t)n;
+		return (ssize_t)n;	/* its fields are checked as they are decoded */
 	if (magic != JMAGIC2) {
 		if ((magic & 0xffffffu) == (JMAGIC1 & 0xffffffu) && (magic >> 24) > '2' &&
 		    (magic >> 24) <= '9')
@@ -320,46 +360,63 @@ static ssize_t record_len(const uint8_t *p, size_t n)
 				  "this one reads format 1 and 2", (int)(magic >> 24));
 		return -EIO;
 	}
-	if (n < JHDR2)
+	d = pohm_rd_make(p, n);
+	get_hdr(&d, &h);
+	if (d.err || h.len < JHDR2 || h.len > n || h.check != jcheck(p, h.len))
 		return 0;
-	len = pohm_le32(p + 12);
-	if (len < JHDR2 || len > n || pohm_le64(p + 16) != jcheck(p, len))
-		return 0;
-	return (ssize_t)len;
+	return (ssize_t)h.len;
 }
 
-/* Decode the whole record of len bytes at p (record_len said it is one). */
-static int decode(struct pohm_jrec *r, const uint8_t *p, size_t len)
+/* Decode the whole record of len bytes at p (record_len said it is one)
+ * into r (cleared), its header into h. */
+static int decode(struct pohm_jrec *r, struct jhdr *h, const uint8_t *p, size_t len)
 {
 	struct pohm_rd d = pohm_rd_make(p, len);
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	if (pohm_rd_u32(&d) == JMAGIC2) {
-		r->ino = pohm_rd_u64(&d);
-		pohm_rd_take(&d, JHDR2 - 12);
-	} else {
-		r->ino = pohm_rd_u64(&d);
-	}
+	get_hdr(&d, h);
+	r->ino = h->ino;
 	rc = decode_body(r, &d);
 	if (rc)
 		pohm_jrec_clear(r);
 	return rc;
 }
 
+int pohm_journal_decode(const uint8_t *p, size_t n, uint64_t ino, struct pohm_jrec *r)
+{
+	ssize_t len = record_len(p, n);
+	struct jhdr h;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (len <= 0)
+		return len ? (int)len : -EAGAIN;
+	rc = decode(r, &h, p, (size_t)len);
+	if (!rc)
+		decode_trailer(r, &h, p + len, n - (size_t)len);
+	if (!rc && r->ino != ino) {
+		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
+		rc = -EIO;
+	}
+	return rc;
+}
+
 /* ---------------------------------------------------------------- reading */
 
 /*
- * Read the record file open as fd into *out (malloc'ed; free it): its
- * length, 0 if it holds no intact record (torn, or a writer is in it), or
- * -errno; *fsize gets the bytes the file held (what was read).  One pread
- * for a record up to JREAD0 bytes.
+ * Read the record file open as fd into *out (malloc'ed; free it): the
+ * bytes it held (a format-2 record's length and trailer, or the whole
+ * file), or -errno (-EIO: too large to be a record).  One pread for a
+ * record up to JREAD0 bytes.
  */
-static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
+static ssize_t read_record(int fd, uint8_t **out)
 {
 	size_t cap = JREAD0, have = 0;
 	uint8_t *buf = NULL, *nb;
+	struct pohm_rd d;
+	struct jhdr h;
 	ssize_t n, len;
+	int f2;
 
 	for (;;) {
 		nb = realloc(buf, cap);
@@ -377,11 +434,13 @@ static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 		if (have < cap)
 			break;		/* the whole file */
 		/* Format 2 names its length: read that much and a trailer, else double. */
-		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 &&
-		    (size_t)pohm_le32(buf + 12) + JTRAIL <= have)
+		d = pohm_rd_make(buf, have);
+		get_hdr(&d, &h);
+		f2 = !d.err && h.magic == JMAGIC2;
+		if (f2 && (size_t)h.len + JTRAIL <= have)
 			break;
-		if (have >= JHDR2 && pohm_le32(buf) == JMAGIC2 && pohm_le32(buf + 12) <= JMAX)
-			cap = (size_t)pohm_le32(buf + 12) + JTRAIL;
+		if (f2 && h.len <= JMAX)
+			cap = (size_t)h.len + JTRAIL;
 		else if (cap < JMAX)
 			cap *= 2;
 		else {
@@ -389,10 +448,9 @@ static ssize_t read_record(int fd, uint8_t **out, size_t *fsize)
 			goto out;
 		}
 	}
-	len = record_len(buf, have);
-	*fsize = have;
+	len = (ssize_t)have;
 out:
-	if (len > 0)
+	if (len >= 0)
 		*out = buf;
 	else
 		free(buf);
@@ -442,21 +500,16 @@ static int jlock(struct pohm_journal *j, uint64_t ino, short type)
 static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
 {
 	uint8_t *buf = NULL;
-	ssize_t len;
+	ssize_t n;
 	int rc;
 
 	*fsize = 0;
-	len = read_record(fd, &buf, fsize);
-	if (len <= 0)
-		return len ? (int)len : -EAGAIN;
-	rc = decode(r, buf, (size_t)len);
-	if (!rc)
-		decode_trailer(r, buf, (size_t)len, *fsize);
+	n = read_record(fd, &buf);
+	if (n < 0)
+		return (int)n;
+	*fsize = (size_t)n;
+	rc = pohm_journal_decode(buf, (size_t)n, ino, r);
 	free(buf);
-	if (!rc && r->ino != ino) {
-		pohm_jrec_clear(r);	/* a record under another inode's name: damage */
-		rc = -EIO;
-	}
 	return rc;
 }
 

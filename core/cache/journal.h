@@ -109,6 +109,13 @@ int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
+/* Decode the n bytes of a record file (what pohm_journal_get read from
+ * cache_dir/j/<ino>) as ino's record into r, reading nothing outside them
+ * (pohm_journal_get's decoder; tests feed it bytes by hand).  0, -EAGAIN
+ * (no whole, intact record: torn, or a writer is in it), -EIO (malformed,
+ * a newer format, another inode's record), -ENOMEM.  r is cleared first;
+ * free it with pohm_jrec_clear. */
+int pohm_journal_decode(const uint8_t *p, size_t n, uint64_t ino, struct pohm_jrec *r);
 /*
  * Set ino's validated_ns (realtime of its last check against the storage,
  * read by other processes of the cache as "fresh within attr_timeout")

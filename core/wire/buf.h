@@ -85,6 +85,21 @@ static inline const uint8_t *pohm_rd_take(struct pohm_rd *r, size_t n)
 	r->left -= n;
 	return p;
 }
+/* The next n bytes as a cursor of their own (and step past them), for a
+ * part of fixed size read field by field: when n is a constant the
+ * compiler drops the sub-cursor's per-field checks.  Short: err set in
+ * r, and the sub-cursor is empty, so every read of it fails too. */
+static inline struct pohm_rd pohm_rd_sub(struct pohm_rd *r, size_t n)
+{
+	const uint8_t *p = pohm_rd_take(r, n);
+	struct pohm_rd s = { p, n, 0 };
+
+	if (!p) {
+		s.left = 0;
+		s.err = r->err;
+	}
+	return s;
+}
 /* Copy the next n bytes to dst (and step past them); on a short read dst
  * is zeroed and err set. */
 static inline void pohm_rd_copy(struct pohm_rd *r, void *dst, size_t n)
