@@ -827,7 +827,14 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	int r, have_local, have_rec = 0;
 
 	memset(in, 0, sizeof(*in));
-	have_local = !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	have_local = !r;
+	/* Not here, in a directory this process holds complete (listed or
+	 * made within attr_timeout): absent, no round trip (decision 0091).
+	 * Offline the storage is not asked either way: the real call says
+	 * ENOENT, as the listing left it. */
+	if (r == -ENOENT && cache_dir_complete(c, dino) && !cache_offline(c))
+		return -ENOENT;
 	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
 						     (uint64_t)lst.st_ino, &known) &&
 	    !pohm_journal_get(&c->j, known, &rec)) {
@@ -1602,6 +1609,8 @@ struct list_ctx {
 	size_t n, cap;
 	uint64_t mono0, real0;		/* when the listing's reads began */
 	int recheck;			/* list_prefetch: fresh records too */
+	int partial;			/* a stored name left missing or held by another
+					 * file here: not complete (COMPLETE) */
 };
 
 /* Collect one storage entry (pohm_ns_readdir_flags's callback). */
@@ -1756,16 +1765,25 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 	    known == ino)
 		return 0;	/* present and the same inode */
 	if (have_local) {
-		/* Another inode (or an unknown file) holds the name: replace it only if clean. */
-		if (!known || pohm_journal_get(&l->c->j, known, &rec))
+		/* Another inode (or an unknown file) holds the name: replace it
+		 * only if clean.  One kept may go without the storage's name
+		 * (the reconcile's conflict copy): not complete. */
+		if (!known || pohm_journal_get(&l->c->j, known, &rec)) {
+			l->partial = 1;
 			return 0;
+		}
 		r = S_ISDIR(lst.st_mode) || cache_local_changed(l->c, &rec, l->dfd, name, &lst);
 		pohm_jrec_clear(&rec);
-		if (r)
+		if (r) {
+			l->partial = 1;
 			return 0;
+		}
 		pohm_sys_unlinkat(l->dfd, name, 0);
 	} else if (cache_create_marked(l->c, l->dino, name)) {
-		return 0;	/* a create of this host in flight: its O_EXCL open makes the name */
+		/* A create of this host in flight: its O_EXCL open makes the
+		 * name, unless it dies first: not complete meanwhile. */
+		l->partial = 1;
+		return 0;
 	}
 	/* l->rel "/" name; 4096 bytes or more on the heap (issue 19 item 10) */
 	path = rl + nl + 2 <= sizeof(spath) ? spath : malloc(rl + nl + 2);
@@ -1942,8 +1960,9 @@ static int list_sweep(struct list_ctx *l)
 	return r;
 }
 
-/* The validation table also remembers listings, under a salted key. */
-#define LISTED(ino) ((ino) ^ 0x4c49535445440000ULL)
+/* The validation table also remembers listings, under a salted key: a
+ * listed directory is complete (COMPLETE, cache_int.h), unless the listing
+ * left a stored name missing here. */
 
 static void list_free(struct list_ctx *l)
 {
@@ -1963,12 +1982,12 @@ static void list_free(struct list_ctx *l)
 
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0 };
+	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0, 0 };
 	size_t i, made = 0;
 	int r;
 
-	if (cache_fresh(c, LISTED(dino)))
-		return 0;	/* listed within attr_timeout */
+	if (cache_dir_complete(c, dino))
+		return 0;	/* listed (or made here) within attr_timeout */
 	l.mono0 = pohm_sys_mono_ns();
 	l.real0 = pohm_sys_real_ns();
 	r = pohm_ns_readdir_flags(c->ns, dino, list_collect, &l);
@@ -1990,8 +2009,13 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 		made += l.v[i].in != NULL;
 		r = list_one(&l, &l.v[i]);
 	}
-	if (!r)
-		cache_mark_fresh(c, LISTED(dino));
+	/* Complete as of the listing's start (another host's create after it
+	 * shows when that is attr_timeout old); a listing that failed or was
+	 * cut short (r), or left a name missing here, is not. */
+	if (!r && !l.partial)
+		cache_mark_complete(c, dino, l.mono0);
+	else
+		cache_dir_incomplete(c, dino);
 	list_free(&l);
 	/*
 	 * The stubs are validated as of the listing's start: when making
@@ -2004,7 +2028,7 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	    pohm_sys_mono_ns() - l.mono0 >= c->attr_timeout_ns / 2) {
 		/* Their records are fresh still, but not for long: checked
 		 * again whatever they say. */
-		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1 };
+		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1, 0 };
 
 		again.mono0 = pohm_sys_mono_ns();
 		again.real0 = pohm_sys_real_ns();

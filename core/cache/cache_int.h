@@ -94,6 +94,24 @@ void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
 			   uint64_t mono_ns, uint64_t real_ns);
 /* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
+/*
+ * Issue 23 (negative lookups, decision 0091): the validation table also
+ * remembers complete directories, under a salted key.  COMPLETE(dino)
+ * fresh means: this process holds every entry of directory dino locally,
+ * as of a listing (cache.c list_dir) or its own mkdir (a new directory is
+ * complete and empty), begun within attr_timeout, and every local change
+ * since kept it so.  A name missing locally in it is absent, no round
+ * trip (cache.c ensure_entry).  Whatever might leave a stored name
+ * missing locally (a failed half of a create, a cross-directory rename,
+ * a listing that left a name to a creator) drops it: cache_dir_incomplete.
+ */
+#define COMPLETE(ino) ((ino) ^ 0x4c49535445440000ULL)
+/* Directory dino is complete here as of mono_ns (CLOCK_MONOTONIC, ns). */
+void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns);
+/* Is it (this process's word, within attr_timeout)?  1 or 0. */
+int cache_dir_complete(struct pohm_cache *c, uint64_t dino);
+/* It may not be any more: this process's word only, no file call. */
+void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino);
 /* A directory's stored mtime lags its last entry change by at most this
  * (cachedirtime.c, decision 0015). */
 #define POHM_DIR_TIME_LAG_NS 1000000000ULL

@@ -112,6 +112,32 @@ void cache_unmark(struct pohm_cache *c, uint64_t ino)
 		pohm_journal_touch(&c->j, ino, 0, 0);
 }
 
+void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns)
+{
+	unsigned s = vslot(COMPLETE(dino));
+
+	pthread_mutex_lock(&c->vlock);
+	c->vino[s] = COMPLETE(dino);
+	c->vtime[s] = mono_ns;
+	pthread_mutex_unlock(&c->vlock);
+}
+
+int cache_dir_complete(struct pohm_cache *c, uint64_t dino)
+{
+	/* The process's word only (validated_ns 0): a new process lists. */
+	return cache_fresh_at_count(c, COMPLETE(dino), 0, 1) == 1;
+}
+
+void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino)
+{
+	unsigned s = vslot(COMPLETE(dino));
+
+	pthread_mutex_lock(&c->vlock);
+	if (c->vino[s] == COMPLETE(dino))
+		c->vtime[s] = VSTALE;	/* another key in the slot: not complete anyway */
+	pthread_mutex_unlock(&c->vlock);
+}
+
 void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
 {
 	pthread_mutex_lock(&c->vlock);

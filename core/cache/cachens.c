@@ -211,6 +211,8 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			   excl ? POHM_CREATE_EXCL : 0, &in);
 	if (r)
 		cache_create_mark(c, dino, name, 0);
+	if (r < 0 && r != -EEXIST)
+		cache_dir_incomplete(c, dino);	/* the insert may have happened */
 	if (r < 0 && !excl && cache_offline(c)) {
 		pohm_sys_close(dfd);
 		return create_offline(c, rel);
@@ -398,6 +400,8 @@ void pohm_cache_create_undo(struct pohm_cache *c, const char *rel)
 	cache_create_mark(c, 0, "", 0);
 	if (cache_walk_parent(c, rel, &dfd, &dino, &name))
 		return;
+	/* If the unlink fails, the stored name has no local file. */
+	cache_dir_incomplete(c, dino);
 	pohm_ns_unlink(c->ns, dino, name);
 	pohm_sys_close(dfd);
 }
@@ -441,10 +445,11 @@ static int new_locally(int dfd, const char *name, const struct new_name *nn)
 	switch (nn->kind) {
 	case NEW_DIR:
 		r = pohm_sys_mkdirat(dfd, name, nn->mode & 07777);
-		/* A stale local directory (removed elsewhere) is reused as it is. */
+		/* A stale local directory (removed elsewhere) is reused as it is:
+		 * 1, its names are not the new directory's. */
 		if (r == -EEXIST && !pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) &&
 		    S_ISDIR(lst.st_mode))
-			r = 0;
+			r = 1;
 		return r;
 	case NEW_NODE:
 		return pohm_sys_mknodat(dfd, name, nn->mode, (dev_t)nn->rdev);
@@ -457,20 +462,29 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 {
 	struct pohm_inode in;
 	const char *name;
-	uint64_t dino;
-	int dfd, r;
+	uint64_t dino, t0;
+	int dfd, r, reused;
 
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
 	r = may_create(c, dino, name, rel);
+	/* Before the insert: nobody can put a name in the new directory earlier. */
+	t0 = pohm_sys_mono_ns();
 	if (!r)
 		r = new_in_store(c, dino, name, nn, &in);
-	if (r)
-		goto out;
-	r = new_locally(dfd, name, nn);
 	if (r) {
-		/* compensate: the storage loses the name again */
+		if (r != -EEXIST && r != -EACCES)
+			cache_dir_incomplete(c, dino);	/* the insert may have happened */
+		goto out;
+	}
+	r = new_locally(dfd, name, nn);
+	reused = r == 1;
+	r = r == 1 ? 0 : r;
+	if (r) {
+		/* compensate: the storage loses the name again (if that fails,
+		 * the stored name has no local file) */
+		cache_dir_incomplete(c, dino);
 		if (nn->kind == NEW_DIR)
 			pohm_ns_rmdir(c->ns, dino, name);
 		else
@@ -478,6 +492,9 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 	} else {
 		r = cache_record(c, dfd, name, rel, &in, 0);
 		cache_mark_fresh(c, in.ino);
+		/* A new directory is complete and empty (decision 0091). */
+		if (nn->kind == NEW_DIR && !reused && !r)
+			cache_mark_complete(c, in.ino, t0);
 		cache_dir_changed(c, dino);
 	}
 	pohm_inode_clear(&in);
@@ -720,15 +737,25 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 			pohm_jrec_clear(&rec);
 		}
 	}
+	/* A name coming from another directory: the target directory is not
+	 * complete here any more (a failed or killed half leaves the stored
+	 * name without a local file; mvintent.c completes it later). */
+	if (t.tdino != t.fdino)
+		cache_dir_incomplete(c, t.tdino);
 	r = pohm_ns_rename_ino(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags, ino);
-	if (r)
+	if (r) {
+		if (r != -EEXIST && r != -ENOENT && r != -ENOTEMPTY)
+			cache_dir_incomplete(c, t.fdino);	/* it may have happened */
 		goto out;
+	}
 	pohm_sys_test_kill(POHM_TEST_KILL_IN_RENAME);	/* test only: a kill right here */
 	r = pohm_sys_renameat2(t.ffd, t.fname, t.tfd, t.tname, flags);
 	if (r) {
 		/* Put the storage back as it was (best effort; logged if it fails). */
 		unsigned back = flags & POHM_RENAME_EXCHANGE;
 
+		cache_dir_incomplete(c, t.fdino);
+		cache_dir_incomplete(c, t.tdino);
 		if (pohm_ns_rename(c->ns, t.tdino, t.tname, t.fdino, t.fname, back))
 			pohm_err("rename %s -> %s: done in the storage, failed locally (%s), and "
 				 "could not be undone", from, to, strerror(-r));
@@ -780,8 +807,10 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 		goto out;
 	pre_ok = !pohm_sys_fstatat(t.ffd, t.fname, &pre, AT_SYMLINK_NOFOLLOW);
 	r = pohm_sys_linkat(t.ffd, t.fname, t.tfd, t.tname, 0);
-	if (r)
+	if (r) {
+		cache_dir_incomplete(c, t.tdino);	/* if the compensation fails */
 		pohm_ns_unlink(c->ns, t.tdino, t.tname);	/* compensate */
+	}
 	if (!r && pre_ok && !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
 		renote_if_clean(c, ino, &pre, &post);
 	if (!r)
