@@ -830,7 +830,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	have_local = !r;
 	/* Not here, in a directory this process holds complete (listed or
-	 * made within attr_timeout): absent, no round trip (decision 0091).
+	 * made within attr_timeout): absent, no round trip (decision 0047).
 	 * Offline the storage is not asked either way: the real call says
 	 * ENOENT, as the listing left it. */
 	if (r == -ENOENT && cache_dir_complete(c, dino) && !cache_offline(c))

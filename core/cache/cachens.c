@@ -492,7 +492,7 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 	} else {
 		r = cache_record(c, dfd, name, rel, &in, 0);
 		cache_mark_fresh(c, in.ino);
-		/* A new directory is complete and empty (decision 0091). */
+		/* A new directory is complete and empty (decision 0047). */
 		if (nn->kind == NEW_DIR && !reused && !r)
 			cache_mark_complete(c, in.ino, t0);
 		cache_dir_changed(c, dino);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# cache_negative.bats — negative lookups (issue 23, decision 0091): a name
+# cache_negative.bats — negative lookups (issue 23, decision 0047): a name
 # missing locally in a directory the process listed or made within
 # attr_timeout is absent with no round trip; another host's create of it
 # shows after attr_timeout at most, and at once in a cache that never

@@ -1,5 +1,5 @@
 /*
- * test_cacheneg.c — negative lookups (issue 23, decision 0091): a name
+ * test_cacheneg.c — negative lookups (issue 23, decision 0047): a name
  * missing locally in a directory this process holds complete (listed, or
  * made by it, within attr_timeout) is absent with no store call; after
  * attr_timeout the store is asked again; whatever may leave a stored name
