@@ -502,20 +502,61 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 	return pohm_ns_unlink_ino(ns, dir, name, &ino, &gone);
 }
 
+/*
+ * An unlink's first look when the caller knows the name's inode (issue 23,
+ * decision 0090): the bucket as this thread, or a process of its cache,
+ * last saw it (ns_bucket_peek) maps name to ino, not a directory, without
+ * an intent: the entry is removed there by one CAS, whose success proves
+ * that mapping at the commit.  0 removed (*type filled), 1 not tried or
+ * lost (nothing written: the lookup path runs), or the put's -errno.
+ */
+static int unlink_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			 uint8_t *type)
+{
+	struct ns_bucket_ref ref;
+	int i, r = 1;
+
+	if (!ino || ns_bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].type != DT_DIR &&
+	    !ref.bk.e[i].intent) {
+		*type = ref.bk.e[i].type;
+		pohm_bucket_remove(&ref.bk, (uint32_t)i);
+		r = ns_bucket_store(ns, &ref);
+	}
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
 int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		       int *gone)
 {
 	struct pohm_dentry e;
 	uint32_t nlink;
-	int r;
+	int r, unsure;
 
 	*gone = -1;
 	r = ns_check_name(name);
 	if (r)
 		return r == -EINVAL ? -EISDIR : r;
+	memset(&e, 0, sizeof(e));
+	r = unlink_peeked(ns, dir, name, *ino, &e.type);
+	if (!r) {
+		e.ino = *ino;
+		goto removed;
+	}
+	if (r != 1 && !NS_UNSURE(r))
+		return r;
+	unsure = r != 1;
+	/* Not tried, lost (nothing written), or an outcome unknown (the
+	 * lookup tells: a name gone may be our removal, answered 0 with its
+	 * link count left as it is, as below). */
 	/* The name's inode as the caller guesses it comes along with the
 	 * lookup: the link count's CAS below needs no read of it (ns_peek). */
 	r = entry_of_with(ns, dir, name, *ino, &e);
+	if (r == -ENOENT && unsure)
+		return 0;
 	if (r)
 		return r;
 	*ino = e.ino;
@@ -524,6 +565,7 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 		return -EISDIR;
 	}
 	r = ns_entry_remove(ns, dir, name, e.ino);
+removed:
 	if (!r) {
 		r = ns_inode_nlink_to(ns, e.ino, -1, &nlink);
 		if (!r)
