@@ -315,6 +315,9 @@ int ns_nlink_fn(struct pohm_inode *in, void *arg)
 {
 	int delta = *(int *)arg;
 
+	if (delta > 0)
+		in->hdr.flags &= (uint16_t)~POHM_OBJF_UNLINKED;	/* named again */
+
 	if (delta < 0 && in->nlink < (uint32_t)-delta)
 		in->nlink = 0;
 	else

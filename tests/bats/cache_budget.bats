@@ -99,11 +99,12 @@ within() {
 assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 }
 
-# Decision 0090 (bases kept in cache_dir): mkdir is its put_n alone, unlink
-# the entry's CAS and the link count's, chmod and utimes the setattr's CAS.
-@test "mkdir 1, unlink 2, rmdir 6, rename 2 in a directory and 5 across, chmod 1, utimes 1 waits" {
+# Decisions 0090 (bases kept in cache_dir) and 0091: mkdir is its put_n alone,
+# unlink the entry and the inode's mark in one put_n, chmod and utimes the
+# setattr's CAS.
+@test "mkdir 1, unlink 1, rmdir 6, rename 2 in a directory and 5 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
-	within unlink 2 a "$PY" -c "import os; os.unlink('$D/u')"
+	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
 	within rmdir 6 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 2 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 5 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"

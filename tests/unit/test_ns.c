@@ -509,7 +509,10 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 	EXPECT_EQ_INT(k.r_excl, -EEXIST);
 	EXPECT_EQ_INT(k.r_unlink, 0);
 	EXPECT_EQ_U64(ino_of(ns2, d.ino, "u2"), 0);
-	EXPECT_EQ_INT(pohm_ns_getattr(ns2, u2, &x), -ENOENT);	/* its last name: gone */
+	/* Its last name: gone; the inode waits for fsck, marked (decision 0091). */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, u2, &x), 0);
+	EXPECT(x.hdr.flags & POHM_OBJF_UNLINKED);
+	pohm_inode_clear(&x);
 	EXPECT(k.reads >= 3);	/* setattr, create, the exclusive create */
 	EXPECT_EQ_U64(k.mode, 0600);	/* the other host's chmod stands */
 	/* A third handle sees both hosts' changes. */
@@ -1645,6 +1648,25 @@ static int op_unlink(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 	return pohm_ns_unlink(ns, d1, "a");
 }
 
+/* An unlink whose inode the caller knows, both kept (decision 0091): the
+ * entry and the inode's mark in one put_n. */
+static long unlink_one_wait_put_ns;
+static int op_unlink_one_wait(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
+{
+	struct pohm_inode in;
+	long n0;
+	int gone, r;
+
+	if (pohm_ns_getattr(ns, ino, &in))	/* a read: the kept inode */
+		return -EIO;
+	pohm_inode_clear(&in);
+	n0 = pohm_kvmem_put_n_calls(&kv);
+	r = pohm_ns_unlink_ino(ns, d1, "a", &ino, &gone);
+	if (!r)
+		unlink_one_wait_put_ns = pohm_kvmem_put_n_calls(&kv) - n0;
+	return r;
+}
+
 static int op_rmdir(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	return pohm_ns_rmdir(ns, d1, "sub");
@@ -1688,7 +1710,13 @@ static void crash_every_step(const char *what, crash_op op)
 			printf("# %s: crash after %d writes: %d bad entries\n", what, k, bad);
 		EXPECT_EQ_INT(bad, 0);
 		/* Never lost: inode a keeps at least one name unless it was unlinked. */
-		if (op != op_unlink) {
+		if (op == op_unlink_one_wait && ino_of(rec, d1, "a") == a) {
+			/* Not unlinked (yet): its inode is there for its name,
+			 * marked or not (the mark's write alone is harmless). */
+			EXPECT_EQ_INT(pohm_ns_getattr(rec, a, &in), 0);
+			pohm_inode_clear(&in);
+		}
+		if (op != op_unlink && op != op_unlink_one_wait) {
 			int named = ino_of(rec, d1, "a") == a || ino_of(rec, d2, "b") == a ||
 				    ino_of(rec, d1, "c") == a || ino_of(rec, d2, "l") == a;
 
@@ -1708,6 +1736,12 @@ TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
 TEST(crash_move_dir)       { crash_every_step("move-dir", op_mvdir); }
+TEST(crash_unlink_one_wait)
+{
+	unlink_one_wait_put_ns = 0;
+	crash_every_step("unlink in one wait", op_unlink_one_wait);
+	EXPECT_EQ_INT((int)unlink_one_wait_put_ns, 1);	/* the whole unlink: one put_n */
+}
 /* The same with every put_n's writes applied last first. */
 static void crash_reversed(const char *what, crash_op op)
 {
@@ -1717,6 +1751,10 @@ static void crash_reversed(const char *what, crash_op op)
 }
 TEST(crash_rename_put_n_reversed)  { crash_reversed("rename, reversed", op_rename); }
 TEST(crash_unlink_put_n_reversed)  { crash_reversed("unlink, reversed", op_unlink); }
+TEST(crash_unlink_one_wait_put_n_reversed)
+{
+	crash_reversed("unlink in one wait, reversed", op_unlink_one_wait);
+}
 TEST(crash_rmdir_put_n_reversed)   { crash_reversed("rmdir, reversed", op_rmdir); }
 TEST(crash_move_dir_put_n_reversed) { crash_reversed("move-dir, reversed", op_mvdir); }
 
