@@ -281,8 +281,11 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 	}
 	if (!x->names && !root) {
 		uint64_t t = ts_ns(&in->ctime), age;
-		int keep = (S_ISREG(in->mode) && in->size) || (isdir && x->entries) ||
-			   S_ISLNK(in->mode);
+		/* Marked by the unlink that took its last name (decision 0091):
+		 * garbage like an empty one, never a lost file. */
+		int keep = !(in->hdr.flags & POHM_OBJF_UNLINKED) &&
+			   ((S_ISREG(in->mode) && in->size) || (isdir && x->entries) ||
+			    S_ISLNK(in->mode));
 
 		if (x->ts_ns > t)
 			t = x->ts_ns;
@@ -296,6 +299,7 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 		if (age < (keep ? tmo : f->age)) {
 			fk_issue(f, POHM_FSCK_ORPHAN, POHM_FSCK_INFO, in->hdr.key, in->ino, 0,
 				 keep ? "inode without a name, changed recently (a create in progress?)"
+				 : in->hdr.flags & POHM_OBJF_UNLINKED ? "unlinked inode, young"
 				      : "empty inode without a name (a create that lost a race?), young");
 			return;
 		}
@@ -307,7 +311,8 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 				 "inode %" PRIu64 " (%s, %" PRIu64 " bytes, nlink %u) has no name "
 				 "(%s unchanged)%s%s", in->ino, isdir ? "directory" :
 				 S_ISREG(in->mode) ? "file" : S_ISLNK(in->mode) ? "symlink" : "special",
-				 in->size, in->nlink, a, keep ? ": goes to /lost+found" : ": empty, removed",
+				 in->size, in->nlink, a, keep ? ": goes to /lost+found" :
+				 in->hdr.flags & POHM_OBJF_UNLINKED ? ": unlinked, removed" : ": empty, removed",
 				 act == 1 ? where : "");
 		}
 		return;
@@ -318,12 +323,15 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 			 in->ino, x->names);
 		return;
 	}
-	if (in->nlink == want && (!isdir || in->hdr.parent == parent))
+	if (in->nlink == want && (!isdir || in->hdr.parent == parent) &&
+	    !(in->hdr.flags & POHM_OBJF_UNLINKED))
 		return;
 	fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_FIX, in->hdr.key, in->ino,
 		 fk_act(f, f->repair ? pohm_ns_fix_links(f->ns, in->ino, want, isdir ? parent : 0) : 0),
-		 "inode %" PRIu64 ": nlink %u, the names say %u%s", in->ino, in->nlink, want,
-		 isdir && in->hdr.parent != parent ? "; its parent is recorded wrong" : "");
+		 "inode %" PRIu64 ": nlink %u, the names say %u%s%s", in->ino, in->nlink, want,
+		 isdir && in->hdr.parent != parent ? "; its parent is recorded wrong" : "",
+		 in->hdr.flags & POHM_OBJF_UNLINKED ? "; marked unlinked (an unlink that lost "
+		 "its race, or died: decision 0091), the mark goes" : "");
 }
 
 /* ---------------------------------------------------------------- chunks */

@@ -199,6 +199,13 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.lazy_root = 1;	/* no round trip until a call needs the storage (issue 23) */
 	nso.root_failed = o->root_failed;
 	nso.root_failed_arg = o->root_failed_arg;
+	/* CAS bases for the next process, as old as a validation may be
+	 * (attr_timeout) and at most a minute (decision 0090). */
+	nso.base_note = cache_base_note;
+	nso.base_load = cache_base_load;
+	nso.base_arg = c;
+	nso.base_max_ns = c->attr_timeout_ns < CACHE_BASE_MAX_NS ? c->attr_timeout_ns
+								  : CACHE_BASE_MAX_NS;
 	r = pohm_ns_open(&c->ns, o->kv, &nso);
 	if (r) {
 		snprintf(err, errlen, "fsid=%s: cannot open the root (%s)", o->fsid, strerror(-r));

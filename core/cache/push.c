@@ -483,7 +483,16 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 		return r;
 	if (!n && (uint64_t)st->st_size == rec->size) {
 		/* The bytes of the base version (a racy timestamp, a ctime moved
-		 * without the shim, a rewrite of equal bytes). */
+		 * without the shim, a rewrite of equal bytes; a chmod, a utime).
+		 * The inode the setattr's CAS will be based on (decision 0090) at
+		 * this copy's version: no read; a CAS it loses reads and retries
+		 * over what is stored then, as after a read here that another
+		 * host's change followed (handled below push_attrs). */
+		if (!pohm_ns_getattr_base(c->ns, rec->ino, &in)) {
+			if (in.dversion == rec->dversion && !in.nmaps)
+				goto attrs;
+			pohm_inode_clear(&in);
+		}
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
 		if (r)
 			goto out;

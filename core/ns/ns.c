@@ -152,6 +152,8 @@ int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v)
 		pohm_kv_val_free(v);
 		r = -ENOENT;
 	}
+	if (r == -ENOENT)
+		r = ns_base_peek(ns, key, v);	/* another process's (decision 0090) */
 	return r;
 }
 
@@ -175,6 +177,13 @@ static int inode_peek(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *in, u
 		memcpy(csum, v.csum, POHM_KV_CSUM);
 	pohm_kv_val_free(&v);
 	return r;
+}
+
+int pohm_ns_getattr_base(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
+{
+	uint8_t csum[POHM_KV_CSUM];
+
+	return inode_peek(ns, ino, out, csum);
 }
 
 int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t *expect)
@@ -305,6 +314,9 @@ int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 int ns_nlink_fn(struct pohm_inode *in, void *arg)
 {
 	int delta = *(int *)arg;
+
+	if (delta > 0)
+		in->hdr.flags &= (uint16_t)~POHM_OBJF_UNLINKED;	/* named again */
 
 	if (delta < 0 && in->nlink < (uint32_t)-delta)
 		in->nlink = 0;

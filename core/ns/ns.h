@@ -57,6 +57,23 @@ struct pohm_ns_opts {
 	int lazy_root;			/* check the root at the first storage call, not at open */
 	void (*root_failed)(void *arg, int err);	/* lazy_root: a check failed (may be NULL) */
 	void *root_failed_arg;
+	/*
+	 * CAS bases across processes (issue 23, decision 0090): base_note is
+	 * handed every inode and bucket value this handle read (get, a get_n
+	 * of at most POHM_KV_GET_N keys) or wrote (a put that succeeded), its
+	 * data, len and ts_ns (csum unset; v NULL after a delete: forget it);
+	 * base_load gives one back (0, out's data, len, csum and ts_ns filled,
+	 * *age_ns since it was noted; or -ENOENT).  A namespace call whose thread has no copy of its own
+	 * uses a loaded one younger than base_max_ns as the base of its first
+	 * CAS (never for anything else; a stale one costs a read).  Keep
+	 * base_max_ns far below the repair age (fsck deletes objects only
+	 * older than that; a CAS on a deleted key passes).  Both NULL: none.
+	 * Called from any thread: they must be thread-safe.
+	 */
+	void (*base_note)(void *arg, const char *key, const struct pohm_kv_val *v);
+	int (*base_load)(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
+	void *base_arg;
+	uint64_t base_max_ns;
 };
 
 /*
@@ -84,6 +101,17 @@ int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
  */
 int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 			 struct pohm_inode *out, int *st);
+
+/*
+ * The inode ino as the base of this thread's next CAS of it holds it (what
+ * this thread read or wrote within 2 s, else what a process of this cache
+ * kept: pohm_ns_opts.base_load, decision 0090), with no round trip; a
+ * large file's external map is not loaded.  It may be stale: decide on it
+ * only what the CAS of the change that follows (pohm_ns_setattr, whose
+ * first attempt is against exactly these bytes) makes true by succeeding,
+ * or what its fresh retry would decide the same.  0, -ENOENT (none).
+ */
+int pohm_ns_getattr_base(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
 
 #define POHM_SET_MODE	0x01
 #define POHM_SET_UID	0x02

@@ -21,6 +21,12 @@ struct pohm_ns {
 	struct pohm_kv kv;		/* what ns calls: store itself, or nslazy.c's wrapper over it */
 	struct pohm_kv store;		/* the store given to pohm_ns_open */
 	struct pohm_kv_ops lazy_ops;	/* nslazy.c's wrapper (lazy_root), written at open */
+	struct pohm_kv base_kv;		/* what nsbase.c's wrapper forwards to (set at open) */
+	struct pohm_kv_ops base_ops;	/* nsbase.c's wrapper (base_note), written at open */
+	void (*base_note)(void *arg, const char *key, const struct pohm_kv_val *v);
+	int (*base_load)(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
+	void *base_arg;			/* pohm_ns_opts: all four set at open, then read only */
+	uint64_t base_max_ns;
 	pthread_mutex_t root_lock;	/* serializes the lazy root check (nslazy.c) */
 	int root_ready;			/* root checked; atomic (acquire/release) */
 	uint32_t root_uid, root_gid, root_mode;	/* for a root this client creates */
@@ -56,6 +62,12 @@ int ns_root_check(struct pohm_ns *ns);
 /* nslazy.c: ns->kv over ns->store that runs ns_root_check before the
  * first storage call of the handle (pohm_ns_opts.lazy_root). */
 void ns_lazy_kv(struct pohm_ns *ns);
+/* nsbase.c: ns->kv wrapped so that every inode and bucket value read or
+ * written goes to base_note (pohm_ns_opts; decision 0090). */
+void ns_base_kv(struct pohm_ns *ns);
+/* A CAS base of key from base_load younger than base_max_ns (the fallback
+ * of ns_peek): 0 (v filled, free it), -ENOENT. */
+int ns_base_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v);
 /* Non-zero random 64 bits, never the same stream in two processes: the
  * state is reseeded from getrandom when the pid differs from the seeder's
  * (a fork child), so siblings do not draw the same inode numbers, txids

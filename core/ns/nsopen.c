@@ -56,8 +56,14 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 	ns->root_mode = o->root_mode;
 	ns->root_failed = o->root_failed;
 	ns->root_failed_arg = o->root_failed_arg;
+	ns->base_note = o->base_note;
+	ns->base_load = o->base_load;
+	ns->base_arg = o->base_arg;
+	ns->base_max_ns = o->base_max_ns;
 	if (o->lazy_root) {
 		ns_lazy_kv(ns);
+		if (ns->base_note)
+			ns_base_kv(ns);
 		*out = ns;
 		return 0;
 	}
@@ -67,6 +73,8 @@ int pohm_ns_open(struct pohm_ns **out, const struct pohm_kv *kv, const struct po
 		return r;
 	}
 	ns->root_ready = 1;
+	if (ns->base_note)
+		ns_base_kv(ns);
 	*out = ns;
 	return 0;
 }

@@ -502,20 +502,102 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 	return pohm_ns_unlink_ino(ns, dir, name, &ino, &gone);
 }
 
+/* The inode's side of a one-wait unlink (decision 0091): its last name
+ * goes; it stays live (nlink 1) with POHM_OBJF_UNLINKED for fsck. */
+static int unlinked_fn(struct pohm_inode *in, void *arg)
+{
+	if (S_ISDIR(in->mode) || in->nlink != 1)
+		return 1;	/* hard links: the count's own CAS after the entry */
+	in->hdr.flags |= POHM_OBJF_UNLINKED;
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
+/*
+ * An unlink's first look when the caller knows the name's inode (issue 23,
+ * decision 0090): the bucket as this thread, or a process of its cache,
+ * last saw it (ns_bucket_peek) maps name to ino, not a directory, without
+ * an intent: the entry is removed there by one CAS, whose success proves
+ * that mapping at the commit.  When the kept inode has that one name, its
+ * UNLINKED mark goes in the same put_n (decision 0091; *marked: it
+ * landed, the link count needs no CAS of its own).  0 removed (*type
+ * filled), 1 not tried or lost (nothing of the entry written: the lookup
+ * path runs, and a mark that landed on a still named inode is harmless),
+ * or the put's -errno.
+ */
+static int unlink_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			 uint8_t *type, int *marked)
+{
+	struct pohm_buf ib = POHM_BUF_INIT;
+	uint8_t icsum[POHM_KV_CSUM];
+	char ikey[POHM_KEY_MAX];
+	struct ns_bucket_ref ref;
+	struct ns_put also;
+	int i, r = 1;
+
+	*marked = 0;
+	if (!ino || ns_bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].type != DT_DIR &&
+	    !ref.bk.e[i].intent) {
+		*type = ref.bk.e[i].type;
+		pohm_bucket_remove(&ref.bk, (uint32_t)i);
+		r = 1;	/* 1 below: not sent along (no put_n, no kept inode, hard links) */
+		if (!ns_inode_change_peeked(ns, ino, unlinked_fn, NULL, &ib, icsum)) {
+			pohm_key_inode(ikey, ino);
+			memset(&also, 0, sizeof(also));
+			also.key = ikey;
+			also.data = ib.p;
+			also.len = ib.len;
+			also.expect = icsum;
+			also.st = -ECANCELED;
+			r = ns_bucket_store_along(ns, &ref, &also);
+			if (r != 1)
+				*marked = !also.st;
+		}
+		if (r == 1)
+			r = ns_bucket_store(ns, &ref);
+	}
+	pohm_buf_free(&ib);
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
 int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		       int *gone)
 {
 	struct pohm_dentry e;
 	uint32_t nlink;
-	int r;
+	int r, unsure, marked;
 
 	*gone = -1;
 	r = ns_check_name(name);
 	if (r)
 		return r == -EINVAL ? -EISDIR : r;
+	memset(&e, 0, sizeof(e));
+	r = unlink_peeked(ns, dir, name, *ino, &e.type, &marked);
+	if (!r && marked) {
+		/* Entry and mark in one wait (decision 0091): its last name. */
+		*gone = 1;
+		e.ino = *ino;
+		goto out;
+	}
+	if (!r) {
+		e.ino = *ino;
+		goto removed;
+	}
+	if (r != 1 && !NS_UNSURE(r))
+		return r;
+	unsure = r != 1;
+	/* Not tried, lost (nothing written), or an outcome unknown (the
+	 * lookup tells: a name gone may be our removal, answered 0 with its
+	 * link count left as it is, as below). */
 	/* The name's inode as the caller guesses it comes along with the
 	 * lookup: the link count's CAS below needs no read of it (ns_peek). */
 	r = entry_of_with(ns, dir, name, *ino, &e);
+	if (r == -ENOENT && unsure)
+		return 0;
 	if (r)
 		return r;
 	*ino = e.ino;
@@ -524,6 +606,7 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 		return -EISDIR;
 	}
 	r = ns_entry_remove(ns, dir, name, e.ino);
+removed:
 	if (!r) {
 		r = ns_inode_nlink_to(ns, e.ino, -1, &nlink);
 		if (!r)
@@ -538,6 +621,7 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 	 */
 	if (r == -ENOENT || r == -ESTALE)
 		r = 0;
+out:
 	if (!r)
 		ns_http_unlink(ns, dir, name, e.type, e.ino);
 	pohm_dentry_clear(&e);
@@ -949,6 +1033,7 @@ static int parent_fn(struct pohm_inode *in, void *arg)
 static int touch_fn(struct pohm_inode *in, void *arg)
 {
 	ns_now_ts(&in->ctime);
+	in->hdr.flags &= (uint16_t)~POHM_OBJF_UNLINKED;	/* a rename's: it has a name */
 	return 0;
 }
 

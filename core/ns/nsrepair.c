@@ -152,9 +152,11 @@ static int links_fn(struct pohm_inode *in, void *arg)
 {
 	const struct links *l = arg;
 
-	if (in->nlink == l->nlink && (!l->parent || in->hdr.parent == l->parent))
+	if (in->nlink == l->nlink && (!l->parent || in->hdr.parent == l->parent) &&
+	    !(in->hdr.flags & POHM_OBJF_UNLINKED))
 		return 1;
 	in->nlink = l->nlink;
+	in->hdr.flags &= (uint16_t)~POHM_OBJF_UNLINKED;	/* names found: not garbage */
 	if (l->parent)
 		in->hdr.parent = l->parent;
 	ns_now_ts(&in->ctime);

@@ -45,6 +45,7 @@ struct pohm_kv_val {
 	uint8_t *data;			/* malloc'ed by the store; free() it */
 	size_t len;
 	uint8_t csum[POHM_KV_CSUM];	/* sha512(data) */
+	uint64_t ts_ns;			/* peek: the version's stamp (realtime ns), 0 unknown */
 };
 
 struct pohm_kv_ops {
@@ -86,6 +87,15 @@ struct pohm_kv_ops {
 	 * kept), -ENOMEM.  NULL in a store without it.
 	 */
 	int (*peek)(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
+	/*
+	 * Take v (data, csum, ts_ns) as the value this thread last read of
+	 * key, as if a get had just returned it: the next peek gives it back
+	 * and a put against v->csum can undo a partial write with it (issue
+	 * 23, decision 0090: a base another process of the cache kept).  Only
+	 * for bytes that were a committed version of key.  0 or -ENOMEM.
+	 * NULL in a store that needs no such thing.
+	 */
+	int (*adopt)(void *ctx, const char *key, const struct pohm_kv_val *v);
 	/*
 	 * put of n <= POHM_KV_PUT_N different keys, every expect a condition
 	 * (not NULL), sent together and waited for once (issue 23): st[i] is

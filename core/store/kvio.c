@@ -176,6 +176,18 @@ static const struct recent *recall(const char *key, const uint8_t *csum)
 	return NULL;
 }
 
+/* Drop what this thread kept of key at csum (a CAS against it was refused:
+ * another version is stored), so that peek no longer offers it as a base. */
+static void forget(const char *key, const uint8_t *csum)
+{
+	size_t i;
+
+	for (i = 0; i < RECENT_N; i++)
+		if (recent[i].used && !strcmp(recent[i].key, key) &&
+		    !memcmp(recent[i].csum, csum, POHM_KV_CSUM))
+			recent[i].used = 0;
+}
+
 /*
  * The round-trip trace (issue 23): at log_level=debug every kv operation
  * logs one "rtt:" line with its key and the waits and requests it cost
@@ -221,10 +233,22 @@ static int kvio_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64
 		memcpy(out->data, r->data, r->len);
 		out->len = r->len;
 		memcpy(out->csum, r->csum, POHM_KV_CSUM);
+		out->ts_ns = r->ts_ns;
 		*age_ns = pohm_sys_mono_ns() - r->mono_ns;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* A base another process kept (kv.h adopt): remembered as read, no group known behind. */
+static int kvio_adopt(void *ctx, const char *key, const struct pohm_kv_val *v)
+{
+	struct pohm_io_result res;
+
+	memset(&res, 0, sizeof(res));
+	res.ts = pohm_time_from_ns(v->ts_ns);
+	remember(ctx, key, v->data, v->len, v->csum, &res);
+	return 0;
 }
 
 static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
@@ -371,6 +395,8 @@ static int put_answer(void *ctx, const char *key, const void *data, size_t len,
 		pohm_debug("%s", res->msg);
 		if (old->arbiter || res->split)
 			lost_note(ctx, key);
+		if (old->csum)
+			forget(key, old->csum);	/* no longer the stored version: no base */
 		return old->csum ? -EAGAIN : -EEXIST;
 	}
 	if (res->unknown)
@@ -652,6 +678,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
 	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek, .put_n = kvio_put_n,
+	.adopt = kvio_adopt,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "cache_int.h"
 #include "harness.h"
 #include "kv.h"
 #include "log.h"
+#include "sha512.h"
 
 static struct pohm_kv kv;
 static const char *root;	/* th_scratch's directory */
@@ -381,6 +383,75 @@ TEST(prefix_bound_to_one_fsid)
 	o.prefix = "relative/path";
 	EXPECT_EQ_INT(pohm_cache_open(&c, &o, err, sizeof(err)), -EINVAL);
 	pohm_cache_close(a);
+}
+
+/*
+ * Decision 0090: a kept CAS base (k/<key> in cache_dir) comes back with its
+ * bytes, stamp and checksum; a torn or changed file, a forgotten one or a
+ * key that would leave k/ gives none.
+ */
+TEST(kept_bases_come_back_whole_or_not_at_all)
+{
+	struct pohm_cache *c;
+	struct pohm_kv_val v = { 0 }, out;
+	uint8_t sum[POHM_SHA512_LEN];
+	char kp[1024];
+	uint64_t age = 0;
+	struct stat st;
+	int fd;
+
+	setup();
+	c = host("a");
+	EXPECT(c != NULL);
+	v.data = (uint8_t *)"an inode's bytes";
+	v.len = 16;
+	v.ts_ns = 0x0102030405060708ULL;
+	cache_base_note(c, "i:5", &v);
+	memset(&out, 0, sizeof(out));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT_EQ_U64(out.len, 16);
+	EXPECT(out.data && !memcmp(out.data, "an inode's bytes", 16));
+	EXPECT_EQ_U64(out.ts_ns, 0x0102030405060708ULL);
+	pohm_sha512("an inode's bytes", 16, sum);
+	EXPECT(!memcmp(out.csum, sum, sizeof(sum)));
+	EXPECT(age < 60000000000ULL);
+	pohm_kv_val_free(&out);
+	/* Torn: one byte short. */
+	snprintf(kp, sizeof(kp), "%s/a/state/k/i:5", root);
+	EXPECT_EQ_INT(stat(kp, &st), 0);
+	EXPECT_EQ_INT(truncate(kp, st.st_size - 1), 0);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
+	/* Whole length, one byte changed. */
+	cache_base_note(c, "i:5", &v);
+	fd = open(kp, O_WRONLY);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT((int)pwrite(fd, "A", 1, 0), 1);
+	close(fd);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
+	/* Forgotten. */
+	cache_base_note(c, "i:5", &v);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	pohm_kv_val_free(&out);
+	cache_base_note(c, "i:5", NULL);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
+	EXPECT(access(kp, F_OK) != 0);
+	/* pohmelfsd's sweep removes those too old to be used, and only those. */
+	cache_base_note(c, "i:6", &v);
+	cache_base_note(c, "i:7", &v);
+	snprintf(kp, sizeof(kp), "%s/a/state/k/i:6", root);
+	{
+		struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+
+		EXPECT_EQ_INT(utimensat(AT_FDCWD, kp, old, 0), 0);
+	}
+	EXPECT_EQ_INT(cache_base_sweep(c, CACHE_BASE_MAX_NS), 1);
+	EXPECT(access(kp, F_OK) != 0);
+	EXPECT_EQ_INT(cache_base_load(c, "i:7", &out, &age), 0);
+	pohm_kv_val_free(&out);
+	/* Never outside k/. */
+	cache_base_note(c, "b:../../x", &v);
+	EXPECT_EQ_INT(cache_base_load(c, "b:../../x", &out, &age), -ENOENT);
+	pohm_cache_close(c);
 }
 
 /* Lines of file p that contain text. */

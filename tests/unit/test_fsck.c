@@ -125,6 +125,20 @@ static uint64_t file_with(struct pohm_ns *ns, uint64_t dir, const char *name, co
 	return ino;
 }
 
+/* Entries in dir. */
+static int names_fn(void *arg, const char *name, uint64_t ino, uint8_t type)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int count_names(struct pohm_ns *ns, uint64_t dir)
+{
+	int n = 0;
+
+	return pohm_ns_readdir(ns, dir, names_fn, &n) ? -1 : n;
+}
+
 static struct pohm_ns *sample(uint64_t *d, uint64_t *f)
 {
 	struct pohm_ns *ns = fresh();
@@ -225,6 +239,64 @@ TEST(orphans_to_lost_found_or_removed)
 		EXPECT_EQ_STR(data, "hello fsck");
 		pohm_inode_clear(&fi);
 	}
+	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0091: an unlink in one wait leaves its inode live and marked
+ * UNLINKED.  Without a name it is garbage (removed past the age, never
+ * /lost+found, though it holds data); with a name (an unlink that died
+ * after the mark, or lost its bucket's race) it is a file: the mark goes.
+ */
+TEST(unlinked_mark_is_garbage_without_a_name_and_cleared_with_one)
+{
+	struct seen s;
+	struct pohm_ns *ns = fresh();
+	struct pohm_inode in;
+	uint64_t d, u, m, lf;
+	int gone = -1;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, POHM_ROOT_INO, "d");
+	u = file_with(ns, d, "u", "unlinked data");
+	m = file_with(ns, d, "m", "marked but named");
+	EXPECT(u && m);
+	/* u: the one-wait unlink (this thread read its bucket and inode). */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u, &in), 0);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_unlink_ino(ns, d, "u", &u, &gone), 0);
+	EXPECT_EQ_INT(gone, 1);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u, &in), 0);
+	EXPECT(in.hdr.flags & POHM_OBJF_UNLINKED);
+	pohm_inode_clear(&in);
+	/* m: the unlink dies after the mark (put_n applies the inode first). */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, m, &in), 0);
+	pohm_inode_clear(&in);
+	pohm_kvmem_fail_after(&kv, 1);
+	EXPECT(pohm_ns_unlink_ino(ns, d, "m", &m, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_U64(ino_of(ns, d, "m"), m);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, m, &in), 0);
+	EXPECT(in.hdr.flags & POHM_OBJF_UNLINKED);
+	pohm_inode_clear(&in);
+	/* Within the garbage age (the default hour): u only noted (INFO). */
+	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_ORPHAN], 0);
+	EXPECT_EQ_INT(s.n[POHM_FSCK_NLINK], 1);	/* m's mark */
+	usleep(2000);
+	run(ns, 1, &s, 1);	/* its chunk is garbage only once u is a tombstone */
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_ORPHAN], 1);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_NLINK], 1);
+	usleep(2000);
+	EXPECT_EQ_INT(run(ns, 1, &s, 1), POHM_FSCK_OK);	/* the chunk, the tombstone */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, u, &in), -ENOENT);	/* removed */
+	lf = ino_of(ns, POHM_ROOT_INO, "lost+found");
+	EXPECT(lf == 0 || count_names(ns, lf) == 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, m, &in), 0);
+	EXPECT(!(in.hdr.flags & POHM_OBJF_UNLINKED));
+	EXPECT_EQ_INT(in.nlink, 1);
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(run(ns, 0, &s, 1), POHM_FSCK_OK);
 	pohm_ns_close(ns);
 }
 

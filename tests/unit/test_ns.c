@@ -16,6 +16,7 @@
 #include "ns.h"
 #include "nsobj.h"
 #include "ns_int.h"
+#include "sha512.h"
 
 static struct pohm_kv kv;
 
@@ -314,6 +315,218 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 	pohm_inode_clear(&d);
 	pohm_ns_close(ns2);
 	pohm_ns_close(ns);
+}
+
+/*
+ * Kept bases (decision 0090): pohm_ns_opts.base_note / base_load over an
+ * in-memory table standing in for the cache's k/ files (one version per key,
+ * as noted; "stale" keeps them from being updated, as another host's change
+ * the cache never saw).
+ */
+#define KEPT_N 64
+static struct kept {
+	char key[POHM_KEY_MAX];
+	uint8_t *data;
+	size_t len;
+	uint64_t ts_ns;
+} kept[KEPT_N];
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static int kept_frozen;		/* notes ignored (guarded by kept_lock) */
+
+static void kept_note(void *arg, const char *key, const struct pohm_kv_val *v)
+{
+	int i, free_slot = -1;
+
+	pthread_mutex_lock(&kept_lock);
+	for (i = 0; i < KEPT_N && !kept_frozen; i++) {
+		if (!kept[i].data) {
+			if (free_slot < 0)
+				free_slot = i;
+			continue;
+		}
+		if (strcmp(kept[i].key, key))
+			continue;
+		free(kept[i].data);
+		kept[i].data = NULL;
+		free_slot = i;
+		break;
+	}
+	if (!kept_frozen && v && free_slot >= 0 && (kept[free_slot].data = malloc(v->len + 1))) {
+		memcpy(kept[free_slot].data, v->data, v->len);
+		kept[free_slot].len = v->len;
+		kept[free_slot].ts_ns = v->ts_ns;
+		snprintf(kept[free_slot].key, sizeof(kept[free_slot].key), "%s", key);
+	}
+	pthread_mutex_unlock(&kept_lock);
+}
+
+static int kept_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
+{
+	int i, r = -ENOENT;
+
+	pthread_mutex_lock(&kept_lock);
+	for (i = 0; i < KEPT_N; i++)
+		if (kept[i].data && !strcmp(kept[i].key, key) &&
+		    (out->data = malloc(kept[i].len + 1))) {
+			memcpy(out->data, kept[i].data, kept[i].len);
+			out->len = kept[i].len;
+			out->ts_ns = kept[i].ts_ns;
+			pohm_sha512(out->data, out->len, out->csum);
+			*age_ns = 1000;
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&kept_lock);
+	return r;
+}
+
+static void kept_clear(void)
+{
+	int i;
+
+	for (i = 0; i < KEPT_N; i++) {
+		free(kept[i].data);
+		kept[i].data = NULL;
+	}
+	kept_frozen = 0;
+}
+
+struct kept_call {
+	struct pohm_ns *ns;
+	uint64_t dir, ino, uino;
+	const char *uname;
+	int reads, r_attr, r_create, r_mkdir, r_excl, r_unlink, gone;
+	uint32_t mode;
+};
+
+/* A "new process": a thread with nothing of its own to peek at. */
+static void *kept_thread(void *arg)
+{
+	struct kept_call *k = arg;
+	struct pohm_setattr sa = { .mask = POHM_SET_MTIME };
+	struct pohm_inode x;
+	char name[32];
+
+	sa.mtime.sec = 4242;
+	all_reads = 0;
+	k->r_attr = pohm_ns_setattr(k->ns, k->ino, &sa, &x);
+	if (!k->r_attr) {
+		k->mode = x.mode & 07777;
+		pohm_inode_clear(&x);
+	}
+	snprintf(name, sizeof(name), "f%d", k->r_mkdir = (int)(random() % 100000));
+	k->r_create = pohm_ns_create(k->ns, k->dir, name, 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL);
+	snprintf(name, sizeof(name), "m%d", k->r_mkdir);
+	k->r_mkdir = pohm_ns_mkdir(k->ns, k->dir, name, 0755, 0, 0, NULL);
+	/* "b" was made by the other "host": an exclusive create of it is EEXIST
+	 * whatever the kept bucket says. */
+	k->r_excl = pohm_ns_create(k->ns, k->dir, "b", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL);
+	/* An unlink whose inode the caller knows: the entry's and the link
+	 * count's CAS, no lookup. */
+	k->r_unlink = pohm_ns_unlink_ino(k->ns, k->dir, k->uname, &k->uino, &k->gone);
+	k->reads = all_reads;
+	return NULL;
+}
+
+TEST(kept_bases_serve_a_new_thread_and_lose_safely)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL;
+	uint64_t u1, u2;
+	struct kept_call k;
+	struct other_change o;
+	struct pohm_kv ckv;
+	struct pohm_inode d, a, x;
+	pthread_t t;
+
+	kept_clear();
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
+	ckv.ops = &counting_ops;
+	ckv.ctx = kv.ctx;
+	pohm_ns_close(ns);
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &ckv, &opt), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "0", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "u1", 0644, 0, 0, 0, 0, &x), 0);
+	u1 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "u2", 0644, 0, 0, 0, 0, &x), 0);
+	u2 = x.ino;
+	pohm_inode_clear(&x);
+
+	/* Unchanged since noted: the setattr, the create and the mkdir write at
+	 * once (the exclusive create of "b", absent, too). */
+	memset(&k, 0, sizeof(k));
+	k.ns = nsb;
+	k.dir = d.ino;
+	k.ino = a.ino;
+	k.uname = "u1";
+	k.uino = u1;
+	pthread_create(&t, NULL, kept_thread, &k);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(k.r_attr, 0);
+	EXPECT_EQ_INT(k.r_create, 0);
+	EXPECT_EQ_INT(k.r_mkdir, 0);
+	EXPECT_EQ_INT(k.r_excl, 0);
+	EXPECT_EQ_INT(k.r_unlink, 0);
+	EXPECT_EQ_INT(k.gone, 1);
+	EXPECT_EQ_INT(k.reads, 0);
+	EXPECT_EQ_U64(ino_of(nsb, d.ino, "u1"), 0);
+	/* Then another "host" (no bases) removes "b", makes it again and
+	 * chmods a, and the kept bases stay as they were (frozen). */
+	pthread_mutex_lock(&kept_lock);
+	kept_frozen = 1;
+	pthread_mutex_unlock(&kept_lock);
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns2, d.ino, "b"), 0);
+	/* (From this thread: a new one may get the id, hence the peeks in
+	 * kvmem, of one that ended.) */
+	memset(&o, 0, sizeof(o));
+	o.ns = ns2;
+	o.dir = d.ino;
+	o.ino = a.ino;
+	other_thread(&o);
+	EXPECT_EQ_INT(o.r1, 0);
+	EXPECT_EQ_INT(o.r2, 0);
+	/* Stale bases: every write loses its CAS, reads and writes again; the
+	 * exclusive create of "b" is EEXIST (never decided on the kept copy). */
+	memset(&k, 0, sizeof(k));
+	k.ns = nsb;
+	k.dir = d.ino;
+	k.ino = a.ino;
+	k.uname = "u2";
+	k.uino = u2;
+	pthread_create(&t, NULL, kept_thread, &k);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(k.r_attr, 0);
+	EXPECT_EQ_INT(k.r_create, 0);
+	EXPECT_EQ_INT(k.r_mkdir, 0);
+	EXPECT_EQ_INT(k.r_excl, -EEXIST);
+	EXPECT_EQ_INT(k.r_unlink, 0);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "u2"), 0);
+	/* Its last name: gone; the inode waits for fsck, marked (decision 0091). */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, u2, &x), 0);
+	EXPECT(x.hdr.flags & POHM_OBJF_UNLINKED);
+	pohm_inode_clear(&x);
+	EXPECT(k.reads >= 3);	/* setattr, create, the exclusive create */
+	EXPECT_EQ_U64(k.mode, 0600);	/* the other host's chmod stands */
+	/* A third handle sees both hosts' changes. */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.mode & 07777, 0600);
+	EXPECT_EQ_U64((uint64_t)x.mtime.sec, 4242);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(count_entries(ns2, d.ino), 7);	/* 0 a b, and f/m twice */
+	EXPECT_EQ_INT(nlink_of(ns2, d.ino), 4);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(nsb);
+	kept_clear();
 }
 
 /*
@@ -1435,6 +1648,25 @@ static int op_unlink(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 	return pohm_ns_unlink(ns, d1, "a");
 }
 
+/* An unlink whose inode the caller knows, both kept (decision 0091): the
+ * entry and the inode's mark in one put_n. */
+static long unlink_one_wait_put_ns;
+static int op_unlink_one_wait(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
+{
+	struct pohm_inode in;
+	long n0;
+	int gone, r;
+
+	if (pohm_ns_getattr(ns, ino, &in))	/* a read: the kept inode */
+		return -EIO;
+	pohm_inode_clear(&in);
+	n0 = pohm_kvmem_put_n_calls(&kv);
+	r = pohm_ns_unlink_ino(ns, d1, "a", &ino, &gone);
+	if (!r)
+		unlink_one_wait_put_ns = pohm_kvmem_put_n_calls(&kv) - n0;
+	return r;
+}
+
 static int op_rmdir(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	return pohm_ns_rmdir(ns, d1, "sub");
@@ -1478,7 +1710,13 @@ static void crash_every_step(const char *what, crash_op op)
 			printf("# %s: crash after %d writes: %d bad entries\n", what, k, bad);
 		EXPECT_EQ_INT(bad, 0);
 		/* Never lost: inode a keeps at least one name unless it was unlinked. */
-		if (op != op_unlink) {
+		if (op == op_unlink_one_wait && ino_of(rec, d1, "a") == a) {
+			/* Not unlinked (yet): its inode is there for its name,
+			 * marked or not (the mark's write alone is harmless). */
+			EXPECT_EQ_INT(pohm_ns_getattr(rec, a, &in), 0);
+			pohm_inode_clear(&in);
+		}
+		if (op != op_unlink && op != op_unlink_one_wait) {
 			int named = ino_of(rec, d1, "a") == a || ino_of(rec, d2, "b") == a ||
 				    ino_of(rec, d1, "c") == a || ino_of(rec, d2, "l") == a;
 
@@ -1498,6 +1736,12 @@ TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
 TEST(crash_move_dir)       { crash_every_step("move-dir", op_mvdir); }
+TEST(crash_unlink_one_wait)
+{
+	unlink_one_wait_put_ns = 0;
+	crash_every_step("unlink in one wait", op_unlink_one_wait);
+	EXPECT_EQ_INT((int)unlink_one_wait_put_ns, 1);	/* the whole unlink: one put_n */
+}
 /* The same with every put_n's writes applied last first. */
 static void crash_reversed(const char *what, crash_op op)
 {
@@ -1507,6 +1751,10 @@ static void crash_reversed(const char *what, crash_op op)
 }
 TEST(crash_rename_put_n_reversed)  { crash_reversed("rename, reversed", op_rename); }
 TEST(crash_unlink_put_n_reversed)  { crash_reversed("unlink, reversed", op_unlink); }
+TEST(crash_unlink_one_wait_put_n_reversed)
+{
+	crash_reversed("unlink in one wait, reversed", op_unlink_one_wait);
+}
 TEST(crash_rmdir_put_n_reversed)   { crash_reversed("rmdir, reversed", op_rmdir); }
 TEST(crash_move_dir_put_n_reversed) { crash_reversed("move-dir, reversed", op_mvdir); }
 
