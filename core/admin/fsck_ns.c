@@ -281,7 +281,7 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 	}
 	if (!x->names && !root) {
 		uint64_t t = ts_ns(&in->ctime), age;
-		/* Marked by the unlink that took its last name (decision 0091):
+		/* Marked by the unlink that took its last name (decision 0049):
 		 * garbage like an empty one, never a lost file. */
 		int keep = !(in->hdr.flags & POHM_OBJF_UNLINKED) &&
 			   ((S_ISREG(in->mode) && in->size) || (isdir && x->entries) ||
@@ -331,7 +331,7 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 		 "inode %" PRIu64 ": nlink %u, the names say %u%s%s", in->ino, in->nlink, want,
 		 isdir && in->hdr.parent != parent ? "; its parent is recorded wrong" : "",
 		 in->hdr.flags & POHM_OBJF_UNLINKED ? "; marked unlinked (an unlink that lost "
-		 "its race, or died: decision 0091), the mark goes" : "");
+		 "its race, or died: decision 0049), the mark goes" : "");
 }
 
 /* ---------------------------------------------------------------- chunks */

@@ -200,7 +200,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	nso.root_failed = o->root_failed;
 	nso.root_failed_arg = o->root_failed_arg;
 	/* CAS bases for the next process, as old as a validation may be
-	 * (attr_timeout) and at most a minute (decision 0090). */
+	 * (attr_timeout) and at most a minute (decision 0048). */
 	nso.base_note = cache_base_note;
 	nso.base_load = cache_base_load;
 	nso.base_arg = c;

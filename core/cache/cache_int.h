@@ -240,7 +240,7 @@ int cache_xattr_pull(int dfd, const char *name, const struct pohm_inode *in);
 /* How old a kept CAS base may be at most (and attr_timeout when shorter). */
 #define CACHE_BASE_MAX_NS 60000000000ULL
 /* cachekept.c: pohm_ns_opts.base_note / base_load over cache_dir's k/ (arg: the
- * cache; decision 0090). */
+ * cache; decision 0048). */
 void cache_base_note(void *arg, const char *key, const struct pohm_kv_val *v);
 int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
 /* Remove the kept bases older than max_age_ns (no longer used): the number

@@ -1,6 +1,6 @@
 /*
  * cachekept.c — the namespace's CAS bases kept in cache_dir for the next
- * process (issue 23, decision 0090; pohm_ns_opts.base_note / base_load).
+ * process (issue 23, decision 0048; pohm_ns_opts.base_note / base_load).
  *
  * `k/<key>`: the bytes of an inode or bucket as a process of this cache
  * last read or wrote them, followed by their SHA-512; the file's mtime is

@@ -301,7 +301,7 @@ int pohm_cache_reconcile(struct pohm_cache *c)
 	r = cache_rename_recover(c);
 	if (r)
 		pohm_warn("completing interrupted renames: %s", strerror(-r));
-	/* CAS bases too old to be used (decision 0090): a minute at most. */
+	/* CAS bases too old to be used (decision 0048): a minute at most. */
 	r = cache_base_sweep(c, CACHE_BASE_MAX_NS);
 	if (r < 0)
 		pohm_debug("sweeping kept bases: %s", strerror(-r));

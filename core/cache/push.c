@@ -484,7 +484,7 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	if (!n && (uint64_t)st->st_size == rec->size) {
 		/* The bytes of the base version (a racy timestamp, a ctime moved
 		 * without the shim, a rewrite of equal bytes; a chmod, a utime).
-		 * The inode the setattr's CAS will be based on (decision 0090) at
+		 * The inode the setattr's CAS will be based on (decision 0048) at
 		 * this copy's version: no read; a CAS it loses reads and retries
 		 * over what is stored then, as after a read here that another
 		 * host's change followed (handled below push_attrs). */

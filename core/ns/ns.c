@@ -153,7 +153,7 @@ int ns_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v)
 		r = -ENOENT;
 	}
 	if (r == -ENOENT)
-		r = ns_base_peek(ns, key, v);	/* another process's (decision 0090) */
+		r = ns_base_peek(ns, key, v);	/* another process's (decision 0048) */
 	return r;
 }
 

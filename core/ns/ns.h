@@ -58,7 +58,7 @@ struct pohm_ns_opts {
 	void (*root_failed)(void *arg, int err);	/* lazy_root: a check failed (may be NULL) */
 	void *root_failed_arg;
 	/*
-	 * CAS bases across processes (issue 23, decision 0090): base_note is
+	 * CAS bases across processes (issue 23, decision 0048): base_note is
 	 * handed every inode and bucket value this handle read (get, a get_n
 	 * of at most POHM_KV_GET_N keys) or wrote (a put that succeeded), its
 	 * data, len and ts_ns (csum unset; v NULL after a delete: forget it);
@@ -105,7 +105,7 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 /*
  * The inode ino as the base of this thread's next CAS of it holds it (what
  * this thread read or wrote within 2 s, else what a process of this cache
- * kept: pohm_ns_opts.base_load, decision 0090), with no round trip; a
+ * kept: pohm_ns_opts.base_load, decision 0048), with no round trip; a
  * large file's external map is not loaded.  It may be stale: decide on it
  * only what the CAS of the change that follows (pohm_ns_setattr, whose
  * first attempt is against exactly these bytes) makes true by succeeding,

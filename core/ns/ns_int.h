@@ -63,7 +63,7 @@ int ns_root_check(struct pohm_ns *ns);
  * first storage call of the handle (pohm_ns_opts.lazy_root). */
 void ns_lazy_kv(struct pohm_ns *ns);
 /* nsbase.c: ns->kv wrapped so that every inode and bucket value read or
- * written goes to base_note (pohm_ns_opts; decision 0090). */
+ * written goes to base_note (pohm_ns_opts; decision 0048). */
 void ns_base_kv(struct pohm_ns *ns);
 /* A CAS base of key from base_load younger than base_max_ns (the fallback
  * of ns_peek): 0 (v filled, free it), -ENOENT. */

@@ -1,5 +1,5 @@
 /*
- * nsbase.c — CAS bases that outlive the process (issue 23, decision 0090).
+ * nsbase.c — CAS bases that outlive the process (issue 23, decision 0048).
  *
  * An optimistic CAS (decision 0017) needs the bytes of the version it
  * replaces; kv peek keeps them per thread, so a new process (every shell

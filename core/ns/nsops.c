@@ -502,7 +502,7 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name)
 	return pohm_ns_unlink_ino(ns, dir, name, &ino, &gone);
 }
 
-/* The inode's side of a one-wait unlink (decision 0091): its last name
+/* The inode's side of a one-wait unlink (decision 0049): its last name
  * goes; it stays live (nlink 1) with POHM_OBJF_UNLINKED for fsck. */
 static int unlinked_fn(struct pohm_inode *in, void *arg)
 {
@@ -515,11 +515,11 @@ static int unlinked_fn(struct pohm_inode *in, void *arg)
 
 /*
  * An unlink's first look when the caller knows the name's inode (issue 23,
- * decision 0090): the bucket as this thread, or a process of its cache,
+ * decision 0048): the bucket as this thread, or a process of its cache,
  * last saw it (ns_bucket_peek) maps name to ino, not a directory, without
  * an intent: the entry is removed there by one CAS, whose success proves
  * that mapping at the commit.  When the kept inode has that one name, its
- * UNLINKED mark goes in the same put_n (decision 0091; *marked: it
+ * UNLINKED mark goes in the same put_n (decision 0049; *marked: it
  * landed, the link count needs no CAS of its own).  0 removed (*type
  * filled), 1 not tried or lost (nothing of the entry written: the lookup
  * path runs, and a mark that landed on a still named inode is harmless),
@@ -578,7 +578,7 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 	memset(&e, 0, sizeof(e));
 	r = unlink_peeked(ns, dir, name, *ino, &e.type, &marked);
 	if (!r && marked) {
-		/* Entry and mark in one wait (decision 0091): its last name. */
+		/* Entry and mark in one wait (decision 0049): its last name. */
 		*gone = 1;
 		e.ino = *ino;
 		goto out;

@@ -91,7 +91,7 @@ struct pohm_kv_ops {
 	 * Take v (data, csum, ts_ns) as the value this thread last read of
 	 * key, as if a get had just returned it: the next peek gives it back
 	 * and a put against v->csum can undo a partial write with it (issue
-	 * 23, decision 0090: a base another process of the cache kept).  Only
+	 * 23, decision 0048: a base another process of the cache kept).  Only
 	 * for bytes that were a committed version of key.  0 or -ENOMEM.
 	 * NULL in a store that needs no such thing.
 	 */

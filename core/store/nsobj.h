@@ -52,7 +52,7 @@ enum pohm_obj_type {
 #define POHM_OBJF_TOMBSTONE 0x1	/* a deleted object: readers treat it as absent */
 /*
  * An inode whose last name an unlink removed in the same round trip
- * (decision 0091): live for every reader (a decoder that does not know
+ * (decision 0049): live for every reader (a decoder that does not know
  * the bit ignores it); fsck removes it once no entry names it and it is
  * older than the garbage age, instead of linking it into /lost+found.
  * Cleared by what names it again: link (nlink + 1), a rename's ctime,

@@ -8,7 +8,7 @@
 # session 11; doc/notes-s12-budget.md: a create's inode and entry, and a
 # mkdir's parent count, in one wait since session 12; doc/notes-s12-inline.md:
 # a small file's data inline in its inode, decision 0023; doc/notes-s13-ns23.md:
-# CAS bases kept in cache_dir for the next process, decision 0090), not yet
+# CAS bases kept in cache_dir for the next process, decision 0048), not yet
 # issue 23's targets: a change that adds a wait fails here.
 #
 # A directory's stored mtime moves with its entries at most once a second
@@ -84,7 +84,7 @@ within() {
 }
 
 # The waits: put_n (the new inode, the entry against the bucket another
-# process of this cache just wrote: decision 0090), the commit's CAS
+# process of this cache just wrote: decision 0048), the commit's CAS
 # carrying the 4 KiB (decision 0023).  Without that base: a get_n first.
 @test "create + write 4 KiB + close with sync_on_close: at most 2 waits" {
 	within create 2 a "$PY" -c "open('$D/new', 'wb').write(b'z' * 4096)"
@@ -121,7 +121,7 @@ assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 # One process making many files in one directory (tar -x, a checkout): a
 # create needs no lookup (decision 0022: the bucket the previous create
 # wrote lacks the name; the insert's CAS decides; the first one's base is
-# the bucket the process before kept, decision 0090), so each
+# the bucket the process before kept, decision 0048), so each
 # file is its inode and entry (1) and its commit carrying its data (1:
 # decision 0023), and each directory its inode, entry and the parent's
 # count (1).

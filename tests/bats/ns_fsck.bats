@@ -205,7 +205,7 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ $output == *"garbage"*"chunk generation no committed inode names"*"inode live"* ]]
-	# The unlink was one wait (decision 0091): f2's inode is live, marked,
+	# The unlink was one wait (decision 0049): f2's inode is live, marked,
 	# without a name: garbage, removed (never /lost+found); its chunk and
 	# its tombstone go at the next repair.
 	[[ $output == *"orphan"*"unlinked, removed"* ]]

@@ -318,7 +318,7 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 }
 
 /*
- * Kept bases (decision 0090): pohm_ns_opts.base_note / base_load over an
+ * Kept bases (decision 0048): pohm_ns_opts.base_note / base_load over an
  * in-memory table standing in for the cache's k/ files (one version per key,
  * as noted; "stale" keeps them from being updated, as another host's change
  * the cache never saw).
@@ -509,7 +509,7 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 	EXPECT_EQ_INT(k.r_excl, -EEXIST);
 	EXPECT_EQ_INT(k.r_unlink, 0);
 	EXPECT_EQ_U64(ino_of(ns2, d.ino, "u2"), 0);
-	/* Its last name: gone; the inode waits for fsck, marked (decision 0091). */
+	/* Its last name: gone; the inode waits for fsck, marked (decision 0049). */
 	EXPECT_EQ_INT(pohm_ns_getattr(ns2, u2, &x), 0);
 	EXPECT(x.hdr.flags & POHM_OBJF_UNLINKED);
 	pohm_inode_clear(&x);
@@ -1648,7 +1648,7 @@ static int op_unlink(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 	return pohm_ns_unlink(ns, d1, "a");
 }
 
-/* An unlink whose inode the caller knows, both kept (decision 0091): the
+/* An unlink whose inode the caller knows, both kept (decision 0049): the
  * entry and the inode's mark in one put_n. */
 static long unlink_one_wait_put_ns;
 static int op_unlink_one_wait(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
