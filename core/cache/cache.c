@@ -791,13 +791,15 @@ static int restub_stale(struct pohm_cache *c, int dfd, const char *name, const c
  * An entry answered from its journal record rec (of inode known): validated
  * within attr_timeout, or offline (as last validated).  A stub about to be
  * fetched (data) needs the stored chunk map: a getattr, which offline fails
- * with -EIO; offline, a stub's stat shows the recorded attributes.  0 with
- * *in filled, or -errno.
+ * with -EIO.  A stub's stat (no data) shows the recorded attributes, which
+ * the validation found current: no round trip (issue 23: a getattr per
+ * stub made ls -l / find -ls of non-empty files in a second cache one wait
+ * an entry).  0 with *in filled, or -errno.
  */
 static int entry_from_record(struct pohm_cache *c, int dfd, const char *name, uint64_t known,
 			     int data, const struct pohm_jrec *rec, struct pohm_inode *in)
 {
-	if (S_ISREG(rec->mode) && (rec->flags & POHM_J_STUB) && (data || !cache_offline(c))) {
+	if (S_ISREG(rec->mode) && (rec->flags & POHM_J_STUB) && data) {
 		int r = pohm_ns_getattr(c->ns, known, in);
 
 		return r && cache_offline(c) ? -EIO : r;
@@ -817,6 +819,8 @@ static int record_moved(struct pohm_cache *c, const struct pohm_jrec *seen)
 	pohm_jrec_clear(&cur);
 	return moved;
 }
+
+static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino);
 
 /*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
@@ -859,6 +863,25 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
+	}
+	/* Expired: with its siblings, when this process lists or walks dino
+	 * (find -ls, ls -l, du: issue 23), one listing and batch, not a round
+	 * trip each; then answered as above if the batch confirmed it. */
+	if (have_rec && known && !cache_offline(c) && cache_sib_batch(c, dino) &&
+	    !sib_batch(c, dfd, dino)) {
+		struct pohm_jrec now;
+
+		/* Its record, as the batch left it (the validation table's slot
+		 * may hold a sibling by now: validated_ns answers then). */
+		if (!pohm_journal_get(&c->j, known, &now)) {
+			if (now.version == rec.version && cache_fresh_rec(c, &now)) {
+				r = entry_from_record(c, dfd, name, known, data, &now, in);
+				pohm_jrec_clear(&now);
+				pohm_jrec_clear(&rec);
+				return r;
+			}
+			pohm_jrec_clear(&now);
+		}
 	}
 	cache_count(c, &c->stats.lookups, 1);
 	/* The journal knows the inode: its name's bucket and it in one round trip. */
@@ -1618,6 +1641,7 @@ struct list_ctx {
 	int recheck;			/* list_prefetch: fresh records too */
 	int partial;			/* a stored name left missing or held by another
 					 * file here: not complete (COMPLETE) */
+	int marks;			/* list_prefetch: check present entries only (no stubs) */
 };
 
 /* Collect one storage entry (pohm_ns_readdir_flags's callback). */
@@ -1700,7 +1724,7 @@ static int list_prefetch(struct list_ctx *l)
 		int keep;
 
 		if (pohm_sys_fstatat(l->dfd, e->name, &lst, AT_SYMLINK_NOFOLLOW)) {
-			if (cache_create_marked(c, l->dino, e->name))
+			if (l->marks || cache_create_marked(c, l->dino, e->name))
 				continue;
 			ver[m] = 0;	/* a stub to make */
 		} else {
@@ -1987,9 +2011,31 @@ static void list_free(struct list_ctx *l)
 	l->n = 0;
 }
 
+/*
+ * Revalidate the expired entries of directory dfd (dino) present here
+ * together (ensure_entry, cache_sib_batch said so): a listing (its
+ * committed bucket reads, a level at a time) and list_prefetch's batch of
+ * their inodes, each confirmed one checked as of the listing's start, as
+ * a listing's are.  Nothing else: no stub made, no name removed (the
+ * per-entry path does that for the names asked about).  0 or -errno.
+ */
+static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino)
+{
+	struct list_ctx l = { c, dfd, dino, "", NULL, 0, 0, 0, 0, 0, 0, 1 };
+	int r;
+
+	l.mono0 = pohm_sys_mono_ns();
+	l.real0 = pohm_sys_real_ns();
+	r = pohm_ns_readdir_flags(c->ns, dino, list_collect, &l);
+	if (!r)
+		r = list_prefetch(&l);
+	list_free(&l);
+	return r;
+}
+
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0, 0 };
+	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0, 0, 0 };
 	size_t i, made = 0;
 	int r;
 
@@ -2035,7 +2081,7 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	    pohm_sys_mono_ns() - l.mono0 >= c->attr_timeout_ns / 2) {
 		/* Their records are fresh still, but not for long: checked
 		 * again whatever they say. */
-		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1, 0 };
+		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1, 0, 1 };
 
 		again.mono0 = pohm_sys_mono_ns();
 		again.real0 = pohm_sys_real_ns();

@@ -17,6 +17,14 @@
 
 #define POHM_VCACHE 4096
 #define POHM_PCACHE 1024
+#define POHM_SIBDIRS 16
+
+/* A directory whose expired entries this process revalidated (cachebase.c
+ * cache_sib_batch): when one went alone, when the batch last ran. */
+struct pohm_sibdir {
+	uint64_t dino;			/* 0 = empty */
+	uint64_t miss_ns, batch_ns;	/* monotonic ns, 0 = never */
+};
 
 /* A path materialized within attr_timeout, and the local file it found. */
 struct pohm_pfresh {
@@ -36,10 +44,12 @@ struct pohm_cache {
 	char prefix[4096];
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
-	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, stats */
+	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, sib, sibnext, stats */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
+	struct pohm_sibdir sib[POHM_SIBDIRS];	/* cache_sib_batch's directories (round robin) */
+	unsigned sibnext;
 	struct pohm_cache_stats stats;
 	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
 	void *space_arg;
@@ -112,6 +122,17 @@ void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns);
 int cache_dir_complete(struct pohm_cache *c, uint64_t dino);
 /* It may not be any more: this process's word only, no file call. */
 void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino);
+/*
+ * Issue 23 (find -ls, du -a, stat of many names): an expired entry of
+ * directory dino is about to be revalidated.  1: revalidate its siblings
+ * with it, in one listing and batch (cache.c sib_batch), now — this
+ * process listed dino (its COMPLETE key, however old), or revalidated
+ * another expired entry of it alone within attr_timeout — and no batch of
+ * dino ran within attr_timeout (one a window: entries the batch could not
+ * confirm go one by one).  The batch is noted as begun now.  0: alone;
+ * noted as a miss, so that the next expired entry of dino batches.
+ */
+int cache_sib_batch(struct pohm_cache *c, uint64_t dino);
 /* A directory's stored mtime lags its last entry change by at most this
  * (cachedirtime.c, decision 0015). */
 #define POHM_DIR_TIME_LAG_NS 1000000000ULL

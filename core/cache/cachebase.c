@@ -138,6 +138,37 @@ void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino)
 	pthread_mutex_unlock(&c->vlock);
 }
 
+int cache_sib_batch(struct pohm_cache *c, uint64_t dino)
+{
+	unsigned s = vslot(COMPLETE(dino)), i;
+	uint64_t now = pohm_sys_mono_ns(), t = c->attr_timeout_ns;
+	struct pohm_sibdir *d = NULL;
+	int listed, batch = 0;
+
+	if (!t || !dino)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	listed = c->vino[s] == COMPLETE(dino);	/* fresh, expired or dropped: listed */
+	for (i = 0; i < POHM_SIBDIRS && !d; i++)
+		if (c->sib[i].dino == dino)
+			d = &c->sib[i];
+	if (!d) {
+		d = &c->sib[c->sibnext++ % POHM_SIBDIRS];
+		memset(d, 0, sizeof(*d));
+		d->dino = dino;
+	}
+	if (d->batch_ns && now - d->batch_ns < t) {
+		batch = 0;	/* one batch a window */
+	} else if (listed || (d->miss_ns && now - d->miss_ns < t)) {
+		d->batch_ns = now;
+		batch = 1;
+	} else {
+		d->miss_ns = now;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	return batch;
+}
+
 void cache_count(struct pohm_cache *c, uint64_t *field, uint64_t n)
 {
 	pthread_mutex_lock(&c->vlock);
