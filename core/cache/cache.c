@@ -823,6 +823,22 @@ static int record_moved(struct pohm_cache *c, const struct pohm_jrec *seen)
 static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino);
 
 /*
+ * Is local directory dfd small enough that a process which did not list
+ * it may batch its entries (cache_sib_batch)?  Its size grows with its
+ * entries on every filesystem (ext4 ~20 bytes a short name, rounded to
+ * blocks; tmpfs, btrfs by the names): SIB_SMALL_BYTES bounds a batch
+ * nobody asked for to ~10 000 entries (~20 waits), where a stat of two
+ * names of a huge directory would otherwise read all of it.  1 or 0.
+ */
+#define SIB_SMALL_BYTES (256u << 10)
+static int sib_small(int dfd)
+{
+	struct stat st;
+
+	return !pohm_sys_fstatat(dfd, "", &st, AT_EMPTY_PATH) && st.st_size <= SIB_SMALL_BYTES;
+}
+
+/*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
@@ -867,7 +883,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	/* Expired: with its siblings, when this process lists or walks dino
 	 * (find -ls, ls -l, du: issue 23), one listing and batch, not a round
 	 * trip each; then answered as above if the batch confirmed it. */
-	if (have_rec && known && !cache_offline(c) && cache_sib_batch(c, dino) &&
+	if (have_rec && known && !cache_offline(c) && cache_sib_batch(c, dino, sib_small(dfd)) &&
 	    !sib_batch(c, dfd, dino)) {
 		struct pohm_jrec now;
 

@@ -138,7 +138,7 @@ void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino)
 	pthread_mutex_unlock(&c->vlock);
 }
 
-int cache_sib_batch(struct pohm_cache *c, uint64_t dino)
+int cache_sib_batch(struct pohm_cache *c, uint64_t dino, int small)
 {
 	unsigned s = vslot(COMPLETE(dino)), i;
 	uint64_t now = pohm_sys_mono_ns(), t = c->attr_timeout_ns;
@@ -159,7 +159,7 @@ int cache_sib_batch(struct pohm_cache *c, uint64_t dino)
 	}
 	if (d->batch_ns && now - d->batch_ns < t) {
 		batch = 0;	/* one batch a window */
-	} else if (listed || (d->miss_ns && now - d->miss_ns < t)) {
+	} else if (listed || (small && d->miss_ns && now - d->miss_ns < t)) {
 		d->batch_ns = now;
 		batch = 1;
 	} else {
