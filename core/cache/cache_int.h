@@ -126,10 +126,10 @@ void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino);
  * Issue 23 (find -ls, du -a, stat of many names): an expired entry of
  * directory dino is about to be revalidated.  1: revalidate its siblings
  * with it, in one listing and batch (cache.c sib_batch), now — this
- * process listed dino (its COMPLETE key, however old), or (small: the
- * caller's word that dino is not huge, a batch nobody asked for stays
- * bounded) revalidated another expired entry of it alone within
- * attr_timeout — and no batch of
+ * process listed dino (its COMPLETE key, however old) and dino is small
+ * (the caller's word that it is not huge, so a batch stays bounded), or
+ * it listed dino or dino is small and another expired entry of it went
+ * alone within attr_timeout — and no batch of
  * dino ran within attr_timeout (one a window: entries the batch could not
  * confirm go one by one).  The batch is noted as begun now.  0: alone;
  * noted as a miss, so that the next expired entry of dino batches.
