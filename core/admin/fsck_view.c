@@ -96,11 +96,7 @@ void fk_age(char *buf, size_t len, uint64_t ns)
 
 static uint64_t str_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	return h;
+	return pohm_fnv1a(POHM_NAME_BASIS, s);
 }
 
 static struct fk_slot *slot_of(const struct fsck *f, const char *key)

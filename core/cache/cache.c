@@ -1262,11 +1262,9 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
  */
 static uint64_t path_hash(const char *rel, unsigned flags)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = pohm_fnv1a(POHM_FNV_BASIS, rel);
 
-	for (; *rel; rel++)
-		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
-	h = (h ^ (flags & (POHM_MAT_DATA | POHM_MAT_NOFOLLOW))) * 0x100000001b3ULL;
+	h = pohm_fnv1a_step(h, (uint8_t)(flags & (POHM_MAT_DATA | POHM_MAT_NOFOLLOW)));
 	return h ? h : 1;
 }
 

@@ -18,11 +18,7 @@
 
 uint64_t cache_rel_hash(const char *rel)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *rel; rel++)
-		h = (h ^ (uint8_t)*rel) * 0x100000001b3ULL;
-	return h;
+	return pohm_fnv1a(POHM_FNV_BASIS, rel);
 }
 
 /*

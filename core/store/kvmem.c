@@ -56,11 +56,7 @@ static int fault_now(struct mem_kv *m)
 
 static unsigned slot(const char *key)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *key; key++)
-		h = (h ^ (uint8_t)*key) * 1099511628211ULL;
-	return (unsigned)(h % 4096);
+	return (unsigned)(pohm_fnv1a(POHM_NAME_BASIS, key) % 4096);
 }
 
 static uint64_t mono_ns(void)

@@ -849,10 +849,8 @@ int pohm_lease_decode(struct pohm_lease *l, const uint8_t *p, size_t n)
 
 uint64_t pohm_name_hash(const char *name)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = pohm_fnv1a(POHM_NAME_BASIS, name);
 
-	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
 	/* FNV's low bits are weak for short names: fold the high half in. */
 	return h ^ (h >> 29) ^ (h >> 47);
 }
