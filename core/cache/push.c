@@ -149,7 +149,7 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 			&sums);
 	if (!r)
 		r = pohm_ns_commit_map(c->ns, in.ino, in.dversion, (uint64_t)st->st_size, set, n,
-				       NULL, NULL);
+				       NULL, NULL, NULL);
 	if (!r) {
 		cache_count(c, &c->stats.conflicts, 1);
 		pohm_warn("%s: %s; the stored version stays, ours is /.pohmelfs-conflicts/%s/%s",
@@ -162,23 +162,60 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 }
 
 /*
- * Push the attributes the local file changed (mode, owner, times, user.*
- * xattrs).  The local object is fd, or path when fd < 0; in is its stored
- * inode (xattrs loaded), replaced by the result of a setattr.
- *
- * Based (issue 18): rec is the base, what this host last knew stored, and
- * must have been read before st was taken (so a local change st does not
- * show is not in rec either).  Only what differs from the base is sent:
- * a mode or owner that changed here wins over another change of it (it is
- * the later one this host saw); a time is sent with its base and the
- * storage keeps a stored time that moved since the base and is newer
- * (pohm_setattr.based): a stale local time never moves it backwards.
+ * The attribute changes of the local file (st) from the base rec, into
+ * *sa: mode, owner (root only), mtime, atime.  Based (issue 18): rec is
+ * the base, what this host last knew stored, and must have been read
+ * before st was taken (so a local change st does not show is not in rec
+ * either).  Only what differs from the base is set: a mode or owner that
+ * changed here wins over another change of it (it is the later one this
+ * host saw); a time is sent with its base and the storage keeps a stored
+ * time that moved since the base and is newer (pohm_setattr.based): a
+ * stale local time never moves it backwards.  sa->mask: 0 for none.
  */
-static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
-		      struct pohm_inode *in, int fd, const char *path)
+static void push_attrs_diff(const struct pohm_cache *c, const struct pohm_jrec *rec,
+			    const struct stat *st, struct pohm_setattr *sa)
 {
-	struct pohm_setattr sa = { 0 };
-	int r, xr = 0;
+	memset(sa, 0, sizeof(*sa));
+	/* A local directory keeps rwx for its owner whatever the stored mode
+	 * (cache_make_local): that difference is ours, not a chmod. */
+	if ((st->st_mode & 07777) != (rec->mode & 07777) &&
+	    !(S_ISDIR(st->st_mode) && (st->st_mode & 07777) == ((rec->mode & 07777) | 0700))) {
+		sa->mask |= POHM_SET_MODE;
+		sa->mode = st->st_mode & 07777;
+	}
+	if (c->is_root && (uint32_t)st->st_uid != rec->uid) {
+		sa->mask |= POHM_SET_UID;
+		sa->uid = (uint32_t)st->st_uid;
+	}
+	if (c->is_root && (uint32_t)st->st_gid != rec->gid) {
+		sa->mask |= POHM_SET_GID;
+		sa->gid = (uint32_t)st->st_gid;
+	}
+	if (st->st_mtim.tv_sec != rec->mtime.sec || (uint32_t)st->st_mtim.tv_nsec != rec->mtime.nsec) {
+		sa->mask |= POHM_SET_MTIME;
+		sa->mtime.sec = st->st_mtim.tv_sec;
+		sa->mtime.nsec = (uint32_t)st->st_mtim.tv_nsec;
+	}
+	/* atime travels too (utime sets it; issue 18 case 4).  Alone it moves
+	 * the ctime only when set explicitly: a read here rides along with the
+	 * next change's setattr, never a round trip of its own. */
+	if (st->st_atim.tv_sec != rec->atime.sec || (uint32_t)st->st_atim.tv_nsec != rec->atime.nsec) {
+		sa->mask |= POHM_SET_ATIME;
+		sa->atime.sec = st->st_atim.tv_sec;
+		sa->atime.nsec = (uint32_t)st->st_atim.tv_nsec;
+	}
+	sa->based = sa->mask & (POHM_SET_ATIME | POHM_SET_MTIME);
+	sa->base_atime = rec->atime;
+	sa->base_mtime = rec->mtime;
+}
+
+/* The user.* xattrs of the local object (fd, or path when fd < 0) that
+ * differ from in's (its stored inode, xattrs loaded).  A failure is
+ * logged, not returned (0): the push goes on. */
+static int push_xattrs(struct pohm_cache *c, const struct pohm_jrec *rec,
+		       const struct pohm_inode *in, int fd, const char *path)
+{
+	int xr = 0;
 
 	if (in->ino == rec->ino && (fd >= 0 || path)) {
 		xr = cache_xattr_push(c, fd, path, in);
@@ -187,40 +224,26 @@ static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const s
 			xr = 0;
 		}
 	}
+	return xr;
+}
 
-	/* A local directory keeps rwx for its owner whatever the stored mode
-	 * (cache_make_local): that difference is ours, not a chmod. */
-	if ((st->st_mode & 07777) != (rec->mode & 07777) &&
-	    !(S_ISDIR(st->st_mode) && (st->st_mode & 07777) == ((rec->mode & 07777) | 0700))) {
-		sa.mask |= POHM_SET_MODE;
-		sa.mode = st->st_mode & 07777;
-	}
-	if (c->is_root && (uint32_t)st->st_uid != rec->uid) {
-		sa.mask |= POHM_SET_UID;
-		sa.uid = (uint32_t)st->st_uid;
-	}
-	if (c->is_root && (uint32_t)st->st_gid != rec->gid) {
-		sa.mask |= POHM_SET_GID;
-		sa.gid = (uint32_t)st->st_gid;
-	}
-	if (st->st_mtim.tv_sec != rec->mtime.sec || (uint32_t)st->st_mtim.tv_nsec != rec->mtime.nsec) {
-		sa.mask |= POHM_SET_MTIME;
-		sa.mtime.sec = st->st_mtim.tv_sec;
-		sa.mtime.nsec = (uint32_t)st->st_mtim.tv_nsec;
-	}
-	/* atime travels too (utime sets it; issue 18 case 4).  Alone it moves
-	 * the ctime only when set explicitly: a read here rides along with the
-	 * next change's setattr, never a round trip of its own. */
-	if (st->st_atim.tv_sec != rec->atime.sec || (uint32_t)st->st_atim.tv_nsec != rec->atime.nsec) {
-		sa.mask |= POHM_SET_ATIME;
-		sa.atime.sec = st->st_atim.tv_sec;
-		sa.atime.nsec = (uint32_t)st->st_atim.tv_nsec;
-	}
+/*
+ * Push the attributes the local file changed (mode, owner, times, user.*
+ * xattrs) by a setattr of their own (push_attrs_diff says which, and how
+ * they are based).  The local object is fd, or path when fd < 0; in is
+ * its stored inode (xattrs loaded), replaced by the result of a setattr.
+ * A push that commits data carries them in its commit instead
+ * (push_known).
+ */
+static int push_attrs(struct pohm_cache *c, const struct pohm_jrec *rec, const struct stat *st,
+		      struct pohm_inode *in, int fd, const char *path)
+{
+	struct pohm_setattr sa;
+	int r, xr = push_xattrs(c, rec, in, fd, path);
+
+	push_attrs_diff(c, rec, st, &sa);
 	if (!sa.mask)
 		return xr;
-	sa.based = sa.mask & (POHM_SET_ATIME | POHM_SET_MTIME);
-	sa.base_atime = rec->atime;
-	sa.base_mtime = rec->mtime;
 	pohm_inode_clear(in);
 	r = pohm_ns_setattr(c->ns, rec->ino, &sa, in);
 	return r ? r : 1;
@@ -435,12 +458,13 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 {
 	struct pohm_chunk_set *set = NULL;
 	uint8_t (*sums)[64] = NULL;
+	struct pohm_setattr sa;
 	struct pohm_inode in;
 	struct pohm_ts mt;
 	struct stat now;
 	uint32_t base_mode, base_uid, base_gid;
 	size_t n = 0;
-	int r, d, pushed_attrs = 0;
+	int r, d, pushed_attrs = 0, carried = 0;
 
 	d = pohm_journal_is_dirty(rec, st);
 	if (d == 2 && !(rec->flags & POHM_J_STUB) &&
@@ -535,10 +559,18 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	}
 	mt.sec = st->st_mtim.tv_sec;
 	mt.nsec = (uint32_t)st->st_mtim.tv_nsec;
+	/* The attributes changed here go in the same CAS (issue 23): the
+	 * mtime with the data, as before; mode, owner and atime as push_attrs
+	 * would send them after it, based on the same record (read before st). */
+	push_attrs_diff(c, rec, st, &sa);
+	sa.mask &= ~(unsigned)POHM_SET_MTIME;
+	sa.based &= ~(unsigned)POHM_SET_MTIME;
 	r = pohm_ns_commit_map(c->ns, rec->ino, rec->dversion, (uint64_t)st->st_size, set, n, &mt,
-			       &in);
-	if (!r)
+			       sa.mask ? &sa : NULL, &in);
+	if (!r) {
 		rec->mtime = mt;	/* committed with the data: no setattr of its own (issue 23) */
+		carried = sa.mask != 0;
+	}
 	if (r == -ESTALE) {
 		/* The storage moved on.  Identical content is no conflict. */
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
@@ -581,7 +613,11 @@ attrs:
 	base_mode = rec->mode;
 	base_uid = rec->uid;
 	base_gid = rec->gid;
-	r = push_attrs(c, rec, st, &in, fd, NULL);
+	if (carried) {	/* the commit set them; its answer (in) shows them */
+		push_xattrs(c, rec, &in, fd, NULL);
+		r = 1;
+	} else
+		r = push_attrs(c, rec, st, &in, fd, NULL);
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;

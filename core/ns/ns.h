@@ -304,10 +304,18 @@ struct pohm_chunk_set {
  * the commit is the whole push (decision 0023); inline data that a commit
  * leaves behind in a file growing past one chunk is first written out as a
  * chunk.  -EINVAL for an inline entry the size does not allow.
+ *
+ * sa (may be NULL): attribute changes carried by the same inode CAS,
+ * applied after the data as pohm_ns_setattr applies them (based times
+ * judged against the stored inode of each attempt; ctime now unless
+ * given), so a writer that changed mode, owner or times as well as the
+ * data commits them in one write (issue 23).  No POHM_SET_SIZE (-EINVAL:
+ * the size is the commit's); a POHM_SET_MTIME there overrides mtime.
+ * No permission check: the caller's, as for pohm_ns_setattr.
  */
 int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
-		       struct pohm_inode *out);
+		       const struct pohm_setattr *sa, struct pohm_inode *out);
 
 /*
  * Load an external chunk map (large files, nsobj.h) into in->chunks, so

@@ -103,6 +103,13 @@ int ns_inode_put(struct pohm_ns *ns, const struct pohm_inode *in, const uint8_t 
 int ns_inode_update(struct pohm_ns *ns, uint64_t ino,
 		    int (*fn)(struct pohm_inode *in, void *arg), void *arg,
 		    struct pohm_inode *out);
+/*
+ * setattr's change of *in by sa (nsattr.c), inside a CAS: 0 to write it,
+ * 1 when sa is based and none of its bits is left to set (nothing
+ * changed), -EISDIR/-EINVAL (a size change of a non-regular file).  Also
+ * the attributes a commit carries (pohm_ns_commit_map).
+ */
+int ns_setattr_apply(struct pohm_inode *in, const struct pohm_setattr *sa);
 /* Adjust nlink by delta; at 0 the inode becomes a tombstone. */
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta);
 /* ns_inode_nlink telling the link count it left (0: the inode is a tombstone). */

@@ -327,9 +327,8 @@ static int setattr_stale_time(const struct pohm_setattr *sa, unsigned bit, struc
 	return (sa->mask & sa->based & bit) && ts_cmp(cur, base) && ts_cmp(cur, val) > 0;
 }
 
-static int setattr_fn(struct pohm_inode *in, void *arg)
+int ns_setattr_apply(struct pohm_inode *in, const struct pohm_setattr *sa)
 {
-	const struct pohm_setattr *sa = arg;
 	unsigned mask = sa->mask;
 
 	if (setattr_stale_time(sa, POHM_SET_ATIME, in->atime, sa->base_atime, sa->atime))
@@ -371,6 +370,11 @@ static int setattr_fn(struct pohm_inode *in, void *arg)
 	else
 		ns_now_ts(&in->ctime);
 	return 0;
+}
+
+static int setattr_fn(struct pohm_inode *in, void *arg)
+{
+	return ns_setattr_apply(in, arg);
 }
 
 int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr *sa,

@@ -27,6 +27,7 @@ struct commit_ctx {
 	const struct pohm_chunk_set *set;	/* sorted by index (set_sorted) */
 	size_t n;
 	const struct pohm_ts *mtime;
+	const struct pohm_setattr *sa;		/* attributes carried by the commit, or NULL */
 	uint64_t hint_dir;			/* http_compat: the name the copy follows, */
 	const char *hint_name;			/* or NULL */
 };
@@ -69,6 +70,11 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 	else
 		ns_now_ts(&in->mtime);
 	ns_now_ts(&in->ctime);
+	/* The mode, owner and times the writer set, in the same CAS as
+	 * setattr applies them (based times judged against what is stored
+	 * now); "nothing left" (1) only means the data alone is written. */
+	if (c->sa && (r = ns_setattr_apply(in, c->sa)) < 0)
+		return r;
 	if (c->hint_name)
 		return ns_http_hint_set(in, c->hint_dir, c->hint_name);
 	return 0;
@@ -107,14 +113,17 @@ static struct pohm_chunk_set *set_sorted(const struct pohm_chunk_set *set, size_
 
 int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
-		       struct pohm_inode *out)
+		       const struct pohm_setattr *sa, struct pohm_inode *out)
 {
-	struct commit_ctx c = { ns, base_dversion, size, NULL, n, mtime, 0, NULL };
-	struct pohm_chunk_set *sorted = set_sorted(set, n);
+	struct commit_ctx c = { ns, base_dversion, size, NULL, n, mtime, sa, 0, NULL };
+	struct pohm_chunk_set *sorted;
 	char hint[POHM_NAME_MAX + 1];
 	struct pohm_inode in;
 	int r;
 
+	if (sa && (sa->mask & POHM_SET_SIZE))
+		return -EINVAL;		/* the size is the commit's */
+	sorted = set_sorted(set, n);
 	if (!sorted)
 		return -ENOMEM;
 	c.set = sorted;
@@ -180,7 +189,7 @@ int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uin
 			goto out;
 		n++;
 	}
-	r = pohm_ns_commit_map(ns, ino, base_dversion, size, set, n, mtime, out);
+	r = pohm_ns_commit_map(ns, ino, base_dversion, size, set, n, mtime, NULL, out);
 out:
 	free(set);
 	return r;
