@@ -816,3 +816,133 @@ TEST(a_small_file_is_pushed_without_a_chunk_and_grows_back_to_chunks)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
+
+/* ---------------------------------------------------------------- issue 23: attributes in the commit */
+
+/*
+ * tar's way with a file (write, fchmod, futimens, close): the push commits
+ * data, mode and times in one inode write, not a commit and a setattr; a
+ * third host sees all of them.
+ */
+TEST(a_push_carries_the_mode_and_times_in_its_commit)
+{
+	struct timespec ts[2] = { { 1, 0 }, { 2, 0 } };
+	struct pohm_cache *a, *c;
+	char back[16];
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_create(a, "f", 0600, 0), 0);
+	fd = open(ch_path("a", "f"), O_CREAT | O_RDWR | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "f", fd);
+	EXPECT_EQ_INT(write(fd, "tar\n", 4), 4);
+	EXPECT_EQ_INT(fchmod(fd, 0754), 0);
+	EXPECT_EQ_INT(futimens(fd, ts), 0);
+	ch_puts_reset();
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	close(fd);
+	EXPECT_EQ_INT(ch_puts_of('i'), 1);	/* 2 while a setattr followed the commit */
+	EXPECT_EQ_INT(ch_puts_of('d'), 0);	/* inline (decision 0023) */
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);	/* nothing left to send */
+	EXPECT_EQ_INT(ch_puts_of('i'), 0);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("c", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0754);
+	EXPECT_EQ_INT((long)st.st_atime, 1);
+	EXPECT_EQ_INT((long)st.st_mtime, 2);
+	EXPECT_EQ_INT(ch_read_all(ch_path("c", "f"), back, sizeof(back)), 4);
+	EXPECT(!memcmp(back, "tar\n", 4));
+	pohm_cache_close(a);
+	pohm_cache_close(c);
+}
+
+static struct pohm_cache *race_carry_b;
+
+/* Host b stores a mode of its own for f (attributes only: no data version). */
+static void race_b_chmods(void)
+{
+	EXPECT_EQ_INT(chmod(ch_path("b", "f"), 0640), 0);
+	EXPECT_EQ_INT(pohm_cache_push_path(race_carry_b, "f"), 1);
+}
+
+/* Host b commits new data for f. */
+static void race_b_writes_data(void)
+{
+	int fd = open(ch_path("b", "f"), O_RDWR | O_TRUNC);
+
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "b\n", 2), 2);
+	EXPECT_EQ_INT(pohm_cache_push_fd(race_carry_b, fd), 1);
+	close(fd);
+}
+
+/*
+ * The commit's base is stale when it is sent: another host changed the
+ * inode in between.  Its attributes only (a chmod): the commit reads again
+ * and retries, and ends as a commit and a setattr ended: a's data and
+ * times, b's mode (a did not change it; a's copy takes it too), as a third
+ * host sees.  Its data: -ESTALE, a conflict copy of a's bytes, b's
+ * version under the name, as before.
+ */
+TEST(a_push_carrying_attributes_over_a_stale_base_ends_as_before)
+{
+	struct timespec ts[2] = { { 5, 0 }, { UTIME_OMIT, 0 } };
+	struct pohm_cache *a, *b, *c;
+	char back[16];
+	struct stat st;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	/* a: new data and an atime; b's chmod lands just before a's commit. */
+	fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+	EXPECT_EQ_INT(futimens(fd, ts), 0);
+	race_carry_b = b;
+	ch_before_inode_cas = race_b_chmods;
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	EXPECT(ch_before_inode_cas == NULL);	/* b's chmod ran */
+	close(fd);
+	EXPECT_EQ_INT(stat(ch_path("a", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0640);	/* b's, here too */
+	EXPECT_EQ_INT(pohm_cache_push_path(a, "f"), 0);	/* nothing of a's left to send */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("c", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0640);
+	EXPECT_EQ_INT((long)st.st_atime, 5);
+	EXPECT_EQ_INT(ch_read_all(ch_path("c", "f"), back, sizeof(back)), 4);
+	EXPECT(!memcmp(back, "x\na\n", 4));
+
+	/* b's data lands before a's commit (a changed the mode too): a conflict. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "A\n", 2), 2);
+	EXPECT_EQ_INT(fchmod(fd, 0604), 0);
+	ch_before_inode_cas = race_b_writes_data;
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 0);	/* a conflict copy, not a push */
+	EXPECT(ch_before_inode_cas == NULL);
+	close(fd);
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "a", "x\na\nA\n"), 1);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("c", "f"), back, sizeof(back)), 2);
+	EXPECT(!memcmp(back, "b\n", 2));
+	EXPECT_EQ_INT(stat(ch_path("c", "f"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0640);	/* a's chmod went with its lost commit */
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
