@@ -227,6 +227,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
 	cache_writers_atfork_child(c);
+	cache_base_atfork_child();
 	if (c->ns)
 		pohm_ns_atfork_child(c->ns);
 }
@@ -236,6 +237,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	if (!c)
 		return;
 	pohm_ns_close(c->ns);
+	cache_base_drop(c);
 	pohm_journal_close(&c->j);
 	pohm_own_close(&c->pfd);
 	pohm_own_close(&c->stage_fd);

@@ -90,6 +90,11 @@ void pohm_cache_close(struct pohm_cache *c);
 /* In a fork child of a threaded process: every lock of c and of its
  * namespace handle as new (no allocation, no I/O). */
 void pohm_cache_atfork_child(struct pohm_cache *c);
+/* Write the CAS bases this process noted for c and not written yet to
+ * cache_dir's k/ for the next process (decision 0048): at a normal exit and
+ * at an exec that replaces the image.  One file call or a few per key, at
+ * most 64 keys; nothing when there is nothing new. */
+void pohm_cache_kept_flush(struct pohm_cache *c);
 /* The prefix directory fd (held open, high, O_PATH). */
 int pohm_cache_prefix_fd(const struct pohm_cache *c);
 /* The device number reported for everything under the prefix. */

@@ -262,10 +262,15 @@ int cache_xattr_pull(int dfd, const char *name, const struct pohm_inode *in);
 
 /* How old a kept CAS base may be at most (and attr_timeout when shorter). */
 #define CACHE_BASE_MAX_NS 60000000000ULL
-/* cachekept.c: pohm_ns_opts.base_note / base_load over cache_dir's k/ (arg: the
- * cache; decision 0048). */
+/* cachekept.c: pohm_ns_opts.base_note / base_load (arg: the cache; decision
+ * 0048): a note goes to the process's table of the last 64 keys, written
+ * to cache_dir's k/ at pohm_cache_kept_flush; a load asks the table, then k/. */
 void cache_base_note(void *arg, const char *key, const struct pohm_kv_val *v);
 int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns);
+/* Write c's notes not written yet and forget them (the cache closes). */
+void cache_base_drop(struct pohm_cache *c);
+/* In a fork child: the table empty and its lock new (no allocation, no I/O). */
+void cache_base_atfork_child(void);
 /* Remove the kept bases older than max_age_ns (no longer used): the number
  * removed, or -errno.  pohmelfsd's round (pohm_cache_reconcile). */
 int cache_base_sweep(struct pohm_cache *c, uint64_t max_age_ns);

@@ -2,17 +2,28 @@
  * cachekept.c — the namespace's CAS bases kept in cache_dir for the next
  * process (issue 23, decision 0048; pohm_ns_opts.base_note / base_load).
  *
+ * A note only goes to a small table in memory (the last KEPT_SLOTS keys
+ * this process read, wrote or forgot; the least recently noted is dropped,
+ * never written).  The table reaches cache_dir once, when the process
+ * ends normally or an exec replaces its image (pohm_cache_kept_flush from
+ * the exit path), or when the cache is closed: a killed process leaves
+ * nothing, and the next one reads first (one wait), which is correct.
+ * The process itself is served from the table.
+ *
  * `k/<key>`: the bytes of an inode or bucket as a process of this cache
- * last read or wrote them, followed by their SHA-512; the file's mtime is
- * when.  Written in place (open, one write, close): a reader that meets a
- * torn or half-written file finds the checksum wrong and has no base.  Two
- * writers may leave either's bytes: a base is only the expect of a CAS,
- * a stale one costs a read.  No lock, no rename: nothing here is ever the
- * only copy of anything.
+ * last read or wrote them, the version's stamp, when they were noted, and
+ * the SHA-512 of all three; the file's mtime is the note time too (the
+ * sweep's age).  Written in place (pwrite, ftruncate only when the file
+ * was longer): a reader that meets a torn or half-written file finds the
+ * checksum wrong and has no base.  A file noted later than ours is left
+ * alone; two writers racing may leave either's bytes: a base is only the
+ * expect of a CAS, a stale one costs a read.  No lock on the files, no
+ * rename: nothing here is ever the only copy of anything.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +35,7 @@
 #include "wire.h"
 
 #define BASE_MAX (1u << 20)	/* bigger objects are not kept (a bucket is ~30 KiB at most) */
+#define KEPT_SLOTS 64		/* keys a process keeps for the next one */
 
 static int base_name(char *out, size_t n, const char *key)
 {
@@ -32,39 +44,206 @@ static int base_name(char *out, size_t n, const char *key)
 	return l > 0 && (size_t)l < n && !strchr(key, '/') ? 0 : -EINVAL;
 }
 
-/* The file: data, the version's stamp (8 bytes, little-endian), SHA-512 of both. */
-#define TRAILER (8 + POHM_SHA512_LEN)
+/* The file: data, the version's stamp and the note time (8 bytes each,
+ * little-endian; the time in ns of CLOCK_REALTIME), SHA-512 of all three. */
+#define TRAILER (16 + POHM_SHA512_LEN)
+
+/*
+ * The table.  Guarded by kept_lock, a leaf (nothing else is taken under
+ * it; its holders do memory work, and pohm_cache_kept_flush the k/ file
+ * calls).  A fork child starts with an empty table (cache_base_atfork_child:
+ * the parent's notes are the parent's to write; a child that execs would
+ * otherwise write them again at each exec).
+ */
+struct kept {
+	struct pohm_cache *c;		/* NULL: a free slot */
+	char key[POHM_KEY_MAX];
+	uint8_t *data;			/* NULL: forgotten (the file is to go) */
+	size_t len;
+	uint64_t ts_ns;			/* the version's stamp */
+	uint64_t when_ns;		/* note time, CLOCK_REALTIME */
+	uint64_t used;			/* kept_clock at the note: the LRU order */
+	int dirty;			/* noted since the last flush */
+};
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kept kept[KEPT_SLOTS];
+static uint64_t kept_clock;
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* The slot of (c, key), or NULL.  Under kept_lock. */
+static struct kept *kept_find(struct pohm_cache *c, const char *key)
+{
+	int i;
+
+	for (i = 0; i < KEPT_SLOTS; i++)
+		if (kept[i].c == c && !strcmp(kept[i].key, key))
+			return &kept[i];
+	return NULL;
+}
 
 void cache_base_note(void *arg, const char *key, const struct pohm_kv_val *v)
 {
 	struct pohm_cache *c = arg;
 	char name[POHM_KEY_MAX + 8];
+	struct kept *e;
+	uint8_t *b = NULL, *old;
+	uint64_t when = now_ns();
+	int i;
+
+	if (base_name(name, sizeof(name), key) || strlen(key) >= POHM_KEY_MAX)
+		return;
+	if (v && v->len <= BASE_MAX && v->len) {
+		b = malloc(v->len);
+		if (b)
+			memcpy(b, v->data, v->len);
+	}
+	/* No copy (a forget, too big, no memory): the key is forgotten. */
+	pthread_mutex_lock(&kept_lock);
+	e = kept_find(c, key);
+	if (!e) {
+		e = &kept[0];
+		for (i = 0; i < KEPT_SLOTS && e->c; i++)
+			if (!kept[i].c || kept[i].used < e->used)
+				e = &kept[i];
+		e->c = c;
+		memcpy(e->key, key, strlen(key) + 1);
+	}
+	old = e->data;
+	e->data = b;
+	e->len = b ? v->len : 0;
+	e->ts_ns = b ? v->ts_ns : 0;
+	e->when_ns = when;
+	e->used = ++kept_clock;
+	e->dirty = 1;
+	pthread_mutex_unlock(&kept_lock);
+	free(old);
+}
+
+/* Write e's file (or remove it, when forgotten).  Under kept_lock. */
+static void kept_write(struct kept *e)
+{
+	char name[POHM_KEY_MAX + 8];
+	struct timespec tv[2];
+	struct stat st;
 	uint8_t *b;
+	size_t n = e->len + TRAILER;
 	int fd, i;
 
-	if (base_name(name, sizeof(name), key))
+	if (base_name(name, sizeof(name), e->key))
 		return;
-	if (!v || v->len > BASE_MAX) {
-		pohm_sys_unlinkat(c->j.dirfd, name, 0);
+	if (!e->data) {
+		pohm_sys_unlinkat(e->c->j.dirfd, name, 0);
 		return;
 	}
-	b = malloc(v->len + TRAILER);
+	b = malloc(n);
 	if (!b)
 		return;
-	memcpy(b, v->data, v->len);
-	for (i = 0; i < 8; i++)
-		b[v->len + i] = (uint8_t)(v->ts_ns >> (8 * i));
-	pohm_sha512(b, v->len + 8, b + v->len + 8);
-	fd = pohm_journal_open_own(c->j.dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				   O_NOFOLLOW);
-	if (fd == -ENOENT && !pohm_journal_mkdir_own(c->j.dirfd, "k"))
-		fd = pohm_journal_open_own(c->j.dirfd, name, O_WRONLY | O_CREAT | O_TRUNC |
-					   O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		pohm_sys_write_full(fd, b, v->len + TRAILER);	/* short: a torn base */
-		pohm_sys_close(fd);
+	memcpy(b, e->data, e->len);
+	for (i = 0; i < 8; i++) {
+		b[e->len + i] = (uint8_t)(e->ts_ns >> (8 * i));
+		b[e->len + 8 + i] = (uint8_t)(e->when_ns >> (8 * i));
 	}
+	pohm_sha512(b, e->len + 16, b + e->len + 16);
+	fd = pohm_journal_open_own(e->c->j.dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -ENOENT && !pohm_journal_mkdir_own(e->c->j.dirfd, "k"))
+		fd = pohm_journal_open_own(e->c->j.dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC |
+					   O_NOFOLLOW);
+	if (fd < 0)
+		goto out;
+	if (pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto close;
+	if (st.st_size > 0 && (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
+			      (uint64_t)st.st_mtim.tv_nsec > e->when_ns)
+		goto close;	/* another process noted it later */
+	if (pohm_sys_pwrite_full(fd, b, n, 0) != (ssize_t)n)
+		goto close;	/* a torn base: no base */
+	if (st.st_size > (off_t)n)
+		pohm_sys_ftruncate(fd, (off_t)n);
+	tv[0].tv_sec = tv[1].tv_sec = (time_t)(e->when_ns / 1000000000ULL);
+	tv[0].tv_nsec = tv[1].tv_nsec = (long)(e->when_ns % 1000000000ULL);
+	pohm_sys_utimensat(fd, NULL, tv, 0);
+close:
+	pohm_sys_close(fd);
+out:
 	free(b);
+}
+
+/* Write c's unwritten notes; drop: also free its slots (the cache closes). */
+static void kept_flush(struct pohm_cache *c, int drop)
+{
+	int i;
+
+	pthread_mutex_lock(&kept_lock);
+	for (i = 0; i < KEPT_SLOTS; i++) {
+		struct kept *e = &kept[i];
+
+		if (e->c != c)
+			continue;
+		if (e->dirty)
+			kept_write(e);
+		e->dirty = 0;
+		if (drop) {
+			free(e->data);
+			memset(e, 0, sizeof(*e));
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+}
+
+void pohm_cache_kept_flush(struct pohm_cache *c)
+{
+	if (c)
+		kept_flush(c, 0);
+}
+
+void cache_base_drop(struct pohm_cache *c)
+{
+	kept_flush(c, 1);
+}
+
+void cache_base_atfork_child(void)
+{
+	/* The parent's copies stay allocated in the child (its pages are the
+	 * parent's until written; no allocator call here). */
+	pthread_mutex_init(&kept_lock, NULL);
+	memset(kept, 0, sizeof(kept));
+}
+
+/* The table's answer for (c, key): 0 with *out and *age_ns, -ENOENT
+ * forgotten, 1 not in the table. */
+static int kept_load(struct pohm_cache *c, const char *key, struct pohm_kv_val *out,
+		     uint64_t *age_ns)
+{
+	struct kept *e;
+	uint64_t now = now_ns();
+	uint8_t *b = NULL;
+	int r = 1;
+
+	pthread_mutex_lock(&kept_lock);
+	e = kept_find(c, key);
+	if (e) {
+		r = -ENOENT;
+		if (e->data && now >= e->when_ns && (b = malloc(e->len))) {
+			memcpy(b, e->data, e->len);
+			out->len = e->len;
+			out->ts_ns = e->ts_ns;
+			*age_ns = now - e->when_ns;
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (!r) {
+		pohm_sha512(b, out->len, out->csum);
+		out->data = b;
+	}
+	return r;
 }
 
 int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
@@ -72,14 +251,18 @@ int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_
 	struct pohm_cache *c = arg;
 	uint8_t sum[POHM_SHA512_LEN];
 	char name[POHM_KEY_MAX + 8];
-	struct timespec now;
 	struct stat st;
 	uint8_t *b = NULL;
+	uint64_t when = 0, now;
 	size_t len;
-	int fd, i, r = -ENOENT;
+	int fd, i, r;
 
 	if (base_name(name, sizeof(name), key))
 		return -ENOENT;
+	r = kept_load(c, key, out, age_ns);
+	if (r <= 0)
+		return r;
+	r = -ENOENT;
 	fd = pohm_sys_openat(c->j.dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return -ENOENT;
@@ -90,14 +273,15 @@ int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_
 	b = malloc((size_t)st.st_size);
 	if (!b || pohm_sys_pread_full(fd, b, (size_t)st.st_size, 0) != st.st_size)
 		goto out;
-	pohm_sha512(b, len + 8, sum);
-	if (memcmp(sum, b + len + 8, POHM_SHA512_LEN))
+	pohm_sha512(b, len + 16, sum);
+	if (memcmp(sum, b + len + 16, POHM_SHA512_LEN))
 		goto out;	/* torn, or being written */
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (now.tv_sec < st.st_mtim.tv_sec)
+	for (i = 0; i < 8; i++)
+		when |= (uint64_t)b[len + 8 + i] << (8 * i);
+	now = now_ns();
+	if (now < when)
 		goto out;	/* from the future: the clock moved; not trusted */
-	*age_ns = (uint64_t)(now.tv_sec - st.st_mtim.tv_sec) * 1000000000ULL +
-		  (uint64_t)now.tv_nsec - (uint64_t)st.st_mtim.tv_nsec;
+	*age_ns = now - when;	/* since the note, not the write */
 	out->ts_ns = 0;
 	for (i = 0; i < 8; i++)
 		out->ts_ns |= (uint64_t)b[len + i] << (8 * i);

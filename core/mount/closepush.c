@@ -215,4 +215,7 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h)
 	 * pushes what was left there). */
 	if (m && pohm_dirty_take(pohm_proc_dirty()))
 		push_process(m, h, 0);
+	/* The CAS bases for the next process, once (decision 0048). */
+	if (m)
+		pohm_cache_kept_flush(m->cache);
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -385,8 +386,16 @@ TEST(prefix_bound_to_one_fsid)
 	pohm_cache_close(a);
 }
 
+/* As the next process sees c's kept bases: this one's notes written (its
+ * exit), its table empty (a new process's). */
+static void as_next_process(struct pohm_cache *c)
+{
+	pohm_cache_kept_flush(c);
+	cache_base_atfork_child();
+}
+
 /*
- * Decision 0090: a kept CAS base (k/<key> in cache_dir) comes back with its
+ * Decision 0048: a kept CAS base (k/<key> in cache_dir) comes back with its
  * bytes, stamp and checksum; a torn or changed file, a forgotten one or a
  * key that would leave k/ gives none.
  */
@@ -407,6 +416,7 @@ TEST(kept_bases_come_back_whole_or_not_at_all)
 	v.len = 16;
 	v.ts_ns = 0x0102030405060708ULL;
 	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
 	memset(&out, 0, sizeof(out));
 	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
 	EXPECT_EQ_U64(out.len, 16);
@@ -422,22 +432,29 @@ TEST(kept_bases_come_back_whole_or_not_at_all)
 	EXPECT_EQ_INT(truncate(kp, st.st_size - 1), 0);
 	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
 	/* Whole length, one byte changed. */
+	unlink(kp);
 	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
 	fd = open(kp, O_WRONLY);
 	EXPECT(fd >= 0);
 	EXPECT_EQ_INT((int)pwrite(fd, "A", 1, 0), 1);
 	close(fd);
 	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
 	/* Forgotten. */
+	unlink(kp);
 	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
 	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
 	pohm_kv_val_free(&out);
 	cache_base_note(c, "i:5", NULL);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
+	as_next_process(c);
 	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), -ENOENT);
 	EXPECT(access(kp, F_OK) != 0);
 	/* pohmelfsd's sweep removes those too old to be used, and only those. */
 	cache_base_note(c, "i:6", &v);
 	cache_base_note(c, "i:7", &v);
+	as_next_process(c);
 	snprintf(kp, sizeof(kp), "%s/a/state/k/i:6", root);
 	{
 		struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
@@ -451,6 +468,99 @@ TEST(kept_bases_come_back_whole_or_not_at_all)
 	/* Never outside k/. */
 	cache_base_note(c, "b:../../x", &v);
 	EXPECT_EQ_INT(cache_base_load(c, "b:../../x", &out, &age), -ENOENT);
+	pohm_cache_close(c);
+}
+
+/* Is k/<key> of host a's cache there? */
+static int kept_file(const char *key)
+{
+	char kp[1024];
+
+	snprintf(kp, sizeof(kp), "%s/a/state/k/%s", root, key);
+	return access(kp, F_OK) == 0;
+}
+
+/*
+ * Decision 0048, written lazily: a note stays in the process's table (no
+ * file call) until the flush at exit; the flush writes the newest bytes of
+ * each key and removes the forgotten; a key pushed out of the table (64
+ * newer keys) is not written; the age the next process sees counts from
+ * the note, not the write; a file noted later by another process is kept.
+ */
+TEST(kept_bases_reach_the_disk_at_the_flush_only)
+{
+	struct pohm_cache *c;
+	struct pohm_kv_val v = { 0 }, w = { 0 }, out = { 0 };
+	char key[32], kp[1024];
+	uint64_t age = ~0ULL;
+	struct stat st;
+	int i;
+
+	setup();
+	c = host("a");
+	EXPECT(c != NULL);
+	v.data = (uint8_t *)"old bytes";
+	v.len = 9;
+	v.ts_ns = 1;
+	w.data = (uint8_t *)"newer bytes";
+	w.len = 11;
+	w.ts_ns = 2;
+	/* Noted: the process itself is served, nothing on disk. */
+	cache_base_note(c, "i:5", &v);
+	cache_base_note(c, "i:5", &w);
+	cache_base_note(c, "b:1", &v);
+	EXPECT(!kept_file("i:5") && !kept_file("b:1"));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(out.len == 11 && !memcmp(out.data, "newer bytes", 11));
+	EXPECT_EQ_U64(out.ts_ns, 2);
+	EXPECT(age < 1000000000ULL);
+	pohm_kv_val_free(&out);
+	usleep(300000);
+	/* The flush: the newest of each key; the next process reads them,
+	 * as old as the note. */
+	as_next_process(c);
+	EXPECT(kept_file("i:5") && kept_file("b:1"));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(out.len == 11 && !memcmp(out.data, "newer bytes", 11));
+	EXPECT_EQ_U64(out.ts_ns, 2);
+	EXPECT(age >= 300000000ULL && age < 30000000000ULL);
+	pohm_kv_val_free(&out);
+	/* A longer file rewritten shorter (in place): the shorter bytes. */
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(out.len == 9 && !memcmp(out.data, "old bytes", 9));
+	pohm_kv_val_free(&out);
+	/* A forget: the file stays until the flush, then goes. */
+	cache_base_note(c, "b:1", NULL);
+	EXPECT(kept_file("b:1"));
+	EXPECT_EQ_INT(cache_base_load(c, "b:1", &out, &age), -ENOENT);
+	as_next_process(c);
+	EXPECT(!kept_file("b:1"));
+	/* Pushed out by 64 newer keys: dropped, never written. */
+	cache_base_note(c, "i:100", &v);
+	for (i = 0; i < 64; i++) {
+		snprintf(key, sizeof(key), "i:%d", 200 + i);
+		cache_base_note(c, key, &v);
+	}
+	as_next_process(c);
+	EXPECT(!kept_file("i:100"));
+	EXPECT(kept_file("i:200") && kept_file("i:263"));
+	/* Noted before another process wrote its later note of the key:
+	 * the later file stays. */
+	cache_base_note(c, "i:300", &v);
+	usleep(20000);
+	snprintf(kp, sizeof(kp), "%s/a/state/k/i:300", root);
+	{
+		FILE *f = fopen(kp, "w");
+
+		EXPECT(f != NULL);
+		fputs("another process's", f);
+		fclose(f);
+	}
+	pohm_cache_kept_flush(c);
+	EXPECT_EQ_INT(stat(kp, &st), 0);
+	EXPECT_EQ_U64((uint64_t)st.st_size, 17);
 	pohm_cache_close(c);
 }
 
@@ -479,6 +589,57 @@ static int lines_with(const char *p, const char *text)
  * cache's file taken for one made without the shim: a conflict copy, and
  * the local file unlinked).
  */
+struct noter {
+	struct pohm_cache *c;
+	int id;
+};
+
+static void *note_many(void *arg)
+{
+	struct noter *n = arg;
+	struct pohm_kv_val v = { 0 }, out;
+	char key[32];
+	uint64_t age;
+	int i;
+
+	v.data = (uint8_t *)"bytes";
+	v.len = 5;
+	for (i = 0; i < 500; i++) {
+		snprintf(key, sizeof(key), "i:%d", n->id * 1000 + i % 20);	/* 60 keys: all kept */
+		cache_base_note(n->c, key, i % 7 ? &v : NULL);
+		if (!cache_base_load(n->c, key, &out, &age))
+			pohm_kv_val_free(&out);
+	}
+	return NULL;
+}
+
+/* Threads noting and loading while another flushes (run under SAN=thread):
+ * the table stays whole and the last notes reach the disk. */
+TEST(kept_bases_noted_by_threads_during_a_flush)
+{
+	struct pohm_cache *c;
+	struct noter n[3];
+	pthread_t t[3];
+	int i;
+
+	setup();
+	c = host("a");
+	EXPECT(c != NULL);
+	for (i = 0; i < 3; i++) {
+		n[i].c = c;
+		n[i].id = i + 1;
+		EXPECT_EQ_INT(pthread_create(&t[i], NULL, note_many, &n[i]), 0);
+	}
+	for (i = 0; i < 20; i++)
+		pohm_cache_kept_flush(c);
+	for (i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	as_next_process(c);
+	/* Each thread's last note: i % 20 == 19 at i = 499, a note (499 % 7 != 0). */
+	EXPECT(kept_file("i:1019") && kept_file("i:2019") && kept_file("i:3019"));
+	pohm_cache_close(c);
+}
+
 TEST(directory_of_another_users_cache)
 {
 	struct pohm_cache *a, *u;
