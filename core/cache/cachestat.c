@@ -16,6 +16,17 @@
 
 /* ---------------------------------------------------------------- stat overlay */
 
+/* The stored access, change and modification times of rec into st. */
+static void stat_times(struct stat *st, const struct pohm_jrec *rec)
+{
+	st->st_atim.tv_sec = rec->atime.sec;
+	st->st_atim.tv_nsec = rec->atime.nsec;
+	st->st_mtim.tv_sec = rec->mtime.sec;
+	st->st_mtim.tv_nsec = rec->mtime.nsec;
+	st->st_ctim.tv_sec = rec->ctime.sec;
+	st->st_ctim.tv_nsec = rec->ctime.nsec;
+}
+
 void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 {
 	struct pohm_jrec rec;
@@ -42,12 +53,7 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		st->st_size = (off_t)rec.size;
 		st->st_blocks = (blkcnt_t)((rec.size + 511) / 512);
 		st->st_nlink = rec.nlink;
-		st->st_atim.tv_sec = rec.atime.sec;
-		st->st_atim.tv_nsec = rec.atime.nsec;
-		st->st_mtim.tv_sec = rec.mtime.sec;
-		st->st_mtim.tv_nsec = rec.mtime.nsec;
-		st->st_ctim.tv_sec = rec.ctime.sec;
-		st->st_ctim.tv_nsec = rec.ctime.nsec;
+		stat_times(st, &rec);
 	} else if (S_ISDIR(rec.mode)) {
 		/*
 		 * Local directories keep u+rwx for the cache's own use, and their
@@ -56,12 +62,7 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		 * cachedirtime.c).
 		 */
 		st->st_mode = rec.mode;
-		st->st_atim.tv_sec = rec.atime.sec;
-		st->st_atim.tv_nsec = rec.atime.nsec;
-		st->st_mtim.tv_sec = rec.mtime.sec;
-		st->st_mtim.tv_nsec = rec.mtime.nsec;
-		st->st_ctim.tv_sec = rec.ctime.sec;
-		st->st_ctim.tv_nsec = rec.ctime.nsec;
+		stat_times(st, &rec);
 	}
 	/* The link count is the storage's: local hardlinks are made lazily. */
 	if (rec.nlink)

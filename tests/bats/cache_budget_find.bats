@@ -36,25 +36,6 @@ teardown() {
 	cluster_stop
 }
 
-# waits HOST: HOST's net_waits total so far.
-waits() {
-	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
-}
-
-# counted NAME HOST CMD...: CMD's waits under the shim as HOST (printed);
-# its time in ms in $T/NAME.ms.
-counted() {
-	local name=$1 host=$2 w0 w t0
-	shift 2
-	w0=$(waits "$host")
-	t0=$(date +%s%N)
-	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/$name.log shim "$host" "$@" >/dev/null
-	w=$(($(waits "$host") - w0))
-	echo $((($(date +%s%N) - t0) / 1000000)) >"$T/$name.ms"
-	echo "# $name: $w waits in $(cat "$T/$name.ms") ms" >&3
-	echo "$w"
-}
-
 # fits NAME WAITS LIMIT: WAITS within LIMIT.  With attr_timeout 1 s, a call
 # a loaded machine kept running over a second lets what its batch checked
 # expire again: one more batch a second (a handful of waits) is allowed

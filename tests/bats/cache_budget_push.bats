@@ -32,11 +32,6 @@ teardown() {
 	cluster_stop
 }
 
-# waits HOST: HOST's net_waits total so far.
-waits() {
-	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
-}
-
 # freshen: an uncounted change in $D (cache_budget.bats: a directory's mtime
 # moves with its entries at most once a lag).
 freshen() {

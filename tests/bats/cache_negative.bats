@@ -18,11 +18,6 @@ teardown() {
 	cluster_stop
 }
 
-# waits HOST: HOST's net_waits total so far.
-waits() {
-	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
-}
-
 @test "another host's create in a listed directory: maybe absent within attr_timeout, seen after it, and at once by a fresh cache" {
 	three_hosts negative-$RANDOM
 	shim a mkdir "$T/a/d"

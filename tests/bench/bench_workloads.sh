@@ -73,15 +73,7 @@ for i in range(cfiles):
 os.makedirs(src + "/repo")
 PY
 tar -C "$W/src/tree" -cf "$W/src/tree.tar" . || fail "tar -c"
-(
-	cd "$W/src/repo" && git init -q && for c in $(seq 10); do
-		for i in $(seq "$GITFILES"); do
-			[ $((i % 10)) -eq $((c % 10)) ] || [ "$c" -eq 1 ] || continue
-			echo "file $i commit $c $RANDOM" >"f$i.txt"
-		done
-		git add . && git -c user.email=b@b -c user.name=b commit -qm "commit $c" || exit 1
-	done
-) >&2 || fail "making the git repository"
+git_repo "$W/src/repo" "$GITFILES"
 rows_expected=$ROWS
 S=$W/src
 wl_tar="tar -xf '$S/tree.tar'"

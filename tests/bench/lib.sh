@@ -154,6 +154,22 @@ fail_with() {
 	fail "$2 (exit status $rc${last:+: $last})"
 }
 
+# git_repo DIR FILES: a new git repository in DIR of FILES files and 10
+# commits (the first adds every file, commit c then changes the files i with
+# i % 10 == c % 10), the input of the workloads' `git clone`; fails the bench
+# if git does.
+git_repo() {
+	(
+		mkdir -p "$1" && cd "$1" && git init -q && for c in $(seq 10); do
+			for i in $(seq "$2"); do
+				[ $((i % 10)) -eq $((c % 10)) ] || [ "$c" -eq 1 ] || continue
+				echo "file $i commit $c $RANDOM" >"f$i.txt"
+			done
+			git add . && git -c user.email=b@b -c user.name=b commit -qm "commit $c" || exit 1
+		done
+	) >&2 || fail "making the git repository"
+}
+
 # fmt EXPR: awk arithmetic, printed as an integer from 100 up, else with 3
 # significant digits.
 fmt() { awk "BEGIN {x = $1; if (x >= 100 || x <= -100) printf \"%.0f\", x; else printf \"%.3g\", x}"; }

@@ -37,15 +37,7 @@ for i in range(files):
         f.write(rnd.randbytes(rnd.randrange(0, 8192)))
 PY
 tar -C "$W/src/tree" -cf "$W/src/tree.tar" . || fail "tar -c"
-(
-	cd "$W/src" && mkdir repo && cd repo && git init -q && for c in $(seq 10); do
-		for i in $(seq "$GITFILES"); do
-			[ $((i % 10)) -eq $((c % 10)) ] || [ "$c" -eq 1 ] || continue
-			echo "file $i commit $c $RANDOM" >"f$i.txt"
-		done
-		git add . && git -c user.email=b@b -c user.name=b commit -qm "commit $c" || exit 1
-	done
-) >&2 || fail "making the git repository"
+git_repo "$W/src/repo" "$GITFILES"
 S=$W/src
 declare -A CMD=([tar]="tar -xf '$S/tree.tar'" [git]="git clone -q 'file://$S/repo' clone")
 declare -A PER=([tar]=$FILES [git]=$(git -C "$S/repo" ls-files | wc -l))

@@ -101,6 +101,72 @@ static const struct pohm_kv_ops ch_ops = {
 	.get = ch_get, .read = ch_read, .put = ch_put, .del = ch_del, .scan = ch_scan,
 };
 
+/* A store over ch_kv that counts round trips: each get, read and get_n
+ * call is one (ch_rt_take); writes, deletes and scans are not counted.
+ * ch_counted has no get_n (the cache then reads inode by inode);
+ * ch_counted_n has one, a loop of ch_kv gets counted as one call. */
+static unsigned ch_rt;		/* counted calls since the last ch_rt_take */
+
+static int ch_cnt_get(void *ctx, const char *key, struct pohm_kv_val *out)
+{
+	ch_rt++;
+	return ch_kv.ops->get(ch_kv.ctx, key, out);
+}
+
+static int ch_cnt_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
+			int *st)
+{
+	size_t i;
+
+	ch_rt++;
+	for (i = 0; i < n; i++)
+		st[i] = ch_kv.ops->get(ch_kv.ctx, keys[i], &out[i]);
+	return 0;
+}
+
+static int ch_cnt_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
+{
+	ch_rt++;
+	return ch_kv.ops->read(ch_kv.ctx, key, off, buf, len);
+}
+
+static int ch_cnt_put(void *ctx, const char *key, const void *data, size_t len,
+		      const uint8_t *expect)
+{
+	return ch_kv.ops->put(ch_kv.ctx, key, data, len, expect);
+}
+
+static int ch_cnt_del(void *ctx, const char *key)
+{
+	return ch_kv.ops->del(ch_kv.ctx, key);
+}
+
+static int ch_cnt_scan(void *ctx, const char *prefix,
+		       int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
+{
+	return ch_kv.ops->scan(ch_kv.ctx, prefix, fn, arg);
+}
+
+static const struct pohm_kv_ops ch_counted_ops = {
+	.get = ch_cnt_get, .read = ch_cnt_read, .put = ch_cnt_put, .del = ch_cnt_del,
+	.scan = ch_cnt_scan,
+};
+static const struct pohm_kv_ops ch_counted_n_ops = {
+	.get = ch_cnt_get, .read = ch_cnt_read, .put = ch_cnt_put, .del = ch_cnt_del,
+	.scan = ch_cnt_scan, .get_n = ch_cnt_get_n,
+};
+static __attribute__((unused)) struct pohm_kv ch_counted = { &ch_counted_ops, NULL };
+static __attribute__((unused)) struct pohm_kv ch_counted_n = { &ch_counted_n_ops, NULL };
+
+/* Counted calls since the last call. */
+static __attribute__((unused)) unsigned ch_rt_take(void)
+{
+	unsigned n = ch_rt;
+
+	ch_rt = 0;
+	return n;
+}
+
 static void ch_cleanup(void)
 {
 	char cmd[200];
@@ -134,8 +200,9 @@ static void ch_setup(void)
 	ch_no_inline = 0;
 }
 
-/* Host name's cache (attr_timeout 0: every call checks the store; 4 KiB chunks). */
-static struct pohm_cache *ch_host(const char *name)
+/* Host name's cache over store kv with attr_timeout_ns (4 KiB chunks). */
+static struct pohm_cache *ch_host_over(const char *name, struct pohm_kv *kv,
+				       uint64_t attr_timeout_ns)
 {
 	struct pohm_cache_opts o = { 0 };
 	struct pohm_cache *c = NULL;
@@ -148,13 +215,20 @@ static struct pohm_cache *ch_host(const char *name)
 	o.cache_dir = cdir;
 	o.fsid = "t";
 	o.host_id = name;
-	o.kv = &ch_kv;
+	o.kv = kv;
 	o.chunk_shift = 12;
+	o.attr_timeout_ns = attr_timeout_ns;
 	o.no_inline = ch_no_inline;
 	r = pohm_cache_open(&c, &o, err, sizeof(err));
 	if (r)
 		printf("# open %s: %d %s\n", name, r, err);
 	return c;
+}
+
+/* Host name's cache (attr_timeout 0: every call checks the store; 4 KiB chunks). */
+static __attribute__((unused)) struct pohm_cache *ch_host(const char *name)
+{
+	return ch_host_over(name, &ch_kv, 0);
 }
 
 /* The local path of rel on host h. */

@@ -5,7 +5,7 @@
  * attr_timeout the store is asked again; whatever may leave a stored name
  * without a local file (a create's failed undo, a rename from another
  * directory) makes the directory incomplete.  The store calls are counted
- * (every read kind) through a wrapper over cache_hosts.h's store.
+ * (every read kind) through cache_hosts.h's counted store (ch_counted).
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -14,73 +14,18 @@
 #include "harness.h"
 #include "cache_hosts.h"
 
-static unsigned neg_reads;	/* get and read calls since the last neg_take */
-
-static int neg_get(void *ctx, const char *key, struct pohm_kv_val *out)
-{
-	neg_reads++;
-	return ch_kv.ops->get(ch_kv.ctx, key, out);
-}
-
-static int neg_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
-{
-	neg_reads++;
-	return ch_kv.ops->read(ch_kv.ctx, key, off, buf, len);
-}
-
-static int neg_put(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect)
-{
-	return ch_kv.ops->put(ch_kv.ctx, key, data, len, expect);
-}
-
-static int neg_del(void *ctx, const char *key)
-{
-	return ch_kv.ops->del(ch_kv.ctx, key);
-}
-
-static int neg_scan(void *ctx, const char *prefix,
-		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
-{
-	return ch_kv.ops->scan(ch_kv.ctx, prefix, fn, arg);
-}
-
-static const struct pohm_kv_ops neg_ops = {
-	.get = neg_get, .read = neg_read, .put = neg_put, .del = neg_del, .scan = neg_scan,
-};
-static struct pohm_kv neg_kv = { &neg_ops, NULL };
-
 #define NEG_TIMEOUT_NS 1000000000ULL	/* attr_timeout of the counted hosts */
 
-/* Host name's cache over the counted store, attr_timeout NEG_TIMEOUT_NS. */
+/* Host name's cache over the counted store (no get_n), attr_timeout NEG_TIMEOUT_NS. */
 static struct pohm_cache *neg_host(const char *name)
 {
-	struct pohm_cache_opts o = { 0 };
-	struct pohm_cache *c = NULL;
-	char prefix[512], cdir[512], err[512];
-	int r;
-
-	(void)ch_host;	/* cache_hosts.h's hosts check every call: not these */
-	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", ch_root, name);
-	snprintf(cdir, sizeof(cdir), "%s/%s/state", ch_root, name);
-	o.prefix = prefix;
-	o.cache_dir = cdir;
-	o.fsid = "t";
-	o.host_id = name;
-	o.kv = &neg_kv;
-	o.chunk_shift = 12;
-	o.attr_timeout_ns = NEG_TIMEOUT_NS;
-	r = pohm_cache_open(&c, &o, err, sizeof(err));
-	if (r)
-		printf("# open %s: %d %s\n", name, r, err);
-	return c;
+	return ch_host_over(name, &ch_counted, NEG_TIMEOUT_NS);
 }
 
+/* Reads (get and read calls) since the last call. */
 static unsigned neg_take(void)
 {
-	unsigned n = neg_reads;
-
-	neg_reads = 0;
-	return n;
+	return ch_rt_take();
 }
 
 static void neg_sleep_past_timeout(void)

@@ -5,8 +5,8 @@
  * round trip each; freshness is not weakened (a batch-checked entry
  * expires attr_timeout after the batch's reads; another host's change or
  * removal shows after attr_timeout).  Store calls are counted as round
- * trips: a get, a read, a get_n each one (a wrapper over cache_hosts.h's
- * store, with a get_n of its own).
+ * trips: a get, a read, a get_n each one (cache_hosts.h's ch_counted_n,
+ * which has a get_n).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,83 +19,17 @@
 #define SIB_N 60			/* entries of the directory */
 #define SIB_TIMEOUT_NS 1000000000ULL	/* attr_timeout of the counted hosts */
 
-static unsigned sib_calls;	/* get, read and get_n calls since the last sib_take */
-
-static int sib_get(void *ctx, const char *key, struct pohm_kv_val *out)
-{
-	sib_calls++;
-	return ch_kv.ops->get(ch_kv.ctx, key, out);
-}
-
-static int sib_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
-		     int *st)
-{
-	size_t i;
-
-	sib_calls++;
-	for (i = 0; i < n; i++)
-		st[i] = ch_kv.ops->get(ch_kv.ctx, keys[i], &out[i]);
-	return 0;
-}
-
-static int sib_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
-{
-	sib_calls++;
-	return ch_kv.ops->read(ch_kv.ctx, key, off, buf, len);
-}
-
-static int sib_put(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect)
-{
-	return ch_kv.ops->put(ch_kv.ctx, key, data, len, expect);
-}
-
-static int sib_del(void *ctx, const char *key)
-{
-	return ch_kv.ops->del(ch_kv.ctx, key);
-}
-
-static int sib_scan(void *ctx, const char *prefix,
-		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
-{
-	return ch_kv.ops->scan(ch_kv.ctx, prefix, fn, arg);
-}
-
-static const struct pohm_kv_ops sib_ops = {
-	.get = sib_get, .read = sib_read, .put = sib_put, .del = sib_del, .scan = sib_scan,
-	.get_n = sib_get_n,
-};
-static struct pohm_kv sib_kv = { &sib_ops, NULL };
-
-/* Host name's cache over the counted store (a new one: a new process). */
+/* Host name's cache over the counted store with get_n (a new one: a new
+ * process), attr_timeout SIB_TIMEOUT_NS. */
 static struct pohm_cache *sib_host(const char *name)
 {
-	struct pohm_cache_opts o = { 0 };
-	struct pohm_cache *c = NULL;
-	char prefix[512], cdir[512], err[512];
-	int r;
-
-	(void)ch_host;
-	snprintf(prefix, sizeof(prefix), "%s/%s/prefix", ch_root, name);
-	snprintf(cdir, sizeof(cdir), "%s/%s/state", ch_root, name);
-	o.prefix = prefix;
-	o.cache_dir = cdir;
-	o.fsid = "t";
-	o.host_id = name;
-	o.kv = &sib_kv;
-	o.chunk_shift = 12;
-	o.attr_timeout_ns = SIB_TIMEOUT_NS;
-	r = pohm_cache_open(&c, &o, err, sizeof(err));
-	if (r)
-		printf("# open %s: %d %s\n", name, r, err);
-	return c;
+	return ch_host_over(name, &ch_counted_n, SIB_TIMEOUT_NS);
 }
 
+/* Round trips (get, read and get_n calls) since the last call. */
 static unsigned sib_take(void)
 {
-	unsigned n = sib_calls;
-
-	sib_calls = 0;
-	return n;
+	return ch_rt_take();
 }
 
 static void sib_sleep(long ms)

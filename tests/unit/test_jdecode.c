@@ -20,6 +20,9 @@
 #include "journal.h"
 #include "jindex.h"
 
+#define JOURNAL_DIR_NAME "jdecode-test"
+#include "journal_dir.h"
+
 /* Record file j/1234 as the library wrote it for fixture_rec() with its
  * last commit (dversion 6, lino 0x5678): 331 bytes of record, then the
  * 32-byte commit trailer. */
@@ -117,29 +120,6 @@ static int same_rec(const struct pohm_jrec *a, const struct pohm_jrec *b, int wi
 	       !strcmp(a->hint, b->hint) &&
 	       a->commit_dversion == (with_commit ? b->commit_dversion : 0) &&
 	       a->commit_lino == (with_commit ? b->commit_lino : 0);
-}
-
-static char dir[96];
-
-static void fresh(struct pohm_journal *j)
-{
-	char cmd[200];
-
-	snprintf(dir, sizeof(dir), "/tmp/pohm-jdecode-test.%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		printf("# %s failed\n", cmd);
-	EXPECT_EQ_INT(pohm_journal_open(j, dir), 0);
-}
-
-static void done(struct pohm_journal *j)
-{
-	char cmd[200];
-
-	pohm_journal_close(j);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		printf("# %s failed\n", cmd);
 }
 
 /* The n bytes at p as the file dir/name (at offset off), or read back. */

@@ -22,29 +22,8 @@
 #include "jindex.h"
 #include "sha512.h"
 
-static char dir[96];
-
-static void fresh(struct pohm_journal *j)
-{
-	char cmd[200];
-
-	if (!dir[0])
-		snprintf(dir, sizeof(dir), "/tmp/pohm-journal-test.%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		printf("# %s failed\n", cmd);
-	EXPECT_EQ_INT(pohm_journal_open(j, dir), 0);
-}
-
-static void done(struct pohm_journal *j)
-{
-	char cmd[200];
-
-	pohm_journal_close(j);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		printf("# %s failed\n", cmd);
-}
+#define JOURNAL_DIR_NAME "journal-test"
+#include "journal_dir.h"
 
 /* A record whose fields all derive from (ino, k): nchunks and the hint's
  * length vary with k, so records of one inode differ in length. */

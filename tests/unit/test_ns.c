@@ -166,6 +166,16 @@ static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 	return kv.ops->get_n(ctx, n, keys, out, st);
 }
 
+/* ckv: the test store (kv, kvmem: it has a get_n) with its reads counted. */
+static void counting_kv(struct pohm_kv *ckv)
+{
+	counting_ops = *kv.ops;
+	counting_ops.get = counting_get;
+	counting_ops.get_n = counting_get_n;
+	ckv->ops = &counting_ops;
+	ckv->ctx = kv.ctx;
+}
+
 /* lazy_root: a first read that finds an object proves the root (no check,
  * issue 23); one that finds nothing checks it, and a read of the root
  * itself then sees the root the check made. */
@@ -177,11 +187,7 @@ TEST(lazy_root_proven_by_a_read)
 	struct pohm_inode d, a;
 	uint64_t ino;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
 	root_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_open(&lz, &ckv, &o), 0);
@@ -254,11 +260,7 @@ TEST(optimistic_cas_reads_once_and_loses_safely)
 	struct pohm_inode d, a, x;
 	pthread_t t;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	ns = NULL;
 	{
@@ -428,6 +430,23 @@ static void *kept_thread(void *arg)
 	return NULL;
 }
 
+/* k: the calls of kept_thread, run (and joined) in a new thread over ns:
+ * in directory dir, a setattr of ino and the unlink of uname (inode uino). */
+static void kept_run(struct kept_call *k, struct pohm_ns *ns, uint64_t dir, uint64_t ino,
+		     const char *uname, uint64_t uino)
+{
+	pthread_t t;
+
+	memset(k, 0, sizeof(*k));
+	k->ns = ns;
+	k->dir = dir;
+	k->ino = ino;
+	k->uname = uname;
+	k->uino = uino;
+	pthread_create(&t, NULL, kept_thread, k);
+	pthread_join(t, NULL);
+}
+
 TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 {
 	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
@@ -438,14 +457,9 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 	struct other_change o;
 	struct pohm_kv ckv;
 	struct pohm_inode d, a, x;
-	pthread_t t;
 
 	kept_clear();
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	EXPECT_EQ_INT(pohm_ns_open(&nsb, &ckv, &opt), 0);
 	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
@@ -461,14 +475,7 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 
 	/* Unchanged since noted: the setattr, the create and the mkdir write at
 	 * once (the exclusive create of "b", absent, too). */
-	memset(&k, 0, sizeof(k));
-	k.ns = nsb;
-	k.dir = d.ino;
-	k.ino = a.ino;
-	k.uname = "u1";
-	k.uino = u1;
-	pthread_create(&t, NULL, kept_thread, &k);
-	pthread_join(t, NULL);
+	kept_run(&k, nsb, d.ino, a.ino, "u1", u1);
 	EXPECT_EQ_INT(k.r_attr, 0);
 	EXPECT_EQ_INT(k.r_create, 0);
 	EXPECT_EQ_INT(k.r_mkdir, 0);
@@ -495,14 +502,7 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 	EXPECT_EQ_INT(o.r2, 0);
 	/* Stale bases: every write loses its CAS, reads and writes again; the
 	 * exclusive create of "b" is EEXIST (never decided on the kept copy). */
-	memset(&k, 0, sizeof(k));
-	k.ns = nsb;
-	k.dir = d.ino;
-	k.ino = a.ino;
-	k.uname = "u2";
-	k.uino = u2;
-	pthread_create(&t, NULL, kept_thread, &k);
-	pthread_join(t, NULL);
+	kept_run(&k, nsb, d.ino, a.ino, "u2", u2);
 	EXPECT_EQ_INT(k.r_attr, 0);
 	EXPECT_EQ_INT(k.r_create, 0);
 	EXPECT_EQ_INT(k.r_mkdir, 0);
@@ -541,11 +541,7 @@ TEST(rename_in_one_bucket_is_one_put_and_unlink_reads_its_bucket_once)
 	struct pohm_inode d, a, b, x;
 	long puts;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	ns = NULL;
 	{
@@ -744,11 +740,7 @@ TEST(unlink_with_a_guess_reads_once_and_tells_the_last_name)
 	struct pohm_inode d, a;
 	struct unlink_guess u;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	ns = NULL;
 	{
@@ -820,11 +812,7 @@ TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
 	uint64_t b;
 	pthread_t t;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	ns = NULL;
 	{
@@ -884,11 +872,7 @@ TEST(rename_across_directories_reads_each_bucket_once)
 	struct pohm_kv ckv;
 	struct pohm_inode d1, d2, a, x;
 
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = kv.ops->get_n ? counting_get_n : NULL;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	pohm_ns_close(ns);
 	ns = NULL;
 	{
@@ -1347,11 +1331,7 @@ TEST(getattr_many_is_getattr_in_one_read)
 	inos[2] = POHM_ROOT_INO;
 	inos[3] = 0x1234567;		/* never existed */
 	inos[4] = a.ino;
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = counting_get_n;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	{
 		struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
 
@@ -1397,11 +1377,7 @@ TEST(readdir_reads_a_level_at_a_time)
 		snprintf(name, sizeof(name), "n%d", i);
 		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
 	}
-	counting_ops = *kv.ops;
-	counting_ops.get = counting_get;
-	counting_ops.get_n = counting_get_n;
-	ckv.ops = &counting_ops;
-	ckv.ctx = kv.ctx;
+	counting_kv(&ckv);
 	cns = NULL;
 	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
 	all_reads = 0;

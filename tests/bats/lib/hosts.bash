@@ -48,3 +48,24 @@ three_hosts() {
 	export POHMELFS_ATTR_TIMEOUT=1
 	mkdir -p "$T/a" "$T/b" "$T/c"
 }
+
+# waits HOST: HOST's net_waits total so far (cache_dir/stats: the waits for
+# the cluster's replies that every process adds at exit).
+waits() {
+	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
+}
+
+# counted NAME HOST CMD...: CMD's waits under the shim as HOST, echoed; its
+# output dropped, its debug log in $T/NAME.log (each kv operation logs its
+# waits, kvio.c "rtt:"), its time in ms in $T/NAME.ms.
+counted() {
+	local name=$1 host=$2 w0 w t0
+	shift 2
+	w0=$(waits "$host")
+	t0=$(date +%s%N)
+	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/$name.log shim "$host" "$@" >/dev/null
+	w=$(($(waits "$host") - w0))
+	echo $((($(date +%s%N) - t0) / 1000000)) >"$T/$name.ms"
+	echo "# $name: $w waits in $(cat "$T/$name.ms") ms" >&3
+	echo "$w"
+}
