@@ -96,7 +96,7 @@ int pohm_net_open(struct pohm_net **out, const struct pohm_config *cfg)
 	cond_init_mono(&net->txcv);
 	cond_init_mono(&net->conncv);
 	net->cfg = cfg;
-	net->pid = pohm_sys_getpid();
+	net->pid = pohm_sys_pid();
 	net->next_trans = 1;
 	net->evfd = -1;
 	for (i = 0; i < cfg->nservers; i++) {
@@ -976,7 +976,7 @@ void pohm_net_atfork_child(struct pohm_net *net)
 	net->waiters = NULL;
 	net->refreshing = 0;
 	pohm_own_close(&net->evfd);
-	__atomic_store_n(&net->pid, pohm_sys_getpid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&net->pid, pohm_sys_pid(), __ATOMIC_RELEASE);
 }
 
 void pohm_net_atfork_prepare(struct pohm_net *net)
@@ -994,7 +994,7 @@ static int fork_resetting;
 
 void pohm_net_fork_check(struct pohm_net *net)
 {
-	pid_t pid = pohm_sys_getpid();
+	pid_t pid = pohm_sys_pid();
 	int expect = 0;
 
 	if (__atomic_load_n(&net->pid, __ATOMIC_ACQUIRE) == pid)

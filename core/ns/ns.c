@@ -22,7 +22,7 @@
 
 uint64_t ns_random(struct pohm_ns *ns)
 {
-	pid_t pid = pohm_sys_getpid();	/* one syscall; every caller then talks to the network */
+	pid_t pid = pohm_sys_pid();	/* no syscall: sys.h */
 	uint64_t x;
 
 	pthread_mutex_lock(&ns->rng_lock);

@@ -172,7 +172,7 @@ static void cas_pause(uint64_t *pause_ns)
 {
 	static __thread uint64_t rng;	/* this thread's; reseeded in a fork child */
 	static __thread pid_t rng_pid;
-	pid_t pid = pohm_sys_getpid();
+	pid_t pid = pohm_sys_pid();
 	struct timespec t;
 	uint64_t ns;
 

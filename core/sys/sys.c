@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -210,6 +211,56 @@ uint64_t pohm_sys_real_ns(void)
 pid_t pohm_sys_getpid(void)
 {
 	return (pid_t)POHM_RAW(SYS_getpid);
+}
+
+/*
+ * pohm_sys_pid's page: NULL until the first call maps it, PID_NO_WIPE
+ * where the kernel refused MADV_WIPEONFORK.  Set once by the first caller
+ * (a compare-and-swap; a loser unmaps its own page); the pid word in the
+ * page is written with relaxed atomics by whichever thread finds it 0
+ * (they all write the same value).  A fork child inherits the pointer
+ * and a zeroed page.
+ */
+#define PID_NO_WIPE ((pid_t *)1)
+static pid_t *pid_page;
+
+static __attribute__((noinline, cold)) pid_t *pid_page_map(void)
+{
+	long p = POHM_RAW(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pid_t *page = PID_NO_WIPE, *expect = NULL;
+
+	if (p < 0 && p > -4096)
+		goto out;
+	if (POHM_RAW(SYS_madvise, p, 4096, MADV_WIPEONFORK)) {
+		POHM_RAW(SYS_munmap, p, 4096);
+		goto out;
+	}
+	page = (pid_t *)p;
+out:
+	if (!__atomic_compare_exchange_n(&pid_page, &expect, page, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		if (page != PID_NO_WIPE)
+			POHM_RAW(SYS_munmap, page, 4096);
+		page = expect;
+	}
+	return page;
+}
+
+pid_t pohm_sys_pid(void)
+{
+	pid_t *page = __atomic_load_n(&pid_page, __ATOMIC_ACQUIRE), pid;
+
+	if (__builtin_expect(!page, 0))
+		page = pid_page_map();
+	if (page == PID_NO_WIPE)
+		return pohm_sys_getpid();
+	pid = __atomic_load_n(page, __ATOMIC_RELAXED);
+	if (__builtin_expect(!pid, 0)) {
+		pid = pohm_sys_getpid();
+		__atomic_store_n(page, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
 }
 
 /* Weak no-op: only the test programs link the one that kills

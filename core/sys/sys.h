@@ -103,6 +103,19 @@ uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
+/*
+ * The current pid, asked of the kernel once per process: kept in a page
+ * the kernel zeroes in the child of every fork (MADV_WIPEONFORK), so a
+ * child made by fork(), _Fork(), or a raw clone without CLONE_VM asks
+ * again at its first call, atfork handlers or not.  A child sharing the
+ * memory (vfork, clone with CLONE_VM) reads its parent's pid: the shim
+ * makes vfork a fork when a prefix is configured (decision 0029), and
+ * the callers (the fork checks of core/net and the generators' reseed)
+ * must not reset the parent's shared state from such a child anyway.
+ * Where the kernel lacks MADV_WIPEONFORK (before 4.14): getpid(2) every
+ * call.  Lock-free; async-signal-safe.
+ */
+pid_t pohm_sys_pid(void);
 /* geteuid(2) (never fails). */
 uid_t pohm_sys_geteuid(void);
 /* symlinkat(2): 0 or -errno. */
@@ -186,7 +199,7 @@ mode_t pohm_sys_umask(void);
  * 64 non-zero bits for seeding a generator: getrandom(2), mixed with the
  * clock, pid and tid (the only source when getrandom fails).  A generator
  * seeded once is copied by fork: whoever needs ids unique across processes
- * reseeds when pohm_sys_getpid() changes (ns_random, cas_pause).
+ * reseeds when pohm_sys_pid() changes (ns_random, cas_pause).
  */
 uint64_t pohm_sys_seed(void);
 

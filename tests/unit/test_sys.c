@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -466,4 +467,37 @@ TEST(long_paths_walk_in_chunks)
 	EXPECT_EQ_INT(count_fds(), fds);
 	close(dfd);
 	EXPECT(rmdir(tmpl) == 0);
+}
+
+/*
+ * pohm_sys_pid (issue 23: no getpid per call): the pid asked once, and
+ * asked again in every fork child, also one that no atfork handler saw:
+ * glibc's fork, _Fork (no handlers), and a raw clone with SIGCHLD.
+ */
+static int pid_child_ok(void)
+{
+	return pohm_sys_pid() == (pid_t)syscall(SYS_getpid) ? 0 : 1;
+}
+
+TEST(sys_pid_per_process)
+{
+	pid_t me = getpid(), pid;
+	int st, how;
+
+	EXPECT_EQ_INT((int)pohm_sys_pid(), (int)me);
+	EXPECT_EQ_INT((int)pohm_sys_pid(), (int)me);	/* the cached answer */
+	for (how = 0; how < 3; how++) {
+		if (how == 0)
+			pid = fork();
+		else if (how == 1)
+			pid = _Fork();
+		else
+			pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0)
+			_exit(pid_child_ok());
+		EXPECT(pid > 0);
+		EXPECT(waitpid(pid, &st, 0) == pid);
+		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	EXPECT_EQ_INT((int)pohm_sys_pid(), (int)me);
 }
