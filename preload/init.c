@@ -247,6 +247,7 @@ static void shim_init(void)
 		pohm_fd_adopt_env();
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 		pohm_vfork_forks = 1;	/* exec.c's vfork */
+		pohm_sys_keep_attrs();	/* creds.c reports their changes */
 	}
 	test_ifd_setup();
 	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,

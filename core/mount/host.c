@@ -45,8 +45,7 @@ void pohm_mount_host_attach(struct pohm_mount *m)
 
 mode_t pohm_mount_new_mode(mode_t mode)
 {
-	/* Read each time: umask is not interposed (and programs may call
-	 * SYS_umask directly), and 12 us is nothing next to the round trips of
-	 * a create (milliseconds). */
-	return (mode & S_IFMT) | (mode & 07777 & ~pohm_sys_umask());
+	/* Read once, again after each umask(3) (preload/creds.c's wrapper;
+	 * issue 23: /proc/self/status was 3 calls a create). */
+	return (mode & S_IFMT) | (mode & 07777 & ~pohm_sys_umask_kept());
 }

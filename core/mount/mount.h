@@ -103,7 +103,8 @@ void pohm_mount_host_attach(struct pohm_mount *m);
 void pohm_mount_daemon_start(struct pohm_mount *m);
 /* The mode a new object is stored with, as the kernel makes it locally:
  * the type bits kept, the permission bits less the process umask (read
- * without changing it). */
+ * without changing it, once and again after each umask(3):
+ * pohm_sys_umask_kept). */
 mode_t pohm_mount_new_mode(mode_t mode);
 
 /*

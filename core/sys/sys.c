@@ -306,6 +306,50 @@ mode_t pohm_sys_umask(void)
 	return um & 0777;
 }
 
+/*
+ * pohm_sys_umask_kept's state: umask_gen counts umask(3) calls (bumped
+ * after each real call returns); umask_kept is (generation << 32) |
+ * UMASK_VALID | mode, the value read at that generation.  A reader loads
+ * the generation before it reads /proc, so a value read before a
+ * concurrent umask(3) is tagged with the older generation and never used.
+ * Both relaxed/acquire atomics; no lock (a signal handler may call umask).
+ */
+#define UMASK_VALID 0x80000000u
+static uint32_t umask_gen;
+static uint64_t umask_kept;
+/* pohm_sys_keep_attrs: 0, then 1 for good (relaxed atomics). */
+static int keep_attrs;
+
+void pohm_sys_keep_attrs(void)
+{
+	__atomic_store_n(&keep_attrs, 1, __ATOMIC_RELAXED);
+}
+
+int pohm_sys_keeps_attrs(void)
+{
+	return __atomic_load_n(&keep_attrs, __ATOMIC_RELAXED);
+}
+
+mode_t pohm_sys_umask_kept(void)
+{
+	uint32_t g = __atomic_load_n(&umask_gen, __ATOMIC_ACQUIRE);
+	uint64_t k = __atomic_load_n(&umask_kept, __ATOMIC_ACQUIRE);
+	mode_t um;
+
+	if (!pohm_sys_keeps_attrs())
+		return pohm_sys_umask();
+	if ((k & UMASK_VALID) && (uint32_t)(k >> 32) == g)
+		return (mode_t)(k & 0777);
+	um = pohm_sys_umask();
+	__atomic_store_n(&umask_kept, ((uint64_t)g << 32) | UMASK_VALID | um, __ATOMIC_RELEASE);
+	return um;
+}
+
+void pohm_sys_umask_changed(void)
+{
+	__atomic_add_fetch(&umask_gen, 1, __ATOMIC_RELEASE);
+}
+
 uint64_t pohm_sys_seed(void)
 {
 	uint64_t x = 0, z;

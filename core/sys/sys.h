@@ -196,6 +196,27 @@ void pohm_sys_test_kill(enum pohm_test_switch s);
  */
 mode_t pohm_sys_umask(void);
 /*
+ * The process umask without a system call (after pohm_sys_keep_attrs;
+ * before it, pohm_sys_umask() every call): pohm_sys_umask() read once and
+ * kept until pohm_sys_umask_changed() (the shim's umask(3) wrapper, after
+ * the real call) says it may have moved; the next call reads it again.  A
+ * umask changed by a raw system call (syscall(SYS_umask), a statically
+ * linked helper in the same process) is not seen: libpohmelfs(7) LIMITS.
+ * Lock-free (a generation and the value in one 64-bit word).
+ */
+mode_t pohm_sys_umask_kept(void);
+void pohm_sys_umask_changed(void);
+/*
+ * Keep the process's attributes (the umask above, the credentials of
+ * perm.h) instead of asking the kernel at every call.  Only for a process
+ * whose every change of them goes through wrappers that report it: the
+ * shim turns it on at light init (preload/creds.c reports); the tools and
+ * the unit tests, which change them with plain libc or raw calls, ask the
+ * kernel every time.  Once on, stays on.
+ */
+void pohm_sys_keep_attrs(void);
+int pohm_sys_keeps_attrs(void);
+/*
  * 64 non-zero bits for seeding a generator: getrandom(2), mixed with the
  * clock, pid and tid (the only source when getrandom fails).  A generator
  * seeded once is copied by fork: whoever needs ids unique across processes

@@ -138,10 +138,14 @@ trace() {
 # What a create's calls are: doc/notes-s13-bench23.md.  Lowered since, one
 # step each (doc/notes-s13-bookkeep.md has before and after):
 #   the pid asked once per process (pohm_sys_pid): creates 1391, first 278;
-#     the first stat and open +2 (the pid page's mmap and madvise): 117, 132.
-@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 140 extra syscalls, budget 30" {
+#     the first stat and open +2 (the pid page's mmap and madvise): 117, 132;
+#   the umask kept (pohm_sys_umask_kept): creates 1362.
+# The ten stats and opens count 106 or 107, 41 or 42 from run to run (one
+# call more in some runs, also before these changes): their limits are the
+# higher figures.
+@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 137 extra syscalls, budget 30" {
 	trace create create
-	[ "$TEN" -le 1391 ]
+	[ "$TEN" -le 1362 ]
 	[ "$FIRST" -le 278 ]
 	[ "$CONN" -ge 1 ]
 	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
@@ -152,7 +156,7 @@ trace() {
 	[ "$REQ" -eq 0 ]
 	[ "$CONN" -eq 0 ]
 	[ "$WAITS" -eq 0 ]
-	[ "$TEN" -le 106 ]
+	[ "$TEN" -le 107 ]
 	[ "$FIRST" -le 117 ]
 }
 
@@ -161,6 +165,6 @@ trace() {
 	[ "$REQ" -eq 0 ]
 	[ "$CONN" -eq 0 ]
 	[ "$WAITS" -eq 0 ]
-	[ "$TEN" -le 41 ]
+	[ "$TEN" -le 42 ]
 	[ "$FIRST" -le 132 ]
 }

@@ -394,6 +394,23 @@ close_all() {
 	[ "$output" = "$(printf '600\n600\n700')" ]
 }
 
+# Issue 23: the umask is read once per process and again after each
+# umask(3) (preload/creds.c), not at every create: a process that changes
+# it between creates stores each object with the umask of its moment.
+@test "umask: a process that changes its umask between creates stores each file and directory with the umask of its moment" {
+	shim a mkdir "$T/a/w/um2"
+	shim a python3 -c "
+import os
+d = '$T/a/w/um2/'
+for i, m in enumerate((0o022, 0o077, 0o002, 0o027)):
+    os.umask(m)
+    open(d + 'f%d' % i, 'w').close()
+    os.mkdir(d + 'd%d' % i)
+"
+	run shim b bash -c "cd '$T/b/w/um2' && stat -c '%n %a' f0 d0 f1 d1 f2 d2 f3 d3 | paste -sd' '"
+	[ "$output" = "f0 644 d0 755 f1 600 d1 700 f2 664 d2 775 f3 640 d3 750" ]
+}
+
 # Issue 19 item 5: a signal handler that creates and unlinks a pid file
 # under the prefix while its thread is inside the shim must neither wait
 # for a lock its own thread holds nor leave the storage out of step.
