@@ -19,10 +19,12 @@
 #include <fts.h>
 #include <ftw.h>
 #include <glob.h>
+#include <linux/capability.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/ipc.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>

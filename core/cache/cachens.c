@@ -23,7 +23,7 @@ static uint32_t my_uid(void)
 
 static uint32_t my_gid(void)
 {
-	return (uint32_t)pohm_sys_getegid();
+	return (uint32_t)pohm_perm_egid();	/* kept: perm.h */
 }
 
 /* The inode this thread's last pohm_cache_create made, and a hash of its

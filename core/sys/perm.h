@@ -16,11 +16,15 @@
  *
  * Guards: none (the credential is the caller's; capabilities and groups
  * are read with one system call each when the mode bits do not decide).
+ * Kept credentials (issue 23): in a process that called
+ * pohm_sys_keep_attrs (the shim), the ids and effective capabilities are
+ * read once and again after pohm_sys_creds_changed (sys.h); perm.c says how.
  */
 #ifndef POHM_CORE_PERM_H
 #define POHM_CORE_PERM_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /* pohm_cred.how: what besides uid and gid decides. */
 #define POHM_CRED_GROUPS 0x1	/* the calling thread's supplementary groups count as gid */
@@ -54,5 +58,11 @@ int pohm_perm_mode(uint32_t mode, uint32_t uid, uint32_t gid, int want,
 int pohm_perm_has_cap(int cap);
 /* The calling thread's fsuid. */
 uint32_t pohm_perm_fsuid(void);
+/* The calling thread's effective uid (geteuid(2), kept as above). */
+uid_t pohm_perm_euid(void);
+/* The calling thread's effective gid (getegid(2), kept as above). */
+gid_t pohm_perm_egid(void);
+/* Reporting changes: pohm_sys_creds_changed, pohm_sys_creds_per_thread
+ * (sys.h, for the shim's wrappers). */
 
 #endif

@@ -429,7 +429,7 @@ char *pohm_put_hex(char *o, char *lim, uint64_t x)
 
 uid_t pohm_sys_geteuid(void)
 {
-	return (uid_t)POHM_RAW(SYS_geteuid);
+	return pohm_perm_euid();
 }
 
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)

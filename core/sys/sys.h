@@ -116,7 +116,8 @@ pid_t pohm_sys_getpid(void);
  * call.  Lock-free; async-signal-safe.
  */
 pid_t pohm_sys_pid(void);
-/* geteuid(2) (never fails). */
+/* geteuid(2) (never fails); kept per process after pohm_sys_keep_attrs
+ * (perm.h pohm_perm_euid). */
 uid_t pohm_sys_geteuid(void);
 /* symlinkat(2): 0 or -errno. */
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path);
@@ -216,6 +217,14 @@ void pohm_sys_umask_changed(void);
  */
 void pohm_sys_keep_attrs(void);
 int pohm_sys_keeps_attrs(void);
+/* The credentials may have changed for every thread (setuid, setgid and
+ * their variants, which glibc applies to all threads): the next question
+ * of perm.h reads them again.  Call after the change.  (perm.c) */
+void pohm_sys_creds_changed(void);
+/* One thread changed its own credentials (setfsuid, setfsgid, capset):
+ * keep none from now on; every question asks the kernel.  Call before the
+ * change.  (perm.c) */
+void pohm_sys_creds_per_thread(void);
 /*
  * 64 non-zero bits for seeding a generator: getrandom(2), mixed with the
  * clock, pid and tid (the only source when getrandom fails).  A generator

@@ -27,6 +27,15 @@
  *                       or (HOW dup2) close it and dup2 /dev/null over
  *                       700..720, where the library's fds live; then
  *                       write, read back, rename and list under DIR
+ *   creds UID DIR [N]   write DIR/before; then for each way to switch the
+ *                       effective ids (setreuid+setregid, setresuid+
+ *                       setresgid) switch to UID, write DIR/re or DIR/res,
+ *                       switch back the same way and write DIR/re-back or
+ *                       DIR/res-back; then capset (the same capabilities)
+ *                       and setfsuid+setfsgid(UID) in this thread: a
+ *                       write of DIR/fs must fail (EACCES: the cache is
+ *                       root's), and after setfsuid+setfsgid(0) DIR/fs-back
+ *                       succeeds
  *   exec-as UID CMD...  drop supplementary groups, setgid+setuid(UID) and
  *                       exec CMD (setpriv's job, for sanitizer runs: an
  *                       uninstrumented setpriv cannot take the
@@ -42,10 +51,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* glibc exports capset but declares it nowhere (libcap's header does). */
+int capset(cap_user_header_t hdr, cap_user_data_t data);
 
 static int fail(const char *what)
 {
@@ -320,6 +335,48 @@ static int do_closefrom(const char *dir, const char *how)
 	return 0;
 }
 
+/* Each libc way to change the ids that preload/creds.c reports (issue 23). */
+static int do_creds(uid_t uid, const char *dir)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	char p[PATH_MAX];
+	int fd;
+
+	if (write_named(dir, "before", -1))
+		return 1;
+	if (setregid((gid_t)-1, uid) || setreuid((uid_t)-1, uid) || geteuid() != uid)
+		return fail("setreuid");
+	if (write_named(dir, "re", -1))
+		return 1;
+	if (setreuid((uid_t)-1, 0) || setregid((gid_t)-1, 0))
+		return fail("setreuid back");
+	if (write_named(dir, "re-back", -1))
+		return 1;
+	if (setresgid((gid_t)-1, uid, (gid_t)-1) || setresuid((uid_t)-1, uid, (uid_t)-1))
+		return fail("setresuid");
+	if (write_named(dir, "res", -1))
+		return 1;
+	if (setresuid((uid_t)-1, 0, (uid_t)-1) || setresgid((gid_t)-1, 0, (gid_t)-1))
+		return fail("setresuid back");
+	if (write_named(dir, "res-back", -1))
+		return 1;
+	if (syscall(SYS_capget, &h, d) || capset(&h, d))
+		return fail("capset");
+	setfsgid(uid);
+	setfsuid(uid);
+	snprintf(p, sizeof(p), "%s/fs", dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	setfsuid(0);
+	setfsgid(0);
+	if (fd >= 0 || errno != EACCES)
+		return fail("a create as fsuid UID in root's cache");
+	if (write_named(dir, "fs-back", -1))
+		return 1;
+	printf("ok\n");
+	return 0;
+}
+
 static int do_exec_as(uid_t uid, char **cmd)
 {
 	if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
@@ -352,6 +409,8 @@ int main(int argc, char **argv)
 		return do_fork(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(op, "children"))
 		return do_children(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(op, "creds"))	/* switch_run adds a count */
+		return do_creds(atoi(argv[2]), argv[3]);
 	if (argc >= 4 && !strcmp(op, "exec-as"))
 		return do_exec_as(atoi(argv[2]), argv + 3);
 	if (argc == 4 && !strcmp(op, "closefrom"))
