@@ -17,6 +17,7 @@
  * other rights; offline, a close's push waits in the cache for pohmelfsd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -55,11 +56,17 @@ int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino)
  */
 static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
 {
-	int r, shadow;
+	int r, shadow, fl;
 
-	r = pohm_cache_push_fd(c, fd);
-	if (r != -EBADF)
-		return r;
+	/* Write-only: straight to the readable fd.  Trying fd first cost ten
+	 * calls (the journal's record, the push turn) before its pread failed
+	 * EBADF (issue 23); a clean file's push answers 0 on either fd. */
+	fl = pohm_sys_fcntl(fd, F_GETFL, 0);
+	if (fl < 0 || (fl & O_ACCMODE) != O_WRONLY) {
+		r = pohm_cache_push_fd(c, fd);
+		if (r != -EBADF)
+			return r;
+	}
 	shadow = h->readable(fd);
 	if (shadow < 0)
 		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */

@@ -141,13 +141,19 @@ trace() {
 #     the first stat and open +2 (the pid page's mmap and madvise): 117, 132;
 #   the umask kept (pohm_sys_umask_kept): creates 1362;
 #   the credentials kept (core/sys perm.c): creates 1282, the first 268;
-#     stats 75, the first 114; opens 12, the first 127.
-# The ten stats and opens count one call more in some runs than in others
-# (also before these changes): their limits are the higher figures.
-@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 129 extra syscalls, budget 30" {
+#     stats 75, the first 114; opens 12, the first 127;
+#   a write-only fd's push straight to its readable fd: creates 1181, the
+#     first 258;
+#   (main's CAS bases kept across processes, decision 0048, wrote a k/
+#     file per create for a while, +11 calls; written once at exit since
+#     keptlazy: back to 1181, the first 258.)
+# The ten creates, stats and opens count one call more in some runs than
+# in others (also before these changes; seen most with other tests running
+# beside): their limits are the higher figures (1182, 75, 12).
+@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 119 extra syscalls, budget 30" {
 	trace create create
-	[ "$TEN" -le 1282 ]
-	[ "$FIRST" -le 268 ]
+	[ "$TEN" -le 1182 ]
+	[ "$FIRST" -le 258 ]
 	[ "$CONN" -ge 1 ]
 	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
 }
