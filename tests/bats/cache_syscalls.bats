@@ -81,11 +81,6 @@ teardown() {
 	cluster_stop
 }
 
-# waits HOST: HOST's net_waits total so far (the shim's stats).
-waits() {
-	awk '$1 == "net_waits" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
-}
-
 # counts FILE: from an `strace -f -y` trace of ops.py, "FIRST TEN
 # REQUESTS CONNECTS": the calls between marks a and b, between b and c (not
 # counting waits, socket reads and pointer probes, see the file comment),
