@@ -136,6 +136,11 @@ uid_t pohm_perm_euid(void)
 	return (uid_t)POHM_RAW(SYS_geteuid);
 }
 
+uid_t pohm_sys_geteuid(void)
+{
+	return pohm_perm_euid();
+}
+
 gid_t pohm_perm_egid(void)
 {
 	uint32_t k[K_N];

@@ -427,11 +427,6 @@ char *pohm_put_hex(char *o, char *lim, uint64_t x)
 
 /* ---------------------------------------------------------------- more calls (issue 20) */
 
-uid_t pohm_sys_geteuid(void)
-{
-	return pohm_perm_euid();
-}
-
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path)
 {
 	int r = (int)POHM_RAW(SYS_symlinkat, target, dirfd, path);

@@ -116,8 +116,9 @@ pid_t pohm_sys_getpid(void);
  * call.  Lock-free; async-signal-safe.
  */
 pid_t pohm_sys_pid(void);
-/* geteuid(2) (never fails); kept per process after pohm_sys_keep_attrs
- * (perm.h pohm_perm_euid). */
+/* geteuid(2) (never fails); kept per process after pohm_sys_keep_attrs.
+ * Defined in perm.c beside the kept credentials (pohm_perm_euid), so that
+ * sys.c stays below perm.c (tests/circles.sh). */
 uid_t pohm_sys_geteuid(void);
 /* symlinkat(2): 0 or -errno. */
 int pohm_sys_symlinkat(const char *target, int dirfd, const char *path);
