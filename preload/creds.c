@@ -8,11 +8,13 @@
  * prefix.  What a raw system call changes behind the C library's back is
  * not seen (libpohmelfs(7) LIMITS).
  *
- * Sections: umask; credentials.
+ * Sections: umask; credentials; syscall(2).
  */
 #include "shim.h"
 
+#include <stdarg.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 /* ------------------------------------------------------------ umask */
 
@@ -109,4 +111,45 @@ POHM_EXPORT int capset(cap_user_header_t hdr, cap_user_data_t data)
 	pohm_init();
 	pohm_sys_creds_per_thread();
 	return pohm_real.capset(hdr, data);
+}
+
+/* ------------------------------------------------------------ syscall(2) */
+
+/*
+ * The C library's syscall(2) (libcap's cap_set_proc and cap_setuid, a
+ * per-thread setresuid as Samba does): the kept credentials and umask
+ * are not told by a wrapper above, so a credential call made this way
+ * turns the snapshot off for good (it may be one thread's only), and a
+ * umask marks the kept one stale.  Every other number passes untouched;
+ * errno is the real call's.  Inline assembly is still not seen
+ * (libpohmelfs(7) LIMITS).
+ */
+static int creds_nr(long nr)
+{
+	switch (nr) {
+	case SYS_setuid: case SYS_setgid: case SYS_setreuid: case SYS_setregid:
+	case SYS_setresuid: case SYS_setresgid: case SYS_setfsuid: case SYS_setfsgid:
+	case SYS_capset:
+		return 1;
+	}
+	return 0;
+}
+
+POHM_EXPORT long syscall(long nr, ...)
+{
+	long a[6], r;
+	va_list ap;
+	int i;
+
+	va_start(ap, nr);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	pohm_init();
+	if (creds_nr(nr))
+		pohm_sys_creds_per_thread();
+	r = pohm_real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (nr == SYS_umask)
+		pohm_sys_umask_changed();
+	return r;
 }

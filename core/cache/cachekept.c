@@ -175,12 +175,24 @@ out:
 	free(b);
 }
 
-/* Write c's unwritten notes; drop: also free its slots (the cache closes). */
+/* Write c's unwritten notes; drop: also free its slots (the cache closes).
+ * At exit (!drop) the lock is only tried, for up to ~100 ms: a signal
+ * handler that calls exit() on a thread interrupted inside a note holds it
+ * for good, and a flush left out only costs the next process one read
+ * (session 13 review). */
 static void kept_flush(struct pohm_cache *c, int drop)
 {
-	int i;
+	int i, tries = 0;
 
-	pthread_mutex_lock(&kept_lock);
+	if (drop) {
+		pthread_mutex_lock(&kept_lock);
+	} else {
+		while (pthread_mutex_trylock(&kept_lock)) {
+			if (++tries > 100)
+				return;
+			pohm_sys_nap_ns(1000000);
+		}
+	}
 	for (i = 0; i < KEPT_SLOTS; i++) {
 		struct kept *e = &kept[i];
 

@@ -513,7 +513,12 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 		 * over what is stored then, as after a read here that another
 		 * host's change followed (handled below push_attrs). */
 		if (!pohm_ns_getattr_base(c->ns, rec->ino, &in)) {
-			if (in.dversion == rec->dversion && !in.nmaps)
+			/* Only a base no older than what this host last saw: a
+			 * kept copy from before a newer version the record noted
+			 * (a listing's batch keeps nothing) would otherwise be
+			 * taken back as stored when no setattr's CAS checks it
+			 * (session 13 review). */
+			if (in.dversion == rec->dversion && !in.nmaps && in.version >= rec->version)
 				goto attrs;
 			pohm_inode_clear(&in);
 		}

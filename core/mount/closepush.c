@@ -68,8 +68,17 @@ static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
 			return r;
 	}
 	shadow = h->readable(fd);
+	if (shadow == -EBADF)
+		return 0;	/* not a regular file: nothing to push */
+	if (shadow < 0 && fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+		/* Nothing can read it (mode 0200): a clean file's push still
+		 * answers 0 through fd itself; a dirty one fails EBADF there
+		 * and goes to pohmelfsd as before (session 13 review). */
+		r = pohm_cache_push_fd(c, fd);
+		return r == -EBADF ? shadow : r;
+	}
 	if (shadow < 0)
-		return shadow == -EBADF ? 0 : shadow;	/* not a regular file: nothing to push */
+		return shadow;
 	return pohm_cache_push_fd(c, shadow);
 }
 

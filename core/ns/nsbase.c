@@ -176,7 +176,10 @@ int ns_base_peek(struct pohm_ns *ns, const char *key, struct pohm_kv_val *v)
 	r = ns->base_load(ns->base_arg, key, v, &age);
 	if (r)
 		return -ENOENT;
-	if (age >= ns->base_max_ns) {
+	/* A copy noted without its version's stamp would give the CAS no
+	 * timestamp floor (kvio.c): a write against it could carry an older
+	 * stamp than the version it replaces (session 13 review). */
+	if (age >= ns->base_max_ns || !v->ts_ns) {
 		pohm_kv_val_free(v);
 		return -ENOENT;
 	}

@@ -372,7 +372,9 @@ static int kept_load(void *arg, const char *key, struct pohm_kv_val *out, uint64
 		    (out->data = malloc(kept[i].len + 1))) {
 			memcpy(out->data, kept[i].data, kept[i].len);
 			out->len = kept[i].len;
-			out->ts_ns = kept[i].ts_ns;
+			/* kvmem keeps no stamps; a real base always has one
+			 * (ns_base_peek refuses a base without). */
+			out->ts_ns = kept[i].ts_ns ? kept[i].ts_ns : 1;
 			pohm_sha512(out->data, out->len, out->csum);
 			*age_ns = 1000;
 			r = 0;
