@@ -4,7 +4,7 @@
 #    than the same program on local disk";
 #   "stat, open for read of a cached file validated within attr_timeout:
 #    0 round trips and <= 2 extra syscalls".
-# One python program (tests' $T/ops.py) does the operation between marker
+# One python program (tests/helpers/syscall_ops.py) does the operation between marker
 # calls (a stat of a name outside any prefix, which fails), once and then 10
 # times, in a directory on local disk and, under the shim, in one under the
 # prefix (2 groups, sync_on_close=1, attr_timeout 30 s, the files cached and
@@ -49,31 +49,6 @@ setup() {
 for n in ('s', 's0'):
     open('$d/' + n, 'wb').write(b'x' * 4096)"
 	done
-	cat >"$T/ops.py" <<-'EOF'
-	import os, sys
-	op, d = sys.argv[1], sys.argv[2]
-	def mark(w):
-	    try:
-	        os.stat("/nonexistent-syscalls-mark-" + w)
-	    except OSError:
-	        pass
-	n = [0]
-	def one():
-	    if op == "create":
-	        n[0] += 1
-	        with open("%s/new%02d" % (d, n[0]), "wb") as f:
-	            f.write(b"z" * 4096)
-	    elif op == "stat":
-	        os.stat(d + "/s")
-	    elif op == "read":
-	        os.close(os.open(d + "/s", os.O_RDONLY))
-	mark("a")
-	one()
-	mark("b")
-	for i in range(10):
-	    one()
-	mark("c")
-	EOF
 }
 
 teardown() {
@@ -81,28 +56,15 @@ teardown() {
 	cluster_stop
 }
 
-# counts FILE: from an `strace -f -y` trace of ops.py, "FIRST TEN
+# counts FILE: from an `strace -f -y` trace of syscall_ops.py, "FIRST TEN
 # REQUESTS CONNECTS": the calls between marks a and b, between b and c (not
 # counting waits, socket reads and pointer probes, see the file comment),
 # and the sendmsg/sendto and connect calls between a and c.
 counts() {
-	awk '
-	/syscalls-mark-a/ { on = 1; next }
-	/syscalls-mark-b/ { on = 2; next }
-	/syscalls-mark-c/ { on = 0 }
-	!on || /resumed>/ || / (\+\+\+|---) / { next }
-	{
-		call = $2; sub(/\(.*/, "", call)
-		if (call ~ /^(sendmsg|sendto)$/) req++
-		if (call == "connect") conn++
-		if (call ~ /^(ppoll|poll|epoll_wait|epoll_pwait|select|pselect6|process_vm_readv)$/) next
-		if (call ~ /^(read|recvmsg|recvfrom|readv)$/ && $2 ~ /<(TCP|TCPv6|UDP|socket):/) next
-		n[on]++
-	}
-	END { printf "%d %d %d %d\n", n[1], n[2], req, conn }' "$1"
+	awk -f "$BATS_TEST_DIRNAME/../helpers/syscall_counts.awk" "$1"
 }
 
-# trace NAME OP: ops.py OP on local disk and under the shim (host a); sets
+# trace NAME OP: syscall_ops.py OP on local disk and under the shim (host a); sets
 # FIRST and TEN (extra calls of the first operation and of the 10 after it,
 # shim minus disk), REQ and CONN (the shim side's), and WAITS (net_waits
 # the shim side added).
@@ -113,10 +75,10 @@ trace() {
 	# not pay that update by chance.
 	shim a "$PY" -c "import os; open('$D/.fresh', 'w').close(); os.unlink('$D/.fresh')"
 	shim a stat "$D/s" "$D/s0" >/dev/null
-	strace -f -y -qq -o "$T/$name.disk" "$PY" "$T/ops.py" "$op" "$L"
+	strace -f -y -qq -o "$T/$name.disk" "$PY" "$BATS_TEST_DIRNAME/../helpers/syscall_ops.py" "$op" "$L"
 	w0=$(waits a)
 	strace -f -y -qq -o "$T/$name.shim" env LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$T/a" \
-		POHMELFS_CACHE_DIR="$T/a-state" POHMELFS_HOST_ID=a "$PY" "$T/ops.py" "$op" "$D"
+		POHMELFS_CACHE_DIR="$T/a-state" POHMELFS_HOST_ID=a "$PY" "$BATS_TEST_DIRNAME/../helpers/syscall_ops.py" "$op" "$D"
 	WAITS=$(($(waits a) - w0))
 	read -r -a disk <<<"$(counts "$T/$name.disk")"
 	read -r -a shim <<<"$(counts "$T/$name.shim")"

@@ -28,47 +28,10 @@ shim a mkdir -p "$D" || fail "mkdir $D"
 for d in "$D" "$L"; do
 	shim a "$py" -c "open('$d/s', 'wb').write(b'x' * 4096)" || fail "setup $d"
 done
-cat >"$W/ops.py" <<'EOF'
-import os, sys
-op, d = sys.argv[1], sys.argv[2]
-def mark(w):
-    try:
-        os.stat("/nonexistent-syscalls-mark-" + w)
-    except OSError:
-        pass
-n = [0]
-def one():
-    if op == "create":
-        n[0] += 1
-        with open("%s/new%02d" % (d, n[0]), "wb") as f:
-            f.write(b"z" * 4096)
-    elif op == "stat":
-        os.stat(d + "/s")
-    elif op == "read":
-        os.close(os.open(d + "/s", os.O_RDONLY))
-mark("a")
-one()
-mark("b")
-for i in range(10):
-    one()
-mark("c")
-EOF
 
 # counts FILE: "FIRST TEN REQUESTS" from an strace -f -y trace of ops.py.
 counts() {
-	awk '
-	/syscalls-mark-a/ { on = 1; next }
-	/syscalls-mark-b/ { on = 2; next }
-	/syscalls-mark-c/ { on = 0 }
-	!on || /resumed>/ || / (\+\+\+|---) / { next }
-	{
-		call = $2; sub(/\(.*/, "", call)
-		if (call ~ /^(sendmsg|sendto)$/) req++
-		if (call ~ /^(ppoll|poll|epoll_wait|epoll_pwait|select|pselect6|process_vm_readv)$/) next
-		if (call ~ /^(read|recvmsg|recvfrom|readv)$/ && $2 ~ /<(TCP|TCPv6|UDP|socket):/) next
-		n[on]++
-	}
-	END { printf "%d %d %d\n", n[1], n[2], req }' "$1"
+	awk -f "$(dirname "$0")/../helpers/syscall_counts.awk" "$1"
 }
 
 # measure NAME OP BUDGET: one row.
@@ -80,9 +43,9 @@ measure() {
 	sleep 1.05
 	shim a "$py" -c "import os; open('$D/.fresh', 'w').close(); os.unlink('$D/.fresh'); os.stat('$D/s')" ||
 		fail "$name: freshening $D"
-	strace -f -y -qq -o "$W/$op.disk" "$py" "$W/ops.py" "$op" "$L" || fail "$name on disk"
+	strace -f -y -qq -o "$W/$op.disk" "$py" "$(dirname "$0")/../helpers/syscall_ops.py" "$op" "$L" || fail "$name on disk"
 	strace -f -y -qq -o "$W/$op.shim" env LD_PRELOAD="$LIB" POHMELFS_PREFIX="$W/a" \
-		POHMELFS_CACHE_DIR="$W/a-state" POHMELFS_HOST_ID=a "$py" "$W/ops.py" "$op" "$D" ||
+		POHMELFS_CACHE_DIR="$W/a-state" POHMELFS_HOST_ID=a "$py" "$(dirname "$0")/../helpers/syscall_ops.py" "$op" "$D" ||
 		fail "$name under the shim"
 	read -r -a disk <<<"$(counts "$W/$op.disk")"
 	read -r -a shim <<<"$(counts "$W/$op.shim")"

@@ -1,0 +1,28 @@
+# syscall_ops.py OP DIR — issue 23's syscall budget: OP (create, stat or
+# read) once and then 10 times in DIR, between marker calls (a stat of a
+# path that does not exist) that tests/helpers/syscall_counts.awk finds in
+# an `strace -f -y` trace.  Used by tests/bats/cache_syscalls.bats and
+# tests/bench/bench_syscalls.sh.
+import os, sys
+op, d = sys.argv[1], sys.argv[2]
+def mark(w):
+    try:
+        os.stat("/nonexistent-syscalls-mark-" + w)
+    except OSError:
+        pass
+n = [0]
+def one():
+    if op == "create":
+        n[0] += 1
+        with open("%s/new%02d" % (d, n[0]), "wb") as f:
+            f.write(b"z" * 4096)
+    elif op == "stat":
+        os.stat(d + "/s")
+    elif op == "read":
+        os.close(os.open(d + "/s", os.O_RDONLY))
+mark("a")
+one()
+mark("b")
+for i in range(10):
+    one()
+mark("c")
