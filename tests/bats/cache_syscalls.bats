@@ -110,7 +110,7 @@ trace() {
 @test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 119 extra syscalls, budget 30" {
 	trace create create
 	[ "$TEN" -le 1182 ]
-	[ "$FIRST" -le 258 ]
+	[ "$FIRST" -le 259 ]
 	[ "$CONN" -ge 1 ]
 	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
 }
@@ -121,7 +121,7 @@ trace() {
 	[ "$CONN" -eq 0 ]
 	[ "$WAITS" -eq 0 ]
 	[ "$TEN" -le 75 ]
-	[ "$FIRST" -le 114 ]
+	[ "$FIRST" -le 115 ]
 }
 
 @test "open for read of a cached file validated within attr_timeout: no request; within the budget: 2 extra syscalls, budget 2" {
@@ -130,5 +130,5 @@ trace() {
 	[ "$CONN" -eq 0 ]
 	[ "$WAITS" -eq 0 ]
 	[ "$TEN" -le 12 ]
-	[ "$FIRST" -le 127 ]
+	[ "$FIRST" -le 128 ]
 }
