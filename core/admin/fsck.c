@@ -200,6 +200,8 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 		} else if (corrupt && !good) {
 			char hex[17];
 
+			f->names_unsure++;	/* it may have been a bucket */
+
 			for (g = 0; g < 8; g++)
 				snprintf(hex + 2 * g, 3, "%02x", o->id[g]);
 			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, "", 0, 0,
@@ -222,6 +224,8 @@ static int rep_obj(void *arg, const struct pohm_iter_obj *o)
 		return 0;
 	}
 	if (idx < 0) {
+		if (type == POHM_OBJ_BUCKET || type == POHM_OBJ_INODE)
+			f->names_unsure++;	/* no committed version in the view */
 		if (!good && corrupt) {
 			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
 				 "every readable copy is corrupt");
@@ -440,6 +444,7 @@ static int one_pass(struct fsck *f)
 	fk_check_namespace(f);
 	view_free(f);
 	f->unknown = 0;
+	f->names_unsure = 0;
 	f->lost_found = 0;
 	f->have_lease = 0;
 	return 0;

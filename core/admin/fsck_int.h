@@ -76,6 +76,9 @@ struct fsck {
 	uint64_t lease_ts;
 	uint64_t lost_found;		/* inode of /lost+found once known */
 	uint64_t unknown;		/* objects of a kind this fsck does not know */
+	uint64_t names_unsure;		/* buckets (or inodes: a directory's) whose entries
+					 * this pass cannot read: an inode without a
+					 * counted name may still have one there */
 	uint64_t read_bytes;		/* bytes of copies read in this pass (progress) */
 };
 

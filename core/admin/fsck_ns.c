@@ -191,6 +191,8 @@ static void walk_dir(struct fsck *f, struct fk_inode *dir, uint64_t tmo)
 		idx = stack[top].index;
 		b = fk_bucket(f, dir->in.ino, d, idx);
 		if (!b) {
+			if (d)
+				f->names_unsure++;	/* a split's half: its names unread */
 			if (d && f->res->complete)
 				fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, "", dir->in.ino, 0,
 					 "directory %" PRIu64 ": bucket %u:%u of a split is missing "
@@ -304,6 +306,22 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 			return;
 		}
 		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		if (!keep && f->names_unsure) {
+			/*
+			 * Removed only when no name can exist: with a bucket this
+			 * pass could not read, its name may be there (a marked
+			 * inode is then a file whose bucket is damaged, not an
+			 * unlinked one).  Left, said; the next run after the
+			 * bucket's repair decides.
+			 */
+			fk_issue(f, POHM_FSCK_ORPHAN, POHM_FSCK_ERR, in->hdr.key, in->ino, 0,
+				 "inode %" PRIu64 " (%" PRIu64 " bytes%s) has no name found (%s "
+				 "unchanged), not removed: %" PRIu64 " bucket(s) or inode(s) could "
+				 "not be read and may name it", in->ino, in->size,
+				 in->hdr.flags & POHM_OBJF_UNLINKED ? ", marked unlinked" : "", a,
+				 f->names_unsure);
+			return;
+		}
 		{
 			int act = fk_act(f, f->repair ? orphan_fix(f, x, keep, where, sizeof(where)) : 0);
 
@@ -326,6 +344,18 @@ static void check_inode(struct fsck *f, struct fk_inode *x, uint64_t tmo)
 	if (in->nlink == want && (!isdir || in->hdr.parent == parent) &&
 	    !(in->hdr.flags & POHM_OBJF_UNLINKED))
 		return;
+	if ((in->hdr.flags & POHM_OBJF_UNLINKED) && age_of(f, ts_ns(&in->ctime)) < tmo) {
+		/*
+		 * A mark younger than an operation can stay undecided: the view
+		 * may hold the bucket from before a one-wait unlink and the
+		 * inode from after it.  Dropping the mark then would make the
+		 * unlinked inode an unmarked one without a name, a lost file
+		 * for the next run (/lost+found).  The next run decides.
+		 */
+		fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_INFO, in->hdr.key, in->ino, 0,
+			 "marked unlinked recently (an unlink in progress?): not checked");
+		return;
+	}
 	fk_issue(f, POHM_FSCK_NLINK, POHM_FSCK_FIX, in->hdr.key, in->ino,
 		 fk_act(f, f->repair ? pohm_ns_fix_links(f->ns, in->ino, want, isdir ? parent : 0) : 0),
 		 "inode %" PRIu64 ": nlink %u, the names say %u%s%s", in->ino, in->nlink, want,

@@ -251,6 +251,7 @@ int fk_add(struct fsck *f, const char *key, const uint8_t *data, size_t len, uin
 		x = &f->ino[f->nino];
 		memset(x, 0, sizeof(*x));
 		if (pohm_inode_decode(&x->in, data, len)) {
+			f->names_unsure++;	/* a directory's: its entries go unread */
 			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
 				 "inode object does not decode (malformed committed version)");
 			return 0;
@@ -271,6 +272,7 @@ int fk_add(struct fsck *f, const char *key, const uint8_t *data, size_t len, uin
 		x = &f->bk[f->nbk];
 		memset(x, 0, sizeof(*x));
 		if (pohm_bucket_decode(&x->bk, data, len)) {
+			f->names_unsure++;
 			fk_issue(f, POHM_FSCK_LOST, POHM_FSCK_LOSS, key, 0, 0,
 				 "bucket object does not decode (malformed committed version)");
 			return 0;

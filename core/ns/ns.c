@@ -315,9 +315,14 @@ int ns_nlink_fn(struct pohm_inode *in, void *arg)
 {
 	int delta = *(int *)arg;
 
-	if (delta > 0)
-		in->hdr.flags &= (uint16_t)~POHM_OBJF_UNLINKED;	/* named again */
-
+	/*
+	 * A link keeps an UNLINKED mark (decision 0049, s14): on a marked
+	 * inode nlink may count one name too many (a one-wait unlink took its
+	 * last name and left nlink 1), so the mark must outlive the + 1: the
+	 * new name's unlink then leaves it marked (garbage for fsck) rather
+	 * than unmarked with no name (a lost file).  fsck's link repair,
+	 * which counts the names, is what clears it.
+	 */
 	if (delta < 0 && in->nlink < (uint32_t)-delta)
 		in->nlink = 0;
 	else

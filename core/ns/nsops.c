@@ -1262,6 +1262,11 @@ committed:
 		ns_inode_update(ns, replaced, parent_fn, &sdir, NULL);
 		ns_inode_nlink(ns, sdir, +1);
 		ns_inode_nlink(ns, ddir, -1);
+	} else if (exch && replaced) {
+		/* The other side has a name too (its ctime, as Linux's
+		 * exchange sets both): an UNLINKED mark on it goes as the
+		 * source's does (s14; a directory is never marked). */
+		ns_inode_update(ns, replaced, touch_fn, NULL, NULL);
 	}
 	ns_http_rename(ns, sdir, sname, ddir, dname, src.ino, src.type, exch ? replaced : 0, rtype);
 	goto out;
