@@ -577,6 +577,16 @@ static void check_unreached(struct fsck *f)
 		if (age < f->age)
 			continue;
 		fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
+		if (!d && f->names_unsure) {
+			/* Its directory's inode may be one that did not decode:
+			 * these names are all that is left of it (s14). */
+			fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_ERR, b->bk.hdr.key, b->bk.dir,
+				 0, "bucket of directory %" PRIu64 ", which is missing (%u entries, "
+				 "%s old), kept: %" PRIu64 " object(s) could not be read and may "
+				 "be its inode", b->bk.dir, b->bk.n,
+				 b->ts_ns || b->bk.stamp ? a : "age unknown", f->names_unsure);
+			continue;
+		}
 		fk_issue(f, POHM_FSCK_GARBAGE, POHM_FSCK_FIX, b->bk.hdr.key, b->bk.dir,
 			 f->repair && !f->res->complete ? -EAGAIN :
 			 fk_act(f, f->repair ? f->kv->ops->del(f->kv->ctx, b->bk.hdr.key) : 0),

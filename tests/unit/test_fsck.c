@@ -797,6 +797,40 @@ TEST(young_mark_on_a_named_inode_is_left_for_the_next_run)
 	pohm_ns_close(ns);
 }
 
+/*
+ * s14: a directory whose inode does not decode: its buckets are not
+ * "buckets of a removed directory" (garbage) but the only record of its
+ * names, and the empty file named there is not garbage either.
+ */
+TEST(buckets_of_a_directory_whose_inode_does_not_decode_are_kept)
+{
+	struct seen s;
+	struct pohm_ns *ns = fresh();
+	struct pohm_kv_val v = { 0 };
+	char ik[POHM_KEY_MAX], bkey[POHM_KEY_MAX];
+	uint64_t d, e;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, POHM_ROOT_INO, "d");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "empty", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
+	e = ino_of(ns, d, "empty");
+	EXPECT(e != 0);
+	pohm_key_inode(ik, d);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, ik, &v), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, ik, v.data, v.len - 1, v.csum), 0);
+	pohm_kv_val_free(&v);
+	usleep(2000);
+	EXPECT(run(ns, 1, &s, 1) & POHM_FSCK_ERROR);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_GARBAGE], 0);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_ORPHAN], 0);
+	pohm_key_bucket(bkey, d, 0, 0);
+	EXPECT(exists(bkey));
+	pohm_key_inode(ik, e);
+	EXPECT(exists(ik));
+	EXPECT_EQ_INT(nlink_of(ns, e), 1);
+	pohm_ns_close(ns);
+}
+
 TEST(fsck_mid_split_reads_the_children)
 {
 	struct seen s;
