@@ -312,6 +312,7 @@ TEST(nlink_and_parent_fixed)
 	EXPECT_EQ_INT(pohm_ns_fix_links(ns, f, 7, 0), 0);
 	EXPECT_EQ_INT(pohm_ns_fix_links(ns, d, 9, 0), 0);
 	EXPECT_EQ_INT(pohm_ns_fix_links(ns, sub, 2, POHM_ROOT_INO), 0);	/* wrong parent */
+	usleep(2000);	/* past the 1 ms intent timeout: a count too high, not a link */
 	EXPECT_EQ_INT(run(ns, 0, &s, 0), POHM_FSCK_FOUND);
 	EXPECT_EQ_INT(s.n[POHM_FSCK_NLINK], 3);
 	EXPECT_EQ_INT(run(ns, 1, &s, 0), POHM_FSCK_OK);
@@ -831,6 +832,43 @@ TEST(buckets_of_a_directory_whose_inode_does_not_decode_are_kept)
 	pohm_ns_close(ns);
 }
 
+/*
+ * s14: a link raises the count, then adds its name.  fsck's view may hold
+ * the inode from after the one and the bucket from before the other; a
+ * repair that lowered the count then left it one below the names, and an
+ * unlink of one name tombstoned the file the other still names.
+ */
+TEST(count_of_a_link_in_flight_is_not_lowered)
+{
+	struct seen s;
+	struct pohm_ns *ns = fresh(), *slow;
+	struct pohm_inode in;
+	uint64_t d, f;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, POHM_ROOT_INO, "d", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, POHM_ROOT_INO, "d");
+	f = file_with(ns, d, "f", "two names soon");
+	EXPECT(f != 0);
+	pohm_kvmem_fail_after(&kv, 1);	/* the count + 1 lands, the entry not yet */
+	EXPECT(pohm_ns_link(ns, f, d, "g", NULL) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(nlink_of(ns, f), 2);
+	EXPECT_EQ_U64(ino_of(ns, d, "g"), 0);
+	slow = open_ns(10000);		/* an intent timeout of 10 s */
+	run(slow, 1, &s, 1);
+	EXPECT_EQ_INT(s.fixed[POHM_FSCK_NLINK], 0);
+	EXPECT_EQ_INT(nlink_of(ns, f), 2);
+	/* The link's entry lands; one name's unlink leaves the other its file. */
+	EXPECT_EQ_INT(pohm_ns_relink(ns, f, d, "g"), 0);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d, "f"), 0);
+	EXPECT_EQ_U64(ino_of(ns, d, "g"), f);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, f, &in), 0);
+	EXPECT_EQ_INT(in.nlink, 1);
+	pohm_inode_clear(&in);
+	pohm_ns_close(slow);
+	pohm_ns_close(ns);
+}
+
 TEST(fsck_mid_split_reads_the_children)
 {
 	struct seen s;
@@ -961,6 +999,7 @@ TEST(dry_run_changes_nothing)
 
 	EXPECT_EQ_INT(pohm_ns_fix_links(ns, f, 5, 0), 0);
 	EXPECT_EQ_INT(pohm_ns_drop_entry(ns, POHM_ROOT_INO, "hard", f), 0);
+	usleep(2000);	/* past the 1 ms intent timeout */
 	puts = pohm_kvmem_puts(&kv);
 	keys = pohm_kvmem_count(&kv);
 	EXPECT_EQ_INT(run(ns, 2, &s, 0), POHM_FSCK_FOUND);
