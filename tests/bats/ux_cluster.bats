@@ -215,6 +215,16 @@ port_of() { "$C" addr "$CLUSTER_DIR" "$1" | cut -d: -f2; }
 	[ "$status" -eq 1 ]
 	[[ $stderr == *"port $p is reserved by the cluster in $CLUSTER_DIR (a node of it is down)"* ]]
 	[ ! -e "$T/third" ]
+	# ... nor offered as free (a pohmelfs-node whose --free-ports lists
+	# it first, as the random choice can) ...
+	mkdir "$T/wrap"
+	printf '#!/bin/sh\n[ "$1" = --free-ports ] && echo %s\nexec %q "$@"\n' "$p" "$NODE_BIN" \
+		>"$T/wrap/pohmelfs-node"
+	chmod +x "$T/wrap/pohmelfs-node"
+	[ "$("$T/wrap/pohmelfs-node" --free-ports 1 | head -n 1)" = "$p" ]
+	POHMELFS_NODE=$T/wrap/pohmelfs-node "$C" start "$T/fourth" --groups 1 --watch-pid $$ >/dev/null
+	[ "$("$C" addr "$T/fourth" 1-1 | cut -d: -f2)" != "$p" ]
+	"$C" stop "$T/fourth"
 	# ... nor kept by a stopped cluster's restart: it moves, and says so.
 	run --separate-stderr "$C" start "$T/other" --watch-pid $$
 	echo "$stderr"
