@@ -94,7 +94,7 @@ within() {
 assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 }
 
-# Decisions 0090 (bases kept in cache_dir) and 0091: mkdir is its put_n alone,
+# Decisions 0048 (bases kept in cache_dir) and 0049: mkdir is its put_n alone,
 # unlink the entry and the inode's mark in one put_n, chmod and utimes the
 # setattr's CAS.
 @test "mkdir 1, unlink 1, rmdir 6, rename 2 in a directory and 5 across, chmod 1, utimes 1 waits" {
@@ -180,7 +180,7 @@ for i in range(${LSN:-200}):
 	fits ls-second-expired "$w" "${LS_EXPIRED:-3}" "$n"
 }
 
-# Decision 0090: a new process writes against the bucket and inode another
+# Decision 0048: a new process writes against the bucket and inode another
 # process of its cache kept (k/ in cache_dir).  Another host changes them
 # in between: the optimistic CAS loses, the call reads and writes again, and
 # nothing of either host's changes is lost or hidden from a third cache.

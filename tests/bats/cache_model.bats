@@ -117,16 +117,25 @@ print(d["cache"]["dirty"])'
 	shim b sh -c 'echo v2 >"$1/k" && echo v2 >"$1/fresh"' sh "$T/b"
 	cluster_start_node 2-1
 	cluster_kill 1-1
+	# Group 1 must stay down, not answered by whatever else listens on its
+	# port (a foreign node says "absent" to every key: session 14's CI
+	# failure, doc/notes-s14-model.md): checked around the reads.
+	cluster_port_unheld 1-1
+	local -A st out
 	for f in k fresh; do
 		run shim c cat "$T/c/$f"
-		echo "$f, group 1 down: $status $output"
-		if [ "$status" -eq 0 ]; then
-			[ "${lines[-1]}" = v2 ]
-		else
-			[[ $output == *"Input/output error"* ]]
-		fi
+		st[$f]=$status out[$f]=$output
 	done
 	run shim a cat "$T/a/k"
+	cluster_port_unheld 1-1
+	for f in k fresh; do
+		echo "$f, group 1 down: ${st[$f]} ${out[$f]}"
+		if [ "${st[$f]}" -eq 0 ]; then
+			[ "${out[$f]##*$'\n'}" = v2 ]
+		else
+			[[ ${out[$f]} == *"Input/output error"* ]]
+		fi
+	done
 	echo "a, group 1 down: $status $output"
 	[[ $output != *v1* ]] || [ "$status" -ne 0 ] || false
 	[[ $output == *v2* || $output == *"Input/output error"* ]]

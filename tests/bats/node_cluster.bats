@@ -331,18 +331,23 @@ records() { node_records "$1" | wc -l; }
 	"$CLUSTER_BIN" stop "$dir"
 }
 
-@test "lib/cluster: a node port held by another process is reported, not taken for the node" {
+@test "lib/cluster: a node port held by another process is reported, not taken for the node (cluster_owns_port, cluster_port_unheld)" {
 	cluster_start owns --groups 1
 	cluster_owns_port 1-1
 	port=$(cluster_addr 1-1)
 	port=${port##*:}
 	cluster_kill 1-1
+	cluster_port_unheld 1-1
 	# What a cluster started meanwhile elsewhere does: listen on the free port.
 	timeout 60 python3 -c "import socket, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('127.0.0.1', $port)); s.listen(5); open('$TMP/held', 'w').close(); time.sleep(60)" 3>&- &
 	holder=$!
 	for t in $(seq 100); do [ -e "$TMP/held" ] && break; sleep 0.1; done
+	run cluster_port_unheld 1-1
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"node 1-1 is down, but another process listens on its port $port"* ]]
 	run cluster_owns_port 1-1
 	kill "$holder"
 	echo "$output"

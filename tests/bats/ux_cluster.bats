@@ -196,6 +196,52 @@ port_of() { "$C" addr "$CLUSTER_DIR" "$1" | cut -d: -f2; }
 	"$C" wait "$CLUSTER_DIR"
 }
 
+@test "a killed node's port stays reserved: no other cluster gets it until the node's cluster stops" {
+	# Session 14 (doc/notes-s14-model.md): a cluster started while a node
+	# of another was down took that node's port, and the other cluster's
+	# clients read its empty storage as the down node's group.
+	export POHMELFS_CLUSTER_PORTS=$T/reg
+	# "other" ran on port x before; it is stopped (its start keeps x).
+	"$C" start "$T/other" --groups 1 --watch-pid $$ >/dev/null
+	x=$("$C" addr "$T/other" 1-1 | cut -d: -f2)
+	"$C" stop "$T/other"
+	cluster_start held --groups 2 --base-port "$x" --watch-pid $$
+	p=$(port_of 1-1)
+	[ "$p" = "$x" ]
+	cluster_kill 1-1
+	# Neither asked for (--base-port) ...
+	run --separate-stderr "$C" start "$T/third" --groups 1 --base-port "$p" --watch-pid $$
+	echo "$stderr"
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"port $p is reserved by the cluster in $CLUSTER_DIR (a node of it is down)"* ]]
+	[ ! -e "$T/third" ]
+	# ... nor offered as free (a pohmelfs-node whose --free-ports lists
+	# it first, as the random choice can) ...
+	mkdir "$T/wrap"
+	printf '#!/bin/sh\n[ "$1" = --free-ports ] && echo %s\nexec %q "$@"\n' "$p" "$NODE_BIN" \
+		>"$T/wrap/pohmelfs-node"
+	chmod +x "$T/wrap/pohmelfs-node"
+	[ "$("$T/wrap/pohmelfs-node" --free-ports 1 | head -n 1)" = "$p" ]
+	POHMELFS_NODE=$T/wrap/pohmelfs-node "$C" start "$T/fourth" --groups 1 --watch-pid $$ >/dev/null
+	[ "$("$C" addr "$T/fourth" 1-1 | cut -d: -f2)" != "$p" ]
+	"$C" stop "$T/fourth"
+	# ... nor kept by a stopped cluster's restart: it moves, and says so.
+	run --separate-stderr "$C" start "$T/other" --watch-pid $$
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"port $p of node 1-1 is reserved by the cluster in $CLUSTER_DIR"* ]]
+	[ "$("$C" addr "$T/other" 1-1 | cut -d: -f2)" != "$p" ]
+	"$C" stop "$T/other"
+	# The node comes back on its own port.
+	cluster_start_node 1-1
+	[ "$(port_of 1-1)" = "$p" ]
+	# Stopped, the cluster holds nothing: the port is anyone's.
+	cluster_stop
+	"$C" start "$T/third" --groups 1 --base-port "$p" --watch-pid $$ >/dev/null
+	"$C" stop "$T/third"
+	[ -z "$(ls "$T/reg")" ]
+}
+
 @test "a killed node is gone only once its last thread is: until then its port still accepts" {
 	command -v python3 >/dev/null || skip "python3 is not installed"
 	# The tool's own test of a process (kill, stop and start-node wait on it).

@@ -15,6 +15,7 @@
 # cluster_kill NODE [SIG]      signal (default KILL) and wait until it is gone
 # cluster_start_node NODE      start a stopped node, wait until it answers
 #                              (and holds its port: cluster_owns_port)
+# cluster_port_unheld NODE     nothing listens on the port of NODE (down)
 # cluster_restart NODE         TERM + start
 # cluster_wait                 wait until every node answers and sees all others
 # cluster_fault NODE|all DIRECTIVE...   e.g. cluster_fault 1-1 "delay 500"
@@ -76,6 +77,24 @@ cluster_restart() { "$CLUSTER_BIN" restart "$CLUSTER_DIR" "$1" && cluster_owns_p
 # probe is then answered by that foreign node, and the test goes on
 # talking to a node of another cluster (seen once as a -95 for a key of a
 # one-node group).  Say so, instead of failing later with a puzzle.
+# cluster_port_unheld NODE: nothing listens on the port of NODE, which the
+# test killed.  A client of this cluster would take whatever listens there
+# for NODE: a foreign node answers every key as absent, and a test of reads
+# with NODE's group down then fails with a puzzle (cache_model case 5 in
+# session 14's CI: an acknowledged create read as missing).  pohmelfs-cluster
+# reserves a down node's port against other clusters; this says when
+# something else took it anyway.
+cluster_port_unheld() {
+	local port
+	port=$(cluster_addr "$1") && port=${port##*:}
+	if awk -v p="$(printf ':%04X' "$port")" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' /proc/net/tcp; then
+		echo "cluster: node $1 is down, but another process listens on its port $port (the test's reads went to it):" >&2
+		ss -ltnp "sport = :$port" >&2 2>/dev/null
+		return 1
+	fi
+	return 0
+}
+
 cluster_owns_port() {
 	local pid port ino f
 	port=$(cluster_addr "$1") && port=${port##*:}
