@@ -10,6 +10,13 @@
  * nothing, and the next one reads first (one wait), which is correct.
  * The process itself is served from the table.
  *
+ * Only news is written (session 14): a note of the bytes and stamp k/
+ * already holds (this process loaded them from there, wrote them there,
+ * or finds them there at the flush) is not written again, unless the kept
+ * note is older than half the base's window (its age would soon make it
+ * useless while it is still the stored version).  A process that only
+ * reads what it validated writes nothing in k/.
+ *
  * `k/<key>`: the bytes of an inode or bucket as a process of this cache
  * last read or wrote them, the version's stamp, when they were noted, and
  * the SHA-512 of all three; the file's mtime is the note time too (the
@@ -63,11 +70,34 @@ struct kept {
 	uint64_t ts_ns;			/* the version's stamp */
 	uint64_t when_ns;		/* note time, CLOCK_REALTIME */
 	uint64_t used;			/* kept_clock at the note: the LRU order */
-	int dirty;			/* noted since the last flush */
+	int dirty;			/* to write at the next flush */
+	int ondisk;			/* k/ holds these bytes and stamp, noted at disk_ns */
+	uint64_t disk_ns;
+	int moved;			/* the process saw the key change: no need to
+					 * look in k/ for these bytes at the flush */
+	int loaded;			/* only loaded from k/, not noted: the process
+					 * asks k/ again (another may have noted since) */
 };
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kept kept[KEPT_SLOTS];
 static uint64_t kept_clock;
+
+/* A kept note of the same version older than this is written again (its
+ * age renewed): half the window ns_base_peek trusts a base for. */
+static uint64_t refresh_ns(const struct pohm_cache *c)
+{
+	uint64_t w = c->attr_timeout_ns && c->attr_timeout_ns < CACHE_BASE_MAX_NS ?
+		     c->attr_timeout_ns : CACHE_BASE_MAX_NS;
+
+	return w / 2;
+}
+
+/* Is e's note the version v (same bytes, same stamp)?  Under kept_lock. */
+static int kept_same(const struct kept *e, const uint8_t *data, size_t len, uint64_t ts_ns)
+{
+	return e->data && data && e->len == len && e->ts_ns == ts_ns &&
+	       !memcmp(e->data, data, len);
+}
 
 static uint64_t now_ns(void)
 {
@@ -107,26 +137,70 @@ void cache_base_note(void *arg, const char *key, const struct pohm_kv_val *v)
 	/* No copy (a forget, too big, no memory): the key is forgotten. */
 	pthread_mutex_lock(&kept_lock);
 	e = kept_find(c, key);
-	if (!e) {
+	if (e && b && kept_same(e, b, v->len, v->ts_ns)) {
+		/* The version the process knew: younger now, no news for k/
+		 * (unless k/'s note of it is getting old). */
+		old = b;
+		e->when_ns = when;
+		e->used = ++kept_clock;
+		e->loaded = 0;
+		if (e->ondisk && when >= e->disk_ns && when - e->disk_ns >= refresh_ns(c))
+			e->dirty = 1;
+		goto unlock;
+	}
+	if (e) {
+		old = e->data;
+		e->moved = 1;	/* a change this process saw: k/ has not these bytes */
+	} else {
 		e = &kept[0];
 		for (i = 0; i < KEPT_SLOTS && e->c; i++)
 			if (!kept[i].c || kept[i].used < e->used)
 				e = &kept[i];
+		old = e->data;
+		memset(e, 0, sizeof(*e));
 		e->c = c;
 		memcpy(e->key, key, strlen(key) + 1);
 	}
-	old = e->data;
 	e->data = b;
 	e->len = b ? v->len : 0;
 	e->ts_ns = b ? v->ts_ns : 0;
 	e->when_ns = when;
 	e->used = ++kept_clock;
 	e->dirty = 1;
+	e->ondisk = 0;
+	e->loaded = 0;
+unlock:
 	pthread_mutex_unlock(&kept_lock);
 	free(old);
 }
 
-/* Write e's file (or remove it, when forgotten).  Under kept_lock. */
+/*
+ * Does the file open as fd (n bytes long) hold b, e's bytes and stamp
+ * (the first len + 8 of n), intact?  1 with *disk_ns its note time, else 0.
+ * Under kept_lock, at the flush: one pread instead of a pwrite and a
+ * futimens when it does.
+ */
+static int kept_holds(int fd, const uint8_t *b, size_t n, size_t len, uint64_t *disk_ns)
+{
+	uint8_t sum[POHM_SHA512_LEN], *f = malloc(n);
+	int i, r = 0;
+
+	if (!f || pohm_sys_pread_full(fd, f, n, 0) != (ssize_t)n || memcmp(f, b, len + 8))
+		goto out;
+	pohm_sha512(f, len + 16, sum);
+	if (memcmp(sum, f + len + 16, POHM_SHA512_LEN))
+		goto out;	/* torn: write ours */
+	*disk_ns = 0;
+	for (i = 0; i < 8; i++)
+		*disk_ns |= (uint64_t)f[len + 8 + i] << (8 * i);
+	r = 1;
+out:
+	free(f);
+	return r;
+}
+
+/* Write e's file (or remove it, when forgotten), unless k/ holds its
+ * version noted recently enough.  Under kept_lock. */
 static void kept_write(struct kept *e)
 {
 	char name[POHM_KEY_MAX + 8];
@@ -134,6 +208,7 @@ static void kept_write(struct kept *e)
 	struct stat st;
 	uint8_t *b;
 	size_t n = e->len + TRAILER;
+	uint64_t disk;
 	int fd, i;
 
 	if (base_name(name, sizeof(name), e->key))
@@ -151,9 +226,9 @@ static void kept_write(struct kept *e)
 		b[e->len + 8 + i] = (uint8_t)(e->when_ns >> (8 * i));
 	}
 	pohm_sha512(b, e->len + 16, b + e->len + 16);
-	fd = pohm_journal_open_own(e->c->j.dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW);
+	fd = pohm_journal_open_own(e->c->j.dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -ENOENT && !pohm_journal_mkdir_own(e->c->j.dirfd, "k"))
-		fd = pohm_journal_open_own(e->c->j.dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC |
+		fd = pohm_journal_open_own(e->c->j.dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC |
 					   O_NOFOLLOW);
 	if (fd < 0)
 		goto out;
@@ -162,6 +237,16 @@ static void kept_write(struct kept *e)
 	if (st.st_size > 0 && (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 			      (uint64_t)st.st_mtim.tv_nsec > e->when_ns)
 		goto close;	/* another process noted it later */
+	/* The version k/ holds already (the process read what it had
+	 * validated, or what another process noted): no rewrite, unless
+	 * that note is getting old.  Not looked for when the process saw
+	 * the key change (its bytes are news). */
+	if (!e->moved && st.st_size == (off_t)n && kept_holds(fd, b, n, e->len, &disk) &&
+	    (disk >= e->when_ns || e->when_ns - disk < refresh_ns(e->c))) {
+		e->ondisk = 1;
+		e->disk_ns = disk;
+		goto close;
+	}
 	if (pohm_sys_pwrite_full(fd, b, n, 0) != (ssize_t)n)
 		goto close;	/* a torn base: no base */
 	if (st.st_size > (off_t)n)
@@ -169,6 +254,9 @@ static void kept_write(struct kept *e)
 	tv[0].tv_sec = tv[1].tv_sec = (time_t)(e->when_ns / 1000000000ULL);
 	tv[0].tv_nsec = tv[1].tv_nsec = (long)(e->when_ns % 1000000000ULL);
 	pohm_sys_utimensat(fd, NULL, tv, 0);
+	e->ondisk = 1;
+	e->disk_ns = e->when_ns;
+	e->moved = 0;
 close:
 	pohm_sys_close(fd);
 out:
@@ -240,7 +328,7 @@ static int kept_load(struct pohm_cache *c, const char *key, struct pohm_kv_val *
 
 	pthread_mutex_lock(&kept_lock);
 	e = kept_find(c, key);
-	if (e) {
+	if (e && !e->loaded) {
 		r = -ENOENT;
 		if (e->data && now >= e->when_ns && (b = malloc(e->len))) {
 			memcpy(b, e->data, e->len);
@@ -256,6 +344,56 @@ static int kept_load(struct pohm_cache *c, const char *key, struct pohm_kv_val *
 		out->data = b;
 	}
 	return r;
+}
+
+/*
+ * Remember that k/ holds (data, len, ts_ns) noted at when_ns, as this
+ * process loaded it: a later note of the same version is then no news
+ * (cache_base_note), with no look at k/ at the flush.  Takes a free slot
+ * or another loaded one, never a note's (loaded slots go first when a note
+ * needs one: their used is 0).  No memory: not remembered.  data NULL:
+ * k/ has no base of key (gone, torn): what a load remembered is dropped.
+ */
+static void kept_loaded(struct pohm_cache *c, const char *key, const uint8_t *data, size_t len,
+			uint64_t ts_ns, uint64_t when_ns)
+{
+	struct kept *e;
+	uint8_t *b = NULL, *old = NULL;
+	int i;
+
+	if (strlen(key) >= POHM_KEY_MAX || (data && !(b = malloc(len))))
+		return;
+	if (b)
+		memcpy(b, data, len);
+	pthread_mutex_lock(&kept_lock);
+	e = kept_find(c, key);
+	if (!b) {
+		if (e && e->loaded) {
+			old = e->data;
+			memset(e, 0, sizeof(*e));
+		}
+		goto unlock;
+	}
+	for (i = 0; !e && i < KEPT_SLOTS; i++)
+		if (!kept[i].c || kept[i].loaded)
+			e = &kept[i];
+	if (e && (!e->c || e->loaded)) {
+		old = e->data;
+		memset(e, 0, sizeof(*e));
+		e->c = c;
+		memcpy(e->key, key, strlen(key) + 1);
+		e->data = b;
+		e->len = len;
+		e->ts_ns = ts_ns;
+		e->when_ns = e->disk_ns = when_ns;
+		e->ondisk = 1;
+		e->loaded = 1;
+		b = NULL;
+	}
+unlock:
+	pthread_mutex_unlock(&kept_lock);
+	free(old);
+	free(b);
 }
 
 int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
@@ -276,8 +414,10 @@ int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_
 		return r;
 	r = -ENOENT;
 	fd = pohm_sys_openat(c->j.dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		kept_loaded(c, key, NULL, 0, 0, 0);
 		return -ENOENT;
+	}
 	if (pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= TRAILER ||
 	    st.st_size > BASE_MAX + TRAILER)
 		goto out;
@@ -298,11 +438,14 @@ int cache_base_load(void *arg, const char *key, struct pohm_kv_val *out, uint64_
 	for (i = 0; i < 8; i++)
 		out->ts_ns |= (uint64_t)b[len + i] << (8 * i);
 	pohm_sha512(b, len, out->csum);
+	kept_loaded(c, key, b, len, out->ts_ns, when);
 	out->data = b;
 	out->len = len;
 	b = NULL;
 	r = 0;
 out:
+	if (r)
+		kept_loaded(c, key, NULL, 0, 0, 0);
 	free(b);
 	pohm_sys_close(fd);
 	return r;

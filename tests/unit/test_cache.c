@@ -565,6 +565,138 @@ TEST(kept_bases_reach_the_disk_at_the_flush_only)
 	pohm_cache_close(c);
 }
 
+/* k/<key> of host a's cache: its stat, 0 or -1. */
+static int kept_stat(const char *key, struct stat *st)
+{
+	char kp[1024];
+
+	snprintf(kp, sizeof(kp), "%s/a/state/k/%s", root, key);
+	return stat(kp, st);
+}
+
+/* Was the file (stat before) written since (its change time moved)? */
+static int kept_rewritten(const char *key, const struct stat *before)
+{
+	struct stat st;
+
+	return kept_stat(key, &st) || st.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+	       st.st_ctim.tv_nsec != before->st_ctim.tv_nsec ||
+	       st.st_mtim.tv_nsec != before->st_mtim.tv_nsec;
+}
+
+/*
+ * Session 14 (CI, shim_manners 6 under ASan): a process that read again
+ * the version k/ holds (a validated open, a lookup) rewrote it at exit.
+ * Only news is written: the same bytes and stamp, found in k/ at the flush
+ * or known from this process's load, are left alone unless k/'s note of
+ * them is older than half the base's window (then renewed); other bytes,
+ * another stamp or a torn file are written.
+ */
+TEST(kept_bases_of_the_version_kept_are_not_written_again)
+{
+	struct pohm_cache *c;
+	struct pohm_kv_val v = { 0 }, w = { 0 }, out = { 0 };
+	struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+	char kp[1024];
+	uint64_t age;
+	struct stat st;
+	int fd;
+
+	setup();
+	c = host("a");
+	EXPECT(c != NULL);
+	snprintf(kp, sizeof(kp), "%s/a/state/k/i:5", root);
+	v.data = (uint8_t *)"an inode's bytes";
+	v.len = 16;
+	v.ts_ns = 7;
+	w.data = (uint8_t *)"an inode's BYTES";	/* the same length */
+	w.len = 16;
+	w.ts_ns = 8;
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	usleep(20000);
+	/* The next process reads the same version: nothing written. */
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	EXPECT(!kept_rewritten("i:5", &st));
+	/* Loaded, then read again: known from the load, k/ not looked at
+	 * (the file's bytes replaced after the load stay as they are). */
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	pohm_kv_val_free(&out);
+	fd = open(kp, O_WRONLY | O_TRUNC);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT((int)write(fd, "x", 1), 1);
+	close(fd);
+	EXPECT_EQ_INT(utimensat(AT_FDCWD, kp, old, 0), 0);
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	EXPECT(!kept_rewritten("i:5", &st));
+	/* Torn (the same length, a byte changed): written whole again. */
+	unlink(kp);
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	fd = open(kp, O_WRONLY);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT((int)pwrite(fd, "A", 1, 0), 1);
+	close(fd);
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	usleep(20000);
+	cache_base_note(c, "i:5", &v);
+	as_next_process(c);
+	EXPECT(kept_rewritten("i:5", &st));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(out.len == 16 && !memcmp(out.data, "an inode's bytes", 16));
+	pohm_kv_val_free(&out);
+	as_next_process(c);
+	/* Other bytes of the same length: written. */
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	usleep(20000);
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT(kept_rewritten("i:5", &st));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(out.len == 16 && !memcmp(out.data, "an inode's BYTES", 16));
+	EXPECT_EQ_U64(out.ts_ns, 8);
+	pohm_kv_val_free(&out);
+	as_next_process(c);
+	/* The same bytes under another stamp: written. */
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	usleep(20000);
+	w.ts_ns = 9;
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT(kept_rewritten("i:5", &st));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT_EQ_U64(out.ts_ns, 9);
+	pohm_kv_val_free(&out);
+	as_next_process(c);
+	/* k/'s note older than half the window (attr_timeout 1 s here):
+	 * renewed, so that it stays a base while it is the stored version;
+	 * from a load as from k/ at the flush. */
+	c->attr_timeout_ns = 1000000000ULL;
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT(!kept_rewritten("i:5", &st));
+	usleep(600000);
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT(kept_rewritten("i:5", &st));
+	EXPECT_EQ_INT(cache_base_load(c, "i:5", &out, &age), 0);
+	EXPECT(age < 500000000ULL);
+	pohm_kv_val_free(&out);
+	EXPECT_EQ_INT(kept_stat("i:5", &st), 0);
+	usleep(600000);
+	cache_base_note(c, "i:5", &w);
+	as_next_process(c);
+	EXPECT(kept_rewritten("i:5", &st));
+	pohm_cache_close(c);
+}
+
 /* Lines of file p that contain text. */
 static int lines_with(const char *p, const char *text)
 {
