@@ -902,6 +902,10 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		}
 	}
 	cache_count(c, &c->stats.lookups, 1);
+	pohm_debug("%s: asking the storage (local %d, record %d, version %llu, validated %llu ns ago)",
+		   rel, have_local, have_rec, (unsigned long long)(have_rec ? rec.version : 0),
+		   (unsigned long long)(have_rec && rec.validated_ns ?
+					pohm_sys_real_ns() - rec.validated_ns : 0));
 	/* The journal knows the inode: its name's bucket and it in one round trip. */
 	if (have_rec && known) {
 		r = pohm_ns_lookup_check(c->ns, dino, name, known, in);

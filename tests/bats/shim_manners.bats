@@ -177,7 +177,7 @@ down_run() {
 	run timeout 120 strace -f -y -o "$T/trace" \
 		-e trace=write,pwrite64,pwritev,pwritev2,fsync,fdatasync,sync_file_range,rename,renameat,renameat2,openat,unlink,unlinkat \
 		env LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
-		cat "$T/a/f"
+		POHMELFS_LOG=$T/open.log POHMELFS_LOG_LEVEL=debug cat "$T/a/f"
 	[ "$status" -eq 0 ]
 	[ "$output" = "stored content" ]
 	# The open really went through the shim (it opened its cache).
@@ -191,7 +191,9 @@ down_run() {
 	# No file made or truncated under the cache.
 	! grep -E "^[0-9]+ +openat\(.*$T/a-state.*(O_CREAT|O_TRUNC)" "$T/trace.open" || false
 	find "$T/a-state" -printf '%p %s %T@ %C@\n' | grep -v -E "a-state( |/stats)" | sort >"$T/state.after"
-	diff -u "$T/state.before" "$T/state.after"
+	# Once in CI (SAN=address, session 13) this open read the storage and
+	# rewrote its records: the debug log says why, should it happen again.
+	diff -u "$T/state.before" "$T/state.after" || { cat "$T/open.log"; false; }
 	# A process that reads from the storage the versions already kept
 	# (attr_timeout 0: its open looks the name up) has no news for the
 	# kept CAS bases of decision 0048: it rewrites none.  (Session 14: a
