@@ -182,7 +182,7 @@ EOF
 	copy_tree "$t"
 	# The list is empty: list a file that has no call, and one that is gone.
 	f=preload/fd.c
-	! grep -q 'syscall(' "$t/$f"
+	! grep -q 'syscall(' "$t/$f" || false
 	printf '%s\tno call\npreload/nowhere.c\tgone\n' "$f" >>"$t/tests/rawsys.allow"
 	POHM_RAWSYS_ROOT=$t run "$t/tests/rawsys.sh"
 	echo "$output"

@@ -111,8 +111,8 @@ time.sleep(120)" "$T/a/g" "$marker" >"$T/writer.out" 2>&1
 	[ "$(ps -o sid= -p "$d" | tr -d ' ')" = "$d" ]
 	[ "$(readlink "/proc/$d/fd/0")" = /dev/null ]
 	[ "$(readlink "/proc/$d/fd/1")" = /dev/null ]
-	! ls -l "/proc/$d/fd/" | grep -q "$marker"
-	! tr '\0' '\n' <"/proc/$d/environ" | grep -q '^LD_PRELOAD='
+	! ls -l "/proc/$d/fd/" | grep -q "$marker" || false
+	! tr '\0' '\n' <"/proc/$d/environ" | grep -q '^LD_PRELOAD=' || false
 	# Host b sees the data while the writer still runs: within sync_timeout
 	# (5 s) plus attr_timeout, with a margin for a busy machine.
 	until_true 25 b_reads g "pushed by the daemon"

@@ -119,7 +119,7 @@ on() {
 	[ "$(cat "$T/b/g")" = "later" ]
 	kill -TERM "$pid"
 	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$pid" 2>/dev/null
+	! kill -0 "$pid" 2>/dev/null || false
 	[ ! -f "$T/a-state/pohmelfsd.pid" ]
 }
 

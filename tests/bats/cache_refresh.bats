@@ -203,7 +203,7 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	[ "$status" -ne 0 ]
 	[ "$(shim c timeout 30 cat "$T/c/k2")" = "k through the fd" ]
 	[ "$(shim c timeout 30 ls -A "$T/c" | tr '\n' ' ')" = "f k2 " ]
-	! shim c timeout 30 grep -r ORPHAN "$T/c/"
+	! shim c timeout 30 grep -r ORPHAN "$T/c/" || false
 	# POSIX: fsync and close of such an fd succeed.
 	[ "$(cat "$T/orphans.out")" = done ]
 }

@@ -91,7 +91,7 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 	run p lookup k
 	echo "$output"
 	[[ $output == *"group 2 "*"(not the committed version)"* ]]
-	! grep -q "group 3 .*(not the committed version)" <<<"$output"
+	! grep -q "group 3 .*(not the committed version)" <<<"$output" || false
 	# A write after the churn still wins over both.
 	echo v3 | p put k
 	[ "$(p get k)" = v3 ]
@@ -129,7 +129,7 @@ print(next((g.get("timestamp", "") for g in d["groups"] if g["group"] == int(sys
 	[[ $output == *"checksum mismatch"*"checksum mismatch"*"checksum mismatch"* ]]
 	# with noreadcsum the same bytes are accepted: what the option trades away
 	POHMELFS_NOREADCSUM=1 p get k >"$TMP/out2"
-	! cmp -s "$TMP/v" "$TMP/out2"
+	! cmp -s "$TMP/v" "$TMP/out2" || false
 }
 
 @test "a hung node: answers come from the others within the timeout" {

@@ -34,7 +34,7 @@ mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" "$@"; }
 	echo "$output"
 	[ "$status" -eq 0 ]
 	grep -qx 'apt-get install -y .*libjemalloc-dev.*' <<<"$output"
-	! grep -q '^sudo ' <<<"$output"
+	! grep -q '^sudo ' <<<"$output" || false
 	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null || skip "setpriv cannot switch users here"
 	run setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'cd / && make -n -f - deps' <"$TOP/Makefile"
 	echo "$output"

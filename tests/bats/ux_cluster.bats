@@ -269,7 +269,7 @@ ctypes.CDLL(None).pthread_exit(None)' >"$T/worker.out" 2>&1 3>&- &
 	# Killed: gone once its last thread is, and then its port refuses.
 	kill -KILL "$pid"
 	until_true 10 eval '! alive "$pid"'
-	! timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+	! timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || false
 	wait "$pid" 2>/dev/null || true
 	SQUAT=
 }
