@@ -248,6 +248,10 @@ int cache_perm_path(struct pohm_cache *c, const char *rel, int want);
 int cache_perm_parent(struct pohm_cache *c, const char *rel, int want);
 /* Sticky-bit rule for removing or replacing dfd/name: 0 or -EPERM. */
 int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name);
+/* 1 when cache_perm_sticky could refuse a name in dfd (a sticky directory
+ * the caller neither owns nor has CAP_FOWNER over, or unknown), 0 when no
+ * name's owner matters there. */
+int cache_perm_sticky_matters(struct pohm_cache *c, int dfd);
 /* fs.protected_hardlinks for a link to dfd/name by another user: 0 or -EPERM. */
 int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name);
 

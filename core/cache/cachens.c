@@ -677,7 +677,34 @@ struct two_paths {
 	int ffd, tfd;			/* parent directory fds (close with two_close) */
 	uint64_t fdino, tdino;		/* their storage inodes */
 	const char *fname, *tname;	/* the last components */
+	int blind;			/* the target was not looked up (blind_target) */
 };
+
+#define TWO_LINK     0	/* the target is not materialized */
+#define TWO_RENAME   1	/* it is, unless blind_target says the CAS decides */
+#define TWO_EXCHANGE 2	/* it always is */
+
+/*
+ * A rename in one directory whose target name is not here: look it up, or
+ * let the storage's CAS decide (decision 0090)?  The lookup only makes a
+ * local copy of a target another host made, which the rename then replaces
+ * anyway; what the caller's checks need of it is its owner in a sticky
+ * directory.  So it is skipped when the directory is not sticky for this
+ * caller and the copies kept from before (the bucket, the source's inode:
+ * decision 0048) say the target is absent: the rename's first attempt is
+ * one put_n against them, a stale copy loses its CAS and the storage path
+ * reads, deciding on what is stored then (a target there is replaced, a
+ * directory there refused, as after a lookup).
+ */
+static int blind_target(struct pohm_cache *c, const struct two_paths *t, uint64_t sino)
+{
+	struct stat st;
+
+	return sino && t->fdino == t->tdino &&
+	       pohm_sys_fstatat(t->tfd, t->tname, &st, AT_SYMLINK_NOFOLLOW) == -ENOENT &&
+	       !cache_offline(c) && !cache_perm_sticky_matters(c, t->tfd) &&
+	       pohm_ns_rename_ready(c->ns, t->fdino, t->fname, sino, t->tname);
+}
 
 static int two_walk(struct pohm_cache *c, const char *from, const char *to, int mat_to,
 		    struct two_paths *t)
@@ -685,11 +712,18 @@ static int two_walk(struct pohm_cache *c, const char *from, const char *to, int 
 	int r;
 
 	t->ffd = t->tfd = -1;
+	t->blind = 0;
 	r = cache_walk_parent(c, from, &t->ffd, &t->fdino, &t->fname);
 	if (!r)
 		r = cache_walk_parent(c, to, &t->tfd, &t->tdino, &t->tname);
 	if (!r)
 		r = pohm_cache_materialize(c, from, POHM_MAT_NOFOLLOW);
+	if (!r && mat_to == TWO_RENAME &&
+	    blind_target(c, t, local_ino(c, t->ffd, t->fname))) {
+		pohm_debug("rename %s -> %s: the target not looked up (kept copies)", from, to);
+		t->blind = 1;
+		return 0;
+	}
 	if (!r && mat_to) {
 		/* The source's inode rides along with the target's lookup: the
 		 * rename's ctime CAS needs no read (issue 23, decision 0022). */
@@ -715,7 +749,7 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	uint64_t ino = 0, over = 0;
 	int r, intent = 0, pre_ok = 0;
 
-	r = two_walk(c, from, to, 1, &t);
+	r = two_walk(c, from, to, (flags & POHM_RENAME_EXCHANGE) ? TWO_EXCHANGE : TWO_RENAME, &t);
 	if (!r)
 		r = may_remove(c, t.ffd, t.fdino, t.fname, from);
 	if (!r)
@@ -742,7 +776,13 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	 * name without a local file; mvintent.c completes it later). */
 	if (t.tdino != t.fdino)
 		cache_dir_incomplete(c, t.tdino);
+	/* Not looked up (blind_target): a lost CAS's read brings the source's
+	 * inode along, as the cache's lookup would have. */
+	if (t.blind)
+		pohm_ns_read_along(c->ns, ino);
 	r = pohm_ns_rename_ino(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags, ino);
+	if (t.blind)
+		pohm_ns_read_along(c->ns, 0);
 	if (r) {
 		if (r != -EEXIST && r != -ENOENT && r != -ENOTEMPTY)
 			cache_dir_incomplete(c, t.fdino);	/* it may have happened */
@@ -792,7 +832,7 @@ int pohm_cache_link(struct pohm_cache *c, const char *from, const char *to)
 	uint64_t ino;
 	int r, pre_ok;
 
-	r = two_walk(c, from, to, 0, &t);
+	r = two_walk(c, from, to, TWO_LINK, &t);
 	if (!r)
 		r = cache_perm_parent(c, from, X_OK);
 	if (!r)	/* the kernel's order: the source's protection, then the directory */

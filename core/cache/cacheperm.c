@@ -185,6 +185,15 @@ int cache_perm_sticky(struct pohm_cache *c, int dfd, const char *name)
 	return 0;
 }
 
+int cache_perm_sticky_matters(struct pohm_cache *c, int dfd)
+{
+	uint32_t dmode, duid, dgid;
+
+	if (owner_of(c, dfd, "", &dmode, &duid, &dgid))
+		return 1;
+	return (dmode & S_ISVTX) && cache_fsuid() != duid && !pohm_perm_has_cap(CAP_FOWNER);
+}
+
 int cache_perm_hardlink(struct pohm_cache *c, int dfd, const char *name)
 {
 	uint32_t mode, uid, gid;

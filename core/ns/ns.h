@@ -221,6 +221,18 @@ int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_
 int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		       const char *dname, unsigned flags, uint64_t guess);
 
+/*
+ * A rename of sname (whose inode the caller guesses is sino) to dname in
+ * the same directory dir, sent on copies kept from before (this thread's
+ * or the cache's, decision 0048) with no read: 1 when those copies say
+ * dname is absent and sname is sino, so pohm_ns_rename_ino's first
+ * attempt is one put_n (the bucket's CAS, the source's ctime).  The copies
+ * may be stale: the caller may skip its own lookup of dname on 1, as the
+ * CAS decides and a lost one reads (decision 0090); 0 says nothing.
+ */
+int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			 const char *dname);
+
 /* Call fn(arg, name, ino, type) for every entry of dir exactly once; fn != 0 stops. */
 int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
 		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),

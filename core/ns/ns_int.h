@@ -257,6 +257,15 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
  */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
 /*
+ * Would ns_entry_rename_peeked try its CAS without a read?  1 when the
+ * bucket this thread or the cache kept (ns_peek) holds sname as sino
+ * (plain, no intent) and dname's slot in the same NORMAL bucket is empty
+ * (no entry, no intent), and sino's inode copy is kept too (the ctime
+ * sent along).  A hint only: the CAS decides (decision 0090).
+ */
+int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname);
+/*
  * A rename inside dir with no read at all (issue 23): when this thread
  * read dir's bucket of sname within NS_PEEK_NS (ns_peek; the cache's
  * lookup of the target just did) and it shows the plain case -- sname

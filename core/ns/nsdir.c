@@ -833,6 +833,21 @@ int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, 
 			    dtype);
 }
 
+int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			  const char *dname)
+{
+	struct ns_bucket_ref ref;
+	int i, r;
+
+	if (!sino || !strcmp(sname, dname) || bucket_peek(ns, dir, sname, &ref))
+		return 0;
+	i = pohm_bucket_find(&ref.bk, sname);
+	r = index_at(pohm_name_hash(dname), ref.bk.depth) == ref.bk.index && i >= 0 &&
+	    !ref.bk.e[i].intent && ref.bk.e[i].ino == sino && pohm_bucket_find(&ref.bk, dname) < 0;
+	ns_bucket_release(&ref);
+	return r && ns_inode_peeked(ns, sino);
+}
+
 int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 			   const char *dname, unsigned flags, uint64_t txid, struct pohm_dentry *src,
 			   uint64_t *replaced, uint8_t *replaced_type, struct ns_put *also,

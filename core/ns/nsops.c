@@ -1282,6 +1282,14 @@ out:
 	return r;
 }
 
+int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
+			 const char *dname)
+{
+	if (ns_check_name(sname) || ns_check_name(dname))
+		return 0;
+	return ns_entry_rename_ready(ns, dir, sname, sino, dname);
+}
+
 /* ---------------------------------------------------------------- readdir */
 
 /*

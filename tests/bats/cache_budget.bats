@@ -96,12 +96,13 @@ assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 
 # Decisions 0048 (bases kept in cache_dir) and 0049: mkdir is its put_n alone,
 # unlink the entry and the inode's mark in one put_n, chmod and utimes the
-# setattr's CAS.
-@test "mkdir 1, unlink 1, rmdir 6, rename 2 in a directory and 5 across, chmod 1, utimes 1 waits" {
+# setattr's CAS.  Decision 0090: a rename in a directory whose target is not
+# here is its put_n alone (the bucket's CAS, the source's ctime), no lookup.
+@test "mkdir 1, unlink 1, rmdir 6, rename 1 in a directory and 5 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
 	within rmdir 6 a "$PY" -c "import os; os.rmdir('$D/rd')"
-	within rename 2 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
+	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 5 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
 	within utimes 1 a "$PY" -c "import os; os.utime('$D/c', (1, 1))"
@@ -217,4 +218,48 @@ os.utime('$T/b/d/base', (7, 7))"
 	[ "$(shim c stat -c %X "$T/c/d/base")" = 7 ]
 	[ "$(shim c stat -c %h "$T/c/d")" -eq 4 ]
 	[ "$(shim c cat "$T/c/d/from-a")" = a ]
+}
+
+# Decision 0090: a's kept copies say the target names are absent, but
+# another host made them meanwhile.  The rename sent without a lookup loses
+# its CAS, reads, and decides on what is stored: b's file is replaced (a
+# third cache sees a's data under the name, once), b's directory refuses a
+# file (EISDIR, the source stays).  A target that is here locally (the
+# lookup path) is replaced as before.
+@test "rename without a lookup onto a name another host made meanwhile: replaced or refused as stored" {
+	mkdir -p "$T/c"
+	freshen
+	shim b "$PY" -c "open('$T/b/d/t2', 'wb').write(b'from b')"
+	export POHMELFS_LOG_LEVEL=debug
+	POHMELFS_LOG=$T/blind-file.log shim a "$PY" -c "import os; os.rename('$D/r', '$D/t2')"
+	# (a's process kept the bucket it read: b changes it again.)
+	shim b mkdir "$T/b/d/td"
+	POHMELFS_LOG=$T/blind-dir.log run shim a "$PY" -c "
+import os
+try:
+    os.rename('$D/s', '$D/td')
+except IsADirectoryError:
+    print('EISDIR')"
+	unset POHMELFS_LOG_LEVEL
+	grep -E "rtt: |not looked up" "$T"/blind-*.log | sed "s/^/# /" >&3 || true
+	[ "$output" = EISDIR ]
+	# Both went out on the kept copies, lost and read.
+	grep -q "not looked up" "$T/blind-file.log"
+	grep -q "not looked up" "$T/blind-dir.log"
+	grep -A9 "rtt: put_n" "$T/blind-file.log" | grep -q "rtt: get"
+	[ "$(shim c cat "$T/c/d/t2" | wc -c)" -eq 4096 ]
+	# b made t2: its copy is valid for attr_timeout; checked afresh, the new file
+	[ "$(POHMELFS_ATTR_TIMEOUT=0 shim b cat "$T/b/d/t2" | wc -c)" -eq 4096 ]
+	[ "$(shim c ls "$T/c/d" | grep -c '^t2$')" -eq 1 ]
+	[ "$(shim c ls "$T/c/d" | grep -c '^r$')" -eq 0 ]
+	[ "$(shim a cat "$D/t2" | wc -c)" -eq 4096 ]
+	[ "$(shim c stat -c %F "$T/c/d/td")" = directory ]
+	[ "$(shim c cat "$T/c/d/s" | wc -c)" -eq 4096 ]
+	[ "$(shim a cat "$D/s" | wc -c)" -eq 4096 ]
+	# A target that is here: looked up (validated), replaced.
+	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/here.log shim a "$PY" -c "import os; os.rename('$D/c', '$D/t2')"
+	! grep -q "not looked up" "$T/here.log"
+	[ "$(shim c ls "$T/c/d" | grep -c '^t2$')" -eq 1 ]
+	[ "$(shim c ls "$T/c/d" | grep -c '^c$')" -eq 0 ]
+	[ "$(shim a ls "$D" | grep -c '^t2$')" -eq 1 ]
 }
