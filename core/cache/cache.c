@@ -908,7 +908,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 					pohm_sys_real_ns() - rec.validated_ns : 0));
 	/* The journal knows the inode: its name's bucket and it in one round trip. */
 	if (have_rec && known) {
-		r = pohm_ns_lookup_check(c->ns, dino, name, known, in);
+		r = S_ISDIR(rec.mode) ? pohm_ns_lookup_check_dir(c->ns, dino, name, known, in) :
+					pohm_ns_lookup_check(c->ns, dino, name, known, in);
 		if (!r) {
 			ino = known;
 			goto checked;
@@ -921,6 +922,18 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			goto out;
 		}
 	}
+	/* No record: a copy of dir's bucket kept from before may name the
+	 * inode; the bucket and that inode in one round trip, the fresh
+	 * bucket deciding (decision 0091).  A stale guess: the lookup below. */
+	if (!(have_rec && known) && !pohm_ns_lookup_guess(c->ns, dino, name, &ino, &type)) {
+		r = type == DT_DIR ? pohm_ns_lookup_check_dir(c->ns, dino, name, ino, in) :
+				     pohm_ns_lookup_check(c->ns, dino, name, ino, in);
+		if (!r)
+			goto checked;
+		ino = 0;
+		if (r != -ESTALE)
+			goto out;
+	}
 	r = pohm_ns_lookup(c->ns, dino, name, &ino, &type);
 	if (r == -ENOENT && have_rec && !S_ISDIR(lst.st_mode) &&
 	    !cache_local_changed(c, &rec, dfd, name, &lst) && !(rec.flags & POHM_J_CONFLICT)) {
@@ -931,7 +944,9 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	}
 	if (r)
 		goto out;
-	r = pohm_ns_getattr(c->ns, ino, in);
+	/* A directory's first bucket comes along: the next lookup in it has
+	 * a guess of its inode (decision 0091). */
+	r = type == DT_DIR ? pohm_ns_getattr_dir(c->ns, ino, in) : pohm_ns_getattr(c->ns, ino, in);
 	if (r)
 		goto out;
 checked:

@@ -138,6 +138,14 @@ struct pohm_setattr {
 	struct pohm_ts base_atime, base_mtime;
 };
 
+/*
+ * pohm_ns_getattr of a directory (the caller knows it is one, e.g. from its
+ * entry's type), with the directory's first bucket read along in the same
+ * round trip: that copy then gives the next lookup in it a guess of the
+ * name's inode (pohm_ns_lookup_guess, decision 0091).  Same answers.
+ */
+int pohm_ns_getattr_dir(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
+
 /* Change attributes by CAS; ctime is set to now unless given.  out may be NULL. */
 int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr *sa,
 		    struct pohm_inode *out);
@@ -155,6 +163,17 @@ int pohm_ns_setattr(struct pohm_ns *ns, uint64_t ino, const struct pohm_setattr 
  */
 void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino);
 
+/*
+ * A guess of dir/name's inode from copies kept from before (the bucket this
+ * thread or another process of the cache read or wrote, decision 0048),
+ * with no round trip: 0 and *ino (and *type, DT_*) when such a copy maps name plainly (no
+ * intent), else -ENOENT (no copy, or not in it: says nothing).  Only a
+ * guess: confirm it with pohm_ns_lookup_check, whose fresh bucket decides
+ * (decision 0091).
+ */
+int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+			 uint8_t *type);
+
 /* Look name up in dir: 0 and *ino (and *type, DT_*), -ENOENT, -ENOTDIR. */
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		   uint8_t *type);
@@ -169,6 +188,11 @@ int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t 
  */
 int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
 			 struct pohm_inode *out);
+
+/* pohm_ns_lookup_check of a name the caller believes is a directory: its
+ * first bucket is read along, as pohm_ns_getattr_dir does. */
+int pohm_ns_lookup_check_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			     struct pohm_inode *out);
 
 #define POHM_CREATE_EXCL 0x1	/* fail with -EEXIST if the name exists */
 

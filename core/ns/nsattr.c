@@ -20,12 +20,55 @@
 
 /* ---------------------------------------------------------------- attributes */
 
+static void first_bucket_key(struct pohm_ns *ns, uint64_t dir, uint64_t h, char *key,
+			     unsigned *depth, uint32_t *index);
+
 int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
 {
 	int r = ns_inode_get(ns, ino, out, NULL, 0);
 
 	if (!r && (r = pohm_ns_map_load(ns, out)))	/* large files: the whole map */
 		pohm_inode_clear(out);
+	return r;
+}
+
+int pohm_ns_getattr_dir(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out)
+{
+	struct pohm_kv_val v[2];
+	char keys[2][POHM_KEY_MAX];
+	const char *kp[2] = { keys[0], keys[1] };
+	unsigned depth;
+	uint32_t index;
+	int st[2], r, i;
+
+	if (!ns->kv.ops->get_n)
+		return pohm_ns_getattr(ns, ino, out);
+	memset(out, 0, sizeof(*out));
+	memset(v, 0, sizeof(v));
+	pohm_key_inode(keys[0], ino);
+	/* Read along only: the read leaves it for ns_peek (a guess for the
+	 * next lookup in it, pohm_ns_lookup_guess); not looked at here. */
+	first_bucket_key(ns, ino, 0, keys[1], &depth, &index);
+	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	if (r)
+		return r;
+	r = st[0];
+	if (!r && pohm_inode_decode(out, v[0].data, v[0].len)) {
+		memset(out, 0, sizeof(*out));
+		pohm_warn("inode %s does not decode: damaged, or written by a newer client",
+			  keys[0]);
+		r = -EIO;
+	} else if (!r && out->ino != ino) {
+		pohm_inode_clear(out);
+		r = -EIO;
+	} else if (!r && (out->hdr.flags & POHM_OBJF_TOMBSTONE)) {
+		pohm_inode_clear(out);
+		r = -ENOENT;
+	} else if (!r && (r = pohm_ns_map_load(ns, out))) {
+		pohm_inode_clear(out);
+	}
+	for (i = 0; i < 2; i++)
+		pohm_kv_val_free(&v[i]);
 	return r;
 }
 
@@ -125,15 +168,17 @@ static int bucket_says(const struct pohm_kv_val *v, uint64_t dir, unsigned depth
 	return r;
 }
 
-int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
-			 struct pohm_inode *out)
+/* pohm_ns_lookup_check, and with isdir ino's first bucket read along (a
+ * guess for the next lookup in it: pohm_ns_getattr_dir). */
+static int lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			int isdir, struct pohm_inode *out)
 {
-	struct pohm_kv_val v[2];
-	char keys[2][POHM_KEY_MAX];
-	const char *kp[2] = { keys[0], keys[1] };
-	unsigned depth;
-	uint32_t index;
-	int st[2], r, i;
+	struct pohm_kv_val v[3];
+	char keys[3][POHM_KEY_MAX];
+	const char *kp[3] = { keys[0], keys[1], keys[2] };
+	unsigned depth, d2;
+	uint32_t index, i2;
+	int st[3], r, i, n = isdir ? 3 : 2;
 
 	memset(out, 0, sizeof(*out));
 	memset(v, 0, sizeof(v));
@@ -141,7 +186,9 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 		return -ESTALE;
 	first_bucket_key(ns, dir, pohm_name_hash(name), keys[0], &depth, &index);
 	pohm_key_inode(keys[1], ino);
-	r = ns->kv.ops->get_n(ns->kv.ctx, 2, kp, v, st);
+	if (isdir)
+		first_bucket_key(ns, ino, 0, keys[2], &d2, &i2);	/* read along only */
+	r = ns->kv.ops->get_n(ns->kv.ctx, (size_t)n, kp, v, st);
 	if (r)
 		return r;
 	/* Anything but the plain case (a split, an intent, another inode, a
@@ -160,9 +207,21 @@ int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 		r = pohm_ns_map_load(ns, out);	/* as pohm_ns_getattr gives it */
 	if (r)
 		pohm_inode_clear(out);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < n; i++)
 		pohm_kv_val_free(&v[i]);
 	return r;
+}
+
+int pohm_ns_lookup_check(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			 struct pohm_inode *out)
+{
+	return lookup_check(ns, dir, name, ino, 0, out);
+}
+
+int pohm_ns_lookup_check_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			     struct pohm_inode *out)
+{
+	return lookup_check(ns, dir, name, ino, 1, out);
 }
 
 /* pohm_ns_read_along's inode and the handle it is for: thread-local, so no

@@ -833,6 +833,24 @@ int ns_entry_rename_settle(struct pohm_ns *ns, uint64_t dir, const char *sname, 
 			    dtype);
 }
 
+int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
+			 uint8_t *type)
+{
+	struct ns_bucket_ref ref;
+	int i, r = -ENOENT;
+
+	if (ns_check_name(name) || bucket_peek(ns, dir, name, &ref))
+		return -ENOENT;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i >= 0 && !ref.bk.e[i].intent && ref.bk.e[i].ino) {
+		*ino = ref.bk.e[i].ino;
+		*type = ref.bk.e[i].type;
+		r = 0;
+	}
+	ns_bucket_release(&ref);
+	return r;
+}
+
 int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			  const char *dname)
 {

@@ -86,12 +86,43 @@ within() {
 	[ "$(shim b cat "$T/b/d/new" | wc -c)" -eq 4096 ]
 }
 
-# A second cache reads a small file: the lookup's get_n, the inode (which
-# brings the data: decision 0023), no chunk read.
-@test "cold read of 4 KiB from a second cache: at most 2 waits" {
+# A second cache reads a small file: the bucket and the inode (which brings
+# the data: decision 0023) in one get_n, no chunk read: b's stat of the
+# directory read its first bucket along and kept it, which guesses the
+# name's inode; the fresh bucket confirms it (decision 0091).
+@test "cold read of 4 KiB from a second cache: at most 1 wait" {
 	shim b stat "$T/b/d" >/dev/null
-	within cold-read 2 b "$PY" -c "
+	within cold-read 1 b "$PY" -c "
 assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
+}
+
+# Decision 0091: the guess is stale when another host changed the name after
+# b kept the bucket: replaced by another file, or unlinked (its inode still
+# lives, marked: decision 0049).  The fresh bucket decides: the new file's
+# data, and ENOENT.
+@test "cold read on a kept guess another host made stale: the new file, or ENOENT" {
+	mkdir -p "$T/c"
+	shim a "$PY" -c "open('$E/g', 'wb').write(b'g')"
+	shim b stat "$T/b/d" "$T/b/e" >/dev/null
+	[ "$(ls "$T/b-state/k" | grep -c '^b:')" -ge 2 ]
+	shim a "$PY" -c "
+import os
+open('$D/c2', 'wb').write(b'new c')
+os.rename('$D/c2', '$D/c')
+os.unlink('$E/g')"
+	export POHMELFS_LOG_LEVEL=debug
+	POHMELFS_LOG=$T/stale-guess.log run shim b cat "$T/b/d/c"
+	[ "$status" -eq 0 ]
+	[ "$output" = "new c" ]
+	POHMELFS_LOG=$T/stale-gone.log run shim b cat "$T/b/e/g"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No such file"* ]]
+	unset POHMELFS_LOG_LEVEL
+	grep -h "rtt: " "$T"/stale-guess.log "$T"/stale-gone.log | sed "s/^/# /" >&3 || true
+	# Each read the guess with the bucket first, then looked the name up.
+	grep -A3 "rtt: get_n b:" "$T/stale-guess.log" | grep -q "rtt: get_n i:"
+	grep -A3 "rtt: get_n b:" "$T/stale-gone.log" | grep -q "rtt: get_n i:"
+	[ "$(shim c cat "$T/c/d/c")" = "new c" ]
 }
 
 # Decisions 0048 (bases kept in cache_dir) and 0049: mkdir is its put_n alone,

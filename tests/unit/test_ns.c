@@ -643,6 +643,111 @@ TEST(rename_on_kept_bases_reads_nothing_and_a_stale_base_decides_on_a_read)
 	kept_clear();
 }
 
+/* A "new process" that only reads a directory's attributes the way the
+ * cache's walk does (pohm_ns_getattr_dir), then one that guesses a name. */
+struct guess_call {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	const char *name;
+	int r;
+	uint8_t type;
+};
+
+static void *getattr_dir_thread(void *arg)
+{
+	struct guess_call *g = arg;
+	struct pohm_inode x;
+
+	g->r = pohm_ns_getattr_dir(g->ns, g->dir, &x);
+	if (!g->r) {
+		g->ino = x.ino;
+		pohm_inode_clear(&x);
+	}
+	return NULL;
+}
+
+static void *guess_thread(void *arg)
+{
+	struct guess_call *g = arg;
+
+	g->r = pohm_ns_lookup_guess(g->ns, g->dir, g->name, &g->ino, &g->type);
+	return NULL;
+}
+
+static void guess_run(void *(*fn)(void *), struct guess_call *g, struct pohm_ns *ns,
+		      uint64_t dir, const char *name)
+{
+	pthread_t t;
+
+	memset(g, 0, sizeof(*g));
+	g->ns = ns;
+	g->dir = dir;
+	g->name = name;
+	pthread_create(&t, NULL, fn, g);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Decision 0091: a directory's attributes read with its first bucket along
+ * leave that bucket as a kept copy; a new "process" guesses a name's inode
+ * from it with no read, and the guess is only that: after another host
+ * replaced the name, the bucket-and-inode check of the guess is -ESTALE
+ * and the lookup finds the new inode.  A name not in the copy: no guess.
+ */
+TEST(lookup_guess_from_a_kept_bucket_is_confirmed_by_a_fresh_read)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL;
+	struct pohm_inode d, f, x;
+	struct guess_call g;
+	uint64_t f2;
+
+	pohm_ns_close(ns);
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &kv, &opt), 0);
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d.ino, "f", 0644, 0, 0, 0, 0, &f), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, d.ino, "sub", 0755, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	kept_clear();
+	/* Nothing kept: no guess. */
+	guess_run(guess_thread, &g, nsb, d.ino, "f");
+	EXPECT_EQ_INT(g.r, -ENOENT);
+	guess_run(getattr_dir_thread, &g, nsb, d.ino, NULL);
+	EXPECT_EQ_INT(g.r, 0);
+	EXPECT_EQ_U64(g.ino, d.ino);
+	guess_run(guess_thread, &g, nsb, d.ino, "f");
+	EXPECT_EQ_INT(g.r, 0);
+	EXPECT_EQ_U64(g.ino, f.ino);
+	EXPECT_EQ_INT(g.type, DT_REG);
+	guess_run(guess_thread, &g, nsb, d.ino, "sub");
+	EXPECT_EQ_INT(g.r, 0);
+	EXPECT_EQ_INT(g.type, DT_DIR);
+	guess_run(guess_thread, &g, nsb, d.ino, "nope");
+	EXPECT_EQ_INT(g.r, -ENOENT);
+	EXPECT_EQ_INT(pohm_ns_lookup_check(nsb, d.ino, "f", f.ino, &x), 0);
+	pohm_inode_clear(&x);
+	/* Another host replaces f: the guess is stale, the check says so. */
+	pthread_mutex_lock(&kept_lock);
+	kept_frozen = 1;
+	pthread_mutex_unlock(&kept_lock);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns2, d.ino, "f"), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d.ino, "f", 0644, 0, 0, 0, 0, &x), 0);
+	f2 = x.ino;
+	pohm_inode_clear(&x);
+	guess_run(guess_thread, &g, nsb, d.ino, "f");
+	EXPECT_EQ_INT(g.r, 0);
+	EXPECT_EQ_U64(g.ino, f.ino);	/* stale */
+	EXPECT_EQ_INT(pohm_ns_lookup_check(nsb, d.ino, "f", g.ino, &x), -ESTALE);
+	EXPECT_EQ_U64(ino_of(nsb, d.ino, "f"), f2);
+	pohm_inode_clear(&f);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(nsb);
+	kept_clear();
+}
+
 /*
  * Issue 23: a rename inside one bucket is one bucket CAS (no intent) plus
  * the inode's ctime; one that replaces a file drops its link; an unlink
