@@ -685,8 +685,8 @@ struct two_paths {
 #define TWO_EXCHANGE 2	/* it always is */
 
 /*
- * A rename in one directory whose target name is not here: look it up, or
- * let the storage's CAS decide (decision 0090)?  The lookup only makes a
+ * A rename whose target name is not here: look it up, or let the storage's
+ * CAS decide (decision 0090; a file into another directory, 0092)?  The lookup only makes a
  * local copy of a target another host made, which the rename then replaces
  * anyway; what the caller's checks need of it is its owner in a sticky
  * directory.  So it is skipped when the directory is not sticky for this
@@ -700,10 +700,12 @@ static int blind_target(struct pohm_cache *c, const struct two_paths *t, uint64_
 {
 	struct stat st;
 
-	return sino && t->fdino == t->tdino &&
-	       pohm_sys_fstatat(t->tfd, t->tname, &st, AT_SYMLINK_NOFOLLOW) == -ENOENT &&
-	       !cache_offline(c) && !cache_perm_sticky_matters(c, t->tfd) &&
-	       pohm_ns_rename_ready(c->ns, t->fdino, t->fname, sino, t->tname);
+	if (!sino || pohm_sys_fstatat(t->tfd, t->tname, &st, AT_SYMLINK_NOFOLLOW) != -ENOENT ||
+	    cache_offline(c) || cache_perm_sticky_matters(c, t->tfd))
+		return 0;
+	return t->fdino == t->tdino ?
+		       pohm_ns_rename_ready(c->ns, t->fdino, t->fname, sino, t->tname) :
+		       pohm_ns_move_ready(c->ns, t->fdino, t->fname, sino, t->tdino, t->tname);
 }
 
 static int two_walk(struct pohm_cache *c, const char *from, const char *to, int mat_to,

@@ -257,6 +257,15 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			 const char *dname);
 
+/*
+ * pohm_ns_rename_ready for a file moving from sdir to another directory
+ * ddir: 1 when the kept copies say sname is sino (not a directory) and
+ * dname is absent; pohm_ns_rename_ino then sets its intent with no lookup
+ * first (decision 0092).  0 says nothing.
+ */
+int pohm_ns_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
+		       uint64_t ddir, const char *dname);
+
 /* Call fn(arg, name, ino, type) for every entry of dir exactly once; fn != 0 stops. */
 int pohm_ns_readdir(struct pohm_ns *ns, uint64_t dir,
 		    int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type),

@@ -257,6 +257,15 @@ int ns_entry_insert(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *
  */
 int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino);
 /*
+ * ns_entry_rename_ready across directories: 1 when the kept copies (ns_peek)
+ * map sdir/sname plainly to sino, not a directory, ddir's bucket for dname
+ * lacks it, and sino's inode copy is kept; then *src (may be NULL; clear
+ * it) is the source entry as kept.  0 says nothing.  A hint only: the
+ * rename's CASes decide (decision 0092).
+ */
+int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
+			uint64_t ddir, const char *dname, struct pohm_dentry *src);
+/*
  * Would ns_entry_rename_peeked try its CAS without a read?  1 when the
  * bucket this thread or the cache kept (ns_peek) holds sname as sino
  * (plain, no intent) and dname's slot in the same NORMAL bucket is empty

@@ -851,6 +851,28 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
+			uint64_t ddir, const char *dname, struct pohm_dentry *src)
+{
+	struct ns_bucket_ref sref, dref;
+	int i, r = 0;
+
+	if (!sino || sdir == ddir || bucket_peek(ns, sdir, sname, &sref))
+		return 0;
+	if (bucket_peek(ns, ddir, dname, &dref)) {
+		ns_bucket_release(&sref);
+		return 0;
+	}
+	i = pohm_bucket_find(&sref.bk, sname);
+	if (i >= 0 && !sref.bk.e[i].intent && sref.bk.e[i].ino == sino &&
+	    sref.bk.e[i].type != DT_DIR && pohm_bucket_find(&dref.bk, dname) < 0 &&
+	    ns_inode_peeked(ns, sino))
+		r = src ? (ns_entry_copy(src, &sref.bk.e[i]) ? 0 : 1) : 1;
+	ns_bucket_release(&sref);
+	ns_bucket_release(&dref);
+	return r;
+}
+
 int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			  const char *dname)
 {

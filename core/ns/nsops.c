@@ -1048,6 +1048,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 {
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE, touched = 0;
+	int kept = 0;	/* 1: decided on kept copies (no lookup); 2: read after that */
 	struct pohm_buf tb = POHM_BUF_INIT;	/* the source's ctime, sent along */
 	uint8_t tcsum[POHM_KV_CSUM];
 	char tkey[POHM_KEY_MAX];
@@ -1099,13 +1100,33 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		replaced = 0;
 		rtype = 0;
 	}
+again:
+	/*
+	 * A file moving to another directory whose kept copies (decision 0048)
+	 * say the source is guess and the target absent: no lookup; the
+	 * intent's CAS proves the source and a live source directory, the
+	 * commit's the target's bucket; a target found there by the commit
+	 * (-EEXIST) makes it start over on reads (decision 0092).
+	 */
+	if (sdir != ddir && !kept && !exch && !(flags & POHM_RENAME_NOREPLACE) &&
+	    ns_entry_move_ready(ns, sdir, sname, guess, ddir, dname, &src)) {
+		kept = 1;
+		have_dst = NS_NAME_ABSENT;
+		r = 0;
+	} else if (kept) {
+		kept = 2;	/* the second round: read */
+		r = ns_dir_lookup(ns, ddir, dname, &dst);
+		if (r < 0)
+			return r;
+		have_dst = r;
+		r = entry_of_with(ns, sdir, sname, guess, &src);
 	/*
 	 * Across directories, when the source's inode is already at hand
 	 * (read along with the cache's lookup of the target, or no guess):
 	 * the target's and the source's directory and bucket in one round
 	 * trip (decision 0022).
 	 */
-	if (sdir != ddir && (!guess || ns_inode_peeked(ns, guess)) &&
+	} else if (sdir != ddir && (!guess || ns_inode_peeked(ns, guess)) &&
 	    !ns_dir_lookup_pair(ns, ddir, dname, &dst, &have_dst, sdir, sname, &src, &r)) {
 		if (have_dst < 0) {
 			if (!r)
@@ -1216,6 +1237,20 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
 	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
+	if (r == -EEXIST && kept == 1) {
+		/* A target the kept copy did not have: clear our intent, then
+		 * the whole rename again on reads (it replaces that target). */
+		intent_finish(ns, sdir, sname, intent.i_txid, 0, 0, 0, NULL);
+		if (leased)
+			lease_drop(ns, intent.i_txid);
+		leased = 0;
+		pohm_dentry_clear(&src);
+		pohm_dentry_clear(&dst);
+		memset(&src, 0, sizeof(src));
+		memset(&dst, 0, sizeof(dst));
+		intent.i_txid = ns_random(ns);
+		goto again;
+	}
 	if (r)
 		goto abort;
 	/*
@@ -1288,6 +1323,14 @@ int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, ui
 	if (ns_check_name(sname) || ns_check_name(dname))
 		return 0;
 	return ns_entry_rename_ready(ns, dir, sname, sino, dname);
+}
+
+int pohm_ns_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
+		       uint64_t ddir, const char *dname)
+{
+	if (ns_check_name(sname) || ns_check_name(dname))
+		return 0;
+	return ns_entry_move_ready(ns, sdir, sname, sino, ddir, dname, NULL);
 }
 
 /* ---------------------------------------------------------------- readdir */

@@ -128,13 +128,15 @@ os.unlink('$E/g')"
 # Decisions 0048 (bases kept in cache_dir) and 0049: mkdir is its put_n alone,
 # unlink the entry and the inode's mark in one put_n, chmod and utimes the
 # setattr's CAS.  Decision 0090: a rename in a directory whose target is not
-# here is its put_n alone (the bucket's CAS, the source's ctime), no lookup.
-@test "mkdir 1, unlink 1, rmdir 6, rename 1 in a directory and 5 across, chmod 1, utimes 1 waits" {
+# here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
+# decision 0092: a file into another directory is its intent, its commit
+# and the finish with the ctime, no lookup.
+@test "mkdir 1, unlink 1, rmdir 6, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
 	within rmdir 6 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
-	within rename-across 5 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
+	within rename-across 3 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
 	within utimes 1 a "$PY" -c "import os; os.utime('$D/c', (1, 1))"
 	# What another cache sees.
@@ -293,4 +295,23 @@ except IsADirectoryError:
 	[ "$(shim c ls "$T/c/d" | grep -c '^t2$')" -eq 1 ]
 	[ "$(shim c ls "$T/c/d" | grep -c '^c$')" -eq 0 ]
 	[ "$(shim a ls "$D" | grep -c '^t2$')" -eq 1 ]
+}
+
+# Decision 0092: a file moving into another directory on a's kept copies,
+# which say the target is absent; b made it meanwhile.  The commit meets it,
+# the rename starts over on reads and replaces it; a third cache sees the
+# moved file under the name once, and no name left at the source.
+@test "rename across without a lookup onto a name another host made meanwhile: replaced" {
+	mkdir -p "$T/c"
+	freshen
+	shim b "$PY" -c "open('$T/b/e/t3', 'wb').write(b'from b')"
+	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/blind-across.log \
+		shim a "$PY" -c "import os; os.rename('$D/x', '$E/t3')"
+	grep -E "rtt: |not looked up" "$T/blind-across.log" | sed "s/^/# /" >&3 || true
+	grep -q "not looked up" "$T/blind-across.log"
+	[ "$(shim c cat "$T/c/e/t3" | wc -c)" -eq 4096 ]
+	[ "$(shim c ls "$T/c/e" | grep -c '^t3$')" -eq 1 ]
+	[ "$(shim c ls "$T/c/d" | grep -c '^x$')" -eq 0 ]
+	[ "$(shim a cat "$E/t3" | wc -c)" -eq 4096 ]
+	[ ! -e "$D/x" ]
 }

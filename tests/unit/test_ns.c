@@ -535,7 +535,7 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
  * what pohm_ns_rename_ready says, then the rename, with its reads counted. */
 struct kept_rename {
 	struct pohm_ns *ns;
-	uint64_t dir, sino;
+	uint64_t dir, sino, ddir;	/* ddir: 0 for dir */
 	const char *sname, *dname;
 	int ready, r, reads;
 };
@@ -544,19 +544,34 @@ static void *kept_rename_thread(void *arg)
 {
 	struct kept_rename *k = arg;
 
+	uint64_t dd = k->ddir ? k->ddir : k->dir;
+
 	all_reads = 0;
-	k->ready = pohm_ns_rename_ready(k->ns, k->dir, k->sname, k->sino, k->dname);
-	k->r = pohm_ns_rename_ino(k->ns, k->dir, k->sname, k->dir, k->dname, 0, k->sino);
+	k->ready = dd == k->dir ?
+			   pohm_ns_rename_ready(k->ns, k->dir, k->sname, k->sino, k->dname) :
+			   pohm_ns_move_ready(k->ns, k->dir, k->sname, k->sino, dd, k->dname);
+	k->r = pohm_ns_rename_ino(k->ns, k->dir, k->sname, dd, k->dname, 0, k->sino);
 	k->reads = all_reads;
 	return NULL;
 }
 
+static void kept_move_run(struct kept_rename *k, struct pohm_ns *ns, uint64_t dir,
+			  const char *sname, uint64_t sino, uint64_t ddir, const char *dname);
+
 static void kept_rename_run(struct kept_rename *k, struct pohm_ns *ns, uint64_t dir,
 			    const char *sname, uint64_t sino, const char *dname)
+{
+	kept_move_run(k, ns, dir, sname, sino, 0, dname);
+}
+
+/* kept_rename_run into another directory ddir. */
+static void kept_move_run(struct kept_rename *k, struct pohm_ns *ns, uint64_t dir,
+			  const char *sname, uint64_t sino, uint64_t ddir, const char *dname)
 {
 	pthread_t t;
 
 	memset(k, 0, sizeof(*k));
+	k->ddir = ddir;
 	k->ns = ns;
 	k->dir = dir;
 	k->sname = sname;
@@ -638,6 +653,81 @@ TEST(rename_on_kept_bases_reads_nothing_and_a_stale_base_decides_on_a_read)
 	EXPECT(ino_of(ns2, d.ino, "td") != 0);
 	EXPECT_EQ_INT(count_entries(ns2, d.ino), 4);	/* s1 s3 t2 td */
 	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(nsb);
+	kept_clear();
+}
+
+/*
+ * Decision 0092: a file moving to another directory on kept copies that say
+ * the target is absent: no lookup (the intent, the commit and the finish
+ * only).  Under frozen copies another handle makes the target: the commit
+ * meets it (EEXIST), the intent is cleared and the rename runs again on
+ * reads, replacing it; a directory there refuses the file (EISDIR) with
+ * the source as it was, no intent left.
+ */
+TEST(move_on_kept_bases_reads_nothing_and_meets_a_new_target_by_starting_over)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL;
+	struct pohm_inode d, e, x;
+	uint64_t s1, s2, s3, t2;
+	struct kept_rename k;
+	struct pohm_kv ckv;
+
+	kept_clear();
+	counting_kv(&ckv);
+	pohm_ns_close(ns);
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &ckv, &opt), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "e", 0755, 0, 0, &e), 0);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, e.ino, "e0", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "s1", 0644, 0, 0, 0, 0, &x), 0);
+	s1 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "s2", 0644, 0, 0, 0, 0, &x), 0);
+	s2 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "s3", 0644, 0, 0, 0, 0, &x), 0);
+	s3 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_move_ready(nsb, d.ino, "s1", s1, e.ino, "e0"), 0);	/* there */
+	EXPECT_EQ_INT(pohm_ns_move_ready(nsb, d.ino, "s1", s2, e.ino, "zz"), 0);	/* another inode */
+	EXPECT_EQ_INT(pohm_ns_move_ready(nsb, POHM_ROOT_INO, "d", d.ino, e.ino, "zz"), 0); /* a dir */
+	kept_move_run(&k, nsb, d.ino, "s1", s1, e.ino, "t1");
+	EXPECT_EQ_INT(k.ready, 1);
+	EXPECT_EQ_INT(k.r, 0);
+	EXPECT_EQ_INT(k.reads, 0);
+	EXPECT_EQ_U64(ino_of(nsb, e.ino, "t1"), s1);
+	EXPECT_EQ_U64(ino_of(nsb, d.ino, "s1"), 0);
+
+	pthread_mutex_lock(&kept_lock);
+	kept_frozen = 1;
+	pthread_mutex_unlock(&kept_lock);
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, e.ino, "t2", 0644, 0, 0, 0, 0, &x), 0);
+	t2 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, e.ino, "td", 0755, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	kept_move_run(&k, nsb, d.ino, "s2", s2, e.ino, "t2");
+	EXPECT_EQ_INT(k.ready, 1);	/* the stale copy says absent */
+	EXPECT_EQ_INT(k.r, 0);
+	EXPECT(k.reads >= 1);
+	EXPECT_EQ_U64(ino_of(ns2, e.ino, "t2"), s2);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s2"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, t2, &x), -ENOENT);	/* replaced: its last name */
+	kept_move_run(&k, nsb, d.ino, "s3", s3, e.ino, "td");
+	EXPECT_EQ_INT(k.r, -EISDIR);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s3"), s3);
+	/* No intent left on s3: an unlink of it is plain. */
+	EXPECT_EQ_INT(pohm_ns_unlink(ns2, d.ino, "s3"), 0);
+	EXPECT_EQ_INT(count_entries(ns2, d.ino), 0);
+	EXPECT_EQ_INT(count_entries(ns2, e.ino), 4);	/* e0 t1 t2 td */
+	pohm_inode_clear(&d);
+	pohm_inode_clear(&e);
 	pohm_ns_close(ns2);
 	pohm_ns_close(nsb);
 	kept_clear();
@@ -1081,7 +1171,8 @@ TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
 
 /*
  * Issue 23: a rename across directories reads the target and the source
- * (with the source's inode, when the caller guesses it) once each; the
+ * (with the source's inode, when the caller guesses it) once each, or not
+ * at all on copies that say the plain case (decision 0092); the
  * intent, the commit at the target and the intent's finish CAS the
  * buckets as this thread just read or wrote them (5 reads before).
  */
@@ -1106,9 +1197,10 @@ TEST(rename_across_directories_reads_each_bucket_once)
 	pohm_inode_clear(&x);
 	all_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d1.ino, "a", d2.ino, "b", 0, a.ino), 0);
-	/* Both directories and buckets in one get_n (decision 0022; 2 in
-	 * session 10): a's inode is this thread's copy from its create. */
-	EXPECT_EQ_INT(all_reads, 1);
+	/* No read: both buckets and a's inode are this thread's copies from
+	 * its creates, which say a is there and b absent (decision 0092; one
+	 * get_n of both directories and buckets in session 12, 2 in 10). */
+	EXPECT_EQ_INT(all_reads, 0);
 	EXPECT_EQ_U64(ino_of(ns, d2.ino, "b"), a.ino);
 	EXPECT_EQ_U64(ino_of(ns, d1.ino, "a"), 0);
 	EXPECT_EQ_INT(count_entries(ns, d1.ino), 0);
@@ -1828,6 +1920,13 @@ static int op_rename(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 	return pohm_ns_rename(ns, d1, "a", d2, "b", 0);
 }
 
+/* With the caller's guess: the copies this thread wrote say the plain case,
+ * so no lookup (decision 0092); the same writes in the same order. */
+static int op_move_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
+{
+	return pohm_ns_rename_ino(ns, d1, "a", d2, "b", 0, ino);
+}
+
 static int op_rename_replace(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	return pohm_ns_rename(ns, d1, "a", d1, "c", 0);
@@ -1927,6 +2026,7 @@ static void crash_every_step(const char *what, crash_op op)
 
 TEST(crash_rename)         { crash_every_step("rename", op_rename); }
 TEST(crash_rename_replace) { crash_every_step("rename-replace", op_rename_replace); }
+TEST(crash_move_on_copies)  { crash_every_step("move on copies", op_move_on_copies); }
 TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
@@ -1952,6 +2052,7 @@ TEST(crash_unlink_one_wait_put_n_reversed)
 }
 TEST(crash_rmdir_put_n_reversed)   { crash_reversed("rmdir, reversed", op_rmdir); }
 TEST(crash_move_dir_put_n_reversed) { crash_reversed("move-dir, reversed", op_mvdir); }
+TEST(crash_move_on_copies_put_n_reversed) { crash_reversed("move on copies, reversed", op_move_on_copies); }
 
 /* rmdir racing a create inside: never an orphan entry in a removed dir. */
 struct race { struct pohm_ns *ns; uint64_t parent, dir; int created, removed; };
