@@ -217,6 +217,20 @@ int ns_bucket_maybe_split(struct pohm_ns *ns, struct ns_bucket_ref *ref);
  * progress), 0 if the caller must locate again, -errno.
  */
 int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i);
+/*
+ * rmdir's first looks, with no read (decision 0093).  ns_entry_peek_dir: 0
+ * and *e (clear it) when the kept copy of dir's bucket maps name plainly to
+ * the directory ino (whose inode copy is kept too), else 1.
+ * ns_seal_first: seal dir's root bucket for txid in one write, on its kept
+ * copy when that is an empty NORMAL root (nothing split below), or created
+ * sealed when no copy is kept (no root bucket: an empty directory): 0
+ * sealed, 1 not tried or lost (nothing written: walk with reads), else the
+ * put's -errno.
+ */
+int ns_entry_peek_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+		      struct pohm_dentry *e);
+int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
+		  const char *name);
 /* Visit every leaf bucket of dir (depth-first); fn returning non-zero stops. */
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg);

@@ -851,6 +851,54 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+int ns_entry_peek_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+		      struct pohm_dentry *e)
+{
+	struct ns_bucket_ref ref;
+	int i, r = 1;
+
+	if (!ino || bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i >= 0 && !ref.bk.e[i].intent && ref.bk.e[i].ino == ino && ref.bk.e[i].type == DT_DIR &&
+	    ns_dir_peeked(ns, ino))
+		r = ns_entry_copy(e, &ref.bk.e[i]) ? 1 : 0;
+	ns_bucket_release(&ref);
+	return r;
+}
+
+int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
+		  const char *name)
+{
+	struct ns_bucket_ref ref;
+	struct pohm_kv_val v;
+	int r;
+
+	empty_bucket(ns, &ref, dir, 0, 0);
+	if (!ns_peek(ns, ref.key, &v)) {
+		/* A copy: only an empty NORMAL root bucket (no split below). */
+		if (bucket_from(&v, dir, 0, 0, &ref))
+			return 1;
+		if (ref.bk.state != POHM_BUCKET_NORMAL || ref.bk.n) {
+			ns_bucket_release(&ref);
+			return 1;
+		}
+	}
+	ref.bk.state = POHM_BUCKET_SEALED;
+	ref.bk.txid = txid;
+	ref.bk.stamp = ns_now_ns();
+	ref.bk.seal_parent = parent;
+	ref.bk.seal_name = malloc(strlen(name) + 1);
+	if (!ref.bk.seal_name) {
+		ns_bucket_release(&ref);
+		return 1;
+	}
+	strcpy(ref.bk.seal_name, name);
+	r = ns_bucket_store(ns, &ref);
+	ns_bucket_release(&ref);
+	return r == -EAGAIN ? 1 : r;
+}
+
 int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
 			uint64_t ddir, const char *dname, struct pohm_dentry *src)
 {

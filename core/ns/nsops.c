@@ -803,6 +803,12 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 	unsigned round;
 	int r = 0;
 
+	/* One write when a copy says the root bucket is empty, or none is
+	 * kept (decision 0093); a lost one walks on reads. */
+	r = ns_seal_first(ns, dir, txid, parent, name);
+	if (r <= 0)
+		return r;
+	r = 0;
 	for (round = 0; round < ns->max_retries; round++) {
 		c.restart = 0;
 		r = ns_bucket_walk(ns, dir, seal_fn, &c);
@@ -886,7 +892,7 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		      int *gone)
 {
 	struct pohm_dentry e, intent = { 0 };
-	int r, delta = -1, st_tomb, st_nlink;
+	int r, delta = -1, st_tomb, st_nlink, kept;
 
 	*gone = -1;
 
@@ -897,11 +903,18 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	r = ns_check_name(name);
 	if (r)
 		return r;
+	/* The kept copy of the bucket naming the caller's guess: no lookup;
+	 * the intent's CAS proves it, a lost one reads (decision 0093). */
+	memset(&e, 0, sizeof(e));
+	kept = !ns_entry_peek_dir(ns, dir, name, *ino, &e);
+again:
 	/* The directory's inode as the caller guesses it comes along: its
 	 * tombstone's CAS needs no read (ns_peek). */
-	r = entry_of_with(ns, dir, name, *ino, &e);
-	if (r)
-		return r;
+	if (!kept) {
+		r = entry_of_with(ns, dir, name, *ino, &e);
+		if (r)
+			return r;
+	}
 	*ino = e.ino;
 	if (e.type != DT_DIR) {
 		pohm_dentry_clear(&e);
@@ -910,6 +923,13 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	intent.intent = POHM_INTENT_RMDIR;
 	intent.i_txid = ns_random(ns);
 	r = intent_set(ns, dir, name, e.ino, &intent);
+	if (r == -ENOENT && kept) {
+		/* The name is another inode (or none) now: decide on a lookup. */
+		pohm_dentry_clear(&e);
+		memset(&e, 0, sizeof(e));
+		kept = 0;
+		goto again;
+	}
 	if (r)
 		goto out;
 	r = seal_dir(ns, e.ino, intent.i_txid, dir, name);

@@ -130,11 +130,13 @@ os.unlink('$E/g')"
 # setattr's CAS.  Decision 0090: a rename in a directory whose target is not
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
 # decision 0092: a file into another directory is its intent, its commit
-# and the finish with the ctime, no lookup.
-@test "mkdir 1, unlink 1, rmdir 6, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
+# and the finish with the ctime, no lookup; decision 0093: rmdir is its
+# intent, the seal created on the empty directory, the commit, and the
+# tombstone with the parent's count, no lookup.
+@test "mkdir 1, unlink 1, rmdir 4, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
-	within rmdir 6 a "$PY" -c "import os; os.rmdir('$D/rd')"
+	within rmdir 4 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 3 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
@@ -314,4 +316,26 @@ except IsADirectoryError:
 	[ "$(shim c ls "$T/c/d" | grep -c '^x$')" -eq 0 ]
 	[ "$(shim a cat "$E/t3" | wc -c)" -eq 4096 ]
 	[ ! -e "$D/x" ]
+}
+
+# Decision 0093: an rmdir on a's kept copies of a directory another host
+# filled meanwhile: the seal's create fails, the walk finds the file:
+# ENOTEMPTY; the directory and its file stay for everyone, and a new
+# file can be made in it (no seal left).
+@test "rmdir on kept copies of a directory another host filled meanwhile: ENOTEMPTY, nothing lost" {
+	mkdir -p "$T/c"
+	shim a mkdir "$D/full"
+	freshen
+	shim b "$PY" -c "open('$T/b/d/full/f', 'wb').write(b'b')"
+	run shim a "$PY" -c "
+import os
+try:
+    os.rmdir('$D/full')
+except OSError as e:
+    print(e.errno)"
+	[ "$output" = 39 ]
+	[ "$(shim c cat "$T/c/d/full/f")" = b ]
+	shim c "$PY" -c "open('$T/c/d/full/g', 'wb').write(b'c')"
+	[ "$(shim b ls "$T/b/d/full" | wc -l)" -ge 1 ]
+	[ "$(POHMELFS_ATTR_TIMEOUT=0 shim a ls "$D/full" | tr '\n' ' ')" = "f g " ]
 }

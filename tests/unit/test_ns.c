@@ -733,6 +733,109 @@ TEST(move_on_kept_bases_reads_nothing_and_meets_a_new_target_by_starting_over)
 	kept_clear();
 }
 
+/* A "new process" removing dir/name, whose inode the caller guesses. */
+struct kept_rmdir {
+	struct pohm_ns *ns;
+	uint64_t dir, ino;
+	const char *name;
+	int r, gone, reads;
+};
+
+static void *kept_rmdir_thread(void *arg)
+{
+	struct kept_rmdir *k = arg;
+
+	all_reads = 0;
+	k->r = pohm_ns_rmdir_ino(k->ns, k->dir, k->name, &k->ino, &k->gone);
+	k->reads = all_reads;
+	return NULL;
+}
+
+static void kept_rmdir_run(struct kept_rmdir *k, struct pohm_ns *ns, uint64_t dir,
+			   const char *name, uint64_t ino)
+{
+	pthread_t t;
+
+	memset(k, 0, sizeof(*k));
+	k->ns = ns;
+	k->dir = dir;
+	k->name = name;
+	k->ino = ino;
+	pthread_create(&t, NULL, kept_rmdir_thread, k);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Decision 0093: an rmdir on kept copies reads nothing (the intent on the
+ * kept bucket, the seal created on the empty directory's absent root
+ * bucket, the commit, the tombstone with the parent's count).  Under
+ * frozen copies another handle fills one directory (the seal's create
+ * fails, the walk finds it not empty: ENOTEMPTY, the file and the name
+ * stay, no intent left) and replaces another by a new directory of the
+ * same name (the intent's read finds another inode: the lookup's answer,
+ * the new one, is removed).
+ */
+TEST(rmdir_on_kept_bases_reads_nothing_and_a_stale_base_decides_on_a_read)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL;
+	struct pohm_inode d, x;
+	uint64_t s1, s2, s3, n3;
+	struct kept_rmdir k;
+	struct pohm_kv ckv;
+
+	kept_clear();
+	counting_kv(&ckv);
+	pohm_ns_close(ns);
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &ckv, &opt), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, d.ino, "s1", 0755, 0, 0, &x), 0);
+	s1 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, d.ino, "s2", 0755, 0, 0, &x), 0);
+	s2 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, d.ino, "s3", 0755, 0, 0, &x), 0);
+	s3 = x.ino;
+	pohm_inode_clear(&x);
+	kept_rmdir_run(&k, nsb, d.ino, "s1", s1);
+	EXPECT_EQ_INT(k.r, 0);
+	EXPECT_EQ_INT(k.reads, 0);
+	EXPECT_EQ_INT(k.gone, 1);
+	EXPECT_EQ_U64(ino_of(nsb, d.ino, "s1"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(nsb, s1, &x), -ENOENT);
+	EXPECT_EQ_U64(nlink_of(nsb, d.ino), 4);
+
+	pthread_mutex_lock(&kept_lock);
+	kept_frozen = 1;
+	pthread_mutex_unlock(&kept_lock);
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, s2, "f", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_rmdir(ns2, d.ino, "s3"), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, d.ino, "s3", 0755, 0, 0, &x), 0);
+	n3 = x.ino;
+	pohm_inode_clear(&x);
+	kept_rmdir_run(&k, nsb, d.ino, "s2", s2);
+	EXPECT_EQ_INT(k.r, -ENOTEMPTY);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s2"), s2);
+	EXPECT(ino_of(ns2, s2, "f") != 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, s2, "g", 0644, 0, 0, 0, 0, &x), 0);	/* not sealed */
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_rename(ns2, d.ino, "s2", d.ino, "s2b", 0), 0);	/* no intent */
+	kept_rmdir_run(&k, nsb, d.ino, "s3", s3);
+	EXPECT_EQ_INT(k.r, 0);
+	EXPECT_EQ_U64(k.ino, n3);	/* the name's inode, as the lookup found it */
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s3"), 0);
+	EXPECT_EQ_INT(count_entries(ns2, d.ino), 1);	/* s2b */
+	EXPECT_EQ_U64(nlink_of(ns2, d.ino), 3);
+	pohm_inode_clear(&d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(nsb);
+	kept_clear();
+}
+
 /* A "new process" that only reads a directory's attributes the way the
  * cache's walk does (pohm_ns_getattr_dir), then one that guesses a name. */
 struct guess_call {
@@ -1927,6 +2030,16 @@ static int op_move_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint6
 	return pohm_ns_rename_ino(ns, d1, "a", d2, "b", 0, ino);
 }
 
+/* rmdir with the caller's guess: this thread's copies, no lookup (decision
+ * 0093); the same writes in the same order, the seal created at once. */
+static int op_rmdir_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
+{
+	uint64_t sub = ino_of(ns, d1, "sub");
+	int gone;
+
+	return pohm_ns_rmdir_ino(ns, d1, "sub", &sub, &gone);
+}
+
 static int op_rename_replace(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	return pohm_ns_rename(ns, d1, "a", d1, "c", 0);
@@ -2027,6 +2140,7 @@ static void crash_every_step(const char *what, crash_op op)
 TEST(crash_rename)         { crash_every_step("rename", op_rename); }
 TEST(crash_rename_replace) { crash_every_step("rename-replace", op_rename_replace); }
 TEST(crash_move_on_copies)  { crash_every_step("move on copies", op_move_on_copies); }
+TEST(crash_rmdir_on_copies) { crash_every_step("rmdir on copies", op_rmdir_on_copies); }
 TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
@@ -2053,6 +2167,7 @@ TEST(crash_unlink_one_wait_put_n_reversed)
 TEST(crash_rmdir_put_n_reversed)   { crash_reversed("rmdir, reversed", op_rmdir); }
 TEST(crash_move_dir_put_n_reversed) { crash_reversed("move-dir, reversed", op_mvdir); }
 TEST(crash_move_on_copies_put_n_reversed) { crash_reversed("move on copies, reversed", op_move_on_copies); }
+TEST(crash_rmdir_on_copies_put_n_reversed) { crash_reversed("rmdir on copies, reversed", op_rmdir_on_copies); }
 
 /* rmdir racing a create inside: never an orphan entry in a removed dir. */
 struct race { struct pohm_ns *ns; uint64_t parent, dir; int created, removed; };
