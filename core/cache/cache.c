@@ -924,7 +924,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	}
 	/* No record: a copy of dir's bucket kept from before may name the
 	 * inode; the bucket and that inode in one round trip, the fresh
-	 * bucket deciding (decision 0091).  A stale guess: the lookup below. */
+	 * bucket deciding (decision 0053).  A stale guess: the lookup below. */
 	if (!(have_rec && known) && !pohm_ns_lookup_guess(c->ns, dino, name, &ino, &type)) {
 		r = type == DT_DIR ? pohm_ns_lookup_check_dir(c->ns, dino, name, ino, in) :
 				     pohm_ns_lookup_check(c->ns, dino, name, ino, in);
@@ -945,7 +945,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	if (r)
 		goto out;
 	/* A directory's first bucket comes along: the next lookup in it has
-	 * a guess of its inode (decision 0091). */
+	 * a guess of its inode (decision 0053). */
 	r = type == DT_DIR ? pohm_ns_getattr_dir(c->ns, ino, in) : pohm_ns_getattr(c->ns, ino, in);
 	if (r)
 		goto out;

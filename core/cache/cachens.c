@@ -686,7 +686,7 @@ struct two_paths {
 
 /*
  * A rename whose target name is not here: look it up, or let the storage's
- * CAS decide (decision 0090; a file into another directory, 0092)?  The lookup only makes a
+ * CAS decide (decision 0052; a file into another directory, 0054)?  The lookup only makes a
  * local copy of a target another host made, which the rename then replaces
  * anyway; what the caller's checks need of it is its owner in a sticky
  * directory.  So it is skipped when the directory is not sticky for this

@@ -142,7 +142,7 @@ struct pohm_setattr {
  * pohm_ns_getattr of a directory (the caller knows it is one, e.g. from its
  * entry's type), with the directory's first bucket read along in the same
  * round trip: that copy then gives the next lookup in it a guess of the
- * name's inode (pohm_ns_lookup_guess, decision 0091).  Same answers.
+ * name's inode (pohm_ns_lookup_guess, decision 0053).  Same answers.
  */
 int pohm_ns_getattr_dir(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
 
@@ -169,7 +169,7 @@ void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino);
  * with no round trip: 0 and *ino (and *type, DT_*) when such a copy maps name plainly (no
  * intent), else -ENOENT (no copy, or not in it: says nothing).  Only a
  * guess: confirm it with pohm_ns_lookup_check, whose fresh bucket decides
- * (decision 0091).
+ * (decision 0053).
  */
 int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 			 uint8_t *type);
@@ -252,7 +252,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
  * dname is absent and sname is sino, so pohm_ns_rename_ino's first
  * attempt is one put_n (the bucket's CAS, the source's ctime).  The copies
  * may be stale: the caller may skip its own lookup of dname on 1, as the
- * CAS decides and a lost one reads (decision 0090); 0 says nothing.
+ * CAS decides and a lost one reads (decision 0052); 0 says nothing.
  */
 int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			 const char *dname);
@@ -261,7 +261,7 @@ int pohm_ns_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, ui
  * pohm_ns_rename_ready for a file moving from sdir to another directory
  * ddir: 1 when the kept copies say sname is sino (not a directory) and
  * dname is absent; pohm_ns_rename_ino then sets its intent with no lookup
- * first (decision 0092).  0 says nothing.
+ * first (decision 0054).  0 says nothing.
  */
 int pohm_ns_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
 		       uint64_t ddir, const char *dname);

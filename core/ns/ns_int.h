@@ -218,7 +218,7 @@ int ns_bucket_maybe_split(struct pohm_ns *ns, struct ns_bucket_ref *ref);
  */
 int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i);
 /*
- * rmdir's first looks, with no read (decision 0093).  ns_entry_peek_dir: 0
+ * rmdir's first looks, with no read (decision 0055).  ns_entry_peek_dir: 0
  * and *e (clear it) when the kept copy of dir's bucket maps name plainly to
  * the directory ino (whose inode copy is kept too), else 1.
  * ns_seal_first: seal dir's root bucket for txid in one write, on its kept
@@ -275,7 +275,7 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
  * map sdir/sname plainly to sino, not a directory, ddir's bucket for dname
  * lacks it, and sino's inode copy is kept; then *src (may be NULL; clear
  * it) is the source entry as kept.  0 says nothing.  A hint only: the
- * rename's CASes decide (decision 0092).
+ * rename's CASes decide (decision 0054).
  */
 int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,
 			uint64_t ddir, const char *dname, struct pohm_dentry *src);
@@ -284,7 +284,7 @@ int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, ui
  * bucket this thread or the cache kept (ns_peek) holds sname as sino
  * (plain, no intent) and dname's slot in the same NORMAL bucket is empty
  * (no entry, no intent), and sino's inode copy is kept too (the ctime
- * sent along).  A hint only: the CAS decides (decision 0090).
+ * sent along).  A hint only: the CAS decides (decision 0052).
  */
 int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
 			  const char *dname);

@@ -804,7 +804,7 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 	int r = 0;
 
 	/* One write when a copy says the root bucket is empty, or none is
-	 * kept (decision 0093); a lost one walks on reads. */
+	 * kept (decision 0055); a lost one walks on reads. */
 	r = ns_seal_first(ns, dir, txid, parent, name);
 	if (r <= 0)
 		return r;
@@ -904,7 +904,7 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	if (r)
 		return r;
 	/* The kept copy of the bucket naming the caller's guess: no lookup;
-	 * the intent's CAS proves it, a lost one reads (decision 0093). */
+	 * the intent's CAS proves it, a lost one reads (decision 0055). */
 	memset(&e, 0, sizeof(e));
 	kept = !ns_entry_peek_dir(ns, dir, name, *ino, &e);
 again:
@@ -1126,7 +1126,7 @@ again:
 	 * say the source is guess and the target absent: no lookup; the
 	 * intent's CAS proves the source and a live source directory, the
 	 * commit's the target's bucket; a target found there by the commit
-	 * (-EEXIST) makes it start over on reads (decision 0092).
+	 * (-EEXIST) makes it start over on reads (decision 0054).
 	 */
 	if (sdir != ddir && !kept && !exch && !(flags & POHM_RENAME_NOREPLACE) &&
 	    ns_entry_move_ready(ns, sdir, sname, guess, ddir, dname, &src)) {

@@ -89,14 +89,14 @@ within() {
 # A second cache reads a small file: the bucket and the inode (which brings
 # the data: decision 0023) in one get_n, no chunk read: b's stat of the
 # directory read its first bucket along and kept it, which guesses the
-# name's inode; the fresh bucket confirms it (decision 0091).
+# name's inode; the fresh bucket confirms it (decision 0053).
 @test "cold read of 4 KiB from a second cache: at most 1 wait" {
 	shim b stat "$T/b/d" >/dev/null
 	within cold-read 1 b "$PY" -c "
 assert open('$T/b/d/c', 'rb').read() == b'x' * 4096"
 }
 
-# Decision 0091: the guess is stale when another host changed the name after
+# Decision 0053: the guess is stale when another host changed the name after
 # b kept the bucket: replaced by another file, or unlinked (its inode still
 # lives, marked: decision 0049).  The fresh bucket decides: the new file's
 # data, and ENOENT.
@@ -127,10 +127,10 @@ os.unlink('$E/g')"
 
 # Decisions 0048 (bases kept in cache_dir) and 0049: mkdir is its put_n alone,
 # unlink the entry and the inode's mark in one put_n, chmod and utimes the
-# setattr's CAS.  Decision 0090: a rename in a directory whose target is not
+# setattr's CAS.  Decision 0052: a rename in a directory whose target is not
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
-# decision 0092: a file into another directory is its intent, its commit
-# and the finish with the ctime, no lookup; decision 0093: rmdir is its
+# decision 0054: a file into another directory is its intent, its commit
+# and the finish with the ctime, no lookup; decision 0055: rmdir is its
 # intent, the seal created on the empty directory, the commit, and the
 # tombstone with the parent's count, no lookup.
 @test "mkdir 1, unlink 1, rmdir 4, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
@@ -255,7 +255,7 @@ os.utime('$T/b/d/base', (7, 7))"
 	[ "$(shim c cat "$T/c/d/from-a")" = a ]
 }
 
-# Decision 0090: a's kept copies say the target names are absent, but
+# Decision 0052: a's kept copies say the target names are absent, but
 # another host made them meanwhile.  The rename sent without a lookup loses
 # its CAS, reads, and decides on what is stored: b's file is replaced (a
 # third cache sees a's data under the name, once), b's directory refuses a
@@ -299,7 +299,7 @@ except IsADirectoryError:
 	[ "$(shim a ls "$D" | grep -c '^t2$')" -eq 1 ]
 }
 
-# Decision 0092: a file moving into another directory on a's kept copies,
+# Decision 0054: a file moving into another directory on a's kept copies,
 # which say the target is absent; b made it meanwhile.  The commit meets it,
 # the rename starts over on reads and replaces it; a third cache sees the
 # moved file under the name once, and no name left at the source.
@@ -318,7 +318,7 @@ except IsADirectoryError:
 	[ ! -e "$D/x" ]
 }
 
-# Decision 0093: an rmdir on a's kept copies of a directory another host
+# Decision 0055: an rmdir on a's kept copies of a directory another host
 # filled meanwhile: the seal's create fails, the walk finds the file:
 # ENOTEMPTY; the directory and its file stay for everyone, and a new
 # file can be made in it (no seal left).

@@ -243,7 +243,7 @@ TEST(orphans_to_lost_found_or_removed)
 }
 
 /*
- * Decision 0091: an unlink in one wait leaves its inode live and marked
+ * Decision 0049: an unlink in one wait leaves its inode live and marked
  * UNLINKED.  Without a name it is garbage (removed past the age, never
  * /lost+found, though it holds data); with a name (an unlink that died
  * after the mark, or lost its bucket's race) it is a file: the mark goes.

@@ -531,7 +531,7 @@ TEST(kept_bases_serve_a_new_thread_and_lose_safely)
 	kept_clear();
 }
 
-/* A "new process" renaming in one directory on kept bases (decision 0090):
+/* A "new process" renaming in one directory on kept bases (decision 0052):
  * what pohm_ns_rename_ready says, then the rename, with its reads counted. */
 struct kept_rename {
 	struct pohm_ns *ns;
@@ -582,7 +582,7 @@ static void kept_move_run(struct kept_rename *k, struct pohm_ns *ns, uint64_t di
 }
 
 /*
- * Decision 0090: a rename in one directory whose kept copies say the target
+ * Decision 0052: a rename in one directory whose kept copies say the target
  * is absent is sent with no read (the cache skips its lookup of the target
  * then).  Another host then makes the target (a file, a directory) under
  * frozen bases: ready still says 1 (the copies are stale), and the rename
@@ -659,7 +659,7 @@ TEST(rename_on_kept_bases_reads_nothing_and_a_stale_base_decides_on_a_read)
 }
 
 /*
- * Decision 0092: a file moving to another directory on kept copies that say
+ * Decision 0054: a file moving to another directory on kept copies that say
  * the target is absent: no lookup (the intent, the commit and the finish
  * only).  Under frozen copies another handle makes the target: the commit
  * meets it (EEXIST), the intent is cleared and the rename runs again on
@@ -766,7 +766,7 @@ static void kept_rmdir_run(struct kept_rmdir *k, struct pohm_ns *ns, uint64_t di
 }
 
 /*
- * Decision 0093: an rmdir on kept copies reads nothing (the intent on the
+ * Decision 0055: an rmdir on kept copies reads nothing (the intent on the
  * kept bucket, the seal created on the empty directory's absent root
  * bucket, the commit, the tombstone with the parent's count).  Under
  * frozen copies another handle fills one directory (the seal's create
@@ -881,7 +881,7 @@ static void guess_run(void *(*fn)(void *), struct guess_call *g, struct pohm_ns 
 }
 
 /*
- * Decision 0091: a directory's attributes read with its first bucket along
+ * Decision 0053: a directory's attributes read with its first bucket along
  * leave that bucket as a kept copy; a new "process" guesses a name's inode
  * from it with no read, and the guess is only that: after another host
  * replaced the name, the bucket-and-inode check of the guess is -ESTALE
@@ -1275,7 +1275,7 @@ TEST(rename_on_the_bucket_just_read_reads_nothing_and_loses_safely)
 /*
  * Issue 23: a rename across directories reads the target and the source
  * (with the source's inode, when the caller guesses it) once each, or not
- * at all on copies that say the plain case (decision 0092); the
+ * at all on copies that say the plain case (decision 0054); the
  * intent, the commit at the target and the intent's finish CAS the
  * buckets as this thread just read or wrote them (5 reads before).
  */
@@ -1301,7 +1301,7 @@ TEST(rename_across_directories_reads_each_bucket_once)
 	all_reads = 0;
 	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d1.ino, "a", d2.ino, "b", 0, a.ino), 0);
 	/* No read: both buckets and a's inode are this thread's copies from
-	 * its creates, which say a is there and b absent (decision 0092; one
+	 * its creates, which say a is there and b absent (decision 0054; one
 	 * get_n of both directories and buckets in session 12, 2 in 10). */
 	EXPECT_EQ_INT(all_reads, 0);
 	EXPECT_EQ_U64(ino_of(ns, d2.ino, "b"), a.ino);
@@ -2024,14 +2024,14 @@ static int op_rename(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 }
 
 /* With the caller's guess: the copies this thread wrote say the plain case,
- * so no lookup (decision 0092); the same writes in the same order. */
+ * so no lookup (decision 0054); the same writes in the same order. */
 static int op_move_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	return pohm_ns_rename_ino(ns, d1, "a", d2, "b", 0, ino);
 }
 
 /* rmdir with the caller's guess: this thread's copies, no lookup (decision
- * 0093); the same writes in the same order, the seal created at once. */
+ * 0055); the same writes in the same order, the seal created at once. */
 static int op_rmdir_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	uint64_t sub = ino_of(ns, d1, "sub");
