@@ -172,14 +172,39 @@ static inline void pohm_init(void)
 }
 
 /*
+ * 1 while this thread runs inside the sanitizer runtime's own work, where
+ * the shim must pass every call straight to libc and touch no table and
+ * no allocation of its own (state.c; a SAN=thread build only, 0 in every
+ * other build).  ThreadSanitizer's symbolizer (libbacktrace, run when a
+ * report is prepared, even one a suppression then drops) opens, reads and
+ * maps modules through libc, that is through our wrappers (TSan's
+ * interceptor calls the next definition: ours), and while it runs TSan
+ * sends malloc and free to its internal allocator: a free there of memory
+ * the shim got before is a CHECK failure in TSan that then deadlocks on
+ * its allocator lock (session 13's rsync hang, notes-s14-tsan), and
+ * memory got there and kept would later be freed to the wrong allocator.
+ * The symbolizer opens even a module name like "linux-vdso.so.1",
+ * relative to a cwd that may be under the prefix.
+ */
+#if defined(__SANITIZE_THREAD__)
+int pohm_san_inside(void);
+#else
+static inline int pohm_san_inside(void)
+{
+	return 0;
+}
+#endif
+
+/*
  * Make sure light init ran; 1 when this call must be looked at (a prefix
- * is configured and the shim is not running itself), else 0.
+ * is configured, the shim is not running itself and the thread is not in
+ * the sanitizer runtime's own work), else 0.
  */
 static inline int pohm_active(void)
 {
 	if (__builtin_expect(!__atomic_load_n(&pohm_state.ready, __ATOMIC_ACQUIRE), 0))
 		pohm_init_slow();
-	return pohm_state.on && !pohm_depth && !pohm_busy;
+	return pohm_state.on && !pohm_depth && !pohm_busy && !pohm_san_inside();
 }
 
 /*
