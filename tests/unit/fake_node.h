@@ -48,6 +48,7 @@
 #define FN_PAIR_LOW		0x2000	/* hold a WRITE until a second comes, then apply the one
 					 * with the smaller data first (once; then cleared) */
 #define FN_PAIR_HIGH		0x4000	/* the same, the larger data first */
+#define FN_SLOW_READ		0x8000	/* answer READ 150 ms late */
 
 #define FN_MAX_OBJS	64
 #define FN_MAX_CONNS	16
@@ -312,6 +313,8 @@ static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, cons
 			rc->status = -EILSEQ;
 			return 0;
 		}
+		if (fn_flags(fn) & FN_SLOW_READ)
+			usleep(150000);
 		pohm_io_attr_decode(&io, p);
 		pthread_mutex_lock(&fn->lock);
 		o = fn_find(fn, io.id, 0);

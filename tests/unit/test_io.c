@@ -685,6 +685,31 @@ TEST(cas_get_reads_the_majority_content)
 	stop3(&cl);
 }
 
+/*
+ * fsck's repair (read_repair 2) waits for every group's answer, not the
+ * grace after a quorum that a reader's repair allows: a loaded node's late
+ * answer was left unrepaired ("left: checksum ... group 3 corrupt" in CI).
+ */
+TEST(repair_waits_for_a_late_group)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	uint64_t now = pohm_sys_real_ns();
+
+	start3(&cl, NULL, 1);
+	set_copy(&cl, 0, "k", "A", now - 10 * SEC);
+	set_copy(&cl, 1, "k", "A", now - 10 * SEC);
+	fn_set_flags(&cl.fn[2], FN_SLOW_READ);		/* group 3: no copy, answers late */
+	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT_EQ_INT(res.g[2].repair, 0);		/* a reader: past the grace */
+	EXPECT(copy_is(&cl, 2, "k", NULL, NULL));
+	cl.cfg.read_repair = 2;				/* fsck's repair */
+	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT_EQ_INT(res.g[2].repair, 1);
+	EXPECT(copy_is(&cl, 2, "k", "A", NULL));
+	stop3(&cl);
+}
+
 TEST(cas_get_waits_out_a_split_then_settles_an_old_one)
 {
 	struct cluster cl;

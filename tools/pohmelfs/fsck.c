@@ -262,8 +262,10 @@ int cmd_fsck_main(int argc, char **argv)
 			cli.cfg.fsid, cli.cfg.ngroups, o.dry_run ? " (dry run: nothing is changed)" : "");
 	}
 	fflush(out.f);
-	/* Repairing divergent copies is read repair (the client reads cfg at each call). */
-	cli.cfg.read_repair = repair && !o.dry_run;
+	/* Repairing divergent copies is read repair (the client reads cfg at each
+	 * call), waiting for every group's answer: a copy that answers after
+	 * the usual grace (a loaded node) is repaired too, not "left". */
+	cli.cfg.read_repair = repair && !o.dry_run ? 2 : 0;
 	out.cmd = repair ? "repair" : "fsck";
 	progress_start(&out.pg, out.json, out.cmd, "objects", 0, 0);
 	rc = pohm_fsck_run(ns, &kv, cli.client, &o, res);
