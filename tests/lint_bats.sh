@@ -7,7 +7,8 @@
 # check: in tests/bats/*.bats and tests/bats/lib/*.bash, every command
 # negated with `!` (at the start of a line, or after `;`, `&&`, `{`, `do`,
 # `then` or `else`) is followed in its list by `||` and a command that is
-# not `true` or `:` (`! cmd || false`, `! cmd || return 0`, `! a || b`).
+# not `true`, `:`, `echo` or `printf` (`! cmd || false`, `! cmd ||
+# return 0`, `! a || b`).
 # `!` inside `[ ]`/`[[ ]]`, after `if`/`elif`/`while`/`until` (a condition)
 # and inside quotes (`run`'s or `eval`'s text) is no negated command of
 # the test and is left alone, as are comments and here-documents.  A
@@ -33,14 +34,15 @@ function check(s, n,    t, rest, pre, tail, cond) {
 	sub(/[ \t]#[^\n]*$/, "", t)		# a trailing comment
 	cond = t ~ /^[ \t]*(if|elif|while|until)[ \t]/
 	rest = t
-	while (match(rest, /(^|;|&&|\{|[ \t]do|[ \t]then|[ \t]else)[ \t]+![ \t]/)) {
+	while (match(rest, /(^|;|&&|\{|[ \t]do|[ \t]then|[ \t]else)[ \t]*![ \t]/)) {
 		pre = substr(rest, RSTART, RLENGTH)
 		tail = substr(rest, RSTART + RLENGTH)
 		rest = tail
 		if (cond && pre ~ /^&&/) continue
 		while (gsub(/\{[^{}]*\}/, "BB", tail)) ;	# { ...; } groups
 		sub(/;.*/, "", tail)
-		if (tail ~ /\|\|[ \t]*[^ \t:]/ && tail !~ /\|\|[ \t]*true[ \t]*$/) continue
+		if (tail ~ /\|\|[ \t]*[^ \t:]/ && tail !~ /\|\|[ \t]*true[ \t]*$/ &&
+		    tail !~ /\|\|[ \t]*(echo|printf)([ \t]|$)/) continue
 		printf "%s:%d: a command negated with ! that cannot fail the test (add || false): %s\n",
 		       FILENAME, n, s
 		bad = 1

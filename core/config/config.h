@@ -63,7 +63,7 @@ struct pohm_config {
 	uint64_t read_wait_timeout_ns;
 	uint64_t write_wait_timeout_ns;
 	uint64_t keepalive_interval_ns;		/* idle time before a ping; 0 = never */
-	int read_repair;			/* 1: after a quorum, a grace for the rest; 2 (fsck's repair): all, to the deadline */
+	int read_repair;			/* 1: a read waits a grace for the rest after its quorum; 2 (fsck's repair): for all, to its deadline */
 	char auth_cookie[64];			/* "" = no AUTH after the handshake */
 	enum pohm_protocol protocol;
 	char log[4096];				/* "" = stderr */

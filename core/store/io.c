@@ -386,7 +386,7 @@ static int lookup_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *
 		return 0;
 	if (!op->wait_rest)
 		return 1;
-	io_set_grace(op, dl);
+	io_set_read_grace(op, dl);
 	return !pending;
 }
 
@@ -1316,7 +1316,7 @@ static int cas_many_enough(void *arg, struct pohm_req **reqs, size_t nreq, uint6
 	 * must not cost each validated name the whole read timeout
 	 * (RELIABILITY.md finding 11).
 	 */
-	io_set_grace(&m->op[0], dl);
+	io_set_read_grace(&m->op[0], dl);
 	return 0;
 }
 

@@ -63,6 +63,9 @@ void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
 void io_op_reroute(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
 /* The quorum is in: lower *dl to a grace as long as the quorum took (at least 20 ms). */
 void io_set_grace(struct gop *op, uint64_t *dl);
+/* io_set_grace for a read's repair, except with read_repair 2 (fsck's
+ * repair): then *dl stays, every group's answer is waited for. */
+void io_set_read_grace(struct gop *op, uint64_t *dl);
 /* Enough for a write: op->w acknowledged (with op->pre_ok), then the rest for a grace. */
 int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
 /* Per-group outcomes of the requests into res->g; returns how many succeeded. */

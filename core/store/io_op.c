@@ -285,10 +285,6 @@ void io_set_grace(struct gop *op, uint64_t *dl)
 	if (op->quorum_at)
 		return;
 	op->quorum_at = t;
-	/* read_repair 2 (fsck's repair): every group's answer counts, up to
-	 * the call's own deadline. */
-	if (op->c->cfg->read_repair > 1)
-		return;
 	grace = t - op->start;
 	if (grace < GRACE_MIN_NS)
 		grace = GRACE_MIN_NS;
@@ -296,6 +292,15 @@ void io_set_grace(struct gop *op, uint64_t *dl)
 		*dl = t + grace;
 }
 
+
+void io_set_read_grace(struct gop *op, uint64_t *dl)
+{
+	/* read_repair 2 (fsck's repair): every group's answer counts, up to
+	 * the read's own deadline. */
+	if (op->c->cfg->read_repair > 1)
+		return;
+	io_set_grace(op, dl);
+}
 
 /* ---------------------------------------------------------------- write: quorum and outcome */
 

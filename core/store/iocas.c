@@ -271,7 +271,7 @@ static int cas_read_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t
 		return !pending;	/* all answers help to judge the split */
 	if (r == POHM_CAS_NOQUORUM || !op->wait_rest)
 		return 1;
-	io_set_grace(op, dl);		/* read repair: the rest, briefly */
+	io_set_read_grace(op, dl);	/* read repair: the rest, briefly */
 	return !pending;
 }
 

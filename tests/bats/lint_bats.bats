@@ -68,7 +68,8 @@ EOT
 	p() { grep -q a f || ! kill -0 1; }
 }
 EOF
-	printf 'f() {\n\t! g\n}\n' >"$t/tests/bats/lib/l.bash"
+	# (in column 0, and after || a command that cannot fail)
+	printf 'f() {\n\t! g\n}\n! h\n! i || echo no\n' >"$t/tests/bats/lib/l.bash"
 	POHM_LINTBATS_ROOT=$t run "$t/tests/lint_bats.sh"
 	echo "$output"
 	[ "$status" -eq 1 ]
@@ -79,11 +80,13 @@ EOF
 	[[ ${lines[4]} == 'tests/bats/x.bats:7: '* ]]
 	[[ ${lines[5]} == 'tests/bats/x.bats:8: '* ]]
 	[[ ${lines[6]} == 'tests/bats/lib/l.bash:2: '* ]]
-	[ "${#lines[@]}" -eq 7 ]
+	[[ ${lines[7]} == 'tests/bats/lib/l.bash:4: '* ]]
+	[[ ${lines[8]} == 'tests/bats/lib/l.bash:5: '* ]]
+	[ "${#lines[@]}" -eq 9 ]
 	# The same lines with || false pass.
 	sed -i -e '2,4s/$/ || false/' -e '6,8s/$/ || false/' -e '3s/; done || false$/ || false; done/' \
 	       -e '7s/; } || false$/ || false; }/' "$t/tests/bats/x.bats"
-	sed -i '2s/$/ || false/' "$t/tests/bats/lib/l.bash"
+	sed -i -e '2s/$/ || false/' -e '4s/$/ || false/' -e '5s/|| echo no$/|| false/' "$t/tests/bats/lib/l.bash"
 	POHM_LINTBATS_ROOT=$t run "$t/tests/lint_bats.sh"
 	echo "$output"
 	[ "$status" -eq 0 ]
