@@ -163,7 +163,7 @@ static void sig_drain(int all)
 	static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;	/* one drainer */
 	struct pohm_mount *um;
 	struct stat st;
-	int r, n, replay, daemon = 0;
+	int r, n, replay, left = 0, daemon = 0;
 
 	if (pthread_mutex_trylock(&sig_lock))
 		return;	/* another thread drains */
@@ -183,12 +183,16 @@ static void sig_drain(int all)
 		/* Lock-free names only here (removals, renames); a record that
 		 * needs a file opened waits for pohmelfsd (started below). */
 		pohm_hold();
-		r = pohm_cache_sigq_replay(um->cache, 0);
+		r = pohm_cache_sigq_replay(um->cache, 0, &left);
 		pohm_unhold();
 		if (r < 0)
 			pohm_warn("replaying the signal queue: %s", strerror(-r));
 	}
-	daemon = replay || pohm_sig_pending();
+	/* pohmelfsd for what the replay left (records needing a file opened,
+	 * locked or failed) and for names taken below; not for a replay that
+	 * found the queue empty (every process's first one: its queue's
+	 * opening asks for one, for older records). */
+	daemon = left || pohm_sig_pending();
 	/* At most a ring's worth: a handler that keeps firing must not keep
 	 * this call here (the rest waits for the next hook). */
 	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {

@@ -270,11 +270,15 @@ int pohm_cache_reconcile(struct pohm_cache *c);
 #define POHM_SQ_RENAME	'R'	/* from, to */
 #define POHM_SQ_LINK	'L'	/* from, to (a new name of from) */
 #define POHM_SQ_OPEN	0x1	/* replay may open local files (pohmelfsd, pohmelfs sync) */
+/* How many files an earlier boot left dirty, found (and marked torn) by this
+ * open: pohmelfsd should push them, a reading process would not start it. */
+unsigned pohm_cache_boot_dirty(const struct pohm_cache *c);
 /* Open (making them) sq/ and sq.tmp/ of the cache: 0 with two O_DIRECTORY fds, or -errno. */
 int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
 /* Apply each unlocked record to the storage as the local state says, then remove it;
- * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or -errno. */
-int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags);
+ * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or
+ * -errno; *left (if not NULL): how many records stay (locked, failed or needing an open). */
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

@@ -56,6 +56,7 @@ struct pohm_cache {
 	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
 	void *offline_arg;
 	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
+	unsigned boot_dirty;		/* files an earlier boot left dirty, found at open (cacheboot.c) */
 };
 
 /* writer.c: hold ino's byte of w.lock exclusively, not waiting: no

@@ -136,6 +136,11 @@ static int mark_one(void *arg, struct pohm_jrec *rec)
 	return 0;
 }
 
+unsigned pohm_cache_boot_dirty(const struct pohm_cache *c)
+{
+	return c->boot_dirty;
+}
+
 int cache_boot_check(struct pohm_cache *c)
 {
 	struct mark_ctx x = { c, 0 };
@@ -161,6 +166,7 @@ int cache_boot_check(struct pohm_cache *c)
 		pohm_journal_each(&c->j, mark_one, &x);
 	/* A cache without a boot file is new (or older than the rule): nothing to suspect. */
 	r = write_boot(&c->j, now);
+	c->boot_dirty = x.marked;
 	if (x.marked)
 		pohm_warn("%u file%s left dirty by an earlier boot", x.marked,
 			  x.marked == 1 ? "" : "s");

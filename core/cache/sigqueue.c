@@ -348,13 +348,15 @@ static void sq_clean_tmp(struct pohm_cache *c)
 	pohm_sys_close(t);
 }
 
-int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags)
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 {
 	char buf[4096];
 	struct stat st;
-	int q, fd, r, done = 0, err = 0;
+	int q, fd, r, done = 0, err = 0, kept = 0;
 	ssize_t n;
 
+	if (left)
+		*left = 0;
 	q = sq_dir(c, "sq", 0);
 	if (q < 0)
 		return q == -ENOENT ? 0 : q;
@@ -368,21 +370,30 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags)
 			fd = pohm_sys_openat(q, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
 			if (fd < 0)
 				continue;	/* another replayer removed it */
-			if (sq_lock(fd) || pohm_sys_fstat(fd, &st) || !st.st_nlink) {
-				pohm_sys_close(fd);	/* in flight, or replayed meanwhile */
+			if (sq_lock(fd)) {
+				kept++;			/* in flight */
+				pohm_sys_close(fd);
+				continue;
+			}
+			if (pohm_sys_fstat(fd, &st) || !st.st_nlink) {
+				pohm_sys_close(fd);	/* replayed meanwhile */
 				continue;
 			}
 			r = sq_record(c, fd, flags);
 			if (r == 0) {
 				pohm_sys_unlinkat(q, de->d_name, 0);
 				done++;
-			} else if (r < 0) {
-				err = r;	/* kept: the next replay tries again */
+			} else {
+				kept++;
+				if (r < 0)
+					err = r;	/* kept: the next replay tries again */
 			}
 			pohm_sys_close(fd);
 		}
 	}
 	pohm_sys_close(q);
 	sq_clean_tmp(c);
+	if (left)
+		*left = kept;
 	return err && !done ? err : done;
 }

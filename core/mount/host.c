@@ -41,6 +41,10 @@ void pohm_mount_host_attach(struct pohm_mount *m)
 {
 	pohm_cache_set_space_fn(m->cache, host_space, m);
 	pohm_mount_offline_load(m);
+	/* DESIGN §3: what an unclean shutdown left dirty is pushed when the
+	 * cache is next used, by whatever process uses it first. */
+	if (pohm_cache_boot_dirty(m->cache))
+		pohm_mount_daemon_start(m);
 }
 
 mode_t pohm_mount_new_mode(mode_t mode)

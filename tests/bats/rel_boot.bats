@@ -207,6 +207,28 @@ after_unclean_shutdown() {
 	after_unclean_shutdown
 }
 
+@test "unclean shutdown: a program of the new boot that only reads starts pohmelfsd, which keeps the dirty files as conflict copies" {
+	crash_in_boot_1
+	# The library beside pohmelfsd this time: what an unclean shutdown left
+	# dirty is pushed when the cache is next used (DESIGN.md §3), even by a
+	# reader, with no writer or `pohmelfs sync` after it.
+	(cd "$T/a" && LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
+		POHMELFS_HOST_ID=a POHMELFS_TEST_BOOT_ID=boot-2 timeout 60 cat d/c1) >"$T/out"
+	[ "$(cat "$T/out")" = "v1 c1" ]
+	local i copies=0
+	for ((i = 0; i < 200; i++)); do
+		rm -rf "$T/v" "$T/v-state" && mkdir "$T/v"
+		copies=$(on v boot-v find .pohmelfs-conflicts/a -type f 2>/dev/null | wc -l)
+		[ "$copies" -eq 5 ] && break
+		sleep 0.1
+	done
+	echo "# conflict copies after $i polls: $copies" >&3
+	[ "$copies" -eq 5 ]
+	[ -f "$T/a-state/pohmelfsd.pid" ]
+	kill "$(cat "$T/a-state/pohmelfsd.pid")"
+	after_unclean_shutdown
+}
+
 @test "no reboot (same boot id): pohmelfs sync pushes the dirty files, no conflict copy" {
 	crash_in_boot_1
 	run tool boot-1 "$B/pohmelfs" sync

@@ -67,7 +67,7 @@ TEST(a_rename_replayed_after_the_storage_did_it_still_pushes_the_data)
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
 	EXPECT_EQ_INT(pohm_cache_rename(b, "r", "q", 0), 0);
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_RENAME, "r", "q"), 0);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN), 1);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL), 1);
 	/* sync_all pushes q's data. */
 	EXPECT_EQ_INT(pohm_cache_sync_all(a), 1);
 	c = ch_host("c");
@@ -112,7 +112,7 @@ TEST(a_replay_leaves_a_record_being_staged_and_removes_a_dead_writers)
 	EXPECT_EQ_INT(utimensat(AT_FDCWD, dead, old, 0), 0);
 	/* An empty queue: the replay does nothing but clean sq.tmp/. */
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_PATH, "gone", ""), 0);
-	EXPECT(pohm_cache_sigq_replay(a, 0) >= 0);
+	EXPECT(pohm_cache_sigq_replay(a, 0, NULL) >= 0);
 	EXPECT_EQ_INT(access(young, F_OK), 0);
 	EXPECT(access(dead, F_OK) != 0);
 	pohm_cache_close(a);
