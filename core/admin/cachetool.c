@@ -38,7 +38,7 @@ int pohm_ct_open(struct pohm_ct *t, const char *prefix, const char *cache_dir, c
 	int fd, r;
 
 	memset(t, 0, sizeof(*t));
-	t->j.dirfd = t->j.xfd = t->pfd = -1;
+	t->j.dirfd = t->j.xfd = t->j.sfd = t->pfd = -1;
 	if (strlen(prefix) >= sizeof(t->prefix) || strlen(cache_dir) >= sizeof(t->cache_dir)) {
 		snprintf(err, errlen, "prefix or cache_dir: path too long");
 		return -ENAMETOOLONG;
