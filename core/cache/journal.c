@@ -72,6 +72,7 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	int r, fd;
 
 	j->dirfd = j->xfd = j->sfd = -1;
+	j->owner = -1;
 	j->legacy = 0;
 	j->jfiles = 1;
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
@@ -81,6 +82,13 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	if (fd < 0)
 		return fd;
 	pohm_own_set(&j->dirfd, fd);	/* the host's close and dup2 leave it alone */
+	j->owner = -1;
+	{
+		struct stat st;
+
+		if (!pohm_sys_fstat(j->dirfd, &st))
+			j->owner = (long)st.st_uid;
+	}
 	r = pohm_journal_mkdir_own(j->dirfd, "j");
 	if (r && r != -EEXIST)
 		goto fail;
@@ -523,7 +531,13 @@ static int file_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 {
-	int k = jslots_find(j, ino, r);
+	int k = pohm_journal_may(j);
+
+	if (k) {
+		memset(r, 0, sizeof(*r));
+		return k;
+	}
+	k = jslots_find(j, ino, r);
 
 	if (k == JS_REC)
 		return 0;
@@ -652,6 +666,9 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 	struct jw w;
 	int rc;
 
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
 	jslots_wbegin(j);
 	rc = w_read(j, r->ino, &w);
 	if (rc)
@@ -697,6 +714,9 @@ int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 	struct jw w;
 	int rc;
 
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
 	jslots_wbegin(j);
 	rc = w_read(j, ino, &w);
 	if (!rc && !w.had)
@@ -826,6 +846,9 @@ int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 	struct jw w;
 	int rc, gone = 0;
 
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
 	record_name(name, sizeof(name), ino);
 	jslots_wbegin(j);
 	rc = w_read(j, ino, &w);

@@ -63,6 +63,7 @@ struct pohm_journal {
 	int xfd;			/* x.idx, held open for lookups (high fd; -1 none) */
 	int sfd;			/* j.slots, the records (high fd; -1 none: j/ only) */
 	int legacy;			/* x/ of an earlier format seen, not yet moved */
+	long owner;			/* uid owning cache_dir (-1 unknown) */
 	int jfiles;			/* record files j/<ino> of an earlier format may be
 					 * left: a record with no slot is looked for there */
 };
@@ -74,6 +75,14 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
 /* openat(dirfd, name, flags); with O_CREAT a new file gets mode 0600 whatever
  * the process's umask (the cache's own files).  fd or -errno. */
 int pohm_journal_open_own(int dirfd, const char *name, int flags);
+/*
+ * May this thread use the journal's held fds?  The kernel no longer asks
+ * at each record (j.slots is opened once): a thread whose fsuid is not
+ * the cache_dir's owner (setfsuid; root without CAP_DAC_OVERRIDE in
+ * another user's cache_dir) is refused as an open of the cache_dir's
+ * files would refuse it, and told why once.  0 or -EACCES.
+ */
+int pohm_journal_may(struct pohm_journal *j);
 /* mkdirat(dirfd, name) with mode 0700 whatever the umask.  0, -EEXIST, -errno. */
 int pohm_journal_mkdir_own(int dirfd, const char *name);
 void pohm_journal_close(struct pohm_journal *j);

@@ -66,6 +66,7 @@
 #define JS_HEAD 4096		/* the file header's bytes */
 #define JS_NB0 1024u		/* buckets of level 0 (4 MiB, 4096 slots) */
 #define JS_LEVELS 24
+#define JS_PAD 32		/* zeros written after a record: a trailer's bytes */
 #define GROW_BYTE ((off_t)1 << 60)	/* locked by growers of the file */
 
 /* Every journal writer of this process: see the top comment.  Guards the
@@ -388,6 +389,7 @@ int jslots_wstore(struct pohm_journal *j, off_t off, int kind, uint64_t ino, con
 		  size_t len)
 {
 	uint8_t s[JS_SLOT];
+	size_t pad;
 	ssize_t n;
 
 	if (len > JS_REC_MAX)
@@ -395,7 +397,12 @@ int jslots_wstore(struct pohm_journal *j, off_t off, int kind, uint64_t ino, con
 	put_hdr(s, SMAGIC, (uint32_t)kind, kind == JS_FREE ? 0 : ino);
 	if (len)
 		memcpy(s + JS_HDR, rec, len);
-	n = pohm_sys_pwrite_full(j->sfd, s, JS_HDR + len, off);
+	/* Zeros where a commit trailer would be: one left by an earlier record
+	 * of the slot must not pass for this one's (a freed slot taken again by
+	 * the same record: its check, to which a trailer is bound, is equal). */
+	pad = JS_SLOT - JS_HDR - len < JS_PAD ? JS_SLOT - JS_HDR - len : JS_PAD;
+	memset(s + JS_HDR + len, 0, pad);
+	n = pohm_sys_pwrite_full(j->sfd, s, JS_HDR + len + pad, off);
 	return n < 0 ? (int)n : 0;
 }
 
