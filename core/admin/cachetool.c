@@ -3,8 +3,9 @@
  *
  * Sections: open/close · classification · scan · clean · evict · pohmelfsd.
  *
- * The journal's on-disk names are journal.c's: records in j/<ino>, the
- * local index in the file x.idx (jindex.c).  clean writes one index entry
+ * The journal's on-disk names are journal.c's: records in slots of
+ * j.slots (jslots.c; a large one in j/<ino>), the local index in the file
+ * x.idx (jindex.c); this file reaches them only through journal.h.  clean writes one index entry
  * itself, ahead of the journal record, for the reason given there.
  */
 #include "cachetool.h"

@@ -6,6 +6,7 @@
  * findings (tests/RELIABILITY.md 7 and 8): a chunk_shift out of range and a
  * record under another inode's name read as -EIO and leave nothing allocated. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -975,5 +976,165 @@ TEST(an_earlier_cache_moves_into_slots)
 	EXPECT_EQ_INT(j.jfiles, 0);
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5300, &back), 0);
 	pohm_jrec_clear(&back);
+	done(&j);
+}
+
+/* One journal (one j.slots fd) shared by the threads of a process and by
+ * a fork child that inherited it: writers of one record, in a slot and in
+ * j/ by turns, and readers; every read is one of the written records,
+ * whole (the process's mutex orders its threads; POSIX locks, which a
+ * fork child does not inherit, order the two processes on one open file
+ * description, where OFD locks would not). */
+struct mt_arg {
+	struct pohm_journal *j;
+	unsigned id;
+	int errs;
+};
+
+static void *mt_run(void *p)
+{
+	struct mt_arg *a = p;
+	struct pohm_jrec r;
+	time_t end = time(NULL) + 15;
+	unsigned n;
+	int rc;
+
+	for (n = 0; n < 800 && time(NULL) < end; n++) {
+		if (a->id % 2 == 0) {
+			make_rec(&r, 0x91, a->id * 100000 + n);	/* k % 5: slot or j/ */
+			rc = pohm_journal_put(a->j, &r);
+		} else {
+			rc = pohm_journal_get(a->j, 0x91, &r);
+			if (rc == -ENOENT)
+				rc = 0;
+			else if (!rc && !rec_consistent(&r, 0x91))
+				rc = -EBADMSG;
+		}
+		if (rc) {
+			printf("# thread %u of %d, step %u: %d\n", a->id, (int)getpid(), n, rc);
+			a->errs++;
+		}
+		pohm_jrec_clear(&r);
+	}
+	return NULL;
+}
+
+static int mt_threads(struct pohm_journal *j, unsigned base)
+{
+	pthread_t t[3];
+	struct mt_arg a[3];
+	int i, errs = 0;
+
+	for (i = 0; i < 3; i++) {
+		a[i].j = j;
+		a[i].id = base + (unsigned)i;
+		a[i].errs = 0;
+		if (pthread_create(&t[i], NULL, mt_run, &a[i]))
+			return 1;
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		errs += a[i].errs;
+	}
+	return errs;
+}
+
+TEST(threads_and_a_fork_child_on_one_fd)
+{
+	struct pohm_journal j;
+	struct pohm_jrec back;
+	pid_t kid;
+	int status = -1, errs;
+
+	fresh(&j);
+	kid = fork();
+	if (kid == 0) {
+		pohm_journal_atfork_child();
+		_exit(mt_threads(&j, 10) ? 1 : 0);
+	}
+	errs = mt_threads(&j, 0);
+	EXPECT_EQ_INT(errs, 0);
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x91, &back), 0);
+	EXPECT(rec_consistent(&back, 0x91));
+	pohm_jrec_clear(&back);
+	done(&j);
+}
+
+/* Inserts of distinct inodes that share their buckets, by two threads and
+ * a fork child on one fd at once, each deleting its inode again: each put
+ * takes a slot of its own, and its record is there when it returns
+ * (without the process's mutex two threads took the same free slot and
+ * one record was lost). */
+#define SHARED_N 8
+static uint64_t shared_inos[3][SHARED_N];
+
+struct ins_arg {
+	struct pohm_journal *j;
+	int row, errs;
+};
+
+static void *ins_run(void *p)
+{
+	struct ins_arg *a = p;
+	struct pohm_jrec r, back;
+	time_t end = time(NULL) + 8;
+	int k, n;
+
+	for (n = 0; n < 3000 && time(NULL) < end; n++) {
+		k = n % SHARED_N;
+		make_rec(&r, shared_inos[a->row][k], 5);
+		a->errs += pohm_journal_put(a->j, &r) != 0;
+		pohm_jrec_clear(&r);
+		if (pohm_journal_get(a->j, shared_inos[a->row][k], &back) ||
+		    !rec_consistent(&back, shared_inos[a->row][k]))
+			a->errs++;
+		pohm_jrec_clear(&back);
+		if (k == SHARED_N - 1)
+			for (k = 0; k < SHARED_N; k++)
+				a->errs += pohm_journal_del(a->j, shared_inos[a->row][k]) != 0;
+	}
+	return NULL;
+}
+
+TEST(inserts_sharing_buckets_from_threads_and_a_fork_child)
+{
+	struct pohm_journal j;
+	struct ins_arg a[2];
+	pthread_t t[2];
+	off_t want = jslots_bucket_off(1, 0);
+	uint64_t ino;
+	int n = 0, k, status = -1;
+	pid_t kid;
+
+	/* Inodes whose level-0 bucket is inode 1's (4 slots for 24 of them:
+	 * the chain goes on into later levels). */
+	for (ino = 2; n < 3 * SHARED_N; ino++)
+		if (jslots_bucket_off(ino, 0) == want) {
+			shared_inos[n / SHARED_N][n % SHARED_N] = ino;
+			n++;
+		}
+	fresh(&j);
+	kid = fork();
+	if (kid == 0) {
+		struct ins_arg c = { &j, 2, 0 };
+
+		pohm_journal_atfork_child();
+		ins_run(&c);
+		_exit(c.errs ? 1 : 0);
+	}
+	for (k = 0; k < 2; k++) {
+		a[k].j = &j;
+		a[k].row = k;
+		a[k].errs = 0;
+		EXPECT_EQ_INT(pthread_create(&t[k], NULL, ins_run, &a[k]), 0);
+	}
+	for (k = 0; k < 2; k++) {
+		pthread_join(t[k], NULL);
+		EXPECT_EQ_INT(a[k].errs, 0);
+	}
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	done(&j);
 }
