@@ -537,7 +537,7 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 		memset(r, 0, sizeof(*r));
 		return k;
 	}
-	k = jslots_find(j, ino, r);
+	k = jslots_find(j, ino, r, pohm_journal_decode);
 
 	if (k == JS_REC)
 		return 0;
@@ -979,7 +979,7 @@ static int each_file(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jr
 				*left |= move_file(j, ino);
 				continue;
 			}
-			if (jslots_find(j, ino, &r) != JS_NONE) {
+			if (jslots_find(j, ino, &r, pohm_journal_decode) != JS_NONE) {
 				pohm_jrec_clear(&r);
 				continue;	/* seen through its slot */
 			}

@@ -285,7 +285,7 @@ static int scan_bucket(const uint8_t *b, uint64_t ino, int *kind, int *free_i, i
 
 /* The outcome of one bucket for a reader: ino's slot decoded (JS_REC,
  * JS_FILE), JS_NONE (the chain ends here), GO_ON, -EAGAIN (torn). */
-static int look(const uint8_t *b, uint64_t ino, struct pohm_jrec *r)
+static int look(const uint8_t *b, uint64_t ino, struct pohm_jrec *r, jslots_decode_fn decode)
 {
 	int i, kind = 0, free_i, has_empty, torn, rc;
 
@@ -293,7 +293,7 @@ static int look(const uint8_t *b, uint64_t ino, struct pohm_jrec *r)
 	if (i >= 0) {
 		if (kind != JS_REC)
 			return kind;
-		rc = pohm_journal_decode(b + i * JS_SLOT + JS_HDR, JS_REC_MAX, ino, r);
+		rc = decode(b + i * JS_SLOT + JS_HDR, JS_REC_MAX, ino, r);
 		return rc ? rc : JS_REC;
 	}
 	if (torn)
@@ -301,7 +301,7 @@ static int look(const uint8_t *b, uint64_t ino, struct pohm_jrec *r)
 	return has_empty ? JS_NONE : GO_ON;
 }
 
-int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
+int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslots_decode_fn decode)
 {
 	uint8_t b[JS_BUCKET];
 	int level, rc;
@@ -315,7 +315,7 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 		rc = read_bucket(j->sfd, off, b);
 		if (rc)
 			return rc;
-		rc = look(b, ino, r);
+		rc = look(b, ino, r, decode);
 		if (rc == -EAGAIN) {
 			/* A writer is in it, or it was torn: once more after any writer. */
 			pthread_mutex_lock(&writers);
@@ -323,7 +323,7 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 			if (!rc)
 				rc = read_bucket(j->sfd, off, b);
 			if (!rc)
-				rc = look(b, ino, r);
+				rc = look(b, ino, r, decode);
 			lock_range(j->sfd, off, JS_BUCKET, F_UNLCK);
 			pthread_mutex_unlock(&writers);
 			if (rc == -EAGAIN)

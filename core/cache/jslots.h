@@ -41,14 +41,18 @@ int jslots_set_migrated(struct pohm_journal *j);
 void jslots_close(struct pohm_journal *j);
 /* A fork child: the writers' mutex as new (another thread may have held it). */
 void jslots_atfork_child(void);
+/* journal.c's record decoder (pohm_journal_decode), passed in: the slot
+ * file does not call the journal (no circle: tests/circles.sh). */
+typedef int (*jslots_decode_fn)(const uint8_t *p, size_t n, uint64_t ino, struct pohm_jrec *r);
+
 /*
- * ino's record from its slot, without a lock (a torn slot is read once
+ * ino's record from its slot (its bytes decoded by decode), without a lock (a torn slot is read once
  * more under a read lock): JS_REC (decoded into r, free with
  * pohm_jrec_clear), JS_FILE (the record is in j/<ino>), JS_NONE (no slot:
  * no record, or one of an earlier format in j/<ino> while j->jfiles),
  * -EIO (torn or damaged), -ENOMEM.
  */
-int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
+int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslots_decode_fn decode);
 /* A writer's section: the process's writers' mutex; jslots_wend drops it
  * and every record lock this process took on j.slots. */
 void jslots_wbegin(struct pohm_journal *j);
