@@ -60,7 +60,8 @@ struct pohm_jrec {
 
 struct pohm_journal {
 	int dirfd;			/* cache_dir, held open (high fd) */
-	int xfd;			/* x.idx, held open for lookups (high fd; -1 none) */
+	int xfd;			/* x.idx, held open for lookups and changes (high fd; -1 none) */
+	int xrw;			/* xfd is open for writing: changes lock it (POSIX) */
 	int sfd;			/* j.slots, the records (high fd; -1 none: j/ only) */
 	int legacy;			/* x/ of an earlier format seen, not yet moved */
 	long owner;			/* uid owning cache_dir (-1 unknown) */

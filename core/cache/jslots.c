@@ -72,6 +72,23 @@
 /* Every journal writer of this process: see the top comment.  Guards the
  * POSIX record locks this process holds on j.slots. */
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
+/* Does this thread hold writers?  (Its own: thread-local.) */
+static __thread int holding;
+
+int jslots_mutex_enter(void)
+{
+	if (holding)
+		return 0;
+	pthread_mutex_lock(&writers);
+	holding = 1;
+	return 1;
+}
+
+void jslots_mutex_exit(void)
+{
+	holding = 0;
+	pthread_mutex_unlock(&writers);
+}
 
 static uint64_t level_nb(int level)
 {
@@ -212,9 +229,11 @@ int jslots_open(struct pohm_journal *j)
 	}
 	/* A new file (or one whose header was never written): cover level 0. */
 	if (!pohm_sys_fstat(j->sfd, &st) && st.st_size < level_off(1)) {
-		pthread_mutex_lock(&writers);
+		int took = jslots_mutex_enter();
+
 		cover(j->sfd, level_off(1));
-		pthread_mutex_unlock(&writers);
+		if (took)
+			jslots_mutex_exit();
 	}
 	return 0;
 }
@@ -246,6 +265,7 @@ void jslots_close(struct pohm_journal *j)
 void jslots_atfork_child(void)
 {
 	pthread_mutex_init(&writers, NULL);
+	holding = 0;
 }
 
 /*
@@ -318,14 +338,16 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslot
 		rc = look(b, ino, r, decode);
 		if (rc == -EAGAIN) {
 			/* A writer is in it, or it was torn: once more after any writer. */
-			pthread_mutex_lock(&writers);
+			int took = jslots_mutex_enter();
+
 			rc = lock_range(j->sfd, off, JS_BUCKET, F_RDLCK);
 			if (!rc)
 				rc = read_bucket(j->sfd, off, b);
 			if (!rc)
 				rc = look(b, ino, r, decode);
 			lock_range(j->sfd, off, JS_BUCKET, F_UNLCK);
-			pthread_mutex_unlock(&writers);
+			if (took)
+				jslots_mutex_exit();
 			if (rc == -EAGAIN)
 				rc = -EIO;
 		}
@@ -338,14 +360,14 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslot
 void jslots_wbegin(struct pohm_journal *j)
 {
 	(void)j;
-	pthread_mutex_lock(&writers);
+	jslots_mutex_enter();
 }
 
 void jslots_wend(struct pohm_journal *j)
 {
 	if (j->sfd >= 0)
 		lock_range(j->sfd, 0, 0, F_UNLCK);	/* every bucket this writer locked */
-	pthread_mutex_unlock(&writers);
+	jslots_mutex_exit();
 }
 
 int jslots_wlocate(struct pohm_journal *j, uint64_t ino, struct jsloc *l)
@@ -441,15 +463,16 @@ int jslots_rlock(struct pohm_journal *j, uint64_t ino)
 
 	if (j->sfd < 0)
 		return -ENOENT;
-	pthread_mutex_lock(&writers);
+	if (!jslots_mutex_enter())
+		return -EDEADLK;	/* inside a writer's section: never waits for itself */
 	rc = lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_RDLCK);
 	if (rc)
-		pthread_mutex_unlock(&writers);
+		jslots_mutex_exit();
 	return rc;
 }
 
 void jslots_runlock(struct pohm_journal *j, uint64_t ino)
 {
 	lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_UNLCK);
-	pthread_mutex_unlock(&writers);
+	jslots_mutex_exit();
 }

@@ -53,6 +53,12 @@ typedef int (*jslots_decode_fn)(const uint8_t *p, size_t n, uint64_t ino, struct
  * -EIO (torn or damaged), -ENOMEM.
  */
 int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslots_decode_fn decode);
+/* The process's writers' mutex for the index's changes and torn reads
+ * (jindex.c: POSIX locks on the kept x.idx fd, which the process's
+ * threads share): 1 if this thread took it (then jslots_mutex_exit), 0
+ * if it holds it already (inside a writer's section). */
+int jslots_mutex_enter(void);
+void jslots_mutex_exit(void);
 /* A writer's section: the process's writers' mutex; jslots_wend drops it
  * and every record lock this process took on j.slots. */
 void jslots_wbegin(struct pohm_journal *j);
