@@ -3,8 +3,9 @@
  *
  * Sections: open/close · classification · scan · clean · evict · pohmelfsd.
  *
- * The journal's on-disk names are journal.c's: records in j/<ino>, the
- * local index in the file x.idx (jindex.c).  clean writes one index entry
+ * The journal's on-disk names are journal.c's: records in slots of
+ * j.slots (jslots.c; a large one in j/<ino>), the local index in the file
+ * x.idx (jindex.c); this file reaches them only through journal.h.  clean writes one index entry
  * itself, ahead of the journal record, for the reason given there.
  */
 #include "cachetool.h"
@@ -38,7 +39,7 @@ int pohm_ct_open(struct pohm_ct *t, const char *prefix, const char *cache_dir, c
 	int fd, r;
 
 	memset(t, 0, sizeof(*t));
-	t->j.dirfd = t->j.xfd = t->pfd = -1;
+	t->j.dirfd = t->j.xfd = t->j.sfd = t->pfd = -1;
 	if (strlen(prefix) >= sizeof(t->prefix) || strlen(cache_dir) >= sizeof(t->cache_dir)) {
 		snprintf(err, errlen, "prefix or cache_dir: path too long");
 		return -ENAMETOOLONG;

@@ -117,7 +117,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	if (!c)
 		return -ENOMEM;
 	c->pfd = c->stage_fd = -1;
-	c->j.dirfd = c->j.xfd = -1;
+	c->j.dirfd = c->j.xfd = c->j.sfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c)) {
 		free(c);
@@ -226,6 +226,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 	if (!c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
+	pohm_journal_atfork_child();
 	cache_writers_atfork_child(c);
 	cache_base_atfork_child();
 	if (c->ns)

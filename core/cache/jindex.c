@@ -15,18 +15,24 @@
  *     slot; a bucket with an empty slot was never full, so no key of it
  *     went further: a lookup stops there.  Usually one pread.
  *   - Writers lock the byte ranges of the buckets they read, level by
- *     level upwards (OFD write locks on x.idx itself, a fresh open per
- *     write: the kernel drops them with a dead writer); one pwrite of a
- *     slot.  Readers take no lock; a slot whose check fails (a writer is
- *     in it) is read once more under a read lock.
+ *     level upwards, then one pwrite of a slot.  Since session 14 the
+ *     locks are POSIX record locks on the journal's kept fd, under
+ *     jslots.c's writers' mutex (as j.slots's: decision 0090), all
+ *     dropped by one F_UNLCK; the kernel drops them with a dead writer,
+ *     and they conflict with the OFD locks earlier libraries take on a
+ *     fresh open (still the way when this process could open x.idx only
+ *     read-only).  Readers take no lock; a slot whose check fails (a
+ *     writer is in it) is read once more under a read lock on the kept fd
+ *     (never a second fd: its close would drop the process's POSIX locks).
  *
- * Readers use one fd per journal, opened at pohm_journal_open.  A cache
+ * One fd per journal, opened at pohm_journal_open.  A cache
  * made by the earlier format has the directory x/: it is moved into the
  * file at the first open that sees it (each link inserted unless the key
  * is there already, then removed), and lookups of that process fall back
  * to it meanwhile.
  */
 #include "jindex.h"
+#include "jslots.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -96,8 +102,11 @@ static int put_slot(struct pohm_buf *b, uint64_t dev, uint64_t lino, uint64_t in
 	return pohm_buf_put_u64(b, slot_check(dev, lino, ino));
 }
 
-/* Lock (type) or unlock the bytes of the bucket at off on fd. */
-static int lock_bucket(int fd, off_t off, short type)
+/* Lock (type) or unlock len bytes at off of fd: POSIX record locks on
+ * the journal's own x.idx fd (posix: under jslots' writers' mutex, as
+ * j.slots's), else OFD locks on a fresh open (a cache whose x.idx this
+ * process could only open read-only). */
+static int lock_range(int fd, off_t off, off_t len, short type, int posix)
 {
 	struct flock fl;
 	int r;
@@ -106,11 +115,17 @@ static int lock_bucket(int fd, off_t off, short type)
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
 	fl.l_start = off;
-	fl.l_len = XBUCKET;
+	fl.l_len = len;
 	do
-		r = pohm_sys_fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, (long)&fl);
+		r = pohm_sys_fcntl(fd, type == F_UNLCK ? (posix ? F_SETLK : F_OFD_SETLK) :
+				   (posix ? F_SETLKW : F_OFD_SETLKW), (long)&fl);
 	while (r == -EINTR);
 	return r;
+}
+
+static int lock_bucket(int fd, off_t off, short type, int posix)
+{
+	return lock_range(fd, off, XBUCKET, type, posix);
 }
 
 /* Read the bucket at off into b (past the end of the file: empty).  0,
@@ -131,27 +146,16 @@ static int read_bucket(int fd, off_t off, uint8_t *b)
  * (a short one would be retried).  Growers serialize on a lock of the
  * byte past the last level, so none shrinks what another grew.
  */
-static void cover_level(int fd, off_t off)
+static void cover_level(int fd, off_t off, int posix)
 {
-	off_t want = (off / XLEVEL + 1) * XLEVEL;
-	struct flock fl;
+	off_t want = (off / XLEVEL + 1) * XLEVEL, grow = (off_t)XLEVELS * XLEVEL;
 	struct stat st;
-	int r;
 
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = (off_t)XLEVELS * XLEVEL;
-	fl.l_len = 1;
-	do
-		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);
-	while (r == -EINTR);
-	if (r)
+	if (lock_range(fd, grow, 1, F_WRLCK, posix))
 		return;
 	if (!pohm_sys_fstat(fd, &st) && st.st_size < want)
 		pohm_sys_ftruncate(fd, want);
-	fl.l_type = F_UNLCK;
-	pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl);
+	lock_range(fd, grow, 1, F_UNLCK, posix);
 }
 
 int jindex_bucket_find(const uint8_t *b, size_t n, uint64_t dev, uint64_t lino, uint64_t *ino,
@@ -203,7 +207,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 {
 	uint8_t b[XBUCKET];
 	uint64_t got;
-	int level, i, free_i, has_empty, lfd;
+	int level, i, free_i, has_empty, took;
 	char name[96];
 
 	for (level = 0; j->xfd >= 0 && level < XLEVELS; level++) {
@@ -213,13 +217,15 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 			break;
 		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i == -2) {
-			/* A writer is in this bucket: once more after it. */
-			lfd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);
-			if (lfd < 0)
-				break;
-			if (!lock_bucket(lfd, off, F_RDLCK) && read_bucket(lfd, off, b) >= 0)
+			/* A writer is in this bucket: once more after it, under a
+			 * read lock on the kept fd (a second fd's close would drop
+			 * this process's POSIX locks on x.idx). */
+			took = jslots_mutex_enter();
+			if (!lock_bucket(j->xfd, off, F_RDLCK, 1) && read_bucket(j->xfd, off, b) >= 0)
 				i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
-			pohm_sys_close(lfd);
+			lock_bucket(j->xfd, off, F_UNLCK, 1);
+			if (took)
+				jslots_mutex_exit();
 		}
 		if (i >= 0) {
 			*ino = got;
@@ -264,21 +270,26 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 	uint8_t b[XBUCKET];
 	uint64_t got;
 	off_t free_off = -1;
-	int fd, level, i, free_i, free_at = -1, has_empty, r = 0;
+	int fd, level, i, free_i, free_at = -1, has_empty, r = 0, posix = j->xrw, took = 0;
 
-	fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
-	if (fd < 0)
-		return fd;
+	if (posix) {
+		fd = j->xfd;
+		took = jslots_mutex_enter();
+	} else {
+		fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
+		if (fd < 0)
+			return fd;
+	}
 	for (level = 0; level < XLEVELS; level++) {
 		off_t off = jindex_bucket_off(dev, lino, level);
 
-		r = lock_bucket(fd, off, F_WRLCK);
+		r = lock_bucket(fd, off, F_WRLCK, posix);
 		if (!r)
 			r = read_bucket(fd, off, b);
 		if (r < 0)
 			goto out;
 		if (r && mode != XDROP)
-			cover_level(fd, off);
+			cover_level(fd, off, posix);
 		r = 0;
 		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i >= 0) {
@@ -305,7 +316,13 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 	}
 	r = write_slot(fd, free_off, free_at, dev, lino, ino);
 out:
-	pohm_sys_close(fd);	/* drops every bucket lock */
+	if (posix) {
+		lock_range(fd, 0, 0, F_UNLCK, 1);	/* every bucket lock */
+		if (took)
+			jslots_mutex_exit();
+	} else {
+		pohm_sys_close(fd);	/* drops every bucket lock */
+	}
 	return r;
 }
 
@@ -355,13 +372,18 @@ int jindex_open(struct pohm_journal *j)
 	int fd, xdir;
 
 	j->legacy = 0;
+	j->xrw = 0;
 	fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
-	if (fd < 0)
+	if (fd >= 0)
+		j->xrw = 1;
+	else
 		fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDONLY);	/* a cache we may only read */
 	if (fd >= 0) {
 		fd = pohm_sys_move_high(fd);
 		if (fd >= 0)
 			pohm_own_set(&j->xfd, fd);
+		else
+			j->xrw = 0;
 	}
 	xdir = pohm_sys_openat(j->dirfd, "x", O_RDONLY | O_DIRECTORY, 0);
 	if (xdir < 0)

@@ -24,19 +24,26 @@
  *       older, longer record never passes for one.
  *
  * Format 1 ("PHJ1": magic, ino, the same fields, exactly as long as the
- * file) is still read; every write makes format 2.  A record is written in
- * place with one pwrite while its lock is held (a write lock on byte <ino>
- * of cache_dir/j.lock, an OFD lock taken on a fresh open of that file, which
- * is never renamed): no temp file, no rename, no new inode on the host's
- * file system after the first write.  A reader takes no lock; a record
- * whose check fails (a writer is in the middle of it, or a crash or kill
- * tore it) is read once more under a read lock, which waits for a writer,
- * and if it still fails it reads as -EIO: callers treat it as "unknown:
+ * file) is still read; every write makes format 2.
+ *
+ * Where a record is (session 14): in its slot of cache_dir/j.slots
+ * (jslots.c: the slot header, then these bytes) when it fits in
+ * JS_REC_MAX bytes (a hint and checksums of up to about 760 bytes
+ * together), else in the file cache_dir/j/<ino> with its slot saying so.
+ * Earlier caches kept every record in j/<ino>: the first open moves them
+ * into slots (migrate_files) and reads j/ for an inode with no slot until
+ * that is done.  A record is written in place with one pwrite while the
+ * writer holds the locks of its slot's bucket chain (jslots.c): no temp
+ * file, no rename, no new inode.  A reader takes no lock; a record whose
+ * check fails (a writer is in the middle of it, or a crash or kill tore
+ * it) is read once more under a read lock, which waits for a writer, and
+ * if it still fails it reads as -EIO: callers treat it as "unknown:
  * revalidate", never as data.  A record of a newer format reads as -EIO
  * with a warning naming the format.
  */
 #include "journal.h"
 #include "jindex.h"
+#include "jslots.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,12 +65,16 @@
 #define JREAD0 4096		/* first read of a record file: most records fit */
 #define JMAX (64u << 20)	/* larger record files are damage */
 
+static void migrate_files(struct pohm_journal *j);
+
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 {
 	int r, fd;
 
-	j->dirfd = j->xfd = -1;
+	j->dirfd = j->xfd = j->sfd = -1;
+	j->owner = -1;
 	j->legacy = 0;
+	j->jfiles = 1;
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;
@@ -71,6 +82,13 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	if (fd < 0)
 		return fd;
 	pohm_own_set(&j->dirfd, fd);	/* the host's close and dup2 leave it alone */
+	j->owner = -1;
+	{
+		struct stat st;
+
+		if (!pohm_sys_fstat(j->dirfd, &st))
+			j->owner = (long)st.st_uid;
+	}
 	r = pohm_journal_mkdir_own(j->dirfd, "j");
 	if (r && r != -EEXIST)
 		goto fail;
@@ -81,11 +99,9 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	r = pohm_journal_mkdir_own(j->dirfd, "p");
 	if (r && r != -EEXIST)
 		goto fail;
-	/* Made now so that readers find it; a cache_dir we may only read still
-	 * opens (its puts then fail, as they did before). */
-	fd = pohm_journal_open_own(j->dirfd, "j.lock", O_RDWR | O_CREAT);
-	if (fd >= 0)
-		pohm_sys_close(fd);
+	/* A cache_dir we may only read still opens (its puts then fail). */
+	jslots_open(j);
+	migrate_files(j);
 	return jindex_open(j);
 fail:
 	pohm_own_close(&j->dirfd);
@@ -94,8 +110,14 @@ fail:
 
 void pohm_journal_close(struct pohm_journal *j)
 {
+	jslots_close(j);
 	jindex_close(j);
 	pohm_own_close(&j->dirfd);
+}
+
+void pohm_journal_atfork_child(void)
+{
+	jslots_atfork_child();
 }
 
 void pohm_jrec_set_hint(struct pohm_jrec *r, const char *rel)
@@ -462,39 +484,6 @@ static void record_name(char *out, size_t size, uint64_t ino)
 	snprintf(out, size, "j/%" PRIx64, ino);
 }
 
-/* ---------------------------------------------------------------- the lock */
-
-/*
- * Lock ino's byte of cache_dir/j.lock (F_WRLCK or F_RDLCK), waiting: the fd
- * that holds it (closing it unlocks), or -errno.  A fresh open each time:
- * OFD locks belong to the open file description, so threads of one process
- * and a fork child sharing one description would not exclude each other.
- * Never held across network I/O: only around a record's own file calls.
- */
-static int jlock(struct pohm_journal *j, uint64_t ino, short type)
-{
-	struct flock fl;
-	int fd, r;
-
-	fd = pohm_journal_open_own(j->dirfd, "j.lock",
-				   type == F_RDLCK ? O_RDONLY : O_RDWR | O_CREAT);
-	if (fd < 0)
-		return fd;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = (off_t)(ino & 0x3fffffffffffffffULL);	/* two inodes may share a byte */
-	fl.l_len = 1;
-	do
-		r = pohm_sys_fcntl(fd, F_OFD_SETLKW, (long)&fl);
-	while (r == -EINTR);
-	if (r) {
-		pohm_sys_close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Read and decode ino's record from the file open as fd: 0, -EAGAIN (no
  * intact record now), -EIO, -ENOMEM.  *fsize: see read_record. */
 static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
@@ -513,11 +502,13 @@ static int get_from(int fd, uint64_t ino, struct pohm_jrec *r, size_t *fsize)
 	return rc;
 }
 
-int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
+/* ino's record from its file j/<ino> (too large for a slot, or of an
+ * earlier cache): 0, -ENOENT, -EIO. */
+static int file_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 {
 	char name[64];
 	size_t fsize;
-	int fd, lfd, rc;
+	int fd, rc;
 
 	memset(r, 0, sizeof(*r));
 	record_name(name, sizeof(name), ino);
@@ -527,15 +518,34 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
 	rc = get_from(fd, ino, r, &fsize);
 	if (rc == -EAGAIN) {
 		/* A writer is in it, or it was torn: once more after any writer. */
-		lfd = jlock(j, ino, F_RDLCK);
-		rc = lfd < 0 ? -EIO : get_from(fd, ino, r, &fsize);
-		if (lfd >= 0)
-			pohm_sys_close(lfd);
+		if (!jslots_rlock(j, ino)) {
+			rc = get_from(fd, ino, r, &fsize);
+			jslots_runlock(j, ino);
+		}
 		if (rc == -EAGAIN)
 			rc = -EIO;
 	}
 	pohm_sys_close(fd);
 	return rc;
+}
+
+int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r)
+{
+	int k = pohm_journal_may(j);
+
+	if (k) {
+		memset(r, 0, sizeof(*r));
+		return k;
+	}
+	k = jslots_find(j, ino, r, pohm_journal_decode);
+
+	if (k == JS_REC)
+		return 0;
+	if (k < 0)
+		return k;
+	if (k == JS_NONE && !j->jfiles && j->sfd >= 0)
+		return -ENOENT;
+	return file_get(j, ino, r);
 }
 
 /* ---------------------------------------------------------------- writing */
@@ -564,6 +574,84 @@ static int grow_first(int fd, size_t len, size_t fsize)
 	return rc == -EOPNOTSUPP || rc == -ENOSYS ? 0 : rc;
 }
 
+/* A writer's view of one record, inside jslots_wbegin/_wend: its slot
+ * and the record as it is now. */
+struct jw {
+	struct jsloc l;
+	struct pohm_jrec prev;
+	int had;		/* prev holds an intact record */
+	int file;		/* j/<ino> exists */
+	size_t fsize;		/* its record's bytes (had) */
+};
+
+/* Lock ino's slot chain and read its record (from the slot, else from
+ * j/<ino> when the slot says so or an earlier cache's file may be there).
+ * 0 or -errno; w->prev is cleared by w_done. */
+static int w_read(struct pohm_journal *j, uint64_t ino, struct jw *w)
+{
+	char name[64];
+	int fd, rc;
+
+	memset(&w->prev, 0, sizeof(w->prev));
+	w->had = w->file = 0;
+	w->fsize = 0;
+	rc = jslots_wlocate(j, ino, &w->l);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (w->l.kind == JS_REC) {
+		w->had = !pohm_journal_decode(w->l.slot + JS_HDR, JS_REC_MAX, ino, &w->prev);
+		return 0;
+	}
+	if (w->l.kind != JS_FILE && !j->jfiles && j->sfd >= 0)
+		return 0;
+	record_name(name, sizeof(name), ino);
+	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	w->file = 1;
+	w->had = !get_from(fd, ino, &w->prev, &w->fsize);
+	pohm_sys_close(fd);
+	return 0;
+}
+
+static void w_done(struct jw *w)
+{
+	pohm_jrec_clear(&w->prev);
+}
+
+/*
+ * Write ino's record bytes b in place of what w_read found: into the slot
+ * when they fit (then an older j/<ino> goes), else into j/<ino> (its
+ * blocks first) with the slot saying so.  One pwrite in the common case.
+ */
+static int w_write(struct pohm_journal *j, uint64_t ino, struct jw *w, const struct pohm_buf *b)
+{
+	char name[64];
+	ssize_t n;
+	int fd, rc;
+
+	record_name(name, sizeof(name), ino);
+	if (b->len <= JS_REC_MAX && w->l.off >= 0) {
+		rc = jslots_wstore(j, w->l.off, JS_REC, ino, b->p, b->len);
+		if (!rc && w->file)
+			pohm_sys_unlinkat(j->dirfd, name, 0);	/* the slot holds it now */
+		return rc;
+	}
+	fd = pohm_journal_open_own(j->dirfd, name, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
+	rc = w->file && w->had ? grow_first(fd, b->len, w->fsize) : 0;
+	if (!rc) {
+		n = pohm_sys_pwrite_full(fd, b->p, b->len, 0);
+		/* Perhaps part of it went: the check makes that read as torn. */
+		rc = n < 0 ? (int)n : 0;
+	}
+	pohm_sys_close(fd);
+	if (!rc && w->l.off >= 0 && w->l.kind != JS_FILE)
+		rc = jslots_wstore(j, w->l.off, JS_FILE, ino, NULL, 0);
+	return rc;
+}
+
 /*
  * pohm_journal_put, or pohm_journal_put_cas when seen is set.  The last
  * commit (commit_dversion, commit_lino) is r's only when own_commit (the
@@ -574,128 +662,93 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		   int own_commit)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	struct pohm_jrec prev, w;
-	char name[64];
-	int fd = -1, lfd = -1, rc, had;
-	size_t fsize;
-	ssize_t n;
+	struct pohm_jrec wr;
+	struct jw w;
+	int rc;
 
-	memset(&prev, 0, sizeof(prev));
-	record_name(name, sizeof(name), r->ino);
-	lfd = jlock(j, r->ino, F_WRLCK);
-	if (lfd < 0) {
-		rc = lfd;
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
+	jslots_wbegin(j);
+	rc = w_read(j, r->ino, &w);
+	if (rc)
 		goto out;
-	}
-	fd = pohm_journal_open_own(j->dirfd, name, O_RDWR | O_CREAT);
-	if (fd < 0) {
-		rc = fd;
-		goto out;
-	}
 	/* The record being replaced: which index entry it made (torn: none known). */
-	had = !get_from(fd, r->ino, &prev, &fsize);
-	if (seen && (!had || pohm_journal_moved(&prev, seen))) {
+	if (seen && (!w.had || pohm_journal_moved(&w.prev, seen))) {
 		rc = -ESTALE;	/* another writer's word came meanwhile: it stands */
 		goto out;
 	}
-	w = *r;			/* shares r's csum: never cleared */
-	if (had && !own_commit) {
-		w.commit_dversion = prev.commit_dversion;
-		w.commit_lino = prev.commit_lino;
+	wr = *r;		/* shares r's csum: never cleared */
+	if (w.had && !own_commit) {
+		wr.commit_dversion = w.prev.commit_dversion;
+		wr.commit_lino = w.prev.commit_lino;
 	}
-	rc = encode(&b, &w);
+	rc = encode(&b, &wr);
 	if (rc)
 		goto out;
-	if (had) {
-		rc = grow_first(fd, b.len, fsize);
-		if (rc)
-			goto out;
-	}
-	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
-	if (n < 0) {
-		/* Perhaps part of it went: the check makes that read as torn. */
-		rc = (int)n;
+	rc = w_write(j, r->ino, &w, &b);
+	if (rc)
 		goto out;
-	}
-	if (had && prev.lino && (prev.lino != r->lino || prev.ldev != r->ldev))
+	if (w.had && w.prev.lino && (w.prev.lino != r->lino || w.prev.ldev != r->ldev))
 		/* The local file was replaced (a fetch renames a new one in): drop its entry. */
-		pohm_journal_index_drop(j, prev.ldev, prev.lino, r->ino);
-	if (r->lino && !(had && prev.lino == r->lino && prev.ldev == r->ldev))
+		pohm_journal_index_drop(j, w.prev.ldev, w.prev.lino, r->ino);
+	if (r->lino && !(w.had && w.prev.lino == r->lino && w.prev.ldev == r->ldev))
 		pohm_journal_index_set(j, r->ldev, r->lino, r->ino);
 out:
-	pohm_jrec_clear(&prev);
-	if (fd >= 0)
-		pohm_sys_close(fd);
-	if (lfd >= 0)
-		pohm_sys_close(lfd);
+	w_done(&w);
+	jslots_wend(j);
 	pohm_buf_free(&b);
 	return rc;
 }
 
 /*
  * pohm_journal_update: the record as it is now, under its lock; fn's
- * edit is written in place (a longer record gets its blocks first), the
- * index follows a change of the local file, and the last commit stays
- * (only pohm_journal_put_commit writes it).
+ * edit is written in place, the index follows a change of the local file,
+ * and the last commit stays (only pohm_journal_put_commit writes it).
  */
 int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	struct pohm_jrec r;
 	uint64_t ldev, lino, cdv, cli;
-	char name[64];
-	size_t fsize;
-	int fd = -1, lfd, rc;
-	ssize_t n;
+	struct jw w;
+	int rc;
 
-	memset(&r, 0, sizeof(r));
-	record_name(name, sizeof(name), ino);
-	lfd = jlock(j, ino, F_WRLCK);
-	if (lfd < 0)
-		return lfd;
-	fd = pohm_sys_openat(j->dirfd, name, O_RDWR, 0);
-	if (fd < 0) {
-		rc = fd;
-		goto out;
-	}
-	rc = get_from(fd, ino, &r, &fsize);
-	if (rc == -EAGAIN)
-		rc = -ENOENT;	/* torn: nothing to change */
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
+	jslots_wbegin(j);
+	rc = w_read(j, ino, &w);
+	if (!rc && !w.had)
+		rc = -ENOENT;	/* none, or torn: nothing to change */
 	if (rc)
 		goto out;
-	ldev = r.ldev;
-	lino = r.lino;
-	cdv = r.commit_dversion;
-	cli = r.commit_lino;
-	rc = fn(&r, arg);
+	ldev = w.prev.ldev;
+	lino = w.prev.lino;
+	cdv = w.prev.commit_dversion;
+	cli = w.prev.commit_lino;
+	rc = fn(&w.prev, arg);
 	if (rc)
 		goto out;
-	r.ino = ino;
-	r.commit_dversion = cdv;
-	r.commit_lino = cli;
-	rc = encode(&b, &r);
-	if (rc)
-		goto out;
-	rc = grow_first(fd, b.len, fsize);
-	if (rc)
-		goto out;
-	n = pohm_sys_pwrite_full(fd, b.p, b.len, 0);
-	rc = n < 0 ? (int)n : 0;
-	if (rc || (ldev == r.ldev && lino == r.lino))
+	w.prev.ino = ino;
+	w.prev.commit_dversion = cdv;
+	w.prev.commit_lino = cli;
+	rc = encode(&b, &w.prev);
+	if (!rc)
+		rc = w_write(j, ino, &w, &b);
+	if (rc || (ldev == w.prev.ldev && lino == w.prev.lino))
 		goto out;
 	if (lino)
 		pohm_journal_index_drop(j, ldev, lino, ino);
-	if (r.lino)
-		pohm_journal_index_set(j, r.ldev, r.lino, ino);
+	if (w.prev.lino)
+		pohm_journal_index_set(j, w.prev.ldev, w.prev.lino, ino);
 out:
-	pohm_jrec_clear(&r);
-	if (fd >= 0)
-		pohm_sys_close(fd);
-	pohm_sys_close(lfd);
+	w_done(&w);
+	jslots_wend(j);
 	pohm_buf_free(&b);
 	return rc;
 }
+
 
 struct touch_arg {
 	uint64_t version, validated_ns;
@@ -789,38 +842,124 @@ int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in
 
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino)
 {
-	struct pohm_jrec r;
 	char name[64];
-	int fd, lfd, rc;
+	struct jw w;
+	int rc, gone = 0;
 
-	memset(&r, 0, sizeof(r));
+	rc = pohm_journal_may(j);
+	if (rc)
+		return rc;
 	record_name(name, sizeof(name), ino);
-	lfd = jlock(j, ino, F_WRLCK);
-	if (lfd < 0)
-		return lfd;
-	fd = pohm_sys_openat(j->dirfd, name, O_RDONLY, 0);
-	if (fd >= 0) {
-		size_t fsize;
-
-		if (!get_from(fd, ino, &r, &fsize) && r.lino)
-			pohm_journal_index_drop(j, r.ldev, r.lino, ino);
-		pohm_jrec_clear(&r);
-		pohm_sys_close(fd);
+	jslots_wbegin(j);
+	rc = w_read(j, ino, &w);
+	if (rc)
+		goto out;
+	if (w.had && w.prev.lino)
+		pohm_journal_index_drop(j, w.prev.ldev, w.prev.lino, ino);
+	if (w.l.kind != JS_NONE) {
+		rc = jslots_wstore(j, w.l.off, JS_FREE, 0, NULL, 0);
+		if (rc)
+			goto out;
+		gone = 1;
 	}
-	rc = pohm_sys_unlinkat(j->dirfd, name, 0);
-	pohm_sys_close(lfd);
+	if (w.file || w.l.kind == JS_FILE)
+		gone |= !pohm_sys_unlinkat(j->dirfd, name, 0);
+	rc = gone ? 0 : -ENOENT;
+out:
+	w_done(&w);
+	jslots_wend(j);
 	return rc;
 }
 
+struct each_arg {
+	struct pohm_journal *j;
+	int (*fn)(void *arg, struct pohm_jrec *r);
+	void *arg;
+};
+
+static int each_slot(void *arg, int kind, uint64_t ino, const uint8_t *slot)
+{
+	struct each_arg *e = arg;
+	struct pohm_jrec r;
+	int rc;
+
+	rc = kind == JS_REC ? pohm_journal_decode(slot + JS_HDR, JS_REC_MAX, ino, &r) : -EAGAIN;
+	if (rc == -EAGAIN)	/* in j/<ino>, or a writer is in the slot */
+		rc = pohm_journal_get(e->j, ino, &r);
+	if (rc)
+		return 0;
+	rc = e->fn(e->arg, &r);
+	pohm_jrec_clear(&r);
+	return rc;
+}
+
+/* Call fn for every file j/<ino> (the slot says JS_NONE only: one with a
+ * slot was seen through it); with move, put what fits into slots instead
+ * (the first open of an earlier cache).  fn's value, or 0; *left: files
+ * that stay. */
+static int each_file(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg,
+		     int move, int *left);
+
 int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg)
+{
+	struct each_arg e = { j, fn, arg };
+	int rc, left;
+
+	rc = jslots_each(j, each_slot, &e);
+	if (rc || (!j->jfiles && j->sfd >= 0))
+		return rc;
+	return each_file(j, fn, arg, 0, &left);
+}
+
+/* Move one record file of an earlier cache into a slot (under the
+ * writers' section): 0 moved or no longer there, 1 it stays (too large,
+ * damaged: its slot says JS_FILE; or no slot left). */
+static int move_file(struct pohm_journal *j, uint64_t ino)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct jw w;
+	int rc = 1;
+
+	jslots_wbegin(j);
+	if (w_read(j, ino, &w) || w.l.off < 0)
+		goto out;
+	if (w.l.kind == JS_REC) {
+		/* The slot was written after the file: it holds the record. */
+		char name[64];
+
+		record_name(name, sizeof(name), ino);
+		pohm_sys_unlinkat(j->dirfd, name, 0);
+		rc = 0;
+		goto out;
+	}
+	if (!w.file) {
+		rc = 0;
+		goto out;
+	}
+	if (w.had && !encode(&b, &w.prev) && b.len <= JS_REC_MAX) {
+		rc = w_write(j, ino, &w, &b) ? 1 : 0;
+		goto out;
+	}
+	/* Too large or damaged: it stays, read from j/ through its slot. */
+	rc = w.l.kind == JS_FILE ? 0 : !!jslots_wstore(j, w.l.off, JS_FILE, ino, NULL, 0);
+out:
+	w_done(&w);
+	jslots_wend(j);
+	pohm_buf_free(&b);
+	return rc;
+}
+
+static int each_file(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_jrec *r), void *arg,
+		     int move, int *left)
 {
 	char buf[8192];
 	int fd, rc = 0;
 	long n;
 
+	*left = 0;
 	fd = pohm_sys_openat(j->dirfd, "j", O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
-		return fd;
+		return move ? fd : 0;
 	while (!rc && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		long off = 0;
 
@@ -834,7 +973,17 @@ int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_j
 			if (de->d_name[0] == '.')
 				continue;
 			ino = strtoull(de->d_name, &end, 16);
-			if (*end || pohm_journal_get(j, ino, &r))
+			if (*end)
+				continue;
+			if (move) {
+				*left |= move_file(j, ino);
+				continue;
+			}
+			if (jslots_find(j, ino, &r, pohm_journal_decode) != JS_NONE) {
+				pohm_jrec_clear(&r);
+				continue;	/* seen through its slot */
+			}
+			if (file_get(j, ino, &r))
 				continue;
 			rc = fn(arg, &r);
 			pohm_jrec_clear(&r);
@@ -843,6 +992,21 @@ int pohm_journal_each(struct pohm_journal *j, int (*fn)(void *arg, struct pohm_j
 	pohm_sys_close(fd);
 	return rc;
 }
+
+/* The first open of a cache with record files j/<ino> (an earlier
+ * format's): move what fits into slots; once none is left to read, the
+ * slot file's header says so and no later open looks. */
+static void migrate_files(struct pohm_journal *j)
+{
+	int left = 0;
+
+	if (j->sfd < 0 || !j->jfiles)
+		return;
+	if (each_file(j, NULL, NULL, 1, &left) || left)
+		return;
+	jslots_set_migrated(j);
+}
+
 
 /* One clock tick of a filesystem timestamp: be generous (git's racy rule). */
 #define RACY_NS 20000000LL

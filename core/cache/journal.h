@@ -2,10 +2,13 @@
  * journal.h — the cache's journal: what this host knows of each storage
  * inode it has materialized, shared by every process on the host.
  *
- * One small file per storage inode, cache_dir/j/<ino>, written in place
- * with one pwrite under a per-record lock (a byte of cache_dir/j.lock, a
- * file never renamed) and carrying a check, so a reader sees the old or the
- * new record and a torn one reads as damage (journal.c has the format); an
+ * One slot per storage inode in the file cache_dir/j.slots (jslots.c),
+ * opened once per process, written in place with one pwrite under record
+ * locks on its bucket and carrying checks, so a reader sees the old or the
+ * new record and a torn one reads as damage (journal.c has the record
+ * format, jslots.c the slots); a record too large for a slot is a file
+ * cache_dir/j/<ino>, as every record was before session 14 (such files of
+ * an earlier cache are moved into slots at the first open); an
  * index, the fixed-slot file cache_dir/x.idx (jindex.c), maps a local
  * file (dev, ino) to it, so an fd is resolved with one fstat and one
  * pread.  Nothing is written on the open path; records change after a
@@ -57,19 +60,36 @@ struct pohm_jrec {
 
 struct pohm_journal {
 	int dirfd;			/* cache_dir, held open (high fd) */
-	int xfd;			/* x.idx, held open for lookups (high fd; -1 none) */
+	int xfd;			/* x.idx, held open for lookups and changes (high fd; -1 none) */
+	int xrw;			/* xfd is open for writing: changes lock it (POSIX) */
+	int sfd;			/* j.slots, the records (high fd; -1 none: j/ only) */
 	int legacy;			/* x/ of an earlier format seen, not yet moved */
+	long owner;			/* uid owning cache_dir (-1 unknown) */
+	int jfiles;			/* record files j/<ino> of an earlier format may be
+					 * left: a record with no slot is looked for there */
 };
 
 /* Open (creating 0700) the journal under cache_dir. 0 or -errno.  Set
- * j->dirfd = j->xfd = -1 first if pohm_journal_close may run without it. */
+ * j->dirfd = j->xfd = j->sfd = -1 first if pohm_journal_close may run
+ * without it. */
 int pohm_journal_open(struct pohm_journal *j, const char *cache_dir);
 /* openat(dirfd, name, flags); with O_CREAT a new file gets mode 0600 whatever
  * the process's umask (the cache's own files).  fd or -errno. */
 int pohm_journal_open_own(int dirfd, const char *name, int flags);
+/*
+ * May this thread use the journal's held fds?  The kernel no longer asks
+ * at each record (j.slots is opened once): a thread whose fsuid is not
+ * the cache_dir's owner (setfsuid; root without CAP_DAC_OVERRIDE in
+ * another user's cache_dir) is refused as an open of the cache_dir's
+ * files would refuse it, and told why once.  0 or -EACCES.
+ */
+int pohm_journal_may(struct pohm_journal *j);
 /* mkdirat(dirfd, name) with mode 0700 whatever the umask.  0, -EEXIST, -errno. */
 int pohm_journal_mkdir_own(int dirfd, const char *name);
 void pohm_journal_close(struct pohm_journal *j);
+/* A fork child (pohm_cache_atfork_child): the journal writers' mutex as
+ * new, whichever thread held it at the fork. */
+void pohm_journal_atfork_child(void);
 /* Read the record of ino: 0, -ENOENT, -EIO (malformed, torn, or a newer
  * format).  Free with pohm_jrec_clear (also after an error: harmless). */
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 
 #include "sys.h"
@@ -63,6 +64,15 @@ out:
 	if (fd == -EACCES)
 		journal_denied(dirfd);
 	return fd;
+}
+
+int pohm_journal_may(struct pohm_journal *j)
+{
+	if (j->owner < 0 || pohm_perm_fsuid() == (uint32_t)j->owner ||
+	    pohm_perm_has_cap(CAP_DAC_OVERRIDE))
+		return 0;
+	journal_denied(j->dirfd);
+	return -EACCES;
 }
 
 int pohm_journal_mkdir_own(int dirfd, const char *name)

@@ -137,8 +137,8 @@ for line in open(path, errors="replace"):
         continue
     name, args, t = m.group(1), m.group(2), float(m.group(3))
     if state in args:
-        if re.search(r'[/"]j/|j\.lock|x\.idx', args):
-            c = "the cache's journal (j/, j.lock, x.idx)"
+        if re.search(r'[/"]j/|j\.lock|j\.slots|x\.idx', args):
+            c = "the cache's journal (j.slots, j/, j.lock, x.idx)"
         elif ".lock" in args:
             c = "the cache's other locks (*.lock)"
         else:

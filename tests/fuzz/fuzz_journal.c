@@ -79,6 +79,7 @@ static void setup(void)
 	mkdir(dir, 0700);
 	if (pohm_journal_open(&jr, dir))
 		abort();
+	jr.jfiles = 1;	/* the inputs are record files j/<ino>: read them as an earlier cache's */
 	atexit(cleanup);
 	snprintf(local, sizeof(local), "%s/local", dir);
 	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC, 0600);

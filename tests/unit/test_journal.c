@@ -6,6 +6,7 @@
  * findings (tests/RELIABILITY.md 7 and 8): a chunk_shift out of range and a
  * record under another inode's name read as -EIO and leave nothing allocated. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "harness.h"
 #include "journal.h"
 #include "jindex.h"
+#include "jslots.h"
 #include "sha512.h"
 
 #define JOURNAL_DIR_NAME "journal-test"
@@ -81,12 +83,18 @@ TEST(put_get_in_place)
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x42, &back), 0);
 	EXPECT(rec_consistent(&back, 0x42));
 	pohm_jrec_clear(&back);
+	/* 28 checksums do not fit a slot: the record is the file j/42. */
 	record_path(path, sizeof(path), 0x42);
 	EXPECT_EQ_INT(stat(path, &st1), 0);
-	/* A shorter record over a longer one: the same file, the new record. */
+	/* A shorter record over a longer one: into the slot, the file goes. */
 	pohm_jrec_clear(&r);
 	make_rec(&r, 0x42, 5);
 	EXPECT(r.nchunks == 0);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(stat(path, &st2), -1);
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
+	EXPECT_EQ_INT(stat(path, &st1), 0);
+	/* Written in place: the slot file is the same inode after the next put. */
 	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
 	EXPECT_EQ_INT(stat(path, &st2), 0);
 	EXPECT_EQ_INT(st1.st_ino, st2.st_ino);
@@ -146,6 +154,14 @@ static void write_raw(uint64_t ino, const void *p, size_t n)
 	}
 }
 
+/* Record files written by hand after the open, as an earlier library
+ * wrote them: j reads j/<ino> for an inode with no slot, as a journal
+ * does until its first open has moved them into slots. */
+static void as_earlier_cache(struct pohm_journal *j)
+{
+	j->jfiles = 1;
+}
+
 static size_t read_raw(uint64_t ino, uint8_t *p, size_t cap)
 {
 	char path[160];
@@ -169,6 +185,7 @@ TEST(torn_records_read_as_damage)
 	size_t n, cut;
 
 	fresh(&j);
+	as_earlier_cache(&j);
 	make_rec(&r, 0x60, 13);
 	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
 	pohm_jrec_clear(&r);
@@ -266,6 +283,7 @@ TEST(format_1_still_read)
 	size_t n;
 
 	fresh(&j);
+	as_earlier_cache(&j);
 	make_rec(&r, 0x70, 22);
 	n = v1_bytes(buf, &r);
 	write_raw(0x70, buf, n);
@@ -372,7 +390,7 @@ TEST(own_files_ignore_umask)
 		EXPECT_EQ_INT(stat(path, &st), 0);
 		EXPECT_EQ_INT(st.st_mode & 07777, 0700);
 	}
-	snprintf(path, sizeof(path), "%s/j.lock", dir);
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
 	EXPECT_EQ_INT(stat(path, &st), 0);
 	EXPECT_EQ_INT(st.st_mode & 07777, 0600);
 	snprintf(path, sizeof(path), "%s/x.idx", dir);
@@ -469,6 +487,7 @@ TEST(chunk_shift_out_of_range_reads_as_damage)
 	size_t n;
 
 	fresh(&j);
+	as_earlier_cache(&j);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		make_rec(&r, 0x100 + i, 9);	/* 28 chunk checksums */
 		r.chunk_shift = (uint8_t)bad[i];
@@ -573,6 +592,7 @@ TEST(record_under_another_inode_leaves_nothing_allocated)
 	size_t n;
 
 	fresh(&j);
+	as_earlier_cache(&j);
 	make_rec(&r, 0x42, 9);
 	EXPECT(r.nchunks > 0);
 	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
@@ -781,5 +801,340 @@ TEST(commit_trailer_is_outside_the_record_and_bound_to_it)
 	EXPECT_EQ_U64(back.commit_dversion, 0);
 	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* Where ino's slot is in j.slots (level 0 or later), or -1. */
+static off_t slot_of(uint64_t ino)
+{
+	char path[160];
+	uint8_t s[JS_HDR];
+	uint64_t got;
+	off_t off = -1;
+	int fd, level, i;
+
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
+	fd = open(path, O_RDONLY);
+	for (level = 0; fd >= 0 && off < 0 && level < 4; level++)
+		for (i = 0; i < JS_PER; i++) {
+			off_t o = jslots_bucket_off(ino, level) + (off_t)i * JS_SLOT;
+
+			if (pread(fd, s, sizeof(s), o) == (ssize_t)sizeof(s) &&
+			    jslots_slot_hdr(s, &got) > 0 && got == ino) {
+				off = o;
+				break;
+			}
+		}
+	if (fd >= 0)
+		close(fd);
+	return off;
+}
+
+static void flip_byte(off_t off)
+{
+	char path[160];
+	uint8_t c = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
+	fd = open(path, O_RDWR);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(pread(fd, &c, 1, off), 1);
+	c ^= 0x10;
+	EXPECT_EQ_INT(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/* A record in a slot: one pread reads it; a torn slot (its record's check
+ * fails, or its header's) reads as damage, never as another record or as
+ * "none"; a put makes the inode readable again. */
+TEST(slot_records_and_torn_slots)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	char path[160];
+	struct stat st;
+	off_t off;
+
+	fresh(&j);
+	make_rec(&r, 0x5100, 5);	/* no checksums: fits a slot */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	record_path(path, sizeof(path), 0x5100);
+	EXPECT_EQ_INT(stat(path, &st), -1);	/* no record file, no new inode */
+	off = slot_of(0x5100);
+	EXPECT(off > 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), 0);
+	EXPECT(rec_consistent(&back, 0x5100));
+	pohm_jrec_clear(&back);
+	/* The record's bytes torn. */
+	flip_byte(off + JS_HDR + 40);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), -EIO);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), 0);
+	pohm_jrec_clear(&back);
+	/* The header torn: whose slot it was cannot be known, so the inode
+	 * reads as damage, not as absent. */
+	flip_byte(off + 9);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), -EIO);
+	/* A put writes another slot of the chain; the record reads again. */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), 0);
+	EXPECT(rec_consistent(&back, 0x5100));
+	pohm_jrec_clear(&back);
+	EXPECT(slot_of(0x5100) != off);
+	/* Deleted: its slot is free; an inode whose chain passes the
+	 * damaged header still reads as damage (it may have been its slot). */
+	EXPECT_EQ_INT(pohm_journal_del(&j, 0x5100), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5100, &back), -EIO);
+	EXPECT_EQ_INT(pohm_journal_del(&j, 0x5100), -ENOENT);
+	/* Without damage in the chain, a deleted record is absent. */
+	make_rec(&r, 0x5101, 5);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_del(&j, 0x5101), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5101, &back), -ENOENT);
+	pohm_jrec_clear(&r);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* A slot file of a newer format is not read as this one's. */
+TEST(slot_file_of_a_newer_format_is_not_used)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	char path[160];
+	uint8_t v = 2;
+	int fd;
+
+	fresh(&j);
+	make_rec(&r, 0x5200, 5);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_journal_close(&j);
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
+	fd = open(path, O_RDWR);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(pwrite(fd, &v, 1, 4), 1);	/* the header's version */
+	close(fd);
+	EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
+	EXPECT(j.sfd < 0);
+	EXPECT(pohm_journal_get(&j, 0x5200, &back) < 0);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* A cache of the earlier format (every record a file j/<ino>): its first
+ * open moves the records that fit into slots (their files go), leaves a
+ * large one and a damaged one in j/ behind slots that say so, reads all
+ * as before, and says in the slot file's header that no later open needs
+ * to look at j/. */
+TEST(an_earlier_cache_moves_into_slots)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint8_t buf[8192];
+	char path[160];
+	struct stat st;
+	size_t n;
+	uint64_t inos[8] = { 0 };
+
+	fresh(&j);
+	as_earlier_cache(&j);
+	/* Records as the earlier library wrote them: by hand as files. */
+	make_rec(&r, 0x5300, 5);		/* small */
+	n = v1_bytes(buf, &r);
+	pohm_jrec_clear(&r);
+	pohm_journal_close(&j);
+	write_raw(0x5300, buf, n);
+	make_rec(&r, 0x5301, 9);		/* 28 checksums: too large for a slot */
+	n = v1_bytes(buf, &r);
+	pohm_jrec_clear(&r);
+	write_raw(0x5301, buf, n);
+	write_raw(0x5302, buf, n / 2);	/* damaged */
+	snprintf(path, sizeof(path), "%s/j.slots", dir);
+	EXPECT_EQ_INT(unlink(path), 0);	/* as if no library of this session had opened it */
+	EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
+	EXPECT_EQ_INT(j.jfiles, 0);
+	record_path(path, sizeof(path), 0x5300);
+	EXPECT_EQ_INT(stat(path, &st), -1);
+	record_path(path, sizeof(path), 0x5301);
+	EXPECT_EQ_INT(stat(path, &st), 0);
+	EXPECT(slot_of(0x5300) > 0 && slot_of(0x5301) > 0 && slot_of(0x5302) > 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5300, &back), 0);
+	EXPECT(rec_consistent(&back, 0x5300));
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5301, &back), 0);
+	EXPECT(rec_consistent(&back, 0x5301));
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5302, &back), -EIO);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5303, &back), -ENOENT);
+	/* A walk meets both intact records once. */
+	EXPECT_EQ_INT(pohm_journal_each(&j, each_ino, inos), 0);
+	EXPECT_EQ_INT(inos[0], 2);
+	/* The next open trusts the header. */
+	pohm_journal_close(&j);
+	EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
+	EXPECT_EQ_INT(j.jfiles, 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x5300, &back), 0);
+	pohm_jrec_clear(&back);
+	done(&j);
+}
+
+/* One journal (one j.slots fd) shared by the threads of a process and by
+ * a fork child that inherited it: writers of one record, in a slot and in
+ * j/ by turns, and readers; every read is one of the written records,
+ * whole (the process's mutex orders its threads; POSIX locks, which a
+ * fork child does not inherit, order the two processes on one open file
+ * description, where OFD locks would not). */
+struct mt_arg {
+	struct pohm_journal *j;
+	unsigned id;
+	int errs;
+};
+
+static void *mt_run(void *p)
+{
+	struct mt_arg *a = p;
+	struct pohm_jrec r;
+	time_t end = time(NULL) + 15;
+	unsigned n;
+	int rc;
+
+	for (n = 0; n < 800 && time(NULL) < end; n++) {
+		if (a->id % 2 == 0) {
+			make_rec(&r, 0x91, a->id * 100000 + n);	/* k % 5: slot or j/ */
+			rc = pohm_journal_put(a->j, &r);
+		} else {
+			rc = pohm_journal_get(a->j, 0x91, &r);
+			if (rc == -ENOENT)
+				rc = 0;
+			else if (!rc && !rec_consistent(&r, 0x91))
+				rc = -EBADMSG;
+		}
+		if (rc) {
+			printf("# thread %u of %d, step %u: %d\n", a->id, (int)getpid(), n, rc);
+			a->errs++;
+		}
+		pohm_jrec_clear(&r);
+	}
+	return NULL;
+}
+
+static int mt_threads(struct pohm_journal *j, unsigned base)
+{
+	pthread_t t[3];
+	struct mt_arg a[3];
+	int i, errs = 0;
+
+	for (i = 0; i < 3; i++) {
+		a[i].j = j;
+		a[i].id = base + (unsigned)i;
+		a[i].errs = 0;
+		if (pthread_create(&t[i], NULL, mt_run, &a[i]))
+			return 1;
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		errs += a[i].errs;
+	}
+	return errs;
+}
+
+TEST(threads_and_a_fork_child_on_one_fd)
+{
+	struct pohm_journal j;
+	struct pohm_jrec back;
+	pid_t kid;
+	int status = -1, errs;
+
+	fresh(&j);
+	kid = fork();
+	if (kid == 0) {
+		pohm_journal_atfork_child();
+		_exit(mt_threads(&j, 10) ? 1 : 0);
+	}
+	errs = mt_threads(&j, 0);
+	EXPECT_EQ_INT(errs, 0);
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x91, &back), 0);
+	EXPECT(rec_consistent(&back, 0x91));
+	pohm_jrec_clear(&back);
+	done(&j);
+}
+
+/* Inserts of distinct inodes that share their buckets, by two threads and
+ * a fork child on one fd at once, each deleting its inode again: each put
+ * takes a slot of its own, and its record is there when it returns
+ * (without the process's mutex two threads took the same free slot and
+ * one record was lost). */
+#define SHARED_N 8
+static uint64_t shared_inos[3][SHARED_N];
+
+struct ins_arg {
+	struct pohm_journal *j;
+	int row, errs;
+};
+
+static void *ins_run(void *p)
+{
+	struct ins_arg *a = p;
+	struct pohm_jrec r, back;
+	time_t end = time(NULL) + 8;
+	int k, n;
+
+	for (n = 0; n < 3000 && time(NULL) < end; n++) {
+		k = n % SHARED_N;
+		make_rec(&r, shared_inos[a->row][k], 5);
+		a->errs += pohm_journal_put(a->j, &r) != 0;
+		pohm_jrec_clear(&r);
+		if (pohm_journal_get(a->j, shared_inos[a->row][k], &back) ||
+		    !rec_consistent(&back, shared_inos[a->row][k]))
+			a->errs++;
+		pohm_jrec_clear(&back);
+		if (k == SHARED_N - 1)
+			for (k = 0; k < SHARED_N; k++)
+				a->errs += pohm_journal_del(a->j, shared_inos[a->row][k]) != 0;
+	}
+	return NULL;
+}
+
+TEST(inserts_sharing_buckets_from_threads_and_a_fork_child)
+{
+	struct pohm_journal j;
+	struct ins_arg a[2];
+	pthread_t t[2];
+	off_t want = jslots_bucket_off(1, 0);
+	uint64_t ino;
+	int n = 0, k, status = -1;
+	pid_t kid;
+
+	/* Inodes whose level-0 bucket is inode 1's (4 slots for 24 of them:
+	 * the chain goes on into later levels). */
+	for (ino = 2; n < 3 * SHARED_N; ino++)
+		if (jslots_bucket_off(ino, 0) == want) {
+			shared_inos[n / SHARED_N][n % SHARED_N] = ino;
+			n++;
+		}
+	fresh(&j);
+	kid = fork();
+	if (kid == 0) {
+		struct ins_arg c = { &j, 2, 0 };
+
+		pohm_journal_atfork_child();
+		ins_run(&c);
+		_exit(c.errs ? 1 : 0);
+	}
+	for (k = 0; k < 2; k++) {
+		a[k].j = &j;
+		a[k].row = k;
+		a[k].errs = 0;
+		EXPECT_EQ_INT(pthread_create(&t[k], NULL, ins_run, &a[k]), 0);
+	}
+	for (k = 0; k < 2; k++) {
+		pthread_join(t[k], NULL);
+		EXPECT_EQ_INT(a[k].errs, 0);
+	}
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	done(&j);
 }
