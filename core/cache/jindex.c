@@ -17,7 +17,7 @@
  *   - Writers lock the byte ranges of the buckets they read, level by
  *     level upwards, then one pwrite of a slot.  Since session 14 the
  *     locks are POSIX record locks on the journal's kept fd, under
- *     jslots.c's writers' mutex (as j.slots's: decision 0090), all
+ *     jslots.c's writers' mutex (as j.slots's: decision 0056), all
  *     dropped by one F_UNLCK; the kernel drops them with a dead writer,
  *     and they conflict with the OFD locks earlier libraries take on a
  *     fresh open (still the way when this process could open x.idx only

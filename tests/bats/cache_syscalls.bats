@@ -105,7 +105,7 @@ trace() {
 #     file per create for a while, +11 calls; written once at exit since
 #     keptlazy: back to 1181, the first 258.)
 #   the journal's records in slots of one file opened once per process
-#     (j.slots, decision 0090: a record read is one pread, a write one
+#     (j.slots, decision 0056: a record read is one pread, a write one
 #     pwrite between two fcntl; no record file, no j.lock open per
 #     record): creates 832, the first 226; stats 45, the first 108; the
 #     first open 121; and x.idx changed through its kept fd too (no open
