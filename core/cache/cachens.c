@@ -785,6 +785,16 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	r = pohm_ns_rename_ino(c->ns, t.fdino, t.fname, t.tdino, t.tname, flags, ino);
 	if (t.blind)
 		pohm_ns_read_along(c->ns, 0);
+	if (r == POHM_NS_RENAME_SAME) {
+		/* The target names the source's inode already (a link another
+		 * host made, maybe not here): rename(2) does nothing, the
+		 * storage keeps both names, so must this copy -- no local
+		 * rename (it would drop from here); a target not here is
+		 * looked up when asked for, not taken for absent (0047). */
+		cache_dir_incomplete(c, t.tdino);
+		r = 0;
+		goto out;
+	}
 	if (r) {
 		if (r != -EEXIST && r != -ENOENT && r != -ENOTEMPTY)
 			cache_dir_incomplete(c, t.fdino);	/* it may have happened */

@@ -231,6 +231,8 @@ static int sq_rename(struct pohm_cache *c, const char *from, const char *to)
 		r = pohm_ns_lookup(c->ns, fdino, fname, &ino, &type);
 	if (!r)
 		r = pohm_ns_rename_ino(c->ns, fdino, fname, tdino, tname, 0, ino);
+	if (r == POHM_NS_RENAME_SAME)
+		r = 0;		/* two names of one inode: the storage keeps both */
 	if (r)
 		goto out;
 	cache_dir_changed(c, fdino);

@@ -241,7 +241,11 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags);
 /* pohm_ns_rename for a caller that guesses sname's inode (0: none): it is
- * read along with the source's lookup, for the ctime update's CAS. */
+ * read along with the source's lookup, for the ctime update's CAS.  Returns
+ * POHM_NS_RENAME_SAME (> 0) when dname already names sname's inode (a hard
+ * link, maybe made by another host): nothing was done, both names stay, as
+ * rename(2) says; the caller's local copy must keep both too. */
+#define POHM_NS_RENAME_SAME 1
 int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		       const char *dname, unsigned flags, uint64_t guess);
 

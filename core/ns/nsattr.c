@@ -158,8 +158,11 @@ static int bucket_says(const struct pohm_kv_val *v, uint64_t dir, unsigned depth
 
 	if (pohm_bucket_decode(&bk, v->data, v->len))
 		return -ESTALE;
+	/* Only a NORMAL bucket is current: a SPLITTING one's snapshot goes
+	 * stale once its children exist (and stays so if its splitter died),
+	 * a SPLIT or SEALED one's never names anything. */
 	if (bk.dir == dir && bk.depth == depth && bk.index == index &&
-	    bk.state != POHM_BUCKET_SPLIT) {
+	    bk.state == POHM_BUCKET_NORMAL) {
 		i = pohm_bucket_find(&bk, name);
 		if (i >= 0 && !bk.e[i].intent && bk.e[i].ino == ino)
 			r = 0;

@@ -806,6 +806,8 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 	/* One write when a copy says the root bucket is empty, or none is
 	 * kept (decision 0055); a lost one walks on reads. */
 	r = ns_seal_first(ns, dir, txid, parent, name);
+	if (NS_UNSURE(r))
+		ns_bucket_walk(ns, dir, unseal_fn, &c);	/* the seal may have landed */
 	if (r <= 0)
 		return r;
 	r = 0;
@@ -1057,10 +1059,27 @@ static int touch_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+/*
+ * touch_fn for the same-directory rename's put sent along its bucket CAS
+ * (bucket_move_along), before the commit is known: not on a marked inode
+ * (1: nothing sent).  That CAS may win while the bucket's loses -- the
+ * name already gone by an unlinker that died before the count -- and
+ * would clear the mark of an inode with no name, which fsck then takes
+ * for a lost file (decisions 0049/0050).  After the commit touch_fn runs.
+ */
+static int touch_along_fn(struct pohm_inode *in, void *arg)
+{
+	if (in->hdr.flags & POHM_OBJF_UNLINKED)
+		return 1;
+	return touch_fn(in, arg);
+}
+
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
-	return pohm_ns_rename_ino(ns, sdir, sname, ddir, dname, flags, 0);
+	int r = pohm_ns_rename_ino(ns, sdir, sname, ddir, dname, flags, 0);
+
+	return r == POHM_NS_RENAME_SAME ? 0 : r;
 }
 
 int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
@@ -1069,6 +1088,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	struct pohm_dentry src = { 0 }, dst = { 0 }, intent = { 0 };
 	int r, have_dst, sealed = 0, leased = 0, exch = flags & POHM_RENAME_EXCHANGE, touched = 0;
 	int kept = 0;	/* 1: decided on kept copies (no lookup); 2: read after that */
+	unsigned unsure;	/* the commit's retries after an unknown outcome */
 	struct pohm_buf tb = POHM_BUF_INIT;	/* the source's ctime, sent along */
 	uint8_t tcsum[POHM_KV_CSUM];
 	char tkey[POHM_KEY_MAX];
@@ -1090,7 +1110,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		/* The source's ctime in the same round trip, on the copy read
 		 * along with the lookup (decision 0022): independent of the
 		 * move, so any of the two may land alone. */
-		if (guess && !ns_inode_change_peeked(ns, guess, touch_fn, NULL, &tb, tcsum)) {
+		if (guess && !ns_inode_change_peeked(ns, guess, touch_along_fn, NULL, &tb, tcsum)) {
 			pohm_key_inode(tkey, guess);
 			touch.key = tkey;
 			touch.data = tb.p;
@@ -1191,8 +1211,10 @@ again:
 		r = -ENOENT;
 		goto out;
 	}
-	if (have_dst && dst.ino == src.ino)
-		goto out;	/* two names of one inode: POSIX says do nothing */
+	if (have_dst && dst.ino == src.ino) {
+		r = POHM_NS_RENAME_SAME;	/* two names of one inode: POSIX says do nothing */
+		goto out;
+	}
 	if (have_dst && !exch) {
 		if (src.type == DT_DIR && dst.type != DT_DIR) {
 			r = -ENOTDIR;
@@ -1241,6 +1263,15 @@ again:
 		sealed = 1;
 	}
 	r = intent_set(ns, sdir, sname, src.ino, &intent);
+	if (r == -ENOENT && kept == 1) {
+		/* The kept copy's source is another inode (or none) now, e.g.
+		 * a file another host renamed over it: decide on reads, as
+		 * rmdir does (decision 0054). */
+		pohm_dentry_clear(&src);
+		memset(&src, 0, sizeof(src));
+		intent.i_txid = ns_random(ns);
+		goto again;
+	}
 	if (r)
 		goto out;
 	src.i_txid = intent.i_txid;
@@ -1257,6 +1288,27 @@ again:
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
 	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
+	for (unsure = 0; NS_UNSURE(r) && unsure < NS_UNSURE_RETRIES; unsure++) {
+		/* Our put may have landed: its read finds our txid (0), or
+		 * commits it now.  A commit only ever displaces i_replaced. */
+		r = ns_move_commit(ns, &src, &replaced, &rtype);
+		if (!r) {
+			replaced = intent.i_replaced;
+			rtype = replaced ? dst.type : 0;
+		}
+	}
+	if (r && unsure) {
+		/*
+		 * Still unknown, or refused after a put that may have landed:
+		 * the intent stays (no abort: a commit that landed would be
+		 * left with two plain names of one inode of nlink 1) and is
+		 * settled by txid by whoever meets it (ns_intent_resolve);
+		 * the lease expires with it.
+		 */
+		leased = 0;
+		r = -EIO;
+		goto out;
+	}
 	if (r == -EEXIST && kept == 1) {
 		/* A target the kept copy did not have: clear our intent, then
 		 * the whole rename again on reads (it replaces that target). */

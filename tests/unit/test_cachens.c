@@ -6,6 +6,7 @@
  * RENAME_NOREPLACE as rename(2) says; hard links and symlinks travel.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 
@@ -167,6 +168,57 @@ TEST(hard_links_and_symlinks_travel)
 	pohm_cache_stat_fix(b, &s2);
 	EXPECT_EQ_INT(s2.st_nlink, 1);
 	EXPECT_EQ_INT(ch_read_all(ch_path("b", "h"), buf, sizeof(buf)), 6);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* Host b's link of f as g, in a thread of its own: kvmem keeps its copies
+ * per thread, so host a's copies do not see it (as another machine's). */
+static struct pohm_cache *link_host;
+static int link_r;
+
+static void *link_elsewhere(void *arg)
+{
+	link_r = pohm_cache_link(link_host, "f", "g");
+	return NULL;
+}
+
+/*
+ * Host b links f as g; host a, which made f and never saw g, renames f to
+ * g with no lookup of g (its kept copies say g is absent, decision 0052):
+ * two names of one inode, so rename(2) does nothing -- the storage keeps
+ * both, and so must a's copy.  It renamed locally, dropping f here while
+ * the storage kept it (session 14 review).
+ */
+TEST(a_blind_rename_onto_a_link_another_host_made_keeps_both_names)
+{
+	struct pohm_cache *a, *b;
+	struct stat s1, s2;
+	pthread_t t;
+
+	ch_setup();
+	/* put_n and kept copies, f not revalidated: the blind path */
+	a = ch_host_over("a", &ch_mem, 10000000000ULL);
+	b = ch_host_over("b", &ch_mem, 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "both", 4), 0);
+	link_host = b;
+	pthread_create(&t, NULL, link_elsewhere, NULL);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(link_r, 0);
+	EXPECT(!exists("a", "g"));
+	EXPECT_EQ_INT(pohm_cache_rename(a, "f", "g", 0), 0);
+	EXPECT(exists("a", "f"));
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "g", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("a", "f"), &s1), 0);
+	EXPECT_EQ_INT(stat(ch_path("a", "g"), &s2), 0);
+	pohm_cache_stat_fix(a, &s1);
+	pohm_cache_stat_fix(a, &s2);
+	EXPECT_EQ_U64(s1.st_ino, s2.st_ino);	/* (its count: after attr_timeout) */
+	/* And the storage kept both: another host sees both. */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "g", POHM_MAT_DATA), 0);
+	EXPECT(exists("b", "f") && exists("b", "g"));
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }

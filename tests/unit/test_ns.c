@@ -733,6 +733,57 @@ TEST(move_on_kept_bases_reads_nothing_and_meets_a_new_target_by_starting_over)
 	kept_clear();
 }
 
+/*
+ * A move on kept copies (decision 0054) whose source another host
+ * replaced meanwhile (a new file renamed over it, as editors save): the
+ * intent's CAS loses and finds another inode there.  The name exists, so
+ * the move decides on reads and moves what it names now; it failed
+ * -ENOENT (session 14 review).
+ */
+TEST(move_on_kept_bases_of_a_source_another_host_replaced_moves_the_name)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL;
+	struct pohm_inode d, e, x;
+	uint64_t s4, n4;
+	struct kept_rename k;
+	struct pohm_kv ckv;
+
+	kept_clear();
+	counting_kv(&ckv);
+	pohm_ns_close(ns);
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &ckv, &opt), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(nsb, POHM_ROOT_INO, "e", 0755, 0, 0, &e), 0);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, e.ino, "e0", 0644, 0, 0, 0, 0, &x), 0);
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(nsb, d.ino, "s4", 0644, 0, 0, 0, 0, &x), 0);
+	s4 = x.ino;
+	pohm_inode_clear(&x);
+	pthread_mutex_lock(&kept_lock);
+	kept_frozen = 1;
+	pthread_mutex_unlock(&kept_lock);
+	ns2 = open_ns(0, 10000);
+	/* Another host saves s4 atomically: a new file renamed over it. */
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d.ino, "s4.tmp", 0644, 0, 0, 0, 0, &x), 0);
+	n4 = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_rename(ns2, d.ino, "s4.tmp", d.ino, "s4", 0), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s4"), n4);
+	kept_move_run(&k, nsb, d.ino, "s4", s4, e.ino, "t4");
+	EXPECT_EQ_INT(k.ready, 1);	/* it did go on the kept copies */
+	EXPECT_EQ_INT(k.r, 0);
+	EXPECT_EQ_U64(ino_of(ns2, d.ino, "s4"), 0);
+	EXPECT_EQ_U64(ino_of(ns2, e.ino, "t4"), n4);
+	EXPECT_EQ_INT(nlink_of(ns2, n4), 1);
+	pohm_inode_clear(&d);
+	pohm_inode_clear(&e);
+	pohm_ns_close(ns2);
+	pohm_ns_close(nsb);
+	kept_clear();
+}
+
 /* A "new process" removing dir/name, whose inode the caller guesses. */
 struct kept_rmdir {
 	struct pohm_ns *ns;
@@ -1894,6 +1945,71 @@ TEST(lookup_during_split_reads_the_child)
 	EXPECT_EQ_INT(pohm_ns_create(other, 1, "y", 0644, 0, 0, 0, POHM_CREATE_EXCL, NULL), 0);
 	EXPECT(ino_of(ns, 1, "y") != 0);
 	EXPECT_EQ_INT(count_entries(ns, 1), 6);
+	pohm_ns_close(other);
+	pohm_ns_close(ns);
+}
+
+/*
+ * A splitter that died after writing both children leaves the parent
+ * SPLITTING with its snapshot, which goes stale as the children change.
+ * pohm_ns_lookup_check must not confirm a name from it (session 14
+ * review: a name renamed away was confirmed, reads went back in time);
+ * only a NORMAL bucket is plain enough, the rest is the lookup's.
+ */
+TEST(lookup_check_does_not_trust_a_splitting_parents_snapshot)
+{
+	struct pohm_ns *ns = fresh(16), *other;
+	const char *names[] = { "a", "b", "c", "d", "e" };
+	struct pohm_kv_val v = { 0 };
+	struct pohm_bucket parent, child;
+	struct pohm_inode in;
+	char key[POHM_KEY_MAX];
+	uint64_t aino;
+	unsigned c, i;
+	int r;
+
+	for (i = 0; i < 5; i++)
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, names[i], 0644, 0, 0, 0, 0, NULL), 0);
+	aino = ino_of(ns, 1, "a");
+	pohm_key_bucket(key, 1, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	for (c = 0; c < 2; c++) {
+		EXPECT_EQ_INT(pohm_bucket_decode(&child, v.data, v.len), 0);
+		child.depth = 1;
+		child.index = c;
+		pohm_key_bucket(child.hdr.key, 1, 1, c);
+		for (i = child.n; i > 0; i--)
+			if ((pohm_name_hash(child.e[i - 1].name) & 1) != c)
+				pohm_bucket_remove(&child, i - 1);
+		put_bucket(&child, POHM_KV_ABSENT);
+		pohm_bucket_clear(&child);
+	}
+	/* The splitter died here: the parent stays SPLITTING with its snapshot. */
+	EXPECT_EQ_INT(pohm_bucket_decode(&parent, v.data, v.len), 0);
+	parent.state = POHM_BUCKET_SPLITTING;
+	parent.txid = 1;
+	put_bucket(&parent, NULL);
+	pohm_bucket_clear(&parent);
+	pohm_kv_val_free(&v);
+	other = open_ns(16, 10000);
+	/* Another host renames "a" away (the inode lives on as "a2"). */
+	EXPECT_EQ_INT(pohm_ns_rename(other, 1, "a", 1, "a2", 0), 0);
+	pohm_ns_close(other);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&parent, v.data, v.len), 0);
+	/* The stale snapshot still names "a". */
+	EXPECT_EQ_INT(parent.state, POHM_BUCKET_SPLITTING);
+	EXPECT(pohm_bucket_find(&parent, "a") >= 0);
+	pohm_bucket_clear(&parent);
+	pohm_kv_val_free(&v);
+	other = open_ns(16, 10000);	/* a new process: no hint */
+	r = pohm_ns_lookup_check(other, 1, "a", aino, &in);
+	if (!r)
+		pohm_inode_clear(&in);
+	EXPECT_EQ_INT(r, -ESTALE);
+	/* The lookup it falls back on reads the child: "a" is gone. */
+	EXPECT_EQ_U64(ino_of(other, 1, "a"), 0);
+	EXPECT_EQ_U64(ino_of(other, 1, "a2"), aino);
 	pohm_ns_close(other);
 	pohm_ns_close(ns);
 }
@@ -3272,6 +3388,81 @@ TEST(rename_in_one_bucket_with_an_unknown_outcome_settles_it)
 	}
 }
 
+/* The intent of dir/name as stored in dir's root bucket, unresolved (-1:
+ * no such name or bucket). */
+static int raw_intent(uint64_t dir, const char *name)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	int i, r = -1;
+
+	pohm_key_bucket(key, dir, 0, 0);
+	if (kv.ops->get(kv.ctx, key, &v))
+		return -1;
+	if (!pohm_bucket_decode(&bk, v.data, v.len)) {
+		i = pohm_bucket_find(&bk, name);
+		if (i >= 0)
+			r = bk.e[i].intent;
+		pohm_bucket_clear(&bk);
+	}
+	pohm_kv_val_free(&v);
+	return r;
+}
+
+/*
+ * A move across directories whose commit put lands but answers -EIO (its
+ * outcome unknown), in both put orders, with the reads after it working
+ * (the retry finds its txid: done) or failing too (still unknown: -EIO,
+ * its intent left for whoever meets it to settle by txid).  Never both
+ * names as plain entries of an inode with nlink 1: a later unlink of one
+ * freed the file the other still named (session 14 review: the commit's
+ * error cleared the intent).
+ */
+TEST(move_commit_with_an_unknown_outcome_leaves_one_name)
+{
+	int k, rev, then, saw_retry = 0, saw_left = 0;
+
+	for (rev = 0; rev < 2; rev++)
+	for (then = 0; then < 2; then++)
+	for (k = 0; k < 4; k++) {
+		struct pohm_ns *ns = fresh(0);
+		struct pohm_inode a, d, e, x;
+		int r, intent;
+
+		pohm_kvmem_put_n_reverse(&kv, rev);
+		EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &d), 0);
+		EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "e", 0755, 0, 0, &e), 0);
+		EXPECT_EQ_INT(pohm_ns_create(ns, d.ino, "a", 0644, 0, 0, 0, 0, &a), 0);
+		pohm_kvmem_fail_unsure(&kv, k, then ? 50 : 0);
+		r = pohm_ns_rename(ns, d.ino, "a", e.ino, "b", 0);
+		pohm_kvmem_fail_unsure(&kv, -1, 0);
+		intent = raw_intent(d.ino, "a");
+		if (k == 1 && !then)
+			saw_retry += r == 0;	/* the commit's: its retry read settles it */
+		if (k == 1 && then)
+			saw_left += r == -EIO && intent == POHM_INTENT_MOVE;
+		/* Settled (a lookup meets the intent): one name, nlink 1. */
+		if (ino_of(ns, e.ino, "b")) {
+			EXPECT_EQ_U64(ino_of(ns, e.ino, "b"), a.ino);
+			EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), 0);
+		} else {
+			EXPECT(r != 0);
+			EXPECT_EQ_U64(ino_of(ns, d.ino, "a"), a.ino);
+		}
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, a.ino, &x), 0);
+		EXPECT_EQ_INT(x.nlink, 1);
+		pohm_inode_clear(&x);
+		pohm_inode_clear(&a);
+		pohm_inode_clear(&d);
+		pohm_inode_clear(&e);
+		pohm_ns_close(ns);
+	}
+	pohm_kvmem_put_n_reverse(&kv, 0);
+	EXPECT_EQ_INT(saw_retry, 2);
+	EXPECT_EQ_INT(saw_left, 2);
+}
+
 TEST(create_with_an_unknown_outcome_settles_it_and_keeps_its_inode)
 {
 	int failing[] = { 1, 2, 3, 50 }, k, f, nputs;
@@ -3694,3 +3885,160 @@ static void exchange_clears(int across)
 
 TEST(rename_exchange_clears_both_marks)        { exchange_clears(0); }
 TEST(rename_exchange_across_clears_both_marks) { exchange_clears(1); }
+
+/*
+ * A rename in one bucket sends the source's ctime along with the bucket's
+ * CAS (decision 0022) before it knows the commit.  On an inode whose kept
+ * copy is marked UNLINKED (a one-wait unlink that died after its inode
+ * put) and whose name went meanwhile without touching the inode (an
+ * unlinker that died before the count), the bucket's CAS loses and the
+ * inode's won: the mark went from an inode with no name, which fsck then
+ * links into /lost+found instead of collecting it (session 14 review).
+ * A marked copy is not sent along; the rename fails -ENOENT, the mark stays.
+ */
+struct along_marked {
+	struct pohm_ns *ns;
+	uint64_t d, s;
+	pthread_barrier_t *bar;
+	int lookup, r;
+};
+
+static void *along_marked_rename(void *arg)
+{
+	struct along_marked *a = arg;
+	uint64_t ino;
+
+	pohm_ns_read_along(a->ns, a->s);
+	a->lookup = pohm_ns_lookup(a->ns, a->d, "t", &ino, NULL);	/* the kept copies */
+	pthread_barrier_wait(a->bar);
+	pthread_barrier_wait(a->bar);		/* the name goes meanwhile */
+	a->r = pohm_ns_rename_ino(a->ns, a->d, "s", a->d, "t", 0, a->s);
+	return NULL;
+}
+
+TEST(rename_in_a_bucket_does_not_send_a_marked_inodes_ctime_along)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_bucket bk;
+	struct pohm_inode in;
+	struct along_marked a;
+	pthread_barrier_t bar;
+	char key[POHM_KEY_MAX];
+	pthread_t t;
+	int i;
+
+	a.ns = fresh(0);
+	a.bar = &bar;
+	EXPECT_EQ_INT(pohm_ns_mkdir(a.ns, 1, "d", 0755, 0, 0, NULL), 0);
+	a.d = ino_of(a.ns, 1, "d");
+	EXPECT_EQ_INT(pohm_ns_create(a.ns, a.d, "s", 0644, 0, 0, 0, 0, &in), 0);
+	a.s = in.ino;
+	pohm_inode_clear(&in);
+	mark_named(a.ns, a.d, "s", a.s);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&t, NULL, along_marked_rename, &a);
+	pthread_barrier_wait(&bar);
+	/* The name goes, the inode is not written (its unlinker died). */
+	pohm_key_bucket(key, a.d, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	i = pohm_bucket_find(&bk, "s");
+	EXPECT(i >= 0);
+	if (i >= 0)
+		pohm_bucket_remove(&bk, (uint32_t)i);
+	put_bucket(&bk, v.csum);
+	pohm_bucket_clear(&bk);
+	pohm_kv_val_free(&v);
+	pthread_barrier_wait(&bar);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&bar);
+	EXPECT_EQ_INT(a.lookup, -ENOENT);
+	EXPECT_EQ_INT(a.r, -ENOENT);
+	EXPECT_EQ_U64(ino_of(a.ns, a.d, "t"), 0);
+	EXPECT(flags_of(a.ns, a.s) & POHM_OBJF_UNLINKED);	/* garbage for fsck */
+	pohm_ns_close(a.ns);
+}
+
+/*
+ * rename(2) of two names of one inode does nothing and returns 0; the
+ * storage says so with POHM_NS_RENAME_SAME, so that the cache keeps both
+ * local names too (it did the local rename, dropping the source here
+ * while the storage kept it; session 14 review).  In one directory and
+ * across, with the target a link another handle made.
+ */
+TEST(rename_onto_a_link_of_the_same_inode_says_nothing_was_done)
+{
+	struct pohm_ns *ns = fresh(0), *ns2 = open_ns(0, 10000);
+	struct pohm_inode in;
+	uint64_t d, e, s;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "e", 0755, 0, 0, NULL), 0);
+	d = ino_of(ns, 1, "d");
+	e = ino_of(ns, 1, "e");
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "s", 0644, 0, 0, 0, 0, &in), 0);
+	s = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_U64(ino_of(ns, d, "t"), 0);	/* this handle saw t absent */
+	EXPECT_EQ_U64(ino_of(ns, e, "u"), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns2, s, d, "t", NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_link(ns2, s, e, "u", NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d, "s", d, "t", 0, s), POHM_NS_RENAME_SAME);
+	EXPECT_EQ_INT(pohm_ns_rename_ino(ns, d, "s", e, "u", 0, s), POHM_NS_RENAME_SAME);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d, "t", e, "u", 0), 0);	/* the plain call: 0 */
+	EXPECT_EQ_U64(ino_of(ns, d, "s"), s);
+	EXPECT_EQ_U64(ino_of(ns, d, "t"), s);
+	EXPECT_EQ_U64(ino_of(ns, e, "u"), s);
+	EXPECT_EQ_INT(nlink_of(ns, s), 3);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/* The state of dir's root bucket as stored (-1: none). */
+static int raw_root_state(uint64_t dir)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	int r = -1;
+
+	pohm_key_bucket(key, dir, 0, 0);
+	if (kv.ops->get(kv.ctx, key, &v))
+		return -1;
+	if (!pohm_bucket_decode(&bk, v.data, v.len)) {
+		r = bk.state;
+		pohm_bucket_clear(&bk);
+	}
+	pohm_kv_val_free(&v);
+	return r;
+}
+
+/*
+ * An rmdir whose one-write seal (decision 0055) lands but answers -EIO:
+ * it fails, and takes its seal back as seal_dir's walk does on any
+ * failure; the seal was left, for every later writer to resolve by
+ * reading the parent (session 14 review).
+ */
+TEST(rmdir_whose_first_seal_has_an_unknown_outcome_leaves_no_seal)
+{
+	int k, saw = 0;
+
+	for (k = 0; k < 4; k++) {
+		struct pohm_ns *ns = fresh(0);
+		uint64_t d;
+		int r;
+
+		EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, NULL), 0);
+		d = ino_of(ns, 1, "d");
+		pohm_kvmem_fail_unsure(&kv, k, 0);
+		r = pohm_ns_rmdir(ns, 1, "d");
+		pohm_kvmem_fail_unsure(&kv, -1, 0);
+		if (r && ino_of(ns, 1, "d") == d) {
+			saw++;
+			EXPECT(raw_root_state(d) != POHM_BUCKET_SEALED);
+			EXPECT_EQ_INT(pohm_ns_create(ns, d, "f", 0644, 0, 0, 0, 0, NULL), 0);
+		}
+		pohm_ns_close(ns);
+	}
+	EXPECT(saw >= 1);
+}
