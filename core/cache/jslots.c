@@ -54,6 +54,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "sys.h"
@@ -443,7 +444,18 @@ int jslots_each(struct pohm_journal *j,
 	buf = malloc(CHUNK);
 	if (!buf)
 		return -ENOMEM;
-	while (!rc && (n = pohm_sys_pread_full(j->sfd, buf, CHUNK, off)) > 0) {
+	for (;;) {
+		/* The file is sparse (levels of 4 MiB and more, few slots
+		 * used): read only where there is data.  A file system without
+		 * SEEK_DATA says the whole file is data. */
+		off_t d = pohm_sys_lseek(j->sfd, off, SEEK_DATA);
+
+		if (d == -ENXIO)
+			break;		/* no data past off */
+		if (d > off)
+			off = d & ~(off_t)(JS_BUCKET - 1);
+		if (rc || (n = pohm_sys_pread_full(j->sfd, buf, CHUNK, off)) <= 0)
+			break;
 		for (i = 0; !rc && i + JS_SLOT <= n; i += JS_SLOT) {
 			k = jslots_slot_hdr(buf + i, &ino);
 			if (k == JS_REC || k == JS_FILE)

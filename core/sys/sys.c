@@ -101,6 +101,11 @@ ssize_t pohm_sys_write_full(int fd, const void *buf, size_t n)
 	return (ssize_t)done;
 }
 
+off_t pohm_sys_lseek(int fd, off_t off, int whence)
+{
+	return (off_t)POHM_RAW(SYS_lseek, fd, off, whence);
+}
+
 ssize_t pohm_sys_pread_full(int fd, void *buf, size_t n, off_t off)
 {
 	size_t done = 0;

@@ -80,6 +80,8 @@ ssize_t pohm_sys_write_full(int fd, const void *buf, size_t n);
 /* pread/pwrite of exactly n bytes (pread: short only at EOF): bytes or -errno. */
 ssize_t pohm_sys_pread_full(int fd, void *buf, size_t n, off_t off);
 ssize_t pohm_sys_pwrite_full(int fd, const void *buf, size_t n, off_t off);
+/* lseek(2) (SEEK_DATA, SEEK_HOLE too): the new offset or -errno (-ENXIO: no data past off). */
+off_t pohm_sys_lseek(int fd, off_t off, int whence);
 /* One read(2)/write(2) with EINTR retry: bytes or -errno (-EAGAIN passes through). */
 ssize_t pohm_sys_read(int fd, void *buf, size_t n);
 ssize_t pohm_sys_write(int fd, const void *buf, size_t n);
