@@ -91,7 +91,8 @@ for p in sys.argv[1:]:
 # still).  The creates: a put_n each (decisions 0022, 0048), 5; the exit
 # push per file: one CAS carrying data and attributes, based on the inode
 # as this cache kept it (decision 0048; no read), 1 (2 while a setattr CAS
-# followed the commit; 3 with a read of the base first, before 0048).
+# followed the commit; 3 with a read of the base first, before 0048); since
+# decision 0090 the 5 commits go in one wait together (the next test).
 # Counted whatever the time it takes: the window is the point here.
 @test "5 files written, fchmod'ed and timed, pushed at exit after the reuse window: 1 wait a file" {
 	local args=() i w0 w
