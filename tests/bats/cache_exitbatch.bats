@@ -64,6 +64,23 @@ fresh() {
 	shim "$1" cat "$T/$1/$2"
 }
 
+# no_daemons: stop every pohmelfsd of the test and wait (10 s at most)
+# until none is left.
+no_daemons() {
+	local i p left
+	for i in $(seq 100); do
+		stop_daemons
+		left=
+		for p in $(pgrep -x pohmelfsd); do
+			tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -q "^POHMELFS_PREFIX=$T/" && left=1
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "a pohmelfsd of the test is still running"
+	return 1
+}
+
 # dirty_of HOST: the cache's dirty count (`pohmelfs status --json`).
 dirty_of() {
 	POHMELFS_PREFIX=$T/$1 POHMELFS_CACHE_DIR=$T/$1-state POHMELFS_HOST_ID=$1 \
@@ -92,23 +109,53 @@ print(json.load(sys.stdin)["cache"]["dirty"])'
 	[ "$(dirty_of a)" -eq 0 ]
 }
 
+# A writer that creates its files (the storage must be up: a create goes
+# to it at once), waits for $T/go.1, writes them (closes without
+# sync_on_close: left for its exit), then waits for $T/go as WRITER does.
+WRITER2='
+import os, sys, time
+go, names = sys.argv[1], sys.argv[2:]
+def wait(p):
+    for i in range(600):
+        if os.path.exists(p):
+            return
+        time.sleep(0.1)
+for p in names:
+    open(p, "wb").close()
+open(go + ".created", "w").close()
+wait(go + ".1")
+for p in names:
+    with open(p, "wb") as f:
+        f.write((os.path.basename(p) * 2048)[:2048].encode())
+open(go + ".ready", "w").close()
+wait(go)
+'
+
+# The writes happen with the storage down, so neither the pohmelfsd the
+# closes start nor the exit can push them: all 20 are dirty after the exit.
 @test "the storage down at exit: every file of the batch stays dirty, and is pushed once it is back" {
-	local i args=()
-	for i in $(seq 1 20); do args+=("$T/a/d/g$i=g$i-"); done
-	start_writer "${args[@]}"
+	local i names=()
+	for i in $(seq 1 20); do names+=("$T/a/d/g$i"); done
+	rm -f "$T/go" "$T/go.1" "$T/go.created" "$T/go.ready"
+	POHMELFS_SYNC_ON_CLOSE=0 shim_bg a "$PY" -c "$WRITER2" "$T/go" "${names[@]}"
+	for i in $(seq 300); do [ -e "$T/go.created" ] && break; sleep 0.1; done
+	[ -e "$T/go.created" ]
 	cluster_kill 1-1
 	cluster_kill 2-1
-	stop_daemons	# no pohmelfsd round behind the test's back
+	touch "$T/go.1"
+	for i in $(seq 300); do [ -e "$T/go.ready" ] && break; sleep 0.1; done
+	[ -e "$T/go.ready" ]
 	finish_writer
-	stop_daemons
-	[ "$(dirty_of a)" -ge 20 ]
+	no_daemons
+	# (status asks the storage too: counted once it is back, before any push.)
 	cluster_start_node 1-1
 	cluster_start_node 2-1
+	[ "$(dirty_of a)" -eq 20 ]
 	POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state POHMELFS_HOST_ID=a \
 		timeout -k 5 120 "$B/pohmelfs" sync
 	[ "$(dirty_of a)" -eq 0 ]
 	for i in 1 7 20; do
-		[ "$(fresh c "d/g$i" | head -c 4)" = "$(printf "g$i-g$i-" | head -c 4)" ]
+		[ "$(fresh c "d/g$i" | head -c 4)" = "$(printf "g%sg%s" "$i" "$i" | head -c 4)" ]
 		[ "$(fresh c "d/g$i" | wc -c)" -eq 2048 ]
 	done
 }
