@@ -192,6 +192,17 @@ int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int fol
 			  enum pohm_perm_owner how);
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
+/*
+ * pohm_cache_push_fd of every fds[i] (readable fds, each kept open by the
+ * caller), res[i] its answer, with the commits of the files that need
+ * only their inode's CAS sent together (pohm_ns_commit_map_n: issue 23,
+ * an exit's pushes): every push's rules hold (its turn, its CAS against
+ * the version this host recorded, conflict copies, a failure leaves the
+ * file dirty).  A file another pusher of this host holds, a second fd of
+ * one inode, a directory, a push that must retry: after the others, one
+ * by one.  Returns 0.
+ */
+int pohm_cache_push_fds(struct pohm_cache *c, size_t n, const int *fds, int *res);
 /* Push rel (a file changed by a program without the shim, or by a path call): as push_fd. */
 int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
 /*
@@ -226,6 +237,11 @@ int pohm_cache_sync_all(struct pohm_cache *c);
  * opened and closed would release the caller's POSIX locks on the file). */
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg);
+/* As sync_others, but only the files of the storage inodes inos[0..n) (a
+ * process's own dirty list at its exit or exec: no walk of the journal;
+ * other processes' leftovers are pohmelfsd's).  Count pushed or -errno. */
+int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
+			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg);
 /* What pohmelfsd's rounds left to live writers, and since when (its own
  * memory across rounds: one per daemon, no lock). */
 struct pohm_sync_defer {
@@ -450,6 +466,9 @@ struct pohm_dirty {
 void pohm_dirty_note(struct pohm_dirty *d, uint64_t ino);
 /* Empty the set: how many it held. */
 size_t pohm_dirty_take(struct pohm_dirty *d);
+/* Empty the set, handing its inodes over (*inos: free() it; NULL when
+ * empty), each once: how many. */
+size_t pohm_dirty_take_list(struct pohm_dirty *d, uint64_t **inos);
 /* In a fork child: a new lock, and the parent's files are the parent's. */
 void pohm_dirty_atfork_child(struct pohm_dirty *d);
 

@@ -3,7 +3,8 @@
  * order, bottom to top (each calls only files below it; tests/circles.sh):
  * cachebase.c (freshness marks, counters), cachestat.c (stat overlay),
  * createmark.c (create marks), cacheperm.c, cachexattr.c, push.c (pushes
- * and conflicts), cache.c (open, fetch, walk and materialize, listing),
+ * and conflicts), pushmany.c (many pushes together, syncs), cache.c (open,
+ * fetch, walk and materialize, listing),
  * mvintent.c (rename intents), cachens.c (namespace changes).
  */
 #ifndef POHM_CORE_CACHE_INT_H
@@ -214,6 +215,40 @@ void cache_intent_drop(struct pohm_cache *c, uint64_t ino);
 /* If p/name (dfd: p/, len: its length) is an earlier-format create mark:
  * remove it once old enough and return 1; else 0 (createmark.c). */
 int cache_old_mark_expire(int dfd, const char *name, size_t len);
+/*
+ * A push of a batch (pohm_cache_push_fds) stops at its commit point
+ * (PREP: what the commit would send is kept here, ready set) and goes on
+ * from there once the batch's commits are answered (FINISH: rc and in
+ * are its commit's answer), so that the commits of many files go out
+ * together and everything before and after them is the one push's code.
+ */
+enum { STASH_PREP = 1, STASH_FINISH };
+struct push_stash {
+	int phase;
+	int ready;			/* PREP: stopped at the commit point */
+	struct pohm_chunk_set *set;	/* what the commit sends (owned here until FINISH) */
+	uint8_t (*sums)[64];
+	size_t n;
+	struct pohm_setattr sa;
+	struct pohm_ts mt;
+	int rc;				/* FINISH: the commit's answer */
+	struct pohm_inode in;
+};
+
+/* push.c: push fd (whose storage inode the journal knows, rec read in
+ * its turn before st) if its local copy changed: 1 pushed, 0 nothing,
+ * -EAGAIN (retry: the file changed size, the journal lagged), -ENOENT
+ * (cache_push_drop_gone decides), -errno.  ps: NULL, or a batch's phase
+ * (struct push_stash: PREP returns 0 with ps->ready at the commit point). */
+int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st,
+		     struct push_stash *ps);
+/* push.c: a push failed -ENOENT: 0 when the storage no longer has ino (the
+ * journal forgets it), -ENOENT when it does, or -errno. */
+int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino);
+/* push.c: open rel's local file for its push: *fd readable (the caller's
+ * to close) or -1 (nothing to push); 1 when rel is no regular file (push
+ * it by path), 0, or -errno. */
+int cache_push_open(struct pohm_cache *c, const char *rel, int *fd);
 /* Forget what push.c remembers of ino (this host's last commit of it): ino is gone. */
 void cache_push_forget(struct pohm_cache *c, uint64_t ino);
 /* createmark.c: create marks (the comment above cache_create_mark there). */

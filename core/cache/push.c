@@ -453,8 +453,8 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 		pohm_sys_fstat(fd, st);
 }
 
-/* Push fd (whose storage inode the journal knows) if its local copy changed. */
-static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st)
+int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st,
+		      struct push_stash *ps)
 {
 	struct pohm_chunk_set *set = NULL;
 	uint8_t (*sums)[64] = NULL;
@@ -466,6 +466,18 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	size_t n = 0;
 	int r, d, pushed_attrs = 0, carried = 0;
 
+	if (ps && ps->phase == STASH_FINISH) {
+		set = ps->set;
+		sums = ps->sums;
+		n = ps->n;
+		sa = ps->sa;
+		mt = ps->mt;
+		in = ps->in;
+		r = ps->rc;
+		ps->set = NULL;
+		ps->sums = NULL;
+		goto committed;
+	}
 	d = pohm_journal_is_dirty(rec, st);
 	if (d == 2 && !(rec->flags & POHM_J_STUB) &&
 	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec &&
@@ -570,8 +582,19 @@ static int push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const
 	push_attrs_diff(c, rec, st, &sa);
 	sa.mask &= ~(unsigned)POHM_SET_MTIME;
 	sa.based &= ~(unsigned)POHM_SET_MTIME;
+	if (ps) {
+		/* A batch's: its commit goes with the others' (pohm_cache_push_fds). */
+		ps->ready = 1;
+		ps->set = set;
+		ps->sums = sums;
+		ps->n = n;
+		ps->sa = sa;
+		ps->mt = mt;
+		return 0;
+	}
 	r = pohm_ns_commit_map(c->ns, rec->ino, rec->dversion, (uint64_t)st->st_size, set, n, &mt,
 			       sa.mask ? &sa : NULL, &in);
+committed:
 	if (!r) {
 		rec->mtime = mt;	/* committed with the data: no setattr of its own (issue 23) */
 		carried = sa.mask != 0;
@@ -666,7 +689,7 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st, int fd, c
  * is dropped and the journal forgets the inode.  0, or -ENOENT when the
  * inode is still there (something else was missing).
  */
-static int push_drop_gone(struct pohm_cache *c, uint64_t ino)
+int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino)
 {
 	struct pohm_inode in;
 	int r = pohm_ns_getattr(c->ns, ino, &in);
@@ -718,10 +741,10 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 			pohm_jrec_clear(&rec);
 			break;
 		}
-		r = push_known(c, fd, &rec, &st);
+		r = cache_push_known(c, fd, &rec, &st, NULL);
 		pohm_jrec_clear(&rec);
 		if (r == -ENOENT)
-			r = push_drop_gone(c, ino);
+			r = cache_push_drop_gone(c, ino);
 		if (r != -EAGAIN)
 			break;	/* -EAGAIN: the file changed size while we read it, or
 				 * the journal lagged behind this host's last commit */
@@ -813,145 +836,60 @@ out:
 	return r;
 }
 
-int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
+/*
+ * Open rel's local file for its push (pohm_cache_push_path): *fd a
+ * readable fd (the caller's to close), or -1 when there is nothing to
+ * push (gone, our own stub); 1 when rel is no regular file (a directory's
+ * or symlink's attributes: the caller pushes it by path), 0, or -errno.
+ */
+int cache_push_open(struct pohm_cache *c, const char *rel, int *fd)
 {
-	int fd, r, have;
 	struct stat st;
+	int have;
 
+	*fd = -1;
 	have = !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW);
 	if (have && !S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st, -1, rel) : 0;
+		return 1;
 	/* O_NOATIME: our read for the push is no access of the program's (an
 	 * atime it just set with utime must stay).  Only the owner or root
 	 * may ask for it. */
-	fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOATIME, 0);
-	if (fd == -EPERM)
-		fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	*fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOATIME, 0);
+	if (*fd == -EPERM)
+		*fd = pohm_sys_openat(c->pfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 
-	if (fd == -EACCES) {
+	if (*fd == -EACCES) {
 		/* Our own (regular) stub (nothing to push), or a file its owner may
 		 * not read: read it with u+r for a moment (never "unchanged"). */
 		if (!have)
-			return fd;
+			return -EACCES;
+		*fd = -1;
 		if (pohm_stub_shape(&st))
 			return 0;
-		fd = open_unreadable(c, rel);
+		*fd = open_unreadable(c, rel);
 	}
-	if (fd < 0)
-		return fd == -ENOENT || fd == -ELOOP ? 0 : fd;
+	if (*fd < 0) {
+		int r = *fd;
+
+		*fd = -1;
+		return r == -ENOENT || r == -ELOOP ? 0 : r;
+	}
+	return 0;
+}
+
+int pohm_cache_push_path(struct pohm_cache *c, const char *rel)
+{
+	struct stat st;
+	int fd, r = cache_push_open(c, rel, &fd);
+
+	if (r == 1) {
+		if (pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW))
+			return 0;
+		return S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? push_dir_attrs(c, &st, -1, rel) : 0;
+	}
+	if (r || fd < 0)
+		return r;
 	r = pohm_cache_push_fd(c, fd);
 	pohm_sys_close(fd);
 	return r;	/* 1 pushed, 0 nothing to push, -errno */
-}
-
-struct sync_ctx {
-	struct pohm_cache *c;
-	int (*held)(void *arg, uint64_t dev, uint64_t ino);
-	void *arg;
-	uint64_t quiet_ns;		/* sync_round: leave busy live writers' files */
-	struct pohm_sync_defer *defer;
-	int pushed;
-	int err;
-};
-
-/*
- * Leave rec's file (local state st) to its live writer this round?  A file
- * being written is not worth a push of each half-written state (the writer's
- * last close, or its death, brings one anyway: writer.c); but a writer that
- * keeps it open and busy for long still gets a snapshot every 4 quiet
- * periods, so that a host crash loses at most that much.
- */
-static int sync_defer(struct sync_ctx *s, const struct pohm_jrec *rec, const struct stat *st)
-{
-	struct pohm_sync_defer *d = s->defer;
-	uint64_t now = pohm_sys_real_ns(), ct, cap = 4 * s->quiet_ns;
-	int i, slot = -1;
-
-	ct = (uint64_t)st->st_ctim.tv_sec * 1000000000ULL + (uint64_t)st->st_ctim.tv_nsec;
-	for (i = 0; i < (int)(sizeof(d->e) / sizeof(d->e[0])); i++) {
-		if (d->e[i].ino == rec->ino) {
-			slot = i;
-			break;
-		}
-		if (!d->e[i].ino && slot < 0)
-			slot = i;
-	}
-	if (ct + s->quiet_ns <= now || pohm_cache_writer_alive(s->c, rec->ino) != 1) {
-		if (slot >= 0 && d->e[slot].ino == rec->ino)
-			d->e[slot].ino = 0;	/* quiet, or no writer left: push */
-		return 0;
-	}
-	if (slot < 0)
-		return 0;			/* no room to remember: push */
-	if (d->e[slot].ino != rec->ino) {
-		d->e[slot].ino = rec->ino;
-		d->e[slot].since_ns = now;
-	}
-	d->e[slot].round = d->round;
-	if (now - d->e[slot].since_ns < cap)
-		return 1;
-	d->e[slot].ino = 0;			/* busy for 4 periods: a snapshot */
-	return 0;
-}
-
-static int sync_one(void *arg, struct pohm_jrec *rec)
-{
-	struct sync_ctx *s = arg;
-	struct stat st;
-	int r;
-
-	if (!rec->hint[0] || !S_ISREG(rec->mode))
-		return 0;
-	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st.st_ino != rec->lino)
-		return 0;
-	/* A stub counts only once written without the shim (it then becomes a
-	 * conflict copy, push_known); an untouched one has nothing to send. */
-	if ((rec->flags & POHM_J_STUB) ? !S_ISREG(st.st_mode) || pohm_stub_shape(&st)
-				       : !pohm_journal_is_dirty(rec, &st))
-		return 0;
-	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))
-		return 0;	/* open in the calling process: an fd of ours would drop its locks */
-	if (s->defer && sync_defer(s, rec, &st))
-		return 0;
-	r = pohm_cache_push_path(s->c, rec->hint);
-	if (r < 0)
-		s->err = r;
-	else
-		s->pushed += r;
-	return 0;
-}
-
-int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
-			   void *arg)
-{
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0 };
-	int r = pohm_journal_each(&c->j, sync_one, &s);
-
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
-}
-
-int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
-{
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0 };
-	size_t i;
-	int r;
-
-	d->round++;
-	r = pohm_journal_each(&c->j, sync_one, &s);
-	/* What this round did not leave again is pushed or clean: forget it, so
-	 * that a later writer of it gets its own 4 periods. */
-	for (i = 0; i < sizeof(d->e) / sizeof(d->e[0]); i++)
-		if (d->e[i].ino && d->e[i].round != d->round)
-			d->e[i].ino = 0;
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
-}
-
-int pohm_cache_sync_all(struct pohm_cache *c)
-{
-	return pohm_cache_sync_others(c, NULL, NULL);
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -93,12 +94,17 @@ static void hand_to_daemon(struct pohm_mount *m, uint64_t ino, int r)
 
 /*
  * Push everything dirty without touching the process's POSIX locks: files
- * it has open through its own fds (pread on them), the others by path.
- * but_writers: leave out the files this process still has open for
- * writing (their writer's close, fsync or exit pushes them, or pohmelfsd):
- * a munmap ends a writer, not a write session (issue 22 item 12).
+ * it has open through its own fds (pread on them), the others by path,
+ * their commits together (pohm_cache_push_fds, issue 23).  but_writers:
+ * leave out the files this process still has open for writing (their
+ * writer's close, fsync or exit pushes them, or pohmelfsd): a munmap ends
+ * a writer, not a write session (issue 22 item 12).  own (exit, exec):
+ * the others are the n files of the process's dirty list own[], not every
+ * dirty file of the journal (other processes' leftovers are pohmelfsd's;
+ * sync, syncfs and msync still push them all, as sync(2) flushes all).
  */
-static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int but_writers)
+static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int but_writers,
+			const uint64_t *own, size_t n)
 {
 	struct pohm_cache *c = m->cache;
 	struct stat st;
@@ -119,7 +125,8 @@ static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int
 		else if (r < 0)
 			err = r;
 	}
-	r = pohm_cache_sync_others(c, pohm_proc_fd_held, (void *)h);
+	r = own ? pohm_cache_sync_inos(c, n, own, pohm_proc_fd_held, (void *)h)
+		: pohm_cache_sync_others(c, pohm_proc_fd_held, (void *)h);
 	return r < 0 ? r : err;
 }
 
@@ -189,7 +196,7 @@ int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, 
 	int r;
 
 	if (fd < 0)
-		r = push_process(m, h, 0);
+		r = push_process(m, h, 0, NULL, 0);
 	else if ((r = push_fd(m->cache, h, fd)) == -EACCES || r == -EPERM) {
 		hand_to_daemon(m, ino, r);
 		r = 0;
@@ -217,20 +224,24 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 	/* msync(MS_SYNC) promises what fsync does: everything, now.  A munmap
 	 * ends a writer: what no open fd of ours still writes travels now. */
 	if (sync)
-		return push_process(m, h, 0) < 0 ? -EIO : 0;
-	push_process(m, h, 1);
+		return push_process(m, h, 0, NULL, 0) < 0 ? -EIO : 0;
+	push_process(m, h, 1, NULL, 0);
 	return 0;
 }
 
 void pohm_proc_exit_push(const struct pohm_host_fds *h)
 {
 	struct pohm_mount *m = pohm_proc_mount_now();
+	uint64_t *own = NULL;
+	size_t n;
 
 	/* Through the cache of the process's user now (another user's
 	 * cache_dir is closed to it: that user's pohmelfsd or `pohmelfs sync`
-	 * pushes what was left there). */
-	if (m && pohm_dirty_take(pohm_proc_dirty()))
-		push_process(m, h, 0);
+	 * pushes what was left there).  What this process wrote: its dirty
+	 * list, not a walk of the whole journal (issue 23). */
+	if (m && (n = pohm_dirty_take_list(pohm_proc_dirty(), &own)))
+		push_process(m, h, 0, own, n);
+	free(own);
 	/* The CAS bases for the next process, once (decision 0048). */
 	if (m)
 		pohm_cache_kept_flush(m->cache);

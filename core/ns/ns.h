@@ -366,6 +366,35 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       const struct pohm_setattr *sa, struct pohm_inode *out);
 
+/* One commit of pohm_ns_commit_map_n: pohm_ns_commit_map's arguments and answer. */
+struct pohm_ns_commit {
+	uint64_t ino;
+	uint64_t base_dversion;
+	uint64_t size;
+	const struct pohm_chunk_set *set;
+	size_t n;
+	const struct pohm_ts *mtime;	/* may be NULL */
+	const struct pohm_setattr *sa;	/* may be NULL */
+	int rc;				/* out: what pohm_ns_commit_map returns for it */
+	struct pohm_inode out;		/* out, when rc is 0 (pohm_inode_clear it) */
+};
+
+/*
+ * pohm_ns_commit_map of n different inodes, their inode CASes sent
+ * together (issue 23: the pushes of a process's exit): each based on the
+ * copy this process or another of the cache kept (ns_peek), else on one
+ * read of all the others together (get_n), then every CAS in put_many
+ * (POHM_KV_PUT_MANY a wait).  The chunks of each (set) are written
+ * already.  Each commit is independent of the others: any subset may land
+ * (a crash leaves the rest uncommitted, their chunks unreferenced); one
+ * whose CAS is lost (a stale copy, a racing writer), whose read does not
+ * decode, or that needs what a batch does not do (http_compat's path
+ * copy) is then committed alone by pohm_ns_commit_map, so cm[i].rc and
+ * cm[i].out are always what that call gives (-ESTALE: the data moved on).
+ * Returns 0.
+ */
+int pohm_ns_commit_map_n(struct pohm_ns *ns, size_t n, struct pohm_ns_commit *cm);
+
 /*
  * Load an external chunk map (large files, nsobj.h) into in->chunks, so
  * that in->chunks/nchunks list every chunk; a no-op for inline maps.

@@ -132,6 +132,20 @@ static int bs_put_n(void *ctx, size_t n, const char *const *keys, const void *co
 	return r;
 }
 
+static int bs_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
+{
+	struct pohm_ns *ns = ctx;
+	size_t i;
+	int r = ns->base_kv.ops->put_many(ns->base_kv.ctx, n, p);
+
+	for (i = 0; !r && i < n; i++)
+		if (!p[i].st)
+			note(ns, p[i].key, p[i].data, p[i].len);
+		else if (p[i].st == -EAGAIN)
+			lost(ns, p[i].key);
+	return r;
+}
+
 static int bs_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
 	struct pohm_ns *ns = ctx;
@@ -161,6 +175,7 @@ void ns_base_kv(struct pohm_ns *ns)
 	ns->base_ops.scan = o->scan ? bs_scan : NULL;
 	ns->base_ops.peek = o->peek ? bs_peek : NULL;
 	ns->base_ops.put_n = o->put_n ? bs_put_n : NULL;
+	ns->base_ops.put_many = o->put_many ? bs_put_many : NULL;
 	ns->kv.ops = &ns->base_ops;
 	ns->kv.ctx = ns;
 }

@@ -150,6 +150,192 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 	return 0;
 }
 
+/* ---------------------------------------------------------------- many commits together */
+
+/* One commit of pohm_ns_commit_map_n on its way. */
+struct commit_one {
+	struct commit_ctx c;
+	char key[POHM_KEY_MAX];
+	struct pohm_kv_val base;	/* the stored bytes its CAS replaces */
+	struct pohm_inode in;		/* the new inode (state PUT) */
+	struct pohm_buf b;		/* its bytes */
+	int state;
+};
+
+enum { ONE_ALONE, ONE_READ, ONE_PUT, ONE_DONE };
+
+/* cm's commit applied to base e->base (read fresh: fresh): ONE_PUT with
+ * the new bytes, ONE_DONE with cm->rc (fresh bytes only: a peeked copy
+ * may be stale), or ONE_READ / ONE_ALONE. */
+static int one_apply(struct pohm_ns *ns, struct commit_one *e, struct pohm_ns_commit *cm,
+		     int fresh)
+{
+	int r;
+
+	if (pohm_inode_decode(&e->in, e->base.data, e->base.len))
+		return fresh ? ONE_ALONE : ONE_READ;	/* alone: it says why */
+	if (e->in.ino != cm->ino || (e->in.hdr.flags & POHM_OBJF_TOMBSTONE)) {
+		pohm_inode_clear(&e->in);
+		return fresh ? ONE_ALONE : ONE_READ;
+	}
+	r = commit_fn(&e->in, &e->c);
+	if (r) {
+		pohm_inode_clear(&e->in);
+		if (!fresh)
+			return ONE_READ;	/* maybe only the copy is old */
+		cm->rc = r;			/* -ESTALE: the data moved on */
+		return ONE_DONE;
+	}
+	e->in.version++;
+	e->in.txid = ns_random(ns);
+	if (pohm_inode_encode(&e->b, &e->in)) {
+		pohm_inode_clear(&e->in);
+		return ONE_ALONE;
+	}
+	return ONE_PUT;
+}
+
+/* The bases nobody kept, read together (get_n); each then applied. */
+static void many_read(struct pohm_ns *ns, size_t n, struct commit_one *e,
+		      struct pohm_ns_commit *cm)
+{
+	const char **keys = calloc(n, sizeof(*keys));
+	struct pohm_kv_val *v = calloc(n, sizeof(*v));
+	int *st = calloc(n, sizeof(*st));
+	size_t *at = calloc(n, sizeof(*at));
+	size_t i, k = 0;
+
+	if (!keys || !v || !st || !at || !ns->kv.ops->get_n)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (e[i].state == ONE_READ) {
+			at[k] = i;
+			keys[k++] = e[i].key;
+		}
+	if (!k || ns->kv.ops->get_n(ns->kv.ctx, k, keys, v, st))
+		goto out;	/* those still ONE_READ go alone */
+	for (i = 0; i < k; i++) {
+		struct commit_one *o = &e[at[i]];
+
+		if (st[i]) {
+			o->state = ONE_DONE;
+			cm[at[i]].rc = st[i];	/* -ENOENT, -EIO: as the read of a commit alone */
+			continue;
+		}
+		pohm_kv_val_free(&o->base);
+		o->base = v[i];
+		memset(&v[i], 0, sizeof(v[i]));
+		o->state = one_apply(ns, o, &cm[at[i]], 1);
+	}
+out:
+	for (i = 0; v && i < k; i++)
+		pohm_kv_val_free(&v[i]);
+	free(keys);
+	free(v);
+	free(st);
+	free(at);
+}
+
+/* The CASes together (put_many), against each one's base. */
+static void many_put(struct pohm_ns *ns, size_t n, struct commit_one *e, struct pohm_ns_commit *cm)
+{
+	struct pohm_kv_cas *p = calloc(n, sizeof(*p));
+	size_t *at = calloc(n, sizeof(*at));
+	size_t i, k = 0;
+
+	if (!p || !at)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (e[i].state == ONE_PUT) {
+			p[k].key = e[i].key;
+			p[k].data = e[i].b.p;
+			p[k].len = e[i].b.len;
+			p[k].expect = e[i].base.csum;
+			p[k].base = &e[i].base;
+			at[k++] = i;
+		}
+	if (!k || ns->kv.ops->put_many(ns->kv.ctx, k, p))
+		goto out;	/* not sent: each alone */
+	for (i = 0; i < k; i++) {
+		struct commit_one *o = &e[at[i]];
+		struct pohm_ns_commit *c = &cm[at[i]];
+
+		if (p[i].st == -EAGAIN)
+			continue;	/* lost (an old base, a racing writer): alone, reading */
+		o->state = ONE_DONE;
+		c->rc = p[i].st;
+		if (c->rc)
+			continue;
+		/* Callers get the whole map, as from pohm_ns_commit_map. */
+		c->rc = pohm_ns_map_load(ns, &o->in);
+		if (!c->rc) {
+			c->out = o->in;
+			memset(&o->in, 0, sizeof(o->in));
+		}
+	}
+out:
+	for (i = 0; i < n; i++)
+		if (e[i].state == ONE_PUT) {
+			pohm_inode_clear(&e[i].in);
+			e[i].state = ONE_ALONE;
+		}
+	free(p);
+	free(at);
+}
+
+int pohm_ns_commit_map_n(struct pohm_ns *ns, size_t n, struct pohm_ns_commit *cm)
+{
+	struct commit_one *e = calloc(n ? n : 1, sizeof(*e));
+	char hint[POHM_NAME_MAX + 1];
+	uint64_t hdir;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&cm[i].out, 0, sizeof(cm[i].out));
+		cm[i].rc = 0;
+	}
+	if (!e || !ns->kv.ops->put_many)
+		goto alone;
+	for (i = 0; i < n; i++) {
+		struct commit_one *o = &e[i];
+		struct pohm_ns_commit *c = &cm[i];
+
+		o->state = ONE_ALONE;
+		/* http_compat's path copy follows the commit: alone. */
+		if ((c->sa && (c->sa->mask & POHM_SET_SIZE)) ||
+		    ns_http_hint_find(ns, c->ino, &hdir, hint) == 0)
+			continue;
+		o->c.ns = ns;
+		o->c.base_dversion = c->base_dversion;
+		o->c.size = c->size;
+		o->c.n = c->n;
+		o->c.mtime = c->mtime;
+		o->c.sa = c->sa;
+		o->c.set = set_sorted(c->set, c->n);
+		if (!o->c.set)
+			continue;
+		pohm_key_inode(o->key, c->ino);
+		/* The version this process (or another of the cache) kept: no read. */
+		o->state = ns_peek(ns, o->key, &o->base) ? ONE_READ : one_apply(ns, o, c, 0);
+	}
+	many_read(ns, n, e, cm);
+	many_put(ns, n, e, cm);
+alone:
+	for (i = 0; i < n; i++) {
+		if (e && e[i].state == ONE_DONE)
+			continue;
+		cm[i].rc = pohm_ns_commit_map(ns, cm[i].ino, cm[i].base_dversion, cm[i].size,
+					      cm[i].set, cm[i].n, cm[i].mtime, cm[i].sa, &cm[i].out);
+	}
+	for (i = 0; e && i < n; i++) {
+		free((void *)e[i].c.set);
+		pohm_kv_val_free(&e[i].base);
+		pohm_buf_free(&e[i].b);
+	}
+	free(e);
+	return 0;
+}
+
 int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uint64_t size,
 		   const struct pohm_chunk_write *w, size_t nw, const struct pohm_ts *mtime,
 		   struct pohm_inode *out)

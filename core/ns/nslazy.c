@@ -163,6 +163,14 @@ static int lz_put_n(void *ctx, size_t n, const char *const *keys, const void *co
 	return r ? r : ns->store.ops->put_n(ns->store.ctx, n, keys, data, len, expect, st);
 }
 
+static int lz_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->put_many(ns->store.ctx, n, p);
+}
+
 /* No storage call, nothing to check: a value this thread read or wrote. */
 static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
@@ -192,6 +200,7 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.scan = ns->store.ops->scan ? lz_scan : NULL;
 	ns->lazy_ops.peek = ns->store.ops->peek ? lz_peek : NULL;
 	ns->lazy_ops.put_n = ns->store.ops->put_n ? lz_put_n : NULL;
+	ns->lazy_ops.put_many = ns->store.ops->put_many ? lz_put_many : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

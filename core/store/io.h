@@ -277,7 +277,7 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
 
-#define POHM_IO_CAS_PUT_N	4	/* keys per pohm_io_cas_put_n */
+#define POHM_IO_CAS_PUT_N	128	/* keys per pohm_io_cas_put_n (an exit push's batch) */
 
 /* One key of pohm_io_cas_put_n: the arguments of pohm_io_cas_put, and its answer. */
 struct pohm_io_cas_put {

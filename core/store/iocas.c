@@ -1212,11 +1212,12 @@ out:
 /* ---------------------------------------------------------------- put of several keys */
 
 /* pohm_io_cas_put_n's run: each key's write enough (io_write_enough, its
- * own grace once it has its majority); all of them, for the run to end. */
+ * own grace once it has its majority); all of them, for the run to end.
+ * On the heap (up to POHM_IO_CAS_PUT_N keys: an exit push's batch). */
 struct put_many {
 	size_t n;
-	struct gop *op[POHM_IO_CAS_PUT_N];
-	uint64_t dl[POHM_IO_CAS_PUT_N];
+	struct gop **op;
+	uint64_t *dl;
 };
 
 static int put_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
@@ -1246,9 +1247,9 @@ static int put_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t
 int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p)
 {
 	struct put_many m;
-	struct pohm_req *ptrs[POHM_IO_CAS_PUT_N * POHM_MAX_GROUPS];
-	uint8_t io[POHM_IO_CAS_PUT_N][POHM_IO_ATTR_SIZE];
-	uint8_t sum[POHM_IO_CAS_PUT_N][POHM_ID_SIZE];
+	struct pohm_req **ptrs = NULL;
+	uint8_t (*io)[POHM_IO_ATTR_SIZE] = NULL;
+	uint8_t (*sum)[POHM_ID_SIZE] = NULL;
 	uint64_t start, deadline;
 	size_t i, k, np = 0, together = 0;
 	unsigned gi;
@@ -1258,6 +1259,18 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		return -EINVAL;
 	memset(&m, 0, sizeof(m));
 	m.n = n;
+	m.op = calloc(n ? n : 1, sizeof(*m.op));
+	m.dl = calloc(n ? n : 1, sizeof(*m.dl));
+	ptrs = calloc((n ? n : 1) * POHM_MAX_GROUPS, sizeof(*ptrs));
+	io = calloc(n ? n : 1, sizeof(*io));
+	sum = calloc(n ? n : 1, sizeof(*sum));
+	if (!m.op || !m.dl || !ptrs || !io || !sum) {
+		free(m.op);
+		m.op = NULL;
+		for (i = 0; i < n; i++)
+			p[i].rc = 0;
+		goto alone;	/* each alone: each call says what failed */
+	}
 	for (i = 0; i < n; i++) {
 		p[i].rc = 0;
 		/* Only first attempts that go to every group at once ride together. */
@@ -1316,11 +1329,17 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 	}
 alone:
 	for (i = 0; i < n; i++) {
-		free(m.op[i]);
+		if (m.op)
+			free(m.op[i]);
 		if (!p[i].done)
 			p[i].rc = pohm_io_cas_put(c, p[i].key, p[i].keylen, p[i].data, p[i].len,
 						  &p[i].old, &p[i].res);
 		p[i].done = 1;
 	}
+	free(m.op);
+	free(m.dl);
+	free(ptrs);
+	free(io);
+	free(sum);
 	return 0;
 }

@@ -28,6 +28,7 @@
 #define POHM_KV_CSUM 64
 #define POHM_KV_GET_N 4		/* get_n batches up to this size are remembered (peek) */
 #define POHM_KV_PUT_N 4		/* keys per put_n */
+#define POHM_KV_PUT_MANY 128	/* keys per wait of put_many */
 
 /* The expect value that means "only if the key does not exist". */
 extern const uint8_t pohm_kv_absent[POHM_KV_CSUM];
@@ -46,6 +47,18 @@ struct pohm_kv_val {
 	size_t len;
 	uint8_t csum[POHM_KV_CSUM];	/* sha512(data) */
 	uint64_t ts_ns;			/* peek: the version's stamp (realtime ns), 0 unknown */
+};
+
+/* One CAS of put_many (kv.h pohm_kv_ops.put_many). */
+struct pohm_kv_cas {
+	const char *key;
+	const void *data;
+	size_t len;
+	const uint8_t *expect;		/* a condition, as put's (not NULL) */
+	const struct pohm_kv_val *base;	/* the value (bytes, stamp) whose checksum is
+					 * expect, for undoing a partial write; NULL:
+					 * what this thread kept, if anything */
+	int st;				/* out: what put returns for key */
 };
 
 struct pohm_kv_ops {
@@ -107,6 +120,17 @@ struct pohm_kv_ops {
 	 */
 	int (*put_n)(void *ctx, size_t n, const char *const *keys, const void *const *data,
 		     const size_t *len, const uint8_t *const *expect, int *st);
+	/*
+	 * put of n different keys (any n), with the values they replace given
+	 * by the caller (put_n's bases come from the thread's few kept
+	 * values): up to POHM_KV_PUT_MANY first attempts sent together and
+	 * waited for once, each key then settled as put settles it (issue 23:
+	 * the pushes of an exit go out together).  p[i].st is what put
+	 * returns for p[i].key.  Unordered as put_n: the caller sends together
+	 * only writes each of whose partial outcomes is correct alone.  0, or
+	 * -errno with nothing written.  NULL: callers put one by one.
+	 */
+	int (*put_many)(void *ctx, size_t n, struct pohm_kv_cas *p);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);

@@ -14,6 +14,8 @@
  *   del   pohm_io_del (core/ns deletes only objects nobody CASes).
  *   get_n pohm_io_cas_get_many (a name's bucket and its inode together).
  *   put_n pohm_io_cas_put_n (independent CASes of one operation, one wait).
+ *   put_many  pohm_io_cas_put_n, POHM_KV_PUT_MANY keys a wait, the bases
+ *         the caller's (an exit's pushes).
  *   get_many  pohm_io_get_many (data chunks: immutable, verified by the
  *         caller against the chunk map's checksums).
  *   scan  pohm_iter_all (every backend of every group, each id's copies
@@ -298,6 +300,7 @@ static int get_n_batch(void *ctx, size_t n, const char *const *keys, struct pohm
 		out[i].data = v[i].data;
 		out[i].len = v[i].len;
 		memcpy(out[i].csum, v[i].csum, POHM_KV_CSUM);
+		out[i].ts_ns = x ? 0 : pohm_time_to_ns(&res[i].ts);	/* a base's stamp (put_many) */
 		if (x && x != -ENOENT)
 			pohm_info("%s", res[i].msg);
 		else if (!x && res[i].notes)
@@ -465,6 +468,56 @@ static int raw_put_n(void *ctx, size_t n, const char *const *keys, const void *c
 	for (i = 0; !r && i < n; i++)
 		st[i] = put_answer(ctx, keys[i], data[i], len[i], &p[i].old, &p[i].res, p[i].rc);
 	free(p);
+	return r;
+}
+
+/* put_many: pohm_io_cas_put_n per POHM_KV_PUT_MANY keys, each key's
+ * rollback base the caller's (p[i].base) unless this thread kept one. */
+static int raw_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
+{
+	struct pohm_io_cas_put *q;
+	struct trace t;
+	char what[64];
+	size_t i, at, k;
+	int r = 0;
+
+	for (i = 0; i < n; i++)
+		if (!p[i].expect)
+			return -EINVAL;
+	q = calloc(n < POHM_KV_PUT_MANY ? (n ? n : 1) : POHM_KV_PUT_MANY, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	for (at = 0; at < n; at += k) {
+		k = n - at < POHM_KV_PUT_MANY ? n - at : POHM_KV_PUT_MANY;
+		if (k > POHM_IO_CAS_PUT_N)
+			k = POHM_IO_CAS_PUT_N;
+		memset(q, 0, k * sizeof(*q));
+		for (i = 0; i < k; i++) {
+			const struct pohm_kv_cas *c = &p[at + i];
+
+			q[i].key = c->key;
+			q[i].keylen = strlen(c->key);
+			q[i].data = c->data;
+			q[i].len = c->len;
+			old_for(ctx, c->key, c->expect, &q[i].old);
+			if (q[i].old.csum && !q[i].old.data && c->base && c->base->data &&
+			    !memcmp(c->base->csum, c->expect, POHM_KV_CSUM)) {
+				q[i].old.data = c->base->data;
+				q[i].old.len = c->base->len;
+				q[i].old.min_ts_ns = c->base->ts_ns ? c->base->ts_ns + 1 : 0;
+			}
+		}
+		trace_start(ctx, &t);
+		r = pohm_io_cas_put_n(ctx, k, q);
+		snprintf(what, sizeof(what), "put_many %s", put_what(&q[0].old, p[at].expect));
+		trace_end(ctx, &t, what, p[at].key, k - 1, r);
+		if (r)
+			break;
+		for (i = 0; i < k; i++)
+			p[at + i].st = put_answer(ctx, p[at + i].key, p[at + i].data, p[at + i].len,
+						  &q[i].old, &q[i].res, q[i].rc);
+	}
+	free(q);
 	return r;
 }
 
@@ -647,6 +700,27 @@ static int kvio_put_n(void *ctx, size_t n, const char *const *keys, const void *
 	return r ? r : settle_n(ctx, t0, raw_put_n(ctx, n, keys, data, len, expect, st), n, st);
 }
 
+static int kvio_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
+{
+	uint64_t t0;
+	int *st, r = io_offline_gate(ctx, &t0);
+	size_t i;
+
+	if (r)
+		return r;
+	st = calloc(n ? n : 1, sizeof(*st));
+	if (!st)
+		return io_offline_settle(ctx, t0, -ENOMEM);
+	r = raw_put_many(ctx, n, p);
+	for (i = 0; !r && i < n; i++)
+		st[i] = p[i].st;
+	r = settle_n(ctx, t0, r, n, st);
+	for (i = 0; i < n; i++)
+		p[i].st = st[i];
+	free(st);
+	return r;
+}
+
 static int kvio_del(void *ctx, const char *key)
 {
 	uint64_t t0;
@@ -678,7 +752,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
 	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek, .put_n = kvio_put_n,
-	.adopt = kvio_adopt,
+	.put_many = kvio_put_many, .adopt = kvio_adopt,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -91,7 +91,8 @@ for p in sys.argv[1:]:
 # still).  The creates: a put_n each (decisions 0022, 0048), 5; the exit
 # push per file: one CAS carrying data and attributes, based on the inode
 # as this cache kept it (decision 0048; no read), 1 (2 while a setattr CAS
-# followed the commit; 3 with a read of the base first, before 0048).
+# followed the commit; 3 with a read of the base first, before 0048); since
+# decision 0090 the 5 commits go in one wait together (the next test).
 # Counted whatever the time it takes: the window is the point here.
 @test "5 files written, fchmod'ed and timed, pushed at exit after the reuse window: 1 wait a file" {
 	local args=() i w0 w
@@ -109,6 +110,30 @@ time.sleep(2.2)" "${args[@]}"
 		[ "$(shim b stat -c '%s %a %X %Y' "$T/b/d/e$i")" = "4096 754 1 2" ]
 	done
 	[ "$(shim b cat "$T/b/d/e5" | wc -c)" -eq 4096 ]
+}
+
+# An exit push of many files (issue 23, decision 0090): their commits go
+# out together (pohm_ns_commit_map_n: up to 128 CASes in one wait), the
+# bases nobody kept read together first (one get_n; this cache keeps 64),
+# so 100 files cost a few waits, not one or two each.  The creates: a
+# put_n each (the test above), 100.  Before: 100 + 1 or 2 a file (≥ 200).
+@test "100 files written, fchmod'ed and timed, pushed at exit: their commits go together (≤ 6 waits for all)" {
+	local args=() i w0 w
+	for i in $(seq 1 100); do args+=("$D/m$i"); done
+	freshen
+	w0=$(waits a)
+	POHMELFS_SYNC_ON_CLOSE=0 POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/exitmany.log \
+		shim a "$PY" -c "$TARLIKE
+import time
+time.sleep(2.2)" "${args[@]}"
+	w=$(($(waits a) - w0))
+	echo "# exitmany: $w waits (limit $((100 + 6)))" >&3
+	[ "$w" -le $((100 + 6)) ] || { grep -E "rtt: " "$T/exitmany.log" | grep -v "create" |
+		head -40 | sed "s/^/#   /" >&3; false; }
+	for i in 1 50 100; do
+		[ "$(shim b stat -c '%s %a %X %Y' "$T/b/d/m$i")" = "4096 754 1 2" ]
+	done
+	[ "$(shim b cat "$T/b/d/m77" | wc -c)" -eq 4096 ]
 }
 
 # The owner travels in the same CAS as well, for root (chown of a file

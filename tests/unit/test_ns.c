@@ -1585,6 +1585,100 @@ TEST(setattr_based_times_never_move_a_newer_stored_time_back)
 	pohm_ns_close(ns);
 }
 
+/* Another thread's chmod (its own peek: this thread's copy goes stale). */
+struct chmod_arg {
+	struct pohm_ns *ns;
+	uint64_t ino;
+	int r;
+};
+
+static void *chmod_thread(void *p)
+{
+	struct chmod_arg *a = p;
+	struct pohm_setattr sa = { .mask = POHM_SET_MODE, .mode = 0600 };
+
+	a->r = pohm_ns_setattr(a->ns, a->ino, &sa, NULL);
+	return NULL;
+}
+
+/*
+ * pohm_ns_commit_map_n (issue 23, decision 0090): the commits of many
+ * files in one put_many; one whose data moved on answers -ESTALE as alone;
+ * one whose base this thread kept went stale (another writer's chmod)
+ * loses its CAS in the batch and is committed alone over the change.
+ */
+TEST(commit_map_n_commits_together_and_each_as_alone)
+{
+	struct pohm_ns *ns = fresh(0);
+	struct pohm_chunk_set set[4];
+	struct pohm_ns_commit cm[4];
+	struct pohm_inode in[4], x;
+	struct chmod_arg ca;
+	uint8_t data[4][100], got[100];
+	pthread_t t;
+	long calls;
+	char name[8];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, &in[i]), 0);
+		memset(data[i], 'a' + i, sizeof(data[i]));
+		memset(&set[i], 0, sizeof(set[i]));
+		set[i].index = 0;
+		set[i].gen = POHM_GEN_INLINE;
+		set[i].len = sizeof(data[i]);
+		set[i].data = data[i];
+		pohm_sha512(data[i], sizeof(data[i]), set[i].csum);
+	}
+	/* f2's data moves on before the batch: its base is stale. */
+	EXPECT_EQ_INT(pohm_ns_commit_map(ns, in[2].ino, in[2].dversion, 100, &set[3], 1, NULL, NULL,
+					 NULL), 0);
+	/* f1's inode changes in another thread: this thread's copy is old. */
+	ca.ns = ns;
+	ca.ino = in[1].ino;
+	pthread_create(&t, NULL, chmod_thread, &ca);
+	pthread_join(t, NULL);
+	EXPECT_EQ_INT(ca.r, 0);
+	memset(cm, 0, sizeof(cm));
+	for (i = 0; i < 4; i++) {
+		cm[i].ino = in[i].ino;
+		cm[i].base_dversion = in[i].dversion;
+		cm[i].size = 100;
+		cm[i].set = &set[i];
+		cm[i].n = 1;
+	}
+	calls = pohm_kvmem_put_n_calls(&kv);
+	EXPECT_EQ_INT(pohm_ns_commit_map_n(ns, 4, cm), 0);
+	EXPECT_EQ_INT(cm[0].rc, 0);
+	EXPECT_EQ_INT(cm[1].rc, 0);
+	EXPECT_EQ_INT(cm[2].rc, -ESTALE);
+	EXPECT_EQ_INT(cm[3].rc, 0);
+	/* One batch for every CAS (f1's lost one, then alone: a put). */
+	EXPECT_EQ_INT((int)(pohm_kvmem_put_n_calls(&kv) - calls), 1);
+	for (i = 0; i < 4; i++) {
+		if (i == 2)
+			continue;
+		EXPECT_EQ_U64(cm[i].out.size, 100);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns, in[i].ino, &x), 0);
+		EXPECT_EQ_U64(x.dversion, in[i].dversion + 1);
+		EXPECT_EQ_INT(pohm_ns_read(ns, &x, 0, got, sizeof(got)), 100);
+		EXPECT_MEM(got, data[i], 100);
+		if (i == 1)
+			EXPECT_EQ_INT((int)(x.mode & 07777), 0600);	/* the chmod stays */
+		pohm_inode_clear(&x);
+		pohm_inode_clear(&cm[i].out);
+	}
+	/* f2 holds what moved it on, not the batch's bytes. */
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, in[2].ino, &x), 0);
+	EXPECT_EQ_INT(pohm_ns_read(ns, &x, 0, got, sizeof(got)), 100);
+	EXPECT_MEM(got, data[3], 100);
+	pohm_inode_clear(&x);
+	for (i = 0; i < 4; i++)
+		pohm_inode_clear(&in[i]);
+	pohm_ns_close(ns);
+}
+
 TEST(data_commit_read_conflict_corruption)
 {
 	struct pohm_ns *ns = fresh(0);
