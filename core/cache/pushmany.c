@@ -1,5 +1,5 @@
 /*
- * pushmany.c — pushes of many files at once (issue 23, decision 0090):
+ * pushmany.c — pushes of many files at once (issue 23, decision 0057):
  * pohm_cache_push_fds (each push up to its commit point, the commits
  * together through pohm_ns_commit_map_n, each push finished from its
  * answer), and the syncs built on it: every dirty file of the journal

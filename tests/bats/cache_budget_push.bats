@@ -92,7 +92,7 @@ for p in sys.argv[1:]:
 # push per file: one CAS carrying data and attributes, based on the inode
 # as this cache kept it (decision 0048; no read), 1 (2 while a setattr CAS
 # followed the commit; 3 with a read of the base first, before 0048); since
-# decision 0090 the 5 commits go in one wait together (the next test).
+# decision 0057 the 5 commits go in one wait together (the next test).
 # Counted whatever the time it takes: the window is the point here.
 @test "5 files written, fchmod'ed and timed, pushed at exit after the reuse window: 1 wait a file" {
 	local args=() i w0 w
@@ -112,7 +112,7 @@ time.sleep(2.2)" "${args[@]}"
 	[ "$(shim b cat "$T/b/d/e5" | wc -c)" -eq 4096 ]
 }
 
-# An exit push of many files (issue 23, decision 0090): their commits go
+# An exit push of many files (issue 23, decision 0057): their commits go
 # out together (pohm_ns_commit_map_n: up to 128 CASes in one wait), the
 # bases nobody kept read together first (one get_n; this cache keeps 64),
 # so 100 files cost a few waits, not one or two each.  The creates: a

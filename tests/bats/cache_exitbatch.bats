@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # cache_exitbatch.bats — an exit's pushes go out together (issue 23,
-# decision 0090: core/cache/push.c pohm_cache_push_fds, core/ns/nsdata.c
+# decision 0057: core/cache/push.c pohm_cache_push_fds, core/ns/nsdata.c
 # pohm_ns_commit_map_n), and every push's rules still hold for each file
 # of the batch: a file another host changed meanwhile becomes a conflict
 # copy while the others commit; with the storage down every file stays

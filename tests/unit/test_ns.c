@@ -1602,7 +1602,7 @@ static void *chmod_thread(void *p)
 }
 
 /*
- * pohm_ns_commit_map_n (issue 23, decision 0090): the commits of many
+ * pohm_ns_commit_map_n (issue 23, decision 0057): the commits of many
  * files in one put_many; one whose data moved on answers -ESTALE as alone;
  * one whose base this thread kept went stale (another writer's chmod)
  * loses its CAS in the batch and is committed alone over the change.
