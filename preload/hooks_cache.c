@@ -148,6 +148,12 @@ static struct pohm_cache *cache(int *rc)
 	return m ? m->cache : NULL;
 }
 
+/* Atomic: 1 once a drain ran.  The process's first outermost hook drains
+ * even with nothing pending: it opens the mount, whose queue asks for a
+ * replay of older records, and so that replay (two folder reads) belongs
+ * to the first operation, not to the next one (issue 23's counts). */
+static int sig_drained;
+
 /*
  * Paths a signal handler changed while this thread or another was inside
  * the shim (sigsafe.c): the local name is the truth now.  Gone locally →
@@ -167,14 +173,18 @@ static void sig_drain(int all)
 
 	if (pthread_mutex_trylock(&sig_lock))
 		return;	/* another thread drains */
+	__atomic_store_n(&sig_drained, 1, __ATOMIC_RELAXED);
 	if (pohm_sig_lost_take())
 		pohm_warn("a signal handler changed names under the prefix while the shim was busy, "
 			  "more than could be noted: pohmelfsd's reconcile adopts new names, removals "
 			  "may come back");
+	/* The mount first: a process's first one opens the queue, which asks
+	 * for a replay of older records, done here at once. */
+	um = mount_here(&r);
 	/* This thread's handlers are done with their calls (all threads' at
 	 * exit): their queue records may be replayed now. */
 	replay = pohm_sig_commit(all) + pohm_sig_replay_take();
-	if (!(um = mount_here(&r))) {
+	if (!um) {
 		while (pohm_sig_take(abs, sizeof(abs)))
 			;
 		goto out;
@@ -226,7 +236,8 @@ static void busy_enter(void)
  * outermost one first settles what signal handlers noted. */
 static void busy_enter_drain(void)
 {
-	if (!pohm_busy++ && !pohm_depth && pohm_sig_pending())
+	if (!pohm_busy++ && !pohm_depth &&
+	    (pohm_sig_pending() || !__atomic_load_n(&sig_drained, __ATOMIC_RELAXED)))
 		sig_drain(0);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }

@@ -1330,7 +1330,29 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
 	e->ldev = (uint64_t)st.st_dev;
 	e->lino = (uint64_t)st.st_ino;
 	e->mono_ns = pohm_sys_mono_ns();
+	e->ino = 0;
 	pthread_mutex_unlock(&c->vlock);
+}
+
+/* The table's entry for (rel, flags) when it is there and younger than
+ * attr_timeout: 1 and *out, else 0.  No system call. */
+static int path_recent(struct pohm_cache *c, const char *rel, unsigned flags,
+		       struct pohm_pfresh *out)
+{
+	struct pohm_pfresh *e;
+	uint64_t h;
+	int hit;
+
+	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel)
+		return 0;
+	h = path_hash(rel, flags);
+	e = &c->pfresh[h % POHM_PCACHE];
+	pthread_mutex_lock(&c->vlock);
+	hit = e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns;
+	if (hit)
+		*out = *e;
+	pthread_mutex_unlock(&c->vlock);
+	return hit;
 }
 
 /* What the caller's call needs on the last component (POHM_MAT_OPEN*). */
@@ -1339,6 +1361,42 @@ static int mat_want(unsigned flags)
 	if (flags & POHM_MAT_OPEN)
 		return ((flags & POHM_MAT_OPEN_R) ? R_OK : 0) | ((flags & POHM_MAT_OPEN_W) ? W_OK : 0);
 	return (flags & POHM_MAT_LIST) ? R_OK : 0;
+}
+
+int pohm_cache_stat_recent(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct pohm_pfresh e;
+
+	return !(flags & POHM_MAT_LIST) && path_recent(c, rel, flags, &e);
+}
+
+int pohm_cache_stat_found(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st)
+{
+	struct pohm_pfresh e;
+	uint64_t h, ino;
+	int r;
+
+	/* The entry holds no symlink unless flags has POHM_MAT_NOFOLLOW (nor
+	 * any directory to list): the file a real stat found is the name's
+	 * own local file when it is the remembered one. */
+	if ((flags & POHM_MAT_LIST) || !path_recent(c, rel, flags, &e) ||
+	    (uint64_t)st->st_dev != e.ldev || (uint64_t)st->st_ino != e.lino)
+		return -EAGAIN;
+	r = cache_perm_path(c, rel, mat_want(flags));
+	if (r)
+		return r;
+	ino = e.ino;
+	cache_stat_fix_ino(c, st, &ino);
+	if (ino && ino != e.ino) {
+		/* Next time the overlay reads the record alone. */
+		h = path_hash(rel, flags);
+		pthread_mutex_lock(&c->vlock);
+		if (c->pfresh[h % POHM_PCACHE].hash == h && c->pfresh[h % POHM_PCACHE].lino == e.lino &&
+		    c->pfresh[h % POHM_PCACHE].ldev == e.ldev)
+			c->pfresh[h % POHM_PCACHE].ino = ino;
+		pthread_mutex_unlock(&c->vlock);
+	}
+	return 0;
 }
 
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)

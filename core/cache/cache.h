@@ -117,6 +117,22 @@ uint64_t pohm_cache_dev(const struct pohm_cache *c);
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags);
 
 /*
+ * The stat path's shortcut (issue 23: a stat within attr_timeout costs the
+ * real call and one record read).  pohm_cache_stat_recent: 1 when this
+ * process materialized rel with these POHM_MAT_* flags within attr_timeout
+ * (by its table alone, no system call), else 0: then the caller may make
+ * its real stat first and hand its result, not yet overlaid, to
+ * pohm_cache_stat_found: when the local file it found is the one the
+ * table remembers for rel, the permission check pohm_cache_materialize
+ * would make and the overlay (pohm_cache_stat_fix, the storage inode
+ * remembered from the last time: no index read), and 0; -EAGAIN when it
+ * is another file or the entry went (st untouched: materialize, then the
+ * real call again); -errno of the permission check.
+ */
+int pohm_cache_stat_recent(struct pohm_cache *c, const char *rel, unsigned flags);
+int pohm_cache_stat_found(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st);
+
+/*
  * Before reading user.* xattrs of rel (getxattr of a user.* name, or
  * listxattr), after pohm_cache_materialize: a stub carries none locally
  * (core/cache/stub.h), so when rel (followed unless flags has POHM_MAT_NOFOLLOW)

@@ -32,6 +32,8 @@ struct pohm_pfresh {
 	uint64_t hash;			/* of the path and the flags that matter (0 = empty) */
 	uint64_t ldev, lino;
 	uint64_t mono_ns;
+	uint64_t ino;			/* its storage inode once a stat overlay looked it
+					 * up (pohm_cache_stat_found), 0 until then */
 };
 
 struct pohm_cache {
@@ -69,6 +71,12 @@ struct pohm_cache {
  * -errno. */
 int cache_writer_exclude(struct pohm_cache *c, uint64_t ino);
 void cache_writer_include(int fd);
+
+/* cachestat.c: pohm_cache_stat_fix with the storage inode *ino when the
+ * caller knows it (non-zero: trusted only when its record names st's local
+ * inode; else the index is asked).  *ino: the inode the overlay used, 0
+ * when it left st as it was. */
+void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *ino);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);

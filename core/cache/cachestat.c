@@ -27,13 +27,21 @@ static void stat_times(struct stat *st, const struct pohm_jrec *rec)
 	st->st_ctim.tv_nsec = rec->ctime.nsec;
 }
 
-void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
+void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *known)
 {
 	struct pohm_jrec rec;
-	uint64_t ino;
+	uint64_t ino = *known;
 
+	*known = 0;
 	if ((uint64_t)st->st_dev != c->pdev)
 		return;
+	/* A known inode saves the index read (issue 23: a stat within
+	 * attr_timeout); its record must name this very local inode. */
+	if (ino && !pohm_journal_get(&c->j, ino, &rec)) {
+		if (rec.lino == (uint64_t)st->st_ino)
+			goto found;
+		pohm_jrec_clear(&rec);
+	}
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
 		return;		/* not known (staging, or made without the shim): leave it */
 	if (pohm_journal_get(&c->j, ino, &rec))
@@ -42,6 +50,8 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 		pohm_jrec_clear(&rec);	/* a stale index entry: not ours to describe */
 		return;
 	}
+found:
+	*known = ino;
 	st->st_ino = (ino_t)ino;
 	st->st_dev = (dev_t)c->dev;
 	if ((rec.flags & POHM_J_STUB) || !c->is_root) {
@@ -68,4 +78,11 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 	if (rec.nlink)
 		st->st_nlink = rec.nlink;
 	pohm_jrec_clear(&rec);
+}
+
+void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
+{
+	uint64_t ino = 0;
+
+	cache_stat_fix_ino(c, st, &ino);
 }

@@ -4,57 +4,104 @@
  * (a stub's attributes are the stored ones), the host's own stat or
  * statx, and on success the overlay of storage identity and stub
  * attributes (pohm_cache_stat_fix; a struct statx through a struct stat).
+ * A name this process materialized within attr_timeout: the real call
+ * first, the walk only when it found another file (stat_recent).
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "mount.h"
 
+/* A struct statx's fields that a struct stat has, and back. */
+static void statx_to_stat(const struct statx *stx, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+	st->st_ino = stx->stx_ino;
+	st->st_mode = stx->stx_mode;
+	st->st_nlink = stx->stx_nlink;
+	st->st_uid = stx->stx_uid;
+	st->st_gid = stx->stx_gid;
+	st->st_size = (off_t)stx->stx_size;
+	st->st_blocks = (blkcnt_t)stx->stx_blocks;
+	st->st_atim.tv_sec = stx->stx_atime.tv_sec;
+	st->st_atim.tv_nsec = stx->stx_atime.tv_nsec;
+	st->st_mtim.tv_sec = stx->stx_mtime.tv_sec;
+	st->st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
+	st->st_ctim.tv_sec = stx->stx_ctime.tv_sec;
+	st->st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
+}
+
+static void stat_to_statx(const struct stat *st, struct statx *stx)
+{
+	stx->stx_dev_major = major(st->st_dev);
+	stx->stx_dev_minor = minor(st->st_dev);
+	stx->stx_ino = (uint64_t)st->st_ino;
+	stx->stx_mode = (uint16_t)st->st_mode;
+	stx->stx_nlink = (uint32_t)st->st_nlink;
+	stx->stx_uid = st->st_uid;
+	stx->stx_gid = st->st_gid;
+	stx->stx_size = (uint64_t)st->st_size;
+	stx->stx_blocks = (uint64_t)st->st_blocks;
+	stx->stx_atime.tv_sec = st->st_atim.tv_sec;
+	stx->stx_atime.tv_nsec = (uint32_t)st->st_atim.tv_nsec;
+	stx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+	stx->stx_mtime.tv_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	stx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+	stx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
+}
+
 /* pohm_cache_stat_fix on a struct statx: the fields a struct stat has. */
 static void statx_fix(struct pohm_cache *c, struct statx *stx)
 {
 	struct stat st;
 
-	memset(&st, 0, sizeof(st));
-	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
-	st.st_ino = stx->stx_ino;
-	st.st_mode = stx->stx_mode;
-	st.st_nlink = stx->stx_nlink;
-	st.st_uid = stx->stx_uid;
-	st.st_gid = stx->stx_gid;
-	st.st_size = (off_t)stx->stx_size;
-	st.st_blocks = (blkcnt_t)stx->stx_blocks;
-	st.st_atim.tv_sec = stx->stx_atime.tv_sec;
-	st.st_atim.tv_nsec = stx->stx_atime.tv_nsec;
-	st.st_mtim.tv_sec = stx->stx_mtime.tv_sec;
-	st.st_mtim.tv_nsec = stx->stx_mtime.tv_nsec;
-	st.st_ctim.tv_sec = stx->stx_ctime.tv_sec;
-	st.st_ctim.tv_nsec = stx->stx_ctime.tv_nsec;
+	statx_to_stat(stx, &st);
 	pohm_cache_stat_fix(c, &st);
-	stx->stx_dev_major = major(st.st_dev);
-	stx->stx_dev_minor = minor(st.st_dev);
-	stx->stx_ino = (uint64_t)st.st_ino;
-	stx->stx_mode = (uint16_t)st.st_mode;
-	stx->stx_nlink = (uint32_t)st.st_nlink;
-	stx->stx_uid = st.st_uid;
-	stx->stx_gid = st.st_gid;
-	stx->stx_size = (uint64_t)st.st_size;
-	stx->stx_blocks = (uint64_t)st.st_blocks;
-	stx->stx_atime.tv_sec = st.st_atim.tv_sec;
-	stx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
-	stx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
-	stx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
-	stx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
-	stx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
+	stat_to_statx(&st, stx);
+}
+
+/*
+ * Issue 23: a name this process materialized within attr_timeout needs no
+ * walk, only a look that its local file is still the one it found then.
+ * The real call is that look: made first, its result compared with the
+ * table (pohm_cache_stat_found), and overlaid.  1 when that answered the
+ * call (*r: 0, or the permission check's -errno), 0 when the walk and the
+ * real call must run after all (the name moved, or the call failed).
+ */
+static int stat_recent(struct pohm_cache *c, const char *rel, unsigned mf, struct stat *st,
+		       struct statx *stx, const struct pohm_proc_real *real, int *r)
+{
+	struct stat x;
+
+	if (!pohm_cache_stat_recent(c, rel, mf) || real->call(real->arg))
+		return 0;
+	if (st) {
+		*r = pohm_cache_stat_found(c, rel, mf, st);
+		return *r != -EAGAIN;
+	}
+	if (!(stx->stx_mask & STATX_INO))
+		return 0;
+	statx_to_stat(stx, &x);
+	*r = pohm_cache_stat_found(c, rel, mf, &x);
+	if (!*r)
+		stat_to_statx(&x, stx);
+	return *r != -EAGAIN;
 }
 
 int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
 		   struct statx *stx, const struct pohm_proc_real *real)
 {
-	int r = pohm_cache_materialize(c, rel,
-				       (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0);
+	unsigned mf = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
+	int r;
 
+	if (stat_recent(c, rel, mf, st, stx, real, &r)) {
+		pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
+		return r;
+	}
+	r = pohm_cache_materialize(c, rel, mf);
 	pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 	if (r < 0)
 		return r;

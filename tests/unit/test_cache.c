@@ -131,6 +131,65 @@ TEST(two_hosts_round_trip)
 	pohm_cache_close(b);
 }
 
+/*
+ * Issue 23: a stat of a name this process materialized within attr_timeout
+ * is answered from the real call's own result when it found the local
+ * file the table remembers (pohm_cache_stat_found), never when the name
+ * holds another file now; a known storage inode is trusted only when its
+ * record names the local inode.
+ */
+TEST(stat_found_answers_for_the_remembered_file_only)
+{
+	struct pohm_cache *a;
+	struct stat st, fixed, other;
+	uint64_t ino;
+	char g[1024];
+
+	setup();
+	a = host("a");
+	EXPECT(a);
+	a->attr_timeout_ns = 30000000000ULL;
+	EXPECT_EQ_INT(write_file(a, "a", "f", "one"), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "g", "two"), 0);
+	EXPECT_EQ_INT(pohm_cache_stat_recent(a, "f", 0), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", 0), 0);
+	EXPECT_EQ_INT(pohm_cache_stat_recent(a, "f", 0), 1);
+	EXPECT_EQ_INT(pohm_cache_stat_recent(a, "f", POHM_MAT_NOFOLLOW), 0);
+	EXPECT_EQ_INT(stat(path("a", "f"), &fixed), 0);
+	pohm_cache_stat_fix(a, &fixed);
+	EXPECT_EQ_U64(fixed.st_dev, pohm_cache_dev(a));
+	/* Twice: the first looks the inode up in the index, the second knows it. */
+	EXPECT_EQ_INT(stat(path("a", "f"), &st), 0);
+	EXPECT_EQ_INT(pohm_cache_stat_found(a, "f", 0, &st), 0);
+	EXPECT_EQ_U64(st.st_ino, fixed.st_ino);
+	EXPECT_EQ_U64(st.st_dev, fixed.st_dev);
+	EXPECT_EQ_INT(stat(path("a", "f"), &st), 0);
+	EXPECT_EQ_INT(pohm_cache_stat_found(a, "f", 0, &st), 0);
+	EXPECT_EQ_U64(st.st_ino, fixed.st_ino);
+	/* A known inode whose record names another local file: the index decides. */
+	EXPECT_EQ_INT(stat(path("a", "g"), &other), 0);
+	pohm_cache_stat_fix(a, &other);
+	EXPECT(other.st_ino != fixed.st_ino);
+	EXPECT_EQ_INT(stat(path("a", "f"), &st), 0);
+	ino = (uint64_t)other.st_ino;
+	cache_stat_fix_ino(a, &st, &ino);
+	EXPECT_EQ_U64(ino, fixed.st_ino);
+	EXPECT_EQ_U64(st.st_ino, fixed.st_ino);
+	/* Another local file at the name: not answered, st as it was. */
+	snprintf(g, sizeof(g), "%s", path("a", "g"));
+	EXPECT_EQ_INT(rename(g, path("a", "f")), 0);
+	EXPECT_EQ_INT(stat(path("a", "f"), &st), 0);
+	other = st;
+	EXPECT_EQ_INT(pohm_cache_stat_found(a, "f", 0, &st), -EAGAIN);
+	EXPECT_EQ_U64(st.st_ino, other.st_ino);
+	EXPECT_EQ_U64(st.st_dev, other.st_dev);
+	/* attr_timeout 0: nothing is recent. */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", 0), 0);
+	a->attr_timeout_ns = 0;
+	EXPECT_EQ_INT(pohm_cache_stat_recent(a, "f", 0), 0);
+	pohm_cache_close(a);
+}
+
 TEST(listing_makes_stubs_with_true_attributes)
 {
 	struct pohm_cache *a, *b;
