@@ -1150,8 +1150,16 @@ static struct mat_work *mat_new(const char *rel)
  * materialize_at's loop (the walk used to recurse, ~25 KB of stack per
  * link).
  */
+/* What a walk found at its last component when it is a directory
+ * (cache_walk_parent): opened O_PATH (fd, -1 if not) and its storage inode,
+ * validated within attr_timeout by the walk itself. */
+struct mat_dir {
+	int fd;
+	uint64_t ino;
+};
+
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
-			    struct mat_work *w, int *follow)
+			    struct mat_work *w, int *follow, struct mat_dir *md)
 {
 	char *buf = w->buf, *path = w->path;
 	const char **comp = w->comp;
@@ -1227,6 +1235,11 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			dfd = nfd;
 			continue;
 		}
+		if (md && S_ISDIR(in.mode) && !(flags & POHM_MAT_LIST) && !cache_offline(c)) {
+			/* Online, ensure_entry's 0 means checked now or fresh. */
+			md->fd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+			md->ino = in.ino;
+		}
 		if (S_ISREG(in.mode) && (flags & POHM_MAT_DATA))
 			r = pohm_cache_refresh(c, dfd, comp[i], path, &in);
 		else if (S_ISDIR(in.mode) && (flags & POHM_MAT_LIST)) {
@@ -1250,7 +1263,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 
 /* Walk rel, following symlinks that stay in the prefix (at most 40, as
  * the kernel), in a loop with one heap work area. */
-static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
+static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags, int depth,
+			   struct mat_dir *md)
 {
 	struct mat_work *w = mat_new(rel);
 	int r, follow;
@@ -1262,7 +1276,7 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 			r = -ELOOP;
 			break;
 		}
-		r = materialize_once(c, rel, flags, w, &follow);
+		r = materialize_once(c, rel, flags, w, &follow, md);
 		if (r == -EXDEV && depth > 0)
 			r = 0;	/* a followed link left the prefix on the way */
 		if (r || !follow)
@@ -1272,6 +1286,11 @@ static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags,
 	}
 	free(w);
 	return r;
+}
+
+static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
+{
+	return materialize_dir(c, rel, flags, depth, NULL);
 }
 
 /*
@@ -1640,10 +1659,18 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 
 static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
 {
-	int r = materialize_at(c, dir, 0, 0);
+	struct mat_dir md = { -1, 0 };
+	int r = materialize_dir(c, dir, 0, 0, &md);
 
-	if (r)
+	if (r || md.fd >= 0) {
+		/* The walk opened it and knows its inode (issue 23: no second
+		 * look at its record). */
+		if (r && md.fd >= 0)
+			pohm_sys_close(md.fd);
+		*dfd = md.fd;
+		*ino = md.ino;
 		return r;
+	}
 	*dfd = pohm_sys_openat(c->pfd, dir, O_PATH | O_DIRECTORY, 0);
 	if (*dfd < 0)
 		return *dfd;

@@ -145,6 +145,12 @@ int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl);
 /* After the real open of a path under the prefix: learn its local identity. */
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd);
+/* pohm_cache_opened, and when it recorded the file (0): *st the fd's local
+ * stat as recorded, *ino its storage inode (what pohm_cache_stat_fix
+ * would read back: issue 23, no second look); *ino 0 when nothing was
+ * recorded (another file than rel names, an error). */
+int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct stat *st,
+			 uint64_t *ino);
 /* A file created under the prefix without a prior pohm_cache_create (libc's
  * own mkstemp): make its storage entry now.  0 (also if known already). */
 int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd);

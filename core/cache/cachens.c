@@ -287,11 +287,21 @@ static int names_fd(struct pohm_cache *c, const char *rel, const struct stat *fs
 
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 {
+	struct stat st;
+	uint64_t ino;
+
+	return pohm_cache_opened_as(c, rel, fd, &st, &ino);
+}
+
+int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct stat *out,
+			 uint64_t *oino)
+{
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
 	int r;
 
+	*oino = 0;
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
@@ -346,6 +356,10 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
+	if (!r) {
+		*out = st;
+		*oino = ino;
+	}
 	return r;
 }
 

@@ -165,6 +165,7 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 		      uint64_t *ino)
 {
 	struct stat st;
+	uint64_t known = 0;
 
 	if (fd < 0) {
 		pohm_cache_writer_prelock_drop(c, pl, held_here, (void *)h);
@@ -173,16 +174,21 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 		return fd;
 	}
 	if (created)
-		pohm_cache_opened(c, name, fd);
+		pohm_cache_opened_as(c, name, fd, &st, &known);
 	else if (flags & O_CREAT)
 		pohm_cache_adopt(c, name, fd);	/* made by libc itself (mkstemp) */
 	/* The storage inode, for the dirty list at close, and "open for write":
-	 * writers only (a reader's open stays a few syscalls). */
-	if ((flags & O_ACCMODE) != O_RDONLY && !pohm_sys_fstat(fd, &st)) {
+	 * writers only (a reader's open stays a few syscalls).  A file this
+	 * open created and recorded: as recorded (issue 23). */
+	if ((flags & O_ACCMODE) != O_RDONLY && (known || !pohm_sys_fstat(fd, &st))) {
 		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
 
-		pohm_cache_stat_fix(c, &st);
-		*ino = (uint64_t)st.st_ino;
+		if (known)
+			*ino = known;
+		else {
+			pohm_cache_stat_fix(c, &st);
+			*ino = (uint64_t)st.st_ino;
+		}
 		if (S_ISREG(st.st_mode) && !(flags & O_PATH) &&
 		    pohm_sys_test_switch(POHM_TEST_REFRESH_IN_OPEN))
 			pohm_cache_materialize(c, rel, POHM_MAT_DATA);	/* the race */
