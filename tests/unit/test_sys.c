@@ -575,3 +575,48 @@ TEST(creds_kept_until_reported)
 	EXPECT(syscall(SYS_setfsuid, 0) >= 0);
 	EXPECT_EQ_INT((int)pohm_perm_fsuid(), 0);
 }
+
+/* pohm_sys_open_parent: one O_NOFOLLOW component at a time from pfd, with
+ * no copy of pfd first (issue 23): the right directory, *name, the errors,
+ * and no fd left open in any case. */
+TEST(open_parent_walks_from_the_base)
+{
+	const char *root = th_scratch("sysparent");
+	char p[512];
+	const char *name;
+	struct stat a, b;
+	int pfd, fd, before, after;
+
+	snprintf(p, sizeof(p), "%s/a", root);
+	EXPECT_EQ_INT(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/a/b", root);
+	EXPECT_EQ_INT(mkdir(p, 0755), 0);
+	pfd = open(root, O_PATH | O_DIRECTORY);
+	EXPECT(pfd >= 0);
+	EXPECT_EQ_INT(symlinkat("a", pfd, "l"), 0);
+	before = dup(0);
+	close(before);
+	fd = pohm_sys_open_parent(pfd, "a/b/c", &name);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_STR(name, "c");
+	EXPECT_EQ_INT(fstat(fd, &a), 0);
+	EXPECT_EQ_INT(fstatat(pfd, "a/b", &b, 0), 0);
+	EXPECT_EQ_U64(a.st_ino, b.st_ino);
+	close(fd);
+	fd = pohm_sys_open_parent(pfd, "x", &name);
+	EXPECT(fd >= 0 && fd != pfd);
+	EXPECT_EQ_STR(name, "x");
+	EXPECT_EQ_INT(fstat(fd, &a), 0);
+	EXPECT_EQ_INT(fstat(pfd, &b), 0);
+	EXPECT_EQ_U64(a.st_ino, b.st_ino);
+	close(fd);
+	EXPECT_EQ_INT(pohm_sys_open_parent(pfd, "", &name), -EINVAL);
+	EXPECT_EQ_INT(pohm_sys_open_parent(pfd, "a/", &name), -EINVAL);
+	EXPECT_EQ_INT(pohm_sys_open_parent(pfd, "a//c", &name), -EINVAL);
+	EXPECT(pohm_sys_open_parent(pfd, "l/c", &name) < 0);	/* a symlink on the way */
+	EXPECT(pohm_sys_open_parent(pfd, "a/l/c", &name) < 0);	/* missing */
+	after = dup(0);
+	close(after);
+	EXPECT_EQ_INT(after, before);	/* nothing left open */
+	close(pfd);
+}
