@@ -1152,7 +1152,8 @@ static struct mat_work *mat_new(const char *rel)
  */
 /* What a walk found at its last component when it is a directory
  * (cache_walk_parent): opened O_PATH (fd, -1 if not) and its storage inode,
- * validated within attr_timeout by the walk itself. */
+ * validated within attr_timeout by the walk itself.  Only for a walk that
+ * followed no symlink (materialize_dir). */
 struct mat_dir {
 	int fd;
 	uint64_t ino;
@@ -1267,7 +1268,7 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 			   struct mat_dir *md)
 {
 	struct mat_work *w = mat_new(rel);
-	int r, follow;
+	int r, follow, first = depth;
 
 	if (!w)
 		return -ENOMEM;
@@ -1276,7 +1277,11 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 			r = -ELOOP;
 			break;
 		}
-		r = materialize_once(c, rel, flags, w, &follow, md);
+		/* md only for rel itself, walked with no symlink followed: the
+		 * caller's rel must name that directory as spelled (a create's
+		 * names_fd walks it O_NOFOLLOW; an absolute link resolves by its
+		 * real path instead, open_beyond). */
+		r = materialize_once(c, rel, flags, w, &follow, depth == first ? md : NULL);
 		if (r == -EXDEV && depth > 0)
 			r = 0;	/* a followed link left the prefix on the way */
 		if (r || !follow)
