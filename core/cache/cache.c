@@ -1157,6 +1157,7 @@ static struct mat_work *mat_new(const char *rel)
 struct mat_dir {
 	int fd;
 	uint64_t ino;
+	int followed;			/* the walk followed a symlink on the way */
 };
 
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
@@ -1288,6 +1289,8 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 			break;
 		memcpy(w->cur, w->norm, strlen(w->norm) + 1);
 		rel = w->cur;
+		if (md)
+			md->followed = 1;
 	}
 	free(w);
 	return r;
@@ -1662,11 +1665,14 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 	return r;
 }
 
-static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
+static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino,
+			   int direct)
 {
-	struct mat_dir md = { -1, 0 };
+	struct mat_dir md = { -1, 0, 0 };
 	int r = materialize_dir(c, dir, 0, 0, &md);
 
+	if (!r && direct && md.followed)
+		r = -EXDEV;	/* by the parent's real path (cache_walk_parent_direct) */
 	if (r || md.fd >= 0) {
 		/* The walk opened it and knows its inode (issue 23: no second
 		 * look at its record). */
@@ -1688,8 +1694,8 @@ static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint
 	return r;
 }
 
-int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
-		      const char **name)
+static int walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+		       const char **name, int direct)
 {
 	char sdir[4096], *dir;
 	const char *slash = strrchr(rel, '/');
@@ -1703,7 +1709,7 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 		dir = cache_cut(rel, (size_t)(slash - rel), sdir);
 		if (!dir)
 			return -ENOMEM;
-		r = walk_parent_dir(c, dir, dfd, &ino);
+		r = walk_parent_dir(c, dir, dfd, &ino, direct);
 		cache_cut_free(dir, sdir);
 		if (r)
 			return r;
@@ -1717,6 +1723,18 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 	}
 	*dino = ino;
 	return 0;
+}
+
+int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+		      const char **name)
+{
+	return walk_parent(c, rel, dfd, dino, name, 0);
+}
+
+int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+			     const char **name)
+{
+	return walk_parent(c, rel, dfd, dino, name, 1);
 }
 
 int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, size_t len)

@@ -169,6 +169,12 @@ void cache_cut_free(char *p, const char *sbuf);
  */
 int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
 		      const char **name);
+/* cache_walk_parent, and -EXDEV when the walk to the parent followed a
+ * symlink: the caller goes by the parent's real path (pohm_cache_create:
+ * its rel must name the new file without a symlink, as pohm_cache_opened
+ * checks it; else the file is never recorded, never pushed). */
+int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
+			     const char **name);
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in);

@@ -196,7 +196,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	uint64_t dino;
 	int dfd, r;
 
-	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	r = cache_walk_parent_direct(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r == -EIO && !excl && cache_offline(c) ? create_offline(c, rel) : r;
 	r = may_create(c, dino, name, rel);
