@@ -21,6 +21,8 @@ static void dedup(struct pohm_dirty *d)
 {
 	size_t i, k = 0;
 
+	if (d->n < 2)
+		return;		/* also an empty set's NULL array: never to qsort */
 	qsort(d->ino, d->n, sizeof(*d->ino), ino_cmp);
 	for (i = 0; i < d->n; i++)
 		if (!k || d->ino[k - 1] != d->ino[i])
