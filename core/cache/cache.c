@@ -1317,11 +1317,13 @@ static uint64_t path_hash(const char *rel, unsigned flags)
 	return h ? h : 1;
 }
 
-static int path_fresh(struct pohm_cache *c, const char *rel, unsigned flags)
+/* The table's entry for (rel, flags) when it is there and younger than
+ * attr_timeout: 1 and *out, else 0.  No system call. */
+static int path_recent(struct pohm_cache *c, const char *rel, unsigned flags,
+		       struct pohm_pfresh *out)
 {
 	struct pohm_pfresh *e;
-	struct stat st;
-	uint64_t h, ldev, lino;
+	uint64_t h;
 	int hit;
 
 	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel)
@@ -1330,11 +1332,20 @@ static int path_fresh(struct pohm_cache *c, const char *rel, unsigned flags)
 	e = &c->pfresh[h % POHM_PCACHE];
 	pthread_mutex_lock(&c->vlock);
 	hit = e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns;
-	ldev = e->ldev;
-	lino = e->lino;
+	if (hit)
+		*out = *e;
 	pthread_mutex_unlock(&c->vlock);
-	return hit && !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) &&
-	       (uint64_t)st.st_dev == ldev && (uint64_t)st.st_ino == lino &&
+	return hit;
+}
+
+static int path_fresh(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	struct pohm_pfresh e;
+	struct stat st;
+
+	return path_recent(c, rel, flags, &e) &&
+	       !pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) &&
+	       (uint64_t)st.st_dev == e.ldev && (uint64_t)st.st_ino == e.lino &&
 	       !(S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST));
 }
 
@@ -1359,27 +1370,6 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
 	e->mono_ns = pohm_sys_mono_ns();
 	e->ino = 0;
 	pthread_mutex_unlock(&c->vlock);
-}
-
-/* The table's entry for (rel, flags) when it is there and younger than
- * attr_timeout: 1 and *out, else 0.  No system call. */
-static int path_recent(struct pohm_cache *c, const char *rel, unsigned flags,
-		       struct pohm_pfresh *out)
-{
-	struct pohm_pfresh *e;
-	uint64_t h;
-	int hit;
-
-	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel)
-		return 0;
-	h = path_hash(rel, flags);
-	e = &c->pfresh[h % POHM_PCACHE];
-	pthread_mutex_lock(&c->vlock);
-	hit = e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns;
-	if (hit)
-		*out = *e;
-	pthread_mutex_unlock(&c->vlock);
-	return hit;
 }
 
 /* What the caller's call needs on the last component (POHM_MAT_OPEN*). */
