@@ -102,30 +102,13 @@ static int put_slot(struct pohm_buf *b, uint64_t dev, uint64_t lino, uint64_t in
 	return pohm_buf_put_u64(b, slot_check(dev, lino, ino));
 }
 
-/* Lock (type) or unlock len bytes at off of fd: POSIX record locks on
- * the journal's own x.idx fd (posix: under jslots' writers' mutex, as
- * j.slots's), else OFD locks on a fresh open (a cache whose x.idx this
- * process could only open read-only). */
-static int lock_range(int fd, off_t off, off_t len, short type, int posix)
-{
-	struct flock fl;
-	int r;
-
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = off;
-	fl.l_len = len;
-	do
-		r = pohm_sys_fcntl(fd, type == F_UNLCK ? (posix ? F_SETLK : F_OFD_SETLK) :
-				   (posix ? F_SETLKW : F_OFD_SETLKW), (long)&fl);
-	while (r == -EINTR);
-	return r;
-}
-
+/* Lock (type) or unlock a bucket: POSIX record locks on the journal's own
+ * x.idx fd (posix: under jslots' writers' mutex, as j.slots's), else OFD
+ * locks on a fresh open (a cache whose x.idx this process could only open
+ * read-only). */
 static int lock_bucket(int fd, off_t off, short type, int posix)
 {
-	return lock_range(fd, off, XBUCKET, type, posix);
+	return pohm_sys_lock_range(fd, off, XBUCKET, type, !posix);
 }
 
 /* Read the bucket at off into b (past the end of the file: empty).  0,
@@ -151,11 +134,11 @@ static void cover_level(int fd, off_t off, int posix)
 	off_t want = (off / XLEVEL + 1) * XLEVEL, grow = (off_t)XLEVELS * XLEVEL;
 	struct stat st;
 
-	if (lock_range(fd, grow, 1, F_WRLCK, posix))
+	if (pohm_sys_lock_range(fd, grow, 1, F_WRLCK, !posix))
 		return;
 	if (!pohm_sys_fstat(fd, &st) && st.st_size < want)
 		pohm_sys_ftruncate(fd, want);
-	lock_range(fd, grow, 1, F_UNLCK, posix);
+	pohm_sys_lock_range(fd, grow, 1, F_UNLCK, !posix);
 }
 
 int jindex_bucket_find(const uint8_t *b, size_t n, uint64_t dev, uint64_t lino, uint64_t *ino,
@@ -317,7 +300,7 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 	r = write_slot(fd, free_off, free_at, dev, lino, ino);
 out:
 	if (posix) {
-		lock_range(fd, 0, 0, F_UNLCK, 1);	/* every bucket lock */
+		pohm_sys_lock_range(fd, 0, 0, F_UNLCK, 0);	/* every bucket lock */
 		if (took)
 			jslots_mutex_exit();
 	} else {

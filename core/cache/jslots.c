@@ -143,23 +143,6 @@ int jslots_slot_hdr(const uint8_t *p, uint64_t *ino)
 	return (int)kind;
 }
 
-/* Lock (F_WRLCK, F_RDLCK) len bytes at off of fd, waiting. */
-static int lock_range(int fd, off_t off, off_t len, short type)
-{
-	struct flock fl;
-	int r;
-
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = off;
-	fl.l_len = len;
-	do
-		r = pohm_sys_fcntl(fd, type == F_UNLCK ? F_SETLK : F_SETLKW, (long)&fl);
-	while (r == -EINTR);
-	return r;
-}
-
 /* Read the bucket at off into b, whole (past the end: empty). */
 static int read_bucket(int fd, off_t off, uint8_t *b)
 {
@@ -177,11 +160,11 @@ static void cover(int fd, off_t want)
 {
 	struct stat st;
 
-	if (lock_range(fd, GROW_BYTE, 1, F_WRLCK))
+	if (pohm_sys_lock_range(fd, GROW_BYTE, 1, F_WRLCK, 0))
 		return;
 	if (!pohm_sys_fstat(fd, &st) && st.st_size < want)
 		pohm_sys_ftruncate(fd, want);
-	lock_range(fd, GROW_BYTE, 1, F_UNLCK);
+	pohm_sys_lock_range(fd, GROW_BYTE, 1, F_UNLCK, 0);
 }
 
 static void put_hdr(uint8_t *p, uint32_t magic, uint32_t kind, uint64_t ino)
@@ -341,12 +324,12 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslot
 			/* A writer is in it, or it was torn: once more after any writer. */
 			int took = jslots_mutex_enter();
 
-			rc = lock_range(j->sfd, off, JS_BUCKET, F_RDLCK);
+			rc = pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_RDLCK, 0);
 			if (!rc)
 				rc = read_bucket(j->sfd, off, b);
 			if (!rc)
 				rc = look(b, ino, r, decode);
-			lock_range(j->sfd, off, JS_BUCKET, F_UNLCK);
+			pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_UNLCK, 0);
 			if (took)
 				jslots_mutex_exit();
 			if (rc == -EAGAIN)
@@ -367,7 +350,7 @@ void jslots_wbegin(struct pohm_journal *j)
 void jslots_wend(struct pohm_journal *j)
 {
 	if (j->sfd >= 0)
-		lock_range(j->sfd, 0, 0, F_UNLCK);	/* every bucket this writer locked */
+		pohm_sys_lock_range(j->sfd, 0, 0, F_UNLCK, 0);	/* every bucket this writer locked */
 	jslots_mutex_exit();
 }
 
@@ -383,7 +366,7 @@ int jslots_wlocate(struct pohm_journal *j, uint64_t ino, struct jsloc *l)
 	for (level = 0; level < JS_LEVELS; level++) {
 		off_t off = jslots_bucket_off(ino, level);
 
-		rc = lock_range(j->sfd, off, JS_BUCKET, F_WRLCK);
+		rc = pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_WRLCK, 0);
 		if (!rc)
 			rc = read_bucket(j->sfd, off, b);
 		if (rc)
@@ -477,7 +460,7 @@ int jslots_rlock(struct pohm_journal *j, uint64_t ino)
 		return -ENOENT;
 	if (!jslots_mutex_enter())
 		return -EDEADLK;	/* inside a writer's section: never waits for itself */
-	rc = lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_RDLCK);
+	rc = pohm_sys_lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_RDLCK, 0);
 	if (rc)
 		jslots_mutex_exit();
 	return rc;
@@ -485,6 +468,6 @@ int jslots_rlock(struct pohm_journal *j, uint64_t ino)
 
 void jslots_runlock(struct pohm_journal *j, uint64_t ino)
 {
-	lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_UNLCK);
+	pohm_sys_lock_range(j->sfd, jslots_bucket_off(ino, 0), JS_BUCKET, F_UNLCK, 0);
 	jslots_mutex_exit();
 }
