@@ -4,7 +4,8 @@
  *
  * "Open for write".  A process that opens a file under the prefix for
  * writing takes a shared OFD lock (F_RDLCK) on byte <ino> of
- * cache_dir/w.lock, the storage inode's byte (ino & 2^62-1; j.lock, unused since decision 0056, was keyed the same).
+ * cache_dir/w.lock, the storage inode's byte (ino & 2^62-1; j.lock, unused
+ * since decision 0056, was keyed the same).
  * It holds it on an fd of its own (one per inode per process, registered
  * in core/sys/ownfd, >= POHM_FD_BASE) until its last fd writing that
  * local file is closed.  The kernel drops the lock when the last copy of
