@@ -431,8 +431,10 @@ uint64_t pohm_ns_intent_timeout_ns(const struct pohm_ns *ns);
 int pohm_ns_settle_entry(struct pohm_ns *ns, uint64_t dir, const char *name);
 /*
  * Settle bucket (dir, depth, index): finish a split in progress, resolve a
- * seal (unseal an aborted rmdir's bucket).  -ENOENT: the bucket or its
- * directory is gone.
+ * seal (unseal an aborted rmdir's bucket; complete a committed rmdir whose
+ * seal went with its intent, decision 0096).  0 also when the seal's rmdir
+ * has committed (the seal stays with its removed directory); -ENOENT: the
+ * bucket is gone.
  */
 int pohm_ns_settle_bucket(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index);
 /* Free the per-fsid rename lease if its holder's time ran out (1 if freed). */
