@@ -958,8 +958,13 @@ static int intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent)
 	e->i_flags = intent->i_flags;
 	free(e->i_name);
 	e->i_name = NULL;
-	if (intent->i_name && !(e->i_name = strdup(intent->i_name)))
+	if (!intent->i_name)
+		return 0;
+	/* (malloc, not strdup: the library's allocator must own it) */
+	e->i_name = malloc(strlen(intent->i_name) + 1);
+	if (!e->i_name)
 		return -ENOMEM;
+	strcpy(e->i_name, intent->i_name);
 	return 0;
 }
 
@@ -1001,8 +1006,10 @@ int ns_rmdir_begin_along(struct pohm_ns *ns, uint64_t pdir, const char *name, ui
 	root.bk.stamp = ns_now_ns();
 	root.bk.seal_parent = pdir;
 	free(root.bk.seal_name);
-	root.bk.seal_name = strdup(name);
+	root.bk.seal_name = malloc(strlen(name) + 1);
 	r = root.bk.seal_name ? 0 : -ENOMEM;
+	if (!r)
+		strcpy(root.bk.seal_name, name);
 	if (!r)
 		r = pohm_bucket_encode(&pb, &pref.bk);
 	if (!r)
