@@ -3054,6 +3054,55 @@ static void v1_inode(struct pohm_inode *in, struct pohm_chunkref *c)
 /* The new decoder reads the old format; the old decoder refuses an inline
  * inode (-EPROTO, which ns_inode_get gives as -EIO); every flipped byte of
  * an inline inode is refused or decodes to the bytes it was written with. */
+/*
+ * Decision 0096's values: a SEALED_WITH bucket keeps its seal's fields and
+ * an RMDIR_SEALED intent its txid through encode and decode; a value past
+ * the newest known one is refused (-EPROTO), as decoders before 0096
+ * refuse these two, so no client acts on a state it cannot read.
+ */
+TEST(sealed_with_bucket_and_rmdir_sealed_intent_encode_decode)
+{
+	struct pohm_bucket bk = { 0 }, out;
+	struct pohm_dentry e = { 0 };
+	struct pohm_buf b = POHM_BUF_INIT;
+
+	bk.hdr.type = POHM_OBJ_BUCKET;
+	bk.dir = 77;
+	bk.state = POHM_BUCKET_SEALED_WITH;
+	bk.txid = 1234;
+	bk.stamp = 99;
+	bk.seal_parent = 5;
+	bk.seal_name = "gone";
+	e.name = "sub";
+	e.ino = 8;
+	e.type = DT_DIR;
+	e.intent = POHM_INTENT_RMDIR_SEALED;
+	e.i_txid = 1234;
+	e.i_time = 42;
+	bk.n = bk.cap = 1;
+	bk.e = &e;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), 0);
+	EXPECT_EQ_INT(out.state, POHM_BUCKET_SEALED_WITH);
+	EXPECT_EQ_U64(out.txid, 1234);
+	EXPECT_EQ_U64(out.seal_parent, 5);
+	EXPECT(out.seal_name && !strcmp(out.seal_name, "gone"));
+	EXPECT_EQ_INT(out.n, 1);
+	EXPECT_EQ_INT(out.e[0].intent, POHM_INTENT_RMDIR_SEALED);
+	EXPECT_EQ_U64(out.e[0].i_txid, 1234);
+	pohm_bucket_clear(&out);
+	pohm_buf_free(&b);
+	bk.state = POHM_BUCKET_SEALED_WITH + 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
+	pohm_buf_free(&b);
+	bk.state = POHM_BUCKET_NORMAL;
+	e.intent = POHM_INTENT_RMDIR_SEALED + 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
+	pohm_buf_free(&b);
+}
+
 TEST(inline_inode_encode_decode_both_formats)
 {
 	struct pohm_inode in, out, il = { 0 };
