@@ -225,7 +225,11 @@ int pohm_ns_unlink(struct pohm_ns *ns, uint64_t dir, const char *name);
  */
 int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		       int *gone);
-/* Remove an empty directory (-ENOTEMPTY otherwise). */
+/* Remove an empty directory (-ENOTEMPTY otherwise).  On copies of the
+ * entry and of an empty one-bucket directory (kept, or the lookup's): two
+ * waits, the intent with the seal, then the removal with the tombstone and
+ * the parent's count (decision 0096).  -EIO: the outcome is unknown (what
+ * was written is completed or rolled back by whoever meets it). */
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
 /* pohm_ns_rmdir for a caller that guesses the directory's inode (*ino, 0:
  * none; read along with the lookup, as pohm_ns_unlink_ino); on return *ino
