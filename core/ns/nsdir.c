@@ -365,10 +365,10 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 				unseal(ns, ref);
 			r = -EAGAIN;
 		}
-	} else if (with && now - ref->bk.stamp < ns->intent_timeout_ns) {
+	} else if (with && (ref->bk.stamp > now || now - ref->bk.stamp < ns->intent_timeout_ns)) {
 		/* Sent with its intent, which may still land (decision 0096):
 		 * waited for as an intent is; its rmdir unseals it if the
-		 * intent lost. */
+		 * intent lost.  (A stamp ahead of this clock is young too.) */
 		r = -EAGAIN;
 	} else {
 		unseal(ns, ref);	/* aborted rmdir left this seal */
