@@ -154,8 +154,9 @@ static void check_leaf(struct fsck *f, struct fk_inode *dir, struct fk_bucket *b
 	uint32_t i;
 
 	fk_age(a, sizeof(a), age == UINT64_MAX ? 0 : age);
-	if (b->bk.state == POHM_BUCKET_SPLITTING || b->bk.state == POHM_BUCKET_SEALED) {
-		const char *what = b->bk.state == POHM_BUCKET_SEALED ? "seal (rmdir)" : "split";
+	if (b->bk.state == POHM_BUCKET_SPLITTING || b->bk.state == POHM_BUCKET_SEALED ||
+	    b->bk.state == POHM_BUCKET_SEALED_WITH) {
+		const char *what = b->bk.state != POHM_BUCKET_SPLITTING ? "seal (rmdir)" : "split";
 
 		dir->busy = 1;
 		if (age < tmo)

@@ -333,6 +333,15 @@ int ns_nlink_fn(struct pohm_inode *in, void *arg)
 	return 0;
 }
 
+int ns_tomb_fn(struct pohm_inode *in, void *arg)
+{
+	(void)arg;
+	in->nlink = 0;
+	in->hdr.flags |= POHM_OBJF_TOMBSTONE;
+	ns_now_ts(&in->ctime);
+	return 0;
+}
+
 int ns_inode_nlink(struct pohm_ns *ns, uint64_t ino, int delta)
 {
 	return ns_inode_update(ns, ino, ns_nlink_fn, &delta, NULL);

@@ -196,6 +196,9 @@ int ns_dir_peeked(struct pohm_ns *ns, uint64_t dir);
 int ns_inode_peeked(struct pohm_ns *ns, uint64_t ino);
 /* nlink_fn of ns_inode_nlink, for ns_inode_change_peeked (arg: int delta). */
 int ns_nlink_fn(struct pohm_inode *in, void *arg);
+/* An rmdir's (or a replaced directory's) tombstone, for ns_inode_update and
+ * ns_inode_change_peeked: nlink 0, POHM_OBJF_TOMBSTONE, ctime now. */
+int ns_tomb_fn(struct pohm_inode *in, void *arg);
 /* ns_bucket_store of a NORMAL bucket in one put_n with *also (also->st its
  * answer; decision 0022).  1: not sent (no put_n, or not a NORMAL bucket
  * already stored); else as ns_bucket_store. */
@@ -231,6 +234,31 @@ int ns_entry_peek_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		      struct pohm_dentry *e);
 int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
 		  const char *name);
+/*
+ * rmdir in two waits (decision 0096).  ns_rmdir_begin_along: the
+ * POHM_INTENT_RMDIR_SEALED intent (intent's fields; i_txid) on name in the
+ * peeked NORMAL bucket of pdir, which must map it plainly to the directory
+ * dino, and dino's root bucket sealed POHM_BUCKET_SEALED_WITH on its kept
+ * copy when that is an empty NORMAL root, or created so when none is kept:
+ * one put_n.  0 sent, *st_intent and *st_seal each put's answer (0 written,
+ * -EAGAIN lost: nothing written, else unknown); 1 not sent (no such
+ * copies, no put_n); else -errno with nothing written.  Both written: the
+ * rmdir is committed (a stale one is completed by whoever meets it).
+ */
+int ns_rmdir_begin_along(struct pohm_ns *ns, uint64_t pdir, const char *name, uint64_t dino,
+			 const struct pohm_dentry *intent, int *st_intent, int *st_seal);
+/*
+ * After ns_rmdir_begin_along wrote both: the entry's removal on the bucket
+ * as it wrote it (ns_peek) in one put_n with the nalso < POHM_KV_PUT_N
+ * writes also[] (the tombstone, the parent's count; also[k].st their
+ * answers).  The entry's answer as ns_bucket_store's; 1 not sent (no such
+ * copy with our intent, no put_n).
+ */
+int ns_rmdir_finish_along(struct pohm_ns *ns, uint64_t pdir, const char *name, uint64_t txid,
+			  struct ns_put *also, size_t nalso);
+/* dino's root bucket back to NORMAL if it is still SEALED_WITH txid (an
+ * rmdir whose intent lost): 0, -errno. */
+int ns_unseal_with(struct pohm_ns *ns, uint64_t dino, uint64_t txid);
 /* Visit every leaf bucket of dir (depth-first); fn returning non-zero stops. */
 int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 		   int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg), void *arg);

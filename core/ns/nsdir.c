@@ -316,11 +316,31 @@ static int intent_clear(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, ui
 	return ns_bucket_store(ns, ref);
 }
 
-/* A writer met a SEALED bucket of dir: decide what the seal means. */
+/*
+ * A stale rmdir whose seal went with its intent (decision 0096) is
+ * committed: entry i of pref goes, then the directory's tombstone (best
+ * effort: an unnamed live inode is fsck's, as after a crash between the
+ * commit and the tombstone).  The parent's count stays one too high (safe,
+ * fsck's): its decrement may have landed already.  0, -EAGAIN, -errno.
+ */
+static int rmdir_complete(struct pohm_ns *ns, struct ns_bucket_ref *pref, int i, uint64_t dino)
+{
+	int r;
+
+	pohm_bucket_remove(&pref->bk, (uint32_t)i);
+	r = ns_bucket_store(ns, pref);
+	if (!r)
+		ns_inode_update(ns, dino, ns_tomb_fn, NULL, NULL);
+	return r;
+}
+
+/* A writer met a SEALED or SEALED_WITH bucket of dir: decide what the seal
+ * means. */
 static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref)
 {
 	struct ns_bucket_ref pref;
-	uint64_t txid = ref->bk.txid;
+	uint64_t txid = ref->bk.txid, now = ns_now_ns();
+	int with = ref->bk.state == POHM_BUCKET_SEALED_WITH;
 	int i, r;
 
 	if (!ref->bk.seal_name)
@@ -331,9 +351,13 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 	i = pohm_bucket_find(&pref.bk, ref->bk.seal_name);
 	if (i < 0 || pref.bk.e[i].ino != dir) {
 		r = -ENOENT;		/* the rmdir committed: dir is gone */
-	} else if (pref.bk.e[i].intent == POHM_INTENT_RMDIR && pref.bk.e[i].i_txid == txid) {
-		if (ns_now_ns() - pref.bk.e[i].i_time < ns->intent_timeout_ns) {
+	} else if ((pref.bk.e[i].intent == POHM_INTENT_RMDIR ||
+		    pref.bk.e[i].intent == POHM_INTENT_RMDIR_SEALED) && pref.bk.e[i].i_txid == txid) {
+		if (now - pref.bk.e[i].i_time < ns->intent_timeout_ns) {
 			r = -EAGAIN;	/* still running: the caller backs off and retries */
+		} else if (with && pref.bk.e[i].intent == POHM_INTENT_RMDIR_SEALED) {
+			/* Its seal and its intent: committed (decision 0096). */
+			r = rmdir_complete(ns, &pref, i, dir) ? -EAGAIN : -ENOENT;
 		} else {
 			/* Stale: abort it first (its commit then fails), then unseal. */
 			r = intent_clear(ns, &pref, i, txid);
@@ -341,6 +365,11 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 				unseal(ns, ref);
 			r = -EAGAIN;
 		}
+	} else if (with && (ref->bk.stamp > now || now - ref->bk.stamp < ns->intent_timeout_ns)) {
+		/* Sent with its intent, which may still land (decision 0096):
+		 * waited for as an intent is; its rmdir unseals it if the
+		 * intent lost.  (A stamp ahead of this clock is young too.) */
+		r = -EAGAIN;
 	} else {
 		unseal(ns, ref);	/* aborted rmdir left this seal */
 		r = -EAGAIN;
@@ -360,6 +389,7 @@ int ns_bucket_prepare(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 		r = split_finish(ns, ref);
 		return r ? r : -EAGAIN;
 	case POHM_BUCKET_SEALED:
+	case POHM_BUCKET_SEALED_WITH:
 		return seal_resolve(ns, dir, ref);
 	default:
 		return -EAGAIN;
@@ -396,6 +426,24 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 		if (fresh)
 			return 1;
 		r = intent_clear(ns, ref, i, txid);
+		return r && r != -EAGAIN ? r : 0;
+	}
+	if (e->intent == POHM_INTENT_RMDIR_SEALED) {
+		struct ns_bucket_ref root;
+		int committed = 0;
+
+		if (fresh)
+			return 1;
+		/* Committed iff its seal went in too (decision 0096): completed
+		 * then, rolled back otherwise. */
+		r = bucket_read(ns, ino, 0, 0, &root);
+		if (r && r != -ENOENT)
+			return r;
+		if (!r) {
+			committed = root.bk.state == POHM_BUCKET_SEALED_WITH && root.bk.txid == txid;
+			ns_bucket_release(&root);
+		}
+		r = committed ? rmdir_complete(ns, ref, i, ino) : intent_clear(ns, ref, i, txid);
 		return r && r != -EAGAIN ? r : 0;
 	}
 	if (e->intent != POHM_INTENT_MOVE)
@@ -897,6 +945,166 @@ int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pare
 	r = ns_bucket_store(ns, &ref);
 	ns_bucket_release(&ref);
 	return r == -EAGAIN ? 1 : r;
+}
+
+/* The entry fields of an intent (intent_set's copy): e takes intent's. */
+static int intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent)
+{
+	e->intent = intent->intent;
+	e->i_txid = intent->i_txid;
+	e->i_dir = intent->i_dir;
+	e->i_time = ns_now_ns();
+	e->i_replaced = intent->i_replaced;
+	e->i_flags = intent->i_flags;
+	free(e->i_name);
+	e->i_name = NULL;
+	if (!intent->i_name)
+		return 0;
+	/* (malloc, not strdup: the library's allocator must own it) */
+	e->i_name = malloc(strlen(intent->i_name) + 1);
+	if (!e->i_name)
+		return -ENOMEM;
+	strcpy(e->i_name, intent->i_name);
+	return 0;
+}
+
+int ns_rmdir_begin_along(struct pohm_ns *ns, uint64_t pdir, const char *name, uint64_t dino,
+			 const struct pohm_dentry *intent, int *st_intent, int *st_seal)
+{
+	struct pohm_buf pb = POHM_BUF_INIT, rb = POHM_BUF_INIT;
+	struct ns_bucket_ref pref, root;
+	struct pohm_kv_val v;
+	const char *keys[2];
+	const void *datas[2];
+	size_t lens[2];
+	const uint8_t *expects[2];
+	int st[2], i, r = 1;
+
+	if (!ns->kv.ops->put_n || bucket_peek(ns, pdir, name, &pref))
+		return 1;
+	empty_bucket(ns, &root, dino, 0, 0);
+	i = pohm_bucket_find(&pref.bk, name);
+	if (i < 0 || pref.bk.e[i].intent || pref.bk.e[i].ino != dino ||
+	    pref.bk.e[i].type != DT_DIR)
+		goto out;
+	/* The root's copy: an empty NORMAL root (no split below), or none
+	 * kept: created sealed (ns_seal_first). */
+	if (!ns_peek(ns, root.key, &v)) {
+		if (bucket_from(&v, dino, 0, 0, &root)) {
+			empty_bucket(ns, &root, dino, 0, 0);
+			goto out;
+		}
+		if (root.bk.state != POHM_BUCKET_NORMAL || root.bk.n)
+			goto out;
+	}
+	r = intent_copy(&pref.bk.e[i], intent);
+	if (r)
+		goto out;
+	pref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	root.bk.state = POHM_BUCKET_SEALED_WITH;
+	root.bk.txid = intent->i_txid;
+	root.bk.stamp = ns_now_ns();
+	root.bk.seal_parent = pdir;
+	free(root.bk.seal_name);
+	root.bk.seal_name = malloc(strlen(name) + 1);
+	r = root.bk.seal_name ? 0 : -ENOMEM;
+	if (!r)
+		strcpy(root.bk.seal_name, name);
+	if (!r)
+		r = pohm_bucket_encode(&pb, &pref.bk);
+	if (!r)
+		r = pohm_bucket_encode(&rb, &root.bk);
+	if (r)
+		goto out;
+	keys[0] = pref.key;
+	datas[0] = pb.p;
+	lens[0] = pb.len;
+	expects[0] = pref.csum;
+	keys[1] = root.key;
+	datas[1] = rb.p;
+	lens[1] = rb.len;
+	expects[1] = root.absent ? POHM_KV_ABSENT : root.csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, 2, keys, datas, lens, expects, st);
+	if (r) {
+		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
+		goto out;
+	}
+	*st_intent = st[0] == -EEXIST ? -EAGAIN : st[0];
+	*st_seal = st[1] == -EEXIST ? -EAGAIN : st[1];
+out:
+	pohm_buf_free(&pb);
+	pohm_buf_free(&rb);
+	ns_bucket_release(&pref);
+	ns_bucket_release(&root);
+	return r;
+}
+
+int ns_rmdir_finish_along(struct pohm_ns *ns, uint64_t pdir, const char *name, uint64_t txid,
+			  struct ns_put *also, size_t nalso)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct ns_bucket_ref ref;
+	const char *keys[POHM_KV_PUT_N];
+	const void *datas[POHM_KV_PUT_N];
+	size_t lens[POHM_KV_PUT_N], k;
+	const uint8_t *expects[POHM_KV_PUT_N];
+	int st[POHM_KV_PUT_N], i, r = 1;
+
+	if (!ns->kv.ops->put_n || nalso + 1 > POHM_KV_PUT_N || bucket_peek(ns, pdir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	if (i < 0 || ref.bk.e[i].intent != POHM_INTENT_RMDIR_SEALED || ref.bk.e[i].i_txid != txid)
+		goto out;
+	pohm_bucket_remove(&ref.bk, (uint32_t)i);
+	ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(&b, &ref.bk);
+	if (r)
+		goto out;
+	for (k = 0; k < nalso; k++) {
+		keys[k] = also[k].key;
+		datas[k] = also[k].data;
+		lens[k] = also[k].len;
+		expects[k] = also[k].expect;
+	}
+	keys[nalso] = ref.key;
+	datas[nalso] = b.p;
+	lens[nalso] = b.len;
+	expects[nalso] = ref.csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
+	if (r) {
+		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
+		goto out;
+	}
+	for (k = 0; k < nalso; k++)
+		also[k].st = st[k];
+	r = st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
+out:
+	pohm_buf_free(&b);
+	ns_bucket_release(&ref);
+	return r;
+}
+
+int ns_unseal_with(struct pohm_ns *ns, uint64_t dino, uint64_t txid)
+{
+	struct ns_bucket_ref root;
+	unsigned attempt;
+	int r;
+
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = bucket_read(ns, dino, 0, 0, &root);
+		if (r)
+			return r == -ENOENT ? 0 : r;
+		if (root.bk.state != POHM_BUCKET_SEALED_WITH || root.bk.txid != txid) {
+			ns_bucket_release(&root);
+			return 0;
+		}
+		r = unseal(ns, &root);
+		ns_bucket_release(&root);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return -EBUSY;
 }
 
 int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t sino,

@@ -761,7 +761,8 @@ static int seal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 
 	if (ref->bk.n || ref->bk.state == POHM_BUCKET_SPLITTING)
 		return -ENOTEMPTY;
-	if (ref->bk.state == POHM_BUCKET_SEALED && ref->bk.txid == c->txid)
+	if ((ref->bk.state == POHM_BUCKET_SEALED || ref->bk.state == POHM_BUCKET_SEALED_WITH) &&
+	    ref->bk.txid == c->txid)
 		return 0;
 	ref->bk.state = POHM_BUCKET_SEALED;
 	ref->bk.txid = c->txid;
@@ -784,7 +785,8 @@ static int unseal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 {
 	struct seal_ctx *c = arg;
 
-	if (ref->bk.state != POHM_BUCKET_SEALED || ref->bk.txid != c->txid)
+	if ((ref->bk.state != POHM_BUCKET_SEALED && ref->bk.state != POHM_BUCKET_SEALED_WITH) ||
+	    ref->bk.txid != c->txid)
 		return 0;
 	ref->bk.state = POHM_BUCKET_NORMAL;
 	ref->bk.txid = 0;
@@ -833,14 +835,6 @@ static void unseal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid)
 
 /* ---------------------------------------------------------------- rmdir */
 
-static int tomb_fn(struct pohm_inode *in, void *arg)
-{
-	in->nlink = 0;
-	in->hdr.flags |= POHM_OBJF_TOMBSTONE;
-	ns_now_ts(&in->ctime);
-	return 0;
-}
-
 /*
  * Two inode changes that may land in either order or alone (each after a
  * commit point, decision 0022), on the copies this thread read within 2 s
@@ -882,6 +876,60 @@ out:
 	pohm_buf_free(&bb);
 }
 
+/*
+ * The second wait of an rmdir whose intent and seal both landed (decision
+ * 0096; committed then): the entry's removal, the directory's tombstone and
+ * the parent's count in one put_n, on the copies this thread wrote and read
+ * (ns_peek).  A lost or unknown removal goes again on reads (intent_finish:
+ * -ENOENT is a helper that completed it); a lost tombstone or count is
+ * written alone; an unknown count is left (one too many is safe).
+ */
+static int rmdir_sealed_finish(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t dino,
+			       uint64_t txid, int *gone)
+{
+	struct pohm_buf tb = POHM_BUF_INIT, nb = POHM_BUF_INIT;
+	uint8_t tcsum[POHM_KV_CSUM], ncsum[POHM_KV_CSUM];
+	char tkey[POHM_KEY_MAX], nkey[POHM_KEY_MAX];
+	struct ns_put also[2];
+	int r, delta = -1, st_tomb = 1, st_nlink = 1, it = -1, in = -1;
+	unsigned unsure;
+	size_t n = 0;
+
+	if (!ns_inode_change_peeked(ns, dino, ns_tomb_fn, NULL, &tb, tcsum)) {
+		pohm_key_inode(tkey, dino);
+		also[n] = (struct ns_put){ tkey, tb.p, tb.len, tcsum, 1 };
+		it = (int)n++;
+	}
+	if (!ns_inode_change_peeked(ns, dir, ns_nlink_fn, &delta, &nb, ncsum)) {
+		pohm_key_inode(nkey, dir);
+		also[n] = (struct ns_put){ nkey, nb.p, nb.len, ncsum, 1 };
+		in = (int)n++;
+	}
+	r = ns_rmdir_finish_along(ns, dir, name, txid, also, n);
+	if (r == 1)
+		n = 0;		/* nothing sent */
+	if (it >= 0 && n)
+		st_tomb = also[it].st;
+	if (in >= 0 && n)
+		st_nlink = also[in].st;
+	pohm_buf_free(&tb);
+	pohm_buf_free(&nb);
+	for (unsure = 0; r && unsure <= NS_UNSURE_RETRIES; unsure++) {
+		r = intent_finish(ns, dir, name, txid, 1, 0, 0, NULL);
+		if (r == -ENOENT)
+			r = 0;	/* ours landed, or a helper completed it */
+		if (!NS_UNSURE(r))
+			break;
+	}
+	if (r)
+		return r;	/* committed all the same: completed by whoever meets it */
+	if (!st_tomb || !ns_inode_update(ns, dino, ns_tomb_fn, NULL, NULL))
+		*gone = 1;
+	if (st_nlink == 1 || st_nlink == -EAGAIN || st_nlink == -EEXIST)
+		ns_inode_nlink(ns, dir, -1);
+	return 0;
+}
+
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name)
 {
 	uint64_t ino = 0;
@@ -894,7 +942,7 @@ int pohm_ns_rmdir_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		      int *gone)
 {
 	struct pohm_dentry e, intent = { 0 };
-	int r, delta = -1, st_tomb, st_nlink, kept;
+	int r, delta = -1, st_tomb, st_nlink, kept, sti = 0, sts = 0, together = 1;
 
 	*gone = -1;
 
@@ -922,18 +970,66 @@ again:
 		pohm_dentry_clear(&e);
 		return -ENOTDIR;
 	}
-	intent.intent = POHM_INTENT_RMDIR;
 	intent.i_txid = ns_random(ns);
-	r = intent_set(ns, dir, name, e.ino, &intent);
-	if (r == -ENOENT && kept) {
-		/* The name is another inode (or none) now: decide on a lookup. */
+	/*
+	 * The intent and the seal of an empty directory's only bucket in one
+	 * put_n (decision 0096), on the copies this thread read or kept: both
+	 * written, the rmdir is committed, and its second wait removes the
+	 * entry with the tombstone and the count.
+	 */
+	intent.intent = POHM_INTENT_RMDIR_SEALED;
+	r = together ? ns_rmdir_begin_along(ns, dir, name, e.ino, &intent, &sti, &sts) : 1;
+	if (r < 0)
+		goto out;
+	if (!r && !sti && !sts) {
+		/* Test only: an rmdir killed at its commit (both written). */
+		pohm_sys_test_kill(POHM_TEST_KILL_AT_RMDIR_SEALED);
+		r = rmdir_sealed_finish(ns, dir, name, e.ino, intent.i_txid, gone);
+		goto out;
+	}
+	if (!r && (sti || sts != -EAGAIN)) {
+		/*
+		 * Not both written, and not the plain "seal lost" (below): the
+		 * entry changed since the copy, or an answer is unknown.  Take
+		 * back what may have landed, the seal first (without it the
+		 * intent is uncommitted), so no writer waits for a seal in
+		 * flight; then the whole rmdir on reads, the old way.  What
+		 * cannot be taken back is left to whoever meets it, who
+		 * decides by the seal.
+		 */
+		if (sts != -EAGAIN && ns_unseal_with(ns, e.ino, intent.i_txid)) {
+			r = -EIO;
+			goto out;
+		}
+		if (sti != -EAGAIN) {
+			r = intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0, NULL);
+			if (r && r != -ENOENT) {
+				r = -EIO;
+				goto out;
+			}
+		}
 		pohm_dentry_clear(&e);
 		memset(&e, 0, sizeof(e));
 		kept = 0;
+		together = 0;
 		goto again;
 	}
-	if (r)
-		goto out;
+	if (r) {
+		/* Not sent: the intent alone, the old way. */
+		intent.intent = POHM_INTENT_RMDIR;
+		r = intent_set(ns, dir, name, e.ino, &intent);
+		if (r == -ENOENT && kept) {
+			/* The name is another inode (or none) now: decide on a lookup. */
+			pohm_dentry_clear(&e);
+			memset(&e, 0, sizeof(e));
+			kept = 0;
+			goto again;
+		}
+		if (r)
+			goto out;
+	}
+	/* The intent is there (RMDIR, or RMDIR_SEALED whose seal lost: the
+	 * directory filled meanwhile, or not only one bucket): seal by a walk. */
 	r = seal_dir(ns, e.ino, intent.i_txid, dir, name);
 	if (r) {
 		intent_finish(ns, dir, name, intent.i_txid, 0, 0, 0, NULL);
@@ -951,8 +1047,8 @@ again:
 	/* The tombstone and the parent's count in one round trip (both after
 	 * the commit point: either alone is a count too high or an unnamed
 	 * empty inode, fsck's as before; decision 0022). */
-	two_inodes_along(ns, e.ino, tomb_fn, NULL, dir, ns_nlink_fn, &delta, &st_tomb, &st_nlink);
-	if (!st_tomb || !ns_inode_update(ns, e.ino, tomb_fn, NULL, NULL))
+	two_inodes_along(ns, e.ino, ns_tomb_fn, NULL, dir, ns_nlink_fn, &delta, &st_tomb, &st_nlink);
+	if (!st_tomb || !ns_inode_update(ns, e.ino, ns_tomb_fn, NULL, NULL))
 		*gone = 1;	/* the tombstone is written: no read to learn it */
 	if (st_nlink == 1 || st_nlink == -EAGAIN)
 		ns_inode_nlink(ns, dir, -1);	/* not written (unknown: one too many is safe) */
@@ -1351,7 +1447,7 @@ again:
 committed:
 	if (replaced && !exch) {
 		if (rtype == DT_DIR) {
-			ns_inode_update(ns, replaced, tomb_fn, NULL, NULL);
+			ns_inode_update(ns, replaced, ns_tomb_fn, NULL, NULL);
 			ns_inode_nlink(ns, ddir, -1);
 		} else {
 			ns_inode_nlink(ns, replaced, -1);
@@ -1440,7 +1536,9 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 	for (i = 0; i < ref->bk.n; i++) {
 		struct pohm_dentry *e = &ref->bk.e[i], d = { 0 };
 
-		if (e->intent == POHM_INTENT_MOVE) {
+		/* A stale rmdir whose seal went with it completes too
+		 * (decision 0096). */
+		if (e->intent == POHM_INTENT_MOVE || e->intent == POHM_INTENT_RMDIR_SEALED) {
 			r = ns_entry_get(ns, ref->bk.dir, e->name, &d);
 			if (r && r != -ENOENT)
 				return r;

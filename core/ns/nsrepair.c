@@ -48,19 +48,23 @@ int pohm_ns_settle_bucket(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
-	int r;
+	int r, sealed;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_read_at(ns, dir, depth, index, &ref);
 		if (r)
 			return r;
-		if (ref.bk.state != POHM_BUCKET_SPLITTING && ref.bk.state != POHM_BUCKET_SEALED) {
+		if (ref.bk.state != POHM_BUCKET_SPLITTING && ref.bk.state != POHM_BUCKET_SEALED &&
+		    ref.bk.state != POHM_BUCKET_SEALED_WITH) {
 			ns_bucket_release(&ref);
 			return 0;
 		}
+		sealed = ref.bk.state != POHM_BUCKET_SPLITTING;
 		r = ns_bucket_prepare(ns, dir, &ref);
 		ns_bucket_release(&ref);
+		if (r == -ENOENT && sealed)
+			return 0;	/* the rmdir committed: the seal stays with its directory */
 		if (r != -EAGAIN)
 			return r;
 	}

@@ -540,7 +540,7 @@ int pohm_bucket_encode(struct pohm_buf *b, const struct pohm_bucket *bk)
 	r |= pohm_buf_put_u32(b, bk->index);
 	r |= pohm_buf_put_u64(b, bk->txid);
 	r |= pohm_buf_put_u64(b, bk->stamp);
-	if (bk->state == POHM_BUCKET_SEALED) {
+	if (bk->state == POHM_BUCKET_SEALED || bk->state == POHM_BUCKET_SEALED_WITH) {
 		size_t sl = bk->seal_name ? strlen(bk->seal_name) : 0;
 
 		r |= pohm_buf_put_u64(b, bk->seal_parent);
@@ -591,7 +591,7 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 	bk->index = pohm_rd_u32(&r);
 	bk->txid = pohm_rd_u64(&r);
 	bk->stamp = pohm_rd_u64(&r);
-	if (bk->state == POHM_BUCKET_SEALED) {
+	if (bk->state == POHM_BUCKET_SEALED || bk->state == POHM_BUCKET_SEALED_WITH) {
 		uint16_t sl;
 
 		bk->seal_parent = pohm_rd_u64(&r);
@@ -600,7 +600,7 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 			bk->seal_name = rd_str(&r, sl, POHM_NAME_MAX);
 	}
 	cnt = pohm_rd_u32(&r);
-	if (r.err || bk->depth > 40 || bk->state > POHM_BUCKET_SEALED ||
+	if (r.err || bk->depth > 40 || bk->state > POHM_BUCKET_SEALED_WITH ||
 	    (size_t)cnt * 20 > r.left) {
 		err = r.err ? r.err : -EPROTO;
 		pohm_bucket_clear(bk);
@@ -622,7 +622,7 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 		e->type = pohm_rd_u8(&r);
 		e->txid = pohm_rd_u64(&r);
 		e->intent = pohm_rd_u8(&r);
-		if (e->intent > POHM_INTENT_RMDIR)
+		if (e->intent > POHM_INTENT_RMDIR_SEALED)
 			r.err = -EPROTO;
 		if (e->intent && !r.err) {
 			uint16_t il;

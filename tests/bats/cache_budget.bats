@@ -130,13 +130,14 @@ os.unlink('$E/g')"
 # setattr's CAS.  Decision 0052: a rename in a directory whose target is not
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
 # decision 0054: a file into another directory is its intent, its commit
-# and the finish with the ctime, no lookup; decision 0055: rmdir is its
-# intent, the seal created on the empty directory, the commit, and the
-# tombstone with the parent's count, no lookup.
-@test "mkdir 1, unlink 1, rmdir 4, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
+# and the finish with the ctime, no lookup; decision 0055: rmdir needs no
+# lookup; decision 0096: its intent with the seal created on the empty
+# directory (one put_n), then the entry's removal with the tombstone and
+# the parent's count (one put_n).
+@test "mkdir 1, unlink 1, rmdir 2, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
-	within rmdir 4 a "$PY" -c "import os; os.rmdir('$D/rd')"
+	within rmdir 2 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 3 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"

@@ -159,6 +159,47 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	[ "$status" -eq 0 ]
 }
 
+# Decision 0096: rmdir writes its intent and the seal of the empty
+# directory in one put_n; both written, the rmdir is committed.  Killed
+# there (before the entry's removal), fsck shows the rmdir in progress
+# and, once stale, repair completes it: the name goes, the directory's
+# inode is a tombstone, and a second fsck finds nothing.
+@test "an rmdir killed after its intent and seal: fsck shows it, repair completes it once stale" {
+	local t0 ino
+	"$S" mkdir gone
+	"$S" mkdir kept
+	ino=$("$S" resolve gone)
+	run env POHMELFS_TEST_KILL_AT_RMDIR_SEALED=1 "$S" rmdir gone
+	[ "$status" -eq 137 ]
+	t0=$(date +%s%N)
+	run p fsck -v
+	echo "$output"
+	[[ $output == *"rmdir of \"gone\" in progress"* ]]
+	[[ $output == *"seal (rmdir) in progress"* ]]
+	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"unfinished rmdir of \"gone\""* ]]
+	run p repair
+	echo "$output"
+	[[ $output == *"unfinished rmdir of \"gone\""*"repaired"* ]]
+	run "$S" resolve gone
+	[ "$output" = "No such file or directory" ]
+	# The parent's count may be one too high (its decrement went with the
+	# entry's removal, which died): the next pass counts the names.
+	run p repair
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$S" resolve kept
+	[ "$status" -eq 0 ]
+	run p fsck
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# The name is free again.
+	"$S" mkdir gone
+}
+
 # Decision 0022: a create writes its inode and its entry at once, so an
 # entry may be read before its inode lands.  Only a bucket unchanged for
 # the intent timeout says the create died: younger, the name is noted and

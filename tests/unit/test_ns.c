@@ -2241,13 +2241,22 @@ static int op_move_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint6
 }
 
 /* rmdir with the caller's guess: this thread's copies, no lookup (decision
- * 0055); the same writes in the same order, the seal created at once. */
+ * 0055); decision 0096: the intent with the seal created at once, then the
+ * entry's removal with the tombstone and the parent's count: two put_ns,
+ * five writes, nothing else. */
+static long rmdir_copies_put_ns, rmdir_copies_puts;
 static int op_rmdir_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
 {
 	uint64_t sub = ino_of(ns, d1, "sub");
-	int gone;
+	long n0 = pohm_kvmem_put_n_calls(&kv), p0 = pohm_kvmem_puts(&kv);
+	int gone, r;
 
-	return pohm_ns_rmdir_ino(ns, d1, "sub", &sub, &gone);
+	r = pohm_ns_rmdir_ino(ns, d1, "sub", &sub, &gone);
+	if (!r) {
+		rmdir_copies_put_ns = pohm_kvmem_put_n_calls(&kv) - n0;
+		rmdir_copies_puts = pohm_kvmem_puts(&kv) - p0;
+	}
+	return r;
 }
 
 static int op_rename_replace(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint64_t ino)
@@ -2341,6 +2350,19 @@ static void crash_every_step(const char *what, crash_op op)
 				printf("# %s: crash after %d writes lost the file\n", what, k);
 			EXPECT(named);
 		}
+		if (op == op_rmdir || op == op_rmdir_on_copies) {
+			/* Decision 0096: a directory left named is writable (no
+			 * seal stays), a removed one is no longer counted low. */
+			uint64_t sub = ino_of(rec, d1, "sub");
+
+			EXPECT(nlink_of(rec, d1) >= 2u + (sub != 0));
+			if (sub) {
+				r = pohm_ns_create(rec, sub, "x", 0644, 0, 0, 0, 0, NULL);
+				if (r)
+					printf("# %s: crash after %d writes: create in sub %d\n", what, k, r);
+				EXPECT_EQ_INT(r, 0);
+			}
+		}
 		/* The operation can be retried (or is complete) afterwards. */
 		pohm_ns_close(rec);
 	}
@@ -2350,7 +2372,13 @@ static void crash_every_step(const char *what, crash_op op)
 TEST(crash_rename)         { crash_every_step("rename", op_rename); }
 TEST(crash_rename_replace) { crash_every_step("rename-replace", op_rename_replace); }
 TEST(crash_move_on_copies)  { crash_every_step("move on copies", op_move_on_copies); }
-TEST(crash_rmdir_on_copies) { crash_every_step("rmdir on copies", op_rmdir_on_copies); }
+TEST(crash_rmdir_on_copies)
+{
+	rmdir_copies_put_ns = rmdir_copies_puts = 0;
+	crash_every_step("rmdir on copies", op_rmdir_on_copies);
+	EXPECT_EQ_INT((int)rmdir_copies_put_ns, 2);	/* decision 0096: two waits */
+	EXPECT_EQ_INT((int)rmdir_copies_puts, 5);
+}
 TEST(crash_link)           { crash_every_step("link", op_link); }
 TEST(crash_unlink)         { crash_every_step("unlink", op_unlink); }
 TEST(crash_rmdir)          { crash_every_step("rmdir", op_rmdir); }
@@ -3026,6 +3054,55 @@ static void v1_inode(struct pohm_inode *in, struct pohm_chunkref *c)
 /* The new decoder reads the old format; the old decoder refuses an inline
  * inode (-EPROTO, which ns_inode_get gives as -EIO); every flipped byte of
  * an inline inode is refused or decodes to the bytes it was written with. */
+/*
+ * Decision 0096's values: a SEALED_WITH bucket keeps its seal's fields and
+ * an RMDIR_SEALED intent its txid through encode and decode; a value past
+ * the newest known one is refused (-EPROTO), as decoders before 0096
+ * refuse these two, so no client acts on a state it cannot read.
+ */
+TEST(sealed_with_bucket_and_rmdir_sealed_intent_encode_decode)
+{
+	struct pohm_bucket bk = { 0 }, out;
+	struct pohm_dentry e = { 0 };
+	struct pohm_buf b = POHM_BUF_INIT;
+
+	bk.hdr.type = POHM_OBJ_BUCKET;
+	bk.dir = 77;
+	bk.state = POHM_BUCKET_SEALED_WITH;
+	bk.txid = 1234;
+	bk.stamp = 99;
+	bk.seal_parent = 5;
+	bk.seal_name = "gone";
+	e.name = "sub";
+	e.ino = 8;
+	e.type = DT_DIR;
+	e.intent = POHM_INTENT_RMDIR_SEALED;
+	e.i_txid = 1234;
+	e.i_time = 42;
+	bk.n = bk.cap = 1;
+	bk.e = &e;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), 0);
+	EXPECT_EQ_INT(out.state, POHM_BUCKET_SEALED_WITH);
+	EXPECT_EQ_U64(out.txid, 1234);
+	EXPECT_EQ_U64(out.seal_parent, 5);
+	EXPECT(out.seal_name && !strcmp(out.seal_name, "gone"));
+	EXPECT_EQ_INT(out.n, 1);
+	EXPECT_EQ_INT(out.e[0].intent, POHM_INTENT_RMDIR_SEALED);
+	EXPECT_EQ_U64(out.e[0].i_txid, 1234);
+	pohm_bucket_clear(&out);
+	pohm_buf_free(&b);
+	bk.state = POHM_BUCKET_SEALED_WITH + 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
+	pohm_buf_free(&b);
+	bk.state = POHM_BUCKET_NORMAL;
+	e.intent = POHM_INTENT_RMDIR_SEALED + 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
+	pohm_buf_free(&b);
+}
+
 TEST(inline_inode_encode_decode_both_formats)
 {
 	struct pohm_inode in, out, il = { 0 };
@@ -4111,13 +4188,16 @@ static int raw_root_state(uint64_t dir)
  * An rmdir whose one-write seal (decision 0055) lands but answers -EIO:
  * it fails, and takes its seal back as seal_dir's walk does on any
  * failure; the seal was left, for every later writer to resolve by
- * reading the parent (session 14 review).
+ * reading the parent (session 14 review).  Decision 0096: the seal goes
+ * with the intent in one put_n; an unknown answer of either takes back
+ * the seal, then the intent, and the rmdir runs again the old way: it
+ * ends removed, or failed with the directory unsealed and writable.
  */
 TEST(rmdir_whose_first_seal_has_an_unknown_outcome_leaves_no_seal)
 {
-	int k, saw = 0;
+	int k, saw = 0, removed = 0;
 
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 6; k++) {
 		struct pohm_ns *ns = fresh(0);
 		uint64_t d;
 		int r;
@@ -4127,12 +4207,86 @@ TEST(rmdir_whose_first_seal_has_an_unknown_outcome_leaves_no_seal)
 		pohm_kvmem_fail_unsure(&kv, k, 0);
 		r = pohm_ns_rmdir(ns, 1, "d");
 		pohm_kvmem_fail_unsure(&kv, -1, 0);
-		if (r && ino_of(ns, 1, "d") == d) {
+		if (!r) {
+			removed++;
+			EXPECT_EQ_U64(ino_of(ns, 1, "d"), 0);
+		} else if (ino_of(ns, 1, "d") == d) {
 			saw++;
 			EXPECT(raw_root_state(d) != POHM_BUCKET_SEALED);
+			EXPECT(raw_root_state(d) != POHM_BUCKET_SEALED_WITH);
 			EXPECT_EQ_INT(pohm_ns_create(ns, d, "f", 0644, 0, 0, 0, 0, NULL), 0);
 		}
 		pohm_ns_close(ns);
 	}
-	EXPECT(saw >= 1);
+	EXPECT(saw + removed == 6);
+	EXPECT(removed >= 1);
+}
+
+/* Monotonic milliseconds, for a wait's length. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Decision 0096: an rmdir's seal goes out with its intent, so a seal may
+ * land first, or alone (the intent's CAS lost, or its writer died).  A
+ * writer meeting a young SEALED_WITH seal whose intent is not there waits
+ * (the intent may still land: unsealing then would let the rmdir commit
+ * over a directory being filled); once the seal is older than the intent
+ * timeout it unseals and writes.  With both written and stale, the rmdir
+ * is committed: the writer completes it and finds the directory gone.
+ */
+TEST(rmdir_seal_sent_with_its_intent_is_waited_for_then_decided)
+{
+	struct pohm_ns *ns, *ns2;
+	struct pohm_inode x;
+	uint64_t d, t0, ms;
+	int gone, r;
+
+	/* The seal alone: put_n applied last key first, dead after one put. */
+	put_n_reversed = 1;
+	ns = fresh(0);
+	put_n_reversed = 0;
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	pohm_kvmem_fail_after(&kv, 1);
+	EXPECT(pohm_ns_rmdir_ino(ns, 1, "d", &d, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	pohm_kvmem_put_n_reverse(&kv, 0);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	ns2 = open_ns(0, 400);
+	t0 = now_ms();
+	r = pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL);
+	ms = now_ms() - t0;
+	EXPECT_EQ_INT(r, 0);
+	if (ms < 250)
+		printf("# the create waited %" PRIu64 " ms for a young seal\n", ms);
+	EXPECT(ms >= 250);	/* waited for the seal to go stale */
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_NORMAL);
+	EXPECT_EQ_U64(ino_of(ns2, 1, "d"), d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+
+	/* Both written, then dead: committed; a writer completes it. */
+	ns = fresh(0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	pohm_kvmem_fail_after(&kv, 2);
+	EXPECT(pohm_ns_rmdir_ino(ns, 1, "d", &d, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	usleep(3000);
+	ns2 = open_ns(0, 1);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL), -ENOENT);
+	EXPECT_EQ_U64(ino_of(ns2, 1, "d"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, d, &x), -ENOENT);	/* tombstoned */
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, 1, "d", 0755, 0, 0, NULL), 0);	/* the name is free */
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
 }
