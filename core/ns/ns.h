@@ -228,7 +228,7 @@ int pohm_ns_unlink_ino(struct pohm_ns *ns, uint64_t dir, const char *name, uint6
 /* Remove an empty directory (-ENOTEMPTY otherwise).  On copies of the
  * entry and of an empty one-bucket directory (kept, or the lookup's): two
  * waits, the intent with the seal, then the removal with the tombstone and
- * the parent's count (decision 0096).  -EIO: the outcome is unknown (what
+ * the parent's count (decision 0058).  -EIO: the outcome is unknown (what
  * was written is completed or rolled back by whoever meets it). */
 int pohm_ns_rmdir(struct pohm_ns *ns, uint64_t dir, const char *name);
 /* pohm_ns_rmdir for a caller that guesses the directory's inode (*ino, 0:
@@ -436,7 +436,7 @@ int pohm_ns_settle_entry(struct pohm_ns *ns, uint64_t dir, const char *name);
 /*
  * Settle bucket (dir, depth, index): finish a split in progress, resolve a
  * seal (unseal an aborted rmdir's bucket; complete a committed rmdir whose
- * seal went with its intent, decision 0096).  0 also when the seal's rmdir
+ * seal went with its intent, decision 0058).  0 also when the seal's rmdir
  * has committed (the seal stays with its removed directory); -ENOENT: the
  * bucket is gone.
  */

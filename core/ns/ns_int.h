@@ -235,7 +235,7 @@ int ns_entry_peek_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
 		  const char *name);
 /*
- * rmdir in two waits (decision 0096).  ns_rmdir_begin_along: the
+ * rmdir in two waits (decision 0058).  ns_rmdir_begin_along: the
  * POHM_INTENT_RMDIR_SEALED intent (intent's fields; i_txid) on name in the
  * peeked NORMAL bucket of pdir, which must map it plainly to the directory
  * dino, and dino's root bucket sealed POHM_BUCKET_SEALED_WITH on its kept

@@ -317,7 +317,7 @@ static int intent_clear(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, ui
 }
 
 /*
- * A stale rmdir whose seal went with its intent (decision 0096) is
+ * A stale rmdir whose seal went with its intent (decision 0058) is
  * committed: entry i of pref goes, then the directory's tombstone (best
  * effort: an unnamed live inode is fsck's, as after a crash between the
  * commit and the tombstone).  The parent's count stays one too high (safe,
@@ -356,7 +356,7 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 		if (now - pref.bk.e[i].i_time < ns->intent_timeout_ns) {
 			r = -EAGAIN;	/* still running: the caller backs off and retries */
 		} else if (with && pref.bk.e[i].intent == POHM_INTENT_RMDIR_SEALED) {
-			/* Its seal and its intent: committed (decision 0096). */
+			/* Its seal and its intent: committed (decision 0058). */
 			r = rmdir_complete(ns, &pref, i, dir) ? -EAGAIN : -ENOENT;
 		} else {
 			/* Stale: abort it first (its commit then fails), then unseal. */
@@ -366,7 +366,7 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 			r = -EAGAIN;
 		}
 	} else if (with && (ref->bk.stamp > now || now - ref->bk.stamp < ns->intent_timeout_ns)) {
-		/* Sent with its intent, which may still land (decision 0096):
+		/* Sent with its intent, which may still land (decision 0058):
 		 * waited for as an intent is; its rmdir unseals it if the
 		 * intent lost.  (A stamp ahead of this clock is young too.) */
 		r = -EAGAIN;
@@ -434,7 +434,7 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 
 		if (fresh)
 			return 1;
-		/* Committed iff its seal went in too (decision 0096): completed
+		/* Committed iff its seal went in too (decision 0058): completed
 		 * then, rolled back otherwise. */
 		r = bucket_read(ns, ino, 0, 0, &root);
 		if (r && r != -ENOENT)

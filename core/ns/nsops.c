@@ -878,7 +878,7 @@ out:
 
 /*
  * The second wait of an rmdir whose intent and seal both landed (decision
- * 0096; committed then): the entry's removal, the directory's tombstone and
+ * 0058; committed then): the entry's removal, the directory's tombstone and
  * the parent's count in one put_n, on the copies this thread wrote and read
  * (ns_peek).  A lost or unknown removal goes again on reads (intent_finish:
  * -ENOENT is a helper that completed it); a lost tombstone or count is
@@ -973,7 +973,7 @@ again:
 	intent.i_txid = ns_random(ns);
 	/*
 	 * The intent and the seal of an empty directory's only bucket in one
-	 * put_n (decision 0096), on the copies this thread read or kept: both
+	 * put_n (decision 0058), on the copies this thread read or kept: both
 	 * written, the rmdir is committed, and its second wait removes the
 	 * entry with the tombstone and the count.
 	 */
@@ -1537,7 +1537,7 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 		struct pohm_dentry *e = &ref->bk.e[i], d = { 0 };
 
 		/* A stale rmdir whose seal went with it completes too
-		 * (decision 0096). */
+		 * (decision 0058). */
 		if (e->intent == POHM_INTENT_MOVE || e->intent == POHM_INTENT_RMDIR_SEALED) {
 			r = ns_entry_get(ns, ref->bk.dir, e->name, &d);
 			if (r && r != -ENOENT)

@@ -163,10 +163,10 @@ enum pohm_bucket_state {
 	/*
 	 * The root bucket of a directory with no other bucket, sealed empty
 	 * by rmdir txid in the same put_n as its POHM_INTENT_RMDIR_SEALED
-	 * intent (decision 0096): while young (stamp) and without its intent
+	 * intent (decision 0058): while young (stamp) and without its intent
 	 * it is a seal in flight, waited for; with its intent it is the
 	 * rmdir's commit.  Same fields as SEALED; decoders before decision
-	 * 0096 refuse it (-EPROTO), so they never unseal it.
+	 * 0058 refuse it (-EPROTO), so they never unseal it.
 	 */
 	POHM_BUCKET_SEALED_WITH = 4,
 };
@@ -176,10 +176,10 @@ enum pohm_intent {
 	POHM_INTENT_MOVE = 1,		/* rename: this entry moves to (i_dir, i_name) */
 	POHM_INTENT_RMDIR = 2,		/* rmdir of this entry's directory in progress */
 	/*
-	 * rmdir whose seal went with it (decision 0096): committed once the
+	 * rmdir whose seal went with it (decision 0058): committed once the
 	 * directory's root bucket is POHM_BUCKET_SEALED_WITH this i_txid, so a
 	 * stale one is completed then, rolled back otherwise.  Decoders
-	 * before decision 0096 refuse a bucket holding it (-EPROTO), so they
+	 * before decision 0058 refuse a bucket holding it (-EPROTO), so they
 	 * never roll back a committed one.
 	 */
 	POHM_INTENT_RMDIR_SEALED = 3,

@@ -131,7 +131,7 @@ os.unlink('$E/g')"
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
 # decision 0054: a file into another directory is its intent, its commit
 # and the finish with the ctime, no lookup; decision 0055: rmdir needs no
-# lookup; decision 0096: its intent with the seal created on the empty
+# lookup; decision 0058: its intent with the seal created on the empty
 # directory (one put_n), then the entry's removal with the tombstone and
 # the parent's count (one put_n).
 @test "mkdir 1, unlink 1, rmdir 2, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {

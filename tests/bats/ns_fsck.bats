@@ -159,7 +159,7 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	[ "$status" -eq 0 ]
 }
 
-# Decision 0096: rmdir writes its intent and the seal of the empty
+# Decision 0058: rmdir writes its intent and the seal of the empty
 # directory in one put_n; both written, the rmdir is committed.  Killed
 # there (before the entry's removal), fsck shows the rmdir in progress
 # and, once stale, repair completes it: the name goes, the directory's

@@ -2241,7 +2241,7 @@ static int op_move_on_copies(struct pohm_ns *ns, uint64_t d1, uint64_t d2, uint6
 }
 
 /* rmdir with the caller's guess: this thread's copies, no lookup (decision
- * 0055); decision 0096: the intent with the seal created at once, then the
+ * 0055); decision 0058: the intent with the seal created at once, then the
  * entry's removal with the tombstone and the parent's count: two put_ns,
  * five writes, nothing else. */
 static long rmdir_copies_put_ns, rmdir_copies_puts;
@@ -2351,7 +2351,7 @@ static void crash_every_step(const char *what, crash_op op)
 			EXPECT(named);
 		}
 		if (op == op_rmdir || op == op_rmdir_on_copies) {
-			/* Decision 0096: a directory left named is writable (no
+			/* Decision 0058: a directory left named is writable (no
 			 * seal stays), a removed one is no longer counted low. */
 			uint64_t sub = ino_of(rec, d1, "sub");
 
@@ -2376,7 +2376,7 @@ TEST(crash_rmdir_on_copies)
 {
 	rmdir_copies_put_ns = rmdir_copies_puts = 0;
 	crash_every_step("rmdir on copies", op_rmdir_on_copies);
-	EXPECT_EQ_INT((int)rmdir_copies_put_ns, 2);	/* decision 0096: two waits */
+	EXPECT_EQ_INT((int)rmdir_copies_put_ns, 2);	/* decision 0058: two waits */
 	EXPECT_EQ_INT((int)rmdir_copies_puts, 5);
 }
 TEST(crash_link)           { crash_every_step("link", op_link); }
@@ -3055,9 +3055,9 @@ static void v1_inode(struct pohm_inode *in, struct pohm_chunkref *c)
  * inode (-EPROTO, which ns_inode_get gives as -EIO); every flipped byte of
  * an inline inode is refused or decodes to the bytes it was written with. */
 /*
- * Decision 0096's values: a SEALED_WITH bucket keeps its seal's fields and
+ * Decision 0058's values: a SEALED_WITH bucket keeps its seal's fields and
  * an RMDIR_SEALED intent its txid through encode and decode; a value past
- * the newest known one is refused (-EPROTO), as decoders before 0096
+ * the newest known one is refused (-EPROTO), as decoders before 0058
  * refuse these two, so no client acts on a state it cannot read.
  */
 TEST(sealed_with_bucket_and_rmdir_sealed_intent_encode_decode)
@@ -4188,7 +4188,7 @@ static int raw_root_state(uint64_t dir)
  * An rmdir whose one-write seal (decision 0055) lands but answers -EIO:
  * it fails, and takes its seal back as seal_dir's walk does on any
  * failure; the seal was left, for every later writer to resolve by
- * reading the parent (session 14 review).  Decision 0096: the seal goes
+ * reading the parent (session 14 review).  Decision 0058: the seal goes
  * with the intent in one put_n; an unknown answer of either takes back
  * the seal, then the intent, and the rmdir runs again the old way: it
  * ends removed, or failed with the directory unsealed and writable.
@@ -4232,7 +4232,7 @@ static uint64_t now_ms(void)
 }
 
 /*
- * Decision 0096: an rmdir's seal goes out with its intent, so a seal may
+ * Decision 0058: an rmdir's seal goes out with its intent, so a seal may
  * land first, or alone (the intent's CAS lost, or its writer died).  A
  * writer meeting a young SEALED_WITH seal whose intent is not there waits
  * (the intent may still land: unsealing then would let the rmdir commit
