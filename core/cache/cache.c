@@ -869,7 +869,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 						     (uint64_t)lst.st_ino, &known) &&
 	    !pohm_journal_get(&c->j, known, &rec)) {
 		have_rec = 1;
-		if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1) {
+		if (cache_index_stale(&rec, &lst)) {
 			/* A stale index entry (a deleted file's reused inode number). */
 			pohm_jrec_clear(&rec);
 			have_rec = 0;
@@ -1868,8 +1868,7 @@ static int list_prefetch(struct list_ctx *l)
 			    known != e->ino || pohm_journal_get(&c->j, known, &rec))
 				continue;
 			/* As ensure_entry: not a stale index entry, not fresh yet. */
-			keep = (rec.lino == (uint64_t)lst.st_ino || S_ISDIR(lst.st_mode) ||
-				rec.nlink > 1) && rec.version &&
+			keep = !cache_index_stale(&rec, &lst) && rec.version &&
 			       (l->recheck || !cache_fresh_at_count(c, rec.ino, rec.validated_ns, 0));
 			ver[m] = rec.version;
 			pohm_jrec_clear(&rec);
@@ -2041,7 +2040,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	if (pohm_journal_get(&l->c->j, known, &rec))
 		return 0;
 	r = 0;
-	if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1)
+	if (cache_index_stale(&rec, &lst))
 		goto out;	/* a stale index entry: not a file we know */
 	if (rec.flags & POHM_J_CONFLICT)
 		goto out;
