@@ -1160,6 +1160,33 @@ struct mat_dir {
 	int followed;			/* the walk followed a symlink on the way */
 };
 
+/*
+ * The listing a walk's LIST asks for (an open of the directory for
+ * reading, opendir): 0 when it failed for anything but a full cache disk
+ * (ENOSPC, EDQUOT: pohm_cache_materialize evicts and tries again) or
+ * memory.  The directory is there locally and the open is the kernel's:
+ * the entries it shows are those already here, the listing is left
+ * incomplete (list_dir) and the next open lists again.  An open of "."
+ * that failed made programs that save their working directory so (gnulib
+ * savewd: GNU mkdir -p; fts) carry on in the directory they had entered:
+ * `mkdir -p d2/s3 common/sub` made d2/common/sub (doc/notes-s15-conc.md,
+ * tests/unit/test_listfail.c).  The local directory's own mode keeping
+ * this user from filling it (its owner made it 0600, issue 22 item 9) is
+ * one such case: the kernel lists what is there, as it opens it.
+ */
+static int list_for_open(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
+{
+	int r = list_dir(c, dfd, dino, rel);
+
+	if (r && r != -ENOSPC && r != -EDQUOT && r != -ENOMEM) {
+		if (r != -EACCES)
+			pohm_warn("%s: listing failed (%s); the local entries are shown", *rel ? rel : ".",
+				  strerror(-r));
+		r = 0;
+	}
+	return r;
+}
+
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
 			    struct mat_work *w, int *follow, struct mat_dir *md)
 {
@@ -1181,7 +1208,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		return dfd;
 	path[0] = '\0';
 	if (n == 0 && (flags & POHM_MAT_LIST))
-		r = list_dir(c, dfd, POHM_ROOT_INO, "");
+		r = list_for_open(c, dfd, POHM_ROOT_INO, "");
 	for (i = 0; i < n && !r; i++) {
 		int last = i == n - 1;
 		struct pohm_inode in;
@@ -1248,13 +1275,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			int nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 
 			if (nfd >= 0) {
-				r = list_dir(c, nfd, in.ino, path);
+				r = list_for_open(c, nfd, in.ino, path);
 				pohm_sys_close(nfd);
-				/* The local directory's own mode keeps this user from
-				 * filling it (its owner made it 0600): the kernel lists
-				 * what is there, as it opens it (issue 22 item 9). */
-				if (r == -EACCES)
-					r = 0;
 			}
 		}
 		pohm_inode_clear(&in);
