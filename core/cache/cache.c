@@ -1187,6 +1187,14 @@ static int list_for_open(struct pohm_cache *c, int dfd, uint64_t dino, const cha
 	return r;
 }
 
+/* Is dfd/name a directory here (not following a symlink)? */
+static int local_dir(int dfd, const char *name)
+{
+	struct stat st;
+
+	return !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
 			    struct mat_work *w, int *follow, struct mat_dir *md)
 {
@@ -1218,6 +1226,15 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
+		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
+		    local_dir(dfd, comp[i])) {
+			/* The storage failed on the directory an open lists:
+			 * as list_for_open, its local entries (an open of "."). */
+			pohm_warn("%s: not validated (%s); the local directory is opened", path,
+				  strerror(-r));
+			r = 0;
+			break;
+		}
 		if (r == -ENOENT || r == -ENOTDIR) {
 			r = 0;		/* the real call reports it */
 			break;

@@ -21,7 +21,7 @@
 #include "harness.h"
 #include "cache_hosts.h"
 
-/* Bucket keys of this directory fail -EIO on read (empty: none). */
+/* Keys starting so fail -EIO on read (empty: none). */
 static char failing_dir[64];
 
 static int failing_get(void *ctx, const char *key, struct pohm_kv_val *out)
@@ -56,6 +56,30 @@ TEST(a_directory_whose_listing_fails_still_opens)
 	EXPECT_EQ_INT(pohm_cache_materialize(a, "w", open_dir), 0);
 	/* What is there locally stays: the open lists it. */
 	EXPECT_EQ_INT(lstat(ch_path("a", "w/f"), &st), 0);
+	failing_dir[0] = '\0';
+	pohm_cache_close(a);
+}
+
+/* The walk's last step, the directory's own lookup in its parent, failing
+ * the same way: an open of the directory is the local one too; a stat of
+ * it (no listing) still reports the failure. */
+TEST(a_directory_whose_lookup_fails_still_opens_for_listing)
+{
+	struct pohm_kv fk = { &failing_ops, NULL };
+	const unsigned open_dir = POHM_MAT_DATA | POHM_MAT_LIST | POHM_MAT_OPEN | POHM_MAT_OPEN_R;
+	struct pohm_cache *a;
+
+	ch_setup();
+	a = ch_host_over("a", &fk, 0);
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "w", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "w/d", 0755), 0);
+	/* The root's buckets: the lookup of w in it. */
+	snprintf(failing_dir, sizeof(failing_dir), "b:1:");
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "w", open_dir), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "w", 0), -EIO);
+	/* Deeper, a failing lookup on the way is still the open's. */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "w/d", open_dir), -EIO);
 	failing_dir[0] = '\0';
 	pohm_cache_close(a);
 }
