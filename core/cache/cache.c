@@ -869,7 +869,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 						     (uint64_t)lst.st_ino, &known) &&
 	    !pohm_journal_get(&c->j, known, &rec)) {
 		have_rec = 1;
-		if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1) {
+		if (cache_index_stale(&rec, &lst)) {
 			/* A stale index entry (a deleted file's reused inode number). */
 			pohm_jrec_clear(&rec);
 			have_rec = 0;
@@ -1160,6 +1160,41 @@ struct mat_dir {
 	int followed;			/* the walk followed a symlink on the way */
 };
 
+/*
+ * The listing a walk's LIST asks for (an open of the directory for
+ * reading, opendir): 0 when it failed for anything but a full cache disk
+ * (ENOSPC, EDQUOT: pohm_cache_materialize evicts and tries again) or
+ * memory.  The directory is there locally and the open is the kernel's:
+ * the entries it shows are those already here, the listing is left
+ * incomplete (list_dir) and the next open lists again.  An open of "."
+ * that failed made programs that save their working directory so (gnulib
+ * savewd: GNU mkdir -p; fts) carry on in the directory they had entered:
+ * `mkdir -p d2/s3 common/sub` made d2/common/sub (doc/notes-s15-conc.md,
+ * tests/unit/test_listfail.c).  The local directory's own mode keeping
+ * this user from filling it (its owner made it 0600, issue 22 item 9) is
+ * one such case: the kernel lists what is there, as it opens it.
+ */
+static int list_for_open(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
+{
+	int r = list_dir(c, dfd, dino, rel);
+
+	if (r && r != -ENOSPC && r != -EDQUOT && r != -ENOMEM) {
+		if (r != -EACCES)
+			pohm_warn("%s: listing failed (%s); the local entries are shown", *rel ? rel : ".",
+				  strerror(-r));
+		r = 0;
+	}
+	return r;
+}
+
+/* Is dfd/name a directory here (not following a symlink)? */
+static int local_dir(int dfd, const char *name)
+{
+	struct stat st;
+
+	return !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
 			    struct mat_work *w, int *follow, struct mat_dir *md)
 {
@@ -1181,7 +1216,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		return dfd;
 	path[0] = '\0';
 	if (n == 0 && (flags & POHM_MAT_LIST))
-		r = list_dir(c, dfd, POHM_ROOT_INO, "");
+		r = list_for_open(c, dfd, POHM_ROOT_INO, "");
 	for (i = 0; i < n && !r; i++) {
 		int last = i == n - 1;
 		struct pohm_inode in;
@@ -1191,6 +1226,15 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
+		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
+		    local_dir(dfd, comp[i])) {
+			/* The storage failed on the directory an open lists:
+			 * as list_for_open, its local entries (an open of "."). */
+			pohm_warn("%s: not validated (%s); the local directory is opened", path,
+				  strerror(-r));
+			r = 0;
+			break;
+		}
 		if (r == -ENOENT || r == -ENOTDIR) {
 			r = 0;		/* the real call reports it */
 			break;
@@ -1248,13 +1292,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			int nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 
 			if (nfd >= 0) {
-				r = list_dir(c, nfd, in.ino, path);
+				r = list_for_open(c, nfd, in.ino, path);
 				pohm_sys_close(nfd);
-				/* The local directory's own mode keeps this user from
-				 * filling it (its owner made it 0600): the kernel lists
-				 * what is there, as it opens it (issue 22 item 9). */
-				if (r == -EACCES)
-					r = 0;
 			}
 		}
 		pohm_inode_clear(&in);
@@ -1868,8 +1907,7 @@ static int list_prefetch(struct list_ctx *l)
 			    known != e->ino || pohm_journal_get(&c->j, known, &rec))
 				continue;
 			/* As ensure_entry: not a stale index entry, not fresh yet. */
-			keep = (rec.lino == (uint64_t)lst.st_ino || S_ISDIR(lst.st_mode) ||
-				rec.nlink > 1) && rec.version &&
+			keep = !cache_index_stale(&rec, &lst) && rec.version &&
 			       (l->recheck || !cache_fresh_at_count(c, rec.ino, rec.validated_ns, 0));
 			ver[m] = rec.version;
 			pohm_jrec_clear(&rec);
@@ -2041,7 +2079,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	if (pohm_journal_get(&l->c->j, known, &rec))
 		return 0;
 	r = 0;
-	if (rec.lino != (uint64_t)lst.st_ino && !S_ISDIR(lst.st_mode) && rec.nlink <= 1)
+	if (cache_index_stale(&rec, &lst))
 		goto out;	/* a stale index entry: not a file we know */
 	if (rec.flags & POHM_J_CONFLICT)
 		goto out;

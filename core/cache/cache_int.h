@@ -91,6 +91,18 @@ uint64_t cache_boot_id(void);
 /* First open of the cache in a new boot: mark files left dirty POHM_J_TORN. 0 or -errno. */
 int cache_boot_check(struct pohm_cache *c);
 
+/*
+ * cachebase.c: is rec, which the index names for the local file lst, the
+ * record of another local file?  1 when its local inode is not lst's (a
+ * stale index entry: the file system reused the number of a file the
+ * entry was made for), except for a hardlinked file (nlink > 1), whose
+ * other names may be other local copies; 0 when it is lst's.  A directory
+ * has no other names: it is never excepted (a stale entry of one made
+ * the walk answer with another directory's inode, and names created in
+ * the one landed in the other: test_dirindex.c).
+ */
+int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst);
+
 /* cachebase.c: freshness marks and counters (vlock). */
 /* Was ino checked against the storage within attr_timeout by this process? */
 int cache_fresh(struct pohm_cache *c, uint64_t ino);

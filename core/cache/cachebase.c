@@ -54,6 +54,13 @@ int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_
 	return fresh;
 }
 
+int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst)
+{
+	if (rec->lino == (uint64_t)lst->st_ino)
+		return 0;
+	return S_ISDIR(lst->st_mode) || rec->nlink <= 1;
+}
+
 int cache_fresh(struct pohm_cache *c, uint64_t ino)
 {
 	return fresh_at(c, ino, 0);

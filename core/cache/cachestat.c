@@ -46,7 +46,7 @@ void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *known)
 		return;		/* not known (staging, or made without the shim): leave it */
 	if (pohm_journal_get(&c->j, ino, &rec))
 		return;
-	if (rec.lino != (uint64_t)st->st_ino && !S_ISDIR(st->st_mode) && rec.nlink <= 1) {
+	if (cache_index_stale(&rec, st)) {
 		pohm_jrec_clear(&rec);	/* a stale index entry: not ours to describe */
 		return;
 	}

@@ -42,51 +42,23 @@ no_conflicts() {
 	[[ $output != *.pohmelfs-conflicts* ]]
 }
 
-# worker P K: K rounds of cp, mkdir -p, mv, rm in $T/a/w under the shim;
-# logs "+NAME MD5" for what it made and "-NAME" for what it removed.
-WORKER='p=$1 k=$2 src=$3 log=$4
-cd "$5" || exit 1
-for ((i = 0; i < k; i++)); do
-	c=$src/c$(((p + i) % 8))
-	cp "$c" f$p.$i && echo "+./f$p.$i $(md5sum <"$c" | cut -c1-32)" >>"$log" || echo "cp failed $p $i" >&2
-	mkdir -p d$p/s$i common/sub && echo "+./d$p" >>"$log" && echo "+./d$p/s$i" >>"$log" || echo "mkdir failed $p $i" >&2
-	mv f$p.$i d$p/s$i/m && echo "-./f$p.$i" >>"$log" && echo "+./d$p/s$i/m $(md5sum <"$c" | cut -c1-32)" >>"$log" \
-		|| echo "mv failed $p $i" >&2
-	if [ $((i % 3)) = 2 ]; then
-		rm d$p/s$i/m && echo "-./d$p/s$i/m" >>"$log" || echo "rm failed $p $i" >&2
-	fi
-done'
-
 @test "8 processes with cp, mkdir -p, mv, rm in one directory: another host lists exactly what they report" {
 	local p k=5 t0
 	mkdir -p "$T/src"
 	for p in $(seq 0 7); do head -c $((p * 3001 + 5)) /dev/urandom >"$T/src/c$p"; done
 	t0=$(date +%s%N)
-	for p in $(seq 0 7); do
-		shim a bash -c "$WORKER" worker $p $k "$T/src" "$T/log.$p" "$T/a/w" 2>"$T/err.$p" &
-	done
-	wait
+	rel_race a "$T/a/w" "$T/src" "$T/log" 8 $k
 	echo "# 8 processes × $k rounds in $(ms_since "$t0") ms" >&3
-	cat "$T"/err.*
-	[ -z "$(cat "$T"/err.*)" ]
+	cat "$T"/log.err.*
+	[ -z "$(cat "$T"/log.err.*)" ]
 	# What the workers report: names made minus names removed, plus the
-	# directory they all raced to create.
-	python3 - "$T"/log.* >"$T/expected" <<-'EOF'
-	import sys
-	have = {"./common": None, "./common/sub": None}
-	for path in sys.argv[1:]:
-	    for line in open(path):
-	        op, rest = line[0], line[1:].split()
-	        if op == "+":
-	            have[rest[0]] = rest[1] if len(rest) > 1 else None
-	        else:
-	            del have[rest[0]]
-	for name in sorted(have):
-	    print(name, have[name] or "dir")
-	EOF
-	shim b bash -c "cd '$T/b/w' && find . -mindepth 1 -type d | sed 's/\$/ dir/'; \
-		find . -type f -exec md5sum {} + | awk '{ print \$2, \$1 }'" | sort >"$T/seen"
-	diff "$T/expected" "$T/seen"
+	# directory they all raced to create (REL_WORKER, rel_lib.bash).
+	rel_expected "$T"/log.? >"$T/expected"
+	rel_listing b "$T/b/w" >"$T/seen"
+	if ! diff "$T/expected" "$T/seen"; then
+		rel_race_evidence a b w
+		false
+	fi
 	[ "$(wc -l <"$T/seen")" -gt $((8 * k * 2)) ]
 	no_conflicts
 }

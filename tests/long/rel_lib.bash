@@ -11,6 +11,13 @@
 #   ms_since T0             milliseconds since T0 (a `date +%s%N` value)
 #   ino_key HOST PATH       the storage key i:<hex> of PATH's inode
 #   group_sum KEY G         the sha512 prefix of group G's copy of KEY ("absent")
+#   REL_WORKER              one worker of the racing shell processes (rel_concurrency
+#                           test 1, race_loop.sh): cp, mkdir -p, mv, rm in one directory
+#   rel_race HOST DIR SRC LOGS N K   N workers of K rounds each in DIR under host HOST
+#   rel_expected LOG...     what the workers' logs report, as rel_listing prints it
+#   rel_listing HOST DIR    directories and files' md5 under DIR as host HOST sees them
+#   rel_race_evidence A B DIR   after a mismatch: what tells the wrong-parent
+#                           theories apart (doc/notes-s15-conc.md)
 
 rel_env() {
 	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID="rel-${BATS_TEST_NUMBER:-0}" \
@@ -67,4 +74,68 @@ except ValueError:
     print("absent"); sys.exit(0)
 g = next((g for g in d.get("groups", []) if g.get("group") == int(sys.argv[1])), {})
 print(g.get("checksum", "absent")[:32] if g.get("status", -1) == 0 else "absent")' "$2"
+}
+
+# worker P K SRC LOG DIR: K rounds of cp, mkdir -p, mv, rm in DIR; logs
+# "+NAME MD5" for what it made and "-NAME" for what it removed.  Every
+# worker races the others on `mkdir -p common/sub`.
+# shellcheck disable=SC2016
+REL_WORKER='p=$1 k=$2 src=$3 log=$4
+cd "$5" || exit 1
+for ((i = 0; i < k; i++)); do
+	c=$src/c$(((p + i) % 8))
+	cp "$c" f$p.$i && echo "+./f$p.$i $(md5sum <"$c" | cut -c1-32)" >>"$log" || echo "cp failed $p $i" >&2
+	mkdir -p d$p/s$i common/sub && echo "+./d$p" >>"$log" && echo "+./d$p/s$i" >>"$log" || echo "mkdir failed $p $i" >&2
+	mv f$p.$i d$p/s$i/m && echo "-./f$p.$i" >>"$log" && echo "+./d$p/s$i/m $(md5sum <"$c" | cut -c1-32)" >>"$log" \
+		|| echo "mv failed $p $i" >&2
+	if [ $((i % 3)) = 2 ]; then
+		rm d$p/s$i/m && echo "-./d$p/s$i/m" >>"$log" || echo "rm failed $p $i" >&2
+	fi
+done'
+
+# rel_race HOST DIR SRC LOGS N K: N workers (SRC holds c0..c7; worker P
+# logs to LOGS.P, its stderr to LOGS.err.P), all waited for.
+rel_race() {
+	local h=$1 dir=$2 src=$3 logs=$4 n=$5 k=$6 p
+	for ((p = 0; p < n; p++)); do
+		shim "$h" bash -c "$REL_WORKER" worker "$p" "$k" "$src" "$logs.$p" "$dir" 2>"$logs.err.$p" &
+	done
+	wait
+}
+
+rel_expected() {
+	python3 - "$@" <<-'EOF'
+	import sys
+	have = {"./common": None, "./common/sub": None}
+	for path in sys.argv[1:]:
+	    for line in open(path):
+	        op, rest = line[0], line[1:].split()
+	        if op == "+":
+	            have[rest[0]] = rest[1] if len(rest) > 1 else None
+	        else:
+	            del have[rest[0]]
+	for name in sorted(have):
+	    print(name, have[name] or "dir")
+	EOF
+}
+
+rel_listing() {
+	shim "$1" bash -c "cd '$2' && find . -mindepth 1 -type d | sed 's/\$/ dir/'; \
+		find . -type f -exec md5sum {} + | awk '{ print \$2, \$1 }'" | sort
+}
+
+# rel_race_evidence A B DIR: host A made DIR (under $T/A), host B listed it.
+# A directory B lists that no worker made (session 14: ./d2/common and
+# ./d2/common/sub) is either a stray entry naming common's own inode (same
+# i: key as ./common) or a new inode; host A's local tree (without the
+# shim) shows whether A made it locally too (the mkdir ran with the cwd in
+# d2) or not (a wrong parent inode in the storage only).
+rel_race_evidence() {
+	local a=$1 b=$2 dir=$3 d
+	echo "# evidence: host $a's local directories (no shim):"
+	(cd "$T/$a/$dir" && find . -mindepth 1 -type d | sort | sed 's/^/#   /')
+	echo "# evidence: storage inodes of the directories host $b lists:"
+	for d in $(cd "$T/$b/$dir" && shim "$b" find . -mindepth 1 -type d | sort); do
+		echo "#   $d $(ino_key "$b" "$T/$b/$dir/$d" 2>/dev/null)"
+	done
 }
