@@ -11,7 +11,7 @@
 # apart (rel_race_evidence).  A failed round keeps $T and prints where.
 # Prints TAP, one line per round.  Starts its own 3-group cluster and stops
 # it, also when interrupted.
-#   RACE_SECONDS=S    start no new round after S seconds (the rest: SKIP)
+#   RACE_SECONDS=S    start no new round after S seconds (default 300; the rest: SKIP)
 #   RACE_LOG_LEVEL    the shim's log level in the rounds (default: none);
 #                     each round's log is $T/rN/shim.log
 #   KEEP_TMP=1        keep $T even when every round passed
@@ -19,6 +19,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 TOP=$PWD
 rounds=${1:-${RACE_ROUNDS:-30}}
+RACE_SECONDS=${RACE_SECONDS:-300}	# the long tier's bound (DESIGN §6)
 B=${POHM_BUILD:-$TOP/build}
 B=$(cd "$B" && pwd)
 CLUSTER_BIN=$B/pohmelfs-cluster
