@@ -158,8 +158,11 @@ $(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
 # without the shim: RELIABILITY.md finding 10).
 # The private jemalloc without its constructor: it initialises on the first
 # allocation (the first call under the prefix) instead of at every program's
-# start (/bin/true: 46 page faults and ~63k instructions less).
-$(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
+# start (/bin/true: 46 page faults and ~63k instructions less).  Its call to
+# pthread_atfork goes to preload/jefork.c, which runs jemalloc's fork
+# handlers only in a process that may have another thread (a shell's fork:
+# ~50 page faults less).
+$(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 	@[ -f "$(JEMALLOC_PIC)" ] || { \
 	    echo "error: libjemalloc_pic.a not found$(if $(JEMALLOC_PIC), (JEMALLOC_PIC=$(JEMALLOC_PIC))):" \
 	         "the library links a private jemalloc." >&2; \
@@ -167,7 +170,8 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
 	         "or set JEMALLOC_PIC=/path/to/libjemalloc_pic.a." >&2; exit 1; }
 	rm -rf $@.d && mkdir -p $@.d
 	cd $@.d && ar x $(abspath $<) && for o in *.o; do \
-	    objcopy --remove-section=.init_array --remove-section=.rela.init_array $$o || exit 1; \
+	    objcopy --remove-section=.init_array --remove-section=.rela.init_array \
+	        --redefine-sym pthread_atfork=pohm_je_atfork $$o || exit 1; \
 	done && rm -f ../$(@F).tmp && ar rcs ../$(@F).tmp *.o
 	rm -rf $@.d && mv -f $@.tmp $@
 
