@@ -79,7 +79,9 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 	under = pohm_fd_count_under();
 	for (n = 0; envp && envp[n]; n++)
 		stale |= is_fdtab(envp[n]);
-	if (!under && !stale && pohm_depth)
+	/* Nothing to hand over, drop or add (the storage side idle, hooks.h):
+	 * no mapping either (the common exec of a shell under the shim). */
+	if (!under && !stale && (pohm_depth || pohm_storage_idle()))
 		return envp;
 	tabmax = 64 + (size_t)under * 48;
 	size = (n + 2 + extmax / 2) * sizeof(char *) + tabmax + extmax;
@@ -93,7 +95,7 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 	tab = (char *)mem->map + (n + 2 + extmax / 2) * sizeof(char *);
 	ext = tab + tabmax;
 	tablen = under ? handoff_table(tab, tabmax) : 0;
-	if (!pohm_depth)
+	if (!pohm_depth && !pohm_storage_idle())
 		extlen = pohm_hook_exec_env(ext, extmax, replacing);
 	if (!tablen && !stale && !extlen) {
 		pohm_exec_env_free(mem);

@@ -355,6 +355,16 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing);
 /* At the end of the process (library destructor): push what it wrote. */
 void pohm_hook_exit(void);
 
+/*
+ * 1 while the storage side has nothing of this process: it never started
+ * (no call reached the storage in this process or the one it was forked
+ * from) and no signal handler's record waits.  pohm_hook_exec_env would
+ * then add nothing and pohm_hook_exit would do nothing, so exec and exit
+ * skip them (a /bin/true under the shim maps no hook stack at exit).
+ * Async-signal-safe.
+ */
+int pohm_storage_idle(void);
+
 /* ------------------------------------------------------------ services for hooks */
 
 /*

@@ -126,6 +126,10 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 	}
 }
 
+/* Atomic: 1 once this process (or the one it was forked from) asked core/mount
+ * for a mount; never reset.  pohm_storage_idle reads it. */
+static int mount_asked;
+
 /*
  * The mount for the calling thread's effective uid (core/mount
  * pohm_proc_mount), or NULL with *rc set: -errno when its open failed,
@@ -133,7 +137,10 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
  */
 static struct pohm_mount *mount_here(int *rc)
 {
-	struct pohm_mount *m = pohm_proc_mount(&glue, rc);
+	struct pohm_mount *m;
+
+	__atomic_store_n(&mount_asked, 1, __ATOMIC_RELAXED);
+	m = pohm_proc_mount(&glue, rc);
 
 	if (!m && *rc == POHM_PROC_PASS)
 		*rc = POHM_PASS;
@@ -740,6 +747,14 @@ static size_t wlocks_env(char *buf, size_t size)
 		return 0;
 	buf[sizeof(name) - 1 + n] = '\0';
 	return sizeof(name) + n;
+}
+
+/* No mount was ever asked for, so core/mount has nothing of this process
+ * (pohm_proc_exit_push, pohm_proc_flush_stats and wlocks_env find no mount),
+ * and no signal handler's record waits for sig_drain. */
+int pohm_storage_idle(void)
+{
+	return !__atomic_load_n(&mount_asked, __ATOMIC_RELAXED) && !pohm_sig_pending();
 }
 
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
