@@ -182,11 +182,22 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
 	    $(LDFLAGS) -ldl -lm
-$(LIB): $(LIB_ALLOC) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+# What every process start runs (light init, the symbol table, the exit
+# path; the fd and cwd tables every wrapper asks) is linked first: ~40 KiB
+# of text at the start of .text, which the kernel maps in one or two
+# faults (fault-around maps the 64 KiB around a fault), where spread over
+# the library it took seven.  A name missing here only costs that.
+LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, \
+	preload/init.o preload/real.o preload/elfsym.o preload/fallback.o preload/state.o \
+	preload/cwd.o preload/fd.o preload/handoff.o preload/sigsafe.o preload/stack.o \
+	preload/hooks_stack.o preload/hooks_cache.o core/sys/log.o core/sys/sys.o \
+	core/mount/pathclass.o))
+$(LIB): $(LIB_ALLOC) $(LIB_START_OBJ) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map \
+	$(B)/layering.ok Makefile
 	$(LIB_LINK)
 	mv -f $@.tmp $@
 # The test build of the library: the same objects and the test switches.
-$(TB)/libpohmelfs.so: $(LIB_ALLOC) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
+$(TB)/libpohmelfs.so: $(LIB_ALLOC) $(LIB_START_OBJ) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
 		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile
 	@mkdir -p $(@D)
 	$(LIB_LINK)
