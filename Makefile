@@ -75,8 +75,12 @@ endif
 # the library does not.
 CORE_LAYERS := sys wire config net store ns cache mount admin
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Icore/,$(CORE_LAYERS)) -MMD -MP
+# Thread-locals are initial-exec everywhere (the library is preloaded, its
+# TLS static; preload/'s POHM_TLS already is): core's plain __thread in a
+# -fPIC object called __tls_get_addr at every use, and every fork child
+# bound that PLT slot anew in its atfork handler (issue 23).
 CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -fno-builtin-malloc \
-            -pthread $(SANFLAGS)
+            -ftls-model=initial-exec -pthread $(SANFLAGS)
 LDFLAGS  += -pthread $(SANFLAGS)
 
 # The library always links the private jemalloc, except under a sanitizer:
