@@ -131,7 +131,17 @@ TB_LINKS    := tests obj pohmelfs-node pohmelfs-run pohmelfs-cluster libpohmcore
 all: $(LIB) $(CORE_A) $(TOOL_BIN) $(if $(NODE_SRC),$(B)/pohmelfs-node) $(SCRIPTS) $(UNIT_BIN) \
      $(PROG_BIN) $(B)/tests/helpers/.stamp $(TEST_BUILD)
 
-$(B)/obj/%.o: %.c
+# Every object depends on the compile flags as they were last used
+# ($(B)/.cflags, rewritten only when they change): a new flag here rebuilds
+# what it changes instead of leaving old objects in place.
+CFLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS)
+$(B)/.cflags: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(CFLAGS_NOW)' ] || echo '$(CFLAGS_NOW)' > $@
+FORCE:
+.PHONY: FORCE
+
+$(B)/obj/%.o: %.c $(B)/.cflags
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
