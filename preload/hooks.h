@@ -356,12 +356,14 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing);
 void pohm_hook_exit(void);
 
 /*
- * 1 while the storage side has nothing of this process: it never started
- * (no call reached the storage in this process or the one it was forked
- * from) and no signal handler's record waits.  pohm_hook_exec_env would
- * then add nothing and pohm_hook_exit would do nothing, so exec and exit
- * skip them (a /bin/true under the shim maps no hook stack at exit).
- * Async-signal-safe.
+ * 1 while the storage side has nothing of this process to push or count:
+ * no call reached the storage since the process started or was forked
+ * (a fork child's dirty list, counters and kept bases start empty) and no
+ * signal handler's record waits.  pohm_hook_exit would then do nothing,
+ * and pohm_hook_exec_env would add nothing unless fds under the prefix
+ * go to the new image (their open-for-write locks), so exit and exec skip
+ * them: a /bin/true under the shim maps no hook stack at exit, a shell's
+ * fork child maps nothing before its exec.  Async-signal-safe.
  */
 int pohm_storage_idle(void);
 

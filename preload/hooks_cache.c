@@ -126,8 +126,9 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 	}
 }
 
-/* Atomic: 1 once this process (or the one it was forked from) asked core/mount
- * for a mount; never reset.  pohm_storage_idle reads it. */
+/* Atomic: 1 once this process asked core/mount for a mount since it
+ * started or was forked (pohm_hook_fork resets it in the child: what the
+ * parent's storage side holds is the parent's).  pohm_storage_idle reads it. */
 static int mount_asked;
 
 /*
@@ -713,8 +714,13 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * item 6): another thread may have held one at the fork.
 	 */
 	pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD)
+	if (phase == POHM_FORK_CHILD) {
 		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
+		/* The child's exit and exec push, count and keep nothing of the
+		 * parent's (core/mount pohm_proc_atfork_child and the kept bases
+		 * start empty): idle until it reaches the storage itself. */
+		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
+	}
 }
 
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */
@@ -749,9 +755,12 @@ static size_t wlocks_env(char *buf, size_t size)
 	return sizeof(name) + n;
 }
 
-/* No mount was ever asked for, so core/mount has nothing of this process
- * (pohm_proc_exit_push, pohm_proc_flush_stats and wlocks_env find no mount),
- * and no signal handler's record waits for sig_drain. */
+/* No mount was asked for since the start or the fork, so core/mount holds
+ * nothing of this process to push, count or keep (pohm_proc_exit_push,
+ * pohm_proc_flush_stats), and no signal handler's record waits for
+ * sig_drain.  Open-for-write locks inherited through a fork (wlocks_env)
+ * go with fds under the prefix: pohm_exec_env asks for them whenever it
+ * hands fds over. */
 int pohm_storage_idle(void)
 {
 	return !__atomic_load_n(&mount_asked, __ATOMIC_RELAXED) && !pohm_sig_pending();
