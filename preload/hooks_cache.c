@@ -713,8 +713,9 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * locks of the cache and the namespace are made new here (issue 19
 	 * item 6): another thread may have held one at the fork.
 	 */
-	pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD) {
+	if (phase != POHM_FORK_CHILD_NOLOCK)
+		pohm_shadow_atfork(phase);
+	if (phase == POHM_FORK_CHILD || phase == POHM_FORK_CHILD_NOLOCK) {
 		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
 		/* The child's exit and exec push, count and keep nothing of the
 		 * parent's (core/mount pohm_proc_atfork_child and the kept bases

@@ -154,4 +154,12 @@ line_no() {
 	# few faults over the single-threaded ones, in parent and child.
 	awk -v s="$sp" -v t="$tp" 'BEGIN {exit !(t - s >= 8)}'
 	awk -v s="$sc" -v t="$tc" 'BEGIN {exit !(t - s >= 15)}'
+	# The library's own locks likewise (init.c atfork_*): a single-threaded
+	# fork costs the parent about what it costs without the shim (with
+	# them: 4 faults more; without jefork.c 16 more).
+	run "$H/fork_faults" single "$P/f" 50
+	echo "no shim: $output"
+	[ "$status" -eq 0 ]
+	read -r _ np _ _ <<<"$output"
+	awk -v s="$sp" -v n="$np" 'BEGIN {exit !(s - n <= 2)}'
 }
