@@ -207,14 +207,15 @@ static void test_ifd_setup(void)
 }
 
 /*
- * The library's locks (fd table, cwd, shadows; core's, which the hooks'
- * child phase makes new) are taken around a fork only when another
- * thread may hold one: glibc's __libc_single_threaded, as jefork.c does
- * for the allocator's (decision 0098).  A single-threaded shell's forks
- * wrote them on some five pages in parent and child for nothing (issue
- * 23).  The child's resets that are not about locks (the parent's dirty
- * list, counters, kept bases) run in every child.  Per thread: the
- * prepare handler decides, the parent and child handlers follow.
+ * The preload locks (fd table, cwd, shadows) are taken around a fork only
+ * when another thread may hold one: glibc's __libc_single_threaded, as
+ * jefork.c does for the allocator's (decision 0098).  A single-threaded
+ * shell's forks wrote them on some five pages in parent and child for
+ * nothing (issue 23).  The hooks' child phase runs in every child
+ * (POHM_FORK_CHILD_NOLOCK without the shadow lock): core/mount's resets,
+ * the parent's dirty list, counters and kept bases, and core's own
+ * mutexes made new.  Per thread: the prepare handler decides, the parent
+ * and child handlers follow.
  */
 static POHM_TLS int fork_locked;
 
