@@ -75,8 +75,12 @@ endif
 # the library does not.
 CORE_LAYERS := sys wire config net store ns cache mount admin
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Icore/,$(CORE_LAYERS)) -MMD -MP
+# Thread-locals are initial-exec everywhere (the library is preloaded, its
+# TLS static; preload/'s POHM_TLS already is): core's plain __thread in a
+# -fPIC object called __tls_get_addr at every use, and every fork child
+# bound that PLT slot anew in its atfork handler (issue 23).
 CFLAGS   += -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -fno-builtin-malloc \
-            -pthread $(SANFLAGS)
+            -ftls-model=initial-exec -pthread $(SANFLAGS)
 LDFLAGS  += -pthread $(SANFLAGS)
 
 # The library always links the private jemalloc, except under a sanitizer:
@@ -127,7 +131,17 @@ TB_LINKS    := tests obj pohmelfs-node pohmelfs-run pohmelfs-cluster libpohmcore
 all: $(LIB) $(CORE_A) $(TOOL_BIN) $(if $(NODE_SRC),$(B)/pohmelfs-node) $(SCRIPTS) $(UNIT_BIN) \
      $(PROG_BIN) $(B)/tests/helpers/.stamp $(TEST_BUILD)
 
-$(B)/obj/%.o: %.c
+# Every object depends on the compile flags as they were last used
+# ($(B)/.cflags, rewritten only when they change): a new flag here rebuilds
+# what it changes instead of leaving old objects in place.
+CFLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS)
+$(B)/.cflags: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(CFLAGS_NOW)' ] || echo '$(CFLAGS_NOW)' > $@
+FORCE:
+.PHONY: FORCE
+
+$(B)/obj/%.o: %.c $(B)/.cflags
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -158,8 +172,11 @@ $(B)/libpohmelfs.map: preload/syms.def preload/exports.sh
 # without the shim: RELIABILITY.md finding 10).
 # The private jemalloc without its constructor: it initialises on the first
 # allocation (the first call under the prefix) instead of at every program's
-# start (/bin/true: 46 page faults and ~63k instructions less).
-$(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
+# start (/bin/true: 46 page faults and ~63k instructions less).  Its call to
+# pthread_atfork goes to preload/jefork.c, which runs jemalloc's fork
+# handlers only in a process that may have another thread (a shell's fork:
+# ~50 page faults less).
+$(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 	@[ -f "$(JEMALLOC_PIC)" ] || { \
 	    echo "error: libjemalloc_pic.a not found$(if $(JEMALLOC_PIC), (JEMALLOC_PIC=$(JEMALLOC_PIC))):" \
 	         "the library links a private jemalloc." >&2; \
@@ -167,7 +184,8 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
 	         "or set JEMALLOC_PIC=/path/to/libjemalloc_pic.a." >&2; exit 1; }
 	rm -rf $@.d && mkdir -p $@.d
 	cd $@.d && ar x $(abspath $<) && for o in *.o; do \
-	    objcopy --remove-section=.init_array --remove-section=.rela.init_array $$o || exit 1; \
+	    objcopy --remove-section=.init_array --remove-section=.rela.init_array \
+	        --redefine-sym pthread_atfork=pohm_je_atfork $$o || exit 1; \
 	done && rm -f ../$(@F).tmp && ar rcs ../$(@F).tmp *.o
 	rm -rf $@.d && mv -f $@.tmp $@
 
@@ -178,11 +196,22 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC))
 LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
 	    $(LDFLAGS) -ldl -lm
-$(LIB): $(LIB_ALLOC) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+# What every process start runs (light init, the symbol table, the exit
+# path; the fd and cwd tables every wrapper asks) is linked first: ~40 KiB
+# of text at the start of .text, which the kernel maps in one or two
+# faults (fault-around maps the 64 KiB around a fault), where spread over
+# the library it took seven.  A name missing here only costs that.
+LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, \
+	preload/init.o preload/real.o preload/elfsym.o preload/fallback.o preload/state.o \
+	preload/cwd.o preload/fd.o preload/handoff.o preload/sigsafe.o preload/stack.o \
+	preload/hooks_stack.o preload/hooks_cache.o core/sys/log.o core/sys/sys.o \
+	core/mount/pathclass.o))
+$(LIB): $(LIB_ALLOC) $(LIB_START_OBJ) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map \
+	$(B)/layering.ok Makefile
 	$(LIB_LINK)
 	mv -f $@.tmp $@
 # The test build of the library: the same objects and the test switches.
-$(TB)/libpohmelfs.so: $(LIB_ALLOC) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
+$(TB)/libpohmelfs.so: $(LIB_ALLOC) $(LIB_START_OBJ) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
 		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile
 	@mkdir -p $(@D)
 	$(LIB_LINK)

@@ -51,4 +51,27 @@ int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr);
  * A scope marked partial answers NULL for a name none of its objects has. */
 void *pohm_elf_find(const struct pohm_elf_scope *s, const char *name);
 
+/* The same with name's GNU hash given (POHM_ELF_HASH of a literal costs
+ * nothing at run time). */
+void *pohm_elf_find_h(const struct pohm_elf_scope *s, const char *name, uint32_t h);
+
+/*
+ * POHM_ELF_HASH("literal"): the GNU hash (h = h * 33 + c from 5381) of a
+ * string literal of at most POHM_ELF_HASH_MAX characters, folded by the
+ * compiler into a constant (each step is h * m + c, m and c constants, so
+ * the expansion grows linearly).  A longer literal fails to compile.
+ */
+#define POHM_ELF_HASH_MAX	40
+#define POHM_EH_(s, i, h)						\
+	((uint32_t)(h) * ((i) < sizeof(s) - 1 ? 33u : 1u) +		\
+	 ((i) < sizeof(s) - 1 ? (uint32_t)(uint8_t)(s)[(i) < sizeof(s) - 1 ? (i) : 0] : 0u))
+#define POHM_EH4_(s, i, h)						\
+	POHM_EH_(s, (i) + 3, POHM_EH_(s, (i) + 2, POHM_EH_(s, (i) + 1, POHM_EH_(s, (i), h))))
+#define POHM_EH20_(s, i, h)						\
+	POHM_EH4_(s, (i) + 16, POHM_EH4_(s, (i) + 12, POHM_EH4_(s, (i) + 8,	\
+	POHM_EH4_(s, (i) + 4, POHM_EH4_(s, (i), h)))))
+#define POHM_ELF_HASH(s)						\
+	(0 * sizeof(char[sizeof(s) - 1 <= POHM_ELF_HASH_MAX ? 1 : -1]) +	\
+	 POHM_EH20_(s, 20, POHM_EH20_(s, 0, 5381u)))
+
 #endif

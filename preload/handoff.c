@@ -69,7 +69,7 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 {
 	size_t n = 0, i, j, tablen, extlen = 0, tabmax, extmax = 4096, size;
 	char **out, *tab, *ext, *s;
-	int saved = errno, stale = 0, under;	/* the hook below (push, stats) may set it */
+	int saved = errno, stale = 0, under, idle;	/* the hook below (push, stats) may set it */
 	long r;
 
 	mem->map = NULL;
@@ -79,7 +79,10 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 	under = pohm_fd_count_under();
 	for (n = 0; envp && envp[n]; n++)
 		stale |= is_fdtab(envp[n]);
-	if (!under && !stale && pohm_depth)
+	/* Nothing to hand over, drop or add (the storage side idle, hooks.h):
+	 * no mapping either (the common exec of a shell under the shim). */
+	idle = pohm_storage_idle();
+	if (!under && !stale && (pohm_depth || idle))
 		return envp;
 	tabmax = 64 + (size_t)under * 48;
 	size = (n + 2 + extmax / 2) * sizeof(char *) + tabmax + extmax;
@@ -93,7 +96,7 @@ char *const *pohm_exec_env(char *const *envp, int replacing, struct pohm_exec_me
 	tab = (char *)mem->map + (n + 2 + extmax / 2) * sizeof(char *);
 	ext = tab + tabmax;
 	tablen = under ? handoff_table(tab, tabmax) : 0;
-	if (!pohm_depth)
+	if (!pohm_depth && (under || !idle))
 		extlen = pohm_hook_exec_env(ext, extmax, replacing);
 	if (!tablen && !stale && !extlen) {
 		pohm_exec_env_free(mem);

@@ -339,8 +339,12 @@ void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi);
 
 /* ------------------------------------------------------------ processes */
 
-/* pthread_atfork phases: prepare (parent, before), parent, child. */
-enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD };
+/* pthread_atfork phases: prepare (parent, before), parent, child; and the
+ * child of a fork whose prepare phase was skipped (a single-threaded
+ * process: init.c takes no lock then): only the child's resets that are
+ * not about locks. */
+enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD,
+		       POHM_FORK_CHILD_NOLOCK };
 void pohm_hook_fork(enum pohm_fork_phase phase);
 
 /*
@@ -354,6 +358,18 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing);
 
 /* At the end of the process (library destructor): push what it wrote. */
 void pohm_hook_exit(void);
+
+/*
+ * 1 while the storage side has nothing of this process to push or count:
+ * no call reached the storage since the process started or was forked
+ * (a fork child's dirty list, counters and kept bases start empty) and no
+ * signal handler's record waits.  pohm_hook_exit would then do nothing,
+ * and pohm_hook_exec_env would add nothing unless fds under the prefix
+ * go to the new image (their open-for-write locks), so exit and exec skip
+ * them: a /bin/true under the shim maps no hook stack at exit, a shell's
+ * fork child maps nothing before its exec.  Async-signal-safe.
+ */
+int pohm_storage_idle(void);
 
 /* ------------------------------------------------------------ services for hooks */
 

@@ -126,6 +126,11 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 	}
 }
 
+/* Atomic: 1 once this process asked core/mount for a mount since it
+ * started or was forked (pohm_hook_fork resets it in the child: what the
+ * parent's storage side holds is the parent's).  pohm_storage_idle reads it. */
+static int mount_asked;
+
 /*
  * The mount for the calling thread's effective uid (core/mount
  * pohm_proc_mount), or NULL with *rc set: -errno when its open failed,
@@ -133,7 +138,10 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
  */
 static struct pohm_mount *mount_here(int *rc)
 {
-	struct pohm_mount *m = pohm_proc_mount(&glue, rc);
+	struct pohm_mount *m;
+
+	__atomic_store_n(&mount_asked, 1, __ATOMIC_RELAXED);
+	m = pohm_proc_mount(&glue, rc);
 
 	if (!m && *rc == POHM_PROC_PASS)
 		*rc = POHM_PASS;
@@ -705,9 +713,15 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * locks of the cache and the namespace are made new here (issue 19
 	 * item 6): another thread may have held one at the fork.
 	 */
-	pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD)
+	if (phase != POHM_FORK_CHILD_NOLOCK)
+		pohm_shadow_atfork(phase);
+	if (phase == POHM_FORK_CHILD || phase == POHM_FORK_CHILD_NOLOCK) {
 		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
+		/* The child's exit and exec push, count and keep nothing of the
+		 * parent's (core/mount pohm_proc_atfork_child and the kept bases
+		 * start empty): idle until it reaches the storage itself. */
+		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
+	}
 }
 
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */
@@ -740,6 +754,17 @@ static size_t wlocks_env(char *buf, size_t size)
 		return 0;
 	buf[sizeof(name) - 1 + n] = '\0';
 	return sizeof(name) + n;
+}
+
+/* No mount was asked for since the start or the fork, so core/mount holds
+ * nothing of this process to push, count or keep (pohm_proc_exit_push,
+ * pohm_proc_flush_stats), and no signal handler's record waits for
+ * sig_drain.  Open-for-write locks inherited through a fork (wlocks_env)
+ * go with fds under the prefix: pohm_exec_env asks for them whenever it
+ * hands fds over. */
+int pohm_storage_idle(void)
+{
+	return !__atomic_load_n(&mount_asked, __ATOMIC_RELAXED) && !pohm_sig_pending();
 }
 
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)

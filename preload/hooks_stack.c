@@ -428,5 +428,7 @@ void pohm_hook_exit(void)
 {
 	struct a_exit x = { 0 };
 
+	if (pohm_storage_idle())
+		return;		/* hooks.h: nothing to push; no stack mapped for it */
 	pohm_stack_run(run_exit, &x);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 
 #include "config.h"
 #include "sys.h"
@@ -205,8 +206,24 @@ static void test_ifd_setup(void)
 		pohm_sys_close(fd);
 }
 
+/*
+ * The preload locks (fd table, cwd, shadows) are taken around a fork only
+ * when another thread may hold one: glibc's __libc_single_threaded, as
+ * jefork.c does for the allocator's (decision 0059).  A single-threaded
+ * shell's forks wrote them on some five pages in parent and child for
+ * nothing (issue 23).  The hooks' child phase runs in every child
+ * (POHM_FORK_CHILD_NOLOCK without the shadow lock): core/mount's resets,
+ * the parent's dirty list, counters and kept bases, and core's own
+ * mutexes made new.  Per thread: the prepare handler decides, the parent
+ * and child handlers follow.
+ */
+static POHM_TLS int fork_locked;
+
 static void atfork_prepare(void)
 {
+	fork_locked = !__libc_single_threaded;
+	if (!fork_locked)
+		return;
 	pohm_hook_fork(POHM_FORK_PREPARE);
 	pohm_cwd_atfork(POHM_FORK_PREPARE);
 	pohm_fd_atfork(POHM_FORK_PREPARE);
@@ -214,6 +231,8 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+	if (!fork_locked)
+		return;
 	pohm_fd_atfork(POHM_FORK_PARENT);
 	pohm_cwd_atfork(POHM_FORK_PARENT);
 	pohm_hook_fork(POHM_FORK_PARENT);
@@ -221,6 +240,10 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	if (!fork_locked) {
+		pohm_hook_fork(POHM_FORK_CHILD_NOLOCK);
+		return;
+	}
 	pohm_fd_atfork(POHM_FORK_CHILD);
 	pohm_cwd_atfork(POHM_FORK_CHILD);
 	pohm_hook_fork(POHM_FORK_CHILD);

@@ -132,6 +132,39 @@ with open(p + "/d/child") as f: print(f.read())' "$P"
 	awk -v a="$best" 'BEGIN {exit !(a < 3000)}'
 }
 
+# Issue 23 (a shell under the shim starting programs): a process whose
+# calls never reached the storage side has nothing to push at exit or to
+# hand over at exec (hooks.h pohm_storage_idle).  It used to map the hooks'
+# stack (256 KiB, MAP_STACK) at exit and a scratch environment at every
+# exec; system calls are what strace can see of that.
+@test "a process that never reached the storage maps nothing at exit, and a fork child nothing before its exec" {
+	case ${SAN:-} in
+	address|thread) skip "SAN=$SAN: no stack of the library's (stack.c), and the runtime maps for itself" ;;
+	esac
+	command -v strace >/dev/null || skip "no strace"
+	# sh forks for the first /bin/true and execs the second; the prefix is
+	# configured but nothing touches it.
+	shim strace -f -qq -o "$T/st" -e trace=mmap,execve sh -c '/bin/true; /bin/true'
+	cat "$T/st"
+	! grep -q MAP_STACK "$T/st" || false
+	# In sh's fork child, nothing is mapped between the fork and the exec.
+	child=$(awk '$2 ~ /^execve\("\/bin\/true"/ {print $1; exit}' "$T/st")
+	[ -n "$child" ]
+	awk -v c="$child" '$1 == c && $2 ~ /^execve/ {exit} $1 == c && $2 ~ /^mmap/ {bad = 1; print "mapped before exec: " $0} END {exit bad}' "$T/st"
+	# The probe sees the stack where there is one: a process that calls
+	# under the prefix runs its hooks on it.
+	shim strace -f -qq -o "$T/st2" -e trace=mmap sh -c "cat '$P/f' >/dev/null"
+	grep -q MAP_STACK "$T/st2"
+	# A shell that reached the storage itself (its own redirection from a
+	# file under the prefix) forks a child that has not: the child's exec
+	# pushes nothing of the parent's, and maps nothing either.
+	shim strace -f -qq -o "$T/st3" -e trace=mmap,execve sh -c ": <'$P/f'; /bin/true; /bin/true"
+	cat "$T/st3"
+	child=$(awk '$2 ~ /^execve\("\/bin\/true"/ {print $1; exit}' "$T/st3")
+	[ -n "$child" ]
+	awk -v c="$child" '$1 == c && $2 ~ /^execve/ {exit} $1 == c && $2 ~ /^mmap/ {bad = 1; print "mapped before exec: " $0} END {exit bad}' "$T/st3"
+}
+
 @test "a process without a prefix configured passes everything through untouched" {
 	run env LD_PRELOAD="$PRELOAD" POHMELFS_LOG_LEVEL=debug sh -c "exec 3<'$P/f'; LD_PRELOAD= exec '$H/pathops' --dump"
 	[[ "$output" == *"fdtab: none"* ]]

@@ -10,6 +10,17 @@
 #include "harness.h"
 #include "elfsym.h"
 
+/* Each name with its hash folded at compile time, as real.c gives them. */
+static const uint32_t hashes[] = {
+#define SYM(ret, name, args) POHM_ELF_HASH(#name),
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
 static const char *const names[] = {
 #define SYM(ret, name, args) #name,
 #define SYMV SYM
@@ -88,4 +99,33 @@ TEST(an_address_in_no_object_gives_an_empty_scope)
 
 	EXPECT_EQ_INT(pohm_elf_scope_init(&s, (const void *)16), -1);
 	EXPECT(!pohm_elf_find(&s, "open"));
+}
+
+/* The GNU hash as the ELF tables hold it, computed at run time. */
+static uint32_t run_hash(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (; *name; name++)
+		h = h * 33 + (uint8_t)*name;
+	return h;
+}
+
+TEST(the_compile_time_hash_is_the_gnu_hash)
+{
+	size_t i, n = sizeof(names) / sizeof(*names);
+
+	EXPECT_EQ_INT(sizeof(hashes) / sizeof(*hashes), n);
+	for (i = 0; i < n; i++)
+		if (hashes[i] != run_hash(names[i])) {
+			printf("# %s: %08x, run time %08x\n", names[i], hashes[i], run_hash(names[i]));
+			EXPECT(0);
+		}
+	EXPECT(POHM_ELF_HASH("") == 5381);
+	EXPECT(POHM_ELF_HASH("0123456789012345678901234567890123456789") ==
+	       run_hash("0123456789012345678901234567890123456789"));
+	/* And the lookup with it finds what dlsym finds. */
+	scope_once();
+	EXPECT(pohm_elf_find_h(&scope, "openat", POHM_ELF_HASH("openat")) ==
+	       dlsym(RTLD_NEXT, "openat"));
 }
