@@ -136,6 +136,20 @@ trace() {
 	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
 }
 
+# tar -x's pattern: fchmod and futimens through the write-only fd of the
+# file it is writing.  Their push through that fd would read the bytes and
+# fail EBADF (the change travels with the close's push); it used to find
+# that out after the push turn (p.lock opened, locked, closed), the record
+# and a pread: 8 calls each, now 4.  pohm_cache_push_wronly answers from the
+# record alone (session 15, doc/notes-s15-tarx.md): the ten 942 -> 862.
+# The close still pushes both: host b reads the mode and the mtime.
+@test "fchmod + futimens of a file being written through a write-only fd: no push turn before the close" {
+	trace wattr wattr
+	[ "$TEN" -le 863 ]
+	mkdir -p "$T/b"
+	[ "$(shim b stat -c '%a %Y %s' "$T/b/d/att11")" = "640 1500000000 4096" ]
+}
+
 @test "stat of a cached file validated within attr_timeout: no request; within the budget: 2 extra syscalls, budget 2" {
 	trace stat stat
 	[ "$REQ" -eq 0 ]
