@@ -1694,14 +1694,87 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 	return r;
 }
 
+/*
+ * A namespace change's parent without the walk (issue 23: a create's walk
+ * was five calls per component, two journal reads each).  A directory a
+ * walk of this process reached with no symlink on the way, within
+ * attr_timeout, is remembered in the path table (keyed apart from the
+ * open path's entries: a step byte no flags give) with its storage
+ * inode.  Then one openat2 that follows no symlink opens it again, and it
+ * is taken when its own record still maps its local inode to that storage
+ * inode and was validated within attr_timeout (dir_known: the record's
+ * lino is this local inode, so a directory made again under the name is
+ * another).  Its ancestors are as fresh as the open path's table keeps
+ * them (validated at most attr_timeout before the walk remembered it).
+ */
+static uint64_t parent_hash(const char *dir)
+{
+	uint64_t h = pohm_fnv1a_step(pohm_fnv1a(POHM_FNV_BASIS, dir), 0xd1);
+
+	return h ? h : 1;
+}
+
+/* 0 with *dfd (O_PATH) and *ino when the remembered directory answers,
+ * else -1 (walk). */
+static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
+{
+	struct pohm_pfresh *e;
+	uint64_t h, want = 0, known;
+	int fd;
+
+	if (!c->attr_timeout_ns || !*dir || cache_offline(c))
+		return -1;
+	h = parent_hash(dir);
+	e = &c->pfresh[h % POHM_PCACHE];
+	pthread_mutex_lock(&c->vlock);
+	if (e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns)
+		want = e->ino;
+	pthread_mutex_unlock(&c->vlock);
+	if (!want)
+		return -1;
+	fd = pohm_sys_open_dir_nolinks(c->pfd, dir);
+	if (fd < 0)
+		return -1;
+	if (dir_known(c, fd, &known) || known != want) {
+		pohm_sys_close(fd);
+		return -1;
+	}
+	*dfd = fd;
+	*ino = known;
+	return 0;
+}
+
+static void parent_remember(struct pohm_cache *c, const char *dir, uint64_t ino)
+{
+	struct pohm_pfresh *e;
+	uint64_t h;
+
+	if (!c->attr_timeout_ns || !*dir || !ino)
+		return;
+	h = parent_hash(dir);
+	e = &c->pfresh[h % POHM_PCACHE];
+	pthread_mutex_lock(&c->vlock);
+	e->hash = h;
+	e->ldev = 0;
+	e->lino = 0;
+	e->mono_ns = pohm_sys_mono_ns();
+	e->ino = ino;
+	pthread_mutex_unlock(&c->vlock);
+}
+
 static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino,
 			   int direct)
 {
 	struct mat_dir md = { -1, 0, 0 };
-	int r = materialize_dir(c, dir, 0, 0, &md);
+	int r;
 
+	if (!parent_recent(c, dir, dfd, ino))
+		return 0;
+	r = materialize_dir(c, dir, 0, 0, &md);
 	if (!r && direct && md.followed)
 		r = -EXDEV;	/* by the parent's real path (cache_walk_parent_direct) */
+	if (!r && md.fd >= 0 && !md.followed)
+		parent_remember(c, dir, md.ino);
 	if (r || md.fd >= 0) {
 		/* The walk opened it and knows its inode (issue 23: no second
 		 * look at its record). */

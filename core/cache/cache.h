@@ -214,6 +214,13 @@ int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int fol
 			  enum pohm_perm_owner how);
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
+/* pohm_cache_push_fd of a write-only fd (the caller knows its access
+ * mode): -EBADF at once, without the push turn, when the push would have
+ * to read the file's bytes (changed data, times or mode; not a stub's or
+ * a torn push), where pohm_cache_push_fd fails EBADF after the turn, the
+ * record and the first pread (issue 23: tar's fchown, fchmod and
+ * futimens of the file it is writing); otherwise the same. */
+int pohm_cache_push_wronly(struct pohm_cache *c, int fd);
 /*
  * pohm_cache_push_fd of every fds[i] (readable fds, each kept open by the
  * caller), res[i] its answer, with the commits of the files that need

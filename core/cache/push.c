@@ -706,22 +706,13 @@ int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino)
 	return 0;
 }
 
-int pohm_cache_push_fd(struct pohm_cache *c, int fd)
+/* The push of fd, the local file of our inode ino, in this host's turn. */
+static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
 {
 	struct pohm_jrec rec;
 	struct stat st;
-	uint64_t ino;
-	int r, tries, turn;
+	int r = 0, tries, turn;
 
-	r = pohm_sys_fstat(fd, &st);
-	if (r)
-		return r;
-	if ((uint64_t)st.st_dev != c->pdev)
-		return 0;
-	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
-		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;	/* not a file of ours */
 	turn = cache_push_turn_take(c, ino);
 	for (tries = 0; tries < 20; tries++) {
 		if (tries) {
@@ -752,6 +743,49 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	if (turn)
 		cache_push_turn_drop(c, ino);
 	return r;
+}
+
+int pohm_cache_push_fd(struct pohm_cache *c, int fd)
+{
+	struct stat st;
+	uint64_t ino;
+	int r;
+
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		return r;
+	if ((uint64_t)st.st_dev != c->pdev)
+		return 0;
+	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
+		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* not a file of ours */
+	return push_fd_ino(c, fd, ino);
+}
+
+int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int r, reads;
+
+	r = pohm_sys_fstat(fd, &st);
+	if (r)
+		return r;
+	if ((uint64_t)st.st_dev != c->pdev || !S_ISREG(st.st_mode))
+		return pohm_cache_push_fd(c, fd);	/* nothing of a file's push here */
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;	/* not a file of ours */
+	if (st.st_size <= 0 || pohm_journal_get(&c->j, ino, &rec))
+		return push_fd_ino(c, fd, ino);	/* no bytes to read, or no record: as ever */
+	/* What cache_push_known would do: a stub's or a torn push has its own
+	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
+	 * every chunk of fd, which fails EBADF on a write-only fd. */
+	reads = !(rec.flags & (POHM_J_STUB | POHM_J_TORN)) &&
+		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777));
+	pohm_jrec_clear(&rec);
+	return reads ? -EBADF : push_fd_ino(c, fd, ino);
 }
 
 /* Mode, owner, times and xattrs of a directory or symlink (st0 says which),

@@ -63,7 +63,7 @@ static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 		       enum pohm_proc_attr op, const char *rel, int fd, unsigned flags)
 {
 	char real[4096];
-	int r, chattr = op == POHM_PA_MODE || op == POHM_PA_OWNER;
+	int r, fl, chattr = op == POHM_PA_MODE || op == POHM_PA_OWNER;
 
 	/* chmod, chown... follow a symlink: the change is its target's
 	 * (issue 22 item 7).  One fstatat when rel is no symlink. */
@@ -81,6 +81,9 @@ static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 	 * (sync_on_close), fsync, the process's exit or pohmelfsd's round. */
 	if (fd >= 0 && op == POHM_PA_SIZE)
 		r = 0;
+	else if (fd >= 0 && (fl = pohm_sys_fcntl(fd, F_GETFL, 0)) >= 0 &&
+		 (fl & O_ACCMODE) == O_WRONLY)
+		r = pohm_cache_push_wronly(c, fd);	/* dirty: travels with its close */
 	else if (fd >= 0)
 		r = pohm_cache_push_fd(c, fd);
 	else if (rel && !held_path(c, h, rel))

@@ -85,6 +85,9 @@ struct pohm_io_result {
 					 * unknown when it gave up (write_wait_timeout) */
 	char msg[1024];			/* "key K" then ": note; note...", one line */
 	unsigned notes;			/* notes in msg (problems met or worked around) */
+	int has_csum;			/* cas_put, cas_put_n: csum is set */
+	uint8_t csum[64];		/* SHA-512 of the bytes put, as the CAS computed
+					 * it (its caller need not hash them again) */
 };
 
 #define POHM_W_CAS_TS		0x1	/* refuse if a group holds a newer stamp */

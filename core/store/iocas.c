@@ -1189,6 +1189,8 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	op->w = res->ngroups / 2 + 1;
 	res->size = len;
 	pohm_sha512(data, len, sum);
+	memcpy(res->csum, sum, sizeof(res->csum));
+	res->has_csum = 1;
 	/*
 	 * Optimistic: every group at once (decision 0006, amended in session
 	 * 11).  A majority that applied it commits it in one wait.  Racing
@@ -1284,6 +1286,8 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		m.op[i]->w = p[i].res.ngroups / 2 + 1;
 		p[i].res.size = p[i].len;
 		pohm_sha512(p[i].data, p[i].len, sum[i]);
+		memcpy(p[i].res.csum, sum[i], sizeof(p[i].res.csum));
+		p[i].res.has_csum = 1;
 		together++;
 	}
 	if (together < 2 || pohm_net_refresh(c->net, pohm_sys_mono_ns() + cas_ack_window(c), 0))

@@ -388,7 +388,12 @@ static int put_answer(void *ctx, const char *key, const void *data, size_t len,
 	uint8_t sum[POHM_KV_CSUM];
 
 	if (!r) {
-		pohm_sha512(data, len, sum);
+		/* The CAS hashed these bytes already (issue 23: a small file's
+		 * commit was hashed twice here). */
+		if (res->has_csum)
+			memcpy(sum, res->csum, sizeof(sum));
+		else
+			pohm_sha512(data, len, sum);
 		remember(ctx, key, data, len, sum, res);
 		if (res->notes)
 			pohm_debug("%s", res->msg);

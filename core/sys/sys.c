@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,11 +408,57 @@ int pohm_sys_fd_path(int fd, char *buf, size_t len)
 	return (int)n;
 }
 
+int pohm_sys_open_dir_nolinks(int dirfd, const char *path)
+{
+#ifdef SYS_openat2
+	struct open_how how;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+	how.resolve = RESOLVE_NO_SYMLINKS;
+	return (int)POHM_RAW(SYS_openat2, dirfd, path, &how, sizeof(how));
+#else
+	return -ENOSYS;
+#endif
+}
+
+/* One openat2 for rel's parent when each component is one the walk below
+ * takes (none empty or over 255 bytes) and no symlink is on the way:
+ * the fd, or -1 when the walk must decide (its errors are the contract). */
+static int open_parent_at_once(int pfd, const char *rel, const char *last)
+{
+	char dir[4096];
+	const char *p = rel, *slash;
+	size_t n = (size_t)(last - rel);
+	int fd;
+
+	if (n < 2 || n > sizeof(dir))
+		return -1;
+	for (; (slash = strchr(p, '/')) && slash < last; p = slash + 1)
+		if (slash == p || slash - p >= 256)
+			return -1;
+	memcpy(dir, rel, n - 1);
+	dir[n - 1] = '\0';
+	fd = pohm_sys_open_dir_nolinks(pfd, dir);
+	return fd >= 0 ? fd : -1;
+}
+
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name)
 {
 	char comp[256];
 	const char *p = rel, *slash;
 	int dfd = -1, nfd;
+
+	/* Two or more components: one openat2 with no symlink allowed
+	 * instead of an openat and a close per component (issue 23); the
+	 * component walk when it fails, for its errors. */
+	slash = strrchr(rel, '/');
+	if (slash && slash[1] && strchr(rel, '/') != slash &&
+	    (dfd = open_parent_at_once(pfd, rel, slash + 1)) >= 0) {
+		*name = slash + 1;
+		return dfd;
+	}
+	dfd = -1;
 
 	/* The first component straight from pfd, no copy of pfd first
 	 * (issue 23: two calls fewer per use); pfd itself only for a name

@@ -103,6 +103,11 @@ int pohm_sys_fd_path(int fd, char *buf, size_t len);
 /* The parent of rel under pfd, one O_NOFOLLOW component at a time: an O_PATH
  * fd (close it) and *name, its last component; -errno (-EINVAL for "" or "a/"). */
 int pohm_sys_open_parent(int pfd, const char *rel, const char **name);
+/* The directory path under dirfd opened O_PATH in one openat2 that
+ * follows no symlink on the way nor at the end (RESOLVE_NO_SYMLINKS): the
+ * fd (not moved; close it) or -errno (-ELOOP for a symlink, -ENOSYS or
+ * -EPERM where openat2 is missing or filtered: walk instead). */
+int pohm_sys_open_dir_nolinks(int dirfd, const char *path);
 /* Monotonic and real clocks in nanoseconds. */
 uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);

@@ -1,5 +1,5 @@
 # syscall_ops.py OP DIR — issue 23's syscall budget: OP (create, stat or
-# read) once and then 10 times in DIR, between marker calls (a stat of a
+# read, wattr) once and then 10 times in DIR, between marker calls (a stat of a
 # path that does not exist) that tests/helpers/syscall_counts.awk finds in
 # an `strace -f -y` trace.  Used by tests/bats/cache_syscalls.bats and
 # tests/bench/bench_syscalls.sh.
@@ -16,6 +16,15 @@ def one():
         n[0] += 1
         with open("%s/new%02d" % (d, n[0]), "wb") as f:
             f.write(b"z" * 4096)
+    elif op == "wattr":
+        # tar -x's file: create write-only, write, then fchmod and futimens
+        # through the same fd before its close.
+        n[0] += 1
+        fd = os.open("%s/att%02d" % (d, n[0]), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"a" * 4096)
+        os.fchmod(fd, 0o640)
+        os.utime(fd, (1500000000, 1500000000))
+        os.close(fd)
     elif op == "stat":
         os.stat(d + "/s")
     elif op == "read":

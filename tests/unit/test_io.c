@@ -864,6 +864,12 @@ TEST(cas_put_n_is_one_wait_and_each_key_ends_as_alone)
 	EXPECT_EQ_INT(p[1].rc, 0);
 	EXPECT_EQ_INT(p[0].res.committed, 3);
 	EXPECT_EQ_INT(p[1].res.committed, 3);
+	/* Each answer carries the checksum of its bytes (issue 23: kvio
+	 * keeps it, no second hash). */
+	pohm_sha512("o2", 2, sum);
+	EXPECT(p[1].res.has_csum && !memcmp(p[1].res.csum, sum, 64));
+	pohm_sha512("f1", 2, sum);
+	EXPECT(p[0].res.has_csum && !memcmp(p[0].res.csum, sum, 64));
 	for (g = 0; g < 3; g++) {
 		EXPECT(copy_is(&cl, g, "fresh", "f1", NULL));
 		EXPECT(copy_is(&cl, g, "old", "o2", NULL));

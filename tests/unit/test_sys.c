@@ -615,6 +615,20 @@ TEST(open_parent_walks_from_the_base)
 	EXPECT_EQ_INT(pohm_sys_open_parent(pfd, "a//c", &name), -EINVAL);
 	EXPECT(pohm_sys_open_parent(pfd, "l/c", &name) < 0);	/* a symlink on the way */
 	EXPECT(pohm_sys_open_parent(pfd, "a/l/c", &name) < 0);	/* missing */
+	/* A parent of two or more components is one openat2 that follows no
+	 * symlink (session 15): a link first, last, or an empty component
+	 * still fails as the walk's. */
+	EXPECT_EQ_INT(symlinkat("b", pfd, "a/lb"), 0);
+	EXPECT(pohm_sys_open_parent(pfd, "l/b/c", &name) < 0);
+	EXPECT(pohm_sys_open_parent(pfd, "a/lb/c", &name) < 0);
+	EXPECT_EQ_INT(pohm_sys_open_parent(pfd, "a//b/c", &name), -EINVAL);
+	fd = pohm_sys_open_dir_nolinks(pfd, "a/b");
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(fstat(fd, &a), 0);
+	EXPECT_EQ_INT(fstatat(pfd, "a/b", &b, 0), 0);
+	EXPECT_EQ_U64(a.st_ino, b.st_ino);
+	close(fd);
+	EXPECT_EQ_INT(pohm_sys_open_dir_nolinks(pfd, "l/b"), -ELOOP);
 	after = dup(0);
 	close(after);
 	EXPECT_EQ_INT(after, before);	/* nothing left open */
