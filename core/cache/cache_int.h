@@ -19,6 +19,8 @@
 #define POHM_VCACHE 4096
 #define POHM_PCACHE 1024
 #define POHM_SIBDIRS 16
+#define POHM_DCACHE 256
+#define POHM_DCHAIN 8
 
 /* A directory whose expired entries this process revalidated (cachebase.c
  * cache_sib_batch): when one went alone, when the batch last ran. */
@@ -36,6 +38,21 @@ struct pohm_pfresh {
 					 * up (pohm_cache_stat_found), 0 until then */
 };
 
+/* walkfresh.c: the directories of a walked path, root's child first: each
+ * one's storage inode and the validated_ns its record had (0: this
+ * process's own check). */
+struct cache_walk_chain {
+	unsigned n;
+	uint64_t ino[POHM_DCHAIN], vns[POHM_DCHAIN];
+};
+
+/* walkfresh.c: a directory a walk passed through (0 hash = empty). */
+struct pohm_dfresh {
+	uint64_t hash;			/* of its path below the prefix */
+	uint64_t ldev, lino;		/* its local directory */
+	struct cache_walk_chain chain;	/* it is chain.ino[chain.n - 1] */
+};
+
 struct pohm_cache {
 	struct pohm_ns *ns;
 	struct pohm_journal j;
@@ -47,10 +64,11 @@ struct pohm_cache {
 	char prefix[4096];
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
-	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, sib, sibnext, stats */
+	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, sib, sibnext, stats */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
+	struct pohm_dfresh dfresh[POHM_DCACHE];	/* directories walked (walkfresh.c) */
 	struct pohm_sibdir sib[POHM_SIBDIRS];	/* cache_sib_batch's directories (round robin) */
 	unsigned sibnext;
 	struct pohm_cache_stats stats;
@@ -77,6 +95,18 @@ void cache_writer_include(int fd);
  * inode; else the index is asked).  *ino: the inode the overlay used, 0
  * when it left st as it was. */
 void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *ino);
+
+/*
+ * walkfresh.c (issue 23): cache_walk_note remembers that the walk found
+ * directory rel (below the prefix, as spelled, no symlink followed) at local
+ * (ldev, lino) with every directory of its path in ch fresh.
+ * cache_walk_start: while each of them is still fresh (cache_fresh_at_count)
+ * and rel still opens to that local directory, that directory opened
+ * O_PATH (the caller closes it) and *ch; else -ENOENT (walk from the root).
+ */
+void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_walk_chain *ch,
+		     uint64_t ldev, uint64_t lino);
+int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
