@@ -313,6 +313,12 @@ static void fetch_relink(struct pohm_cache *c, uint64_t ino, const char *other)
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags)
 {
+	return cache_record_at(c, dfd, name, rel, in, flags, 0);
+}
+
+int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		    const struct pohm_inode *in, uint32_t flags, uint64_t validated_ns)
+{
 	struct pohm_jrec rec;
 	struct stat st;
 	int r;
@@ -324,7 +330,7 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 	pohm_journal_note_inode(&rec, in);
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = flags;
-	rec.validated_ns = pohm_sys_real_ns();
+	rec.validated_ns = validated_ns ? validated_ns : pohm_sys_real_ns();
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
@@ -333,6 +339,12 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in)
+{
+	return cache_make_local_at(c, dfd, name, rel, in, 0);
+}
+
+int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct pohm_inode *in, uint64_t validated_ns)
 {
 	uint32_t flags = 0;
 	int r, fd;
@@ -370,6 +382,9 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 				pohm_jrec_clear(&known);
 				if (!r) {
 					cache_mark_fresh(c, in->ino);
+					if (validated_ns && c->attr_timeout_ns)
+						pohm_journal_touch(&c->j, in->ino, in->version,
+								   validated_ns);
 					return 0;
 				}
 			}
@@ -410,7 +425,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 
 		pohm_sys_utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW);
 	}
-	return cache_record(c, dfd, name, rel, in, flags);
+	return cache_record_at(c, dfd, name, rel, in, flags, validated_ns);
 }
 
 /* fetch_once's sink: a verified piece of the file into the temp file (arg: its fd). */
@@ -2061,11 +2076,11 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 		cache_cut_free(path, spath);
 		return r == -ENOENT ? 0 : r;	/* -ENOENT: removed meanwhile */
 	}
-	r = cache_make_local(l->c, l->dfd, name, path, &in);
+	/* Its record says validated when the listing began (the inode was
+	 * read then), written with it: no touch after (issue 23). */
+	r = cache_make_local_at(l->c, l->dfd, name, path, &in,
+				pre && l->c->attr_timeout_ns ? l->real0 : 0);
 	cache_cut_free(path, spath);
-	/* Its record says validated now; the inode was read earlier. */
-	if (!r && pre && l->c->attr_timeout_ns)
-		pohm_journal_touch(&l->c->j, ino, in.version, l->real0);
 	pohm_inode_clear(&in);
 	return r == -EEXIST ? 0 : r;
 }

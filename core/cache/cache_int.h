@@ -208,6 +208,10 @@ int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, ui
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in);
+/* cache_make_local whose record says validated at validated_ns (realtime;
+ * 0: now), e.g. when the listing that read in began. */
+int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct pohm_inode *in, uint64_t validated_ns);
 /* What a refresh decided to fetch over: the name's local file and its
  * journal record at that moment (the fetch's base). */
 struct cache_fetch_base {
@@ -314,6 +318,9 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);
+/* The same with its validated_ns (realtime; 0: now). */
+int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		    const struct pohm_inode *in, uint32_t flags, uint64_t validated_ns);
 
 /* cacheperm.c: checks from the stored attributes (the journal's records),
  * with the caller's fsuid, fsgid, groups and capabilities; the mode check
