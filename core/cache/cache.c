@@ -116,7 +116,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->pfd = c->stage_fd = -1;
+	c->pfd = c->stage_fd = c->cmark_fd = -1;
 	c->j.dirfd = c->j.xfd = c->j.sfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c)) {
@@ -242,6 +242,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	pohm_journal_close(&c->j);
 	pohm_own_close(&c->pfd);
 	pohm_own_close(&c->stage_fd);
+	pohm_own_close(&c->cmark_fd);
 	cache_writers_close(c);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);

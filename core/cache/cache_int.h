@@ -58,6 +58,9 @@ struct pohm_cache {
 	struct pohm_journal j;
 	int pfd;			/* the prefix directory, O_PATH, high */
 	int stage_fd;			/* where fetches build temp files (same filesystem) */
+	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
+					 * at its first use (-1 until then; set by compare-
+					 * and-swap, then registered as ownfd) */
 	uint64_t pdev;			/* st_dev of the prefix's filesystem */
 	uint64_t dev;			/* device number reported for the fsid */
 	uint64_t attr_timeout_ns;
