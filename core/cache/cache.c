@@ -116,7 +116,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->pfd = c->stage_fd = -1;
+	c->pfd = c->stage_fd = c->cmark_fd = -1;
 	c->j.dirfd = c->j.xfd = c->j.sfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c)) {
@@ -242,6 +242,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	pohm_journal_close(&c->j);
 	pohm_own_close(&c->pfd);
 	pohm_own_close(&c->stage_fd);
+	pohm_own_close(&c->cmark_fd);
 	cache_writers_close(c);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);
@@ -313,6 +314,12 @@ static void fetch_relink(struct pohm_cache *c, uint64_t ino, const char *other)
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags)
 {
+	return cache_record_at(c, dfd, name, rel, in, flags, 0);
+}
+
+int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		    const struct pohm_inode *in, uint32_t flags, uint64_t validated_ns)
+{
 	struct pohm_jrec rec;
 	struct stat st;
 	int r;
@@ -324,7 +331,7 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 	pohm_journal_note_inode(&rec, in);
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = flags;
-	rec.validated_ns = pohm_sys_real_ns();
+	rec.validated_ns = validated_ns ? validated_ns : pohm_sys_real_ns();
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
@@ -333,6 +340,12 @@ int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *re
 
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in)
+{
+	return cache_make_local_at(c, dfd, name, rel, in, 0);
+}
+
+int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct pohm_inode *in, uint64_t validated_ns)
 {
 	uint32_t flags = 0;
 	int r, fd;
@@ -370,6 +383,9 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 				pohm_jrec_clear(&known);
 				if (!r) {
 					cache_mark_fresh(c, in->ino);
+					if (validated_ns && c->attr_timeout_ns)
+						pohm_journal_touch(&c->j, in->ino, in->version,
+								   validated_ns);
 					return 0;
 				}
 			}
@@ -410,7 +426,7 @@ int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char
 
 		pohm_sys_utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW);
 	}
-	return cache_record(c, dfd, name, rel, in, flags);
+	return cache_record_at(c, dfd, name, rel, in, flags, validated_ns);
 }
 
 /* fetch_once's sink: a verified piece of the file into the temp file (arg: its fd). */
@@ -841,14 +857,26 @@ static int sib_small(int dfd)
 	return !pohm_sys_fstatat(dfd, "", &st, AT_EMPTY_PATH) && st.st_size <= SIB_SMALL_BYTES;
 }
 
+/* What ensure_entry found, for the walk's table of directories
+ * (walkfresh.c): the local name's (dev, ino) when have, and the
+ * validated_ns of the record it answered from (0: checked by this process
+ * now, or not answered from a record). */
+struct entry_seen {
+	int have;
+	uint64_t ldev, lino, vns;
+	int from_rec;		/* answered from a fresh record: lst is the name's now */
+	struct stat lst;	/* when have */
+};
+
 /*
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
- * component), so a stale clean copy is left to that refresh.
+ * component), so a stale clean copy is left to that refresh.  *found: what
+ * it found (struct entry_seen).
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
-			const char *rel, int data, struct pohm_inode *in)
+			const char *rel, int data, struct pohm_inode *in, struct entry_seen *found)
 {
 	struct pohm_jrec rec;
 	struct stat lst;
@@ -859,6 +887,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	memset(in, 0, sizeof(*in));
 	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	have_local = !r;
+	found->have = have_local;
+	found->ldev = have_local ? (uint64_t)lst.st_dev : 0;
+	found->lino = have_local ? (uint64_t)lst.st_ino : 0;
+	found->vns = 0;
+	found->from_rec = 0;
+	if (have_local)
+		found->lst = lst;
 	/* Not here, in a directory this process holds complete (listed or
 	 * made within attr_timeout): absent, no round trip (decision 0047).
 	 * Offline the storage is not asked either way: the real call says
@@ -879,6 +914,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	if (have_rec && (cache_fresh_rec(c, &rec) || cache_offline(c))) {
 		/* Validated within attr_timeout, or offline: answer from the
 		 * journal, no round trip. */
+		found->vns = rec.validated_ns;
+		found->from_rec = 1;
 		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
@@ -894,6 +931,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		 * may hold a sibling by now: validated_ns answers then). */
 		if (!pohm_journal_get(&c->j, known, &now)) {
 			if (now.version == rec.version && cache_fresh_rec(c, &now)) {
+				found->vns = now.validated_ns;
+				found->from_rec = 1;
 				r = entry_from_record(c, dfd, name, known, data, &now, in);
 				pohm_jrec_clear(&now);
 				pohm_jrec_clear(&rec);
@@ -1194,38 +1233,73 @@ static int local_dir(int dfd, const char *name)
 
 	return !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
 }
+/* The walk's last component when its entry was answered from a fresh
+ * record and no symlink was followed on the way: its local stat as the
+ * walk found it and its storage inode (pohm_cache_materialize remembers
+ * the path with them: no fstatat of its own, no index read for the
+ * overlay). */
+struct mat_last {
+	int ok;
+	struct stat lst;
+	uint64_t ino;
+};
 
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
-			    struct mat_work *w, int *follow, struct mat_dir *md)
+			    struct mat_work *w, int *follow, struct mat_dir *md,
+			    struct mat_last *ml)
 {
 	char *buf = w->buf, *path = w->path;
 	const char **comp = w->comp;
-	int n, i, dfd, r = 0;
+	int n, i = 0, dfd = -1, r = 0;
 	uint64_t dino = POHM_ROOT_INO;
 	size_t plen = 0;
+	struct cache_walk_chain ch = { 0 };
 
 	*follow = 0;
 	n = split_rel(rel, buf, w->cap, comp, 512);
 	if (n < 0)
 		return n;
-	r = ensure_root(c, n == 0);
-	if (r)
-		return r;
-	dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return dfd;
 	path[0] = '\0';
+	if (n >= 2) {
+		/* The parent walked within attr_timeout, every directory on the
+		 * way still fresh: start there (walkfresh.c, issue 23). */
+		for (i = 0; i < n - 1; i++)
+			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
+						 comp[i]);
+		dfd = cache_walk_start(c, path, &ch);
+		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
+			dino = ch.ino[ch.n - 1];
+		} else {
+			if (dfd >= 0)
+				pohm_sys_close(dfd);
+			dfd = -1;
+			ch.n = 0;
+			i = 0;
+			plen = 0;
+			path[0] = '\0';
+		}
+	}
+	if (dfd < 0) {
+		r = ensure_root(c, n == 0);
+		if (r)
+			return r;
+		dfd = pohm_sys_openat(c->pfd, ".", O_PATH | O_DIRECTORY, 0);
+		if (dfd < 0)
+			return dfd;
+	}
 	if (n == 0 && (flags & POHM_MAT_LIST))
 		r = list_for_open(c, dfd, POHM_ROOT_INO, "");
-	for (i = 0; i < n && !r; i++) {
+	for (; i < n && !r; i++) {
 		int last = i == n - 1;
 		struct pohm_inode in;
+		struct entry_seen seen;
 
 		if (last && (flags & POHM_MAT_PARENT))
 			break;
 		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
-		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in);
+		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in,
+				 &seen);
 		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
@@ -1241,6 +1315,14 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		}
 		if (r)
 			break;
+		if (S_ISDIR(in.mode) && seen.have && ch.n < POHM_DCHAIN) {
+			/* A directory on the way, as spelled, no symlink followed. */
+			ch.ino[ch.n] = in.ino;
+			ch.vns[ch.n++] = seen.vns;
+			cache_walk_note(c, path, &ch, seen.ldev, seen.lino);
+		} else {
+			ch.n = POHM_DCHAIN + 1;	/* deeper: no more notes */
+		}
 		if (S_ISLNK(in.mode) && (!last || !(flags & POHM_MAT_NOFOLLOW))) {
 			/* Follow a symlink that stays in the prefix, as the kernel will. */
 			char *next = w->next;
@@ -1281,6 +1363,11 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			dfd = nfd;
 			continue;
 		}
+		if (ml && seen.have && seen.from_rec) {
+			ml->ok = 1;
+			ml->lst = seen.lst;
+			ml->ino = in.ino;
+		}
 		if (md && S_ISDIR(in.mode) && !(flags & POHM_MAT_LIST) && !cache_offline(c)) {
 			/* Online, ensure_entry's 0 means checked now or fresh. */
 			md->fd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -1305,7 +1392,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 /* Walk rel, following symlinks that stay in the prefix (at most 40, as
  * the kernel), in a loop with one heap work area. */
 static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags, int depth,
-			   struct mat_dir *md)
+			   struct mat_dir *md, struct mat_last *ml)
 {
 	struct mat_work *w = mat_new(rel);
 	int r, follow, first = depth;
@@ -1321,7 +1408,8 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		 * caller's rel must name that directory as spelled (a create's
 		 * names_fd walks it O_NOFOLLOW; an absolute link resolves by its
 		 * real path instead, open_beyond). */
-		r = materialize_once(c, rel, flags, w, &follow, depth == first ? md : NULL);
+		r = materialize_once(c, rel, flags, w, &follow, depth == first ? md : NULL,
+				     depth == first ? ml : NULL);
 		if (r == -EXDEV && depth > 0)
 			r = 0;	/* a followed link left the prefix on the way */
 		if (r || !follow)
@@ -1330,6 +1418,8 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		rel = w->cur;
 		if (md)
 			md->followed = 1;
+		if (ml)
+			ml->ok = 0;
 	}
 	free(w);
 	return r;
@@ -1337,7 +1427,7 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 
 static int materialize_at(struct pohm_cache *c, const char *rel, unsigned flags, int depth)
 {
-	return materialize_dir(c, rel, flags, depth, NULL);
+	return materialize_dir(c, rel, flags, depth, NULL, NULL);
 }
 
 /*
@@ -1388,14 +1478,18 @@ static int path_fresh(struct pohm_cache *c, const char *rel, unsigned flags)
 	       !(S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST));
 }
 
-static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
+/* ml: the walk's last component, when it knows it (no fstatat here). */
+static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags,
+			  const struct mat_last *ml)
 {
 	struct pohm_pfresh *e;
 	struct stat st;
 	uint64_t h;
 
+	if (ml && ml->ok)
+		st = ml->lst;
 	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel ||
-	    pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (!(ml && ml->ok) && pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW)) ||
 	    (S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST)) ||
 	    (S_ISLNK(st.st_mode) && !(flags & POHM_MAT_NOFOLLOW)) ||
 	    pohm_stub_shape(&st))
@@ -1407,7 +1501,7 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags)
 	e->ldev = (uint64_t)st.st_dev;
 	e->lino = (uint64_t)st.st_ino;
 	e->mono_ns = pohm_sys_mono_ns();
-	e->ino = 0;
+	e->ino = ml && ml->ok ? ml->ino : 0;
 	pthread_mutex_unlock(&c->vlock);
 }
 
@@ -1455,17 +1549,32 @@ int pohm_cache_stat_found(struct pohm_cache *c, const char *rel, unsigned flags,
 	return 0;
 }
 
+void pohm_cache_stat_fix_rel(struct pohm_cache *c, const char *rel, unsigned flags,
+			     struct stat *st)
+{
+	struct pohm_pfresh e;
+	uint64_t ino = 0;
+
+	if (!(flags & POHM_MAT_LIST) && path_recent(c, rel, flags, &e) &&
+	    (uint64_t)st->st_dev == e.ldev && (uint64_t)st->st_ino == e.lino)
+		ino = e.ino;	/* trusted only if its record names st's inode */
+	cache_stat_fix_ino(c, st, &ino);
+}
+
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
 {
 	int r;
 
+	struct mat_last ml = { 0 };
+
 	if (path_fresh(c, rel, flags))
 		return cache_perm_path(c, rel, mat_want(flags));
-	r = materialize_at(c, rel, flags, 0);
+	/* A walk that fetches (DATA) may put another local file at the name. */
+	r = materialize_dir(c, rel, flags, 0, NULL, (flags & POHM_MAT_DATA) ? NULL : &ml);
 	if (!r)
 		r = cache_perm_path(c, rel, mat_want(flags));
 	if (!r)
-		path_remember(c, rel, flags);
+		path_remember(c, rel, flags, &ml);
 
 	/* A stub or a journal record that did not fit (a fetch asks for itself). */
 	if ((r == -ENOSPC || r == -EDQUOT) && c->space_fn && !c->space_fn(c->space_arg, 1u << 20))
@@ -1770,7 +1879,7 @@ static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint
 
 	if (!parent_recent(c, dir, dfd, ino))
 		return 0;
-	r = materialize_dir(c, dir, 0, 0, &md);
+	r = materialize_dir(c, dir, 0, 0, &md, NULL);
 	if (!r && direct && md.followed)
 		r = -EXDEV;	/* by the parent's real path (cache_walk_parent_direct) */
 	if (!r && md.fd >= 0 && !md.followed)
@@ -2078,11 +2187,11 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 		cache_cut_free(path, spath);
 		return r == -ENOENT ? 0 : r;	/* -ENOENT: removed meanwhile */
 	}
-	r = cache_make_local(l->c, l->dfd, name, path, &in);
+	/* Its record says validated when the listing began (the inode was
+	 * read then), written with it: no touch after (issue 23). */
+	r = cache_make_local_at(l->c, l->dfd, name, path, &in,
+				pre && l->c->attr_timeout_ns ? l->real0 : 0);
 	cache_cut_free(path, spath);
-	/* Its record says validated now; the inode was read earlier. */
-	if (!r && pre && l->c->attr_timeout_ns)
-		pohm_journal_touch(&l->c->j, ino, in.version, l->real0);
 	pohm_inode_clear(&in);
 	return r == -EEXIST ? 0 : r;
 }

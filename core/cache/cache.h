@@ -131,6 +131,14 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
  */
 int pohm_cache_stat_recent(struct pohm_cache *c, const char *rel, unsigned flags);
 int pohm_cache_stat_found(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st);
+/*
+ * The overlay after pohm_cache_materialize(rel, flags) and the real stat
+ * (pohm_cache_stat_fix): when the walk left rel's local file and storage
+ * inode in the table and st is that file, the record is read by that
+ * inode (no index read; issue 23).  No permission check (materialize made it).
+ */
+void pohm_cache_stat_fix_rel(struct pohm_cache *c, const char *rel, unsigned flags,
+			     struct stat *st);
 
 /*
  * Before reading user.* xattrs of rel (getxattr of a user.* name, or

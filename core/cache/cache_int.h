@@ -19,6 +19,8 @@
 #define POHM_VCACHE 4096
 #define POHM_PCACHE 1024
 #define POHM_SIBDIRS 16
+#define POHM_DCACHE 256
+#define POHM_DCHAIN 8
 
 /* A directory whose expired entries this process revalidated (cachebase.c
  * cache_sib_batch): when one went alone, when the batch last ran. */
@@ -36,21 +38,40 @@ struct pohm_pfresh {
 					 * up (pohm_cache_stat_found), 0 until then */
 };
 
+/* walkfresh.c: the directories of a walked path, root's child first: each
+ * one's storage inode and the validated_ns its record had (0: this
+ * process's own check). */
+struct cache_walk_chain {
+	unsigned n;
+	uint64_t ino[POHM_DCHAIN], vns[POHM_DCHAIN];
+};
+
+/* walkfresh.c: a directory a walk passed through (0 hash = empty). */
+struct pohm_dfresh {
+	uint64_t hash;			/* of its path below the prefix */
+	uint64_t ldev, lino;		/* its local directory */
+	struct cache_walk_chain chain;	/* it is chain.ino[chain.n - 1] */
+};
+
 struct pohm_cache {
 	struct pohm_ns *ns;
 	struct pohm_journal j;
 	int pfd;			/* the prefix directory, O_PATH, high */
 	int stage_fd;			/* where fetches build temp files (same filesystem) */
+	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
+					 * at its first use (-1 until then; set by compare-
+					 * and-swap, then registered as ownfd) */
 	uint64_t pdev;			/* st_dev of the prefix's filesystem */
 	uint64_t dev;			/* device number reported for the fsid */
 	uint64_t attr_timeout_ns;
 	char prefix[4096];
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
-	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, sib, sibnext, stats */
+	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, sib, sibnext, stats */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
+	struct pohm_dfresh dfresh[POHM_DCACHE];	/* directories walked (walkfresh.c) */
 	struct pohm_sibdir sib[POHM_SIBDIRS];	/* cache_sib_batch's directories (round robin) */
 	unsigned sibnext;
 	struct pohm_cache_stats stats;
@@ -77,6 +98,18 @@ void cache_writer_include(int fd);
  * inode; else the index is asked).  *ino: the inode the overlay used, 0
  * when it left st as it was. */
 void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *ino);
+
+/*
+ * walkfresh.c (issue 23): cache_walk_note remembers that the walk found
+ * directory rel (below the prefix, as spelled, no symlink followed) at local
+ * (ldev, lino) with every directory of its path in ch fresh.
+ * cache_walk_start: while each of them is still fresh (cache_fresh_at_count)
+ * and rel still opens to that local directory, that directory opened
+ * O_PATH (the caller closes it) and *ch; else -ENOENT (walk from the root).
+ */
+void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_walk_chain *ch,
+		     uint64_t ldev, uint64_t lino);
+int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
@@ -190,6 +223,10 @@ int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, ui
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in);
+/* cache_make_local whose record says validated at validated_ns (realtime;
+ * 0: now), e.g. when the listing that read in began. */
+int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct pohm_inode *in, uint64_t validated_ns);
 /* What a refresh decided to fetch over: the name's local file and its
  * journal record at that moment (the fetch's base). */
 struct cache_fetch_base {
@@ -296,6 +333,9 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);
+/* The same with its validated_ns (realtime; 0: now). */
+int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		    const struct pohm_inode *in, uint32_t flags, uint64_t validated_ns);
 
 /* cacheperm.c: checks from the stored attributes (the journal's records),
  * with the caller's fsuid, fsgid, groups and capabilities; the mode check

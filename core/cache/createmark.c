@@ -108,12 +108,40 @@ int cache_old_mark_expire(int dfd, const char *name, size_t len)
 	return 1;
 }
 
+/* c.lock opened once per cache and process for the checks (issue 23: a
+ * listing checked each new name twice, an open and a close each time, or
+ * a failed open in a cache where no create had run yet: made here then, as
+ * the first creator would); read-only where the cache may only be read;
+ * -errno when neither works. */
+static int marks_fd(struct pohm_cache *c)
+{
+	int fd = __atomic_load_n(&c->cmark_fd, __ATOMIC_ACQUIRE), none = -1;
+
+	if (fd >= 0)
+		return fd;
+	fd = pohm_journal_open_own(c->j.dirfd, "c.lock", O_RDWR | O_CREAT);
+	if (fd < 0)
+		fd = pohm_sys_openat(c->j.dirfd, "c.lock", O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	fd = pohm_sys_move_high(fd);
+	if (fd < 0)
+		return fd;
+	if (!__atomic_compare_exchange_n(&c->cmark_fd, &none, fd, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pohm_sys_close(fd);	/* another thread's won */
+		return none;
+	}
+	pohm_own_set(&c->cmark_fd, fd);	/* the host's close and dup2 leave it alone */
+	return fd;
+}
+
 int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
 {
 	struct flock fl;
 	int fd, r;
 
-	fd = pohm_sys_openat(c->j.dirfd, "c.lock", O_RDONLY, 0);
+	fd = marks_fd(c);
 	if (fd < 0)
 		return 0;
 	memset(&fl, 0, sizeof(fl));
@@ -122,6 +150,5 @@ int cache_create_marked(struct pohm_cache *c, uint64_t dino, const char *name)
 	fl.l_start = create_byte(dino, name);
 	fl.l_len = 1;
 	r = pohm_sys_fcntl(fd, F_OFD_GETLK, (long)&fl);
-	pohm_sys_close(fd);
 	return !r && fl.l_type != F_UNLCK;
 }

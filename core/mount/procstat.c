@@ -53,13 +53,13 @@ static void stat_to_statx(const struct stat *st, struct statx *stx)
 	stx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
 }
 
-/* pohm_cache_stat_fix on a struct statx: the fields a struct stat has. */
-static void statx_fix(struct pohm_cache *c, struct statx *stx)
+/* pohm_cache_stat_fix_rel on a struct statx: the fields a struct stat has. */
+static void statx_fix(struct pohm_cache *c, const char *rel, unsigned mf, struct statx *stx)
 {
 	struct stat st;
 
 	statx_to_stat(stx, &st);
-	pohm_cache_stat_fix(c, &st);
+	pohm_cache_stat_fix_rel(c, rel, mf, &st);
 	stat_to_statx(&st, stx);
 }
 
@@ -107,8 +107,8 @@ int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct
 		return r;
 	r = real->call(real->arg);
 	if (r == 0 && st)
-		pohm_cache_stat_fix(c, st);
+		pohm_cache_stat_fix_rel(c, rel, mf, st);
 	if (r == 0 && stx)
-		statx_fix(c, stx);
+		statx_fix(c, rel, mf, stx);
 	return r;
 }

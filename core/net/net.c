@@ -111,16 +111,22 @@ int pohm_net_open(struct pohm_net **out, const struct pohm_config *cfg)
 	return 0;
 }
 
-/* Unlink every queued request; orphans (copies we own) are freed. */
-static void queue_clear(struct pohm_conn *c, int keep_inflight_head)
+/* Unlink every queued request; orphans (copies we own) are freed.
+ * keep_inflight: not the queue's first ones a flusher is writing right now
+ * (tx_inflight, conn_flush), whose bytes it still reads. */
+static void queue_clear(struct pohm_conn *c, int keep_inflight)
 {
-	struct pohm_req *r = c->sq_head, *keep = NULL;
+	struct pohm_req *r = c->sq_head, *keep = NULL, *last = NULL;
+	int prefix = 1;
 
 	while (r) {
 		struct pohm_req *next = r->qnext;
 
-		if (keep_inflight_head && r == c->sq_head && r->tx_inflight) {
-			keep = r;
+		prefix = prefix && keep_inflight && r->tx_inflight;
+		if (prefix) {
+			if (!keep)
+				keep = r;
+			last = r;
 		} else {
 			r->queued = 0;
 			r->qnext = NULL;
@@ -131,9 +137,10 @@ static void queue_clear(struct pohm_conn *c, int keep_inflight_head)
 		}
 		r = next;
 	}
-	c->sq_head = c->sq_tail = keep;
-	if (keep)
-		keep->qnext = NULL;
+	c->sq_head = keep;
+	c->sq_tail = last;
+	if (last)
+		last->qnext = NULL;
 }
 
 void pohm_net_close(struct pohm_net *net)
@@ -378,7 +385,44 @@ void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const ch
 
 /* ---------------------------------------------------------------- sending */
 
-/* Write what the socket takes from the queue head on. Lock held; dropped while writing. */
+/* Requests one sendmsg carries at most (conn_flush): 3 iovecs each. */
+#define TX_BATCH 32
+
+/* r's unsent bytes from its txoff on, as up to 3 iovecs at iov; the count. */
+static int req_iov(const struct pohm_req *r, struct iovec *iov)
+{
+	uint64_t off = r->txoff;
+	int cnt = 0;
+
+	if (off < POHM_CMD_SIZE) {
+		iov[cnt].iov_base = (uint8_t *)r->txhdr + off;
+		iov[cnt++].iov_len = POHM_CMD_SIZE - (size_t)off;
+		off = 0;
+	} else {
+		off -= POHM_CMD_SIZE;
+	}
+	if (off < r->n1) {
+		iov[cnt].iov_base = (uint8_t *)r->p1 + off;
+		iov[cnt++].iov_len = r->n1 - (size_t)off;
+		off = 0;
+	} else {
+		off -= r->n1;
+	}
+	if (off < r->n2) {
+		iov[cnt].iov_base = (uint8_t *)r->p2 + off;
+		iov[cnt++].iov_len = r->n2 - (size_t)off;
+	}
+	return cnt;
+}
+
+/*
+ * Write what the socket takes from the queue head on. Lock held; dropped
+ * while writing.  Up to TX_BATCH queued requests go in one sendmsg (issue
+ * 23: a listing's batch of inode reads was one system call per request on
+ * both ends); each is marked tx_inflight while the lock is dropped, so they
+ * are the queue's first ones, in order, and only the first not sent whole
+ * has a txoff.
+ */
 static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
 {
 	if (c->tx_busy || c->fd < 0 || c->close_pending)
@@ -386,35 +430,22 @@ static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
 	c->tx_busy = 1;
 	c->users++;
 	while (c->sq_head && c->state != CONN_DOWN && !c->close_pending) {
-		struct pohm_req *r = c->sq_head;
-		struct iovec iov[3];
-		uint64_t off = r->txoff;
-		int cnt = 0, fd = c->fd;
+		struct pohm_req *r, *nx;
+		struct iovec iov[3 * TX_BATCH];
+		int cnt = 0, k = 0, fd = c->fd;
 		ssize_t n;
+		uint64_t left;
 
-		if (off < POHM_CMD_SIZE) {
-			iov[cnt].iov_base = r->txhdr + off;
-			iov[cnt++].iov_len = POHM_CMD_SIZE - (size_t)off;
-			off = 0;
-		} else {
-			off -= POHM_CMD_SIZE;
+		for (r = c->sq_head; r && k < TX_BATCH; r = r->qnext, k++) {
+			cnt += req_iov(r, iov + cnt);
+			r->tx_inflight = 1;
 		}
-		if (off < r->n1) {
-			iov[cnt].iov_base = (uint8_t *)r->p1 + off;
-			iov[cnt++].iov_len = r->n1 - (size_t)off;
-			off = 0;
-		} else {
-			off -= r->n1;
-		}
-		if (off < r->n2) {
-			iov[cnt].iov_base = (uint8_t *)r->p2 + off;
-			iov[cnt++].iov_len = r->n2 - (size_t)off;
-		}
-		r->tx_inflight = 1;
 		pthread_mutex_unlock(&net->lock);
 		n = cnt ? pohm_sock_sendv(fd, iov, cnt) : 0;
 		pthread_mutex_lock(&net->lock);
-		r->tx_inflight = 0;
+		/* Still the queue's first k: a request stays queued while inflight. */
+		for (r = c->sq_head; r && r->tx_inflight; r = r->qnext)
+			r->tx_inflight = 0;
 		pthread_cond_broadcast(&net->txcv);
 		if (n == -EAGAIN)
 			break;
@@ -422,9 +453,18 @@ static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
 			pohm_conn_fail(net, c, (int)n, "send failed");
 			break;
 		}
-		r->txoff += (uint64_t)n;
 		c->last_tx_ns = now_ns();
-		if (r->txoff >= total_len(r)) {
+		left = (uint64_t)n;
+		for (r = c->sq_head; r && left; r = nx) {
+			uint64_t want = total_len(r) - r->txoff;
+
+			nx = r->qnext;
+			if (left < want) {
+				r->txoff += left;
+				break;
+			}
+			left -= want;
+			r->txoff = total_len(r);
 			queue_remove(c, r);
 			if (r->orphan) {
 				free((void *)r->p1);
@@ -964,8 +1004,8 @@ void pohm_net_atfork_child(struct pohm_net *net)
 		c->tx_busy = 0;
 		memset(c->hash, 0, sizeof(c->hash));
 		c->inflight = 0;
-		if (c->sq_head)
-			c->sq_head->tx_inflight = 0;
+		for (struct pohm_req *q = c->sq_head; q; q = q->qnext)
+			q->tx_inflight = 0;
 		queue_clear(c, 0);
 		pohm_rx_reset(&c->rx);
 		c->fails = 0;

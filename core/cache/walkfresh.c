@@ -1,0 +1,87 @@
+/*
+ * walkfresh.c — directories a walk passed through, so the next walk below
+ * one starts there (issue 23: find -ls, ls -l, du stat every entry of a
+ * directory by its path; each stat walked every component from the prefix
+ * root again: a fstatat, an index and a journal read, an open and a close
+ * per directory on the way).
+ *
+ * An entry: a directory's path below the prefix (as the walk spelled it,
+ * no symlink followed on the way), its local (dev, ino), its storage inode,
+ * and for every directory of the path (root's child first, the directory
+ * itself last) the storage inode and the validated_ns its record had when
+ * the walk found it fresh (0: this process's own check, cachebase.c's mark
+ * decides).  It is used only while every one of those is still fresh by
+ * cache_fresh_at_count, the test the walk itself makes (attr_timeout, a
+ * change this process saw: VSTALE), and while the path still opens to the
+ * same local directory: the walk it replaces would have answered from the
+ * same records without a round trip.  Like pfresh (cache.c), a directory
+ * removed and made again under the same path with the same local inode
+ * number is taken for the old one until its marks expire.
+ *
+ * Direct-mapped by the path's hash, under c->vlock.  No system call but
+ * the look (one openat, one fstat).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cache_int.h"
+#include "sys.h"
+#include "wire.h"
+
+static uint64_t dir_hash(const char *rel)
+{
+	uint64_t h = pohm_fnv1a(POHM_FNV_BASIS, rel);
+
+	return h ? h : 1;
+}
+
+void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_walk_chain *ch,
+		     uint64_t ldev, uint64_t lino)
+{
+	struct pohm_dfresh *e;
+	uint64_t h;
+
+	if (!c->attr_timeout_ns || !*rel || ch->n == 0 || ch->n > POHM_DCHAIN)
+		return;
+	h = dir_hash(rel);
+	e = &c->dfresh[h % POHM_DCACHE];
+	pthread_mutex_lock(&c->vlock);
+	e->hash = h;
+	e->ldev = ldev;
+	e->lino = lino;
+	e->chain = *ch;
+	pthread_mutex_unlock(&c->vlock);
+}
+
+int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch)
+{
+	struct pohm_dfresh e;
+	struct stat st;
+	uint64_t h;
+	unsigned i;
+	int fd;
+
+	if (!c->attr_timeout_ns || !*rel)
+		return -ENOENT;
+	h = dir_hash(rel);
+	pthread_mutex_lock(&c->vlock);
+	e = c->dfresh[h % POHM_DCACHE];
+	pthread_mutex_unlock(&c->vlock);
+	if (e.hash != h || e.chain.n == 0 || e.chain.n > POHM_DCHAIN)
+		return -ENOENT;
+	for (i = 0; i < e.chain.n; i++)
+		if (cache_fresh_at_count(c, e.chain.ino[i], e.chain.vns[i], 0) != 1)
+			return -ENOENT;
+	fd = pohm_sys_openat(c->pfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return -ENOENT;
+	if (pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != e.ldev ||
+	    (uint64_t)st.st_ino != e.lino) {
+		pohm_sys_close(fd);
+		return -ENOENT;
+	}
+	*ch = e.chain;
+	return fd;
+}

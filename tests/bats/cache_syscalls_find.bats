@@ -1,0 +1,157 @@
+#!/usr/bin/env bats
+# cache_syscalls_find.bats — issue 23's find -ls, counted with strace
+# (deterministic counts, not times; the bench's find rows have the times):
+#   - of a tree validated within attr_timeout (30 s here): the calls per
+#     entry.  A stat of a/t/dNN/fNNN used to walk every directory from the
+#     prefix root (a fstatat, an index and a record read, an open and a
+#     close each); the walk now starts at a parent it walked within
+#     attr_timeout whose directories are all still fresh (core/cache
+#     walkfresh.c): one open of the parent per stat;
+#   - from a fresh cache: the journal writes per new entry;
+#   - of the same tree after attr_timeout (1 s): the requests.  Its
+#     listings and batches send a request per entry and group; several go
+#     out in one sendmsg (core/net net.c conn_flush), not one each.
+# And the guarantee the walk table must keep: a directory another host
+# removed is seen gone by a process that walked it, once attr_timeout
+# passed.
+# Not counted (their number depends on when replies arrive): waits, reads
+# of the cluster's sockets, preload/addr.c's pointer probes.
+
+setup() {
+	load lib/common
+	load lib/cluster
+	load lib/hosts
+	[ -z "${SAN:-}" ] || skip "the counts are the plain build's (a sanitizer's runtime makes its own calls)"
+	preload_ok || skip "LD_PRELOAD does not work here"
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
+	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || skip "python3 is not installed"
+	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	T=$BATS_TEST_TMPDIR
+	export POHMELFS_CONFIG=/dev/null POHMELFS_FSID=sysfind-$RANDOM
+	export POHMELFS_SYNC_ON_CLOSE=1
+	unset POHMELFS_STATS POHMELFS_LOG_LEVEL
+	mkdir -p "$T/a" "$T/b" "$T/local"
+	# 4 directories of 25 files, two levels below the prefix, on both sides.
+	for top in "$T/a/t" "$T/local/t"; do
+		shim a "$PY" -c "
+import os
+for d in range(4):
+    os.makedirs('$top/d%02d' % d)
+    for i in range(25):
+        open('$top/d%02d/f%03d' % (d, i), 'w').write('x')"
+	done
+	N=104	# 100 files and 4 directories below t
+}
+
+teardown() {
+	stop_daemons
+	cluster_stop
+}
+
+# calls FILE KIND: the calls of KIND (a regex of names; "all": every call
+# but waits, socket reads and pointer probes) in an `strace -f -y` trace.
+calls() {
+	awk -v k="$2" '/resumed>/ || / (\+\+\+|---) / { next }
+	{
+		call = $2; sub(/\(.*/, "", call)
+		if (call ~ /^(ppoll|poll|epoll_wait|epoll_pwait|select|pselect6|process_vm_readv)$/) next
+		if (call ~ /^(read|recvmsg|recvfrom|readv)$/ && $2 ~ /<(TCP|TCPv6|UDP|socket):/) next
+		if (k == "all" || call ~ "^(" k ")$") n++
+	}
+	END { print n + 0 }' "$1"
+}
+
+# strace_find HOST DIR OUT: find DIR -ls under the shim as HOST, traced into OUT.
+strace_find() {
+	strace -f -y -qq -o "$3" env LD_PRELOAD="$PRELOAD" POHMELFS_PREFIX="$T/$1" \
+		POHMELFS_CACHE_DIR="$T/$1-state" POHMELFS_HOST_ID="$1" find "$2" -ls >"$3.out"
+}
+
+# The counts of session 15 (doc/notes-s15-findls.md): per entry, the calls
+# of find -ls of t (104 entries) minus those of t/d00 (26 entries: what a
+# process makes once, opening the cache, cancels out), divided by 78,
+# validated (3 of the 78 are directories, listed at their opendir).
+# Before the walk table: 259 opens (3.3 per entry) and 2646 calls in all
+# (33.9; local disk 216, 2.8); after it and the overlay reading the record
+# by the inode the walk found: 102 opens (1.3) and 1609 calls (20.6).  The
+# limits leave a few calls of room, far below the old counts.
+@test "find -ls of a tree validated within attr_timeout: one open per entry, not one per directory of its path" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a find "$T/a/t" -ls >/dev/null
+	strace_find a "$T/a/t" "$T/all"
+	strace_find a "$T/a/t/d00" "$T/one"
+	[ "$(grep -c "$T/a/t/d0./f0" "$T/all.out")" -eq 100 ]
+	[ "$(grep -c "$T/a/t/d00/f0" "$T/one.out")" -eq 25 ]
+	opens=$(($(calls "$T/all" "openat|open") - $(calls "$T/one" "openat|open")))
+	all=$(($(calls "$T/all" all) - $(calls "$T/one" all)))
+	strace -f -y -qq -o "$T/disk" find "$T/local/t" -ls >/dev/null
+	strace -f -y -qq -o "$T/disk1" find "$T/local/t/d00" -ls >/dev/null
+	disk=$(($(calls "$T/disk" all) - $(calls "$T/disk1" all)))
+	echo "# validated, for 78 entries: $opens opens, $all calls; local disk $disk calls" >&3
+	[ "$opens" -le $((78 * 3 / 2)) ]
+	[ "$all" -le $((78 * 22)) ]
+}
+
+# From a fresh cache every entry is new: its stub and its record (one
+# pwrite of the record, one of its index entry).  The record says validated
+# as of the listing's start when it is written: before session 15 a
+# second write (pohm_journal_touch) set that right after, 3 pwrite64 per
+# entry (over 312 for 104); now 2 (about 220 with the process's own few).
+# And each new name is checked for a create mark twice (list_prefetch,
+# list_one): c.lock was opened and closed for each check (3 calls, 6 per
+# entry: 208 opens and as many closes for 104 entries once c.lock exists); now it
+# is opened once per process (cache_create_marked's marks_fd).
+@test "find -ls from a fresh cache: two journal writes per new entry, not three; c.lock opened once" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	# A create first: c.lock exists, as in any cache that made a file.
+	shim b touch "$T/b/made"
+	strace_find b "$T/b/t" "$T/fresh"
+	[ "$(grep -c "$T/b/t/d0./f0" "$T/fresh.out")" -eq 100 ]
+	writes=$(calls "$T/fresh" pwrite64)
+	clock=$(grep -c 'openat(.*c\.lock' "$T/fresh" || true)
+	echo "# fresh: $writes pwrite64, $clock opens of c.lock for $N entries" >&3
+	[ "$writes" -le $((N * 5 / 2)) ]
+	[ "$clock" -le 2 ]
+}
+
+@test "find -ls of a tree after attr_timeout: its requests go out several to a sendmsg" {
+	export POHMELFS_ATTR_TIMEOUT=1
+	shim a find "$T/a/t" -ls >/dev/null
+	sleep 1.2
+	strace_find a "$T/a/t" "$T/shim"
+	[ "$(grep -c "$T/a/t/d0./f0" "$T/shim.out")" -eq 100 ]
+	sends=$(calls "$T/shim" "sendmsg|sendto")
+	echo "# expired: $sends sendmsg for $N entries, 2 groups" >&3
+	# One request per entry and group at least (the batch checks each
+	# inode): one sendmsg each was 2.3 per entry.
+	[ "$sends" -le $((N / 2)) ]
+}
+
+@test "a directory another host replaced: a process that walked it looks in the new one after attr_timeout" {
+	export POHMELFS_ATTR_TIMEOUT=1
+	shim b find "$T/b/t" -ls >/dev/null
+	# b's process stats d01's files (its walk table holds t and t/d01);
+	# meanwhile a moves d01 away and makes a new d01 with a new name in
+	# it; after attr_timeout b's stat of that name must look in the new
+	# d01 (by its storage inode), not in the one the table remembered.
+	shim b "$PY" -c "
+import os, sys, time
+os.lstat('$T/b/t/d01/f000')
+os.lstat('$T/b/t/d01/f001')
+open('$T/go', 'w').close()
+while not os.path.exists('$T/done'):
+    time.sleep(0.05)
+time.sleep(1.2)
+try:
+    os.lstat('$T/b/t/d01/new')
+except FileNotFoundError:
+    sys.exit('d01/new: not found')
+print('found')" >"$T/py.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do [ -e "$T/go" ] && break; sleep 0.1; done
+	shim a sh -c "mv '$T/a/t/d01' '$T/a/t/old' && mkdir '$T/a/t/d01' && echo n >'$T/a/t/d01/new'"
+	touch "$T/done"
+	wait "$pid" || { cat "$T/py.out"; false; }
+	grep -qx found "$T/py.out"
+}
