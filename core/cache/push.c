@@ -32,11 +32,46 @@ static void set_free(struct pohm_chunk_set *set, size_t n)
 	free(set);
 }
 
+/* Changed chunks a push holds in memory and writes together (one wait,
+ * pohm_ns_put_chunks): up to PUSH_BATCH of them, PUSH_BATCH_BYTES in all. */
+#define PUSH_BATCH 16
+#define PUSH_BATCH_BYTES (16u << 20)
+
+/* The changed chunks read so far and not written yet: set[at..at + n). */
+struct chunk_batch {
+	uint64_t index[PUSH_BATCH];
+	const void *data[PUSH_BATCH];
+	size_t len[PUSH_BATCH];
+	uint64_t gen[PUSH_BATCH];
+	size_t n, bytes, at;
+};
+
+/* Write the batch's chunks together; their generations into set. */
+static int batch_flush(struct pohm_cache *c, uint64_t ino, struct chunk_batch *b,
+		       struct pohm_chunk_set *set)
+{
+	size_t i;
+	int r = 0;
+
+	if (b->n)
+		r = pohm_ns_put_chunks(c->ns, ino, b->n, b->index, b->data, b->len, b->gen);
+	for (i = 0; i < b->n; i++) {
+		if (!r)
+			set[b->at + i].gen = b->gen[i];
+		free((void *)b->data[i]);
+	}
+	b->at += b->n;
+	b->n = 0;
+	b->bytes = 0;
+	return r;
+}
+
 /*
  * Write every chunk of fd that differs from old (nold checksums) as a new
- * generation; a file of at most POHM_INLINE_MAX bytes instead goes in the
- * commit itself (decision 0023: its chunk 0 POHM_GEN_INLINE, the bytes
- * owned by the set: set_free).
+ * generation, the changed ones together (issue 23: up to PUSH_BATCH a
+ * wait, not one wait each); a file of at most POHM_INLINE_MAX bytes
+ * instead goes in the commit itself (decision 0023: its chunk 0
+ * POHM_GEN_INLINE, the bytes owned by the set: set_free).
  */
 static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size, unsigned shift,
 		       uint8_t (*old)[64], uint32_t nold, struct pohm_chunk_set **out,
@@ -44,21 +79,27 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 {
 	uint64_t cs = 1ULL << shift, nch = (size + cs - 1) / cs, i;
 	struct pohm_chunk_set *set = NULL;
+	struct chunk_batch *b = NULL;
 	uint8_t *buf = NULL, (*all)[64] = NULL;
 	size_t n = 0;
 	int r = 0;
 
-	buf = malloc(cs);
 	set = calloc(nch ? nch : 1, sizeof(*set));
 	all = calloc(nch ? nch : 1, 64);
-	if (!buf || !set || !all) {
+	b = calloc(1, sizeof(*b));
+	if (!set || !all || !b) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nch; i++) {
 		size_t want = (size_t)(i + 1 < nch ? cs : size - i * cs);
-		ssize_t got = pohm_sys_pread_full(fd, buf, want, (off_t)(i * cs));
+		ssize_t got;
 
+		if (!buf && !(buf = malloc(cs))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		got = pohm_sys_pread_full(fd, buf, want, (off_t)(i * cs));
 		if (got < 0) {
 			r = (int)got;
 			goto out;
@@ -77,8 +118,17 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 			set[n].gen = POHM_GEN_INLINE;	/* no chunk object: the commit carries it */
 			set[n].data = buf;
 			buf = NULL;	/* owned by the set; the loop ends here (one chunk) */
+			b->at = n + 1;
 		} else {
-			r = pohm_ns_put_chunk(c->ns, ino, i, buf, want, &set[n].gen);
+			/* Held until the batch goes (its own buffer). */
+			b->index[b->n] = i;
+			b->data[b->n] = buf;
+			b->len[b->n] = want;
+			b->n++;
+			b->bytes += want;
+			buf = NULL;
+			if (b->n == PUSH_BATCH || b->bytes + cs > PUSH_BATCH_BYTES)
+				r = batch_flush(c, ino, b, set);
 		}
 		if (r)
 			goto out;
@@ -86,7 +136,13 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 		cache_count(c, &c->stats.pushed_bytes, want);
 		n++;
 	}
+	r = batch_flush(c, ino, b, set);
 out:
+	if (b && b->n) {
+		for (i = 0; i < b->n; i++)
+			free((void *)b->data[i]);
+	}
+	free(b);
 	free(buf);
 	if (r) {
 		set_free(set, n);

@@ -149,3 +149,35 @@ os.fchown(fd, 4321, 4322)
 os.close(fd)"
 	[ "$(shim b stat -c '%s %u %g %a' "$T/b/d/o")" = "100 4321 4322 644" ]
 }
+
+# A file of several chunks rewritten in place and fsync'ed (sqlite's way
+# with its database: a few pages in chunks far apart): the changed chunks'
+# new generations go out together, one wait for all of them (issue 23,
+# pohm_ns_put_chunks), then the commit: with the new process's get of
+# the root inode, 3 waits.  Before: one wait per chunk, 1 + 4 + 1.
+@test "fsync of a file with 4 changed chunks: the chunks in one wait, then the commit" {
+	local w
+	shim a "$PY" -c "
+import os
+with open('$D/big', 'wb') as f:
+    f.write(os.urandom(4 << 20))"
+	freshen
+	w=$(counted rewrite a "$PY" -c "
+import os
+fd = os.open('$D/big', os.O_RDWR)
+for i in range(4):
+    os.pwrite(fd, b'page %d' % i, (i << 20) + 4096)
+os.fsync(fd)
+os.close(fd)")
+	if [ "$w" -gt 3 ]; then
+		grep -E "rtt: " "$T/rewrite.log" | sed "s/^/#   /" >&3
+		false
+	fi
+	grep -q "rtt: write_n d:" "$T/rewrite.log"
+	run shim b "$PY" -c "
+with open('$T/b/d/big', 'rb') as f:
+    for i in range(4):
+        f.seek((i << 20) + 4096)
+        assert f.read(6) == b'page %d' % i, i"
+	[ "$status" -eq 0 ]
+}
