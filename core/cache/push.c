@@ -810,6 +810,52 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return r;
 }
 
+/*
+ * Does the local directory (st; fd, or path when fd < 0) differ from its
+ * record only by times that follow its entries (decision 0015)?  Then its
+ * push (a directory's fsync: sqlite syncs its directory after each
+ * journal's create) sends nothing: the entries are in the storage already
+ * (DESIGN.md §2), and the stored mtime follows them within
+ * POHM_DIR_TIME_LAG_NS (cachedirtime.c, cache_dir_time_lag_ns) — a setattr here cost 2 waits per
+ * fsync (the stored inode's read for its xattrs, the CAS), issue 23.
+ * Followed times: mode and owner as recorded, the local mtime equal to the
+ * ctime (set by the kernel at an entry change, or a touch to now: no
+ * utimes to another time, no chmod, chown or xattr change since), and no
+ * more than the lag after the stored mtime the record knows.  The atime
+ * never costs a round trip of its own (push_attrs_diff).  A directory with
+ * user.* xattrs still goes the whole way (their comparison needs the
+ * stored inode).
+ */
+static int dir_times_follow(const struct pohm_cache *c, const struct pohm_jrec *rec,
+			    const struct stat *st, int fd, const char *path)
+{
+	uint64_t m = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
+	uint64_t stored = (uint64_t)rec->mtime.sec * 1000000000ULL + rec->mtime.nsec;
+	char names[1024];
+	long n, i;
+
+	if (!S_ISDIR(st->st_mode) || !S_ISDIR(rec->mode))
+		return 0;
+	if ((st->st_mode & 07777) != (rec->mode & 07777) &&
+	    (st->st_mode & 07777) != ((rec->mode & 07777) | 0700))
+		return 0;
+	if (c->is_root && ((uint32_t)st->st_uid != rec->uid || (uint32_t)st->st_gid != rec->gid))
+		return 0;
+	if (st->st_mtim.tv_sec != st->st_ctim.tv_sec || st->st_mtim.tv_nsec != st->st_ctim.tv_nsec)
+		return 0;
+	if (m > stored && m - stored > cache_dir_time_lag_ns())
+		return 0;
+	n = pohm_sys_listxattr(fd, fd < 0 ? path : NULL, 0, names, sizeof(names));
+	if (n == -ENOTSUP || n == -EPERM)
+		return 1;
+	if (n < 0)
+		return 0;	/* -ERANGE (many names), or unknown: the whole way */
+	for (i = 0; i < n; i += (long)strlen(names + i) + 1)
+		if (!strncmp(names + i, "user.", 5))
+			return 0;
+	return 1;
+}
+
 /* Mode, owner, times and xattrs of a directory or symlink (st0 says which),
  * open as fd or named rel (fd < 0). */
 static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, const char *rel)
@@ -839,6 +885,10 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, 
 	 * refuse (PATH_MAX or more, issue 19 item 10), its xattrs left alone. */
 	if (fd < 0 && (size_t)snprintf(path, sizeof(path), "%s/%s", c->prefix, rel) >= 4096)
 		path[0] = '\0';
+	if ((fd >= 0 || path[0]) && dir_times_follow(c, &rec, &st, fd, path)) {
+		pohm_jrec_clear(&rec);
+		return 0;	/* only times its entries moved: nothing to send */
+	}
 	/* The stored inode, for its xattrs; unknown, they are left alone. */
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));
