@@ -35,7 +35,7 @@ static void set_free(struct pohm_chunk_set *set, size_t n)
 /* Changed chunks a push holds in memory and writes together (one wait,
  * pohm_ns_put_chunks): up to PUSH_BATCH of them, PUSH_BATCH_BYTES in all. */
 #define PUSH_BATCH 16
-#define PUSH_BATCH_BYTES (16u << 20)
+#define PUSH_BATCH_BYTES (8u << 20)
 
 /* The changed chunks read so far and not written yet: set[at..at + n). */
 struct chunk_batch {
