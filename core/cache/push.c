@@ -819,9 +819,10 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
  * POHM_DIR_TIME_LAG_NS (cachedirtime.c, cache_dir_time_lag_ns) — a setattr here cost 2 waits per
  * fsync (the stored inode's read for its xattrs, the CAS), issue 23.
  * Followed times: mode and owner as recorded, the local mtime equal to the
- * ctime (set by the kernel at an entry change, or a touch to now: no
- * utimes to another time, no chmod, chown or xattr change since), and no
- * more than the lag after the stored mtime the record knows.  The atime
+ * ctime (set by the kernel at an entry change: no utimes to another time,
+ * no chmod, chown or xattr change since) and not to the atime (a touch to
+ * now sets all three alike), and no more than the lag after the stored
+ * mtime the record knows.  The atime
  * never costs a round trip of its own (push_attrs_diff).  A directory with
  * user.* xattrs still goes the whole way (their comparison needs the
  * stored inode).
@@ -842,6 +843,9 @@ static int dir_times_follow(const struct pohm_cache *c, const struct pohm_jrec *
 	if (c->is_root && ((uint32_t)st->st_uid != rec->uid || (uint32_t)st->st_gid != rec->gid))
 		return 0;
 	if (st->st_mtim.tv_sec != st->st_ctim.tv_sec || st->st_mtim.tv_nsec != st->st_ctim.tv_nsec)
+		return 0;
+	/* A touch (UTIME_NOW) sets the atime to the same instant: set, not followed. */
+	if (st->st_atim.tv_sec == st->st_mtim.tv_sec && st->st_atim.tv_nsec == st->st_mtim.tv_nsec)
 		return 0;
 	if (m > stored && m - stored > cache_dir_time_lag_ns())
 		return 0;

@@ -226,3 +226,14 @@ os.fsync(d)
 os._exit(0)"
 	[ "$(shim b stat -c '%X %Y' "$T/b/d")" = "1 2" ]
 }
+
+# A touch of a directory to now (UTIME_NOW: atime, mtime and ctime alike)
+# is a time set, not one its entries moved: it travels at its call, even
+# while the stored mtime is younger than the lag (push.c dir_times_follow).
+@test "a touch of a directory to now travels at once" {
+	freshen
+	sleep 1.1
+	shim a touch "$D"
+	# The local directory's own time (no shim: not the record's).
+	[ "$(shim b stat -c %y "$T/b/d")" = "$(stat -c %y "$D")" ]
+}
