@@ -815,17 +815,16 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
  * record only by times that follow its entries (decision 0015)?  Then its
  * push (a directory's fsync: sqlite syncs its directory after each
  * journal's create) sends nothing: the entries are in the storage already
- * (DESIGN.md §2), and the stored mtime follows them within
- * POHM_DIR_TIME_LAG_NS (cachedirtime.c, cache_dir_time_lag_ns) — a setattr here cost 2 waits per
+ * (DESIGN.md §2), and the stored mtime follows them within the lag
+ * (cachedirtime.c, cache_dir_time_lag_ns).  A setattr here cost 2 waits per
  * fsync (the stored inode's read for its xattrs, the CAS), issue 23.
  * Followed times: mode and owner as recorded, the local mtime equal to the
  * ctime (set by the kernel at an entry change: no utimes to another time,
  * no chmod, chown or xattr change since) and not to the atime (a touch to
  * now sets all three alike), and no more than the lag after the stored
- * mtime the record knows.  The atime
- * never costs a round trip of its own (push_attrs_diff).  A directory with
- * user.* xattrs still goes the whole way (their comparison needs the
- * stored inode).
+ * mtime the record knows.  The atime never costs a round trip of its own
+ * (push_attrs_diff).  A directory with user.* xattrs still goes the whole
+ * way (their comparison needs the stored inode).  Decision 0100.
  */
 static int dir_times_follow(const struct pohm_cache *c, const struct pohm_jrec *rec,
 			    const struct stat *st, int fd, const char *path)
