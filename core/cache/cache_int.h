@@ -193,6 +193,8 @@ int cache_sib_batch(struct pohm_cache *c, uint64_t dino, int small);
 /* A directory's stored mtime lags its last entry change by at most this
  * (cachedirtime.c, decision 0015). */
 #define POHM_DIR_TIME_LAG_NS 1000000000ULL
+/* The lag in force: POHM_DIR_TIME_LAG_NS, or a test build's (cachedirtime.c). */
+uint64_t cache_dir_time_lag_ns(void);
 /* An entry of directory dino was just added or removed in the storage: move
  * its stored mtime and ctime to now, unless the stored mtime this journal
  * knows is younger than POHM_DIR_TIME_LAG_NS (then nothing: at most one

@@ -26,7 +26,7 @@ static uint64_t ts_ns(struct pohm_ts t)
 
 /* The window; a test build may set it in seconds (cache_budget.bats counts
  * a call's own waits, whatever the load makes of a one-second window). */
-static uint64_t lag_ns(void)
+uint64_t cache_dir_time_lag_ns(void)
 {
 	const char *t = pohm_sys_test_switch(POHM_TEST_DIR_TIME_LAG);
 
@@ -44,7 +44,7 @@ void cache_dir_changed(struct pohm_cache *c, uint64_t dino)
 	if (pohm_journal_get(&c->j, dino, &rec))
 		return;		/* a directory this cache never recorded: its next walk reads it */
 	m = ts_ns(rec.mtime);
-	if (!S_ISDIR(rec.mode) || (m <= now && now - m < lag_ns()))
+	if (!S_ISDIR(rec.mode) || (m <= now && now - m < cache_dir_time_lag_ns()))
 		goto out;
 	sa.mask = POHM_SET_MTIME | POHM_SET_CTIME;
 	sa.mtime.sec = now / 1000000000ULL;

@@ -32,11 +32,46 @@ static void set_free(struct pohm_chunk_set *set, size_t n)
 	free(set);
 }
 
+/* Changed chunks a push holds in memory and writes together (one wait,
+ * pohm_ns_put_chunks): up to PUSH_BATCH of them, PUSH_BATCH_BYTES in all. */
+#define PUSH_BATCH 16
+#define PUSH_BATCH_BYTES (8u << 20)
+
+/* The changed chunks read so far and not written yet: set[at..at + n). */
+struct chunk_batch {
+	uint64_t index[PUSH_BATCH];
+	const void *data[PUSH_BATCH];
+	size_t len[PUSH_BATCH];
+	uint64_t gen[PUSH_BATCH];
+	size_t n, bytes, at;
+};
+
+/* Write the batch's chunks together; their generations into set. */
+static int batch_flush(struct pohm_cache *c, uint64_t ino, struct chunk_batch *b,
+		       struct pohm_chunk_set *set)
+{
+	size_t i;
+	int r = 0;
+
+	if (b->n)
+		r = pohm_ns_put_chunks(c->ns, ino, b->n, b->index, b->data, b->len, b->gen);
+	for (i = 0; i < b->n; i++) {
+		if (!r)
+			set[b->at + i].gen = b->gen[i];
+		free((void *)b->data[i]);
+	}
+	b->at += b->n;
+	b->n = 0;
+	b->bytes = 0;
+	return r;
+}
+
 /*
  * Write every chunk of fd that differs from old (nold checksums) as a new
- * generation; a file of at most POHM_INLINE_MAX bytes instead goes in the
- * commit itself (decision 0023: its chunk 0 POHM_GEN_INLINE, the bytes
- * owned by the set: set_free).
+ * generation, the changed ones together (issue 23: up to PUSH_BATCH a
+ * wait, not one wait each); a file of at most POHM_INLINE_MAX bytes
+ * instead goes in the commit itself (decision 0023: its chunk 0
+ * POHM_GEN_INLINE, the bytes owned by the set: set_free).
  */
 static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size, unsigned shift,
 		       uint8_t (*old)[64], uint32_t nold, struct pohm_chunk_set **out,
@@ -44,21 +79,27 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 {
 	uint64_t cs = 1ULL << shift, nch = (size + cs - 1) / cs, i;
 	struct pohm_chunk_set *set = NULL;
+	struct chunk_batch *b = NULL;
 	uint8_t *buf = NULL, (*all)[64] = NULL;
 	size_t n = 0;
 	int r = 0;
 
-	buf = malloc(cs);
 	set = calloc(nch ? nch : 1, sizeof(*set));
 	all = calloc(nch ? nch : 1, 64);
-	if (!buf || !set || !all) {
+	b = calloc(1, sizeof(*b));
+	if (!set || !all || !b) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nch; i++) {
 		size_t want = (size_t)(i + 1 < nch ? cs : size - i * cs);
-		ssize_t got = pohm_sys_pread_full(fd, buf, want, (off_t)(i * cs));
+		ssize_t got;
 
+		if (!buf && !(buf = malloc(cs))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		got = pohm_sys_pread_full(fd, buf, want, (off_t)(i * cs));
 		if (got < 0) {
 			r = (int)got;
 			goto out;
@@ -77,8 +118,17 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 			set[n].gen = POHM_GEN_INLINE;	/* no chunk object: the commit carries it */
 			set[n].data = buf;
 			buf = NULL;	/* owned by the set; the loop ends here (one chunk) */
+			b->at = n + 1;
 		} else {
-			r = pohm_ns_put_chunk(c->ns, ino, i, buf, want, &set[n].gen);
+			/* Held until the batch goes (its own buffer). */
+			b->index[b->n] = i;
+			b->data[b->n] = buf;
+			b->len[b->n] = want;
+			b->n++;
+			b->bytes += want;
+			buf = NULL;
+			if (b->n == PUSH_BATCH || b->bytes + cs > PUSH_BATCH_BYTES)
+				r = batch_flush(c, ino, b, set);
 		}
 		if (r)
 			goto out;
@@ -86,7 +136,13 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 		cache_count(c, &c->stats.pushed_bytes, want);
 		n++;
 	}
+	r = batch_flush(c, ino, b, set);
 out:
+	if (b && b->n) {
+		for (i = 0; i < b->n; i++)
+			free((void *)b->data[i]);
+	}
+	free(b);
 	free(buf);
 	if (r) {
 		set_free(set, n);
@@ -788,6 +844,55 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 	return reads ? -EBADF : push_fd_ino(c, fd, ino);
 }
 
+/*
+ * Does the local directory (st; fd, or path when fd < 0) differ from its
+ * record only by times that follow its entries (decision 0015)?  Then its
+ * push (a directory's fsync: sqlite syncs its directory after each
+ * journal's create) sends nothing: the entries are in the storage already
+ * (DESIGN.md §2), and the stored mtime follows them within the lag
+ * (cachedirtime.c, cache_dir_time_lag_ns).  A setattr here cost 2 waits per
+ * fsync (the stored inode's read for its xattrs, the CAS), issue 23.
+ * Followed times: mode and owner as recorded, the local mtime equal to the
+ * ctime (set by the kernel at an entry change: no utimes to another time,
+ * no chmod, chown or xattr change since) and not to the atime (a touch to
+ * now sets all three alike), and no more than the lag after the stored
+ * mtime the record knows.  The atime never costs a round trip of its own
+ * (push_attrs_diff).  A directory with user.* xattrs still goes the whole
+ * way (their comparison needs the stored inode).  Decision 0060.
+ */
+static int dir_times_follow(const struct pohm_cache *c, const struct pohm_jrec *rec,
+			    const struct stat *st, int fd, const char *path)
+{
+	uint64_t m = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
+	uint64_t stored = (uint64_t)rec->mtime.sec * 1000000000ULL + rec->mtime.nsec;
+	char names[1024];
+	long n, i;
+
+	if (!S_ISDIR(st->st_mode) || !S_ISDIR(rec->mode))
+		return 0;
+	if ((st->st_mode & 07777) != (rec->mode & 07777) &&
+	    (st->st_mode & 07777) != ((rec->mode & 07777) | 0700))
+		return 0;
+	if (c->is_root && ((uint32_t)st->st_uid != rec->uid || (uint32_t)st->st_gid != rec->gid))
+		return 0;
+	if (st->st_mtim.tv_sec != st->st_ctim.tv_sec || st->st_mtim.tv_nsec != st->st_ctim.tv_nsec)
+		return 0;
+	/* A touch (UTIME_NOW) sets the atime to the same instant: set, not followed. */
+	if (st->st_atim.tv_sec == st->st_mtim.tv_sec && st->st_atim.tv_nsec == st->st_mtim.tv_nsec)
+		return 0;
+	if (m > stored && m - stored > cache_dir_time_lag_ns())
+		return 0;
+	n = pohm_sys_listxattr(fd, fd < 0 ? path : NULL, 0, names, sizeof(names));
+	if (n == -ENOTSUP || n == -EPERM)
+		return 1;
+	if (n < 0)
+		return 0;	/* -ERANGE (many names), or unknown: the whole way */
+	for (i = 0; i < n; i += (long)strlen(names + i) + 1)
+		if (!strncmp(names + i, "user.", 5))
+			return 0;
+	return 1;
+}
+
 /* Mode, owner, times and xattrs of a directory or symlink (st0 says which),
  * open as fd or named rel (fd < 0). */
 static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, const char *rel)
@@ -817,6 +922,10 @@ static int push_dir_attrs(struct pohm_cache *c, const struct stat *st0, int fd, 
 	 * refuse (PATH_MAX or more, issue 19 item 10), its xattrs left alone. */
 	if (fd < 0 && (size_t)snprintf(path, sizeof(path), "%s/%s", c->prefix, rel) >= 4096)
 		path[0] = '\0';
+	if ((fd >= 0 || path[0]) && dir_times_follow(c, &rec, &st, fd, path)) {
+		pohm_jrec_clear(&rec);
+		return 0;	/* only times its entries moved: nothing to send */
+	}
 	/* The stored inode, for its xattrs; unknown, they are left alone. */
 	if (pohm_ns_getattr(c->ns, ino, &in))
 		memset(&in, 0, sizeof(in));

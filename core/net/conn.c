@@ -192,6 +192,8 @@ int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail)
 				rx->dgot += (size_t)got;
 				if (rx->dgot == rx->pkt->cmd.size)
 					rx_finish_packet(rx, tail);
+				if ((size_t)got < want)
+					return 0;	/* drained: no read that fails EAGAIN */
 				continue;
 			}
 		} else {
@@ -205,6 +207,12 @@ int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail)
 				r = pohm_rx_feed(rx, rx->stage, (size_t)got, tail);
 				if (r)
 					return r;
+				/* A short read emptied the socket: the next read would
+				 * only fail EAGAIN (issue 23: 2 calls of every wait).
+				 * The caller's poll is level-triggered: what arrives
+				 * later wakes it again. */
+				if ((size_t)got < POHM_RX_STAGE)
+					return 0;
 				continue;
 			}
 		}

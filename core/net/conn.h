@@ -166,7 +166,9 @@ void pohm_net_prepare(struct pohm_net *net, struct pohm_req **reqs, size_t n, ui
 /* ---- conn.c */
 /* Feed n bytes to rx; complete packets are appended at **tail. 0 or -EPROTO/-ENOMEM. */
 int pohm_rx_feed(struct pohm_rx *rx, const uint8_t *p, size_t n, struct pohm_pkt ***tail);
-/* Read what fd has (non-blocking) into rx: 0, or -errno (-ECONNRESET on EOF). */
+/* Read what fd has (non-blocking) into rx, until a read comes back short
+ * (the socket drained; no read that fails EAGAIN after it): 0, or -errno
+ * (-ECONNRESET on EOF). */
 int pohm_rx_read(struct pohm_rx *rx, int fd, struct pohm_pkt ***tail);
 /* Free rx's partial packet and staging buffer (bind is kept). */
 void pohm_rx_reset(struct pohm_rx *rx);

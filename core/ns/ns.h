@@ -337,6 +337,13 @@ int pohm_ns_commit(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion, uin
  * Nothing refers to it until pohm_ns_commit_map names it. */
 int pohm_ns_put_chunk(struct pohm_ns *ns, uint64_t ino, uint64_t index, const void *data,
 		      size_t len, uint64_t *gen);
+/* pohm_ns_put_chunk of chunks index[i] (data[i], len[i] bytes) of ino,
+ * i < n, sent together and waited for once (issue 23; each alone in a
+ * store without kv write_n): 0 with every gen[i] written, or -errno (the
+ * first failure; generations written meanwhile are garbage nothing names,
+ * as a failed push's always were). */
+int pohm_ns_put_chunks(struct pohm_ns *ns, uint64_t ino, size_t n, const uint64_t *index,
+		       const void *const *data, const size_t *len, uint64_t *gen);
 /* May a file of size bytes be committed with its data inline by this handle
  * (decision 0023: 1 to POHM_INLINE_MAX bytes, and not opened no_inline)? */
 int pohm_ns_inline_ok(const struct pohm_ns *ns, uint64_t size);

@@ -146,6 +146,15 @@ static int bs_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 	return r;
 }
 
+/* Chunk generations: no base key among them, nothing to note. */
+static int bs_write_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		      const size_t *len, int *st)
+{
+	struct pohm_ns *ns = ctx;
+
+	return ns->base_kv.ops->write_n(ns->base_kv.ctx, n, keys, data, len, st);
+}
+
 static int bs_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
 	struct pohm_ns *ns = ctx;
@@ -176,6 +185,7 @@ void ns_base_kv(struct pohm_ns *ns)
 	ns->base_ops.peek = o->peek ? bs_peek : NULL;
 	ns->base_ops.put_n = o->put_n ? bs_put_n : NULL;
 	ns->base_ops.put_many = o->put_many ? bs_put_many : NULL;
+	ns->base_ops.write_n = o->write_n ? bs_write_n : NULL;
 	ns->kv.ops = &ns->base_ops;
 	ns->kv.ctx = ns;
 }

@@ -171,6 +171,15 @@ static int lz_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 	return r ? r : ns->store.ops->put_many(ns->store.ctx, n, p);
 }
 
+static int lz_write_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		      const size_t *len, int *st)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->write_n(ns->store.ctx, n, keys, data, len, st);
+}
+
 /* No storage call, nothing to check: a value this thread read or wrote. */
 static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
@@ -201,6 +210,7 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.peek = ns->store.ops->peek ? lz_peek : NULL;
 	ns->lazy_ops.put_n = ns->store.ops->put_n ? lz_put_n : NULL;
 	ns->lazy_ops.put_many = ns->store.ops->put_many ? lz_put_many : NULL;
+	ns->lazy_ops.write_n = ns->store.ops->write_n ? lz_write_n : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

@@ -65,7 +65,7 @@ struct pohm_net *pohm_client_net(struct pohm_client *c)
 
 /* ---------------------------------------------------------------- write */
 
-static unsigned write_quorum(struct pohm_client *c, unsigned flags)
+unsigned io_write_quorum(struct pohm_client *c, unsigned flags)
 {
 	unsigned w = pohm_config_write_quorum(c->cfg), maj = c->cfg->ngroups / 2 + 1;
 
@@ -202,7 +202,7 @@ out:
 	return live;
 }
 
-static int write_error(struct gop *op, unsigned ok)
+int io_write_error(struct gop *op, unsigned ok)
 {
 	unsigned gi, timeouts = 0, cas = 0, failed = 0;
 
@@ -255,7 +255,7 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 		io_note(op, "%s", m);
 		goto out;
 	}
-	op->w = write_quorum(c, opts->flags);
+	op->w = io_write_quorum(c, opts->flags);
 	ts = pohm_clock_next(&c->clock_last, pohm_sys_real_ns(), opts->min_ts_ns);
 	res->ts = pohm_time_from_ns(ts);
 	res->size = len;
@@ -329,7 +329,7 @@ int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const v
 			if (res->g[gi].status && res->g[gi].status != -ECANCELED)
 				io_note_group(op, gi, res->g[gi].status, "not written to ");
 	} else {
-		rc = write_error(op, off == len ? ok : 0);
+		rc = io_write_error(op, off == len ? ok : 0);
 	}
 out:
 	io_op_release(op);
@@ -1032,7 +1032,7 @@ int pohm_io_del(struct pohm_client *c, const void *key, size_t keylen,
 		io_note(op, "%s", m);
 		goto out;
 	}
-	op->w = write_quorum(c, 0);
+	op->w = io_write_quorum(c, 0);
 	memset(&a, 0, sizeof(a));
 	memcpy(a.id, op->id, POHM_ID_SIZE);
 	memcpy(a.parent, op->id, POHM_ID_SIZE);

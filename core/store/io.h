@@ -129,6 +129,26 @@ struct pohm_net *pohm_client_net(struct pohm_client *c);
 /* Write len bytes (len > 0) as the whole object key. 0 when committed, else -errno. */
 int pohm_io_write(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		  size_t len, const struct pohm_write_opts *opts, struct pohm_io_result *res);
+/* One write of pohm_io_write_n. */
+struct pohm_io_write_one {
+	const void *key;
+	size_t keylen;
+	const void *data;
+	size_t len;
+	struct pohm_io_result res;
+	int rc;				/* out: what pohm_io_write returned for it */
+	int done;			/* internal */
+};
+/*
+ * pohm_io_write (no options) of n different keys: every one of at most
+ * POHM_IO_PACKET_MAX bytes sent to every group together and waited for
+ * once (issue 23: a push's new chunk generations); the others, and any
+ * the batch could not send, each alone.  Nothing orders them: any subset
+ * may be committed when one fails, so callers send together only objects
+ * no reader finds before a later commit names them (fresh chunk
+ * generations).  Returns 0; w[i].rc and w[i].res say each key's outcome.
+ */
+int pohm_io_write_n(struct pohm_client *c, size_t n, struct pohm_io_write_one *w);
 #define POHM_LOOKUP_CSUM	0x1	/* every group sends the sha512 of its copy */
 #define POHM_LOOKUP_ALL		0x2	/* wait for every group (until the deadline), not the quorum */
 

@@ -68,6 +68,12 @@ void io_set_grace(struct gop *op, uint64_t *dl);
 void io_set_read_grace(struct gop *op, uint64_t *dl);
 /* Enough for a write: op->w acknowledged (with op->pre_ok), then the rest for a grace. */
 int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
+/* A plain write's quorum (successful_write_count; a majority at least with
+ * POHM_W_MAJORITY in flags). */
+unsigned io_write_quorum(struct pohm_client *c, unsigned flags);
+/* A plain write that ok groups committed (fewer than op->w): its message
+ * noted; -EBADFD (a CAS lost), -ETIMEDOUT (only timeouts) or -EIO. */
+int io_write_error(struct gop *op, unsigned ok);
 /* Per-group outcomes of the requests into res->g; returns how many succeeded. */
 unsigned io_write_collect(struct gop *op);
 /* Group answer r to a whole-object READ of a CAS object as a vote (iocas.c):

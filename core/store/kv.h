@@ -131,6 +131,16 @@ struct pohm_kv_ops {
 	 * -errno with nothing written.  NULL: callers put one by one.
 	 */
 	int (*put_many)(void *ctx, size_t n, struct pohm_kv_cas *p);
+	/*
+	 * put without a condition (expect NULL) of n different keys, sent
+	 * together and waited for once (issue 23: a push's chunk
+	 * generations): st[i] is what put returns for keys[i].  Unordered:
+	 * any subset may land when one fails, so only objects no reader finds
+	 * before a later commit names them go together.  0, or -errno with
+	 * st[] unset.  NULL: callers put one by one.
+	 */
+	int (*write_n)(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		       const size_t *len, int *st);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);
@@ -168,6 +178,8 @@ void pohm_kvmem_fail_unsure(struct pohm_kv *kv, long puts_left, int then_failing
 void pohm_kvmem_put_n_reverse(struct pohm_kv *kv, int on);
 /* Number of put_n calls so far (each one wait in a replicated store). */
 long pohm_kvmem_put_n_calls(const struct pohm_kv *kv);
+/* Number of write_n calls so far (each one wait in a replicated store). */
+long pohm_kvmem_write_n_calls(const struct pohm_kv *kv);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
 

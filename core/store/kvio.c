@@ -16,6 +16,7 @@
  *   put_n pohm_io_cas_put_n (independent CASes of one operation, one wait).
  *   put_many  pohm_io_cas_put_n, POHM_KV_PUT_MANY keys a wait, the bases
  *         the caller's (an exit's pushes).
+ *   write_n   pohm_io_write_n (a push's new chunk generations, one wait).
  *   get_many  pohm_io_get_many (data chunks: immutable, verified by the
  *         caller against the chunk map's checksums).
  *   scan  pohm_iter_all (every backend of every group, each id's copies
@@ -476,6 +477,35 @@ static int raw_put_n(void *ctx, size_t n, const char *const *keys, const void *c
 	return r;
 }
 
+/* write_n: pohm_io_write_n; the trace names the first key and the count. */
+static int raw_write_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		       const size_t *len, int *st)
+{
+	struct pohm_io_write_one *w = calloc(n ? n : 1, sizeof(*w));
+	struct trace t;
+	size_t i;
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		w[i].key = keys[i];
+		w[i].keylen = strlen(keys[i]);
+		w[i].data = data[i];
+		w[i].len = len[i];
+	}
+	trace_start(ctx, &t);
+	r = pohm_io_write_n(ctx, n, w);
+	trace_end(ctx, &t, "write_n", n ? keys[0] : "", n ? n - 1 : 0, r);
+	for (i = 0; !r && i < n; i++) {
+		st[i] = w[i].rc == -ETIMEDOUT ? -EIO : w[i].rc;
+		if (st[i])
+			pohm_info("%s", w[i].res.msg);
+	}
+	free(w);
+	return r;
+}
+
 /* put_many: pohm_io_cas_put_n per POHM_KV_PUT_MANY keys, each key's
  * rollback base the caller's (p[i].base) unless this thread kept one. */
 static int raw_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
@@ -705,6 +735,15 @@ static int kvio_put_n(void *ctx, size_t n, const char *const *keys, const void *
 	return r ? r : settle_n(ctx, t0, raw_put_n(ctx, n, keys, data, len, expect, st), n, st);
 }
 
+static int kvio_write_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+			const size_t *len, int *st)
+{
+	uint64_t t0;
+	int r = io_offline_gate(ctx, &t0);
+
+	return r ? r : settle_n(ctx, t0, raw_write_n(ctx, n, keys, data, len, st), n, st);
+}
+
 static int kvio_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 {
 	uint64_t t0;
@@ -757,7 +796,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
 	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek, .put_n = kvio_put_n,
-	.put_many = kvio_put_many, .adopt = kvio_adopt,
+	.put_many = kvio_put_many, .adopt = kvio_adopt, .write_n = kvio_write_n,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

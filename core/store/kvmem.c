@@ -43,6 +43,7 @@ struct mem_kv {
 	int failing;			/* of those, still to fail */
 	int put_n_reverse;		/* put_n applies its keys last first */
 	long put_n_calls;
+	long write_n_calls;		/* write_n calls (lock) */
 };
 
 /* A get the "unsure" fault fails (lock held). */
@@ -376,10 +377,24 @@ static int mem_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 	return 0;
 }
 
+static int mem_write_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		       const size_t *len, int *st)
+{
+	struct mem_kv *m = ctx;
+	size_t i;
+
+	pthread_mutex_lock(&m->lock);
+	m->write_n_calls++;
+	pthread_mutex_unlock(&m->lock);
+	for (i = 0; i < n; i++)
+		st[i] = mem_put(ctx, keys[i], data[i], len[i], NULL);
+	return 0;
+}
+
 static const struct pohm_kv_ops mem_ops = {
 	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
 	.get_many = mem_get_many, .get_n = mem_get_n, .peek = mem_peek, .put_n = mem_put_n,
-	.put_many = mem_put_many,
+	.put_many = mem_put_many, .write_n = mem_write_n,
 };
 
 int pohm_kvmem_new(struct pohm_kv *kv)
@@ -478,6 +493,17 @@ long pohm_kvmem_put_n_calls(const struct pohm_kv *kv)
 
 	pthread_mutex_lock(&m->lock);
 	n = m->put_n_calls;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+long pohm_kvmem_write_n_calls(const struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	long n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->write_n_calls;
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -86,6 +86,38 @@ TEST(rx_byte_by_byte_and_batched)
 	pohm_rx_reset(&rx);
 }
 
+/*
+ * pohm_rx_read stops at a short read (the socket drained): a second read
+ * would only fail EAGAIN, 2 calls of every wait (issue 23).  Checked with
+ * the writer gone after one packet: a second read would find the EOF
+ * (-ECONNRESET) in the same call.
+ */
+TEST(rx_read_stops_at_a_short_read)
+{
+	uint8_t stream[POHM_CMD_SIZE + 5];
+	struct pohm_rx rx;
+	struct pohm_pkt *list = NULL, **tail = &list;
+	int sv[2];
+
+	memset(&rx, 0, sizeof(rx));
+	EXPECT_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	put_header(stream, 9, 5);
+	memcpy(stream + POHM_CMD_SIZE, "hello", 5);
+	EXPECT_EQ_INT((int)write(sv[1], stream, sizeof(stream)), (int)sizeof(stream));
+	close(sv[1]);
+	EXPECT_EQ_INT(pohm_rx_read(&rx, sv[0], &tail), 0);
+	EXPECT(list && !list->next);
+	if (list) {
+		EXPECT_EQ_U64(list->cmd.trans, 9);
+		EXPECT_MEM(list->data, "hello", 5);
+	}
+	/* The next call (the next poll round) finds the EOF. */
+	EXPECT_EQ_INT(pohm_rx_read(&rx, sv[0], &tail), -ECONNRESET);
+	pohm_pkt_free_list(list);
+	pohm_rx_reset(&rx);
+	close(sv[0]);
+}
+
 TEST(rx_absurd_size_rejected)
 {
 	uint8_t h[POHM_CMD_SIZE];

@@ -3195,6 +3195,62 @@ static const char *text_of(struct pohm_ns *ns, uint64_t ino, char *buf, size_t l
  * crash at each put of that growth leaves the small version whole; a no_inline
  * handle (a mixed-version fsid) writes chunks as before.
  */
+/*
+ * pohm_ns_put_chunks (issue 23): the changed chunks of a push go in one
+ * write_n (one wait in the replicated store), each a fresh generation the
+ * commit then names; the file reads back whole.
+ */
+TEST(put_chunks_writes_every_chunk_in_one_batch)
+{
+	struct pohm_ns *ns;
+	struct pohm_chunk_set set[3];
+	struct pohm_inode in;
+	uint8_t data[3][4096], got[3 * 4096];
+	const void *dp[3];
+	uint64_t idx[3], gen[3], ino;
+	size_t len[3];
+	long calls, puts;
+	int i;
+
+	pohm_kvmem_free(&kv);
+	pohm_kvmem_new(&kv);
+	ns = open_with(12, 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "big", 0644, 0, 0, 0, 0, &in), 0);
+	for (i = 0; i < 3; i++) {
+		memset(data[i], 'x' + i, sizeof(data[i]));
+		idx[i] = (uint64_t)i;
+		dp[i] = data[i];
+		len[i] = sizeof(data[i]);
+	}
+	calls = pohm_kvmem_write_n_calls(&kv);
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(pohm_ns_put_chunks(ns, in.ino, 3, idx, dp, len, gen), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_write_n_calls(&kv) - calls), 1);
+	EXPECT_EQ_INT((int)(pohm_kvmem_puts(&kv) - puts), 3);
+	EXPECT(gen[0] && gen[1] && gen[2] && gen[0] != gen[1] && gen[1] != gen[2]);
+	for (i = 0; i < 3; i++) {
+		memset(&set[i], 0, sizeof(set[i]));
+		set[i].index = (uint64_t)i;
+		set[i].gen = gen[i];
+		set[i].len = 4096;
+		pohm_sha512(data[i], 4096, set[i].csum);
+	}
+	EXPECT_EQ_INT(pohm_ns_commit_map(ns, in.ino, in.dversion, sizeof(got), set, 3, NULL, NULL,
+					 NULL), 0);
+	ino = in.ino;
+	pohm_inode_clear(&in);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns, ino, &in), 0);
+	EXPECT_EQ_INT(pohm_ns_read(ns, &in, 0, got, sizeof(got)), (int)sizeof(got));
+	for (i = 0; i < 3; i++)
+		EXPECT_MEM(got + i * 4096, data[i], 4096);
+	pohm_inode_clear(&in);
+	/* One chunk alone: a plain put, no batch. */
+	calls = pohm_kvmem_write_n_calls(&kv);
+	EXPECT_EQ_INT(pohm_ns_put_chunks(ns, 77, 1, idx, dp, len, gen), 0);
+	EXPECT_EQ_INT((int)(pohm_kvmem_write_n_calls(&kv) - calls), 0);
+	pohm_ns_close(ns);
+}
+
 TEST(small_file_commit_is_one_cas_and_grows_back_to_chunks)
 {
 	struct pohm_ns *ns, *old;
