@@ -7,6 +7,17 @@
  * under the prefix counts in pohm_dirs_under, and readdir passes its
  * entries through pohm_hook_readdir only while that count is not zero.
  *
+ * A directory whose listing failed still opens (core/cache/cache.c
+ * list_for_open: savewd, fchdir, fts go on), its fd marked
+ * POHM_FD_UNLISTED (open.c, opendir here).  The stream's first read lists
+ * it again (stream_relist); when that fails too, readdir returns NULL with
+ * errno EIO, as the kernel does for a directory it cannot read, rather than
+ * the local entries as if they were all (DESIGN.md §0: tar, cp -r, rsync
+ * --delete, git add -A would take the missing names for deleted).  Offline
+ * the cache lists as last listed and sets no mark.  Limit: getdents64
+ * called by the program itself (not through readdir) is not interposed;
+ * it reads the local entries.
+ *
  * Sections: streams; readdir.
  */
 #include "shim.h"
@@ -18,9 +29,10 @@ _Static_assert(sizeof(struct dirent) == sizeof(struct dirent64), "dirent and dir
 /* ------------------------------------------------------------ streams */
 
 /* After opendir/fdopendir succeeded: note the stream if it is under the prefix. */
-static void stream_opened(DIR *d, const struct pohm_path *p, const struct pohm_where *w)
+static void stream_opened(DIR *d, const struct pohm_path *p, const struct pohm_where *w,
+			  int unlisted)
 {
-	struct pohm_fd_info fi = { 0, POHM_FD_DIR };
+	struct pohm_fd_info fi = { 0, POHM_FD_DIR | (unlisted ? POHM_FD_UNLISTED : 0) };
 	int fd = dirfd(d);
 
 	if (p)
@@ -34,7 +46,7 @@ POHM_EXPORT DIR *opendir(const char *path)
 	struct pohm_where w;
 	struct pohm_path p;
 	DIR *d;
-	int r;
+	int r = POHM_PASS;
 
 	if (pohm_pass(AT_FDCWD, path)) {	/* certainly outside and no ancestor: nothing to record */
 		d = pohm_real.opendir(path);
@@ -51,7 +63,7 @@ POHM_EXPORT DIR *opendir(const char *path)
 	}
 	d = pohm_real.opendir(path);
 	if (d)
-		stream_opened(d, &p, &w);
+		stream_opened(d, &p, &w, r == POHM_LOOKUP_UNLISTED);
 	return d;
 }
 
@@ -62,7 +74,7 @@ POHM_EXPORT DIR *fdopendir(int fd)
 	pohm_init();
 	d = pohm_real.fdopendir(fd);
 	if (d && pohm_active())
-		stream_opened(d, NULL, NULL);
+		stream_opened(d, NULL, NULL, 0);
 	return d;
 }
 
@@ -86,25 +98,59 @@ POHM_EXPORT int closedir(DIR *d)
 
 /* ------------------------------------------------------------ readdir */
 
-/* 1 when entries of d go through the readdir hook. */
+/*
+ * The stream's directory was opened while its listing failed: list it
+ * now.  0 when it is listed (the mark dropped: the entries the stream
+ * reads next are all), else -errno (-EIO when the listing failed again;
+ * the mark stays, so every read fails until one listing succeeds).
+ */
+static int stream_relist(int fd)
+{
+	struct pohm_path p;
+	int r;
+
+	if (pohm_locate(fd, "", POHM_LOC_EMPTY, &p, NULL) != POHM_PC_IN)
+		return 0;	/* no longer under the prefix (a moved cwd): the kernel's */
+	r = pohm_hook_lookup(POHM_PL_OPENDIR, &p, 0);
+	if (r == POHM_LOOKUP_UNLISTED)
+		return -EIO;
+	if (r < 0 && r != POHM_PASS)
+		return r;
+	pohm_fd_listed(fd);
+	return 0;
+}
+
+/*
+ * 1 when entries of d go through the readdir hook; -1 with errno set when
+ * its directory could not be listed (stream_relist): the read fails.
+ */
 static int stream_ours(DIR *d, int *fd)
 {
 	struct pohm_fd_info fi;
+	int r;
 
 	if (!__atomic_load_n(&pohm_dirs_under, __ATOMIC_RELAXED) || !pohm_active())
 		return 0;
 	*fd = dirfd(d);
-	return pohm_fd_lookup(*fd, &fi);
+	if (!pohm_fd_lookup(*fd, &fi))
+		return 0;
+	if ((fi.flags & POHM_FD_UNLISTED) && (r = stream_relist(*fd)) < 0) {
+		errno = -r;
+		return -1;
+	}
+	return 1;
 }
 
 POHM_EXPORT struct dirent *readdir(DIR *d)
 {
 	struct dirent *e;
-	int fd;
+	int fd, r;
 
 	pohm_init();
-	if (!stream_ours(d, &fd))
+	if (!(r = stream_ours(d, &fd)))
 		return pohm_real.readdir(d);
+	if (r < 0)
+		return NULL;
 	while ((e = pohm_real.readdir(d)) && pohm_hook_readdir(d, fd, (struct dirent64 *)e))
 		;
 	return e;
@@ -113,11 +159,13 @@ POHM_EXPORT struct dirent *readdir(DIR *d)
 POHM_EXPORT struct dirent64 *readdir64(DIR *d)
 {
 	struct dirent64 *e;
-	int fd;
+	int fd, r;
 
 	pohm_init();
-	if (!stream_ours(d, &fd))
+	if (!(r = stream_ours(d, &fd)))
 		return pohm_real.readdir64(d);
+	if (r < 0)
+		return NULL;
 	while ((e = pohm_real.readdir64(d)) && pohm_hook_readdir(d, fd, e))
 		;
 	return e;
@@ -128,8 +176,12 @@ POHM_EXPORT int readdir_r(DIR *d, struct dirent *ent, struct dirent **res)
 	int r, fd;
 
 	pohm_init();
-	if (!stream_ours(d, &fd))
+	if (!(r = stream_ours(d, &fd)))
 		return pohm_real.readdir_r(d, ent, res);
+	if (r < 0) {
+		*res = NULL;
+		return errno;
+	}
 	while (!(r = pohm_real.readdir_r(d, ent, res)) && *res &&
 	       pohm_hook_readdir(d, fd, (struct dirent64 *)*res))
 		;
@@ -141,8 +193,12 @@ POHM_EXPORT int readdir64_r(DIR *d, struct dirent64 *ent, struct dirent64 **res)
 	int r, fd;
 
 	pohm_init();
-	if (!stream_ours(d, &fd))
+	if (!(r = stream_ours(d, &fd)))
 		return pohm_real.readdir64_r(d, ent, res);
+	if (r < 0) {
+		*res = NULL;
+		return errno;
+	}
 	while (!(r = pohm_real.readdir64_r(d, ent, res)) && *res &&
 	       pohm_hook_readdir(d, fd, *res))
 		;

@@ -43,7 +43,7 @@
 #define ST_SET		(1ull << 63)	/* the entry holds something */
 #define ST_UNDER	(1ull << 62)	/* the fd names something under the prefix */
 #define ST_LAZY		(1ull << 61)	/* position unknown (handed over): resolve */
-#define ST_FLAGS_SHIFT	56		/* POHM_FD_* flags, 5 bits (56-60) */
+#define ST_FLAGS_SHIFT	55		/* POHM_FD_* flags, 6 bits (55-60) */
 #define ST_M0_SHIFT	31		/* match[0], 12 bits */
 #define ST_M1_SHIFT	43		/* match[1], 12 bits */
 #define ST_DEPTH_MASK	0x7fffffffull	/* depth, 31 bits */
@@ -90,13 +90,13 @@ void pohm_pos_unpack(uint64_t st, struct pohm_pc_pos *pos)
 
 static uint64_t st_pack(const struct pohm_pc_pos *pos, unsigned flags, int under)
 {
-	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0x1f) << ST_FLAGS_SHIFT) |
+	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0x3f) << ST_FLAGS_SHIFT) |
 	       pohm_pos_pack(pos);
 }
 
 static unsigned st_flags(uint64_t st)
 {
-	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0x1f;
+	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0x3f;
 }
 
 /* The entry of fd if its chunk exists, else NULL (lock-free). */
@@ -466,6 +466,21 @@ int pohm_fd_lookup(int fd, struct pohm_fd_info *fi)
 	fi->cookie = __atomic_load_n(&e->cookie, __ATOMIC_RELAXED);
 	fi->flags = st_flags(st);
 	return 1;
+}
+
+void pohm_fd_listed(int fd)
+{
+	struct pohm_fdent *e = ent_peek(fd);
+	uint64_t st;
+
+	if (!e)
+		return;
+	pohm_busy_lock(&fdt_lock);
+	st = __atomic_load_n(&e->st, __ATOMIC_RELAXED);
+	if (st & ((uint64_t)POHM_FD_UNLISTED << ST_FLAGS_SHIFT))
+		__atomic_store_n(&e->st, st & ~((uint64_t)POHM_FD_UNLISTED << ST_FLAGS_SHIFT),
+				 __ATOMIC_RELEASE);
+	pohm_busy_unlock(&fdt_lock);
 }
 
 int pohm_fd_max(void)

@@ -147,6 +147,9 @@ struct pohm_fd_info {
 #define POHM_FD_LONG	0x10	/* opened for writing by a name below the prefix of 4096
 				 * bytes or more: the journal keeps no name for it, so
 				 * its close pushes (hooks_cache.c hook_close) */
+#define POHM_FD_UNLISTED 0x20	/* a directory whose listing failed when it was opened
+				 * (the open succeeded: fchdir, savewd): its first read
+				 * of entries lists again, else fails with EIO (dir.c) */
 
 /* ------------------------------------------------------------ the open family */
 
@@ -278,6 +281,9 @@ int pohm_hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
  * (opendir, the walks, realpath, exec, dlopen) it means POHM_PASS.
  */
 int pohm_hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int flags);
+/* POHM_PL_OPENDIR: go on, but the directory's listing failed (the stream's
+ * reads must list again or fail: POHM_FD_UNLISTED). */
+#define POHM_LOOKUP_UNLISTED	1
 /* POHM_PL_ACCESS: flags are the access mode, plus this for the effective ids. */
 #define POHM_ACCESS_EFFECTIVE	0x1000
 /* POHM_PL_XATTR_GET: flags are AT_SYMLINK_NOFOLLOW for the l-forms, plus this

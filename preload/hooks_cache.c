@@ -305,7 +305,11 @@ static int hook_open(const struct pohm_path *p, int flags, mode_t mode, struct p
 		pf |= POHM_POF_DIRNAME;
 	if (p->len >= POHM_REL_MAX && (fi->flags & POHM_FD_WRITE))
 		fi->flags |= POHM_FD_LONG;
-	return HELD(pohm_proc_open(c, &host_fds, p->rel, pf, flags, mode, &fi->cookie, &outside));
+	pohm_cache_list_failed();	/* a mark left by an earlier call is not this one's */
+	r = HELD(pohm_proc_open(c, &host_fds, p->rel, pf, flags, mode, &fi->cookie, &outside));
+	if (pohm_cache_list_failed() && r >= 0)
+		fi->flags |= POHM_FD_UNLISTED;	/* its reads of entries list again (dir.c) */
+	return r;
 }
 
 int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
@@ -560,7 +564,10 @@ static int hook_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int
 		     ((flags & POHM_XATTR_USER) ? POHM_PLF_USER_XATTR : 0);
 	else if (why == POHM_PL_ACCESS && (flags & POHM_ACCESS_EFFECTIVE))
 		pf = POHM_PLF_EFFECTIVE;
+	pohm_cache_list_failed();	/* a mark left by an earlier call is not this one's */
 	r = HELD(pohm_proc_lookup(c, why, p->rel, flags & (R_OK | W_OK | X_OK), pf));
+	if (pohm_cache_list_failed() && why == POHM_PL_OPENDIR && r == POHM_PROC_PASS)
+		return POHM_LOOKUP_UNLISTED;
 	return r == POHM_PROC_PASS ? POHM_PASS : r;
 }
 

@@ -631,6 +631,8 @@ struct pohm_fdid {
  */
 int pohm_fd_base(int fd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen,
 		 struct pohm_fdid *id);
+/* fd's directory was listed after all: drop its POHM_FD_UNLISTED (dir.c). */
+void pohm_fd_listed(int fd);
 /* The highest fd ever recorded, or -1 (atomic read). */
 int pohm_fd_max(void);
 /* Number of fds under the prefix in the table (atomic read). */

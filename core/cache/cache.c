@@ -1205,7 +1205,10 @@ struct mat_dir {
  * (ENOSPC, EDQUOT: pohm_cache_materialize evicts and tries again) or
  * memory.  The directory is there locally and the open is the kernel's:
  * the entries it shows are those already here, the listing is left
- * incomplete (list_dir) and the next open lists again.  An open of "."
+ * incomplete (list_dir) and the next open lists again.  The failure is
+ * kept for the caller (pohm_cache_list_failed): the shim fails the fd's
+ * first read of entries with EIO unless a listing then succeeds (DESIGN.md
+ * §0: no listing passes for complete; preload/dir.c).  An open of "."
  * that failed made programs that save their working directory so (gnulib
  * savewd: GNU mkdir -p; fts) carry on in the directory they had entered:
  * `mkdir -p d2/s3 common/sub` made d2/common/sub (doc/notes-s15-conc.md,
@@ -1213,16 +1216,32 @@ struct mat_dir {
  * this user from filling it (its owner made it 0600, issue 22 item 9) is
  * one such case: the kernel lists what is there, as it opens it.
  */
+/* 1 after a listing list_for_open let pass failed on this thread, until
+ * pohm_cache_list_failed takes it.  Thread-local: no lock; only this
+ * thread's calls set or clear it. */
+static __thread int list_failed;
+
 static int list_for_open(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	int r = list_dir(c, dfd, dino, rel);
+	const char *fail = pohm_sys_test_switch(POHM_TEST_LIST_FAIL);
+	int r = fail && !strcmp(fail, rel) ? -EIO : list_dir(c, dfd, dino, rel);
 
 	if (r && r != -ENOSPC && r != -EDQUOT && r != -ENOMEM) {
-		if (r != -EACCES)
-			pohm_warn("%s: listing failed (%s); the local entries are shown", *rel ? rel : ".",
-				  strerror(-r));
+		if (r != -EACCES) {
+			pohm_warn("%s: listing failed (%s); the open goes on, its reads will fail",
+				  *rel ? rel : ".", strerror(-r));
+			list_failed = 1;
+		}
 		r = 0;
 	}
+	return r;
+}
+
+int pohm_cache_list_failed(void)
+{
+	int r = list_failed;
+
+	list_failed = 0;
 	return r;
 }
 
@@ -1304,8 +1323,9 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
 			 * as list_for_open, its local entries (an open of "."). */
-			pohm_warn("%s: not validated (%s); the local directory is opened", path,
-				  strerror(-r));
+			pohm_warn("%s: not validated (%s); the local directory is opened, its reads will fail",
+				  path, strerror(-r));
+			list_failed = 1;
 			r = 0;
 			break;
 		}

@@ -117,6 +117,17 @@ uint64_t pohm_cache_dev(const struct pohm_cache *c);
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags);
 
 /*
+ * 1 when a listing a POHM_MAT_LIST materialize asked for failed on this
+ * thread since the last call, and that materialize returned 0 all the
+ * same (the directory opens: savewd, fchdir); else 0.  Clears the mark.
+ * A caller takes it before and after its materialize, and fails the
+ * directory's reads of entries with EIO when set (DESIGN.md §0).  Not set
+ * offline (the entries as last listed are the answer) nor for EACCES (the
+ * kernel's own view of a directory this user may not fill).
+ */
+int pohm_cache_list_failed(void);
+
+/*
  * The stat path's shortcut (issue 23: a stat within attr_timeout costs the
  * real call and one record read).  pohm_cache_stat_recent: 1 when this
  * process materialized rel with these POHM_MAT_* flags within attr_timeout

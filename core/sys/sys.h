@@ -191,6 +191,11 @@ enum pohm_test_switch {
 	POHM_TEST_DIR_TIME_LAG,		/* core/cache/cachedirtime.c: the lag, in seconds */
 	POHM_TEST_REFRESH_IN_OPEN,	/* preload: a write-open's refresh runs between its
 					 * real open and its open-for-write step */
+	POHM_TEST_LIST_FAIL,		/* core/cache/cache.c: an open's listing of the
+					 * directory named so (its path in the prefix, ""
+					 * the root) fails with EIO; its entries' own
+					 * reads and writes do not (a bucket read failing
+					 * under load, doc/notes-s15-conc.md) */
 };
 /* The switch's value in a test build (NULL when its variable is unset);
  * NULL everywhere else. */

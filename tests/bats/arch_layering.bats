@@ -130,8 +130,10 @@ copy_tree() {
 		[ "$output" = 0 ]
 	done
 	# The test build carries every switch the bats tests set ...
-	for f in PASSTHROUGH REGULAR_STUBS INTERNAL_FD BOOT_ID; do
-		strings "$B/test/libpohmelfs.so" | grep -qx "POHMELFS_TEST_$f"
+	# (a name's line may start with the printable bytes that precede it in
+	# .rodata: strings joins them, so the line's end is matched)
+	for f in PASSTHROUGH REGULAR_STUBS INTERNAL_FD BOOT_ID LIST_FAIL; do
+		strings "$B/test/libpohmelfs.so" | grep -q "POHMELFS_TEST_$f\$"
 	done
 	strings "$B/test/pohmelfsd" | grep -qx POHMELFS_TEST_REGULAR_STUBS
 	# ... and so do the test programs, which also kill (cache_hosts.bats

@@ -21,6 +21,7 @@ const char *pohm_sys_test_switch(enum pohm_test_switch s)
 		[POHM_TEST_KILL_AT_RMDIR_SEALED] = "POHMELFS_TEST_KILL_AT_RMDIR_SEALED",
 		[POHM_TEST_DIR_TIME_LAG] = "POHMELFS_TEST_DIR_TIME_LAG",
 		[POHM_TEST_REFRESH_IN_OPEN] = "POHMELFS_TEST_REFRESH_IN_OPEN",
+		[POHM_TEST_LIST_FAIL] = "POHMELFS_TEST_LIST_FAIL",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]) || !names[s])
