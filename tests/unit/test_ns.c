@@ -4635,3 +4635,76 @@ TEST(committed_rmdir_whose_tombstone_was_lost_keeps_its_seal)
 	pohm_ns_close(ns2);
 	pohm_ns_close(ns);
 }
+
+/* dir's root bucket and (pdir, name)'s entry as an rmdir the old way
+ * (RMDIR intent, then a SEALED walk) by a host whose clock is ahead by
+ * `ahead` ns leaves them mid-way: raw writes. */
+static void raw_rmdir_midway(uint64_t pdir, const char *name, uint64_t dir, uint64_t ahead)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	uint64_t t = ns_now_ns() + ahead, txid = 0x5eed5eedULL;
+	int i;
+
+	pohm_key_bucket(key, pdir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	i = pohm_bucket_find(&bk, name);
+	EXPECT(i >= 0);
+	if (i >= 0) {
+		bk.e[i].intent = POHM_INTENT_RMDIR;
+		bk.e[i].i_txid = txid;
+		bk.e[i].i_time = t;
+	}
+	bk.txid ^= 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, v.csum), 0);
+	pohm_bucket_clear(&bk);
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+
+	pohm_key_bucket(key, dir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	bk.state = POHM_BUCKET_SEALED;
+	bk.txid = txid;
+	bk.stamp = t;
+	bk.seal_parent = pdir;
+	bk.seal_name = malloc(strlen(name) + 1);
+	strcpy(bk.seal_name, name);
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, v.csum), 0);
+	pohm_bucket_clear(&bk);
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+}
+
+/* Review 15, D2's age rule in seal_resolve: a writer in a sealed directory
+ * whose rmdir's intent is stamped 1 s ahead of the writer's clock waits
+ * for it (young), and does not read `now - i_time` wrapped as stale and
+ * abort a running rmdir at once. */
+TEST(seal_whose_intent_is_ahead_of_the_writers_clock_is_waited_for)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_inode x;
+	uint64_t d, t0, ms;
+	int r;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "t", 0644, 0, 0, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d, "t"), 0);	/* an empty root bucket */
+	raw_rmdir_midway(1, "d", d, 1000000000ULL);
+	ns2 = open_ns(0, 200);
+	t0 = now_ms();
+	r = pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL);
+	ms = now_ms() - t0;
+	printf("# create under a seal whose intent is 1 s ahead: %d after %" PRIu64 " ms\n", r, ms);
+	EXPECT_EQ_INT(r, 0);		/* stale at last: aborted, then written */
+	EXPECT(ms >= 900);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
