@@ -16,6 +16,9 @@
  * rmdir seals empty buckets (SEALED, with the rmdir's txid and entry); a
  * writer that meets a seal asks the parent entry whether that rmdir is still
  * running (wait), committed (-ENOENT) or aborted/stale (unseal and go on).
+ * Before undoing half of a two-wait rmdir (decision 0058) it fences the
+ * other half's target (a rewrite with a fresh tag), so that half, still in
+ * flight, cannot land after.
  *
  * Sections: locate/store · split · seals · intents · entries · walk.
  */
@@ -334,6 +337,63 @@ static int rmdir_complete(struct pohm_ns *ns, struct ns_bucket_ref *pref, int i,
 	return r;
 }
 
+/* Does some entry of dir name inode ino?  (A walk of every bucket.) */
+struct named_arg {
+	uint64_t ino;
+	int found;
+};
+
+static int named_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
+{
+	struct named_arg *a = arg;
+	uint32_t i;
+
+	(void)ns;
+	for (i = 0; i < ref->bk.n; i++)
+		if (ref->bk.e[i].ino == a->ino)
+			a->found = 1;
+	return a->found;
+}
+
+/*
+ * The seal of dir names an entry (seal_parent, seal_name) that no longer
+ * names dir.  Either its rmdir committed (the entry went; the tombstone
+ * goes with it or just after) or the rmdir's intent lost and its seal was
+ * not taken back, and dir was renamed since (review 15, D3): then no
+ * intent can land any more (the bucket it was sent on changed) and the
+ * seal only stops a live directory.  A tombstone (or no inode) says
+ * committed: -ENOENT.  A live dir moved to another parent cannot be a
+ * committed rmdir's: unsealed.  A live dir still under seal_parent is
+ * waited for while the seal is young (a committed rmdir's tombstone is on
+ * its way), then looked for among seal_parent's entries: named, unsealed;
+ * not named, committed (its tombstone lost: fsck's): -ENOENT.
+ */
+static int seal_name_gone(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref,
+			  uint64_t now)
+{
+	struct named_arg a = { dir, 0 };
+	struct pohm_inode in;
+	uint64_t st = ref->bk.stamp;
+	int r, moved;
+
+	r = ns_inode_get(ns, dir, &in, NULL, 0);
+	if (r)
+		return r;	/* -ENOENT: tombstoned, the rmdir committed */
+	moved = in.hdr.parent != ref->bk.seal_parent;
+	pohm_inode_clear(&in);
+	if (!moved) {
+		if (st > now || now - st < ns->intent_timeout_ns)
+			return -EAGAIN;
+		r = ns_bucket_walk_read(ns, ref->bk.seal_parent, 0, named_fn, &a);
+		if (r < 0)
+			return r;
+		if (!a.found)
+			return -ENOENT;
+	}
+	unseal(ns, ref);
+	return -EAGAIN;
+}
+
 /* A writer met a SEALED or SEALED_WITH bucket of dir: decide what the seal
  * means. */
 static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref)
@@ -350,10 +410,12 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 		return r;
 	i = pohm_bucket_find(&pref.bk, ref->bk.seal_name);
 	if (i < 0 || pref.bk.e[i].ino != dir) {
-		r = -ENOENT;		/* the rmdir committed: dir is gone */
+		r = seal_name_gone(ns, dir, ref, now);	/* committed, or dir moved */
 	} else if ((pref.bk.e[i].intent == POHM_INTENT_RMDIR ||
 		    pref.bk.e[i].intent == POHM_INTENT_RMDIR_SEALED) && pref.bk.e[i].i_txid == txid) {
-		if (now - pref.bk.e[i].i_time < ns->intent_timeout_ns) {
+		uint64_t it = pref.bk.e[i].i_time;
+
+		if (it > now || now - it < ns->intent_timeout_ns) {	/* ahead: young */
 			r = -EAGAIN;	/* still running: the caller backs off and retries */
 		} else if (with && pref.bk.e[i].intent == POHM_INTENT_RMDIR_SEALED) {
 			/* Its seal and its intent: committed (decision 0058). */
@@ -369,6 +431,18 @@ static int seal_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *
 		/* Sent with its intent, which may still land (decision 0058):
 		 * waited for as an intent is; its rmdir unseals it if the
 		 * intent lost.  (A stamp ahead of this clock is young too.) */
+		r = -EAGAIN;
+	} else if (with) {
+		/* Stale and no intent: the intent may still be in flight (a
+		 * retried CAS, a stopped sender, a clock behind).  The parent's
+		 * bucket is rewritten first (a fresh tag: an intent sent on
+		 * the older bytes can no longer land), then the seal goes; a
+		 * lost fence (the bucket changed: our intent?) reads again
+		 * (decision 0058, review 15 D1).  Intents go only on NORMAL
+		 * copies (bucket_peek): one not NORMAL is fenced already. */
+		r = pref.bk.state == POHM_BUCKET_NORMAL ? ns_bucket_store(ns, &pref) : 0;
+		if (!r)
+			unseal(ns, ref);
 		r = -EAGAIN;
 	} else {
 		unseal(ns, ref);	/* aborted rmdir left this seal */
@@ -416,7 +490,9 @@ static int move_committed(struct pohm_ns *ns, const struct pohm_dentry *e)
 int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i)
 {
 	struct pohm_dentry *e = &ref->bk.e[i];
-	int fresh = ns_now_ns() - e->i_time < ns->intent_timeout_ns;
+	uint64_t now = ns_now_ns();
+	/* A time ahead of this clock is young, not a wrapped huge age. */
+	int fresh = e->i_time > now || now - e->i_time < ns->intent_timeout_ns;
 	uint64_t txid = e->i_txid, replaced = 0, ino = e->ino, ddir = e->i_dir;
 	char sname[POHM_NAME_MAX + 1], dname[POHM_NAME_MAX + 1];
 	uint8_t rtype = 0, type = e->type;
@@ -439,10 +515,19 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 		r = bucket_read(ns, ino, 0, 0, &root);
 		if (r && r != -ENOENT)
 			return r;
-		if (!r) {
-			committed = root.bk.state == POHM_BUCKET_SEALED_WITH && root.bk.txid == txid;
-			ns_bucket_release(&root);
-		}
+		if (r == -ENOENT)
+			empty_bucket(ns, &root, ino, 0, 0);
+		committed = root.bk.state == POHM_BUCKET_SEALED_WITH && root.bk.txid == txid;
+		/* Not committed: the seal may still be in flight.  The root is
+		 * rewritten first (a fresh tag, or created empty if absent: a
+		 * seal sent on the older copy can no longer land), then the
+		 * intent goes; a lost fence reads again (decision 0058,
+		 * review 15 D2).  Seals go only on NORMAL roots: one not
+		 * NORMAL (a walk's seal, a split) is fenced already. */
+		r = committed || root.bk.state != POHM_BUCKET_NORMAL ? 0 : ns_bucket_store(ns, &root);
+		ns_bucket_release(&root);
+		if (r)
+			return r == -EAGAIN ? 0 : r;
 		r = committed ? rmdir_complete(ns, ref, i, ino) : intent_clear(ns, ref, i, txid);
 		return r && r != -EAGAIN ? r : 0;
 	}

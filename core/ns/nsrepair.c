@@ -64,7 +64,8 @@ int pohm_ns_settle_bucket(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint
 		r = ns_bucket_prepare(ns, dir, &ref);
 		ns_bucket_release(&ref);
 		if (r == -ENOENT && sealed)
-			return 0;	/* the rmdir committed: the seal stays with its directory */
+			return 0;	/* the rmdir committed: the seal stays with its directory
+					 * (a live, named one is unsealed: seal_resolve) */
 		if (r != -EAGAIN)
 			return r;
 	}

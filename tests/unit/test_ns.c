@@ -4346,3 +4346,421 @@ TEST(rmdir_seal_sent_with_its_intent_is_waited_for_then_decided)
 	pohm_ns_close(ns2);
 	pohm_ns_close(ns);
 }
+
+/* Review 15, D1: a put_n whose seal lands, then (a pause, a second CAS attempt,
+ * or a reader's clock ahead) a writer on another host meets the lone seal
+ * as stale, unseals it and creates in the directory, and only then the
+ * intent lands.  Both answers were 0: the rmdir committed over an entry.
+ * The writer now fences the parent's bucket before unsealing. */
+static struct pohm_kv_ops gap_ops;
+static int gap_armed;
+static uint64_t gap_dir;
+static int gap_create_r = 1;
+
+static void *gap_writer(void *arg)
+{
+	struct pohm_ns *nsb = open_ns(0, 1);	/* its clock: the seal is stale */
+
+	(void)arg;
+	usleep(3000);
+	gap_create_r = pohm_ns_create(nsb, gap_dir, "f", 0644, 0, 0, 0, 0, NULL);
+	pohm_ns_close(nsb);
+	return NULL;
+}
+
+static int gap_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		     const size_t *len, const uint8_t *const *expect, int *st)
+{
+	size_t k;
+
+	if (!gap_armed || n != 2)
+		return kv.ops->put_n(ctx, n, keys, data, len, expect, st);
+	gap_armed = 0;
+	for (k = n; k-- > 0;) {		/* the root's seal first */
+		st[k] = kv.ops->put(ctx, keys[k], data[k], len[k], expect[k]);
+		if (k == 1) {
+			pthread_t t;
+
+			pthread_create(&t, NULL, gap_writer, NULL);
+			pthread_join(t, NULL);
+		}
+	}
+	return 0;
+}
+
+TEST(rmdir_seal_then_late_intent_loses_no_entry)
+{
+	struct pohm_ns *ns = fresh(0), *a;
+	struct pohm_kv gkv;
+	struct pohm_ns_opts o = { .fsid = "test", .intent_timeout_ms = 10000, .chunk_shift = 12 };
+	struct pohm_inode x;
+	uint64_t d;
+	int gone, r;
+
+	gap_ops = *kv.ops;
+	gap_ops.put_n = gap_put_n;
+	gkv.ops = &gap_ops;
+	gkv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&a, &gkv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(a, 1, "d", 0755, 0, 0, &x), 0);
+	d = gap_dir = x.ino;
+	pohm_inode_clear(&x);
+	gap_armed = 1;
+	r = pohm_ns_rmdir_ino(a, 1, "d", &d, &gone);
+	printf("# rmdir %d, the other host's create %d\n", r, gap_create_r);
+	/* POSIX: the create made d non-empty, or the rmdir removed it first. */
+	EXPECT(!(r == 0 && gap_create_r == 0));
+	pohm_ns_close(a);
+	pohm_ns_close(ns);
+}
+
+/* Review 15, D2: the intent lands first; a reader whose clock says it is
+ * stale finds no seal and rolls it back; then the seal lands.  Both answers
+ * were 0 (a name pointing at a tombstone).  The reader now fences the
+ * directory's root before rolling back. */
+static int gap2_armed;
+static uint64_t gap2_found;
+
+static void *gap2_reader(void *arg)
+{
+	struct pohm_ns *nsb = open_ns(0, 1);
+
+	(void)arg;
+	usleep(3000);
+	gap2_found = ino_of(nsb, 1, "d");	/* resolves the stale intent */
+	pohm_ns_close(nsb);
+	return NULL;
+}
+
+static int gap2_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		      const size_t *len, const uint8_t *const *expect, int *st)
+{
+	size_t k;
+
+	if (!gap2_armed || n != 2)
+		return kv.ops->put_n(ctx, n, keys, data, len, expect, st);
+	gap2_armed = 0;
+	for (k = 0; k < n; k++) {		/* the parent's intent first */
+		st[k] = kv.ops->put(ctx, keys[k], data[k], len[k], expect[k]);
+		if (k == 0) {
+			pthread_t t;
+
+			pthread_create(&t, NULL, gap2_reader, NULL);
+			pthread_join(t, NULL);
+		}
+	}
+	return 0;
+}
+
+TEST(rmdir_intent_rolled_back_then_seal_lands_no_more)
+{
+	struct pohm_ns *ns = fresh(0), *a, *c;
+	struct pohm_kv gkv;
+	struct pohm_ns_opts o = { .fsid = "test", .intent_timeout_ms = 10000, .chunk_shift = 12 };
+	struct pohm_inode x;
+	uint64_t d;
+	int gone, r, ra;
+
+	gap_ops = *kv.ops;
+	gap_ops.put_n = gap2_put_n;
+	gkv.ops = &gap_ops;
+	gkv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&a, &gkv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(a, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	gap2_armed = 1;
+	r = pohm_ns_rmdir_ino(a, 1, "d", &d, &gone);
+	c = open_ns(0, 10000);
+	ra = pohm_ns_getattr(c, d, &x);
+	if (!ra)
+		pohm_inode_clear(&x);
+	printf("# rmdir %d; reader saw %" PRIu64 "; d named %d; getattr %d\n", r,
+	       gap2_found, ino_of(c, 1, "d") == d, ra);
+	/* A name in the parent must name a live directory. */
+	EXPECT(!(ino_of(c, 1, "d") == d && ra == -ENOENT));
+	pohm_ns_close(c);
+	pohm_ns_close(a);
+	pohm_ns_close(ns);
+}
+
+/* Review 15, D2: as above, but no delay and the reader's default 10 s timeout:
+ * the rmdir's host is 1 s ahead (i_time in the reader's future), which
+ * `now - i_time` (unsigned) reads as stale at once. */
+static int gap3_armed;
+
+static void *gap3_reader(void *arg)
+{
+	struct pohm_ns *nsb = open_ns(0, 10000);
+
+	(void)arg;
+	gap2_found = ino_of(nsb, 1, "d");
+	pohm_ns_close(nsb);
+	return NULL;
+}
+
+static int gap3_put_n(void *ctx, size_t n, const char *const *keys, const void *const *data,
+		      const size_t *len, const uint8_t *const *expect, int *st)
+{
+	struct pohm_bucket bk;
+	struct pohm_buf b = POHM_BUF_INIT;
+	size_t k;
+	uint32_t i;
+
+	if (!gap3_armed || n != 2)
+		return kv.ops->put_n(ctx, n, keys, data, len, expect, st);
+	gap3_armed = 0;
+	/* The intent as a host whose clock is 1 s ahead stamps it. */
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, data[0], len[0]), 0);
+	for (i = 0; i < bk.n; i++)
+		if (bk.e[i].intent == POHM_INTENT_RMDIR_SEALED)
+			bk.e[i].i_time += 1000000000ULL;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	pohm_bucket_clear(&bk);
+	st[0] = kv.ops->put(ctx, keys[0], b.p, b.len, expect[0]);
+	pohm_buf_free(&b);
+	{
+		pthread_t t;
+
+		pthread_create(&t, NULL, gap3_reader, NULL);
+		pthread_join(t, NULL);
+	}
+	for (k = 1; k < n; k++)
+		st[k] = kv.ops->put(ctx, keys[k], data[k], len[k], expect[k]);
+	return 0;
+}
+
+TEST(rmdir_intent_from_a_clock_ahead_is_young)
+{
+	struct pohm_ns *ns = fresh(0), *a, *c;
+	struct pohm_kv gkv;
+	struct pohm_ns_opts o = { .fsid = "test", .intent_timeout_ms = 10000, .chunk_shift = 12 };
+	struct pohm_inode x;
+	uint64_t d;
+	int gone, r, ra;
+
+	gap_ops = *kv.ops;
+	gap_ops.put_n = gap3_put_n;
+	gkv.ops = &gap_ops;
+	gkv.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&a, &gkv, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(a, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	gap3_armed = 1;
+	r = pohm_ns_rmdir_ino(a, 1, "d", &d, &gone);
+	c = open_ns(0, 10000);
+	ra = pohm_ns_getattr(c, d, &x);
+	if (!ra)
+		pohm_inode_clear(&x);
+	printf("# rmdir %d; d named %d; getattr %d\n", r, ino_of(c, 1, "d") == d, ra);
+	EXPECT(!(ino_of(c, 1, "d") == d && ra == -ENOENT));
+	/* An intent stamped ahead of the reader's clock is young: the reader
+	 * waits instead of rolling it back, and the empty d goes. */
+	EXPECT_EQ_INT(r, 0);
+	pohm_ns_close(c);
+	pohm_ns_close(a);
+	pohm_ns_close(ns);
+}
+
+/* Review 15, D3: a lone SEALED_WITH seal (intent lost, take-back failed)
+ * on a directory that is then renamed away: the seal's (parent, name)
+ * names nothing, which seal_resolve read as "the rmdir committed": every
+ * create in it answered ENOENT and repair left it.  Now: still named in
+ * the parent (stale seal), unsealed. */
+TEST(lone_seal_on_a_directory_renamed_in_its_parent_is_unsealed)
+{
+	struct pohm_ns *ns, *ns2;
+	struct pohm_inode x;
+	uint64_t d;
+	int gone, r;
+
+	put_n_reversed = 1;
+	ns = fresh(0);
+	put_n_reversed = 0;
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	pohm_kvmem_fail_after(&kv, 1);
+	EXPECT(pohm_ns_rmdir_ino(ns, 1, "d", &d, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	pohm_kvmem_put_n_reverse(&kv, 0);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	ns2 = open_ns(0, 50);
+	EXPECT_EQ_INT(pohm_ns_rename(ns2, 1, "d", 1, "e", 0), 0);
+	usleep(100000);
+	r = pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL);
+	printf("# create in the renamed, live directory: %d\n", r);
+	EXPECT_EQ_INT(r, 0);
+	EXPECT_EQ_INT(pohm_ns_settle_bucket(ns2, d, 0, 0), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d, "g", 0644, 0, 0, 0, 0, NULL), 0);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/* Review 15, D3: as above, renamed into another directory: its parent is
+ * no longer the seal's, so no rmdir of it committed and no intent can land
+ * (the bucket it was sent on changed): unsealed at once, young or not. */
+TEST(lone_seal_on_a_directory_moved_to_another_parent_is_unsealed_at_once)
+{
+	struct pohm_ns *ns, *ns2;
+	struct pohm_inode x;
+	uint64_t d, p, t0, ms;
+	int gone, r;
+
+	put_n_reversed = 1;
+	ns = fresh(0);
+	put_n_reversed = 0;
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "p", 0755, 0, 0, &x), 0);
+	p = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	pohm_kvmem_fail_after(&kv, 1);
+	EXPECT(pohm_ns_rmdir_ino(ns, 1, "d", &d, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	pohm_kvmem_put_n_reverse(&kv, 0);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	ns2 = open_ns(0, 2000);		/* the seal stays young throughout */
+	EXPECT_EQ_INT(pohm_ns_rename(ns2, 1, "d", p, "e", 0), 0);
+	t0 = now_ms();
+	r = pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL);
+	ms = now_ms() - t0;
+	printf("# create in the moved directory: %d after %" PRIu64 " ms\n", r, ms);
+	EXPECT_EQ_INT(r, 0);
+	EXPECT(ms < 1000);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_NORMAL);
+	EXPECT_EQ_U64(ino_of(ns2, p, "e"), d);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/* dir/name removed from dir's root bucket as stored, nothing else. */
+static void raw_remove(uint64_t dir, const char *name)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	int i;
+
+	pohm_key_bucket(key, dir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	i = pohm_bucket_find(&bk, name);
+	EXPECT(i >= 0);
+	if (i >= 0)
+		pohm_bucket_remove(&bk, (uint32_t)i);
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, v.csum), 0);
+	pohm_bucket_clear(&bk);
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+}
+
+/* Review 15, D3, the other side: an rmdir committed (its entry removed)
+ * whose tombstone never landed leaves a live, unnamed inode under its
+ * seal.  A writer holding its number finds it named nowhere in the parent:
+ * committed, -ENOENT, the seal kept (not unsealed into an orphan). */
+TEST(committed_rmdir_whose_tombstone_was_lost_keeps_its_seal)
+{
+	struct pohm_ns *ns, *ns2;
+	struct pohm_inode x;
+	uint64_t d;
+	int gone;
+
+	ns = fresh(0);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "o", 0755, 0, 0, NULL), 0);
+	pohm_kvmem_fail_after(&kv, 2);	/* both written, then dead */
+	EXPECT(pohm_ns_rmdir_ino(ns, 1, "d", &d, &gone) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	raw_remove(1, "d");		/* its wait 2 without the tombstone */
+	usleep(3000);
+	ns2 = open_ns(0, 1);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, d, &x), 0);	/* live, unnamed */
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL), -ENOENT);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	EXPECT_EQ_INT(pohm_ns_settle_bucket(ns2, d, 0, 0), 0);
+	EXPECT_EQ_INT(raw_root_state(d), POHM_BUCKET_SEALED_WITH);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/* dir's root bucket and (pdir, name)'s entry as an rmdir the old way
+ * (RMDIR intent, then a SEALED walk) by a host whose clock is ahead by
+ * `ahead` ns leaves them mid-way: raw writes. */
+static void raw_rmdir_midway(uint64_t pdir, const char *name, uint64_t dir, uint64_t ahead)
+{
+	struct pohm_kv_val v = { 0 };
+	struct pohm_buf b = POHM_BUF_INIT;
+	struct pohm_bucket bk;
+	char key[POHM_KEY_MAX];
+	uint64_t t = ns_now_ns() + ahead, txid = 0x5eed5eedULL;
+	int i;
+
+	pohm_key_bucket(key, pdir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	i = pohm_bucket_find(&bk, name);
+	EXPECT(i >= 0);
+	if (i >= 0) {
+		bk.e[i].intent = POHM_INTENT_RMDIR;
+		bk.e[i].i_txid = txid;
+		bk.e[i].i_time = t;
+	}
+	bk.txid ^= 1;
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, v.csum), 0);
+	pohm_bucket_clear(&bk);
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+
+	pohm_key_bucket(key, dir, 0, 0);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, key, &v), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&bk, v.data, v.len), 0);
+	bk.state = POHM_BUCKET_SEALED;
+	bk.txid = txid;
+	bk.stamp = t;
+	bk.seal_parent = pdir;
+	bk.seal_name = malloc(strlen(name) + 1);
+	strcpy(bk.seal_name, name);
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(kv.ops->put(kv.ctx, key, b.p, b.len, v.csum), 0);
+	pohm_bucket_clear(&bk);
+	pohm_buf_free(&b);
+	pohm_kv_val_free(&v);
+}
+
+/* Review 15, D2's age rule in seal_resolve: a writer in a sealed directory
+ * whose rmdir's intent is stamped 1 s ahead of the writer's clock waits
+ * for it (young), and does not read `now - i_time` wrapped as stale and
+ * abort a running rmdir at once. */
+TEST(seal_whose_intent_is_ahead_of_the_writers_clock_is_waited_for)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_inode x;
+	uint64_t d, t0, ms;
+	int r;
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &x), 0);
+	d = x.ino;
+	pohm_inode_clear(&x);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d, "t", 0644, 0, 0, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns, d, "t"), 0);	/* an empty root bucket */
+	raw_rmdir_midway(1, "d", d, 1000000000ULL);
+	ns2 = open_ns(0, 200);
+	t0 = now_ms();
+	r = pohm_ns_create(ns2, d, "f", 0644, 0, 0, 0, 0, NULL);
+	ms = now_ms() - t0;
+	printf("# create under a seal whose intent is 1 s ahead: %d after %" PRIu64 " ms\n", r, ms);
+	EXPECT_EQ_INT(r, 0);		/* stale at last: aborted, then written */
+	EXPECT(ms >= 900);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
