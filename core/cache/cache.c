@@ -900,6 +900,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	 * ENOENT, as the listing left it. */
 	if (r == -ENOENT && cache_dir_complete(c, dino) && !cache_offline(c))
 		return -ENOENT;
+	/* Not here, and not in dino's bucket as this process or another of
+	 * the cache read or wrote it within attr_timeout: absent, no round
+	 * trip and no connection (decision 0102).  A name this host stored
+	 * since has its local file (made before its call returned). */
+	if (r == -ENOENT && c->attr_timeout_ns && !cache_offline(c) &&
+	    pohm_ns_lookup_absent(c->ns, dino, name, c->attr_timeout_ns))
+		return -ENOENT;
 	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
 						     (uint64_t)lst.st_ino, &known) &&
 	    !pohm_journal_get(&c->j, known, &rec)) {

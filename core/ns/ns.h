@@ -174,6 +174,19 @@ void pohm_ns_read_along(struct pohm_ns *ns, uint64_t ino);
 int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 			 uint8_t *type);
 
+/*
+ * Is dir/name absent, by a copy of its bucket noted less than max_age_ns
+ * ago (this thread's, or one another process of the cache kept, decision
+ * 0048), with no round trip?  1 when the copy of the name's bucket (found
+ * as the lookup finds it, through split buckets' copies) is NORMAL and
+ * lacks the name; 0 when there is no such copy or it says anything else.
+ * The storage's word as of the copy: a name inserted since is missed, as
+ * a positive entry's change is, for up to max_age_ns (the caller's
+ * attr_timeout; decision 0102).
+ */
+int pohm_ns_lookup_absent(struct pohm_ns *ns, uint64_t dir, const char *name,
+			  uint64_t max_age_ns);
+
 /* Look name up in dir: 0 and *ino (and *type, DT_*), -ENOENT, -ENOTDIR. */
 int pohm_ns_lookup(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t *ino,
 		   uint8_t *type);

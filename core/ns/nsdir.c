@@ -984,6 +984,74 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	return r;
 }
 
+/*
+ * The copy of bucket (dir, depth, index) noted less than max_age_ns ago
+ * (issue 23, decision 0102): this thread's (kv peek, within NS_PEEK_NS too)
+ * or the cache's kept one (ns_base_peek, younger than base_max_ns, which
+ * must not exceed max_age_ns).  0 and ref filled, else -ENOENT.
+ */
+static int bucket_peek_young(struct pohm_ns *ns, uint64_t dir, unsigned depth, uint32_t index,
+			     uint64_t max_age_ns, struct ns_bucket_ref *ref)
+{
+	struct pohm_kv_val v = { 0 };
+	uint64_t age = 0;
+	int r = -ENOENT;
+
+	memset(ref, 0, sizeof(*ref));
+	pohm_key_bucket(ref->key, dir, depth, index);
+	if (ns->kv.ops->peek)
+		r = ns->kv.ops->peek(ns->kv.ctx, ref->key, &v, &age);
+	if (!r && (age >= NS_PEEK_NS || age >= max_age_ns)) {
+		pohm_kv_val_free(&v);
+		r = -ENOENT;
+	}
+	if (r == -ENOENT && ns->base_max_ns && ns->base_max_ns <= max_age_ns)
+		r = ns_base_peek(ns, ref->key, &v);
+	if (r)
+		return -ENOENT;
+	return bucket_from(&v, dir, depth, index, ref) ? -ENOENT : 0;
+}
+
+int pohm_ns_lookup_absent(struct pohm_ns *ns, uint64_t dir, const char *name,
+			  uint64_t max_age_ns)
+{
+	struct ns_bucket_ref ref;
+	uint64_t h;
+	unsigned depth;
+	int absent = 0;
+
+	if (!max_age_ns || ns_check_name(name))
+		return 0;
+	h = pohm_name_hash(name);
+	/*
+	 * Where ns_bucket_locate would look: from this process's depth hint
+	 * (a NORMAL bucket there is the name's), else from the first bucket
+	 * down through SPLIT copies.  Anything else (no young copy, SPLITTING,
+	 * SEALED, the name there, with or without an intent) says nothing.
+	 */
+	depth = hint_get(ns, dir);
+	if (depth && !bucket_peek_young(ns, dir, depth, index_at(h, depth), max_age_ns, &ref)) {
+		if (ref.bk.state == POHM_BUCKET_NORMAL) {
+			absent = pohm_bucket_find(&ref.bk, name) < 0;
+			ns_bucket_release(&ref);
+			return absent;
+		}
+		ns_bucket_release(&ref);
+	}
+	for (depth = 0; depth < 40; depth++) {
+		if (bucket_peek_young(ns, dir, depth, index_at(h, depth), max_age_ns, &ref))
+			return 0;
+		if (ref.bk.state == POHM_BUCKET_SPLIT) {
+			ns_bucket_release(&ref);
+			continue;
+		}
+		absent = ref.bk.state == POHM_BUCKET_NORMAL && pohm_bucket_find(&ref.bk, name) < 0;
+		ns_bucket_release(&ref);
+		return absent;
+	}
+	return 0;
+}
+
 int ns_entry_peek_dir(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
 		      struct pohm_dentry *e)
 {

@@ -992,6 +992,105 @@ TEST(lookup_guess_from_a_kept_bucket_is_confirmed_by_a_fresh_read)
 	kept_clear();
 }
 
+struct absent_call {
+	struct pohm_ns *ns;
+	uint64_t dir, max_age;
+	int present_said_absent, missing_said_absent, lookups;
+};
+
+/* Lookups of n0..n39 (they read the buckets: copies kept), with lookups != 0. */
+static void *absent_thread(void *arg)
+{
+	struct absent_call *a = arg;
+	char name[16];
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		if (a->lookups) {
+			EXPECT(ino_of(a->ns, a->dir, name) != 0);
+			continue;
+		}
+		a->present_said_absent += pohm_ns_lookup_absent(a->ns, a->dir, name, a->max_age);
+		snprintf(name, sizeof(name), "m%d", i);
+		a->missing_said_absent += pohm_ns_lookup_absent(a->ns, a->dir, name, a->max_age);
+	}
+	return NULL;
+}
+
+static void absent_run(struct absent_call *a, struct pohm_ns *ns, uint64_t dir, uint64_t max_age,
+		       int lookups)
+{
+	pthread_t t;
+
+	memset(a, 0, sizeof(*a));
+	a->ns = ns;
+	a->dir = dir;
+	a->max_age = max_age;
+	a->lookups = lookups;
+	pthread_create(&t, NULL, absent_thread, a);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Decision 0102: a name is absent, with no read, only by a young copy of
+ * the name's own bucket (through the split buckets' copies): never for a
+ * present name of a split directory, nothing without copies or with an
+ * age limit they exceed, and some missing names once the leaves are kept.
+ */
+TEST(lookup_absent_from_kept_buckets_of_a_split_directory)
+{
+	struct pohm_ns_opts opt = { .fsid = "test", .chunk_shift = 12, .base_note = kept_note,
+				    .base_load = kept_load, .base_max_ns = 30000000000ULL };
+	struct pohm_ns *ns = fresh(0), *ns2 = NULL, *nsb = NULL, *nsc = NULL;
+	struct ns_bucket_ref root;
+	struct pohm_inode d, x;
+	struct absent_call a;
+	char name[16];
+	int i;
+
+	pohm_ns_close(ns);
+	ns2 = open_ns(4, 10000);
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns2, POHM_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns2, d.ino, name, 0644, 0, 0, 0, 0, &x), 0);
+		pohm_inode_clear(&x);
+	}
+	EXPECT_EQ_INT(ns_bucket_read_at(ns2, d.ino, 0, 0, &root), 0);
+	EXPECT_EQ_INT(root.bk.state, POHM_BUCKET_SPLIT);	/* 40 names, 4 a bucket */
+	ns_bucket_release(&root);
+	kept_clear();
+	EXPECT_EQ_INT(pohm_ns_open(&nsb, &kv, &opt), 0);
+	EXPECT_EQ_INT(pohm_ns_open(&nsc, &kv, &opt), 0);
+	/* Nothing kept: nothing absent. */
+	absent_run(&a, nsc, d.ino, 30000000000ULL, 0);
+	EXPECT_EQ_INT(a.present_said_absent, 0);
+	EXPECT_EQ_INT(a.missing_said_absent, 0);
+	/* One "process" looks every name up: the buckets it read are kept. */
+	absent_run(&a, nsb, d.ino, 30000000000ULL, 1);
+	/* Another, with no depth hint: present names never absent, missing
+	 * ones absent by their leaf's copy. */
+	absent_run(&a, nsc, d.ino, 30000000000ULL, 0);
+	EXPECT_EQ_INT(a.present_said_absent, 0);
+	EXPECT(a.missing_said_absent > 0);
+	/* The same in the process that read them (its thread copies, its hint). */
+	absent_run(&a, nsb, d.ino, 30000000000ULL, 0);
+	EXPECT_EQ_INT(a.present_said_absent, 0);
+	EXPECT(a.missing_said_absent > 0);
+	/* A limit under the kept copies' window (base_max_ns): they are not
+	 * taken; and no limit at all: nothing. */
+	absent_run(&a, nsc, d.ino, 500, 0);
+	EXPECT_EQ_INT(a.missing_said_absent, 0);
+	absent_run(&a, nsc, d.ino, 0, 0);
+	EXPECT_EQ_INT(a.missing_said_absent, 0);
+	pohm_inode_clear(&d);
+	pohm_ns_close(nsc);
+	pohm_ns_close(nsb);
+	pohm_ns_close(ns2);
+	kept_clear();
+}
+
 /*
  * Issue 23: a rename inside one bucket is one bucket CAS (no intent) plus
  * the inode's ctime; one that replaces a file drops its link; an unlink
