@@ -902,7 +902,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		return -ENOENT;
 	/* Not here, and not in dino's bucket as this process or another of
 	 * the cache read or wrote it within attr_timeout: absent, no round
-	 * trip and no connection (decision 0102).  A name this host stored
+	 * trip and no connection (decision 0061).  A name this host stored
 	 * since has its local file (made before its call returned). */
 	if (r == -ENOENT && c->attr_timeout_ns && !cache_offline(c) &&
 	    pohm_ns_lookup_absent(c->ns, dino, name, c->attr_timeout_ns))

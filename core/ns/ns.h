@@ -182,7 +182,7 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
  * lacks the name; 0 when there is no such copy or it says anything else.
  * The storage's word as of the copy: a name inserted since is missed, as
  * a positive entry's change is, for up to max_age_ns (the caller's
- * attr_timeout; decision 0102).
+ * attr_timeout; decision 0061).
  */
 int pohm_ns_lookup_absent(struct pohm_ns *ns, uint64_t dir, const char *name,
 			  uint64_t max_age_ns);

@@ -986,7 +986,7 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 
 /*
  * The copy of bucket (dir, depth, index) noted less than max_age_ns ago
- * (issue 23, decision 0102): this thread's (kv peek, within NS_PEEK_NS too)
+ * (issue 23, decision 0061): this thread's (kv peek, within NS_PEEK_NS too)
  * or the cache's kept one (ns_base_peek, younger than base_max_ns, which
  * must not exceed max_age_ns).  0 and ref filled, else -ENOENT.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # cache_negative_kept.bats — negative lookups across processes (issue 23,
-# decision 0102): a name missing locally and missing from its directory's
+# decision 0061): a name missing locally and missing from its directory's
 # bucket as a process of this cache read or wrote it within attr_timeout
 # (the copy kept in cache_dir/k/, decision 0048) is absent, with no wait
 # and no connection; past attr_timeout the storage is asked again; a name

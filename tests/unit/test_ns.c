@@ -1033,7 +1033,7 @@ static void absent_run(struct absent_call *a, struct pohm_ns *ns, uint64_t dir, 
 }
 
 /*
- * Decision 0102: a name is absent, with no read, only by a young copy of
+ * Decision 0061: a name is absent, with no read, only by a young copy of
  * the name's own bucket (through the split buckets' copies): never for a
  * present name of a split directory, nothing without copies or with an
  * age limit they exceed, and some missing names once the leaves are kept.
