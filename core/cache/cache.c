@@ -1204,6 +1204,11 @@ struct mat_dir {
 	int fd;
 	uint64_t ino;
 	int followed;			/* the walk followed a symlink on the way */
+	int err;			/* -ENOENT or -ENOTDIR: online, the storage has no
+					 * directory at a component of rel (another host
+					 * renamed or removed it); the local one may remain
+					 * (ensure_entry keeps directories), the caller must
+					 * not use it (0: none) */
 };
 
 /*
@@ -1337,7 +1342,13 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			break;
 		}
 		if (r == -ENOENT || r == -ENOTDIR) {
-			r = 0;		/* the real call reports it */
+			/* The real call reports it when the local name is gone
+			 * too.  A local directory left where the storage has none
+			 * (another host's mv or rm -rf) must not take a create:
+			 * the caller fails as the kernel would there. */
+			if (md && !cache_offline(c))
+				md->err = r;
+			r = 0;
 			break;
 		}
 		if (r)
@@ -1377,7 +1388,11 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 
 			if (!S_ISDIR(in.mode)) {
 				pohm_inode_clear(&in);
-				break;		/* ENOTDIR comes from the real call */
+				/* ENOTDIR comes from the real call, unless a local
+				 * directory remains under the name (as above). */
+				if (md && !cache_offline(c))
+					md->err = -ENOTDIR;
+				break;
 			}
 			nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 			dino = in.ino;
@@ -1832,90 +1847,63 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
 
 /*
  * A namespace change's parent without the walk (issue 23: a create's walk
- * was five calls per component, two journal reads each).  A directory a
- * walk of this process reached with no symlink on the way, within
- * attr_timeout, is remembered in the path table (keyed apart from the
- * open path's entries: a step byte no flags give) with its storage
- * inode.  Then one openat2 that follows no symlink opens it again, and it
- * is taken when its own record still maps its local inode to that storage
- * inode and was validated within attr_timeout (dir_known: the record's
- * lino is this local inode, so a directory made again under the name is
- * another).  Its ancestors are as fresh as the open path's table keeps
- * them (validated at most attr_timeout before the walk remembered it).
+ * was five calls per component, two journal reads each): the directory
+ * when the walk table (walkfresh.c) holds it — a walk of this process
+ * reached it as spelled, no symlink on the way, and every directory of
+ * its path, not only its own, is still fresh (cache_fresh_at_count: its
+ * record's validation within attr_timeout, or this process's own check);
+ * cache_walk_start opens it following no symlink and checks it is still
+ * the local directory the walk found.  Its ancestors are checked too: a
+ * directory another host renamed or removed is seen gone by the next
+ * create below it once attr_timeout has passed since this host validated
+ * it (the own record alone let an ancestor be up to twice that stale,
+ * review s15).  0 with *dfd (O_PATH) and *ino, else -1 (walk).
  */
-static uint64_t parent_hash(const char *dir)
-{
-	uint64_t h = pohm_fnv1a_step(pohm_fnv1a(POHM_FNV_BASIS, dir), 0xd1);
-
-	return h ? h : 1;
-}
-
-/* 0 with *dfd (O_PATH) and *ino when the remembered directory answers,
- * else -1 (walk). */
 static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
 {
-	struct pohm_pfresh *e;
-	uint64_t h, want = 0, known;
+	struct cache_walk_chain ch;
+	const char *p;
+	unsigned n = 1;
 	int fd;
 
 	if (!c->attr_timeout_ns || !*dir || cache_offline(c))
 		return -1;
-	h = parent_hash(dir);
-	e = &c->pfresh[h % POHM_PCACHE];
-	pthread_mutex_lock(&c->vlock);
-	if (e->hash == h && pohm_sys_mono_ns() - e->mono_ns < c->attr_timeout_ns)
-		want = e->ino;
-	pthread_mutex_unlock(&c->vlock);
-	if (!want)
-		return -1;
-	fd = pohm_sys_open_dir_nolinks(c->pfd, dir);
+	for (p = dir; *p; p++)
+		n += *p == '/';
+	fd = cache_walk_start(c, dir, &ch);
 	if (fd < 0)
 		return -1;
-	if (dir_known(c, fd, &known) || known != want) {
+	if (ch.n != n) {
+		/* Not a chain from the root as dir spells it ("a//b", "./a"). */
 		pohm_sys_close(fd);
 		return -1;
 	}
 	*dfd = fd;
-	*ino = known;
+	*ino = ch.ino[ch.n - 1];
 	return 0;
-}
-
-static void parent_remember(struct pohm_cache *c, const char *dir, uint64_t ino)
-{
-	struct pohm_pfresh *e;
-	uint64_t h;
-
-	if (!c->attr_timeout_ns || !*dir || !ino)
-		return;
-	h = parent_hash(dir);
-	e = &c->pfresh[h % POHM_PCACHE];
-	pthread_mutex_lock(&c->vlock);
-	e->hash = h;
-	e->ldev = 0;
-	e->lino = 0;
-	e->mono_ns = pohm_sys_mono_ns();
-	e->ino = ino;
-	pthread_mutex_unlock(&c->vlock);
 }
 
 static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino,
 			   int direct)
 {
-	struct mat_dir md = { -1, 0, 0 };
+	struct mat_dir md = { -1, 0, 0, 0 };
 	int r;
 
+	*dfd = -1;
 	if (!parent_recent(c, dir, dfd, ino))
 		return 0;
 	r = materialize_dir(c, dir, 0, 0, &md, NULL);
+	if (!r && md.err)
+		r = md.err;	/* the storage has no directory there: as the kernel would */
 	if (!r && direct && md.followed)
 		r = -EXDEV;	/* by the parent's real path (cache_walk_parent_direct) */
-	if (!r && md.fd >= 0 && !md.followed)
-		parent_remember(c, dir, md.ino);
 	if (r || md.fd >= 0) {
 		/* The walk opened it and knows its inode (issue 23: no second
-		 * look at its record). */
-		if (r && md.fd >= 0)
+		 * look at its record); it noted it in the walk table. */
+		if (r && md.fd >= 0) {
 			pohm_sys_close(md.fd);
+			md.fd = -1;
+		}
 		*dfd = md.fd;
 		*ino = md.ino;
 		return r;

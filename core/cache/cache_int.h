@@ -20,7 +20,8 @@
 #define POHM_PCACHE 1024
 #define POHM_SIBDIRS 16
 #define POHM_DCACHE 256
-#define POHM_DCHAIN 8
+#define POHM_DCHAIN 16		/* deeper directories are not in the walk table: every
+				 * create below one walks (cache.c parent_recent) */
 
 /* A directory whose expired entries this process revalidated (cachebase.c
  * cache_sib_batch): when one went alone, when the batch last ran. */

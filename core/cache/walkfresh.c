@@ -19,7 +19,7 @@
  * number is taken for the old one until its marks expire.
  *
  * Direct-mapped by the path's hash, under c->vlock.  No system call but
- * the look (one openat, one fstat).
+ * the look (one openat2 that follows no symlink, one fstat).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +74,11 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 	for (i = 0; i < e.chain.n; i++)
 		if (cache_fresh_at_count(c, e.chain.ino[i], e.chain.vns[i], 0) != 1)
 			return -ENOENT;
-	fd = pohm_sys_openat(c->pfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	/* No symlink anywhere on the path, not only at its end (O_NOFOLLOW's
+	 * reach): an ancestor replaced here by a link to another directory
+	 * would lead to the remembered one under another path.  Where openat2
+	 * is missing or filtered, the walk. */
+	fd = pohm_sys_open_dir_nolinks(c->pfd, rel);
 	if (fd < 0)
 		return -ENOENT;
 	if (pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != e.ldev ||
