@@ -59,9 +59,14 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
-/* FIPS 180-4 §4.1.3 functions; CH and MAJ in their two-operation forms. */
-#define BSIG0(x) (ror(x, 28) ^ ror(x, 34) ^ ror(x, 39))
-#define BSIG1(x) (ror(x, 14) ^ ror(x, 18) ^ ror(x, 41))
+/*
+ * FIPS 180-4 §4.1.3 functions; CH and MAJ in their two-operation forms.
+ * The big sigmas as nested rotations (ror(a,39) ^ ror(a,34) ^ ror(a,28) =
+ * ror(ror(ror(a,5) ^ a, 6) ^ a, 28)): one chain, fewer register copies
+ * where the rotate instruction overwrites its operand (x86-64 without BMI2).
+ */
+#define BSIG0(x) ror(ror(ror(x, 5) ^ (x), 6) ^ (x), 28)
+#define BSIG1(x) ror(ror(ror(x, 23) ^ (x), 4) ^ (x), 14)
 #define SSIG0(x) (ror(x, 1) ^ ror(x, 8) ^ ((x) >> 7))
 #define SSIG1(x) (ror(x, 19) ^ ror(x, 61) ^ ((x) >> 6))
 #define CH(x, y, z)  ((z) ^ ((x) & ((y) ^ (z))))
