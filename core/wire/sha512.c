@@ -60,7 +60,7 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 }
 
 /*
- * FIPS 180-4 §4.1.3 functions; CH and MAJ in their two-operation forms.
+ * FIPS 180-4 §4.1.3 functions; CH in its two-operation form (MAJ: RND).
  * The big sigmas as nested rotations (ror(a,39) ^ ror(a,34) ^ ror(a,28) =
  * ror(ror(ror(a,5) ^ a, 6) ^ a, 28)): one chain, fewer register copies
  * where the rotate instruction overwrites its operand (x86-64 without BMI2).
@@ -70,16 +70,18 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 #define SSIG0(x) (ror(x, 1) ^ ror(x, 8) ^ ((x) >> 7))
 #define SSIG1(x) (ror(x, 19) ^ ror(x, 61) ^ ((x) >> 6))
 #define CH(x, y, z)  ((z) ^ ((x) & ((y) ^ (z))))
-#define MAJ(x, y, z) (((x) & (y)) | ((z) & ((x) | (y))))
 
 /*
  * One round with the working variables renamed instead of shifted: only d
  * and h change (d += t1; h = t1 + t2); the caller rotates the names.
+ * MAJ(a, b, c) as b ^ ((a ^ b) & (b ^ c)): this round's a ^ b (into x) is
+ * the next round's b ^ c (its y), so each round makes one of the two.
  */
-#define RND(a, b, c, d, e, f, g, h, k, wj) do {					\
+#define RND(a, b, c, d, e, f, g, h, k, wj, x, y) do {				\
 	uint64_t t1_ = (h) + BSIG1(e) + CH(e, f, g) + (k) + (wj);		\
 	(d) += t1_;								\
-	(h) = t1_ + BSIG0(a) + MAJ(a, b, c);					\
+	(x) = (a) ^ (b);							\
+	(h) = t1_ + BSIG0(a) + ((b) ^ ((x) & (y)));				\
 } while (0)
 
 /* Word j (0..15) of the current 16 rounds: loaded, or scheduled in place. */
@@ -89,22 +91,22 @@ static inline void store_be64(uint8_t *p, uint64_t v)
 
 /* Sixteen rounds from round i, the words given by W (WLOAD or WSCHED). */
 #define R16(i, W) do {								\
-	RND(a, b, c, d, e, f, g, hh, K[(i) + 0], W(0));				\
-	RND(hh, a, b, c, d, e, f, g, K[(i) + 1], W(1));				\
-	RND(g, hh, a, b, c, d, e, f, K[(i) + 2], W(2));				\
-	RND(f, g, hh, a, b, c, d, e, K[(i) + 3], W(3));				\
-	RND(e, f, g, hh, a, b, c, d, K[(i) + 4], W(4));				\
-	RND(d, e, f, g, hh, a, b, c, K[(i) + 5], W(5));				\
-	RND(c, d, e, f, g, hh, a, b, K[(i) + 6], W(6));				\
-	RND(b, c, d, e, f, g, hh, a, K[(i) + 7], W(7));				\
-	RND(a, b, c, d, e, f, g, hh, K[(i) + 8], W(8));				\
-	RND(hh, a, b, c, d, e, f, g, K[(i) + 9], W(9));				\
-	RND(g, hh, a, b, c, d, e, f, K[(i) + 10], W(10));			\
-	RND(f, g, hh, a, b, c, d, e, K[(i) + 11], W(11));			\
-	RND(e, f, g, hh, a, b, c, d, K[(i) + 12], W(12));			\
-	RND(d, e, f, g, hh, a, b, c, K[(i) + 13], W(13));			\
-	RND(c, d, e, f, g, hh, a, b, K[(i) + 14], W(14));			\
-	RND(b, c, d, e, f, g, hh, a, K[(i) + 15], W(15));			\
+	RND(a, b, c, d, e, f, g, hh, K[(i) + 0], W(0), ab, bc);			\
+	RND(hh, a, b, c, d, e, f, g, K[(i) + 1], W(1), bc, ab);			\
+	RND(g, hh, a, b, c, d, e, f, K[(i) + 2], W(2), ab, bc);			\
+	RND(f, g, hh, a, b, c, d, e, K[(i) + 3], W(3), bc, ab);			\
+	RND(e, f, g, hh, a, b, c, d, K[(i) + 4], W(4), ab, bc);			\
+	RND(d, e, f, g, hh, a, b, c, K[(i) + 5], W(5), bc, ab);			\
+	RND(c, d, e, f, g, hh, a, b, K[(i) + 6], W(6), ab, bc);			\
+	RND(b, c, d, e, f, g, hh, a, K[(i) + 7], W(7), bc, ab);			\
+	RND(a, b, c, d, e, f, g, hh, K[(i) + 8], W(8), ab, bc);			\
+	RND(hh, a, b, c, d, e, f, g, K[(i) + 9], W(9), bc, ab);			\
+	RND(g, hh, a, b, c, d, e, f, K[(i) + 10], W(10), ab, bc);		\
+	RND(f, g, hh, a, b, c, d, e, K[(i) + 11], W(11), bc, ab);		\
+	RND(e, f, g, hh, a, b, c, d, K[(i) + 12], W(12), ab, bc);		\
+	RND(d, e, f, g, hh, a, b, c, K[(i) + 13], W(13), bc, ab);		\
+	RND(c, d, e, f, g, hh, a, b, K[(i) + 14], W(14), ab, bc);		\
+	RND(b, c, d, e, f, g, hh, a, K[(i) + 15], W(15), bc, ab);		\
 } while (0)
 
 /*
@@ -115,11 +117,12 @@ static inline void store_be64(uint8_t *p, uint64_t v)
  */
 static void compress(uint64_t h[8], const uint8_t *block)
 {
-	uint64_t w[16], a, b, c, d, e, f, g, hh;
+	uint64_t w[16], a, b, c, d, e, f, g, hh, ab, bc;
 
 	blocks_done++;
 	a = h[0]; b = h[1]; c = h[2]; d = h[3];
 	e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+	bc = b ^ c;
 	R16(0, WLOAD);
 	R16(16, WSCHED);
 	R16(32, WSCHED);
