@@ -1161,8 +1161,10 @@ static int cas_parallel_first(const struct pohm_cas_old *old)
 	return !old->arbiter && !old->behind && (!old->csum || (old->data && old->len));
 }
 
-int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
-		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res)
+/* pohm_io_cas_put with the SHA-512 of data already known (known), or NULL. */
+static int cas_put_known(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+			 size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res,
+			 const uint8_t *known)
 {
 	uint8_t sum[POHM_ID_SIZE];
 	struct gop *op = malloc(sizeof(*op));
@@ -1188,7 +1190,10 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 	/* CAS-arbitrated objects: a majority of all groups, always (DESIGN.md §3). */
 	op->w = res->ngroups / 2 + 1;
 	res->size = len;
-	pohm_sha512(data, len, sum);
+	if (known)
+		memcpy(sum, known, sizeof(sum));
+	else
+		pohm_sha512(data, len, sum);
 	memcpy(res->csum, sum, sizeof(res->csum));
 	res->has_csum = 1;
 	/*
@@ -1209,6 +1214,12 @@ out:
 	io_op_release(op);
 	free(op);
 	return rc;
+}
+
+int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
+		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res)
+{
+	return cas_put_known(c, key, keylen, data, len, old, res, NULL);
 }
 
 /* ---------------------------------------------------------------- put of several keys */
@@ -1333,11 +1344,14 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 	}
 alone:
 	for (i = 0; i < n; i++) {
+		/* A key readied to go together was hashed: not again (issue 23). */
+		const uint8_t *known = m.op && m.op[i] ? sum[i] : NULL;
+
+		if (!p[i].done)
+			p[i].rc = cas_put_known(c, p[i].key, p[i].keylen, p[i].data, p[i].len,
+						&p[i].old, &p[i].res, known);
 		if (m.op)
 			free(m.op[i]);
-		if (!p[i].done)
-			p[i].rc = pohm_io_cas_put(c, p[i].key, p[i].keylen, p[i].data, p[i].len,
-						  &p[i].old, &p[i].res);
 		p[i].done = 1;
 	}
 	free(m.op);

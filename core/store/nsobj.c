@@ -318,12 +318,14 @@ int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in)
 		r |= pohm_buf_put(b, in->pname, nl);
 	}
 	if (inl) {
-		/* The checksum of the bytes as stored (a truncate may have cut them). */
-		uint8_t sum[64];
-
-		pohm_sha512(in->idata, in->chunks[0].len, sum);
+		/*
+		 * The checksum of the bytes as stored: chunk 0's, which is of
+		 * exactly its len bytes of idata (decision 0023: every cut of
+		 * inline data rehashes it), so not hashed again here (issue 23:
+		 * a small file's bytes were hashed once more per commit).
+		 */
 		r |= pohm_buf_put_u32(b, in->chunks[0].len);
-		r |= pohm_buf_put(b, sum, 64);
+		r |= pohm_buf_put(b, in->chunks[0].csum, 64);
 		r |= pohm_buf_put(b, in->idata, in->chunks[0].len);
 	}
 	return r ? -ENOMEM : 0;

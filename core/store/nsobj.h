@@ -95,8 +95,9 @@ struct pohm_mapref {
  * bytes may carry them inside its inode object instead of a chunk object.
  * In memory such an inode has exactly one map entry, chunk 0, whose gen is
  * POHM_GEN_INLINE (never a chunk generation: pohm_ns_put_chunk skips it),
- * whose len is the byte count and whose csum the SHA-512 of the bytes, and
- * idata holds the bytes.  On storage: no map entries and the trailing
+ * whose len is the byte count and whose csum the SHA-512 of exactly those
+ * len bytes (a truncate that cuts them rehashes; the encoder relies on it),
+ * and idata holds the bytes.  On storage: no map entries and the trailing
  * section's INLINE part (length, SHA-512, bytes); the decoder checks the
  * SHA-512.  A decoder of object format 1 without that part (before session
  * 12) refuses such an inode with -EPROTO, which its callers give as -EIO.
@@ -229,7 +230,12 @@ void pohm_key_map(char *out, uint64_t ino, uint64_t map, uint64_t gen);
 /* Peek at any object's header: 0, -EILSEQ (not ours), -EPROTO (malformed). */
 int pohm_obj_peek(struct pohm_obj_hdr *h, const uint8_t *p, size_t n);
 
-/* Encode/decode an inode; decode allocates (free with pohm_inode_clear). */
+/*
+ * Encode/decode an inode; decode allocates (free with pohm_inode_clear).
+ * An inline inode's stored SHA-512 is chunks[0].csum as it is, not hashed
+ * again: whoever sets or cuts inline data keeps that the checksum of
+ * exactly chunks[0].len bytes of idata (decision 0023).
+ */
 int pohm_inode_encode(struct pohm_buf *b, const struct pohm_inode *in);
 int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n);
 /* The trailing-section parts a format-1 decoder of session 11 knew (maps,

@@ -26,5 +26,8 @@ void pohm_sha512_update(struct pohm_sha512 *s, const void *p, size_t n);
 void pohm_sha512_final(struct pohm_sha512 *s, uint8_t out[POHM_SHA512_LEN]);
 /* One-shot digest of n bytes of p. */
 void pohm_sha512(const void *p, size_t n, uint8_t out[POHM_SHA512_LEN]);
+/* The 128-byte blocks the calling thread has compressed so far (a
+ * counter for tests and profiles: issue 23's redundant hashes). */
+uint64_t pohm_sha512_blocks(void);
 
 #endif

@@ -250,3 +250,47 @@ TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
 	fn_set_flags(&cl.fn[s], 0);
 	stop3(&cl);
 }
+
+/*
+ * pohm_io_cas_put_n of one key goes alone (nothing to send together) after
+ * hashing the object to ready it: the lone CAS takes that checksum instead
+ * of hashing the 64 KiB again (issue 23).  Counted in SHA-512 blocks of
+ * this thread against a plain pohm_io_cas_put of the same size.
+ */
+TEST(cas_put_n_alone_hashes_the_object_once)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_io_cas_put p;
+	struct pohm_cas_old o;
+	size_t len = 64 << 10;
+	char *data = malloc(len);
+	uint64_t b0, one, n1;
+	int r;
+
+	EXPECT(data != NULL);
+	if (!data)
+		return;
+	memset(data, 'x', len);
+	start3(&cl, "1");
+	memset(&o, 0, sizeof(o));
+	b0 = pohm_sha512_blocks();
+	r = pohm_io_cas_put(cl.c, "h1", 2, data, len, &o, &res);
+	one = pohm_sha512_blocks() - b0;
+	EXPECT_EQ_INT(r, 0);
+	memset(&p, 0, sizeof(p));
+	p.key = "h2";
+	p.keylen = 2;
+	p.data = data;
+	p.len = len;
+	b0 = pohm_sha512_blocks();
+	EXPECT_EQ_INT(pohm_io_cas_put_n(cl.c, 1, &p), 0);
+	n1 = pohm_sha512_blocks() - b0;
+	EXPECT_EQ_INT(p.rc, 0);
+	printf("# blocks hashed: cas_put %llu, cas_put_n of one %llu\n", (unsigned long long)one,
+	       (unsigned long long)n1);
+	EXPECT(one >= len / 128);		/* the object itself, once */
+	EXPECT(n1 < one + len / 256);		/* not twice (was one + 513) */
+	stop3(&cl);
+	free(data);
+}

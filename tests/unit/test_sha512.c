@@ -3,6 +3,7 @@
  * random inputs. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -107,10 +108,71 @@ TEST(split_updates)
 	}
 }
 
+/* Multi-block and padding-boundary lengths (111/112: the length field
+ * just fits / spills into a second block; 127/128, 239/240; 1 MiB, the
+ * chunk size) of the pattern byte i = i * 31 + 7, digests from Python's
+ * hashlib — no sha512sum(1) needed. */
+TEST(boundary_lengths)
+{
+	static const struct { size_t n; const char *hex; } v[] = {
+		{ 111, "da780d8338a8a920ceb6892cb4ecbb0cc0c66956269aadd5dd0f48790a00857b"
+		       "d975890f3b2955a317738cc7a770820c29f922ffbc22020f1909d594cc987d1b" },
+		{ 112, "053182f7fa4e59f8636e415a77ed4fdc650f0a43834c9d35adf899599c3ab9c4"
+		       "153f02ff50bd01888060cd36a6fa12d9db242fc35164c80135613514186d5843" },
+		{ 127, "a7a75593826fd37d4e60f6101eabb9f8ab1cf4d5319ebc805266d5da8deb5097"
+		       "de1a235fc5d9d3d73c50ac100ffc75089fb454674ab61232091bd19cbdc67396" },
+		{ 128, "df007a08f3aaae47e0c92ef840ecd43645ae6098c819f2a4a66174ef1cd49e5c"
+		       "6dfccf0616895e570b7564af641de5863dff9f89c752913d30cf0ecf678e1635" },
+		{ 239, "38980139aa28f1ccec548e21fd73d927488c4aa749a4b304fe0c5f7797fb80a0"
+		       "3bc0557584ef42f47e0d3ff4eee0011084ac8421cf08dd2cea6a132bcd075c90" },
+		{ 240, "eb5690f4b1753298de6626f031576ca2b93cec042d597a7a1f9e47534af610f4"
+		       "09acb608d88fdaeade8b36fd09a6cd81f2ff8ec10962e79cd791eebc26d569f5" },
+		{ 1048576, "bbd88befcaa6abb0735609ac35e1dfbb5ab8064dca98effd5d493ccb0a0244cd"
+		       "88d5a01e86696eb17f0e7c087f89dd7f06161ecefd1776a74dfc60a27e89bc06" },
+	};
+	uint8_t *buf = malloc(1 << 20);
+	size_t i, k;
+
+	EXPECT(buf != NULL);
+	if (!buf)
+		return;
+	for (i = 0; i < 1 << 20; i++)
+		buf[i] = (uint8_t)(i * 31 + 7);
+	for (k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+		EXPECT(digest_is(buf, v[k].n, v[k].hex));
+	free(buf);
+}
+
+/* Throughput on 1 MiB (printed, not asserted: the machine is shared). */
+TEST(throughput_report)
+{
+	size_t n = 1 << 20, i;
+	uint8_t *buf = malloc(n), d[64];
+	struct timespec t0, t1;
+	double s;
+	int r, rounds = 32;
+
+	EXPECT(buf != NULL);
+	if (!buf)
+		return;
+	for (i = 0; i < n; i++)
+		buf[i] = (uint8_t)i;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (r = 0; r < rounds; r++) {
+		pohm_sha512(buf, n, d);
+		buf[0] ^= d[0];
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("# sha512: %.0f MB/s\n", s > 0 ? rounds * (n / 1e6) / s : 0.0);
+	free(buf);
+}
+
 /* Random inputs of lengths around block boundaries against sha512sum(1). */
 TEST(random_vs_sha512sum)
 {
-	static const size_t lens[] = { 1, 111, 112, 113, 127, 128, 129, 239, 240, 1000, 65537 };
+	static const size_t lens[] = { 1, 111, 112, 113, 127, 128, 129, 239, 240, 1000, 65537,
+				       1 << 20 };
 	char path[] = "/tmp/pohm-sha-XXXXXX", cmd[128], want[129], got[129];
 	uint8_t *buf, d[64];
 	size_t i, k;
