@@ -699,14 +699,19 @@ TEST(repair_waits_for_a_late_group)
 	start3(&cl, NULL, 1);
 	set_copy(&cl, 0, "k", "A", now - 10 * SEC);
 	set_copy(&cl, 1, "k", "A", now - 10 * SEC);
+	set_copy(&cl, 0, "j", "B", now - 10 * SEC);
+	set_copy(&cl, 1, "j", "B", now - 10 * SEC);
 	fn_set_flags(&cl.fn[2], FN_SLOW_READ);		/* group 3: no copy, answers late */
 	EXPECT(cas_get_is(&cl, "k", "A", &res));
-	EXPECT_EQ_INT(res.g[2].repair, 0);		/* a reader: past the grace */
-	EXPECT(copy_is(&cl, 2, "k", NULL, NULL));
+	/* A reader: past the grace (the grace is the time the quorum took, so
+	 * on a loaded machine the late answer may still fall inside it: only
+	 * what the reader reports is checked, for its own key). */
+	EXPECT_EQ_INT(res.g[2].repair, 0);
 	cl.cfg.read_repair = 2;				/* fsck's repair */
-	EXPECT(cas_get_is(&cl, "k", "A", &res));
+	EXPECT(copy_is(&cl, 2, "j", NULL, NULL));	/* untouched by the reader's key */
+	EXPECT(cas_get_is(&cl, "j", "B", &res));
 	EXPECT_EQ_INT(res.g[2].repair, 1);
-	EXPECT(copy_is(&cl, 2, "k", "A", NULL));
+	EXPECT(copy_is(&cl, 2, "j", "B", NULL));
 	stop3(&cl);
 }
 
