@@ -681,16 +681,50 @@ int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name)
 	return r;
 }
 
+/*
+ * The peeked bucket ref, re-encoded with a fresh tag, and the writes also[]
+ * in one put_n, the bucket last (by CAS on its peeked copy): 1 when
+ * nothing was sent (put_n refused it), -errno before anything was sent,
+ * else the bucket's answer (-EAGAIN: it changed) with also[k].st each
+ * other write's.  ns_entry_insert_along and ns_rmdir_finish_along.
+ */
+static int bucket_put_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct pohm_buf *b,
+			    struct ns_put *also, size_t nalso)
+{
+	const char *keys[POHM_KV_PUT_N];
+	const void *datas[POHM_KV_PUT_N];
+	size_t lens[POHM_KV_PUT_N], k;
+	const uint8_t *expects[POHM_KV_PUT_N];
+	int st[POHM_KV_PUT_N], r;
+
+	ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(b, &ref->bk);
+	if (r)
+		return r;
+	for (k = 0; k < nalso; k++) {
+		keys[k] = also[k].key;
+		datas[k] = also[k].data;
+		lens[k] = also[k].len;
+		expects[k] = also[k].expect;
+	}
+	keys[nalso] = ref->key;
+	datas[nalso] = b->p;
+	lens[nalso] = b->len;
+	expects[nalso] = ref->csum;
+	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
+	if (r)
+		return r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
+	for (k = 0; k < nalso; k++)
+		also[k].st = st[k];
+	return st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
+}
+
 int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_dentry *e,
 			  struct ns_put *also, size_t nalso)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct ns_bucket_ref ref;
-	const char *keys[POHM_KV_PUT_N];
-	const void *datas[POHM_KV_PUT_N];
-	size_t lens[POHM_KV_PUT_N], i;
-	const uint8_t *expects[POHM_KV_PUT_N];
-	int st[POHM_KV_PUT_N], r;
+	int r;
 
 	if (!ns->kv.ops->put_n || nalso + 1 > POHM_KV_PUT_N || bucket_peek(ns, dir, e->name, &ref))
 		return 1;
@@ -699,31 +733,8 @@ int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_de
 		return 1;
 	}
 	r = pohm_bucket_add(&ref.bk, e);
-	if (!r) {
-		ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
-		r = pohm_bucket_encode(&b, &ref.bk);
-	}
-	if (r)
-		goto out;
-	for (i = 0; i < nalso; i++) {
-		keys[i] = also[i].key;
-		datas[i] = also[i].data;
-		lens[i] = also[i].len;
-		expects[i] = also[i].expect;
-	}
-	keys[nalso] = ref.key;
-	datas[nalso] = b.p;
-	lens[nalso] = b.len;
-	expects[nalso] = ref.csum;
-	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
-	if (r) {
-		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
-		goto out;
-	}
-	for (i = 0; i < nalso; i++)
-		also[i].st = st[i];
-	r = st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
-out:
+	if (!r)
+		r = bucket_put_along(ns, &ref, &b, also, nalso);
 	pohm_buf_free(&b);
 	ns_bucket_release(&ref);
 	return r;
@@ -1197,11 +1208,7 @@ int ns_rmdir_finish_along(struct pohm_ns *ns, uint64_t pdir, const char *name, u
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	struct ns_bucket_ref ref;
-	const char *keys[POHM_KV_PUT_N];
-	const void *datas[POHM_KV_PUT_N];
-	size_t lens[POHM_KV_PUT_N], k;
-	const uint8_t *expects[POHM_KV_PUT_N];
-	int st[POHM_KV_PUT_N], i, r = 1;
+	int i, r = 1;
 
 	if (!ns->kv.ops->put_n || nalso + 1 > POHM_KV_PUT_N || bucket_peek(ns, pdir, name, &ref))
 		return 1;
@@ -1209,28 +1216,7 @@ int ns_rmdir_finish_along(struct pohm_ns *ns, uint64_t pdir, const char *name, u
 	if (i < 0 || ref.bk.e[i].intent != POHM_INTENT_RMDIR_SEALED || ref.bk.e[i].i_txid != txid)
 		goto out;
 	pohm_bucket_remove(&ref.bk, (uint32_t)i);
-	ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
-	r = pohm_bucket_encode(&b, &ref.bk);
-	if (r)
-		goto out;
-	for (k = 0; k < nalso; k++) {
-		keys[k] = also[k].key;
-		datas[k] = also[k].data;
-		lens[k] = also[k].len;
-		expects[k] = also[k].expect;
-	}
-	keys[nalso] = ref.key;
-	datas[nalso] = b.p;
-	lens[nalso] = b.len;
-	expects[nalso] = ref.csum;
-	r = ns->kv.ops->put_n(ns->kv.ctx, nalso + 1, keys, datas, lens, expects, st);
-	if (r) {
-		r = r == -EINVAL || r == -ENOMEM ? 1 : r;	/* nothing sent */
-		goto out;
-	}
-	for (k = 0; k < nalso; k++)
-		also[k].st = st[k];
-	r = st[nalso] == -EEXIST ? -EAGAIN : st[nalso];
+	r = bucket_put_along(ns, &ref, &b, also, nalso);
 out:
 	pohm_buf_free(&b);
 	ns_bucket_release(&ref);
