@@ -68,6 +68,17 @@ void io_set_grace(struct gop *op, uint64_t *dl);
 void io_set_read_grace(struct gop *op, uint64_t *dl);
 /* Enough for a write: op->w acknowledged (with op->pre_ok), then the rest for a grace. */
 int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
+/* Several keys' writes run together (a multi-key CAS, a batch of chunks):
+ * op[i] (NULL: not sent) with its own deadline dl[i]. */
+struct io_many {
+	size_t n;
+	struct gop **op;
+	uint64_t *dl;
+};
+/* Enough for io_many (arg): every key's write enough (io_write_enough, its
+ * own grace once it has its quorum); once all have their quorum, *dl
+ * lowered to the longest of their graces. */
+int io_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl);
 /* A plain write's quorum (successful_write_count; a majority at least with
  * POHM_W_MAJORITY in flags). */
 unsigned io_write_quorum(struct pohm_client *c, unsigned flags);

@@ -325,6 +325,30 @@ int io_write_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
 	return 0;
 }
 
+int io_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct io_many *m = arg;
+	uint64_t last = 0;
+	int all = 1, quorum = 1;
+	size_t i;
+
+	(void)reqs;
+	(void)n;
+	for (i = 0; i < m->n; i++) {
+		if (!m->op[i])
+			continue;
+		if (!io_write_enough(m->op[i], NULL, 0, &m->dl[i]))
+			all = 0;
+		if (!m->op[i]->quorum_at)
+			quorum = 0;
+		else if (m->dl[i] > last)
+			last = m->dl[i];
+	}
+	if (quorum && last && last < *dl)
+		*dl = last;	/* every key has its quorum: the longest grace */
+	return all;
+}
+
 /* Collect per-group outcomes of the last step; return groups that succeeded. */
 unsigned io_write_collect(struct gop *op)
 {

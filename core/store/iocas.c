@@ -1224,42 +1224,12 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
 
 /* ---------------------------------------------------------------- put of several keys */
 
-/* pohm_io_cas_put_n's run: each key's write enough (io_write_enough, its
- * own grace once it has its majority); all of them, for the run to end.
- * On the heap (up to POHM_IO_CAS_PUT_N keys: an exit push's batch). */
-struct put_many {
-	size_t n;
-	struct gop **op;
-	uint64_t *dl;
-};
-
-static int put_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
-{
-	struct put_many *m = arg;
-	uint64_t last = 0;
-	int all = 1, quorum = 1;
-	size_t i;
-
-	(void)reqs;
-	(void)n;
-	for (i = 0; i < m->n; i++) {
-		if (!m->op[i])
-			continue;
-		if (!io_write_enough(m->op[i], NULL, 0, &m->dl[i]))
-			all = 0;
-		if (!m->op[i]->quorum_at)
-			quorum = 0;
-		else if (m->dl[i] > last)
-			last = m->dl[i];
-	}
-	if (quorum && last && last < *dl)
-		*dl = last;	/* every key has its majority: the longest grace */
-	return all;
-}
-
+/* Its run is io_many_enough's (io_op.c): each key's write enough, all of
+ * them for the run to end; the ops on the heap (up to POHM_IO_CAS_PUT_N
+ * keys: an exit push's batch). */
 int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p)
 {
-	struct put_many m;
+	struct io_many m;
 	struct pohm_req **ptrs = NULL;
 	uint8_t (*io)[POHM_IO_ATTR_SIZE] = NULL;
 	uint8_t (*sum)[POHM_ID_SIZE] = NULL;
@@ -1318,7 +1288,7 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		m.dl[i] = deadline;
 	}
 	/* One wait for every key's first attempt (issue 23). */
-	pohm_net_run(c->net, ptrs, np, deadline, put_many_enough, &m);
+	pohm_net_run(c->net, ptrs, np, deadline, io_many_enough, &m);
 	for (i = 0; i < n; i++) {
 		struct gop *op = m.op[i];
 

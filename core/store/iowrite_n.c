@@ -15,37 +15,6 @@
 #include "sys.h"
 #include "wire.h"
 
-/* The run's keys, each enough by io_write_enough; all of them end it. */
-struct write_many {
-	size_t n;
-	struct gop **op;
-	uint64_t *dl;
-};
-
-static int write_many_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
-{
-	struct write_many *m = arg;
-	uint64_t last = 0;
-	int all = 1, quorum = 1;
-	size_t i;
-
-	(void)reqs;
-	(void)n;
-	for (i = 0; i < m->n; i++) {
-		if (!m->op[i])
-			continue;
-		if (!io_write_enough(m->op[i], NULL, 0, &m->dl[i]))
-			all = 0;
-		if (!m->op[i]->quorum_at)
-			quorum = 0;
-		else if (m->dl[i] > last)
-			last = m->dl[i];
-	}
-	if (quorum && last && last < *dl)
-		*dl = last;	/* every key has its quorum: the longest grace */
-	return all;
-}
-
 /* w's outcome after its run (op's requests collected), as pohm_io_write says it. */
 static int write_one_end(struct gop *op, struct pohm_io_write_one *w)
 {
@@ -62,7 +31,7 @@ static int write_one_end(struct gop *op, struct pohm_io_write_one *w)
 
 int pohm_io_write_n(struct pohm_client *c, size_t n, struct pohm_io_write_one *w)
 {
-	struct write_many m;
+	struct io_many m;
 	struct pohm_req **ptrs = NULL;
 	uint8_t (*io)[POHM_IO_ATTR_SIZE] = NULL;
 	uint64_t deadline;
@@ -118,7 +87,7 @@ int pohm_io_write_n(struct pohm_client *c, size_t n, struct pohm_io_write_one *w
 		m.dl[i] = deadline;
 	}
 	/* One wait for every key (issue 23). */
-	pohm_net_run(c->net, ptrs, np, deadline, write_many_enough, &m);
+	pohm_net_run(c->net, ptrs, np, deadline, io_many_enough, &m);
 	for (i = 0; i < n; i++) {
 		struct gop *op = m.op[i];
 
