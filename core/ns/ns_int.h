@@ -147,6 +147,8 @@ int ns_check_name(const char *name);
 uint8_t ns_dtype(uint32_t mode);
 
 /* nsdir.c */
+/* Put intent's fields (its name copied, its time now) on entry e: 0 or -ENOMEM. */
+int ns_intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent);
 /* Read the leaf bucket responsible for name in dir (may be absent root). */
 int ns_bucket_locate(struct pohm_ns *ns, uint64_t dir, const char *name,
 		     struct ns_bucket_ref *ref);

@@ -1111,8 +1111,7 @@ int ns_seal_first(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pare
 	return r == -EAGAIN ? 1 : r;
 }
 
-/* The entry fields of an intent (intent_set's copy): e takes intent's. */
-static int intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent)
+int ns_intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent)
 {
 	e->intent = intent->intent;
 	e->i_txid = intent->i_txid;
@@ -1161,7 +1160,7 @@ int ns_rmdir_begin_along(struct pohm_ns *ns, uint64_t pdir, const char *name, ui
 		if (root.bk.state != POHM_BUCKET_NORMAL || root.bk.n)
 			goto out;
 	}
-	r = intent_copy(&pref.bk.e[i], intent);
+	r = ns_intent_copy(&pref.bk.e[i], intent);
 	if (r)
 		goto out;
 	pref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */

@@ -639,8 +639,6 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 	int i, r, peeked;
 
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
-		struct pohm_dentry *e;
-
 		ns_backoff(ns, attempt);
 		/* The first look: the bucket this thread just read (the
 		 * rename's lookup of the source; issue 23), for the CAS only. */
@@ -660,21 +658,8 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 			r = -ENOENT;
 		if (!r && ref.bk.e[i].intent)
 			r = ns_intent_resolve(ns, dir, &ref, i) < 0 ? -EIO : -EAGAIN;
-		if (!r) {
-			e = &ref.bk.e[i];
-			e->intent = intent->intent;
-			e->i_txid = intent->i_txid;
-			e->i_dir = intent->i_dir;
-			e->i_time = ns_now_ns();
-			e->i_replaced = intent->i_replaced;
-			e->i_flags = intent->i_flags;
-			free(e->i_name);
-			e->i_name = NULL;
-			if (intent->i_name && !(e->i_name = malloc(strlen(intent->i_name) + 1)))
-				r = -ENOMEM;
-			else if (intent->i_name)
-				strcpy(e->i_name, intent->i_name);
-		}
+		if (!r)
+			r = ns_intent_copy(&ref.bk.e[i], intent);
 		if (!r)
 			r = ns_bucket_store(ns, &ref);
 		ns_bucket_release(&ref);
