@@ -332,6 +332,8 @@ int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char 
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = flags;
 	rec.validated_ns = validated_ns ? validated_ns : pohm_sys_real_ns();
+	if (flags & POHM_J_LISTED)
+		rec.listed_ns = rec.validated_ns;	/* a new directory (decision 0095) */
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
@@ -1079,6 +1081,8 @@ checked:
 	r = cache_make_local(c, dfd, name, rel, in);
 	if (!r)
 		cache_mark_fresh(c, ino);
+	else
+		cache_dir_incomplete(c, dino);	/* a stored name without a local one */
 out:
 	if (r)
 		pohm_inode_clear(in);
@@ -2435,7 +2439,7 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	 * shows when that is attr_timeout old); a listing that failed or was
 	 * cut short (r), or left a name missing here, is not. */
 	if (!r && !l.partial)
-		cache_mark_complete(c, dino, l.mono0);
+		cache_mark_listed(c, dino, l.mono0, l.real0);
 	else
 		cache_dir_incomplete(c, dino);
 	list_free(&l);

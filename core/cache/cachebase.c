@@ -129,20 +129,92 @@ void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns)
 	pthread_mutex_unlock(&c->vlock);
 }
 
+/*
+ * The shared word (decision 0095): dino's record says LISTED as of
+ * listed_ns (realtime of a listing's start in some process of this cache);
+ * a record without LISTED whose listed_ns is set was cleared then.  arg:
+ * the listing's start, or 0 to clear (as of now).
+ */
+static int listed_edit(struct pohm_jrec *r, const void *arg)
+{
+	uint64_t t = *(const uint64_t *)arg;
+
+	if (!t) {
+		if (!(r->flags & POHM_J_LISTED))
+			return -EALREADY;	/* nothing to clear: no write */
+		r->flags &= ~POHM_J_LISTED;
+		r->listed_ns = pohm_sys_real_ns();
+		return 0;
+	}
+	/* A newer listing's mark, or a clear after this listing began (a
+	 * name it may not have seen has no local file): it stands. */
+	if (r->listed_ns >= t)
+		return -EALREADY;
+	r->flags |= POHM_J_LISTED;
+	r->listed_ns = t;
+	return 0;
+}
+
+void cache_mark_listed(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns, uint64_t real_ns)
+{
+	cache_mark_complete(c, dino, mono_ns);
+	if (c->attr_timeout_ns && real_ns)
+		pohm_journal_update(&c->j, dino, listed_edit, &real_ns);
+}
+
 int cache_dir_complete(struct pohm_cache *c, uint64_t dino)
 {
-	/* The process's word only (validated_ns 0): a new process lists. */
-	return cache_fresh_at_count(c, COMPLETE(dino), 0, 1) == 1;
+	unsigned s = vslot(COMPLETE(dino));
+	uint64_t t = c->attr_timeout_ns, now, mono, listed = 0;
+	struct pohm_jrec rec;
+	int mine;
+
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	mine = c->vino[s] == COMPLETE(dino);
+	if (mine && c->vtime[s] != VSTALE && pohm_sys_mono_ns() - c->vtime[s] < t) {
+		c->stats.validations_skipped++;
+		pthread_mutex_unlock(&c->vlock);
+		return 1;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	if (mine && c->vtime[s] == VSTALE)
+		return 0;	/* this process dropped it: it lists again */
+	/* Another process's listing (decision 0095): one record read. */
+	if (!pohm_journal_get(&c->j, dino, &rec) && (rec.flags & POHM_J_LISTED))
+		listed = rec.listed_ns;
+	pohm_jrec_clear(&rec);
+	now = pohm_sys_real_ns();
+	if (!listed || listed > now || now - listed >= t)
+		return 0;
+	/* This process's word from now on, as old as the listing. */
+	mono = pohm_sys_mono_ns();
+	cache_mark_complete(c, dino, mono - (now - listed));
+	pthread_mutex_lock(&c->vlock);
+	c->stats.validations_skipped++;
+	pthread_mutex_unlock(&c->vlock);
+	return 1;
 }
 
 void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino)
 {
 	unsigned s = vslot(COMPLETE(dino));
+	uint64_t none = 0;
+	struct pohm_jrec rec;
+	int listed;
 
 	pthread_mutex_lock(&c->vlock);
 	if (c->vino[s] == COMPLETE(dino))
 		c->vtime[s] = VSTALE;	/* another key in the slot: not complete anyway */
 	pthread_mutex_unlock(&c->vlock);
+	if (!c->attr_timeout_ns)
+		return;
+	/* And the other processes' word: a read, a write only when it is set. */
+	listed = !pohm_journal_get(&c->j, dino, &rec) && (rec.flags & POHM_J_LISTED);
+	pohm_jrec_clear(&rec);
+	if (listed)
+		pohm_journal_update(&c->j, dino, listed_edit, &none);
 }
 
 int cache_sib_batch(struct pohm_cache *c, uint64_t dino, int small)
