@@ -990,6 +990,11 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		pohm_sys_unlinkat(dfd, name, 0);
 		if (rec.nlink <= 1)
 			pohm_journal_del(&c->j, known);
+	} else if (r == -ENOENT && have_rec && S_ISDIR(lst.st_mode) &&
+		   !(rec.flags & POHM_J_CONFLICT)) {
+		/* A directory removed on another host: with its entries
+		 * (listgone.c), so that none of them is found below it here. */
+		cache_drop_gone_dir(c, dfd, name, rel);
 	}
 	if (r)
 		goto out;
@@ -2316,9 +2321,10 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		goto out;
 	}
 	if (S_ISDIR(lst.st_mode)) {
-		/* Only an empty directory goes; one with contents waits for them. */
-		if (!pohm_sys_unlinkat(l->dfd, name, AT_REMOVEDIR))
-			pohm_journal_del(&l->c->j, known);
+		/* It goes with its entries, what changed here kept as conflict
+		 * copies (listgone.c). */
+		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
+		cache_drop_gone_dir(l->c, l->dfd, name, path);
 		goto out;
 	}
 	if (!pohm_sys_unlinkat(l->dfd, name, 0) && rec.nlink <= 1)
