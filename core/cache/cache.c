@@ -625,29 +625,6 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 	c->space_arg = arg;
 }
 
-int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
-			const char *name, const struct stat *st)
-{
-	int d, fd;
-
-	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
-		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
-	d = pohm_journal_is_dirty(rec, st);
-	if (d != 2)
-		return d;
-	if (!S_ISREG(st->st_mode))
-		return 0;
-	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still its shape? */
-		return !pohm_stub_shape(st);
-	/* Racy timestamps: only the contents can tell. */
-	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	if (fd < 0)
-		return 1;	/* cannot read it (mode 000?): assume changed, never lose it */
-	d = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
-	pohm_sys_close(fd);
-	return d != 0;
-}
-
 /* ---------------------------------------------------------------- walk */
 
 /* What materialize needs of an inode, from its journal record and the local copy. */

@@ -1,8 +1,10 @@
 /*
  * cachebase.c — the bottom of the cache model, used by every other file of
  * it: this process's freshness marks (which inodes were checked against the
- * storage within attr_timeout), the stats counters, and cache_cut.  Calls
- * nothing of the cache above the journal.  (Moved out of cache.c in session
+ * storage within attr_timeout), the complete marks of directories (shared
+ * through their journal records, decision 0095), the stats counters,
+ * cache_cut and cache_local_changed.  Calls nothing of the cache above the
+ * journal.  (Moved out of cache.c in session
  * 13, issue 20, so that perm, xattr and push sit below materialize.)
  */
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "stub.h"
 #include "sys.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -276,4 +279,29 @@ void cache_cut_free(char *p, const char *sbuf)
 {
 	if (p != sbuf)
 		free(p);
+}
+
+/* Below listgone.c and cache.c, which both ask it (moved from cache.c in
+ * session 16, body unchanged). */
+int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			const char *name, const struct stat *st)
+{
+	int d, fd;
+
+	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
+		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
+	d = pohm_journal_is_dirty(rec, st);
+	if (d != 2)
+		return d;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still its shape? */
+		return !pohm_stub_shape(st);
+	/* Racy timestamps: only the contents can tell. */
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return 1;	/* cannot read it (mode 000?): assume changed, never lose it */
+	d = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
+	pohm_sys_close(fd);
+	return d != 0;
 }
