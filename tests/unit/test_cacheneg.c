@@ -42,6 +42,15 @@ static int exists(const char *h, const char *rel)
 	return !lstat(ch_path(h, rel), &st);
 }
 
+/* Host b makes d with d/f; host a's cache lists d (f is there after). */
+static void made_there_listed_here(struct pohm_cache *a, struct pohm_cache *b)
+{
+	EXPECT_EQ_INT(pohm_cache_mkdir(b, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(b, "b", "d/f", "data", 4), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d", POHM_MAT_LIST), 0);
+	EXPECT(exists("a", "d/f"));
+}
+
 TEST(a_missing_name_in_a_directory_made_here_costs_no_store_call)
 {
 	struct pohm_cache *a;
@@ -136,6 +145,20 @@ TEST(a_rename_from_another_directory_leaves_the_target_incomplete)
 	pohm_cache_close(a);
 }
 
+/* A new process of host a's cache: its listing of d and a lookup of a
+ * missing name in it make no store call. */
+static struct pohm_cache *next_process_asks_nothing(void)
+{
+	struct pohm_cache *a2 = neg_host("a");
+
+	EXPECT(a2 != NULL);
+	neg_take();
+	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d/missing", POHM_MAT_NOFOLLOW), 0);
+	EXPECT_EQ_INT(neg_take(), 0);
+	return a2;
+}
+
 /* Decision 0095: the mark is in the directory's record, so a second
  * process of the same cache (a second pohm_cache over a's dirs) neither
  * lists d again nor asks for a missing name, within attr_timeout; after
@@ -148,16 +171,8 @@ TEST(a_directory_one_process_listed_is_complete_for_the_next_process_of_the_cach
 	a = neg_host("a");
 	b = neg_host("b");
 	EXPECT(a && b);
-	EXPECT_EQ_INT(pohm_cache_mkdir(b, "d", 0755), 0);
-	EXPECT_EQ_INT(ch_write(b, "b", "d/f", "data", 4), 0);
-	EXPECT_EQ_INT(pohm_cache_materialize(a, "d", POHM_MAT_LIST), 0);
-	EXPECT(exists("a", "d/f"));
-	a2 = neg_host("a");
-	EXPECT(a2 != NULL);
-	neg_take();
-	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d", POHM_MAT_LIST), 0);
-	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d/missing", POHM_MAT_NOFOLLOW), 0);
-	EXPECT_EQ_INT(neg_take(), 0);
+	made_there_listed_here(a, b);
+	a2 = next_process_asks_nothing();
 	EXPECT_EQ_INT(ch_write(b, "b", "d/new", "x", 1), 0);
 	neg_sleep_past_timeout();
 	neg_take();
@@ -210,12 +225,7 @@ TEST(a_directory_one_process_made_is_complete_for_the_next_process_of_the_cache)
 	EXPECT(a != NULL);
 	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
 	EXPECT_EQ_INT(ch_write(a, "a", "d/f", "data", 4), 0);
-	a2 = neg_host("a");
-	EXPECT(a2 != NULL);
-	neg_take();
-	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d", POHM_MAT_LIST), 0);
-	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d/missing", POHM_MAT_NOFOLLOW), 0);
-	EXPECT_EQ_INT(neg_take(), 0);
+	a2 = next_process_asks_nothing();
 	EXPECT(exists("a", "d/f"));
 	pohm_cache_close(a2);
 	pohm_cache_close(a);
