@@ -333,7 +333,7 @@ int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char 
 	rec.flags = flags;
 	rec.validated_ns = validated_ns ? validated_ns : pohm_sys_real_ns();
 	if (flags & POHM_J_LISTED)
-		rec.listed_ns = rec.validated_ns;	/* a new directory (decision 0095) */
+		rec.listed_ns = rec.validated_ns;	/* a new directory (decision 0062) */
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);

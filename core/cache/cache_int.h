@@ -161,7 +161,7 @@ void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
 /* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
 /*
- * Issue 23 (negative lookups, decision 0047; across processes, 0095): the
+ * Issue 23 (negative lookups, decision 0047; across processes, 0062): the
  * validation table also remembers complete directories, under a salted
  * key.  COMPLETE(dino) fresh means: this process holds every entry of
  * directory dino locally, as of a listing (cache.c list_dir) or its own

@@ -2,7 +2,7 @@
  * cachebase.c — the bottom of the cache model, used by every other file of
  * it: this process's freshness marks (which inodes were checked against the
  * storage within attr_timeout), the complete marks of directories (shared
- * through their journal records, decision 0095), the stats counters,
+ * through their journal records, decision 0062), the stats counters,
  * cache_cut and cache_local_changed.  Calls nothing of the cache above the
  * journal.  (Moved out of cache.c in session
  * 13, issue 20, so that perm, xattr and push sit below materialize.)
@@ -133,7 +133,7 @@ void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns)
 }
 
 /*
- * The shared word (decision 0095): dino's record says LISTED as of
+ * The shared word (decision 0062): dino's record says LISTED as of
  * listed_ns (realtime of a listing's start in some process of this cache);
  * a record without LISTED whose listed_ns is set was cleared then.  arg:
  * the listing's start, or 0 to clear (as of now).
@@ -184,7 +184,7 @@ int cache_dir_complete(struct pohm_cache *c, uint64_t dino)
 	pthread_mutex_unlock(&c->vlock);
 	if (mine && c->vtime[s] == VSTALE)
 		return 0;	/* this process dropped it: it lists again */
-	/* Another process's listing (decision 0095): one record read. */
+	/* Another process's listing (decision 0062): one record read. */
 	if (!pohm_journal_get(&c->j, dino, &rec) && (rec.flags & POHM_J_LISTED))
 		listed = rec.listed_ns;
 	pohm_jrec_clear(&rec);

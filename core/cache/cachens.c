@@ -508,7 +508,7 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 		int fresh_dir = nn->kind == NEW_DIR && !reused;
 
 		/* A new directory is complete and empty (decision 0047), for
-		 * the other processes too (0095: its record, validated and
+		 * the other processes too (0062: its record, validated and
 		 * listed as of before the insert). */
 		r = fresh_dir ? cache_record_at(c, dfd, name, rel, &in, POHM_J_LISTED, t0real)
 			      : cache_record(c, dfd, name, rel, &in, 0);

@@ -683,7 +683,7 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		wr.commit_dversion = w.prev.commit_dversion;
 		wr.commit_lino = w.prev.commit_lino;
 	}
-	/* The listing mark (decision 0095) is the listings' and their
+	/* The listing mark (decision 0062) is the listings' and their
 	 * clearers' (pohm_journal_update), and a new directory's first put:
 	 * over a record, a put keeps the record's while the local directory
 	 * is the same one, and drops it with a new one. */

@@ -28,7 +28,7 @@
 
 #define POHM_J_STUB	0x1	/* local file is a stub (stub.h): data not fetched */
 #define POHM_J_LISTED	0x2	/* directory: every entry exists locally as of listed_ns
-				 * (decision 0095; cachebase.c) */
+				 * (decision 0062; cachebase.c) */
 #define POHM_J_CONFLICT	0x4	/* a conflict copy was made for this inode */
 #define POHM_J_TORN	0x8	/* dirty across an unclean shutdown: never pushed (cacheboot.c) */
 #define POHM_J_NOXATTR	0x10	/* a stub whose stored inode has no user.* xattrs: reading

@@ -76,7 +76,7 @@ strace_find() {
 # (33.9; local disk 216, 2.8); after it and the overlay reading the record
 # by the inode the walk found: 102 opens (1.3) and 1609 calls (20.6);
 # session 16, the listings of the first find left in the directories'
-# records (decision 0095): the second lists nothing again, 20 → 8 opens,
+# records (decision 0062): the second lists nothing again, 20 → 8 opens,
 # 1609 → 1162 calls (14.9).  The limits leave a few calls of room.
 @test "find -ls of a tree validated within attr_timeout: one open per entry, not one per directory of its path" {
 	export POHMELFS_ATTR_TIMEOUT=30
@@ -105,7 +105,7 @@ strace_find() {
 # entry: 208 opens and as many closes for 104 entries once c.lock exists); now it
 # is opened once per process (cache_create_marked's marks_fd).
 # A directory one process listed is complete for the next process of the
-# same cache within attr_timeout (decision 0095: the mark is in the
+# same cache within attr_timeout (decision 0062: the mark is in the
 # directory's record): the next find -ls or ls -lR lists nothing again,
 # and asks the cluster nothing (before: a listing per directory, its
 # bucket reads going out in sendmsg calls: 10 for find -ls of t).

@@ -159,7 +159,7 @@ static struct pohm_cache *next_process_asks_nothing(void)
 	return a2;
 }
 
-/* Decision 0095: the mark is in the directory's record, so a second
+/* Decision 0062: the mark is in the directory's record, so a second
  * process of the same cache (a second pohm_cache over a's dirs) neither
  * lists d again nor asks for a missing name, within attr_timeout; after
  * it, it asks and sees another host's create. */
@@ -215,7 +215,7 @@ TEST(a_failed_create_undo_clears_the_mark_for_the_other_processes)
 }
 
 /* A directory made by one process is complete (and empty) for the next
- * process of the cache too, as of before its insert (decision 0095). */
+ * process of the cache too, as of before its insert (decision 0062). */
 TEST(a_directory_one_process_made_is_complete_for_the_next_process_of_the_cache)
 {
 	struct pohm_cache *a, *a2;
