@@ -37,3 +37,17 @@ teardown() {
 	sleep 1.1
 	[ "$(shim c stat -c %a "$T/c/d")" = 700 ]
 }
+
+@test "a directory's chmod the storage refuses fails, and its local mode goes back: no later push sends it" {
+	shim a mkdir "$T/a/e"
+	shim a chmod 755 "$T/a/e"
+	cluster_fault all refuse-writes
+	run shim a chmod 750 "$T/a/e"
+	echo "chmod: $status $output"
+	cluster_clear_faults all
+	[ "$status" -ne 0 ]
+	[ "$(stat -c %a "$T/a/e")" = 755 ]	# the local directory, without the shim
+	shim a sync "$T/a/e"
+	sleep 1.1
+	[ "$(shim c stat -c %a "$T/c/e")" = 755 ]
+}
