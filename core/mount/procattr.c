@@ -95,8 +95,9 @@ static int attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
 	/* What a push cannot tell from the cache's own differences (chattr.c):
-	 * asked even when the push failed, no later one would send it. */
-	if (chattr && (fd >= 0 || rel)) {
+	 * asked even when the push failed, no later one would send it (not
+	 * for a write-only fd's file: its close pushes, -EBADF). */
+	if (chattr && r != -EBADF && (fd >= 0 || rel)) {
 		r = pohm_cache_push_chattr(c, fd, rel, op == POHM_PA_OWNER);
 		if (r < 0 && r != -EBADF) {
 			pohm_warn("%s: attribute change not stored (%s): the call fails",
