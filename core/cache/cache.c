@@ -332,6 +332,8 @@ int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char 
 	pohm_journal_note_local(&rec, &st);
 	rec.flags = flags;
 	rec.validated_ns = validated_ns ? validated_ns : pohm_sys_real_ns();
+	if (flags & POHM_J_LISTED)
+		rec.listed_ns = rec.validated_ns;	/* a new directory (decision 0062) */
 	pohm_jrec_set_hint(&rec, rel);
 	r = pohm_journal_put(&c->j, &rec);
 	pohm_jrec_clear(&rec);
@@ -621,29 +623,6 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 {
 	c->space_fn = fn;
 	c->space_arg = arg;
-}
-
-int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
-			const char *name, const struct stat *st)
-{
-	int d, fd;
-
-	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
-		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
-	d = pohm_journal_is_dirty(rec, st);
-	if (d != 2)
-		return d;
-	if (!S_ISREG(st->st_mode))
-		return 0;
-	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still its shape? */
-		return !pohm_stub_shape(st);
-	/* Racy timestamps: only the contents can tell. */
-	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	if (fd < 0)
-		return 1;	/* cannot read it (mode 000?): assume changed, never lose it */
-	d = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
-	pohm_sys_close(fd);
-	return d != 0;
 }
 
 /* ---------------------------------------------------------------- walk */
@@ -991,6 +970,11 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		pohm_sys_unlinkat(dfd, name, 0);
 		if (rec.nlink <= 1)
 			pohm_journal_del(&c->j, known);
+	} else if (r == -ENOENT && have_rec && S_ISDIR(lst.st_mode) &&
+		   !(rec.flags & POHM_J_CONFLICT)) {
+		/* A directory removed on another host: with its entries
+		 * (listgone.c), so that none of them is found below it here. */
+		cache_drop_gone_dir(c, dfd, name, rel);
 	}
 	if (r)
 		goto out;
@@ -1082,6 +1066,8 @@ checked:
 	r = cache_make_local(c, dfd, name, rel, in);
 	if (!r)
 		cache_mark_fresh(c, ino);
+	else
+		cache_dir_incomplete(c, dino);	/* a stored name without a local one */
 out:
 	if (r)
 		pohm_inode_clear(in);
@@ -2344,9 +2330,10 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		goto out;
 	}
 	if (S_ISDIR(lst.st_mode)) {
-		/* Only an empty directory goes; one with contents waits for them. */
-		if (!pohm_sys_unlinkat(l->dfd, name, AT_REMOVEDIR))
-			pohm_journal_del(&l->c->j, known);
+		/* It goes with its entries, what changed here kept as conflict
+		 * copies (listgone.c). */
+		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
+		cache_drop_gone_dir(l->c, l->dfd, name, path);
 		goto out;
 	}
 	if (!pohm_sys_unlinkat(l->dfd, name, 0) && rec.nlink <= 1)
@@ -2467,7 +2454,7 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	 * shows when that is attr_timeout old); a listing that failed or was
 	 * cut short (r), or left a name missing here, is not. */
 	if (!r && !l.partial)
-		cache_mark_complete(c, dino, l.mono0);
+		cache_mark_listed(c, dino, l.mono0, l.real0);
 	else
 		cache_dir_incomplete(c, dino);
 	list_free(&l);

@@ -164,22 +164,33 @@ void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
 /* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
 /*
- * Issue 23 (negative lookups, decision 0047): the validation table also
- * remembers complete directories, under a salted key.  COMPLETE(dino)
- * fresh means: this process holds every entry of directory dino locally,
- * as of a listing (cache.c list_dir) or its own mkdir (a new directory is
- * complete and empty), begun within attr_timeout, and every local change
- * since kept it so.  A name missing locally in it is absent, no round
- * trip (cache.c ensure_entry).  Whatever might leave a stored name
+ * Issue 23 (negative lookups, decision 0047; across processes, 0062): the
+ * validation table also remembers complete directories, under a salted
+ * key.  COMPLETE(dino) fresh means: this process holds every entry of
+ * directory dino locally, as of a listing (cache.c list_dir) or its own
+ * mkdir (a new directory is complete and empty), begun within
+ * attr_timeout, and every local change since kept it so.  A listing also
+ * leaves it in dino's record (POHM_J_LISTED, listed_ns) for the other
+ * processes of the cache: every namespace change of this host makes its
+ * local name before its call returns.  A name missing locally in it is
+ * absent, no round trip (cache.c ensure_entry), and a new process's
+ * opendir does not list it again.  Whatever might leave a stored name
  * missing locally (a failed half of a create, a cross-directory rename,
- * a listing that left a name to a creator) drops it: cache_dir_incomplete.
+ * a listing that left a name to a creator) drops it, here and in the
+ * record: cache_dir_incomplete.
  */
 #define COMPLETE(ino) ((ino) ^ 0x4c49535445440000ULL)
 /* Directory dino is complete here as of mono_ns (CLOCK_MONOTONIC, ns). */
 void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns);
-/* Is it (this process's word, within attr_timeout)?  1 or 0. */
+/* cache_mark_complete, and in dino's record for the other processes as of
+ * real_ns (the listing's start, CLOCK_REALTIME) unless a newer listing or
+ * a clear after real_ns is there.  No error: a mark not written lists again. */
+void cache_mark_listed(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns, uint64_t real_ns);
+/* Is it (this process's word, else its record's: one record read), within
+ * attr_timeout?  1 or 0. */
 int cache_dir_complete(struct pohm_cache *c, uint64_t dino);
-/* It may not be any more: this process's word only, no file call. */
+/* It may not be any more: this process's word, and the record's (a read;
+ * a write when it is set). */
 void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino);
 /*
  * Issue 23 (find -ls, du -a, stat of many names): an expired entry of
@@ -336,10 +347,17 @@ int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);
 /* Has dfd/name (described by st) changed since rec's fetch or push?  1, 0. */
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			const char *name, const struct stat *st);
+/* listgone.c: the local directory dfd/name (rel), whose stored directory
+ * is gone, goes with its entries: clean copies are removed, files changed
+ * here (or unknown to the journal) kept as conflict copies first; what
+ * cannot be (a rename of this host in flight, a failed copy) stays, and
+ * the directories above it.  1 gone, 0 (part) kept. */
+int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel);
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);
-/* The same with its validated_ns (realtime; 0: now). */
+/* The same with its validated_ns (realtime; 0: now); with POHM_J_LISTED
+ * in flags (a new directory) its listed_ns is validated_ns too. */
 int cache_record_at(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		    const struct pohm_inode *in, uint32_t flags, uint64_t validated_ns);
 

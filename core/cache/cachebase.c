@@ -1,8 +1,10 @@
 /*
  * cachebase.c — the bottom of the cache model, used by every other file of
  * it: this process's freshness marks (which inodes were checked against the
- * storage within attr_timeout), the stats counters, and cache_cut.  Calls
- * nothing of the cache above the journal.  (Moved out of cache.c in session
+ * storage within attr_timeout), the complete marks of directories (shared
+ * through their journal records, decision 0062), the stats counters,
+ * cache_cut and cache_local_changed.  Calls nothing of the cache above the
+ * journal.  (Moved out of cache.c in session
  * 13, issue 20, so that perm, xattr and push sit below materialize.)
  */
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "stub.h"
 #include "sys.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -152,20 +155,92 @@ void cache_mark_complete(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns)
 	pthread_mutex_unlock(&c->vlock);
 }
 
+/*
+ * The shared word (decision 0062): dino's record says LISTED as of
+ * listed_ns (realtime of a listing's start in some process of this cache);
+ * a record without LISTED whose listed_ns is set was cleared then.  arg:
+ * the listing's start, or 0 to clear (as of now).
+ */
+static int listed_edit(struct pohm_jrec *r, const void *arg)
+{
+	uint64_t t = *(const uint64_t *)arg;
+
+	if (!t) {
+		if (!(r->flags & POHM_J_LISTED))
+			return -EALREADY;	/* nothing to clear: no write */
+		r->flags &= ~POHM_J_LISTED;
+		r->listed_ns = pohm_sys_real_ns();
+		return 0;
+	}
+	/* A newer listing's mark, or a clear after this listing began (a
+	 * name it may not have seen has no local file): it stands. */
+	if (r->listed_ns >= t)
+		return -EALREADY;
+	r->flags |= POHM_J_LISTED;
+	r->listed_ns = t;
+	return 0;
+}
+
+void cache_mark_listed(struct pohm_cache *c, uint64_t dino, uint64_t mono_ns, uint64_t real_ns)
+{
+	cache_mark_complete(c, dino, mono_ns);
+	if (c->attr_timeout_ns && real_ns)
+		pohm_journal_update(&c->j, dino, listed_edit, &real_ns);
+}
+
 int cache_dir_complete(struct pohm_cache *c, uint64_t dino)
 {
-	/* The process's word only (validated_ns 0): a new process lists. */
-	return cache_fresh_at_count(c, COMPLETE(dino), 0, 1) == 1;
+	unsigned s = vslot(COMPLETE(dino));
+	uint64_t t = c->attr_timeout_ns, now, mono, listed = 0;
+	struct pohm_jrec rec;
+	int mine;
+
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	mine = c->vino[s] == COMPLETE(dino);
+	if (mine && c->vtime[s] != VSTALE && pohm_sys_mono_ns() - c->vtime[s] < t) {
+		c->stats.validations_skipped++;
+		pthread_mutex_unlock(&c->vlock);
+		return 1;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	if (mine && c->vtime[s] == VSTALE)
+		return 0;	/* this process dropped it: it lists again */
+	/* Another process's listing (decision 0062): one record read. */
+	if (!pohm_journal_get(&c->j, dino, &rec) && (rec.flags & POHM_J_LISTED))
+		listed = rec.listed_ns;
+	pohm_jrec_clear(&rec);
+	now = pohm_sys_real_ns();
+	if (!listed || listed > now || now - listed >= t)
+		return 0;
+	/* This process's word from now on, as old as the listing. */
+	mono = pohm_sys_mono_ns();
+	cache_mark_complete(c, dino, mono - (now - listed));
+	pthread_mutex_lock(&c->vlock);
+	c->stats.validations_skipped++;
+	pthread_mutex_unlock(&c->vlock);
+	return 1;
 }
 
 void cache_dir_incomplete(struct pohm_cache *c, uint64_t dino)
 {
 	unsigned s = vslot(COMPLETE(dino));
+	uint64_t none = 0;
+	struct pohm_jrec rec;
+	int listed;
 
 	pthread_mutex_lock(&c->vlock);
 	if (c->vino[s] == COMPLETE(dino))
 		c->vtime[s] = VSTALE;	/* another key in the slot: not complete anyway */
 	pthread_mutex_unlock(&c->vlock);
+	if (!c->attr_timeout_ns)
+		return;
+	/* And the other processes' word: a read, a write only when it is set. */
+	listed = !pohm_journal_get(&c->j, dino, &rec) && (rec.flags & POHM_J_LISTED);
+	pohm_jrec_clear(&rec);
+	if (listed)
+		pohm_journal_update(&c->j, dino, listed_edit, &none);
 }
 
 int cache_sib_batch(struct pohm_cache *c, uint64_t dino, int small)
@@ -227,4 +302,29 @@ void cache_cut_free(char *p, const char *sbuf)
 {
 	if (p != sbuf)
 		free(p);
+}
+
+/* Below listgone.c and cache.c, which both ask it (moved from cache.c in
+ * session 16, body unchanged). */
+int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
+			const char *name, const struct stat *st)
+{
+	int d, fd;
+
+	if ((rec->flags & POHM_J_STUB) && S_ISSOCK(st->st_mode) && (uint64_t)st->st_ino == rec->lino)
+		return 0;	/* a socket stub holds no data (a chmod of it loses nothing) */
+	d = pohm_journal_is_dirty(rec, st);
+	if (d != 2)
+		return d;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if (rec->flags & POHM_J_STUB)	/* a stub has no contents to compare: still its shape? */
+		return !pohm_stub_shape(st);
+	/* Racy timestamps: only the contents can tell. */
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return 1;	/* cannot read it (mode 000?): assume changed, never lose it */
+	d = pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size);
+	pohm_sys_close(fd);
+	return d != 0;
 }

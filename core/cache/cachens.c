@@ -476,7 +476,7 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 {
 	struct pohm_inode in;
 	const char *name;
-	uint64_t dino, t0;
+	uint64_t dino, t0, t0real;
 	int dfd, r, reused;
 
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
@@ -485,6 +485,7 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 	r = may_create(c, dino, name, rel);
 	/* Before the insert: nobody can put a name in the new directory earlier. */
 	t0 = pohm_sys_mono_ns();
+	t0real = pohm_sys_real_ns();
 	if (!r)
 		r = new_in_store(c, dino, name, nn, &in);
 	if (r) {
@@ -504,10 +505,15 @@ static int new_name(struct pohm_cache *c, const char *rel, const struct new_name
 		else
 			pohm_ns_unlink(c->ns, dino, name);
 	} else {
-		r = cache_record(c, dfd, name, rel, &in, 0);
+		int fresh_dir = nn->kind == NEW_DIR && !reused;
+
+		/* A new directory is complete and empty (decision 0047), for
+		 * the other processes too (0062: its record, validated and
+		 * listed as of before the insert). */
+		r = fresh_dir ? cache_record_at(c, dfd, name, rel, &in, POHM_J_LISTED, t0real)
+			      : cache_record(c, dfd, name, rel, &in, 0);
 		cache_mark_fresh(c, in.ino);
-		/* A new directory is complete and empty (decision 0047). */
-		if (nn->kind == NEW_DIR && !reused && !r)
+		if (fresh_dir && !r)
 			cache_mark_complete(c, in.ino, t0);
 		cache_dir_changed(c, dino);
 	}

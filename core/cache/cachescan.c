@@ -109,6 +109,8 @@ static int adopt_file(struct scan *s, int dfd, uint64_t dino, const char *name, 
 					"made here without the shim while the storage has the name");
 		if (!r)
 			r = pohm_sys_unlinkat(dfd, name, 0);
+		/* The stored name has no local file now (decision 0062). */
+		cache_dir_incomplete(s->c, dino);
 		goto out;
 	}
 	r = pohm_cache_adopt(s->c, rel, fd);

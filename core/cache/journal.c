@@ -555,7 +555,7 @@ int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen
 	return cur->version != seen->version || cur->dversion != seen->dversion ||
 	       cur->ldev != seen->ldev || cur->lino != seen->lino || cur->lsize != seen->lsize ||
 	       cur->lctime.sec != seen->lctime.sec || cur->lctime.nsec != seen->lctime.nsec ||
-	       cur->flags != seen->flags;
+	       ((cur->flags ^ seen->flags) & ~POHM_J_LISTED);
 }
 
 /*
@@ -682,6 +682,18 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 	if (w.had && !own_commit) {
 		wr.commit_dversion = w.prev.commit_dversion;
 		wr.commit_lino = w.prev.commit_lino;
+	}
+	/* The listing mark (decision 0062) is the listings' and their
+	 * clearers' (pohm_journal_update), and a new directory's first put:
+	 * over a record, a put keeps the record's while the local directory
+	 * is the same one, and drops it with a new one. */
+	if (w.had) {
+		wr.flags &= ~POHM_J_LISTED;
+		wr.listed_ns = 0;
+	}
+	if (w.had && w.prev.ldev == r->ldev && w.prev.lino == r->lino) {
+		wr.flags |= w.prev.flags & POHM_J_LISTED;
+		wr.listed_ns = w.prev.listed_ns;
 	}
 	rc = encode(&b, &wr);
 	if (rc)

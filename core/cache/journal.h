@@ -27,7 +27,8 @@
 #include "store.h"
 
 #define POHM_J_STUB	0x1	/* local file is a stub (stub.h): data not fetched */
-#define POHM_J_LISTED	0x2	/* directory: every entry exists locally */
+#define POHM_J_LISTED	0x2	/* directory: every entry exists locally as of listed_ns
+				 * (decision 0062; cachebase.c) */
 #define POHM_J_CONFLICT	0x4	/* a conflict copy was made for this inode */
 #define POHM_J_TORN	0x8	/* dirty across an unclean shutdown: never pushed (cacheboot.c) */
 #define POHM_J_NOXATTR	0x10	/* a stub whose stored inode has no user.* xattrs: reading
@@ -44,7 +45,8 @@ struct pohm_jrec {
 	struct pohm_ts lctime;		/* local ctime after the last fetch/push */
 	uint64_t recorded_ns;		/* realtime when ldev..lctime were recorded */
 	uint64_t validated_ns;		/* realtime of the last check against the storage */
-	uint64_t listed_ns;		/* directories: realtime of the last listing */
+	uint64_t listed_ns;		/* directories: realtime of the last listing
+					 * (LISTED) or of its clearing (not) */
 	uint64_t boot;			/* boot id hash when the local copy was last written by us */
 	uint32_t flags;			/* POHM_J_* */
 	uint8_t chunk_shift;
@@ -94,7 +96,10 @@ void pohm_journal_atfork_child(void);
  * format).  Free with pohm_jrec_clear (also after an error: harmless). */
 int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
 /* Replace the record atomically (and the index entry for its local file).
- * Takes the record's lock for a few file calls. 0 or -errno. */
+ * Takes the record's lock for a few file calls.  The listing mark
+ * (POHM_J_LISTED, listed_ns) is r's only where ino had no record (a new
+ * directory); else it stays the record's while its local file is the
+ * same, and goes with another (pohm_journal_update sets it). 0 or -errno. */
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
 /* pohm_journal_put that also sets the last commit (commit_dversion,
  * commit_lino) from r: the push turn's holder after its commit. */
@@ -104,7 +109,7 @@ int pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
  * p/<ino> link)?  1 or 0. */
 int pohm_journal_committed(struct pohm_journal *j, uint64_t ino, uint64_t dversion, uint64_t lino);
 /* Was a record rewritten since a caller read it as seen (its versions,
- * local state or flags differ in cur)?  1 or 0. */
+ * local state or flags other than the listing mark differ in cur)?  1 or 0. */
 int pohm_journal_moved(const struct pohm_jrec *cur, const struct pohm_jrec *seen);
 /* pohm_journal_put only if the record is still as the caller read it
  * (seen: the same versions, local state and flags), under its lock:

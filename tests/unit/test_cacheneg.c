@@ -42,6 +42,15 @@ static int exists(const char *h, const char *rel)
 	return !lstat(ch_path(h, rel), &st);
 }
 
+/* Host b makes d with d/f; host a's cache lists d (f is there after). */
+static void made_there_listed_here(struct pohm_cache *a, struct pohm_cache *b)
+{
+	EXPECT_EQ_INT(pohm_cache_mkdir(b, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(b, "b", "d/f", "data", 4), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d", POHM_MAT_LIST), 0);
+	EXPECT(exists("a", "d/f"));
+}
+
 TEST(a_missing_name_in_a_directory_made_here_costs_no_store_call)
 {
 	struct pohm_cache *a;
@@ -133,5 +142,91 @@ TEST(a_rename_from_another_directory_leaves_the_target_incomplete)
 	neg_take();
 	EXPECT_EQ_INT(pohm_cache_materialize(a, "d/missing", POHM_MAT_NOFOLLOW), 0);
 	EXPECT(neg_take() >= 1);
+	pohm_cache_close(a);
+}
+
+/* A new process of host a's cache: its listing of d and a lookup of a
+ * missing name in it make no store call. */
+static struct pohm_cache *next_process_asks_nothing(void)
+{
+	struct pohm_cache *a2 = neg_host("a");
+
+	EXPECT(a2 != NULL);
+	neg_take();
+	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d/missing", POHM_MAT_NOFOLLOW), 0);
+	EXPECT_EQ_INT(neg_take(), 0);
+	return a2;
+}
+
+/* Decision 0062: the mark is in the directory's record, so a second
+ * process of the same cache (a second pohm_cache over a's dirs) neither
+ * lists d again nor asks for a missing name, within attr_timeout; after
+ * it, it asks and sees another host's create. */
+TEST(a_directory_one_process_listed_is_complete_for_the_next_process_of_the_cache)
+{
+	struct pohm_cache *a, *a2, *b;
+
+	ch_setup();
+	a = neg_host("a");
+	b = neg_host("b");
+	EXPECT(a && b);
+	made_there_listed_here(a, b);
+	a2 = next_process_asks_nothing();
+	EXPECT_EQ_INT(ch_write(b, "b", "d/new", "x", 1), 0);
+	neg_sleep_past_timeout();
+	neg_take();
+	EXPECT_EQ_INT(pohm_cache_materialize(a2, "d", POHM_MAT_LIST), 0);
+	EXPECT(neg_take() >= 1);
+	EXPECT(exists("a", "d/new"));
+	pohm_cache_close(a2);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* A process whose create may have left a stored name without a local
+ * file (the undo failed) clears the mark in the record: another process
+ * that listed d before does not hide the name from a third. */
+TEST(a_failed_create_undo_clears_the_mark_for_the_other_processes)
+{
+	struct pohm_cache *a, *a2, *a3, *b;
+
+	ch_setup();
+	a = neg_host("a");
+	a2 = neg_host("a");
+	b = neg_host("b");
+	EXPECT(a && a2 && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(b, "d", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_create(a2, "d/y", 0644, 1), 0);
+	pohm_kvmem_fail_after(&ch_mem, 0);
+	pohm_cache_create_undo(a2, "d/y");
+	pohm_kvmem_fail_after(&ch_mem, -1);
+	a3 = neg_host("a");
+	EXPECT(a3 != NULL);
+	neg_take();
+	EXPECT_EQ_INT(pohm_cache_materialize(a3, "d/y", POHM_MAT_NOFOLLOW), 0);
+	EXPECT(neg_take() >= 1);
+	EXPECT(exists("a", "d/y"));
+	pohm_cache_close(a3);
+	pohm_cache_close(a2);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* A directory made by one process is complete (and empty) for the next
+ * process of the cache too, as of before its insert (decision 0062). */
+TEST(a_directory_one_process_made_is_complete_for_the_next_process_of_the_cache)
+{
+	struct pohm_cache *a, *a2;
+
+	ch_setup();
+	a = neg_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "d/f", "data", 4), 0);
+	a2 = next_process_asks_nothing();
+	EXPECT(exists("a", "d/f"));
+	pohm_cache_close(a2);
 	pohm_cache_close(a);
 }

@@ -1,0 +1,156 @@
+/*
+ * listgone.c — a local directory whose stored directory is gone (removed
+ * on another host, `rm -r`): its local copy goes, entries and all, as a
+ * listing of its parent finds it (cache.c list_drop_gone).  Before session
+ * 16 only an empty one went, and the local files below a removed
+ * directory stayed visible here for good.  Nothing of this host is lost:
+ * a clean copy (what this host fetched or pushed, a stub) goes; a file
+ * changed here (or made without the shim) is first kept as a conflict copy
+ * under /.pohmelfs-conflicts/HOST/ (DESIGN §1 "Conflicts"), as a push
+ * that lost its compare-and-swap keeps it; whatever cannot be handled so
+ * (a rename of this host in flight, a file the journal marks as a
+ * conflict already, a node, a failed copy) stays, and with it the
+ * directories above it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_int.h"
+#include "sys.h"
+
+/* Deeper trees are left (the stack holds a name per level). */
+#define GONE_MAX_DEPTH 64
+
+/* The journal's record of the local file st, or -ENOENT (none, or an
+ * index entry left by another file). */
+static int gone_rec(struct pohm_cache *c, const struct stat *st, struct pohm_jrec *rec)
+{
+	uint64_t known;
+	int r;
+
+	memset(rec, 0, sizeof(*rec));
+	r = pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &known);
+	if (!r)
+		r = pohm_journal_get(&c->j, known, rec);
+	if (!r && cache_index_stale(rec, st))
+		r = -ENOENT;
+	return r;
+}
+
+/* A rename of this host in flight moves ino (cachens.c's intent). */
+static int gone_moving(struct pohm_cache *c, uint64_t ino)
+{
+	struct stat st;
+	char path[64];
+
+	snprintf(path, sizeof(path), "p/%llx.mv", (unsigned long long)ino);
+	return !pohm_sys_fstatat(c->j.dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Keep the local regular file dfd/name (st) as a conflict copy.  0 or -errno. */
+static int gone_keep(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		     struct pohm_jrec *rec, const struct stat *st)
+{
+	int fd, r;
+
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	pohm_jrec_set_hint(rec, rel);
+	r = cache_conflict_copy(c, fd, rec, st, "changed here, its directory removed elsewhere");
+	pohm_sys_close(fd);
+	return r;
+}
+
+/* The non-directory dfd/name (st): gone, or kept.  1 gone, 0 kept. */
+static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		     const struct stat *st)
+{
+	struct pohm_jrec rec;
+	int have = !gone_rec(c, st, &rec), gone = 0, clean;
+
+	if (have && ((rec.flags & POHM_J_CONFLICT) || gone_moving(c, rec.ino)))
+		goto out;
+	clean = have && !cache_local_changed(c, &rec, dfd, name, st);
+	if (!clean && (!S_ISREG(st->st_mode) || gone_keep(c, dfd, name, rel, &rec, st)))
+		goto out;	/* nothing to keep it as: it stays */
+	if (pohm_sys_unlinkat(dfd, name, 0))
+		goto out;
+	gone = 1;
+	if (have) {
+		if (rec.nlink <= 1)
+			pohm_journal_del(&c->j, rec.ino);
+		cache_unmark(c, rec.ino);
+	}
+out:
+	pohm_jrec_clear(&rec);
+	return gone;
+}
+
+/* The local directory dfd/name (rel) and what it holds: 1 gone, 0 (part) kept. */
+static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel, int depth)
+{
+	char buf[8192], *sub;
+	struct pohm_jrec rec;
+	struct stat st, dst;
+	long n = 0, off;
+	size_t len;
+	int fd, kept = 0, have, moving;
+
+	if (depth > GONE_MAX_DEPTH)
+		return 0;
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return 0;
+	have = !pohm_sys_fstat(fd, &dst) && !gone_rec(c, &dst, &rec);
+	/* A rename of this host moves it: the renamer's.  Else every entry
+	 * that can go goes, whatever stays beside it. */
+	moving = have && gone_moving(c, rec.ino);
+	kept = moving;
+	while (!moving && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			/* Not asprintf: libc's allocator is not the one free() uses here. */
+			len = strlen(rel) + strlen(de->d_name) + 2;
+			sub = malloc(len);
+			if (!sub || pohm_sys_fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+				free(sub);
+				kept = 1;
+				continue;
+			}
+			snprintf(sub, len, "%s/%s", rel, de->d_name);
+			if (S_ISDIR(st.st_mode))
+				kept |= !gone_dir(c, fd, de->d_name, sub, depth + 1);
+			else
+				kept |= !gone_file(c, fd, de->d_name, sub, &st);
+			free(sub);
+		}
+	}
+	kept |= n < 0;
+	pohm_sys_close(fd);
+	if (!kept && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
+		if (have) {
+			pohm_journal_del(&c->j, rec.ino);
+			cache_unmark(c, rec.ino);
+		}
+	} else {
+		kept = 1;
+	}
+	if (have)
+		pohm_jrec_clear(&rec);
+	return !kept;
+}
+
+int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+{
+	return gone_dir(c, dfd, name, rel, 0);
+}
