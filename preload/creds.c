@@ -120,7 +120,9 @@ POHM_EXPORT int capset(cap_user_header_t hdr, cap_user_data_t data)
  * per-thread setresuid as Samba does): the kept credentials and umask
  * are not told by a wrapper above, so a credential call made this way
  * turns the snapshot off for good (it may be one thread's only), and a
- * umask marks the kept one stale.  Every other number passes untouched;
+ * umask marks the kept one stale.  getdents64 and getdents on an fd
+ * whose directory's listing failed list it again or fail EIO, as the
+ * getdents64 wrapper (dir.c).  Every other number passes untouched;
  * errno is the real call's.  Inline assembly is still not seen
  * (libpohmelfs(7) LIMITS).
  */
@@ -133,6 +135,15 @@ static int creds_nr(long nr)
 		return 1;
 	}
 	return 0;
+}
+
+static int dents_nr(long nr)
+{
+#ifdef SYS_getdents
+	if (nr == SYS_getdents)
+		return 1;
+#endif
+	return nr == SYS_getdents64;
 }
 
 POHM_EXPORT long syscall(long nr, ...)
@@ -148,6 +159,10 @@ POHM_EXPORT long syscall(long nr, ...)
 	pohm_init();
 	if (creds_nr(nr))
 		pohm_sys_creds_per_thread();
+	if (dents_nr(nr) && (r = pohm_dir_fd_readable((int)a[0])) < 0) {
+		errno = (int)-r;
+		return -1;	/* as getdents64 (dir.c): a listing failed */
+	}
 	r = pohm_real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (nr == SYS_umask)
 		pohm_sys_umask_changed();

@@ -14,9 +14,11 @@
  * errno EIO, as the kernel does for a directory it cannot read, rather than
  * the local entries as if they were all (DESIGN.md §0: tar, cp -r, rsync
  * --delete, git add -A would take the missing names for deleted).  Offline
- * the cache lists as last listed and sets no mark.  Limit: getdents64
- * called by the program itself (not through readdir) is not interposed;
- * it reads the local entries.
+ * the cache lists as last listed and sets no mark.  A program's own
+ * getdents64 (glibc's, or syscall(2)'s: creds.c) on a marked fd does the
+ * same (pohm_dir_fd_readable): lists again, or fails EIO.  Limit: the
+ * system call made without libc (inline assembly, Go's runtime) is not
+ * seen; it reads the local entries.
  *
  * Sections: streams; readdir.
  */
@@ -203,4 +205,28 @@ POHM_EXPORT int readdir64_r(DIR *d, struct dirent64 *ent, struct dirent64 **res)
 	       pohm_hook_readdir(d, fd, *res))
 		;
 	return r;
+}
+
+/* -------------------------------------------------------- getdents64 */
+
+int pohm_dir_fd_readable(int fd)
+{
+	struct pohm_fd_info fi;
+
+	if (!pohm_claim_fd(fd, &fi) || !(fi.flags & POHM_FD_UNLISTED))
+		return 0;
+	return stream_relist(fd);
+}
+
+POHM_EXPORT ssize_t getdents64(int fd, void *buf, size_t len)
+{
+	int r;
+
+	pohm_init();
+	r = pohm_dir_fd_readable(fd);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return pohm_real.getdents64(fd, buf, len);
 }

@@ -651,6 +651,11 @@ void pohm_fd_forget_range(unsigned lo, unsigned hi);
 /* pthread_atfork handlers of the table. */
 void pohm_fd_atfork(enum pohm_fork_phase phase);
 
+/* dir.c: 0 when a program may read fd's entries itself (getdents64): not
+ * marked POHM_FD_UNLISTED, or its directory listed now; else -errno (-EIO:
+ * the listing failed again, the mark stays). */
+int pohm_dir_fd_readable(int fd);
+
 /* Directory streams opened under the prefix (readdir looks only when > 0). */
 extern POHM_HIDDEN int pohm_dirs_under;
 

@@ -844,6 +844,7 @@ struct entry_seen {
 	int have;
 	uint64_t ldev, lino, vns;
 	int from_rec;		/* answered from a fresh record: lst is the name's now */
+	int known;		/* the journal has the local name's record (not stale) */
 	struct stat lst;	/* when have */
 };
 
@@ -871,6 +872,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	found->lino = have_local ? (uint64_t)lst.st_ino : 0;
 	found->vns = 0;
 	found->from_rec = 0;
+	found->known = 0;
 	if (have_local)
 		found->lst = lst;
 	/* Not here, in a directory this process holds complete (listed or
@@ -897,6 +899,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			known = 0;
 		}
 	}
+	found->known = have_rec;
 	if (have_rec && (cache_fresh_rec(c, &rec) || cache_offline(c))) {
 		/* Validated within attr_timeout, or offline: answer from the
 		 * journal, no round trip. */
@@ -1251,15 +1254,35 @@ static int local_dir(int dfd, const char *name)
 	return !pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
 }
 /* The walk's last component when its entry was answered from a fresh
- * record and no symlink was followed on the way: its local stat as the
- * walk found it and its storage inode (pohm_cache_materialize remembers
- * the path with them: no fstatat of its own, no index read for the
- * overlay). */
+ * record and no symlink was followed on the way (want: the caller takes
+ * it): its local stat as the walk found it and its storage inode
+ * (pohm_cache_materialize remembers the path with them: no fstatat of its
+ * own, no index read for the overlay).  until: the least of the deadlines
+ * (cache_fresh_until) of every component the walk answered, directories
+ * on the way included: the path's entry lasts no longer than the oldest
+ * check it stands on (UINT64_MAX: none; 0: one was not fresh). */
 struct mat_last {
-	int ok;
+	int ok, want;
 	struct stat lst;
 	uint64_t ino;
+	uint64_t until;
 };
+
+/* A component the walk answered (ino, its record's validated_ns as
+ * ensure_entry or the walk table saw it): ml->until bounded by its
+ * freshness.  Offline the walk answers as last known: no bound. */
+static void mat_bound(struct pohm_cache *c, struct mat_last *ml, uint64_t ino, uint64_t vns)
+{
+	uint64_t until;
+
+	if (!ml || !c->attr_timeout_ns)
+		return;
+	until = cache_fresh_until(c, ino, vns);
+	if (!until && cache_offline(c))
+		return;
+	if (until < ml->until)
+		ml->until = until;
+}
 
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
 			    struct mat_work *w, int *follow, struct mat_dir *md,
@@ -1285,7 +1308,11 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 						 comp[i]);
 		dfd = cache_walk_start(c, path, &ch);
 		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
+			unsigned k;
+
 			dino = ch.ino[ch.n - 1];
+			for (k = 0; k < ch.n; k++)
+				mat_bound(c, ml, ch.ino[k], ch.vns[k]);
 		} else {
 			if (dfd >= 0)
 				pohm_sys_close(dfd);
@@ -1334,11 +1361,16 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			 * the caller fails as the kernel would there. */
 			if (md && !cache_offline(c))
 				md->err = r;
-			r = 0;
+			/* Nor be the way to a name below it: a directory the
+			 * journal knows, gone from the storage (not one made here
+			 * without the shim, which reconcile adopts). */
+			if (last || !seen.known || !S_ISDIR(seen.lst.st_mode) || cache_offline(c))
+				r = 0;
 			break;
 		}
 		if (r)
 			break;
+		mat_bound(c, ml, in.ino, seen.vns);
 		if (S_ISDIR(in.mode) && seen.have && ch.n < POHM_DCHAIN) {
 			/* A directory on the way, as spelled, no symlink followed. */
 			ch.ino[ch.n] = in.ino;
@@ -1391,7 +1423,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			dfd = nfd;
 			continue;
 		}
-		if (ml && seen.have && seen.from_rec) {
+		if (ml && ml->want && seen.have && seen.from_rec) {
 			ml->ok = 1;
 			ml->lst = seen.lst;
 			ml->ino = in.ino;
@@ -1436,8 +1468,7 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		 * caller's rel must name that directory as spelled (a create's
 		 * names_fd walks it O_NOFOLLOW; an absolute link resolves by its
 		 * real path instead, open_beyond). */
-		r = materialize_once(c, rel, flags, w, &follow, depth == first ? md : NULL,
-				     depth == first ? ml : NULL);
+		r = materialize_once(c, rel, flags, w, &follow, depth == first ? md : NULL, ml);
 		if (r == -EXDEV && depth > 0)
 			r = 0;	/* a followed link left the prefix on the way */
 		if (r || !follow)
@@ -1447,7 +1478,7 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		if (md)
 			md->followed = 1;
 		if (ml)
-			ml->ok = 0;
+			ml->ok = ml->want = 0;
 	}
 	free(w);
 	return r;
@@ -1514,10 +1545,10 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags,
 	struct stat st;
 	uint64_t h;
 
-	if (ml && ml->ok)
+	if (ml->ok)
 		st = ml->lst;
-	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel ||
-	    (!(ml && ml->ok) && pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW)) ||
+	if (!c->attr_timeout_ns || (flags & POHM_MAT_PARENT) || !*rel || !ml->until ||
+	    (!ml->ok && pohm_sys_fstatat(c->pfd, rel, &st, AT_SYMLINK_NOFOLLOW)) ||
 	    (S_ISDIR(st.st_mode) && (flags & POHM_MAT_LIST)) ||
 	    (S_ISLNK(st.st_mode) && !(flags & POHM_MAT_NOFOLLOW)) ||
 	    pohm_stub_shape(&st))
@@ -1528,8 +1559,9 @@ static void path_remember(struct pohm_cache *c, const char *rel, unsigned flags,
 	e->hash = h;
 	e->ldev = (uint64_t)st.st_dev;
 	e->lino = (uint64_t)st.st_ino;
-	e->mono_ns = pohm_sys_mono_ns();
-	e->ino = ml && ml->ok ? ml->ino : 0;
+	/* Its age: that of the oldest check the walk stood on. */
+	e->mono_ns = ml->until == UINT64_MAX ? pohm_sys_mono_ns() : ml->until - c->attr_timeout_ns;
+	e->ino = ml->ok ? ml->ino : 0;
 	pthread_mutex_unlock(&c->vlock);
 }
 
@@ -1593,12 +1625,12 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 {
 	int r;
 
-	struct mat_last ml = { 0 };
+	/* A walk that fetches (DATA) may put another local file at the name. */
+	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX };
 
 	if (path_fresh(c, rel, flags))
 		return cache_perm_path(c, rel, mat_want(flags));
-	/* A walk that fetches (DATA) may put another local file at the name. */
-	r = materialize_dir(c, rel, flags, 0, NULL, (flags & POHM_MAT_DATA) ? NULL : &ml);
+	r = materialize_dir(c, rel, flags, 0, NULL, &ml);
 	if (!r)
 		r = cache_perm_path(c, rel, mat_want(flags));
 	if (!r)

@@ -260,7 +260,11 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
  * (any owner: a non-root owner may only pick a group of its own) and, for
  * root, the owner, where they differ from the stored ones — also on a
  * directory this cache has no record of (another user's cache made it).
- * Stubs, sockets and symlinks: nothing.  1 stored, 0 nothing to do, -errno.
+ * Stubs, sockets and symlinks: nothing.  1 stored, 0 nothing to do (or
+ * not stored but carried by the object's next push: a regular file's
+ * mode, a root cache's owner), -errno when the storage did not take what
+ * no later push sends (a directory's mode, whose local form then goes
+ * back to the stored one's; a non-root cache's group): the call fails.
  */
 int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int owner);
 /*

@@ -144,6 +144,9 @@ int cache_fresh(struct pohm_cache *c, uint64_t ino);
  * (realtime, 0: unknown) answers then.  count: a fresh answer counts as a
  * validation skipped. */
 int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count);
+/* The same test's deadline: the monotonic ns (pohm_sys_mono_ns) until which
+ * ino stays fresh, 0 when it is not fresh now. */
+uint64_t cache_fresh_until(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns);
 /* The same, and when this process has no word on ino (a new process):
  * by any process of the cache, as its record's validated_ns says. */
 int cache_fresh_rec(struct pohm_cache *c, const struct pohm_jrec *rec);

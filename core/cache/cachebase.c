@@ -33,28 +33,51 @@ static int fresh_at(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
 	return cache_fresh_at_count(c, ino, validated_ns, 1);
 }
 
-int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count)
+/* Under vlock: the monotonic ns until which ino stays fresh (mono: now),
+ * 0 when it is not fresh. */
+static uint64_t fresh_until_locked(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns,
+				   uint64_t mono)
 {
 	unsigned s = vslot(ino);
+
+	if (c->vino[s] == ino) {
+		if (c->vtime[s] == VSTALE || mono - c->vtime[s] >= c->attr_timeout_ns)
+			return 0;
+		return c->vtime[s] + c->attr_timeout_ns;
+	}
+	if (validated_ns) {
+		uint64_t now = pohm_sys_real_ns();
+
+		if (validated_ns <= now && now - validated_ns < c->attr_timeout_ns)
+			return mono + (c->attr_timeout_ns - (now - validated_ns));
+	}
+	return 0;
+}
+
+int cache_fresh_at_count(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns, int count)
+{
 	int fresh;
 
 	if (!c->attr_timeout_ns)
 		return 0;
 	pthread_mutex_lock(&c->vlock);
-	if (c->vino[s] == ino) {
-		fresh = c->vtime[s] != VSTALE &&
-			pohm_sys_mono_ns() - c->vtime[s] < c->attr_timeout_ns;
-	} else if (validated_ns) {
-		uint64_t now = pohm_sys_real_ns();
-
-		fresh = validated_ns <= now && now - validated_ns < c->attr_timeout_ns;
-	} else {
-		fresh = 0;
-	}
+	fresh = fresh_until_locked(c, ino, validated_ns, pohm_sys_mono_ns()) != 0;
 	if (fresh && count)
 		c->stats.validations_skipped++;
 	pthread_mutex_unlock(&c->vlock);
 	return fresh;
+}
+
+uint64_t cache_fresh_until(struct pohm_cache *c, uint64_t ino, uint64_t validated_ns)
+{
+	uint64_t until;
+
+	if (!c->attr_timeout_ns)
+		return 0;
+	pthread_mutex_lock(&c->vlock);
+	until = fresh_until_locked(c, ino, validated_ns, pohm_sys_mono_ns());
+	pthread_mutex_unlock(&c->vlock);
+	return until;
 }
 
 int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst)

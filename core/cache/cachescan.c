@@ -193,6 +193,33 @@ static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, c
 	return r;
 }
 
+/*
+ * The storage inode and record of the local directory rel (st): 0, or 1
+ * when the journal does not know it (yet) or cannot say.  An index entry
+ * that names another directory's record is stale (cachebase.c
+ * cache_index_stale: a reused local inode number; session 15,
+ * test_dirindex): the storage resolves rel, and when that inode's record
+ * names this local directory the index is set right and it is used.
+ */
+static int scan_dir_ino(struct scan *s, const char *rel, const struct stat *st, uint64_t *dino,
+			struct pohm_jrec *rec)
+{
+	if (pohm_journal_lookup_local(&s->c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, dino) ||
+	    pohm_journal_get(&s->c->j, *dino, rec))
+		return 1;
+	if (!cache_index_stale(rec, st))
+		return 0;
+	pohm_jrec_clear(rec);
+	if (*rel && !pohm_ns_resolve(s->c->ns, rel, 0, dino) && !pohm_journal_get(&s->c->j, *dino, rec)) {
+		if (S_ISDIR(rec->mode) && !cache_index_stale(rec, st) &&
+		    !pohm_journal_index_set(&s->c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, *dino))
+			return 0;
+		pohm_jrec_clear(rec);
+	}
+	pohm_warn("%s: its index entry names another directory: not scanned", *rel ? rel : ".");
+	return 1;
+}
+
 /* Read rel whole if it changed since the last pass (depth > 0: always). */
 static int scan_dir(struct scan *s, const char *rel, int depth)
 {
@@ -218,8 +245,7 @@ static int scan_dir(struct scan *s, const char *rel, int depth)
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		goto out;
-	if (pohm_journal_lookup_local(&s->c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dino) ||
-	    pohm_journal_get(&s->c->j, dino, &rec))
+	if (scan_dir_ino(s, rel, &st, &dino, &rec))
 		goto out;	/* not a directory of ours (yet) */
 	if (!depth && rec.lctime.sec == st.st_ctim.tv_sec &&
 	    rec.lctime.nsec == (uint32_t)st.st_ctim.tv_nsec) {

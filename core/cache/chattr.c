@@ -44,6 +44,35 @@ int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t l
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * The storage did not take sa (r).  A regular file's mode, and a root
+ * cache's owner and group, travel with the object's next push (push.c
+ * push_attrs_diff): 0, logged.  What no push sends is stored at the call
+ * or not at all, as offline (cacheoffline.c refuses it before the call):
+ * a directory's mode (push_attrs_diff and dir_times_follow take a local
+ * mode of stored | 0700 for the cache's own u+rwx, so a chmod u+rwx was
+ * never sent again), a non-root cache's group (its pushes send none).
+ * The directory's local mode goes back to the stored one's local form, so
+ * that no later push sends what the call failed on, and r is returned for
+ * the call to fail with it.
+ */
+static int chattr_unsent(struct pohm_cache *c, int fd, const char *rel, const struct stat *st,
+			 const struct pohm_setattr *sa, uint32_t smode, int r)
+{
+	mode_t m = (mode_t)((smode & 07777) | 0700);
+
+	if (!((sa->mask & POHM_SET_MODE) && S_ISDIR(st->st_mode)) &&
+	    (c->is_root || !(sa->mask & (POHM_SET_UID | POHM_SET_GID)))) {
+		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
+			  strerror(-r));
+		return 0;
+	}
+	if ((sa->mask & POHM_SET_MODE) && S_ISDIR(st->st_mode) &&
+	    (fd < 0 || pohm_sys_fchmod(fd, m)) && rel && *rel)
+		pohm_sys_fchmodat(c->pfd, rel, m);
+	return r;
+}
+
 int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int owner)
 {
 	struct pohm_setattr sa = { 0 };
@@ -111,8 +140,10 @@ int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int ow
 	if (!sa.mask)
 		goto out;
 	r = pohm_ns_setattr(c->ns, ino, &sa, &in);
-	if (r)
+	if (r) {
+		r = chattr_unsent(c, fd, rel, &st, &sa, smode, r);
 		goto out;
+	}
 	if (have_rec) {
 		/* The attributes and the version only: dversion, size and chunk
 		 * checksums describe the local data (a file open here may be

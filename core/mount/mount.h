@@ -240,8 +240,8 @@ enum pohm_proc_attr {
  * change travels now (a path's change, unless a file of the host's open
  * fds, which pushes at close or sync; a truncation through an fd travels
  * with that fd's next push; failures are logged: the change stays for a
- * later push).  Returns the caller's result: the real call's, or the
- * check's -errno. */
+ * later push, but what no push sends fails the call: chattr.c).  Returns
+ * the caller's result: the real call's, or the check's or that -errno. */
 int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum pohm_proc_attr op,
 		   const char *rel, int fd, unsigned flags, const struct pohm_proc_real *real);
 

@@ -58,8 +58,9 @@ static int held_path(struct pohm_cache *c, const struct pohm_host_fds *h, const 
 /* After the kernel's change succeeded: it travels now (a path's change,
  * unless a file of the host's open fds, which pushes at close or sync; a
  * truncation through an fd travels with that fd's next push).  Failures
- * are logged: the change stays for a later push. */
-static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
+ * are logged: the change stays for a later push, but for what no push
+ * sends (chattr.c): 0, or that -errno for the call. */
+static int attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 		       enum pohm_proc_attr op, const char *rel, int fd, unsigned flags)
 {
 	char real[4096];
@@ -70,7 +71,7 @@ static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 	if (rel && !(flags & POHM_PAF_NOFOLLOW)) {
 		r = pohm_cache_follow(c, rel, real, sizeof(real));
 		if (r == 2 || r < 0)
-			return;	/* out of the prefix: libc's alone */
+			return 0;	/* out of the prefix: libc's alone */
 		if (r == 0)
 			rel = real;
 	}
@@ -90,12 +91,21 @@ static void attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 		r = pohm_cache_push_path(c, rel);
 	else
 		r = 0;	/* open here: pushed through its fd at close or sync */
-	/* What a push cannot tell from the cache's own differences (chattr.c). */
-	if (r >= 0 && chattr && (fd >= 0 || rel))
-		r = pohm_cache_push_chattr(c, fd, rel, op == POHM_PA_OWNER);
 	if (r < 0 && r != -EBADF)
 		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
+	/* What a push cannot tell from the cache's own differences (chattr.c):
+	 * asked even when the push failed, no later one would send it (not
+	 * for a write-only fd's file: its close pushes, -EBADF). */
+	if (chattr && r != -EBADF && (fd >= 0 || rel)) {
+		r = pohm_cache_push_chattr(c, fd, rel, op == POHM_PA_OWNER);
+		if (r < 0 && r != -EBADF) {
+			pohm_warn("%s: attribute change not stored (%s): the call fails",
+				  rel ? rel : "fd", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
 }
 
 int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum pohm_proc_attr op,
@@ -106,7 +116,11 @@ int pohm_proc_attr(struct pohm_cache *c, const struct pohm_host_fds *h, enum poh
 	if (r < 0)
 		return r;
 	r = real->call(real->arg);
-	if (r >= 0)
-		attr_after(c, h, op, rel, fd, flags);
+	if (r >= 0) {
+		int e = attr_after(c, h, op, rel, fd, flags);
+
+		if (e < 0)
+			r = e;
+	}
 	return r;
 }

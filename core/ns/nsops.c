@@ -285,7 +285,9 @@ static void inode_discard(struct pohm_ns *ns, struct pohm_inode *in)
 static int dangling_settle(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
 			   struct pohm_inode *out)
 {
-	uint64_t t0 = ns_now_ns();
+	/* The monotonic clock: a wait on the real-time clock ended at once
+	 * when it stepped back (now - t0 wrapped; test_nsclock). */
+	uint64_t t0 = pohm_sys_mono_ns();
 	unsigned attempt = 1;
 	int r;
 
@@ -300,7 +302,7 @@ static int dangling_settle(struct pohm_ns *ns, uint64_t dir, const char *name, u
 		r = pohm_ns_getattr(ns, ino, out);
 		if (r != -ENOENT)
 			return r;
-	} while (ns_now_ns() - t0 < ns->intent_timeout_ns);
+	} while (pohm_sys_mono_ns() - t0 < ns->intent_timeout_ns);
 	pohm_warn("directory %llu: entry \"%s\" names inode %llu, missing for %llu ms: "
 		  "taken out (a create that died half-way)", (unsigned long long)dir, name,
 		  (unsigned long long)ino, (unsigned long long)(ns->intent_timeout_ns / 1000000));

@@ -83,3 +83,18 @@ new_records() {
 	run shim a ls "$T/a/w"
 	[ "$output" = "$(printf 'common\nd2\nold\nsrc')" ]
 }
+
+@test "a program's own getdents64 (glibc's, syscall(2)'s) fails with EIO as readdir does" {
+	shim a mkdir "$T/a/w/old"
+	local how
+	for how in libc raw; do
+		run shim b env POHMELFS_TEST_LIST_FAIL=w "$B/tests/helpers/dents" "$T/b/w" $how
+		echo "$how: $status $output"
+		[ "$status" -eq 1 ]
+		[[ $output == *"Input/output error"* ]]
+	done
+	# Listed whole once the listing works.
+	run shim b "$B/tests/helpers/dents" "$T/b/w" raw
+	[ "$status" -eq 0 ]
+	[ "$(sort <<<"$output")" = "$(printf 'old\nsrc')" ]
+}

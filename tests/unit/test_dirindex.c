@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "cache_hosts.h"
@@ -94,6 +95,34 @@ TEST(a_stale_index_entry_of_a_directory_never_makes_another_directory_the_parent
 	EXPECT(exists_on(b, "b", "d2/f"));
 	EXPECT(!exists_on(b, "b", "d1/x"));
 	EXPECT(!exists_on(b, "b", "d1/f"));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/*
+ * The same stale entry met by pohmelfsd's reconcile (cachescan.c
+ * scan_dir): a symlink made without the shim in d2's local directory is
+ * made in the storage under d2, not under the directory the stale entry
+ * names.  (Sleeps 5 s: reconcile adopts a name once it settled.)
+ */
+TEST(reconcile_never_adopts_into_the_directory_a_stale_index_entry_names)
+{
+	struct pohm_cache *a, *b;
+	uint64_t d1 = 0;
+
+	ch_setup();
+	a = ch_host_over("a", &ch_kv, 10000000000ULL);
+	b = ch_host("b");
+	EXPECT(a != NULL && b != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d1", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d2", 0755), 0);
+	EXPECT_EQ_INT(indexed_as("a", "d1", &d1), 0);
+	EXPECT_EQ_INT(index_as("a", "d2", d1), 0);
+	EXPECT_EQ_INT(symlink("t", ch_path("a", "d2/l")), 0);	/* no shim */
+	usleep(5300 * 1000);	/* cachescan.c SETTLE_NS, 5 s */
+	EXPECT_EQ_INT(pohm_cache_reconcile(a), 1);
+	EXPECT(exists_on(b, "b", "d2/l"));
+	EXPECT(!exists_on(b, "b", "d1/l"));
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
