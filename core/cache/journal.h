@@ -131,6 +131,12 @@ int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
  */
 int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
+/* pohm_journal_update that also makes a record where ino has none (or a
+ * torn one): fn then gets one of zeros, r->ino == 0, and fills it in (a
+ * create's first record, written once with the local file it opened).
+ * 0, fn's error, -errno. */
+int pohm_journal_update_make(struct pohm_journal *j, uint64_t ino,
+			     int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
