@@ -762,8 +762,10 @@ int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino)
 	return 0;
 }
 
-/* The push of fd, the local file of our inode ino, in this host's turn. */
-static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
+/* The push of fd, the local file of our inode ino, in this host's turn
+ * (hinted: ino is pohm_journal_local_hint's; -ESRCH, nothing done, when
+ * its record does not name fd's file). */
+static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted)
 {
 	struct pohm_jrec rec;
 	struct stat st;
@@ -780,10 +782,13 @@ static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
 		 * The base before the local state (push_attrs). */
 		r = pohm_journal_get(&c->j, ino, &rec);
 		if (r) {
-			r = r == -ENOENT ? 0 : r;
+			r = hinted ? -ESRCH : r == -ENOENT ? 0 : r;
 			break;
 		}
 		r = pohm_sys_fstat(fd, &st);
+		if (!r && hinted && (rec.lino != (uint64_t)st.st_ino || rec.ldev != (uint64_t)st.st_dev))
+			r = -ESRCH;
+		hinted = 0;	/* confirmed: the retries need not */
 		if (r) {
 			pohm_jrec_clear(&rec);
 			break;
@@ -814,9 +819,14 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		return 0;
 	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
 		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
+	/* The file this thread just recorded (a create's close): no index
+	 * read, its record (read in the push's turn anyway) confirms it. */
+	if (!pohm_journal_local_hint(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) &&
+	    (r = push_fd_ino(c, fd, ino, 1)) != -ESRCH)
+		return r;
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* not a file of ours */
-	return push_fd_ino(c, fd, ino);
+	return push_fd_ino(c, fd, ino, 0);
 }
 
 int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
@@ -834,14 +844,14 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* not a file of ours */
 	if (st.st_size <= 0 || pohm_journal_get(&c->j, ino, &rec))
-		return push_fd_ino(c, fd, ino);	/* no bytes to read, or no record: as ever */
+		return push_fd_ino(c, fd, ino, 0);	/* no bytes to read, or no record: as ever */
 	/* What cache_push_known would do: a stub's or a torn push has its own
 	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
 	 * every chunk of fd, which fails EBADF on a write-only fd. */
 	reads = !(rec.flags & (POHM_J_STUB | POHM_J_TORN)) &&
 		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777));
 	pohm_jrec_clear(&rec);
-	return reads ? -EBADF : push_fd_ino(c, fd, ino);
+	return reads ? -EBADF : push_fd_ino(c, fd, ino, 0);
 }
 
 /*
