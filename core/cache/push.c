@@ -829,22 +829,47 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 	return push_fd_ino(c, fd, ino, 0);
 }
 
+/* The storage inode of the local file st and, when it has bytes, its
+ * record (*had): this thread's hint when the record confirms it (no index
+ * read), else the index's.  0, or -ENOENT: not a file of ours. */
+static int wronly_rec(struct pohm_cache *c, const struct stat *st, uint64_t *ino,
+		      struct pohm_jrec *rec, int *had)
+{
+	uint64_t dev = (uint64_t)st->st_dev, lino = (uint64_t)st->st_ino;
+
+	*had = 0;
+	if (!pohm_journal_local_hint(&c->j, dev, lino, ino) && !pohm_journal_get(&c->j, *ino, rec)) {
+		if (rec->lino == lino && rec->ldev == dev) {
+			*had = 1;
+			return 0;
+		}
+		pohm_jrec_clear(rec);
+	}
+	if (pohm_journal_lookup_local(&c->j, dev, lino, ino))
+		return -ENOENT;
+	*had = st->st_size > 0 && !pohm_journal_get(&c->j, *ino, rec);
+	return 0;
+}
+
 int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 {
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
-	int r, reads;
+	int r, reads, had;
 
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
 	if ((uint64_t)st.st_dev != c->pdev || !S_ISREG(st.st_mode))
 		return pohm_cache_push_fd(c, fd);	/* nothing of a file's push here */
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+	if (wronly_rec(c, &st, &ino, &rec, &had))
 		return 0;	/* not a file of ours */
-	if (st.st_size <= 0 || pohm_journal_get(&c->j, ino, &rec))
+	if (!had || st.st_size <= 0) {
+		if (had)
+			pohm_jrec_clear(&rec);
 		return push_fd_ino(c, fd, ino, 0);	/* no bytes to read, or no record: as ever */
+	}
 	/* What cache_push_known would do: a stub's or a torn push has its own
 	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
 	 * every chunk of fd, which fails EBADF on a write-only fd. */
