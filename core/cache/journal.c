@@ -715,8 +715,9 @@ out:
 
 /*
  * pohm_journal_update (make: pohm_journal_update_make): the record as it
- * is now, under its lock; fn's edit is written in place, the index follows a change of the local file,
- * and the last commit stays (only pohm_journal_put_commit writes it).
+ * is now, under its lock; fn's edit is written in place, the index
+ * follows a change of the local file, and the last commit stays (only
+ * pohm_journal_put_commit writes it).
  */
 static int update_rec(struct pohm_journal *j, uint64_t ino,
 		      int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg, int make)
