@@ -30,16 +30,12 @@ static uint32_t my_gid(void)
  * path, for the pohm_cache_opened that follows (thread-local: no lock). */
 static __thread uint64_t created_ino, created_hash, created_dino;
 static __thread char created_name[256];
-/* Its stored attributes as the create answered them (no data: a new
- * file), for the one record pohm_cache_opened_as writes with the local
- * file (issue 23: one record write per create, none before the open). */
-struct created_attrs {
-	uint64_t version, dversion, size, rdev, validated_ns;
-	uint32_t mode, uid, gid, nlink;
-	struct pohm_ts atime, mtime, ctime;
-	uint8_t chunk_shift;
-};
-static __thread struct created_attrs created_at;
+/* Its stored attributes as the create answered them (a new file: no
+ * chunks; nothing malloc'ed is kept) and when, for the one record
+ * pohm_cache_opened_as writes with the local file (issue 23: one record
+ * write per create, none before the open). */
+static __thread struct pohm_inode created_in;
+static __thread uint64_t created_vns;
 
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
  * deleted elsewhere?  An unknown file, or a changed one, is not stale. */
@@ -260,12 +256,13 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		 * its record is written then, once (pohm_cache_opened_as).  A
 		 * crash before that leaves no record, as a crash before this
 		 * one's put did: the next walk reads the stored entry. */
-		created_at = (struct created_attrs){
-			.version = in.version, .dversion = in.dversion, .size = in.size,
-			.rdev = in.rdev, .validated_ns = pohm_sys_real_ns(), .mode = in.mode,
-			.uid = in.uid, .gid = in.gid, .nlink = in.nlink, .atime = in.atime,
-			.mtime = in.mtime, .ctime = in.ctime, .chunk_shift = in.chunk_shift,
+		created_in = (struct pohm_inode){
+			.ino = in.ino, .mode = in.mode, .uid = in.uid, .gid = in.gid,
+			.nlink = in.nlink, .size = in.size, .rdev = in.rdev, .atime = in.atime,
+			.mtime = in.mtime, .ctime = in.ctime, .version = in.version,
+			.dversion = in.dversion, .chunk_shift = in.chunk_shift,
 		};
+		created_vns = pohm_sys_real_ns();
 		if (in.nchunks)
 			created_ino = 0;	/* not a new file's inode: the open asks */
 		pohm_inode_clear(&in);
@@ -382,21 +379,8 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	cache_create_mark(c, 0, "", 0);	/* whatever this thread still held */
 	memset(&rec, 0, sizeof(rec));
 	if (created) {
-		/* The create's answer, as note_inode would take it. */
-		rec.ino = ino;
-		rec.version = created_at.version;
-		rec.dversion = created_at.dversion;
-		rec.mode = created_at.mode;
-		rec.uid = created_at.uid;
-		rec.gid = created_at.gid;
-		rec.nlink = created_at.nlink;
-		rec.size = created_at.size;
-		rec.rdev = created_at.rdev;
-		rec.atime = created_at.atime;
-		rec.mtime = created_at.mtime;
-		rec.ctime = created_at.ctime;
-		rec.chunk_shift = created_at.chunk_shift;
-		rec.validated_ns = created_at.validated_ns;
+		pohm_journal_note_inode(&rec, &created_in);	/* the create's answer */
+		rec.validated_ns = created_vns;
 	} else {
 		/* Its record is read again under the lock below; without one,
 		 * the stored inode is asked for first (no round trip under a
