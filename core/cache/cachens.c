@@ -30,6 +30,12 @@ static uint32_t my_gid(void)
  * path, for the pohm_cache_opened that follows (thread-local: no lock). */
 static __thread uint64_t created_ino, created_hash, created_dino;
 static __thread char created_name[256];
+/* Its stored attributes as the create answered them (a new file: no
+ * chunks; nothing malloc'ed is kept) and when, for the one record
+ * pohm_cache_opened_as writes with the local file (issue 23: one record
+ * write per create, none before the open). */
+static __thread struct pohm_inode created_in;
+static __thread uint64_t created_vns;
 
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
  * deleted elsewhere?  An unknown file, or a changed one, is not stale. */
@@ -246,17 +252,19 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		created_hash = cache_rel_hash(rel);
 		created_dino = dino;
 		snprintf(created_name, sizeof(created_name), "%s", name);
-		/* Remember the inode under its name until the real open tells us the local file. */
-		{
-			struct pohm_jrec rec;
-
-			memset(&rec, 0, sizeof(rec));
-			pohm_journal_note_inode(&rec, &in);
-			rec.validated_ns = pohm_sys_real_ns();
-			pohm_jrec_set_hint(&rec, rel);
-			r = pohm_journal_put(&c->j, &rec);
-			pohm_jrec_clear(&rec);
-		}
+		/* Remember the inode until the real open tells us the local file:
+		 * its record is written then, once (pohm_cache_opened_as).  A
+		 * crash before that leaves no record, as a crash before this
+		 * one's put did: the next walk reads the stored entry. */
+		created_in = (struct pohm_inode){
+			.ino = in.ino, .mode = in.mode, .uid = in.uid, .gid = in.gid,
+			.nlink = in.nlink, .size = in.size, .rdev = in.rdev, .atime = in.atime,
+			.mtime = in.mtime, .ctime = in.ctime, .version = in.version,
+			.dversion = in.dversion, .chunk_shift = in.chunk_shift,
+		};
+		created_vns = pohm_sys_real_ns();
+		if (in.nchunks)
+			created_ino = 0;	/* not a new file's inode: the open asks */
 		pohm_inode_clear(&in);
 	}
 	pohm_sys_close(dfd);
@@ -293,13 +301,59 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
 	return pohm_cache_opened_as(c, rel, fd, &st, &ino);
 }
 
+/* The record of a created or opened file with its local file: what
+ * pohm_cache_opened_as knows of the inode (base) and the local file. */
+struct opened_arg {
+	struct pohm_jrec *base;	/* used when ino has no record yet (its csum then moves) */
+	struct stat *st;
+	const char *rel;
+	int fd;
+};
+
+/* pohm_journal_update_make's edit, under the record's lock: the record as
+ * it is now (another process's, if it recorded the file first), else
+ * base; the local file starts as the (empty) committed version, with its
+ * times (so that closing it unwritten pushes nothing): a write makes it
+ * dirty. */
+static int opened_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct opened_arg *a = arg;
+	struct stat *st = a->st;
+
+	if (!r->ino) {
+		if (!a->base->ino)
+			return -ENOENT;	/* its record went since it was read: nothing to make */
+		*r = *a->base;
+		a->base->csum = NULL;	/* r's now */
+		a->base->nchunks = 0;
+	}
+	if (!r->lino && !st->st_size) {
+		struct timespec tv[2] = {
+			{ r->atime.sec, r->atime.nsec }, { r->mtime.sec, r->mtime.nsec },
+		};
+
+		if (!pohm_sys_utimensat(a->fd, NULL, tv, 0))
+			pohm_sys_fstat(a->fd, st);
+		if (!st->st_size)
+			pohm_journal_note_local(r, st);
+		else	/* another process wrote meanwhile: that is a change to push */
+			r->ldev = (uint64_t)st->st_dev, r->lino = (uint64_t)st->st_ino;
+	} else {
+		r->ldev = (uint64_t)st->st_dev;
+		r->lino = (uint64_t)st->st_ino;
+	}
+	pohm_jrec_set_hint(r, a->rel);
+	return 0;
+}
+
 int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct stat *out,
 			 uint64_t *oino)
 {
+	struct opened_arg a;
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
-	int r;
+	int r, created = 0;
 
 	*oino = 0;
 	r = pohm_sys_fstat(fd, &st);
@@ -314,6 +368,7 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	 */
 	if (created_ino && created_hash == cache_rel_hash(rel)) {
 		ino = created_ino;
+		created = 1;
 		cache_create_mark(c, created_dino, created_name, 0);
 	} else {
 		r = pohm_ns_resolve(c->ns, rel, 0, &ino);
@@ -322,39 +377,31 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	}
 	created_ino = 0;
 	cache_create_mark(c, 0, "", 0);	/* whatever this thread still held */
-	r = pohm_journal_get(&c->j, ino, &rec);
-	if (r == -ENOENT) {
-		struct pohm_inode in;
-
+	memset(&rec, 0, sizeof(rec));
+	if (created) {
+		pohm_journal_note_inode(&rec, &created_in);	/* the create's answer */
+		rec.validated_ns = created_vns;
+	} else {
+		/* Its record is read again under the lock below; without one,
+		 * the stored inode is asked for first (no round trip under a
+		 * journal lock). */
+		r = pohm_journal_get(&c->j, ino, &rec);
+		pohm_jrec_clear(&rec);
 		memset(&rec, 0, sizeof(rec));
-		r = pohm_ns_getattr(c->ns, ino, &in);
-		if (r)
-			return r;
-		pohm_journal_note_inode(&rec, &in);
-		pohm_inode_clear(&in);
-	} else if (r) {
-		return r;
-	}
-	/* The local file starts as the (empty) committed version, with its times
-	 * (so that closing it unwritten pushes nothing): a write makes it dirty. */
-	if (!rec.lino && !st.st_size) {
-		struct timespec tv[2] = {
-			{ rec.atime.sec, rec.atime.nsec }, { rec.mtime.sec, rec.mtime.nsec },
-		};
+		if (r == -ENOENT) {
+			struct pohm_inode in;
 
-		if (!pohm_sys_utimensat(fd, NULL, tv, 0))
-			pohm_sys_fstat(fd, &st);
-		if (!st.st_size)
-			pohm_journal_note_local(&rec, &st);
-		else	/* another process wrote meanwhile: that is a change to push */
-			rec.ldev = (uint64_t)st.st_dev, rec.lino = (uint64_t)st.st_ino;
+			r = pohm_ns_getattr(c->ns, ino, &in);
+			if (r)
+				return r;
+			pohm_journal_note_inode(&rec, &in);
+			pohm_inode_clear(&in);
+		} else if (r) {
+			return r;
+		}
 	}
-	else {
-		rec.ldev = (uint64_t)st.st_dev;
-		rec.lino = (uint64_t)st.st_ino;
-	}
-	pohm_jrec_set_hint(&rec, rel);
-	r = pohm_journal_put(&c->j, &rec);
+	a = (struct opened_arg){ &rec, &st, rel, fd };
+	r = pohm_journal_update_make(&c->j, ino, opened_fn, &a);
 	pohm_jrec_clear(&rec);
 	if (!r) {
 		*out = st;

@@ -84,5 +84,8 @@ void pohm_cache_stat_fix(struct pohm_cache *c, struct stat *st)
 {
 	uint64_t ino = 0;
 
+	/* The file this thread just recorded (a create's fstat): its record,
+	 * which must name this local inode, without the index read. */
+	pohm_journal_local_hint(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino);
 	cache_stat_fix_ino(c, st, &ino);
 }

@@ -173,6 +173,33 @@ int jindex_bucket_find(const uint8_t *b, size_t n, uint64_t dev, uint64_t lino, 
 	return torn ? -2 : -1;
 }
 
+/*
+ * The entry this thread last wrote or found (pohm_journal_local_hint): a
+ * hint, never an answer; its users confirm it from the record, which
+ * names its one local file.  Thread-local: no lock.
+ */
+static __thread struct {
+	const struct pohm_journal *j;
+	uint64_t dev, lino, ino;
+} last;
+
+static void hint_set(const struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino)
+{
+	last.j = j;
+	last.dev = dev;
+	last.lino = lino;
+	last.ino = ino;
+}
+
+int pohm_journal_local_hint(const struct pohm_journal *j, uint64_t dev, uint64_t lino,
+			    uint64_t *ino)
+{
+	if (last.j != j || !last.ino || last.dev != dev || last.lino != lino)
+		return -ENOENT;
+	*ino = last.ino;
+	return 0;
+}
+
 /* Legacy x/<dev>.<ino> symlink: 0 and *ino, or -ENOENT. */
 static int legacy_get(struct pohm_journal *j, const char *name, uint64_t *ino)
 {
@@ -212,6 +239,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 		}
 		if (i >= 0) {
 			*ino = got;
+			hint_set(j, dev, lino, got);
 			return got ? 0 : -ENOENT;
 		}
 		if (has_empty || i == -2)
@@ -311,12 +339,17 @@ out:
 
 int pohm_journal_index_set(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino)
 {
-	return index_change(j, dev, lino, ino, XSET);
+	int r = index_change(j, dev, lino, ino, XSET);
+
+	hint_set(j, dev, lino, r ? 0 : ino);
+	return r;
 }
 
 void pohm_journal_index_drop(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t ino)
 {
 	index_change(j, dev, lino, ino, XDROP);
+	if (last.j == j && last.dev == dev && last.lino == lino)
+		hint_set(j, dev, lino, 0);
 }
 
 /* Move the links of an earlier format's x/ into the file; remove x/ once empty. */

@@ -714,12 +714,13 @@ out:
 }
 
 /*
- * pohm_journal_update: the record as it is now, under its lock; fn's
- * edit is written in place, the index follows a change of the local file,
- * and the last commit stays (only pohm_journal_put_commit writes it).
+ * pohm_journal_update (make: pohm_journal_update_make): the record as it
+ * is now, under its lock; fn's edit is written in place, the index
+ * follows a change of the local file, and the last commit stays (only
+ * pohm_journal_put_commit writes it).
  */
-int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
-			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
+static int update_rec(struct pohm_journal *j, uint64_t ino,
+		      int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg, int make)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	uint64_t ldev, lino, cdv, cli;
@@ -731,10 +732,14 @@ int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 		return rc;
 	jslots_wbegin(j);
 	rc = w_read(j, ino, &w);
-	if (!rc && !w.had)
+	if (!rc && !w.had && !make)
 		rc = -ENOENT;	/* none, or torn: nothing to change */
 	if (rc)
 		goto out;
+	if (!w.had) {
+		pohm_jrec_clear(&w.prev);
+		memset(&w.prev, 0, sizeof(w.prev));	/* fn's to make: ino 0 says so */
+	}
 	ldev = w.prev.ldev;
 	lino = w.prev.lino;
 	cdv = w.prev.commit_dversion;
@@ -761,6 +766,17 @@ out:
 	return rc;
 }
 
+int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
+			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
+{
+	return update_rec(j, ino, fn, arg, 0);
+}
+
+int pohm_journal_update_make(struct pohm_journal *j, uint64_t ino,
+			     int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg)
+{
+	return update_rec(j, ino, fn, arg, 1);
+}
 
 struct touch_arg {
 	uint64_t version, validated_ns;

@@ -131,6 +131,12 @@ int pohm_journal_put_cas(struct pohm_journal *j, const struct pohm_jrec *r,
  */
 int pohm_journal_update(struct pohm_journal *j, uint64_t ino,
 			int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
+/* pohm_journal_update that also makes a record where ino has none (or a
+ * torn one): fn then gets one of zeros, r->ino == 0, and fills it in (a
+ * create's first record, written once with the local file it opened).
+ * 0, fn's error, -errno. */
+int pohm_journal_update_make(struct pohm_journal *j, uint64_t ino,
+			     int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg);
 /* Set the length and check fields of the len format-2 record bytes at p
  * (tests and the fuzz target build records by hand). */
 void pohm_journal_seal(uint8_t *p, size_t len);
@@ -170,6 +176,15 @@ int pohm_journal_note_stored(struct pohm_journal *j, const struct pohm_inode *in
 int pohm_journal_del(struct pohm_journal *j, uint64_t ino);
 /* Storage inode of a local file: 0 and *ino, or -ENOENT. */
 int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lino, uint64_t *ino);
+/*
+ * The storage inode this thread last recorded in, or found in, the index
+ * for local file (dev, lino), from memory (no call): 0 and *ino, or
+ * -ENOENT.  A hint, not an answer: the caller confirms it from ino's
+ * record (it names (dev, lino): a record names its one local file, and
+ * the index follows the records), else asks pohm_journal_lookup_local.
+ */
+int pohm_journal_local_hint(const struct pohm_journal *j, uint64_t dev, uint64_t lino,
+			    uint64_t *ino);
 /* Make the index entry of local file (dev, lino) name ino, under the
  * index's bucket locks (pohm_journal_put does it for the record's local
  * file; `pohmelfs clean` ahead of the record).  0 or -errno. */

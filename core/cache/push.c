@@ -762,8 +762,10 @@ int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino)
 	return 0;
 }
 
-/* The push of fd, the local file of our inode ino, in this host's turn. */
-static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
+/* The push of fd, the local file of our inode ino, in this host's turn
+ * (hinted: ino is pohm_journal_local_hint's; -ESRCH, nothing done, when
+ * its record does not name fd's file). */
+static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted)
 {
 	struct pohm_jrec rec;
 	struct stat st;
@@ -780,10 +782,13 @@ static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
 		 * The base before the local state (push_attrs). */
 		r = pohm_journal_get(&c->j, ino, &rec);
 		if (r) {
-			r = r == -ENOENT ? 0 : r;
+			r = hinted ? -ESRCH : r == -ENOENT ? 0 : r;
 			break;
 		}
 		r = pohm_sys_fstat(fd, &st);
+		if (!r && hinted && (rec.lino != (uint64_t)st.st_ino || rec.ldev != (uint64_t)st.st_dev))
+			r = -ESRCH;
+		hinted = 0;	/* confirmed: the retries need not */
 		if (r) {
 			pohm_jrec_clear(&rec);
 			break;
@@ -814,9 +819,36 @@ int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 		return 0;
 	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
 		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
+	/* The file this thread just recorded (a create's close): no index
+	 * read, its record (read in the push's turn anyway) confirms it. */
+	if (!pohm_journal_local_hint(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) &&
+	    (r = push_fd_ino(c, fd, ino, 1)) != -ESRCH)
+		return r;
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* not a file of ours */
-	return push_fd_ino(c, fd, ino);
+	return push_fd_ino(c, fd, ino, 0);
+}
+
+/* The storage inode of the local file st and, when it has bytes, its
+ * record (*had): this thread's hint when the record confirms it (no index
+ * read), else the index's.  0, or -ENOENT: not a file of ours. */
+static int wronly_rec(struct pohm_cache *c, const struct stat *st, uint64_t *ino,
+		      struct pohm_jrec *rec, int *had)
+{
+	uint64_t dev = (uint64_t)st->st_dev, lino = (uint64_t)st->st_ino;
+
+	*had = 0;
+	if (!pohm_journal_local_hint(&c->j, dev, lino, ino) && !pohm_journal_get(&c->j, *ino, rec)) {
+		if (rec->lino == lino && rec->ldev == dev) {
+			*had = 1;
+			return 0;
+		}
+		pohm_jrec_clear(rec);
+	}
+	if (pohm_journal_lookup_local(&c->j, dev, lino, ino))
+		return -ENOENT;
+	*had = st->st_size > 0 && !pohm_journal_get(&c->j, *ino, rec);
+	return 0;
 }
 
 int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
@@ -824,24 +856,27 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
-	int r, reads;
+	int r, reads, had;
 
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
 	if ((uint64_t)st.st_dev != c->pdev || !S_ISREG(st.st_mode))
 		return pohm_cache_push_fd(c, fd);	/* nothing of a file's push here */
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+	if (wronly_rec(c, &st, &ino, &rec, &had))
 		return 0;	/* not a file of ours */
-	if (st.st_size <= 0 || pohm_journal_get(&c->j, ino, &rec))
-		return push_fd_ino(c, fd, ino);	/* no bytes to read, or no record: as ever */
+	if (!had || st.st_size <= 0) {
+		if (had)
+			pohm_jrec_clear(&rec);
+		return push_fd_ino(c, fd, ino, 0);	/* no bytes to read, or no record: as ever */
+	}
 	/* What cache_push_known would do: a stub's or a torn push has its own
 	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
 	 * every chunk of fd, which fails EBADF on a write-only fd. */
 	reads = !(rec.flags & (POHM_J_STUB | POHM_J_TORN)) &&
 		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777));
 	pohm_jrec_clear(&rec);
-	return reads ? -EBADF : push_fd_ino(c, fd, ino);
+	return reads ? -EBADF : push_fd_ino(c, fd, ino, 0);
 }
 
 /*

@@ -456,6 +456,57 @@ TEST(an_eviction_that_dies_before_its_record_leaves_a_readable_name)
 	after_crash_all_is_well("x\n", 0);
 }
 
+/* A create dies after its storage insert: before the local open (k 0),
+ * or after it, before the one record that names the local file (k 1,
+ * decision 0091: no record is written before the open). */
+static int create_dies_after_open;
+
+static void step_create(struct pohm_cache *b)
+{
+	int fd;
+
+	if (pohm_cache_create(b, "n", 0644, 1))
+		_exit(2);
+	if (create_dies_after_open) {
+		fd = open(ch_path("b", "n"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd < 0)
+			_exit(2);
+	}
+	die_here();
+}
+
+/* After either crash the name is there, empty, on the restarted host and
+ * on a fresh one; nothing false is pushed; a write on the restarted host
+ * reaches the fresh one without a conflict copy. */
+TEST(a_create_that_dies_before_its_record_leaves_an_empty_file)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct pohm_cache *a, *b, *c;
+		char buf[64];
+
+		ch_setup();
+		a = ch_host("a");
+		EXPECT(a != NULL);
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+		pohm_cache_close(a);
+		create_dies_after_open = k;
+		EXPECT_EQ_INT(crash_b(AT_NONE, 0, step_create), 1);
+		b = ch_host("b");
+		c = ch_host("c");
+		EXPECT(b && c);
+		EXPECT_EQ_INT(pohm_cache_sync_all(b), 0);
+		EXPECT_EQ_STR(read_on(c, "c", "n", buf, sizeof(buf)), "");
+		EXPECT_EQ_STR(read_on(b, "b", "n", buf, sizeof(buf)), "");
+		EXPECT_EQ_INT(ch_write(b, "b", "n", "y\n", 2), 0);
+		EXPECT_EQ_STR(read_on(c, "c", "n", buf, sizeof(buf)), "y\n");
+		EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", ""), 0);
+		pohm_cache_close(b);
+		pohm_cache_close(c);
+	}
+}
+
 static void step_rename(struct pohm_cache *b)
 {
 	pohm_cache_rename(b, "f", "g", 0);

@@ -109,6 +109,66 @@ TEST(put_get_in_place)
 	done(&j);
 }
 
+/* pohm_journal_update_make's fn: a record of zeros (ino 0) when there is
+ * none, which it fills from arg; the record there otherwise. */
+static int make_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct pohm_jrec *base = arg;
+
+	if (!r->ino) {
+		r->version = base->version;
+		r->mode = base->mode;
+	}
+	r->ldev = 7;
+	r->lino = 2000;
+	return 0;
+}
+
+static int keep_fn(struct pohm_jrec *r, const void *arg)
+{
+	(void)r;
+	(void)arg;
+	return 0;
+}
+
+TEST(update_make_writes_a_first_record_once)
+{
+	struct pohm_journal j;
+	struct pohm_jrec base, back;
+	uint64_t ino = 0;
+
+	fresh(&j);
+	memset(&base, 0, sizeof(base));
+	base.version = 4;
+	base.mode = 0100600;
+	/* pohm_journal_update makes nothing; update_make does, with the index. */
+	EXPECT_EQ_INT(pohm_journal_update(&j, 0x70, keep_fn, NULL), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_update_make(&j, 0x70, make_fn, &base), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), 0);
+	EXPECT_EQ_INT(back.ino, 0x70);
+	EXPECT_EQ_INT(back.version, 4);
+	EXPECT_EQ_INT(back.mode, 0100600);
+	EXPECT_EQ_INT(back.lino, 2000);
+	pohm_jrec_clear(&back);
+	/* The hint is this thread's last word on the local file... */
+	EXPECT_EQ_INT(pohm_journal_local_hint(&j, 7, 2000, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x70);
+	EXPECT_EQ_INT(pohm_journal_local_hint(&j, 7, 2001, &ino), -ENOENT);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 2000, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x70);
+	/* ... an existing record is fn's as it is (its version stays) ... */
+	base.version = 9;
+	EXPECT_EQ_INT(pohm_journal_update_make(&j, 0x70, make_fn, &base), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x70, &back), 0);
+	EXPECT_EQ_INT(back.version, 4);
+	pohm_jrec_clear(&back);
+	/* ... and a dropped entry is no hint. */
+	pohm_journal_index_drop(&j, 7, 2000, 0x70);
+	EXPECT_EQ_INT(pohm_journal_local_hint(&j, 7, 2000, &ino), -ENOENT);
+	done(&j);
+}
+
 TEST(index_follows_the_local_file)
 {
 	struct pohm_journal j;
