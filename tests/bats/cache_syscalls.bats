@@ -134,7 +134,7 @@ trace() {
 #     its path re-checked, one openat2 and one fstat, no index and record
 #     read of it): creates 661, the first 214 (doc/notes-s15-walkfix.md);
 #   the create's journal record written once, after the real open, under
-#     its lock (none before the open, no read between; decision 0091):
+#     its lock (none before the open, no read between; decision 0063):
 #     creates 612, the first 209;
 #   the local file this thread just indexed taken from its hint, confirmed
 #     by the record the fstat's overlay and the close's push read anyway

@@ -458,7 +458,7 @@ TEST(an_eviction_that_dies_before_its_record_leaves_a_readable_name)
 
 /* A create dies after its storage insert: before the local open (k 0),
  * or after it, before the one record that names the local file (k 1,
- * decision 0091: no record is written before the open). */
+ * decision 0063: no record is written before the open). */
 static int create_dies_after_open;
 
 static void step_create(struct pohm_cache *b)
