@@ -1609,6 +1609,40 @@ out:
 	return ret;
 }
 
+/* See node_store.h. */
+int node_store_write_waits(const struct node_store *s)
+{
+	return s->sync_interval == 0 && !s->tool;
+}
+
+/* See node_store.h: mirrors what node_store_read and node_store_write touch. */
+uint64_t node_store_cost(struct node_store *s, const uint8_t *id, const struct pohm_io_attr *io,
+			 int write)
+{
+	struct node_ient e;
+	uint64_t old;
+
+	if (io && !write && io->size)
+		return io->size;
+	if (io && write && (io->flags & (POHM_IO_PREPARE | POHM_IO_PLAIN_WRITE | POHM_IO_COMMIT))) {
+		/* Staged: the chunk, and at COMMIT a copy of the whole record. */
+		if (!(io->flags & POHM_IO_COMMIT))
+			return io->size;
+		return io->size + (io->num > io->offset + io->size ? io->num
+								    : io->offset + io->size);
+	}
+	if (io && write && io->size && !io->offset &&
+	    !(io->flags & (POHM_IO_CAS | POHM_IO_APPEND)))
+		return io->size;	/* a plain write of the data alone */
+	/* The rest reads, copies or hashes the committed record too. */
+	old = node_index_get(s->idx, id, &e) ? 0 : e.size;
+	if (!io)
+		return old;
+	if (!write)
+		return old > io->offset ? old - io->offset : 0;
+	return io->size + old;
+}
+
 /* ---------------------------------------------------------------- del, list */
 
 /* See node_store.h. */
