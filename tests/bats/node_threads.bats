@@ -111,6 +111,47 @@ set_conf() {
 	[ "${r:-0}" -lt 50 ]
 }
 
+# le VALUE BYTES: little-endian bytes as printf escapes.
+le() {
+	local v=$1 n=$2 i out=""
+	for ((i = 0; i < n; i++)); do
+		out+=$(printf '\\x%02x' $((v & 255)))
+		v=$((v >> 8))
+	done
+	printf '%s' "$out"
+}
+
+# header CMD FLAGS TRANS SIZE -> a 120-byte dnet_cmd for group 1, id zero
+# (node_hostile.bats has the layout).
+header() {
+	head -c 64 /dev/zero
+	printf "$(le 1 4)$(le 0 8)$(le 0 4)$(le "$1" 4)$(le 0 4)$(le 0 8)$(le "$2" 8)$(le "$3" 8)$(le "$4" 8)"
+}
+
+@test "the replies of a long burst go out in batches of at most 64" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	for t in $(seq 1 200); do header 1 1 "$t" 0; done >"$TMP/burst"
+	[ "$(wc -c <"$TMP/burst")" -eq $((200 * 120)) ]
+	: >"$TMP/strace.err"
+	strace -f -c -e trace=sendto,sendmsg -o "$TMP/strace" -p "$(cluster_pid 1-1)" \
+		2>"$TMP/strace.err" &
+	STRACE_PID=$!
+	attached() { grep -q attached "$TMP/strace.err" || ! kill -0 "$STRACE_PID" 2>/dev/null; }
+	until_true 20 attached
+	! grep -q 'Operation not permitted' "$TMP/strace.err" || skip "cannot ptrace the node here"
+	grep -q attached "$TMP/strace.err"
+	# 200 LOOKUPs of a missing key in one send: 200 acks of -2.
+	run c --timeout 5 send-file "$TMP/burst"
+	kill -INT "$STRACE_PID"
+	wait "$STRACE_PID" || true
+	STRACE_PID=
+	[ "$(grep -c 'status=-2' <<<"$output")" -eq 200 ]
+	n=$(awk '$NF == "sendto" || $NF == "sendmsg" { s += $4 } END { print s + 0 }' "$TMP/strace")
+	echo "sends for 200 replies: $n" >&3
+	# One recv brings them all; the batch goes out every 64 replies.
+	[ "$n" -ge 4 ]
+}
+
 @test "one connection's flood of requests does not hold up another's" {
 	printf 'v' >"$TMP/v"
 	c put other "$TMP/v" >/dev/null
