@@ -38,6 +38,27 @@ set_conf() {
 	cluster_restart 1-1
 }
 
+# trace_node SYSCALLS: count the node's SYSCALLS (every thread) with
+# strace -c into $TMP/strace until stop_trace; skip where strace or ptrace
+# is missing, fail when the attach never settles.
+trace_node() {
+	command -v strace >/dev/null || skip "strace is not installed"
+	: >"$TMP/strace.err"
+	strace -f -c -e trace="$1" -o "$TMP/strace" -p "$(cluster_pid 1-1)" 2>"$TMP/strace.err" &
+	STRACE_PID=$!
+	attached() { grep -q attached "$TMP/strace.err" || ! kill -0 "$STRACE_PID" 2>/dev/null; }
+	until_true 20 attached
+	! grep -q 'Operation not permitted' "$TMP/strace.err" || skip "cannot ptrace the node here"
+	grep -q attached "$TMP/strace.err"
+}
+
+# stop_trace: detach strace; its summary is complete in $TMP/strace.
+stop_trace() {
+	kill -INT "$STRACE_PID"
+	wait "$STRACE_PID" || true
+	STRACE_PID=
+}
+
 @test "small writes, reads, lookups and deletes are answered without a handoff" {
 	bench write --size 4096 --count 300 --depth 4 >/dev/null
 	bench read --size 4096 --count 300 --depth 4 >/dev/null
@@ -87,20 +108,10 @@ set_conf() {
 }
 
 @test "a small write costs no futex call and no read of the old record in the node" {
-	command -v strace >/dev/null || skip "strace is not installed"
-	: >"$TMP/strace.err"
-	strace -f -c -e trace=futex,pread64 -o "$TMP/strace" -p "$(cluster_pid 1-1)" \
-		2>"$TMP/strace.err" &
-	STRACE_PID=$!
-	attached() { grep -q attached "$TMP/strace.err" || ! kill -0 "$STRACE_PID" 2>/dev/null; }
-	until_true 20 attached
-	! grep -q 'Operation not permitted' "$TMP/strace.err" || skip "cannot ptrace the node here"
-	grep -q attached "$TMP/strace.err"
+	trace_node futex,pread64
 	# 500 overwrites of one key, one at a time.
 	bench write --size 4096 --count 500 --depth 1 >/dev/null
-	kill -INT "$STRACE_PID"
-	wait "$STRACE_PID" || true
-	STRACE_PID=
+	stop_trace
 	f=$(awk '$NF == "futex" { print $4 }' "$TMP/strace")
 	r=$(awk '$NF == "pread64" { print $4 }' "$TMP/strace")
 	echo "for 500 writes: ${f:-0} futex, ${r:-0} pread64" >&3
@@ -125,22 +136,12 @@ lookups() {
 }
 
 @test "the replies of a long burst go out in batches of at most 64" {
-	command -v strace >/dev/null || skip "strace is not installed"
 	lookups 200 >"$TMP/burst"
 	[ "$(wc -c <"$TMP/burst")" -eq $((200 * 120)) ]
-	: >"$TMP/strace.err"
-	strace -f -c -e trace=sendto,sendmsg -o "$TMP/strace" -p "$(cluster_pid 1-1)" \
-		2>"$TMP/strace.err" &
-	STRACE_PID=$!
-	attached() { grep -q attached "$TMP/strace.err" || ! kill -0 "$STRACE_PID" 2>/dev/null; }
-	until_true 20 attached
-	! grep -q 'Operation not permitted' "$TMP/strace.err" || skip "cannot ptrace the node here"
-	grep -q attached "$TMP/strace.err"
+	trace_node sendto,sendmsg
 	# 200 LOOKUPs of a missing key in one send: 200 acks of -2.
 	run c --timeout 5 send-file "$TMP/burst"
-	kill -INT "$STRACE_PID"
-	wait "$STRACE_PID" || true
-	STRACE_PID=
+	stop_trace
 	[ "$(grep -c 'status=-2' <<<"$output")" -eq 200 ]
 	n=$(awk '$NF == "sendto" || $NF == "sendmsg" { s += $4 } END { print s + 0 }' "$TMP/strace")
 	echo "sends for 200 replies: $n" >&3
