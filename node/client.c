@@ -68,7 +68,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: pohmelfs-node --client HOST:PORT [options] COMMAND [ARGS]\n"
-		"commands: handshake | routes | put KEY [FILE] | get KEY | lookup KEY | del KEY |\n"
+		"commands: handshake | routes | put KEY [FILE] | get KEY | get-many KEY... |\n"
+		"          lookup KEY | del KEY |\n"
 		"          keyid KEY | status | ping | bulk-get KEY... | iterate | cmd NUMBER |\n"
 		"          send-file FILE | header-size N\n"
 		"options:  --group G --ns NS --hex --nodirect --noack --direct-backend B\n"
@@ -487,6 +488,47 @@ out:
 	return ex;
 }
 
+/*
+ * READ every KEY on the one connection without waiting in between, then
+ * print "reply KEY status=S size=N" per reply in the order they arrive
+ * (replies may overtake each other, §10.9).  0, or the first error's status.
+ */
+static int cmd_get_many(struct cl *c, int nkeys, char **keys)
+{
+	uint8_t id[POHM_ID_SIZE], io_raw[POHM_IO_ATTR_SIZE], *p = NULL;
+	uint64_t first = c->trans + 1;
+	struct pohm_io_attr io;
+	struct pohm_cmd h, r;
+	int i, ex, worst = 0;
+
+	for (i = 0; i < nkeys; i++) {
+		if (key_id(c, keys[i], id))
+			return usage();
+		fill_io(c, &io, id, c->size);
+		pohm_io_attr_encode(io_raw, &io);
+		hdr(c, &h, POHM_CMD_READ, id, sizeof(io_raw));
+		ex = send_pkt(c, &h, io_raw, sizeof(io_raw), NULL, 0);
+		if (ex)
+			return ex;
+	}
+	for (i = 0; i < nkeys; i++) {
+		ex = next_packet(c, &r, &p);
+		if (ex != 1)
+			return ex;
+		if (r.trans < first || r.trans >= first + (uint64_t)nkeys) {
+			i--;		/* not one of ours */
+		} else {
+			printf("reply %s status=%d size=%" PRIu64 "\n", keys[r.trans - first],
+			       r.status, r.size >= POHM_IO_ATTR_SIZE ? r.size - POHM_IO_ATTR_SIZE : 0);
+			if (!worst)
+				worst = status_exit(r.status);
+		}
+		free(p);
+		p = NULL;
+	}
+	return worst;
+}
+
 /* LOOKUP or DEL of KEY (DEL without NEED_ACK waits a second for an error). */
 static int cmd_simple(struct cl *c, int32_t cmd, const char *key)
 {
@@ -897,6 +939,8 @@ int node_client_main(int argc, char **argv)
 		ex = cmd_routes(c);
 	else if (!strcmp(cmd, "put") && i < argc)
 		ex = cmd_put(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+	else if (!strcmp(cmd, "get-many") && i < argc)
+		ex = cmd_get_many(c, argc - i, argv + i);
 	else if (!strcmp(cmd, "get") && i < argc)
 		ex = cmd_get(c, argv[i]);
 	else if (!strcmp(cmd, "lookup") && i < argc)

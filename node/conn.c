@@ -3,18 +3,23 @@
  *
  * Each accepted socket gets one reader thread that frames packets
  * (wire.c) and hands each request to n->handle, the transport's one upcall
- * (node.h; handlers.c's node_handle), which runs cheap, order-sensitive
- * commands (handshake, AUTH, READ, LOOKUP, …) on this thread; WRITE, DEL
- * and the multi-reply commands go to the worker pool, so their replies may
- * overtake each other exactly as with real Elliptics (§10.9).  conn.c is
- * the transport: it calls nothing of the handlers, peer.c or the pool.  Replies from any thread are serialised by
- * the connection's write lock.  A connection is freed when the reader and
+ * (node.h; handlers.c's node_handle), which answers what is short on this
+ * thread (the handshake, small READs, LOOKUPs, and WRITEs and DELs that
+ * do not wait for a sync) and queues what can take long to the worker
+ * pool, so the replies of the queued ones may be overtaken, exactly as
+ * with real Elliptics (§10.9).  One thread per connection is also the
+ * fairness: a flooding connection keeps its own thread busy, not the
+ * others'.  conn.c is the transport: it calls nothing of the handlers,
+ * peer.c or the pool.  Replies from any thread are serialised by the
+ * connection's write lock.  A connection is freed when the reader and
  * every queued request have dropped their references; the fd is closed
  * only then, so a late reply can never land on a reused descriptor.
  *
  * Reply batching: while more requests are already buffered, the reader
  * collects its own small replies in an output buffer and sends them with
- * one syscall when it runs out of buffered requests (or the buffer fills).
+ * one syscall when it runs out of buffered requests (or the buffer holds
+ * CONN_BATCH_BYTES or CONN_BATCH_REPLIES: the first reply of a long burst
+ * does not wait for the whole burst).
  * A pipelining client then gets one wakeup per batch instead of one per
  * reply; a client with one request in flight sees no delay at all.
  */
@@ -32,6 +37,7 @@
 
 #define CONN_BATCH_PACKET (64u << 10)	/* larger replies go out directly */
 #define CONN_BATCH_BYTES (256u << 10)	/* flush the batch at this size */
+#define CONN_BATCH_REPLIES 64u		/* or at this many replies */
 
 struct node_conn {
 	struct node *node;
@@ -44,6 +50,7 @@ struct node_conn {
 	pthread_t reader;		/* the reader thread (valid when has_reader) */
 	int has_reader;			/* set before the reader starts */
 	struct pohm_buf out;		/* the reader's batched replies; guarded by wlock */
+	unsigned nout;			/* replies in out; guarded by wlock */
 	struct node_conn *prev, *next;	/* node->conns; guarded by node->conns_lock */
 	int listed;			/* guarded by node->conns_lock */
 };
@@ -140,6 +147,7 @@ static int flush_locked(struct node_conn *c)
 	if (c->out.len) {
 		ret = node_wire_send_raw(c->fd, c->out.p, c->out.len);
 		c->out.len = 0;
+		c->nout = 0;
 	}
 	return ret;
 }
@@ -170,7 +178,7 @@ int node_conn_send(struct node_conn *c, const struct pohm_cmd *hdr, const struct
 	} else if (c->has_reader && hdr->size <= CONN_BATCH_PACKET &&
 		   pthread_equal(c->reader, pthread_self())) {
 		ret = put_packet(&c->out, hdr, iov, iovcnt);
-		if (!ret && c->out.len >= CONN_BATCH_BYTES)
+		if (!ret && (c->out.len >= CONN_BATCH_BYTES || ++c->nout >= CONN_BATCH_REPLIES))
 			ret = flush_locked(c);
 	} else {
 		ret = flush_locked(c);

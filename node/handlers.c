@@ -35,6 +35,7 @@
 #define ITER_FLAG_KEY_RANGE	2u
 #define ITER_FLAG_TS_RANGE	4u
 #define SCRATCH_KEEP		(160u << 20)	/* larger read buffers are freed after use */
+#define INLINE_MAX_BYTES	(128u << 10)	/* larger key requests go to the pool */
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -143,20 +144,45 @@ static void server_version(const struct node *n, int32_t v[4])
 	v[3] = NODE_VERSION_BUILD_30;
 }
 
-/* Commands that never block on disk writes or peers: cheap and
- * order-sensitive enough to run on the connection's reader. */
-static int dispatch_inline(const struct pohm_cmd *c)
+/*
+ * Whether a request runs on its connection's reader, which answers it
+ * without a handoff (no queue, no wakeup of a worker and back), or goes to
+ * the worker pool.  On the reader: the control commands, and every key
+ * command that touches at most INLINE_MAX_BYTES and never waits for a sync
+ * (a READ, LOOKUP, WRITE or DEL served from the page cache).  To the pool:
+ * what can take long — a write that waits for its group commit
+ * (sync_interval 0), large reads, writes and checksums, BULK_READ and the
+ * iterator — so that the connection's next requests overtake it, as they
+ * do with Elliptics (PROTOCOL.md §4, §10.9).  A malformed request runs
+ * here: its error ack is immediate.
+ */
+static int runs_inline(struct node *n, const struct node_req *r)
 {
-	switch (c->cmd) {
+	int write = r->cmd.cmd == POHM_CMD_WRITE;
+	struct pohm_io_attr io;
+	const uint8_t *data;
+	size_t dlen;
+
+	switch (r->cmd.cmd) {
 	case POHM_CMD_REVERSE_LOOKUP:
 	case POHM_CMD_ROUTE_LIST:
 	case POHM_CMD_AUTH:
 	case POHM_CMD_JOIN:
 	case POHM_CMD_STATUS:
 	case POHM_CMD_BACKEND_STATUS:
-	case POHM_CMD_LOOKUP:
-	case POHM_CMD_READ:
 		return 1;
+	case POHM_CMD_LOOKUP:
+		return !(r->cmd.flags & POHM_FLAG_CHECKSUM) ||
+		       node_store_cost(n->store, r->cmd.id.id, NULL, 0) <= INLINE_MAX_BYTES;
+	case POHM_CMD_DEL:
+		return !node_store_write_waits(n->store);
+	case POHM_CMD_READ:
+	case POHM_CMD_WRITE:
+		if (pohm_io_payload_decode(&io, &data, &dlen, r->payload, r->len, write))
+			return 1;
+		if (write && node_store_write_waits(n->store))
+			return 0;
+		return node_store_cost(n->store, io.id, &io, write) <= INLINE_MAX_BYTES;
 	default:
 		return 0;
 	}
@@ -752,10 +778,13 @@ void node_handle(struct node *n, struct node_req *req)
 	struct node_fault_state fs;
 
 	node_faults_get(n->faults, &fs);
-	if (!n->pool || (!fs.delay_ms && dispatch_inline(&req->cmd)))
+	if (!n->pool || (!fs.delay_ms && runs_inline(n, req))) {
+		__atomic_add_fetch(&n->served_inline, 1, __ATOMIC_RELAXED);
 		node_run_req(n, req);
-	else
+	} else {
+		__atomic_add_fetch(&n->handed_off, 1, __ATOMIC_RELAXED);
 		node_pool_push(n->pool, req);
+	}
 }
 
 /* ---------------------------------------------------------------- feed */

@@ -111,6 +111,8 @@ struct node {
 	pthread_mutex_t conns_lock;
 	struct node_conn *conns;
 	uint64_t iter_ids;		/* iterator id counter (atomic) */
+	/* Requests run on their connection's reader / queued to the pool (atomic). */
+	uint64_t served_inline, handed_off;
 };
 
 /* One request as read from a connection.  payload is malloc'ed and owned. */
@@ -184,8 +186,10 @@ void node_dispatch(struct node *n, struct node_req *req);
 void node_run_req(struct node *n, struct node_req *req);
 /*
  * n->handle (node_init sets it): take a request off a connection's reader.
- * Cheap, order-sensitive commands run here on the reader thread; the rest
- * (and everything under the delay fault) go to the pool.  Takes req.
+ * What is short and never waits for a sync runs here on the reader
+ * thread, with no handoff; what can take long (group commit, large
+ * requests, BULK_READ, the iterator, everything under the delay fault)
+ * goes to the pool.  Counts both in n.  Takes req.
  */
 void node_handle(struct node *n, struct node_req *req);
 /*

@@ -124,6 +124,19 @@ int node_store_read(struct node_store *s, const uint8_t *id, uint64_t off, uint6
  */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res);
 
+/* 1 when a write returns only once it is durable (sync_interval 0): it may wait long. */
+int node_store_write_waits(const struct node_store *s);
+
+/*
+ * An estimate, from io and the index alone (no I/O, no key lock), of the
+ * bytes a request on id reads, copies or hashes: a READ of io (write 0), a
+ * WRITE of io (write 1), or with io NULL the whole committed record (a
+ * LOOKUP with CHECKSUM).  The caller decides from it whether the request
+ * is short enough to run on the thread it arrived on.
+ */
+uint64_t node_store_cost(struct node_store *s, const uint8_t *id, const struct pohm_io_attr *io,
+			 int write);
+
 /*
  * Make every write so far durable now (not with sync_interval < 0) and
  * report the counters: writes (calls that needed durability: WRITE and DEL)

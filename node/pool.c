@@ -1,8 +1,10 @@
 /*
  * pool.c — the worker pool: a FIFO of requests and a fixed set of threads
  * running each through the function given at start (node_run_req).  Slow
- * requests (fsync'ed writes, delayed replies under the delay fault) wait
- * here instead of blocking their connection.  It knows only the queue:
+ * requests (writes waiting for their group commit, large reads and writes,
+ * BULK_READ, the iterator, delayed replies under the delay fault) wait
+ * here instead of blocking their connection; the rest never come here
+ * (handlers.c runs_inline).  It knows only the queue:
  * the handlers above push to it and name the job, so no circle.
  */
 #include "node.h"

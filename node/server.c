@@ -238,6 +238,9 @@ int node_run(const struct node_config *cfg)
 	ret = node_store_flush(n->store, &writes, &syncs);
 	pohm_info("store: %llu writes, %llu syncs%s", (unsigned long long)writes,
 		  (unsigned long long)syncs, ret ? ", the last sync failed" : "");
+	pohm_info("requests: %llu on the connections' threads, %llu handed to the workers",
+		  (unsigned long long)__atomic_load_n(&n->served_inline, __ATOMIC_RELAXED),
+		  (unsigned long long)__atomic_load_n(&n->handed_off, __ATOMIC_RELAXED));
 	if (cfg->pidfile[0])
 		unlink(cfg->pidfile);
 	/*

@@ -1581,6 +1581,14 @@ out:
 	return ret;
 }
 
+/* A plain write of a whole object: it needs nothing of the old record. */
+static int replaces_whole(const struct pohm_io_attr *io)
+{
+	return io->size && !io->offset &&
+	       !(io->flags & (POHM_IO_CAS | POHM_IO_CAS_TIMESTAMP | POHM_IO_APPEND |
+			      POHM_IO_PREPARE | POHM_IO_PLAIN_WRITE | POHM_IO_COMMIT));
+}
+
 /* See node_store.h: conditions are checked against the committed record first. */
 int node_store_write(struct node_store *s, const struct node_wreq *w, struct node_wres *res)
 {
@@ -1592,7 +1600,7 @@ int node_store_write(struct node_store *s, const struct node_wreq *w, struct nod
 	memset(res, 0, sizeof(*res));
 	res->release_fd = -1;
 	pthread_mutex_lock(mx);
-	old_err = rec_find(s, w->id, &old, NULL, 0, NULL);
+	old_err = replaces_whole(io) ? -ENOENT : rec_find(s, w->id, &old, NULL, 0, NULL);
 	if (old_err && old_err != -ENOENT && old_err != -EILSEQ) {
 		ret = old_err;
 		goto out;
@@ -1607,6 +1615,39 @@ int node_store_write(struct node_store *s, const struct node_wreq *w, struct nod
 out:
 	pthread_mutex_unlock(mx);
 	return ret;
+}
+
+/* See node_store.h. */
+int node_store_write_waits(const struct node_store *s)
+{
+	return s->sync_interval == 0 && !s->tool;
+}
+
+/* See node_store.h: mirrors what node_store_read and node_store_write touch. */
+uint64_t node_store_cost(struct node_store *s, const uint8_t *id, const struct pohm_io_attr *io,
+			 int write)
+{
+	struct node_ient e;
+	uint64_t old;
+
+	if (io && !write && io->size)
+		return io->size;
+	if (io && write && (io->flags & (POHM_IO_PREPARE | POHM_IO_PLAIN_WRITE | POHM_IO_COMMIT))) {
+		/* Staged: the chunk, and at COMMIT a copy of the whole record. */
+		if (!(io->flags & POHM_IO_COMMIT))
+			return io->size;
+		return io->size + (io->num > io->offset + io->size ? io->num
+								    : io->offset + io->size);
+	}
+	if (io && write && replaces_whole(io))
+		return io->size;
+	/* The rest reads, copies or hashes the committed record too. */
+	old = node_index_get(s->idx, id, &e) ? 0 : e.size;
+	if (!io)
+		return old;
+	if (!write)
+		return old > io->offset ? old - io->offset : 0;
+	return io->size + old;
 }
 
 /* ---------------------------------------------------------------- del, list */
