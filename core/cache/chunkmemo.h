@@ -19,10 +19,12 @@
 
 /*
  * out = the SHA-512 of the n bytes at p, chunk `index` of storage inode
- * ino: the remembered one when this process remembers that chunk at this
- * length and the keyed hash of p matches (answer 1), else computed (0).
- * keep: remember the computed one for the next push (a file of more than
- * one chunk; a chunk already remembered is always updated).
+ * ino.  When this process remembers that chunk at this length, only the
+ * part from the first segment whose keyed hash differs is hashed, from
+ * the SHA-512 state remembered there (answer 1: less than the whole
+ * hashed, or nothing when no segment differs); else all (0).  keep:
+ * remember the chunk for the next push (a file of more than one chunk;
+ * a chunk already remembered is always updated).
  */
 int pohm_chunk_memo_sum(uint64_t ino, uint64_t index, const void *p, size_t n, int keep,
 			uint8_t out[64]);
