@@ -135,18 +135,25 @@ static void b_reads(struct pohm_cache *b, const unsigned char *data, size_t n)
 	EXPECT(!memcmp(back, data, n));
 }
 
+/* Hosts a and b; a writes f (n bytes of fill's seed) and pushes it. */
+static void two_hosts_with_f(struct pohm_cache **a, struct pohm_cache **b, unsigned char *data,
+			     size_t n, unsigned seed)
+{
+	ch_setup();
+	*a = ch_host("a");
+	*b = ch_host("b");
+	EXPECT(*a && *b);
+	fill(data, n, seed);
+	EXPECT_EQ_INT(ch_write(*a, "a", "f", data, n), 0);
+}
+
 TEST(a_rewrite_hashes_from_the_first_changed_segment_and_stores_every_checksum)
 {
 	static unsigned char data[3 * CS + 17];
 	struct pohm_cache *a, *b;
 	uint64_t blocks, tail;
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	fill(data, sizeof(data), 3);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", data, sizeof(data)), 0);
+	two_hosts_with_f(&a, &b, data, sizeof(data), 3);
 	/* One byte of chunk 1: that chunk is hashed, chunks 0, 2 and 3 are
 	 * the bytes this process pushed (the commit's objects cost the rest). */
 	blocks = poke_and_push(a, "Y", CS + 9);
@@ -180,12 +187,7 @@ TEST(chunks_another_process_changed_between_pushes_are_hashed)
 	pid_t pid;
 	int st;
 
-	ch_setup();
-	a = ch_host("a");
-	b = ch_host("b");
-	EXPECT(a && b);
-	fill(data, sizeof(data), 4);
-	EXPECT_EQ_INT(ch_write(a, "a", "f", data, sizeof(data)), 0);
+	two_hosts_with_f(&a, &b, data, sizeof(data), 4);
 	/* What a push of one changed chunk costs here. */
 	one = poke_and_push(a, "O", 3 * CS);
 	data[3 * CS] = 'O';
