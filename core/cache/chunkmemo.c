@@ -4,7 +4,7 @@
  *
  * A slot holds the chunk cut into (at most) MEMO_SEGS segments, a whole
  * number of SHA-512 blocks each: the keyed hash of each segment and the
- * SHA-512 state after each segment's start.  A push finds the first
+ * SHA-512 state at each segment's start.  A push finds the first
  * segment whose keyed hash differs and goes on hashing from the state
  * before it: a database whose writes land late in a chunk (new pages at
  * the end) hashes only the part from the first changed segment on.
@@ -18,7 +18,7 @@
 #include "sys.h"
 #include "wire.h"
 
-#define MEMO_SLOTS	64	/* ~104 KiB: a 64 MiB file's chunks at the default size */
+#define MEMO_SLOTS	64	/* ~88 KiB: a 64 MiB file's chunks at the default size */
 #define MEMO_SEGS	16	/* 64 KiB segments of a 1 MiB chunk */
 
 struct memo_mid {

@@ -4,10 +4,11 @@
  * of a file again, sqlite's whole database at each commit).
  *
  * Content, not knowledge of writes: the next push reads the chunk as
- * before and takes the remembered SHA-512 only when the keyed hash of the
- * bytes it read equals the one remembered with it (polyhash.h: two
- * different contents of one length agree with probability below 2^-88,
- * whatever wrote them: this process, another one, a mapping, a child).
+ * before and takes what it remembers (the sum, or the SHA-512 state up to
+ * a segment) only where the keyed hash of the bytes it read equals the
+ * one remembered with them (polyhash.h: two different contents of one
+ * length agree with probability below 2^-88, whatever wrote them: this
+ * process, another one, a mapping, a child).
  * So a push never needs to know who wrote what; a process that
  * remembers nothing (pohmelfsd, a later process) hashes everything.
  */

@@ -101,7 +101,7 @@ void io_op_init(struct gop *op, struct pohm_client *c, const void *key, size_t k
 	size_t i, o = 0;
 	unsigned g;
 
-	/* All but the requests (~10 KiB: io_op_add initialises each one it
+	/* All but the requests (12.5 KiB: io_op_add initialises each one it
 	 * adds, nothing reads one past op->n). */
 	memset(op, 0, offsetof(struct gop, reqs));
 	memset(&op->ptrs, 0, sizeof(*op) - offsetof(struct gop, ptrs));
