@@ -28,17 +28,7 @@ command -v valgrind >/dev/null || fail "valgrind is not installed"
 BENCH_GROUPS=2 BENCH_NODE_SYNC=default bench_cluster
 case $WHAT in
 tar)
-	"$PY" - "$W/src" "${N:-200}" <<'PY' || fail "making the inputs"
-import os, random, sys
-src, files = sys.argv[1], int(sys.argv[2])
-rnd = random.Random(23)
-for i in range(files):
-    d = "%s/tree/d%02d" % (src, i % 10)
-    os.makedirs(d, exist_ok=True)
-    with open("%s/f%05d.txt" % (d, i), "wb") as f:
-        f.write(rnd.randbytes(rnd.randrange(0, 8192)))
-PY
-	tar -C "$W/src/tree" -cf "$W/src/in" . || fail "tar -c"
+	small_tar "$W/src/in" "${N:-200}"
 	CMD=(tar -xf "$W/src/in") IN=/dev/null ;;
 sqlite)
 	"$PY" - "$W/src" "${N:-100000}" <<'PY' || fail "making the inputs"
