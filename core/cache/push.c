@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "chunkmemo.h"
 #include "sys.h"
 #include "wire.h"
 #include "stub.h"
@@ -108,7 +109,9 @@ static int push_chunks(struct pohm_cache *c, int fd, uint64_t ino, uint64_t size
 			r = -EAGAIN;	/* shrank while we read: the caller retries later */
 			goto out;
 		}
-		pohm_sha512(buf, want, all[i]);
+		/* A chunk this process pushed and that still holds those bytes
+		 * is not hashed again (chunkmemo.h). */
+		pohm_chunk_memo_sum(ino, i, buf, want, nch > 1, all[i]);
 		if (i < nold && !memcmp(all[i], old[i], 64))
 			continue;	/* unchanged chunk: keep its generation */
 		set[n].index = i;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,10 @@ void io_op_init(struct gop *op, struct pohm_client *c, const void *key, size_t k
 	size_t i, o = 0;
 	unsigned g;
 
-	memset(op, 0, sizeof(*op));
+	/* All but the requests (12.5 KiB: io_op_add initialises each one it
+	 * adds, nothing reads one past op->n). */
+	memset(op, 0, offsetof(struct gop, reqs));
+	memset(&op->ptrs, 0, sizeof(*op) - offsetof(struct gop, ptrs));
 	memset(res, 0, sizeof(*res));
 	op->c = c;
 	op->res = res;

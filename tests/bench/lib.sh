@@ -12,6 +12,7 @@
 #                              order rotating; FN prints one number, kept in $W/m.FN
 #   median_of FILE             the median of the numbers in FILE
 #   ratio_median A B           median over rounds of (line of m.A) / (line of m.B)
+#   small_tar TAR FILES        an archive of FILES small files (the profiles' input)
 #   row NAME RATIO DETAIL      one table row "NAME | RATIO | DETAIL"
 #   fail MESSAGE               a row saying FAILED, then exit 1
 #   fail_with FILE MESSAGE     the same after a command whose stderr went to
@@ -152,6 +153,26 @@ fail_with() {
 	[ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1)
 	last=$(tr '|' '/' <<<"$last" | cut -c1-200)
 	fail "$2 (exit status $rc${last:+: $last})"
+}
+
+# small_tar TAR FILES: TAR, an archive of FILES files of 0-8 KiB (random
+# bytes, the same every run) in 10 directories, the input of the small-file
+# profiles' `tar -x`; fails the bench if making it does.
+small_tar() {
+	local d
+	d=$(mktemp -d "$W/tree.XXXXXX") || fail "mktemp"
+	"$PY" - "$d" "$2" <<'PY' || fail "making the tar input"
+import os, random, sys
+src, files = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(23)
+for i in range(files):
+    d = "%s/d%02d" % (src, i % 10)
+    os.makedirs(d, exist_ok=True)
+    with open("%s/f%05d.txt" % (d, i), "wb") as f:
+        f.write(rnd.randbytes(rnd.randrange(0, 8192)))
+PY
+	tar -C "$d" -cf "$1" . || fail "tar -c"
+	rm -rf "$d"
 }
 
 # git_repo DIR FILES: a new git repository in DIR of FILES files and 10

@@ -26,17 +26,7 @@ mkdir -p "$OUT"
 command -v strace >/dev/null || fail "strace is not installed"
 BENCH_GROUPS=2 BENCH_NODE_SYNC=default bench_cluster
 mkdir -p "$W/local" "$W/src"
-"$PY" - "$W/src" "$FILES" <<'PY' || fail "making the inputs"
-import os, random, sys
-src, files = sys.argv[1], int(sys.argv[2])
-rnd = random.Random(23)
-for i in range(files):
-    d = "%s/tree/d%02d" % (src, i % 10)
-    os.makedirs(d, exist_ok=True)
-    with open("%s/f%05d.txt" % (d, i), "wb") as f:
-        f.write(rnd.randbytes(rnd.randrange(0, 8192)))
-PY
-tar -C "$W/src/tree" -cf "$W/src/tree.tar" . || fail "tar -c"
+small_tar "$W/src/tree.tar" "$FILES"
 git_repo "$W/src/repo" "$GITFILES"
 S=$W/src
 declare -A CMD=([tar]="tar -xf '$S/tree.tar'" [git]="git clone -q 'file://$S/repo' clone")

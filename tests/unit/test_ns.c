@@ -4867,3 +4867,36 @@ TEST(seal_whose_intent_is_ahead_of_the_writers_clock_is_waited_for)
 	pohm_ns_close(ns2);
 	pohm_ns_close(ns);
 }
+
+/* The object keys (written by hand since session 16) are exactly the
+ * printf formats every stored key was made with. */
+TEST(object_keys_are_the_printf_formats)
+{
+	static const uint64_t v[] = { 0, 1, 9, 10, 15, 16, 255, 0x1234abcdULL, 0xffffffffULL,
+				      0x100000000ULL, 0x0123456789abcdefULL, ~0ULL };
+	char got[POHM_KEY_MAX], want[POHM_KEY_MAX];
+	size_t i, j, k;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		pohm_key_inode(got, v[i]);
+		snprintf(want, sizeof(want), "i:%" PRIx64, v[i]);
+		EXPECT_EQ_STR(got, want);
+		for (j = 0; j < sizeof(v) / sizeof(v[0]); j++) {
+			unsigned depth = (unsigned)v[j];
+			uint32_t index = (uint32_t)v[(j + i) % (sizeof(v) / sizeof(v[0]))];
+
+			pohm_key_bucket(got, v[i], depth, index);
+			snprintf(want, sizeof(want), "b:%" PRIx64 ":%u:%" PRIx32, v[i], depth, index);
+			EXPECT_EQ_STR(got, want);
+			for (k = 0; k < sizeof(v) / sizeof(v[0]); k += 3) {
+				pohm_key_chunk(got, v[i], v[j], v[k]);
+				snprintf(want, sizeof(want), "d:%" PRIx64 ":%" PRIx64 ":%" PRIx64, v[i],
+					 v[j], v[k]);
+				EXPECT_EQ_STR(got, want);
+				pohm_key_map(got, v[i], v[j], v[k]);
+				want[0] = 'm';
+				EXPECT_EQ_STR(got, want);
+			}
+		}
+	}
+}

@@ -11,9 +11,11 @@
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 #include "cache_hosts.h"
+#include "wire.h"
 
 #define CS	4096	/* the hosts' chunk size */
 
@@ -97,6 +99,115 @@ TEST(a_truncate_travels)
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
 	EXPECT_EQ_INT(stat(ch_path("b", "f"), &st), 0);
 	EXPECT_EQ_INT(st.st_size, 10);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/* ---------------------------------------------------------------- issue 23: chunks not hashed again */
+
+/* SHA-512 blocks a chunk of CS bytes costs (padding: one more block). */
+#define CS_BLOCKS	(CS / 128 + 1)
+
+/* Open a's f read-write, pwrite 1 byte at off, push: the SHA-512 blocks
+ * the push cost. */
+static uint64_t poke_and_push(struct pohm_cache *a, const char *what, off_t off)
+{
+	uint64_t b0;
+	int fd = open(ch_path("a", "f"), O_RDWR);
+
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "f", fd);
+	EXPECT_EQ_INT(pwrite(fd, what, 1, off), 1);
+	b0 = pohm_sha512_blocks();
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	b0 = pohm_sha512_blocks() - b0;
+	close(fd);
+	return b0;
+}
+
+/* b (a fresh cache) fetches f, verifying every chunk's checksum, and holds data. */
+static void b_reads(struct pohm_cache *b, const unsigned char *data, size_t n)
+{
+	static unsigned char back[8 * CS];
+
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "f"), back, sizeof(back)), (int)n);
+	EXPECT(!memcmp(back, data, n));
+}
+
+/* Hosts a and b; a writes f (n bytes of fill's seed) and pushes it. */
+static void two_hosts_with_f(struct pohm_cache **a, struct pohm_cache **b, unsigned char *data,
+			     size_t n, unsigned seed)
+{
+	ch_setup();
+	*a = ch_host("a");
+	*b = ch_host("b");
+	EXPECT(*a && *b);
+	fill(data, n, seed);
+	EXPECT_EQ_INT(ch_write(*a, "a", "f", data, n), 0);
+}
+
+TEST(a_rewrite_hashes_from_the_first_changed_segment_and_stores_every_checksum)
+{
+	static unsigned char data[3 * CS + 17];
+	struct pohm_cache *a, *b;
+	uint64_t blocks, tail;
+
+	two_hosts_with_f(&a, &b, data, sizeof(data), 3);
+	/* One byte of chunk 1: that chunk is hashed, chunks 0, 2 and 3 are
+	 * the bytes this process pushed (the commit's objects cost the rest). */
+	blocks = poke_and_push(a, "Y", CS + 9);
+	data[CS + 9] = 'Y';
+	printf("# one chunk of four rewritten: %llu blocks\n", (unsigned long long)blocks);
+	EXPECT(blocks >= CS_BLOCKS);
+	EXPECT(blocks < 3 * CS_BLOCKS);	/* 4 chunks hashed: 4 * CS_BLOCKS more than that */
+	b_reads(b, data, sizeof(data));
+	/* Again in chunk 2, then chunk 0: each push right, b verifies all. */
+	EXPECT(poke_and_push(a, "Z", 2 * CS + 1) < 3 * CS_BLOCKS);
+	data[2 * CS + 1] = 'Z';
+	EXPECT(poke_and_push(a, "W", 3) < 3 * CS_BLOCKS);
+	data[3] = 'W';
+	b_reads(b, data, sizeof(data));
+	/* The last byte of chunk 1: only its last segment (CS / 16) hashed,
+	 * on from the state before it; the map keeps the whole chunk's sum. */
+	tail = poke_and_push(a, "V", 2 * CS - 1);
+	data[2 * CS - 1] = 'V';
+	printf("# the last byte of a chunk: %llu blocks\n", (unsigned long long)tail);
+	EXPECT(tail + CS_BLOCKS / 2 < blocks);
+	b_reads(b, data, sizeof(data));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+TEST(chunks_another_process_changed_between_pushes_are_hashed)
+{
+	static unsigned char data[3 * CS + 17];
+	struct pohm_cache *a, *b;
+	uint64_t one, blocks;
+	pid_t pid;
+	int st;
+
+	two_hosts_with_f(&a, &b, data, sizeof(data), 4);
+	/* What a push of one changed chunk costs here. */
+	one = poke_and_push(a, "O", 3 * CS);
+	data[3 * CS] = 'O';
+	/* Another process writes chunks 0 and 2 and does not push. */
+	pid = fork();
+	if (!pid) {
+		int fd = open(ch_path("a", "f"), O_RDWR);
+
+		_exit(fd < 0 || pwrite(fd, "P", 1, 5) != 1 || pwrite(fd, "Q", 1, 2 * CS + 7) != 1);
+	}
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	data[5] = 'P';
+	data[2 * CS + 7] = 'Q';
+	/* This one's write to chunk 1 and push: chunks 0, 1 and 2 hashed. */
+	blocks = poke_and_push(a, "R", CS + 2);
+	data[CS + 2] = 'R';
+	printf("# three chunks of four changed: %llu blocks, one: %llu\n",
+	       (unsigned long long)blocks, (unsigned long long)one);
+	EXPECT(blocks >= one + 2 * CS_BLOCKS);
+	b_reads(b, data, sizeof(data));
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
