@@ -633,7 +633,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
-		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
+		pohm_shadow_host_closing(fd, NULL);	/* a reader may be the inode's last fd */
 		return 0;
 	}
 	/* No name in the journal (a name of 4096 bytes or more below the

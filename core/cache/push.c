@@ -801,22 +801,25 @@ static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino)
 	return r;
 }
 
+int pohm_cache_push_fd_as(struct pohm_cache *c, int fd, const struct stat *st)
+{
+	uint64_t ino;
+
+	if ((uint64_t)st->st_dev != c->pdev)
+		return 0;
+	if (!S_ISREG(st->st_mode))	/* fchmod/futimens of a directory */
+		return S_ISDIR(st->st_mode) ? push_dir_attrs(c, st, fd, NULL) : 0;
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
+		return 0;	/* not a file of ours */
+	return push_fd_ino(c, fd, ino);
+}
+
 int pohm_cache_push_fd(struct pohm_cache *c, int fd)
 {
 	struct stat st;
-	uint64_t ino;
-	int r;
+	int r = pohm_sys_fstat(fd, &st);
 
-	r = pohm_sys_fstat(fd, &st);
-	if (r)
-		return r;
-	if ((uint64_t)st.st_dev != c->pdev)
-		return 0;
-	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
-		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;	/* not a file of ours */
-	return push_fd_ino(c, fd, ino);
+	return r ? r : pohm_cache_push_fd_as(c, fd, &st);
 }
 
 int pohm_cache_push_wronly(struct pohm_cache *c, int fd)

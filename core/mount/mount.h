@@ -173,11 +173,13 @@ struct pohm_host_fds {
 	int (*next)(int from, uint64_t *ino, unsigned *flags);
 	/* A readable fd on the inode of write-only fd (the caller's to keep,
 	 * never closed here), -EBADF if fd is no regular file, or -errno
-	 * (-EACCES, -EPERM: the process may not read the file). */
-	int (*readable)(int fd);
-	/* Immediately before the host's close of fd (its readable fd goes
-	 * when fd was the inode's last). */
-	void (*closing)(int fd);
+	 * (-EACCES, -EPERM: the process may not read the file).  st: fd's
+	 * stat when the caller has it (NULL: taken here); fresh: fd is the
+	 * one the host's open just returned. */
+	int (*readable)(int fd, const struct stat *st, int fresh);
+	/* Immediately before the host's close of fd (st: its stat, or NULL;
+	 * its readable fd goes when fd was the inode's last). */
+	void (*closing)(int fd, const struct stat *st);
 	/* Drop the readable fds of files no fd of the host has open any more
 	 * (closed behind the host table's back: a raw SYS_close). */
 	void (*sweep)(void);

@@ -164,8 +164,9 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 		      const char *name, int flags, int fd, int created, struct pohm_wprelock *pl,
 		      uint64_t *ino)
 {
-	struct stat st;
+	struct stat st, lst;	/* lst: fd's local stat (st becomes the storage's) */
 	uint64_t known = 0;
+	int have = 0;
 
 	if (fd < 0) {
 		pohm_cache_writer_prelock_drop(c, pl, held_here, (void *)h);
@@ -183,6 +184,8 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 	if ((flags & O_ACCMODE) != O_RDONLY && (known || !pohm_sys_fstat(fd, &st))) {
 		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
 
+		have = 1;
+		lst = st;
 		if (known)
 			*ino = known;
 		else {
@@ -197,10 +200,11 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 	}
 	if (pl->state != POHM_WPRE_NONE)	/* not a writer's regular file after all */
 		pohm_cache_writer_prelock_drop(c, pl, held_here, (void *)h);
-	/* A write-only fd gets its read-only shadow now, while the name still
-	 * names its inode; a file we may not read gets none. */
+	/* A write-only fd gets its read-only shadow now, while the process may
+	 * still read the file (a later fchmod may take that away); a file we
+	 * may not read gets none.  Its stat as just taken (issue 23). */
 	if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_PATH))
-		h->readable(fd);
+		h->readable(fd, have ? &lst : NULL, 1);
 	return fd;
 }
 

@@ -36,12 +36,12 @@ static int fake_next(int from, uint64_t *ino, unsigned *flags)
 	return fds[best];
 }
 
-static int fake_readable(int fd)
+static int fake_readable(int fd, const struct stat *st, int fresh)
 {
 	return fd;
 }
 
-static void fake_closing(int fd)
+static void fake_closing(int fd, const struct stat *st)
 {
 	closing_fd = fd;
 	closings++;
