@@ -218,8 +218,13 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 
 	r = open_before(c, rel, pflags, flags, mode, &created, &own, &outside);
 	/* A writer's open of an existing file takes its open-for-write lock
-	 * first (no refresh renames over the name until the fd is held). */
-	if (r == KERNEL && !outside)
+	 * first (no refresh renames over the name until the fd is held).  Not
+	 * a name this open just created: its create found no local file there
+	 * after the storage's insert (cachens.c), so there is no recorded copy
+	 * to hold, and the prelock's fstatat only failed ENOENT (issue 23);
+	 * a file another process made there meanwhile is locked after the
+	 * open and its copy checked (pohm_cache_writer_open_pre). */
+	if (r == KERNEL && !outside && !created)
 		pohm_cache_writer_prelock(c, own ? own : rel, flags, &pl);
 	if (r == KERNEL)
 		r = real->call(real->arg);
