@@ -367,9 +367,10 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
  * atomic per host).  Processes and threads that write one file push it in
  * turn, so each push starts from the version the previous one recorded.
  * The turn is an exclusive OFD lock on byte <ino> of cache_dir/p.lock
- * (decision 0016), taken on a fresh open of that file (OFD locks belong to
- * the open file description: two threads of a process exclude each other
- * too) and held across the push's network I/O, never across a call into
+ * (decision 0016), taken on a description of that file no other holder
+ * uses (OFD locks belong to the open file description: two threads of a
+ * process exclude each other too; lockfd.c keeps them between turns) and
+ * held across the push's network I/O, never across a call into
  * the host.  The kernel drops it when its holder dies: no pid to check,
  * nothing to break, nothing left behind.  A pusher that waited
  * PUSH_WAIT_NS gives up waiting and pushes anyway (the inode CAS still
@@ -419,7 +420,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 			t = &turns[i];
 	if (!t)
 		return 0;
-	fd = pohm_journal_open_own(c->j.dirfd, "p.lock", O_RDWR | O_CREAT);
+	fd = cache_lockfd_take(c, CACHE_LF_P);	/* one of its own, kept (issue 23) */
 	if (fd < 0)
 		return 0;
 	memset(&fl, 0, sizeof(fl));
@@ -447,7 +448,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 	t->fd1 = fd + 1;
 	return 1;
 fail:
-	pohm_sys_close(fd);
+	cache_lockfd_give(c, CACHE_LF_P, fd);
 	return 0;
 }
 
@@ -458,7 +459,7 @@ void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
 
 	if (!t)
 		return;
-	pohm_sys_close(t->fd1 - 1);
+	cache_lockfd_give(c, CACHE_LF_P, t->fd1 - 1);
 	t->fd1 = 0;
 }
 
