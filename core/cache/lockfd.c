@@ -97,8 +97,7 @@ int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
 	for (i = 0; i < LF_KEEP && fd < 0; i++) {
 		if (l->fd[f][i] < 0)
 			continue;
-		fd = l->fd[f][i];
-		pohm_own_set(&l->fd[f][i], -1);	/* the caller's now */
+		fd = pohm_own_release(&l->fd[f][i]);	/* the caller's now */
 	}
 	pthread_mutex_unlock(&l->mu);
 	if (fd >= 0)

@@ -77,6 +77,23 @@ void pohm_own_close(int *slot)
 		pohm_sys_close(fd);
 }
 
+int pohm_own_release(int *slot)
+{
+	struct own_ent *e;
+	int fd;
+
+	pthread_mutex_lock(&own_lock);
+	e = find_slot(slot);
+	if (e) {
+		__atomic_store_n(&e->fd, -1, __ATOMIC_RELEASE);
+		e->slot = NULL;
+	}
+	fd = *slot;
+	*slot = -1;
+	pthread_mutex_unlock(&own_lock);
+	return fd;
+}
+
 int pohm_own_is(int fd)
 {
 	int i;
