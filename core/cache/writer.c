@@ -8,9 +8,12 @@
  * since decision 0056, was keyed the same).
  * It holds it on an fd of its own (one per inode per process, registered
  * in core/sys/ownfd, >= POHM_FD_BASE) until its last fd writing that
- * local file is closed.  The kernel drops the lock when the last copy of
- * that fd goes: close, exit, _exit, SIGKILL; a fork child shares it (the
- * same open file description, as it shares the writing fd).  Across exec
+ * local file is closed: then an F_UNLCK, and the description is kept for
+ * the next writer (lockfd.c, decision 0090); an inheritable one is closed.
+ * The kernel drops the lock when the last copy of that fd goes: exit,
+ * _exit, SIGKILL.  A fork child holds it too: on a description of its own,
+ * taken again at the fork (cache_writers_atfork_child), or for an
+ * inheritable writer the same description, as it shares the writing fd.  Across exec
  * the lock fd follows the writing fd: it is close-on-exec exactly when
  * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
  * the inode open for write until sh exits.  The exec hands the surviving
