@@ -52,19 +52,27 @@ int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino)
  * Push through fd, or through a readable fd on its inode when fd is
  * write-only (the shim's shadow, kept open until just before the host's
  * last close of the inode, so no POSIX lock of the program is released by
- * a push).  st: fd's stat if the caller just took it, or NULL.
+ * a push).  st: fd's stat if the caller just took it, or NULL; hfl: fd's
+ * POHM_HOST_FD_* flags, or -1.
  * -EACCES/-EPERM: nothing can read it; the caller hands the push to
  * pohmelfsd.
  */
 static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd,
-		   const struct stat *st)
+		   const struct stat *st, int hfl)
 {
 	int r, shadow, fl;
 
 	/* Write-only: straight to the readable fd.  Trying fd first cost ten
 	 * calls (the journal's record, the push turn) before its pread failed
-	 * EBADF (issue 23); a clean file's push answers 0 on either fd. */
-	fl = pohm_sys_fcntl(fd, F_GETFL, 0);
+	 * EBADF (issue 23); a clean file's push answers 0 on either fd.  The
+	 * access mode as the host's table recorded it at the open (hfl, its
+	 * POHM_HOST_FD_* flags; -1: not known, asked with F_GETFL; issue 23).
+	 * A table without it (an fd handed over by an earlier library) says
+	 * "not write-only", and the EBADF below still finds the shadow. */
+	if (hfl >= 0)
+		fl = (hfl & POHM_HOST_FD_WRONLY) ? O_WRONLY : O_RDWR;
+	else
+		fl = pohm_sys_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || (fl & O_ACCMODE) != O_WRONLY) {
 		r = st ? pohm_cache_push_fd_as(c, fd, st) : pohm_cache_push_fd(c, fd);
 		if (r != -EBADF)
@@ -122,7 +130,7 @@ static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int
 				    (!pohm_sys_fstat(fd, &st) &&
 				     held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, -1))))
 			continue;
-		r = push_fd(c, h, fd, NULL);
+		r = push_fd(c, h, fd, NULL, (int)fl);
 		if (r == -EACCES || r == -EPERM)
 			hand_to_daemon(m, cookie, r);
 		else if (r < 0)
@@ -148,7 +156,8 @@ static int leave_dirty(struct pohm_mount *m, uint64_t ino)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
-int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino)
+int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino,
+		    unsigned hfl)
 {
 	struct pohm_cache *c = m->cache;
 	struct stat st;
@@ -178,7 +187,7 @@ int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
 			pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 		return leave_dirty(m, ino);	/* pushed at exit and by pohmelfsd meanwhile */
 	}
-	r = push_fd(c, h, fd, known);
+	r = push_fd(c, h, fd, known, (int)hfl);
 	h->closing(fd, known);
 	/* Pushed: the inode is no longer open for write here (after the push,
 	 * so pohmelfsd does not push it at the same time). */
@@ -203,7 +212,7 @@ int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, 
 
 	if (fd < 0)
 		r = push_process(m, h, 0, NULL, 0);
-	else if ((r = push_fd(m->cache, h, fd, NULL)) == -EACCES || r == -EPERM) {
+	else if ((r = push_fd(m->cache, h, fd, NULL, -1)) == -EACCES || r == -EPERM) {
 		hand_to_daemon(m, ino, r);
 		r = 0;
 	}

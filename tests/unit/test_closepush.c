@@ -126,7 +126,7 @@ TEST(a_writer_closed_while_another_writes_the_file_is_only_marked_dirty)
 	setup(dir, POHM_HOST_FD_WRITE);
 	pohm_dirty_take(pohm_proc_dirty());
 	closings = 0;
-	EXPECT_EQ_INT(pohm_proc_close(&m, &host, fds[0], 7), 0);
+	EXPECT_EQ_INT(pohm_proc_close(&m, &host, fds[0], 7, flag[0]), 0);
 	EXPECT_EQ_INT(closings, 1);
 	EXPECT_EQ_INT(closing_fd, fds[0]);
 	EXPECT_EQ_INT((int)pohm_dirty_take(pohm_proc_dirty()), 1);
