@@ -59,24 +59,6 @@ int pohm_own_set(int *slot, int fd)
 	return r;
 }
 
-void pohm_own_close(int *slot)
-{
-	struct own_ent *e;
-	int fd;
-
-	pthread_mutex_lock(&own_lock);
-	e = find_slot(slot);
-	if (e) {
-		__atomic_store_n(&e->fd, -1, __ATOMIC_RELEASE);
-		e->slot = NULL;
-	}
-	fd = *slot;
-	*slot = -1;
-	pthread_mutex_unlock(&own_lock);
-	if (fd >= 0)
-		pohm_sys_close(fd);
-}
-
 int pohm_own_release(int *slot)
 {
 	struct own_ent *e;
@@ -92,6 +74,14 @@ int pohm_own_release(int *slot)
 	*slot = -1;
 	pthread_mutex_unlock(&own_lock);
 	return fd;
+}
+
+void pohm_own_close(int *slot)
+{
+	int fd = pohm_own_release(slot);
+
+	if (fd >= 0)
+		pohm_sys_close(fd);
 }
 
 int pohm_own_is(int fd)
