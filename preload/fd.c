@@ -43,10 +43,11 @@
 #define ST_SET		(1ull << 63)	/* the entry holds something */
 #define ST_UNDER	(1ull << 62)	/* the fd names something under the prefix */
 #define ST_LAZY		(1ull << 61)	/* position unknown (handed over): resolve */
-#define ST_FLAGS_SHIFT	55		/* POHM_FD_* flags, 6 bits (55-60) */
-#define ST_M0_SHIFT	31		/* match[0], 12 bits */
-#define ST_M1_SHIFT	43		/* match[1], 12 bits */
-#define ST_DEPTH_MASK	0x7fffffffull	/* depth, 31 bits */
+#define ST_FLAGS_SHIFT	54		/* POHM_FD_* flags, 7 bits (54-60) */
+#define ST_FLAGS_MASK	0x7fu
+#define ST_M0_SHIFT	30		/* match[0], 12 bits */
+#define ST_M1_SHIFT	42		/* match[1], 12 bits */
+#define ST_DEPTH_MASK	0x3fffffffull	/* depth, 30 bits */
 
 #define FDT_SHIFT	POHM_FDT_SHIFT
 #define FDT_CHUNK	(1 << FDT_SHIFT)
@@ -90,13 +91,13 @@ void pohm_pos_unpack(uint64_t st, struct pohm_pc_pos *pos)
 
 static uint64_t st_pack(const struct pohm_pc_pos *pos, unsigned flags, int under)
 {
-	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & 0x3f) << ST_FLAGS_SHIFT) |
+	return ST_SET | (under ? ST_UNDER : 0) | ((uint64_t)(flags & ST_FLAGS_MASK) << ST_FLAGS_SHIFT) |
 	       pohm_pos_pack(pos);
 }
 
 static unsigned st_flags(uint64_t st)
 {
-	return (unsigned)(st >> ST_FLAGS_SHIFT) & 0x3f;
+	return (unsigned)(st >> ST_FLAGS_SHIFT) & ST_FLAGS_MASK;
 }
 
 /* The entry of fd if its chunk exists, else NULL (lock-free). */
@@ -228,10 +229,12 @@ unsigned pohm_fd_flags_of(int oflags)
 
 	if ((oflags & O_ACCMODE) == O_WRONLY || (oflags & O_ACCMODE) == O_RDWR)
 		f |= POHM_FD_WRITE;
+	if ((oflags & O_ACCMODE) == O_WRONLY)
+		f |= POHM_FD_WRONLY;
 	if (oflags & O_DIRECTORY)
 		f |= POHM_FD_DIR;
 	if ((oflags & O_PATH) == O_PATH)
-		f = (f & ~POHM_FD_WRITE) | POHM_FD_PATH;
+		f = (f & ~(POHM_FD_WRITE | POHM_FD_WRONLY)) | POHM_FD_PATH;
 	return f;
 }
 

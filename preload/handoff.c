@@ -183,7 +183,7 @@ void pohm_fd_adopt_env(void)
 		if (fd >= (POHM_FDT_NCHUNK << POHM_FDT_SHIFT) || pohm_sys_fcntl((int)fd, F_GETFD, 0) < 0)
 			continue;	/* closed on the way (cloexec, or by the program) */
 		fi.cookie = ck;
-		fi.flags = ((unsigned)fl & 0x7) | POHM_FD_INHERITED;
+		fi.flags = ((unsigned)fl & (0x7 | POHM_FD_WRONLY)) | POHM_FD_INHERITED;
 		pohm_hook_fd_inherited((int)fd, &fi);
 		pohm_fd_record((int)fd, &deep, NULL, &fi);
 		pohm_debug("inherited fd %d under the prefix (flags %x, cookie %llx)", (int)fd,

@@ -147,6 +147,8 @@ struct pohm_fd_info {
 #define POHM_FD_LONG	0x10	/* opened for writing by a name below the prefix of 4096
 				 * bytes or more: the journal keeps no name for it, so
 				 * its close pushes (hooks_cache.c hook_close) */
+#define POHM_FD_WRONLY	0x40	/* opened O_WRONLY (F_SETFL cannot change an access mode):
+				 * its push reads through its shadow (shadow.c) */
 #define POHM_FD_UNLISTED 0x20	/* a directory whose listing failed when it was opened
 				 * (the open succeeded: fchdir, savewd): its first read
 				 * of entries lists again, else fails with EIO (dir.c) */

@@ -72,6 +72,14 @@ static const struct pohm_proc_glue glue = {
  * fds: the fds under the prefix (fd.c's table), the read-only shadows of
  * write-only fds (shadow.c).
  */
+/* The POHM_HOST_FD_* flags of a table entry's POHM_FD_* flags. */
+static unsigned host_flags(unsigned f)
+{
+	return ((f & POHM_FD_WRITE) ? POHM_HOST_FD_WRITE : 0) |
+	       ((f & (POHM_FD_DIR | POHM_FD_PATH)) ? POHM_HOST_FD_NODATA : 0) |
+	       ((f & POHM_FD_WRONLY) ? POHM_HOST_FD_WRONLY : 0);
+}
+
 static int fds_next(int from, uint64_t *ino, unsigned *flags)
 {
 	struct pohm_fd_info fi;
@@ -80,8 +88,7 @@ static int fds_next(int from, uint64_t *ino, unsigned *flags)
 	for (fd = from; fd <= max; fd++)
 		if (pohm_fd_lookup(fd, &fi)) {
 			*ino = fi.cookie;
-			*flags = ((fi.flags & POHM_FD_WRITE) ? POHM_HOST_FD_WRITE : 0) |
-				 ((fi.flags & (POHM_FD_DIR | POHM_FD_PATH)) ? POHM_HOST_FD_NODATA : 0);
+			*flags = host_flags(fi.flags);
 			return fd;
 		}
 	return -1;
@@ -633,7 +640,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	int r;
 
 	if (!(fi->flags & POHM_FD_WRITE) || !(um = mount_here(&r))) {
-		pohm_shadow_host_closing(fd);	/* a reader may be the inode's last fd */
+		pohm_shadow_host_closing(fd, NULL);	/* a reader may be the inode's last fd */
 		return 0;
 	}
 	/* No name in the journal (a name of 4096 bytes or more below the
@@ -642,7 +649,7 @@ static int hook_close(int fd, const struct pohm_fd_info *fi)
 	 * 10).  A failure stays on the dirty list as any close's. */
 	if (fi->flags & POHM_FD_LONG)
 		(void)HELD(pohm_proc_sync(um, &host_fds, fd, fi->cookie));
-	return HELD(pohm_proc_close(um, &host_fds, fd, fi->cookie));
+	return HELD(pohm_proc_close(um, &host_fds, fd, fi->cookie, host_flags(fi->flags)));
 }
 
 int pohm_hk_close(int fd, const struct pohm_fd_info *fi)

@@ -60,8 +60,14 @@ static int valid(const struct shadow *s)
 	return !pohm_sys_fstat(s->fd, &st) && st.st_dev == s->dev && st.st_ino == s->ino;
 }
 
-/* Open a read-only fd on the inode behind host fd: the fd, or -errno. */
-static int open_on(int fd, const struct stat *hst)
+/* Open a read-only fd on the inode behind host fd (hst: its stat): the fd,
+ * or -errno.  check: fstat the new fd against hst (an fd the host has held
+ * a while: another of its threads may have closed the number and opened
+ * another file on it meanwhile).  A host fd its open just returned cannot
+ * be renamed over: /proc/self/fd/N is the open file itself, and the host
+ * has not seen the number yet (issue 23: two calls per create fewer);
+ * valid() checks the shadow at each use anyway. */
+static int open_on(int fd, const struct stat *hst, int check)
 {
 	char proc[64];
 	struct stat st;
@@ -73,7 +79,7 @@ static int open_on(int fd, const struct stat *hst)
 	s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOATIME, 0);
 	if (s == -EPERM)
 		s = pohm_sys_open_high(AT_FDCWD, proc, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
-	if (s < 0)
+	if (s < 0 || !check)
 		return s;
 	if (pohm_sys_fstat(s, &st) || st.st_dev != hst->st_dev || st.st_ino != hst->st_ino) {
 		pohm_sys_close(s);	/* renamed over between the two opens */
@@ -82,13 +88,15 @@ static int open_on(int fd, const struct stat *hst)
 	return s;
 }
 
-int pohm_shadow_get(int fd)
+int pohm_shadow_get(int fd, const struct stat *known, int fresh)
 {
 	struct shadow *s;
 	struct stat st;
 	int i, r;
 
-	if (pohm_sys_fstat(fd, &st))
+	if (known)
+		st = *known;
+	else if (pohm_sys_fstat(fd, &st))
 		return -EBADF;
 	if (!S_ISREG(st.st_mode))
 		return -EBADF;
@@ -117,7 +125,7 @@ int pohm_shadow_get(int fd)
 		shadows = n;
 		cap = ncap;
 	}
-	r = open_on(fd, &st);
+	r = open_on(fd, &st, !(known && fresh));
 	if (r >= 0) {
 		__atomic_add_fetch(&nshadows, 1, __ATOMIC_RELAXED);
 		shadows[i].fd = r;
@@ -143,13 +151,18 @@ static int other_host_fd(int fd, dev_t dev, ino_t ino)
 	return 0;
 }
 
-void pohm_shadow_host_closing(int fd)
+void pohm_shadow_host_closing(int fd, const struct stat *known)
 {
 	struct shadow *s;
 	struct stat st;
 
-	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED) ||
-	    pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED))
+		return;
+	if (known)
+		st = *known;
+	else if (pohm_sys_fstat(fd, &st))
+		return;
+	if (!S_ISREG(st.st_mode))
 		return;
 	pohm_busy_lock(&shadow_lock);
 	s = find(st.st_dev, st.st_ino);

@@ -7,10 +7,15 @@
 
 #include "hooks.h"
 
-/* The read-only shadow of host fd's inode, opened now if there is none: fd or -errno. */
-int pohm_shadow_get(int fd);
-/* Immediately before the host's close of fd: close the shadow if fd is its inode's last host fd. */
-void pohm_shadow_host_closing(int fd);
+struct stat;
+
+/* The read-only shadow of host fd's inode, opened now if there is none: fd
+ * or -errno.  known: fd's stat if the caller has it (NULL: fstat here);
+ * fresh: fd was just returned by the host's open (not seen by the host yet). */
+int pohm_shadow_get(int fd, const struct stat *known, int fresh);
+/* Immediately before the host's close of fd (known: its stat, or NULL):
+ * close the shadow if fd is its inode's last host fd. */
+void pohm_shadow_host_closing(int fd, const struct stat *known);
 /* Fork phases: the table's lock is not held across fork. */
 /* Close the shadows of inodes no fd in the table names any more (the host
  * closed its fds behind our back: a raw SYS_close). */

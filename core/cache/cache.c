@@ -119,7 +119,8 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c->pfd = c->stage_fd = c->cmark_fd = -1;
 	c->j.dirfd = c->j.xfd = c->j.sfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
-	if (cache_writers_init(c)) {
+	if (cache_writers_init(c) || cache_lockfds_init(c)) {
+		cache_writers_close(c);
 		free(c);
 		return -ENOMEM;
 	}
@@ -227,6 +228,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
 	pohm_journal_atfork_child();
+	cache_lockfds_atfork_child(c);
 	cache_writers_atfork_child(c);
 	cache_base_atfork_child();
 	if (c->ns)
@@ -244,6 +246,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	pohm_own_close(&c->stage_fd);
 	pohm_own_close(&c->cmark_fd);
 	cache_writers_close(c);
+	cache_lockfds_close(c);
 	pthread_mutex_destroy(&c->vlock);
 	free(c);
 }

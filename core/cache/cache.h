@@ -233,6 +233,10 @@ int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int fol
 			  enum pohm_perm_owner how);
 /* Push the file open as fd if its local copy changed: 1 pushed, 0 unchanged, -errno. */
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
+/* pohm_cache_push_fd, st the stat of fd's file as the caller just took it
+ * (through fd or another fd on the same file: its device, inode and type;
+ * issue 23, no fstat of its own before the push turn). */
+int pohm_cache_push_fd_as(struct pohm_cache *c, int fd, const struct stat *st);
 /* pohm_cache_push_fd of a write-only fd (the caller knows its access
  * mode): -EBADF at once, without the push turn, when the push would have
  * to read the file's bytes (changed data, times or mode; not a stub's or

@@ -81,6 +81,7 @@ struct pohm_cache {
 	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
 	void *offline_arg;
 	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
+	struct cache_lockfds *lf;	/* lock files' descriptions kept between uses (lockfd.c) */
 	unsigned boot_dirty;		/* files an earlier boot left dirty, found at open (cacheboot.c) */
 };
 
@@ -114,6 +115,20 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
+
+/* lockfd.c: descriptions of cache_dir's lock files kept between uses (own mutex). */
+enum cache_lockfile { CACHE_LF_W, CACHE_LF_P, CACHE_LF_C, CACHE_LF_N };
+int cache_lockfds_init(struct pohm_cache *c);
+void cache_lockfds_close(struct pohm_cache *c);
+/* In a fork child: close the kept ones (they are the parent's too). */
+void cache_lockfds_atfork_child(struct pohm_cache *c);
+/* An fd on lock file f, an open file description no other holder uses,
+ * holding no lock, >= POHM_FD_BASE and close-on-exec: a kept one or a new
+ * open.  -errno. */
+int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f);
+/* Release every lock of fd (from cache_lockfd_take) and keep it for the
+ * next taker (or close it); fd < 0: nothing. */
+void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd);
 
 /* writer.c: the table of this process's open-for-write locks (own mutex). */
 int cache_writers_init(struct pohm_cache *c);

@@ -40,7 +40,9 @@ uint64_t cache_rel_hash(const char *rel)
  */
 #define CREATE_MARK_NS 5000000000ULL
 
-/* This thread's create lock on c.lock: fd + 1 (0: none). */
+/* This thread's create lock on c.lock: fd + 1 (0: none); the fd is a
+ * description of its own, kept between creates (lockfd.c: a create's
+ * open and close of c.lock are one F_UNLCK, issue 23). */
 static __thread int created_lock;
 
 static off_t create_byte(uint64_t dino, const char *name)
@@ -54,12 +56,12 @@ void cache_create_mark(struct pohm_cache *c, uint64_t dino, const char *name, in
 	int fd;
 
 	if (created_lock) {
-		pohm_sys_close(created_lock - 1);
+		cache_lockfd_give(c, CACHE_LF_C, created_lock - 1);
 		created_lock = 0;
 	}
 	if (!on)
 		return;
-	fd = pohm_journal_open_own(c->j.dirfd, "c.lock", O_RDWR | O_CREAT);
+	fd = cache_lockfd_take(c, CACHE_LF_C);
 	if (fd < 0)
 		return;
 	memset(&fl, 0, sizeof(fl));
@@ -70,7 +72,7 @@ void cache_create_mark(struct pohm_cache *c, uint64_t dino, const char *name, in
 	/* Not waited for: a creator of the same name (or byte) holds it, and
 	 * a listing leaves the name alone for that one as well. */
 	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) {
-		pohm_sys_close(fd);
+		cache_lockfd_give(c, CACHE_LF_C, fd);
 		return;
 	}
 	created_lock = fd + 1;

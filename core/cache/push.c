@@ -370,9 +370,10 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
  * atomic per host).  Processes and threads that write one file push it in
  * turn, so each push starts from the version the previous one recorded.
  * The turn is an exclusive OFD lock on byte <ino> of cache_dir/p.lock
- * (decision 0016), taken on a fresh open of that file (OFD locks belong to
- * the open file description: two threads of a process exclude each other
- * too) and held across the push's network I/O, never across a call into
+ * (decision 0016), taken on a description of that file no other holder
+ * uses (OFD locks belong to the open file description: two threads of a
+ * process exclude each other too; lockfd.c keeps them between turns) and
+ * held across the push's network I/O, never across a call into
  * the host.  The kernel drops it when its holder dies: no pid to check,
  * nothing to break, nothing left behind.  A pusher that waited
  * PUSH_WAIT_NS gives up waiting and pushes anyway (the inode CAS still
@@ -422,7 +423,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 			t = &turns[i];
 	if (!t)
 		return 0;
-	fd = pohm_journal_open_own(c->j.dirfd, "p.lock", O_RDWR | O_CREAT);
+	fd = cache_lockfd_take(c, CACHE_LF_P);	/* one of its own, kept (issue 23) */
 	if (fd < 0)
 		return 0;
 	memset(&fl, 0, sizeof(fl));
@@ -450,7 +451,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 	t->fd1 = fd + 1;
 	return 1;
 fail:
-	pohm_sys_close(fd);
+	cache_lockfd_give(c, CACHE_LF_P, fd);
 	return 0;
 }
 
@@ -461,7 +462,7 @@ void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
 
 	if (!t)
 		return;
-	pohm_sys_close(t->fd1 - 1);
+	cache_lockfd_give(c, CACHE_LF_P, t->fd1 - 1);
 	t->fd1 = 0;
 }
 
@@ -809,27 +810,31 @@ static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted)
 	return r;
 }
 
-int pohm_cache_push_fd(struct pohm_cache *c, int fd)
+int pohm_cache_push_fd_as(struct pohm_cache *c, int fd, const struct stat *st)
 {
-	struct stat st;
 	uint64_t ino;
 	int r;
 
-	r = pohm_sys_fstat(fd, &st);
-	if (r)
-		return r;
-	if ((uint64_t)st.st_dev != c->pdev)
+	if ((uint64_t)st->st_dev != c->pdev)
 		return 0;
-	if (!S_ISREG(st.st_mode))	/* fchmod/futimens of a directory */
-		return S_ISDIR(st.st_mode) ? push_dir_attrs(c, &st, fd, NULL) : 0;
+	if (!S_ISREG(st->st_mode))	/* fchmod/futimens of a directory */
+		return S_ISDIR(st->st_mode) ? push_dir_attrs(c, st, fd, NULL) : 0;
 	/* The file this thread just recorded (a create's close): no index
 	 * read, its record (read in the push's turn anyway) confirms it. */
-	if (!pohm_journal_local_hint(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) &&
+	if (!pohm_journal_local_hint(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino) &&
 	    (r = push_fd_ino(c, fd, ino, 1)) != -ESRCH)
 		return r;
-	if (pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
 		return 0;	/* not a file of ours */
 	return push_fd_ino(c, fd, ino, 0);
+}
+
+int pohm_cache_push_fd(struct pohm_cache *c, int fd)
+{
+	struct stat st;
+	int r = pohm_sys_fstat(fd, &st);
+
+	return r ? r : pohm_cache_push_fd_as(c, fd, &st);
 }
 
 /* The storage inode of the local file st and, when it has bytes, its

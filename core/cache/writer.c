@@ -8,9 +8,12 @@
  * since decision 0056, was keyed the same).
  * It holds it on an fd of its own (one per inode per process, registered
  * in core/sys/ownfd, >= POHM_FD_BASE) until its last fd writing that
- * local file is closed.  The kernel drops the lock when the last copy of
- * that fd goes: close, exit, _exit, SIGKILL; a fork child shares it (the
- * same open file description, as it shares the writing fd).  Across exec
+ * local file is closed: then an F_UNLCK, and the description is kept for
+ * the next writer (lockfd.c, decision 0065); an inheritable one is closed.
+ * The kernel drops the lock when the last copy of that fd goes: exit,
+ * _exit, SIGKILL.  A fork child holds it too: on a description of its own,
+ * taken again at the fork (cache_writers_atfork_child), or for an
+ * inheritable writer the same description, as it shares the writing fd.  Across exec
  * the lock fd follows the writing fd: it is close-on-exec exactly when
  * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
  * the inode open for write until sh exits.  The exec hands the surviving
@@ -87,6 +90,8 @@ struct wr_ent {
 	int fd;			/* -1: free slot; an ownfd slot otherwise */
 	int keep;		/* the lock fd survives exec (not O_CLOEXEC) */
 	int mapped;		/* a writable shared mapping: held until the process ends */
+	int shared;		/* the lock fd's description may be another process's
+				 * too (cache_writers_atfork_child): closed, never unlocked */
 };
 
 struct cache_writers {
@@ -132,12 +137,6 @@ void cache_writers_close(struct pohm_cache *c)
 	c->wr = NULL;
 }
 
-void cache_writers_atfork_child(struct pohm_cache *c)
-{
-	if (c->wr)
-		pthread_mutex_init(&c->wr->mu, NULL);
-}
-
 /* ---------------------------------------------------------------- open for write */
 
 static struct wr_ent *wr_find(struct cache_writers *w, uint64_t ldev, uint64_t lino)
@@ -166,15 +165,21 @@ static int wr_lock_fd(struct pohm_cache *c, uint64_t ino, short type, struct flo
 	return pohm_sys_move_high(fd);
 }
 
-/* A fresh fd on cache_dir/w.lock holding a shared lock on ino's byte. */
+/* An fd on cache_dir/w.lock, a description of its own (lockfd.c: kept
+ * between writers, issue 23), holding a shared lock on ino's byte. */
 static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 {
 	struct flock fl;
 	int fd, r, i;
 
-	fd = wr_lock_fd(c, ino, F_RDLCK, &fl);
+	fd = cache_lockfd_take(c, CACHE_LF_W);
 	if (fd < 0)
 		return fd;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_RDLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = ino_byte(ino);
+	fl.l_len = 1;
 	/* Writers take shared locks; the only exclusive one is a refresh's,
 	 * held for its re-check and rename (local file calls, no network:
 	 * cache_writer_exclude).  Wait that out, a bounded while: a writer
@@ -190,6 +195,50 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
 		return r;
 	}
 	return fd;
+}
+
+/* Entry e's lock is over (w->mu held): its description goes back to the
+ * keep with its lock released (one F_UNLCK, no close), unless another
+ * process may hold a copy of it: an inheritable one (exec hands it on,
+ * and a fork child of a keep entry shares it: only the close of this
+ * copy leaves theirs alone). */
+static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
+{
+	if (e->keep || e->shared)
+		pohm_own_close(&e->fd);
+	else
+		cache_lockfd_give(c, CACHE_LF_W, pohm_own_release(&e->fd));
+}
+
+/*
+ * A fork child shares each lock fd's description with its parent, and
+ * the parent gives a close-on-exec one back with an F_UNLCK (wr_drop),
+ * which would release the child's lock too.  So the child takes each
+ * such lock again on a description of its own (the parent still holds
+ * the byte, shared: no refresh holds it exclusively, the lock is granted
+ * at once) and closes its copy of the parent's.  A keep entry stays
+ * shared (both sides close theirs).  If the child's lock cannot be taken,
+ * the entry stays shared: closed, never unlocked, as before.
+ */
+void cache_writers_atfork_child(struct pohm_cache *c)
+{
+	struct cache_writers *w = c->wr;
+	int i, fd;
+
+	if (!w)
+		return;
+	pthread_mutex_init(&w->mu, NULL);
+	for (i = 0; i < WR_MAX; i++) {
+		if (w->e[i].fd < 0 || w->e[i].keep)
+			continue;
+		fd = wr_lock(c, w->e[i].ino, 0);
+		if (fd < 0) {
+			w->e[i].shared = 1;
+			continue;
+		}
+		pohm_own_close(&w->e[i].fd);	/* the parent's copy stays */
+		pohm_own_set(&w->e[i].fd, fd);
+	}
 }
 
 /* A free slot of w, or -1 (w->mu held). */
@@ -214,6 +263,7 @@ static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_
 	e->lino = lino;
 	e->keep = !!keep;
 	e->mapped = 0;
+	e->shared = 0;
 	pohm_own_set(&e->fd, fd);
 	w->n++;
 }
@@ -397,7 +447,7 @@ void pohm_cache_writer_close(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
 	pthread_mutex_lock(&w->mu);
 	e = wr_find(w, ldev, lino);
 	if (e && !e->mapped) {
-		pohm_own_close(&e->fd);
+		wr_drop(c, e);
 		w->n--;
 	}
 	pthread_mutex_unlock(&w->mu);

@@ -52,23 +52,33 @@ int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino)
  * Push through fd, or through a readable fd on its inode when fd is
  * write-only (the shim's shadow, kept open until just before the host's
  * last close of the inode, so no POSIX lock of the program is released by
- * a push).  -EACCES/-EPERM: nothing can read it; the caller hands the push
- * to pohmelfsd.
+ * a push).  st: fd's stat if the caller just took it, or NULL; hfl: fd's
+ * POHM_HOST_FD_* flags, or -1.
+ * -EACCES/-EPERM: nothing can read it; the caller hands the push to
+ * pohmelfsd.
  */
-static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
+static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd,
+		   const struct stat *st, int hfl)
 {
 	int r, shadow, fl;
 
 	/* Write-only: straight to the readable fd.  Trying fd first cost ten
 	 * calls (the journal's record, the push turn) before its pread failed
-	 * EBADF (issue 23); a clean file's push answers 0 on either fd. */
-	fl = pohm_sys_fcntl(fd, F_GETFL, 0);
+	 * EBADF (issue 23); a clean file's push answers 0 on either fd.  The
+	 * access mode as the host's table recorded it at the open (hfl, its
+	 * POHM_HOST_FD_* flags; -1: not known, asked with F_GETFL; issue 23).
+	 * A table without it (an fd handed over by an earlier library) says
+	 * "not write-only", and the EBADF below still finds the shadow. */
+	if (hfl >= 0)
+		fl = (hfl & POHM_HOST_FD_WRONLY) ? O_WRONLY : O_RDWR;
+	else
+		fl = pohm_sys_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || (fl & O_ACCMODE) != O_WRONLY) {
-		r = pohm_cache_push_fd(c, fd);
+		r = st ? pohm_cache_push_fd_as(c, fd, st) : pohm_cache_push_fd(c, fd);
 		if (r != -EBADF)
 			return r;
 	}
-	shadow = h->readable(fd);
+	shadow = h->readable(fd, st, 0);
 	if (shadow == -EBADF)
 		return 0;	/* not a regular file: nothing to push */
 	if (shadow < 0 && fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
@@ -80,7 +90,8 @@ static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd)
 	}
 	if (shadow < 0)
 		return shadow;
-	return pohm_cache_push_fd(c, shadow);
+	/* The shadow is on fd's file (h->readable checks it): fd's stat is its. */
+	return st ? pohm_cache_push_fd_as(c, shadow, st) : pohm_cache_push_fd(c, shadow);
 }
 
 /* A push no fd of ours can read: pohmelfsd pushes it (maybe with other rights). */
@@ -119,7 +130,7 @@ static int push_process(struct pohm_mount *m, const struct pohm_host_fds *h, int
 				    (!pohm_sys_fstat(fd, &st) &&
 				     held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, -1))))
 			continue;
-		r = push_fd(c, h, fd);
+		r = push_fd(c, h, fd, NULL, (int)fl);
 		if (r == -EACCES || r == -EPERM)
 			hand_to_daemon(m, cookie, r);
 		else if (r < 0)
@@ -145,35 +156,39 @@ static int leave_dirty(struct pohm_mount *m, uint64_t ino)
  * push here finds nothing to do, and the first user's pohmelfsd or
  * `pohmelfs sync` pushes it (libpohmelfs(7) LIMITS).
  */
-int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino)
+int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino,
+		    unsigned hfl)
 {
 	struct pohm_cache *c = m->cache;
 	struct stat st;
+	const struct stat *known;
 	int r, last;
 
 	/* Is this the process's last writing fd of the file?  While another
 	 * one is open (Python's mmap keeps a dup of the fd it maps) the file
 	 * is still being written: it stays open for write (writer.c), and
 	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
-	 * exit pushes it at the latest. */
-	last = !pohm_sys_fstat(fd, &st) && S_ISREG(st.st_mode);
+	 * exit pushes it at the latest.  fd's stat serves the push and the
+	 * shadow's close too (issue 23). */
+	known = pohm_sys_fstat(fd, &st) ? NULL : &st;
+	last = known && S_ISREG(st.st_mode);
 	if (last && held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, fd)) {
 		last = 0;
 		if (m->sync_on_close) {
-			h->closing(fd);
+			h->closing(fd, known);
 			pohm_proc_count(POHM_ST_CLOSE, 0);
 			pohm_dirty_note(pohm_proc_dirty(), ino);
 			return 0;
 		}
 	}
 	if (!m->sync_on_close) {
-		h->closing(fd);
+		h->closing(fd, known);
 		if (last)
 			pohm_cache_writer_close(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 		return leave_dirty(m, ino);	/* pushed at exit and by pohmelfsd meanwhile */
 	}
-	r = push_fd(c, h, fd);
-	h->closing(fd);
+	r = push_fd(c, h, fd, known, (int)hfl);
+	h->closing(fd, known);
 	/* Pushed: the inode is no longer open for write here (after the push,
 	 * so pohmelfsd does not push it at the same time). */
 	if (last)
@@ -197,7 +212,7 @@ int pohm_proc_sync(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, 
 
 	if (fd < 0)
 		r = push_process(m, h, 0, NULL, 0);
-	else if ((r = push_fd(m->cache, h, fd)) == -EACCES || r == -EPERM) {
+	else if ((r = push_fd(m->cache, h, fd, NULL, -1)) == -EACCES || r == -EPERM) {
 		hand_to_daemon(m, ino, r);
 		r = 0;
 	}

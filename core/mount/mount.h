@@ -166,6 +166,8 @@ void pohm_proc_flush_stats(int err_fd);
  */
 #define POHM_HOST_FD_WRITE  1u	/* opened for writing */
 #define POHM_HOST_FD_NODATA 2u	/* a directory or O_PATH fd: nothing to push */
+#define POHM_HOST_FD_WRONLY 4u	/* opened O_WRONLY (as the host recorded it; without
+				 * it, the access mode is asked of the kernel) */
 struct pohm_host_fds {
 	/* The lowest fd >= from the host opened under the prefix, with its
 	 * storage inode (*ino: 0 if never written) and POHM_HOST_FD_* flags;
@@ -173,11 +175,13 @@ struct pohm_host_fds {
 	int (*next)(int from, uint64_t *ino, unsigned *flags);
 	/* A readable fd on the inode of write-only fd (the caller's to keep,
 	 * never closed here), -EBADF if fd is no regular file, or -errno
-	 * (-EACCES, -EPERM: the process may not read the file). */
-	int (*readable)(int fd);
-	/* Immediately before the host's close of fd (its readable fd goes
-	 * when fd was the inode's last). */
-	void (*closing)(int fd);
+	 * (-EACCES, -EPERM: the process may not read the file).  st: fd's
+	 * stat when the caller has it (NULL: taken here); fresh: fd is the
+	 * one the host's open just returned. */
+	int (*readable)(int fd, const struct stat *st, int fresh);
+	/* Immediately before the host's close of fd (st: its stat, or NULL;
+	 * its readable fd goes when fd was the inode's last). */
+	void (*closing)(int fd, const struct stat *st);
 	/* Drop the readable fds of files no fd of the host has open any more
 	 * (closed behind the host table's back: a raw SYS_close). */
 	void (*sweep)(void);
@@ -187,10 +191,11 @@ struct pohm_host_fds {
  * callbacks of pohm_cache_sync_others and pohm_cache_writer_sweep). */
 int pohm_proc_fd_held(void *h, uint64_t dev, uint64_t ino);
 /* The host closes fd, a writing fd under the prefix whose storage inode
- * is ino: pushed now (sync_on_close, the file's last writing fd of the
- * process) or left dirty for exit and pohmelfsd.  Counted as a close;
- * 0, or -EIO when the push failed online. */
-int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino);
+ * is ino (hfl: its POHM_HOST_FD_* flags): pushed now (sync_on_close, the
+ * file's last writing fd of the process) or left dirty for exit and
+ * pohmelfsd.  Counted as a close; 0, or -EIO when the push failed online. */
+int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd, uint64_t ino,
+		    unsigned hfl);
 /* fsync/fdatasync of fd (storage inode ino), or with fd < 0 sync/syncfs:
  * that file, or everything the process wrote, pushed now.  Counted as a
  * sync; 0 or -EIO. */

@@ -164,8 +164,9 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 		      const char *name, int flags, int fd, int created, struct pohm_wprelock *pl,
 		      uint64_t *ino)
 {
-	struct stat st;
+	struct stat st, lst;	/* lst: fd's local stat (st becomes the storage's) */
 	uint64_t known = 0;
+	int have = 0;
 
 	if (fd < 0) {
 		pohm_cache_writer_prelock_drop(c, pl, held_here, (void *)h);
@@ -183,6 +184,8 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 	if ((flags & O_ACCMODE) != O_RDONLY && (known || !pohm_sys_fstat(fd, &st))) {
 		uint64_t ldev = (uint64_t)st.st_dev, lino = (uint64_t)st.st_ino;
 
+		have = 1;
+		lst = st;
 		if (known)
 			*ino = known;
 		else {
@@ -197,10 +200,11 @@ static int open_after(struct pohm_cache *c, const struct pohm_host_fds *h, const
 	}
 	if (pl->state != POHM_WPRE_NONE)	/* not a writer's regular file after all */
 		pohm_cache_writer_prelock_drop(c, pl, held_here, (void *)h);
-	/* A write-only fd gets its read-only shadow now, while the name still
-	 * names its inode; a file we may not read gets none. */
+	/* A write-only fd gets its read-only shadow now, while the process may
+	 * still read the file (a later fchmod may take that away); a file we
+	 * may not read gets none.  Its stat as just taken (issue 23). */
 	if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_PATH))
-		h->readable(fd);
+		h->readable(fd, have ? &lst : NULL, 1);
 	return fd;
 }
 
@@ -214,8 +218,13 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 
 	r = open_before(c, rel, pflags, flags, mode, &created, &own, &outside);
 	/* A writer's open of an existing file takes its open-for-write lock
-	 * first (no refresh renames over the name until the fd is held). */
-	if (r == KERNEL && !outside)
+	 * first (no refresh renames over the name until the fd is held).  Not
+	 * a name this open just created: its create found no local file there
+	 * after the storage's insert (cachens.c), so there is no recorded copy
+	 * to hold, and the prelock's fstatat only failed ENOENT (issue 23);
+	 * a file another process made there meanwhile is locked after the
+	 * open and its copy checked (pohm_cache_writer_open_pre). */
+	if (r == KERNEL && !outside && !created)
 		pohm_cache_writer_prelock(c, own ? own : rel, flags, &pl);
 	if (r == KERNEL)
 		r = real->call(real->arg);

@@ -59,7 +59,7 @@ int pohm_own_set(int *slot, int fd)
 	return r;
 }
 
-void pohm_own_close(int *slot)
+int pohm_own_release(int *slot)
 {
 	struct own_ent *e;
 	int fd;
@@ -73,6 +73,13 @@ void pohm_own_close(int *slot)
 	fd = *slot;
 	*slot = -1;
 	pthread_mutex_unlock(&own_lock);
+	return fd;
+}
+
+void pohm_own_close(int *slot)
+{
+	int fd = pohm_own_release(slot);
+
 	if (fd >= 0)
 		pohm_sys_close(fd);
 }

@@ -32,6 +32,9 @@
 int pohm_own_set(int *slot, int fd);
 /* Unregister *slot, close its fd if >= 0, set it to -1. */
 void pohm_own_close(int *slot);
+/* Unregister *slot and set it to -1 without closing its fd: the fd (or
+ * -1), the caller's now (to close, or to pohm_own_set into another slot). */
+int pohm_own_release(int *slot);
 /* 1 if fd is currently a registered fd of the library (lock-free). */
 int pohm_own_is(int fd);
 /* The lowest registered fd in [lo, hi], or -1 (lock-free). */

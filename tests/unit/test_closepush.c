@@ -36,12 +36,12 @@ static int fake_next(int from, uint64_t *ino, unsigned *flags)
 	return fds[best];
 }
 
-static int fake_readable(int fd)
+static int fake_readable(int fd, const struct stat *st, int fresh)
 {
 	return fd;
 }
 
-static void fake_closing(int fd)
+static void fake_closing(int fd, const struct stat *st)
 {
 	closing_fd = fd;
 	closings++;
@@ -126,7 +126,7 @@ TEST(a_writer_closed_while_another_writes_the_file_is_only_marked_dirty)
 	setup(dir, POHM_HOST_FD_WRITE);
 	pohm_dirty_take(pohm_proc_dirty());
 	closings = 0;
-	EXPECT_EQ_INT(pohm_proc_close(&m, &host, fds[0], 7), 0);
+	EXPECT_EQ_INT(pohm_proc_close(&m, &host, fds[0], 7, flag[0]), 0);
 	EXPECT_EQ_INT(closings, 1);
 	EXPECT_EQ_INT(closing_fd, fds[0]);
 	EXPECT_EQ_INT((int)pohm_dirty_take(pohm_proc_dirty()), 1);

@@ -32,13 +32,13 @@ static int fake_next(int from, uint64_t *ino, unsigned *flags)
 	return -1;
 }
 
-static int fake_readable(int fd)
+static int fake_readable(int fd, const struct stat *st, int fresh)
 {
 	readables++;
 	return -EBADF;
 }
 
-static void fake_closing(int fd)
+static void fake_closing(int fd, const struct stat *st)
 {
 }
 

@@ -138,17 +138,29 @@ TEST(a_writable_mapping_keeps_it_past_the_close)
 TEST(a_fork_child_shares_the_lock)
 {
 	struct pohm_cache *c = open_cache();
-	int st;
+	int p[2], st;
 	pid_t pid;
+	char b;
 
+	/* A lock fd given back before: the one below is a kept description. */
+	EXPECT_EQ_INT(pohm_cache_writer_open(c, 0x87, 5, 12, 0), 0);
+	pohm_cache_writer_close(c, 5, 12);
 	EXPECT_EQ_INT(pohm_cache_writer_open(c, 0x88, 5, 10, 0), 0);
+	EXPECT_EQ_INT(pipe(p), 0);
 	pid = fork();
 	if (pid == 0) {
+		pohm_cache_atfork_child(c);	/* the shim's fork handler's part */
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
 		sleep(30);
 		_exit(0);
 	}
-	/* The parent lets go; the child, which inherited the writing fd too,
-	 * still holds the inode open for write. */
+	close(p[1]);
+	EXPECT_EQ_INT(read(p[0], &b, 1), 1);
+	close(p[0]);
+	/* The parent lets go (its description back to the keep, unlocked);
+	 * the child, which inherited the writing fd too, still holds the
+	 * inode open for write on a description of its own. */
 	pohm_cache_writer_close(c, 5, 10);
 	EXPECT_EQ_INT(pohm_cache_writer_alive(c, 0x88), 1);
 	kill(pid, SIGKILL);
@@ -307,6 +319,50 @@ TEST(a_push_turn_is_waited_for_and_dies_with_its_holder)
 	/* This thread holds it: a nested take does not wait for itself. */
 	EXPECT_EQ_INT(cache_push_turn_take(c, 0x4242), 0);
 	cache_push_turn_drop(c, 0x4242);
+	waitpid(holder, &st, 0);
+	waitpid(killer, &st, 0);
+	pohm_cache_close(c);
+}
+
+TEST(a_fork_child_s_push_turn_is_its_own)
+{
+	struct pohm_cache *c = open_cache();
+	int p[2], st;
+	pid_t holder, killer;
+	uint64_t t0;
+	char b;
+
+	/* A turn taken and given back: its description is kept for the next. */
+	EXPECT_EQ_INT(cache_push_turn_take(c, 0x5151), 1);
+	cache_push_turn_drop(c, 0x5151);
+	EXPECT_EQ_INT(pipe(p), 0);
+	holder = fork();
+	if (holder == 0) {
+		/* The shim's fork handler: the kept descriptions are the
+		 * parent's too, the child's turns must be its own. */
+		pohm_cache_atfork_child(c);
+		if (cache_push_turn_take(c, 0x5252) != 1)
+			_exit(3);
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	EXPECT_EQ_INT(read(p[0], &b, 1), 1);
+	close(p[0]);
+	killer = fork();
+	if (killer == 0) {
+		usleep(300000);
+		kill(holder, SIGKILL);
+		_exit(0);
+	}
+	/* The child holds the turn: the parent waits for it (on a shared
+	 * description it would have been granted at once). */
+	t0 = now_ms();
+	EXPECT_EQ_INT(cache_push_turn_take(c, 0x5252), 1);
+	EXPECT(now_ms() - t0 >= 250);
+	cache_push_turn_drop(c, 0x5252);
 	waitpid(holder, &st, 0);
 	waitpid(killer, &st, 0);
 	pohm_cache_close(c);

@@ -1,0 +1,134 @@
+/*
+ * lockfd.c — the open file descriptions of cache_dir's lock files (w.lock,
+ * p.lock, c.lock) a process keeps between uses (issue 23: a create opened
+ * and closed each of them once, 9 calls of its 60-odd).
+ *
+ * Every lock of these files is an OFD lock (decision 0016): it belongs to
+ * the open file description, so one holder (a thread's push turn or create
+ * mark, one inode's open-for-write lock) needs a description no other
+ * holder uses, or the first to release would release the other's byte
+ * too, and two holders of one description would not exclude each other.
+ * So a holder takes a description of its own here (a kept one, or a new
+ * open), and gives it back with its locks released (one F_UNLCK over the
+ * whole file instead of a close); a kept one holds no lock.  At most
+ * LF_KEEP are kept per file; more are closed.
+ *
+ * fork: the child's copies of the kept descriptions are the parent's
+ * descriptions too (a lock the child took on one would be the parent's
+ * as well, and the parent's F_UNLCK would release it): the child closes
+ * them at once (cache_lockfds_atfork_child), which leaves the parent's
+ * alone (a description goes with its last fd).  A description in use at
+ * the fork is its holder's business (writer.c re-takes the child's
+ * open-for-write locks on descriptions of its own).  exec: they are
+ * close-on-exec.  A program that closes every fd: kept ones sit at or
+ * above POHM_FD_BASE, close-on-exec, registered in ownfd (preload/fdkeep.c
+ * keeps them from a close_range).
+ *
+ * Guards: `mu` guards the kept fds (slots in ownfd: their addresses never
+ * move, the struct is one allocation).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_int.h"
+#include "sys.h"
+
+#define LF_KEEP 4	/* kept per lock file: threads holding one at once */
+
+static const char *const lf_name[CACHE_LF_N] = { "w.lock", "p.lock", "c.lock" };
+
+struct cache_lockfds {
+	pthread_mutex_t mu;
+	int fd[CACHE_LF_N][LF_KEEP];	/* -1: none kept in the slot */
+};
+
+int cache_lockfds_init(struct pohm_cache *c)
+{
+	struct cache_lockfds *l = calloc(1, sizeof(*l));
+	int f, i;
+
+	if (!l)
+		return -ENOMEM;
+	pthread_mutex_init(&l->mu, NULL);
+	for (f = 0; f < CACHE_LF_N; f++)
+		for (i = 0; i < LF_KEEP; i++)
+			l->fd[f][i] = -1;
+	c->lf = l;
+	return 0;
+}
+
+void cache_lockfds_close(struct pohm_cache *c)
+{
+	struct cache_lockfds *l = c->lf;
+	int f, i;
+
+	if (!l)
+		return;
+	for (f = 0; f < CACHE_LF_N; f++)
+		for (i = 0; i < LF_KEEP; i++)
+			pohm_own_close(&l->fd[f][i]);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+	c->lf = NULL;
+}
+
+void cache_lockfds_atfork_child(struct pohm_cache *c)
+{
+	struct cache_lockfds *l = c->lf;
+	int f, i;
+
+	if (!l)
+		return;
+	pthread_mutex_init(&l->mu, NULL);
+	for (f = 0; f < CACHE_LF_N; f++)
+		for (i = 0; i < LF_KEEP; i++)
+			pohm_own_close(&l->fd[f][i]);	/* the parent's stay open */
+}
+
+int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
+{
+	struct cache_lockfds *l = c->lf;
+	int i, fd = -1;
+
+	pthread_mutex_lock(&l->mu);
+	for (i = 0; i < LF_KEEP && fd < 0; i++) {
+		if (l->fd[f][i] < 0)
+			continue;
+		fd = pohm_own_release(&l->fd[f][i]);	/* the caller's now */
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (fd >= 0)
+		return fd;
+	fd = pohm_journal_open_own(c->j.dirfd, lf_name[f], O_RDWR | O_CREAT);
+	return fd < 0 ? fd : pohm_sys_move_high(fd);
+}
+
+void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd)
+{
+	struct cache_lockfds *l = c->lf;
+	struct flock fl;
+	int i;
+
+	if (fd < 0)
+		return;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_UNLCK;
+	fl.l_whence = SEEK_SET;	/* l_len 0: every byte */
+	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) {
+		pohm_sys_close(fd);	/* the close releases them */
+		return;
+	}
+	pthread_mutex_lock(&l->mu);
+	for (i = 0; i < LF_KEEP; i++)
+		if (l->fd[f][i] < 0) {
+			pohm_own_set(&l->fd[f][i], fd);
+			fd = -1;
+			break;
+		}
+	pthread_mutex_unlock(&l->mu);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+}
