@@ -767,11 +767,11 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {
 		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
-		fork_resetter = 0;
+		__atomic_store_n(&fork_resetter, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&fork_reset_state, FR_NONE, __ATOMIC_RELAXED);
 	} else if (phase == POHM_FORK_CHILD_NOLOCK) {
 		/* The same resets, at the child's first use (fork_resets). */
-		fork_resetter = 0;
+		__atomic_store_n(&fork_resetter, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&fork_reset_state, FR_DUE, __ATOMIC_RELAXED);
 	}
 	/* The child's exit and exec push, count and keep nothing of the
