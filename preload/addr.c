@@ -36,7 +36,10 @@
 #include "shim.h"
 
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
+
+#include "sys.h"
 
 POHM_TLS struct pohm_addr_cache pohm_addr_tls;
 
@@ -110,7 +113,8 @@ int pohm_addr_str(const char *s)
 	uintptr_t a = (uintptr_t)s, end;
 
 	for (;;) {
-		if (a - POHM_UADDR_LO >= pohm_state.utop - POHM_UADDR_LO ||
+		if (a - POHM_UADDR_LO >= __atomic_load_n(&pohm_state.utop, __ATOMIC_RELAXED) -
+		    POHM_UADDR_LO ||
 		    !page_ok(a >> 12))
 			return 0;
 		end = ((a >> 12) + 1) << 12;
@@ -118,4 +122,42 @@ int pohm_addr_str(const char *s)
 			return 1;
 		a = end;	/* the string goes on into the next page */
 	}
+}
+
+/*
+ * The end of user addresses, looked up on the first pointer at or above
+ * POHM_UADDR_HI, not at every start (light init did: a cpuid, which traps
+ * to the hypervisor in a VM, and an mmap and munmap; issue 23).  x86-64:
+ * 2^47, unless the CPU has 5-level paging (CPUID.7.ECX bit 16) and the
+ * kernel maps above 2^47 when asked (a hint there: one mmap and munmap,
+ * on such CPUs only); then 2^56.  Elsewhere there is no top (shim.h).
+ * Threads racing here find the same answer.
+ */
+int pohm_addr_high(const void *p)
+{
+#if defined(__x86_64__)
+	static int asked;	/* atomic: the top was looked up */
+	unsigned a = 7, b, c = 0, d;
+	long m;
+
+	if ((uintptr_t)p < POHM_UADDR_HI)
+		return 0;	/* the NULL area */
+	if (!__atomic_load_n(&asked, __ATOMIC_ACQUIRE)) {
+		__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+		if (c & (1u << 16)) {
+			m = pohm_sys_mmap((void *)((uintptr_t)1 << 52), 4096, PROT_NONE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m >= 0 && (uintptr_t)m >= (uintptr_t)1 << 47)
+				__atomic_store_n(&pohm_state.utop, (uintptr_t)1 << 56,
+						 __ATOMIC_RELAXED);
+			if (m >= 0)
+				pohm_sys_munmap((void *)m, 4096);
+		}
+		__atomic_store_n(&asked, 1, __ATOMIC_RELEASE);
+	}
+	if ((uintptr_t)p - POHM_UADDR_LO <
+	    __atomic_load_n(&pohm_state.utop, __ATOMIC_RELAXED) - POHM_UADDR_LO)
+		return pohm_addr_str((const char *)p);
+#endif
+	return 0;
 }

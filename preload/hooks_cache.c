@@ -41,6 +41,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,47 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 static int mount_asked;
 
 /*
+ * core/mount's fork child resets (pohm_proc_atfork_child: the parent's
+ * dirty list, counters and kept bases dropped, core's mutexes made new)
+ * of a fork from a single-threaded process, deferred to the child's first
+ * use of the storage side: a shell's fork child that execs at once (issue
+ * 23) never runs them, where they wrote some eleven pages of the parent's
+ * heap and the library's data and faulted in five pages of their code.
+ * With one thread at the fork no lock can be held by another thread, and
+ * nothing of core/mount is read or written in the child before
+ * fork_resets runs: every way in goes through mount_here,
+ * pohm_hook_exec_env or pohm_hk_exit.  A threaded process's fork child
+ * runs them at once, in the fork handler, as before (decisions 0059, 0094).
+ * Atomic: FR_NONE, FR_DUE (set in the child by pohm_hook_fork), FR_RUNNING
+ * (one thread runs them, fork_resetter; the others wait for FR_NONE).
+ */
+enum { FR_NONE, FR_DUE, FR_RUNNING };
+static int fork_reset_state;
+/* Atomic: the thread running the resets (a nested call on it, from a
+ * signal handler, must not wait for itself). */
+static pid_t fork_resetter;
+
+static void fork_resets(void)
+{
+	int due = FR_DUE;
+
+	if (__builtin_expect(__atomic_load_n(&fork_reset_state, __ATOMIC_ACQUIRE) == FR_NONE, 1))
+		return;
+	if (__atomic_compare_exchange_n(&fork_reset_state, &due, FR_RUNNING, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&fork_resetter, gettid(), __ATOMIC_RELAXED);
+		pohm_proc_atfork_child();
+		__atomic_store_n(&fork_resetter, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fork_reset_state, FR_NONE, __ATOMIC_RELEASE);
+		return;
+	}
+	if (__atomic_load_n(&fork_resetter, __ATOMIC_RELAXED) == gettid())
+		return;
+	while (__atomic_load_n(&fork_reset_state, __ATOMIC_ACQUIRE) != FR_NONE)
+		sched_yield();
+}
+
+/*
  * The mount for the calling thread's effective uid (core/mount
  * pohm_proc_mount), or NULL with *rc set: -errno when its open failed,
  * POHM_PASS in passthrough tests.
@@ -147,6 +189,7 @@ static struct pohm_mount *mount_here(int *rc)
 {
 	struct pohm_mount *m;
 
+	fork_resets();
 	__atomic_store_n(&mount_asked, 1, __ATOMIC_RELAXED);
 	m = pohm_proc_mount(&glue, rc);
 
@@ -729,13 +772,20 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 */
 	if (phase != POHM_FORK_CHILD_NOLOCK)
 		pohm_shadow_atfork(phase);
-	if (phase == POHM_FORK_CHILD || phase == POHM_FORK_CHILD_NOLOCK) {
+	if (phase == POHM_FORK_CHILD) {
 		pohm_proc_atfork_child();	/* the mounts, the counters, the dirty list */
-		/* The child's exit and exec push, count and keep nothing of the
-		 * parent's (core/mount pohm_proc_atfork_child and the kept bases
-		 * start empty): idle until it reaches the storage itself. */
-		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fork_resetter, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fork_reset_state, FR_NONE, __ATOMIC_RELAXED);
+	} else if (phase == POHM_FORK_CHILD_NOLOCK) {
+		/* The same resets, at the child's first use (fork_resets). */
+		__atomic_store_n(&fork_resetter, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fork_reset_state, FR_DUE, __ATOMIC_RELAXED);
 	}
+	/* The child's exit and exec push, count and keep nothing of the
+	 * parent's (core/mount pohm_proc_atfork_child and the kept bases start
+	 * empty): idle until it reaches the storage itself. */
+	if (phase == POHM_FORK_CHILD || phase == POHM_FORK_CHILD_NOLOCK)
+		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
 }
 
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */
@@ -783,6 +833,7 @@ int pohm_storage_idle(void)
 
 size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 {
+	fork_resets();
 	if (replacing) {
 		push_written();
 		flush_stats();
@@ -792,6 +843,7 @@ size_t pohm_hook_exec_env(char *buf, size_t size, int replacing)
 
 void pohm_hk_exit(void)
 {
+	fork_resets();
 	if (!pohm_depth && pohm_sig_pending()) {
 		pohm_busy++;
 		sig_drain(1);

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/single_threaded.h>
 
 #include "config.h"
@@ -133,34 +132,6 @@ static void fast_setup(void)
 	pohm_state.nfast = pf->nsp;
 }
 
-/*
- * The end of user addresses for pohm_addr_ok.  x86-64: 2^47, unless the
- * CPU has 5-level paging (CPUID.7.ECX bit 16) and the kernel maps above
- * 2^47 when asked (a hint there: one mmap and munmap, on such CPUs only);
- * then 2^56.  Elsewhere no top (see shim.h).
- */
-static void utop_setup(void)
-{
-#if defined(__x86_64__)
-	unsigned a = 7, b, c = 0, d;
-	long m;
-
-	pohm_state.utop = (uintptr_t)1 << 47;
-	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-	if (!(c & (1u << 16)))
-		return;
-	m = pohm_sys_mmap((void *)((uintptr_t)1 << 52), 4096, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m < 0)
-		return;
-	if ((uintptr_t)m >= (uintptr_t)1 << 47)
-		pohm_state.utop = (uintptr_t)1 << 56;
-	pohm_sys_munmap((void *)m, 4096);
-#else
-	pohm_state.utop = ~(uintptr_t)0;
-#endif
-}
-
 static void prefix_setup(void)
 {
 	char real[PATH_MAX], file[PATH_MAX];
@@ -261,7 +232,6 @@ static void shim_init(void)
 	lvl = getenv("POHMELFS_LOG_LEVEL");
 	if (lvl && pohm_log_parse_level(lvl) >= 0)
 		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
-	utop_setup();
 	if (pohm_log_level() >= POHM_LOG_DEBUG && getenv("POHMELFS_LOG"))
 		pohm_log_configure(NULL, 0);	/* the light init's own debug line */
 	prefix_setup();

@@ -52,18 +52,22 @@ static void prepare(void)
 		je_prepare();
 }
 
+/* je_locked is written back only when it was set: a single-threaded
+ * process's fork child writes no page of its thread-locals here. */
 static void parent(void)
 {
-	if (je_locked)
+	if (je_locked) {
 		je_parent();
-	je_locked = 0;
+		je_locked = 0;
+	}
 }
 
 static void child(void)
 {
-	if (je_locked)
+	if (je_locked) {
 		je_child();
-	je_locked = 0;
+		je_locked = 0;
+	}
 }
 
 int pohm_je_atfork(void (*p)(void), void (*pa)(void), void (*c)(void))

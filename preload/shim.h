@@ -74,8 +74,9 @@ struct pohm_state {
 	int test_ifd;			/* handle of the test-only internal fd, or -1 */
 	struct pohm_fast_spelling fast[POHM_PC_NSPELL];	/* the prefix, for the hot path */
 	struct pohm_pc_prefix prefix;	/* the prefix's spellings */
-	uintptr_t utop;			/* end of user addresses (pohm_addr_ok); set by
-					 * light init, before ready, then read-only */
+	uintptr_t utop;			/* end of user addresses (pohm_addr_ok), atomic:
+					 * POHM_UADDR_HI, raised at most once by
+					 * pohm_addr_high */
 };
 extern POHM_HIDDEN struct pohm_state pohm_state;
 
@@ -262,6 +263,11 @@ extern POHM_HIDDEN unsigned long pohm_addr_gen;
  * as readable or probed so (addr.c); 0: the kernel's EFAULT. */
 POHM_HIDDEN int pohm_addr_str(const char *s);
 
+/* pohm_addr_ok of a pointer at or above pohm_state.utop (or in the NULL
+ * area): looks the end of user addresses up on the first such pointer
+ * (addr.c), then decides as pohm_addr_ok. */
+POHM_HIDDEN int pohm_addr_high(const void *p);
+
 /* A libc call may have made pages unreadable (munmap, mremap, mprotect or
  * mmap without PROT_READ): every thread's cache is dropped. */
 POHM_HIDDEN void pohm_addr_changed(void);
@@ -293,8 +299,10 @@ static inline __attribute__((always_inline)) int pohm_addr_cached(const void *p)
 static inline int pohm_addr_ok(const void *p)
 {
 	__asm__("" : "+r"(p));
-	return (uintptr_t)p - POHM_UADDR_LO < pohm_state.utop - POHM_UADDR_LO &&
-	       pohm_addr_str((const char *)p);
+	if ((uintptr_t)p - POHM_UADDR_LO <
+	    __atomic_load_n(&pohm_state.utop, __ATOMIC_RELAXED) - POHM_UADDR_LO)
+		return pohm_addr_str((const char *)p);
+	return pohm_addr_high(p);
 }
 
 /* 1 if p is not NULL, for any pointer the host may pass as NULL. */

@@ -12,7 +12,7 @@
 #include "shim.h"
 
 /* Written by light init (init.c) under pthread_once; shim.h says the rules. */
-struct pohm_state pohm_state = { .test_ifd = -1 };
+struct pohm_state pohm_state = { .test_ifd = -1, .utop = POHM_UADDR_HI };
 POHM_TLS int pohm_depth;
 POHM_TLS int pohm_busy;		/* shim.h */
 

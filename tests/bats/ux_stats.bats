@@ -111,6 +111,23 @@ python3 -c 'import subprocess; subprocess.run([\"true\"])'"
 	[ "$(counter create)" -eq 1 ]
 }
 
+@test "fork children that reach the storage count only their own calls" {
+	# A single-threaded process's fork child takes core/mount's resets (the
+	# parent's counters and dirty list dropped) at its first call under
+	# the prefix, not in the fork handler (hooks_cache.c fork_resets): each
+	# subshell here opens f itself, and must not report the parent's
+	# create and push again at its exit.
+	LD_PRELOAD=$PRELOAD bash -c "
+echo data > '$T/p/f'
+for i in 1 2 3; do ( : < '$T/p/f' ); done
+( ( : < '$T/p/f' ) )"
+	[ "$(counter pushes)" -eq 1 ]
+	[ "$(counter create)" -eq 1 ]
+	# And each child's own open is counted (the resets run before it, not
+	# after: at its exit they would drop it).
+	[ "$(counter open)" -eq 4 ]
+}
+
 @test "pushes made by pohmelfsd count in pohmelfs stats" {
 	# The writer exits without closing (os._exit): its file is left for
 	# pohmelfsd, which a write-open starts whatever sync_on_close says.
