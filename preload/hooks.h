@@ -350,7 +350,7 @@ void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi);
 /* pthread_atfork phases: prepare (parent, before), parent, child; and the
  * child of a fork whose prepare phase was skipped (a single-threaded
  * process: init.c takes no lock then): no lock to make new, and core/mount's
- * resets only marked due, run at the child's first use (decision 0094). */
+ * resets only marked due, run at the child's first use (decision 0066). */
 enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD,
 		       POHM_FORK_CHILD_NOLOCK };
 void pohm_hook_fork(enum pohm_fork_phase phase);

@@ -150,7 +150,7 @@ static int mount_asked;
  * nothing of core/mount is read or written in the child before
  * fork_resets runs: every way in goes through mount_here,
  * pohm_hook_exec_env or pohm_hk_exit.  A threaded process's fork child
- * runs them at once, in the fork handler, as before (decisions 0059, 0094).
+ * runs them at once, in the fork handler, as before (decisions 0059, 0066).
  * Atomic: FR_NONE, FR_DUE (set in the child by pohm_hook_fork), FR_RUNNING
  * (one thread runs them, fork_resetter; the others wait for FR_NONE).
  */

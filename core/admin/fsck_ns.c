@@ -95,8 +95,12 @@ static void check_entry(struct fsck *f, struct fk_inode *dir, const struct fk_bu
 	struct pohm_inode cur;
 	int rc = 0;
 
+	/* A MOVED_IN mark (decision 0067) is a plain entry to fsck: its
+	 * source's MOVE intent, if left, is that entry's check. */
+	int intent = e->intent && e->intent != POHM_INTENT_MOVED_IN;
+
 	dir->entries++;
-	if (e->intent)
+	if (intent)
 		check_intent(f, dir, b, e, tmo);
 	if (x && !(x->in.hdr.flags & POHM_OBJF_TOMBSTONE)) {
 		x->names++;
@@ -107,7 +111,7 @@ static void check_entry(struct fsck *f, struct fk_inode *dir, const struct fk_bu
 	}
 	if (x)
 		x->names++;	/* a tombstone something still names: not reclaimed */
-	if (e->intent)
+	if (intent)
 		return;		/* the intent decides */
 	if (!x && b->ts_ns && age_of(f, b->ts_ns) < tmo) {
 		/*

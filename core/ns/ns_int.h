@@ -44,9 +44,13 @@ struct pohm_ns {
 	pthread_mutex_t rng_lock;	/* guards rng, rng_pid */
 	uint64_t rng;			/* xorshift state */
 	pid_t rng_pid;			/* process that seeded rng: a fork child reseeds */
-	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth */
+	pthread_mutex_t hint_lock;	/* guards hint_dir, hint_depth, settled */
 	uint64_t hint_dir[POHM_NS_HINTS];	/* directory whose depth is cached in the slot */
 	uint8_t hint_depth[POHM_NS_HINTS];	/* its deepest bucket level seen */
+	/* MOVE txids this handle knows settled at their source (decision
+	 * 0067: its finish or a settle was acknowledged; a txid is never
+	 * reused, so it stays true); lossy, direct-mapped by txid. */
+	uint64_t settled[POHM_NS_HINTS];
 };
 
 /* A decoded bucket plus what is needed to CAS it back. */
@@ -147,6 +151,21 @@ int ns_check_name(const char *name);
 uint8_t ns_dtype(uint32_t mode);
 
 /* nsdir.c */
+/* A reader's view of e (decision 0067): no intent, or only the MOVED_IN mark. */
+#define NS_PLAIN(e)	((e)->intent == POHM_INTENT_NONE || (e)->intent == POHM_INTENT_MOVED_IN)
+/* Remember that MOVE txid is settled at its source (its finish, or a
+ * settle, was acknowledged). */
+void ns_moved_note(struct pohm_ns *ns, uint64_t txid);
+/*
+ * Before a change of entry e of ddir that carries POHM_INTENT_MOVED_IN (decision
+ * 0067): the source (e->i_dir, e->i_name) loses its MOVE intent e->i_txid
+ * if it still has it (the rename's finish, as a resolver does it; CAS on
+ * the source's bucket), unless this handle knows it settled.  Then the caller's write
+ * drops the mark (ns_intent_drop).  0, -errno; a no-op for other entries.
+ */
+int ns_moved_settle(struct pohm_ns *ns, uint64_t ddir, const struct pohm_dentry *e);
+/* Clear e's intent fields in memory (the next store drops them). */
+void ns_intent_drop(struct pohm_dentry *e);
 /* Put intent's fields (its name copied, its time now) on entry e: 0 or -ENOMEM. */
 int ns_intent_copy(struct pohm_dentry *e, const struct pohm_dentry *intent);
 /* Read the leaf bucket responsible for name in dir (may be absent root). */
@@ -382,5 +401,12 @@ int ns_entry_copy(struct pohm_dentry *out, const struct pohm_dentry *e);
  */
 int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
 		   uint8_t *replaced_type);
+/* The renamer's ns_move_commit: with POHM_MOVE_MARKED in e->i_flags the
+ * entry gets the MOVED_IN mark naming (sdir, e->name); no put starts at
+ * or after until (realtime ns, 0: none; -ETIME then, nothing written), so a
+ * resolver that fences the destination after the intent's timeout
+ * (decision 0067) cannot be overtaken by this commit. */
+int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
+			uint64_t until, uint64_t *replaced, uint8_t *replaced_type);
 
 #endif

@@ -164,7 +164,7 @@ static int bucket_says(const struct pohm_kv_val *v, uint64_t dir, unsigned depth
 	if (bk.dir == dir && bk.depth == depth && bk.index == index &&
 	    bk.state == POHM_BUCKET_NORMAL) {
 		i = pohm_bucket_find(&bk, name);
-		if (i >= 0 && !bk.e[i].intent && bk.e[i].ino == ino)
+		if (i >= 0 && NS_PLAIN(&bk.e[i]) && bk.e[i].ino == ino)
 			r = 0;
 	}
 	pohm_bucket_clear(&bk);
@@ -280,7 +280,7 @@ static int lookup_judge(uint64_t dir, const char *name, unsigned depth, uint32_t
 			i = pohm_bucket_find(&bk, name);
 			if (i < 0)
 				r = NS_NAME_ABSENT;
-			else if (!bk.e[i].intent)
+			else if (NS_PLAIN(&bk.e[i]))
 				r = ns_entry_copy(e, &bk.e[i]);
 		}
 		pohm_bucket_clear(&bk);

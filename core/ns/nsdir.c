@@ -304,6 +304,15 @@ static int unseal(struct pohm_ns *ns, struct ns_bucket_ref *ref)
 	return ns_bucket_store(ns, ref);
 }
 
+void ns_intent_drop(struct pohm_dentry *e)
+{
+	e->intent = POHM_INTENT_NONE;
+	e->i_txid = e->i_dir = e->i_time = e->i_replaced = 0;
+	e->i_flags = 0;
+	free(e->i_name);
+	e->i_name = NULL;
+}
+
 /* Clear the intent of entry i in ref (only if it is still txid). */
 static int intent_clear(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, uint64_t txid)
 {
@@ -311,11 +320,7 @@ static int intent_clear(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, ui
 
 	if (e->intent == POHM_INTENT_NONE || e->i_txid != txid)
 		return 0;
-	e->intent = POHM_INTENT_NONE;
-	e->i_txid = e->i_dir = e->i_time = e->i_replaced = 0;
-	e->i_flags = 0;
-	free(e->i_name);
-	e->i_name = NULL;
+	ns_intent_drop(e);
 	return ns_bucket_store(ns, ref);
 }
 
@@ -472,6 +477,70 @@ int ns_bucket_prepare(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 
 /* ---------------------------------------------------------------- intents */
 
+/* e carries the MOVED_IN mark of a txid this handle knows settled at its
+ * source: a change of e may skip the settle. */
+static int moved_known(struct pohm_ns *ns, const struct pohm_dentry *e)
+{
+	int r;
+
+	if (e->intent != POHM_INTENT_MOVED_IN || !e->i_txid)
+		return 0;
+	pthread_mutex_lock(&ns->hint_lock);
+	r = ns->settled[e->i_txid % POHM_NS_HINTS] == e->i_txid;
+	pthread_mutex_unlock(&ns->hint_lock);
+	return r;
+}
+
+void ns_moved_note(struct pohm_ns *ns, uint64_t txid)
+{
+	pthread_mutex_lock(&ns->hint_lock);
+	ns->settled[txid % POHM_NS_HINTS] = txid;
+	pthread_mutex_unlock(&ns->hint_lock);
+}
+
+int ns_moved_settle(struct pohm_ns *ns, uint64_t ddir, const struct pohm_dentry *e)
+{
+	struct ns_bucket_ref sref;
+	unsigned attempt;
+	uint64_t now;
+	int i, r, stale;
+
+	if (e->intent != POHM_INTENT_MOVED_IN || !e->i_name || moved_known(ns, e))
+		return 0;
+	for (attempt = 0; attempt < ns->max_retries; attempt++) {
+		ns_backoff(ns, attempt);
+		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &sref);
+		if (r == -ENOENT)
+			break;		/* the source directory is gone: nothing holds T */
+		if (r)
+			return r;
+		i = pohm_bucket_find(&sref.bk, e->i_name);
+		if (i < 0 || sref.bk.e[i].intent != POHM_INTENT_MOVE ||
+		    sref.bk.e[i].i_txid != e->i_txid || sref.bk.e[i].ino != e->ino) {
+			ns_bucket_release(&sref);
+			break;		/* settled already */
+		}
+		/* The mark proves the commit landed: the finish, by CAS on the
+		 * source's bucket (a concurrent settle or finish wins). */
+		now = ns_now_ns();
+		stale = sref.bk.e[i].i_time <= now &&
+			now - sref.bk.e[i].i_time >= ns->intent_timeout_ns;
+		pohm_bucket_remove(&sref.bk, (uint32_t)i);
+		r = ns_bucket_store(ns, &sref);
+		ns_bucket_release(&sref);
+		if (!r && stale)	/* its renamer died before the path copies */
+			ns_http_rename(ns, e->i_dir, e->i_name, ddir, e->name, e->ino, e->type, 0, 0);
+		if (!r)
+			break;
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (attempt == ns->max_retries)
+		return -EBUSY;
+	ns_moved_note(ns, e->i_txid);
+	return 0;
+}
+
 /* Is the MOVE of entry e committed at its destination? 1, 0, -errno. */
 static int move_committed(struct pohm_ns *ns, const struct pohm_dentry *e)
 {
@@ -483,6 +552,37 @@ static int move_committed(struct pohm_ns *ns, const struct pohm_dentry *e)
 		return r;
 	i = pohm_bucket_find(&dref.bk, e->i_name);
 	r = i >= 0 && dref.bk.e[i].ino == e->ino && dref.bk.e[i].txid == e->i_txid;
+	ns_bucket_release(&dref);
+	return r;
+}
+
+/*
+ * A stale marked MOVE e whose destination lacked its txid (decision 0067):
+ * with marks the destination cannot have changed while the source held
+ * the txid, so the commit never landed -- but it may still be in flight.
+ * The destination's bucket is rewritten first (a fresh tag, or created
+ * empty if absent: a commit sent on the older copy can no longer land;
+ * the renamer starts no put after its deadline, ns_move_commit_from).
+ * 0 fenced (roll back), -EAGAIN (committed after all, or changed: decide
+ * again), -errno.
+ */
+static int move_fence(struct pohm_ns *ns, const struct pohm_dentry *e)
+{
+	struct ns_bucket_ref dref;
+	int i, r;
+
+	r = ns_bucket_locate(ns, e->i_dir, e->i_name, &dref);
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	i = pohm_bucket_find(&dref.bk, e->i_name);
+	if (i >= 0 && dref.bk.e[i].ino == e->ino && dref.bk.e[i].txid == e->i_txid)
+		r = -EAGAIN;
+	else if (!dref.absent && dref.bk.state != POHM_BUCKET_NORMAL)
+		r = ns_bucket_prepare(ns, e->i_dir, &dref);
+	if (r == -ENOENT)
+		r = 0;		/* its directory is gone: no commit can land */
+	else if (!r)
+		r = ns_bucket_store(ns, &dref);
 	ns_bucket_release(&dref);
 	return r;
 }
@@ -539,7 +639,17 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 	if (!r) {
 		if (fresh)
 			return 1;
-		/* Stale and uncommitted: the renamer died; finish its rename. */
+		if (e->i_flags & POHM_MOVE_MARKED) {
+			/* Stale, never committed (decision 0067): fence the
+			 * destination, then roll back by CAS on the source's
+			 * copy read here (a concurrent settle wins). */
+			r = move_fence(ns, e);
+			if (!r)
+				r = intent_clear(ns, ref, i, txid);
+			return r && r != -EAGAIN ? r : 0;
+		}
+		/* Stale, uncommitted and unmarked (a renamer before decision
+		 * 0067): the renamer died; finish its rename. */
 		r = ns_move_commit(ns, e, &replaced, &rtype);
 		if (r == -ENOENT || r == -EEXIST || r == -ENOTDIR || r == -EISDIR) {
 			r = intent_clear(ns, ref, i, txid);	/* cannot complete: roll back */
@@ -556,6 +666,8 @@ int ns_intent_resolve(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *re
 	snprintf(dname, sizeof(dname), "%s", e->i_name ? e->i_name : "");
 	pohm_bucket_remove(&ref->bk, (uint32_t)i);
 	r = ns_bucket_store(ns, ref);
+	if (!r)
+		ns_moved_note(ns, txid);
 	/*
 	 * A stale intent: its renamer died, before moving the path copies
 	 * (ns_http.h); this completion moves them.  A fresh one's renamer does.
@@ -750,7 +862,14 @@ static int remove_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	if (bucket_peek(ns, dir, name, &ref))
 		return 1;
 	i = pohm_bucket_find(&ref.bk, name);
-	if (i >= 0 && (!ino || ref.bk.e[i].ino == ino) && !ref.bk.e[i].intent) {
+	if (i >= 0 && (!ino || ref.bk.e[i].ino == ino) && NS_PLAIN(&ref.bk.e[i])) {
+		/* A moved-in entry: its source first (decision 0067; the mark
+		 * proves its rename committed, whatever this copy's age). */
+		r = ns_moved_settle(ns, dir, &ref.bk.e[i]);
+		if (r) {
+			ns_bucket_release(&ref);
+			return r;
+		}
 		pohm_bucket_remove(&ref.bk, (uint32_t)i);
 		r = ns_bucket_store(ns, &ref);
 	}
@@ -827,6 +946,10 @@ static int bucket_move_apply(struct ns_bucket_ref *ref, int i, int j, const char
 
 	n.name = (char *)dname;
 	n.txid = txid;
+	n.intent = POHM_INTENT_NONE;	/* a MOVED_IN mark goes (settled: move_settle) */
+	n.i_txid = n.i_dir = n.i_time = n.i_replaced = 0;
+	n.i_flags = 0;
+	n.i_name = NULL;
 	r = pohm_bucket_add(&ref->bk, &n);
 	if (r)
 		return r;
@@ -839,6 +962,15 @@ static int bucket_move_apply(struct ns_bucket_ref *ref, int i, int j, const char
 	if (j >= 0)
 		pohm_bucket_remove(&ref->bk, (uint32_t)(j > i ? i : j));
 	return 0;
+}
+
+/* Before a move inside ref's bucket: the MOVED_IN marks of entry i and of
+ * the entry j it replaces (j < 0: none) settled (decision 0067). */
+static int move_settle(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref *ref, int i, int j)
+{
+	int r = ns_moved_settle(ns, dir, &ref->bk.e[i]);
+
+	return r || j < 0 ? r : ns_moved_settle(ns, dir, &ref->bk.e[j]);
 }
 
 static int bucket_move_entry(struct pohm_ns *ns, struct ns_bucket_ref *ref, int i, int j,
@@ -936,8 +1068,8 @@ static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uin
 		}
 		if (ref.absent || ref.bk.state != POHM_BUCKET_NORMAL ||
 		    index_at(pohm_name_hash(dname), ref.bk.depth) != ref.bk.index ||
-		    i < 0 || ref.bk.e[i].ino != sino || ref.bk.e[i].intent ||
-		    (dino ? j < 0 || ref.bk.e[j].ino != dino || ref.bk.e[j].intent : j >= 0)) {
+		    i < 0 || ref.bk.e[i].ino != sino || !NS_PLAIN(&ref.bk.e[i]) ||
+		    (dino ? j < 0 || ref.bk.e[j].ino != dino || !NS_PLAIN(&ref.bk.e[j]) : j >= 0)) {
 			pohm_debug("rename in one bucket: not here (absent %d state %d i %d j %d)",
 				   ref.absent, ref.bk.state, i, j);
 			ns_bucket_release(&ref);
@@ -947,7 +1079,9 @@ static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uin
 			 * unknown outcome of ours is still unsettled. */
 			return unsure ? -EIO : 1;
 		}
-		r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
+		r = move_settle(ns, dir, &ref, i, j);
+		if (!r)
+			r = bucket_move_entry(ns, &ref, i, j, dname, txid, replaced, replaced_type);
 		ns_bucket_release(&ref);
 		if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES) {
 			rep0 = *replaced;	/* outcome unknown: the next read tells (our txid) */
@@ -986,7 +1120,7 @@ int pohm_ns_lookup_guess(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 	if (ns_check_name(name) || bucket_peek(ns, dir, name, &ref))
 		return -ENOENT;
 	i = pohm_bucket_find(&ref.bk, name);
-	if (i >= 0 && !ref.bk.e[i].intent && ref.bk.e[i].ino) {
+	if (i >= 0 && NS_PLAIN(&ref.bk.e[i]) && ref.bk.e[i].ino) {
 		*ino = ref.bk.e[i].ino;
 		*type = ref.bk.e[i].type;
 		r = 0;
@@ -1258,10 +1392,14 @@ int ns_entry_move_ready(struct pohm_ns *ns, uint64_t sdir, const char *sname, ui
 		return 0;
 	}
 	i = pohm_bucket_find(&sref.bk, sname);
-	if (i >= 0 && !sref.bk.e[i].intent && sref.bk.e[i].ino == sino &&
+	/* A moved-in source (decision 0067) too: the intent's write settles
+	 * its own source first. */
+	if (i >= 0 && NS_PLAIN(&sref.bk.e[i]) && sref.bk.e[i].ino == sino &&
 	    sref.bk.e[i].type != DT_DIR && pohm_bucket_find(&dref.bk, dname) < 0 &&
 	    ns_inode_peeked(ns, sino))
 		r = src ? (ns_entry_copy(src, &sref.bk.e[i]) ? 0 : 1) : 1;
+	if (r && src)
+		ns_intent_drop(src);
 	ns_bucket_release(&sref);
 	ns_bucket_release(&dref);
 	return r;
@@ -1277,7 +1415,8 @@ int ns_entry_rename_ready(struct pohm_ns *ns, uint64_t dir, const char *sname, u
 		return 0;
 	i = pohm_bucket_find(&ref.bk, sname);
 	r = index_at(pohm_name_hash(dname), ref.bk.depth) == ref.bk.index && i >= 0 &&
-	    !ref.bk.e[i].intent && ref.bk.e[i].ino == sino && pohm_bucket_find(&ref.bk, dname) < 0;
+	    NS_PLAIN(&ref.bk.e[i]) && ref.bk.e[i].ino == sino &&
+	    pohm_bucket_find(&ref.bk, dname) < 0;
 	ns_bucket_release(&ref);
 	return r && ns_inode_peeked(ns, sino);
 }
@@ -1301,14 +1440,16 @@ int ns_entry_rename_peeked(struct pohm_ns *ns, uint64_t dir, const char *sname,
 	/* Only the plain case; every refusal (EEXIST, ENOTDIR, EISDIR, two
 	 * names of one inode) may be stale news: the caller's reads judge. */
 	if (index_at(pohm_name_hash(dname), ref.bk.depth) != ref.bk.index || i < 0 ||
-	    ref.bk.e[i].intent ||
-	    (j >= 0 && (ref.bk.e[j].intent || (flags & POHM_RENAME_NOREPLACE) ||
+	    !NS_PLAIN(&ref.bk.e[i]) ||
+	    (j >= 0 && (!NS_PLAIN(&ref.bk.e[j]) || (flags & POHM_RENAME_NOREPLACE) ||
 			ref.bk.e[j].type == DT_DIR || ref.bk.e[i].type == DT_DIR ||
 			ref.bk.e[j].ino == ref.bk.e[i].ino))) {
 		ns_bucket_release(&ref);
 		return 1;
 	}
-	r = ns_entry_copy(src, &ref.bk.e[i]);
+	r = move_settle(ns, dir, &ref, i, j);
+	if (!r)
+		r = ns_entry_copy(src, &ref.bk.e[i]);
 	if (r) {
 		ns_bucket_release(&ref);
 		return r;
@@ -1359,7 +1500,9 @@ int ns_entry_remove(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t
 			return unsure ? -ESTALE : -ENOENT;
 		}
 		r = ns_bucket_prepare(ns, dir, &ref);
-		if (!r && ref.bk.e[i].intent) {
+		if (!r && ref.bk.e[i].intent == POHM_INTENT_MOVED_IN) {
+			r = ns_moved_settle(ns, dir, &ref.bk.e[i]);	/* its source first */
+		} else if (!r && ref.bk.e[i].intent) {
 			r = ns_intent_resolve(ns, dir, &ref, i);
 			r = r == 1 ? -EAGAIN : (r == 0 ? -EAGAIN : r);	/* wait for it, or relocate */
 		}
@@ -1629,6 +1772,31 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
 		   uint8_t *replaced_type)
 {
+	return ns_move_commit_from(ns, 0, e, 0, replaced, replaced_type);
+}
+
+/* Give d (the destination entry just written by e's commit) the MOVED_IN
+ * mark naming (sdir, e->name) when e is a marked MOVE: 0 or -ENOMEM.  An
+ * older mark goes; another operation's intent on d (in progress, kept as
+ * before decision 0067) stays, and d is then not marked. */
+static int move_mark(struct pohm_dentry *d, uint64_t sdir, const struct pohm_dentry *e)
+{
+	struct pohm_dentry m = { 0 };
+
+	if (d->intent == POHM_INTENT_MOVED_IN)
+		ns_intent_drop(d);
+	if (d->intent || !(e->i_flags & POHM_MOVE_MARKED))
+		return 0;
+	m.intent = POHM_INTENT_MOVED_IN;
+	m.i_txid = e->i_txid;
+	m.i_dir = sdir;
+	m.i_name = e->name;
+	return ns_intent_copy(d, &m);
+}
+
+int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
+			uint64_t until, uint64_t *replaced, uint8_t *replaced_type)
+{
 	struct ns_bucket_ref ref;
 	unsigned attempt;
 	int i, r, peeked;
@@ -1662,18 +1830,21 @@ int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *re
 				ns_bucket_release(&ref);
 				return 0;		/* already committed */
 			}
-			if (d->intent)
+			if (d->intent && d->intent != POHM_INTENT_MOVED_IN)
 				r = ns_intent_resolve(ns, e->i_dir, &ref, i) == 1 ? 0 : -EAGAIN;
 			if (!r && (e->i_flags & POHM_RENAME_NOREPLACE))
 				r = -EEXIST;
 			if (!r && d->ino != e->i_replaced)
 				r = -EEXIST;		/* the target changed since we checked */
+			if (!r)		/* a moved-in target: its source first */
+				r = ns_moved_settle(ns, e->i_dir, d);
 			if (!r) {
 				*replaced = d->ino;
 				*replaced_type = d->type;
 				d->ino = e->ino;
 				d->type = e->type;
 				d->txid = e->i_txid;
+				r = move_mark(d, sdir, e);
 			}
 		} else if (!r) {
 			struct pohm_dentry n = { 0 };
@@ -1690,7 +1861,11 @@ int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *re
 			n.txid = e->i_txid;
 			if (!r)
 				r = pohm_bucket_add(&ref.bk, &n);
+			if (!r)
+				r = move_mark(&ref.bk.e[ref.bk.n - 1], sdir, e);
 		}
+		if (!r && until && ns_now_ns() >= until)
+			r = -ETIME;	/* past the renamer's deadline: a resolver may fence */
 		if (!r)
 			r = ns_bucket_store(ns, &ref);
 		ns_bucket_release(&ref);

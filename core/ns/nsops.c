@@ -542,7 +542,14 @@ static int unlink_peeked(struct pohm_ns *ns, uint64_t dir, const char *name, uin
 		return 1;
 	i = pohm_bucket_find(&ref.bk, name);
 	if (i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].type != DT_DIR &&
-	    !ref.bk.e[i].intent) {
+	    NS_PLAIN(&ref.bk.e[i])) {
+		/* A moved-in entry: its source first (decision 0067; the mark
+		 * proves its rename committed, whatever this copy's age). */
+		r = ns_moved_settle(ns, dir, &ref.bk.e[i]);
+		if (r) {
+			ns_bucket_release(&ref);
+			return r;
+		}
 		*type = ref.bk.e[i].type;
 		pohm_bucket_remove(&ref.bk, (uint32_t)i);
 		r = 1;	/* 1 below: not sent along (no put_n, no kept inode, hard links) */
@@ -632,9 +639,10 @@ out:
 
 /* ---------------------------------------------------------------- intents */
 
-/* Set (or check) an intent on dir/name, which must still map to ino. */
+/* Set (or check) an intent on dir/name, which must still map to ino;
+ * *itime (may be NULL) gets the time it carries. */
 static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
-		      const struct pohm_dentry *intent)
+		      const struct pohm_dentry *intent, uint64_t *itime)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -652,16 +660,20 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 		}
 		r = ns_bucket_prepare(ns, dir, &ref);
 		i = r ? -1 : pohm_bucket_find(&ref.bk, name);
-		if (peeked && (r || i < 0 || ref.bk.e[i].ino != ino || ref.bk.e[i].intent)) {
+		if (peeked && (r || i < 0 || ref.bk.e[i].ino != ino || !NS_PLAIN(&ref.bk.e[i]))) {
 			ns_bucket_release(&ref);
 			continue;	/* maybe stale news: decide on a read */
 		}
 		if (!r && (i < 0 || ref.bk.e[i].ino != ino))
 			r = -ENOENT;
-		if (!r && ref.bk.e[i].intent)
+		if (!r && ref.bk.e[i].intent == POHM_INTENT_MOVED_IN)
+			r = ns_moved_settle(ns, dir, &ref.bk.e[i]);	/* its source first */
+		else if (!r && ref.bk.e[i].intent)
 			r = ns_intent_resolve(ns, dir, &ref, i) < 0 ? -EIO : -EAGAIN;
 		if (!r)
 			r = ns_intent_copy(&ref.bk.e[i], intent);
+		if (!r && itime)
+			*itime = ref.bk.e[i].i_time;
 		if (!r)
 			r = ns_bucket_store(ns, &ref);
 		ns_bucket_release(&ref);
@@ -1004,7 +1016,7 @@ again:
 	if (r) {
 		/* Not sent: the intent alone, the old way. */
 		intent.intent = POHM_INTENT_RMDIR;
-		r = intent_set(ns, dir, name, e.ino, &intent);
+		r = intent_set(ns, dir, name, e.ino, &intent, NULL);
 		if (r == -ENOENT && kept) {
 			/* The name is another inode (or none) now: decide on a lookup. */
 			pohm_dentry_clear(&e);
@@ -1176,7 +1188,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	uint8_t tcsum[POHM_KV_CSUM];
 	char tkey[POHM_KEY_MAX];
 	struct ns_put touch = { .st = 1 };
-	uint64_t replaced = 0;
+	uint64_t replaced = 0, until;
 	uint8_t rtype = 0;
 
 	if ((flags & POHM_RENAME_EXCHANGE) && (flags & POHM_RENAME_NOREPLACE))
@@ -1322,7 +1334,8 @@ again:
 	intent.i_dir = ddir;
 	intent.i_name = (char *)dname;
 	intent.i_replaced = have_dst ? dst.ino : 0;
-	intent.i_flags = flags;
+	/* Every move but an exchange marks its destination (decision 0067). */
+	intent.i_flags = flags | (exch ? 0 : POHM_MOVE_MARKED);
 
 	if ((src.type == DT_DIR || (exch && dst.type == DT_DIR)) && sdir != ddir) {
 		r = lease_take(ns, intent.i_txid);
@@ -1345,7 +1358,7 @@ again:
 			goto out;
 		sealed = 1;
 	}
-	r = intent_set(ns, sdir, sname, src.ino, &intent);
+	r = intent_set(ns, sdir, sname, src.ino, &intent, &until);
 	if (r == -ENOENT && kept == 1) {
 		/* The kept copy's source is another inode (or none) now, e.g.
 		 * a file another host renamed over it: decide on reads, as
@@ -1357,9 +1370,13 @@ again:
 	}
 	if (r)
 		goto out;
+	/* The commit starts no put after half the intent's timeout: a
+	 * resolver fences the destination only after the whole timeout
+	 * (decision 0067), so a clock skew under half of it is safe. */
+	until += ns->intent_timeout_ns / 2;
 	src.i_txid = intent.i_txid;
 	src.i_dir = ddir;
-	src.i_flags = flags;
+	src.i_flags = intent.i_flags;
 	src.i_replaced = intent.i_replaced;
 	free(src.i_name);
 	src.i_name = malloc(strlen(dname) + 1);
@@ -1370,11 +1387,11 @@ again:
 	strcpy(src.i_name, dname);
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
-	r = ns_move_commit(ns, &src, &replaced, &rtype);	/* the commit point */
+	r = ns_move_commit_from(ns, sdir, &src, until, &replaced, &rtype);	/* the commit point */
 	for (unsure = 0; NS_UNSURE(r) && unsure < NS_UNSURE_RETRIES; unsure++) {
 		/* Our put may have landed: its read finds our txid (0), or
 		 * commits it now.  A commit only ever displaces i_replaced. */
-		r = ns_move_commit(ns, &src, &replaced, &rtype);
+		r = ns_move_commit_from(ns, sdir, &src, until, &replaced, &rtype);
 		if (!r) {
 			replaced = intent.i_replaced;
 			rtype = replaced ? dst.type : 0;
@@ -1406,6 +1423,8 @@ again:
 		intent.i_txid = ns_random(ns);
 		goto again;
 	}
+	if (r == -ETIME)
+		r = -EIO;	/* too slow: nothing committed, the intent goes */
 	if (r)
 		goto abort;
 	/*
@@ -1427,6 +1446,8 @@ again:
 	pohm_buf_free(&tb);
 	if (touch.key && !touch.st)
 		touched = 1;
+	if (!r)
+		ns_moved_note(ns, intent.i_txid);	/* acknowledged: settled (0067) */
 	if (r == -ENOENT)
 		r = 0;		/* a helper finished it for us */
 	if (r)
@@ -1579,7 +1600,7 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 		r = -EBUSY;
 	for (i = 0; i < c.n && !r; i++)
 		r = fn(arg, c.e[i].name, c.e[i].ino, c.e[i].type,
-		       c.e[i].intent ? POHM_NS_DENT_INTENT : 0);
+		       NS_PLAIN(&c.e[i]) ? 0 : POHM_NS_DENT_INTENT);
 	readdir_reset(&c);
 	free(c.e);
 	return r > 0 ? 0 : r;

@@ -30,9 +30,9 @@ int pohm_ns_settle_entry(struct pohm_ns *ns, uint64_t dir, const char *name)
 		if (r)
 			return r;
 		i = pohm_bucket_find(&ref.bk, name);
-		if (i < 0 || !ref.bk.e[i].intent) {
+		if (i < 0 || NS_PLAIN(&ref.bk.e[i])) {
 			ns_bucket_release(&ref);
-			return 0;	/* no intent (any more) */
+			return 0;	/* no intent (any more; a mark is none) */
 		}
 		r = ns_intent_resolve(ns, dir, &ref, i);
 		ns_bucket_release(&ref);

@@ -678,7 +678,7 @@ int pohm_bucket_decode(struct pohm_bucket *bk, const uint8_t *p, size_t n)
 		e->type = pohm_rd_u8(&r);
 		e->txid = pohm_rd_u64(&r);
 		e->intent = pohm_rd_u8(&r);
-		if (e->intent > POHM_INTENT_RMDIR_SEALED)
+		if (e->intent > POHM_INTENT_MOVED_IN)
 			r.err = -EPROTO;
 		if (e->intent && !r.err) {
 			uint16_t il;

@@ -184,7 +184,22 @@ enum pohm_intent {
 	 * never roll back a committed one.
 	 */
 	POHM_INTENT_RMDIR_SEALED = 3,
+	/*
+	 * Not an operation in progress but a mark (decision 0067): this entry
+	 * was moved in by rename i_txid from (i_dir, i_name), whose source
+	 * entry may still carry its MOVE intent.  Whoever changes or removes
+	 * the entry first settles that source (removes it if it still
+	 * carries i_txid), then writes its change, which drops the mark.
+	 * Readers see a plain entry.  Decoders before decision 0067 refuse
+	 * a bucket holding it (-EPROTO), so they never change such an entry
+	 * unsettled.
+	 */
+	POHM_INTENT_MOVED_IN = 4,
 };
+/* In a MOVE intent's i_flags (decision 0067): its commit writes the
+ * destination with POHM_INTENT_MOVED_IN, so a stale intent whose
+ * destination lacks its txid never committed and is rolled back. */
+#define POHM_MOVE_MARKED	0x100
 
 struct pohm_dentry {
 	char    *name;			/* malloc'ed */

@@ -150,6 +150,23 @@ os.unlink('$E/g')"
 	[ "$(shim b stat -c %a "$T/b/d/c")" = 600 ]
 }
 
+# Decision 0067: the destination entry of a rename across carries the
+# MOVED_IN mark until its first change, which settles the source first.
+# The renaming process knows its finish landed: its unlink is the one
+# put_n of a kept copy (mv 3 + rm 1).  A later process reads the source's
+# bucket first (1 wait), then the same put_n: 2 where a plain entry takes
+# 1.  Its rename away: the source's read, then the 3 waits of a rename
+# across on kept copies: 4 where a plain entry takes 3.
+@test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 4" {
+	within mv-then-rm 4 a "$PY" -c "
+import os; os.rename('$D/x', '$E/x'); os.unlink('$E/x')"
+	shim a "$PY" -c "import os; os.rename('$D/u', '$E/u'); os.rename('$D/c', '$E/c')"
+	within moved-unlink 2 a "$PY" -c "import os; os.unlink('$E/u')"
+	within moved-rename-away 4 a "$PY" -c "import os; os.rename('$E/c', '$D/c2')"
+	run shim b ls "$T/b/d" "$T/b/e"
+	[ "$output" = "$(printf '%s\n' "$T/b/d:" c2 r rd s '' "$T/b/e:")" ]
+}
+
 # One process making many files in one directory (tar -x, a checkout): a
 # create needs no lookup (decision 0022: the bucket the previous create
 # wrote lacks the name; the insert's CAS decides; the first one's base is

@@ -124,7 +124,9 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	[ $((status & 4)) -eq 4 ]
 }
 
-@test "a rename killed after its intent: fsck shows it, repair completes it once stale" {
+# Decision 0067: its commit (the marked destination entry) never landed,
+# so once stale the rename is rolled back (the destination fenced first).
+@test "a rename killed after its intent: fsck shows it, repair rolls it back once stale" {
 	local t0
 	"$S" create victim
 	"$S" mkdir m2
@@ -142,7 +144,7 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	run p fsck -v
 	echo "$output"
 	[[ $output == *"rename of \"victim\""* ]]
-	# Stale after the clients' intent timeout (10 s): repair completes it.
+	# Stale after the clients' intent timeout (10 s): repair rolls it back.
 	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
 	run p fsck
 	echo "$output"
@@ -151,9 +153,9 @@ assert r["inodes"] >= 7 and r["chunks"] == 0, r'
 	run p repair
 	echo "$output"
 	[ "$status" -eq 0 ]
-	run "$S" resolve m2/moved
-	[ "$status" -eq 0 ]
 	run "$S" resolve victim
+	[ "$status" -eq 0 ]
+	run "$S" resolve m2/moved
 	[ "$output" = "No such file or directory" ]
 	run p fsck
 	[ "$status" -eq 0 ]

@@ -119,11 +119,12 @@ absent() {
 	[ "$status" -eq 0 ]
 }
 
-@test "a rename killed after its intent: repair completes it and moves the path copy" {
+# Decision 0067: its commit never landed, so a stale intent is rolled back.
+@test "a rename killed after its intent: repair rolls it back, the path copy stays" {
 	local t0
-	timeout 20 "$CTL" write victim "moved by the repair"
+	timeout 20 "$CTL" write victim "kept by the roll-back"
 	timeout 20 "$CTL" mkdir m2
-	get_is /victim "moved by the repair"
+	get_is /victim "kept by the roll-back"
 	# The renamer dies between its intent and its commit: a hook in the
 	# rename kills it there (a kill raced against the clock could land
 	# after the commit).
@@ -133,18 +134,16 @@ absent() {
 	# The intent is in the root directory's bucket (the target name shows);
 	# the path copy has not moved.
 	timeout 10 "$RAW" get b:1:0:0 | grep -aq moved
-	get_is /victim "moved by the repair"
+	get_is /victim "kept by the roll-back"
 	absent /m2/moved
 	# Stale after the clients' intent timeout (10 s, counted from the
-	# kill): repair completes it, and with it the copy moves (the tool's
-	# handle learns that this fsid keeps path copies from the copies it
-	# finds).
+	# kill): repair rolls it back; the copy stays where the name is.
 	sleep $(( 11 - ($(date +%s%N) - t0) / 1000000000 ))
 	run timeout 60 "$RAW" repair
 	echo "$output"
 	[ "$status" -eq 0 ]
-	get_is /m2/moved "moved by the repair"
-	absent /victim
+	get_is /victim "kept by the roll-back"
+	absent /m2/moved
 	run timeout 60 "$RAW" fsck
 	[ "$status" -eq 0 ]
 }

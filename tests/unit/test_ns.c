@@ -3196,7 +3196,18 @@ TEST(sealed_with_bucket_and_rmdir_sealed_intent_encode_decode)
 	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
 	pohm_buf_free(&b);
 	bk.state = POHM_BUCKET_NORMAL;
-	e.intent = POHM_INTENT_RMDIR_SEALED + 1;
+	/* Decision 0067's mark: its source travels in i_dir, i_name. */
+	e.intent = POHM_INTENT_MOVED_IN;
+	e.i_dir = 9;
+	e.i_name = "src";
+	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
+	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), 0);
+	EXPECT_EQ_INT(out.e[0].intent, POHM_INTENT_MOVED_IN);
+	EXPECT_EQ_U64(out.e[0].i_dir, 9);
+	EXPECT(out.e[0].i_name && !strcmp(out.e[0].i_name, "src"));
+	pohm_bucket_clear(&out);
+	pohm_buf_free(&b);
+	e.intent = POHM_INTENT_MOVED_IN + 1;
 	EXPECT_EQ_INT(pohm_bucket_encode(&b, &bk), 0);
 	EXPECT_EQ_INT(pohm_bucket_decode(&out, b.p, b.len), -EPROTO);
 	pohm_buf_free(&b);
@@ -4899,4 +4910,283 @@ TEST(object_keys_are_the_printf_formats)
 			}
 		}
 	}
+}
+
+/* A new directory (mkdir 0) or file of dir: its inode number (0 failed). */
+static uint64_t made(struct pohm_ns *ns, uint64_t dir, const char *name, int mkdir)
+{
+	struct pohm_inode x;
+	uint64_t ino;
+
+	if (mkdir ? pohm_ns_mkdir(ns, dir, name, 0755, 0, 0, &x) :
+		    pohm_ns_create(ns, dir, name, 0644, 0, 0, 0, 0, &x))
+		return 0;
+	ino = x.ino;
+	pohm_inode_clear(&x);
+	return ino;
+}
+
+/*
+ * Decision 0067, F1: a rename across directories whose intent and commit
+ * land but whose finish (the source's removal) does not leaves the MOVE
+ * intent T on the source.  The destination entry carries the MOVED_IN
+ * mark; whoever changes it (how: 0 renames it away, 1 unlinks it, 2
+ * renames another file over it, 3 unlinks it without a lookup on the
+ * renamer's kept copy, 4 renames it inside its directory) settles the source first, so a third client that
+ * reads the source's bucket later finds nothing to roll forward.  On main
+ * (no mark) the third client wrote d2/b again: one inode under two names
+ * with nlink 1, or an unlinked name back.
+ */
+static void f1_case(int how)
+{
+	struct pohm_ns *ns = fresh(0), *ns2, *ns3;
+	struct pohm_inode x;
+	uint64_t d1, d2, d3, a, o = 0, ino;
+	int gone;
+
+	d1 = made(ns, 1, "d1", 1);
+	EXPECT(d1 != 0);
+	d2 = made(ns, 1, "d2", 1);
+	EXPECT(d2 != 0);
+	d3 = made(ns, 1, "d3", 1);
+	EXPECT(d3 != 0);
+	a = made(ns, d1, "a", 0);
+	EXPECT(a != 0);
+	if (how == 2) {
+		o = made(ns, d3, "o", 0);
+	}
+	ino_of(ns, d2, "b");	/* the kept copy of d2's bucket (decision 0054) */
+	pohm_kvmem_fail_after(&kv, 2);		/* the intent and the commit land */
+	EXPECT(pohm_ns_rename(ns, d1, "a", d2, "b", 0) != 0);	/* the finish failed */
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);
+	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);
+	ns2 = open_ns(0, 10000);		/* another host: the intent is young */
+	if (how == 0) {
+		EXPECT_EQ_INT(pohm_ns_rename(ns2, d2, "b", d3, "c", 0), 0);
+	} else if (how == 1) {
+		EXPECT_EQ_INT(pohm_ns_unlink(ns2, d2, "b"), 0);
+	} else if (how == 2) {
+		EXPECT_EQ_INT(pohm_ns_rename(ns2, d3, "o", d2, "b", 0), 0);
+	} else if (how == 4) {
+		EXPECT_EQ_INT(pohm_ns_rename(ns2, d2, "b", d2, "b2", 0), 0);
+	} else {
+		ino = a;	/* the renamer's own kept copy, no lookup */
+		EXPECT_EQ_INT(pohm_ns_unlink_ino(ns, d2, "b", &ino, &gone), 0);
+	}
+	EXPECT_EQ_INT(raw_intent(d1, "a"), -1);	/* settled before the change */
+	usleep(3000);
+	ns3 = open_ns(0, 1);			/* a third client: stale */
+	EXPECT_EQ_U64(ino_of(ns3, d1, "a"), 0);
+	if (how == 0 || how == 4) {
+		EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
+		EXPECT_EQ_U64(ino_of(ns3, how ? d2 : d3, how ? "b2" : "c"), a);
+		EXPECT_EQ_INT(nlink_of(ns3, a), 1);
+	} else if (how == 2) {
+		EXPECT_EQ_U64(ino_of(ns3, d2, "b"), o);
+		EXPECT_EQ_U64(ino_of(ns3, d3, "o"), 0);
+		EXPECT_EQ_INT(pohm_ns_getattr(ns3, a, &x), -ENOENT);	/* replaced */
+	} else if (how == 1) {
+		EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
+		EXPECT_EQ_INT(nlink_of(ns3, a), 0);	/* gone */
+	} else {
+		EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
+		EXPECT_EQ_INT(gone, 1);		/* its last name (decision 0049) */
+		EXPECT_EQ_INT(pohm_ns_getattr(ns3, a, &x), 0);
+		EXPECT(x.hdr.flags & POHM_OBJF_UNLINKED);
+		pohm_inode_clear(&x);
+	}
+	pohm_ns_close(ns3);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+TEST(f1_rename_away_of_a_moved_entry_settles_its_source_first)
+{
+	f1_case(0);
+}
+
+TEST(f1_unlink_of_a_moved_entry_settles_its_source_first)
+{
+	f1_case(1);
+}
+
+TEST(f1_rename_over_a_moved_entry_settles_its_source_first)
+{
+	f1_case(2);
+}
+
+TEST(f1_unlink_on_a_kept_copy_of_a_moved_entry_settles_its_source_first)
+{
+	f1_case(3);
+}
+
+TEST(f1_rename_inside_the_directory_of_a_moved_entry_settles_its_source_first)
+{
+	f1_case(4);
+}
+
+/*
+ * Decision 0067: a marked MOVE intent whose commit never landed is rolled
+ * back once stale (the destination is fenced first), not rolled forward:
+ * with marks, a destination without the txid never had it.  And the
+ * renamer's commit starts no put after its deadline.
+ */
+TEST(stale_marked_move_without_its_commit_is_rolled_back)
+{
+	struct pohm_ns *ns = fresh(0), *ns3;
+	struct pohm_dentry e = { 0 };
+	uint64_t d1, d2, a, rep = 0;
+	uint8_t rtype = 0;
+	long puts;
+
+	d1 = made(ns, 1, "d1", 1);
+	EXPECT(d1 != 0);
+	d2 = made(ns, 1, "d2", 1);
+	EXPECT(d2 != 0);
+	a = made(ns, d1, "a", 0);
+	EXPECT(a != 0);
+	pohm_kvmem_fail_after(&kv, 1);		/* the intent alone */
+	EXPECT(pohm_ns_rename(ns, d1, "a", d2, "b", 0) != 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);
+	usleep(3000);
+	ns3 = open_ns(0, 1);
+	EXPECT_EQ_U64(ino_of(ns3, d1, "a"), a);		/* rolled back */
+	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_NONE);
+	EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
+	EXPECT_EQ_INT(nlink_of(ns3, a), 1);
+	/* A commit past its deadline writes nothing. */
+	e.name = "a";
+	e.ino = a;
+	e.type = DT_REG;
+	e.i_txid = 77;
+	e.i_dir = d2;
+	e.i_name = "b";
+	e.i_flags = POHM_MOVE_MARKED;
+	puts = pohm_kvmem_puts(&kv);
+	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, ns_now_ns() - 1, &rep, &rtype), -ETIME);
+	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), puts);
+	EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
+	pohm_ns_close(ns3);
+	pohm_ns_close(ns);
+}
+
+/* Decision 0067's cost: the renamer whose finish was acknowledged knows
+ * its txid settled, so its own unlink of the moved name is the one-wait
+ * unlink of a kept copy (decision 0049); another handle reads the source's
+ * bucket first.  The counts are printed. */
+TEST(unlink_of_a_moved_entry_by_its_renamer_needs_no_settle)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	uint64_t d1, d2, a, ino;
+	long puts, calls;
+	int gone;
+
+	d1 = made(ns, 1, "d1", 1);
+	EXPECT(d1 != 0);
+	d2 = made(ns, 1, "d2", 1);
+	EXPECT(d2 != 0);
+	a = made(ns, d1, "a", 0);
+	EXPECT(a != 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, d1, "c", 0644, 0, 0, 0, 0, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
+	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);
+	puts = pohm_kvmem_puts(&kv);
+	calls = pohm_kvmem_put_n_calls(&kv);
+	ino = a;
+	EXPECT_EQ_INT(pohm_ns_unlink_ino(ns, d2, "b", &ino, &gone), 0);
+	printf("# the renamer's unlink: %ld puts, %ld put_n\n", pohm_kvmem_puts(&kv) - puts,
+	       pohm_kvmem_put_n_calls(&kv) - calls);
+	EXPECT_EQ_INT(pohm_kvmem_put_n_calls(&kv) - calls, 1);	/* entry + mark, one wait */
+	EXPECT_EQ_INT(gone, 1);
+	/* Another handle: reads d1's bucket (nothing left to settle), then unlinks. */
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "c", d2, "e", 0), 0);
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_unlink(ns2, d2, "e"), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d2, "e"), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d1, "c"), 0);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0067, concurrently: an F1 state (intent and commit landed, the
+ * finish lost), then one host unlinks the moved name while a stale client
+ * meets the source's intent.  Whichever comes first, the name stays gone
+ * and the source never comes back: the settle's and the roll-back's CASes
+ * on the source's bucket decide, and the roll-back fences the destination
+ * first.  40 rounds.
+ */
+struct f1_race {
+	struct pohm_ns *ns;
+	uint64_t dir;
+	char name[16];
+	int r;
+};
+
+static void *f1_unlinker(void *arg)
+{
+	struct f1_race *c = arg;
+
+	c->r = pohm_ns_unlink(c->ns, c->dir, c->name);
+	return NULL;
+}
+
+static void *f1_reader(void *arg)
+{
+	struct f1_race *c = arg;
+	uint64_t ino = 0;
+
+	c->r = pohm_ns_lookup(c->ns, c->dir, c->name, &ino, NULL);
+	return NULL;
+}
+
+TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
+{
+	struct pohm_ns *ns = fresh(0), *nsb, *nsc;
+	struct f1_race u, l;
+	struct pohm_inode x;
+	pthread_t tu, tl;
+	uint64_t d1, d2, a;
+	int k, bad = 0;
+
+	d1 = made(ns, 1, "d1", 1);
+	EXPECT(d1 != 0);
+	d2 = made(ns, 1, "d2", 1);
+	EXPECT(d2 != 0);
+	nsb = open_ns(0, 10000);
+	nsc = open_ns(0, 1);
+	for (k = 0; k < 40; k++) {
+		memset(&u, 0, sizeof(u));
+		memset(&l, 0, sizeof(l));
+		snprintf(u.name, sizeof(u.name), "b%d", k);
+		snprintf(l.name, sizeof(l.name), "a%d", k);
+		EXPECT_EQ_INT(pohm_ns_create(ns, d1, l.name, 0644, 0, 0, 0, 0, &x), 0);
+		a = x.ino;
+		pohm_inode_clear(&x);
+		pohm_kvmem_fail_after(&kv, 2);
+		EXPECT(pohm_ns_rename(ns, d1, l.name, d2, u.name, 0) != 0);
+		pohm_kvmem_fail_after(&kv, -1);
+		usleep(2000);		/* stale for nsc */
+		u.ns = nsb;
+		u.dir = d2;
+		l.ns = nsc;
+		l.dir = d1;
+		pthread_create(&tu, NULL, f1_unlinker, &u);
+		pthread_create(&tl, NULL, f1_reader, &l);
+		pthread_join(tu, NULL);
+		pthread_join(tl, NULL);
+		if (u.r != 0 || l.r != -ENOENT || ino_of(nsc, d1, l.name) ||
+		    ino_of(nsc, d2, u.name) || nlink_of(nsc, a)) {
+			printf("# round %d: unlink %d lookup %d, after: %" PRIu64 " %" PRIu64
+			       " nlink %u\n", k, u.r, l.r, ino_of(nsc, d1, l.name),
+			       ino_of(nsc, d2, u.name), nlink_of(nsc, a));
+			bad++;
+		}
+	}
+	EXPECT_EQ_INT(bad, 0);
+	pohm_ns_close(nsc);
+	pohm_ns_close(nsb);
+	pohm_ns_close(ns);
 }
