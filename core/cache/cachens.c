@@ -205,7 +205,12 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	r = cache_walk_parent_direct(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r == -EIO && !excl && cache_offline(c) ? create_offline(c, rel) : r;
-	r = may_create(c, dino, name, rel);
+	/* A cache is its owner's (DESIGN §2): an fsuid that may not write its
+	 * journal is refused before the storage changes (the create's record
+	 * is written only after the open, decision 0063). */
+	r = pohm_journal_may(&c->j);
+	if (!r)
+		r = may_create(c, dino, name, rel);
 	if (r == -EEXIST && !excl)
 		r = 0;		/* opening an existing file needs no write on the directory */
 	if (r) {
