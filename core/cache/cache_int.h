@@ -100,6 +100,11 @@ void cache_writer_include(int fd);
  * inode; else the index is asked).  *ino: the inode the overlay used, 0
  * when it left st as it was. */
 void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *ino);
+/* cachestat.c: rec's overlay fields into *seen (ok set). */
+void cache_stat_seen_of(struct pohm_stat_seen *seen, const struct pohm_jrec *rec);
+/* cachestat.c: the overlay of st from seen (ok, and its lino st's local
+ * inode on the cache's device: the caller checked). */
+void cache_stat_apply(struct pohm_cache *c, struct stat *st, const struct pohm_stat_seen *seen);
 
 /*
  * walkfresh.c (issue 23): cache_walk_note remembers that the walk found
