@@ -893,9 +893,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	if (r == -ENOENT && c->attr_timeout_ns && !cache_offline(c) &&
 	    pohm_ns_lookup_absent(c->ns, dino, name, c->attr_timeout_ns))
 		return -ENOENT;
-	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
-						     (uint64_t)lst.st_ino, &known) &&
-	    !pohm_journal_get(&c->j, known, &rec)) {
+	/* The overlay's index answer for this local file (readdir's d_ino
+	 * of the name, a moment ago): confirmed by its record, no index read. */
+	if (have_local && !cache_lhint_rec(c, &lst, &known, &rec)) {
+		have_rec = 1;
+	} else if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
+							    (uint64_t)lst.st_ino, &known) &&
+		   !pohm_journal_get(&c->j, known, &rec)) {
 		have_rec = 1;
 		if (cache_index_stale(&rec, &lst)) {
 			/* A stale index entry (a deleted file's reused inode number). */

@@ -72,6 +72,49 @@ void cache_stat_apply(struct pohm_cache *c, struct stat *st, const struct pohm_s
 		st->st_nlink = seen->nlink;
 }
 
+static unsigned lhint_slot(uint64_t dev, uint64_t lino)
+{
+	return (unsigned)((lino ^ (dev * 0x9e3779b97f4a7c15ULL)) % POHM_LHINT);
+}
+
+/* The index's answer ino for st's local inode, for cache_lhint_rec. */
+static void lhint_note(struct pohm_cache *c, const struct stat *st, uint64_t ino)
+{
+	struct pohm_lhint *h;
+
+	if (!c->attr_timeout_ns)
+		return;
+	h = &c->lhint[lhint_slot((uint64_t)st->st_dev, (uint64_t)st->st_ino)];
+	pthread_mutex_lock(&c->vlock);
+	h->dev = (uint64_t)st->st_dev;
+	h->lino = (uint64_t)st->st_ino;
+	h->ino = ino;
+	h->mono_ns = pohm_sys_mono_ns();
+	pthread_mutex_unlock(&c->vlock);
+}
+
+int cache_lhint_rec(struct pohm_cache *c, const struct stat *lst, uint64_t *ino,
+		    struct pohm_jrec *rec)
+{
+	struct pohm_lhint h;
+
+	if (!c->attr_timeout_ns)
+		return -ENOENT;
+	pthread_mutex_lock(&c->vlock);
+	h = c->lhint[lhint_slot((uint64_t)lst->st_dev, (uint64_t)lst->st_ino)];
+	pthread_mutex_unlock(&c->vlock);
+	if (!h.ino || h.dev != (uint64_t)lst->st_dev || h.lino != (uint64_t)lst->st_ino ||
+	    pohm_sys_mono_ns() - h.mono_ns >= c->attr_timeout_ns ||
+	    pohm_journal_get(&c->j, h.ino, rec))
+		return -ENOENT;
+	if (rec->ldev != h.dev || rec->lino != h.lino) {
+		pohm_jrec_clear(rec);
+		return -ENOENT;
+	}
+	*ino = h.ino;
+	return 0;
+}
+
 void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *known)
 {
 	struct pohm_stat_seen seen;
@@ -96,6 +139,8 @@ void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *known)
 		pohm_jrec_clear(&rec);	/* a stale index entry: not ours to describe */
 		return;
 	}
+	if (rec.lino == (uint64_t)st->st_ino)
+		lhint_note(c, st, ino);
 found:
 	*known = ino;
 	cache_stat_seen_of(&seen, &rec);
