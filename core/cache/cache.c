@@ -849,6 +849,7 @@ struct entry_seen {
 	int from_rec;		/* answered from a fresh record: lst is the name's now */
 	int known;		/* the journal has the local name's record (not stale) */
 	struct stat lst;	/* when have */
+	struct pohm_stat_seen rec;	/* from_rec: the record answered from */
 };
 
 /*
@@ -876,6 +877,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	found->vns = 0;
 	found->from_rec = 0;
 	found->known = 0;
+	found->rec.ok = 0;
 	if (have_local)
 		found->lst = lst;
 	/* Not here, in a directory this process holds complete (listed or
@@ -891,9 +893,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	if (r == -ENOENT && c->attr_timeout_ns && !cache_offline(c) &&
 	    pohm_ns_lookup_absent(c->ns, dino, name, c->attr_timeout_ns))
 		return -ENOENT;
-	if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
-						     (uint64_t)lst.st_ino, &known) &&
-	    !pohm_journal_get(&c->j, known, &rec)) {
+	/* The overlay's index answer for this local file (readdir's d_ino
+	 * of the name, a moment ago): confirmed by its record, no index read. */
+	if (have_local && !cache_lhint_rec(c, &lst, &known, &rec)) {
+		have_rec = 1;
+	} else if (have_local && !pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
+							    (uint64_t)lst.st_ino, &known) &&
+		   !pohm_journal_get(&c->j, known, &rec)) {
 		have_rec = 1;
 		if (cache_index_stale(&rec, &lst)) {
 			/* A stale index entry (a deleted file's reused inode number). */
@@ -908,6 +914,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		 * journal, no round trip. */
 		found->vns = rec.validated_ns;
 		found->from_rec = 1;
+		cache_stat_seen_of(&found->rec, &rec);
+		found->rec.ino = known;
 		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
@@ -925,6 +933,8 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			if (now.version == rec.version && cache_fresh_rec(c, &now)) {
 				found->vns = now.validated_ns;
 				found->from_rec = 1;
+				cache_stat_seen_of(&found->rec, &now);
+				found->rec.ino = known;
 				r = entry_from_record(c, dfd, name, known, data, &now, in);
 				pohm_jrec_clear(&now);
 				pohm_jrec_clear(&rec);
@@ -1269,6 +1279,7 @@ struct mat_last {
 	struct stat lst;
 	uint64_t ino;
 	uint64_t until;
+	struct pohm_stat_seen *seen;	/* NULL, or the record when ok (stat) */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1430,6 +1441,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			ml->ok = 1;
 			ml->lst = seen.lst;
 			ml->ino = in.ino;
+			if (ml->seen)
+				*ml->seen = seen.rec;
 		}
 		if (md && S_ISDIR(in.mode) && !(flags & POHM_MAT_LIST) && !cache_offline(c)) {
 			/* Online, ensure_entry's 0 means checked now or fresh. */
@@ -1624,12 +1637,31 @@ void pohm_cache_stat_fix_rel(struct pohm_cache *c, const char *rel, unsigned fla
 	cache_stat_fix_ino(c, st, &ino);
 }
 
+void pohm_cache_stat_fix_seen(struct pohm_cache *c, const char *rel, unsigned flags,
+			      struct stat *st, const struct pohm_stat_seen *seen)
+{
+	if (seen->ok && (uint64_t)st->st_dev == c->pdev && seen->lino == (uint64_t)st->st_ino)
+		cache_stat_apply(c, st, seen);
+	else
+		pohm_cache_stat_fix_rel(c, rel, flags, st);
+}
+
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags)
+{
+	return pohm_cache_materialize_seen(c, rel, flags, NULL);
+}
+
+int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
+				struct pohm_stat_seen *seen)
 {
 	int r;
 
 	/* A walk that fetches (DATA) may put another local file at the name. */
-	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX };
+	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX,
+			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen };
+
+	if (seen)
+		seen->ok = 0;
 
 	if (path_fresh(c, rel, flags))
 		return cache_perm_path(c, rel, mat_want(flags));

@@ -116,6 +116,21 @@ uint64_t pohm_cache_dev(const struct pohm_cache *c);
  * component is not an error (the real call reports it); a missing parent is. */
 int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags);
 
+/* The stored attributes the stat overlay shows, as a record had them
+ * (ok: filled), with the local inode the record named. */
+struct pohm_stat_seen {
+	int ok;
+	uint64_t ino, lino;
+	uint32_t flags, mode, uid, gid, nlink;
+	uint64_t size;
+	struct pohm_ts atime, mtime, ctime;
+};
+/* pohm_cache_materialize for a stat: *seen the last component's record as
+ * the walk read it (ok 0 when it read none), for pohm_cache_stat_fix_seen
+ * (issue 23: the record read once per stat, not twice). */
+int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
+				struct pohm_stat_seen *seen);
+
 /*
  * 1 when a listing a POHM_MAT_LIST materialize asked for failed on this
  * thread since the last call, and that materialize returned 0 all the
@@ -150,6 +165,11 @@ int pohm_cache_stat_found(struct pohm_cache *c, const char *rel, unsigned flags,
  */
 void pohm_cache_stat_fix_rel(struct pohm_cache *c, const char *rel, unsigned flags,
 			     struct stat *st);
+/* pohm_cache_stat_fix_rel after pohm_cache_materialize_seen: the walk's
+ * record when it names st's local inode (read microseconds before the real
+ * stat, in the same call), else pohm_cache_stat_fix_rel. */
+void pohm_cache_stat_fix_seen(struct pohm_cache *c, const char *rel, unsigned flags,
+			      struct stat *st, const struct pohm_stat_seen *seen);
 
 /*
  * Before reading user.* xattrs of rel (getxattr of a user.* name, or

@@ -20,8 +20,16 @@
 #define POHM_PCACHE 1024
 #define POHM_SIBDIRS 16
 #define POHM_DCACHE 256
+#define POHM_LHINT 1024	/* local inodes the overlay looked up (cachestat.c) */
 #define POHM_DCHAIN 16		/* deeper directories are not in the walk table: every
 				 * create below one walks (cache.c parent_recent) */
+
+/* A local inode's storage inode as the journal's index gave it (cachestat.c):
+ * a hint, confirmed by the record naming that local inode. */
+struct pohm_lhint {
+	uint64_t dev, lino, ino;	/* ino 0 = empty */
+	uint64_t mono_ns;		/* when the index gave it */
+};
 
 /* A directory whose expired entries this process revalidated (cachebase.c
  * cache_sib_batch): when one went alone, when the batch last ran. */
@@ -68,11 +76,13 @@ struct pohm_cache {
 	char prefix[4096];
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
-	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, sib, sibnext, stats */
+	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, lhint, sib, sibnext,
+					 * stats */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
 	struct pohm_dfresh dfresh[POHM_DCACHE];	/* directories walked (walkfresh.c) */
+	struct pohm_lhint lhint[POHM_LHINT];	/* index answers of the overlay (direct-mapped) */
 	struct pohm_sibdir sib[POHM_SIBDIRS];	/* cache_sib_batch's directories (round robin) */
 	unsigned sibnext;
 	struct pohm_cache_stats stats;
@@ -100,6 +110,17 @@ void cache_writer_include(int fd);
  * inode; else the index is asked).  *ino: the inode the overlay used, 0
  * when it left st as it was. */
 void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *ino);
+/* cachestat.c (issue 23: readdir's overlay of d_ino, then the stat of the
+ * same name): 0 with *ino and *rec (clear it) when the overlay looked lst's
+ * local inode up in the index within attr_timeout and that inode's record
+ * still names lst's local file; else -ENOENT (ask the index). */
+int cache_lhint_rec(struct pohm_cache *c, const struct stat *lst, uint64_t *ino,
+		    struct pohm_jrec *rec);
+/* cachestat.c: rec's overlay fields into *seen (ok set). */
+void cache_stat_seen_of(struct pohm_stat_seen *seen, const struct pohm_jrec *rec);
+/* cachestat.c: the overlay of st from seen (ok, and its lino st's local
+ * inode on the cache's device: the caller checked). */
+void cache_stat_apply(struct pohm_cache *c, struct stat *st, const struct pohm_stat_seen *seen);
 
 /*
  * walkfresh.c (issue 23): cache_walk_note remembers that the walk found

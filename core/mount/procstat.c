@@ -53,13 +53,14 @@ static void stat_to_statx(const struct stat *st, struct statx *stx)
 	stx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
 }
 
-/* pohm_cache_stat_fix_rel on a struct statx: the fields a struct stat has. */
-static void statx_fix(struct pohm_cache *c, const char *rel, unsigned mf, struct statx *stx)
+/* pohm_cache_stat_fix_seen on a struct statx: the fields a struct stat has. */
+static void statx_fix(struct pohm_cache *c, const char *rel, unsigned mf, struct statx *stx,
+		      const struct pohm_stat_seen *seen)
 {
 	struct stat st;
 
 	statx_to_stat(stx, &st);
-	pohm_cache_stat_fix_rel(c, rel, mf, &st);
+	pohm_cache_stat_fix_seen(c, rel, mf, &st, seen);
 	stat_to_statx(&st, stx);
 }
 
@@ -95,20 +96,22 @@ int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct
 		   struct statx *stx, const struct pohm_proc_real *real)
 {
 	unsigned mf = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
+	struct pohm_stat_seen seen;
 	int r;
 
 	if (stat_recent(c, rel, mf, st, stx, real, &r)) {
 		pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 		return r;
 	}
-	r = pohm_cache_materialize(c, rel, mf);
+	/* The walk's record of the name: the overlay reads it no second time. */
+	r = pohm_cache_materialize_seen(c, rel, mf, &seen);
 	pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 	if (r < 0)
 		return r;
 	r = real->call(real->arg);
 	if (r == 0 && st)
-		pohm_cache_stat_fix_rel(c, rel, mf, st);
+		pohm_cache_stat_fix_seen(c, rel, mf, st, &seen);
 	if (r == 0 && stx)
-		statx_fix(c, rel, mf, stx);
+		statx_fix(c, rel, mf, stx, &seen);
 	return r;
 }
