@@ -154,6 +154,26 @@ static int create_open(struct pohm_cache *c, const char *rel, const char *lpath)
 	return fd < 0 ? -errno : fd;
 }
 
+/* rel created in the storage, then link (rel itself or a directory on its
+ * way, removed locally first) made a symlink to target before the open:
+ * is the file the open reached recorded?  1, 0, or -1 (a step failed). */
+static int recorded_through_link(struct pohm_cache *c, const char *rel, const char *link,
+				 const char *target)
+{
+	int fd, r;
+
+	if (pohm_cache_create(c, rel, 0644, 0) || (remove(path("a", link)) && errno != ENOENT) ||
+	    symlink(target, path("a", link)))
+		return -1;
+	fd = open(path("a", rel), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	pohm_cache_opened(c, rel, fd);
+	r = recorded(c, fd);
+	close(fd);
+	return r;
+}
+
 /*
  * A created file is recorded only when its name reaches it with no symlink
  * on the way (cachens.c names_fd: the kernel's path of the fd, else a walk).
@@ -185,31 +205,12 @@ TEST(a_created_name_is_recorded_only_for_the_file_it_names)
 	fd = open(out, O_CREAT | O_WRONLY | O_EXCL, 0644);
 	EXPECT(fd >= 0);
 	close(fd);
-	/* The storage's create, then the name swapped for a symlink before the open. */
-	EXPECT_EQ_INT(pohm_cache_create(a, "x", 0644, 0), 0);
-	EXPECT_EQ_INT(symlink(path("a", "y"), path("a", "x")), 0);
-	fd = open(path("a", "x"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	EXPECT(fd >= 0);
-	pohm_cache_opened(a, "x", fd);
-	EXPECT(!recorded(a, fd));
-	close(fd);
-	EXPECT_EQ_INT(pohm_cache_create(a, "d/o", 0644, 0), 0);
-	EXPECT_EQ_INT(symlink(out, path("a", "d/o")), 0);
-	fd = open(path("a", "d/o"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	EXPECT(fd >= 0);
-	pohm_cache_opened(a, "d/o", fd);
-	EXPECT(!recorded(a, fd));
-	close(fd);
+	/* The name swapped for a symlink after the storage's create, before the open. */
+	EXPECT_EQ_INT(recorded_through_link(a, "x", "x", path("a", "y")), 0);
+	EXPECT_EQ_INT(recorded_through_link(a, "d/o", "d/o", out), 0);
 	/* A directory on the way swapped for a symlink to another one in the prefix. */
 	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e", 0755), 0);
-	EXPECT_EQ_INT(pohm_cache_create(a, "e/h", 0644, 0), 0);
-	EXPECT_EQ_INT(rmdir(path("a", "e")), 0);
-	EXPECT_EQ_INT(symlink(path("a", "d"), path("a", "e")), 0);
-	fd = open(path("a", "e/h"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	EXPECT(fd >= 0);
-	pohm_cache_opened(a, "e/h", fd);
-	EXPECT(!recorded(a, fd));
-	close(fd);
+	EXPECT_EQ_INT(recorded_through_link(a, "e/h", "e", path("a", "d")), 0);
 	pohm_cache_close(a);
 }
 
