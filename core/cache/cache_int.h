@@ -66,6 +66,9 @@ struct pohm_cache {
 	struct pohm_ns *ns;
 	struct pohm_journal j;
 	int pfd;			/* the prefix directory, O_PATH, high */
+	int proot_len;			/* proot's length; 0 until names_fd reads it, -1
+					 * unusable (atomic: filled under vlock, then set) */
+	char proot[4096];		/* the kernel's path of pfd, read once (cachens.c) */
 	int stage_fd;			/* where fetches build temp files (same filesystem) */
 	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
 					 * at its first use (-1 until then; set by compare-

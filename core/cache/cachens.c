@@ -282,7 +282,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
  * through a symlink (or a directory swapped for one) may have reached a
  * file outside the prefix: that file is never recorded, so never pushed.
  */
-static int names_fd(struct pohm_cache *c, const char *rel, const struct stat *fst)
+static int names_fd_walk(struct pohm_cache *c, const char *rel, const struct stat *fst)
 {
 	const char *name;
 	struct stat st;
@@ -296,6 +296,50 @@ static int names_fd(struct pohm_cache *c, const char *rel, const struct stat *fs
 	if (!same)
 		pohm_debug("%s: the open reached another file (through a symlink): not ours", rel);
 	return same;
+}
+
+/* The kernel's path of the prefix directory, read at the first need and
+ * kept (c->proot): its length, or <= 0 (none: walk instead). */
+static int prefix_root(struct pohm_cache *c)
+{
+	int n = __atomic_load_n(&c->proot_len, __ATOMIC_ACQUIRE);
+
+	if (n)
+		return n;
+	pthread_mutex_lock(&c->vlock);
+	n = c->proot_len;
+	if (!n) {
+		n = pohm_sys_fd_path(c->pfd, c->proot, sizeof(c->proot));
+		n = n > 0 ? n : -1;
+		__atomic_store_n(&c->proot_len, n, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->vlock);
+	return n;
+}
+
+/*
+ * names_fd_walk's answer in one readlink when it is yes: the kernel's path
+ * of the open file (the path the open reached, every symlink on the way
+ * resolved) is the prefix's own path and rel.  An open through a symlink,
+ * a directory swapped for one, or a file renamed or unlinked since, shows
+ * another path: those are walked as before.  The kept prefix path holds
+ * while the prefix directory keeps its path, as every path-classified call
+ * of the shim assumes (issue 23: two calls fewer per open of a new file).
+ */
+static int names_fd(struct pohm_cache *c, const char *rel, int fd, const struct stat *fst)
+{
+	char got[4096];
+	size_t l = strlen(rel);
+	int rn = prefix_root(c), n;
+
+	/* Not a name the kernel's " (deleted)" mark could fake. */
+	if (rn > 0 && S_ISREG(fst->st_mode) && (l < 10 || strcmp(rel + l - 10, " (deleted)"))) {
+		n = pohm_sys_fd_path(fd, got, sizeof(got));
+		if (n > rn && !memcmp(got, c->proot, (size_t)rn) &&
+		    got[rn] == '/' && !strcmp(got + rn + 1, rel))
+			return 1;
+	}
+	return names_fd_walk(c, rel, fst);
 }
 
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
@@ -364,7 +408,7 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
-	if (!names_fd(c, rel, &st))
+	if (!names_fd(c, rel, fd, &st))
 		return 0;
 	/*
 	 * Just created: whatever the index says about this local inode number
@@ -429,7 +473,7 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 		return r;
 	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return 0;	/* known already */
-	if (!names_fd(c, rel, &st))
+	if (!names_fd(c, rel, fd, &st))
 		return 0;
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)

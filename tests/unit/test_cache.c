@@ -131,6 +131,89 @@ TEST(two_hosts_round_trip)
 	pohm_cache_close(b);
 }
 
+/* Is the local file open as fd the local copy of some inode of c's journal? */
+static int recorded(struct pohm_cache *c, int fd)
+{
+	struct stat st;
+	uint64_t ino;
+
+	return !fstat(fd, &st) &&
+	       !pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino);
+}
+
+/* The open of a created name, then its record (pohm_cache_opened): fd, or -errno. */
+static int create_open(struct pohm_cache *c, const char *rel, const char *lpath)
+{
+	int fd;
+
+	if (pohm_cache_create(c, rel, 0644, 0) < 0)
+		return -EIO;
+	fd = open(lpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd >= 0)
+		pohm_cache_opened(c, rel, fd);
+	return fd < 0 ? -errno : fd;
+}
+
+/* rel created in the storage, then link (rel itself or a directory on its
+ * way, removed locally first) made a symlink to target before the open:
+ * is the file the open reached recorded?  1, 0, or -1 (a step failed). */
+static int recorded_through_link(struct pohm_cache *c, const char *rel, const char *link,
+				 const char *target)
+{
+	int fd, r;
+
+	if (pohm_cache_create(c, rel, 0644, 0) || (remove(path("a", link)) && errno != ENOENT) ||
+	    symlink(target, path("a", link)))
+		return -1;
+	fd = open(path("a", rel), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	pohm_cache_opened(c, rel, fd);
+	r = recorded(c, fd);
+	close(fd);
+	return r;
+}
+
+/*
+ * A created file is recorded only when its name reaches it with no symlink
+ * on the way (cachens.c names_fd: the kernel's path of the fd, else a walk).
+ * A name the shim created that a symlink took meanwhile (to a file in the
+ * prefix or outside it) leaves the file it reached unrecorded, never pushed.
+ * A name that ends like the kernel's " (deleted)" mark is walked, and kept.
+ */
+TEST(a_created_name_is_recorded_only_for_the_file_it_names)
+{
+	struct pohm_cache *a;
+	char out[1024];
+	int fd;
+
+	setup();
+	a = host("a");
+	EXPECT(a);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	fd = create_open(a, "d/f", path("a", "d/f"));
+	EXPECT(fd >= 0 && recorded(a, fd));
+	close(fd);
+	fd = create_open(a, "d/g (deleted)", path("a", "d/g (deleted)"));
+	EXPECT(fd >= 0 && recorded(a, fd));
+	close(fd);
+	/* A plain local file in the prefix the journal does not know, and one outside. */
+	fd = open(path("a", "y"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	close(fd);
+	snprintf(out, sizeof(out), "%s/outside", root);
+	fd = open(out, O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	close(fd);
+	/* The name swapped for a symlink after the storage's create, before the open. */
+	EXPECT_EQ_INT(recorded_through_link(a, "x", "x", path("a", "y")), 0);
+	EXPECT_EQ_INT(recorded_through_link(a, "d/o", "d/o", out), 0);
+	/* A directory on the way swapped for a symlink to another one in the prefix. */
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e", 0755), 0);
+	EXPECT_EQ_INT(recorded_through_link(a, "e/h", "e", path("a", "d")), 0);
+	pohm_cache_close(a);
+}
+
 /*
  * Issue 23: a stat of a name this process materialized within attr_timeout
  * is answered from the real call's own result when it found the local
