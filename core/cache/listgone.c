@@ -3,14 +3,14 @@
  * on another host, `rm -r`): its local copy goes, entries and all, as a
  * listing of its parent finds it (cache.c list_drop_gone).  Before session
  * 16 only an empty one went, and the local files below a removed
- * directory stayed visible here for good.  Nothing of this host is lost:
- * a clean copy (what this host fetched or pushed, a stub) goes; a file
+ * directory stayed visible here for good.  Nothing changed here is lost
+ * by it: a clean copy (what this host fetched or pushed, a stub) goes; a file
  * changed here (or made without the shim) is first kept as a conflict copy
  * under /.pohmelfs-conflicts/HOST/ (DESIGN §1 "Conflicts"), as a push
  * that lost its compare-and-swap keeps it; whatever cannot be handled so
  * (a rename of this host in flight, a file the journal marks as a
- * conflict already, a node, a failed copy) stays, and with it the
- * directories above it.
+ * conflict already, a file open for write here, a node, a failed copy)
+ * stays, and with it the directories above it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,20 +67,46 @@ static int gone_keep(struct pohm_cache *c, int dfd, const char *name, const char
 	return r;
 }
 
-/* The non-directory dfd/name (st): gone, or kept.  1 gone, 0 kept. */
+/* Does dfd/name still show the local file st (nothing replaced or changed it)? */
+static int gone_same(int dfd, const char *name, const struct stat *st)
+{
+	struct stat now;
+
+	return !pohm_sys_fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
+	       now.st_ino == st->st_ino && now.st_size == st->st_size &&
+	       now.st_ctim.tv_sec == st->st_ctim.tv_sec && now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/*
+ * The non-directory dfd/name (st): gone, or kept.  1 gone, 0 kept.  A file
+ * open for write here (its w.lock byte held: the storage inode's, or for a
+ * file the journal does not know the local inode's, as its writer took it)
+ * stays as it is, and its directories with it: what its writer wrote and
+ * writes goes to its storage inode by the pushes, as a file another host
+ * unlinked while open here (decision 0049: an unnamed inode), and a look
+ * after the writer is done drops the copy.  The re-check and the unlink hold the
+ * byte exclusively (cache_writer_exclude, as a refresh's rename): no writer
+ * opens the file meanwhile; the conflict copy (network I/O) is made before,
+ * without it, and the file goes only if it is still as copied.
+ */
 static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct stat *st)
 {
 	struct pohm_jrec rec;
-	int have = !gone_rec(c, st, &rec), gone = 0, clean;
+	int have = !gone_rec(c, st, &rec), gone = 0, clean, lk = -1, reg = S_ISREG(st->st_mode);
+	uint64_t key = have ? rec.ino : (uint64_t)st->st_ino;
 
 	if (have && ((rec.flags & POHM_J_CONFLICT) || gone_moving(c, rec.ino)))
 		goto out;
+	if (reg && pohm_cache_writer_alive(c, key))
+		goto out;	/* open for write here: no copy while it is written */
 	clean = have && !cache_local_changed(c, &rec, dfd, name, st);
-	if (!clean && (!S_ISREG(st->st_mode) || gone_keep(c, dfd, name, rel, &rec, st)))
+	if (!clean && (!reg || gone_keep(c, dfd, name, rel, &rec, st)))
 		goto out;	/* nothing to keep it as: it stays */
-	if (pohm_sys_unlinkat(dfd, name, 0))
-		goto out;
+	if (reg && (lk = cache_writer_exclude(c, key)) < 0)
+		goto out;	/* opened for write meanwhile */
+	if (!gone_same(dfd, name, st) || pohm_sys_unlinkat(dfd, name, 0))
+		goto out;	/* changed since it was looked at (and copied) */
 	gone = 1;
 	if (have) {
 		if (rec.nlink <= 1)
@@ -88,6 +114,7 @@ static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char
 		cache_unmark(c, rec.ino);
 	}
 out:
+	cache_writer_include(lk);
 	pohm_jrec_clear(&rec);
 	return gone;
 }
