@@ -26,6 +26,13 @@
 /* Deeper trees are left (the stack holds a name per level). */
 #define GONE_MAX_DEPTH 64
 
+/* One removal: the top local directory (ldev, lino) and the storage
+ * directory ino whose lookup said it is gone. */
+struct gone_walk {
+	struct pohm_cache *c;
+	uint64_t ldev, lino, ino;
+};
+
 /* The journal's record of the local file st, or -ENOENT (none, or an
  * index entry left by another file). */
 static int gone_rec(struct pohm_cache *c, const struct stat *st, struct pohm_jrec *rec)
@@ -67,6 +74,22 @@ static int gone_keep(struct pohm_cache *c, int dfd, const char *name, const char
 	return r;
 }
 
+/*
+ * Does the top local directory still stand for the removed storage
+ * directory?  Another process of this host may make the name again
+ * between the caller's lookup and this walk: its mkdir reuses the stale
+ * local directory (cachens.c new_locally) and records it under the new
+ * inode before anything is made in it, so each unlink and rmdir below,
+ * asked after its entry was seen, finds the new record and leaves the
+ * entry (the next listing of the new directory sorts it out).
+ */
+static int gone_still(const struct gone_walk *w)
+{
+	uint64_t known;
+
+	return !pohm_journal_lookup_local(&w->c->j, w->ldev, w->lino, &known) && known == w->ino;
+}
+
 /* Does dfd/name still show the local file st (nothing replaced or changed it)? */
 static int gone_same(int dfd, const char *name, const struct stat *st)
 {
@@ -89,9 +112,10 @@ static int gone_same(int dfd, const char *name, const struct stat *st)
  * opens the file meanwhile; the conflict copy (network I/O) is made before,
  * without it, and the file goes only if it is still as copied.
  */
-static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+static int gone_file(const struct gone_walk *w, int dfd, const char *name, const char *rel,
 		     const struct stat *st)
 {
+	struct pohm_cache *c = w->c;
 	struct pohm_jrec rec;
 	int have = !gone_rec(c, st, &rec), gone = 0, clean, lk = -1, reg = S_ISREG(st->st_mode);
 	uint64_t key = have ? rec.ino : (uint64_t)st->st_ino;
@@ -105,7 +129,7 @@ static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char
 		goto out;	/* nothing to keep it as: it stays */
 	if (reg && (lk = cache_writer_exclude(c, key)) < 0)
 		goto out;	/* opened for write meanwhile */
-	if (!gone_same(dfd, name, st) || pohm_sys_unlinkat(dfd, name, 0))
+	if (!gone_same(dfd, name, st) || !gone_still(w) || pohm_sys_unlinkat(dfd, name, 0))
 		goto out;	/* changed since it was looked at (and copied) */
 	gone = 1;
 	if (have) {
@@ -120,8 +144,9 @@ out:
 }
 
 /* The local directory dfd/name (rel) and what it holds: 1 gone, 0 (part) kept. */
-static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel, int depth)
+static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *rel, int depth)
 {
+	struct pohm_cache *c = w->c;
 	char buf[8192], *sub;
 	struct pohm_jrec rec;
 	struct stat st, dst;
@@ -135,10 +160,15 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 	if (fd < 0)
 		return 0;
 	have = !pohm_sys_fstat(fd, &dst) && !gone_rec(c, &dst, &rec);
-	/* A rename of this host moves it: the renamer's.  Else every entry
-	 * that can go goes, whatever stays beside it. */
-	moving = have && gone_moving(c, rec.ino);
-	kept = moving;
+	if (!depth) {
+		w->ldev = (uint64_t)dst.st_dev;
+		w->lino = (uint64_t)dst.st_ino;
+	}
+	/* A rename of this host moves it: the renamer's; a directory made
+	 * again here meanwhile stays (gone_still).  Else every entry that can
+	 * go goes, whatever stays beside it. */
+	moving = have && (gone_moving(c, rec.ino) || (!depth && rec.ino != w->ino));
+	kept = moving || (!depth && !have);
 	while (!moving && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
@@ -156,15 +186,15 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 			}
 			snprintf(sub, len, "%s/%s", rel, de->d_name);
 			if (S_ISDIR(st.st_mode))
-				kept |= !gone_dir(c, fd, de->d_name, sub, depth + 1);
+				kept |= !gone_dir(w, fd, de->d_name, sub, depth + 1);
 			else
-				kept |= !gone_file(c, fd, de->d_name, sub, &st);
+				kept |= !gone_file(w, fd, de->d_name, sub, &st);
 			free(sub);
 		}
 	}
 	kept |= n < 0;
 	pohm_sys_close(fd);
-	if (!kept && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
+	if (!kept && gone_still(w) && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
 		if (have) {
 			pohm_journal_del(&c->j, rec.ino);
 			cache_unmark(c, rec.ino);
@@ -177,7 +207,10 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 	return !kept;
 }
 
-int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			uint64_t ino)
 {
-	return gone_dir(c, dfd, name, rel, 0);
+	struct gone_walk w = { c, 0, 0, ino };
+
+	return gone_dir(&w, dfd, name, rel, 0);
 }
