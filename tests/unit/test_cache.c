@@ -1070,3 +1070,32 @@ TEST(a_gone_directory_made_again_here_meanwhile_keeps_its_new_entries)
 	pohm_cache_close(a2);
 	pohm_cache_close(b);
 }
+
+/* Review s16 (gonefix): a directory's chmod whose storage write answered
+ * -EIO but landed (an unknown outcome) succeeds, and the local mode stays;
+ * a chmod the storage did not take puts the local mode back only while it
+ * is still the one the call found. */
+TEST(a_directory_chmod_whose_outcome_was_unknown_is_settled_by_a_read)
+{
+	struct pohm_cache *a;
+	struct stat st;
+
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(chmod(path("a", "d"), 0750), 0);	/* the kernel's part */
+	pohm_kvmem_fail_unsure(&kv, 0, 0);	/* the setattr's put lands, answers -EIO */
+	EXPECT_EQ_INT(pohm_cache_push_chattr(a, -1, "d", 0), 1);
+	pohm_kvmem_fail_unsure(&kv, -1, 0);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	/* Refused for good: the local mode goes back to the stored one. */
+	EXPECT_EQ_INT(chmod(path("a", "d"), 0700), 0);
+	pohm_kvmem_fail_after(&kv, 0);
+	EXPECT(pohm_cache_push_chattr(a, -1, "d", 0) < 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	pohm_cache_close(a);
+}
