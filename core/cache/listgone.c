@@ -107,10 +107,11 @@ static int gone_same(int dfd, const char *name, const struct stat *st)
  * stays as it is, and its directories with it: what its writer wrote and
  * writes goes to its storage inode by the pushes, as a file another host
  * unlinked while open here (decision 0049: an unnamed inode), and a look
- * after the writer is done drops the copy.  The re-check and the unlink hold the
- * byte exclusively (cache_writer_exclude, as a refresh's rename): no writer
- * opens the file meanwhile; the conflict copy (network I/O) is made before,
- * without it, and the file goes only if it is still as copied.
+ * after the writer is done drops the copy.  The re-check and the unlink
+ * hold the byte exclusively (cache_writer_exclude, as a refresh's
+ * rename): no writer opens the file meanwhile; the conflict copy (network
+ * I/O) is made before, without it, and the file goes only if it is still
+ * as copied.
  */
 static int gone_file(const struct gone_walk *w, int dfd, const char *name, const char *rel,
 		     const struct stat *st)
