@@ -987,7 +987,7 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		   !(rec.flags & POHM_J_CONFLICT)) {
 		/* A directory removed on another host: with its entries
 		 * (listgone.c), so that none of them is found below it here. */
-		cache_drop_gone_dir(c, dfd, name, rel);
+		cache_drop_gone_dir(c, dfd, name, rel, known);
 	}
 	if (r)
 		goto out;
@@ -2368,7 +2368,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		/* It goes with its entries, what changed here kept as conflict
 		 * copies (listgone.c). */
 		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
-		cache_drop_gone_dir(l->c, l->dfd, name, path);
+		cache_drop_gone_dir(l->c, l->dfd, name, path, known);
 		goto out;
 	}
 	if (!pohm_sys_unlinkat(l->dfd, name, 0) && rec.nlink <= 1)

@@ -387,11 +387,14 @@ int cache_restub(struct pohm_cache *c, struct pohm_jrec *rec);
 int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int dfd,
 			const char *name, const struct stat *st);
 /* listgone.c: the local directory dfd/name (rel), whose stored directory
- * is gone, goes with its entries: clean copies are removed, files changed
- * here (or unknown to the journal) kept as conflict copies first; what
- * cannot be (a rename of this host in flight, a failed copy) stays, and
- * the directories above it.  1 gone, 0 (part) kept. */
-int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+ * ino is gone, goes with its entries: clean copies are removed, files
+ * changed here (or unknown to the journal) kept as conflict copies first;
+ * what cannot be (a rename of this host in flight, a file open for write
+ * here, a failed copy) stays, and the directories above it; nothing goes
+ * once its record no longer names ino (made again here meanwhile).
+ * 1 gone, 0 (part) kept. */
+int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			uint64_t ino);
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);

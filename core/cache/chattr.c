@@ -45,6 +45,26 @@ int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t l
 }
 
 /*
+ * The setattr of sa on ino failed (r); its outcome may be unknown (a put
+ * whose answer never came may have landed: -EIO).  The stored inode says:
+ * 0 with *in filled when it holds what sa sets (it landed), else r, and in
+ * *smode the stored mode when the read worked (else left as it was).
+ */
+static int chattr_settle(struct pohm_cache *c, uint64_t ino, const struct pohm_setattr *sa,
+			 struct pohm_inode *in, uint32_t *smode, int r)
+{
+	if (pohm_ns_getattr(c->ns, ino, in))
+		return r;
+	*smode = in->mode;
+	if ((!(sa->mask & POHM_SET_MODE) || (in->mode & 07777) == (sa->mode & 07777)) &&
+	    (!(sa->mask & POHM_SET_UID) || in->uid == sa->uid) &&
+	    (!(sa->mask & POHM_SET_GID) || in->gid == sa->gid))
+		return 0;
+	pohm_inode_clear(in);
+	return r;
+}
+
+/*
  * The storage did not take sa (r).  A regular file's mode, and a root
  * cache's owner and group, travel with the object's next push (push.c
  * push_attrs_diff): 0, logged.  What no push sends is stored at the call
@@ -52,14 +72,17 @@ int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t l
  * a directory's mode (push_attrs_diff and dir_times_follow take a local
  * mode of stored | 0700 for the cache's own u+rwx, so a chmod u+rwx was
  * never sent again), a non-root cache's group (its pushes send none).
- * The directory's local mode goes back to the stored one's local form, so
- * that no later push sends what the call failed on, and r is returned for
- * the call to fail with it.
+ * The directory's local mode goes back to the stored one's local form
+ * (smode: as just read, when chattr_settle could), so that no later push
+ * sends what the call failed on, and r is returned for the call to fail
+ * with it; only while the local mode is still the one this call found
+ * (st): a chmod another process of this host made since stays.
  */
 static int chattr_unsent(struct pohm_cache *c, int fd, const char *rel, const struct stat *st,
 			 const struct pohm_setattr *sa, uint32_t smode, int r)
 {
 	mode_t m = (mode_t)((smode & 07777) | 0700);
+	struct stat now;
 
 	if (!((sa->mask & POHM_SET_MODE) && S_ISDIR(st->st_mode)) &&
 	    (c->is_root || !(sa->mask & (POHM_SET_UID | POHM_SET_GID)))) {
@@ -67,8 +90,13 @@ static int chattr_unsent(struct pohm_cache *c, int fd, const char *rel, const st
 			  strerror(-r));
 		return 0;
 	}
-	if ((sa->mask & POHM_SET_MODE) && S_ISDIR(st->st_mode) &&
-	    (fd < 0 || pohm_sys_fchmod(fd, m)) && rel && *rel)
+	if (!(sa->mask & POHM_SET_MODE) || !S_ISDIR(st->st_mode) || (fd < 0 && !(rel && *rel)))
+		return r;
+	if (fd >= 0 ? pohm_sys_fstat(fd, &now) : pohm_sys_fstatat(c->pfd, rel, &now, AT_SYMLINK_NOFOLLOW))
+		return r;
+	if (now.st_ino != st->st_ino || (now.st_mode & 07777) != (st->st_mode & 07777))
+		return r;	/* changed since: not ours to put back */
+	if ((fd < 0 || pohm_sys_fchmod(fd, m)) && rel && *rel)
 		pohm_sys_fchmodat(c->pfd, rel, m);
 	return r;
 }
@@ -140,6 +168,8 @@ int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int ow
 	if (!sa.mask)
 		goto out;
 	r = pohm_ns_setattr(c->ns, ino, &sa, &in);
+	if (r)
+		r = chattr_settle(c, ino, &sa, &in, &smode, r);
 	if (r) {
 		r = chattr_unsent(c, fd, rel, &st, &sa, smode, r);
 		goto out;

@@ -3,14 +3,14 @@
  * on another host, `rm -r`): its local copy goes, entries and all, as a
  * listing of its parent finds it (cache.c list_drop_gone).  Before session
  * 16 only an empty one went, and the local files below a removed
- * directory stayed visible here for good.  Nothing of this host is lost:
- * a clean copy (what this host fetched or pushed, a stub) goes; a file
+ * directory stayed visible here for good.  Nothing changed here is lost
+ * by it: a clean copy (what this host fetched or pushed, a stub) goes; a file
  * changed here (or made without the shim) is first kept as a conflict copy
  * under /.pohmelfs-conflicts/HOST/ (DESIGN §1 "Conflicts"), as a push
  * that lost its compare-and-swap keeps it; whatever cannot be handled so
  * (a rename of this host in flight, a file the journal marks as a
- * conflict already, a node, a failed copy) stays, and with it the
- * directories above it.
+ * conflict already, a file open for write here, a node, a failed copy)
+ * stays, and with it the directories above it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +25,13 @@
 
 /* Deeper trees are left (the stack holds a name per level). */
 #define GONE_MAX_DEPTH 64
+
+/* One removal: the top local directory (ldev, lino) and the storage
+ * directory ino whose lookup said it is gone. */
+struct gone_walk {
+	struct pohm_cache *c;
+	uint64_t ldev, lino, ino;
+};
 
 /* The journal's record of the local file st, or -ENOENT (none, or an
  * index entry left by another file). */
@@ -67,20 +74,64 @@ static int gone_keep(struct pohm_cache *c, int dfd, const char *name, const char
 	return r;
 }
 
-/* The non-directory dfd/name (st): gone, or kept.  1 gone, 0 kept. */
-static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+/*
+ * Does the top local directory still stand for the removed storage
+ * directory?  Another process of this host may make the name again
+ * between the caller's lookup and this walk: its mkdir reuses the stale
+ * local directory (cachens.c new_locally) and records it under the new
+ * inode before anything is made in it, so each unlink and rmdir below,
+ * asked after its entry was seen, finds the new record and leaves the
+ * entry (the next listing of the new directory sorts it out).
+ */
+static int gone_still(const struct gone_walk *w)
+{
+	uint64_t known;
+
+	return !pohm_journal_lookup_local(&w->c->j, w->ldev, w->lino, &known) && known == w->ino;
+}
+
+/* Does dfd/name still show the local file st (nothing replaced or changed it)? */
+static int gone_same(int dfd, const char *name, const struct stat *st)
+{
+	struct stat now;
+
+	return !pohm_sys_fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
+	       now.st_ino == st->st_ino && now.st_size == st->st_size &&
+	       now.st_ctim.tv_sec == st->st_ctim.tv_sec && now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/*
+ * The non-directory dfd/name (st): gone, or kept.  1 gone, 0 kept.  A file
+ * open for write here (its w.lock byte held: the storage inode's, or for a
+ * file the journal does not know the local inode's, as its writer took it)
+ * stays as it is, and its directories with it: what its writer wrote and
+ * writes goes to its storage inode by the pushes, as a file another host
+ * unlinked while open here (decision 0049: an unnamed inode), and a look
+ * after the writer is done drops the copy.  The re-check and the unlink
+ * hold the byte exclusively (cache_writer_exclude, as a refresh's
+ * rename): no writer opens the file meanwhile; the conflict copy (network
+ * I/O) is made before, without it, and the file goes only if it is still
+ * as copied.
+ */
+static int gone_file(const struct gone_walk *w, int dfd, const char *name, const char *rel,
 		     const struct stat *st)
 {
+	struct pohm_cache *c = w->c;
 	struct pohm_jrec rec;
-	int have = !gone_rec(c, st, &rec), gone = 0, clean;
+	int have = !gone_rec(c, st, &rec), gone = 0, clean, lk = -1, reg = S_ISREG(st->st_mode);
+	uint64_t key = have ? rec.ino : (uint64_t)st->st_ino;
 
 	if (have && ((rec.flags & POHM_J_CONFLICT) || gone_moving(c, rec.ino)))
 		goto out;
+	if (reg && pohm_cache_writer_alive(c, key))
+		goto out;	/* open for write here: no copy while it is written */
 	clean = have && !cache_local_changed(c, &rec, dfd, name, st);
-	if (!clean && (!S_ISREG(st->st_mode) || gone_keep(c, dfd, name, rel, &rec, st)))
+	if (!clean && (!reg || gone_keep(c, dfd, name, rel, &rec, st)))
 		goto out;	/* nothing to keep it as: it stays */
-	if (pohm_sys_unlinkat(dfd, name, 0))
-		goto out;
+	if (reg && (lk = cache_writer_exclude(c, key)) < 0)
+		goto out;	/* opened for write meanwhile */
+	if (!gone_same(dfd, name, st) || !gone_still(w) || pohm_sys_unlinkat(dfd, name, 0))
+		goto out;	/* changed since it was looked at (and copied) */
 	gone = 1;
 	if (have) {
 		if (rec.nlink <= 1)
@@ -88,13 +139,15 @@ static int gone_file(struct pohm_cache *c, int dfd, const char *name, const char
 		cache_unmark(c, rec.ino);
 	}
 out:
+	cache_writer_include(lk);
 	pohm_jrec_clear(&rec);
 	return gone;
 }
 
 /* The local directory dfd/name (rel) and what it holds: 1 gone, 0 (part) kept. */
-static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel, int depth)
+static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *rel, int depth)
 {
+	struct pohm_cache *c = w->c;
 	char buf[8192], *sub;
 	struct pohm_jrec rec;
 	struct stat st, dst;
@@ -108,10 +161,15 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 	if (fd < 0)
 		return 0;
 	have = !pohm_sys_fstat(fd, &dst) && !gone_rec(c, &dst, &rec);
-	/* A rename of this host moves it: the renamer's.  Else every entry
-	 * that can go goes, whatever stays beside it. */
-	moving = have && gone_moving(c, rec.ino);
-	kept = moving;
+	if (!depth) {
+		w->ldev = (uint64_t)dst.st_dev;
+		w->lino = (uint64_t)dst.st_ino;
+	}
+	/* A rename of this host moves it: the renamer's; a directory made
+	 * again here meanwhile stays (gone_still).  Else every entry that can
+	 * go goes, whatever stays beside it. */
+	moving = have && (gone_moving(c, rec.ino) || (!depth && rec.ino != w->ino));
+	kept = moving || (!depth && !have);
 	while (!moving && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
@@ -129,15 +187,15 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 			}
 			snprintf(sub, len, "%s/%s", rel, de->d_name);
 			if (S_ISDIR(st.st_mode))
-				kept |= !gone_dir(c, fd, de->d_name, sub, depth + 1);
+				kept |= !gone_dir(w, fd, de->d_name, sub, depth + 1);
 			else
-				kept |= !gone_file(c, fd, de->d_name, sub, &st);
+				kept |= !gone_file(w, fd, de->d_name, sub, &st);
 			free(sub);
 		}
 	}
 	kept |= n < 0;
 	pohm_sys_close(fd);
-	if (!kept && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
+	if (!kept && gone_still(w) && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
 		if (have) {
 			pohm_journal_del(&c->j, rec.ino);
 			cache_unmark(c, rec.ino);
@@ -150,7 +208,10 @@ static int gone_dir(struct pohm_cache *c, int dfd, const char *name, const char 
 	return !kept;
 }
 
-int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			uint64_t ino)
 {
-	return gone_dir(c, dfd, name, rel, 0);
+	struct gone_walk w = { c, 0, 0, ino };
+
+	return gone_dir(&w, dfd, name, rel, 0);
 }

@@ -59,3 +59,47 @@ local" ]
 	run shim c ls "$T/c/.pohmelfs-conflicts/a"
 	[ "$status" -ne 0 ] || [ -z "$output" ]
 }
+
+# A writer of this host keeps d/f open; pohmelfsd pushed what it wrote so
+# far (clean record), then b removes d.  Before the fix a's listing
+# unlinked the clean file under the writer: its later bytes went to a
+# local inode no name shows, never pushed.  Now the file (and d) stays
+# while open for write here, and what it writes reaches its storage inode.
+@test "a directory another host removed: a file open for write here stays while it is written" {
+	export POHMELFS_SYNC_TIMEOUT=0.5
+	shim a mkdir "$T/a/d"
+	shim_bg a python3 -c '
+import os, sys, time
+f = open(sys.argv[1], "w"); f.write("one\n"); f.flush()
+print("opened", flush=True)
+while not os.path.exists(sys.argv[2]): time.sleep(0.05)
+f.write("two\n"); f.close()
+print("closed", flush=True)' "$T/a/d/f" "$T/go" >"$T/out"
+	local pid=$SHIM_BG_PID i
+	for i in $(seq 100); do grep -q opened "$T/out" && break; sleep 0.05; done
+	grep -q opened "$T/out"
+	# pohmelfsd pushes the open file once it is quiet: the record is clean.
+	for i in $(seq 30); do
+		[ "$(shim c cat "$T/c/d/f" 2>/dev/null)" = one ] && break
+		sleep 0.3
+	done
+	[ "$(shim c cat "$T/c/d/f")" = one ]
+	shim b rm -r "$T/b/d"
+	sleep 1.2
+	run shim a ls "$T/a"
+	[ "$status" -eq 0 ]
+	# The file open for write stays, and its directory with it.
+	[ -f "$T/a/d/f" ]
+	run shim a ls "$T/a"
+	[ -f "$T/a/d/f" ]
+	touch "$T/go"
+	wait "$pid"
+	grep -q closed "$T/out"
+	[ "$(cat "$T/a/d/f")" = "one
+two" ]
+	# The writer is done: the next look drops the copy and d.
+	sleep 1.2
+	run shim a ls "$T/a"
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/a/d" ]
+}

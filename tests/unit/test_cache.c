@@ -1110,3 +1110,75 @@ TEST(reconcile_leaves_copies_of_stored_files)
 	pohm_cache_close(a);
 }
 
+
+/* Review s16 (gonefix): a listing's removal of a directory gone from the
+ * storage (list_drop_gone: the lookup said ENOENT) races another process
+ * of this host that makes the name again (its mkdir reuses the stale
+ * local directory) and creates a file in it: the walk must leave them. */
+TEST(a_gone_directory_made_again_here_meanwhile_keeps_its_new_entries)
+{
+	struct pohm_cache *a, *a2, *b;
+	struct stat st;
+	uint64_t old, now;
+	int dfd;
+
+	setup();
+	a = host("a");
+	a2 = host("a");		/* another process of a's cache */
+	b = host("b");
+	EXPECT(a && a2 && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "d/f", "old"), 0);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&old), 0);
+	/* b removes d (rm -r). */
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(b, "d/f"), 0);
+	EXPECT_EQ_INT(pohm_cache_rmdir(b, "d"), 0);
+	/* a's listing found d gone (lookup ENOENT); before its walk, a2 makes
+	 * d again and a file in it. */
+	EXPECT_EQ_INT(pohm_cache_mkdir(a2, "d", 0755), 0);
+	EXPECT_EQ_INT(write_file(a2, "a", "d/g", "new"), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&now), 0);
+	EXPECT(now != old);
+	dfd = open(path("a", ""), O_RDONLY | O_DIRECTORY);
+	EXPECT(dfd >= 0);
+	EXPECT_EQ_INT(cache_drop_gone_dir(a, dfd, "d", "d", old), 0);
+	close(dfd);
+	EXPECT_EQ_INT(stat(path("a", "d/g"), &st), 0);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	pohm_cache_close(a);
+	pohm_cache_close(a2);
+	pohm_cache_close(b);
+}
+
+/* Review s16 (gonefix): a directory's chmod whose storage write answered
+ * -EIO but landed (an unknown outcome) succeeds, and the local mode stays;
+ * a chmod the storage did not take puts the local mode back only while it
+ * is still the one the call found. */
+TEST(a_directory_chmod_whose_outcome_was_unknown_is_settled_by_a_read)
+{
+	struct pohm_cache *a;
+	struct stat st;
+
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(chmod(path("a", "d"), 0750), 0);	/* the kernel's part */
+	pohm_kvmem_fail_unsure(&kv, 0, 0);	/* the setattr's put lands, answers -EIO */
+	EXPECT_EQ_INT(pohm_cache_push_chattr(a, -1, "d", 0), 1);
+	pohm_kvmem_fail_unsure(&kv, -1, 0);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	/* Refused for good: the local mode goes back to the stored one. */
+	EXPECT_EQ_INT(chmod(path("a", "d"), 0700), 0);
+	pohm_kvmem_fail_after(&kv, 0);
+	EXPECT(pohm_cache_push_chattr(a, -1, "d", 0) < 0);
+	pohm_kvmem_fail_after(&kv, -1);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
+	pohm_cache_close(a);
+}
