@@ -291,6 +291,12 @@ int pohm_cache_push_path(struct pohm_cache *c, const char *rel);
  * back to the stored one's; a non-root cache's group): the call fails.
  */
 int pohm_cache_push_chattr(struct pohm_cache *c, int fd, const char *rel, int owner);
+/* A non-root cache's chown of fd's file, a write-only fd whose close pushes
+ * (pohm_cache_push_wronly's -EBADF): the file's next push, by this process
+ * or pohmelfsd, sends the local group (its journal record notes it,
+ * POHM_J_CHGRP), as pohm_cache_push_chattr would have stored it.  Nothing
+ * for a root cache (its pushes send the owner). */
+void pohm_cache_chgrp_later(struct pohm_cache *c, int fd);
 /*
  * Where a symlink rel leads, as the kernel follows it: 0 and the prefix-
  * relative path in out; 1 when rel is not a symlink (or missing); 2 when it

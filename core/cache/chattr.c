@@ -191,3 +191,21 @@ out:
 	pohm_jrec_clear(&rec);
 	return r;
 }
+
+void pohm_cache_chgrp_later(struct pohm_cache *c, int fd)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+
+	if (c->is_root || pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != c->pdev ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+	    pohm_journal_get(&c->j, ino, &rec))
+		return;	/* not a file of the storage's */
+	if (!(rec.flags & POHM_J_CHGRP)) {
+		rec.flags |= POHM_J_CHGRP;
+		if (pohm_journal_put(&c->j, &rec))
+			pohm_warn("fd %d: group change not stored (the journal took no note)", fd);
+	}
+	pohm_jrec_clear(&rec);
+}

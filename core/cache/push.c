@@ -246,7 +246,7 @@ static void push_attrs_diff(const struct pohm_cache *c, const struct pohm_jrec *
 		sa->mask |= POHM_SET_UID;
 		sa->uid = (uint32_t)st->st_uid;
 	}
-	if (c->is_root && (uint32_t)st->st_gid != rec->gid) {
+	if ((c->is_root || (rec->flags & POHM_J_CHGRP)) && (uint32_t)st->st_gid != rec->gid) {
 		sa->mask |= POHM_SET_GID;
 		sa->gid = (uint32_t)st->st_gid;
 	}
@@ -625,7 +625,10 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		if (c->is_root) {
 			rec->uid = (uint32_t)st->st_uid;
 			rec->gid = (uint32_t)st->st_gid;
+		} else if (rec->flags & POHM_J_CHGRP) {
+			rec->gid = (uint32_t)st->st_gid;
 		}
+		rec->flags &= ~(uint32_t)POHM_J_CHGRP;
 		pohm_journal_note_local(rec, st);
 		r = pohm_journal_put(&c->j, rec);
 		if (!r && pushed_attrs) {
@@ -722,7 +725,7 @@ attrs:
 		rec->atime.nsec = (uint32_t)st->st_atim.tv_nsec;
 	}
 	pohm_journal_note_local(rec, st);
-	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
+	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR | POHM_J_CHGRP);
 	rec->commit_dversion = rec->dversion;	/* this host's commit, or the stored
 						 * version whose bytes this copy holds */
 	rec->commit_lino = rec->lino;

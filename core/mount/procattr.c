@@ -94,6 +94,8 @@ static int attr_after(struct pohm_cache *c, const struct pohm_host_fds *h,
 	if (r < 0 && r != -EBADF)
 		pohm_warn("%s: attribute change not pushed yet (%s)", rel ? rel : "fd",
 			  strerror(-r));
+	if (r == -EBADF && op == POHM_PA_OWNER)
+		pohm_cache_chgrp_later(c, fd);	/* its close's push sends the group */
 	/* What a push cannot tell from the cache's own differences (chattr.c):
 	 * asked even when the push failed, no later one would send it (not
 	 * for a write-only fd's file: its close pushes, -EBADF). */

@@ -873,11 +873,18 @@ uint64_t pohm_net_last_rx_ns(struct pohm_net *net)
 
 void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out)
 {
-	uint64_t all_w = __atomic_load_n(&net->all_waits, __ATOMIC_RELAXED);
-	uint64_t all_s = __atomic_load_n(&net->all_sent, __ATOMIC_RELAXED);
-	uint64_t run_w = __atomic_load_n(&net->run_waits, __ATOMIC_RELAXED);
-	uint64_t run_s = __atomic_load_n(&net->run_sent, __ATOMIC_RELAXED);
+	uint64_t all_w, all_s, run_w, run_s;
 
+	/* A fork child's net before its first use holds the parent's counters,
+	 * which that use zeroes (pohm_net_fork_check): none is the child's yet.
+	 * The reset stores the pid last, with release. */
+	memset(out, 0, sizeof(*out));
+	if (__atomic_load_n(&net->pid, __ATOMIC_ACQUIRE) != pohm_sys_pid())
+		return;
+	all_w = __atomic_load_n(&net->all_waits, __ATOMIC_RELAXED);
+	all_s = __atomic_load_n(&net->all_sent, __ATOMIC_RELAXED);
+	run_w = __atomic_load_n(&net->run_waits, __ATOMIC_RELAXED);
+	run_s = __atomic_load_n(&net->run_sent, __ATOMIC_RELAXED);
 	out->waits = run_w + __atomic_load_n(&net->win_waits, __ATOMIC_RELAXED);
 	out->requests = run_s + __atomic_load_n(&net->win_sent, __ATOMIC_RELAXED);
 	out->setup_waits = all_w > run_w ? all_w - run_w : 0;

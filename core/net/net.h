@@ -218,7 +218,8 @@ struct pohm_net_counts {
  * call that failed while this stayed below its start heard from no node
  * (core/store/kvio.c: the offline decision). */
 uint64_t pohm_net_last_rx_ns(struct pohm_net *net);
-/* The counts since the client opened (or this process forked). */
+/* The counts since the client opened, or since this process forked: zero
+ * in a fork child until its first use of net (which zeroes the parent's). */
 void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out);
 
 /* Text of the last cluster-level failure ("" if none), copied into buf. */

@@ -6,6 +6,8 @@
 # of the first user's is touched.  Runs as root, then as uid 65534 through
 # setpriv (CI runs as root).
 
+bats_require_minimum_version 1.5.0
+
 setup() {
 	load lib/common
 	load lib/cluster
@@ -125,4 +127,49 @@ user_sync() {
 	[ "$(as_root b cat "$U/b/w/ud/rf")" = root ]
 	[ "$(printf '%s ' $(as_root b cat "$U/b/w/h"))" = "third more " ]
 	[ -z "$(as_root b ls "$U/b/.pohmelfs-conflicts" 2>/dev/null)" ]
+}
+
+# as_member NAME CHOWN [EXIT]: as uid 65534 with group 4242 too, write
+# w/NAME through a write-only fd, fchown it to group 4242 when CHOWN is 1,
+# close, exit (os._exit with EXIT=_exit: nothing pushed at exit); its
+# stats=1 table on stderr.
+as_member() {
+	setpriv --reuid=65534 --regid=65534 --groups=4242 env TMPDIR="$U/tmp" \
+		LD_PRELOAD="$UPRELOAD" POHMELFS_PREFIX="$U/a" POHMELFS_CACHE_DIR="$U/a-state" \
+		POHMELFS_HOST_ID=a POHMELFS_LOG_LEVEL=warn POHMELFS_STATS=1 timeout -k 5 120 python3 -c "
+import os
+fd = os.open('$U/a/w/$1', os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b'data')
+if $2:
+    os.fchown(fd, -1, 4242)
+os.close(fd)
+if '${3:-}' == '_exit':
+    os._exit(0)"
+}
+
+@test "a non-root user's fchown through a write-only fd: the close's push stores the group" {
+	# tar -x keeping a file's group as its user: write, fchown(fd, -1, g)
+	# on the write-only fd, close.  The push at the close sends the group
+	# (a non-root cache's pushes send none otherwise), in its commit: no
+	# wait of its own.
+	unpriv_paths
+	as_root a bash -c "mkdir '$U/a/w' && chmod 777 '$U/a/w'"
+	as_member warm 0
+	run --separate-stderr as_member g 0
+	[ "$status" = 0 ]
+	waits_g=$(awk '$1 == "net_waits" { print $2 }' <<<"$stderr")
+	[ "$waits_g" -ge 1 ]
+	run --separate-stderr as_member f 1
+	echo "$stderr"
+	[ "$status" = 0 ]
+	[ "$(awk '$1 == "net_waits" { print $2 }' <<<"$stderr")" = "$waits_g" ]
+	[ "$(stat -c %g "$U/a/w/f")" = 4242 ]
+	[ "$(as_root b stat -c %u:%g "$U/b/w/f")" = 65534:4242 ]
+	[ "$(as_root b cat "$U/b/w/f")" = data ]
+	# Closed without a push (sync_on_close=0) by a process that then
+	# leaves at once: pohmelfsd's push sends the group (the journal noted
+	# it, not the process).
+	POHMELFS_SYNC_ON_CLOSE=0 as_member h 1 _exit
+	until_true 30 sh -c "[ \"\$(LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$U/b POHMELFS_CACHE_DIR=$U/b-state \
+		POHMELFS_HOST_ID=b stat -c %g '$U/b/w/h')\" = 4242 ]"
 }

@@ -137,3 +137,71 @@ f = open('$T/p/k', 'w'); f.write('y' * 100); f.flush(); os._exit(0)"
 	until_true 30 sh -c "[ \"\$(\"$B/pohmelfs\" --json stats | python3 -c \"import json,sys; print(json.load(sys.stdin)['counters']['pushes'])\")\" -ge 1 ]"
 	[ "$(counter bytes_pushed)" -ge 100 ]
 }
+
+# table_sum NAME FILE: the sum of NAME over the stats=1 tables in FILE;
+# table_of PID NAME FILE: NAME in the table of process PID (0 if absent).
+table_sum() {
+	awk -v k="$1" '$1 == k { s += $2 } END { printf "%.0f\n", s }' "$2"
+}
+table_of() {
+	awk -v p="pohmelfs[$1]:" -v k="$2" '$1 == p { on = 1; next } /^pohmelfs\[/ { on = 0 }
+		on && $1 == k { v = $2 } END { printf "%.0f\n", v }' "$3"
+}
+
+# fork_stats THREADED: a parent that made requests (it writes f) forks a
+# child that stats f 5 times (attr_timeout=0: each asks the storage); with
+# THREADED=1 a thread of the parent is alive at the fork.  Prints the
+# child's pid; the tables go to $T/tables.
+fork_stats() {
+	POHMELFS_STATS=1 LD_PRELOAD=$PRELOAD python3 -c "
+import os, sys, threading, time
+open('$T/p/f', 'w').write('x' * 100)
+os.stat('$T/p/f')
+if $1:
+    ev = threading.Event(); th = threading.Thread(target=ev.wait); th.start()
+pid = os.fork()
+if pid == 0:
+    for i in range(5):
+        os.stat('$T/p/f')
+    sys.exit(0)
+print(pid)
+os.waitpid(pid, 0)
+if $1:
+    ev.set(); th.join()" 2>"$T/tables"
+}
+
+# The child's own requests: a new process making the same 5 stats
+# (setup, its connection, is counted apart).
+solo_stats() {
+	POHMELFS_STATS=1 LD_PRELOAD=$PRELOAD python3 -c "
+import os
+for i in range(5):
+    os.stat('$T/p/f')" 2>"$T/solo"
+}
+
+check_fork_stats() {
+	local k r0 w0 child solo_r solo_w
+	r0=$(counter net_requests) w0=$(counter net_waits)
+	child=$(fork_stats "$1")
+	# Each process reports its own calls: the total rises by the sum of
+	# the tables, and no value wraps.
+	for k in net_requests net_waits; do
+		[ "$(table_sum $k "$T/tables")" -lt 1000 ]
+	done
+	[ "$(counter net_requests)" -eq $((r0 + $(table_sum net_requests "$T/tables"))) ]
+	[ "$(counter net_waits)" -eq $((w0 + $(table_sum net_waits "$T/tables"))) ]
+	# The child's own: exactly what a new process's 5 stats cost.
+	solo_stats
+	solo_r=$(table_sum net_requests "$T/solo") solo_w=$(table_sum net_waits "$T/solo")
+	[ "$solo_r" -ge 5 ]
+	[ "$(table_of "$child" net_requests "$T/tables")" -eq "$solo_r" ]
+	[ "$(table_of "$child" net_waits "$T/tables")" -eq "$solo_w" ]
+}
+
+@test "a fork child's net counters are its own: the total never wraps" {
+	check_fork_stats 0
+}
+
+@test "a threaded parent's fork child's net counters are its own" {
+	check_fork_stats 1
+}
