@@ -34,7 +34,7 @@
 #define POHM_J_NOXATTR	0x10	/* a stub whose stored inode has no user.* xattrs: reading
 				 * them needs no fetch (a stub carries none: stub.h) */
 #define POHM_J_CHGRP	0x20	/* a program of a non-root cache changed the group here;
-				 * the next push sends the local group (decision 0092) */
+				 * the next push sends the local group (decision 0068) */
 
 struct pohm_jrec {
 	uint64_t ino;			/* storage inode */
