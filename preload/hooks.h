@@ -354,6 +354,11 @@ void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi);
 enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD,
 		       POHM_FORK_CHILD_NOLOCK };
 void pohm_hook_fork(enum pohm_fork_phase phase);
+/* In the parent at every fork, in its prepare handler and (a threaded
+ * process) its parent handler: the child may share every lock file
+ * description opened so far, so the parent never unlocks nor lends one
+ * again (core/cache pohm_cache_fork_mark; one atomic add, no lock). */
+void pohm_hook_fork_mark(void);
 
 /*
  * Before an exec (replacing = 1: this image ends, act as at exit and push

@@ -788,6 +788,13 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
 }
 
+/* Not core/mount: a count in core/cache only, so it needs no fork_resets
+ * first (a not-yet-reset fork child's own forks count too). */
+void pohm_hook_fork_mark(void)
+{
+	pohm_cache_fork_mark();
+}
+
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */
 static void push_written(void)
 {

@@ -92,6 +92,8 @@ struct wr_ent {
 	int mapped;		/* a writable shared mapping: held until the process ends */
 	int shared;		/* the lock fd's description may be another process's
 				 * too (cache_writers_atfork_child): closed, never unlocked */
+	unsigned gen;		/* cache_fork_gen() before its description was taken:
+				 * older than now, a fork child may share it (shared) */
 };
 
 struct cache_writers {
@@ -201,10 +203,12 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
  * keep with its lock released (one F_UNLCK, no close), unless another
  * process may hold a copy of it: an inheritable one (exec hands it on,
  * and a fork child of a keep entry shares it: only the close of this
- * copy leaves theirs alone). */
+ * copy leaves theirs alone), or one from before a fork (the child of a
+ * single-threaded process takes its own only at its first use of the
+ * storage, decision 0066: until then it writes under this copy's lock). */
 static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 {
-	if (e->keep || e->shared)
+	if (e->keep || e->shared || e->gen != cache_fork_gen())
 		pohm_own_close(&e->fd);
 	else
 		cache_lockfd_give(c, CACHE_LF_W, pohm_own_release(&e->fd));
@@ -223,6 +227,7 @@ static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 void cache_writers_atfork_child(struct pohm_cache *c)
 {
 	struct cache_writers *w = c->wr;
+	unsigned gen = cache_fork_gen();
 	int i, fd;
 
 	if (!w)
@@ -238,6 +243,7 @@ void cache_writers_atfork_child(struct pohm_cache *c)
 		}
 		pohm_own_close(&w->e[i].fd);	/* the parent's copy stays */
 		pohm_own_set(&w->e[i].fd, fd);
+		w->e[i].gen = gen;
 	}
 }
 
@@ -254,10 +260,11 @@ static int wr_free_slot(const struct cache_writers *w)
 
 /* Slot i now holds the lock fd of inode ino, local (ldev, lino) (w->mu held). */
 static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_t ldev,
-		   uint64_t lino, int keep)
+		   uint64_t lino, int keep, unsigned gen)
 {
 	struct wr_ent *e = &w->e[i];
 
+	e->gen = gen;
 	e->ino = ino;
 	e->ldev = ldev;
 	e->lino = lino;
@@ -303,6 +310,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 {
 	struct cache_writers *w = c->wr;
 	struct wr_ent *e;
+	unsigned gen;
 	int i, fd, r = 0;
 
 	pthread_mutex_lock(&w->mu);
@@ -319,12 +327,13 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 		r = -ENOSPC;
 		goto out;
 	}
+	gen = cache_fork_gen();
 	fd = wr_lock(c, ino, keep_on_exec);
 	if (fd < 0) {
 		r = fd;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec);
+	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec, gen);
 out:
 	pthread_mutex_unlock(&w->mu);
 	if (!r && !e)
@@ -340,6 +349,7 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
 	struct cache_writers *w = c->wr;
 	struct stat st;
 	uint64_t ino;
+	unsigned gen;
 	int i, fd, r = 0;
 
 	pl->state = POHM_WPRE_NONE;
@@ -360,12 +370,13 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
 	i = wr_free_slot(w);
 	if (i < 0)
 		goto out;	/* the open goes on unheld, as pohm_cache_writer_open's -ENOSPC */
+	gen = cache_fork_gen();
 	fd = wr_lock(c, ino, !(flags & O_CLOEXEC));
 	if (fd < 0) {
 		r = fd;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, pl->ldev, pl->lino, !(flags & O_CLOEXEC));
+	wr_add(w, i, fd, ino, pl->ldev, pl->lino, !(flags & O_CLOEXEC), gen);
 	pl->state = POHM_WPRE_TAKEN;
 out:
 	pthread_mutex_unlock(&w->mu);
@@ -494,7 +505,7 @@ int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t
 		r = -EEXIST;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, ldev, lino, 1);
+	wr_add(w, i, fd, ino, ldev, lino, 1, cache_fork_gen());
 out:
 	pthread_mutex_unlock(&w->mu);
 	return r;
