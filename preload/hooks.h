@@ -357,7 +357,8 @@ void pohm_hook_fork(enum pohm_fork_phase phase);
 /* In the parent at every fork, in its prepare handler and (a threaded
  * process) its parent handler: the child may share every lock file
  * description opened so far, so the parent never unlocks nor lends one
- * again (core/cache pohm_cache_fork_mark; one atomic add, no lock). */
+ * again (core/cache pohm_cache_fork_mark: no lock, and no write in a
+ * process that never held one). */
 void pohm_hook_fork_mark(void);
 
 /*

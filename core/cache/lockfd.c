@@ -53,14 +53,19 @@ struct cache_lockfds {
 	unsigned gen[CACHE_LF_N][LF_KEEP];	/* lf_forks when it was kept */
 };
 
-/* Atomic: forks this process made, counted by its fork handlers (prepare
- * and parent: a description made between the two is older than the fork
- * too); the child inherits the count. */
+/* Atomic: forks this process made since it first opened a lock file
+ * description (lf_used), counted by its fork handlers (prepare and parent:
+ * a description made between the two is older than the fork too); the
+ * child inherits the count.  A process that never opened one writes
+ * neither: its forks fault no page of ours in the parent (fork_faults,
+ * decision 0059). */
 static unsigned lf_forks;
+static int lf_used;	/* atomic: set once, before the first open */
 
 void pohm_cache_fork_mark(void)
 {
-	__atomic_add_fetch(&lf_forks, 1, __ATOMIC_ACQ_REL);
+	if (__atomic_load_n(&lf_used, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&lf_forks, 1, __ATOMIC_SEQ_CST);
 }
 
 unsigned cache_fork_gen(void)
@@ -129,6 +134,8 @@ int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
 	pthread_mutex_unlock(&l->mu);
 	if (fd >= 0)
 		return fd;
+	if (!__atomic_load_n(&lf_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&lf_used, 1, __ATOMIC_SEQ_CST);	/* forks count from here */
 	fd = pohm_journal_open_own(c->j.dirfd, lf_name[f], O_RDWR | O_CREAT);
 	return fd < 0 ? fd : pohm_sys_move_high(fd);
 }
