@@ -26,10 +26,10 @@
  * handlers), and a kept description from before the latest fork is closed,
  * not lent (cache_lockfd_take: a lock set on it would be the child's copy's
  * too and outlive the holder); writer.c closes, never unlocks, a writer's
- * description from before a fork (decisions 0065, 0066: corrections).  exec: they are
- * close-on-exec.  A program that closes every fd: kept ones sit at or
- * above POHM_FD_BASE, close-on-exec, registered in ownfd (preload/fdkeep.c
- * keeps them from a close_range).
+ * description from before a fork (decisions 0065, 0066: corrections).
+ * exec: they are close-on-exec.  A program that closes every fd: kept ones
+ * sit at or above POHM_FD_BASE, close-on-exec, registered in ownfd
+ * (preload/fdkeep.c keeps them from a close_range).
  *
  * Guards: `mu` guards the kept fds (slots in ownfd: their addresses never
  * move, the struct is one allocation).

@@ -12,8 +12,11 @@
  * the next writer (lockfd.c, decision 0065); an inheritable one is closed.
  * The kernel drops the lock when the last copy of that fd goes: exit,
  * _exit, SIGKILL.  A fork child holds it too: on a description of its own,
- * taken again at the fork (cache_writers_atfork_child), or for an
- * inheritable writer the same description, as it shares the writing fd.  Across exec
+ * taken again at the fork (cache_writers_atfork_child; a single-threaded
+ * process's child only at its first use of the storage, decision 0066:
+ * until then on its copy of the parent's, which the parent therefore
+ * closes, never unlocks: wr_drop), or for an inheritable writer the same
+ * description, as it shares the writing fd.  Across exec
  * the lock fd follows the writing fd: it is close-on-exec exactly when
  * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
  * the inode open for write until sh exits.  The exec hands the surviving
@@ -215,10 +218,12 @@ static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 }
 
 /*
- * A fork child shares each lock fd's description with its parent, and
- * the parent gives a close-on-exec one back with an F_UNLCK (wr_drop),
- * which would release the child's lock too.  So the child takes each
- * such lock again on a description of its own (the parent still holds
+ * A fork child shares each lock fd's description with its parent; the
+ * parent only closes its copy of one from before the fork (wr_drop), so
+ * the child writes under that lock until it runs this.  Kept shared, the
+ * child's drop could only close it too, and the description could not go
+ * back to a keep.  So the child takes each close-on-exec writer's lock
+ * again on a description of its own (the parent still holds
  * the byte, shared: no refresh holds it exclusively, the lock is granted
  * at once) and closes its copy of the parent's.  A keep entry stays
  * shared (both sides close theirs).  If the child's lock cannot be taken,
