@@ -769,7 +769,15 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * with `cp -a`); the client's lock is made new by that pid check.  The
 	 * locks of the cache and the namespace are made new here (issue 19
 	 * item 6): another thread may have held one at the fork.
+	 *
+	 * The parent counts the fork: core/cache only, no fork_resets first
+	 * (a not-yet-reset child's own forks count too), nothing of core/mount.
 	 */
+	if (phase == POHM_FORK_PREPARE || phase == POHM_FORK_PREPARE_NOLOCK ||
+	    phase == POHM_FORK_PARENT)
+		pohm_cache_fork_mark();
+	if (phase == POHM_FORK_PREPARE_NOLOCK)
+		return;
 	if (phase != POHM_FORK_CHILD_NOLOCK)
 		pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {
@@ -786,13 +794,6 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * empty): idle until it reaches the storage itself. */
 	if (phase == POHM_FORK_CHILD || phase == POHM_FORK_CHILD_NOLOCK)
 		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
-}
-
-/* Not core/mount: a count in core/cache only, so it needs no fork_resets
- * first (a not-yet-reset fork child's own forks count too). */
-void pohm_hook_fork_mark(void)
-{
-	pohm_cache_fork_mark();
 }
 
 /* Push everything this process wrote (core/mount pohm_proc_exit_push). */

@@ -187,7 +187,7 @@ static void test_ifd_setup(void)
  * the parent's dirty list, counters and kept bases, and core's own
  * mutexes made new.  Per thread: the prepare handler decides, the parent
  * and child handlers follow.  Every fork is counted in the parent
- * (pohm_hook_fork_mark): the child of a single-threaded one may never run
+ * (pohm_hook_fork's prepare phases and parent phase): the child of a single-threaded one may never run
  * those resets, so the parent must not rely on them (decision 0065's and
  * 0066's corrections).
  */
@@ -195,10 +195,11 @@ static POHM_TLS int fork_locked;
 
 static void atfork_prepare(void)
 {
-	pohm_hook_fork_mark();
 	fork_locked = !__libc_single_threaded;
-	if (!fork_locked)
+	if (!fork_locked) {
+		pohm_hook_fork(POHM_FORK_PREPARE_NOLOCK);
 		return;
+	}
 	pohm_hook_fork(POHM_FORK_PREPARE);
 	pohm_cwd_atfork(POHM_FORK_PREPARE);
 	pohm_fd_atfork(POHM_FORK_PREPARE);
@@ -211,7 +212,6 @@ static void atfork_parent(void)
 	pohm_fd_atfork(POHM_FORK_PARENT);
 	pohm_cwd_atfork(POHM_FORK_PARENT);
 	pohm_hook_fork(POHM_FORK_PARENT);
-	pohm_hook_fork_mark();	/* what another thread opened during the fork */
 }
 
 static void atfork_child(void)
