@@ -20,17 +20,19 @@ teardown() {
 	cluster_stop
 }
 
-# "held" or "free": the w.lock byte of inode $2 in host $1's cache_dir.
-wlock_state() {
-	python3 -c '
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]) & (2**62 - 1))
-    print("free")
-except OSError:
-    print("held")' "$T/$1-state/w.lock" "$2"
+# lock_after_close NAME: once the background program (SHIM_BG_PID) has
+# printed "closed" to $T/out, the state of host a's w.lock byte of $T/a/NAME
+# in LOCK_ST (lib/hosts wlock_state); then lets it go on ($T/go) and waits
+# for it (in this shell: it is this shell's child).
+lock_after_close() {
+	local pid=$SHIM_BG_PID i
+	for i in $(seq 100); do grep -q closed "$T/out" && break; sleep 0.05; done
+	grep -q closed "$T/out"
+	LOCK_ST=$(wlock_state a "$(shim a stat -c %i "$T/a/$1")")
+	touch "$T/go"
+	wait "$pid" || true
 }
+
 @test "a fork child still writing holds the open-for-write lock after its parent's close" {
 	shim_bg a python3 -c '
 import os, sys, time
@@ -42,15 +44,9 @@ if pid == 0:
 f.close()
 print("closed", flush=True)
 os.waitpid(pid, 0)' "$T/a/x" "$T/go" >"$T/out"
-	local pid=$SHIM_BG_PID i ino
-	for i in $(seq 100); do grep -q closed "$T/out" && break; sleep 0.05; done
-	grep -q closed "$T/out"
-	ino=$(shim a stat -c %i "$T/a/x")
-	st=$(wlock_state a "$ino")
-	touch "$T/go"
-	wait "$pid" || true
-	echo "lock while the child writes: $st"
-	[ "$st" = held ]
+	lock_after_close x
+	echo "lock while the child writes: $LOCK_ST"
+	[ "$LOCK_ST" = held ]
 }
 
 @test "an inheritable writer's lock is gone at its close while an earlier fork child lives" {
@@ -67,15 +63,9 @@ assert fd >= 0
 os.write(fd, b"b\n"); os.close(fd)
 print("closed", flush=True)
 os.waitpid(pid, 0)' "$T/a/x1" "$T/a/x2" "$T/go" >"$T/out"
-	local pid=$SHIM_BG_PID i ino
-	for i in $(seq 100); do grep -q closed "$T/out" && break; sleep 0.05; done
-	grep -q closed "$T/out"
-	ino=$(shim a stat -c %i "$T/a/x2")
-	st=$(wlock_state a "$ino")
-	touch "$T/go"
-	wait "$pid" || true
-	echo "x2's lock after its only writer closed: $st"
-	[ "$st" = free ]
+	lock_after_close x2
+	echo "x2's lock after its only writer closed: $LOCK_ST"
+	[ "$LOCK_ST" = free ]
 }
 
 @test "data loss: a refresh replaces the file a fork child still writes" {
