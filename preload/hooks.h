@@ -348,11 +348,16 @@ void pohm_hook_fd_inherited(int fd, struct pohm_fd_info *fi);
 /* ------------------------------------------------------------ processes */
 
 /* pthread_atfork phases: prepare (parent, before), parent, child; and the
- * child of a fork whose prepare phase was skipped (a single-threaded
- * process: init.c takes no lock then): no lock to make new, and core/mount's
- * resets only marked due, run at the child's first use (decision 0066). */
+ * prepare and child phases of a fork from a single-threaded process
+ * (init.c takes no lock then, nor runs the parent phase): no lock to take
+ * or make new, and core/mount's resets only marked due, run at the child's
+ * first use (decision 0066).  Every prepare phase and the parent phase
+ * count the fork (core/cache pohm_cache_fork_mark: the child may share
+ * every lock file description opened so far, so the parent never unlocks
+ * nor lends one again; no lock, and no write in a process that never
+ * opened one: decisions 0065, 0066, corrections). */
 enum pohm_fork_phase { POHM_FORK_PREPARE, POHM_FORK_PARENT, POHM_FORK_CHILD,
-		       POHM_FORK_CHILD_NOLOCK };
+		       POHM_FORK_CHILD_NOLOCK, POHM_FORK_PREPARE_NOLOCK };
 void pohm_hook_fork(enum pohm_fork_phase phase);
 
 /*

@@ -769,7 +769,15 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 	 * with `cp -a`); the client's lock is made new by that pid check.  The
 	 * locks of the cache and the namespace are made new here (issue 19
 	 * item 6): another thread may have held one at the fork.
+	 *
+	 * The parent counts the fork: core/cache only, no fork_resets first
+	 * (a not-yet-reset child's own forks count too), nothing of core/mount.
 	 */
+	if (phase == POHM_FORK_PREPARE || phase == POHM_FORK_PREPARE_NOLOCK ||
+	    phase == POHM_FORK_PARENT)
+		pohm_cache_fork_mark();
+	if (phase == POHM_FORK_PREPARE_NOLOCK)
+		return;
 	if (phase != POHM_FORK_CHILD_NOLOCK)
 		pohm_shadow_atfork(phase);
 	if (phase == POHM_FORK_CHILD) {

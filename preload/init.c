@@ -186,15 +186,20 @@ static void test_ifd_setup(void)
  * (POHM_FORK_CHILD_NOLOCK without the shadow lock): core/mount's resets,
  * the parent's dirty list, counters and kept bases, and core's own
  * mutexes made new.  Per thread: the prepare handler decides, the parent
- * and child handlers follow.
+ * and child handlers follow.  Every fork is counted in the parent
+ * (pohm_hook_fork's prepare phases and parent phase): the child of a single-threaded one may never run
+ * those resets, so the parent must not rely on them (decision 0065's and
+ * 0066's corrections).
  */
 static POHM_TLS int fork_locked;
 
 static void atfork_prepare(void)
 {
 	fork_locked = !__libc_single_threaded;
-	if (!fork_locked)
+	if (!fork_locked) {
+		pohm_hook_fork(POHM_FORK_PREPARE_NOLOCK);
 		return;
+	}
 	pohm_hook_fork(POHM_FORK_PREPARE);
 	pohm_cwd_atfork(POHM_FORK_PREPARE);
 	pohm_fd_atfork(POHM_FORK_PREPARE);

@@ -90,6 +90,11 @@ void pohm_cache_close(struct pohm_cache *c);
 /* In a fork child of a threaded process: every lock of c and of its
  * namespace handle as new (no allocation, no I/O). */
 void pohm_cache_atfork_child(struct pohm_cache *c);
+/* In the fork handlers of the parent (prepare and parent, every fork): a
+ * fork child may share the lock files' descriptions opened so far, so they
+ * are closed, never unlocked or lent again (no lock; a process that never
+ * opened one writes nothing). */
+void pohm_cache_fork_mark(void);
 /* Write the CAS bases this process noted for c and not written yet to
  * cache_dir's k/ for the next process (decision 0048): at a normal exit and
  * at an exec that replaces the image.  One file call or a few per key, at

@@ -150,6 +150,9 @@ void cache_lockfds_atfork_child(struct pohm_cache *c);
  * holding no lock, >= POHM_FD_BASE and close-on-exec: a kept one or a new
  * open.  -errno. */
 int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f);
+/* Forks this process made so far (pohm_cache_fork_mark): a description
+ * opened or kept before the count changed may be a fork child's too. */
+unsigned cache_fork_gen(void);
 /* Release every lock of fd (from cache_lockfd_take) and keep it for the
  * next taker (or close it); fd < 0: nothing. */
 void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd);

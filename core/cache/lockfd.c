@@ -19,10 +19,17 @@
  * them at once (cache_lockfds_atfork_child), which leaves the parent's
  * alone (a description goes with its last fd).  A description in use at
  * the fork is its holder's business (writer.c re-takes the child's
- * open-for-write locks on descriptions of its own).  exec: they are
- * close-on-exec.  A program that closes every fd: kept ones sit at or
- * above POHM_FD_BASE, close-on-exec, registered in ownfd (preload/fdkeep.c
- * keeps them from a close_range).
+ * open-for-write locks on descriptions of its own).  The child of a
+ * single-threaded process does that only at its first use of the storage
+ * (decision 0066), possibly never, so the parent side does not rely on it:
+ * every fork counts in lf_forks (pohm_cache_fork_mark, from the fork
+ * handlers), and a kept description from before the latest fork is closed,
+ * not lent (cache_lockfd_take: a lock set on it would be the child's copy's
+ * too and outlive the holder); writer.c closes, never unlocks, a writer's
+ * description from before a fork (decisions 0065, 0066: corrections).
+ * exec: they are close-on-exec.  A program that closes every fd: kept ones
+ * sit at or above POHM_FD_BASE, close-on-exec, registered in ownfd
+ * (preload/fdkeep.c keeps them from a close_range).
  *
  * Guards: `mu` guards the kept fds (slots in ownfd: their addresses never
  * move, the struct is one allocation).
@@ -43,7 +50,28 @@ static const char *const lf_name[CACHE_LF_N] = { "w.lock", "p.lock", "c.lock" };
 struct cache_lockfds {
 	pthread_mutex_t mu;
 	int fd[CACHE_LF_N][LF_KEEP];	/* -1: none kept in the slot */
+	unsigned gen[CACHE_LF_N][LF_KEEP];	/* lf_forks when it was kept */
 };
+
+/* Atomic: forks this process made since it first opened a lock file
+ * description (lf_used), counted by its fork handlers (prepare and parent:
+ * a description made between the two is older than the fork too); the
+ * child inherits the count.  A process that never opened one writes
+ * neither: its forks fault no page of ours in the parent (fork_faults,
+ * decision 0059). */
+static unsigned lf_forks;
+static int lf_used;	/* atomic: set once, before the first open */
+
+void pohm_cache_fork_mark(void)
+{
+	if (__atomic_load_n(&lf_used, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&lf_forks, 1, __ATOMIC_SEQ_CST);
+}
+
+unsigned cache_fork_gen(void)
+{
+	return __atomic_load_n(&lf_forks, __ATOMIC_ACQUIRE);
+}
 
 int cache_lockfds_init(struct pohm_cache *c)
 {
@@ -91,17 +119,23 @@ void cache_lockfds_atfork_child(struct pohm_cache *c)
 int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
 {
 	struct cache_lockfds *l = c->lf;
+	unsigned gen = cache_fork_gen();
 	int i, fd = -1;
 
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < LF_KEEP && fd < 0; i++) {
 		if (l->fd[f][i] < 0)
 			continue;
-		fd = pohm_own_release(&l->fd[f][i]);	/* the caller's now */
+		if (l->gen[f][i] != gen)
+			pohm_own_close(&l->fd[f][i]);	/* a fork child may hold a copy */
+		else
+			fd = pohm_own_release(&l->fd[f][i]);	/* the caller's now */
 	}
 	pthread_mutex_unlock(&l->mu);
 	if (fd >= 0)
 		return fd;
+	if (!__atomic_load_n(&lf_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&lf_used, 1, __ATOMIC_SEQ_CST);	/* forks count from here */
 	fd = pohm_journal_open_own(c->j.dirfd, lf_name[f], O_RDWR | O_CREAT);
 	return fd < 0 ? fd : pohm_sys_move_high(fd);
 }
@@ -124,6 +158,7 @@ void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd)
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < LF_KEEP; i++)
 		if (l->fd[f][i] < 0) {
+			l->gen[f][i] = cache_fork_gen();
 			pohm_own_set(&l->fd[f][i], fd);
 			fd = -1;
 			break;

@@ -12,8 +12,11 @@
  * the next writer (lockfd.c, decision 0065); an inheritable one is closed.
  * The kernel drops the lock when the last copy of that fd goes: exit,
  * _exit, SIGKILL.  A fork child holds it too: on a description of its own,
- * taken again at the fork (cache_writers_atfork_child), or for an
- * inheritable writer the same description, as it shares the writing fd.  Across exec
+ * taken again at the fork (cache_writers_atfork_child; a single-threaded
+ * process's child only at its first use of the storage, decision 0066:
+ * until then on its copy of the parent's, which the parent therefore
+ * closes, never unlocks: wr_drop), or for an inheritable writer the same
+ * description, as it shares the writing fd.  Across exec
  * the lock fd follows the writing fd: it is close-on-exec exactly when
  * the writing fd was opened O_CLOEXEC, so `sh -c 'echo hi' > P/f` keeps
  * the inode open for write until sh exits.  The exec hands the surviving
@@ -92,6 +95,8 @@ struct wr_ent {
 	int mapped;		/* a writable shared mapping: held until the process ends */
 	int shared;		/* the lock fd's description may be another process's
 				 * too (cache_writers_atfork_child): closed, never unlocked */
+	unsigned gen;		/* cache_fork_gen() before its description was taken:
+				 * older than now, a fork child may share it (shared) */
 };
 
 struct cache_writers {
@@ -201,20 +206,24 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
  * keep with its lock released (one F_UNLCK, no close), unless another
  * process may hold a copy of it: an inheritable one (exec hands it on,
  * and a fork child of a keep entry shares it: only the close of this
- * copy leaves theirs alone). */
+ * copy leaves theirs alone), or one from before a fork (the child of a
+ * single-threaded process takes its own only at its first use of the
+ * storage, decision 0066: until then it writes under this copy's lock). */
 static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 {
-	if (e->keep || e->shared)
+	if (e->keep || e->shared || e->gen != cache_fork_gen())
 		pohm_own_close(&e->fd);
 	else
 		cache_lockfd_give(c, CACHE_LF_W, pohm_own_release(&e->fd));
 }
 
 /*
- * A fork child shares each lock fd's description with its parent, and
- * the parent gives a close-on-exec one back with an F_UNLCK (wr_drop),
- * which would release the child's lock too.  So the child takes each
- * such lock again on a description of its own (the parent still holds
+ * A fork child shares each lock fd's description with its parent; the
+ * parent only closes its copy of one from before the fork (wr_drop), so
+ * the child writes under that lock until it runs this.  Kept shared, the
+ * child's drop could only close it too, and the description could not go
+ * back to a keep.  So the child takes each close-on-exec writer's lock
+ * again on a description of its own (the parent still holds
  * the byte, shared: no refresh holds it exclusively, the lock is granted
  * at once) and closes its copy of the parent's.  A keep entry stays
  * shared (both sides close theirs).  If the child's lock cannot be taken,
@@ -223,6 +232,7 @@ static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 void cache_writers_atfork_child(struct pohm_cache *c)
 {
 	struct cache_writers *w = c->wr;
+	unsigned gen = cache_fork_gen();
 	int i, fd;
 
 	if (!w)
@@ -238,6 +248,7 @@ void cache_writers_atfork_child(struct pohm_cache *c)
 		}
 		pohm_own_close(&w->e[i].fd);	/* the parent's copy stays */
 		pohm_own_set(&w->e[i].fd, fd);
+		w->e[i].gen = gen;
 	}
 }
 
@@ -254,10 +265,11 @@ static int wr_free_slot(const struct cache_writers *w)
 
 /* Slot i now holds the lock fd of inode ino, local (ldev, lino) (w->mu held). */
 static void wr_add(struct cache_writers *w, int i, int fd, uint64_t ino, uint64_t ldev,
-		   uint64_t lino, int keep)
+		   uint64_t lino, int keep, unsigned gen)
 {
 	struct wr_ent *e = &w->e[i];
 
+	e->gen = gen;
 	e->ino = ino;
 	e->ldev = ldev;
 	e->lino = lino;
@@ -303,6 +315,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 {
 	struct cache_writers *w = c->wr;
 	struct wr_ent *e;
+	unsigned gen;
 	int i, fd, r = 0;
 
 	pthread_mutex_lock(&w->mu);
@@ -319,12 +332,13 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 		r = -ENOSPC;
 		goto out;
 	}
+	gen = cache_fork_gen();
 	fd = wr_lock(c, ino, keep_on_exec);
 	if (fd < 0) {
 		r = fd;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec);
+	wr_add(w, i, fd, ino, ldev, lino, keep_on_exec, gen);
 out:
 	pthread_mutex_unlock(&w->mu);
 	if (!r && !e)
@@ -340,6 +354,7 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
 	struct cache_writers *w = c->wr;
 	struct stat st;
 	uint64_t ino;
+	unsigned gen;
 	int i, fd, r = 0;
 
 	pl->state = POHM_WPRE_NONE;
@@ -360,12 +375,13 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
 	i = wr_free_slot(w);
 	if (i < 0)
 		goto out;	/* the open goes on unheld, as pohm_cache_writer_open's -ENOSPC */
+	gen = cache_fork_gen();
 	fd = wr_lock(c, ino, !(flags & O_CLOEXEC));
 	if (fd < 0) {
 		r = fd;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, pl->ldev, pl->lino, !(flags & O_CLOEXEC));
+	wr_add(w, i, fd, ino, pl->ldev, pl->lino, !(flags & O_CLOEXEC), gen);
 	pl->state = POHM_WPRE_TAKEN;
 out:
 	pthread_mutex_unlock(&w->mu);
@@ -494,7 +510,7 @@ int pohm_cache_writer_adopt(struct pohm_cache *c, int fd, uint64_t ino, uint64_t
 		r = -EEXIST;
 		goto out;
 	}
-	wr_add(w, i, fd, ino, ldev, lino, 1);
+	wr_add(w, i, fd, ino, ldev, lino, 1, cache_fork_gen());
 out:
 	pthread_mutex_unlock(&w->mu);
 	return r;

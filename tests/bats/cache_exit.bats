@@ -138,19 +138,6 @@ daemon_of() {
 	seen_by c n/f0 f0
 }
 
-# wlock_state HOST INO: "held" if some process holds INO's byte of HOST's
-# w.lock (a write lock would conflict), else "free".
-wlock_state() {
-	python3 -c '
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]) & (2**62 - 1))
-    print("free")
-except OSError:
-    print("held")' "$T/$1-state/w.lock" "$2"
-}
-
 @test "an exec'd image adopts the open-for-write lock it inherits: its own close ends it" {
 	# bash opens x on fd 3 (inheritable), writes, and execs a program that
 	# closes fd 3 later and goes on living.

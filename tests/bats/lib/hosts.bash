@@ -69,3 +69,16 @@ counted() {
 	echo "# $name: $w waits in $(cat "$T/$name.ms") ms" >&3
 	echo "$w"
 }
+
+# wlock_state HOST INO: "held" if some process holds INO's byte of HOST's
+# w.lock (a write lock would conflict), else "free".
+wlock_state() {
+	python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]) & (2**62 - 1))
+    print("free")
+except OSError:
+    print("held")' "$T/$1-state/w.lock" "$2"
+}
