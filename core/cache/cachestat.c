@@ -107,7 +107,14 @@ int cache_lhint_rec(struct pohm_cache *c, const struct stat *lst, uint64_t *ino,
 	    pohm_sys_mono_ns() - h.mono_ns >= c->attr_timeout_ns ||
 	    pohm_journal_get(&c->j, h.ino, rec))
 		return -ENOENT;
-	if (rec->ldev != h.dev || rec->lino != h.lino) {
+	/* The record must name this very local file, not an earlier one whose
+	 * inode number the file system gave again (a name of a file with two
+	 * stored names unlinked here, or a file deleted without the shim,
+	 * keeps its record): its local size and ctime as recorded, else the
+	 * index answers (session 16 review). */
+	if (rec->ldev != h.dev || rec->lino != h.lino || rec->lsize != (uint64_t)lst->st_size ||
+	    rec->lctime.sec != (int64_t)lst->st_ctim.tv_sec ||
+	    rec->lctime.nsec != (uint32_t)lst->st_ctim.tv_nsec) {
 		pohm_jrec_clear(rec);
 		return -ENOENT;
 	}

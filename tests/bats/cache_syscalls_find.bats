@@ -82,7 +82,10 @@ strace_find() {
 # inode readdir's overlay found is the walk's (no second index read): 426 →
 # 266 pread64, 1162 → 1002 calls (12.8).  The limits are these counts
 # (the largest of three runs: 1000 and 264 in two; the hint table is
-# direct-mapped by local inode number, and a collision costs an index read).
+# direct-mapped by local inode number, and a collision costs an index read);
+# the hint taken only when the record's local size and ctime are the
+# file's (a reused local inode number must not name an unlinked file's
+# record: session 16's second review): 280 pread64, 1016 calls.
 @test "find -ls of a tree validated within attr_timeout: one open per entry, not one per directory of its path" {
 	export POHMELFS_ATTR_TIMEOUT=30
 	shim a find "$T/a/t" -ls >/dev/null
@@ -98,8 +101,8 @@ strace_find() {
 	disk=$(($(calls "$T/disk" all) - $(calls "$T/disk1" all)))
 	echo "# validated, for 78 entries: $opens opens, $preads pread64, $all calls; local disk $disk calls" >&3
 	[ "$opens" -le 8 ]
-	[ "$preads" -le 266 ]
-	[ "$all" -le 1002 ]
+	[ "$preads" -le 282 ]
+	[ "$all" -le 1018 ]
 }
 
 # From a fresh cache every entry is new: its stub and its record (one
