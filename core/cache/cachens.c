@@ -714,7 +714,10 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
 	if (r)
 		return r;
-	r = pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW);
+	/* Refused before the storage changes, as a create is (pohm_cache_create). */
+	r = pohm_journal_may(&c->j);
+	if (!r)
+		r = pohm_cache_materialize(c, rel, POHM_MAT_NOFOLLOW);
 	if (!r)
 		r = may_remove(c, dfd, dino, name, rel);
 	if (r)

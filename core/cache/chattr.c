@@ -192,20 +192,27 @@ out:
 	return r;
 }
 
+/* pohm_journal_update's edit for pohm_cache_chgrp_later: the flag alone,
+ * on the record as it is now (a push that committed meanwhile stays). */
+static int chgrp_flag_fn(struct pohm_jrec *r, const void *arg)
+{
+	(void)arg;
+	if (r->flags & POHM_J_CHGRP)
+		return -EALREADY;	/* nothing to write */
+	r->flags |= POHM_J_CHGRP;
+	return 0;
+}
+
 void pohm_cache_chgrp_later(struct pohm_cache *c, int fd)
 {
-	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
+	int r;
 
 	if (c->is_root || pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != c->pdev ||
-	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
-	    pohm_journal_get(&c->j, ino, &rec))
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
 		return;	/* not a file of the storage's */
-	if (!(rec.flags & POHM_J_CHGRP)) {
-		rec.flags |= POHM_J_CHGRP;
-		if (pohm_journal_put(&c->j, &rec))
-			pohm_warn("fd %d: group change not stored (the journal took no note)", fd);
-	}
-	pohm_jrec_clear(&rec);
+	r = pohm_journal_update(&c->j, ino, chgrp_flag_fn, NULL);
+	if (r && r != -EALREADY && r != -ENOENT)
+		pohm_warn("fd %d: group change not stored (the journal took no note)", fd);
 }

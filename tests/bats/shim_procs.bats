@@ -175,6 +175,38 @@ switch_user() {
 	[ ! -e "$T/a/w/pe/tf" ]
 }
 
+# Session 16's second review: the create asks the journal's owner check
+# before the storage changes; the removals did not (the storage lost the
+# name, then the journal's delete failed EACCES).  A thread's setfsuid in
+# root's cache: unlink and rmdir fail EACCES, and the names stay stored.
+@test "a thread's setfsuid in root's cache: unlink and rmdir refused before the storage changes" {
+	user_setup pr
+	shim a sh -c "mkdir -m 777 '$T/a/w/pr/d' && touch '$T/a/w/pr/f' && chmod 666 '$T/a/w/pr/f'"
+	chmod 777 "$T/a/w/pr"
+	cat >"$T/rm.py" <<-'EOF'
+	import ctypes, errno, os, sys, threading
+	d = sys.argv[1]
+	libc = ctypes.CDLL(None, use_errno=True)
+	out = []
+	os.listdir(d)	# the shim's first call as root (it reads its configuration)
+	def th():
+	    libc.setfsuid(65534)
+	    for f, n in ((os.unlink, "f"), (os.rmdir, "d")):
+	        try:
+	            f(d + "/" + n); out.append("ok")
+	        except OSError as e:
+	            out.append(errno.errorcode[e.errno])
+	    libc.setfsuid(0)
+	t = threading.Thread(target=th); t.start(); t.join()
+	print(" ".join(out))
+	EOF
+	run env LD_PRELOAD=$PRELOAD POHMELFS_PREFIX=$T/a POHMELFS_CACHE_DIR=$T/a-state \
+		POHMELFS_HOST_ID=a timeout -k 5 60 python3 "$T/rm.py" "$T/a/w/pr"
+	echo "$output"
+	[ "${lines[${#lines[@]}-1]}" = "EACCES EACCES" ]
+	[ "$(shim b ls "$T/b/w/pr" | paste -sd' ')" = "d f" ]
+}
+
 @test "setreuid, setresuid and back, then capset and a thread's own setfsuid: each file made as the ids of its moment" {
 	user_setup cr
 	switch_run creds cr
