@@ -30,8 +30,9 @@
  * thread forked, or a signal handler did, while its holder held it) is the
  * child's too, since the child closes only the kept ones; give closes it,
  * and one given back just as a fork happens keeps its take's count, so the
- * next take closes it (decision 0065, review 2).  writer.c closes, never unlocks, a writer's
- * description from before a fork (decisions 0065, 0066: corrections).
+ * next take closes it (decision 0065, review 2).  writer.c closes, never
+ * unlocks, a writer's description from before a fork (decisions 0065,
+ * 0066: corrections).
  * exec: they are close-on-exec.  A program that closes every fd: kept ones
  * sit at or above POHM_FD_BASE, close-on-exec, registered in ownfd
  * (preload/fdkeep.c keeps them from a close_range).
@@ -128,7 +129,6 @@ int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f, unsigned *gen
 	int i, fd = -1;
 
 	*genp = gen;	/* read before the take: the description is no older */
-
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < LF_KEEP && fd < 0; i++) {
 		if (l->fd[f][i] < 0)
