@@ -148,14 +148,15 @@ void cache_lockfds_close(struct pohm_cache *c);
 void cache_lockfds_atfork_child(struct pohm_cache *c);
 /* An fd on lock file f, an open file description no other holder uses,
  * holding no lock, >= POHM_FD_BASE and close-on-exec: a kept one or a new
- * open.  -errno. */
-int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f);
+ * open; *gen: cache_fork_gen() at the take, for cache_lockfd_give.  -errno. */
+int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f, unsigned *gen);
 /* Forks this process made so far (pohm_cache_fork_mark): a description
  * opened or kept before the count changed may be a fork child's too. */
 unsigned cache_fork_gen(void);
-/* Release every lock of fd (from cache_lockfd_take) and keep it for the
- * next taker (or close it); fd < 0: nothing. */
-void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd);
+/* Release every lock of fd (from cache_lockfd_take, which set gen) and keep
+ * it for the next taker (or close it; closed, never unlocked, if a fork
+ * came after the take); fd < 0: nothing. */
+void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd, unsigned gen);
 
 /* writer.c: the table of this process's open-for-write locks (own mutex). */
 int cache_writers_init(struct pohm_cache *c);

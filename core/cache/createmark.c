@@ -44,6 +44,7 @@ uint64_t cache_rel_hash(const char *rel)
  * description of its own, kept between creates (lockfd.c: a create's
  * open and close of c.lock are one F_UNLCK, issue 23). */
 static __thread int created_lock;
+static __thread unsigned created_gen;	/* cache_lockfd_take's, for the give */
 
 static off_t create_byte(uint64_t dino, const char *name)
 {
@@ -56,12 +57,12 @@ void cache_create_mark(struct pohm_cache *c, uint64_t dino, const char *name, in
 	int fd;
 
 	if (created_lock) {
-		cache_lockfd_give(c, CACHE_LF_C, created_lock - 1);
+		cache_lockfd_give(c, CACHE_LF_C, created_lock - 1, created_gen);
 		created_lock = 0;
 	}
 	if (!on)
 		return;
-	fd = cache_lockfd_take(c, CACHE_LF_C);
+	fd = cache_lockfd_take(c, CACHE_LF_C, &created_gen);
 	if (fd < 0)
 		return;
 	memset(&fl, 0, sizeof(fl));
@@ -72,7 +73,7 @@ void cache_create_mark(struct pohm_cache *c, uint64_t dino, const char *name, in
 	/* Not waited for: a creator of the same name (or byte) holds it, and
 	 * a listing leaves the name alone for that one as well. */
 	if (pohm_sys_fcntl(fd, F_OFD_SETLK, (long)&fl)) {
-		cache_lockfd_give(c, CACHE_LF_C, fd);
+		cache_lockfd_give(c, CACHE_LF_C, fd, created_gen);
 		return;
 	}
 	created_lock = fd + 1;

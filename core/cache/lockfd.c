@@ -23,10 +23,16 @@
  * single-threaded process does that only at its first use of the storage
  * (decision 0066), possibly never, so the parent side does not rely on it:
  * every fork counts in lf_forks (pohm_cache_fork_mark, from the fork
- * handlers), and a kept description from before the latest fork is closed,
- * not lent (cache_lockfd_take: a lock set on it would be the child's copy's
- * too and outlive the holder); writer.c closes, never unlocks, a writer's
- * description from before a fork (decisions 0065, 0066: corrections).
+ * handlers), and a description from before the latest fork is closed, not
+ * lent (cache_lockfd_take: a lock set on it would be the child's copy's
+ * too and outlive the holder).  Its age is the count its take saw, handed
+ * back to cache_lockfd_give: a description lent across a fork (another
+ * thread forked, or a signal handler did, while its holder held it) is the
+ * child's too, since the child closes only the kept ones; give closes it,
+ * and one given back just as a fork happens keeps its take's count, so the
+ * next take closes it (decision 0065, review 2).  writer.c closes, never
+ * unlocks, a writer's description from before a fork (decisions 0065,
+ * 0066: corrections).
  * exec: they are close-on-exec.  A program that closes every fd: kept ones
  * sit at or above POHM_FD_BASE, close-on-exec, registered in ownfd
  * (preload/fdkeep.c keeps them from a close_range).
@@ -50,7 +56,7 @@ static const char *const lf_name[CACHE_LF_N] = { "w.lock", "p.lock", "c.lock" };
 struct cache_lockfds {
 	pthread_mutex_t mu;
 	int fd[CACHE_LF_N][LF_KEEP];	/* -1: none kept in the slot */
-	unsigned gen[CACHE_LF_N][LF_KEEP];	/* lf_forks when it was kept */
+	unsigned gen[CACHE_LF_N][LF_KEEP];	/* lf_forks when it was taken */
 };
 
 /* Atomic: forks this process made since it first opened a lock file
@@ -116,12 +122,13 @@ void cache_lockfds_atfork_child(struct pohm_cache *c)
 			pohm_own_close(&l->fd[f][i]);	/* the parent's stay open */
 }
 
-int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
+int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f, unsigned *genp)
 {
 	struct cache_lockfds *l = c->lf;
 	unsigned gen = cache_fork_gen();
 	int i, fd = -1;
 
+	*genp = gen;	/* read before the take: the description is no older */
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < LF_KEEP && fd < 0; i++) {
 		if (l->fd[f][i] < 0)
@@ -140,7 +147,7 @@ int cache_lockfd_take(struct pohm_cache *c, enum cache_lockfile f)
 	return fd < 0 ? fd : pohm_sys_move_high(fd);
 }
 
-void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd)
+void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd, unsigned gen)
 {
 	struct cache_lockfds *l = c->lf;
 	struct flock fl;
@@ -148,6 +155,10 @@ void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd)
 
 	if (fd < 0)
 		return;
+	if (gen != cache_fork_gen()) {
+		pohm_sys_close(fd);	/* a fork child may hold a copy: never unlocked, never lent */
+		return;
+	}
 	memset(&fl, 0, sizeof(fl));
 	fl.l_type = F_UNLCK;
 	fl.l_whence = SEEK_SET;	/* l_len 0: every byte */
@@ -158,7 +169,7 @@ void cache_lockfd_give(struct pohm_cache *c, enum cache_lockfile f, int fd)
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < LF_KEEP; i++)
 		if (l->fd[f][i] < 0) {
-			l->gen[f][i] = cache_fork_gen();
+			l->gen[f][i] = gen;	/* the take's: a fork since then shows at the next take */
 			pohm_own_set(&l->fd[f][i], fd);
 			fd = -1;
 			break;

@@ -395,6 +395,7 @@ static int push_torn(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 static __thread struct turn {
 	uint64_t ino;
 	int fd1;
+	unsigned gen;	/* cache_lockfd_take's, for the give */
 } turns[TURN_SLOTS];
 
 static struct turn *turn_of(uint64_t ino)
@@ -423,7 +424,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 			t = &turns[i];
 	if (!t)
 		return 0;
-	fd = cache_lockfd_take(c, CACHE_LF_P);	/* one of its own, kept (issue 23) */
+	fd = cache_lockfd_take(c, CACHE_LF_P, &t->gen);	/* one of its own, kept (issue 23) */
 	if (fd < 0)
 		return 0;
 	memset(&fl, 0, sizeof(fl));
@@ -451,7 +452,7 @@ int cache_push_turn_take(struct pohm_cache *c, uint64_t ino)
 	t->fd1 = fd + 1;
 	return 1;
 fail:
-	cache_lockfd_give(c, CACHE_LF_P, fd);
+	cache_lockfd_give(c, CACHE_LF_P, fd, t->gen);
 	return 0;
 }
 
@@ -462,7 +463,7 @@ void cache_push_turn_drop(struct pohm_cache *c, uint64_t ino)
 
 	if (!t)
 		return;
-	cache_lockfd_give(c, CACHE_LF_P, t->fd1 - 1);
+	cache_lockfd_give(c, CACHE_LF_P, t->fd1 - 1, t->gen);
 	t->fd1 = 0;
 }
 

@@ -95,7 +95,7 @@ struct wr_ent {
 	int mapped;		/* a writable shared mapping: held until the process ends */
 	int shared;		/* the lock fd's description may be another process's
 				 * too (cache_writers_atfork_child): closed, never unlocked */
-	unsigned gen;		/* cache_fork_gen() before its description was taken:
+	unsigned gen;		/* cache_fork_gen() at its description's take:
 				 * older than now, a fork child may share it (shared) */
 };
 
@@ -172,12 +172,12 @@ static int wr_lock_fd(struct pohm_cache *c, uint64_t ino, short type, struct flo
 
 /* An fd on cache_dir/w.lock, a description of its own (lockfd.c: kept
  * between writers, issue 23), holding a shared lock on ino's byte. */
-static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
+static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep, unsigned *gen)
 {
 	struct flock fl;
 	int fd, r, i;
 
-	fd = cache_lockfd_take(c, CACHE_LF_W);
+	fd = cache_lockfd_take(c, CACHE_LF_W, gen);
 	if (fd < 0)
 		return fd;
 	memset(&fl, 0, sizeof(fl));
@@ -211,10 +211,10 @@ static int wr_lock(struct pohm_cache *c, uint64_t ino, int keep)
  * storage, decision 0066: until then it writes under this copy's lock). */
 static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 {
-	if (e->keep || e->shared || e->gen != cache_fork_gen())
+	if (e->keep || e->shared)
 		pohm_own_close(&e->fd);
-	else
-		cache_lockfd_give(c, CACHE_LF_W, pohm_own_release(&e->fd));
+	else	/* closed there if from before a fork (its take's count) */
+		cache_lockfd_give(c, CACHE_LF_W, pohm_own_release(&e->fd), e->gen);
 }
 
 /*
@@ -232,7 +232,7 @@ static void wr_drop(struct pohm_cache *c, struct wr_ent *e)
 void cache_writers_atfork_child(struct pohm_cache *c)
 {
 	struct cache_writers *w = c->wr;
-	unsigned gen = cache_fork_gen();
+	unsigned gen;
 	int i, fd;
 
 	if (!w)
@@ -241,7 +241,7 @@ void cache_writers_atfork_child(struct pohm_cache *c)
 	for (i = 0; i < WR_MAX; i++) {
 		if (w->e[i].fd < 0 || w->e[i].keep)
 			continue;
-		fd = wr_lock(c, w->e[i].ino, 0);
+		fd = wr_lock(c, w->e[i].ino, 0, &gen);
 		if (fd < 0) {
 			w->e[i].shared = 1;
 			continue;
@@ -332,8 +332,7 @@ int pohm_cache_writer_open(struct pohm_cache *c, uint64_t ino, uint64_t ldev, ui
 		r = -ENOSPC;
 		goto out;
 	}
-	gen = cache_fork_gen();
-	fd = wr_lock(c, ino, keep_on_exec);
+	fd = wr_lock(c, ino, keep_on_exec, &gen);
 	if (fd < 0) {
 		r = fd;
 		goto out;
@@ -375,8 +374,7 @@ int pohm_cache_writer_prelock(struct pohm_cache *c, const char *rel, int flags,
 	i = wr_free_slot(w);
 	if (i < 0)
 		goto out;	/* the open goes on unheld, as pohm_cache_writer_open's -ENOSPC */
-	gen = cache_fork_gen();
-	fd = wr_lock(c, ino, !(flags & O_CLOEXEC));
+	fd = wr_lock(c, ino, !(flags & O_CLOEXEC), &gen);
 	if (fd < 0) {
 		r = fd;
 		goto out;

@@ -424,3 +424,37 @@ TEST(a_reused_pid_keeps_no_create_marked)
 	pohm_cache_close(c);
 }
 
+
+/* A description lent across a fork (another thread forked, or a signal
+ * handler did, while this one held a push turn or create mark) is the
+ * child's too: the child closes only the kept ones.  Given back after the
+ * fork, it must be closed, not kept and lent again, or every later lock on
+ * it would be the child's copy's too (decision 0065, review 2). */
+TEST(a_description_lent_across_a_fork_is_not_lent_again)
+{
+	struct pohm_cache *c = open_cache();
+	struct flock fl;
+	unsigned gen;
+	int fd, copy;
+
+	fd = cache_lockfd_take(c, CACHE_LF_P, &gen);
+	EXPECT(fd >= 0);
+	copy = dup(fd);	/* the fork child's copy of the lent description */
+	EXPECT(copy >= 0);
+	pohm_cache_fork_mark();	/* the fork handlers' count, while it is lent */
+	cache_lockfd_give(c, CACHE_LF_P, fd, gen);
+	fd = cache_lockfd_take(c, CACHE_LF_P, &gen);
+	EXPECT(fd >= 0);
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = 77;
+	fl.l_len = 1;
+	EXPECT_EQ_INT(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	/* The child's copy must not share the new holder's lock. */
+	EXPECT_EQ_INT(fcntl(copy, F_OFD_SETLK, &fl), -1);
+	EXPECT_EQ_INT(errno, EAGAIN);
+	cache_lockfd_give(c, CACHE_LF_P, fd, gen);
+	close(copy);
+	pohm_cache_close(c);
+}
