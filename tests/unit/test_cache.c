@@ -230,6 +230,85 @@ TEST(a_created_name_is_recorded_only_for_the_file_it_names)
 	pohm_cache_close(a);
 }
 
+/* Make host a's record of ino name the local file st, in a journal handle
+ * of its own (as another process would): 0 or -errno. */
+static int renumber(uint64_t ino, const struct stat *st)
+{
+	struct pohm_journal j;
+	struct pohm_jrec rec;
+	char dir[600];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/a/state", root);
+	r = pohm_journal_open(&j, dir);
+	if (r)
+		return r;
+	r = pohm_journal_get(&j, ino, &rec);
+	if (!r) {
+		rec.ldev = (uint64_t)st->st_dev;
+		rec.lino = (uint64_t)st->st_ino;
+		r = pohm_journal_put(&j, &rec);
+		pohm_jrec_clear(&rec);
+	}
+	pohm_journal_close(&j);
+	return r;
+}
+
+/* Does a stat of the local file st show it as it is (twice: the index's
+ * answer, then the one this thread found, pohm_journal_local_hint)? */
+static int stat_shows_local(struct pohm_cache *c, const struct stat *st)
+{
+	struct stat got;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		got = *st;
+		pohm_cache_stat_fix(c, &got);
+		if (got.st_mode != st->st_mode || got.st_ino != st->st_ino ||
+		    got.st_dev != st->st_dev)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * What test 2 met when the file system gave the file e/h reached the local
+ * inode number of the directory e removed just before (without the shim):
+ * e's record and index entry name that number.  A directory's record never
+ * describes a file that is not a directory (cache_index_stale), nor the
+ * other way round: a stat shows the local file.  Made directly here.
+ */
+TEST(a_directory_record_never_describes_a_file_of_its_local_inode_number)
+{
+	struct pohm_cache *a;
+	struct stat st;
+	uint64_t ino = 0;
+	int fd;
+
+	setup();
+	a = host("a");
+	EXPECT(a);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e", 0755), 0);
+	EXPECT_EQ_INT(stat(path("a", "e"), &st), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&ino), 0);
+	fd = open(path("a", "f"), O_CREAT | O_WRONLY | O_EXCL, 0644);	/* no shim */
+	EXPECT(fd >= 0 && !fstat(fd, &st));
+	close(fd);
+	EXPECT_EQ_INT(renumber(ino, &st), 0);
+	EXPECT(stat_shows_local(a, &st));
+	/* A directory made without the shim, with the number of g's copy. */
+	EXPECT_EQ_INT(write_file(a, "a", "g", "g"), 0);
+	EXPECT_EQ_INT(stat(path("a", "g"), &st), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&ino), 0);
+	EXPECT_EQ_INT(mkdir(path("a", "d"), 0755), 0);
+	EXPECT_EQ_INT(stat(path("a", "d"), &st), 0);
+	EXPECT_EQ_INT(renumber(ino, &st), 0);
+	EXPECT(stat_shows_local(a, &st));
+	pohm_cache_close(a);
+}
+
 /*
  * Issue 23: a stat of a name this process materialized within attr_timeout
  * is answered from the real call's own result when it found the local
