@@ -176,7 +176,8 @@ int cache_boot_check(struct pohm_cache *c);
  * other names may be other local copies; 0 when it is lst's.  Also 1 when
  * one is a directory and the other not, whatever the numbers say (a
  * directory removed without the shim, its number given to a new file:
- * test_cache 3).  A directory has no other names: it is never excepted
+ * test_cache.c, a_directory_record_never_describes_a_file_of_its_local_
+ * inode_number).  A directory has no other names: it is never excepted
  * (a stale entry of one made the walk answer with another directory's
  * inode, and names created in the one landed in the other:
  * test_dirindex.c).
