@@ -173,10 +173,14 @@ int cache_boot_check(struct pohm_cache *c);
  * record of another local file?  1 when its local inode is not lst's (a
  * stale index entry: the file system reused the number of a file the
  * entry was made for), except for a hardlinked file (nlink > 1), whose
- * other names may be other local copies; 0 when it is lst's.  A directory
- * has no other names: it is never excepted (a stale entry of one made
- * the walk answer with another directory's inode, and names created in
- * the one landed in the other: test_dirindex.c).
+ * other names may be other local copies; 0 when it is lst's.  Also 1 when
+ * one is a directory and the other not, whatever the numbers say (a
+ * directory removed without the shim, its number given to a new file:
+ * test_cache.c, a_directory_record_never_describes_a_file_of_its_local_
+ * inode_number).  A directory has no other names: it is never excepted
+ * (a stale entry of one made the walk answer with another directory's
+ * inode, and names created in the one landed in the other:
+ * test_dirindex.c).
  */
 int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst);
 

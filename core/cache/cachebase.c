@@ -82,6 +82,8 @@ uint64_t cache_fresh_until(struct pohm_cache *c, uint64_t ino, uint64_t validate
 
 int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst)
 {
+	if (!S_ISDIR(rec->mode) != !S_ISDIR(lst->st_mode))
+		return 1;	/* the number went from a directory to a file, or back */
 	if (rec->lino == (uint64_t)lst->st_ino)
 		return 0;
 	return S_ISDIR(lst->st_mode) || rec->nlink <= 1;

@@ -134,7 +134,7 @@ void cache_stat_fix_ino(struct pohm_cache *c, struct stat *st, uint64_t *known)
 	/* A known inode saves the index read (issue 23: a stat within
 	 * attr_timeout); its record must name this very local inode. */
 	if (ino && !pohm_journal_get(&c->j, ino, &rec)) {
-		if (rec.lino == (uint64_t)st->st_ino)
+		if (rec.lino == (uint64_t)st->st_ino && !cache_index_stale(&rec, st))
 			goto found;
 		pohm_jrec_clear(&rec);
 	}
