@@ -128,8 +128,9 @@ static int deferred_wait(struct pohm_client *c, struct io_deferred *d, uint64_t 
 	for (k = 0; k < d->op.n; k++) {
 		struct pohm_req *r = &d->op.reqs[k];
 
-		if (!r->done)
-			pohm_net_window_wait(c->net, d->w, r, deadline);
+		/* Under net's lock: a leader may be handing r its reply (no
+		 * wait counted when it already did). */
+		pohm_net_window_wait(c->net, d->w, r, deadline);
 		all &= r->done && r->status != -ETIMEDOUT;
 	}
 	return all;

@@ -330,9 +330,9 @@ TEST(deferred_cas_put_sends_without_waiting_and_settles_committed)
 {
 	struct cluster cl;
 	struct pohm_net_counts c0, c1, c2;
-	struct pohm_cas_old o;
+	struct pohm_cas_old o, o2;
 	struct dres d = { 0 };
-	uint8_t sum[64];
+	uint8_t sum[64], sum2[64];
 	uint64_t now = pohm_sys_real_ns();
 	int g;
 
@@ -357,6 +357,25 @@ TEST(deferred_cas_put_sends_without_waiting_and_settles_committed)
 	pohm_net_counts(pohm_client_net(cl.c), &c2);
 	EXPECT_EQ_INT((int)(c2.waits - c1.waits), 0);
 	EXPECT_EQ_INT(d.calls, 1);
+	old_of(&o2, sum2, "N", now);
+	/* Replies another call read meanwhile (its run, the leader, hands
+	 * every reply on the connections to its transaction): the settle
+	 * finds them in, no wait. */
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "df", 2, "M", 1, &o2, dres_fn, &d), 0);
+	{
+		char got[16];
+		struct pohm_io_result res;
+
+		EXPECT_EQ_INT(cas_get(&cl, "dg", got, sizeof(got), &res), -ENOENT);
+	}
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 1);
+	pohm_net_counts(pohm_client_net(cl.c), &c2);
+	printf("# settle after another call's run: %llu waits\n",
+	       (unsigned long long)(c2.waits - c1.waits));
+	EXPECT_EQ_INT(d.rc, 0);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "df", "M"));
 	/* An arbiter-first base (a key just lost) is not deferred: nothing sent. */
 	o.arbiter = 1;
 	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "df", 2, "M", 1, &o, dres_fn, &d), -EAGAIN);
@@ -429,5 +448,86 @@ TEST(deferred_cas_put_settle_at_exit_is_bounded_by_its_deadline)
 	EXPECT(d.unknown > 0);
 	fn_set_flags(&cl.fn[1], 0);
 	fn_set_flags(&cl.fn[2], 0);
+	stop3(&cl);
+}
+
+/* Threads that defer puts and settle: each its own key, a value a round. */
+struct dthread {
+	struct cluster *cl;
+	char key[8];
+	int told, ok;		/* atomic: done() may run on the other thread */
+};
+
+static void dthread_done(void *arg, int rc, const struct pohm_io_result *res)
+{
+	struct dthread *t = arg;
+
+	(void)res;
+	if (!rc)
+		__atomic_add_fetch(&t->ok, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->told, 1, __ATOMIC_RELEASE);
+}
+
+#define DROUNDS 20
+
+static void *dthread_run(void *arg)
+{
+	struct dthread *t = arg;
+	struct pohm_cas_old o;
+	uint8_t sum[64];
+	char prev[8] = "v0", cur[8];
+	uint64_t until;
+	int i;
+
+	for (i = 1; i <= DROUNDS; i++) {
+		snprintf(cur, sizeof(cur), "v%d", i);
+		old_of(&o, sum, prev, pohm_sys_real_ns() - 20 * SEC);
+		if (pohm_io_cas_put_deferred(t->cl->c, t->key, strlen(t->key), cur, strlen(cur), &o,
+					     dthread_done, t))
+			break;
+		/* The other thread may have taken it: settle until ours is told. */
+		until = pohm_sys_mono_ns() + 3 * SEC;
+		while (__atomic_load_n(&t->told, __ATOMIC_ACQUIRE) < i && pohm_sys_mono_ns() < until)
+			if (!pohm_io_cas_settle_deferred(t->cl->c, pohm_sys_mono_ns() + SEC))
+				usleep(200);
+		memcpy(prev, cur, sizeof(prev));
+	}
+	return NULL;
+}
+
+/*
+ * Two threads defer puts and settle at once (the list is taken whole by
+ * one settle; a done may run on the other thread): every put is told
+ * exactly once, all committed, the last value everywhere (TSan).
+ */
+TEST(deferred_cas_puts_from_two_threads_are_each_told_once)
+{
+	struct cluster cl;
+	struct dthread t[2];
+	pthread_t th[2];
+	uint64_t now = pohm_sys_real_ns();
+	char last[8];
+	int i, g;
+
+	start3(&cl, "1");
+	pohm_net_refresh(pohm_client_net(cl.c), pohm_sys_mono_ns() + SEC, 0);
+	for (i = 0; i < 2; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].cl = &cl;
+		snprintf(t[i].key, sizeof(t[i].key), "dt%d", i);
+		for (g = 0; g < 3; g++)
+			set_copy(&cl, g, t[i].key, "v0", now - 20 * SEC);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, dthread_run, &t[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	snprintf(last, sizeof(last), "v%d", DROUNDS);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ_INT(t[i].told, DROUNDS);
+		EXPECT_EQ_INT(t[i].ok, DROUNDS);
+		for (g = 0; g < 3; g++)
+			EXPECT(copy_is(&cl, g, t[i].key, last));
+	}
 	stop3(&cl);
 }
