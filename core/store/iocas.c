@@ -1015,7 +1015,7 @@ static int cas_tie_group(const struct gop *op)
  */
 /* An attempt's start: outcomes cleared, stamped now, its WRITE attributes in io. */
 void io_cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_old *old,
-			      uint8_t io[POHM_IO_ATTR_SIZE])
+			  uint8_t io[POHM_IO_ATTR_SIZE])
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;
@@ -1054,7 +1054,7 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 
 /* The rest of an attempt once its writes were answered (cas_attempt). */
 int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
-			   const struct pohm_cas_old *old, int parallel, int *retry)
+		       const struct pohm_cas_old *old, int parallel, int *retry)
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;

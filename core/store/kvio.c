@@ -698,6 +698,7 @@ static void deferred_done(void *arg, int rc, const struct pohm_io_result *res)
 	struct kvio_deferred *b = arg;
 	int st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc));
 
+	pohm_debug("key %s: deferred put told %d", b->key, st);
 	if (b->done)
 		b->done(b->arg, st);
 	deferred_box_free(b);
@@ -706,9 +707,13 @@ static void deferred_done(void *arg, int rc, const struct pohm_io_result *res)
 static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t len,
 			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
 {
-	struct kvio_deferred *b = calloc(1, sizeof(*b));
+	struct kvio_deferred *b;
 	int r = -ENOMEM;
 
+	/* A create of a drawn key has nobody to race and no base: put it. */
+	if (!expect || expect == POHM_KV_NEW)
+		return -EAGAIN;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->c = ctx;
@@ -720,10 +725,6 @@ static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t
 	b->len = len;
 	b->done = done;
 	b->arg = arg;
-	/* A create of a drawn key has nobody to race and no base: put it. */
-	r = -EAGAIN;
-	if (!expect || expect == POHM_KV_NEW)
-		goto fail;
 	old_for(ctx, key, expect, &b->old);
 	r = pohm_io_cas_put_deferred(ctx, key, strlen(key), data, len, &b->old, deferred_done, b);
 	if (r)
