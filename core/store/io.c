@@ -54,6 +54,7 @@ void pohm_client_close(struct pohm_client *c)
 {
 	if (!c)
 		return;
+	io_cas_deferred_drop(c);
 	pohm_net_close(c->net);
 	free(c);
 }

@@ -300,6 +300,30 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const void *data,
 		    size_t len, const struct pohm_cas_old *old, struct pohm_io_result *res);
 
+/*
+ * The first attempt of pohm_io_cas_put, every group at once, sent without
+ * waiting (issue 23: a write whose outcome its caller does not need before
+ * returning, and whose every partial outcome the readers settle).  0: sent,
+ * the outcome pending in c; -EAGAIN: old does not allow a parallel attempt
+ * (put it with pohm_io_cas_put); other -errno: nothing sent.  done(arg,
+ * rc, res) (may be NULL) is called once, by pohm_io_cas_settle_deferred,
+ * with what pohm_io_cas_put would have returned for that one attempt
+ * (never a second one: lost is -EBADFD, undone where it had applied).
+ */
+int pohm_io_cas_put_deferred(struct pohm_client *c, const void *key, size_t keylen,
+			     const void *data, size_t len, const struct pohm_cas_old *old,
+			     void (*done)(void *arg, int rc, const struct pohm_io_result *res),
+			     void *arg);
+/*
+ * Process every deferred put of c sent by this process: wait for its
+ * replies (until deadline at most, and never past its ack window), then
+ * confirm, catch up or roll back as pohm_io_cas_put does, and call its
+ * done.  One whose replies are not all in by a deadline before its window
+ * ends is left to the readers (done with -EIO, res->unknown set).  Returns
+ * how many were processed (0 at once, no wait, when none is pending).
+ */
+int pohm_io_cas_settle_deferred(struct pohm_client *c, uint64_t deadline);
+
 #define POHM_IO_CAS_PUT_N	128	/* keys per pohm_io_cas_put_n (an exit push's batch) */
 
 /* One key of pohm_io_cas_put_n: the arguments of pohm_io_cas_put, and its answer. */

@@ -21,6 +21,10 @@ struct pohm_client {
 	 * before the client is used, then read-only. */
 	void (*offline_fn)(void *arg, uint64_t until_ns, uint64_t step_ns);
 	void *offline_arg;
+	/* The deferred CAS puts whose outcome nobody processed yet
+	 * (iocas_defer.c): a list pushed and taken whole by atomic
+	 * exchange, no lock (a fork child drops its copy unread). */
+	struct io_deferred *deferred;
 };
 
 /* One operation on every group: its requests, their groups, the result. */
@@ -92,6 +96,24 @@ unsigned io_write_collect(struct gop *op);
  * node, or hashed and checked when verify); data and dlen point into r's reply. */
 void io_cas_vote_read(const struct gop *op, const struct pohm_req *r, struct pohm_cas_vote *v,
 		      const uint8_t **data, size_t *dlen, int verify);
+
+/* iocas.c, for the deferred put (iocas_defer.c). */
+/* Acks later than this after a CAS attempt's start do not count (ns). */
+uint64_t io_cas_ack_window(const struct pohm_client *c);
+/* A WRITE's outcome: 1 applied, 0 not (refused, failed, never sent), -1 unknown. */
+int io_cas_write_outcome(const struct pohm_req *r);
+/* An attempt's start: outcomes cleared, stamped now, its WRITE attributes in io. */
+void io_cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_old *old,
+			  uint8_t io[POHM_IO_ATTR_SIZE]);
+/* The rest of an attempt once its writes were answered (res->g[].applied
+ * set): confirm unknown outcomes, catch up or roll back; what
+ * pohm_io_cas_put returns, *retry as there. */
+int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+		       const struct pohm_cas_old *old, int parallel, int *retry);
+/* Whether a first attempt over old goes to every group at once. */
+int io_cas_parallel_first(const struct pohm_cas_old *old);
+/* Drop every deferred put unprocessed (client close, fork child). */
+void io_cas_deferred_drop(struct pohm_client *c);
 
 /* offline.c: the offline decision of the kv seam (kvio.c). */
 /* Before a call: -EIO while offline (no network touched), else 0 with *t0

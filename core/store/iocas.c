@@ -149,7 +149,7 @@ const uint8_t pohm_io_absent_marker[POHM_IO_MARKER_LEN] = {
  * the window plus a margin for clock skew between hosts cannot be a write
  * whose writer may still count it: read repair may replace it then.
  */
-static uint64_t cas_ack_window(const struct pohm_client *c)
+uint64_t io_cas_ack_window(const struct pohm_client *c)
 {
 	uint64_t w = c->cfg->write_wait_timeout_ns;
 
@@ -158,7 +158,7 @@ static uint64_t cas_ack_window(const struct pohm_client *c)
 
 static uint64_t cas_age_limit(const struct pohm_client *c)
 {
-	return cas_ack_window(c) + POHM_CAS_CLOCK_SKEW;
+	return io_cas_ack_window(c) + POHM_CAS_CLOCK_SKEW;
 }
 
 static int cas_old_enough(const struct pohm_client *c, const struct pohm_time *ts, uint64_t now)
@@ -589,7 +589,7 @@ int pohm_io_cas_get(struct pohm_client *c, const void *key, size_t keylen, uint8
 /* ---------------------------------------------------------------- put */
 
 /* A WRITE's outcome: 1 applied, 0 not (refused, failed, never sent), -1 unknown. */
-static int write_outcome(const struct pohm_req *r)
+int io_cas_write_outcome(const struct pohm_req *r)
 {
 	if (pohm_req_final(r))
 		return r->status == 0;
@@ -937,7 +937,7 @@ static int cas_send(struct gop *op, const uint8_t *io, const void *data, size_t 
 {
 	struct pohm_io_result *res = op->res;
 	unsigned gi, rot = (unsigned)op->id[0] % res->ngroups;
-	uint64_t arbiter_dl = cas_ack_window(op->c) / 8;
+	uint64_t arbiter_dl = io_cas_ack_window(op->c) / 8;
 	uint32_t sent = 0;
 	size_t k;
 
@@ -956,7 +956,7 @@ static int cas_send(struct gop *op, const uint8_t *io, const void *data, size_t 
 		io_op_run(op, arbiter_dl < deadline ? arbiter_dl : deadline, NULL);
 		io_write_collect(op);
 		r = &op->reqs[0];
-		o = res->g[gi].applied = write_outcome(r);
+		o = res->g[gi].applied = io_cas_write_outcome(r);
 		if (o > 0) {
 			op->pre_ok = 1;
 			break;
@@ -978,7 +978,7 @@ static int cas_send(struct gop *op, const uint8_t *io, const void *data, size_t 
 		io_op_run(op, deadline, io_write_enough);
 		io_write_collect(op);
 		for (k = 0; k < op->n; k++)
-			res->g[op->gi[k]].applied = write_outcome(&op->reqs[k]);
+			res->g[op->gi[k]].applied = io_cas_write_outcome(&op->reqs[k]);
 	}
 	io_op_release(op);
 	return 0;
@@ -1014,8 +1014,8 @@ static int cas_tie_group(const struct gop *op)
  * the caller may then try once more, the arbiter first.
  */
 /* An attempt's start: outcomes cleared, stamped now, its WRITE attributes in io. */
-static void cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_old *old,
-			      uint8_t io[POHM_IO_ATTR_SIZE])
+void io_cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_old *old,
+			  uint8_t io[POHM_IO_ATTR_SIZE])
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;
@@ -1040,9 +1040,6 @@ static void cas_attempt_start(struct gop *op, size_t len, const struct pohm_cas_
 	pohm_io_attr_encode(io, &a);
 }
 
-static int cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
-			   const struct pohm_cas_old *old, int parallel, int *retry);
-
 static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8_t *sum,
 		       const struct pohm_cas_old *old, int parallel, int *retry)
 {
@@ -1050,21 +1047,21 @@ static int cas_attempt(struct gop *op, const void *data, size_t len, const uint8
 	int rc;
 
 	*retry = 0;
-	cas_attempt_start(op, len, old, io);
-	rc = cas_send(op, io, data, len, old, parallel, op->start + cas_ack_window(op->c));
-	return rc ? rc : cas_attempt_end(op, data, len, sum, old, parallel, retry);
+	io_cas_attempt_start(op, len, old, io);
+	rc = cas_send(op, io, data, len, old, parallel, op->start + io_cas_ack_window(op->c));
+	return rc ? rc : io_cas_attempt_end(op, data, len, sum, old, parallel, retry);
 }
 
 /* The rest of an attempt once its writes were answered (cas_attempt). */
-static int cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
-			   const struct pohm_cas_old *old, int parallel, int *retry)
+int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8_t *sum,
+		       const struct pohm_cas_old *old, int parallel, int *retry)
 {
 	struct pohm_client *c = op->c;
 	struct pohm_io_result *res = op->res;
 	struct {
 		uint8_t parent[POHM_ID_SIZE];
 	} a;
-	uint64_t deadline = op->start + cas_ack_window(c);	/* later acks do not count */
+	uint64_t deadline = op->start + io_cas_ack_window(c);	/* later acks do not count */
 	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
 	int tie, forward = 0, late = 0;
 
@@ -1154,7 +1151,7 @@ static int cas_attempt_end(struct gop *op, const void *data, size_t len, const u
  * known (a split could not be rolled back), nor when the caller asks for
  * the arbiter (a key it just lost: contended).
  */
-static int cas_parallel_first(const struct pohm_cas_old *old)
+int io_cas_parallel_first(const struct pohm_cas_old *old)
 {
 	if (old->fresh && !old->csum)
 		return 1;
@@ -1168,7 +1165,7 @@ static int cas_put_known(struct pohm_client *c, const void *key, size_t keylen, 
 {
 	uint8_t sum[POHM_ID_SIZE];
 	struct gop *op = malloc(sizeof(*op));
-	int rc, retry = 0, parallel = cas_parallel_first(old);
+	int rc, retry = 0, parallel = io_cas_parallel_first(old);
 
 	if (!op)
 		return -ENOMEM;
@@ -1179,7 +1176,7 @@ static int cas_put_known(struct pohm_client *c, const void *key, size_t keylen, 
 		rc = len ? -EFBIG : -EINVAL;
 		goto out;
 	}
-	rc = pohm_net_refresh(c->net, op->start + cas_ack_window(c), 0);
+	rc = pohm_net_refresh(c->net, op->start + io_cas_ack_window(c), 0);
 	if (rc) {
 		char m[256];
 
@@ -1257,7 +1254,7 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 	for (i = 0; i < n; i++) {
 		p[i].rc = 0;
 		/* Only first attempts that go to every group at once ride together. */
-		if (!cas_parallel_first(&p[i].old) || !p[i].len || p[i].len > POHM_IO_PACKET_MAX)
+		if (!io_cas_parallel_first(&p[i].old) || !p[i].len || p[i].len > POHM_IO_PACKET_MAX)
 			continue;
 		m.op[i] = malloc(sizeof(*m.op[i]));
 		if (!m.op[i])
@@ -1271,15 +1268,15 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		p[i].res.has_csum = 1;
 		together++;
 	}
-	if (together < 2 || pohm_net_refresh(c->net, pohm_sys_mono_ns() + cas_ack_window(c), 0))
+	if (together < 2 || pohm_net_refresh(c->net, pohm_sys_mono_ns() + io_cas_ack_window(c), 0))
 		goto alone;	/* nothing to gain, or each call says what failed */
 	start = pohm_sys_mono_ns();
-	deadline = start + cas_ack_window(c);
+	deadline = start + io_cas_ack_window(c);
 	for (i = 0; i < n; i++) {
 		if (!m.op[i])
 			continue;
 		m.op[i]->start = start;
-		cas_attempt_start(m.op[i], p[i].len, &p[i].old, io[i]);
+		io_cas_attempt_start(m.op[i], p[i].len, &p[i].old, io[i]);
 		for (gi = 0; gi < p[i].res.ngroups; gi++)
 			io_op_add(m.op[i], gi, POHM_CMD_WRITE, 0, io[i], POHM_IO_ATTR_SIZE,
 				  p[i].data, p[i].len);
@@ -1297,11 +1294,11 @@ int pohm_io_cas_put_n(struct pohm_client *c, size_t n, struct pohm_io_cas_put *p
 		io_op_reroute(op, deadline, io_write_enough);
 		io_write_collect(op);
 		for (k = 0; k < op->n; k++)
-			p[i].res.g[op->gi[k]].applied = write_outcome(&op->reqs[k]);
+			p[i].res.g[op->gi[k]].applied = io_cas_write_outcome(&op->reqs[k]);
 		io_op_release(op);
 		op->quorum_at = 0;
 		/* Then each key as pohm_io_cas_put goes on from there. */
-		p[i].rc = cas_attempt_end(op, p[i].data, p[i].len, sum[i], &p[i].old, 1, &retry);
+		p[i].rc = io_cas_attempt_end(op, p[i].data, p[i].len, sum[i], &p[i].old, 1, &retry);
 		if (retry) {
 			io_note(op, "split by a racing writer and undone: again, the arbiter first");
 			op->start = pohm_sys_mono_ns();

@@ -141,6 +141,30 @@ struct pohm_kv_ops {
 	 */
 	int (*write_n)(void *ctx, size_t n, const char *const *keys, const void *const *data,
 		       const size_t *len, int *st);
+	/*
+	 * put (expect a condition, not NULL) whose outcome is processed later
+	 * (issue 23: a write its caller need not wait for, every partial
+	 * outcome of which the namespace reads and repairs): sent, not waited
+	 * for.  0: sent, its outcome pending; -EAGAIN: this store cannot defer
+	 * it now (a base it cannot undo a split with, a key just lost): put it
+	 * with put; other -errno: nothing sent.  done(arg, st) (may be NULL)
+	 * is called once with what put would have returned for it after one
+	 * attempt (-EAGAIN/-EEXIST: lost, and undone where it had applied;
+	 * -EIO: unknown, left to the readers), by settle or by the store's
+	 * next call in this process (kvio.c: before each call), before any
+	 * other write of this process goes out after that call.  NULL in a
+	 * store without it (callers put).
+	 */
+	int (*put_deferred)(void *ctx, const char *key, const void *data, size_t len,
+			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg);
+	/*
+	 * Process this process's pending put_deferred outcomes: wait for their
+	 * replies until deadline_ns (monotonic, pohm_sys_mono_ns) at most,
+	 * undo their partial copies, call their done; one not answered by
+	 * then is left to the readers (done -EIO).  How many were processed
+	 * (0 at once, no wait, when none is pending).  NULL with put_deferred.
+	 */
+	int (*settle)(void *ctx, uint64_t deadline_ns);
 	/* Call fn for every key whose name starts with prefix (fsck; may be -ENOTSUP). */
 	int (*scan)(void *ctx, const char *prefix,
 		    int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg);
@@ -182,6 +206,12 @@ long pohm_kvmem_put_n_calls(const struct pohm_kv *kv);
 long pohm_kvmem_write_n_calls(const struct pohm_kv *kv);
 /* Number of keys stored. */
 size_t pohm_kvmem_count(const struct pohm_kv *kv);
+/* Fault: put_deferred's writes never reach the store (a writer killed
+ * before they left, or lost everywhere): their done says -EIO, nothing
+ * is written (0: they apply when sent, as the common case does). */
+void pohm_kvmem_defer_lose(struct pohm_kv *kv, int on);
+/* Number of put_deferred outcomes still pending (not settled). */
+long pohm_kvmem_deferred(const struct pohm_kv *kv);
 
 /* ---- the replicated store (core/store/kvio.c) ---- */
 

@@ -17,6 +17,9 @@
  *   put_many  pohm_io_cas_put_n, POHM_KV_PUT_MANY keys a wait, the bases
  *         the caller's (an exit's pushes).
  *   write_n   pohm_io_write_n (a push's new chunk generations, one wait).
+ *   put_deferred  pohm_io_cas_put_deferred (sent, not waited for); its
+ *         outcome is processed (pohm_io_cas_settle_deferred) by settle and
+ *         at the start of every other call of this store (gate).
  *   get_many  pohm_io_get_many (data chunks: immutable, verified by the
  *         caller against the chunk map's checksums).
  *   scan  pohm_iter_all (every backend of every group, each id's copies
@@ -669,6 +672,99 @@ static int raw_scan(void *ctx, const char *prefix,
 	return r;
 }
 
+/* ---------------------------------------------------------------- deferred put */
+
+/* A put_deferred's own copies, for its answer (put_answer) at settle. */
+struct kvio_deferred {
+	struct pohm_client *c;
+	char *key;
+	void *data;
+	size_t len;
+	uint8_t expect[POHM_KV_CSUM];
+	struct pohm_cas_old old;	/* csum: expect (or NULL); data NULL */
+	void (*done)(void *arg, int st);
+	void *arg;
+};
+
+static void deferred_box_free(struct kvio_deferred *b)
+{
+	free(b->key);
+	free(b->data);
+	free(b);
+}
+
+static void deferred_done(void *arg, int rc, const struct pohm_io_result *res)
+{
+	struct kvio_deferred *b = arg;
+	int st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc));
+
+	pohm_debug("key %s: deferred put told %d", b->key, st);
+	if (b->done)
+		b->done(b->arg, st);
+	deferred_box_free(b);
+}
+
+static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t len,
+			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
+{
+	struct kvio_deferred *b;
+	int r = -ENOMEM;
+
+	/* A create of a drawn key has nobody to race and no base: put it. */
+	if (!expect || expect == POHM_KV_NEW)
+		return -EAGAIN;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->c = ctx;
+	b->key = strdup(key);
+	b->data = malloc(len ? len : 1);
+	if (!b->key || !b->data)
+		goto fail;
+	memcpy(b->data, data, len);
+	b->len = len;
+	b->done = done;
+	b->arg = arg;
+	old_for(ctx, key, expect, &b->old);
+	r = pohm_io_cas_put_deferred(ctx, key, strlen(key), data, len, &b->old, deferred_done, b);
+	if (r)
+		goto fail;
+	if (b->old.csum) {
+		memcpy(b->expect, expect, sizeof(b->expect));
+		b->old.csum = b->expect;
+	}
+	b->old.data = NULL;	/* this thread's kept copy: gone by settle */
+	pohm_debug("key %s: deferred %s sent", key, put_what(&b->old, expect));
+	return 0;
+fail:
+	deferred_box_free(b);
+	return r;
+}
+
+static int kvio_settle(void *ctx, uint64_t deadline_ns)
+{
+	return pohm_io_cas_settle_deferred(ctx, deadline_ns);
+}
+
+/* Every call's start: the outcomes of this process's deferred puts first
+ * (kv.h: before any other write goes out; at once when none is pending),
+ * then the offline gate. */
+static int gate(struct pohm_client *c, uint64_t *t0)
+{
+	pohm_io_cas_settle_deferred(c, UINT64_MAX);
+	return io_offline_gate(c, t0);
+}
+
+static int kvio_put_deferred(void *ctx, const char *key, const void *data, size_t len,
+			     const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
+{
+	uint64_t t0;
+	int r = gate(ctx, &t0);
+
+	return r ? r : io_offline_settle(ctx, t0, raw_put_deferred(ctx, key, data, len, expect,
+								     done, arg));
+}
+
 /*
  * The seam's calls, each through the offline gate and settled after
  * (offline.c): offline they fail with -EIO at once, and no network errno
@@ -677,7 +773,7 @@ static int raw_scan(void *ctx, const char *prefix,
 static int kvio_get(void *ctx, const char *key, struct pohm_kv_val *out)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_get(ctx, key, out));
 }
@@ -704,7 +800,7 @@ static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_
 		      int *st)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : settle_n(ctx, t0, raw_get_n(ctx, n, keys, out, st), n, st);
 }
@@ -712,7 +808,7 @@ static int kvio_get_n(void *ctx, size_t n, const char *const *keys, struct pohm_
 static int kvio_read(void *ctx, const char *key, uint64_t off, void *buf, size_t len)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_read(ctx, key, off, buf, len));
 }
@@ -721,7 +817,7 @@ static int kvio_put(void *ctx, const char *key, const void *data, size_t len,
 		    const uint8_t *expect)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_put(ctx, key, data, len, expect));
 }
@@ -730,7 +826,7 @@ static int kvio_put_n(void *ctx, size_t n, const char *const *keys, const void *
 		      const size_t *len, const uint8_t *const *expect, int *st)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : settle_n(ctx, t0, raw_put_n(ctx, n, keys, data, len, expect, st), n, st);
 }
@@ -739,7 +835,7 @@ static int kvio_write_n(void *ctx, size_t n, const char *const *keys, const void
 			const size_t *len, int *st)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : settle_n(ctx, t0, raw_write_n(ctx, n, keys, data, len, st), n, st);
 }
@@ -747,7 +843,7 @@ static int kvio_write_n(void *ctx, size_t n, const char *const *keys, const void
 static int kvio_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 {
 	uint64_t t0;
-	int *st, r = io_offline_gate(ctx, &t0);
+	int *st, r = gate(ctx, &t0);
 	size_t i;
 
 	if (r)
@@ -768,7 +864,7 @@ static int kvio_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 static int kvio_del(void *ctx, const char *key)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_del(ctx, key));
 }
@@ -778,7 +874,7 @@ static int kvio_get_many(void *ctx, size_t n, const char *const *keys, unsigned 
 			 int (*fn)(void *arg, size_t i, const uint8_t *data, size_t len), void *arg)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_get_many(ctx, n, keys, inflight, max_len,
 								fn, arg));
@@ -788,7 +884,7 @@ static int kvio_scan(void *ctx, const char *prefix,
 		     int (*fn)(void *arg, const char *key, const void *data, size_t len), void *arg)
 {
 	uint64_t t0;
-	int r = io_offline_gate(ctx, &t0);
+	int r = gate(ctx, &t0);
 
 	return r ? r : io_offline_settle(ctx, t0, raw_scan(ctx, prefix, fn, arg));
 }
@@ -797,6 +893,7 @@ static const struct pohm_kv_ops kvio_ops = {
 	.get = kvio_get, .read = kvio_read, .put = kvio_put, .del = kvio_del, .scan = kvio_scan,
 	.get_many = kvio_get_many, .get_n = kvio_get_n, .peek = kvio_peek, .put_n = kvio_put_n,
 	.put_many = kvio_put_many, .adopt = kvio_adopt, .write_n = kvio_write_n,
+	.put_deferred = kvio_put_deferred, .settle = kvio_settle,
 };
 
 void pohm_kvio_init(struct pohm_kv *kv, struct pohm_client *client)

@@ -30,8 +30,19 @@ struct mem_seen {
 	uint64_t mono_ns, tick;
 };
 
+/* A put_deferred whose outcome its writer has not been told (mem_settle). */
+struct mem_deferred {
+	struct mem_deferred *next;
+	int st;
+	void (*done)(void *arg, int st);
+	void *arg;
+};
+
 struct mem_kv {
 	pthread_mutex_t lock;		/* guards everything below */
+	struct mem_deferred *deferred;	/* newest first */
+	long ndeferred;
+	int defer_lose;			/* pohm_kvmem_defer_lose */
 	struct mem_seen seen[PEEK_N];	/* LRU by tick */
 	uint64_t tick;
 	struct mem_ent *tab[4096];
@@ -391,10 +402,65 @@ static int mem_write_n(void *ctx, size_t n, const char *const *keys, const void 
 	return 0;
 }
 
+/* Applied when sent (or lost: pohm_kvmem_defer_lose); told at settle. */
+static int mem_put_deferred(void *ctx, const char *key, const void *data, size_t len,
+			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
+{
+	struct mem_kv *m = ctx;
+	struct mem_deferred *d;
+	int lose;
+
+	if (!expect || !len)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->lock);
+	lose = m->defer_lose;
+	pthread_mutex_unlock(&m->lock);
+	d->st = lose ? -EIO : mem_put(ctx, key, data, len, expect);
+	d->done = done;
+	d->arg = arg;
+	pthread_mutex_lock(&m->lock);
+	d->next = m->deferred;
+	m->deferred = d;
+	m->ndeferred++;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+static int mem_settle(void *ctx, uint64_t deadline_ns)
+{
+	struct mem_kv *m = ctx;
+	struct mem_deferred *d, *next, *rev = NULL;
+	int n = 0;
+
+	(void)deadline_ns;
+	pthread_mutex_lock(&m->lock);
+	d = m->deferred;
+	m->deferred = NULL;
+	m->ndeferred = 0;
+	pthread_mutex_unlock(&m->lock);
+	for (; d; d = next) {	/* in the order they were sent */
+		next = d->next;
+		d->next = rev;
+		rev = d;
+	}
+	for (d = rev; d; d = next) {
+		next = d->next;
+		if (d->done)
+			d->done(d->arg, d->st);
+		free(d);
+		n++;
+	}
+	return n;
+}
+
 static const struct pohm_kv_ops mem_ops = {
 	.get = mem_get, .read = mem_read, .put = mem_put, .del = mem_del, .scan = mem_scan,
 	.get_many = mem_get_many, .get_n = mem_get_n, .peek = mem_peek, .put_n = mem_put_n,
-	.put_many = mem_put_many, .write_n = mem_write_n,
+	.put_many = mem_put_many, .write_n = mem_write_n, .put_deferred = mem_put_deferred,
+	.settle = mem_settle,
 };
 
 int pohm_kvmem_new(struct pohm_kv *kv)
@@ -426,6 +492,12 @@ void pohm_kvmem_free(struct pohm_kv *kv)
 			free(e->data);
 			free(e);
 		}
+	while (m->deferred) {	/* nobody is told any more */
+		struct mem_deferred *d = m->deferred;
+
+		m->deferred = d->next;
+		free(d);
+	}
 	for (i = 0; i < PEEK_N; i++) {
 		free(m->seen[i].key);
 		free(m->seen[i].data);
@@ -504,6 +576,26 @@ long pohm_kvmem_write_n_calls(const struct pohm_kv *kv)
 
 	pthread_mutex_lock(&m->lock);
 	n = m->write_n_calls;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+void pohm_kvmem_defer_lose(struct pohm_kv *kv, int on)
+{
+	struct mem_kv *m = kv->ctx;
+
+	pthread_mutex_lock(&m->lock);
+	m->defer_lose = on;
+	pthread_mutex_unlock(&m->lock);
+}
+
+long pohm_kvmem_deferred(const struct pohm_kv *kv)
+{
+	struct mem_kv *m = kv->ctx;
+	long n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->ndeferred;
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

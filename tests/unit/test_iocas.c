@@ -294,3 +294,240 @@ TEST(cas_put_n_alone_hashes_the_object_once)
 	stop3(&cl);
 	free(data);
 }
+
+/* A deferred put's done(): what it was told, and how often. */
+struct dres {
+	int calls, rc;
+	unsigned unknown;
+};
+
+static void dres_fn(void *arg, int rc, const struct pohm_io_result *res)
+{
+	struct dres *d = arg;
+
+	d->calls++;
+	d->rc = rc;
+	d->unknown = res->unknown;
+}
+
+/* old as "data" read stamped ts_ns (sum: its checksum, the caller's). */
+static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint64_t ts_ns)
+{
+	memset(o, 0, sizeof(*o));
+	pohm_sha512(data, strlen(data), sum);
+	o->csum = sum;
+	o->data = data;
+	o->len = strlen(data);
+	o->min_ts_ns = ts_ns + 1;
+}
+
+/*
+ * pohm_io_cas_put_deferred (issue 23, a rename's finish): the send is no
+ * wait; the settle reads the replies and reports committed; with nothing
+ * pending the settle is no wait either.
+ */
+TEST(deferred_cas_put_sends_without_waiting_and_settles_committed)
+{
+	struct cluster cl;
+	struct pohm_net_counts c0, c1, c2;
+	struct pohm_cas_old o, o2;
+	struct dres d = { 0 };
+	uint8_t sum[64], sum2[64];
+	uint64_t now = pohm_sys_real_ns();
+	int g;
+
+	start3(&cl, "1");
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "df", "P", now - 20 * SEC);
+	old_of(&o, sum, "P", now - 20 * SEC);
+	pohm_net_refresh(pohm_client_net(cl.c), pohm_sys_mono_ns() + SEC, 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c0);
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "df", 2, "N", 1, &o, dres_fn, &d), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_INT((int)(c1.waits - c0.waits), 0);
+	EXPECT_EQ_INT((int)(c1.requests - c0.requests), 3);
+	EXPECT_EQ_INT(d.calls, 0);
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 1);
+	EXPECT_EQ_INT(d.calls, 1);
+	EXPECT_EQ_INT(d.rc, 0);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "df", "N"));
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 0);
+	pohm_net_counts(pohm_client_net(cl.c), &c2);
+	EXPECT_EQ_INT((int)(c2.waits - c1.waits), 0);
+	EXPECT_EQ_INT(d.calls, 1);
+	old_of(&o2, sum2, "N", now);
+	/* Replies another call read meanwhile (its run, the leader, hands
+	 * every reply on the connections to its transaction): the settle
+	 * finds them in, no wait. */
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "df", 2, "M", 1, &o2, dres_fn, &d), 0);
+	{
+		char got[16];
+		struct pohm_io_result res;
+
+		EXPECT_EQ_INT(cas_get(&cl, "dg", got, sizeof(got), &res), -ENOENT);
+	}
+	pohm_net_counts(pohm_client_net(cl.c), &c1);
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 1);
+	pohm_net_counts(pohm_client_net(cl.c), &c2);
+	printf("# settle after another call's run: %llu waits\n",
+	       (unsigned long long)(c2.waits - c1.waits));
+	EXPECT_EQ_INT(d.rc, 0);
+	for (g = 0; g < 3; g++)
+		EXPECT(copy_is(&cl, g, "df", "M"));
+	/* An arbiter-first base (a key just lost) is not deferred: nothing sent. */
+	o.arbiter = 1;
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "df", 2, "M", 1, &o, dres_fn, &d), -EAGAIN);
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 0);
+	stop3(&cl);
+}
+
+/*
+ * A deferred put that another writer split (it applied on one group of
+ * three): its settle undoes its own half there (the rollback the writer
+ * owes, which a fire-and-forget put would leave to the readers' age
+ * limit: here forward, to the majority's content) and reports it lost;
+ * the bytes given were copied at the send.
+ */
+TEST(deferred_cas_put_split_by_another_writer_is_rolled_back_at_settle)
+{
+	struct cluster cl;
+	struct pohm_cas_old o;
+	struct dres d = { 0 };
+	uint8_t sum[64];
+	uint64_t now = pohm_sys_real_ns();
+	char mine[2] = "N", base[2] = "P";
+
+	start3(&cl, "1");
+	set_copy(&cl, 0, "ds", "P", now - 20 * SEC);
+	set_copy(&cl, 1, "ds", "Q", now - 5 * SEC);
+	set_copy(&cl, 2, "ds", "Q", now - 5 * SEC);
+	old_of(&o, sum, base, now - 20 * SEC);
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "ds", 2, mine, 1, &o, dres_fn, &d), 0);
+	mine[0] = base[0] = 'x';	/* the entry holds its own copies */
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, pohm_sys_mono_ns() + 2 * SEC), 1);
+	EXPECT_EQ_INT(d.calls, 1);
+	EXPECT_EQ_INT(d.rc, -EBADFD);
+	/* Our "N" is nowhere: group 1 was rolled forward to the majority's. */
+	EXPECT(copy_is(&cl, 0, "ds", "Q"));
+	EXPECT(copy_is(&cl, 1, "ds", "Q"));
+	EXPECT(copy_is(&cl, 2, "ds", "Q"));
+	stop3(&cl);
+}
+
+/*
+ * The exit's settle is bounded by its deadline, not by the ack window: two
+ * groups never answer, the settle returns at its deadline and leaves the
+ * outcome to the readers (-EIO, unknown), as a writer that died would.
+ */
+TEST(deferred_cas_put_settle_at_exit_is_bounded_by_its_deadline)
+{
+	struct cluster cl;
+	struct pohm_cas_old o;
+	struct dres d = { 0 };
+	uint8_t sum[64];
+	uint64_t now = pohm_sys_real_ns(), t0;
+	int g;
+
+	start3(&cl, "1");
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "dx", "P", now - 20 * SEC);
+	old_of(&o, sum, "P", now - 20 * SEC);
+	pohm_net_refresh(pohm_client_net(cl.c), pohm_sys_mono_ns() + SEC, 0);
+	fn_set_flags(&cl.fn[1], FN_SILENT_KEYS);
+	fn_set_flags(&cl.fn[2], FN_SILENT_KEYS);
+	EXPECT_EQ_INT(pohm_io_cas_put_deferred(cl.c, "dx", 2, "N", 1, &o, dres_fn, &d), 0);
+	t0 = pohm_sys_mono_ns();
+	EXPECT_EQ_INT(pohm_io_cas_settle_deferred(cl.c, t0 + 50 * MS), 1);
+	t0 = pohm_sys_mono_ns() - t0;
+	printf("# bounded settle took %llu ms\n", (unsigned long long)(t0 / MS));
+	EXPECT(t0 < 400 * MS);
+	EXPECT_EQ_INT(d.calls, 1);
+	EXPECT_EQ_INT(d.rc, -EIO);
+	EXPECT(d.unknown > 0);
+	fn_set_flags(&cl.fn[1], 0);
+	fn_set_flags(&cl.fn[2], 0);
+	stop3(&cl);
+}
+
+/* Threads that defer puts and settle: each its own key, a value a round. */
+struct dthread {
+	struct cluster *cl;
+	char key[8];
+	int told, ok;		/* atomic: done() may run on the other thread */
+};
+
+static void dthread_done(void *arg, int rc, const struct pohm_io_result *res)
+{
+	struct dthread *t = arg;
+
+	(void)res;
+	if (!rc)
+		__atomic_add_fetch(&t->ok, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->told, 1, __ATOMIC_RELEASE);
+}
+
+#define DROUNDS 20
+
+static void *dthread_run(void *arg)
+{
+	struct dthread *t = arg;
+	struct pohm_cas_old o;
+	uint8_t sum[64];
+	char prev[8] = "v0", cur[8];
+	uint64_t until;
+	int i;
+
+	for (i = 1; i <= DROUNDS; i++) {
+		snprintf(cur, sizeof(cur), "v%d", i);
+		old_of(&o, sum, prev, pohm_sys_real_ns() - 20 * SEC);
+		if (pohm_io_cas_put_deferred(t->cl->c, t->key, strlen(t->key), cur, strlen(cur), &o,
+					     dthread_done, t))
+			break;
+		/* The other thread may have taken it: settle until ours is told. */
+		until = pohm_sys_mono_ns() + 3 * SEC;
+		while (__atomic_load_n(&t->told, __ATOMIC_ACQUIRE) < i && pohm_sys_mono_ns() < until)
+			if (!pohm_io_cas_settle_deferred(t->cl->c, pohm_sys_mono_ns() + SEC))
+				usleep(200);
+		memcpy(prev, cur, sizeof(prev));
+	}
+	return NULL;
+}
+
+/*
+ * Two threads defer puts and settle at once (the list is taken whole by
+ * one settle; a done may run on the other thread): every put is told
+ * exactly once, all committed, the last value everywhere (TSan).
+ */
+TEST(deferred_cas_puts_from_two_threads_are_each_told_once)
+{
+	struct cluster cl;
+	struct dthread t[2];
+	pthread_t th[2];
+	uint64_t now = pohm_sys_real_ns();
+	char last[8];
+	int i, g;
+
+	start3(&cl, "1");
+	pohm_net_refresh(pohm_client_net(cl.c), pohm_sys_mono_ns() + SEC, 0);
+	for (i = 0; i < 2; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].cl = &cl;
+		snprintf(t[i].key, sizeof(t[i].key), "dt%d", i);
+		for (g = 0; g < 3; g++)
+			set_copy(&cl, g, t[i].key, "v0", now - 20 * SEC);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, dthread_run, &t[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	snprintf(last, sizeof(last), "v%d", DROUNDS);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ_INT(t[i].told, DROUNDS);
+		EXPECT_EQ_INT(t[i].ok, DROUNDS);
+		for (g = 0; g < 3; g++)
+			EXPECT(copy_is(&cl, g, t[i].key, last));
+	}
+	stop3(&cl);
+}
