@@ -1280,6 +1280,7 @@ struct mat_last {
 	uint64_t ino;
 	uint64_t until;
 	struct pohm_stat_seen *seen;	/* NULL, or the record when ok (stat) */
+	const struct pohm_walk_base *base;	/* NULL, or the parent the caller opened */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1304,7 +1305,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 {
 	char *buf = w->buf, *path = w->path;
 	const char **comp = w->comp;
-	int n, i = 0, dfd = -1, r = 0;
+	int n, i = 0, dfd = -1, r = 0, lent = -1;
 	uint64_t dino = POHM_ROOT_INO;
 	size_t plen = 0;
 	struct cache_walk_chain ch = { 0 };
@@ -1320,7 +1321,9 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		for (i = 0; i < n - 1; i++)
 			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 						 comp[i]);
-		dfd = cache_walk_start(c, path, &ch);
+		dfd = cache_walk_start(c, path, &ch, ml ? ml->base : NULL);
+		if (ml && ml->base && dfd == ml->base->fd)
+			lent = dfd;	/* the caller's: it closes it */
 		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
 			unsigned k;
 
@@ -1328,9 +1331,9 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			for (k = 0; k < ch.n; k++)
 				mat_bound(c, ml, ch.ino[k], ch.vns[k]);
 		} else {
-			if (dfd >= 0)
+			if (dfd >= 0 && dfd != lent)
 				pohm_sys_close(dfd);
-			dfd = -1;
+			dfd = lent = -1;
 			ch.n = 0;
 			i = 0;
 			plen = 0;
@@ -1433,7 +1436,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 				r = nfd;
 				break;
 			}
-			pohm_sys_close(dfd);
+			if (dfd != lent)
+				pohm_sys_close(dfd);
 			dfd = nfd;
 			continue;
 		}
@@ -1461,7 +1465,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		}
 		pohm_inode_clear(&in);
 	}
-	pohm_sys_close(dfd);
+	if (dfd != lent)
+		pohm_sys_close(dfd);
 	return r;
 }
 
@@ -1493,8 +1498,10 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		rel = w->cur;
 		if (md)
 			md->followed = 1;
-		if (ml)
+		if (ml) {
 			ml->ok = ml->want = 0;
+			ml->base = NULL;	/* another path now */
+		}
 	}
 	free(w);
 	return r;
@@ -1654,11 +1661,17 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
 				struct pohm_stat_seen *seen)
 {
+	return pohm_cache_materialize_from(c, rel, flags, seen, NULL);
+}
+
+int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
+				struct pohm_stat_seen *seen, const struct pohm_walk_base *base)
+{
 	int r;
 
 	/* A walk that fetches (DATA) may put another local file at the name. */
 	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX,
-			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen };
+			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen, .base = base };
 
 	if (seen)
 		seen->ok = 0;
@@ -1923,7 +1936,7 @@ static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64
 		return -1;
 	for (p = dir; *p; p++)
 		n += *p == '/';
-	fd = cache_walk_start(c, dir, &ch);
+	fd = cache_walk_start(c, dir, &ch, NULL);
 	if (fd < 0)
 		return -1;
 	if (ch.n != n) {

@@ -92,8 +92,9 @@ static int stat_recent(struct pohm_cache *c, const char *rel, unsigned mf, struc
 	return *r != -EAGAIN;
 }
 
-int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
-		   struct statx *stx, const struct pohm_proc_real *real)
+int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags,
+		   const struct pohm_walk_base *base, struct stat *st, struct statx *stx,
+		   const struct pohm_proc_real *real)
 {
 	unsigned mf = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
 	struct pohm_stat_seen seen;
@@ -103,8 +104,9 @@ int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct
 		pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 		return r;
 	}
-	/* The walk's record of the name: the overlay reads it no second time. */
-	r = pohm_cache_materialize_seen(c, rel, mf, &seen);
+	/* The walk's record of the name: the overlay reads it no second time.
+	 * The parent the classifier opened: the walk opens it no second time. */
+	r = pohm_cache_materialize_from(c, rel, mf, &seen, base);
 	pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 	if (r < 0)
 		return r;
