@@ -856,11 +856,13 @@ struct entry_seen {
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
- * component), so a stale clean copy is left to that refresh.  *found: what
- * it found (struct entry_seen).
+ * component), so a stale clean copy is left to that refresh.  given: NULL,
+ * or dfd/name's lstat the caller made a moment ago (then not made again).
+ * *found: what it found (struct entry_seen).
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
-			const char *rel, int data, struct pohm_inode *in, struct entry_seen *found)
+			const char *rel, int data, const struct stat *given, struct pohm_inode *in,
+			struct entry_seen *found)
 {
 	struct pohm_jrec rec;
 	struct stat lst;
@@ -869,7 +871,12 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	int r, have_local, have_rec = 0;
 
 	memset(in, 0, sizeof(*in));
-	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (given) {
+		lst = *given;
+		r = 0;
+	} else {
+		r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	}
 	have_local = !r;
 	found->have = have_local;
 	found->ldev = have_local ? (uint64_t)lst.st_dev : 0;
@@ -1281,6 +1288,7 @@ struct mat_last {
 	uint64_t until;
 	struct pohm_stat_seen *seen;	/* NULL, or the record when ok (stat) */
 	const struct pohm_walk_base *base;	/* NULL, or the parent the caller opened */
+	const struct stat *given;	/* NULL, or the name's lstat below base */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1359,8 +1367,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			break;
 		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
-		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in,
-				 &seen);
+		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA),
+				 last && dfd == lent ? ml->given : NULL, &in, &seen);
 		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
@@ -1501,6 +1509,7 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		if (ml) {
 			ml->ok = ml->want = 0;
 			ml->base = NULL;	/* another path now */
+			ml->given = NULL;
 		}
 	}
 	free(w);
@@ -1661,17 +1670,19 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
 				struct pohm_stat_seen *seen)
 {
-	return pohm_cache_materialize_from(c, rel, flags, seen, NULL);
+	return pohm_cache_materialize_from(c, rel, flags, seen, NULL, NULL);
 }
 
 int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
-				struct pohm_stat_seen *seen, const struct pohm_walk_base *base)
+				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				const struct stat *lst)
 {
 	int r;
 
 	/* A walk that fetches (DATA) may put another local file at the name. */
 	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX,
-			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen, .base = base };
+			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen, .base = base,
+			       .given = base && !(flags & (POHM_MAT_DATA | POHM_MAT_LIST)) ? lst : NULL };
 
 	if (seen)
 		seen->ok = 0;

@@ -148,9 +148,12 @@ struct pohm_walk_base {
 
 /* pohm_cache_materialize_seen whose walk, when it starts at rel's parent
  * from the walk table, takes base (not NULL, fd >= 0) for its own open and
- * check of that directory when base is the directory the table holds. */
+ * check of that directory when base is the directory the table holds; and
+ * then lst (NULL: none), the lstat of rel's last name below base.fd the
+ * caller made a moment ago, for its own (not for POHM_MAT_DATA or LIST). */
 int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
-				struct pohm_stat_seen *seen, const struct pohm_walk_base *base);
+				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				const struct stat *lst);
 
 /*
  * 1 when a listing a POHM_MAT_LIST materialize asked for failed on this
