@@ -178,12 +178,40 @@ static int root_fd(void)
 }
 
 /*
+ * The check of base_current by an open that follows no symlink, for a
+ * stat of a name below dirfd (issue 23): the walk below the prefix root
+ * (core/cache walkfresh.c) must open the same directory that way, and
+ * takes this open instead.  1 and *base when rel (not "") opens to id's
+ * directory, 0 when it opens to another one, -1 when it does not open
+ * (a symlink on the way, no openat2): the fstatat decides.
+ */
+static int base_open(int rfd, const char *rel, const struct pohm_fdid *id,
+		     struct pohm_walk_base *base)
+{
+	struct stat st;
+	int fd = pohm_sys_open_dir_nolinks(rfd, rel);
+
+	if (fd < 0)
+		return -1;
+	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != id->dev ||
+	    (uint64_t)st.st_ino != id->ino) {
+		pohm_sys_close(fd);
+		return 0;
+	}
+	base->fd = fd;
+	base->dev = id->dev;
+	base->ino = id->ino;
+	return 1;
+}
+
+/*
  * 1 if the hint rel (*rellen bytes, at a position) still names dirfd's own
- * local file (id): one fstatat from the prefix root.  The first check of
- * an fd takes its identity (one fstat) and keeps it in the table.
+ * local file (id): one fstatat from the prefix root (base: not NULL, rel
+ * not the root: base_open instead, *base when it returns 1).  The first
+ * check of an fd takes its identity (one fstat) and keeps it in the table.
  */
 static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
-			struct pohm_fdid *id)
+			struct pohm_fdid *id, struct pohm_walk_base *base)
 {
 	char abs[PATH_MAX];
 	struct stat st;
@@ -200,6 +228,12 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 		id->known = 1;
 	}
 	rfd = root_fd();
+	if (base && rellen && rfd >= 0) {
+		r = base_open(rfd, rel, id, base);
+		if (r >= 0)
+			goto out;
+		r = 0;
+	}
 	if (rfd >= 0) {
 		if (pohm_sys_fstatat(rfd, rellen ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
 			goto out;
@@ -222,8 +256,9 @@ out:
 }
 
 /* The base of a relative path: 0, 1 when it is a removed directory, or
- * -1 when the fd is invalid (dirfd < 0). */
-static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen)
+ * -1 when the fd is invalid (dirfd < 0).  base: as base_current's. */
+static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen,
+		   struct pohm_walk_base *base)
 {
 	struct pohm_fdid id;
 	int known;
@@ -241,7 +276,7 @@ static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 	if (!id.under)
 		return 0;
 	known = id.known;
-	if (base_current(dirfd, rel, relsz, *rellen, &id)) {
+	if (base_current(dirfd, rel, relsz, *rellen, &id, base)) {
 		if (!known)
 			pohm_fd_resolved(dirfd, pos, rel, &id);	/* keep the identity */
 		return 0;
@@ -281,6 +316,12 @@ static int proc_fd(const char *path, int *fd, const char **rest)
 
 /* ------------------------------------------------------------ the classifier */
 
+/* One name, no "." or ".." (POHM_LOC_BASE's case). */
+static int one_name(const char *s)
+{
+	return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
 /*
  * pohm_locate past its fast outs: p's fields, rel written into buf (cap
  * bytes; POHM_PATH_TRUNC when it does not fit).
@@ -302,6 +343,7 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 	p->flags = (flags & POHM_LOC_EMPTY) ? POHM_PATH_EMPTY : 0;
 	p->len = 0;
 	p->rel = buf;
+	p->base.fd = -1;
 	buf[0] = '\0';
 	walk = path;
 	if (path[0] == '/') {
@@ -314,7 +356,8 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 	} else if (!path[0] && !(flags & POHM_LOC_EMPTY)) {
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
-	dead = base_of(base, &w->pos, buf, cap, &len);
+	dead = base_of(base, &w->pos, buf, cap, &len,
+		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->base : NULL);
 	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
 	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))
@@ -329,8 +372,12 @@ walk:
 		if (w->cls == POHM_PC_ESCAPE)
 			return w->cls = POHM_PC_OUT;
 	}
-	if (w->cls != POHM_PC_IN)
+	if (w->cls != POHM_PC_IN) {
+		if (p->base.fd >= 0)
+			pohm_sys_close(p->base.fd);	/* not reached from an inside base */
+		p->base.fd = -1;
 		return w->cls;
+	}
 	p->spelling = res.spelling;
 	p->len = res.len;
 	if (res.slash)

@@ -121,6 +121,8 @@ struct pohm_path {
 	size_t len;		/* strlen(rel) */
 	char *rel;		/* normalised path below the prefix root: "" = the root,
 				 * "a/b" otherwise; no leading or trailing slash */
+	struct pohm_walk_base base;	/* POHM_LOC_BASE: rel's parent, opened by
+				 * the classifier (fd -1: not); the caller closes it */
 	char inl[POHM_REL_MAX];	/* rel's usual storage */
 };
 

@@ -368,6 +368,9 @@ struct pohm_where {
 
 #define POHM_LOC_EMPTY	0x1	/* "" names the dirfd itself (AT_EMPTY_PATH) */
 #define POHM_LOC_FULL	0x2	/* exact position even outside (chdir) */
+#define POHM_LOC_BASE	0x4	/* one name below a dirfd: p->base, the dirfd's
+				 * directory opened from the prefix root with no
+				 * symlink on the way (its name's check; issue 23) */
 
 /*
  * Classify (dirfd, path) (classify.c).  Lexical; no system call and no

@@ -80,6 +80,21 @@ static int real_path_stat(void *v)
 	return pohm_sysret(real_stat(x->f, x->ver, x->dirfd, x->path, x->st, x->flags));
 }
 
+/* How the stat calls classify: a name below a dirfd gets its directory
+ * opened by the classifier's check, for the walk (POHM_LOC_BASE). */
+static unsigned loc_flags(int atflags)
+{
+	return ((atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0) | POHM_LOC_BASE;
+}
+
+/* The hook's result r, p's POHM_LOC_BASE fd closed. */
+static int base_done(const struct pohm_path *p, int r)
+{
+	if (p->base.fd >= 0)
+		pohm_sys_close(p->base.fd);
+	return r;
+}
+
 /* A path form that may be under the prefix: one hook call, which makes
  * the real call itself (the overlay after it). */
 __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirfd,
@@ -92,11 +107,10 @@ __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirf
 		return real_stat(f, ver, dirfd, path, st, flags);
 	if (f == F_LSTAT || f == F_LSTAT64 || f == F_LXSTAT || f == F_LXSTAT64)
 		hflags = AT_SYMLINK_NOFOLLOW;
-	if (pohm_locate(dirfd, path, (flags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, &p, NULL) !=
-	    POHM_PC_IN)
+	if (pohm_locate(dirfd, path, loc_flags(flags), &p, NULL) != POHM_PC_IN)
 		return real_stat(f, ver, dirfd, path, st, flags);
-	return pohm_ret(pohm_hook_stat(&p, hflags, st, &(struct pohm_real_call){
-		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags } }));
+	return pohm_ret(base_done(&p, pohm_hook_stat(&p, hflags, st, &(struct pohm_real_call){
+		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags } })));
 }
 
 /* ------------------------------------------------------------ path forms */
@@ -249,8 +263,10 @@ POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 {
 	struct pohm_path p;
 
-	if (!pohm_claim_at_ro(dirfd, path, flags, &p))
+	/* pohm_claim_at_ro, with the base for the walk */
+	if (pohm_pass(dirfd, path) || !pohm_active() ||
+	    pohm_locate(dirfd, path, loc_flags(flags), &p, NULL) != POHM_PC_IN)
 		return pohm_real.statx(dirfd, path, flags, mask, stx);
-	return pohm_ret(pohm_hook_statx(&p, flags, mask, stx, &(struct pohm_real_call){
-		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx } }));
+	return pohm_ret(base_done(&p, pohm_hook_statx(&p, flags, mask, stx, &(struct pohm_real_call){
+		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx } })));
 }

@@ -856,11 +856,13 @@ struct entry_seen {
  * Make dfd/name agree with the storage entry of dino/name.  0 with *in
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
- * component), so a stale clean copy is left to that refresh.  *found: what
- * it found (struct entry_seen).
+ * component), so a stale clean copy is left to that refresh.  given: NULL,
+ * or dfd/name's lstat the caller made a moment ago (then not made again).
+ * *found: what it found (struct entry_seen).
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
-			const char *rel, int data, struct pohm_inode *in, struct entry_seen *found)
+			const char *rel, int data, const struct stat *given, struct pohm_inode *in,
+			struct entry_seen *found)
 {
 	struct pohm_jrec rec;
 	struct stat lst;
@@ -869,7 +871,12 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 	int r, have_local, have_rec = 0;
 
 	memset(in, 0, sizeof(*in));
-	r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	if (given) {
+		lst = *given;
+		r = 0;
+	} else {
+		r = pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
+	}
 	have_local = !r;
 	found->have = have_local;
 	found->ldev = have_local ? (uint64_t)lst.st_dev : 0;
@@ -1280,6 +1287,8 @@ struct mat_last {
 	uint64_t ino;
 	uint64_t until;
 	struct pohm_stat_seen *seen;	/* NULL, or the record when ok (stat) */
+	const struct pohm_walk_base *base;	/* NULL, or the parent the caller opened */
+	const struct stat *given;	/* NULL, or the name's lstat below base */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1304,7 +1313,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 {
 	char *buf = w->buf, *path = w->path;
 	const char **comp = w->comp;
-	int n, i = 0, dfd = -1, r = 0;
+	int n, i = 0, dfd = -1, r = 0, lent = -1;
 	uint64_t dino = POHM_ROOT_INO;
 	size_t plen = 0;
 	struct cache_walk_chain ch = { 0 };
@@ -1320,7 +1329,9 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		for (i = 0; i < n - 1; i++)
 			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 						 comp[i]);
-		dfd = cache_walk_start(c, path, &ch);
+		dfd = cache_walk_start(c, path, &ch, ml ? ml->base : NULL);
+		if (ml && ml->base && dfd == ml->base->fd)
+			lent = dfd;	/* the caller's: it closes it */
 		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
 			unsigned k;
 
@@ -1328,9 +1339,9 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			for (k = 0; k < ch.n; k++)
 				mat_bound(c, ml, ch.ino[k], ch.vns[k]);
 		} else {
-			if (dfd >= 0)
+			if (dfd >= 0 && dfd != lent)
 				pohm_sys_close(dfd);
-			dfd = -1;
+			dfd = lent = -1;
 			ch.n = 0;
 			i = 0;
 			plen = 0;
@@ -1356,8 +1367,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			break;
 		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 					 comp[i]);
-		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA), &in,
-				 &seen);
+		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA),
+				 last && dfd == lent ? ml->given : NULL, &in, &seen);
 		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
@@ -1433,7 +1444,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 				r = nfd;
 				break;
 			}
-			pohm_sys_close(dfd);
+			if (dfd != lent)
+				pohm_sys_close(dfd);
 			dfd = nfd;
 			continue;
 		}
@@ -1461,7 +1473,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		}
 		pohm_inode_clear(&in);
 	}
-	pohm_sys_close(dfd);
+	if (dfd != lent)
+		pohm_sys_close(dfd);
 	return r;
 }
 
@@ -1493,8 +1506,11 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 		rel = w->cur;
 		if (md)
 			md->followed = 1;
-		if (ml)
+		if (ml) {
 			ml->ok = ml->want = 0;
+			ml->base = NULL;	/* another path now */
+			ml->given = NULL;
+		}
 	}
 	free(w);
 	return r;
@@ -1654,11 +1670,19 @@ int pohm_cache_materialize(struct pohm_cache *c, const char *rel, unsigned flags
 int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
 				struct pohm_stat_seen *seen)
 {
+	return pohm_cache_materialize_from(c, rel, flags, seen, NULL, NULL);
+}
+
+int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
+				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				const struct stat *lst)
+{
 	int r;
 
 	/* A walk that fetches (DATA) may put another local file at the name. */
 	struct mat_last ml = { .want = !(flags & POHM_MAT_DATA), .until = UINT64_MAX,
-			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen };
+			       .seen = (flags & POHM_MAT_LIST) ? NULL : seen, .base = base,
+			       .given = base && !(flags & (POHM_MAT_DATA | POHM_MAT_LIST)) ? lst : NULL };
 
 	if (seen)
 		seen->ok = 0;
@@ -1923,7 +1947,7 @@ static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64
 		return -1;
 	for (p = dir; *p; p++)
 		n += *p == '/';
-	fd = cache_walk_start(c, dir, &ch);
+	fd = cache_walk_start(c, dir, &ch, NULL);
 	if (fd < 0)
 		return -1;
 	if (ch.n != n) {

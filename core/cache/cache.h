@@ -136,6 +136,25 @@ struct pohm_stat_seen {
 int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned flags,
 				struct pohm_stat_seen *seen);
 
+/* A directory the caller opened and checked already (preload's classifier
+ * for a name relative to a dirfd, issue 23): an O_PATH fd (-1: none)
+ * opened from the prefix root by the path of rel's parent, with no
+ * symlink on the way, and its local (dev, ino).  Borrowed: the caller
+ * closes it. */
+struct pohm_walk_base {
+	int fd;
+	uint64_t dev, ino;
+};
+
+/* pohm_cache_materialize_seen whose walk, when it starts at rel's parent
+ * from the walk table, takes base (not NULL, fd >= 0) for its own open and
+ * check of that directory when base is the directory the table holds; and
+ * then lst (NULL: none), the lstat of rel's last name below base.fd the
+ * caller made a moment ago, for its own (not for POHM_MAT_DATA or LIST). */
+int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
+				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				const struct stat *lst);
+
 /*
  * 1 when a listing a POHM_MAT_LIST materialize asked for failed on this
  * thread since the last call, and that materialize returned 0 all the

@@ -19,7 +19,10 @@
  * number is taken for the old one until its marks expire.
  *
  * Direct-mapped by the path's hash, under c->vlock.  No system call but
- * the look (one openat2 that follows no symlink, one fstat).
+ * the look (one openat2 that follows no symlink, one fstat) — none when
+ * the caller hands the same look over (struct pohm_walk_base: a stat
+ * relative to a dirfd, whose classifier opened the dirfd's path that way
+ * to check its name; issue 23).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +58,8 @@ void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_w
 	pthread_mutex_unlock(&c->vlock);
 }
 
-int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch)
+int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
+		     const struct pohm_walk_base *base)
 {
 	struct pohm_dfresh e;
 	struct stat st;
@@ -74,6 +78,11 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 	for (i = 0; i < e.chain.n; i++)
 		if (cache_fresh_at_count(c, e.chain.ino[i], e.chain.vns[i], 0) != 1)
 			return -ENOENT;
+	if (base && base->fd >= 0 && base->dev == e.ldev && base->ino == e.lino) {
+		/* The caller's look, made the same way as the one below. */
+		*ch = e.chain;
+		return base->fd;
+	}
 	/* No symlink anywhere on the path, not only at its end (O_NOFOLLOW's
 	 * reach): an ancestor replaced here by a link to another directory
 	 * would lead to the remembered one under another path.  Where openat2

@@ -92,8 +92,36 @@ static int stat_recent(struct pohm_cache *c, const char *rel, unsigned mf, struc
 	return *r != -EAGAIN;
 }
 
-int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct stat *st,
-		   struct statx *stx, const struct pohm_proc_real *real)
+/*
+ * Issue 23: an lstat of one name below a dirfd the classifier opened
+ * (base): the real call is the walk's look at the name (the same
+ * directory by identity, the same name, no symlink followed), made first
+ * and handed to the walk.  Its result stands when the walk answered the
+ * name from a fresh record (seen->ok: nothing of the name changed); else
+ * (the walk asked the storage, made or fetched the name) the real call
+ * again.  1 when that answered the call (*r), 0 when the usual order must
+ * run (the real call failed: a name the walk may make).
+ */
+static int stat_base(struct pohm_cache *c, const char *rel, unsigned mf,
+		     const struct pohm_walk_base *base, struct stat *st,
+		     const struct pohm_proc_real *real, struct pohm_stat_seen *seen, int *r)
+{
+	if (!base || base->fd < 0 || !st || !(mf & POHM_MAT_NOFOLLOW) || real->call(real->arg))
+		return 0;
+	*r = pohm_cache_materialize_from(c, rel, mf, seen, base, st);
+	pohm_proc_count(POHM_ST_STAT, *r < 0 ? *r : 0);
+	if (*r < 0)
+		return 1;
+	if (!seen->ok)
+		*r = real->call(real->arg);
+	if (*r == 0)
+		pohm_cache_stat_fix_seen(c, rel, mf, st, seen);
+	return 1;
+}
+
+int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags,
+		   const struct pohm_walk_base *base, struct stat *st, struct statx *stx,
+		   const struct pohm_proc_real *real)
 {
 	unsigned mf = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;
 	struct pohm_stat_seen seen;
@@ -103,8 +131,11 @@ int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags, struct
 		pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 		return r;
 	}
-	/* The walk's record of the name: the overlay reads it no second time. */
-	r = pohm_cache_materialize_seen(c, rel, mf, &seen);
+	if (stat_base(c, rel, mf, base, st, real, &seen, &r))
+		return r;
+	/* The walk's record of the name: the overlay reads it no second time.
+	 * The parent the classifier opened: the walk opens it no second time. */
+	r = pohm_cache_materialize_from(c, rel, mf, &seen, base, NULL);
 	pohm_proc_count(POHM_ST_STAT, r < 0 ? r : 0);
 	if (r < 0)
 		return r;
