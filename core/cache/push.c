@@ -220,6 +220,15 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	return r;
 }
 
+/* The group went with this push (push_attrs_diff asked POHM_J_CHGRP):
+ * its put clears the flag knowingly; another put keeps one a racing
+ * fchown set after rec was read (journal.h POHM_J_CHGRP_SENT). */
+static void chgrp_sent(struct pohm_jrec *rec)
+{
+	if (rec->flags & POHM_J_CHGRP)
+		rec->flags ^= POHM_J_CHGRP | POHM_J_CHGRP_SENT;
+}
+
 /*
  * The attribute changes of the local file (st) from the base rec, into
  * *sa: mode, owner (root only), mtime, atime.  Based (issue 18): rec is
@@ -231,15 +240,6 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
  * time that moved since the base and is newer (pohm_setattr.based): a
  * stale local time never moves it backwards.  sa->mask: 0 for none.
  */
-/* The group went with this push (push_attrs_diff asked POHM_J_CHGRP):
- * its put clears the flag knowingly; another put keeps one a racing
- * fchown set after rec was read (journal.h POHM_J_CHGRP_SENT). */
-static void chgrp_sent(struct pohm_jrec *rec)
-{
-	if (rec->flags & POHM_J_CHGRP)
-		rec->flags ^= POHM_J_CHGRP | POHM_J_CHGRP_SENT;
-}
-
 static void push_attrs_diff(const struct pohm_cache *c, const struct pohm_jrec *rec,
 			    const struct stat *st, struct pohm_setattr *sa)
 {

@@ -640,7 +640,8 @@ out:
 /* ---------------------------------------------------------------- intents */
 
 /* Set (or check) an intent on dir/name, which must still map to ino;
- * *itime (may be NULL) gets the time it carries. */
+ * *at (may be NULL) gets the boot clock read just before its stamp and
+ * the stamp (i_time), for the renamer's deadline. */
 static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
 		      const struct pohm_dentry *intent, struct ns_deadline *at)
 {
