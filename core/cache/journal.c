@@ -694,7 +694,11 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 	if (w.had && w.prev.ldev == r->ldev && w.prev.lino == r->lino) {
 		wr.flags |= w.prev.flags & POHM_J_LISTED;
 		wr.listed_ns = w.prev.listed_ns;
+		/* A chgrp's flag set after this copy was read stays (0068). */
+		if (!(r->flags & POHM_J_CHGRP_SENT))
+			wr.flags |= w.prev.flags & POHM_J_CHGRP;
 	}
+	wr.flags &= ~POHM_J_CHGRP_SENT;
 	rc = encode(&b, &wr);
 	if (rc)
 		goto out;

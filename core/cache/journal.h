@@ -35,6 +35,10 @@
 				 * them needs no fetch (a stub carries none: stub.h) */
 #define POHM_J_CHGRP	0x20	/* a program of a non-root cache changed the group here;
 				 * the next push sends the local group (decision 0068) */
+/* In memory only, never stored: a put whose writer read POHM_J_CHGRP and
+ * sent the group clears it; any other put keeps the flag of the record it
+ * replaces (one set by a racing fchown) while the local file is the same. */
+#define POHM_J_CHGRP_SENT	0x80000000u
 
 struct pohm_jrec {
 	uint64_t ino;			/* storage inode */

@@ -220,6 +220,15 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	return r;
 }
 
+/* The group went with this push (push_attrs_diff asked POHM_J_CHGRP):
+ * its put clears the flag knowingly; another put keeps one a racing
+ * fchown set after rec was read (journal.h POHM_J_CHGRP_SENT). */
+static void chgrp_sent(struct pohm_jrec *rec)
+{
+	if (rec->flags & POHM_J_CHGRP)
+		rec->flags ^= POHM_J_CHGRP | POHM_J_CHGRP_SENT;
+}
+
 /*
  * The attribute changes of the local file (st) from the base rec, into
  * *sa: mode, owner (root only), mtime, atime.  Based (issue 18): rec is
@@ -629,9 +638,10 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		} else if (rec->flags & POHM_J_CHGRP) {
 			rec->gid = (uint32_t)st->st_gid;
 		}
-		rec->flags &= ~(uint32_t)POHM_J_CHGRP;
+		chgrp_sent(rec);
 		pohm_journal_note_local(rec, st);
 		r = pohm_journal_put(&c->j, rec);
+		rec->flags &= ~POHM_J_CHGRP_SENT;
 		if (!r && pushed_attrs) {
 			cache_count(c, &c->stats.pushes, 1);
 			r = 1;
@@ -726,11 +736,13 @@ attrs:
 		rec->atime.nsec = (uint32_t)st->st_atim.tv_nsec;
 	}
 	pohm_journal_note_local(rec, st);
-	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR | POHM_J_CHGRP);
+	chgrp_sent(rec);
+	rec->flags &= ~(uint32_t)(POHM_J_STUB | POHM_J_NOXATTR);
 	rec->commit_dversion = rec->dversion;	/* this host's commit, or the stored
 						 * version whose bytes this copy holds */
 	rec->commit_lino = rec->lino;
 	r = pohm_journal_put_commit(&c->j, rec);
+	rec->flags &= ~POHM_J_CHGRP_SENT;
 	cache_mark_fresh(c, rec->ino);
 	if (!r && (n || (uint64_t)st->st_size != rec->lsize || pushed_attrs)) {
 		cache_count(c, &c->stats.pushes, 1);

@@ -401,12 +401,22 @@ int ns_entry_copy(struct pohm_dentry *out, const struct pohm_dentry *e);
  */
 int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
 		   uint8_t *replaced_type);
+/* A renamer's commit deadline (decision 0067), past once either clock
+ * reaches its time: CLOCK_BOOTTIME's (pohm_sys_boot_ns: this process's
+ * own measure of the time since its intent; it never steps) or the
+ * real-time clock's (ns_now_ns, the clock that stamped the intent's
+ * i_time, which another host's resolver ages). */
+struct ns_deadline {
+	uint64_t boot_ns;
+	uint64_t real_ns;
+};
 /* The renamer's ns_move_commit: with POHM_MOVE_MARKED in e->i_flags the
- * entry gets the MOVED_IN mark naming (sdir, e->name); no put starts at
- * or after until (realtime ns, 0: none; -ETIME then, nothing written), so a
+ * entry gets the MOVED_IN mark naming (sdir, e->name); no put starts once
+ * until has passed (NULL: none; -ETIME then, nothing written), so a
  * resolver that fences the destination after the intent's timeout
  * (decision 0067) cannot be overtaken by this commit. */
 int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
-			uint64_t until, uint64_t *replaced, uint8_t *replaced_type);
+			const struct ns_deadline *until, uint64_t *replaced,
+			uint8_t *replaced_type);
 
 #endif

@@ -1772,7 +1772,7 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
 		   uint8_t *replaced_type)
 {
-	return ns_move_commit_from(ns, 0, e, 0, replaced, replaced_type);
+	return ns_move_commit_from(ns, 0, e, NULL, replaced, replaced_type);
 }
 
 /* Give d (the destination entry just written by e's commit) the MOVED_IN
@@ -1795,7 +1795,8 @@ static int move_mark(struct pohm_dentry *d, uint64_t sdir, const struct pohm_den
 }
 
 int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
-			uint64_t until, uint64_t *replaced, uint8_t *replaced_type)
+			const struct ns_deadline *until, uint64_t *replaced,
+			uint8_t *replaced_type)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -1864,7 +1865,8 @@ int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_den
 			if (!r)
 				r = move_mark(&ref.bk.e[ref.bk.n - 1], sdir, e);
 		}
-		if (!r && until && ns_now_ns() >= until)
+		if (!r && until && (pohm_sys_boot_ns() >= until->boot_ns ||
+				    ns_now_ns() >= until->real_ns))
 			r = -ETIME;	/* past the renamer's deadline: a resolver may fence */
 		if (!r)
 			r = ns_bucket_store(ns, &ref);

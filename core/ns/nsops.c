@@ -640,9 +640,10 @@ out:
 /* ---------------------------------------------------------------- intents */
 
 /* Set (or check) an intent on dir/name, which must still map to ino;
- * *itime (may be NULL) gets the time it carries. */
+ * *at (may be NULL) gets the boot clock read just before its stamp and
+ * the stamp (i_time), for the renamer's deadline. */
 static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
-		      const struct pohm_dentry *intent, uint64_t *itime)
+		      const struct pohm_dentry *intent, struct ns_deadline *at)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -670,10 +671,12 @@ static int intent_set(struct pohm_ns *ns, uint64_t dir, const char *name, uint64
 			r = ns_moved_settle(ns, dir, &ref.bk.e[i]);	/* its source first */
 		else if (!r && ref.bk.e[i].intent)
 			r = ns_intent_resolve(ns, dir, &ref, i) < 0 ? -EIO : -EAGAIN;
+		if (!r && at)
+			at->boot_ns = pohm_sys_boot_ns();	/* taken before the stamp */
 		if (!r)
 			r = ns_intent_copy(&ref.bk.e[i], intent);
-		if (!r && itime)
-			*itime = ref.bk.e[i].i_time;
+		if (!r && at)
+			at->real_ns = ref.bk.e[i].i_time;
 		if (!r)
 			r = ns_bucket_store(ns, &ref);
 		ns_bucket_release(&ref);
@@ -1188,7 +1191,8 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 	uint8_t tcsum[POHM_KV_CSUM];
 	char tkey[POHM_KEY_MAX];
 	struct ns_put touch = { .st = 1 };
-	uint64_t replaced = 0, until;
+	uint64_t replaced = 0;
+	struct ns_deadline until = { 0, 0 };	/* intent_set fills it */
 	uint8_t rtype = 0;
 
 	if ((flags & POHM_RENAME_EXCHANGE) && (flags & POHM_RENAME_NOREPLACE))
@@ -1372,8 +1376,11 @@ again:
 		goto out;
 	/* The commit starts no put after half the intent's timeout: a
 	 * resolver fences the destination only after the whole timeout
-	 * (decision 0067), so a clock skew under half of it is safe. */
-	until += ns->intent_timeout_ns / 2;
+	 * (decision 0067), so a clock skew under half of it is safe.  The
+	 * boot clock bounds the time this renamer really took, whatever
+	 * its real-time clock does meanwhile (a step back plus a stall). */
+	until.boot_ns += ns->intent_timeout_ns / 2;
+	until.real_ns += ns->intent_timeout_ns / 2;
 	src.i_txid = intent.i_txid;
 	src.i_dir = ddir;
 	src.i_flags = intent.i_flags;
@@ -1387,11 +1394,11 @@ again:
 	strcpy(src.i_name, dname);
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
-	r = ns_move_commit_from(ns, sdir, &src, until, &replaced, &rtype);	/* the commit point */
+	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);	/* the commit point */
 	for (unsure = 0; NS_UNSURE(r) && unsure < NS_UNSURE_RETRIES; unsure++) {
 		/* Our put may have landed: its read finds our txid (0), or
 		 * commits it now.  A commit only ever displaces i_replaced. */
-		r = ns_move_commit_from(ns, sdir, &src, until, &replaced, &rtype);
+		r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);
 		if (!r) {
 			replaced = intent.i_replaced;
 			rtype = replaced ? dst.type : 0;

@@ -234,6 +234,11 @@ uint64_t pohm_sys_real_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+uint64_t pohm_sys_boot_ns(void)
+{
+	return clock_ns(CLOCK_BOOTTIME);
+}
+
 pid_t pohm_sys_getpid(void)
 {
 	return (pid_t)POHM_RAW(SYS_getpid);

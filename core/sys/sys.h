@@ -111,6 +111,8 @@ int pohm_sys_open_dir_nolinks(int dirfd, const char *path);
 /* Monotonic and real clocks in nanoseconds. */
 uint64_t pohm_sys_mono_ns(void);
 uint64_t pohm_sys_real_ns(void);
+/* CLOCK_BOOTTIME in nanoseconds: never steps, and counts a suspend. */
+uint64_t pohm_sys_boot_ns(void);
 /* Current pid without the glibc cache (correct after vfork/clone). */
 pid_t pohm_sys_getpid(void);
 /*

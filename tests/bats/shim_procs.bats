@@ -575,7 +575,18 @@ for i, m in enumerate((0o022, 0o077, 0o002, 0o027)):
 	echo "$output"
 	[ "${lines[-1]}" = ok ]
 	read -r _ before after <<<"${lines[0]}"
-	[ "$after" -le $((before + 8)) ]
+	# A sanitizer's runtime keeps mappings of its own per thread made
+	# (TSan: ~52 for these 300): the same program without the library
+	# says how many.
+	extra=0
+	if [ -n "${SAN:-}" ]; then
+		run "$H/stackuse" threads "$T/a/w/su" 300
+		echo "without the library: $output"
+		[ "${lines[-1]}" = ok ]
+		read -r _ b0 a0 <<<"${lines[0]}"
+		extra=$((a0 - b0))
+	fi
+	[ "$after" -le $((before + 8 + extra)) ]
 	run shim c ls "$T/c/w/su/rn" "$T/c/w/su/mk" "$T/c/w/su/ul" "$T/c/w/su/cr"
 	echo "$output"
 	[ "$output" = "$(printf '%s\n' "$T/c/w/su/cr:" new "" "$T/c/w/su/mk:" new "" "$T/c/w/su/rn:" g "" "$T/c/w/su/ul:")" ]

@@ -169,6 +169,55 @@ TEST(update_make_writes_a_first_record_once)
 	done(&j);
 }
 
+/* chattr.c's chgrp_flag_fn: the flag alone, on the record as it is now. */
+static int chgrp_fn(struct pohm_jrec *r, const void *arg)
+{
+	(void)arg;
+	r->flags |= POHM_J_CHGRP;
+	return 0;
+}
+
+/*
+ * Decision 0068's POHM_J_CHGRP (session 16 review 2, item 3): a push that
+ * read the record before a program's fchown set the flag puts its copy
+ * back after it; that put keeps the flag (before: it cleared it, and the
+ * group was never sent).  The push that sent the group clears it knowingly
+ * (POHM_J_CHGRP_SENT, never stored); a new local file drops it.
+ */
+TEST(a_put_read_before_the_chgrp_flag_keeps_it)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, stale, back;
+
+	fresh(&j);
+	make_rec(&r, 0x77, 5);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &stale), 0);	/* the push's read */
+	EXPECT_EQ_INT(pohm_journal_update(&j, 0x77, chgrp_fn, NULL), 0);	/* the fchown's */
+	stale.lsize = 99;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &stale), 0);	/* the push's put */
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT(back.flags & POHM_J_CHGRP);
+	EXPECT_EQ_U64(back.lsize, 99);
+	/* The push that saw the flag and sent the group clears it. */
+	back.flags = (back.flags & ~(uint32_t)POHM_J_CHGRP) | POHM_J_CHGRP_SENT;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &back), 0);
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT_EQ_INT(back.flags & (POHM_J_CHGRP | POHM_J_CHGRP_SENT), 0);
+	pohm_jrec_clear(&back);
+	/* Over a new local file (a fetch renamed one in), the flag goes. */
+	EXPECT_EQ_INT(pohm_journal_update(&j, 0x77, chgrp_fn, NULL), 0);
+	stale.lino = 4242;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &stale), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT_EQ_INT(back.flags & POHM_J_CHGRP, 0);
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&stale);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
 TEST(index_follows_the_local_file)
 {
 	struct pohm_journal j;

@@ -17,6 +17,7 @@
 #include "nsobj.h"
 #include "ns_int.h"
 #include "sha512.h"
+#include "sys.h"
 
 static struct pohm_kv kv;
 
@@ -5036,6 +5037,7 @@ TEST(stale_marked_move_without_its_commit_is_rolled_back)
 {
 	struct pohm_ns *ns = fresh(0), *ns3;
 	struct pohm_dentry e = { 0 };
+	struct ns_deadline late;
 	uint64_t d1, d2, a, rep = 0;
 	uint8_t rtype = 0;
 	long puts;
@@ -5065,7 +5067,13 @@ TEST(stale_marked_move_without_its_commit_is_rolled_back)
 	e.i_name = "b";
 	e.i_flags = POHM_MOVE_MARKED;
 	puts = pohm_kvmem_puts(&kv);
-	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, ns_now_ns() - 1, &rep, &rtype), -ETIME);
+	/* Past on either clock (the real-time one, then the boot clock). */
+	late.boot_ns = pohm_sys_boot_ns() + 10000000000ULL;
+	late.real_ns = ns_now_ns() - 1;
+	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype), -ETIME);
+	late.boot_ns = pohm_sys_boot_ns() - 1;
+	late.real_ns = ns_now_ns() + 10000000000ULL;
+	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype), -ETIME);
 	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), puts);
 	EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
 	pohm_ns_close(ns3);
