@@ -169,6 +169,70 @@ TEST(update_make_writes_a_first_record_once)
 	done(&j);
 }
 
+/*
+ * Level 0 of j.slots and of x.idx is read through a shared mapping
+ * (jmap.c): a record and an index entry another process writes after the
+ * mapping was made are read as written, by this process and by a fork
+ * child on the inherited mapping; an x.idx too short to map at the first
+ * read is mapped once this process grew it.
+ */
+TEST(records_and_index_read_through_the_mapping)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	uint64_t ino = 0;
+	pid_t kid;
+	int status = -1;
+
+	fresh(&j);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), -ENOENT);
+	EXPECT(j.xmap.p == NULL);	/* x.idx was empty: read without a mapping */
+	make_rec(&r, 0x51, 1);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &back), 0);
+	EXPECT_EQ_INT(back.version, 1);
+	pohm_jrec_clear(&back);
+	EXPECT(j.smap.p != NULL);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x51);
+	EXPECT(j.xmap.p != NULL);	/* grown by the put: mapped at the next read */
+
+	kid = fork();
+	if (kid == 0) {
+		struct pohm_journal jj;
+		int rc;
+
+		if (pohm_journal_open(&jj, dir))
+			_exit(2);
+		make_rec(&r, 0x51, 2);
+		rc = pohm_journal_put(&jj, &r);
+		pohm_jrec_clear(&r);
+		pohm_journal_close(&jj);
+		_exit(rc ? 1 : 0);
+	}
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &back), 0);
+	EXPECT_EQ_INT(back.version, 2);
+	EXPECT(rec_consistent(&back, 0x51));
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1002, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x51);
+
+	kid = fork();
+	if (kid == 0) {
+		int ok = !pohm_journal_get(&j, 0x51, &back) && back.version == 2 &&
+			 !pohm_journal_lookup_local(&j, 7, 1002, &ino) && ino == 0x51;
+
+		_exit(ok ? 0 : 1);
+	}
+	status = -1;
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0);
+	done(&j);
+}
+
 TEST(index_follows_the_local_file)
 {
 	struct pohm_journal j;
