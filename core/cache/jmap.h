@@ -25,6 +25,9 @@ struct jmap {
  * range stays inside the file (see jmap.c for what that assumes).
  */
 int jmap_read(struct jmap *m, int fd, size_t len, void *b, size_t n, off_t off);
+/* Does a read fault on a hole of a file system of this f_type allocate
+ * nothing in it (a known disk file system: mapped; else pread)?  1 or 0. */
+int jmap_holes_read_free(long type);
 /* The file was just grown to cover the mapping: a process that found it
  * too short tries again at its next read. */
 void jmap_grown(struct jmap *m);

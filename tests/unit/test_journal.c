@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,17 +175,22 @@ TEST(update_make_writes_a_first_record_once)
  * (jmap.c): a record and an index entry another process writes after the
  * mapping was made are read as written, by this process and by a fork
  * child on the inherited mapping; an x.idx too short to map at the first
- * read is mapped once this process grew it.
+ * read is mapped once this process grew it.  On a file system where a
+ * read of a hole allocates (tmpfs: SIGBUS when full) nothing is mapped and
+ * the same reads are preads.
  */
 TEST(records_and_index_read_through_the_mapping)
 {
 	struct pohm_journal j;
 	struct pohm_jrec r, back;
+	struct statfs sf;
 	uint64_t ino = 0;
 	pid_t kid;
-	int status = -1;
+	int status = -1, maps;
 
 	fresh(&j);
+	maps = !statfs(dir, &sf) && jmap_holes_read_free((long)sf.f_type);
+	printf("# %s: %s\n", dir, maps ? "mapped" : "not mapped (pread)");
 	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), -ENOENT);
 	EXPECT(j.xmap.p == NULL);	/* x.idx was empty: read without a mapping */
 	make_rec(&r, 0x51, 1);
@@ -193,10 +199,10 @@ TEST(records_and_index_read_through_the_mapping)
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &back), 0);
 	EXPECT_EQ_INT(back.version, 1);
 	pohm_jrec_clear(&back);
-	EXPECT(j.smap.p != NULL);
+	EXPECT_EQ_INT(j.smap.p != NULL, maps);
 	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), 0);
 	EXPECT_EQ_INT(ino, 0x51);
-	EXPECT(j.xmap.p != NULL);	/* grown by the put: mapped at the next read */
+	EXPECT_EQ_INT(j.xmap.p != NULL, maps);	/* grown by the put: mapped at the next read */
 
 	kid = fork();
 	if (kid == 0) {
