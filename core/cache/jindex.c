@@ -13,7 +13,9 @@
  *     is a dropped entry: its key stays, so a key is in at most one slot.
  *   - A key goes to the first level whose bucket has its key or a free
  *     slot; a bucket with an empty slot was never full, so no key of it
- *     went further: a lookup stops there.  Usually one pread.
+ *     went further: a lookup stops there.  Usually one bucket of level
+ *     0, copied from the process's read-only mapping of that level
+ *     (jmap.c, decision 0069), else one pread.
  *   - Writers lock the byte ranges of the buckets they read, level by
  *     level upwards, then one pwrite of a slot.  Since session 14 the
  *     locks are POSIX record locks on the journal's kept fd, under
@@ -111,11 +113,17 @@ static int lock_bucket(int fd, off_t off, short type, int posix)
 	return pohm_sys_lock_range(fd, off, XBUCKET, type, !posix);
 }
 
-/* Read the bucket at off into b (past the end of the file: empty).  0,
- * 1 when the file ended before the bucket did, or -errno. */
-static int read_bucket(int fd, off_t off, uint8_t *b)
+/* Read the bucket at off of fd into b (past the end of the file: empty):
+ * level 0 of the kept fd from its mapping (jmap.c, made only when the
+ * file covers the level), else a pread.  0, 1 when the file ended before
+ * the bucket did, or -errno. */
+static int read_bucket(struct pohm_journal *j, int fd, off_t off, uint8_t *b)
 {
-	ssize_t n = pohm_sys_pread_full(fd, b, XBUCKET, off);
+	ssize_t n;
+
+	if (fd == j->xfd && jmap_read(&j->xmap, fd, (size_t)XLEVEL, b, XBUCKET, off))
+		return 0;
+	n = pohm_sys_pread_full(fd, b, XBUCKET, off);
 
 	if (n < 0)
 		return (int)n;
@@ -223,7 +231,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 	for (level = 0; j->xfd >= 0 && level < XLEVELS; level++) {
 		off_t off = jindex_bucket_off(dev, lino, level);
 
-		if (read_bucket(j->xfd, off, b) < 0)
+		if (read_bucket(j, j->xfd, off, b) < 0)
 			break;
 		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i == -2) {
@@ -231,7 +239,7 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 			 * read lock on the kept fd (a second fd's close would drop
 			 * this process's POSIX locks on x.idx). */
 			took = jslots_mutex_enter();
-			if (!lock_bucket(j->xfd, off, F_RDLCK, 1) && read_bucket(j->xfd, off, b) >= 0)
+			if (!lock_bucket(j->xfd, off, F_RDLCK, 1) && read_bucket(j, j->xfd, off, b) >= 0)
 				i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 			lock_bucket(j->xfd, off, F_UNLCK, 1);
 			if (took)
@@ -296,11 +304,14 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 
 		r = lock_bucket(fd, off, F_WRLCK, posix);
 		if (!r)
-			r = read_bucket(fd, off, b);
+			r = read_bucket(j, fd, off, b);
 		if (r < 0)
 			goto out;
-		if (r && mode != XDROP)
+		if (r && mode != XDROP) {
 			cover_level(fd, off, posix);
+			if (fd == j->xfd)
+				jmap_grown(&j->xmap);
+		}
 		r = 0;
 		i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
 		if (i >= 0) {
@@ -412,5 +423,7 @@ int jindex_open(struct pohm_journal *j)
 
 void jindex_close(struct pohm_journal *j)
 {
+	if (j->xfd >= 0)
+		jmap_close(&j->xmap, (size_t)XLEVEL);
 	pohm_own_close(&j->xfd);
 }

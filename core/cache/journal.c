@@ -72,6 +72,8 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	int r, fd;
 
 	j->dirfd = j->xfd = j->sfd = -1;
+	memset(&j->smap, 0, sizeof(j->smap));
+	memset(&j->xmap, 0, sizeof(j->xmap));
 	j->owner = -1;
 	j->legacy = 0;
 	j->jfiles = 1;

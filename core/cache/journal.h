@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "jmap.h"
 #include "store.h"
 
 #define POHM_J_STUB	0x1	/* local file is a stub (stub.h): data not fetched */
@@ -71,6 +72,7 @@ struct pohm_journal {
 	int xfd;			/* x.idx, held open for lookups and changes (high fd; -1 none) */
 	int xrw;			/* xfd is open for writing: changes lock it (POSIX) */
 	int sfd;			/* j.slots, the records (high fd; -1 none: j/ only) */
+	struct jmap smap, xmap;		/* j.slots's and x.idx's level 0 mapped (jmap.h) */
 	int legacy;			/* x/ of an earlier format seen, not yet moved */
 	long owner;			/* uid owning cache_dir (-1 unknown) */
 	int jfiles;			/* record files j/<ino> of an earlier format may be

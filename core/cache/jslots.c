@@ -26,7 +26,10 @@
  * bucket that was never full: no inode of it went further), and takes
  * the inode's slot if it has one, else the first free or empty slot it
  * passed.  A slot changes owner only through JS_FREE (pohm_journal_del).
- * Readers do the same scan without a lock: usually one pread.
+ * Readers do the same scan without a lock: usually one bucket of level 0,
+ * copied from the process's read-only mapping of that level (jmap.c,
+ * decision 0069; a later level, or a file that cannot be mapped: one
+ * pread).  Writers read the buckets they locked the same way.
  *
  * Locks: a writer (journal.c between jslots_wbegin and jslots_wend) holds
  * the process's writers' mutex (one for the process, every journal: the
@@ -143,10 +146,15 @@ int jslots_slot_hdr(const uint8_t *p, uint64_t *ino)
 	return (int)kind;
 }
 
-/* Read the bucket at off into b, whole (past the end: empty). */
-static int read_bucket(int fd, off_t off, uint8_t *b)
+/* Read the bucket at off into b, whole (past the end: empty): level 0
+ * from the mapping (jmap.c), a later level with a pread. */
+static int read_bucket(struct pohm_journal *j, off_t off, uint8_t *b)
 {
-	ssize_t n = pohm_sys_pread_full(fd, b, JS_BUCKET, off);
+	ssize_t n;
+
+	if (jmap_read(&j->smap, j->sfd, (size_t)level_off(1), b, JS_BUCKET, off))
+		return 0;
+	n = pohm_sys_pread_full(j->sfd, b, JS_BUCKET, off);
 
 	if (n < 0)
 		return (int)n;
@@ -243,6 +251,8 @@ int jslots_set_migrated(struct pohm_journal *j)
 
 void jslots_close(struct pohm_journal *j)
 {
+	if (j->sfd >= 0)
+		jmap_close(&j->smap, (size_t)level_off(1));
 	pohm_own_close(&j->sfd);
 }
 
@@ -316,7 +326,7 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslot
 	for (level = 0; level < JS_LEVELS; level++) {
 		off_t off = jslots_bucket_off(ino, level);
 
-		rc = read_bucket(j->sfd, off, b);
+		rc = read_bucket(j, off, b);
 		if (rc)
 			return rc;
 		rc = look(b, ino, r, decode);
@@ -326,7 +336,7 @@ int jslots_find(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r, jslot
 
 			rc = pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_RDLCK, 0);
 			if (!rc)
-				rc = read_bucket(j->sfd, off, b);
+				rc = read_bucket(j, off, b);
 			if (!rc)
 				rc = look(b, ino, r, decode);
 			pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_UNLCK, 0);
@@ -368,7 +378,7 @@ int jslots_wlocate(struct pohm_journal *j, uint64_t ino, struct jsloc *l)
 
 		rc = pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_WRLCK, 0);
 		if (!rc)
-			rc = read_bucket(j->sfd, off, b);
+			rc = read_bucket(j, off, b);
 		if (rc)
 			return rc;
 		i = scan_bucket(b, ino, &kind, &free_i, &has_empty, &torn);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,6 +216,75 @@ TEST(a_put_read_before_the_chgrp_flag_keeps_it)
 	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&stale);
 	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/*
+ * Level 0 of j.slots and of x.idx is read through a shared mapping
+ * (jmap.c): a record and an index entry another process writes after the
+ * mapping was made are read as written, by this process and by a fork
+ * child on the inherited mapping; an x.idx too short to map at the first
+ * read is mapped once this process grew it.  On a file system where a
+ * read of a hole allocates (tmpfs: SIGBUS when full) nothing is mapped and
+ * the same reads are preads.
+ */
+TEST(records_and_index_read_through_the_mapping)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, back;
+	struct statfs sf;
+	uint64_t ino = 0;
+	pid_t kid;
+	int status = -1, maps;
+
+	fresh(&j);
+	maps = !statfs(dir, &sf) && jmap_holes_read_free((long)sf.f_type);
+	printf("# %s: %s\n", dir, maps ? "mapped" : "not mapped (pread)");
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), -ENOENT);
+	EXPECT(j.xmap.p == NULL);	/* x.idx was empty: read without a mapping */
+	make_rec(&r, 0x51, 1);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &back), 0);
+	EXPECT_EQ_INT(back.version, 1);
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(j.smap.p != NULL, maps);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1001, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x51);
+	EXPECT_EQ_INT(j.xmap.p != NULL, maps);	/* grown by the put: mapped at the next read */
+
+	kid = fork();
+	if (kid == 0) {
+		struct pohm_journal jj;
+		int rc;
+
+		if (pohm_journal_open(&jj, dir))
+			_exit(2);
+		make_rec(&r, 0x51, 2);
+		rc = pohm_journal_put(&jj, &r);
+		pohm_jrec_clear(&r);
+		pohm_journal_close(&jj);
+		_exit(rc ? 1 : 0);
+	}
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x51, &back), 0);
+	EXPECT_EQ_INT(back.version, 2);
+	EXPECT(rec_consistent(&back, 0x51));
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 1002, &ino), 0);
+	EXPECT_EQ_INT(ino, 0x51);
+
+	kid = fork();
+	if (kid == 0) {
+		int ok = !pohm_journal_get(&j, 0x51, &back) && back.version == 2 &&
+			 !pohm_journal_lookup_local(&j, 7, 1002, &ino) && ino == 0x51;
+
+		_exit(ok ? 0 : 1);
+	}
+	status = -1;
+	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0);
 	done(&j);
 }
 
