@@ -202,7 +202,7 @@ LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
 # faults (fault-around maps the 64 KiB around a fault), where spread over
 # the library it took seven.  A name missing here only costs that.
 LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, \
-	preload/init.o preload/real.o preload/elfsym.o preload/fallback.o preload/state.o \
+	preload/init.o preload/real.o preload/real_lazy.o preload/elfsym.o preload/fallback.o preload/state.o \
 	preload/cwd.o preload/fd.o preload/handoff.o preload/sigsafe.o preload/stack.o \
 	preload/hooks_stack.o preload/hooks_cache.o core/sys/log.o core/sys/sys.o \
 	core/mount/pathclass.o))
@@ -256,6 +256,12 @@ $(B)/tests/test_elfsym: $(B)/obj/tests/unit/test_elfsym.o $(B)/obj/preload/elfsy
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LDFLAGS)
 $(B)/obj/tests/unit/test_elfsym.o: CPPFLAGS += -Ipreload
+# The unit test of the real-function table (preload/real.c, real_lazy.c).
+REALTAB_OBJ := $(addprefix $(B)/obj/preload/,real.o real_lazy.o elfsym.o fallback.o)
+$(B)/tests/test_reallazy: $(B)/obj/tests/unit/test_reallazy.o $(REALTAB_OBJ) $(TEST_SWITCH_O) $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(REALTAB_OBJ) $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS) -ldl
+$(B)/obj/tests/unit/test_reallazy.o: CPPFLAGS += -Ipreload
 
 # test_jstale watches the cache's journal reads (tests/unit/test_jstale.c).
 $(B)/tests/test_jstale: LDFLAGS += -Wl,--wrap=pohm_journal_get
