@@ -194,7 +194,7 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 # -z relro still makes the rest of the GOT read-only after relocation.
 # The allocator comes first: without it the build stops before compiling.
 LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
-	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
+	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs -Wl,-T,preload/start.ld \
 	    $(LDFLAGS) -ldl -lm
 # What every process start runs (light init, the symbol table, the exit
 # path; the fd and cwd tables every wrapper asks) is linked first: ~40 KiB
@@ -207,12 +207,12 @@ LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, 
 	preload/hooks_stack.o preload/hooks_cache.o core/sys/log.o core/sys/sys.o \
 	core/mount/pathclass.o))
 $(LIB): $(LIB_ALLOC) $(LIB_START_OBJ) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map \
-	$(B)/layering.ok Makefile
+	$(B)/layering.ok Makefile preload/start.ld
 	$(LIB_LINK)
 	mv -f $@.tmp $@
 # The test build of the library: the same objects and the test switches.
 $(TB)/libpohmelfs.so: $(LIB_ALLOC) $(LIB_START_OBJ) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
-		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile preload/start.ld
 	@mkdir -p $(@D)
 	$(LIB_LINK)
 	mv -f $@.tmp $@

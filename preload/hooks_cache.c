@@ -137,7 +137,7 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 /* Atomic: 1 once this process asked core/mount for a mount since it
  * started or was forked (pohm_hook_fork resets it in the child: what the
  * parent's storage side holds is the parent's).  pohm_storage_idle reads it. */
-static int mount_asked;
+static POHM_START_BSS int mount_asked;
 
 /*
  * core/mount's fork child resets (pohm_proc_atfork_child: the parent's

@@ -34,7 +34,7 @@ extern char **environ;
  * the wrappers do (pohm_init_slow, through shim.h's pohm_init and
  * pohm_active).  doc/ARCHITECTURE.md §4.6. */
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static POHM_START_BSS pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */
 static POHM_TLS int in_init;
 

@@ -33,7 +33,9 @@
 #include "shim.h"
 #include "sys.h"
 
-struct pohm_real pohm_real;
+/* Written whole at light init: after the small POHM_START_BSS words, then
+ * real_scope's first objects (preload/start.ld). */
+__attribute__((section(".bss.pohm_start.table"))) struct pohm_real pohm_real;
 
 /* The first glibc version of the architecture: where compat symbols live. */
 #if defined(__x86_64__)
@@ -52,7 +54,7 @@ typedef void (*real_fn)(void);
 #define REAL_N (sizeof(struct pohm_real) / sizeof(real_fn))
 _Static_assert(sizeof(struct pohm_real) % sizeof(real_fn) == 0, "pohm_real: pointers only");
 
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static POHM_START_BSS pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 /* Set on a thread while it runs dlsym for an entry (see the top). */
 static POHM_TLS int real_in_dlsym;
@@ -145,7 +147,7 @@ static const uint8_t real_kind[REAL_N] = {
 
 /* The objects after ours: filled once by pohm_real_init() before any entry
  * is resolved; read-only afterwards (the lookups need no lock). */
-static struct pohm_elf_scope real_scope;
+static __attribute__((section(".bss.pohm_start.scope"))) struct pohm_elf_scope real_scope;
 
 static real_fn *slot(size_t i)
 {

@@ -18,9 +18,11 @@
 
 #include <stdint.h>
 
+#include "sys.h"
+
 #if POHM_REAL_LAZY
 
-void (*(*pohm_real_lazy_resolver)(uintptr_t at))(void);
+POHM_START_BSS void (*(*pohm_real_lazy_resolver)(uintptr_t at))(void);
 
 /* One stand-in: endbr64 (4 bytes), lea (7), jmp (5 at most): 16. */
 #define LAZY_STUB							\
