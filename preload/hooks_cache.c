@@ -155,10 +155,10 @@ static POHM_START_BSS int mount_asked;
  * (one thread runs them, fork_resetter; the others wait for FR_NONE).
  */
 enum { FR_NONE, FR_DUE, FR_RUNNING };
-static int fork_reset_state;
+static POHM_START_BSS int fork_reset_state;
 /* Atomic: the thread running the resets (a nested call on it, from a
  * signal handler, must not wait for itself). */
-static pid_t fork_resetter;
+static POHM_START_BSS pid_t fork_resetter;
 
 static void fork_resets(void)
 {

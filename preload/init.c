@@ -195,6 +195,7 @@ static POHM_TLS int fork_locked;
 
 static void atfork_prepare(void)
 {
+	pohm_real_bind_all();	/* once: the children inherit the table */
 	fork_locked = !__libc_single_threaded;
 	if (!fork_locked) {
 		pohm_hook_fork(POHM_FORK_PREPARE_NOLOCK);

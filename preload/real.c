@@ -207,6 +207,15 @@ static real_fn lazy_entry(uintptr_t at)
 }
 #endif
 
+#if POHM_REAL_LAZY
+static int is_stand_in(real_fn f)
+{
+	uintptr_t a = (uintptr_t)(void *)f, s = (uintptr_t)pohm_real_lazy_stubs;
+
+	return a - s < REAL_N * POHM_REAL_STUB_SIZE;
+}
+#endif
+
 static void real_setup(void)
 {
 	size_t i;
@@ -224,6 +233,23 @@ static void real_setup(void)
 	pohm_elf_scope_init(&real_scope, (const void *)&pohm_real);
 	for (i = 0; i < REAL_N; i++)
 		resolve(i);
+#endif
+}
+
+/* Set once every entry is resolved (relaxed atomic). */
+static int real_all_bound;
+
+void pohm_real_bind_all(void)
+{
+#if POHM_REAL_LAZY
+	size_t i;
+
+	if (__atomic_load_n(&real_all_bound, __ATOMIC_RELAXED))
+		return;
+	for (i = 0; i < REAL_N; i++)
+		if (is_stand_in(__atomic_load_n(slot(i), __ATOMIC_RELAXED)))
+			resolve(i);
+	__atomic_store_n(&real_all_bound, 1, __ATOMIC_RELAXED);
 #endif
 }
 

@@ -59,6 +59,12 @@ extern POHM_HIDDEN struct pohm_real pohm_real;
 /* Make every entry callable (idempotent, thread-safe). */
 void pohm_real_init(void);
 
+/* Resolve every entry still a stand-in (after pohm_real_init; idempotent,
+ * thread-safe; the first call does the work).  Called before a fork: the
+ * children inherit the resolved table instead of each resolving its exec
+ * call anew on pages it must fault in (issue 23's shell loop). */
+void pohm_real_bind_all(void);
+
 /* Entries resolved at their first call: x86-64, not under ThreadSanitizer. */
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
