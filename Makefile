@@ -194,7 +194,7 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 # -z relro still makes the rest of the GOT read-only after relocation.
 # The allocator comes first: without it the build stops before compiling.
 LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
-	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs \
+	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs -Wl,-T,preload/start.ld \
 	    $(LDFLAGS) -ldl -lm
 # What every process start runs (light init, the symbol table, the exit
 # path; the fd and cwd tables every wrapper asks) is linked first: ~40 KiB
@@ -202,17 +202,17 @@ LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
 # faults (fault-around maps the 64 KiB around a fault), where spread over
 # the library it took seven.  A name missing here only costs that.
 LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, \
-	preload/init.o preload/real.o preload/elfsym.o preload/fallback.o preload/state.o \
+	preload/init.o preload/real.o preload/real_lazy.o preload/elfsym.o preload/fallback.o preload/state.o \
 	preload/cwd.o preload/fd.o preload/handoff.o preload/sigsafe.o preload/stack.o \
 	preload/hooks_stack.o preload/hooks_cache.o core/sys/log.o core/sys/sys.o \
 	core/mount/pathclass.o))
 $(LIB): $(LIB_ALLOC) $(LIB_START_OBJ) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) $(B)/libpohmelfs.map \
-	$(B)/layering.ok Makefile
+	$(B)/layering.ok Makefile preload/start.ld
 	$(LIB_LINK)
 	mv -f $@.tmp $@
 # The test build of the library: the same objects and the test switches.
 $(TB)/libpohmelfs.so: $(LIB_ALLOC) $(LIB_START_OBJ) $(TEST_SWITCH_O) $(PRELOAD_OBJ) $(LIB_CORE_OBJ) \
-		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile
+		      $(B)/libpohmelfs.map $(B)/layering.ok Makefile preload/start.ld
 	@mkdir -p $(@D)
 	$(LIB_LINK)
 	mv -f $@.tmp $@
@@ -256,6 +256,12 @@ $(B)/tests/test_elfsym: $(B)/obj/tests/unit/test_elfsym.o $(B)/obj/preload/elfsy
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LDFLAGS)
 $(B)/obj/tests/unit/test_elfsym.o: CPPFLAGS += -Ipreload
+# The unit test of the real-function table (preload/real.c, real_lazy.c).
+REALTAB_OBJ := $(addprefix $(B)/obj/preload/,real.o real_lazy.o elfsym.o fallback.o)
+$(B)/tests/test_reallazy: $(B)/obj/tests/unit/test_reallazy.o $(REALTAB_OBJ) $(TEST_SWITCH_O) $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< $(REALTAB_OBJ) $(TEST_SWITCH_O) $(CORE_A) $(LDFLAGS) -ldl
+$(B)/obj/tests/unit/test_reallazy.o: CPPFLAGS += -Ipreload
 
 # test_jstale watches the cache's journal reads (tests/unit/test_jstale.c).
 $(B)/tests/test_jstale: LDFLAGS += -Wl,--wrap=pohm_journal_get

@@ -38,7 +38,7 @@
 
 static uint64_t cwd_st;			/* atomic; 0 = unknown */
 static int cwd_vol;			/* atomic: volatile sections running */
-static pthread_mutex_t cwd_lock = PTHREAD_MUTEX_INITIALIZER;
+static POHM_START_BSS pthread_mutex_t cwd_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int pohm_cwd_base(struct pohm_pc_pos *pos)
 {

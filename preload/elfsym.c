@@ -112,7 +112,10 @@ int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr)
 	struct link_map *m = NULL;
 	Dl_info info;
 
-	memset(s, 0, sizeof(*s));
+	/* Only what is used is written: real.c's scope lies on a page of its
+	 * own beyond the first objects (preload/start.ld). */
+	s->n = 0;
+	s->partial = 0;
 	if (!(m = self_map(self_addr)) &&
 	    (!dladdr1(self_addr, &info, (void **)&m, RTLD_DL_LINKMAP) || !m))
 		return -1;

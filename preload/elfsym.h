@@ -37,9 +37,9 @@ struct pohm_elf_obj {
 
 /* The objects after ours, in search order. */
 struct pohm_elf_scope {
-	struct pohm_elf_obj obj[POHM_ELF_OBJS];
 	int n;
 	int partial;		/* more objects than POHM_ELF_OBJS, or one not readable */
+	struct pohm_elf_obj obj[POHM_ELF_OBJS];	/* [0, n) filled */
 };
 
 /* Fill s with the objects loaded after the one that holds self_addr.

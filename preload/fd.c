@@ -66,7 +66,7 @@ struct pohm_relstr {
 
 struct pohm_fdent *pohm_fdt_chunks[FDT_NCHUNK];
 static pthread_mutex_t fdt_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fdt_under;		/* atomic: entries with ST_UNDER */
+static POHM_START_BSS int fdt_under;		/* atomic: entries with ST_UNDER */
 int pohm_fdt_max = -1;		/* atomic: highest fd ever recorded (shim.h) */
 /* atomic: the lowest fd ever recorded or registered internal (INT_MAX: none) */
 static int fd_low = INT_MAX;

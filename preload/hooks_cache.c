@@ -137,7 +137,7 @@ static void glue_opened(struct pohm_mount *m, const struct pohm_config *cfg, int
 /* Atomic: 1 once this process asked core/mount for a mount since it
  * started or was forked (pohm_hook_fork resets it in the child: what the
  * parent's storage side holds is the parent's).  pohm_storage_idle reads it. */
-static int mount_asked;
+static POHM_START_BSS int mount_asked;
 
 /*
  * core/mount's fork child resets (pohm_proc_atfork_child: the parent's
@@ -155,10 +155,10 @@ static int mount_asked;
  * (one thread runs them, fork_resetter; the others wait for FR_NONE).
  */
 enum { FR_NONE, FR_DUE, FR_RUNNING };
-static int fork_reset_state;
+static POHM_START_BSS int fork_reset_state;
 /* Atomic: the thread running the resets (a nested call on it, from a
  * signal handler, must not wait for itself). */
-static pid_t fork_resetter;
+static POHM_START_BSS pid_t fork_resetter;
 
 static void fork_resets(void)
 {

@@ -34,7 +34,7 @@ extern char **environ;
  * the wrappers do (pohm_init_slow, through shim.h's pohm_init and
  * pohm_active).  doc/ARCHITECTURE.md §4.6. */
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static POHM_START_BSS pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* This thread is running init: its nested wrappers must not wait for it. */
 static POHM_TLS int in_init;
 
@@ -195,6 +195,7 @@ static POHM_TLS int fork_locked;
 
 static void atfork_prepare(void)
 {
+	pohm_real_bind_all();	/* once: the children inherit the table */
 	fork_locked = !__libc_single_threaded;
 	if (!fork_locked) {
 		pohm_hook_fork(POHM_FORK_PREPARE_NOLOCK);

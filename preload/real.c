@@ -1,28 +1,41 @@
 /*
- * real.c — resolve the real libc functions once (STYLE.md "one symbol list").
+ * real.c — the table of real libc functions (STYLE.md "one symbol list").
  *
- * Before anything is resolved every entry gets a stand-in: the raw-syscall
- * fallbacks of fallback.c for the calls dlsym or an allocator may make
- * while we resolve (their wrappers run with pohm_depth > 0 and go straight
- * to the table), and a typed ENOSYS stub for everything else.  Then each
- * entry is looked up in the GNU hash tables of the objects after ours
- * (elfsym.c: a tenth of dlsym's cost, which was half of a process start
- * under the shim), and with dlsym(RTLD_NEXT) where that finds no plain
- * default-version function; a symbol that exists only as a
- * compat version in this libc (the __xstat family since glibc 2.33 on some
- * builds) is found with dlvsym and the architecture's base version.
+ * Each entry is looked up in the GNU hash tables of the objects after ours
+ * (elfsym.c: a tenth of dlsym's cost), and with dlsym(RTLD_NEXT) where
+ * that finds no plain default-version function; a symbol that exists only
+ * as a compat version in this libc (the __xstat family since glibc 2.33
+ * on some builds) is found with dlvsym and the architecture's base
+ * version.
+ *
+ * When: on x86-64 each entry is resolved at its first call (real_lazy.c's
+ * stand-ins, the way the PLT binds a call), so a program that calls few of
+ * the ~200 wrappers pays for few lookups: /bin/true under the shim paid
+ * ~44 000 instructions for all of them at every start (issue 23).
+ * Elsewhere, and under ThreadSanitizer (whose runtime would see the lazy
+ * store race with the wrappers' plain loads), every entry is resolved at
+ * light init, as before.
+ *
+ * While an entry's dlsym runs, a call it makes through the table that the
+ * hash tables cannot answer gets a stand-in: the raw-syscall fallbacks of
+ * fallback.c for the open, stat, readlink and close families, a typed
+ * ENOSYS stub for everything else; nothing is stored for it.
  */
 #include "real.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "elfsym.h"
+#include "shim.h"
 #include "sys.h"
 
-struct pohm_real pohm_real;
+/* Written whole at light init: after the small POHM_START_BSS words, then
+ * real_scope's first objects (preload/start.ld). */
+__attribute__((section(".bss.pohm_start.table"))) struct pohm_real pohm_real;
 
 /* The first glibc version of the architecture: where compat symbols live. */
 #if defined(__x86_64__)
@@ -35,9 +48,16 @@ struct pohm_real pohm_real;
 #define GLIBC_BASE "GLIBC_2.0"
 #endif
 
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
-/* Written by real_resolve() before pthread_once returns; read-only later. */
-static int real_missing;
+typedef void (*real_fn)(void);
+
+/* The table as an array: every member is a function pointer. */
+#define REAL_N (sizeof(struct pohm_real) / sizeof(real_fn))
+_Static_assert(sizeof(struct pohm_real) % sizeof(real_fn) == 0, "pohm_real: pointers only");
+
+static POHM_START_BSS pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+/* Set on a thread while it runs dlsym for an entry (see the top). */
+static POHM_TLS int real_in_dlsym;
 
 /* Stand-ins for a symbol this libc lacks: fail with ENOSYS in the right type. */
 static int stub_int(void)
@@ -62,76 +82,178 @@ static void *stub_ptr(void)
 	return NULL;
 }
 
-/* Pick the stub by the entry's return type. */
-#define STUB(ret) _Generic((ret *)0,				\
-	int *: (void (*)(void))stub_int,			\
-	long *: (void (*)(void))stub_long,			\
-	void *: (void (*)(void))stub_void,			\
-	default: (void (*)(void))stub_ptr)
+enum { STUB_INT, STUB_LONG, STUB_VOID, STUB_PTR };
 
-/* The objects after ours: filled by real_resolve() before its lookups,
- * under pthread_once; not used afterwards. */
-static struct pohm_elf_scope real_scope;
+/* The stub kind of an entry, by its return type. */
+#define STUB_KIND(ret) _Generic((ret *)0, int *: STUB_INT, long *: STUB_LONG,	\
+				void *: STUB_VOID, default: STUB_PTR)
 
-/* name's default-version function after ours; h: its GNU hash (elfsym.h
- * POHM_ELF_HASH, folded at compile time: a fifth of the lookups' cost). */
-static void *lookup(const char *name, uint32_t h)
+/*
+ * What the lookups need per entry, in the table's order, as constants:
+ * the names as one block of characters and their offsets (no pointers, so
+ * nothing here is relocated or written at load), the GNU hash of each name
+ * (elfsym.h POHM_ELF_HASH, folded at compile time), the stub kind.
+ */
+struct real_names {
+#define SYM(ret, name, args) char name[sizeof(#name)];
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
+static const struct real_names real_names = {
+#define SYM(ret, name, args) #name,
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+_Static_assert(sizeof(struct real_names) <= UINT16_MAX, "real_name_off: 16 bits");
+
+static const uint16_t real_name_off[REAL_N] = {
+#define SYM(ret, name, args) offsetof(struct real_names, name),
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
+static const uint32_t real_hash[REAL_N] = {
+#define SYM(ret, name, args) POHM_ELF_HASH(#name),
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
+static const uint8_t real_kind[REAL_N] = {
+#define SYM(ret, name, args) STUB_KIND(ret),
+#define SYMV SYM
+#define SYMX(ret, name, args)
+#include "syms.def"
+#undef SYM
+#undef SYMV
+#undef SYMX
+};
+
+/* The objects after ours: filled once by pohm_real_init() before any entry
+ * is resolved; read-only afterwards (the lookups need no lock). */
+static __attribute__((section(".bss.pohm_start.scope"))) struct pohm_elf_scope real_scope;
+
+static real_fn *slot(size_t i)
 {
-	void *f = pohm_elf_find_h(&real_scope, name, h);
+	return (real_fn *)(void *)&pohm_real + i;
+}
 
-	if (!f)
-		f = dlsym(RTLD_NEXT, name);
-	if (!f)
-		f = dlvsym(RTLD_NEXT, name, GLIBC_BASE);
+/* Entry i's answer while it cannot be looked up (see the top). */
+static real_fn stand_in(size_t i)
+{
+	static const real_fn stubs[] = {
+		[STUB_INT] = (real_fn)stub_int, [STUB_LONG] = (real_fn)stub_long,
+		[STUB_VOID] = stub_void, [STUB_PTR] = (real_fn)stub_ptr,
+	};
+	size_t off = i * sizeof(real_fn);
+
+#define FB(name, fn) if (off == offsetof(struct pohm_real, name)) return (real_fn)fn;
+	FB(open, pohm_fallback_open) FB(open64, pohm_fallback_open)
+	FB(openat, pohm_fallback_openat) FB(openat64, pohm_fallback_openat)
+	FB(stat, pohm_fallback_stat) FB(stat64, pohm_fallback_stat)
+	FB(lstat, pohm_fallback_lstat) FB(lstat64, pohm_fallback_lstat)
+	FB(fstat, pohm_fallback_fstat) FB(fstat64, pohm_fallback_fstat)
+	FB(fstatat, pohm_fallback_fstatat) FB(fstatat64, pohm_fallback_fstatat)
+	FB(readlink, pohm_fallback_readlink) FB(readlinkat, pohm_fallback_readlinkat)
+	FB(close, pohm_fallback_close)
+#undef FB
+	return stubs[real_kind[i]];
+}
+
+/* Entry i resolved and stored. */
+static real_fn resolve(size_t i)
+{
+	const char *name = (const char *)&real_names + real_name_off[i];
+	void *f = pohm_elf_find_h(&real_scope, name, real_hash[i]);
+
 	if (!f) {
-		real_missing++;
-		pohm_debug("libc has no %s; calls to it fail with ENOSYS", name);
+		if (real_in_dlsym)
+			return stand_in(i);
+		real_in_dlsym = 1;
+		f = dlsym(RTLD_NEXT, name);
+		if (!f)
+			f = dlvsym(RTLD_NEXT, name, GLIBC_BASE);
+		real_in_dlsym = 0;
 	}
-	return f;
+	if (!f) {
+		pohm_debug("libc has no %s; calls to it fail with ENOSYS", name);
+		f = (void *)stand_in(i);
+	}
+	/* Every thread that gets here stores the same answer. */
+	__atomic_store_n(slot(i), (real_fn)f, __ATOMIC_RELAXED);
+	return (real_fn)f;
 }
 
-static void real_resolve(void)
+#if POHM_REAL_LAZY
+static real_fn lazy_entry(uintptr_t at)
 {
-	void *f;
+	return resolve((at - (uintptr_t)pohm_real_lazy_stubs) / POHM_REAL_STUB_SIZE);
+}
+#endif
 
-#define SYM(ret, name, args) pohm_real.name = (ret (*) args)STUB(ret);
-#define SYMV SYM
-#define SYMX(ret, name, args)
-#include "syms.def"
-#undef SYM
-#undef SYMV
-#undef SYMX
-	pohm_real.open = pohm_fallback_open;
-	pohm_real.open64 = pohm_fallback_open;
-	pohm_real.openat = pohm_fallback_openat;
-	pohm_real.openat64 = pohm_fallback_openat;
-	pohm_real.stat = pohm_fallback_stat;
-	pohm_real.lstat = pohm_fallback_lstat;
-	pohm_real.fstat = pohm_fallback_fstat;
-	pohm_real.fstatat = pohm_fallback_fstatat;
-	pohm_real.stat64 = (int (*)(const char *, struct stat64 *))(void (*)(void))pohm_fallback_stat;
-	pohm_real.lstat64 = (int (*)(const char *, struct stat64 *))(void (*)(void))pohm_fallback_lstat;
-	pohm_real.fstat64 = (int (*)(int, struct stat64 *))(void (*)(void))pohm_fallback_fstat;
-	pohm_real.fstatat64 = (int (*)(int, const char *, struct stat64 *, int))
-		(void (*)(void))pohm_fallback_fstatat;
-	pohm_real.readlink = pohm_fallback_readlink;
-	pohm_real.readlinkat = pohm_fallback_readlinkat;
-	pohm_real.close = pohm_fallback_close;
+#if POHM_REAL_LAZY
+static int is_stand_in(real_fn f)
+{
+	uintptr_t a = (uintptr_t)(void *)f, s = (uintptr_t)pohm_real_lazy_stubs;
 
+	return a - s < REAL_N * POHM_REAL_STUB_SIZE;
+}
+#endif
+
+static void real_setup(void)
+{
+	size_t i;
+
+#if POHM_REAL_LAZY
+	/* The scope first: a stand-in may be called as soon as it is stored
+	 * (the scope's own lookups call nothing of ours). */
 	pohm_elf_scope_init(&real_scope, (const void *)&pohm_real);
-#define SYM(ret, name, args)						\
-	if ((f = lookup(#name, POHM_ELF_HASH(#name))))			\
-		pohm_real.name = (ret (*) args)f;
-#define SYMV SYM
-#define SYMX(ret, name, args)
-#include "syms.def"
-#undef SYM
-#undef SYMV
-#undef SYMX
+	pohm_real_lazy_resolver = lazy_entry;
+	for (i = 0; i < REAL_N; i++)
+		*slot(i) = (real_fn)(void *)(pohm_real_lazy_stubs + i * POHM_REAL_STUB_SIZE);
+#else
+	for (i = 0; i < REAL_N; i++)
+		*slot(i) = stand_in(i);
+	pohm_elf_scope_init(&real_scope, (const void *)&pohm_real);
+	for (i = 0; i < REAL_N; i++)
+		resolve(i);
+#endif
 }
 
-int pohm_real_init(void)
+/* Set once every entry is resolved (relaxed atomic). */
+static int real_all_bound;
+
+void pohm_real_bind_all(void)
 {
-	pthread_once(&real_once, real_resolve);
-	return real_missing ? -ENOSYS : 0;
+#if POHM_REAL_LAZY
+	size_t i;
+
+	if (__atomic_load_n(&real_all_bound, __ATOMIC_RELAXED))
+		return;
+	for (i = 0; i < REAL_N; i++)
+		if (is_stand_in(__atomic_load_n(slot(i), __ATOMIC_RELAXED)))
+			resolve(i);
+	__atomic_store_n(&real_all_bound, 1, __ATOMIC_RELAXED);
+#endif
+}
+
+void pohm_real_init(void)
+{
+	pthread_once(&real_once, real_setup);
 }

@@ -3,12 +3,13 @@
  *
  * pohm_real.<name> points at the next definition of <name> after ours
  * (dlsym(RTLD_NEXT), or dlvsym with the base glibc version for symbols
- * that are compat-only in this libc).  pohm_real_init() fills it under
- * pthread_once, from light init; until an entry is resolved it holds a
- * raw-syscall fallback (open, stat, readlink, close families: what dlsym
- * or the allocator may need meanwhile) or a stub that fails with ENOSYS,
- * never NULL, so a wrapper can always call through it.  A symbol this libc
- * lacks keeps its ENOSYS stub (logged at debug level).
+ * that are compat-only in this libc), or at a stand-in that resolves the
+ * entry at its first call and goes on to it (x86-64: real_lazy.c).
+ * pohm_real_init() makes the table callable, under pthread_once, from
+ * light init; never NULL afterwards, so a wrapper can always call through
+ * it.  A symbol this libc lacks gets a stub that fails with ENOSYS
+ * (logged at debug level), or a raw-syscall fallback for the open, stat,
+ * readlink and close families.
  */
 #ifndef POHM_PRELOAD_REAL_H
 #define POHM_PRELOAD_REAL_H
@@ -51,12 +52,37 @@ struct pohm_real {
  */
 #define POHM_HIDDEN __attribute__((visibility("hidden")))
 
-/* Written by pohm_real_init() under pthread_once, read-only afterwards. */
+/* Filled by pohm_real_init() under pthread_once; later an entry changes
+ * only from its stand-in to the function it stands for (an atomic store). */
 extern POHM_HIDDEN struct pohm_real pohm_real;
 
-/* Resolve every entry (idempotent, thread-safe).  0, or -ENOSYS if some
- * symbol is missing from this libc (its wrapper then fails with ENOSYS). */
-int pohm_real_init(void);
+/* Make every entry callable (idempotent, thread-safe). */
+void pohm_real_init(void);
+
+/* Resolve every entry still a stand-in (after pohm_real_init; idempotent,
+ * thread-safe; the first call does the work).  Called before a fork: the
+ * children inherit the resolved table instead of each resolving its exec
+ * call anew on pages it must fault in (issue 23's shell loop). */
+void pohm_real_bind_all(void);
+
+/* Entries resolved at their first call: x86-64, not under ThreadSanitizer. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define POHM_REAL_TSAN 1	/* clang's spelling of __SANITIZE_THREAD__ */
+#endif
+#endif
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(POHM_REAL_TSAN)
+#define POHM_REAL_LAZY 1
+#else
+#define POHM_REAL_LAZY 0
+#endif
+#define POHM_REAL_STUB_SIZE 16	/* bytes per stand-in, real_lazy.c */
+/* The stand-ins, one per entry in the table's order (real_lazy.c). */
+extern POHM_HIDDEN const char pohm_real_lazy_stubs[];
+/* Called by a stand-in with an address inside it: resolves, stores and
+ * returns its entry.  Set by real.c before any stand-in is stored;
+ * lock-free and async-signal-safe unless dlsym must answer. */
+extern POHM_HIDDEN void (*(*pohm_real_lazy_resolver)(uintptr_t at))(void);
 
 /* Mark a symbol exported from the library (everything else is hidden). */
 #define POHM_EXPORT __attribute__((visibility("default")))

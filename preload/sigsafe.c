@@ -57,8 +57,8 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_TAKING };
  * only in TAKING. */
 static int sig_state[SIG_SLOTS];
 static char sig_path[SIG_SLOTS][SIG_PATH];
-static int sig_ready;		/* atomic: READY slots */
-static int sig_lost;		/* atomic: paths were dropped (full ring, too long) */
+static POHM_START_BSS int sig_ready;		/* atomic: READY slots */
+static POHM_START_BSS int sig_lost;		/* atomic: paths were dropped (full ring, too long) */
 /*
  * Atomics: the written queue records' fds, kept (locked) until the noting
  * thread's next hook: rec_fd1 is 0 (free), -1 (taken by a noter, being
@@ -70,10 +70,11 @@ static int sig_lost;		/* atomic: paths were dropped (full ring, too long) */
 #define SQ_RECS 128
 static int rec_fd1[SQ_RECS];
 static int rec_tid[SQ_RECS];
-static int rec_held;		/* atomic: entries holding an fd */
+static POHM_START_BSS int rec_held;		/* atomic: entries holding an fd */
 /* Atomics: the queue's folders (fd + 1; 0 until the first mount is open),
  * set once by pohm_sig_queue_set; a replay is wanted; the name counter. */
-static int sq_qfd1, sq_tfd1, sq_want;
+static int sq_qfd1, sq_tfd1;
+static POHM_START_BSS int sq_want;
 static unsigned sq_seq;
 
 static size_t cat(char *dst, size_t at, size_t size, const char *s)

@@ -20,7 +20,7 @@
  * may run while other threads log), read by every line.  log_fd -1 is
  * stderr; log_opened: log_fd is the log= file (pohm_log_open ran).
  */
-static int log_threshold = POHM_LOG_ERROR;
+static POHM_START_BSS int log_threshold = POHM_LOG_ERROR;
 static int log_fd = -1;
 static int log_opened;
 

@@ -349,7 +349,7 @@ mode_t pohm_sys_umask(void)
 static uint32_t umask_gen;
 static uint64_t umask_kept;
 /* pohm_sys_keep_attrs: 0, then 1 for good (relaxed atomics). */
-static int keep_attrs;
+static POHM_START_BSS int keep_attrs;
 
 void pohm_sys_keep_attrs(void)
 {

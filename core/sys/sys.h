@@ -54,6 +54,12 @@
 #include "raw.h"
 #include "stats.h"
 
+/* A zero-initialised variable that every process start reads or writes
+ * (light init), or a shell's fork child before its exec: the library's
+ * link puts them together on one page (preload/start.ld).  Elsewhere (core's tools and tests) a plain .bss
+ * section of its own. */
+#define POHM_START_BSS __attribute__((section(".bss.pohm_start")))
+
 #define POHM_FD_BASE 700	/* internal fds live at or above this number */
 
 /*
