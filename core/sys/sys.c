@@ -217,10 +217,13 @@ int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd)
 
 static uint64_t clock_ns(clockid_t id)
 {
-	struct timespec ts;
+	struct timespec ts = { 0, 0 };
 
-	/* clock_gettime is vDSO, not interposed by us, and never fails for these ids. */
-	clock_gettime(id, &ts);
+	/* clock_gettime is vDSO, not interposed by us, and fails for none of
+	 * these ids on any kernel we run on; if one did, 0 (never a garbage
+	 * deadline: a boot-clock deadline then never trips, the real one does). */
+	if (clock_gettime(id, &ts))
+		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
