@@ -60,6 +60,9 @@
  *     (K = the hit); after M, the timer stops, the main loop ends and the
  *     process makes one more call under the prefix and exits normally.
  *     Prints "done HITS" and "inside the shim K".
+ *
+ *   In every mode an alarm acts on in_shim's yes at most once per create
+ *   of the main loop (step, below).
  */
 #include <errno.h>
 #include <fcntl.h>
