@@ -176,12 +176,17 @@ static real_fn stand_in(size_t i)
 	return stubs[real_kind[i]];
 }
 
-/* Entry i resolved and stored. */
-static real_fn resolve(size_t i)
+/* Entry i resolved and stored; with may_dlsym 0, NULL (nothing stored)
+ * where the hash tables have no answer: dlsym may malloc and takes the
+ * loader's lock, which a fork's prepare handler must not (a host
+ * allocator's own prepare handler may already hold its arenas). */
+static real_fn resolve(size_t i, int may_dlsym)
 {
 	const char *name = (const char *)&real_names + real_name_off[i];
 	void *f = pohm_elf_find_h(&real_scope, name, real_hash[i]);
 
+	if (!f && !may_dlsym)
+		return NULL;
 	if (!f) {
 		if (real_in_dlsym)
 			return stand_in(i);
@@ -203,7 +208,7 @@ static real_fn resolve(size_t i)
 #if POHM_REAL_LAZY
 static real_fn lazy_entry(uintptr_t at)
 {
-	return resolve((at - (uintptr_t)pohm_real_lazy_stubs) / POHM_REAL_STUB_SIZE);
+	return resolve((at - (uintptr_t)pohm_real_lazy_stubs) / POHM_REAL_STUB_SIZE, 1);
 }
 #endif
 
@@ -232,7 +237,7 @@ static void real_setup(void)
 		*slot(i) = stand_in(i);
 	pohm_elf_scope_init(&real_scope, (const void *)&pohm_real);
 	for (i = 0; i < REAL_N; i++)
-		resolve(i);
+		resolve(i, 1);
 #endif
 }
 
@@ -248,7 +253,7 @@ void pohm_real_bind_all(void)
 		return;
 	for (i = 0; i < REAL_N; i++)
 		if (is_stand_in(__atomic_load_n(slot(i), __ATOMIC_RELAXED)))
-			resolve(i);
+			resolve(i, 0);	/* a miss stays lazy: its dlsym at first call */
 	__atomic_store_n(&real_all_bound, 1, __ATOMIC_RELAXED);
 #endif
 }

@@ -59,8 +59,9 @@ extern POHM_HIDDEN struct pohm_real pohm_real;
 /* Make every entry callable (idempotent, thread-safe). */
 void pohm_real_init(void);
 
-/* Resolve every entry still a stand-in (after pohm_real_init; idempotent,
- * thread-safe; the first call does the work).  Called before a fork: the
+/* Resolve every entry still a stand-in that the hash tables answer, no
+ * dlsym (after pohm_real_init; idempotent, thread-safe; the first call
+ * does the work).  Called from a fork's prepare handler: the
  * children inherit the resolved table instead of each resolving its exec
  * call anew on pages it must fault in (issue 23's shell loop). */
 void pohm_real_bind_all(void);

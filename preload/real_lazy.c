@@ -24,12 +24,16 @@
 
 POHM_START_BSS void (*(*pohm_real_lazy_resolver)(uintptr_t at))(void);
 
-/* One stand-in: endbr64 (4 bytes), lea (7), jmp (5 at most): 16. */
+/* One stand-in: endbr64 (4 bytes), lea (7), jmp (5 at most): 16.  The
+ * .org makes a longer one a build error ("attempt to move .org
+ * backwards"), never a stand-in that names another entry: an assembler
+ * told to pad branches (-Wa,-mbranches-within-32B-boundaries) would. */
 #define LAZY_STUB							\
 	"	.p2align 4\n"						\
-	"	endbr64\n"						\
+	"0:	endbr64\n"						\
 	"	lea 0(%rip), %r11\n"					\
-	"	jmp pohm_real_lazy_common\n"
+	"	jmp pohm_real_lazy_common\n"				\
+	"	.org 0b + 16\n"
 
 __asm__(
 	"	.pushsection .text\n"
