@@ -241,8 +241,10 @@ static void real_setup(void)
 #endif
 }
 
+#if POHM_REAL_LAZY
 /* Set once every entry is resolved (relaxed atomic). */
 static int real_all_bound;
+#endif
 
 void pohm_real_bind_all(void)
 {
