@@ -373,6 +373,11 @@ struct push_stash {
  * (struct push_stash: PREP returns 0 with ps->ready at the commit point). */
 int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st,
 		     struct push_stash *ps);
+/* chattr.c: after a push's put that cleared POHM_J_CHGRP, having sent
+ * the group `sent` (journal.h POHM_J_CHGRP_SENT): the flag again when fd's
+ * file's group is no longer `sent` (a second chgrp during the push found
+ * the flag still set and wrote nothing, decision 0068). */
+void cache_chgrp_again(struct pohm_cache *c, int fd, uint32_t sent);
 /* push.c: a push failed -ENOENT: 0 when the storage no longer has ino (the
  * journal forgets it), -ENOENT when it does, or -errno. */
 int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino);

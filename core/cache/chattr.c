@@ -203,16 +203,36 @@ static int chgrp_flag_fn(struct pohm_jrec *r, const void *arg)
 	return 0;
 }
 
-void pohm_cache_chgrp_later(struct pohm_cache *c, int fd)
+/* The flag for the file open at fd (st its stat), when it is one of the
+ * storage's that the journal knows. */
+static void chgrp_note(struct pohm_cache *c, int fd, const struct stat *st)
 {
-	struct stat st;
 	uint64_t ino;
 	int r;
 
-	if (c->is_root || pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != c->pdev ||
-	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+	if ((uint64_t)st->st_dev != c->pdev ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
 		return;	/* not a file of the storage's */
 	r = pohm_journal_update(&c->j, ino, chgrp_flag_fn, NULL);
 	if (r && r != -EALREADY && r != -ENOENT)
 		pohm_warn("fd %d: group change not stored (the journal took no note)", fd);
+}
+
+void pohm_cache_chgrp_later(struct pohm_cache *c, int fd)
+{
+	struct stat st;
+
+	if (!c->is_root && !pohm_sys_fstat(fd, &st))
+		chgrp_note(c, fd, &st);
+}
+
+void cache_chgrp_again(struct pohm_cache *c, int fd, uint32_t sent)
+{
+	struct stat st;
+
+	/* After the put: a chown whose note came before it (and found the
+	 * flag set) changed the group before this stat; one whose note
+	 * comes after sets the flag itself. */
+	if (fd >= 0 && !pohm_sys_fstat(fd, &st) && (uint32_t)st.st_gid != sent)
+		chgrp_note(c, fd, &st);
 }

@@ -220,6 +220,13 @@ int cache_conflict_copy(struct pohm_cache *c, int fd, const struct pohm_jrec *re
 	return r;
 }
 
+/* A chgrp noted here (POHM_J_CHGRP) left the local group (st) other than
+ * the stored one: a change to send, whatever the data and times say. */
+static int chgrp_due(const struct pohm_jrec *rec, const struct stat *st)
+{
+	return (rec->flags & POHM_J_CHGRP) && (uint32_t)st->st_gid != rec->gid;
+}
+
 /* The group went with this push (push_attrs_diff asked POHM_J_CHGRP):
  * its put clears the flag knowingly; another put keeps one a racing
  * fchown set after rec was read (journal.h POHM_J_CHGRP_SENT). */
@@ -227,6 +234,17 @@ static void chgrp_sent(struct pohm_jrec *rec)
 {
 	if (rec->flags & POHM_J_CHGRP)
 		rec->flags ^= POHM_J_CHGRP | POHM_J_CHGRP_SENT;
+}
+
+/* After chgrp_sent's put, which cleared the flag: a second chgrp since
+ * the push's stat (whose group, seen, is what push_attrs_diff compared)
+ * found the flag still set and noted nothing; it is noted now. */
+static void chgrp_put_done(struct pohm_cache *c, int fd, struct pohm_jrec *rec, uint32_t seen)
+{
+	if (!(rec->flags & POHM_J_CHGRP_SENT))
+		return;
+	rec->flags &= ~POHM_J_CHGRP_SENT;
+	cache_chgrp_again(c, fd, seen);
 }
 
 /*
@@ -532,7 +550,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	struct pohm_inode in;
 	struct pohm_ts mt;
 	struct stat now;
-	uint32_t base_mode, base_uid, base_gid;
+	uint32_t base_mode, base_uid, base_gid, seen_gid;
 	size_t n = 0;
 	int r, d, pushed_attrs = 0, carried = 0;
 
@@ -553,7 +571,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec &&
 	    !pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size))
 		d = 0;	/* a racy ctime, but the same bytes and times: nothing to send */
-	if (!d && (st->st_mode & 07777) == (rec->mode & 07777))
+	if (!d && (st->st_mode & 07777) == (rec->mode & 07777) && !chgrp_due(rec, st))
 		return 0;
 	if (!S_ISREG(st->st_mode))
 		return 0;
@@ -641,7 +659,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		chgrp_sent(rec);
 		pohm_journal_note_local(rec, st);
 		r = pohm_journal_put(&c->j, rec);
-		rec->flags &= ~POHM_J_CHGRP_SENT;
+		chgrp_put_done(c, fd, rec, (uint32_t)st->st_gid);
 		if (!r && pushed_attrs) {
 			cache_count(c, &c->stats.pushes, 1);
 			r = 1;
@@ -723,6 +741,7 @@ attrs:
 	if (r < 0)
 		goto out_in;
 	pushed_attrs = r;
+	seen_gid = (uint32_t)st->st_gid;	/* push_attrs_diff's; now's may be later */
 	now = *st;
 	push_take_stored(c, fd, base_mode, base_uid, base_gid, &in, &now);
 	st = &now;
@@ -742,7 +761,7 @@ attrs:
 						 * version whose bytes this copy holds */
 	rec->commit_lino = rec->lino;
 	r = pohm_journal_put_commit(&c->j, rec);
-	rec->flags &= ~POHM_J_CHGRP_SENT;
+	chgrp_put_done(c, fd, rec, seen_gid);
 	cache_mark_fresh(c, rec->ino);
 	if (!r && (n || (uint64_t)st->st_size != rec->lsize || pushed_attrs)) {
 		cache_count(c, &c->stats.pushes, 1);
@@ -898,7 +917,8 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
 	 * every chunk of fd, which fails EBADF on a write-only fd. */
 	reads = !(rec.flags & (POHM_J_STUB | POHM_J_TORN)) &&
-		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777));
+		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777) ||
+		 chgrp_due(&rec, &st));
 	pohm_jrec_clear(&rec);
 	return reads ? -EBADF : push_fd_ino(c, fd, ino, 0);
 }

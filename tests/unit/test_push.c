@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "cache_hosts.h"
+#include "cache_int.h"
 #include "wire.h"
 
 #define CS	4096	/* the hosts' chunk size */
@@ -1056,4 +1057,106 @@ TEST(a_push_carrying_attributes_over_a_stale_base_ends_as_before)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
+}
+
+/* ---------------------------------------------------------------- decision 0068: a chgrp noted for the next push */
+
+static struct pohm_cache *race_grp_a;	/* a non-root host */
+static int race_grp_fd = -1;		/* the program's fd on f there */
+
+/* The program's second fchown, to group 4343, while a's push of the
+ * first (4242) is under way: after its stat, before its put.  The note
+ * finds the flag of the first still set. */
+static void race_a_chgrps_again(void)
+{
+	EXPECT_EQ_INT(fchown(race_grp_fd, (uid_t)-1, 4343), 0);
+	pohm_cache_chgrp_later(race_grp_a, race_grp_fd);
+}
+
+/* The second fchown came in the clock tick of the push's stat: the ctime
+ * the push noted is the one the fchown left (else a moved ctime marks the
+ * file changed, and the flag is the only word only sometimes). */
+static void ctime_unmoved(struct pohm_cache *a, int fd)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&ino), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&a->j, ino, &rec), 0);
+	EXPECT(rec.flags & POHM_J_CHGRP);	/* the second fchown's, noted again */
+	pohm_journal_note_local(&rec, &st);
+	EXPECT_EQ_INT(pohm_journal_put(&a->j, &rec), 0);
+	pohm_jrec_clear(&rec);
+}
+
+/* The group host c sees for f. */
+static long stored_gid(struct pohm_cache *c)
+{
+	struct stat st;
+
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("c", "f"), &st), 0);
+	return (long)st.st_gid;
+}
+
+/*
+ * A non-root cache's program changes a file's group twice through its fd
+ * (tar -x, then a chgrp): the second while the push that sends the first
+ * runs (review of session 17, finding 4).  The push read the flag and
+ * sent 4242; the second note found the flag set and wrote nothing; the
+ * push's put cleared it.  The push notes it again (its group is no longer
+ * the one it sent), and the file's next push sends 4343, also when the
+ * second fchown left the ctime the push noted.  Both of the push's puts:
+ * its commit's (a's data), and the one over a stored version another host
+ * committed meanwhile (a's copy holds the base's bytes: attributes only).
+ */
+TEST(a_second_chgrp_during_the_push_of_the_first_is_sent_by_the_next_push)
+{
+	struct pohm_cache *a, *b, *c;
+	int fd, wfd, other;
+
+	if (geteuid() != 0)
+		SKIP("needs root (fchown to groups of its choosing)");
+	for (other = 0; other < 2; other++) {
+		ch_setup();
+		a = ch_host("a");
+		b = ch_host("b");
+		c = ch_host("c");
+		EXPECT(a && b && c);
+		a->is_root = 0;	/* a user's cache: its pushes send no group unless noted */
+		EXPECT_EQ_INT(ch_write(a, "a", "f", "x\n", 2), 0);
+		fd = open(ch_path("a", "f"), O_RDWR | O_APPEND);
+		EXPECT(fd >= 0);
+		if (other) {
+			/* b commits new data first: a's push sends attributes only. */
+			EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+			EXPECT_EQ_INT(ch_write(b, "b", "f", "b\n", 2), 0);
+		} else {
+			EXPECT_EQ_INT(write(fd, "a\n", 2), 2);
+		}
+		EXPECT_EQ_INT(fchown(fd, (uid_t)-1, 4242), 0);
+		pohm_cache_chgrp_later(a, fd);
+		race_grp_a = a;
+		race_grp_fd = fd;
+		ch_before_inode_cas = race_a_chgrps_again;
+		EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+		EXPECT(ch_before_inode_cas == NULL);	/* the second fchown ran */
+		EXPECT_EQ_INT(stored_gid(c), 4242);
+		ctime_unmoved(a, fd);
+		/* A write-only fd cannot send it: its close pushes (procattr.c). */
+		wfd = open(ch_path("a", "f"), O_WRONLY);
+		EXPECT(wfd >= 0);
+		EXPECT_EQ_INT(pohm_cache_push_wronly(a, wfd), -EBADF);
+		close(wfd);
+		EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+		EXPECT_EQ_INT(stored_gid(c), 4343);
+		EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 0);	/* nothing left to send */
+		close(fd);
+		pohm_cache_close(a);
+		pohm_cache_close(b);
+		pohm_cache_close(c);
+	}
 }
