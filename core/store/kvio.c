@@ -696,7 +696,14 @@ static void deferred_box_free(struct kvio_deferred *b)
 static void deferred_done(void *arg, int rc, const struct pohm_io_result *res)
 {
 	struct kvio_deferred *b = arg;
-	int st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc));
+	int st;
+
+	/* Not processed in this process (client closed, a fork child's copy):
+	 * unknown here, nothing to keep or forget. */
+	if (rc == -ECANCELED)
+		st = -EIO;
+	else
+		st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc));
 
 	pohm_debug("key %s: deferred put told %d", b->key, st);
 	if (b->done)
