@@ -1898,6 +1898,37 @@ TEST(kv_put_deferred_told_on_another_thread_keeps_no_stale_base)
 	stop3(&cl);
 }
 
+/*
+ * Review 1 finding 6: kvmem's put_deferred as kvio's: the next call of the
+ * store tells the outcome first (kvmem told it only at an explicit
+ * settle), and a put without condition or a drawn key's create is refused
+ * -EAGAIN (kvmem took the create, and -EINVAL without condition).
+ */
+TEST(kvmem_put_deferred_is_told_by_the_next_call_and_refused_as_kvio)
+{
+	struct pohm_kv mem;
+	struct pohm_kv_val v = { 0 };
+	struct kv_told t = { 0 };
+	uint8_t base[64];
+
+	EXPECT_EQ_INT(pohm_kvmem_new(&mem), 0);
+	EXPECT_EQ_INT(mem.ops->put(mem.ctx, "m", "v1", 2, POHM_KV_ABSENT), 0);
+	pohm_sha512("v1", 2, base);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "m", "v2", 2, base, kv_told_fn, &t), 0);
+	EXPECT_EQ_INT(t.calls, 0);
+	EXPECT_EQ_INT(mem.ops->get(mem.ctx, "other", &v), -ENOENT);
+	EXPECT_EQ_INT(t.calls, 1);
+	EXPECT_EQ_INT(t.st, 0);
+	EXPECT_EQ_INT(pohm_kvmem_deferred(&mem), 0);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "n", "n", 1, POHM_KV_NEW, kv_told_fn, &t),
+		      -EAGAIN);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "n", "n", 1, NULL, kv_told_fn, &t), -EAGAIN);
+	EXPECT_EQ_INT(mem.ops->get(mem.ctx, "n", &v), -ENOENT);
+	EXPECT_EQ_INT(mem.ops->settle(mem.ctx, 0), 0);
+	EXPECT_EQ_INT(t.calls, 1);
+	pohm_kvmem_free(&mem);
+}
+
 TEST(offline_when_no_group_answers_fast_and_eio_then_online_again)
 {
 	struct cluster cl;
