@@ -25,7 +25,7 @@ struct pohm_client {
 	void *offline_arg;
 	/* The deferred CAS puts whose outcome nobody processed yet
 	 * (iocas_defer.c): a list pushed and taken whole by atomic
-	 * exchange, no lock (a fork child drops its copy unread). */
+	 * exchange, no lock (a fork child tells its copy -ECANCELED). */
 	struct io_deferred *deferred;
 	/* The pid of the process one of whose threads is processing that list
 	 * (pohm_io_cas_settle_deferred: one settler at a time, so a call that
