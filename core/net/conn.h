@@ -155,8 +155,6 @@ void pohm_net_window_submit(struct pohm_net *net, struct pohm_batch *w, struct p
 int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed);
 /* Wake the leader's poll (new fd or queued output). Lock held. */
 void pohm_net_poke(struct pohm_net *net);
-/* Detect a fork (pid change) and reset the child's copy. Lock not held. */
-void pohm_net_fork_check(struct pohm_net *net);
 
 /* ---- conn_setup.c */
 /* Bring up the nodes of reqs before a run: connect the down ones whose

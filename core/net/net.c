@@ -761,14 +761,24 @@ static int wait_loop(struct pohm_net *net, struct pohm_batch *b, struct pohm_req
 		     size_t n, uint64_t deadline, pohm_enough_fn enough, void *arg)
 {
 	uint64_t dl = deadline;
+	int late_round = 0;
 
 	for (;;) {
 		if (!b->remaining)
 			return 0;
 		if (enough && enough(arg, reqs, n, &dl))
 			return 1;
-		if (now_ns() >= dl)
-			return dl < deadline ? 1 : -ETIMEDOUT;
+		if (now_ns() >= dl) {
+			if (dl < deadline)
+				return 1;
+			/* Before a timeout, the replies already in the sockets
+			 * (nobody read them since they came: no leader ran, as
+			 * when a window is waited for after its deadline): one
+			 * round that does not block (poll with timeout 0). */
+			if (late_round || net->leader_active)
+				return -ETIMEDOUT;
+			late_round = 1;
+		}
 		if (!net->leader_active) {
 			if (b->waiting)
 				waiter_remove(net, b);

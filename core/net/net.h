@@ -225,6 +225,11 @@ void pohm_net_counts(struct pohm_net *net, struct pohm_net_counts *out);
 /* Text of the last cluster-level failure ("" if none), copied into buf. */
 void pohm_net_last_error(struct pohm_net *net, char *buf, size_t len);
 
+/* Detect a fork (pid change) and reset the child's copy (every request of
+ * the parent unlinked: its memory may go); no-op in the same process.  Lock
+ * not held.  Every send calls it; also before freeing requests a fork child
+ * inherited (core/store/iocas_defer.c). */
+void pohm_net_fork_check(struct pohm_net *net);
 /* pthread_atfork hooks (preload registers them): lock / unlock / reset in the child. */
 void pohm_net_atfork_prepare(struct pohm_net *net);
 void pohm_net_atfork_parent(struct pohm_net *net);

@@ -308,7 +308,10 @@ int pohm_io_cas_put(struct pohm_client *c, const void *key, size_t keylen, const
  * (put it with pohm_io_cas_put); other -errno: nothing sent.  done(arg,
  * rc, res) (may be NULL) is called once, by pohm_io_cas_settle_deferred,
  * with what pohm_io_cas_put would have returned for that one attempt
- * (never a second one: lost is -EBADFD, undone where it had applied).
+ * (never a second one: lost is -EBADFD, undone where it had applied);
+ * -ECANCELED (res->unknown set) when this process does not process it:
+ * c closed first, or, in a fork child, the parent's entry (the parent
+ * processes it).
  */
 int pohm_io_cas_put_deferred(struct pohm_client *c, const void *key, size_t keylen,
 			     const void *data, size_t len, const struct pohm_cas_old *old,
@@ -319,8 +322,11 @@ int pohm_io_cas_put_deferred(struct pohm_client *c, const void *key, size_t keyl
  * replies (until deadline at most, and never past its ack window), then
  * confirm, catch up or roll back as pohm_io_cas_put does, and call its
  * done.  One whose replies are not all in by a deadline before its window
- * ends is left to the readers (done with -EIO, res->unknown set).  Returns
- * how many were processed (0 at once, no wait, when none is pending).
+ * ends is left to the readers (done with -EIO, res->unknown set).  One
+ * thread settles at a time: a call while another thread settles waits for
+ * it (until deadline), so every put sent before the call is processed when
+ * it returns; a call from a done (nested) returns 0 at once.  Returns how
+ * many this call processed (0 at once, no wait, when none is pending).
  */
 int pohm_io_cas_settle_deferred(struct pohm_client *c, uint64_t deadline);
 

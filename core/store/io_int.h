@@ -6,6 +6,8 @@
 #ifndef POHM_CORE_IO_INT_H
 #define POHM_CORE_IO_INT_H
 
+#include <sys/types.h>
+
 #include "io.h"
 
 struct pohm_client {
@@ -23,8 +25,13 @@ struct pohm_client {
 	void *offline_arg;
 	/* The deferred CAS puts whose outcome nobody processed yet
 	 * (iocas_defer.c): a list pushed and taken whole by atomic
-	 * exchange, no lock (a fork child drops its copy unread). */
+	 * exchange, no lock (a fork child tells its copy -ECANCELED). */
 	struct io_deferred *deferred;
+	/* The pid of the process one of whose threads is processing that list
+	 * (pohm_io_cas_settle_deferred: one settler at a time, so a call that
+	 * finds the list empty still waits for its outcomes), or 0; atomic.
+	 * A fork child finding its parent's pid takes it over. */
+	pid_t settler;
 };
 
 /* One operation on every group: its requests, their groups, the result. */
@@ -112,7 +119,8 @@ int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8
 		       const struct pohm_cas_old *old, int parallel, int *retry);
 /* Whether a first attempt over old goes to every group at once. */
 int io_cas_parallel_first(const struct pohm_cas_old *old);
-/* Drop every deferred put unprocessed (client close, fork child). */
+/* Drop every deferred put unprocessed (client close): each done told
+ * -ECANCELED, outcome unknown (res->unknown). */
 void io_cas_deferred_drop(struct pohm_client *c);
 
 /* offline.c: the offline decision of the kv seam (kvio.c). */

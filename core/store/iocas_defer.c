@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io_int.h"
 #include "net.h"
@@ -165,25 +166,82 @@ static int deferred_settle_one(struct pohm_client *c, struct io_deferred *d, uin
 	return io_cas_attempt_end(&d->op, d->data, d->len, d->sum, &d->old, 1, &retry);
 }
 
+/* d not processed by this process (client close, or a fork child's copy
+ * of its parent's entry): told -ECANCELED, outcome unknown here. */
+static void deferred_cancel(struct io_deferred *d)
+{
+	d->res.unknown = d->res.ngroups;
+	io_note(&d->op, "deferred compare-and-swap not processed here (client closed, or "
+			"a fork child's copy): outcome left to the readers");
+	if (d->done)
+		d->done(d->arg, -ECANCELED, &d->res);
+	deferred_free(d);
+}
+
+/* This thread is running a settle (a done's own store call must not wait
+ * for it: the nested call goes on). */
+static __thread int settling_here;
+
+/*
+ * Become c's one settler (c->settler = this pid): 1, or 0 when deadline
+ * passed while another thread of this process settled.  A settler pid
+ * not ours is a fork child's copy of its parent's (that thread is not in
+ * the child): taken over.
+ */
+static int settler_take(struct pohm_client *c, pid_t pid, uint64_t deadline)
+{
+	struct timespec ts = { 0, 100000 };	/* 100 µs */
+
+	for (;;) {
+		pid_t cur = 0;
+
+		if (__atomic_compare_exchange_n(&c->settler, &cur, pid, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return 1;
+		if (cur != pid) {
+			__atomic_compare_exchange_n(&c->settler, &cur, 0, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_RELAXED);
+			continue;
+		}
+		if (pohm_sys_mono_ns() >= deadline)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+}
+
 int pohm_io_cas_settle_deferred(struct pohm_client *c, uint64_t deadline)
 {
 	struct io_deferred *d, *next, *rev = NULL;
+	pid_t pid;
 	int n = 0, rc;
 
-	if (!__atomic_load_n(&c->deferred, __ATOMIC_ACQUIRE))
+	/* Nothing pending and nobody processing: at once.  (A settler sets
+	 * c->settler before it takes the list, and clears it after its last
+	 * done: a list seen empty with no settler was processed whole.) */
+	if (!__atomic_load_n(&c->deferred, __ATOMIC_SEQ_CST) &&
+	    !__atomic_load_n(&c->settler, __ATOMIC_SEQ_CST))
 		return 0;
-	d = __atomic_exchange_n(&c->deferred, NULL, __ATOMIC_ACQUIRE);
+	if (settling_here)
+		return 0;
+	pid = pohm_sys_pid();
+	if (!settler_take(c, pid, deadline))
+		return 0;
+	d = __atomic_exchange_n(&c->deferred, NULL, __ATOMIC_SEQ_CST);
 	/* In the order they were sent. */
 	for (; d; d = next) {
 		next = d->next;
 		d->next = rev;
 		rev = d;
 	}
+	settling_here = 1;
 	for (d = rev; d; d = next) {
 		next = d->next;
-		if (d->pid != pohm_sys_pid()) {
-			free(d->w);	/* a fork child: the parent's, unread */
-			deferred_free(d);
+		if (d->pid != pid) {
+			/* A fork child: the parent's requests may still be
+			 * queued on the connections; unlink them first. */
+			pohm_net_fork_check(c->net);
+			free(d->w);
+			deferred_cancel(d);
 			continue;
 		}
 		rc = deferred_settle_one(c, d, deadline);
@@ -192,6 +250,8 @@ int pohm_io_cas_settle_deferred(struct pohm_client *c, uint64_t deadline)
 		deferred_free(d);
 		n++;
 	}
+	settling_here = 0;
+	__atomic_store_n(&c->settler, 0, __ATOMIC_SEQ_CST);
 	return n;
 }
 
@@ -201,10 +261,13 @@ void io_cas_deferred_drop(struct pohm_client *c)
 
 	for (; d; d = next) {
 		next = d->next;
-		if (d->pid == pohm_sys_pid())
+		if (d->pid == pohm_sys_pid()) {
 			pohm_net_window_close(c->net, d->w, d->op.ptrs, d->op.n);
-		else
+		} else {
+			pohm_net_fork_check(c->net);
 			free(d->w);
-		deferred_free(d);
+		}
+		d->w = NULL;
+		deferred_cancel(d);
 	}
 }

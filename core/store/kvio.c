@@ -387,7 +387,8 @@ static void old_for(void *ctx, const char *key, const uint8_t *expect, struct po
 
 /* A conditional put's answer r (pohm_io_cas_put) as kv.h says it. */
 static int put_answer(void *ctx, const char *key, const void *data, size_t len,
-		      const struct pohm_cas_old *old, const struct pohm_io_result *res, int r)
+		      const struct pohm_cas_old *old, const struct pohm_io_result *res, int r,
+		      int keep)
 {
 	uint8_t sum[POHM_KV_CSUM];
 
@@ -398,16 +399,17 @@ static int put_answer(void *ctx, const char *key, const void *data, size_t len,
 			memcpy(sum, res->csum, sizeof(sum));
 		else
 			pohm_sha512(data, len, sum);
-		remember(ctx, key, data, len, sum, res);
+		if (keep)
+			remember(ctx, key, data, len, sum, res);
 		if (res->notes)
 			pohm_debug("%s", res->msg);
 		return 0;
 	}
 	if (r == -EBADFD) {
 		pohm_debug("%s", res->msg);
-		if (old->arbiter || res->split)
+		if (keep && (old->arbiter || res->split))
 			lost_note(ctx, key);
-		if (old->csum)
+		if (keep && old->csum)
 			forget(key, old->csum);	/* no longer the stored version: no base */
 		return old->csum ? -EAGAIN : -EEXIST;
 	}
@@ -442,7 +444,7 @@ static int raw_put(void *ctx, const char *key, const void *data, size_t len,
 	old_for(ctx, key, expect, &old);
 	r = pohm_io_cas_put(ctx, key, strlen(key), data, len, &old, &res);
 	trace_end(ctx, &t, put_what(&old, expect), key, 0, r);
-	return put_answer(ctx, key, data, len, &old, &res, r);
+	return put_answer(ctx, key, data, len, &old, &res, r, 1);
 }
 
 /* put_n: pohm_io_cas_put_n; the trace names the first key and the count. */
@@ -475,7 +477,7 @@ static int raw_put_n(void *ctx, size_t n, const char *const *keys, const void *c
 	snprintf(what, sizeof(what), "put_n %s", put_what(&p[0].old, expect[0]));
 	trace_end(ctx, &t, what, keys[0], n - 1, r);
 	for (i = 0; !r && i < n; i++)
-		st[i] = put_answer(ctx, keys[i], data[i], len[i], &p[i].old, &p[i].res, p[i].rc);
+		st[i] = put_answer(ctx, keys[i], data[i], len[i], &p[i].old, &p[i].res, p[i].rc, 1);
 	free(p);
 	return r;
 }
@@ -553,7 +555,7 @@ static int raw_put_many(void *ctx, size_t n, struct pohm_kv_cas *p)
 			break;
 		for (i = 0; i < k; i++)
 			p[at + i].st = put_answer(ctx, p[at + i].key, p[at + i].data, p[at + i].len,
-						  &q[i].old, &q[i].res, q[i].rc);
+						  &q[i].old, &q[i].res, q[i].rc, 1);
 	}
 	free(q);
 	return r;
@@ -684,6 +686,7 @@ struct kvio_deferred {
 	struct pohm_cas_old old;	/* csum: expect (or NULL); data NULL */
 	void (*done)(void *arg, int st);
 	void *arg;
+	const struct recent *sender;	/* the sending thread's kept values */
 };
 
 static void deferred_box_free(struct kvio_deferred *b)
@@ -696,8 +699,15 @@ static void deferred_box_free(struct kvio_deferred *b)
 static void deferred_done(void *arg, int rc, const struct pohm_io_result *res)
 {
 	struct kvio_deferred *b = arg;
-	int st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc));
+	int st;
 
+	/* Not processed in this process (client closed, a fork child's copy):
+	 * unknown here, nothing to keep or forget. */
+	if (rc == -ECANCELED)
+		st = -EIO;
+	else
+		st = io_net_errno(put_answer(b->c, b->key, b->data, b->len, &b->old, res, rc,
+					     b->sender == recent));
 	pohm_debug("key %s: deferred put told %d", b->key, st);
 	if (b->done)
 		b->done(b->arg, st);
@@ -708,6 +718,7 @@ static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t
 			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
 {
 	struct kvio_deferred *b;
+	struct pohm_cas_old old;
 	int r = -ENOMEM;
 
 	/* A create of a drawn key has nobody to race and no base: put it. */
@@ -725,16 +736,26 @@ static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t
 	b->len = len;
 	b->done = done;
 	b->arg = arg;
-	old_for(ctx, key, expect, &b->old);
-	r = pohm_io_cas_put_deferred(ctx, key, strlen(key), data, len, &b->old, deferred_done, b);
-	if (r)
-		goto fail;
-	if (b->old.csum) {
+	/* The outcome is kept (remember, lost_note) only by this thread's
+	 * settle: another thread's kept values are not the sender's. */
+	b->sender = recent;
+	old_for(ctx, key, expect, &old);
+	/* b complete before the send: another thread's settle may tell it
+	 * (and free b) as soon as it is sent. */
+	b->old = old;
+	if (old.csum) {
 		memcpy(b->expect, expect, sizeof(b->expect));
 		b->old.csum = b->expect;
 	}
 	b->old.data = NULL;	/* this thread's kept copy: gone by settle */
-	pohm_debug("key %s: deferred %s sent", key, put_what(&b->old, expect));
+	r = pohm_io_cas_put_deferred(ctx, key, strlen(key), data, len, &old, deferred_done, b);
+	if (r)
+		goto fail;
+	/* The base is replaced, or stale, whatever the outcome (review 1
+	 * finding 5: peek offered it after another thread told the commit). */
+	if (old.csum)
+		forget(key, expect);
+	pohm_debug("key %s: deferred %s sent", key, put_what(&old, expect));
 	return 0;
 fail:
 	deferred_box_free(b);

@@ -1842,6 +1842,93 @@ TEST(kv_put_deferred_is_no_wait_and_the_next_call_tells_its_outcome_first)
 	pohm_kvmem_free(&mem);
 }
 
+/* Another thread's next kvio call (its gate tells the pending put), then
+ * what that thread keeps of "kd" (peek). */
+struct kv_other {
+	struct pohm_kv *kv;
+	int get, peek;
+};
+
+static void *kv_other_call(void *arg)
+{
+	struct kv_other *o = arg;
+	struct pohm_kv_val v = { 0 };
+	uint64_t age;
+
+	o->get = o->kv->ops->get(o->kv->ctx, "other", &v);
+	o->peek = o->kv->ops->peek(o->kv->ctx, "kd", &v, &age);
+	pohm_kv_val_free(&v);
+	return NULL;
+}
+
+/*
+ * Review 1 finding 5: a put_deferred told by another thread's call keeps
+ * nothing in that thread (its few kept values are its own), and the
+ * sender no longer offers the replaced base (peek gave v1 after v2
+ * committed).
+ */
+TEST(kv_put_deferred_told_on_another_thread_keeps_no_stale_base)
+{
+	struct cluster cl;
+	struct pohm_kv kv;
+	struct pohm_kv_val v = { 0 };
+	struct kv_told t = { 0 };
+	struct kv_other o = { &kv, 1, 1 };
+	uint8_t base[64];
+	uint64_t now = pohm_sys_real_ns(), age;
+	pthread_t th;
+	int g;
+
+	start3(&cl, NULL, 0);
+	pohm_kvio_init(&kv, cl.c);
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "kd", "v1", now - 5 * SEC);
+	EXPECT_EQ_INT(kv.ops->get(kv.ctx, "kd", &v), 0);
+	memcpy(base, v.csum, 64);
+	pohm_kv_val_free(&v);
+	EXPECT_EQ_INT(kv.ops->put_deferred(kv.ctx, "kd", "v2", 2, base, kv_told_fn, &t), 0);
+	pthread_create(&th, NULL, kv_other_call, &o);
+	pthread_join(th, NULL);
+	EXPECT_EQ_INT(o.get, -ENOENT);
+	EXPECT_EQ_INT(t.calls, 1);
+	EXPECT_EQ_INT(t.st, 0);
+	EXPECT_EQ_INT(o.peek, -ENOENT);		/* the other thread never read kd */
+	EXPECT_EQ_INT(kv.ops->peek(kv.ctx, "kd", &v, &age), -ENOENT);	/* v1 is not a base */
+	pohm_kv_val_free(&v);
+	stop3(&cl);
+}
+
+/*
+ * Review 1 finding 6: kvmem's put_deferred as kvio's: the next call of the
+ * store tells the outcome first (kvmem told it only at an explicit
+ * settle), and a put without condition or a drawn key's create is refused
+ * -EAGAIN (kvmem took the create, and -EINVAL without condition).
+ */
+TEST(kvmem_put_deferred_is_told_by_the_next_call_and_refused_as_kvio)
+{
+	struct pohm_kv mem;
+	struct pohm_kv_val v = { 0 };
+	struct kv_told t = { 0 };
+	uint8_t base[64];
+
+	EXPECT_EQ_INT(pohm_kvmem_new(&mem), 0);
+	EXPECT_EQ_INT(mem.ops->put(mem.ctx, "m", "v1", 2, POHM_KV_ABSENT), 0);
+	pohm_sha512("v1", 2, base);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "m", "v2", 2, base, kv_told_fn, &t), 0);
+	EXPECT_EQ_INT(t.calls, 0);
+	EXPECT_EQ_INT(mem.ops->get(mem.ctx, "other", &v), -ENOENT);
+	EXPECT_EQ_INT(t.calls, 1);
+	EXPECT_EQ_INT(t.st, 0);
+	EXPECT_EQ_INT(pohm_kvmem_deferred(&mem), 0);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "n", "n", 1, POHM_KV_NEW, kv_told_fn, &t),
+		      -EAGAIN);
+	EXPECT_EQ_INT(mem.ops->put_deferred(mem.ctx, "n", "n", 1, NULL, kv_told_fn, &t), -EAGAIN);
+	EXPECT_EQ_INT(mem.ops->get(mem.ctx, "n", &v), -ENOENT);
+	EXPECT_EQ_INT(mem.ops->settle(mem.ctx, 0), 0);
+	EXPECT_EQ_INT(t.calls, 1);
+	pohm_kvmem_free(&mem);
+}
+
 TEST(offline_when_no_group_answers_fast_and_eio_then_online_again)
 {
 	struct cluster cl;
