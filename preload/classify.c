@@ -343,7 +343,8 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 	p->flags = (flags & POHM_LOC_EMPTY) ? POHM_PATH_EMPTY : 0;
 	p->len = 0;
 	p->rel = buf;
-	p->base.fd = -1;
+	p->lent.fd = -1;
+	p->base = &p->lent;
 	buf[0] = '\0';
 	walk = path;
 	if (path[0] == '/') {
@@ -357,7 +358,7 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
 	dead = base_of(base, &w->pos, buf, cap, &len,
-		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->base : NULL);
+		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->lent : NULL);
 	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
 	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))
@@ -373,9 +374,9 @@ walk:
 			return w->cls = POHM_PC_OUT;
 	}
 	if (w->cls != POHM_PC_IN) {
-		if (p->base.fd >= 0)
-			pohm_sys_close(p->base.fd);	/* not reached from an inside base */
-		p->base.fd = -1;
+		if (p->lent.fd >= 0)
+			pohm_sys_close(p->lent.fd);	/* not reached from an inside base */
+		p->lent.fd = -1;
 		return w->cls;
 	}
 	p->spelling = res.spelling;
