@@ -857,7 +857,8 @@ struct entry_seen {
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
  * component), so a stale clean copy is left to that refresh.  given: NULL,
- * or dfd/name's lstat the caller made a moment ago (then not made again).
+ * or dfd/name's lstat the caller made a moment ago (then not made again
+ * for an answer from a fresh record; made when the storage is asked).
  * *found: what it found (struct entry_seen).
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
@@ -926,6 +927,16 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
+	}
+	if (given) {
+		/* The caller's lstat answers from a fresh record only: what
+		 * follows asks the storage and may unlink or replace dfd/name
+		 * by what it decides, so on the walk's own look at dfd/name
+		 * (the caller's was made through its own dirfd, tied to dfd
+		 * by identity only: review 2 of session 17, finding 2). */
+		if (have_rec)
+			pohm_jrec_clear(&rec);
+		return ensure_entry(c, dfd, dino, name, rel, data, NULL, in, found);
 	}
 	/* Expired: with its siblings, when this process lists or walks dino
 	 * (find -ls, ls -l, du: issue 23), one listing and batch, not a round
