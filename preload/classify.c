@@ -183,14 +183,24 @@ static int root_fd(void)
  * (core/cache walkfresh.c) must open the same directory that way, and
  * takes this open instead.  1 and *base when rel (not "") opens to id's
  * directory, 0 when it opens to another one, -1 when it does not open
- * (a symlink on the way, no openat2): the fstatat decides.
+ * (a symlink on the way, no openat2: no_openat2): the fstatat decides.
  */
+/* 1 once openat2 answered ENOSYS or EPERM (missing, or a seccomp filter's
+ * refusal): base_open is not tried again in this process (review 2 of
+ * session 17, finding 3).  Set by any thread, never cleared; atomic. */
+static int no_openat2;
+
 static int base_open(int rfd, const char *rel, const struct pohm_fdid *id,
 		     struct pohm_walk_base *base)
 {
 	struct stat st;
-	int fd = pohm_sys_open_dir_nolinks(rfd, rel);
+	int fd;
 
+	if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED))
+		return -1;
+	fd = pohm_sys_open_dir_nolinks(rfd, rel);
+	if (fd == -ENOSYS || fd == -EPERM)
+		__atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
 	if (fd < 0)
 		return -1;
 	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != id->dev ||
