@@ -177,6 +177,11 @@ static int root_fd(void)
 	return nfd;
 }
 
+/* 1 once openat2 answered ENOSYS or EPERM (missing, or a seccomp filter's
+ * refusal): base_open is not tried again in this process (review 2 of
+ * session 17, finding 3).  Set by any thread, never cleared; atomic. */
+static int no_openat2;
+
 /*
  * The check of base_current by an open that follows no symlink, for a
  * stat of a name below dirfd (issue 23): the walk below the prefix root
@@ -185,11 +190,6 @@ static int root_fd(void)
  * directory, 0 when it opens to another one, -1 when it does not open
  * (a symlink on the way, no openat2: no_openat2): the fstatat decides.
  */
-/* 1 once openat2 answered ENOSYS or EPERM (missing, or a seccomp filter's
- * refusal): base_open is not tried again in this process (review 2 of
- * session 17, finding 3).  Set by any thread, never cleared; atomic. */
-static int no_openat2;
-
 static int base_open(int rfd, const char *rel, const struct pohm_fdid *id,
 		     struct pohm_walk_base *base)
 {

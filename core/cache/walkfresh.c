@@ -124,7 +124,6 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 	if (base)
 		base->taken = 0;
 	fd = walk_start(c, rel, ch, base);
-
 	base_drop(base);	/* the table does not hold rel: before the walk's opens */
 	return fd;
 }
