@@ -177,20 +177,30 @@ static int root_fd(void)
 	return nfd;
 }
 
+/* 1 once openat2 answered ENOSYS or EPERM (missing, or a seccomp filter's
+ * refusal): base_open is not tried again in this process (review 2 of
+ * session 17, finding 3).  Set by any thread, never cleared; atomic. */
+static int no_openat2;
+
 /*
  * The check of base_current by an open that follows no symlink, for a
  * stat of a name below dirfd (issue 23): the walk below the prefix root
  * (core/cache walkfresh.c) must open the same directory that way, and
  * takes this open instead.  1 and *base when rel (not "") opens to id's
  * directory, 0 when it opens to another one, -1 when it does not open
- * (a symlink on the way, no openat2): the fstatat decides.
+ * (a symlink on the way, no openat2: no_openat2): the fstatat decides.
  */
 static int base_open(int rfd, const char *rel, const struct pohm_fdid *id,
 		     struct pohm_walk_base *base)
 {
 	struct stat st;
-	int fd = pohm_sys_open_dir_nolinks(rfd, rel);
+	int fd;
 
+	if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED))
+		return -1;
+	fd = pohm_sys_open_dir_nolinks(rfd, rel);
+	if (fd == -ENOSYS || fd == -EPERM)
+		__atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
 	if (fd < 0)
 		return -1;
 	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != id->dev ||
@@ -343,7 +353,8 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 	p->flags = (flags & POHM_LOC_EMPTY) ? POHM_PATH_EMPTY : 0;
 	p->len = 0;
 	p->rel = buf;
-	p->base.fd = -1;
+	p->lent.fd = -1;
+	p->base = &p->lent;
 	buf[0] = '\0';
 	walk = path;
 	if (path[0] == '/') {
@@ -357,7 +368,7 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
 	dead = base_of(base, &w->pos, buf, cap, &len,
-		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->base : NULL);
+		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->lent : NULL);
 	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
 	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))
@@ -373,9 +384,9 @@ walk:
 			return w->cls = POHM_PC_OUT;
 	}
 	if (w->cls != POHM_PC_IN) {
-		if (p->base.fd >= 0)
-			pohm_sys_close(p->base.fd);	/* not reached from an inside base */
-		p->base.fd = -1;
+		if (p->lent.fd >= 0)
+			pohm_sys_close(p->lent.fd);	/* not reached from an inside base */
+		p->lent.fd = -1;
 		return w->cls;
 	}
 	p->spelling = res.spelling;

@@ -121,8 +121,11 @@ struct pohm_path {
 	size_t len;		/* strlen(rel) */
 	char *rel;		/* normalised path below the prefix root: "" = the root,
 				 * "a/b" otherwise; no leading or trailing slash */
-	struct pohm_walk_base base;	/* POHM_LOC_BASE: rel's parent, opened by
-				 * the classifier (fd -1: not); the caller closes it */
+	struct pohm_walk_base lent;	/* POHM_LOC_BASE: rel's parent, opened by
+				 * the classifier (fd -1: not) */
+	struct pohm_walk_base *base;	/* &lent (NULL: none; a copy shares its
+				 * source's): the walk takes lent.fd, the
+				 * caller closes one left (stat.c base_done) */
 	char inl[POHM_REL_MAX];	/* rel's usual storage */
 };
 

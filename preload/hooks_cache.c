@@ -444,7 +444,7 @@ static int hook_stat(const struct pohm_path *p, int flags, struct stat *st, stru
 	if (!(c = cache(&r)))
 		return r == POHM_PASS ? real->call(real->arg) : r;
 	return HELD(pohm_proc_stat(c, p->rel, (flags & AT_SYMLINK_NOFOLLOW) ? POHM_PAF_NOFOLLOW : 0,
-				   &p->base, st, stx, &outside));
+				   p->base, st, stx, &outside));
 }
 
 int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st,

@@ -87,11 +87,11 @@ static unsigned loc_flags(int atflags)
 	return ((atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0) | POHM_LOC_BASE;
 }
 
-/* The hook's result r, p's POHM_LOC_BASE fd closed. */
+/* The hook's result r, p's POHM_LOC_BASE fd closed if the walk left it. */
 static int base_done(const struct pohm_path *p, int r)
 {
-	if (p->base.fd >= 0)
-		pohm_sys_close(p->base.fd);
+	if (p->lent.fd >= 0)
+		pohm_sys_close(p->lent.fd);	/* the walk did not take it */
 	return r;
 }
 

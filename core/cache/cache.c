@@ -857,7 +857,8 @@ struct entry_seen {
  * filled (clear it), -ENOENT if the storage has no such entry.  data: the
  * caller fetches this entry's data next (POHM_MAT_DATA on the last
  * component), so a stale clean copy is left to that refresh.  given: NULL,
- * or dfd/name's lstat the caller made a moment ago (then not made again).
+ * or dfd/name's lstat the caller made a moment ago (then not made again
+ * for an answer from a fresh record; made when the storage is asked).
  * *found: what it found (struct entry_seen).
  */
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
@@ -926,6 +927,16 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		r = entry_from_record(c, dfd, name, known, data, &rec, in);
 		pohm_jrec_clear(&rec);
 		return r;
+	}
+	if (given) {
+		/* The caller's lstat answers from a fresh record only: what
+		 * follows asks the storage and may unlink or replace dfd/name
+		 * by what it decides, so on the walk's own look at dfd/name
+		 * (the caller's was made through its own dirfd, tied to dfd
+		 * by identity only: review 2 of session 17, finding 2). */
+		if (have_rec)
+			pohm_jrec_clear(&rec);
+		return ensure_entry(c, dfd, dino, name, rel, data, NULL, in, found);
 	}
 	/* Expired: with its siblings, when this process lists or walks dino
 	 * (find -ls, ls -l, du: issue 23), one listing and batch, not a round
@@ -1287,7 +1298,8 @@ struct mat_last {
 	uint64_t ino;
 	uint64_t until;
 	struct pohm_stat_seen *seen;	/* NULL, or the record when ok (stat) */
-	const struct pohm_walk_base *base;	/* NULL, or the parent the caller opened */
+	struct pohm_walk_base *base;	/* NULL, or the parent the caller opened
+					 * (its fd the walk's once handed down) */
 	const struct stat *given;	/* NULL, or the name's lstat below base */
 };
 
@@ -1305,6 +1317,32 @@ static void mat_bound(struct pohm_cache *c, struct mat_last *ml, uint64_t ino, u
 		return;
 	if (until < ml->until)
 		ml->until = until;
+}
+
+/*
+ * The walk's next directory when opening it below *dfd found no free fd
+ * (one left, as the kernel's lstat needs none: review 2 of session 17):
+ * *dfd closed (-1 after), path opened from the prefix root with no symlink
+ * on the way and taken when it is the local directory ensure_entry saw
+ * (seen).  The fd, or -EMFILE (no openat2, or another directory now).
+ */
+static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
+			  const struct entry_seen *seen)
+{
+	struct stat st;
+	int fd;
+
+	pohm_sys_close(*dfd);
+	*dfd = -1;
+	fd = pohm_sys_open_dir_nolinks(c->pfd, path);
+	if (fd < 0)
+		return -EMFILE;
+	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != seen->ldev ||
+	    (uint64_t)st.st_ino != seen->lino) {
+		pohm_sys_close(fd);
+		return -EMFILE;
+	}
+	return fd;
 }
 
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
@@ -1330,8 +1368,8 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 						 comp[i]);
 		dfd = cache_walk_start(c, path, &ch, ml ? ml->base : NULL);
-		if (ml && ml->base && dfd == ml->base->fd)
-			lent = dfd;	/* the caller's: it closes it */
+		if (ml && ml->base && ml->base->taken)
+			lent = dfd;	/* the caller's open, ours now */
 		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
 			unsigned k;
 
@@ -1339,7 +1377,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			for (k = 0; k < ch.n; k++)
 				mat_bound(c, ml, ch.ino[k], ch.vns[k]);
 		} else {
-			if (dfd >= 0 && dfd != lent)
+			if (dfd >= 0)
 				pohm_sys_close(dfd);
 			dfd = lent = -1;
 			ch.n = 0;
@@ -1438,13 +1476,15 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 				break;
 			}
 			nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+			if ((nfd == -EMFILE || nfd == -ENFILE) && seen.have)
+				nfd = open_dir_alone(c, &dfd, path, &seen);
 			dino = in.ino;
 			pohm_inode_clear(&in);
 			if (nfd < 0) {
 				r = nfd;
 				break;
 			}
-			if (dfd != lent)
+			if (dfd >= 0)
 				pohm_sys_close(dfd);
 			dfd = nfd;
 			continue;
@@ -1473,7 +1513,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		}
 		pohm_inode_clear(&in);
 	}
-	if (dfd != lent)
+	if (dfd >= 0)
 		pohm_sys_close(dfd);
 	return r;
 }
@@ -1674,7 +1714,7 @@ int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned 
 }
 
 int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
-				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				struct pohm_stat_seen *seen, struct pohm_walk_base *base,
 				const struct stat *lst)
 {
 	int r;

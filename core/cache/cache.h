@@ -139,10 +139,13 @@ int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned 
 /* A directory the caller opened and checked already (preload's classifier
  * for a name relative to a dirfd, issue 23): an O_PATH fd (-1: none)
  * opened from the prefix root by the path of rel's parent, with no
- * symlink on the way, and its local (dev, ino).  Borrowed: the caller
- * closes it. */
+ * symlink on the way, and its local (dev, ino).  Handed down: the walk
+ * takes the fd (sets it to -1) and either starts there (taken 1) or
+ * closes it before it opens anything itself; the caller closes an fd
+ * still >= 0 after the call (the walk never came to it). */
 struct pohm_walk_base {
 	int fd;
+	int taken;
 	uint64_t dev, ino;
 };
 
@@ -152,7 +155,7 @@ struct pohm_walk_base {
  * then lst (NULL: none), the lstat of rel's last name below base.fd the
  * caller made a moment ago, for its own (not for POHM_MAT_DATA or LIST). */
 int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned flags,
-				struct pohm_stat_seen *seen, const struct pohm_walk_base *base,
+				struct pohm_stat_seen *seen, struct pohm_walk_base *base,
 				const struct stat *lst);
 
 /*

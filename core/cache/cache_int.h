@@ -131,15 +131,16 @@ void cache_stat_apply(struct pohm_cache *c, struct stat *st, const struct pohm_s
  * (ldev, lino) with every directory of its path in ch fresh.
  * cache_walk_start: while each of them is still fresh (cache_fresh_at_count)
  * and rel still opens to that local directory, that directory opened
- * O_PATH (the caller closes it unless it is base->fd) and *ch; else -ENOENT
- * (walk from the root).  base (NULL or fd -1: none): the caller's own open
- * of rel with no symlink on the way, taken instead of opening rel again
- * when it is the table's local directory.
+ * O_PATH (the caller closes it) and *ch; else -ENOENT (walk from the
+ * root).  base (NULL or fd -1: none): the caller's own open of rel with no
+ * symlink on the way, taken instead of opening rel again when it is the
+ * table's local directory; its fd is this function's (base->fd -1 after):
+ * returned, or closed before anything else is opened.
  */
 void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_walk_chain *ch,
 		     uint64_t ldev, uint64_t lino);
 int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
-		     const struct pohm_walk_base *base);
+		     struct pohm_walk_base *base);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);

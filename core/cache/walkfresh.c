@@ -58,8 +58,21 @@ void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_w
 	pthread_mutex_unlock(&c->vlock);
 }
 
-int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
-		     const struct pohm_walk_base *base)
+/* base's fd closed (-1 after), if it has one. */
+static void base_drop(struct pohm_walk_base *base)
+{
+	if (base && base->fd >= 0) {
+		pohm_sys_close(base->fd);
+		base->fd = -1;
+	}
+}
+
+/* cache_walk_start's look, base's fd taken (base->fd set to -1): base's
+ * own fd when it is the table's directory, else closed before any open of
+ * its own (one free fd must do, as for the walk from the root: review 2 of
+ * session 17, finding 1). */
+static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
+		      struct pohm_walk_base *base)
 {
 	struct pohm_dfresh e;
 	struct stat st;
@@ -80,9 +93,13 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 			return -ENOENT;
 	if (base && base->fd >= 0 && base->dev == e.ldev && base->ino == e.lino) {
 		/* The caller's look, made the same way as the one below. */
+		fd = base->fd;
+		base->fd = -1;
+		base->taken = 1;
 		*ch = e.chain;
-		return base->fd;
+		return fd;
 	}
+	base_drop(base);
 	/* No symlink anywhere on the path, not only at its end (O_NOFOLLOW's
 	 * reach): an ancestor replaced here by a link to another directory
 	 * would lead to the remembered one under another path.  Where openat2
@@ -96,5 +113,17 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 		return -ENOENT;
 	}
 	*ch = e.chain;
+	return fd;
+}
+
+int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
+		     struct pohm_walk_base *base)
+{
+	int fd;
+
+	if (base)
+		base->taken = 0;
+	fd = walk_start(c, rel, ch, base);
+	base_drop(base);	/* the table does not hold rel: before the walk's opens */
 	return fd;
 }

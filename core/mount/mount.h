@@ -291,11 +291,12 @@ int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, cons
  * failed), and on success the storage's identity and a stub's stored
  * attributes laid over the result.  Returns the caller's result.  Called
  * with the shim's hold held.  base: NULL, or rel's parent as the caller
- * opened and checked it (pohm_cache_materialize_from; borrowed).
+ * opened and checked it (pohm_cache_materialize_from: the walk takes its
+ * fd; the caller closes one left >= 0).
  */
 struct statx;
 int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags,
-		   const struct pohm_walk_base *base, struct stat *st, struct statx *stx,
+		   struct pohm_walk_base *base, struct stat *st, struct statx *stx,
 		   const struct pohm_proc_real *real);
 
 /*

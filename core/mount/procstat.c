@@ -103,7 +103,7 @@ static int stat_recent(struct pohm_cache *c, const char *rel, unsigned mf, struc
  * run (the real call failed: a name the walk may make).
  */
 static int stat_base(struct pohm_cache *c, const char *rel, unsigned mf,
-		     const struct pohm_walk_base *base, struct stat *st,
+		     struct pohm_walk_base *base, struct stat *st,
 		     const struct pohm_proc_real *real, struct pohm_stat_seen *seen, int *r)
 {
 	if (!base || base->fd < 0 || !st || !(mf & POHM_MAT_NOFOLLOW) || real->call(real->arg))
@@ -120,7 +120,7 @@ static int stat_base(struct pohm_cache *c, const char *rel, unsigned mf,
 }
 
 int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags,
-		   const struct pohm_walk_base *base, struct stat *st, struct statx *stx,
+		   struct pohm_walk_base *base, struct stat *st, struct statx *stx,
 		   const struct pohm_proc_real *real)
 {
 	unsigned mf = (flags & POHM_PAF_NOFOLLOW) ? POHM_MAT_NOFOLLOW : 0;

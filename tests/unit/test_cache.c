@@ -1277,3 +1277,62 @@ TEST(a_directory_chmod_whose_outcome_was_unknown_is_settled_by_a_read)
 	EXPECT_EQ_INT(st.st_mode & 07777, 0750);
 	pohm_cache_close(a);
 }
+
+/*
+ * Review 2 of session 17, finding 2: an lstat handed down with a stat
+ * below a dirfd (pohm_cache_materialize_from's lst) was made through the
+ * program's dirfd, tied to the walk's directory by identity only; an fd
+ * closed and reused behind the shim's back makes it another directory's
+ * file.  It answers from a fresh record only: when the storage is asked
+ * (the record expired) and the name was replaced elsewhere, the decision
+ * to replace the local file rests on the walk's own look.  Here d1/f is
+ * changed locally (not pushed) and replaced on b; the lstat handed down
+ * is d2/f's (clean, and of the same contents): d1/f's local change must
+ * stay.
+ */
+TEST(a_handed_down_lstat_does_not_decide_a_replacement)
+{
+	struct pohm_cache *a, *b;
+	struct pohm_walk_base base;
+	struct pohm_stat_seen seen;
+	struct stat given, st;
+	char buf[64];
+	int fd;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d1", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d2", 0755), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "d1/f", "one"), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "d2/f", "two"), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "d1/f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(b, "d1/f"), 0);
+	EXPECT_EQ_INT(write_file(b, "b", "d1/f", "new from b"), 0);
+	/* a's own change to d1/f, not pushed yet: d2/f's contents (which
+	 * a comparison against d2/f's record takes for unchanged). */
+	fd = open(path("a", "d1/f"), O_WRONLY | O_TRUNC);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT((int)write(fd, "two", 3), 3);
+	close(fd);
+	a->attr_timeout_ns = 200000000ULL;
+	usleep(300000);	/* the files' records expire */
+	/* d1 walked now: the walk table holds it, fresh. */
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "d1", 0), 0);
+	base.fd = open(path("a", "d1"), O_PATH | O_DIRECTORY);
+	EXPECT(base.fd >= 0);
+	EXPECT_EQ_INT(fstat(base.fd, &st), 0);
+	base.dev = (uint64_t)st.st_dev;
+	base.ino = (uint64_t)st.st_ino;
+	EXPECT_EQ_INT(lstat(path("a", "d2/f"), &given), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize_from(a, "d1/f", POHM_MAT_NOFOLLOW, &seen, &base,
+						  &given), 0);
+	if (base.fd >= 0)
+		close(base.fd);
+	EXPECT_EQ_INT(read_file(path("a", "d1/f"), buf, sizeof(buf)), 3);
+	EXPECT_EQ_STR(buf, "two");
+	EXPECT_EQ_INT(read_file(path("a", "d2/f"), buf, sizeof(buf)), 3);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
