@@ -1002,9 +1002,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		if (rec.nlink <= 1)
 			pohm_journal_del(&c->j, known);
 	} else if (r == -ENOENT && have_rec && S_ISDIR(lst.st_mode) &&
-		   !(rec.flags & POHM_J_CONFLICT)) {
+		   !(rec.flags & POHM_J_CONFLICT) && cache_stored_dir_removed(c, known)) {
 		/* A directory removed on another host: with its entries
-		 * (listgone.c), so that none of them is found below it here. */
+		 * (listgone.c), so that none of them is found below it here.
+		 * One only renamed elsewhere stays (ENOENT by this name): the
+		 * next listing of its parent renames it by identity, so that a
+		 * dirfd or a cwd in it follows (DESIGN §2, "a remote rename
+		 * becomes a local rename"). */
 		cache_drop_gone_dir(c, dfd, name, rel, known);
 	}
 	if (r)

@@ -413,6 +413,10 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
  * 1 gone, 0 (part) kept. */
 int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 			uint64_t ino);
+/* listgone.c: is the stored directory ino removed (no inode, or its
+ * tombstone), not just renamed away from the name that was looked up?  A
+ * failed read answers no: nothing is dropped on it.  One round trip. */
+int cache_stored_dir_removed(struct pohm_cache *c, uint64_t ino);
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);
