@@ -861,6 +861,29 @@ struct entry_seen {
  * for an answer from a fresh record; made when the storage is asked).
  * *found: what it found (struct entry_seen).
  */
+/* List a directory whole: every storage entry present locally. */
+static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel);
+
+/* List dino (open as dfd), the parent of rel: a local directory whose name
+ * the storage no longer has, but whose inode lives, is renamed by the
+ * listing to the name it has now (list_renamed_to).  Best effort: a
+ * listing that fails leaves it, and the next walk past attr_timeout asks
+ * again. */
+static void list_parent_of(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	size_t n = slash ? (size_t)(slash - rel) : 0;
+	char *prel = malloc(n + 1);
+
+	if (!prel)
+		return;
+	memcpy(prel, rel, n);
+	prel[n] = '\0';
+	if (list_dir(c, dfd, dino, prel))
+		pohm_debug("%s: listing its parent after a rename elsewhere failed", rel);
+	free(prel);
+}
+
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
 			const char *rel, int data, const struct stat *given, struct pohm_inode *in,
 			struct entry_seen *found)
@@ -1002,14 +1025,19 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		if (rec.nlink <= 1)
 			pohm_journal_del(&c->j, known);
 	} else if (r == -ENOENT && have_rec && S_ISDIR(lst.st_mode) &&
-		   !(rec.flags & POHM_J_CONFLICT) && cache_stored_dir_removed(c, known)) {
+		   !(rec.flags & POHM_J_CONFLICT)) {
 		/* A directory removed on another host: with its entries
 		 * (listgone.c), so that none of them is found below it here.
-		 * One only renamed elsewhere stays (ENOENT by this name): the
-		 * next listing of its parent renames it by identity, so that a
-		 * dirfd or a cwd in it follows (DESIGN §2, "a remote rename
-		 * becomes a local rename"). */
-		cache_drop_gone_dir(c, dfd, name, rel, known);
+		 * One only renamed elsewhere leaves its name now: a listing of
+		 * the parent renames it by identity, so that a dirfd or a cwd
+		 * in it follows (DESIGN §2, "a remote rename becomes a local
+		 * rename"); one moved to another parent goes as the listing's
+		 * sweep lets it.  The old name never shows the old directory
+		 * after attr_timeout. */
+		if (cache_stored_dir_removed(c, known))
+			cache_drop_gone_dir(c, dfd, name, rel, known);
+		else
+			list_parent_of(c, dfd, dino, rel);
 	}
 	if (r)
 		goto out;
@@ -1180,9 +1208,6 @@ static int split_rel(const char *rel, char *buf, size_t len, const char **comp, 
 		comp[n++] = p;
 	return p ? -ENAMETOOLONG : n;
 }
-
-/* List a directory whole: every storage entry present locally. */
-static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel);
 
 /*
  * One walk's buffers, on the heap: a host thread's stack may be small.

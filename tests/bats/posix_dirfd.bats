@@ -288,13 +288,22 @@ remote_rename() {
 
 # attr_timeout passes after the rename is stored: host a finds the old
 # name gone before any listing here.  The directory was renamed, not
-# removed: its local copy must stay (session 16's listgone.c removed it,
-# and with it the cwd and the dirfd's files), answer ENOENT by the old
-# name, and become e at the listing.
-@test "renamed on another host, found gone here after attr_timeout: the local directory stays for its dirfd and cwd, then follows the rename" {
+# removed: its local copy must not be deleted (session 16's listgone.c
+# removed it, and with it the cwd and the dirfd's files), nor stay under
+# the old name (a stat of d, or a new d of the same name, would show the
+# old entries: review of session 17).  The walk that finds the name gone
+# lists the parent, which renames the local directory to e by identity:
+# from then on every call through the dirfd and the cwd lands in e, as
+# the kernel's would, and the old name is gone here too.
+@test "renamed on another host, found gone here after attr_timeout: the local directory follows the rename at once, for its dirfd and cwd" {
 	remote_rename 1.5
-	grep -qx 'before mkdirat x ENOENT' "$T/got"
-	grep -qx 'before cwd mkdir w ENOENT' "$T/got"
-	grep -qx 'after mkdirat x OK' "$T/got"
-	grep -qx 'after cwd mkdir w OK' "$T/got"
+	grep -qx 'before mkdirat x OK' "$T/got"
+	grep -qx 'before openat read f OK F' "$T/got"
+	grep -qx 'before cwd mkdir w OK' "$T/got"
+	grep -qx 'after mkdirat x EEXIST' "$T/got"
+	grep -qx 'after cwd mkdir w EEXIST' "$T/got"
+	run shim a stat "$T/a/d"
+	[ "$status" -ne 0 ]
+	[ -d "$T/a/e/sub" ]
+	[ ! -e "$T/a/d" ]
 }
