@@ -699,6 +699,12 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		/* A chgrp's flag set after this copy was read stays (0068). */
 		if (!(r->flags & POHM_J_CHGRP_SENT))
 			wr.flags |= w.prev.flags & POHM_J_CHGRP;
+	} else if (w.had) {
+		/* Another local file (a fetch's, a conflict's fresh stub): a
+		 * chgrp noted on the old one does not describe it, even in a
+		 * copy read before; kept, a push with no change would send
+		 * this user's group over the stored one. */
+		wr.flags &= ~POHM_J_CHGRP;
 	}
 	wr.flags &= ~POHM_J_CHGRP_SENT;
 	rc = encode(&b, &wr);

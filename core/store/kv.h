@@ -152,8 +152,11 @@ struct pohm_kv_ops {
 	 * attempt (-EAGAIN/-EEXIST: lost, and undone where it had applied;
 	 * -EIO: unknown, left to the readers), by settle or by the store's
 	 * next call in this process (kvio.c: before each call), before any
-	 * other write of this process goes out after that call.  NULL in a
-	 * store without it (callers put).
+	 * other write of this process goes out after that call.  done runs
+	 * on whichever thread settles, while every other thread's store call
+	 * waits for that settle: it must not block on anything a store
+	 * caller may hold (a lock taken around a store call deadlocks).
+	 * NULL in a store without it (callers put).
 	 */
 	int (*put_deferred)(void *ctx, const char *key, const void *data, size_t len,
 			    const uint8_t *expect, void (*done)(void *arg, int st), void *arg);

@@ -214,6 +214,17 @@ TEST(a_put_read_before_the_chgrp_flag_keeps_it)
 	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
 	EXPECT_EQ_INT(back.flags & POHM_J_CHGRP, 0);
 	pohm_jrec_clear(&back);
+	/* ... even from a copy that carries it (a conflict's restub of a
+	 * record read after the fchown): it described the old file. */
+	EXPECT_EQ_INT(pohm_journal_update(&j, 0x77, chgrp_fn, NULL), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT(back.flags & POHM_J_CHGRP);
+	back.lino = 4343;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &back), 0);
+	pohm_jrec_clear(&back);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x77, &back), 0);
+	EXPECT_EQ_INT(back.flags & POHM_J_CHGRP, 0);
+	pohm_jrec_clear(&back);
 	pohm_jrec_clear(&stale);
 	pohm_jrec_clear(&r);
 	done(&j);
