@@ -340,7 +340,9 @@ static int decode_body(struct pohm_jrec *r, struct pohm_rd *d)
 	r->validated_ns = pohm_rd_u64(d);
 	r->listed_ns = pohm_rd_u64(d);
 	r->boot = pohm_rd_u64(d);
-	r->flags = pohm_rd_u32(d);
+	/* POHM_J_CHGRP_SENT lives in memory only: a stored one is damage a
+	 * put would drop, not a push's word (the fuzz target's round trip). */
+	r->flags = pohm_rd_u32(d) & ~POHM_J_CHGRP_SENT;
 	r->chunk_shift = pohm_rd_u8(d);
 	if (r->chunk_shift && (r->chunk_shift < 12 || r->chunk_shift > 30))
 		return -EIO;	/* chunks of 4 KiB to 1 GiB; anything else is damage */
