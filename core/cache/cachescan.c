@@ -6,7 +6,8 @@
  * Changed contents of known files are found by the journal's change
  * detection and pushed by sync_all; this pass finds new names.  A known
  * directory whose local ctime moved since the pass last saw it is read
- * whole; each entry the local index does not know is made in the storage:
+ * whole; each entry the local index does not know (or knows by a stale
+ * entry, cache_index_known) is made in the storage:
  * directories (then read in turn), regular files (created, then pushed),
  * symlinks and FIFOs.  A name the storage already holds for another inode
  * is not overwritten: a regular file becomes a conflict copy and leaves the
