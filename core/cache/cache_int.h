@@ -188,6 +188,16 @@ int cache_boot_check(struct pohm_cache *c);
  * test_dirindex.c).
  */
 int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst);
+/*
+ * cachebase.c: the storage inode whose record describes the local file
+ * lst (*ino): the index's entry for it, confirmed by its record
+ * (cache_index_stale).  0; -ENOENT when the index has none, or one with no
+ * record, or a stale one (a file made without the shim on the reused
+ * number of one removed without it: adopt it, never take it as known);
+ * another -errno when the record cannot be read (callers that adopt leave
+ * the file then, as known).
+ */
+int cache_index_known(struct pohm_cache *c, const struct stat *lst, uint64_t *ino);
 
 /* cachebase.c: freshness marks and counters (vlock). */
 /* Was ino checked against the storage within attr_timeout by this process? */

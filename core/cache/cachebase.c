@@ -89,6 +89,21 @@ int cache_index_stale(const struct pohm_jrec *rec, const struct stat *lst)
 	return S_ISDIR(lst->st_mode) || rec->nlink <= 1;
 }
 
+int cache_index_known(struct pohm_cache *c, const struct stat *lst, uint64_t *ino)
+{
+	struct pohm_jrec rec;
+	int r;
+
+	r = pohm_journal_lookup_local(&c->j, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino, ino);
+	if (r)
+		return r;
+	r = pohm_journal_get(&c->j, *ino, &rec);
+	if (!r && cache_index_stale(&rec, lst))
+		r = -ENOENT;
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
 int cache_fresh(struct pohm_cache *c, uint64_t ino)
 {
 	return fresh_at(c, ino, 0);

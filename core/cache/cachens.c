@@ -471,8 +471,8 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 	r = pohm_sys_fstat(fd, &st);
 	if (r)
 		return r;
-	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;	/* known already */
+	if (cache_index_known(c, &st, &ino) != -ENOENT)
+		return 0;	/* known already (a stale index entry is not), or cannot tell */
 	if (!names_fd(c, rel, fd, &st))
 		return 0;
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);

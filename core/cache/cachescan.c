@@ -6,7 +6,8 @@
  * Changed contents of known files are found by the journal's change
  * detection and pushed by sync_all; this pass finds new names.  A known
  * directory whose local ctime moved since the pass last saw it is read
- * whole; each entry the local index does not know is made in the storage:
+ * whole; each entry the local index does not know (or knows by a stale
+ * entry, cache_index_known) is made in the storage:
  * directories (then read in turn), regular files (created, then pushed),
  * symlinks and FIFOs.  A name the storage already holds for another inode
  * is not overwritten: a regular file becomes a conflict copy and leaves the
@@ -147,8 +148,8 @@ static int scan_entry(struct scan *s, int dfd, uint64_t dino, const char *dir, c
 		return -ENAMETOOLONG;
 	if (pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;	/* gone meanwhile */
-	if (!pohm_journal_lookup_local(&s->c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
-		return 0;	/* known */
+	if (cache_index_known(s->c, &st, &ino) != -ENOENT)
+		return 0;	/* known (not a stale index entry), or cannot tell */
 	if (st.st_uid != s->uid)
 		return 0;	/* another user's: theirs to adopt (their cache's, maybe) */
 	if ((uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec + SETTLE_NS >

@@ -210,15 +210,15 @@ out:
 
 /* May the local name dfd/name (tst) be replaced by the renamed file?  Yes if
  * the journal knows it: a stub or copy the listing made of the new name, or
- * the old target the rename replaces.  An unknown file stays. */
+ * the old target the rename replaces.  An unknown file stays, and so does
+ * one on a stale index entry (made without the shim on a reused number). */
 static int replaceable(struct pohm_cache *c, const struct stat *tst, const struct stat *fst)
 {
 	uint64_t known;
 
 	if (S_ISDIR(tst->st_mode))
 		return S_ISDIR(fst->st_mode);	/* the kernel's rename refuses a non-empty one */
-	return !pohm_journal_lookup_local(&c->j, (uint64_t)tst->st_dev, (uint64_t)tst->st_ino,
-					  &known);
+	return cache_index_known(c, tst, &known) != -ENOENT;
 }
 
 /* Finish the local half of the rename mi, whose storage half is done. */

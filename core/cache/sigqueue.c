@@ -178,8 +178,9 @@ static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *
 
 	if (!S_ISREG(st->st_mode))
 		return 0;	/* the reconcile scan adopts it */
-	if (!pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
-		return sq_known_name(c, ino, rel);	/* sync_all pushes what changed */
+	r = cache_index_known(c, st, &ino);
+	if (r != -ENOENT)	/* sync_all pushes what changed (a stale entry: adopt) */
+		return r ? r : sq_known_name(c, ino, rel);
 	if (!(flags & POHM_SQ_OPEN))
 		return 1;
 	r = cache_walk_parent(c, rel, &dfd, &dino, &name);

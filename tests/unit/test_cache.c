@@ -309,6 +309,102 @@ TEST(a_directory_record_never_describes_a_file_of_its_local_inode_number)
 	pohm_cache_close(a);
 }
 
+/* The storage inode host a's index gives the local file rel: 0 when none. */
+static uint64_t indexed(struct pohm_cache *a, const char *rel)
+{
+	struct stat st;
+	uint64_t ino = 0;
+
+	if (lstat(path("a", rel), &st) ||
+	    pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino))
+		return 0;
+	return ino;
+}
+
+/* Make rel without the shim (a directory, or a file holding data) on the
+ * index entry of the local file old, removed without the shim first: its
+ * record and entry name the new file's number, as the file system's reuse
+ * of the number leaves them (renumber).  0 or -1. */
+static int made_on_stale_entry(struct pohm_cache *a, const char *old, const char *rel,
+			       const char *data)
+{
+	uint64_t ino = indexed(a, old);
+	struct stat st;
+	int fd;
+
+	if (!ino || remove(path("a", old)))
+		return -1;
+	if (!data)
+		return mkdir(path("a", rel), 0755) || stat(path("a", rel), &st) ||
+			       renumber(ino, &st) ? -1 : 0;
+	fd = open(path("a", rel), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	if (fd < 0)
+		return -1;
+	if (write(fd, data, strlen(data)) != (ssize_t)strlen(data) || fstat(fd, &st) ||
+	    renumber(ino, &st)) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Does host b read rel as data (a regular file stored by host a)? */
+static int reads_as(struct pohm_cache *b, const char *rel, const char *data)
+{
+	char buf[64];
+
+	return !pohm_cache_materialize(b, rel, POHM_MAT_DATA) &&
+	       read_file(path("b", rel), buf, sizeof(buf)) == (int)strlen(data) && !strcmp(buf, data);
+}
+
+/*
+ * A name made without the shim whose local inode number a stale index
+ * entry holds (the file system gave it the number of a file or directory
+ * removed without the shim, which that entry was made for) is a new name:
+ * pohm_cache_adopt and the reconcile take it to the storage (the index
+ * alone said "known", and it never got there).  The stale entries are the
+ * ones cache_index_stale tells: a directory's on a file, a file's on a
+ * directory.
+ */
+TEST(a_name_on_a_stale_index_entry_is_adopted)
+{
+	struct pohm_cache *a, *b;
+	int fd;
+
+	setup();
+	a = host("a");
+	b = host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e1", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e2", 0755), 0);
+	EXPECT_EQ_INT(write_file(a, "a", "g", "g"), 0);
+	/* A program's own create that the shim did not see (mkstemp). */
+	EXPECT_EQ_INT(made_on_stale_entry(a, "e1", "f1", "one"), 0);
+	fd = open(path("a", "f1"), O_RDONLY);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(pohm_cache_adopt(a, "f1", fd), 0);
+	EXPECT(pohm_cache_push_fd(a, fd) >= 0);
+	close(fd);
+	EXPECT(reads_as(b, "f1", "one"));
+	/* Made without the shim: the reconcile's (a file, and a directory with a file in it). */
+	EXPECT_EQ_INT(made_on_stale_entry(a, "e2", "f2", "two"), 0);
+	EXPECT_EQ_INT(made_on_stale_entry(a, "g", "d", NULL), 0);
+	fd = open(path("a", "d/h"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "three", 5), 5);
+	close(fd);
+	usleep(5300 * 1000);	/* cachescan.c SETTLE_NS, 5 s */
+	EXPECT_EQ_INT(pohm_cache_reconcile(a), 3);
+	EXPECT(reads_as(b, "f2", "two"));
+	EXPECT(reads_as(b, "d/h", "three"));
+	/* Known now: a second pass adopts nothing. */
+	EXPECT(indexed(a, "f1") && indexed(a, "f2") && indexed(a, "d"));
+	EXPECT_EQ_INT(pohm_cache_reconcile(a), 0);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
 /*
  * Issue 23: a stat of a name this process materialized within attr_timeout
  * is answered from the real call's own result when it found the local

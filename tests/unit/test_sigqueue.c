@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "cache_hosts.h"
+#include "cache_int.h"
 
 /* Put the record "op a b" into host h's queue, as preload/sigsafe.c writes it. */
 static int sq_put(const char *h, char op, const char *a, const char *b)
@@ -116,4 +117,54 @@ TEST(a_replay_leaves_a_record_being_staged_and_removes_a_dead_writers)
 	EXPECT_EQ_INT(access(young, F_OK), 0);
 	EXPECT(access(dead, F_OK) != 0);
 	pohm_cache_close(a);
+}
+
+/*
+ * A file a signal handler created (its write record) on the local inode
+ * number of a directory removed without the shim, whose index entry and
+ * record still name that number (the file system reuses a freed number:
+ * test_cache.c, a_name_on_a_stale_index_entry_is_adopted): a stale entry
+ * (cache_index_stale), so the replay adopts the file and a fresh host
+ * reads it.  Before, the index alone said "known", sync_all's to push it,
+ * and it never reached the storage.
+ */
+TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
+{
+	struct pohm_cache *a, *c;
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "e", 0755), 0);
+	EXPECT_EQ_INT(stat(ch_path("a", "e"), &st), 0);
+	EXPECT_EQ_INT(pohm_journal_lookup_local(&a->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						&ino), 0);
+	EXPECT_EQ_INT(rmdir(ch_path("a", "e")), 0);
+	fd = open(ch_path("a", "w"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "handler's\n", 10), 10);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	close(fd);
+	/* e's record and entry on w's number, as the reuse leaves them. */
+	EXPECT_EQ_INT(pohm_journal_get(&a->j, ino, &rec), 0);
+	rec.lino = (uint64_t)st.st_ino;
+	EXPECT_EQ_INT(pohm_journal_put(&a->j, &rec), 0);
+	pohm_jrec_clear(&rec);
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "w", ""), 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL), 1);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "w", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("c", "w"), buf, sizeof(buf) - 1);
+	EXPECT_EQ_INT(n, 10);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "handler's\n");
+	pohm_cache_close(a);
+	pohm_cache_close(c);
 }
