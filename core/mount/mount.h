@@ -166,9 +166,10 @@ void pohm_proc_flush_stats(int err_fd);
  */
 #define POHM_HOST_FD_WRITE  1u	/* opened for writing */
 #define POHM_HOST_FD_NODATA 2u	/* a directory or O_PATH fd: nothing to push */
-#define POHM_HOST_FD_UNCHECKED 2	/* readable()'s fresh: see there */
 #define POHM_HOST_FD_WRONLY 4u	/* opened O_WRONLY (as the host recorded it; without
 				 * it, the access mode is asked of the kernel) */
+/* Not a flag: a value of readable()'s fresh (below). */
+#define POHM_HOST_FD_UNCHECKED 2
 struct pohm_host_fds {
 	/* The lowest fd >= from the host opened under the prefix, with its
 	 * storage inode (*ino: 0 if never written) and POHM_HOST_FD_* flags;
