@@ -15,7 +15,9 @@
  * host fd" the right moment.  Before use a shadow is checked with fstat:
  * if the program closed its number (close_range over everything) and the
  * number now names something else, the entry is dropped (not closed: the
- * number is the program's) and a new shadow is opened.
+ * number is the program's) and a new shadow is opened.  A push with the
+ * host fd's stat checks the shadow with its own fstat in its turn instead
+ * (POHM_HOST_FD_UNCHECKED; issue 23): nothing is read through it before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +104,7 @@ int pohm_shadow_get(int fd, const struct stat *known, int fresh)
 		return -EBADF;
 	pohm_busy_lock(&shadow_lock);
 	s = find(st.st_dev, st.st_ino);
-	if (s && valid(s)) {
+	if (s && ((known && fresh == POHM_HOST_FD_UNCHECKED) || valid(s))) {
 		r = s->fd;
 		goto out;
 	}
@@ -125,7 +127,7 @@ int pohm_shadow_get(int fd, const struct stat *known, int fresh)
 		shadows = n;
 		cap = ncap;
 	}
-	r = open_on(fd, &st, !(known && fresh));
+	r = open_on(fd, &st, !(known && fresh == 1));
 	if (r >= 0) {
 		__atomic_add_fetch(&nshadows, 1, __ATOMIC_RELAXED);
 		shadows[i].fd = r;

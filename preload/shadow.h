@@ -11,7 +11,9 @@ struct stat;
 
 /* The read-only shadow of host fd's inode, opened now if there is none: fd
  * or -errno.  known: fd's stat if the caller has it (NULL: fstat here);
- * fresh: fd was just returned by the host's open (not seen by the host yet). */
+ * fresh: fd was just returned by the host's open (not seen by the host yet),
+ * or POHM_HOST_FD_UNCHECKED with known: a kept shadow is returned without
+ * its fstat (the caller's push checks it, struct pohm_host_fds). */
 int pohm_shadow_get(int fd, const struct stat *known, int fresh);
 /* Immediately before the host's close of fd (known: its stat, or NULL):
  * close the shadow if fd is its inode's last host fd. */

@@ -282,7 +282,9 @@ int pohm_cache_perm_owner(struct pohm_cache *c, int fd, const char *rel, int fol
 int pohm_cache_push_fd(struct pohm_cache *c, int fd);
 /* pohm_cache_push_fd, st the stat of fd's file as the caller just took it
  * (through fd or another fd on the same file: its device, inode and type;
- * issue 23, no fstat of its own before the push turn). */
+ * issue 23, no fstat of its own before the push turn).  -EBADFD, nothing
+ * read or pushed, when fd turns out closed or on another file (the push's
+ * own fstat in its turn: a shadow fd the caller did not check). */
 int pohm_cache_push_fd_as(struct pohm_cache *c, int fd, const struct stat *st);
 /* pohm_cache_push_fd of a write-only fd (the caller knows its access
  * mode): -EBADF at once, without the push turn, when the push would have

@@ -803,8 +803,11 @@ int cache_push_drop_gone(struct pohm_cache *c, uint64_t ino)
 
 /* The push of fd, the local file of our inode ino, in this host's turn
  * (hinted: ino is pohm_journal_local_hint's; -ESRCH, nothing done, when
- * its record does not name fd's file). */
-static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted)
+ * its record does not name fd's file; want: the file fd must be, or NULL;
+ * -EBADFD, nothing read or done, when fd is not (or is closed): the
+ * caller's unchecked shadow, pohm_cache_push_fd_as). */
+static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted,
+		       const struct stat *want)
 {
 	struct pohm_jrec rec;
 	struct stat st;
@@ -825,6 +828,8 @@ static int push_fd_ino(struct pohm_cache *c, int fd, uint64_t ino, int hinted)
 			break;
 		}
 		r = pohm_sys_fstat(fd, &st);
+		if (want && (r || st.st_dev != want->st_dev || st.st_ino != want->st_ino))
+			r = -EBADFD;
 		if (!r && hinted && (rec.lino != (uint64_t)st.st_ino || rec.ldev != (uint64_t)st.st_dev))
 			r = -ESRCH;
 		hinted = 0;	/* confirmed: the retries need not */
@@ -857,11 +862,11 @@ int pohm_cache_push_fd_as(struct pohm_cache *c, int fd, const struct stat *st)
 	/* The file this thread just recorded (a create's close): no index
 	 * read, its record (read in the push's turn anyway) confirms it. */
 	if (!pohm_journal_local_hint(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino) &&
-	    (r = push_fd_ino(c, fd, ino, 1)) != -ESRCH)
+	    (r = push_fd_ino(c, fd, ino, 1, st)) != -ESRCH)
 		return r;
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &ino))
 		return 0;	/* not a file of ours */
-	return push_fd_ino(c, fd, ino, 0);
+	return push_fd_ino(c, fd, ino, 0, st);
 }
 
 int pohm_cache_push_fd(struct pohm_cache *c, int fd)
@@ -911,7 +916,7 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 	if (!had || st.st_size <= 0) {
 		if (had)
 			pohm_jrec_clear(&rec);
-		return push_fd_ino(c, fd, ino, 0);	/* no bytes to read, or no record: as ever */
+		return push_fd_ino(c, fd, ino, 0, NULL);	/* no bytes to read, or no record: as ever */
 	}
 	/* What cache_push_known would do: a stub's or a torn push has its own
 	 * ways; otherwise changed bytes, times or mode mean push_chunks reads
@@ -920,7 +925,7 @@ int pohm_cache_push_wronly(struct pohm_cache *c, int fd)
 		(pohm_journal_is_dirty(&rec, &st) || (st.st_mode & 07777) != (rec.mode & 07777) ||
 		 chgrp_due(&rec, &st));
 	pohm_jrec_clear(&rec);
-	return reads ? -EBADF : push_fd_ino(c, fd, ino, 0);
+	return reads ? -EBADF : push_fd_ino(c, fd, ino, 0, NULL);
 }
 
 /*

@@ -78,7 +78,16 @@ static int push_fd(struct pohm_cache *c, const struct pohm_host_fds *h, int fd,
 		if (r != -EBADF)
 			return r;
 	}
-	shadow = h->readable(fd, st, 0);
+	/* With st, the push's own fstat of the shadow in its turn checks it
+	 * (-EBADFD: closed or another file now; issue 23, one fstat fewer a
+	 * close); then it is asked for again, checked. */
+	shadow = h->readable(fd, st, st ? POHM_HOST_FD_UNCHECKED : 0);
+	if (shadow >= 0 && st) {
+		r = pohm_cache_push_fd_as(c, shadow, st);
+		if (r != -EBADFD)
+			return r;
+		shadow = h->readable(fd, st, 0);
+	}
 	if (shadow == -EBADF)
 		return 0;	/* not a regular file: nothing to push */
 	if (shadow < 0 && fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {

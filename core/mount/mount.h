@@ -168,6 +168,8 @@ void pohm_proc_flush_stats(int err_fd);
 #define POHM_HOST_FD_NODATA 2u	/* a directory or O_PATH fd: nothing to push */
 #define POHM_HOST_FD_WRONLY 4u	/* opened O_WRONLY (as the host recorded it; without
 				 * it, the access mode is asked of the kernel) */
+/* Not a flag: a value of readable()'s fresh (below). */
+#define POHM_HOST_FD_UNCHECKED 2
 struct pohm_host_fds {
 	/* The lowest fd >= from the host opened under the prefix, with its
 	 * storage inode (*ino: 0 if never written) and POHM_HOST_FD_* flags;
@@ -177,7 +179,10 @@ struct pohm_host_fds {
 	 * never closed here), -EBADF if fd is no regular file, or -errno
 	 * (-EACCES, -EPERM: the process may not read the file).  st: fd's
 	 * stat when the caller has it (NULL: taken here); fresh: fd is the
-	 * one the host's open just returned. */
+	 * one the host's open just returned (1), or POHM_HOST_FD_UNCHECKED:
+	 * the caller checks the readable fd against st itself before any use
+	 * (a kept one is returned without its fstat) and asks again with 0
+	 * when it is not st's file. */
 	int (*readable)(int fd, const struct stat *st, int fresh);
 	/* Immediately before the host's close of fd (st: its stat, or NULL;
 	 * its readable fd goes when fd was the inode's last). */

@@ -112,3 +112,35 @@ reader_cmd() {
 	kill -0 "$WRITER"
 	[ "$(shim b stat -c %a "$T/b/wo")" = 200 ]
 }
+
+# The close's push takes the kept shadow without an fstat of its own and
+# lets the push's fstat in its turn check it (issue 23, session 18).  Here
+# the program puts another file on the shadow's number behind the shim's
+# back (raw dup2, as a program's close_range and reopen would): the push
+# must notice before it reads, take a new shadow and push the file's own
+# bytes, and must not close the program's fd on that number.
+@test "sync_on_close: a shadow's number taken over by another file: the close pushes the file's own bytes and leaves that fd open" {
+	[ "$(uname -m)" = x86_64 ] || skip "raw syscall numbers of x86_64"
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	printf 'other bytes, not the file' >"$T/other"
+	run shim a python3 -c "
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+p = '$T/a/f'
+fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b'the file own bytes')
+def names(n):	# the shim hides its own fds from the program's calls: raw fcntl
+    return libc.syscall(72, n, 1) >= 0 and os.readlink('/proc/self/fd/%d' % n) == os.path.realpath(p)
+sh = [n for n in range(fd + 1, 4096) if names(n)]
+print('shadows', len(sh))
+o = os.open('$T/other', os.O_RDONLY)
+assert libc.syscall(33, o, sh[0]) == sh[0]	# SYS_dup2: the number names another file now
+os.close(fd)
+print('kept', os.pread(sh[0], 64, 0).decode())
+"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"shadows 1"* ]]
+	[[ "$output" == *"kept other bytes, not the file"* ]]
+	[ "$(shim b cat "$T/b/f")" = "the file own bytes" ]
+}
