@@ -572,7 +572,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	struct pohm_ts mt;
 	struct stat now;
 	uint32_t base_mode, base_uid, base_gid, seen_gid;
-	unsigned shift = 0;
+	unsigned shift = rec->chunk_shift ? rec->chunk_shift : 20;
 	size_t n = 0;
 	int r, d, pushed_attrs = 0, carried = 0, resized = 0;
 
@@ -623,10 +623,10 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 			return r < 0 ? r : 0;
 	}
 	/* A batch's commit keeps the stored chunk size (pohm_ns_commit_map_n). */
-	shift = rec->chunk_shift ? rec->chunk_shift : 20;
-	if (!ps)
+	if (!ps) {
 		shift = push_first_shift(c, rec, (uint64_t)st->st_size, shift);
-	resized = shift != (rec->chunk_shift ? rec->chunk_shift : 20u);
+		resized = shift != (rec->chunk_shift ? rec->chunk_shift : 20u);
+	}
 	r = push_chunks(c, fd, rec->ino, (uint64_t)st->st_size, shift, resized ? NULL : rec->csum,
 			resized ? 0 : rec->nchunks, &set, &n, &sums);
 	if (r)
