@@ -546,18 +546,18 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 /*
  * The chunk size of a push (decision 0076): a file whose stored version
  * has no chunk object yet (inline or empty: all its chunks are new now)
- * and that holds at most PUSH_SMALL_FILE bytes gets chunks of 1 <<
+ * and that holds more than inline data and at most PUSH_SMALL_FILE
+ * bytes gets chunks of 1 <<
  * PUSH_SMALL_SHIFT, so that a file rewritten in place (a database: a
  * page here and there at each commit) sends and hashes small chunks;
  * anything else keeps shift, the record's.
  */
 #define PUSH_SMALL_SHIFT 16u
 #define PUSH_SMALL_FILE (1u << 20)
-static unsigned push_first_shift(const struct pohm_cache *c, const struct pohm_jrec *rec,
-				 uint64_t size, unsigned shift)
+static unsigned push_first_shift(const struct pohm_jrec *rec, uint64_t size, unsigned shift)
 {
-	if (shift <= PUSH_SMALL_SHIFT || rec->size > POHM_INLINE_MAX || size > PUSH_SMALL_FILE ||
-	    pohm_ns_inline_ok(c->ns, size))
+	if (shift <= PUSH_SMALL_SHIFT || rec->size > POHM_INLINE_MAX || size <= POHM_INLINE_MAX ||
+	    size > PUSH_SMALL_FILE)
 		return shift;
 	return PUSH_SMALL_SHIFT;
 }
@@ -624,7 +624,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	}
 	/* A batch's commit keeps the stored chunk size (pohm_ns_commit_map_n). */
 	if (!ps) {
-		shift = push_first_shift(c, rec, (uint64_t)st->st_size, shift);
+		shift = push_first_shift(rec, (uint64_t)st->st_size, shift);
 		resized = shift != (rec->chunk_shift ? rec->chunk_shift : 20u);
 	}
 	r = push_chunks(c, fd, rec->ino, (uint64_t)st->st_size, shift, resized ? NULL : rec->csum,

@@ -1013,6 +1013,14 @@ TEST(a_file_first_pushed_small_gets_small_chunks)
 	EXPECT_EQ_INT(pohm_ns_commit_map_shift(a->ns, ino, in.dversion, 1, 20, &one, 1, NULL, NULL,
 					       NULL), -EINVAL);
 	pohm_inode_clear(&in);
+	/* A small file cut to nothing and pushed: no chunk, no new size. */
+	EXPECT_EQ_INT(ch_write(a, "a", "e", data, 10), 0);
+	fd = open(ch_path("a", "e"), O_RDWR);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "e", fd);
+	EXPECT_EQ_INT(ftruncate(fd, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	close(fd);
 	/* First pushed at 2 MiB + 100: 1 MiB chunks, three. */
 	d0 = ch_puts['d'];
 	EXPECT_EQ_INT(ch_write(a, "a", "big", data, sizeof(data)), 0);
