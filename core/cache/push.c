@@ -503,12 +503,14 @@ void cache_push_forget(struct pohm_cache *c, uint64_t ino)
 	pohm_sys_unlinkat(c->j.dirfd, last, 0);
 }
 
-/* Is the stored version in the bytes whose chunk checksums are sums (size bytes)? */
-static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t size)
+/* Is the stored version in the bytes whose chunk checksums are sums (size
+ * bytes, chunks of 1 << shift)? */
+static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t size,
+		     unsigned shift)
 {
 	uint64_t i, cs = 1ULL << in->chunk_shift, nch = (in->size + cs - 1) / cs;
 
-	if (in->size != size)
+	if (in->size != size || in->chunk_shift != shift)
 		return 0;
 	for (i = 0; i < nch; i++)
 		if (i >= in->nchunks || !in->chunks[i].gen || memcmp(in->chunks[i].csum, sums[i], 64))
@@ -541,6 +543,25 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 		pohm_sys_fstat(fd, st);
 }
 
+/*
+ * The chunk size of a push (decision 0076): a file whose stored version
+ * has no chunk object yet (inline or empty: all its chunks are new now)
+ * and that holds more than inline data and at most PUSH_SMALL_FILE
+ * bytes gets chunks of 1 <<
+ * PUSH_SMALL_SHIFT, so that a file rewritten in place (a database: a
+ * page here and there at each commit) sends and hashes small chunks;
+ * anything else keeps shift, the record's.
+ */
+#define PUSH_SMALL_SHIFT 16u
+#define PUSH_SMALL_FILE (1u << 20)
+static unsigned push_first_shift(const struct pohm_jrec *rec, uint64_t size, unsigned shift)
+{
+	if (shift <= PUSH_SMALL_SHIFT || rec->size > POHM_INLINE_MAX || size <= POHM_INLINE_MAX ||
+	    size > PUSH_SMALL_FILE)
+		return shift;
+	return PUSH_SMALL_SHIFT;
+}
+
 int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st,
 		      struct push_stash *ps)
 {
@@ -551,8 +572,9 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	struct pohm_ts mt;
 	struct stat now;
 	uint32_t base_mode, base_uid, base_gid, seen_gid;
+	unsigned shift = rec->chunk_shift ? rec->chunk_shift : 20;
 	size_t n = 0;
-	int r, d, pushed_attrs = 0, carried = 0;
+	int r, d, pushed_attrs = 0, carried = 0, resized = 0;
 
 	if (ps && ps->phase == STASH_FINISH) {
 		set = ps->set;
@@ -600,9 +622,13 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		if (r)
 			return r < 0 ? r : 0;
 	}
-	r = push_chunks(c, fd, rec->ino, (uint64_t)st->st_size,
-			rec->chunk_shift ? rec->chunk_shift : 20, rec->csum, rec->nchunks,
-			&set, &n, &sums);
+	/* A batch's commit keeps the stored chunk size (pohm_ns_commit_map_n). */
+	if (!ps) {
+		shift = push_first_shift(rec, (uint64_t)st->st_size, shift);
+		resized = shift != (rec->chunk_shift ? rec->chunk_shift : 20u);
+	}
+	r = push_chunks(c, fd, rec->ino, (uint64_t)st->st_size, shift, resized ? NULL : rec->csum,
+			resized ? 0 : rec->nchunks, &set, &n, &sums);
 	if (r)
 		return r;
 	if (!n && (uint64_t)st->st_size == rec->size) {
@@ -625,7 +651,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
 		if (r)
 			goto out;
-		if (in.dversion == rec->dversion || stored_is(&in, sums, (uint64_t)st->st_size))
+		if (in.dversion == rec->dversion || stored_is(&in, sums, (uint64_t)st->st_size, shift))
 			goto attrs;	/* ours, or the same data committed by another */
 		/* The storage moved on from this copy's base, and this copy holds
 		 * the base's bytes: nothing of ours to send but attributes.  The
@@ -684,8 +710,8 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		ps->mt = mt;
 		return 0;
 	}
-	r = pohm_ns_commit_map(c->ns, rec->ino, rec->dversion, (uint64_t)st->st_size, set, n, &mt,
-			       sa.mask ? &sa : NULL, &in);
+	r = pohm_ns_commit_map_shift(c->ns, rec->ino, rec->dversion, (uint64_t)st->st_size,
+				     resized ? shift : 0, set, n, &mt, sa.mask ? &sa : NULL, &in);
 committed:
 	if (!r) {
 		rec->mtime = mt;	/* committed with the data: no setattr of its own (issue 23) */
@@ -705,7 +731,7 @@ committed:
 			goto out;
 		}
 		if (!r) {
-			if (!stored_is(&in, sums, (uint64_t)st->st_size)) {
+			if (!stored_is(&in, sums, (uint64_t)st->st_size, shift)) {
 				r = cache_conflict_copy(c, fd, rec, st, "changed here and on another host");
 				pohm_journal_note_inode(rec, &in);
 				rec->flags |= POHM_J_CONFLICT;

@@ -390,6 +390,17 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       const struct pohm_setattr *sa, struct pohm_inode *out);
 
+/*
+ * pohm_ns_commit_map that also sets the file's chunk size to 1 << shift
+ * (decision 0076; 0 keeps the stored one): allowed only over a stored
+ * version of at most one chunk and no map objects, with every chunk of
+ * the new map in set (-EINVAL otherwise); set's indexes are in the new size.
+ */
+int pohm_ns_commit_map_shift(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
+			     uint64_t size, unsigned shift, const struct pohm_chunk_set *set,
+			     size_t n, const struct pohm_ts *mtime, const struct pohm_setattr *sa,
+			     struct pohm_inode *out);
+
 /* One commit of pohm_ns_commit_map_n: pohm_ns_commit_map's arguments and answer. */
 struct pohm_ns_commit {
 	uint64_t ino;

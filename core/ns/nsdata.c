@@ -28,6 +28,7 @@ struct commit_ctx {
 	size_t n;
 	const struct pohm_ts *mtime;
 	const struct pohm_setattr *sa;		/* attributes carried by the commit, or NULL */
+	unsigned shift;				/* the file's new chunk_shift, or 0 (decision 0076) */
 	uint64_t hint_dir;			/* http_compat: the name the copy follows, */
 	const char *hint_name;			/* or NULL */
 };
@@ -59,6 +60,16 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 		return S_ISDIR(in->mode) ? -EISDIR : -EINVAL;
 	if (in->dversion != c->base_dversion)
 		return -ESTALE;		/* the data moved on since the writer's base */
+	if (c->shift && c->shift != in->chunk_shift) {
+		/* A new chunk size (decision 0076): only over a version of at
+		 * most one chunk, every chunk of the new map in the set (its
+		 * chunk 0 replaces the old one, as a rewrite's would). */
+		if (in->nmaps || in->size > pohm_inode_chunk_size(in) || c->shift < 12 ||
+		    c->shift > 30 || !c->n || c->set[0].index ||
+		    c->n < (c->size + (1ULL << c->shift) - 1) >> c->shift)
+			return -EINVAL;
+		in->chunk_shift = (uint8_t)c->shift;
+	}
 	/* Writes the map objects that change (external maps) before our CAS. */
 	r = ns_map_apply(c->ns, in, c->size, c->set, c->n);
 	if (r)
@@ -115,7 +126,15 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 		       const struct pohm_chunk_set *set, size_t n, const struct pohm_ts *mtime,
 		       const struct pohm_setattr *sa, struct pohm_inode *out)
 {
-	struct commit_ctx c = { ns, base_dversion, size, NULL, n, mtime, sa, 0, NULL };
+	return pohm_ns_commit_map_shift(ns, ino, base_dversion, size, 0, set, n, mtime, sa, out);
+}
+
+int pohm_ns_commit_map_shift(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
+			     uint64_t size, unsigned shift, const struct pohm_chunk_set *set,
+			     size_t n, const struct pohm_ts *mtime, const struct pohm_setattr *sa,
+			     struct pohm_inode *out)
+{
+	struct commit_ctx c = { ns, base_dversion, size, NULL, n, mtime, sa, shift, 0, NULL };
 	struct pohm_chunk_set *sorted;
 	char hint[POHM_NAME_MAX + 1];
 	struct pohm_inode in;

@@ -237,3 +237,64 @@ os._exit(0)"
 	# The local directory's own time (no shim: not the record's).
 	[ "$(shim b stat -c %y "$T/b/d")" = "$(stat -c %y "$D")" ]
 }
+
+# pushed_bytes HOST: the bytes HOST's processes pushed (cache_dir/stats).
+pushed_bytes() {
+	awk '$1 == "bytes_pushed" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
+}
+
+# One sqlite transaction (journal_mode=DELETE, synchronous=FULL) on a
+# database of 2 MiB: the journal is created, written and fsync'ed, its
+# header fsync'ed again, the directory fsync'ed; three pages of the
+# database (page 1's change counter, a page in the middle, the last) are
+# rewritten and fsync'ed; the journal is unlinked.
+SQLITE_TX='
+import os, sys
+db, j = sys.argv[1], sys.argv[1] + "-journal"
+fd = os.open(j, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"h" * 512 + b"p" * (3 * 4104))
+os.fsync(fd)
+os.pwrite(fd, b"n" * 8, 8)
+os.fsync(fd)
+d = os.open(os.path.dirname(db), os.O_RDONLY | os.O_DIRECTORY)
+os.fsync(d)
+os.close(d)
+f = os.open(db, os.O_RDWR)
+for off in (0, 1 << 20, (2 << 20) - 4096):
+    os.pwrite(f, os.urandom(4096), off)
+os.fsync(f)
+os.close(f)
+os.close(fd)
+os.unlink(j)
+'
+# A database grows from a page: its first push past inline data chose
+# 64 KiB chunks (decision 0076), so each commit sends and hashes the
+# chunks of the pages it changed, not 1 MiB around each (before: the
+# three 1 MiB chunks of the 2 MiB file, 2.1 MB).  The waits: the
+# journal's create, its two fsyncs (chunk, commit each), none for the
+# directory's fsync (decision 0060), the database's fsync (its chunks in
+# one wait, then the commit), the unlink: 8.
+@test "a sqlite-style transaction on a 2 MiB database: 8 waits, its 64 KiB chunks pushed" {
+	local w b0 b
+	shim a "$PY" -c "
+import os
+fd = os.open('$D/db', os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, os.urandom(8192))
+os.fsync(fd)
+os.pwrite(fd, os.urandom((2 << 20) - 8192), 8192)
+os.fsync(fd)
+os.close(fd)"
+	freshen
+	b0=$(pushed_bytes a)
+	w=$(counted sqlitetx a "$PY" -c "$SQLITE_TX" "$D/db")
+	b=$(($(pushed_bytes a) - b0))
+	echo "# sqlitetx: $b bytes pushed" >&3
+	if [ "$w" -gt 8 ]; then
+		grep -E "rtt: " "$T/sqlitetx.log" | sed "s/^/#   /" >&3
+		false
+	fi
+	# Three 64 KiB chunks and the journal's 12.8 KiB, twice.
+	[ "$b" -le $((3 * 65536 + 2 * 13000)) ]
+	cmp <(shim a cat "$D/db") <(shim b cat "$T/b/d/db")
+	[ ! -e "$T/b/d/db-journal" ]
+}

@@ -33,6 +33,8 @@ static void (*ch_after_chunk_get)(void);
 /* Hosts opened after this is set write no inline data (decision 0023): the
  * tests whose hooks need a chunk read (ch_after_chunk_get); ch_setup clears it. */
 static int ch_no_inline;
+/* Hosts opened after this is set have chunks of 1 << it (0: 12, 4 KiB); ch_setup clears it. */
+static unsigned ch_chunk_shift;
 
 /* A one-shot ordering hook: run just after the next read of the key
  * ch_after_get_key names, whoever makes it; cleared before it runs. */
@@ -198,6 +200,7 @@ static void ch_setup(void)
 	ch_after_chunk_get = NULL;
 	ch_after_get = NULL;
 	ch_no_inline = 0;
+	ch_chunk_shift = 0;
 }
 
 /* Host name's cache over store kv with attr_timeout_ns (4 KiB chunks). */
@@ -216,7 +219,7 @@ static struct pohm_cache *ch_host_over(const char *name, struct pohm_kv *kv,
 	o.fsid = "t";
 	o.host_id = name;
 	o.kv = kv;
-	o.chunk_shift = 12;
+	o.chunk_shift = ch_chunk_shift ? ch_chunk_shift : 12;
 	o.attr_timeout_ns = attr_timeout_ns;
 	o.no_inline = ch_no_inline;
 	r = pohm_cache_open(&c, &o, err, sizeof(err));

@@ -180,6 +180,34 @@ TEST(a_rewrite_hashes_from_the_first_changed_segment_and_stores_every_checksum)
 	pohm_cache_close(b);
 }
 
+/*
+ * A file of 100 chunks (a database at 64 KiB chunks is 42 at 2.7 MB,
+ * decision 0076): every chunk stays remembered, so one byte changed
+ * hashes one chunk, not the chunks that evicted each other from the
+ * memo's slots (before: 64 slots picked by a hash of (inode, chunk),
+ * ~40 of the 100 hashed again at every push).
+ */
+TEST(a_rewrite_of_a_100_chunk_file_hashes_one_chunk)
+{
+	static unsigned char data[100 * CS + 17], back[sizeof(data) + 1];
+	struct pohm_cache *a, *b;
+	uint64_t blocks;
+
+	two_hosts_with_f(&a, &b, data, sizeof(data), 5);
+	EXPECT(poke_and_push(a, "Q", 10) > 0);	/* the first push after the write remembers */
+	data[10] = 'Q';
+	blocks = poke_and_push(a, "R", 50 * CS + 7);
+	data[50 * CS + 7] = 'R';
+	printf("# one chunk of 101 rewritten: %llu blocks\n", (unsigned long long)blocks);
+	/* One chunk and the commit's objects (the map of 101 sums). */
+	EXPECT(blocks < 8 * CS_BLOCKS);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "f"), back, sizeof(back)), (int)sizeof(data));
+	EXPECT(!memcmp(back, data, sizeof(data)));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
 TEST(chunks_another_process_changed_between_pushes_are_hashed)
 {
 	static unsigned char data[3 * CS + 17];
@@ -925,6 +953,81 @@ TEST(a_small_file_is_pushed_without_a_chunk_and_grows_back_to_chunks)
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
 	EXPECT_EQ_INT(ch_read_all(ch_path("b", "f"), back, sizeof(back)), sizeof(big));
 	EXPECT(!memcmp(back, big, sizeof(big)));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
+
+/*
+ * Decision 0076: a file whose first push past inline data holds at most
+ * 1 MiB gets 64 KiB chunks (hosts at the default 1 MiB here), so that a
+ * rewrite of one page later sends one 64 KiB chunk; a file first pushed
+ * bigger keeps 1 MiB chunks; another host reads both whole.  The commit
+ * refuses a new chunk size over a stored version of several chunks.
+ */
+TEST(a_file_first_pushed_small_gets_small_chunks)
+{
+	static unsigned char data[(2 << 20) + 100], back[sizeof(data) + 1];
+	struct pohm_cache *a, *b;
+	struct pohm_chunk_set one = { 0 };
+	struct pohm_inode in;
+	uint64_t ino;
+	unsigned d0;
+	int fd;
+
+	ch_setup();
+	ch_chunk_shift = 20;
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	fill(data, sizeof(data), 3);
+	/* 200 KiB: four chunks of 64 KiB. */
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(ch_write(a, "a", "db", data, 200 << 10), 0);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 4);
+	/* A page in the third: one chunk. */
+	fd = open(ch_path("a", "db"), O_RDWR);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "db", fd);
+	EXPECT_EQ_INT(pwrite(fd, "PAGE", 4, 130000), 4);
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 1);
+	/* Grown to 2 MiB + 100: its new chunks only (29 past the four). */
+	EXPECT_EQ_INT(pwrite(fd, data + (200 << 10), sizeof(data) - (200 << 10), 200 << 10),
+		      (ssize_t)(sizeof(data) - (200 << 10)));
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 30);	/* the short fourth and 29 new */
+	close(fd);
+	memcpy(data + 130000, "PAGE", 4);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "db", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "db"), back, sizeof(back)), sizeof(data));
+	EXPECT(!memcmp(back, data, sizeof(data)));
+	/* The stored inode says 64 KiB; no new size over its 33 chunks. */
+	EXPECT_EQ_INT(pohm_ns_lookup(a->ns, POHM_ROOT_INO, "db", &ino, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(a->ns, ino, &in), 0);
+	EXPECT_EQ_INT(in.chunk_shift, 16);
+	one.index = 0;
+	one.len = 1;
+	one.gen = 1;
+	EXPECT_EQ_INT(pohm_ns_commit_map_shift(a->ns, ino, in.dversion, 1, 20, &one, 1, NULL, NULL,
+					       NULL), -EINVAL);
+	pohm_inode_clear(&in);
+	/* A small file cut to nothing and pushed: no chunk, no new size. */
+	EXPECT_EQ_INT(ch_write(a, "a", "e", data, 10), 0);
+	fd = open(ch_path("a", "e"), O_RDWR);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "e", fd);
+	EXPECT_EQ_INT(ftruncate(fd, 0), 0);
+	EXPECT_EQ_INT(pohm_cache_push_fd(a, fd), 1);
+	close(fd);
+	/* First pushed at 2 MiB + 100: 1 MiB chunks, three. */
+	d0 = ch_puts['d'];
+	EXPECT_EQ_INT(ch_write(a, "a", "big", data, sizeof(data)), 0);
+	EXPECT_EQ_INT((int)(ch_puts['d'] - d0), 3);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "big", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(ch_read_all(ch_path("b", "big"), back, sizeof(back)), sizeof(data));
+	EXPECT(!memcmp(back, data, sizeof(data)));
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
