@@ -1217,8 +1217,6 @@ static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, u
 	ns_bucket_release(&ref);
 	if (r)
 		free(f);
-	else	/* Test only: a renamer killed after its finish left. */
-		pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_FINISH);
 	return r;
 }
 
