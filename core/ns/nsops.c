@@ -1172,6 +1172,23 @@ static int touch_along_fn(struct pohm_inode *in, void *arg)
 	return touch_fn(in, arg);
 }
 
+/* touch (a put_n's write) set to fn's change of the copy of ino this
+ * thread read (ns_inode_change_peeked): its bytes in *tb, its base in
+ * tcsum, its key in tkey.  Left untouched when there is no such copy or
+ * fn says no. */
+static void touch_prepare(struct pohm_ns *ns, uint64_t ino,
+			  int (*fn)(struct pohm_inode *in, void *arg), struct pohm_buf *tb,
+			  uint8_t *tcsum, char *tkey, struct ns_put *touch)
+{
+	if (ns_inode_change_peeked(ns, ino, fn, NULL, tb, tcsum))
+		return;
+	pohm_key_inode(tkey, ino);
+	touch->key = tkey;
+	touch->data = tb->p;
+	touch->len = tb->len;
+	touch->expect = tcsum;
+}
+
 /* The deferred finish's outcome (finish_deferred): T is known settled
  * only when the finish was acknowledged (decision 0067). */
 struct finish_box {
@@ -1257,13 +1274,8 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		/* The source's ctime in the same round trip, on the copy read
 		 * along with the lookup (decision 0022): independent of the
 		 * move, so any of the two may land alone. */
-		if (guess && !ns_inode_change_peeked(ns, guess, touch_along_fn, NULL, &tb, tcsum)) {
-			pohm_key_inode(tkey, guess);
-			touch.key = tkey;
-			touch.data = tb.p;
-			touch.len = tb.len;
-			touch.expect = tcsum;
-		}
+		if (guess)
+			touch_prepare(ns, guess, touch_along_fn, &tb, tcsum, tkey, &touch);
 		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
 					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
 		pohm_buf_free(&tb);
@@ -1447,14 +1459,8 @@ again:
 	 * (the cache's pohm_ns_read_along): it may land alone, and then never
 	 * clears an UNLINKED mark (touch_along_fn; decisions 0022, 0071).
 	 */
-	if (!exch && src.type != DT_DIR &&
-	    !ns_inode_change_peeked(ns, src.ino, touch_along_fn, NULL, &tb, tcsum)) {
-		pohm_key_inode(tkey, src.ino);
-		touch.key = tkey;
-		touch.data = tb.p;
-		touch.len = tb.len;
-		touch.expect = tcsum;
-	}
+	if (!exch && src.type != DT_DIR)
+		touch_prepare(ns, src.ino, touch_along_fn, &tb, tcsum, tkey, &touch);
 	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype,
 				touch.key ? &touch : NULL);	/* the commit point */
 	pohm_buf_free(&tb);
@@ -1512,14 +1518,8 @@ again:
 	 * cache's pohm_ns_read_along): both after the commit point, either
 	 * may land alone (decision 0022).
 	 */
-	if (!exch && src.type != DT_DIR && !touched &&
-	    !ns_inode_change_peeked(ns, src.ino, touch_fn, NULL, &tb, tcsum)) {
-		pohm_key_inode(tkey, src.ino);
-		touch.key = tkey;
-		touch.data = tb.p;
-		touch.len = tb.len;
-		touch.expect = tcsum;
-	}
+	if (!exch && src.type != DT_DIR && !touched)
+		touch_prepare(ns, src.ino, touch_fn, &tb, tcsum, tkey, &touch);
 	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype,
 			  touch.key ? &touch : NULL);
 	pohm_buf_free(&tb);
