@@ -159,14 +159,14 @@ os.unlink('$E/g')"
 # for its reply, which is not in yet), then its unlink is the one put_n of
 # a kept copy (mv 2 + the finish's outcome 1 + rm 1).  A later process reads the source's
 # bucket first (1 wait), then the same put_n: 2 where a plain entry takes
-# 1.  Its rename away: the source's read, then the 3 waits of a rename
-# across on kept copies: 4 where a plain entry takes 3.
-@test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 4" {
+# 1.  Its rename away: the source's read, then the 2 waits of a rename
+# across on kept copies (decision 0071): 3 where a plain entry takes 2.
+@test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 3" {
 	within mv-then-rm 4 a "$PY" -c "
 import os; os.rename('$D/x', '$E/x'); os.unlink('$E/x')"
 	shim a "$PY" -c "import os; os.rename('$D/u', '$E/u'); os.rename('$D/c', '$E/c')"
 	within moved-unlink 2 a "$PY" -c "import os; os.unlink('$E/u')"
-	within moved-rename-away 4 a "$PY" -c "import os; os.rename('$E/c', '$D/c2')"
+	within moved-rename-away 3 a "$PY" -c "import os; os.rename('$E/c', '$D/c2')"
 	run shim b ls "$T/b/d" "$T/b/e"
 	[ "$output" = "$(printf '%s\n' "$T/b/d:" c2 r rd s '' "$T/b/e:")" ]
 }
