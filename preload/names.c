@@ -265,6 +265,17 @@ static int ns_call(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 	struct pohm_real_call real = { fn, x };
 	int r = ns_pre(op, a, b, arg, &real);
 
+	if (r == POHM_PROC_AGAIN) {
+		/* The walk moved a directory on the way (a rename made on
+		 * another host, applied here): once more by the names the
+		 * bases have now, as the kernel's call goes by them. */
+		int ia = pohm_classify(a->dirfd, a->path, a);
+		int ib = !b || pohm_classify(b->dirfd, b->path, b);
+
+		r = ia && ib ? ns_pre(op, a, b, arg, &real) : !ia && (!b || !ib) ? POHM_PASS : -EXDEV;
+		if (r == POHM_PROC_AGAIN)
+			r = -ENOENT;
+	}
 	return pohm_ret(r == POHM_PASS ? fn(x) : r);
 }
 
