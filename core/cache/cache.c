@@ -1422,13 +1422,14 @@ static void mat_bound(struct pohm_cache *c, struct mat_last *ml, uint64_t ino, u
 
 /*
  * The walk's next directory when opening it below *dfd found no free fd
- * (one left, as the kernel's lstat needs none: review 2 of session 17):
- * *dfd closed (-1 after), path opened from the prefix root with no symlink
- * on the way and taken when it is the local directory ensure_entry saw
- * (seen).  The fd, or -EMFILE (no openat2, or another directory now).
+ * (err: -EMFILE or -ENFILE; one left, as the kernel's lstat needs none:
+ * review 2 of session 17): *dfd closed (-1 after), path opened from the
+ * prefix root with no symlink on the way and taken when it is the local
+ * directory ensure_entry saw (seen).  The fd, or err (no openat2, or
+ * another directory now).
  */
 static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
-			  const struct entry_seen *seen)
+			  const struct entry_seen *seen, int err)
 {
 	struct stat st;
 	int fd;
@@ -1437,11 +1438,11 @@ static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
 	*dfd = -1;
 	fd = pohm_sys_open_dir_nolinks(c->pfd, path);
 	if (fd < 0)
-		return -EMFILE;
+		return err;
 	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != seen->ldev ||
 	    (uint64_t)st.st_ino != seen->lino) {
 		pohm_sys_close(fd);
-		return -EMFILE;
+		return err;
 	}
 	return fd;
 }
@@ -1578,7 +1579,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			}
 			nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 			if ((nfd == -EMFILE || nfd == -ENFILE) && seen.have)
-				nfd = open_dir_alone(c, &dfd, path, &seen);
+				nfd = open_dir_alone(c, &dfd, path, &seen, nfd);
 			dino = in.ino;
 			pohm_inode_clear(&in);
 			if (nfd < 0) {
