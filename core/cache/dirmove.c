@@ -94,9 +94,11 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, uint64_t 
 	struct pohm_jrec rec;
 	int r;
 
-	if (move_intent(c, ino) || recorded_dir(c, ino, &rec))
+	/* The record first: a directory new here has none (no system call
+	 * then, as a listing makes many). */
+	if (recorded_dir(c, ino, &rec))
 		return -ENOENT;
-	r = cache_dir_rename_local(c->pfd, rec.hint, dfd, name);
+	r = move_intent(c, ino) ? -EBUSY : cache_dir_rename_local(c->pfd, rec.hint, dfd, name);
 	if (!r)
 		pohm_debug("%s: moved elsewhere, the local directory follows", rec.hint);
 	pohm_jrec_clear(&rec);
