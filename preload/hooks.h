@@ -244,7 +244,8 @@ struct pohm_ns_arg {
  * across the prefix boundary never get here: they fail EXDEV in
  * preload/): the storage's half, the wrapper's own libc call through
  * real when the kernel must answer, and what follows its result.
- * Returns the caller's result (0 or -errno), never POHM_PASS.
+ * Returns the caller's result (0 or -errno), never POHM_PASS; or
+ * POHM_PROC_AGAIN (mount.h): classify a and b again and call once more.
  */
 int pohm_hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		 const struct pohm_ns_arg *arg, const struct pohm_real_call *real);

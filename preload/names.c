@@ -254,6 +254,15 @@ static int ns_pre(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 	return pohm_hook_ns(op, a, b, arg, real);
 }
 
+/* p classified again from its base as it is now (as first: "" names the
+ * dirfd itself when AT_EMPTY_PATH said so).  1 under the prefix, else 0. */
+static int locate_again(struct pohm_path *p)
+{
+	unsigned flags = (p->flags & POHM_PATH_EMPTY) ? POHM_LOC_EMPTY : 0;
+
+	return pohm_locate(p->dirfd, p->path, flags, p, NULL) == POHM_PC_IN;
+}
+
 /*
  * A wrapper's call under the prefix: the hook makes the real call
  * (fn(x): the wrapper's own libc function, real_<name>) itself between
@@ -265,6 +274,16 @@ static int ns_call(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 	struct pohm_real_call real = { fn, x };
 	int r = ns_pre(op, a, b, arg, &real);
 
+	if (r == POHM_PROC_AGAIN) {
+		/* The walk moved a directory on the way (a rename made on
+		 * another host, applied here): once more by the names the
+		 * bases have now, as the kernel's call goes by them. */
+		int ia = locate_again(a), ib = !b || locate_again(b);
+
+		r = ia && ib ? ns_pre(op, a, b, arg, &real) : !ia && (!b || !ib) ? POHM_PASS : -EXDEV;
+		if (r == POHM_PROC_AGAIN)
+			r = -ENOENT;
+	}
 	return pohm_ret(r == POHM_PASS ? fn(x) : r);
 }
 

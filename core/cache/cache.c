@@ -357,6 +357,12 @@ int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const c
 
 	switch (in->mode & S_IFMT) {
 	case S_IFDIR:
+		/* Moved here by another host: the local directory follows
+		 * (dirmove.c), its dirfds, cwds and entries with it. */
+		if (!cache_dir_move_in(c, dfd, name, in->ino)) {
+			r = 0;
+			break;
+		}
 		/* Ours to fill with stubs: the owner keeps rwx locally; stat shows the stored mode. */
 		r = pohm_sys_mkdirat(dfd, name, (in->mode & 07777) | 0700);
 		if (!r)	/* whatever the umask */
@@ -884,6 +890,71 @@ static void list_parent_of(struct pohm_cache *c, int dfd, uint64_t dino, const c
 	free(prel);
 }
 
+/* This thread is in dir_follow (no lock: per thread): a walk it makes
+ * follows no other move (a bound on the nesting). */
+static __thread int dir_following;
+
+/* The local directory odfd/oname (orel) stands for the stored directory
+ * ino (in, read just now), which another host moved into another parent:
+ * it moves to the stored path (dirmove.c finds it; the walk makes its
+ * missing parents), so that its dirfds and cwds follow, as the kernel's
+ * would.  Best effort: a failure leaves it where it is (the stored inode
+ * lives: nothing is removed) and the next look tries again. */
+static void dir_follow(struct pohm_cache *c, int odfd, const char *oname, const char *orel,
+		       uint64_t ino, const struct pohm_inode *in)
+{
+	char rel[sizeof(((struct pohm_jrec *)0)->hint)];
+	const char *name;
+	uint64_t pino;
+	int pfd = -1, r;
+
+	if (dir_following)
+		return;
+	dir_following = 1;
+	r = cache_dir_stored_path(c, ino, in, rel, sizeof(rel));
+	if (!r)
+		r = cache_walk_parent(c, rel, &pfd, &pino, &name);
+	if (!r && pino != in->hdr.parent)
+		r = -ESTALE;	/* moved again meanwhile */
+	if (!r)
+		r = cache_dir_rename_local(odfd, oname, pfd, name);
+	if (!r)
+		r = cache_record(c, pfd, name, rel, in, 0);
+	if (pfd >= 0)
+		pohm_sys_close(pfd);
+	dir_following = 0;
+	if (r)
+		pohm_debug("%s: moved elsewhere; the local directory stays for now: %s", orel,
+			   strerror(-r));
+	else
+		pohm_debug("%s: moved elsewhere, the local directory follows to %s", orel, rel);
+}
+
+/*
+ * The local directory dfd/name (rel) of the stored directory ino, whose
+ * name a lookup in dino found gone: removed (no inode, or its tombstone)
+ * it goes with its entries (listgone.c); moved into another parent it
+ * follows (dir_follow); renamed in dino, *same is set (the caller's
+ * listing renames it); a failed read leaves it.  One inode read.
+ */
+static void dir_name_gone(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
+			  const char *rel, uint64_t ino, int *same)
+{
+	struct pohm_inode in;
+	int r = pohm_ns_getattr(c->ns, ino, &in);
+
+	*same = 0;
+	if (r == -ENOENT)
+		cache_drop_gone_dir(c, dfd, name, rel, ino);
+	if (r)
+		return;
+	if (in.hdr.parent == dino)
+		*same = 1;
+	else
+		dir_follow(c, dfd, name, rel, ino, &in);
+	pohm_inode_clear(&in);
+}
+
 static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char *name,
 			const char *rel, int data, const struct stat *given, struct pohm_inode *in,
 			struct entry_seen *found)
@@ -1031,12 +1102,13 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		 * One only renamed elsewhere leaves its name now: a listing of
 		 * the parent renames it by identity, so that a dirfd or a cwd
 		 * in it follows (DESIGN §2, "a remote rename becomes a local
-		 * rename"); one moved to another parent goes as the listing's
-		 * sweep lets it.  The old name never shows the old directory
+		 * rename"); one moved to another parent follows there
+		 * (dir_follow).  The old name never shows the old directory
 		 * after attr_timeout. */
-		if (cache_stored_dir_removed(c, known))
-			cache_drop_gone_dir(c, dfd, name, rel, known);
-		else
+		int same;
+
+		dir_name_gone(c, dfd, dino, name, rel, known, &same);
+		if (same)
 			list_parent_of(c, dfd, dino, rel);
 	}
 	if (r)
@@ -1350,13 +1422,14 @@ static void mat_bound(struct pohm_cache *c, struct mat_last *ml, uint64_t ino, u
 
 /*
  * The walk's next directory when opening it below *dfd found no free fd
- * (one left, as the kernel's lstat needs none: review 2 of session 17):
- * *dfd closed (-1 after), path opened from the prefix root with no symlink
- * on the way and taken when it is the local directory ensure_entry saw
- * (seen).  The fd, or -EMFILE (no openat2, or another directory now).
+ * (err: -EMFILE or -ENFILE; one left, as the kernel's lstat needs none:
+ * review 2 of session 17): *dfd closed (-1 after), path opened from the
+ * prefix root with no symlink on the way and taken when it is the local
+ * directory ensure_entry saw (seen).  The fd, or err (no openat2, or
+ * another directory now).
  */
 static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
-			  const struct entry_seen *seen)
+			  const struct entry_seen *seen, int err)
 {
 	struct stat st;
 	int fd;
@@ -1365,11 +1438,11 @@ static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
 	*dfd = -1;
 	fd = pohm_sys_open_dir_nolinks(c->pfd, path);
 	if (fd < 0)
-		return -EMFILE;
+		return err;
 	if (pohm_sys_fstat(fd, &st) < 0 || (uint64_t)st.st_dev != seen->ldev ||
 	    (uint64_t)st.st_ino != seen->lino) {
 		pohm_sys_close(fd);
-		return -EMFILE;
+		return err;
 	}
 	return fd;
 }
@@ -1506,7 +1579,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			}
 			nfd = pohm_sys_openat(dfd, comp[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 			if ((nfd == -EMFILE || nfd == -ENFILE) && seen.have)
-				nfd = open_dir_alone(c, &dfd, path, &seen);
+				nfd = open_dir_alone(c, &dfd, path, &seen, nfd);
 			dino = in.ino;
 			pohm_inode_clear(&in);
 			if (nfd < 0) {
@@ -2448,6 +2521,8 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		struct stat post;
 		struct rehint h = { path, path_to, &lst, NULL };
 
+		if (S_ISDIR(lst.st_mode))
+			cache_dir_moved();	/* a walk below it looked for the old name */
 		if (S_ISREG(lst.st_mode) &&
 		    !pohm_sys_fstatat(l->dfd, to->name, &post, AT_SYMLINK_NOFOLLOW))
 			h.post = &post;
@@ -2458,10 +2533,17 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		goto out;
 	}
 	if (S_ISDIR(lst.st_mode)) {
-		/* It goes with its entries, what changed here kept as conflict
-		 * copies (listgone.c). */
+		/* Removed elsewhere, it goes with its entries, what changed here
+		 * kept as conflict copies (listgone.c); moved into another
+		 * parent, it follows; renamed here over a name present here
+		 * (list_renamed_to found none free), it goes as before; a
+		 * failed read leaves it for the next look. */
+		int same;
+
 		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
-		cache_drop_gone_dir(l->c, l->dfd, name, path, known);
+		dir_name_gone(l->c, l->dfd, l->dino, name, path, known, &same);
+		if (same)
+			cache_drop_gone_dir(l->c, l->dfd, name, path, known);
 		goto out;
 	}
 	if (!pohm_sys_unlinkat(l->dfd, name, 0) && rec.nlink <= 1)

@@ -102,6 +102,10 @@ void pohm_cache_fork_mark(void);
 void pohm_cache_kept_flush(struct pohm_cache *c);
 /* The prefix directory fd (held open, high, O_PATH). */
 int pohm_cache_prefix_fd(const struct pohm_cache *c);
+/* How many local directories this thread's calls moved so far to follow
+ * a rename made on another host (dirmove.c): a call whose walk moved one
+ * on its own way may have looked for the old name. */
+unsigned pohm_cache_dir_moves(void);
 /* The device number reported for everything under the prefix. */
 uint64_t pohm_cache_dev(const struct pohm_cache *c);
 

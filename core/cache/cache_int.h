@@ -423,10 +423,25 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
  * 1 gone, 0 (part) kept. */
 int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 			uint64_t ino);
-/* listgone.c: is the stored directory ino removed (no inode, or its
- * tombstone), not just renamed away from the name that was looked up?  A
- * failed read answers no: nothing is dropped on it.  One round trip. */
-int cache_stored_dir_removed(struct pohm_cache *c, uint64_t ino);
+/* dirmove.c: rename the local directory odfd/oname to dfd/name, never
+ * over a name that exists (counted: pohm_cache_dir_moves).  0 or -errno. */
+int cache_dir_rename_local(int odfd, const char *oname, int dfd, const char *name);
+/* dirmove.c: count a local directory moved another way (a listing's
+ * rename within its directory). */
+void cache_dir_moved(void);
+/* dirmove.c: the stored directory ino is now dfd/name (another host moved
+ * it): the local directory the journal records for ino, checked by
+ * identity, moves there (not while a rename of this host moves ino).  0
+ * moved (the caller records it), else -errno (nothing done). */
+int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, uint64_t ino);
+/* dirmove.c: the path (relative to the prefix) of the stored directory
+ * ino, whose inode in was just read, found up its hdr.parent chain to the
+ * root or a directory the journal places here: a listing of each parent
+ * on the way and an inode read of each above the first.  0, -ENOENT (not
+ * in the parent it names: moved again meanwhile), -ELOOP (deeper than 16
+ * levels), or the storage's -errno. */
+int cache_dir_stored_path(struct pohm_cache *c, uint64_t ino, const struct pohm_inode *in,
+			  char *rel, size_t len);
 /* Journal record for a local file just made from in (no data state change). */
 int cache_record(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		 const struct pohm_inode *in, uint32_t flags);

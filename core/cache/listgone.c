@@ -215,13 +215,3 @@ int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const c
 
 	return gone_dir(&w, dfd, name, rel, 0);
 }
-
-int cache_stored_dir_removed(struct pohm_cache *c, uint64_t ino)
-{
-	struct pohm_inode in;
-	int r = pohm_ns_getattr(c->ns, ino, &in);
-
-	if (!r)
-		pohm_inode_clear(&in);
-	return r == -ENOENT;
-}

@@ -284,7 +284,13 @@ struct pohm_proc_ns_arg {
 };
 /* a, b: names below the prefix ("" the root; b NULL but for rename and
  * link).  Counted when the storage answers; returns the caller's result:
- * 0 or -errno (the real call's when the kernel answered). */
+ * 0 or -errno (the real call's when the kernel answered), or
+ * POHM_PROC_AGAIN: the storage found no such name because the walk itself
+ * moved a local directory on the way (another host's rename applied here,
+ * pohm_cache_dir_moves): nothing was changed; the caller names a and b
+ * again from their bases (a dirfd or the cwd follows the move) and calls
+ * once more. */
+#define POHM_PROC_AGAIN (-0x10001)
 int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, const char *b,
 		 const struct pohm_proc_ns_arg *arg, const struct pohm_proc_real *real);
 

@@ -171,6 +171,7 @@ static int ns_local_only(struct pohm_cache *c, enum pohm_proc_ns op, const char 
 int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, const char *b,
 		 const struct pohm_proc_ns_arg *arg, const struct pohm_proc_real *real)
 {
+	unsigned moves = pohm_cache_dir_moves();
 	int drop_to = 0, r;
 
 	if (!a[0])
@@ -182,6 +183,8 @@ int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, cons
 		r = ns_apply(c, op, a, b, arg);
 	if (r == -EXDEV)
 		r = ns_beyond(c, op, a, b, arg);
+	if (r == -ENOENT && pohm_cache_dir_moves() != moves)
+		return POHM_PROC_AGAIN;	/* not the kernel's: it goes by the moved base */
 	if (r == -ENOENT)
 		r = ns_local_only(c, op, a, b, arg, &drop_to);
 	if (r != KERNEL)

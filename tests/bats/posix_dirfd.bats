@@ -39,7 +39,7 @@ teardown() {
 # Scenario "tree" prints the tree alone.
 write_driver() {
 	cat >"$T/ops.py" <<'EOF'
-import errno, os, subprocess, sys
+import errno, os, subprocess, sys, time
 
 D = os.O_RDONLY | os.O_DIRECTORY
 
@@ -174,6 +174,28 @@ elif scenario == "remote":
     run("after cwd mkdir w", os.mkdir, "w")
     run("after cwd create v", create, "v", b"V")
     os.chdir(root)
+elif scenario == "moved":
+    # d/sub moved into e on another host while this process holds a dirfd
+    # and its cwd in it (synchronised as "remote"); FIRST=list: this host
+    # lists e first, else the first call through the dirfd finds d/sub
+    # gone.  Either way the local directory follows to e/sub by identity,
+    # as the kernel's would: every call through the dirfd and the cwd
+    # lands in e/sub, d/sub is gone, e/sub is there
+    fd = os.open("d/sub", D)
+    os.chdir("d/sub")
+    open(root + ".ready", "w").close()
+    while not os.path.exists(root + ".go"):
+        time.sleep(0.1)	# no child: a process started in d/sub looks at it
+    if os.environ.get("FIRST") == "list":
+        run("list e", lambda: " ".join(sorted(os.listdir(root + "/e"))))
+    at_calls(fd, "moved")
+    run("moved cwd mkdir w", os.mkdir, "w")
+    run("moved cwd create v", create, "v", b"V")
+    run("moved cwd stat ../sub/v", size, "../sub/v")
+    os.chdir(root)
+    run("stat d/sub", size, "d/sub")
+    run("stat e/sub", lambda: os.stat("e/sub") and None)
+    run("stat e/sub/v", size, "e/sub/v")
 print("--- tree")
 for line in tree("."):
     print(line)
@@ -306,4 +328,60 @@ remote_rename() {
 	[ "$status" -ne 0 ]
 	[ -d "$T/a/e/sub" ]
 	[ ! -e "$T/a/d" ]
+}
+
+# remote_move FIRST: d/sub moved into e on another host (b) while a process
+# of host a holds a dirfd and its cwd in d/sub; host a's process goes on
+# after attr_timeout (1 s) passed, FIRST=list listing e first.  The local
+# directory follows by identity (dirmove.c): no call fails, d/sub is gone,
+# and a fresh host c sees exactly the tree host a's kernel shows.  Before
+# session 18 the listing (or walk) of d removed the local d/sub, and the
+# dirfd and cwd lost it (doc/notes-s17-dirfdrace.md).
+remote_move() {
+	shim a sh -c "mkdir -p '$T/a/d/sub' '$T/a/e' && echo F >'$T/a/d/sub/f'"
+	shim b ls -R "$T/b" >/dev/null
+	FIRST=$1 shim_bg a sh -c "python3 '$T/ops.py' moved '$T/a' >'$T/got' 2>&1"
+	for i in $(seq 100); do [ -e "$T/a.ready" ] && break; sleep 0.1; done
+	[ -e "$T/a.ready" ]
+	shim b mv "$T/b/d/sub" "$T/b/e/sub"
+	sleep 1.5
+	touch "$T/a.go"
+	wait "$SHIM_BG_PID"
+	cat "$T/got"
+	! grep -q 'getcwd\|Traceback' "$T/got" || false
+	grep -qx 'moved mkdirat x OK' "$T/got"
+	grep -qx 'moved openat read f OK F' "$T/got"
+	grep -qx 'moved cwd mkdir w OK' "$T/got"
+	grep -qx 'moved cwd stat ../sub/v OK size=1' "$T/got"
+	grep -qx 'stat d/sub ENOENT' "$T/got"
+	grep -qx 'stat e/sub OK' "$T/got"
+	grep -qx 'stat e/sub/v OK size=1' "$T/got"
+	# every call through the dirfd as the kernel answers it in a directory
+	# holding f: only the missing name fails
+	! grep '^moved' "$T/got" | grep -v '^moved fstatat missing ENOENT$' |
+		grep -q ' E[A-Z]*$' || false
+	run shim a stat "$T/a/d/sub"
+	[ "$status" -ne 0 ]
+	[ -d "$T/a/e/sub" ]
+	[ ! -e "$T/a/d/sub" ]
+	mkdir -p "$T/c"
+	shim c python3 "$T/ops.py" tree "$T/c" >"$T/seen"
+	sed -n '/^--- tree$/,$p' "$T/got" | tail -n +2 >"$T/a-tree"
+	diff -u "$T/a-tree" "$T/seen"
+	grep -qx 'd d' "$T/seen"
+	grep -qx 'e/sub/x d' "$T/seen"
+	grep -qx 'e/sub/w d' "$T/seen"
+	grep -qx "e/sub/v f b'V'" "$T/seen"
+	grep -qx "e/sub/g f b'G'" "$T/seen"
+	grep -qx 'e/sub/l l f3' "$T/seen"
+	! grep -q '^d/' "$T/seen" || false
+}
+
+@test "moved into another parent on another host, the old name found gone first: the local directory follows, for its dirfd and cwd" {
+	remote_move walk
+}
+
+@test "moved into another parent on another host, the new parent listed first: the local directory follows, for its dirfd and cwd" {
+	remote_move list
+	grep -qx 'list e OK sub' "$T/got"
 }
