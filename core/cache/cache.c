@@ -940,6 +940,14 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		}
 	}
 	found->known = have_rec;
+	if (dfd < 0 && (!have_rec || S_ISLNK(rec.mode) ||
+			!(cache_fresh_rec(c, &rec) || cache_offline(c)))) {
+		/* No fd of the directory (a named base): the record answers
+		 * alone, or the walk opens it and comes again. */
+		if (have_rec)
+			pohm_jrec_clear(&rec);
+		return -EAGAIN;
+	}
 	if (have_rec && (cache_fresh_rec(c, &rec) || cache_offline(c))) {
 		/* Validated within attr_timeout, or offline: answer from the
 		 * journal, no round trip. */
@@ -1330,6 +1338,8 @@ struct mat_last {
 	struct pohm_walk_base *base;	/* NULL, or the parent the caller opened
 					 * (its fd the walk's once handed down) */
 	const struct stat *given;	/* NULL, or the name's lstat below base */
+	int reopen;			/* a named base's directory did not open
+					 * as the table's: the walk again, no base */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1397,9 +1407,11 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
 						 comp[i]);
 		dfd = cache_walk_start(c, path, &ch, ml ? ml->base : NULL);
+		if (dfd == CACHE_WALK_NOFD && !ml->given)
+			dfd = cache_walk_open(c, path, ml->base->dev, ml->base->ino);
 		if (ml && ml->base && ml->base->taken)
-			lent = dfd;	/* the caller's open, ours now */
-		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
+			lent = dfd;	/* the caller's open, ours now (or none) */
+		if ((dfd >= 0 || dfd == CACHE_WALK_NOFD) && ch.n == (unsigned)(n - 1)) {
 			unsigned k;
 
 			dino = ch.ino[ch.n - 1];
@@ -1415,7 +1427,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			path[0] = '\0';
 		}
 	}
-	if (dfd < 0) {
+	if (dfd < 0 && dfd != CACHE_WALK_NOFD) {
 		r = ensure_root(c, n == 0);
 		if (r)
 			return r;
@@ -1436,6 +1448,18 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 					 comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA),
 				 last && dfd == lent ? ml->given : NULL, &in, &seen);
+		if (r == -EAGAIN && dfd == CACHE_WALK_NOFD) {
+			/* A named base, more than a fresh record to answer:
+			 * its directory opened here, checked as the table's. */
+			path[plen - strlen(comp[i]) - 1] = '\0';
+			dfd = lent = cache_walk_open(c, path, ml->base->dev, ml->base->ino);
+			path[plen - strlen(comp[i]) - 1] = '/';
+			if (dfd < 0) {
+				ml->reopen = 1;
+				return -EAGAIN;
+			}
+			r = ensure_entry(c, dfd, dino, comp[i], path, 0, ml->given, &in, &seen);
+		}
 		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
@@ -1759,6 +1783,11 @@ int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned 
 	if (path_fresh(c, rel, flags))
 		return cache_perm_path(c, rel, mat_want(flags));
 	r = materialize_dir(c, rel, flags, 0, NULL, &ml);
+	if (ml.reopen) {
+		/* The named base's directory is not the table's any more. */
+		ml = (struct mat_last){ .want = ml.want, .until = UINT64_MAX, .seen = ml.seen };
+		r = materialize_dir(c, rel, flags, 0, NULL, &ml);
+	}
 	if (!r)
 		r = cache_perm_path(c, rel, mat_want(flags));
 	if (!r)
