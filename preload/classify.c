@@ -26,7 +26,6 @@
 #include "shim.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ bases */
@@ -48,6 +47,26 @@ static int strip_deleted(int fd, char *buf, long *n)
 	*n -= (long)DELETED_LEN;
 	buf[*n] = '\0';
 	return 1;
+}
+
+/* link: "/proc/self/fd/N" for fd N >= 0 (40 bytes do).  Not snprintf:
+ * its formatting cost as much as the rest of a cached stat's check. */
+static void proc_fd_link(char *link, int fd)
+{
+	static const char pre[] = "/proc/self/fd/";
+	char digits[12];
+	size_t n = 0;
+	unsigned v = (unsigned)fd;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(link, pre, sizeof(pre) - 1);
+	link += sizeof(pre) - 1;
+	while (n)
+		*link++ = digits[--n];
+	*link = '\0';
 }
 
 /* The (dev, ino) of dirfd into id, when the fd table wants it and has none. */
@@ -91,7 +110,7 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 				n = -ENOENT;
 		}
 	} else {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		proc_fd_link(link, dirfd);
 		n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf) - 1);
 		dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(dirfd, buf, &n);
 	}
@@ -233,7 +252,7 @@ static const char *root_kernel_name(int rfd, size_t *len)
 
 	if (s == 0 && __atomic_compare_exchange_n(&root_name_state, &want, 1, 0, __ATOMIC_ACQ_REL,
 						  __ATOMIC_RELAXED)) {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", rfd);
+		proc_fd_link(link, rfd);
 		n = pohm_sys_readlinkat(AT_FDCWD, link, root_name, sizeof(root_name) - 1);
 		s = n > 0 && n < (long)sizeof(root_name) - 1 && root_name[0] == '/' ? 2 : 3;
 		root_name_len = s == 2 && n > 1 ? (size_t)n : 0;	/* "/": "" before "/rel" */
@@ -264,7 +283,7 @@ static int base_named(int dirfd, int rfd, const char *rel, size_t rellen,
 	root = root_kernel_name(rfd, &rlen);
 	if (!root || rlen + 1 + rellen >= sizeof(buf))
 		return 0;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	proc_fd_link(link, dirfd);
 	n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf));
 	if (n != (long)(rlen + 1 + rellen) || memcmp(buf, root, rlen) || buf[rlen] != '/' ||
 	    memcmp(buf + rlen + 1, rel, rellen))
