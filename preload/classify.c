@@ -26,7 +26,6 @@
 #include "shim.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ bases */
@@ -48,6 +47,26 @@ static int strip_deleted(int fd, char *buf, long *n)
 	*n -= (long)DELETED_LEN;
 	buf[*n] = '\0';
 	return 1;
+}
+
+/* link: "/proc/self/fd/N" for fd N >= 0 (40 bytes do).  Not snprintf:
+ * its formatting cost as much as the rest of a cached stat's check. */
+static void proc_fd_link(char *link, int fd)
+{
+	static const char pre[] = "/proc/self/fd/";
+	char digits[12];
+	size_t n = 0;
+	unsigned v = (unsigned)fd;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(link, pre, sizeof(pre) - 1);
+	link += sizeof(pre) - 1;
+	while (n)
+		*link++ = digits[--n];
+	*link = '\0';
 }
 
 /* The (dev, ino) of dirfd into id, when the fd table wants it and has none. */
@@ -91,7 +110,7 @@ __attribute__((noinline)) static int base_from_kernel(int dirfd, struct pohm_pc_
 				n = -ENOENT;
 		}
 	} else {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		proc_fd_link(link, dirfd);
 		n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf) - 1);
 		dead = n > 0 && n < (long)sizeof(buf) && strip_deleted(dirfd, buf, &n);
 	}
@@ -215,13 +234,76 @@ static int base_open(int rfd, const char *rel, const struct pohm_fdid *id,
 }
 
 /*
+ * The prefix root's name as the kernel gives it (readlink of root_fd's
+ * /proc/self/fd link), for base_named: read once.  root_name_state: 0
+ * unread, 1 being read (by the thread that moved it from 0), 2 ready
+ * (root_name and root_name_len written before, not after), 3 none (no
+ * /proc: base_named is not tried).  Atomic.
+ */
+static char root_name[PATH_MAX];
+static size_t root_name_len;
+static int root_name_state;
+
+static const char *root_kernel_name(int rfd, size_t *len)
+{
+	int want = 0, s = __atomic_load_n(&root_name_state, __ATOMIC_ACQUIRE);
+	char link[40];
+	long n;
+
+	if (s == 0 && __atomic_compare_exchange_n(&root_name_state, &want, 1, 0, __ATOMIC_ACQ_REL,
+						  __ATOMIC_RELAXED)) {
+		proc_fd_link(link, rfd);
+		n = pohm_sys_readlinkat(AT_FDCWD, link, root_name, sizeof(root_name) - 1);
+		s = n > 0 && n < (long)sizeof(root_name) - 1 && root_name[0] == '/' ? 2 : 3;
+		root_name_len = s == 2 && n > 1 ? (size_t)n : 0;	/* "/": "" before "/rel" */
+		__atomic_store_n(&root_name_state, s, __ATOMIC_RELEASE);
+	}
+	if (s != 2)
+		return NULL;
+	*len = root_name_len;
+	return root_name;
+}
+
+/*
+ * The check of base_current by the kernel's name of dirfd itself (one
+ * readlink, no fd made), for an lstat of a name below dirfd (issue 23,
+ * POHM_LOC_NAMED): 1 and *base (named, no fd) when that name is the prefix
+ * root's followed by "/" rel — the directory's own chain of names as the
+ * kernel keeps it, which no symlink is in (a removed one ends " (deleted)",
+ * one moved away has its new name); else 0, and base_open decides.
+ */
+static int base_named(int dirfd, int rfd, const char *rel, size_t rellen,
+		      const struct pohm_fdid *id, struct pohm_walk_base *base)
+{
+	char buf[PATH_MAX], link[40];
+	const char *root;
+	size_t rlen = 0;
+	long n;
+
+	root = root_kernel_name(rfd, &rlen);
+	if (!root || rlen + 1 + rellen >= sizeof(buf))
+		return 0;
+	proc_fd_link(link, dirfd);
+	n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf));
+	if (n != (long)(rlen + 1 + rellen) || memcmp(buf, root, rlen) || buf[rlen] != '/' ||
+	    memcmp(buf + rlen + 1, rel, rellen))
+		return 0;
+	base->fd = -1;
+	base->named = 1;
+	base->dev = id->dev;
+	base->ino = id->ino;
+	return 1;
+}
+
+/*
  * 1 if the hint rel (*rellen bytes, at a position) still names dirfd's own
  * local file (id): one fstatat from the prefix root (base: not NULL, rel
- * not the root: base_open instead, *base when it returns 1).  The first
- * check of an fd takes its identity (one fstat) and keeps it in the table.
+ * not the root: base_open instead, *base when it returns 1; named: first
+ * base_named).  The first check of an fd takes its identity (one fstat)
+ * and keeps it in the table.
  */
 static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
-			struct pohm_fdid *id, struct pohm_walk_base *base)
+			struct pohm_fdid *id, struct pohm_walk_base *base, int named)
 {
 	char abs[PATH_MAX];
 	struct stat st;
@@ -238,6 +320,10 @@ static int base_current(int dirfd, char *rel, size_t relsz, size_t rellen,
 		id->known = 1;
 	}
 	rfd = root_fd();
+	if (base && named && rellen && rfd >= 0 && base_named(dirfd, rfd, rel, rellen, id, base)) {
+		r = 1;
+		goto out;
+	}
 	if (base && rellen && rfd >= 0) {
 		r = base_open(rfd, rel, id, base);
 		if (r >= 0)
@@ -266,9 +352,9 @@ out:
 }
 
 /* The base of a relative path: 0, 1 when it is a removed directory, or
- * -1 when the fd is invalid (dirfd < 0).  base: as base_current's. */
+ * -1 when the fd is invalid (dirfd < 0).  base, named: as base_current's. */
 static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, size_t *rellen,
-		   struct pohm_walk_base *base)
+		   struct pohm_walk_base *base, int named)
 {
 	struct pohm_fdid id;
 	int known;
@@ -286,7 +372,7 @@ static int base_of(int dirfd, struct pohm_pc_pos *pos, char *rel, size_t relsz, 
 	if (!id.under)
 		return 0;
 	known = id.known;
-	if (base_current(dirfd, rel, relsz, *rellen, &id, base)) {
+	if (base_current(dirfd, rel, relsz, *rellen, &id, base, named)) {
 		if (!known)
 			pohm_fd_resolved(dirfd, pos, rel, &id);	/* keep the identity */
 		return 0;
@@ -354,6 +440,7 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 	p->len = 0;
 	p->rel = buf;
 	p->lent.fd = -1;
+	p->lent.named = 0;
 	p->base = &p->lent;
 	buf[0] = '\0';
 	walk = path;
@@ -368,7 +455,8 @@ static enum pohm_pc_class locate_walk(int dirfd, const char *path, unsigned flag
 		return POHM_PC_OUT;	/* ENOENT from the kernel */
 	}
 	dead = base_of(base, &w->pos, buf, cap, &len,
-		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->lent : NULL);
+		       (flags & POHM_LOC_BASE) && path[0] != '/' && one_name(walk) ? &p->lent : NULL,
+		       !!(flags & POHM_LOC_NAMED));
 	if (dead < 0)
 		return POHM_PC_OUT;	/* EBADF from the kernel */
 	if (dead && !(walk[0] == '.' && walk[1] == '.' && (!walk[2] || walk[2] == '/')))

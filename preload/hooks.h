@@ -122,7 +122,8 @@ struct pohm_path {
 	char *rel;		/* normalised path below the prefix root: "" = the root,
 				 * "a/b" otherwise; no leading or trailing slash */
 	struct pohm_walk_base lent;	/* POHM_LOC_BASE: rel's parent, opened by
-				 * the classifier (fd -1: not) */
+				 * the classifier (fd -1: not), or named
+				 * (POHM_LOC_NAMED: the dirfd by its name) */
 	struct pohm_walk_base *base;	/* &lent (NULL: none; a copy shares its
 				 * source's): the walk takes lent.fd, the
 				 * caller closes one left (stat.c base_done) */

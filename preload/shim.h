@@ -373,6 +373,9 @@ struct pohm_where {
 #define POHM_LOC_BASE	0x4	/* one name below a dirfd: p->base, the dirfd's
 				 * directory opened from the prefix root with no
 				 * symlink on the way (its name's check; issue 23) */
+#define POHM_LOC_NAMED	0x8	/* with BASE, for an lstat: p->base may instead
+				 * be the dirfd itself by its name in /proc/self/fd
+				 * (no fd; classify.c base_named) */
 
 /*
  * Classify (dirfd, path) (classify.c).  Lexical; no system call and no
@@ -503,9 +506,10 @@ static inline int pohm_claim_ro(int dirfd, const char *path, struct pohm_path *p
 	return pohm_claim_op(dirfd, path, 0, p);
 }
 
-/* pohm_claim_op for the *at calls: AT_EMPTY_PATH in atflags lets "" name dirfd. */
+/* pohm_claim_op for the *at calls: AT_EMPTY_PATH in atflags lets "" name
+ * dirfd; loc: more POHM_LOC_* flags for pohm_locate (0: none). */
 static inline int pohm_claim_at_op(int dirfd, const char *path, int atflags, int changes,
-				   struct pohm_path *p)
+				   unsigned loc, struct pohm_path *p)
 {
 	if (pohm_pass(dirfd, path))
 		return 0;
@@ -514,16 +518,16 @@ static inline int pohm_claim_at_op(int dirfd, const char *path, int atflags, int
 			pohm_sig_note(dirfd, path);
 		return 0;
 	}
-	return pohm_locate(dirfd, path, (atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0, p, NULL) ==
-	       POHM_PC_IN;
+	return pohm_locate(dirfd, path, ((atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0) | loc, p,
+			   NULL) == POHM_PC_IN;
 }
 static inline int pohm_claim_at(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return pohm_claim_at_op(dirfd, path, atflags, 1, p);
+	return pohm_claim_at_op(dirfd, path, atflags, 1, 0, p);
 }
 static inline int pohm_claim_at_ro(int dirfd, const char *path, int atflags, struct pohm_path *p)
 {
-	return pohm_claim_at_op(dirfd, path, atflags, 0, p);
+	return pohm_claim_at_op(dirfd, path, atflags, 0, 0, p);
 }
 
 /* "Is this fd ours?": opened under the prefix (fi filled). */

@@ -81,10 +81,13 @@ static int real_path_stat(void *v)
 }
 
 /* How the stat calls classify: a name below a dirfd gets its directory
- * opened by the classifier's check, for the walk (POHM_LOC_BASE). */
-static unsigned loc_flags(int atflags)
+ * opened by the classifier's check, for the walk (POHM_LOC_BASE); for an
+ * lstat (hflags), whose real call the walk takes as its look at the name,
+ * checked by the dirfd's own name if it can (POHM_LOC_NAMED). */
+static unsigned loc_flags(int atflags, int hflags)
 {
-	return ((atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0) | POHM_LOC_BASE;
+	return ((atflags & AT_EMPTY_PATH) ? POHM_LOC_EMPTY : 0) | POHM_LOC_BASE |
+	       ((hflags & AT_SYMLINK_NOFOLLOW) ? POHM_LOC_NAMED : 0);
 }
 
 /* The hook's result r, p's POHM_LOC_BASE fd closed if the walk left it. */
@@ -107,7 +110,7 @@ __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirf
 		return real_stat(f, ver, dirfd, path, st, flags);
 	if (f == F_LSTAT || f == F_LSTAT64 || f == F_LXSTAT || f == F_LXSTAT64)
 		hflags = AT_SYMLINK_NOFOLLOW;
-	if (pohm_locate(dirfd, path, loc_flags(flags), &p, NULL) != POHM_PC_IN)
+	if (pohm_locate(dirfd, path, loc_flags(flags, hflags), &p, NULL) != POHM_PC_IN)
 		return real_stat(f, ver, dirfd, path, st, flags);
 	return pohm_ret(base_done(&p, pohm_hook_stat(&p, hflags, st, &(struct pohm_real_call){
 		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags } })));
@@ -263,9 +266,7 @@ POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 {
 	struct pohm_path p;
 
-	/* pohm_claim_at_ro, with the base for the walk */
-	if (pohm_pass(dirfd, path) || !pohm_active() ||
-	    pohm_locate(dirfd, path, loc_flags(flags), &p, NULL) != POHM_PC_IN)
+	if (!pohm_claim_at_op(dirfd, path, flags, 0, POHM_LOC_BASE, &p))
 		return pohm_real.statx(dirfd, path, flags, mask, stx);
 	return pohm_ret(base_done(&p, pohm_hook_statx(&p, flags, mask, stx, &(struct pohm_real_call){
 		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx } })));

@@ -1011,6 +1011,14 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 		}
 	}
 	found->known = have_rec;
+	if (dfd < 0 && (!have_rec || S_ISLNK(rec.mode) ||
+			!(cache_fresh_rec(c, &rec) || cache_offline(c)))) {
+		/* No fd of the directory (a named base): the record answers
+		 * alone, or the walk opens it and comes again. */
+		if (have_rec)
+			pohm_jrec_clear(&rec);
+		return -EAGAIN;
+	}
 	if (have_rec && (cache_fresh_rec(c, &rec) || cache_offline(c))) {
 		/* Validated within attr_timeout, or offline: answer from the
 		 * journal, no round trip. */
@@ -1402,6 +1410,8 @@ struct mat_last {
 	struct pohm_walk_base *base;	/* NULL, or the parent the caller opened
 					 * (its fd the walk's once handed down) */
 	const struct stat *given;	/* NULL, or the name's lstat below base */
+	int reopen;			/* a named base's directory did not open
+					 * as the table's: the walk again, no base */
 };
 
 /* A component the walk answered (ino, its record's validated_ns as
@@ -1447,6 +1457,22 @@ static int open_dir_alone(struct pohm_cache *c, int *dfd, const char *path,
 	return fd;
 }
 
+/* path (plen bytes, cap the room) with name appended after a "/" (none
+ * when plen is 0), cut at cap: the new length.  Not snprintf: a tenth of
+ * a cached stat's instructions went to its formatting (issue 23). */
+static size_t path_add(char *path, size_t plen, size_t cap, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (plen && plen + 1 < cap)
+		path[plen++] = '/';
+	if (plen + n >= cap)
+		n = plen < cap ? cap - 1 - plen : 0;
+	memcpy(path + plen, name, n);
+	path[plen + n] = '\0';
+	return plen + n;
+}
+
 static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flags,
 			    struct mat_work *w, int *follow, struct mat_dir *md,
 			    struct mat_last *ml)
@@ -1467,12 +1493,13 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 		/* The parent walked within attr_timeout, every directory on the
 		 * way still fresh: start there (walkfresh.c, issue 23). */
 		for (i = 0; i < n - 1; i++)
-			plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
-						 comp[i]);
+			plen = path_add(path, plen, w->cap, comp[i]);
 		dfd = cache_walk_start(c, path, &ch, ml ? ml->base : NULL);
+		if (dfd == CACHE_WALK_NOFD && !ml->given)
+			dfd = cache_walk_open(c, path, ml->base->dev, ml->base->ino);
 		if (ml && ml->base && ml->base->taken)
-			lent = dfd;	/* the caller's open, ours now */
-		if (dfd >= 0 && ch.n == (unsigned)(n - 1)) {
+			lent = dfd;	/* the caller's open, ours now (or none) */
+		if ((dfd >= 0 || dfd == CACHE_WALK_NOFD) && ch.n == (unsigned)(n - 1)) {
 			unsigned k;
 
 			dino = ch.ino[ch.n - 1];
@@ -1488,7 +1515,7 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 			path[0] = '\0';
 		}
 	}
-	if (dfd < 0) {
+	if (dfd < 0 && dfd != CACHE_WALK_NOFD) {
 		r = ensure_root(c, n == 0);
 		if (r)
 			return r;
@@ -1505,10 +1532,21 @@ static int materialize_once(struct pohm_cache *c, const char *rel, unsigned flag
 
 		if (last && (flags & POHM_MAT_PARENT))
 			break;
-		plen += (size_t)snprintf(path + plen, w->cap - plen, "%s%s", i ? "/" : "",
-					 comp[i]);
+		plen = path_add(path, plen, w->cap, comp[i]);
 		r = ensure_entry(c, dfd, dino, comp[i], path, last && (flags & POHM_MAT_DATA),
 				 last && dfd == lent ? ml->given : NULL, &in, &seen);
+		if (r == -EAGAIN && dfd == CACHE_WALK_NOFD) {
+			/* A named base, more than a fresh record to answer:
+			 * its directory opened here, checked as the table's. */
+			path[plen - strlen(comp[i]) - 1] = '\0';
+			dfd = lent = cache_walk_open(c, path, ml->base->dev, ml->base->ino);
+			path[plen - strlen(comp[i]) - 1] = '/';
+			if (dfd < 0) {
+				ml->reopen = 1;
+				return -EAGAIN;
+			}
+			r = ensure_entry(c, dfd, dino, comp[i], path, 0, ml->given, &in, &seen);
+		}
 		if (last && (flags & POHM_MAT_LIST) && (r == -EIO || r == -ETIMEDOUT) &&
 		    local_dir(dfd, comp[i])) {
 			/* The storage failed on the directory an open lists:
@@ -1832,6 +1870,11 @@ int pohm_cache_materialize_from(struct pohm_cache *c, const char *rel, unsigned 
 	if (path_fresh(c, rel, flags))
 		return cache_perm_path(c, rel, mat_want(flags));
 	r = materialize_dir(c, rel, flags, 0, NULL, &ml);
+	if (ml.reopen) {
+		/* The named base's directory is not the table's any more. */
+		ml = (struct mat_last){ .want = ml.want, .until = UINT64_MAX, .seen = ml.seen };
+		r = materialize_dir(c, rel, flags, 0, NULL, &ml);
+	}
 	if (!r)
 		r = cache_perm_path(c, rel, mat_want(flags));
 	if (!r)

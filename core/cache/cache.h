@@ -146,10 +146,16 @@ int pohm_cache_materialize_seen(struct pohm_cache *c, const char *rel, unsigned 
  * symlink on the way, and its local (dev, ino).  Handed down: the walk
  * takes the fd (sets it to -1) and either starts there (taken 1) or
  * closes it before it opens anything itself; the caller closes an fd
- * still >= 0 after the call (the walk never came to it). */
+ * still >= 0 after the call (the walk never came to it).  Or, named 1 and
+ * no fd: the caller's own dirfd is that directory by the kernel's name of
+ * it (readlink of /proc/self/fd/N: rel's parent below the prefix root, no
+ * symlink in a name the kernel gives); the walk answers the name from a
+ * fresh record with the caller's lstat (lst) and no fd, and opens the
+ * directory itself (as above) for anything more. */
 struct pohm_walk_base {
 	int fd;
 	int taken;
+	int named;
 	uint64_t dev, ino;
 };
 

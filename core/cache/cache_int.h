@@ -141,6 +141,13 @@ void cache_walk_note(struct pohm_cache *c, const char *rel, const struct cache_w
 		     uint64_t ldev, uint64_t lino);
 int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
 		     struct pohm_walk_base *base);
+/* cache_walk_start's answer when base is named (no fd) and the table's
+ * directory: *ch filled, base->taken 1, no fd; the walk opens rel by
+ * cache_walk_open when it needs the directory itself. */
+#define CACHE_WALK_NOFD (-EBADF)
+/* rel's local directory opened from the prefix root with no symlink on the
+ * way (O_PATH), when it is (ldev, lino): the fd, or -ENOENT. */
+int cache_walk_open(struct pohm_cache *c, const char *rel, uint64_t ldev, uint64_t lino);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);

@@ -22,7 +22,7 @@
  * the look (one openat2 that follows no symlink, one fstat) — none when
  * the caller hands the same look over (struct pohm_walk_base: a stat
  * relative to a dirfd, whose classifier opened the dirfd's path that way
- * to check its name; issue 23).
+ * to check its name, or read the kernel's name of the dirfd; issue 23).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,7 +75,6 @@ static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_c
 		      struct pohm_walk_base *base)
 {
 	struct pohm_dfresh e;
-	struct stat st;
 	uint64_t h;
 	unsigned i;
 	int fd;
@@ -91,15 +90,28 @@ static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_c
 	for (i = 0; i < e.chain.n; i++)
 		if (cache_fresh_at_count(c, e.chain.ino[i], e.chain.vns[i], 0) != 1)
 			return -ENOENT;
-	if (base && base->fd >= 0 && base->dev == e.ldev && base->ino == e.lino) {
-		/* The caller's look, made the same way as the one below. */
-		fd = base->fd;
+	if (base && (base->fd >= 0 || base->named) && base->dev == e.ldev &&
+	    base->ino == e.lino) {
+		/* The caller's look, made the same way as the one below (an
+		 * open), or by the kernel's name of the caller's own fd. */
+		fd = base->fd >= 0 ? base->fd : CACHE_WALK_NOFD;
 		base->fd = -1;
 		base->taken = 1;
 		*ch = e.chain;
 		return fd;
 	}
 	base_drop(base);
+	fd = cache_walk_open(c, rel, e.ldev, e.lino);
+	if (fd >= 0)
+		*ch = e.chain;
+	return fd;
+}
+
+int cache_walk_open(struct pohm_cache *c, const char *rel, uint64_t ldev, uint64_t lino)
+{
+	struct stat st;
+	int fd;
+
 	/* No symlink anywhere on the path, not only at its end (O_NOFOLLOW's
 	 * reach): an ancestor replaced here by a link to another directory
 	 * would lead to the remembered one under another path.  Where openat2
@@ -107,12 +119,11 @@ static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_c
 	fd = pohm_sys_open_dir_nolinks(c->pfd, rel);
 	if (fd < 0)
 		return -ENOENT;
-	if (pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != e.ldev ||
-	    (uint64_t)st.st_ino != e.lino) {
+	if (pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != ldev ||
+	    (uint64_t)st.st_ino != lino) {
 		pohm_sys_close(fd);
 		return -ENOENT;
 	}
-	*ch = e.chain;
 	return fd;
 }
 

@@ -303,7 +303,8 @@ int pohm_proc_ns(struct pohm_cache *c, enum pohm_proc_ns op, const char *a, cons
  * attributes laid over the result.  Returns the caller's result.  Called
  * with the shim's hold held.  base: NULL, or rel's parent as the caller
  * opened and checked it (pohm_cache_materialize_from: the walk takes its
- * fd; the caller closes one left >= 0).
+ * fd; the caller closes one left >= 0), or checked by its name (named,
+ * no fd).
  */
 struct statx;
 int pohm_proc_stat(struct pohm_cache *c, const char *rel, unsigned flags,

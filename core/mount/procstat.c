@@ -93,20 +93,21 @@ static int stat_recent(struct pohm_cache *c, const char *rel, unsigned mf, struc
 }
 
 /*
- * Issue 23: an lstat of one name below a dirfd the classifier opened
- * (base): the real call is the walk's look at the name (the same
- * directory by identity, the same name, no symlink followed), made first
- * and handed to the walk.  Its result stands when the walk answered the
- * name from a fresh record (seen->ok: nothing of the name changed); else
- * (the walk asked the storage, made or fetched the name) the real call
- * again.  1 when that answered the call (*r), 0 when the usual order must
+ * Issue 23: an lstat of one name below a dirfd the classifier opened or
+ * checked by its name (base): the real call is the walk's look at the
+ * name (the same directory by identity, the same name, no symlink
+ * followed), made first and handed to the walk.  Its result stands when
+ * the walk answered the name from a fresh record (seen->ok: nothing of
+ * the name changed); else (the walk asked the storage, made or fetched
+ * the name) the real call again.  1 when that answered the call (*r), 0 when the usual order must
  * run (the real call failed: a name the walk may make).
  */
 static int stat_base(struct pohm_cache *c, const char *rel, unsigned mf,
 		     struct pohm_walk_base *base, struct stat *st,
 		     const struct pohm_proc_real *real, struct pohm_stat_seen *seen, int *r)
 {
-	if (!base || base->fd < 0 || !st || !(mf & POHM_MAT_NOFOLLOW) || real->call(real->arg))
+	if (!base || (base->fd < 0 && !base->named) || !st || !(mf & POHM_MAT_NOFOLLOW) ||
+	    real->call(real->arg))
 		return 0;
 	*r = pohm_cache_materialize_from(c, rel, mf, seen, base, st);
 	pohm_proc_count(POHM_ST_STAT, *r < 0 ? *r : 0);

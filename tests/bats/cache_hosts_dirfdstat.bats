@@ -141,3 +141,27 @@ for _ in range(20):
 	[ "$n" -le 23 ]
 	[ "$n" -ge 1 ]
 }
+
+# Session 18 (doc/notes-s18-findls4.md): an lstat's classifier checks the
+# dirfd by the kernel's name of it (readlink of /proc/self/fd/N) and, when
+# that is the prefix root's name + the hint, the walk answers from the
+# walk table with no fd.  A directory moved out of the prefix behind the
+# shim's back (a plain mv) keeps its dirfd and its (dev, ino), and the
+# walk table still holds it within attr_timeout: only the name tells that
+# the dirfd is outside now, and a name outside is the kernel's alone (its
+# local inode, no storage inode laid over).
+@test "a directory moved out of the prefix behind the shim: an lstat through its dirfd is the kernel's" {
+	mkdir -p "$T/out"
+	POHMELFS_ATTR_TIMEOUT=30 shim a "$PY" -c "
+import os, sys, subprocess
+os.makedirs('$T/a/m/d')
+open('$T/a/m/d/f', 'w').write('x')
+fd = os.open('$T/a/m/d', os.O_RDONLY | os.O_DIRECTORY)
+for _ in range(2):
+    inside = os.stat('f', dir_fd=fd, follow_symlinks=False)
+subprocess.check_call(['env', '-u', 'LD_PRELOAD', 'mv', '$T/a/m/d', '$T/out/d'])
+via = os.stat('f', dir_fd=fd, follow_symlinks=False)
+real = os.stat('$T/out/d/f', follow_symlinks=False)
+print('inside', inside.st_ino, 'moved out: via the dirfd', via.st_ino, 'the kernel', real.st_ino)
+sys.exit(0 if via.st_ino == real.st_ino else 1)"
+}

@@ -1386,10 +1386,10 @@ TEST(a_directory_chmod_whose_outcome_was_unknown_is_settled_by_a_read)
  * is d2/f's (clean, and of the same contents): d1/f's local change must
  * stay.
  */
-TEST(a_handed_down_lstat_does_not_decide_a_replacement)
+static void handed_down_replacement(int named)
 {
 	struct pohm_cache *a, *b;
-	struct pohm_walk_base base;
+	struct pohm_walk_base base = { .fd = -1 };
 	struct pohm_stat_seen seen;
 	struct stat given, st;
 	char buf[64];
@@ -1416,9 +1416,12 @@ TEST(a_handed_down_lstat_does_not_decide_a_replacement)
 	usleep(300000);	/* the files' records expire */
 	/* d1 walked now: the walk table holds it, fresh. */
 	EXPECT_EQ_INT(pohm_cache_materialize(a, "d1", 0), 0);
-	base.fd = open(path("a", "d1"), O_PATH | O_DIRECTORY);
-	EXPECT(base.fd >= 0);
-	EXPECT_EQ_INT(fstat(base.fd, &st), 0);
+	EXPECT_EQ_INT(stat(path("a", "d1"), &st), 0);
+	if (named)
+		base.named = 1;	/* checked by its name: no fd */
+	else
+		base.fd = open(path("a", "d1"), O_PATH | O_DIRECTORY);
+	EXPECT(named || base.fd >= 0);
 	base.dev = (uint64_t)st.st_dev;
 	base.ino = (uint64_t)st.st_ino;
 	EXPECT_EQ_INT(lstat(path("a", "d2/f"), &given), 0);
@@ -1431,4 +1434,16 @@ TEST(a_handed_down_lstat_does_not_decide_a_replacement)
 	EXPECT_EQ_INT(read_file(path("a", "d2/f"), buf, sizeof(buf)), 3);
 	pohm_cache_close(a);
 	pohm_cache_close(b);
+}
+
+TEST(a_handed_down_lstat_does_not_decide_a_replacement)
+{
+	handed_down_replacement(0);
+}
+
+/* The same below a base checked by its name (no fd, issue 23 session 18):
+ * the record expired, the walk opens d1 itself and looks again. */
+TEST(a_handed_down_lstat_below_a_named_base_does_not_decide_a_replacement)
+{
+	handed_down_replacement(1);
 }
