@@ -39,6 +39,7 @@ struct pohm_elf_obj {
 struct pohm_elf_scope {
 	int n;
 	int partial;		/* more objects than POHM_ELF_OBJS, or one not readable */
+	unsigned long long subs;	/* dl_iterate_phdr's dlpi_subs when filled */
 	struct pohm_elf_obj obj[POHM_ELF_OBJS];	/* [0, n) filled */
 };
 
@@ -46,9 +47,21 @@ struct pohm_elf_scope {
  * 0, or -1 when that object cannot be found (then every lookup misses). */
 int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr);
 
+/*
+ * Run fn(arg) while no object can be unloaded (inside dl_iterate_phdr, whose
+ * lock dlclose takes to remove one), provided none was unloaded since s was
+ * filled: 0, or -1 (fn not run: an object of s may be gone, ask dlsym).  A
+ * lookup in s that may run while the program dlcloses something goes
+ * through here: light init's scope would otherwise keep the hash tables of
+ * an object unmapped since (one dlopened before light init).  Takes the
+ * loader's list lock (recursive), allocates nothing.
+ */
+int pohm_elf_pinned(const struct pohm_elf_scope *s, void (*fn)(void *), void *arg);
+
 /* The address of name's default-version function in the first object of s
  * that defines it, or NULL (not found, or not a plain function: ask dlsym).
- * A scope marked partial answers NULL for a name none of its objects has. */
+ * A scope marked partial answers NULL for a name none of its objects has.
+ * The objects of s must still be loaded (pohm_elf_pinned). */
 void *pohm_elf_find(const struct pohm_elf_scope *s, const char *name);
 
 /* The same with name's GNU hash given (POHM_ELF_HASH of a literal costs
