@@ -15,7 +15,8 @@
  * Anything else — an IFUNC, a compat-only symbol, an object without a GNU
  * hash table, no definition — answers NULL, and the caller asks dlsym:
  * this is a fast path, never the only path.  No allocation, no lock, no
- * libc call after pohm_elf_scope_init.
+ * libc call after pohm_elf_scope_init (pohm_elf_pinned around it takes the
+ * loader's list lock).
  */
 #ifndef POHM_PRELOAD_ELFSYM_H
 #define POHM_PRELOAD_ELFSYM_H

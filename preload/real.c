@@ -146,7 +146,9 @@ static const uint8_t real_kind[REAL_N] = {
 };
 
 /* The objects after ours: filled once by pohm_real_init() before any entry
- * is resolved; read-only afterwards (the lookups need no lock). */
+ * is resolved; read-only afterwards.  Each lookup runs pinned (elfsym.h:
+ * the loader's list lock, recursive, and refused once an object was
+ * unloaded since). */
 static __attribute__((section(".bss.pohm_start.scope"))) struct pohm_elf_scope real_scope;
 
 static real_fn *slot(size_t i)
