@@ -10,6 +10,7 @@
 #include "elfsym.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <string.h>
 
 #if __ELF_NATIVE_CLASS == 64
@@ -60,7 +61,16 @@ struct self_find {
 	const void *addr;
 	ElfW(Addr) bias;
 	const void *dyn;
+	unsigned long long subs;	/* objects unloaded so far */
 };
+
+/* dlpi_subs of info, or ~0 when this libc does not report it (then every
+ * pinned lookup is refused: dlsym answers). */
+static unsigned long long info_subs(const struct dl_phdr_info *info, size_t size)
+{
+	return size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs) ?
+	       info->dlpi_subs : ~0ull;
+}
 
 static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -68,7 +78,7 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	const void *dyn = NULL;
 	int i, in = 0;
 
-	(void)size;
+	f->subs = info_subs(info, size);
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
@@ -94,13 +104,14 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * NULL when not found that way (another namespace): the caller asks
  * dladdr1.
  */
-static struct link_map *self_map(const void *addr)
+static struct link_map *self_map(const void *addr, unsigned long long *subs)
 {
-	struct self_find f = { addr, 0, NULL };
+	struct self_find f = { addr, 0, NULL, ~0ull };
 	struct link_map *m;
 
 	if (dl_iterate_phdr(self_cb, &f) != 1 || !f.dyn)
 		return NULL;
+	*subs = f.subs;
 	for (m = _r_debug.r_map; m; m = m->l_next)
 		if (m->l_addr == f.bias && (const void *)m->l_ld == f.dyn)
 			return m;
@@ -116,7 +127,8 @@ int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr)
 	 * own beyond the first objects (preload/start.ld). */
 	s->n = 0;
 	s->partial = 0;
-	if (!(m = self_map(self_addr)) &&
+	s->subs = ~0ull;	/* unknown: pohm_elf_pinned refuses */
+	if (!(m = self_map(self_addr, &s->subs)) &&
 	    (!dladdr1(self_addr, &info, (void **)&m, RTLD_DL_LINKMAP) || !m))
 		return -1;
 	for (m = m->l_next; m; m = m->l_next) {
@@ -184,6 +196,33 @@ static int obj_find(const struct pohm_elf_obj *o, const char *name, uint32_t h, 
 		if (ch & 1)
 			return hidden ? -1 : 0;
 	}
+}
+
+struct pinned {
+	const struct pohm_elf_scope *s;
+	void (*fn)(void *);
+	void *arg;
+	int ran;
+};
+
+/* Called for the first object only (it returns 1), with the list locked. */
+static int pinned_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct pinned *p = arg;
+
+	if (info_subs(info, size) == p->s->subs && p->s->subs != ~0ull) {
+		p->fn(p->arg);
+		p->ran = 1;
+	}
+	return 1;
+}
+
+int pohm_elf_pinned(const struct pohm_elf_scope *s, void (*fn)(void *), void *arg)
+{
+	struct pinned p = { s, fn, arg, 0 };
+
+	dl_iterate_phdr(pinned_cb, &p);
+	return p.ran ? 0 : -1;
 }
 
 void *pohm_elf_find(const struct pohm_elf_scope *s, const char *name)

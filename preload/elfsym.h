@@ -15,7 +15,8 @@
  * Anything else — an IFUNC, a compat-only symbol, an object without a GNU
  * hash table, no definition — answers NULL, and the caller asks dlsym:
  * this is a fast path, never the only path.  No allocation, no lock, no
- * libc call after pohm_elf_scope_init.
+ * libc call after pohm_elf_scope_init (pohm_elf_pinned around it takes the
+ * loader's list lock).
  */
 #ifndef POHM_PRELOAD_ELFSYM_H
 #define POHM_PRELOAD_ELFSYM_H
@@ -39,6 +40,7 @@ struct pohm_elf_obj {
 struct pohm_elf_scope {
 	int n;
 	int partial;		/* more objects than POHM_ELF_OBJS, or one not readable */
+	unsigned long long subs;	/* dl_iterate_phdr's dlpi_subs when filled */
 	struct pohm_elf_obj obj[POHM_ELF_OBJS];	/* [0, n) filled */
 };
 
@@ -46,9 +48,21 @@ struct pohm_elf_scope {
  * 0, or -1 when that object cannot be found (then every lookup misses). */
 int pohm_elf_scope_init(struct pohm_elf_scope *s, const void *self_addr);
 
+/*
+ * Run fn(arg) while no object can be unloaded (inside dl_iterate_phdr, whose
+ * lock dlclose takes to remove one), provided none was unloaded since s was
+ * filled: 0, or -1 (fn not run: an object of s may be gone, ask dlsym).  A
+ * lookup in s that may run while the program dlcloses something goes
+ * through here: light init's scope would otherwise keep the hash tables of
+ * an object unmapped since (one dlopened before light init).  Takes the
+ * loader's list lock (recursive), allocates nothing.
+ */
+int pohm_elf_pinned(const struct pohm_elf_scope *s, void (*fn)(void *), void *arg);
+
 /* The address of name's default-version function in the first object of s
  * that defines it, or NULL (not found, or not a plain function: ask dlsym).
- * A scope marked partial answers NULL for a name none of its objects has. */
+ * A scope marked partial answers NULL for a name none of its objects has.
+ * The objects of s must still be loaded (pohm_elf_pinned). */
 void *pohm_elf_find(const struct pohm_elf_scope *s, const char *name);
 
 /* The same with name's GNU hash given (POHM_ELF_HASH of a literal costs

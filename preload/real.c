@@ -146,7 +146,9 @@ static const uint8_t real_kind[REAL_N] = {
 };
 
 /* The objects after ours: filled once by pohm_real_init() before any entry
- * is resolved; read-only afterwards (the lookups need no lock). */
+ * is resolved; read-only afterwards.  Each lookup runs pinned (elfsym.h:
+ * the loader's list lock, recursive, and refused once an object was
+ * unloaded since). */
 static __attribute__((section(".bss.pohm_start.scope"))) struct pohm_elf_scope real_scope;
 
 static real_fn *slot(size_t i)
@@ -176,17 +178,30 @@ static real_fn stand_in(size_t i)
 	return stubs[real_kind[i]];
 }
 
-/* Entry i resolved and stored; with may_dlsym 0, NULL (nothing stored)
- * where the hash tables have no answer: dlsym may malloc and takes the
- * loader's lock, which a fork's prepare handler must not (a host
- * allocator's own prepare handler may already hold its arenas). */
-static real_fn resolve(size_t i, int may_dlsym)
+/* One hash-table lookup of entry i, run pinned (elfsym.h). */
+struct lookup {
+	size_t i;
+	void *f;
+};
+
+static void lookup_pinned(void *arg)
+{
+	struct lookup *l = arg;
+
+	l->f = pohm_elf_find_h(&real_scope, (const char *)&real_names + real_name_off[l->i],
+			       real_hash[l->i]);
+}
+
+/* Entry i resolved and stored: the hash tables (the scope pinned, so an
+ * object dlclosed since light init is never read), else dlsym. */
+static real_fn resolve(size_t i)
 {
 	const char *name = (const char *)&real_names + real_name_off[i];
-	void *f = pohm_elf_find_h(&real_scope, name, real_hash[i]);
+	struct lookup l = { i, NULL };
+	void *f;
 
-	if (!f && !may_dlsym)
-		return NULL;
+	pohm_elf_pinned(&real_scope, lookup_pinned, &l);
+	f = l.f;
 	if (!f) {
 		if (real_in_dlsym)
 			return stand_in(i);
@@ -208,7 +223,7 @@ static real_fn resolve(size_t i, int may_dlsym)
 #if POHM_REAL_LAZY
 static real_fn lazy_entry(uintptr_t at)
 {
-	return resolve((at - (uintptr_t)pohm_real_lazy_stubs) / POHM_REAL_STUB_SIZE, 1);
+	return resolve((at - (uintptr_t)pohm_real_lazy_stubs) / POHM_REAL_STUB_SIZE);
 }
 #endif
 
@@ -237,7 +252,7 @@ static void real_setup(void)
 		*slot(i) = stand_in(i);
 	pohm_elf_scope_init(&real_scope, (const void *)&pohm_real);
 	for (i = 0; i < REAL_N; i++)
-		resolve(i, 1);
+		resolve(i);
 #endif
 }
 
@@ -246,16 +261,35 @@ static void real_setup(void)
 static int real_all_bound;
 #endif
 
+#if POHM_REAL_LAZY
+/* Every entry still a stand-in that the hash tables answer, stored; no
+ * dlsym: it may malloc and takes the loader's lock, which a fork's prepare
+ * handler must not (a host allocator's own prepare handler may already
+ * hold its arenas). */
+static void bind_all_pinned(void *arg)
+{
+	size_t i;
+
+	(void)arg;
+	for (i = 0; i < REAL_N; i++) {
+		struct lookup l = { i, NULL };
+
+		if (!is_stand_in(__atomic_load_n(slot(i), __ATOMIC_RELAXED)))
+			continue;
+		lookup_pinned(&l);
+		if (l.f)
+			__atomic_store_n(slot(i), (real_fn)l.f, __ATOMIC_RELAXED);
+	}
+}
+#endif
+
 void pohm_real_bind_all(void)
 {
 #if POHM_REAL_LAZY
-	size_t i;
-
 	if (__atomic_load_n(&real_all_bound, __ATOMIC_RELAXED))
 		return;
-	for (i = 0; i < REAL_N; i++)
-		if (is_stand_in(__atomic_load_n(slot(i), __ATOMIC_RELAXED)))
-			resolve(i, 0);	/* a miss stays lazy: its dlsym at first call */
+	/* One pinning for all (a miss stays lazy: its dlsym at first call). */
+	pohm_elf_pinned(&real_scope, bind_all_pinned, NULL);
 	__atomic_store_n(&real_all_bound, 1, __ATOMIC_RELAXED);
 #endif
 }

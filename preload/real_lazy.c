@@ -10,7 +10,8 @@
  * set before the first stand-in is stored) with that address, restores
  * them and jumps to the answer: the real function gets
  * the caller's arguments and returns to the caller, as through the PLT.
- * Arguments on the stack are not touched.  Nothing is locked: any number
+ * Arguments on the stack are not touched.  Nothing of ours is locked (the
+ * lookup holds the loader's recursive list lock, real.c): any number
  * of threads, a signal handler or a vfork child may resolve the same
  * entry at once, and they store the same answer.
  */

@@ -129,3 +129,36 @@ TEST(the_compile_time_hash_is_the_gnu_hash)
 	EXPECT(pohm_elf_find_h(&scope, "openat", POHM_ELF_HASH("openat")) ==
 	       dlsym(RTLD_NEXT, "openat"));
 }
+
+/* A scope of its own for the test below. */
+static struct pohm_elf_scope unl;
+
+static void find_missing(void *arg)
+{
+	*(void **)arg = pohm_elf_find(&unl, "pohm_no_such_function");
+}
+
+/*
+ * A scope filled while a dlopened object was loaded: once that object is
+ * dlclosed, its hash tables are unmapped, and a lookup that reaches it (a
+ * name no earlier object defines) read them — a crash.  Pinned lookups
+ * are refused from then on (the caller asks dlsym).  Checked: a plain
+ * pohm_elf_find(&unl, ...) after the dlclose dies with SIGSEGV.
+ */
+TEST(a_scope_is_not_read_after_one_of_its_objects_is_unloaded)
+{
+	void *h = dlopen("libanl.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *f = (void *)1;
+
+	if (!h) {
+		printf("# skip: no libanl.so.1 (%s)\n", dlerror());
+		return;
+	}
+	EXPECT_EQ_INT(pohm_elf_scope_init(&unl, (const void *)&unl), 0);
+	EXPECT_EQ_INT(pohm_elf_pinned(&unl, find_missing, &f), 0);
+	EXPECT(f == NULL);
+	EXPECT_EQ_INT(dlclose(h), 0);
+	f = (void *)1;
+	EXPECT_EQ_INT(pohm_elf_pinned(&unl, find_missing, &f), -1);
+	EXPECT(f == (void *)1);
+}
