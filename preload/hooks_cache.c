@@ -206,7 +206,7 @@ static struct pohm_cache *cache(int *rc)
 	return m ? m->cache : NULL;
 }
 
-/* Records one drain replays at most (decision 0073): an outermost hook's,
+/* Records one drain replays at most (decision 0072): an outermost hook's,
  * so that a handler committing records faster than the storage takes them
  * cannot keep its thread replaying; the exit's, so that a backlog does
  * not hold the process's end.  The rest stay in the queue for the next

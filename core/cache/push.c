@@ -544,7 +544,7 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 }
 
 /*
- * The chunk size of a push (decision 0076): a file whose stored version
+ * The chunk size of a push (decision 0074): a file whose stored version
  * has no chunk object yet (inline or empty: all its chunks are new now)
  * and that holds more than inline data and at most PUSH_SMALL_FILE
  * bytes gets chunks of 1 <<

@@ -40,7 +40,7 @@
  * writer's rename into sq/ fail and its record fall back to the ring,
  * which dies with a host that ends in its handler.)
  *
- * A pass may be bounded (decision 0073): it reads at most max records
+ * A pass may be bounded (decision 0072): it reads at most max records
  * (locked ones are passed over, not counted) and says when it stopped
  * with names unread.  The shim's hooks replay a few records each, so a
  * handler that commits records faster than the storage takes them cannot
@@ -381,7 +381,7 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, unsigned max, i
 			if (de->d_name[0] == '.')
 				continue;
 			if (max && nread == max) {
-				stop = 1;	/* the bound: the rest waits (decision 0073) */
+				stop = 1;	/* the bound: the rest waits (decision 0072) */
 				break;
 			}
 			fd = pohm_sys_openat(q, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);

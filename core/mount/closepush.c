@@ -26,7 +26,7 @@
 #include "sys.h"
 
 /* How long an exit waits for the replies of writes sent without a wait
- * (decision 0071): over loopback and a LAN they are in long before. */
+ * (decision 0070): over loopback and a LAN they are in long before. */
 #define POHM_EXIT_SETTLE_NS (500ULL * 1000 * 1000)
 
 /* Is the local file (dev, ino) open through an fd of the host under the
@@ -270,7 +270,7 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h)
 	if (m && (n = pohm_dirty_take_list(pohm_proc_dirty(), &own)))
 		push_process(m, h, 0, own, n);
 	free(own);
-	/* Writes sent without a wait (a rename's finish, decision 0071): their
+	/* Writes sent without a wait (a rename's finish, decision 0070): their
 	 * outcome, briefly; one not answered by then is the readers'. */
 	if (m && m->kv.ops->settle)
 		m->kv.ops->settle(m->kv.ctx, pohm_sys_mono_ns() + POHM_EXIT_SETTLE_NS);

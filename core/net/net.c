@@ -956,7 +956,7 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	int why;
 
 	pthread_mutex_lock(&net->lock);
-	/* A wait counts only when it must block (decision 0071): first the
+	/* A wait counts only when it must block (decision 0070): first the
 	 * replies already on the connections, read without blocking (a
 	 * round whose poll has timeout 0), unless a leader is reading them. */
 	if (!r->done && !net->leader_active) {

@@ -212,7 +212,7 @@ int pohm_net_ping_all(struct pohm_net *net, uint64_t deadline);
 struct pohm_net_counts {
 	uint64_t waits;		/* times a caller waited for replies: every pohm_net_run (its
 				 * requests leave in it), a window wait only when its reply
-				 * was not on the connections yet (decision 0071) */
+				 * was not on the connections yet (decision 0070) */
 	uint64_t requests;	/* requests those callers sent */
 	uint64_t setup_waits;	/* waits of connection setup: handshake, ping, route list */
 	uint64_t setup_requests;	/* requests of connection setup */

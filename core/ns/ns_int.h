@@ -225,7 +225,7 @@ int ns_tomb_fn(struct pohm_inode *in, void *arg);
  * already stored); else as ns_bucket_store. */
 int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also);
 /* ns_bucket_store of a NORMAL bucket already stored, sent through kv
- * put_deferred (decision 0071): 0 sent, done(arg, st) told later with
+ * put_deferred (decision 0070): 0 sent, done(arg, st) told later with
  * put's answer (-EAGAIN/-EEXIST lost, -EIO unknown); 1 not sent (no
  * put_deferred, not such a bucket, or the store would not defer it: store
  * it); -errno nothing sent. */
@@ -424,7 +424,7 @@ struct ns_deadline {
  * (decision 0067) cannot be overtaken by this commit.  also (may be NULL,
  * st 1 on entry): a write sent in one put_n with the first attempt's CAS
  * on the peeked bucket (ns_bucket_store_along; also->st its answer, left
- * 1 when not sent), one that may land alone (decision 0071: the source's
+ * 1 when not sent), one that may land alone (decision 0070: the source's
  * ctime). */
 int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
 			const struct ns_deadline *until, uint64_t *replaced,

@@ -524,7 +524,7 @@ int ns_moved_settle(struct pohm_ns *ns, uint64_t ddir, const struct pohm_dentry 
 
 	if (e->intent != POHM_INTENT_MOVED_IN || !e->i_name || moved_known(ns, e))
 		return 0;
-	/* This process's own finish may be still untold (decision 0071):
+	/* This process's own finish may be still untold (decision 0070):
 	 * its outcome first, no wait when its replies are in. */
 	if (ns->kv.ops->settle && ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX) > 0 &&
 	    moved_known(ns, e))

@@ -94,7 +94,7 @@ void pohm_ns_close(struct pohm_ns *ns)
 {
 	if (!ns)
 		return;
-	/* A deferred finish's done names ns (decision 0071): told now (an
+	/* A deferred finish's done names ns (decision 0070): told now (an
 	 * unanswered one -EIO, left to the readers), never after the free. */
 	if (ns->kv.ops && ns->kv.ops->settle)
 		ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX);

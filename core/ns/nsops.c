@@ -1207,7 +1207,7 @@ static void finish_told(void *arg, int st)
 
 /*
  * A marked file move's finish after its commit, sent without waiting
- * (decision 0071): the source entry dir/name (ino, intent txid) removed on
+ * (decision 0070): the source entry dir/name (ino, intent txid) removed on
  * the copy this thread's intent_set wrote, by kv put_deferred.  Any
  * outcome is one the namespace reads and repairs: the MOVE intent stays a
  * committed one until a reader or a changer of the destination removes it
@@ -1457,7 +1457,7 @@ again:
 	/*
 	 * A file's ctime goes in the commit's put_n, on the copy read along
 	 * (the cache's pohm_ns_read_along): it may land alone, and then never
-	 * clears an UNLINKED mark (touch_along_fn; decisions 0022, 0071).
+	 * clears an UNLINKED mark (touch_along_fn; decisions 0022, 0070).
 	 */
 	if (!exch && src.type != DT_DIR)
 		touch_prepare(ns, src.ino, touch_along_fn, &tb, tcsum, tkey, &touch);
@@ -1507,7 +1507,7 @@ again:
 	if (r)
 		goto abort;
 	/* A file's move whose ctime went with the commit answers there: the
-	 * finish goes out without a wait (decision 0071).  Else the ctime
+	 * finish goes out without a wait (decision 0070).  Else the ctime
 	 * rides in the finish's put_n, which is waited for (3 waits). */
 	if (touched && (intent.i_flags & POHM_MOVE_MARKED) &&
 	    !finish_deferred(ns, sdir, sname, src.ino, intent.i_txid))

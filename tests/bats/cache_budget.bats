@@ -130,7 +130,7 @@ os.unlink('$E/g')"
 # setattr's CAS.  Decision 0052: a rename in a directory whose target is not
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
 # decision 0054: a file into another directory is its intent, its commit
-# and the finish with the ctime, no lookup; decision 0071: the ctime in
+# and the finish with the ctime, no lookup; decision 0070: the ctime in
 # the commit's put_n, the finish sent without a wait and its reply read at
 # exit (not counted when it is in by then: a wait that does not block); decision 0055: rmdir needs no
 # lookup; decision 0058: its intent with the seal created on the empty
@@ -154,13 +154,13 @@ os.unlink('$E/g')"
 
 # Decision 0067: the destination entry of a rename across carries the
 # MOVED_IN mark until its first change, which settles the source first.
-# The renaming process knows its finish landed once told (decision 0071:
+# The renaming process knows its finish landed once told (decision 0070:
 # the finish left without a wait; the unlink right after the rename waits
 # for its reply, which is not in yet), then its unlink is the one put_n of
 # a kept copy (mv 2 + the finish's outcome 1 + rm 1).  A later process reads the source's
 # bucket first (1 wait), then the same put_n: 2 where a plain entry takes
 # 1.  Its rename away: the source's read, then the 2 waits of a rename
-# across on kept copies (decision 0071): 3 where a plain entry takes 2.
+# across on kept copies (decision 0070): 3 where a plain entry takes 2.
 @test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 3" {
 	within mv-then-rm 4 a "$PY" -c "
 import os; os.rename('$D/x', '$E/x'); os.unlink('$E/x')"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# cache_rename_deferred.bats — decision 0071: a file's rename across
+# cache_rename_deferred.bats — decision 0070: a file's rename across
 # directories answers at its commit; its finish (the source's MOVE intent
 # removed) leaves without a wait and its reply is read by the process's
 # next storage call or at exit.  A process killed right after the rename

@@ -283,7 +283,7 @@ sq_ops() {
 	[ "$(shim b cat "$T/b/w/d/h")" = h ]
 }
 
-# Decision 0073: each record's replay costs more than the handler's period
+# Decision 0072: each record's replay costs more than the handler's period
 # (every reply 20 ms late, POHMELFS_ATTR_TIMEOUT=0: a few round trips a
 # record; the handler commits two records every 10 ms).  A drain that
 # replayed every record committed since the last one kept the main thread
@@ -312,7 +312,7 @@ sq_ops() {
 	[ "$(shim b ls "$T/b/w/slow" | grep -c '^m-')" = 10 ]
 }
 
-# Decision 0073: what the bound leaves is not lost when the host dies.  The
+# Decision 0072: what the bound leaves is not lost when the host dies.  The
 # same slow storage; the host is killed (KILL) with hundreds of records
 # waiting.  The next process's drains replay some (a few at its first hook,
 # more at its exit), a pass of pohmelfs sync the rest; the storage ends as

@@ -4960,7 +4960,7 @@ static void f1_case_with(int how, int deferred)
 		EXPECT(made(ns, d2, "p", 0) != 0);
 	ino_of(ns, d2, "b");	/* the kept copy of d2's bucket (decision 0054) */
 	if (deferred) {
-		/* The finish sent without a wait (decision 0071: d2's
+		/* The finish sent without a wait (decision 0070: d2's
 		 * bucket stored, the ctime with the commit) is lost; the
 		 * rename answers at its commit. */
 		pohm_kvmem_defer_lose(&kv, 1);
@@ -5190,7 +5190,7 @@ TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
 		EXPECT_EQ_INT(pohm_ns_create(ns, d1, l.name, 0644, 0, 0, 0, 0, &x), 0);
 		a = x.ino;
 		pohm_inode_clear(&x);
-		/* The finish sent without a wait and lost (decision 0071). */
+		/* The finish sent without a wait and lost (decision 0070). */
 		ino_of(ns, d2, u.name);
 		pohm_kvmem_defer_lose(&kv, 1);
 		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, l.name, d2, u.name, 0), 0);
@@ -5220,7 +5220,7 @@ TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
 }
 
 /*
- * Decision 0071: a file's move across answers at its commit; its finish
+ * Decision 0070: a file's move across answers at its commit; its finish
  * (the source's MOVE intent removed) goes out without a wait, and the
  * handle's next storage call tells its outcome first.  Without it the
  * finish was written before the rename returned (nothing pending).
@@ -5257,7 +5257,7 @@ TEST(move_across_sends_its_finish_without_a_wait)
 }
 
 /*
- * Decision 0071 with the finish lost (a renamer killed after the commit,
+ * Decision 0070 with the finish lost (a renamer killed after the commit,
  * or its finish refused everywhere): the source keeps MOVE T, yet every
  * other handle -- young intent or stale -- and the renamer itself see the
  * new name only, and a stale resolver never rolls back the committed T
@@ -5297,7 +5297,7 @@ TEST(lost_deferred_finish_leaves_only_the_new_name_visible)
 }
 
 /*
- * Decision 0071: F1's cases with the finish sent without a wait and lost
+ * Decision 0070: F1's cases with the finish sent without a wait and lost
  * (pohm_kvmem_defer_lose): another handle unlinks the destination, renames
  * it away, or the renamer itself unlinks it on its kept copy -- each
  * settles the source first (the renamer: its own finish's outcome told

@@ -194,7 +194,7 @@ TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
 }
 
 /*
- * Decision 0073: a bounded pass reads at most max records, says it stopped
+ * Decision 0072: a bounded pass reads at most max records, says it stopped
  * with names unread, and leaves them in sq/ for the next pass; a record
  * another process holds locked (its call not done) is passed over without
  * counting.  An unbounded pass takes the rest.
