@@ -206,14 +206,6 @@ static struct pohm_cache *cache(int *rc)
 	return m ? m->cache : NULL;
 }
 
-/* Records one drain replays at most (decision 0072): an outermost hook's,
- * so that a handler committing records faster than the storage takes them
- * cannot keep its thread replaying; the exit's, so that a backlog does
- * not hold the process's end.  The rest stay in the queue for the next
- * hooks and pohmelfsd. */
-#define SIG_REPLAY_HOOK	4
-#define SIG_REPLAY_EXIT	32
-
 /* Atomic: 1 once a drain ran.  The process's first outermost hook drains
  * even with nothing pending: it opens the mount, whose queue asks for a
  * replay of older records, and so that replay (two folder reads) belongs
@@ -235,7 +227,7 @@ static void sig_drain(int all)
 	static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;	/* one drainer */
 	struct pohm_mount *um;
 	struct stat st;
-	int r, n, replay, left = 0, more = 0, daemon = 0;
+	int r, n, replay, left = 0, daemon = 0;
 
 	if (pthread_mutex_trylock(&sig_lock))
 		return;	/* another thread drains */
@@ -259,21 +251,16 @@ static void sig_drain(int all)
 		/* Lock-free names only here (removals, renames); a record that
 		 * needs a file opened waits for pohmelfsd (started below). */
 		pohm_hold();
-		r = pohm_cache_sigq_replay(um->cache, 0, all ? SIG_REPLAY_EXIT : SIG_REPLAY_HOOK,
-					   &left, &more);
+		r = pohm_cache_sigq_replay(um->cache, 0, &left);
 		pohm_unhold();
 		if (r < 0)
 			pohm_warn("replaying the signal queue: %s", strerror(-r));
-		/* Stopped at the bound after some progress: the next hook goes
-		 * on (records that only stay wait for pohmelfsd, as before). */
-		if (more && r > 0)
-			pohm_sig_replay_want();
 	}
 	/* pohmelfsd for what the replay left (records needing a file opened,
-	 * locked or failed, or not read) and for names taken below; not for a
-	 * replay that found the queue empty (every process's first one: its
-	 * queue's opening asks for one, for older records). */
-	daemon = left || more || pohm_sig_pending();
+	 * locked or failed) and for names taken below; not for a replay that
+	 * found the queue empty (every process's first one: its queue's
+	 * opening asks for one, for older records). */
+	daemon = left || pohm_sig_pending();
 	/* At most a ring's worth: a handler that keeps firing must not keep
 	 * this call here (the rest waits for the next hook). */
 	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {

@@ -144,8 +144,6 @@ void pohm_sig_queue_set(int qfd, int tfd);
 int pohm_sig_commit(int all);
 /* 1 (once) when the queue should be replayed (set, or records released). */
 int pohm_sig_replay_take(void);
-/* Ask the next drain for a replay (a bounded one left records unread). */
-void pohm_sig_replay_want(void);
 /* 1 when noted paths wait. */
 int pohm_sig_pending(void);
 /* Take the next noted path (absolute) into buf: 1, or 0 when none. */

@@ -355,11 +355,6 @@ int pohm_sig_replay_take(void)
 	return __atomic_exchange_n(&sq_want, 0, __ATOMIC_ACQ_REL);
 }
 
-void pohm_sig_replay_want(void)
-{
-	__atomic_store_n(&sq_want, 1, __ATOMIC_RELEASE);
-}
-
 int pohm_sig_pending(void)
 {
 	return __atomic_load_n(&sig_ready, __ATOMIC_ACQUIRE) > 0 ||

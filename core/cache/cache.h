@@ -413,12 +413,9 @@ unsigned pohm_cache_boot_dirty(const struct pohm_cache *c);
 /* Open (making them) sq/ and sq.tmp/ of the cache: 0 with two O_DIRECTORY fds, or -errno. */
 int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
 /* Apply each unlocked record to the storage as the local state says, then remove it;
- * without POHM_SQ_OPEN a record that needs a local file opened stays.  At most max
- * records read (0: all; locked ones are passed over, not counted).  Count applied or
- * -errno; *left (if not NULL): how many records met stay (locked, failed or needing an
- * open); *more (if not NULL): 1 when max stopped the pass with names unread. */
-int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, unsigned max, int *left,
-			   int *more);
+ * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or
+ * -errno; *left (if not NULL): how many records stay (locked, failed or needing an open). */
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

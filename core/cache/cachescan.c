@@ -335,7 +335,7 @@ int pohm_cache_reconcile(struct pohm_cache *c)
 	if (r < 0)
 		pohm_debug("sweeping kept bases: %s", strerror(-r));
 	/* Then what signal handlers changed while the shim was busy (sigqueue.c). */
-	r = pohm_cache_sigq_replay(c, POHM_SQ_OPEN, 0, NULL, NULL);
+	r = pohm_cache_sigq_replay(c, POHM_SQ_OPEN, NULL);
 	if (r < 0)
 		pohm_warn("replaying the signal queue: %s", strerror(-r));
 	else

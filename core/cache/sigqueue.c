@@ -39,12 +39,6 @@
  * young one may be between its create and its lock: removing it made the
  * writer's rename into sq/ fail and its record fall back to the ring,
  * which dies with a host that ends in its handler.)
- *
- * A pass may be bounded (decision 0072): it reads at most max records
- * (locked ones are passed over, not counted) and says when it stopped
- * with names unread.  The shim's hooks replay a few records each, so a
- * handler that commits records faster than the storage takes them cannot
- * keep its thread in the replay; the rest stay in sq/ for the next pass.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -357,33 +351,25 @@ static void sq_clean_tmp(struct pohm_cache *c)
 	pohm_sys_close(t);
 }
 
-int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, unsigned max, int *left,
-			   int *more)
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 {
 	char buf[4096];
 	struct stat st;
-	int q, fd, r, done = 0, err = 0, kept = 0, stop = 0;
-	unsigned nread = 0;
+	int q, fd, r, done = 0, err = 0, kept = 0;
 	ssize_t n;
 
 	if (left)
 		*left = 0;
-	if (more)
-		*more = 0;
 	q = sq_dir(c, "sq", 0);
 	if (q < 0)
 		return q == -ENOENT ? 0 : q;
-	while (!stop && (n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
+	while ((n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
 		for (ssize_t off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
 
 			off += de->d_reclen;
 			if (de->d_name[0] == '.')
 				continue;
-			if (max && nread == max) {
-				stop = 1;	/* the bound: the rest waits (decision 0072) */
-				break;
-			}
 			fd = pohm_sys_openat(q, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
 			if (fd < 0)
 				continue;	/* another replayer removed it */
@@ -396,7 +382,6 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, unsigned max, i
 				pohm_sys_close(fd);	/* replayed meanwhile */
 				continue;
 			}
-			nread++;
 			r = sq_record(c, fd, flags);
 			if (r == 0) {
 				pohm_sys_unlinkat(q, de->d_name, 0);
@@ -413,7 +398,5 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, unsigned max, i
 	sq_clean_tmp(c);
 	if (left)
 		*left = kept;
-	if (more)
-		*more = stop;
 	return err && !done ? err : done;
 }

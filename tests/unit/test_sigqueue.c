@@ -2,7 +2,6 @@
  * test_sigqueue.c — core/cache/sigqueue.c: replaying the records signal
  * handlers left (issue 19 item 5), over the cache hosts' in-memory store.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +10,8 @@
 #include "cache_hosts.h"
 #include "cache_int.h"
 
-/* Put the record "op a b" named name into host h's queue, as preload/sigsafe.c writes it. */
-static int sq_put_named(const char *h, const char *name, char op, const char *a, const char *b)
+/* Put the record "op a b" into host h's queue, as preload/sigsafe.c writes it. */
+static int sq_put(const char *h, char op, const char *a, const char *b)
 {
 	char p[512], rec[256];
 	size_t n;
@@ -20,7 +19,7 @@ static int sq_put_named(const char *h, const char *name, char op, const char *a,
 
 	snprintf(p, sizeof(p), "%s/%s/state/sq", ch_root, h);
 	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/%s/state/sq/%s", ch_root, h, name);
+	snprintf(p, sizeof(p), "%s/%s/state/sq/1-1-1", ch_root, h);
 	n = (size_t)snprintf(rec, sizeof(rec), "%s%c", POHM_SQ_MAGIC, op) + 1;
 	memcpy(rec + n, a, strlen(a) + 1);
 	n += strlen(a) + 1;
@@ -32,29 +31,6 @@ static int sq_put_named(const char *h, const char *name, char op, const char *a,
 	ok = write(fd, rec, n) == (ssize_t)n;
 	close(fd);
 	return ok ? 0 : -1;
-}
-
-static int sq_put(const char *h, char op, const char *a, const char *b)
-{
-	return sq_put_named(h, "1-1-1", op, a, b);
-}
-
-/* How many records host h's queue holds. */
-static int sq_count(const char *h)
-{
-	char p[512];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(p, sizeof(p), "%s/%s/state/sq", ch_root, h);
-	d = opendir(p);
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
 }
 
 /*
@@ -92,7 +68,7 @@ TEST(a_rename_replayed_after_the_storage_did_it_still_pushes_the_data)
 	EXPECT_EQ_INT(pohm_cache_materialize(b, "", POHM_MAT_LIST), 0);
 	EXPECT_EQ_INT(pohm_cache_rename(b, "r", "q", 0), 0);
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_RENAME, "r", "q"), 0);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, 0, NULL, NULL), 1);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL), 1);
 	/* sync_all pushes q's data. */
 	EXPECT_EQ_INT(pohm_cache_sync_all(a), 1);
 	c = ch_host("c");
@@ -137,7 +113,7 @@ TEST(a_replay_leaves_a_record_being_staged_and_removes_a_dead_writers)
 	EXPECT_EQ_INT(utimensat(AT_FDCWD, dead, old, 0), 0);
 	/* An empty queue: the replay does nothing but clean sq.tmp/. */
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_PATH, "gone", ""), 0);
-	EXPECT(pohm_cache_sigq_replay(a, 0, 0, NULL, NULL) >= 0);
+	EXPECT(pohm_cache_sigq_replay(a, 0, NULL) >= 0);
 	EXPECT_EQ_INT(access(young, F_OK), 0);
 	EXPECT(access(dead, F_OK) != 0);
 	pohm_cache_close(a);
@@ -181,7 +157,7 @@ TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
 	EXPECT_EQ_INT(pohm_journal_put(&a->j, &rec), 0);
 	pohm_jrec_clear(&rec);
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "w", ""), 0);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, 0, NULL, NULL), 1);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL), 1);
 	c = ch_host("c");
 	EXPECT(c != NULL);
 	EXPECT_EQ_INT(pohm_cache_materialize(c, "w", POHM_MAT_DATA), 0);
@@ -191,56 +167,4 @@ TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
 	EXPECT_EQ_STR(buf, "handler's\n");
 	pohm_cache_close(a);
 	pohm_cache_close(c);
-}
-
-/*
- * Decision 0072: a bounded pass reads at most max records, says it stopped
- * with names unread, and leaves them in sq/ for the next pass; a record
- * another process holds locked (its call not done) is passed over without
- * counting.  An unbounded pass takes the rest.
- */
-TEST(a_bounded_replay_reads_at_most_max_records_and_leaves_the_rest)
-{
-	struct pohm_cache *a;
-	struct flock fl;
-	char name[32], rel[32], p[512];
-	int k, left, more, fd;
-
-	ch_setup();
-	a = ch_host("a");
-	EXPECT(a != NULL);
-	/* Five handler unlinks of names never fetched here: each is done
-	 * (removed from the queue) without touching the storage. */
-	for (k = 0; k < 5; k++) {
-		snprintf(name, sizeof(name), "1-1-%d", k + 10);
-		snprintf(rel, sizeof(rel), "gone-%d", k);
-		EXPECT_EQ_INT(sq_put_named("a", name, POHM_SQ_PATH, rel, ""), 0);
-	}
-	/* A sixth whose call is not done: locked by its writer. */
-	EXPECT_EQ_INT(sq_put_named("a", "1-1-99", POHM_SQ_PATH, "held", ""), 0);
-	snprintf(p, sizeof(p), "%s/a/state/sq/1-1-99", ch_root);
-	fd = open(p, O_RDWR);
-	EXPECT(fd >= 0);
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	EXPECT_EQ_INT(fcntl(fd, F_OFD_SETLK, &fl), 0);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, 0, 2, &left, &more), 2);
-	EXPECT_EQ_INT(more, 1);
-	EXPECT_EQ_INT(sq_count("a"), 4);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, 0, 2, &left, &more), 2);
-	EXPECT_EQ_INT(more, 1);
-	EXPECT_EQ_INT(sq_count("a"), 2);
-	/* The last free one and the held one: the pass reads one, ends. */
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, 0, 2, &left, &more), 1);
-	EXPECT_EQ_INT(more, 0);
-	EXPECT_EQ_INT(left, 1);
-	EXPECT_EQ_INT(sq_count("a"), 1);
-	/* The call is done: an unbounded pass takes it. */
-	close(fd);
-	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, 0, 0, &left, &more), 1);
-	EXPECT_EQ_INT(more, 0);
-	EXPECT_EQ_INT(left, 0);
-	EXPECT_EQ_INT(sq_count("a"), 0);
-	pohm_cache_close(a);
 }
