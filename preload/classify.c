@@ -270,7 +270,9 @@ static const char *root_kernel_name(int rfd, size_t *len)
  * POHM_LOC_NAMED): 1 and *base (named, no fd) when that name is the prefix
  * root's followed by "/" rel — the directory's own chain of names as the
  * kernel keeps it, which no symlink is in (a removed one ends " (deleted)",
- * one moved away has its new name); else 0, and base_open decides.
+ * one moved away has its new name); else 0, and base_open decides.  It
+ * trusts the fd table's identity of dirfd (id): an fd replaced behind the
+ * hooks (raw syscalls) is not seen here, as nowhere else in the shim.
  */
 static int base_named(int dirfd, int rfd, const char *rel, size_t rellen,
 		      const struct pohm_fdid *id, struct pohm_walk_base *base)
@@ -287,6 +289,10 @@ static int base_named(int dirfd, int rfd, const char *rel, size_t rellen,
 	n = pohm_sys_readlinkat(AT_FDCWD, link, buf, sizeof(buf));
 	if (n != (long)(rlen + 1 + rellen) || memcmp(buf, root, rlen) || buf[rlen] != '/' ||
 	    memcmp(buf + rlen + 1, rel, rellen))
+		return 0;
+	/* A hint that itself ends DELETED: removed or not, the kernel's name
+	 * cannot tell, so base_open decides. */
+	if (rellen >= DELETED_LEN && !memcmp(rel + rellen - DELETED_LEN, DELETED, DELETED_LEN))
 		return 0;
 	base->fd = -1;
 	base->named = 1;
