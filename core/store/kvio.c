@@ -728,10 +728,13 @@ static int raw_put_deferred(void *ctx, const char *key, const void *data, size_t
 	if (!b)
 		return -ENOMEM;
 	b->c = ctx;
-	b->key = strdup(key);
+	/* Not strdup: libc's copy would not come from the allocator the
+	 * library's free() is (a crash at the first settle, session 18). */
+	b->key = malloc(strlen(key) + 1);
 	b->data = malloc(len ? len : 1);
 	if (!b->key || !b->data)
 		goto fail;
+	strcpy(b->key, key);
 	memcpy(b->data, data, len);
 	b->len = len;
 	b->done = done;
