@@ -503,21 +503,6 @@ void cache_push_forget(struct pohm_cache *c, uint64_t ino)
 	pohm_sys_unlinkat(c->j.dirfd, last, 0);
 }
 
-/* Is the stored version in the bytes whose chunk checksums are sums (size
- * bytes, chunks of 1 << shift)? */
-static int stored_is(const struct pohm_inode *in, uint8_t (*sums)[64], uint64_t size,
-		     unsigned shift)
-{
-	uint64_t i, cs = 1ULL << in->chunk_shift, nch = (in->size + cs - 1) / cs;
-
-	if (in->size != size || in->chunk_shift != shift)
-		return 0;
-	for (i = 0; i < nch; i++)
-		if (i >= in->nchunks || !in->chunks[i].gen || memcmp(in->chunks[i].csum, sums[i], 64))
-			return 0;
-	return 1;
-}
-
 /*
  * After a push: the mode and owner another host stored since the base
  * (base_*) that this copy did not change take effect on the local file
@@ -560,6 +545,50 @@ static unsigned push_first_shift(const struct pohm_jrec *rec, uint64_t size, uns
 	    size > PUSH_SMALL_FILE)
 		return shift;
 	return PUSH_SMALL_SHIFT;
+}
+
+/* Do fd's first size bytes, hashed in chunks of 1 << in's chunk_shift,
+ * have in's chunk checksums? */
+static int stored_is_rehashed(const struct pohm_inode *in, int fd, uint64_t size)
+{
+	uint64_t i, cs = 1ULL << in->chunk_shift, nch = (size + cs - 1) / cs;
+	uint8_t *buf = malloc(cs ? cs : 1), sum[64];
+	int same = !!buf;
+
+	for (i = 0; same && i < nch; i++) {
+		size_t want = (size_t)(i + 1 < nch ? cs : size - i * cs);
+
+		if (i >= in->nchunks || !in->chunks[i].gen ||
+		    pohm_sys_pread_full(fd, buf, want, (off_t)(i * cs)) != (ssize_t)want)
+			same = 0;
+		else
+			pohm_sha512(buf, want, sum);
+		if (same && memcmp(in->chunks[i].csum, sum, 64))
+			same = 0;
+	}
+	free(buf);
+	return same;
+}
+
+/* Is the stored version in the bytes of fd whose chunk checksums are sums
+ * (size bytes, chunks of 1 << shift)?  A stored version of another chunk
+ * size (decision 0074: a batch's or an older client's 1 MiB chunks against
+ * a small first push's) is compared by hashing fd again at its size, for
+ * a file of at most PUSH_SMALL_FILE bytes; a larger one counts as other. */
+static int stored_is(const struct pohm_inode *in, int fd, uint8_t (*sums)[64], uint64_t size,
+		     unsigned shift)
+{
+	uint64_t i, cs = 1ULL << in->chunk_shift, nch = (in->size + cs - 1) / cs;
+
+	if (in->size != size)
+		return 0;
+	if (in->chunk_shift != shift)
+		return size <= PUSH_SMALL_FILE && in->chunk_shift <= 30 &&
+		       stored_is_rehashed(in, fd, size);
+	for (i = 0; i < nch; i++)
+		if (i >= in->nchunks || !in->chunks[i].gen || memcmp(in->chunks[i].csum, sums[i], 64))
+			return 0;
+	return 1;
 }
 
 int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const struct stat *st,
@@ -651,7 +680,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		r = pohm_ns_getattr(c->ns, rec->ino, &in);
 		if (r)
 			goto out;
-		if (in.dversion == rec->dversion || stored_is(&in, sums, (uint64_t)st->st_size, shift))
+		if (in.dversion == rec->dversion || stored_is(&in, fd, sums, (uint64_t)st->st_size, shift))
 			goto attrs;	/* ours, or the same data committed by another */
 		/* The storage moved on from this copy's base, and this copy holds
 		 * the base's bytes: nothing of ours to send but attributes.  The
@@ -731,7 +760,7 @@ committed:
 			goto out;
 		}
 		if (!r) {
-			if (!stored_is(&in, sums, (uint64_t)st->st_size, shift)) {
+			if (!stored_is(&in, fd, sums, (uint64_t)st->st_size, shift)) {
 				r = cache_conflict_copy(c, fd, rec, st, "changed here and on another host");
 				pohm_journal_note_inode(rec, &in);
 				rec->flags |= POHM_J_CONFLICT;

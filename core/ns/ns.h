@@ -394,7 +394,8 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
  * pohm_ns_commit_map that also sets the file's chunk size to 1 << shift
  * (decision 0074; 0 keeps the stored one): allowed only over a stored
  * version of at most one chunk and no map objects, with every chunk of
- * the new map in set (-EINVAL otherwise); set's indexes are in the new size.
+ * the new map in set and no other (-EINVAL otherwise); set's indexes are
+ * in the new size.
  */
 int pohm_ns_commit_map_shift(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 			     uint64_t size, unsigned shift, const struct pohm_chunk_set *set,

@@ -51,6 +51,24 @@ int ns_http_hint_set(struct pohm_inode *in, uint64_t dir, const char *name)
 	return 0;
 }
 
+/* Do the indexes of set (sorted by index) hold each of 0..need-1 and no
+ * other (a chunk may come more than once)?  need 0 still wants chunk 0. */
+static int set_covers(const struct pohm_chunk_set *set, size_t n, uint64_t need)
+{
+	uint64_t next = 0;	/* the index the walk wants next */
+	size_t i;
+
+	if (!need)
+		need = 1;
+	for (i = 0; i < n; i++) {
+		if (set[i].index == next)
+			next++;
+		else if (!next || set[i].index != next - 1)
+			return 0;	/* a gap, or past the map */
+	}
+	return next == need;
+}
+
 static int commit_fn(struct pohm_inode *in, void *arg)
 {
 	const struct commit_ctx *c = arg;
@@ -65,8 +83,8 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 		 * most one chunk, every chunk of the new map in the set (its
 		 * chunk 0 replaces the old one, as a rewrite's would). */
 		if (in->nmaps || in->size > pohm_inode_chunk_size(in) || c->shift < 12 ||
-		    c->shift > 30 || !c->n || c->set[0].index ||
-		    c->n < (c->size + (1ULL << c->shift) - 1) >> c->shift)
+		    c->shift > 30 ||
+		    !set_covers(c->set, c->n, (c->size + (1ULL << c->shift) - 1) >> c->shift))
 			return -EINVAL;
 		in->chunk_shift = (uint8_t)c->shift;
 	}

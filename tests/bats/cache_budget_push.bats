@@ -238,9 +238,12 @@ os._exit(0)"
 	[ "$(shim b stat -c %y "$T/b/d")" = "$(stat -c %y "$D")" ]
 }
 
-# pushed_bytes HOST: the bytes HOST's processes pushed (cache_dir/stats).
+# pushed_bytes HOST: the bytes HOST's processes pushed (cache_dir/stats);
+# fails when the stats file or its bytes_pushed line is missing (a limit
+# on the bytes would otherwise pass without checking).
 pushed_bytes() {
-	awk '$1 == "bytes_pushed" {v = $2} END {print v + 0}' "$T/$1-state/stats" 2>/dev/null || echo 0
+	awk '$1 == "bytes_pushed" {v = $2} END {if (v == "") exit 1; print v + 0}' \
+		"$T/$1-state/stats"
 }
 
 # One sqlite transaction (journal_mode=DELETE, synchronous=FULL) on a
@@ -294,6 +297,7 @@ os.close(fd)"
 		false
 	fi
 	# Three 64 KiB chunks and the journal's 12.8 KiB, twice.
+	[ "$b" -gt 0 ]
 	[ "$b" -le $((3 * 65536 + 2 * 13000)) ]
 	cmp <(shim a cat "$D/db") <(shim b cat "$T/b/d/db")
 	[ ! -e "$T/b/d/db-journal" ]

@@ -1263,3 +1263,107 @@ TEST(a_second_chgrp_during_the_push_of_the_first_is_sent_by_the_next_push)
 		pohm_cache_close(c);
 	}
 }
+
+/* ---------------------------------------------------------------- decision 0074, review */
+
+/* A commit that changes the chunk size must carry every chunk of the new
+ * map and no other (ns.h): a set with a gap or one past the map is
+ * refused and leaves the stored version as it was; the whole set commits. */
+TEST(shift_commit_refuses_a_set_that_misses_a_chunk_of_the_new_map)
+{
+	static const uint64_t sets[3][4] = { { 0, 1, 5 }, { 0, 1, 2, 3 }, { 0, 2, 1, 1 } };
+	static const size_t nsets[3] = { 3, 4, 4 };
+	static const int want[3] = { -EINVAL, -EINVAL, 0 };
+	struct pohm_chunk_set s[4];
+	struct pohm_cache *a;
+	struct pohm_inode in;
+	uint64_t ino, dv;
+	size_t k, i;
+
+	ch_setup();
+	ch_chunk_shift = 20;
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(ch_write(a, "a", "g", "small\n", 6), 0);
+	EXPECT_EQ_INT(pohm_ns_lookup(a->ns, POHM_ROOT_INO, "g", &ino, NULL), 0);
+	for (k = 0; k < 3; k++) {
+		EXPECT_EQ_INT(pohm_ns_getattr(a->ns, ino, &in), 0);
+		dv = in.dversion;
+		pohm_inode_clear(&in);
+		memset(s, 0, sizeof(s));
+		for (i = 0; i < nsets[k]; i++) {
+			s[i].index = sets[k][i];
+			s[i].len = 65536;
+			s[i].gen = 1000 + i;
+		}
+		EXPECT_EQ_INT(pohm_ns_commit_map_shift(a->ns, ino, dv, 3 * 65536, 16, s, nsets[k],
+						       NULL, NULL, NULL), want[k]);
+		EXPECT_EQ_INT(pohm_ns_getattr(a->ns, ino, &in), 0);
+		if (want[k]) {
+			EXPECT_EQ_INT(in.dversion, dv);
+			EXPECT_EQ_INT(in.size, 6);
+			EXPECT_EQ_INT(in.chunk_shift, 20);
+		} else {
+			EXPECT_EQ_INT(in.size, 3 * 65536);
+			EXPECT_EQ_INT(in.chunk_shift, 16);
+			EXPECT(in.nchunks == 3 && in.chunks[2].gen);
+		}
+		pohm_inode_clear(&in);
+	}
+	pohm_cache_close(a);
+}
+
+static unsigned char small_a[200 << 10], small_b[200 << 10];
+
+/* Host a commits 200 KiB over f's inline version by an exit batch (which
+ * keeps 1 MiB chunks), host b then pushes its copy (bytes b, the same
+ * size) over the same inline base by an fsync (64 KiB chunks): the
+ * conflict copies of b that a third host sees. */
+static int batch_then_small_push(const unsigned char *b_bytes)
+{
+	struct pohm_cache *a, *b, *c;
+	struct pohm_inode in;
+	uint64_t ino;
+	int fd, res = 0, n;
+
+	ch_setup();
+	ch_chunk_shift = 20;
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "small\n", 6), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "f", POHM_MAT_DATA), 0);
+	fd = open(ch_path("a", "f"), O_RDWR);
+	pohm_cache_opened(a, "f", fd);
+	EXPECT_EQ_INT(pwrite(fd, small_a, sizeof(small_a), 0), (ssize_t)sizeof(small_a));
+	pohm_cache_push_fds(a, 1, &fd, &res);
+	close(fd);
+	EXPECT_EQ_INT(pohm_ns_lookup(a->ns, POHM_ROOT_INO, "f", &ino, NULL), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(a->ns, ino, &in), 0);
+	EXPECT_EQ_INT(in.chunk_shift, 20);	/* the batch kept the stored size */
+	EXPECT_EQ_INT(in.size, sizeof(small_a));
+	pohm_inode_clear(&in);
+	fd = open(ch_path("b", "f"), O_RDWR);
+	pohm_cache_opened(b, "f", fd);
+	EXPECT_EQ_INT(pwrite(fd, b_bytes, sizeof(small_a), 0), (ssize_t)sizeof(small_a));
+	pohm_cache_push_fd(b, fd);
+	close(fd);
+	c = ch_host("c");
+	n = ch_conflict_copies(c, "c", "b", "x");	/* -1: a copy (of 200 KiB, never "x") */
+	pohm_cache_close(c);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+	return n;
+}
+
+/* The same bytes stored at another chunk size are no conflict (push.c
+ * stored_is hashes the local file again at the stored size); other bytes
+ * of the same size still are. */
+TEST(same_bytes_stored_at_another_chunk_size_are_no_conflict)
+{
+	fill(small_a, sizeof(small_a), 7);
+	memcpy(small_b, small_a, sizeof(small_b));
+	EXPECT_EQ_INT(batch_then_small_push(small_b), 0);
+	small_b[sizeof(small_b) - 1] ^= 1;
+	EXPECT_EQ_INT(batch_then_small_push(small_b), -1);
+}
