@@ -130,3 +130,17 @@ PY
 	[ -d "$T/a/d/sub" ]	# and so does the walk
 	[ ! -e "$T/a/e/sub" ]
 }
+
+@test "a changed file in a directory this host renamed is pushed by sync" {
+	on a "$CTL" mkdir d
+	on a "$CTL" mkdir d/sub
+	on a "$CTL" write d/sub/f "one"
+	sleep 0.05
+	printf 'two' >"$T/a/d/sub/f"
+	on a "$CTL" mv d d2
+	[ "$(cat "$T/a/d2/sub/f")" = two ]
+	sleep 0.1
+	on a "$CTL" sync
+	on c "$CTL" get d2/sub/f
+	[ "$(cat "$T/c/d2/sub/f")" = two ]
+}
