@@ -359,7 +359,7 @@ int cache_make_local_at(struct pohm_cache *c, int dfd, const char *name, const c
 	case S_IFDIR:
 		/* Moved here by another host: the local directory follows
 		 * (dirmove.c), its dirfds, cwds and entries with it. */
-		if (!cache_dir_move_in(c, dfd, name, in->ino)) {
+		if (!cache_dir_move_in(c, dfd, name, rel, in->ino)) {
 			r = 0;
 			break;
 		}
@@ -908,8 +908,8 @@ static void dir_follow(struct pohm_cache *c, int odfd, const char *oname, const 
 	uint64_t pino;
 	int pfd = -1, r;
 
-	if (dir_following)
-		return;
+	if (dir_following || cache_dir_moving(c, ino))
+		return;	/* nested; or this host's renamer moves it */
 	dir_following = 1;
 	r = cache_dir_stored_path(c, ino, in, rel, sizeof(rel));
 	if (!r)
@@ -918,8 +918,10 @@ static void dir_follow(struct pohm_cache *c, int odfd, const char *oname, const 
 		r = -ESTALE;	/* moved again meanwhile */
 	if (!r)
 		r = cache_dir_rename_local(odfd, oname, pfd, name);
-	if (!r)
+	if (!r) {
 		r = cache_record(c, pfd, name, rel, in, 0);
+		cache_dir_rehint_below(c, pfd, name, rel);
+	}
 	if (pfd >= 0)
 		pohm_sys_close(pfd);
 	dir_following = 0;
@@ -2526,7 +2528,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 {
 	const struct list_ent *to;
 	struct pohm_jrec rec;
-	struct stat lst, lst_mv;
+	struct stat lst;
 	uint64_t known, ino;
 	uint8_t type;
 	char path[4096], path_to[4096];
@@ -2543,8 +2545,7 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 	if (rec.flags & POHM_J_CONFLICT)
 		goto out;
 	/* A rename of this host in flight (cachens.c's intent): the renamer moves it. */
-	snprintf(path, sizeof(path), "p/%llx.mv", (unsigned long long)known);
-	if (!pohm_sys_fstatat(l->c->j.dirfd, path, &lst_mv, AT_SYMLINK_NOFOLLOW))
+	if (cache_dir_moving(l->c, known))
 		goto out;
 	/* The listing may predate a create of this host: ask about the name itself. */
 	r = pohm_ns_lookup(l->c->ns, l->dino, name, &ino, &type);
@@ -2572,6 +2573,8 @@ static int list_drop_gone(struct list_ctx *l, const char *name)
 		snprintf(path, sizeof(path), "%s%s%s", l->rel, *l->rel ? "/" : "", name);
 		snprintf(path_to, sizeof(path_to), "%s%s%s", l->rel, *l->rel ? "/" : "", to->name);
 		pohm_journal_update(&l->c->j, known, rehint_fn, &h);
+		if (S_ISDIR(lst.st_mode))
+			cache_dir_rehint_below(l->c, l->dfd, to->name, path_to);
 		cache_unmark(l->c, known);
 		goto out;
 	}

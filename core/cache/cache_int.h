@@ -436,11 +436,21 @@ int cache_dir_rename_local(int odfd, const char *oname, int dfd, const char *nam
 /* dirmove.c: count a local directory moved another way (a listing's
  * rename within its directory). */
 void cache_dir_moved(void);
-/* dirmove.c: the stored directory ino is now dfd/name (another host moved
- * it): the local directory the journal records for ino, checked by
- * identity, moves there (not while a rename of this host moves ino).  0
- * moved (the caller records it), else -errno (nothing done). */
-int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, uint64_t ino);
+/* dirmove.c: the stored directory ino is now dfd/name, rel (another host
+ * moved it): the local directory the journal records for ino, checked by
+ * identity, moves there (not while a rename of this host moves ino), the
+ * records below it re-hinted (cache_dir_rehint_below).  0 moved (the
+ * caller records the directory itself), else -errno (nothing done). */
+int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		      uint64_t ino);
+/* dirmove.c: does a rename of this host in flight move ino (cachens.c's
+ * p/<ino>.mv intent)?  1 or 0. */
+int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
+/* dirmove.c: the local directory dfd/name was moved to rel: every record
+ * of an entry below it (any depth, up to 64 levels) whose hint no longer
+ * names its local file takes the entry's new path, so that the push, which
+ * finds a file by its hint, finds it (DESIGN §2).  Best effort. */
+void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the
  * root or a directory the journal places here: a listing of each parent

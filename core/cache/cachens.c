@@ -949,6 +949,12 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 		    !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
 			renote_if_clean(c, ino, &pre, &post);
 	}
+	/* A directory moved: the records below it follow (the push finds a
+	 * file by its hint); an exchange moved both. */
+	if (pre_ok && S_ISDIR(pre.st_mode))
+		cache_dir_rehint_below(c, t.tfd, t.tname, to);
+	if (flags & POHM_RENAME_EXCHANGE)
+		cache_dir_rehint_below(c, t.ffd, t.fname, from);
 out:
 	if (intent)
 		cache_intent_drop(c, ino);

@@ -16,9 +16,12 @@
  *     (stubs), and the local directory moves in.
  * Only this file's callers rename; nothing here removes anything.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache_int.h"
@@ -26,6 +29,8 @@
 
 /* A parent chain longer than this is not followed (the old rule then). */
 #define MOVE_MAX_DEPTH 16
+/* Levels below a moved directory whose records get their new hints. */
+#define REHINT_MAX_DEPTH 64
 
 /* This thread's moves (pohm_cache_dir_moves; per thread: no lock). */
 static __thread unsigned dir_moves;
@@ -40,8 +45,7 @@ void cache_dir_moved(void)
 	dir_moves++;
 }
 
-/* A rename of this host in flight moves ino (cachens.c's intent). */
-static int move_intent(struct pohm_cache *c, uint64_t ino)
+int cache_dir_moving(struct pohm_cache *c, uint64_t ino)
 {
 	struct stat st;
 	char path[64];
@@ -89,7 +93,8 @@ out:
 	return r;
 }
 
-int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, uint64_t ino)
+int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+		      uint64_t ino)
 {
 	struct pohm_jrec rec;
 	int r;
@@ -98,9 +103,11 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, uint64_t 
 	 * then, as a listing makes many). */
 	if (recorded_dir(c, ino, &rec))
 		return -ENOENT;
-	r = move_intent(c, ino) ? -EBUSY : cache_dir_rename_local(c->pfd, rec.hint, dfd, name);
-	if (!r)
+	r = cache_dir_moving(c, ino) ? -EBUSY : cache_dir_rename_local(c->pfd, rec.hint, dfd, name);
+	if (!r) {
 		pohm_debug("%s: moved elsewhere, the local directory follows", rec.hint);
+		cache_dir_rehint_below(c, dfd, name, rel);
+	}
 	pohm_jrec_clear(&rec);
 	return r;
 }
@@ -165,4 +172,82 @@ int cache_dir_stored_path(struct pohm_cache *c, uint64_t ino, const struct pohm_
 	for (k = n; k-- > 0 && off < len;)
 		off += (size_t)snprintf(rel + off, len - off, "%s%s", off ? "/" : "", names[k]);
 	return off < len ? 0 : -ENAMETOOLONG;
+}
+
+/* pohm_journal_update's edit: the record of local file (ldev, lino) takes
+ * the hint `hint` when its own no longer names that file (a second name of
+ * a hard link elsewhere that still does keeps it). */
+struct below {
+	struct pohm_cache *c;
+	const char *hint;
+	uint64_t ldev, lino;
+};
+
+static int below_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct below *b = arg;
+	struct stat st;
+
+	if (r->ldev != b->ldev || r->lino != b->lino || !strcmp(r->hint, b->hint))
+		return -ESTALE;
+	if (r->hint[0] && !pohm_sys_fstatat(b->c->pfd, r->hint, &st, AT_SYMLINK_NOFOLLOW) &&
+	    (uint64_t)st.st_dev == r->ldev && (uint64_t)st.st_ino == r->lino)
+		return -EEXIST;
+	pohm_jrec_set_hint(r, b->hint);
+	return 0;
+}
+
+/* The entries of the local directory open as fd, whose path is rel[0..len)
+ * (rel has room for PATH_MAX bytes): each known one re-hinted, each
+ * directory in turn. */
+static void rehint_dir(struct pohm_cache *c, int fd, char *rel, size_t len, int depth)
+{
+	char buf[2048];
+	struct stat st;
+	uint64_t known;
+	long n, off;
+	int sub;
+
+	while ((n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			struct below b = { c, rel, 0, 0 };
+
+			off += de->d_reclen;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+			    (size_t)snprintf(rel + len, PATH_MAX - len, "%s%s", len ? "/" : "",
+					     de->d_name) >= PATH_MAX - len ||
+			    pohm_sys_fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;
+			b.ldev = (uint64_t)st.st_dev;
+			b.lino = (uint64_t)st.st_ino;
+			if (!pohm_journal_lookup_local(&c->j, b.ldev, b.lino, &known))
+				pohm_journal_update(&c->j, known, below_fn, &b);
+			if (!S_ISDIR(st.st_mode) || depth >= REHINT_MAX_DEPTH)
+				continue;
+			sub = pohm_sys_openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+			if (sub < 0)
+				continue;
+			rehint_dir(c, sub, rel, strlen(rel), depth + 1);
+			pohm_sys_close(sub);
+		}
+	}
+	rel[len] = '\0';
+}
+
+void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+{
+	char *path = malloc(PATH_MAX);
+	int fd;
+
+	if (!path)
+		return;
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd >= 0 && strlen(rel) < PATH_MAX) {
+		strcpy(path, rel);
+		rehint_dir(c, fd, path, strlen(path), 0);
+	}
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	free(path);
 }

@@ -49,16 +49,6 @@ static int gone_rec(struct pohm_cache *c, const struct stat *st, struct pohm_jre
 	return r;
 }
 
-/* A rename of this host in flight moves ino (cachens.c's intent). */
-static int gone_moving(struct pohm_cache *c, uint64_t ino)
-{
-	struct stat st;
-	char path[64];
-
-	snprintf(path, sizeof(path), "p/%llx.mv", (unsigned long long)ino);
-	return !pohm_sys_fstatat(c->j.dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
-}
-
 /* Keep the local regular file dfd/name (st) as a conflict copy.  0 or -errno. */
 static int gone_keep(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     struct pohm_jrec *rec, const struct stat *st)
@@ -121,7 +111,7 @@ static int gone_file(const struct gone_walk *w, int dfd, const char *name, const
 	int have = !gone_rec(c, st, &rec), gone = 0, clean, lk = -1, reg = S_ISREG(st->st_mode);
 	uint64_t key = have ? rec.ino : (uint64_t)st->st_ino;
 
-	if (have && ((rec.flags & POHM_J_CONFLICT) || gone_moving(c, rec.ino)))
+	if (have && ((rec.flags & POHM_J_CONFLICT) || cache_dir_moving(c, rec.ino)))
 		goto out;
 	if (reg && pohm_cache_writer_alive(c, key))
 		goto out;	/* open for write here: no copy while it is written */
@@ -168,7 +158,7 @@ static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *
 	/* A rename of this host moves it: the renamer's; a directory made
 	 * again here meanwhile stays (gone_still).  Else every entry that can
 	 * go goes, whatever stays beside it. */
-	moving = have && (gone_moving(c, rec.ino) || (!depth && rec.ino != w->ino));
+	moving = have && (cache_dir_moving(c, rec.ino) || (!depth && rec.ino != w->ino));
 	kept = moving || (!depth && !have);
 	while (!moving && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < n;) {

@@ -266,8 +266,12 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	if (!rec->hint[0] || !S_ISREG(rec->mode))
 		return 0;
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st.st_ino != rec->lino)
+	    (uint64_t)st.st_ino != rec->lino) {
+		/* Not at its hint (removed, or moved without its record
+		 * following): the push cannot find it; say so. */
+		pohm_debug("%s: not found at its hint; not pushed", rec->hint);
 		return 0;
+	}
 	/* A stub counts only once written without the shim (it then becomes a
 	 * conflict copy, push_known); an untouched one has nothing to send. */
 	if ((rec->flags & POHM_J_STUB) ? !S_ISREG(st.st_mode) || pohm_stub_shape(&st)
