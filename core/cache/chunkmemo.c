@@ -19,7 +19,7 @@
 #include "wire.h"
 
 #define MEMO_SLOTS	128	/* ~176 KiB: a 128 MiB file's chunks at the default size,
-				 * an 8 MiB one's at 64 KiB (decision 0074) */
+				 * an 8 MiB one's at 64 KiB (decision 0072) */
 #define MEMO_SEGS	16	/* 64 KiB segments of a 1 MiB chunk */
 
 struct memo_mid {

@@ -529,7 +529,7 @@ static void push_take_stored(struct pohm_cache *c, int fd, uint32_t base_mode, u
 }
 
 /*
- * The chunk size of a push (decision 0074): a file whose stored version
+ * The chunk size of a push (decision 0072): a file whose stored version
  * has no chunk object yet (inline or empty: all its chunks are new now)
  * and that holds more than inline data and at most PUSH_SMALL_FILE
  * bytes gets chunks of 1 <<
@@ -572,7 +572,7 @@ static int stored_is_rehashed(const struct pohm_inode *in, int fd, uint64_t size
 
 /* Is the stored version in the bytes of fd whose chunk checksums are sums
  * (size bytes, chunks of 1 << shift)?  A stored version of another chunk
- * size (decision 0074: a batch's or an older client's 1 MiB chunks against
+ * size (decision 0072: a batch's or an older client's 1 MiB chunks against
  * a small first push's) is compared by hashing fd again at its size, for
  * a file of at most PUSH_SMALL_FILE bytes; a larger one counts as other. */
 static int stored_is(const struct pohm_inode *in, int fd, uint8_t (*sums)[64], uint64_t size,

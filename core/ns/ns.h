@@ -392,7 +392,7 @@ int pohm_ns_commit_map(struct pohm_ns *ns, uint64_t ino, uint64_t base_dversion,
 
 /*
  * pohm_ns_commit_map that also sets the file's chunk size to 1 << shift
- * (decision 0074; 0 keeps the stored one): allowed only over a stored
+ * (decision 0072; 0 keeps the stored one): allowed only over a stored
  * version of at most one chunk and no map objects, with every chunk of
  * the new map in set and no other (-EINVAL otherwise); set's indexes are
  * in the new size.

@@ -28,7 +28,7 @@ struct commit_ctx {
 	size_t n;
 	const struct pohm_ts *mtime;
 	const struct pohm_setattr *sa;		/* attributes carried by the commit, or NULL */
-	unsigned shift;				/* the file's new chunk_shift, or 0 (decision 0074) */
+	unsigned shift;				/* the file's new chunk_shift, or 0 (decision 0072) */
 	uint64_t hint_dir;			/* http_compat: the name the copy follows, */
 	const char *hint_name;			/* or NULL */
 };
@@ -79,7 +79,7 @@ static int commit_fn(struct pohm_inode *in, void *arg)
 	if (in->dversion != c->base_dversion)
 		return -ESTALE;		/* the data moved on since the writer's base */
 	if (c->shift && c->shift != in->chunk_shift) {
-		/* A new chunk size (decision 0074): only over a version of at
+		/* A new chunk size (decision 0072): only over a version of at
 		 * most one chunk, every chunk of the new map in the set (its
 		 * chunk 0 replaces the old one, as a rewrite's would). */
 		if (in->nmaps || in->size > pohm_inode_chunk_size(in) || c->shift < 12 ||

@@ -271,7 +271,7 @@ os.close(fd)
 os.unlink(j)
 '
 # A database grows from a page: its first push past inline data chose
-# 64 KiB chunks (decision 0074), so each commit sends and hashes the
+# 64 KiB chunks (decision 0072), so each commit sends and hashes the
 # chunks of the pages it changed, not 1 MiB around each (before: the
 # three 1 MiB chunks of the 2 MiB file, 2.1 MB).  The waits: the
 # journal's create, its two fsyncs (chunk, commit each), none for the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # cache_hosts_dirmove.bats — a directory another host moved into another
-# parent follows here (decision 0073); what the follow must keep: the
+# parent follows here (decision 0071); what the follow must keep: the
 # changed files inside it are still pushed (the records below the moved
 # directory take their new hints), and a rename of this host in flight
 # keeps its directory (review of s18-dirmove, doc/notes-s18-dirmove2.md).

@@ -182,7 +182,7 @@ TEST(a_rewrite_hashes_from_the_first_changed_segment_and_stores_every_checksum)
 
 /*
  * A file of 100 chunks (a database at 64 KiB chunks is 42 at 2.7 MB,
- * decision 0074): every chunk stays remembered, so one byte changed
+ * decision 0072): every chunk stays remembered, so one byte changed
  * hashes one chunk, not the chunks that evicted each other from the
  * memo's slots (before: 64 slots picked by a hash of (inode, chunk),
  * ~40 of the 100 hashed again at every push).
@@ -958,7 +958,7 @@ TEST(a_small_file_is_pushed_without_a_chunk_and_grows_back_to_chunks)
 }
 
 /*
- * Decision 0074: a file whose first push past inline data holds at most
+ * Decision 0072: a file whose first push past inline data holds at most
  * 1 MiB gets 64 KiB chunks (hosts at the default 1 MiB here), so that a
  * rewrite of one page later sends one 64 KiB chunk; a file first pushed
  * bigger keeps 1 MiB chunks; another host reads both whole.  The commit
@@ -1264,7 +1264,7 @@ TEST(a_second_chgrp_during_the_push_of_the_first_is_sent_by_the_next_push)
 	}
 }
 
-/* ---------------------------------------------------------------- decision 0074, review */
+/* ---------------------------------------------------------------- decision 0072, review */
 
 /* A commit that changes the chunk size must carry every chunk of the new
  * map and no other (ns.h): a set with a gap or one past the map is
