@@ -217,6 +217,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	pohm_sig_fork_child();
 	if (!fork_locked) {
 		pohm_hook_fork(POHM_FORK_CHILD_NOLOCK);
 		return;

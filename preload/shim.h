@@ -142,6 +142,9 @@ void pohm_sig_queue_set(int qfd, int tfd);
 /* The call behind each queue record this thread noted (all: every thread's,
  * at exit) is done: let the records be replayed.  Count released. */
 int pohm_sig_commit(int all);
+/* A fork's child (async-signal-safe): drop its copies of the held records'
+ * fds, unreplayed — their calls are the parent's, which releases them. */
+void pohm_sig_fork_child(void);
 /* 1 (once) when the queue should be replayed (set, or records released). */
 int pohm_sig_replay_take(void);
 /* 1 when noted paths wait. */

@@ -350,6 +350,31 @@ int pohm_sig_commit(int all)
 	return n;
 }
 
+/*
+ * A held record's lock belongs to its open file description, which a fork
+ * shares: the child's copy of the fd kept it locked (no replay) until the
+ * child exited, the parent's commit closing only its own.  The child owns
+ * none of those calls (its one thread is the forking one, and the record
+ * entries it notes from now on are its own): close its copies.  An entry
+ * at -1 is left alone: a noter of this thread that a handler interrupted
+ * (it finishes here) or another thread's of the parent (gone: the entry
+ * stays taken, one of SQ_RECS).
+ */
+void pohm_sig_fork_child(void)
+{
+	int k, rfd;
+
+	for (k = 0; k < SQ_RECS; k++) {
+		if ((rfd = __atomic_load_n(&rec_fd1[k], __ATOMIC_ACQUIRE)) <= 0 ||
+		    !__atomic_compare_exchange_n(&rec_fd1[k], &rfd, -1, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		pohm_sys_close(rfd - 1);
+		__atomic_sub_fetch(&rec_held, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&rec_fd1[k], 0, __ATOMIC_RELEASE);
+	}
+}
+
 int pohm_sig_replay_take(void)
 {
 	return __atomic_exchange_n(&sq_want, 0, __ATOMIC_ACQ_REL);

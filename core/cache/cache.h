@@ -228,7 +228,9 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd);
 int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct stat *st,
 			 uint64_t *ino);
 /* A file created under the prefix without a prior pohm_cache_create (libc's
- * own mkstemp): make its storage entry now.  0 (also if known already). */
+ * own mkstemp): make its storage entry now.  0 (also if known already, and
+ * when the storage has the name with contents: not adopted, the push or the
+ * reconcile scan keeps the file as a conflict copy). */
 int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd);
 /* Undo a create whose real open failed. */
 void pohm_cache_create_undo(struct pohm_cache *c, const char *rel);

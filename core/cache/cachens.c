@@ -465,7 +465,7 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 	struct pohm_jrec rec;
 	const char *name;
 	struct stat st;
-	uint64_t dino, ino;
+	uint64_t dino, ino = 0;	/* ino: a stale index entry's inode, else 0 */
 	int dfd, r;
 
 	r = pohm_sys_fstat(fd, &st);
@@ -483,8 +483,16 @@ int pohm_cache_adopt(struct pohm_cache *c, const char *rel, int fd)
 	pohm_sys_close(dfd);
 	if (r < 0)
 		return r;
-	if (r == 0)
+	if (r == 0) {
 		cache_dir_changed(c, dino);
+	} else if (!S_ISREG(in.mode) || in.size || in.ino == ino) {
+		/* The storage has the name with contents (or the index maps this
+		 * file to it on purpose: note_unrecorded_fetch): taking it as this
+		 * file's base would overwrite that version.  Left to the push's
+		 * conflict copy (the index) or the reconcile scan's (DESIGN §2). */
+		pohm_inode_clear(&in);
+		return 0;
+	}
 	memset(&rec, 0, sizeof(rec));
 	pohm_journal_note_inode(&rec, &in);
 	pohm_inode_clear(&in);

@@ -267,6 +267,24 @@ print('done', flush=True)" "$T/a" >"$T/orphans.out" 2>&1
 	[ -z "${NEEDS_OPEN:-}" ]
 }
 
+@test "an O_CREAT open of a file replaced without the shim keeps a newer stored version: a conflict copy" {
+	# Host b commits v2 over a's v1; on host a, f is replaced without the
+	# shim.  a's refresh (the cat) maps the local file to f's record so that
+	# its push keeps it as a conflict copy (note_unrecorded_fetch); the
+	# append's O_CREAT open must not adopt it over v2 (pohm_cache_adopt).
+	shim a timeout 30 sh -c 'printf v1 >"$1"' sh "$T/a/f"
+	[ "$(shim b timeout 30 cat "$T/b/f")" = v1 ]
+	shim b timeout 30 sh -c 'printf v2 >"$1"' sh "$T/b/f"
+	printf local >"$T/a/tmp"
+	mv "$T/a/tmp" "$T/a/f"
+	shim a timeout 30 cat "$T/a/f"
+	shim a timeout 30 sh -c 'printf more >>"$1"' sh "$T/a/f"
+	run sync_host a
+	echo "$output"
+	[ "$(shim c timeout 30 cat "$T/c/f")" = v2 ]
+	[ "$(conflicts_on c a)" = localmore ]
+}
+
 @test "setuid and setgid bits survive another cache's fetch and refresh (owner before mode)" {
 	# chown clears S_ISUID/S_ISGID of a file, root's chown too: a cache that
 	# set the mode first and the owner after lost them (issue 18 case 4).

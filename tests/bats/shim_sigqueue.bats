@@ -29,6 +29,7 @@ setup() {
 
 teardown() {
 	local h
+	[ -n "${CHILD:-}" ] && kill "$CHILD" 2>/dev/null	# sig_inreal's fork child
 	for h in a b; do
 		[ -f "$T/$h-state/pohmelfsd.pid" ] && kill "$(cat "$T/$h-state/pohmelfsd.pid")" 2>/dev/null
 	done
@@ -281,4 +282,38 @@ sq_ops() {
 	echo "storage: $output"
 	echo "$output" | grep -qx h
 	[ "$(shim b cat "$T/b/w/d/h")" = h ]
+}
+
+@test "a fork child that does not exec leaves a handler's record free: its unlink is replayed while the child lives" {
+	# A handler's record (its OFD lock) is held until its thread's next
+	# hook; a fork in between gave the child a copy of the locked fd,
+	# which it closed only at exit: no replay while the child lived
+	# (review, session 18).  The child now closes its copies at the fork.
+	[ "${SAN:-}" != thread ] || skip "SAN=thread delivers the signal after the real open returns"
+	shim a mkdir "$T/a/w/d"
+	shim a mkfifo "$T/a/w/d/p"
+	printf x >"$T/x"
+	shim a cp "$T/x" "$T/a/w/d/f"
+	run sync_a
+	[ "$status" = 0 ]
+	[ "$(shim b cat "$T/b/w/d/f")" = x ]
+	SHIM_TIMEOUT=60 run shim a "$H/sig_inreal" "$T/a/w/d/p" "$T/a/w/d/f" "$T/a-state/sq" fork
+	echo "host: $output"
+	[ "$status" != 77 ] || skip "$output"
+	[ "$status" = 0 ]
+	[ "${lines[0]}" = "in the real open" ]
+	[[ ${lines[1]} == "queued "[1-9]* ]]
+	[[ ${lines[2]} == "child "[1-9]* ]]
+	CHILD=${lines[2]#child }
+	[ "${lines[3]}" = done ]
+	[ ! -e "$T/a/w/d/f" ]
+	kill -0 "$CHILD"
+	run sync_a
+	echo "sync: $output"
+	echo "queue: $(ls "$T/a-state/sq")"
+	kill -0 "$CHILD"	# the replay above ran while the child lived
+	kill "$CHILD"
+	run shim b ls "$T/b/w/d"
+	echo "storage: $output"
+	[ "$output" = p ]
 }

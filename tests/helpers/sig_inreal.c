@@ -17,6 +17,13 @@
  *     call under the prefix (stat NAME: a hook, which releases the queue
  *     record) and prints "done".  No hit within 20 s (the child opens
  *     anyway): "ERR no hit", exit 1.  Not x86-64: "skip", exit 77.
+ *
+ *   sig_inreal FIFO NAME SQDIR fork
+ *     The same, but the handler unlinks NAME (it must exist), and before
+ *     its first call after the open (no close of the FIFO before) the
+ *     program forks a child that does not exec
+ *     (stdout and stderr closed, lives 60 s: the test kills it) and prints
+ *     "child PID"; then the call (lstat FIFO) and "done".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +40,7 @@
 #include <unistd.h>
 
 static const char *fifo, *name;
+static int forks;		/* the "fork" mode: the handler unlinks NAME */
 static int sqfd = -1, go[2];
 static volatile sig_atomic_t hit;
 
@@ -90,9 +98,14 @@ static void on_alarm(int sig, siginfo_t *si, void *ucv)
 	goto out;
 #endif
 	hit = 1;
-	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, "h", 1) != 1 || close(fd))
-		put("ERR handler: create\n");
+	if (forks) {
+		if (unlink(name))
+			put("ERR handler: unlink\n");
+	} else {
+		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "h", 1) != 1 || close(fd))
+			put("ERR handler: create\n");
+	}
 	put("in the real open\n");
 	n = sq_entries();
 	if (n < 0) {
@@ -133,13 +146,14 @@ int main(int argc, char **argv)
 	pid_t child;
 	int fd, status;
 
-	if (argc != 4)
-		return fprintf(stderr, "usage: sig_inreal FIFO NAME SQDIR\n"), 2;
+	if (argc != 4 && (argc != 5 || strcmp(argv[4], "fork")))
+		return fprintf(stderr, "usage: sig_inreal FIFO NAME SQDIR [fork]\n"), 2;
 #if !defined(__x86_64__)
 	return printf("skip: x86-64 only\n"), 77;
 #endif
 	fifo = argv[1];
 	name = argv[2];
+	forks = argc == 5;
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if ((sqfd = open(argv[3], O_RDONLY | O_DIRECTORY)) < 0 || pipe(go))
 		return printf("ERR setup: %s\n", strerror(errno)), 1;
@@ -157,13 +171,30 @@ int main(int argc, char **argv)
 	setitimer(ITIMER_REAL, &off, NULL);
 	if (fd < 0)
 		return printf("ERR open: %s\n", strerror(errno)), 1;
-	close(fd);
+	if (!forks)
+		close(fd);	/* a hook: in the fork mode, after the fork */
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 		return printf("ERR writer\n"), 1;
 	if (hit != 1)
 		return printf("ERR no hit\n"), 1;
-	if (stat(name, &st))	/* a hook with no handler around: the record is released */
+	if (forks) {
+		/* The handler's record is still held (no hook since): a child
+		 * that does not exec must not keep it held. */
+		if ((child = fork()) < 0)
+			return printf("ERR fork: %s\n", strerror(errno)), 1;
+		if (!child) {
+			syscall(SYS_close, 1);	/* raw: no hook in the child */
+			syscall(SYS_close, 2);
+			sleep(60);
+			_exit(0);
+		}
+		printf("child %d\n", (int)child);
+	}
+	/* A hook with no handler around: the record is released. */
+	if (forks ? lstat(fifo, &st) : stat(name, &st))
 		return printf("ERR stat: %s\n", strerror(errno)), 1;
+	if (forks)
+		close(fd);
 	printf("done\n");
 	return 0;
 }
