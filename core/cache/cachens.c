@@ -645,6 +645,18 @@ static uint64_t local_ino(struct pohm_cache *c, int dfd, const char *name)
 	return ino;
 }
 
+/* ino's record names rel now (the push finds a file by its hint). */
+static void rehint_one(struct pohm_cache *c, uint64_t ino, const char *rel)
+{
+	struct pohm_jrec rec;
+
+	if (!pohm_journal_get(&c->j, ino, &rec)) {
+		pohm_jrec_set_hint(&rec, rel);
+		pohm_journal_put(&c->j, &rec);
+		pohm_jrec_clear(&rec);
+	}
+}
+
 /* ino lost a name, and gone says whether it was its last (the storage's
  * link count reached 0): then the journal forgets it. */
 static void forget_known(struct pohm_cache *c, uint64_t ino, int gone)
@@ -889,8 +901,8 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 		goto out;
 	ino = local_ino(c, t.ffd, t.fname);
 	pre_ok = !pohm_sys_fstatat(t.ffd, t.fname, &pre, AT_SYMLINK_NOFOLLOW);
-	if (!(flags & POHM_RENAME_EXCHANGE))
-		over = local_ino(c, t.tfd, t.tname);
+	/* Renamed over; in an exchange, the object that ends at from. */
+	over = local_ino(c, t.tfd, t.tname);
 	if (ino && !(flags & POHM_RENAME_EXCHANGE)) {
 		struct pohm_jrec rec;
 
@@ -943,16 +955,12 @@ int pohm_cache_rename(struct pohm_cache *c, const char *from, const char *to, un
 	cache_dir_changed(c, t.fdino);
 	if (t.tdino != t.fdino)
 		cache_dir_changed(c, t.tdino);
-	if (over && over != ino)
+	if (over && over != ino && !(flags & POHM_RENAME_EXCHANGE))
 		forget_if_gone(c, over);	/* renamed over: an fd's later push is dropped */
+	if (over && over != ino && (flags & POHM_RENAME_EXCHANGE))
+		rehint_one(c, over, from);	/* the other object of an exchange */
 	if (ino) {
-		struct pohm_jrec rec;
-
-		if (!pohm_journal_get(&c->j, ino, &rec)) {
-			pohm_jrec_set_hint(&rec, to);
-			pohm_journal_put(&c->j, &rec);
-			pohm_jrec_clear(&rec);
-		}
+		rehint_one(c, ino, to);
 		if (pre_ok && !(flags & POHM_RENAME_EXCHANGE) &&
 		    !pohm_sys_fstatat(t.tfd, t.tname, &post, AT_SYMLINK_NOFOLLOW))
 			renote_if_clean(c, ino, &pre, &post);

@@ -696,6 +696,11 @@ static int put_rec(struct pohm_journal *j, const struct pohm_jrec *r, const stru
 		wr.listed_ns = 0;
 	}
 	if (w.had && w.prev.ldev == r->ldev && w.prev.lino == r->lino) {
+		/* The push's copy was read before its round trips; a rename of
+		 * the file or of a directory above it re-hinted the record
+		 * meanwhile: that newer name stays (the push never names). */
+		if (own_commit)
+			memcpy(wr.hint, w.prev.hint, sizeof(wr.hint));
 		wr.flags |= w.prev.flags & POHM_J_LISTED;
 		wr.listed_ns = w.prev.listed_ns;
 		/* A chgrp's flag set after this copy was read stays (0068). */

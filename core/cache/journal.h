@@ -110,7 +110,8 @@ int pohm_journal_get(struct pohm_journal *j, uint64_t ino, struct pohm_jrec *r);
  * same, and goes with another (pohm_journal_update sets it). 0 or -errno. */
 int pohm_journal_put(struct pohm_journal *j, const struct pohm_jrec *r);
 /* pohm_journal_put that also sets the last commit (commit_dversion,
- * commit_lino) from r: the push turn's holder after its commit. */
+ * commit_lino) from r: the push turn's holder after its commit.  Over the
+ * same local file the record's hint stays (a rename meanwhile re-hinted). */
 int pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
 /* Did this host commit ino's data version dversion from local file lino
  * (the record's last commit; a cache of the earlier format: its

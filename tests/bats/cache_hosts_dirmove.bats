@@ -144,3 +144,25 @@ PY
 	on c "$CTL" get d2/sub/f
 	[ "$(cat "$T/c/d2/sub/f")" = two ]
 }
+
+# The other object of an exchange keeps a record naming where it is now
+# (review of s18-dirmove2: only the source's record was re-hinted, so x's
+# later change was never pushed by name).
+@test "a changed file exchanged (RENAME_EXCHANGE) with another is pushed by sync" {
+	on a "$CTL" write x "one"
+	on a "$CTL" write y "uno"
+	on a env LD_PRELOAD="$PRELOAD" python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2):
+    raise OSError(ctypes.get_errno(), "renameat2")' "$T/a/x" "$T/a/y"
+	[ "$(cat "$T/a/x")" = uno ]
+	sleep 0.05
+	printf 'two' >"$T/a/x"
+	sleep 0.1
+	on a "$CTL" sync
+	on c "$CTL" get x
+	[ "$(cat "$T/c/x")" = two ]
+	on c "$CTL" get y
+	[ "$(cat "$T/c/y")" = one ]
+}

@@ -230,6 +230,48 @@ TEST(a_put_read_before_the_chgrp_flag_keeps_it)
 	done(&j);
 }
 
+static int rehint_fn(struct pohm_jrec *r, const void *arg)
+{
+	pohm_jrec_set_hint(r, arg);
+	return 0;
+}
+
+/*
+ * A push's put over the same local file keeps a hint a rename wrote after
+ * the push read its copy (dirmove's re-hint of the records below a moved
+ * directory; a file's own rename): the stale name put back would hide the
+ * file from every later push by name (pushmany.c sync_one).  Over a new
+ * local file the put's own hint is written.
+ */
+TEST(a_push_put_keeps_a_hint_renamed_meanwhile)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, copy, back;
+
+	fresh(&j);
+	make_rec(&r, 0x78, 5);
+	pohm_jrec_set_hint(&r, "d/sub/f");
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x78, &copy), 0);	/* the push's read */
+	EXPECT_EQ_INT(pohm_journal_update(&j, 0x78, rehint_fn, "d2/sub/f"), 0);	/* mv d d2 */
+	copy.lsize = 77;
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &copy), 0);	/* the push's put */
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x78, &back), 0);
+	EXPECT_EQ_STR(back.hint, "d2/sub/f");
+	EXPECT_EQ_U64(back.lsize, 77);
+	pohm_jrec_clear(&back);
+	/* Another local file (a fetch renamed one in): the put's name. */
+	copy.lino = 4545;
+	pohm_jrec_set_hint(&copy, "e/f");
+	EXPECT_EQ_INT(pohm_journal_put_commit(&j, &copy), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x78, &back), 0);
+	EXPECT_EQ_STR(back.hint, "e/f");
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&copy);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
 /*
  * Level 0 of j.slots and of x.idx is read through a shared mapping
  * (jmap.c): a record and an index entry another process writes after the
