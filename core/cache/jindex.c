@@ -113,38 +113,15 @@ static int lock_bucket(int fd, off_t off, short type, int posix)
 	return pohm_sys_lock_range(fd, off, XBUCKET, type, !posix);
 }
 
-static void cover_level(int fd, off_t off, int posix);
-
-/* Level 0 of the kept fd from its mapping (jmap.c, made only when the
- * file covers the level): 1 copied into b, 0 not.  An x.idx still
- * shorter than level 0 (a new cache: no local file indexed yet) is grown
- * to it here, once per process, when this process may write it: mapped
- * from then on, where it used to be read with pread for the life of the
- * process (every process that read it before anyone indexed a file). */
-static int read_mapped(struct pohm_journal *j, off_t off, uint8_t *b)
-{
-	int took;
-
-	if (jmap_read(&j->xmap, j->xfd, (size_t)XLEVEL, b, XBUCKET, off))
-		return 1;
-	if (!j->xrw || off >= XLEVEL || !jmap_short_first(&j->xmap))
-		return 0;
-	took = jslots_mutex_enter();
-	cover_level(j->xfd, 0, 1);
-	if (took)
-		jslots_mutex_exit();
-	jmap_grown(&j->xmap);
-	return jmap_read(&j->xmap, j->xfd, (size_t)XLEVEL, b, XBUCKET, off);
-}
-
 /* Read the bucket at off of fd into b (past the end of the file: empty):
- * level 0 of the kept fd from its mapping (read_mapped), else a pread.
- * 0, 1 when the file ended before the bucket did, or -errno. */
+ * level 0 of the kept fd from its mapping (jmap.c, made only when the
+ * file covers the level), else a pread.  0, 1 when the file ended before
+ * the bucket did, or -errno. */
 static int read_bucket(struct pohm_journal *j, int fd, off_t off, uint8_t *b)
 {
 	ssize_t n;
 
-	if (fd == j->xfd && read_mapped(j, off, b))
+	if (fd == j->xfd && jmap_read(&j->xmap, fd, (size_t)XLEVEL, b, XBUCKET, off))
 		return 0;
 	n = pohm_sys_pread_full(fd, b, XBUCKET, off);
 

@@ -72,12 +72,8 @@ static const unsigned char *get(struct jmap *m, int fd, size_t len)
 	if (p || __atomic_load_n(&m->failed, __ATOMIC_RELAXED) || fd < 0)
 		return p;
 	if (pohm_sys_fstatfs(fd, &sf) || !jmap_holes_read_free((long)sf.f_type) ||
-	    pohm_sys_fstat(fd, &st)) {
+	    pohm_sys_fstat(fd, &st) || st.st_size < (off_t)len) {
 		__atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
-		return NULL;
-	}
-	if (st.st_size < (off_t)len) {
-		__atomic_store_n(&m->failed, 2, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	a = pohm_sys_mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
@@ -112,17 +108,10 @@ void jmap_grown(struct jmap *m)
 	__atomic_store_n(&m->failed, 0, __ATOMIC_RELAXED);
 }
 
-int jmap_short_first(struct jmap *m)
-{
-	return __atomic_load_n(&m->failed, __ATOMIC_RELAXED) == 2 &&
-	       !__atomic_exchange_n(&m->short_told, 1, __ATOMIC_RELAXED);
-}
-
 void jmap_close(struct jmap *m, size_t len)
 {
 	if (m->p)
 		pohm_sys_munmap((void *)m->p, len);
 	m->p = NULL;
 	m->failed = 0;
-	m->short_told = 0;
 }

@@ -13,9 +13,7 @@
 /* One file's mapping: zero-initialized is "not tried yet". */
 struct jmap {
 	const unsigned char *p;	/* the mapping of [0, len), or NULL (atomic) */
-	int failed;		/* this process will not map it: 1, or 2 while the
-				 * file is too short (atomic) */
-	int short_told;		/* jmap_short_first said yes once (atomic) */
+	int failed;		/* this process will not map it (atomic) */
 };
 
 /*
@@ -33,10 +31,6 @@ int jmap_holes_read_free(long type);
 /* The file was just grown to cover the mapping: a process that found it
  * too short tries again at its next read. */
 void jmap_grown(struct jmap *m);
-/* Did the last try to map find the file too short, and is this the first
- * time it is asked (the caller may grow it and call jmap_grown: once a
- * process)?  1 or 0. */
-int jmap_short_first(struct jmap *m);
 /* Unmap (the journal's close: no thread uses it any more). */
 void jmap_close(struct jmap *m, size_t len);
 #endif
