@@ -357,18 +357,7 @@ time.sleep(float(sys.argv[3]))' "$T/a-state/p.lock" "$1" "$2"
 	# shell's).  Decision 0016: that must not keep the intent pending.
 	sed -i "1s/^[0-9]* [0-9]* /$$ $$ /" "$T/a-state/p/$ino.mv"
 	# A renamer that lives: another process holds ino's byte of m.lock.
-	python3 - "$T/a-state/m.lock" "$ino" "$T/locked" "$T/release" <<'PY' &
-import fcntl, os, struct, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-start = int(sys.argv[2], 16) & 0x3fffffffffffffff
-fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, start, 1, 0))
-open(sys.argv[3], "w").close()
-t0 = time.time()
-while not os.path.exists(sys.argv[4]) and time.time() - t0 < 60:
-    time.sleep(0.05)
-PY
-	for i in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.05; done
-	[ -e "$T/locked" ]
+	hold_renamer_lock "$T/a-state" "$ino" "$T"
 	on a "$B/pohmelfs" sync
 	[ -e "$T/a/f" ]		# left to its live renamer
 	[ -f "$T/a-state/p/$ino.mv" ]

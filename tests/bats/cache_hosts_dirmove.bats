@@ -110,18 +110,7 @@ changed_then_moved() {
 	[ "$status" -eq 137 ]
 	[ -f "$T/a-state/p/$ino.mv" ]
 	# The renamer's lock held, as a live renamer holds it (no recovery).
-	python3 - "$T/a-state/m.lock" "$ino" "$T/locked" "$T/release" <<'PY' &
-import fcntl, os, struct, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-start = int(sys.argv[2], 16) & 0x3fffffffffffffff
-fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, start, 1, 0))
-open(sys.argv[3], "w").close()
-t0 = time.time()
-while not os.path.exists(sys.argv[4]) and time.time() - t0 < 60:
-    time.sleep(0.05)
-PY
-	for i in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.05; done
-	[ -e "$T/locked" ]
+	hold_renamer_lock "$T/a-state" "$ino" "$T"
 	on a "$CTL" ls d
 	[ -d "$T/a/d/sub" ]	# the listing leaves it to the renamer
 	run on a "$CTL" stat d/sub

@@ -48,6 +48,26 @@ until_true() {
 	return 1
 }
 
+# hold_renamer_lock STATE INO DIR: in the background, hold ino's byte of
+# STATE/m.lock (an OFD lock, as a live renamer holds it) until DIR/release
+# exists (60 s at most); returns once it is held (DIR/locked), false if it
+# never was.  The caller touches DIR/release and waits for the job.
+hold_renamer_lock() {
+	local i
+	python3 - "$1/m.lock" "$2" "$3/locked" "$3/release" <<'PY' &
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+start = int(sys.argv[2], 16) & 0x3fffffffffffffff
+fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, start, 1, 0))
+open(sys.argv[3], "w").close()
+t0 = time.time()
+while not os.path.exists(sys.argv[4]) and time.time() - t0 < 60:
+    time.sleep(0.05)
+PY
+	for i in $(seq 100); do [ -e "$3/locked" ] && break; sleep 0.05; done
+	[ -e "$3/locked" ]
+}
+
 # unpriv_paths: set UB and UPRELOAD, the build dir and the preload list as
 # user 65534 (the tests' unprivileged user) can reach them.  A clone under a
 # mode-0700 directory (mktemp -d, as CI makes it) is out of that user's
