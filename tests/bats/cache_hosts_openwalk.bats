@@ -31,14 +31,14 @@ teardown() {
 	# Exit 7: the rename took so long that no open inside the window was
 	# left to try.
 	shim_bg a env POHMELFS_ATTR_TIMEOUT=3 bash -c '
-		ta=${EPOCHREALTIME/./}
+		ta=${EPOCHREALTIME/[.,]/}
 		[ -d "$1/d/s" ] || exit 9
-		tb=${EPOCHREALTIME/./}
+		tb=${EPOCHREALTIME/[.,]/}
 		: >"$2/checked"
 		while [ ! -e "$2/moved" ]; do sleep 0.02; done
-		((${EPOCHREALTIME/./} - ta < 2500000)) || exit 7
+		((${EPOCHREALTIME/[.,]/} - ta < 2500000)) || exit 7
 		read -r x <"$1/d/s/f" || exit 8
-		while ((${EPOCHREALTIME/./} - tb < 3300000)); do sleep 0.05; done
+		while ((${EPOCHREALTIME/[.,]/} - tb < 3300000)); do sleep 0.05; done
 		read -r x <"$1/d/s/f" 2>/dev/null && exit 1
 		exit 0' sh "$T/a" "$T"
 	pid=$SHIM_BG_PID

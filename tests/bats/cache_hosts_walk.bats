@@ -29,15 +29,15 @@ teardown() {
 	# doc/notes-s19-ciflake.md).  Exit 7: the rename took so long that no
 	# create inside the window was left to try.
 	shim_bg a env POHMELFS_ATTR_TIMEOUT=3 bash -c '
-		ta=${EPOCHREALTIME/./}
+		ta=${EPOCHREALTIME/[.,]/}
 		[ -d "$1/d" ] || exit 9
-		tb=${EPOCHREALTIME/./}
+		tb=${EPOCHREALTIME/[.,]/}
 		: >"$2/checked"
 		while [ ! -e "$2/moved" ]; do sleep 0.02; done
-		while ((${EPOCHREALTIME/./} - tb < 500000)); do sleep 0.05; done
-		((${EPOCHREALTIME/./} - ta < 2500000)) || exit 7
+		while ((${EPOCHREALTIME/[.,]/} - tb < 500000)); do sleep 0.05; done
+		((${EPOCHREALTIME/[.,]/} - ta < 2500000)) || exit 7
 		: >"$1/d/s/f1" || exit 8
-		while ((${EPOCHREALTIME/./} - tb < 3300000)); do sleep 0.05; done
+		while ((${EPOCHREALTIME/[.,]/} - tb < 3300000)); do sleep 0.05; done
 		: >"$1/d/s/f2" 2>/dev/null && exit 1
 		exit 0' sh "$T/a" "$T"
 	pid=$SHIM_BG_PID
