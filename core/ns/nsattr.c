@@ -107,7 +107,6 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
 	for (i = 0; i < n; i++) {
 		struct pohm_inode *in = &out[i];
-
 		int hd = head && head[i];
 
 		if (st[i])
