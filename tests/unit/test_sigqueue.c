@@ -168,3 +168,71 @@ TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
 	pohm_cache_close(a);
 	pohm_cache_close(c);
 }
+
+/*
+ * shim_procs 23 under UBSan (session 19): pohmelfsd replayed a handler's
+ * create of pid-0 (its write record) and adopted the file: it found the
+ * name locally and not in the storage, then created it in the storage.
+ * Between the two the handler's next call removed pid-0: through the
+ * hooks (the storage had no pid-0 yet: removed locally only) or straight
+ * to libc with a record whose replay found no pid-0 in the storage.  The
+ * adopt then made the storage's pid-0, and nothing ever removed it.
+ * Here the removal runs just before the adopt writes its inode, by a
+ * second cache of host a (the host process beside pohmelfsd).
+ */
+static struct pohm_cache *sq_other;	/* host a's other process */
+static int sq_removed;
+
+static void sq_remove_by_hook(void)
+{
+	sq_removed = pohm_cache_unlink(sq_other, "s/pid") == 0;
+}
+
+static void sq_remove_by_libc_and_record(void)
+{
+	sq_removed = unlink(ch_path("a", "s/pid")) == 0 &&
+		     pohm_cache_sigq_gone(sq_other, "s/pid") == 0;
+}
+
+static void adopt_raced_by_removal(void (*remove)(void))
+{
+	struct pohm_cache *a, *c;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	sq_other = ch_host("a");
+	EXPECT(a && sq_other);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	fd = open(ch_path("a", "s/pid"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "x", 1), 1);
+	close(fd);
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "s/pid", ""), 0);
+	sq_removed = 0;
+	snprintf(ch_before_put_prefix, sizeof(ch_before_put_prefix), "i:");
+	ch_before_put = remove;
+	EXPECT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL) >= 0);
+	EXPECT(ch_before_put == NULL);
+	EXPECT(sq_removed);
+	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
+	/* A fresh host sees the storage: no pid. */
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s/pid", POHM_MAT_NOFOLLOW), 0);
+	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	pohm_cache_close(a);
+	pohm_cache_close(sq_other);
+	pohm_cache_close(c);
+}
+
+TEST(a_handlers_file_removed_through_the_hooks_while_adopted_leaves_the_storage)
+{
+	adopt_raced_by_removal(sq_remove_by_hook);
+}
+
+TEST(a_handlers_file_removed_by_libc_and_replayed_while_adopted_leaves_the_storage)
+{
+	adopt_raced_by_removal(sq_remove_by_libc_and_record);
+}
