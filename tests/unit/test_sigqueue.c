@@ -236,3 +236,68 @@ TEST(a_handlers_file_removed_by_libc_and_replayed_while_adopted_leaves_the_stora
 {
 	adopt_raced_by_removal(sq_remove_by_libc_and_record);
 }
+
+/* Linked with --wrap=pohm_sys_unlinkat (Makefile): before the next local
+ * unlink of a name sq_unlink_name, sq_before_unlink runs (one-shot). */
+int __real_pohm_sys_unlinkat(int dirfd, const char *path, int flags);
+int __wrap_pohm_sys_unlinkat(int dirfd, const char *path, int flags);
+static const char *sq_unlink_name;
+static void (*sq_before_unlink)(void);
+
+int __wrap_pohm_sys_unlinkat(int dirfd, const char *path, int flags)
+{
+	if (sq_before_unlink && !strcmp(path, sq_unlink_name)) {
+		void (*fn)(void) = sq_before_unlink;
+
+		sq_before_unlink = NULL;
+		fn();
+	}
+	return __real_pohm_sys_unlinkat(dirfd, path, flags);
+}
+
+static struct pohm_cache *sq_replayer;	/* host a's pohmelfsd */
+static int sq_replayed;
+
+static void sq_replay_now(void)
+{
+	sq_replayed = pohm_cache_sigq_replay(sq_replayer, POHM_SQ_OPEN, NULL);
+}
+
+/*
+ * The hooks' side of the same race: the host's unlink found no s/pid in
+ * the storage (made behind its back) and removes it locally only; the
+ * whole adopt — the storage's create, the journal's record, the push and
+ * the adopt's second look, which still sees s/pid — falls between that
+ * look and the local unlink.  The unlink then finds the journal's record
+ * of the file it removed and removes the adopt's name.
+ */
+TEST(a_handlers_file_adopted_between_the_hooks_look_and_its_local_unlink_leaves_the_storage)
+{
+	struct pohm_cache *a, *c;
+	int fd;
+
+	ch_setup();
+	sq_replayer = ch_host("a");
+	a = ch_host("a");
+	EXPECT(a && sq_replayer);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	fd = open(ch_path("a", "s/pid"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "x", 1), 1);
+	close(fd);
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "s/pid", ""), 0);
+	sq_replayed = -1;
+	sq_unlink_name = "pid";
+	sq_before_unlink = sq_replay_now;
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "s/pid"), 0);
+	EXPECT(sq_before_unlink == NULL);
+	EXPECT_EQ_INT(sq_replayed, 1);	/* adopted, the record done */
+	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
+	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	pohm_cache_close(a);
+	pohm_cache_close(sq_replayer);
+	pohm_cache_close(c);
+}
