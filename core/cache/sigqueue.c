@@ -178,7 +178,7 @@ static int sq_known_name(struct pohm_cache *c, uint64_t ino, const char *rel)
  * the create and the journal's record: a removal after it finds both in
  * the storage's and the journal's view.  A name no longer the file's
  * leaves the storage if the storage still has it for the adopted inode.
- * 0 or -errno.
+ * 0 (still its name, or nothing of ours), 1 (the stored name removed), or -errno.
  */
 static int sq_adopt_check(struct pohm_cache *c, const char *rel, int fd)
 {
@@ -201,9 +201,7 @@ static int sq_adopt_check(struct pohm_cache *c, const char *rel, int fd)
 	if (r || sino != ino)
 		return r == -ENOENT ? 0 : r;	/* gone, or another file's name now */
 	r = pohm_cache_drop_stored(c, rel);
-	if (!r)
-		pohm_debug("%s: removed locally while adopted; removed from the storage", rel);
-	return r;
+	return r ? r : 1;
 }
 
 /* rel is present locally: 1 when the record must wait for a replayer that may open it. */
@@ -242,6 +240,8 @@ static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *
 	pohm_sys_close(fd);
 	if (r < 0)
 		pohm_warn("%s: written by a signal handler, not adopted (%s)", rel, strerror(-r));
+	else if (r == 1)
+		pohm_debug("%s: removed locally while adopted; removed from the storage", rel);
 	else
 		pohm_info("%s: written by a signal handler, now in the storage", rel);
 	return r < 0 ? r : 0;
