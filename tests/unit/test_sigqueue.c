@@ -194,21 +194,39 @@ static void sq_remove_by_libc_and_record(void)
 		     pohm_cache_sigq_gone(sq_other, "s/pid") == 0;
 }
 
-static void adopt_raced_by_removal(void (*remove)(void))
+/* Host a's s/pid ("x"), made by a handler straight through libc, and its write record. */
+static void handler_made_pid(struct pohm_cache *a)
 {
-	struct pohm_cache *a, *c;
 	int fd;
 
-	ch_setup();
-	a = ch_host("a");
-	sq_other = ch_host("a");
-	EXPECT(a && sq_other);
 	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
 	fd = open(ch_path("a", "s/pid"), O_CREAT | O_WRONLY | O_EXCL, 0644);
 	EXPECT(fd >= 0);
 	EXPECT_EQ_INT(write(fd, "x", 1), 1);
 	close(fd);
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "s/pid", ""), 0);
+}
+
+/* A fresh host sees the storage: s without pid. */
+static void storage_lacks_pid(void)
+{
+	struct pohm_cache *c = ch_host("c");
+
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
+	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	pohm_cache_close(c);
+}
+
+static void adopt_raced_by_removal(void (*remove)(void))
+{
+	struct pohm_cache *a;
+
+	ch_setup();
+	a = ch_host("a");
+	sq_other = ch_host("a");
+	EXPECT(a && sq_other);
+	handler_made_pid(a);
 	sq_removed = 0;
 	snprintf(ch_before_put_prefix, sizeof(ch_before_put_prefix), "i:");
 	ch_before_put = remove;
@@ -216,15 +234,9 @@ static void adopt_raced_by_removal(void (*remove)(void))
 	EXPECT(ch_before_put == NULL);
 	EXPECT(sq_removed);
 	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
-	/* A fresh host sees the storage: no pid. */
-	c = ch_host("c");
-	EXPECT(c != NULL);
-	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
-	EXPECT_EQ_INT(pohm_cache_materialize(c, "s/pid", POHM_MAT_NOFOLLOW), 0);
-	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	storage_lacks_pid();
 	pohm_cache_close(a);
 	pohm_cache_close(sq_other);
-	pohm_cache_close(c);
 }
 
 TEST(a_handlers_file_removed_through_the_hooks_while_adopted_leaves_the_storage)
@@ -273,19 +285,13 @@ static void sq_replay_now(void)
  */
 TEST(a_handlers_file_adopted_between_the_hooks_look_and_its_local_unlink_leaves_the_storage)
 {
-	struct pohm_cache *a, *c;
-	int fd;
+	struct pohm_cache *a;
 
 	ch_setup();
 	sq_replayer = ch_host("a");
 	a = ch_host("a");
 	EXPECT(a && sq_replayer);
-	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
-	fd = open(ch_path("a", "s/pid"), O_CREAT | O_WRONLY | O_EXCL, 0644);
-	EXPECT(fd >= 0);
-	EXPECT_EQ_INT(write(fd, "x", 1), 1);
-	close(fd);
-	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "s/pid", ""), 0);
+	handler_made_pid(a);
 	sq_replayed = -1;
 	sq_unlink_name = "pid";
 	sq_before_unlink = sq_replay_now;
@@ -293,11 +299,7 @@ TEST(a_handlers_file_adopted_between_the_hooks_look_and_its_local_unlink_leaves_
 	EXPECT(sq_before_unlink == NULL);
 	EXPECT_EQ_INT(sq_replayed, 1);	/* adopted, the record done */
 	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
-	c = ch_host("c");
-	EXPECT(c != NULL);
-	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
-	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	storage_lacks_pid();
 	pohm_cache_close(a);
 	pohm_cache_close(sq_replayer);
-	pohm_cache_close(c);
 }
