@@ -238,8 +238,8 @@ static int ours(const char *path)
  * file comment), unless the kernel meets no symlink on the way to the
  * missing name (one openat2 that follows none answers ENOENT too): then no
  * link leads into the prefix, and our walk would only repeat glibc's
- * readlink of every component (gcc's include search: cc1 made half again
- * as many system calls, issue 23).  errno stays ENOENT.
+ * readlink of every component (gcc's include search: half of cc1's extra
+ * system calls, issue 23).  errno stays ENOENT.
  */
 static int retry(const char *path)
 {
