@@ -628,7 +628,10 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	if (!d && (st->st_mode & 07777) == (rec->mode & 07777) && !chgrp_due(rec, st)) {
 		/* Read once: not again at every later scan (pohmelfsd's
 		 * rounds, pohmelfs sync), which would hash the whole cache. */
-		if (checked)
+		/* Not while a writer holds the inode: a store through a
+		 * mapping whose page is already dirty moves no time, so a
+		 * settled record would hide it for good (s19 review). */
+		if (checked && pohm_cache_writer_alive(c, rec->ino) == 0)
 			pohm_journal_settle_racy(&c->j, rec, st, checked);
 		return 0;
 	}
