@@ -33,6 +33,15 @@ static int sys_mkdir_p(const char *path, mode_t mode)
 
 	if (n >= sizeof(buf))
 		return -ENAMETOOLONG;
+	/* Made by an earlier process: one call, not one per component (each
+	 * process that opens the cache does this twice; make starts dozens). */
+	r = pohm_sys_mkdirat(AT_FDCWD, path, mode);
+	if (r == -EEXIST)
+		return 0;
+	if (!r) {
+		pohm_sys_fchmodat(AT_FDCWD, path, mode);	/* whatever the umask */
+		return 0;
+	}
 	memcpy(buf, path, n + 1);
 	for (i = 1; i <= n; i++) {
 		if (buf[i] != '/' && buf[i] != '\0')
