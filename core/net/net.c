@@ -956,6 +956,14 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	int why;
 
 	pthread_mutex_lock(&net->lock);
+	/* A wait counts only when it must block (decision 0073): first the
+	 * replies already on the connections, read without blocking (a
+	 * round whose poll has timeout 0), unless a leader is reading them. */
+	if (!r->done && !net->leader_active) {
+		net->leader_active = 1;
+		lead_round(net, 0);
+		net->leader_active = 0;
+	}
 	count(&net->win_waits, !r->done);
 	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
 	if (w->waiting)

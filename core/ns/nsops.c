@@ -1172,6 +1172,71 @@ static int touch_along_fn(struct pohm_inode *in, void *arg)
 	return touch_fn(in, arg);
 }
 
+/* touch (a put_n's write) set to fn's change of the copy of ino this
+ * thread read (ns_inode_change_peeked): its bytes in *tb, its base in
+ * tcsum, its key in tkey.  Left untouched when there is no such copy or
+ * fn says no. */
+static void touch_prepare(struct pohm_ns *ns, uint64_t ino,
+			  int (*fn)(struct pohm_inode *in, void *arg), struct pohm_buf *tb,
+			  uint8_t *tcsum, char *tkey, struct ns_put *touch)
+{
+	if (ns_inode_change_peeked(ns, ino, fn, NULL, tb, tcsum))
+		return;
+	pohm_key_inode(tkey, ino);
+	touch->key = tkey;
+	touch->data = tb->p;
+	touch->len = tb->len;
+	touch->expect = tcsum;
+}
+
+/* The deferred finish's outcome (finish_deferred): T is known settled
+ * only when the finish was acknowledged (decision 0067). */
+struct finish_box {
+	struct pohm_ns *ns;
+	uint64_t txid;
+};
+
+static void finish_told(void *arg, int st)
+{
+	struct finish_box *f = arg;
+
+	if (!st)
+		ns_moved_note(f->ns, f->txid);
+	free(f);
+}
+
+/*
+ * A marked file move's finish after its commit, sent without waiting
+ * (decision 0073): the source entry dir/name (ino, intent txid) removed on
+ * the copy this thread's intent_set wrote, by kv put_deferred.  Any
+ * outcome is one the namespace reads and repairs: the MOVE intent stays a
+ * committed one until a reader or a changer of the destination removes it
+ * (decision 0067).  0 sent; 1 nothing sent: finish it with intent_finish.
+ */
+static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			   uint64_t txid)
+{
+	struct ns_bucket_ref ref;
+	struct finish_box *f;
+	int i, r = 1;
+
+	if (!ns->kv.ops->put_deferred || ns_bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	f = malloc(sizeof(*f));
+	if (f && i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].intent == POHM_INTENT_MOVE &&
+	    ref.bk.e[i].i_txid == txid) {
+		f->ns = ns;
+		f->txid = txid;
+		pohm_bucket_remove(&ref.bk, (uint32_t)i);
+		r = ns_bucket_store_deferred(ns, &ref, finish_told, f) ? 1 : 0;
+	}
+	ns_bucket_release(&ref);
+	if (r)
+		free(f);
+	return r;
+}
+
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
@@ -1209,13 +1274,8 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		/* The source's ctime in the same round trip, on the copy read
 		 * along with the lookup (decision 0022): independent of the
 		 * move, so any of the two may land alone. */
-		if (guess && !ns_inode_change_peeked(ns, guess, touch_along_fn, NULL, &tb, tcsum)) {
-			pohm_key_inode(tkey, guess);
-			touch.key = tkey;
-			touch.data = tb.p;
-			touch.len = tb.len;
-			touch.expect = tcsum;
-		}
+		if (guess)
+			touch_prepare(ns, guess, touch_along_fn, &tb, tcsum, tkey, &touch);
 		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
 					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
 		pohm_buf_free(&tb);
@@ -1394,11 +1454,23 @@ again:
 	strcpy(src.i_name, dname);
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
-	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);	/* the commit point */
+	/*
+	 * A file's ctime goes in the commit's put_n, on the copy read along
+	 * (the cache's pohm_ns_read_along): it may land alone, and then never
+	 * clears an UNLINKED mark (touch_along_fn; decisions 0022, 0073).
+	 */
+	if (!exch && src.type != DT_DIR)
+		touch_prepare(ns, src.ino, touch_along_fn, &tb, tcsum, tkey, &touch);
+	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype,
+				touch.key ? &touch : NULL);	/* the commit point */
+	pohm_buf_free(&tb);
+	touched = touch.key && !touch.st;
+	touch.key = NULL;
+	touch.st = 1;
 	for (unsure = 0; NS_UNSURE(r) && unsure < NS_UNSURE_RETRIES; unsure++) {
 		/* Our put may have landed: its read finds our txid (0), or
 		 * commits it now.  A commit only ever displaces i_replaced. */
-		r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);
+		r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype, NULL);
 		if (!r) {
 			replaced = intent.i_replaced;
 			rtype = replaced ? dst.type : 0;
@@ -1434,20 +1506,20 @@ again:
 		r = -EIO;	/* too slow: nothing committed, the intent goes */
 	if (r)
 		goto abort;
+	/* A file's move whose ctime went with the commit answers there: the
+	 * finish goes out without a wait (decision 0073).  Else the ctime
+	 * rides in the finish's put_n, which is waited for (3 waits). */
+	if (touched && (intent.i_flags & POHM_MOVE_MARKED) &&
+	    !finish_deferred(ns, sdir, sname, src.ino, intent.i_txid))
+		goto committed;
 	/*
 	 * The source name goes (or, for an exchange, takes the other inode);
 	 * a file's ctime goes with it, on the copy read along before (the
 	 * cache's pohm_ns_read_along): both after the commit point, either
 	 * may land alone (decision 0022).
 	 */
-	if (!exch && src.type != DT_DIR && !ns_inode_change_peeked(ns, src.ino, touch_fn, NULL,
-								  &tb, tcsum)) {
-		pohm_key_inode(tkey, src.ino);
-		touch.key = tkey;
-		touch.data = tb.p;
-		touch.len = tb.len;
-		touch.expect = tcsum;
-	}
+	if (!exch && src.type != DT_DIR && !touched)
+		touch_prepare(ns, src.ino, touch_fn, &tb, tcsum, tkey, &touch);
 	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype,
 			  touch.key ? &touch : NULL);
 	pohm_buf_free(&tb);

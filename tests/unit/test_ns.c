@@ -4938,7 +4938,7 @@ static uint64_t made(struct pohm_ns *ns, uint64_t dir, const char *name, int mkd
  * (no mark) the third client wrote d2/b again: one inode under two names
  * with nlink 1, or an unlinked name back.
  */
-static void f1_case(int how)
+static void f1_case_with(int how, int deferred)
 {
 	struct pohm_ns *ns = fresh(0), *ns2, *ns3;
 	struct pohm_inode x;
@@ -4956,10 +4956,21 @@ static void f1_case(int how)
 	if (how == 2) {
 		o = made(ns, d3, "o", 0);
 	}
+	if (deferred)
+		EXPECT(made(ns, d2, "p", 0) != 0);
 	ino_of(ns, d2, "b");	/* the kept copy of d2's bucket (decision 0054) */
-	pohm_kvmem_fail_after(&kv, 2);		/* the intent and the commit land */
-	EXPECT(pohm_ns_rename(ns, d1, "a", d2, "b", 0) != 0);	/* the finish failed */
-	pohm_kvmem_fail_after(&kv, -1);
+	if (deferred) {
+		/* The finish sent without a wait (decision 0073: d2's
+		 * bucket stored, the ctime with the commit) is lost; the
+		 * rename answers at its commit. */
+		pohm_kvmem_defer_lose(&kv, 1);
+		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
+		pohm_kvmem_defer_lose(&kv, 0);
+	} else {
+		pohm_kvmem_fail_after(&kv, 2);	/* the intent and the commit land */
+		EXPECT(pohm_ns_rename(ns, d1, "a", d2, "b", 0) != 0);	/* the finish failed */
+		pohm_kvmem_fail_after(&kv, -1);
+	}
 	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);
 	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);
 	ns2 = open_ns(0, 10000);		/* another host: the intent is young */
@@ -5000,6 +5011,11 @@ static void f1_case(int how)
 	pohm_ns_close(ns3);
 	pohm_ns_close(ns2);
 	pohm_ns_close(ns);
+}
+
+static void f1_case(int how)
+{
+	f1_case_with(how, 0);
 }
 
 TEST(f1_rename_away_of_a_moved_entry_settles_its_source_first)
@@ -5070,10 +5086,10 @@ TEST(stale_marked_move_without_its_commit_is_rolled_back)
 	/* Past on either clock (the real-time one, then the boot clock). */
 	late.boot_ns = pohm_sys_boot_ns() + 10000000000ULL;
 	late.real_ns = ns_now_ns() - 1;
-	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype), -ETIME);
+	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype, NULL), -ETIME);
 	late.boot_ns = pohm_sys_boot_ns() - 1;
 	late.real_ns = ns_now_ns() + 10000000000ULL;
-	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype), -ETIME);
+	EXPECT_EQ_INT(ns_move_commit_from(ns3, d1, &e, &late, &rep, &rtype, NULL), -ETIME);
 	EXPECT_EQ_INT(pohm_kvmem_puts(&kv), puts);
 	EXPECT_EQ_U64(ino_of(ns3, d2, "b"), 0);
 	pohm_ns_close(ns3);
@@ -5163,6 +5179,7 @@ TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
 	EXPECT(d1 != 0);
 	d2 = made(ns, 1, "d2", 1);
 	EXPECT(d2 != 0);
+	EXPECT(made(ns, d2, "p", 0) != 0);	/* d2's bucket stored: the commit carries the ctime */
 	nsb = open_ns(0, 10000);
 	nsc = open_ns(0, 1);
 	for (k = 0; k < 40; k++) {
@@ -5173,9 +5190,12 @@ TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
 		EXPECT_EQ_INT(pohm_ns_create(ns, d1, l.name, 0644, 0, 0, 0, 0, &x), 0);
 		a = x.ino;
 		pohm_inode_clear(&x);
-		pohm_kvmem_fail_after(&kv, 2);
-		EXPECT(pohm_ns_rename(ns, d1, l.name, d2, u.name, 0) != 0);
-		pohm_kvmem_fail_after(&kv, -1);
+		/* The finish sent without a wait and lost (decision 0073). */
+		ino_of(ns, d2, u.name);
+		pohm_kvmem_defer_lose(&kv, 1);
+		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, l.name, d2, u.name, 0), 0);
+		pohm_kvmem_defer_lose(&kv, 0);
+		EXPECT_EQ_INT(raw_intent(d1, l.name), POHM_INTENT_MOVE);
 		usleep(2000);		/* stale for nsc */
 		u.ns = nsb;
 		u.dir = d2;
@@ -5197,4 +5217,104 @@ TEST(f1_unlink_and_a_stale_resolver_race_on_a_moved_entry)
 	pohm_ns_close(nsc);
 	pohm_ns_close(nsb);
 	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0073: a file's move across answers at its commit; its finish
+ * (the source's MOVE intent removed) goes out without a wait, and the
+ * handle's next storage call tells its outcome first.  Without it the
+ * finish was written before the rename returned (nothing pending).
+ */
+TEST(move_across_sends_its_finish_without_a_wait)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;
+	struct pohm_inode x, y;
+	uint64_t d1, d2, a;
+
+	d1 = made(ns, 1, "d1", 1);
+	d2 = made(ns, 1, "d2", 1);
+	a = made(ns, d1, "a", 0);
+	EXPECT(d1 && d2 && a);
+	EXPECT(made(ns, d2, "o", 0) != 0);	/* d2's bucket stored (not created by the commit) */
+	ns2 = open_ns(0, 10000);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a, &x), 0);
+	usleep(2000);
+	EXPECT_EQ_U64(ino_of(ns, d2, "b"), 0);	/* the cache's lookup of the target */
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
+	EXPECT_EQ_INT((int)pohm_kvmem_deferred(&kv), 1);	/* the finish */
+	EXPECT_EQ_INT(raw_intent(d1, "a"), -1);		/* told by this read: gone */
+	EXPECT_EQ_INT((int)pohm_kvmem_deferred(&kv), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d1, "a"), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d2, "b"), a);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a, &y), 0);
+	EXPECT(y.ctime.sec > x.ctime.sec ||
+	       (y.ctime.sec == x.ctime.sec && y.ctime.nsec > x.ctime.nsec));
+	EXPECT_EQ_INT((int)y.nlink, 1);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&y);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0073 with the finish lost (a renamer killed after the commit,
+ * or its finish refused everywhere): the source keeps MOVE T, yet every
+ * other handle -- young intent or stale -- and the renamer itself see the
+ * new name only, and a stale resolver never rolls back the committed T
+ * (the destination's mark proves it, decision 0067).
+ */
+TEST(lost_deferred_finish_leaves_only_the_new_name_visible)
+{
+	struct pohm_ns *ns = fresh(0), *ns2, *ns3;
+	uint64_t d1, d2, a;
+
+	d1 = made(ns, 1, "d1", 1);
+	d2 = made(ns, 1, "d2", 1);
+	a = made(ns, d1, "a", 0);
+	EXPECT(d1 && d2 && a);
+	EXPECT(made(ns, d2, "o", 0) != 0);	/* d2's bucket stored (not created by the commit) */
+	EXPECT_EQ_U64(ino_of(ns, d2, "b"), 0);	/* the cache's lookup of the target */
+	pohm_kvmem_defer_lose(&kv, 1);
+	EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
+	pohm_kvmem_defer_lose(&kv, 0);
+	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);	/* not finished */
+	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);
+	ns2 = open_ns(0, 10000);		/* the intent is young for it */
+	EXPECT_EQ_U64(ino_of(ns2, d1, "a"), 0);
+	EXPECT_EQ_U64(ino_of(ns2, d2, "b"), a);
+	usleep(3000);
+	ns3 = open_ns(0, 1);			/* stale for it: resolves */
+	EXPECT_EQ_U64(ino_of(ns3, d1, "a"), 0);
+	EXPECT_EQ_U64(ino_of(ns3, d2, "b"), a);
+	EXPECT_EQ_INT((int)nlink_of(ns3, a), 1);
+	EXPECT_EQ_INT(raw_intent(d1, "a"), -1);	/* completed by the resolver */
+	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);	/* rolled forward, kept */
+	EXPECT_EQ_U64(ino_of(ns, d1, "a"), 0);
+	EXPECT_EQ_U64(ino_of(ns, d2, "b"), a);
+	pohm_ns_close(ns3);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
+ * Decision 0073: F1's cases with the finish sent without a wait and lost
+ * (pohm_kvmem_defer_lose): another handle unlinks the destination, renames
+ * it away, or the renamer itself unlinks it on its kept copy -- each
+ * settles the source first (the renamer: its own finish's outcome told
+ * first, -EIO, so it reads the source), and a third, stale handle finds
+ * nothing to roll forward.
+ */
+TEST(f1_lost_deferred_finish_unlink_by_another_handle_settles_first)
+{
+	f1_case_with(1, 1);
+}
+
+TEST(f1_lost_deferred_finish_rename_away_settles_first)
+{
+	f1_case_with(0, 1);
+}
+
+TEST(f1_lost_deferred_finish_unlink_by_the_renamer_settles_first)
+{
+	f1_case_with(3, 1);
 }
