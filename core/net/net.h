@@ -160,6 +160,12 @@ void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct poh
  * read of the connections that does not block. */
 int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm_req *r,
 			 uint64_t deadline);
+/* Wait until every request sent in w is done or enough(arg, NULL, 0, &dl)
+ * says w has what it needs (it may lower dl, as for pohm_net_run); 0, or
+ * -ETIMEDOUT at deadline.  Nothing is cancelled (pohm_net_window_close
+ * does).  Counted a wait as pohm_net_window_wait is. */
+int pohm_net_window_wait_enough(struct pohm_net *net, struct pohm_batch *w,
+				pohm_enough_fn enough, void *arg, uint64_t deadline);
 /* Cancel what of reqs (every request sent in w) is not done (-ECANCELED), free w. */
 void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
 			   size_t n);
