@@ -22,6 +22,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -754,15 +755,56 @@ struct seal_ctx {
 	uint64_t parent;
 	const char *name;
 	int restart;
+	uint64_t dir;		/* the directory sealed */
+	int resolved;		/* seal_moved_out removed entries: walk again */
 };
+
+/*
+ * ref's entries, when every one is a MOVE intent: each resolved as a
+ * reader resolves it (ns_entry_get: a committed one's source name goes,
+ * decision 0067), so that a file moved out whose finish was lost or is
+ * still untold does not keep its old directory from being removed.  1
+ * when at least one went (walk again), else -ENOTEMPTY.
+ */
+static int seal_moved_out(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct seal_ctx *c)
+{
+	char (*names)[POHM_NAME_MAX + 1];
+	uint32_t i, n = ref->bk.n;
+	int r = -ENOTEMPTY;
+
+	for (i = 0; i < n; i++)
+		if (ref->bk.e[i].intent != POHM_INTENT_MOVE)
+			return -ENOTEMPTY;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		snprintf(names[i], sizeof(names[i]), "%s", ref->bk.e[i].name);
+	for (i = 0; i < n; i++) {
+		struct pohm_dentry d = { 0 };
+		int g = ns_entry_get(ns, c->dir, names[i], &d);
+
+		pohm_dentry_clear(&d);
+		if (g == -ENOENT)
+			r = 1;		/* moved: its source name went */
+		else if (g && g != -ENOENT && r != 1)
+			r = g;
+	}
+	free(names);
+	if (r == 1)
+		c->resolved = 1;
+	return r;
+}
 
 static int seal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 {
 	struct seal_ctx *c = arg;
 	int r;
 
-	if (ref->bk.n || ref->bk.state == POHM_BUCKET_SPLITTING)
+	if (ref->bk.state == POHM_BUCKET_SPLITTING)
 		return -ENOTEMPTY;
+	if (ref->bk.n)
+		return seal_moved_out(ns, ref, c);
 	if ((ref->bk.state == POHM_BUCKET_SEALED || ref->bk.state == POHM_BUCKET_SEALED_WITH) &&
 	    ref->bk.txid == c->txid)
 		return 0;
@@ -803,7 +845,7 @@ static int unseal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
 		    const char *name)
 {
-	struct seal_ctx c = { txid, parent, name, 0 };
+	struct seal_ctx c = { txid, parent, name, 0, dir, 0 };
 	unsigned round;
 	int r = 0;
 
@@ -816,12 +858,12 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 		return r;
 	r = 0;
 	for (round = 0; round < ns->max_retries; round++) {
-		c.restart = 0;
+		c.restart = c.resolved = 0;
 		r = ns_bucket_walk(ns, dir, seal_fn, &c);
-		if (r < 0 || !c.restart)
+		if (r < 0 || (!c.restart && !c.resolved))
 			break;
 	}
-	if (r > 0 || c.restart)
+	if (r > 0 || c.restart || c.resolved)
 		r = -EBUSY;
 	if (r)
 		ns_bucket_walk(ns, dir, unseal_fn, &c);
@@ -830,7 +872,7 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 
 static void unseal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid)
 {
-	struct seal_ctx c = { txid, 0, "", 0 };
+	struct seal_ctx c = { txid, 0, "", 0, dir, 0 };
 
 	ns_bucket_walk(ns, dir, unseal_fn, &c);
 }
@@ -1189,17 +1231,32 @@ static void touch_prepare(struct pohm_ns *ns, uint64_t ino,
 	touch->expect = tcsum;
 }
 
-/* The deferred finish's outcome (finish_deferred): T is known settled
- * only when the finish was acknowledged (decision 0067). */
+/* The deferred finish (finish_deferred), told at its settle. */
 struct finish_box {
 	struct pohm_ns *ns;
+	uint64_t dir;
 	uint64_t txid;
+	char name[POHM_NAME_MAX + 1];
 };
 
+/*
+ * T is known settled only when the finish was acknowledged (decision
+ * 0067).  One refused (-EAGAIN, -EEXIST: the source's bucket changed since
+ * the intent, a concurrent mover's or creator's write) is owed: done now
+ * by intent_finish on a read, in the call whose start told it -- as the
+ * synchronous finish would have retried.  Unknown (-EIO: no quorum in
+ * time, a fork child's copy, a closed client) is the readers' to settle,
+ * as a renamer killed after its commit leaves it.
+ */
 static void finish_told(void *arg, int st)
 {
 	struct finish_box *f = arg;
 
+	if (st == -EAGAIN || st == -EEXIST) {
+		st = intent_finish(f->ns, f->dir, f->name, f->txid, 1, 0, 0, NULL);
+		if (st == -ENOENT)
+			st = 0;		/* a helper finished it */
+	}
 	if (!st)
 		ns_moved_note(f->ns, f->txid);
 	free(f);
@@ -1211,7 +1268,8 @@ static void finish_told(void *arg, int st)
  * the copy this thread's intent_set wrote, by kv put_deferred.  Any
  * outcome is one the namespace reads and repairs: the MOVE intent stays a
  * committed one until a reader or a changer of the destination removes it
- * (decision 0067).  0 sent; 1 nothing sent: finish it with intent_finish.
+ * (decision 0067); a refused one is redone (finish_told).  0 sent; 1
+ * nothing sent: finish it with intent_finish.
  */
 static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
 			   uint64_t txid)
@@ -1220,14 +1278,17 @@ static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, u
 	struct finish_box *f;
 	int i, r = 1;
 
-	if (!ns->kv.ops->put_deferred || ns_bucket_peek(ns, dir, name, &ref))
+	if (!ns->kv.ops->put_deferred || strlen(name) > POHM_NAME_MAX ||
+	    ns_bucket_peek(ns, dir, name, &ref))
 		return 1;
 	i = pohm_bucket_find(&ref.bk, name);
 	f = malloc(sizeof(*f));
 	if (f && i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].intent == POHM_INTENT_MOVE &&
 	    ref.bk.e[i].i_txid == txid) {
 		f->ns = ns;
+		f->dir = dir;
 		f->txid = txid;
+		strcpy(f->name, name);
 		pohm_bucket_remove(&ref.bk, (uint32_t)i);
 		r = ns_bucket_store_deferred(ns, &ref, finish_told, f) ? 1 : 0;
 	}
