@@ -132,8 +132,8 @@ os.unlink('$E/g')"
 # decision 0054: a file into another directory is its intent, its commit
 # and the finish with the ctime, no lookup; decision 0073: the ctime in
 # the commit's put_n, the finish sent without a wait and its reply read at
-# exit (not counted when it is in by then: a wait that does not block); decision 0055: rmdir needs no
-# lookup; decision 0058: its intent with the seal created on the empty
+# exit (not counted when it is in by then: a wait that does not block);
+# decision 0055: rmdir needs no lookup; decision 0058: its intent with the seal created on the empty
 # directory (one put_n), then the entry's removal with the tombstone and
 # the parent's count (one put_n).
 @test "mkdir 1, unlink 1, rmdir 2, rename 1 in a directory and 2 across, chmod 1, utimes 1 waits" {
@@ -157,9 +157,9 @@ os.unlink('$E/g')"
 # The renaming process knows its finish landed once told (decision 0073:
 # the finish left without a wait; the unlink right after the rename waits
 # for its reply, which is not in yet), then its unlink is the one put_n of
-# a kept copy (mv 2 + the finish's outcome 1 + rm 1).  A later process reads the source's
-# bucket first (1 wait), then the same put_n: 2 where a plain entry takes
-# 1.  Its rename away: the source's read, then the 2 waits of a rename
+# a kept copy (mv 2 + the finish's outcome 1 + rm 1; 3 when the reply is
+# in before the rm asks).  A later process reads the source's bucket first
+# (1 wait), then the same put_n: 2 where a plain entry takes 1.  Its rename away: the source's read, then the 2 waits of a rename
 # across on kept copies (decision 0073): 3 where a plain entry takes 2.
 @test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 3" {
 	within mv-then-rm 4 a "$PY" -c "
