@@ -257,7 +257,7 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 	return 0;
 }
 
-void pohm_proc_exit_push(const struct pohm_host_fds *h)
+void pohm_proc_exit_push(const struct pohm_host_fds *h, int settle)
 {
 	struct pohm_mount *m = pohm_proc_mount_now();
 	uint64_t *own = NULL;
@@ -272,7 +272,7 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h)
 	free(own);
 	/* Writes sent without a wait (a rename's finish, decision 0073): their
 	 * outcome, briefly; one not answered by then is the readers'. */
-	if (m && m->kv.ops->settle)
+	if (m && settle && m->kv.ops->settle)
 		m->kv.ops->settle(m->kv.ctx, pohm_sys_mono_ns() + POHM_EXIT_SETTLE_NS);
 	/* The CAS bases for the next process, once (decision 0048). */
 	if (m)
