@@ -51,6 +51,9 @@ struct pohm_ns {
 	 * 0067: its finish or a settle was acknowledged; a txid is never
 	 * reused, so it stays true); lossy, direct-mapped by txid. */
 	uint64_t settled[POHM_NS_HINTS];
+	/* Refused deferred finishes not yet redone (ns_finish_owed): pushed
+	 * by a settle's done, taken whole by atomic exchange, no lock. */
+	struct ns_owed *owed;
 };
 
 /* A decoded bucket plus what is needed to CAS it back. */
@@ -149,6 +152,16 @@ int ns_dir_lookup_pair(struct pohm_ns *ns, uint64_t dir1, const char *name1,
 int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
 uint8_t ns_dtype(uint32_t mode);
+
+/* nsops.c */
+/*
+ * Redo the finishes of this handle's renames whose deferred finish was
+ * refused (finish_told queued them: a settle's done must not make store
+ * calls, every other thread's call waits for it).  Called where no settle
+ * is running on this thread: after ns_moved_settle's settle, at close, at
+ * the start of a rename and of a listing.  A no-op when none is owed.
+ */
+void ns_finish_owed(struct pohm_ns *ns);
 
 /* nsdir.c */
 /* A reader's view of e (decision 0067): no intent, or only the MOVED_IN mark. */

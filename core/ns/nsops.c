@@ -1231,8 +1231,10 @@ static void touch_prepare(struct pohm_ns *ns, uint64_t ino,
 	touch->expect = tcsum;
 }
 
-/* The deferred finish (finish_deferred), told at its settle. */
-struct finish_box {
+/* The deferred finish (finish_deferred), told at its settle; owed (on
+ * ns->owed) when refused. */
+struct ns_owed {
+	struct ns_owed *next;
 	struct pohm_ns *ns;
 	uint64_t dir;
 	uint64_t txid;
@@ -1242,24 +1244,51 @@ struct finish_box {
 /*
  * T is known settled only when the finish was acknowledged (decision
  * 0067).  One refused (-EAGAIN, -EEXIST: the source's bucket changed since
- * the intent, a concurrent mover's or creator's write) is owed: done now
- * by intent_finish on a read, in the call whose start told it -- as the
- * synchronous finish would have retried.  Unknown (-EIO: no quorum in
- * time, a fork child's copy, a closed client) is the readers' to settle,
- * as a renamer killed after its commit leaves it.
+ * the intent, a concurrent mover's or creator's write) is owed: queued
+ * here, redone by ns_finish_owed once no settle is running -- a done runs
+ * while this thread is the process's one settler and every other thread's
+ * store call waits for it, and intent_finish may read and CAS up to
+ * max_retries times.  Unknown (-EIO: no quorum in time, a fork child's
+ * copy, a closed client) is the readers' to settle, as a renamer killed
+ * after its commit leaves it.
  */
 static void finish_told(void *arg, int st)
 {
-	struct finish_box *f = arg;
+	struct ns_owed *f = arg;
 
 	if (st == -EAGAIN || st == -EEXIST) {
-		st = intent_finish(f->ns, f->dir, f->name, f->txid, 1, 0, 0, NULL);
-		if (st == -ENOENT)
-			st = 0;		/* a helper finished it */
+		f->next = __atomic_load_n(&f->ns->owed, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(&f->ns->owed, &f->next, f, 1,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+		return;
 	}
 	if (!st)
 		ns_moved_note(f->ns, f->txid);
 	free(f);
+}
+
+/* Set while this thread redoes owed finishes (their own calls do not). */
+static __thread int owing_here;
+
+void ns_finish_owed(struct pohm_ns *ns)
+{
+	struct ns_owed *f, *next;
+	int r;
+
+	if (owing_here || !__atomic_load_n(&ns->owed, __ATOMIC_RELAXED))
+		return;
+	owing_here = 1;
+	/* Again while the redos' own calls told more refusals. */
+	while ((f = __atomic_exchange_n(&ns->owed, NULL, __ATOMIC_ACQUIRE)))
+		for (; f; f = next) {
+			next = f->next;
+			r = intent_finish(ns, f->dir, f->name, f->txid, 1, 0, 0, NULL);
+			if (!r || r == -ENOENT)	/* -ENOENT: a helper finished it */
+				ns_moved_note(ns, f->txid);
+			free(f);
+		}
+	owing_here = 0;
 }
 
 /*
@@ -1275,7 +1304,7 @@ static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, u
 			   uint64_t txid)
 {
 	struct ns_bucket_ref ref;
-	struct finish_box *f;
+	struct ns_owed *f;
 	int i, r = 1;
 
 	if (!ns->kv.ops->put_deferred || strlen(name) > POHM_NAME_MAX ||
@@ -1325,6 +1354,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
+	ns_finish_owed(ns);	/* the renamer's refused finishes, redone first */
 	intent.i_txid = ns_random(ns);
 	if (sdir == ddir) {
 		/* The bucket this thread just read (the cache's lookup of the
@@ -1728,6 +1758,7 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 	size_t i;
 	int r = 0;
 
+	ns_finish_owed(ns);
 	/* The first round reads dir's inode with the root bucket: check_dir
 	 * without a round trip of its own. */
 	for (round = 0; round < 16; round++) {

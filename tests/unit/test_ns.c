@@ -5334,8 +5334,9 @@ static struct pohm_ns *open_racy(void)
 /*
  * A deferred finish refused because the source's bucket changed under it
  * (review of s18-mv4, HIGH: it was left to the readers, and 4 movers out
- * of one directory left most finishes undone) is owed: redone by
- * intent_finish at the renamer's next storage call, whose start tells it.
+ * of one directory left most finishes undone) is owed: told at the
+ * renamer's next storage call's start, redone by intent_finish after that
+ * settle (ns_finish_owed), not inside it.
  */
 TEST(refused_deferred_finish_is_redone_at_the_next_call)
 {
@@ -5356,7 +5357,13 @@ TEST(refused_deferred_finish_is_redone_at_the_next_call)
 	racer = NULL;
 	EXPECT_EQ_INT((int)pohm_kvmem_deferred(&kv), 1);	/* sent, refused, untold */
 	EXPECT_EQ_INT(raw_intent(d1, "z"), 0);		/* the other handle's create */
-	/* That read told the refusal: the finish was redone then. */
+	/* That read told the refusal, in its settle: owed, not redone there
+	 * (review of s19-mv4, MEDIUM: the redo ran while this thread held
+	 * the process's settler slot, every other thread's call waiting). */
+	EXPECT_EQ_INT((int)pohm_kvmem_deferred(&kv), 0);
+	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);
+	/* The renamer's next call (a listing here) redoes it first. */
+	EXPECT_EQ_INT(count_entries(ns, d1), 1);	/* z */
 	EXPECT_EQ_INT(raw_intent(d1, "a"), -1);
 	EXPECT_EQ_INT(raw_intent(d2, "b"), POHM_INTENT_MOVED_IN);
 	EXPECT_EQ_U64(ino_of(ns2, d1, "a"), 0);
