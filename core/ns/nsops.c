@@ -1721,9 +1721,13 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 			if (r && r != -ENOENT)
 				return r;
 			if (r == -ENOENT || d.ino != e->ino || !d.intent) {
-				c->changed = 1;	/* resolved: this snapshot is stale */
+				/* Resolved: this snapshot is stale.  The rest of
+				 * the walk is resolved too, so a directory with
+				 * many leftover moves lists in a round or two,
+				 * not one per entry (16 rounds: EBUSY). */
+				c->changed = 1;
 				pohm_dentry_clear(&d);
-				return 1;
+				continue;
 			}
 			pohm_dentry_clear(&d);
 		}

@@ -5374,6 +5374,48 @@ TEST(refused_deferred_finish_is_redone_at_the_next_call)
 }
 
 /*
+ * A directory with many leftover committed moves out (finishes lost, as
+ * renamers killed after their commit leave them) lists at once (review of
+ * s19-mv4, LOW: a listing resolved one such entry per round, 16 rounds,
+ * then failed EBUSY).
+ */
+TEST(listing_resolves_many_leftover_moves_out)
+{
+	struct pohm_ns *ns = fresh(0), *ns2;	/* d1: one bucket (256) */
+	uint64_t d1, d2;
+	char name[16], to[16];
+	int i;
+
+	d1 = made(ns, 1, "d1", 1);
+	d2 = made(ns, 1, "d2", 1);
+	EXPECT(d1 && d2);
+	EXPECT(made(ns, d2, "o", 0) != 0);	/* d2's bucket stored */
+	EXPECT(made(ns, d1, "keep", 0) != 0);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		EXPECT(made(ns, d1, name, 0) != 0);
+	}
+	pohm_kvmem_defer_lose(&kv, 1);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		snprintf(to, sizeof(to), "g%d", i);
+		EXPECT_EQ_INT((int)nlink_of(ns, ino_of(ns, d1, name)), 1);	/* the cache's */
+		EXPECT_EQ_U64(ino_of(ns, d2, to), 0);
+		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, name, d2, to, 0), 0);
+	}
+	pohm_kvmem_defer_lose(&kv, 0);
+	EXPECT_EQ_INT(raw_intent(d1, "f39"), POHM_INTENT_MOVE);	/* not finished */
+	EXPECT_EQ_INT(raw_intent(d1, "f0"), POHM_INTENT_MOVE);
+	ns2 = open_ns(0, 10000);		/* the intents are young for it */
+	EXPECT_EQ_INT(count_entries(ns2, d1), 1);	/* keep */
+	EXPECT_EQ_INT(raw_intent(d1, "f0"), -1);
+	EXPECT_EQ_INT(raw_intent(d1, "f39"), -1);
+	EXPECT_EQ_INT(count_entries(ns2, d2), 41);
+	pohm_ns_close(ns2);
+	pohm_ns_close(ns);
+}
+
+/*
  * An rmdir of the directory a file moved out of, while the move's finish
  * is lost or untold (the source keeps the committed MOVE T; another
  * handle, for which the intent is young): the seal resolves it as a
