@@ -158,8 +158,9 @@ uint8_t ns_dtype(uint32_t mode);
  * Redo the finishes of this handle's renames whose deferred finish was
  * refused (finish_told queued them: a settle's done must not make store
  * calls, every other thread's call waits for it).  Called where no settle
- * is running on this thread: after ns_moved_settle's settle, at close, at
- * the start of a rename and of a listing.  A no-op when none is owed.
+ * is running on this thread: at close, at the start of a rename and of a
+ * listing (ns_moved_settle does the finish it needs itself).  A no-op
+ * when none is owed.
  */
 void ns_finish_owed(struct pohm_ns *ns);
 

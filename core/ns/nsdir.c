@@ -526,11 +526,10 @@ int ns_moved_settle(struct pohm_ns *ns, uint64_t ddir, const struct pohm_dentry 
 		return 0;
 	/* This process's own finish may be still untold (decision 0073):
 	 * its outcome first, no wait when its replies are in. */
-	if (ns->kv.ops->settle && ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX) > 0) {
-		ns_finish_owed(ns);	/* a refused one: redone now, out of the settle */
-		if (moved_known(ns, e))
-			return 0;
-	}
+	if (ns->kv.ops->settle && ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX) > 0 &&
+	    moved_known(ns, e))
+		return 0;
+	/* A refused one (owed, ns_finish_owed) is the finish done below. */
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &sref);
