@@ -67,12 +67,57 @@ static void base_drop(struct pohm_walk_base *base)
 	}
 }
 
+/*
+ * The kept look (issue 23): the O_PATH fd of a create's parent that the
+ * walk table holds, kept after the create (c->kdir: high, close-on-exec,
+ * registered as ownfd, so the host's close, close_range and dup2 leave it
+ * alone) instead of being closed.  The next create below the same
+ * directory takes it with one readlink in place of cache_walk_open's
+ * openat2, fstat and the close after: the kernel's path of the kept fd is
+ * the prefix's own and rel, so rel spelled from the prefix reaches that
+ * very directory now and no component on the way is a symlink (each is
+ * one of the directory's ancestors) — cache_walk_open's look, as
+ * names_fd (cachens.c) takes a new file's path from the kernel.  The
+ * table's freshness of every directory of the chain is checked as before.
+ * Two calls fewer a create in the directory of the one before; a create
+ * in another directory pays one more (the move high) and the close of
+ * the one kept before.  Threads share it: kdir_users counts the creates
+ * using it (vlock), and it is replaced only while none does.
+ */
+static int look_take(struct pohm_cache *c, const char *rel, const struct pohm_dfresh *e)
+{
+	char got[4096];
+	int fd, rn = cache_prefix_root(c), n;
+	size_t l = strlen(rel);
+
+	if (rn <= 0)
+		return -1;
+	pthread_mutex_lock(&c->vlock);
+	fd = __atomic_load_n(&c->kdir, __ATOMIC_ACQUIRE);
+	if (fd >= 0 && c->kdir_dev == e->ldev && c->kdir_ino == e->lino)
+		c->kdir_users++;
+	else
+		fd = -1;
+	pthread_mutex_unlock(&c->vlock);
+	if (fd < 0)
+		return -1;
+	n = pohm_sys_fd_path(fd, got, sizeof(got));
+	if (n == rn + 1 + (int)l && !memcmp(got, c->proot, (size_t)rn) && got[rn] == '/' &&
+	    !memcmp(got + rn + 1, rel, l))
+		return fd;
+	pthread_mutex_lock(&c->vlock);
+	c->kdir_users--;
+	pthread_mutex_unlock(&c->vlock);
+	return -1;
+}
+
 /* cache_walk_start's look, base's fd taken (base->fd set to -1): base's
  * own fd when it is the table's directory, else closed before any open of
  * its own (one free fd must do, as for the walk from the root: review 2 of
  * session 17, finding 1). */
+/* look (NULL: none): a create's, which may take the kept look. */
 static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
-		      struct pohm_walk_base *base)
+		      struct pohm_walk_base *base, struct cache_look *look)
 {
 	struct pohm_dfresh e;
 	uint64_t h;
@@ -101,6 +146,17 @@ static int walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_c
 		return fd;
 	}
 	base_drop(base);
+	if (look) {
+		look->kept = 0;
+		look->ldev = e.ldev;
+		look->lino = e.lino;
+		fd = look_take(c, rel, &e);
+		if (fd >= 0) {
+			look->kept = 1;
+			*ch = e.chain;
+			return fd;
+		}
+	}
 	fd = cache_walk_open(c, rel, e.ldev, e.lino);
 	if (fd >= 0)
 		*ch = e.chain;
@@ -127,6 +183,48 @@ int cache_walk_open(struct pohm_cache *c, const char *rel, uint64_t ldev, uint64
 	return fd;
 }
 
+int cache_walk_start_look(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
+			  struct cache_look *look)
+{
+	int fd;
+
+	look->kept = 0;
+	fd = walk_start(c, rel, ch, NULL, look);
+	if (fd < 0)
+		look->ldev = look->lino = 0;
+	return fd;
+}
+
+void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look *look)
+{
+	int old = -1;
+
+	if (look->kept) {
+		pthread_mutex_lock(&c->vlock);
+		c->kdir_users--;
+		pthread_mutex_unlock(&c->vlock);
+		return;
+	}
+	if (!look->lino || dfd < 0 || (dfd = pohm_sys_move_high(dfd)) < POHM_FD_BASE) {
+		if (dfd >= 0)
+			pohm_sys_close(dfd);
+		return;
+	}
+	pthread_mutex_lock(&c->vlock);
+	if (!c->kdir_users) {
+		old = pohm_own_release(&c->kdir);
+		pohm_own_set(&c->kdir, dfd);
+		c->kdir_dev = look->ldev;
+		c->kdir_ino = look->lino;
+		dfd = -1;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	if (old >= 0)
+		pohm_sys_close(old);
+	if (dfd >= 0)
+		pohm_sys_close(dfd);
+}
+
 int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
 		     struct pohm_walk_base *base)
 {
@@ -134,7 +232,7 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 
 	if (base)
 		base->taken = 0;
-	fd = walk_start(c, rel, ch, base);
+	fd = walk_start(c, rel, ch, base, NULL);
 	base_drop(base);	/* the table does not hold rel: before the walk's opens */
 	return fd;
 }

@@ -87,3 +87,23 @@ teardown() {
 	run shim a bash -c ': >"$1/d/s/f2"' sh "$T/a"
 	[ "$status" -ne 0 ]
 }
+
+@test "an ancestor replaced here by a symlink after creates in the directory: the kept parent is not taken" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	# As above, but two creates in d/s first: the second one's parent fd
+	# is kept for the next create (walkfresh.c, the kept look, issue 23),
+	# and that one must see that d/s is no longer reached as spelled.
+	run shim a bash -c '
+		: >"$1/d/s/f0" || exit 9
+		: >"$1/d/s/f0b" || exit 9
+		: >"$1/d/s/f0c" || exit 9
+		env -u LD_PRELOAD mv "$1/d" "$1/d_old" || exit 7
+		env -u LD_PRELOAD ln -s d_old "$1/d" || exit 7
+		: >"$1/d/s/f1" && exit 1
+		exit 0' sh "$T/a"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/a/d_old/s/f1" ]
+	[ -e "$T/a/d_old/s/f0c" ]
+}

@@ -185,15 +185,21 @@ trace() {
 #     shadow of the write-only fd without an fstat, the push's own fstat
 #     in its turn checks it: creates 372, the first 198 (with pread: 441,
 #     206).
+# Session 19:
+#   (create, doc/notes-s19-create.md) a create's parent from the walk
+#     table kept open after the create (walkfresh.c, the kept look): the
+#     next create in that directory checks it with one readlink, no
+#     openat2, fstat and close; the first create in a directory pays the
+#     move high: creates 355, the first 198 (with pread: 424, 206).
 # The ten creates, stats and opens count one call more in some runs than
 # in others (also before these changes; seen most with other tests running
 # beside), the first create too: their limits are the higher figures (now
-# 373, 199, 3, 12; where the journal is read with pread: 443, 207, 14, 12 —
+# 356, 199, 3, 12; where the journal is read with pread: 425, 207, 14, 12 —
 # the first create pays 4 calls more there, 206 on tmpfs: the fstatfs that
 # decides not to map).
-@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 37 extra syscalls, budget 30" {
+@test "create + write 4 KiB + close, sync_on_close=1, in a running process: not yet at the budget: 35.5 extra syscalls, budget 30" {
 	trace create create
-	[ "$TEN" -le "$(lim 373 443)" ]
+	[ "$TEN" -le "$(lim 356 425)" ]
 	[ "$FIRST" -le "$(lim 199 207)" ]
 	[ "$CONN" -ge 1 ]
 	[ "$(shim a cat "$D/new11" | wc -c)" -eq 4096 ]
@@ -211,11 +217,12 @@ trace() {
 # futimens too, which then read no x.idx; 581 with the created file's
 # steps of crsysa, above; 562 with its name checked by one readlink;
 # session 17: 442 with the journal's first level read from its mapping;
-# session 18: 432 with the close's shadow checked by the push's fstat).
+# session 18: 432 with the close's shadow checked by the push's fstat;
+# session 19: 415 with the create's parent kept between creates).
 # The close still pushes both: host b reads the mode and the mtime.
 @test "fchmod + futimens of a file being written through a write-only fd: no push turn before the close" {
 	trace wattr wattr
-	[ "$TEN" -le "$(lim 433 553)" ]
+	[ "$TEN" -le "$(lim 416 535)" ]
 	mkdir -p "$T/b"
 	[ "$(shim b stat -c '%a %Y %s' "$T/b/d/att11")" = "640 1500000000 4096" ]
 }
