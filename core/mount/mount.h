@@ -190,6 +190,10 @@ struct pohm_host_fds {
 	/* Drop the readable fds of files no fd of the host has open any more
 	 * (closed behind the host table's back: a raw SYS_close). */
 	void (*sweep)(void);
+	/* Write-only fd's file as its open recorded it with the readable fd
+	 * it made then (dev, ino and S_IFREG in *st, no call): 0, or -ENOENT
+	 * (not known: fstat fd).  NULL: never known. */
+	int (*known)(int fd, struct stat *st);
 };
 /* 1 if the local file (dev, ino) is open through an fd the host opened
  * under the prefix (h: a struct pohm_host_fds; the shape of the held
