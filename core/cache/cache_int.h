@@ -66,9 +66,9 @@ struct pohm_cache {
 	struct pohm_ns *ns;
 	struct pohm_journal j;
 	int pfd;			/* the prefix directory, O_PATH, high */
-	int proot_len;			/* proot's length; 0 until names_fd reads it, -1
+	int proot_len;			/* proot's length; 0 until first read, -1
 					 * unusable (atomic: filled under vlock, then set) */
-	char proot[4096];		/* the kernel's path of pfd, read once (cachens.c) */
+	char proot[4096];		/* the kernel's path of pfd, read once (cache_prefix_root) */
 	int stage_fd;			/* where fetches build temp files (same filesystem) */
 	int kdir;			/* the kept look (walkfresh.c): the last create's
 					 * parent, O_PATH, high, registered as ownfd; -1 none */
@@ -84,7 +84,7 @@ struct pohm_cache {
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
 	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, lhint, sib, sibnext,
-					 * stats */
+					 * stats, kdir_dev/ino/users */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
@@ -169,8 +169,8 @@ int cache_walk_start_look(struct pohm_cache *c, const char *rel, struct cache_wa
  * directory's fd kept instead of the one kept before (when no create uses
  * that one); any other closed. */
 void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look *look);
-/* cachens.c: the length of the kernel's path of the prefix directory
- * (c->proot, read once), or <= 0 (unusable). */
+/* The length of the kernel's path of the prefix directory (c->proot,
+ * read once), or <= 0 (unusable). */
 int cache_prefix_root(struct pohm_cache *c);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */

@@ -67,6 +67,25 @@ static void base_drop(struct pohm_walk_base *base)
 	}
 }
 
+/* The kernel's path of the prefix directory, read at the first need and
+ * kept (c->proot): its length, or <= 0 (none: walk instead). */
+int cache_prefix_root(struct pohm_cache *c)
+{
+	int n = __atomic_load_n(&c->proot_len, __ATOMIC_ACQUIRE);
+
+	if (n)
+		return n;
+	pthread_mutex_lock(&c->vlock);
+	n = c->proot_len;
+	if (!n) {
+		n = pohm_sys_fd_path(c->pfd, c->proot, sizeof(c->proot));
+		n = n > 0 ? n : -1;
+		__atomic_store_n(&c->proot_len, n, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->vlock);
+	return n;
+}
+
 /*
  * The kept look (issue 23): the O_PATH fd of a create's parent that the
  * walk table holds, kept after the create (c->kdir: high, close-on-exec,
