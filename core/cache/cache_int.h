@@ -74,6 +74,7 @@ struct pohm_cache {
 					 * parent, O_PATH, high, registered as ownfd; -1 none */
 	uint64_t kdir_dev, kdir_ino;	/* its local directory (vlock) */
 	int kdir_users;			/* creates using it now (vlock) */
+	uint64_t klast_dev, klast_ino;	/* the last create's parent from the walk table (vlock) */
 	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
 					 * at its first use (-1 until then; set by compare-
 					 * and-swap, then registered as ownfd) */
@@ -84,7 +85,7 @@ struct pohm_cache {
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
 	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, lhint, sib, sibnext,
-					 * stats, kdir_dev/ino/users */
+					 * stats, kdir_dev/ino/users, klast_dev/ino */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */

@@ -98,10 +98,12 @@ int cache_prefix_root(struct pohm_cache *c)
  * one of the directory's ancestors) — cache_walk_open's look, as
  * names_fd (cachens.c) takes a new file's path from the kernel.  The
  * table's freshness of every directory of the chain is checked as before.
- * Two calls fewer a create in the directory of the one before; a create
- * in another directory pays one more (the move high) and the close of
- * the one kept before.  Threads share it: kdir_users counts the creates
- * using it (vlock), and it is replaced only while none does.
+ * It is kept from the second create in a row in one directory on (that
+ * one pays the move high and the close of the one kept before); every
+ * create after it there is two calls fewer, and creates that go from
+ * one directory to another pay what they paid before.  Threads share it:
+ * kdir_users counts the creates using it (vlock), and it is replaced only
+ * while none does.
  */
 static int look_take(struct pohm_cache *c, const char *rel, const struct pohm_dfresh *e)
 {
@@ -216,15 +218,24 @@ int cache_walk_start_look(struct pohm_cache *c, const char *rel, struct cache_wa
 
 void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look *look)
 {
-	int old = -1;
+	int old = -1, again = 0;
 
+	pthread_mutex_lock(&c->vlock);
 	if (look->kept) {
-		pthread_mutex_lock(&c->vlock);
 		c->kdir_users--;
-		pthread_mutex_unlock(&c->vlock);
-		return;
+	} else if (look->lino) {
+		/* Kept from a directory's second create in a row on: creates
+		 * that go from one directory to another pay no move high and
+		 * no close of the one kept before. */
+		again = c->klast_dev == look->ldev && c->klast_ino == look->lino &&
+			!c->kdir_users;
+		c->klast_dev = look->ldev;
+		c->klast_ino = look->lino;
 	}
-	if (!look->lino || dfd < 0 || (dfd = pohm_sys_move_high(dfd)) < POHM_FD_BASE) {
+	pthread_mutex_unlock(&c->vlock);
+	if (look->kept)
+		return;
+	if (!again || dfd < 0 || (dfd = pohm_sys_move_high(dfd)) < POHM_FD_BASE) {
 		if (dfd >= 0)
 			pohm_sys_close(dfd);
 		return;
