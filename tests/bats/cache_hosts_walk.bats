@@ -97,8 +97,9 @@ link_after_creates() {
 }
 
 @test "an ancestor replaced here by a symlink after creates in the directory: the kept parent is not taken" {
-	# Three creates: the second one's parent fd is kept for the next
-	# create (walkfresh.c, the kept look, issue 23); the create after the
-	# switch must see that d/s is no longer reached as spelled.
+	# Three creates: the first walks, the second takes d/s from the walk
+	# table, the third keeps its parent fd for the next create
+	# (walkfresh.c, the kept look, issue 23); the create after the switch
+	# must see that d/s is no longer reached as spelled.
 	link_after_creates 3
 }
