@@ -227,6 +227,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 	if (!c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
+	c->kdir_users = 0;	/* only the forking thread is here: no create uses it */
 	pohm_journal_atfork_child();
 	cache_lockfds_atfork_child(c);
 	cache_writers_atfork_child(c);

@@ -75,6 +75,8 @@ struct pohm_cache {
 	uint64_t kdir_dev, kdir_ino;	/* its local directory (vlock) */
 	int kdir_users;			/* creates using it now (vlock) */
 	uint64_t klast_dev, klast_ino;	/* the last create's parent from the walk table (vlock) */
+	int klow;			/* 1: a move high failed (RLIMIT_NOFILE at or below
+					 * POHM_FD_BASE): nothing kept, no move tried (vlock) */
 	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
 					 * at its first use (-1 until then; set by compare-
 					 * and-swap, then registered as ownfd) */
@@ -85,7 +87,7 @@ struct pohm_cache {
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
 	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, lhint, sib, sibnext,
-					 * stats, kdir_dev/ino/users, klast_dev/ino */
+					 * stats, kdir_dev/ino/users, klast_dev/ino, klow */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */

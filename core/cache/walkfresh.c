@@ -103,7 +103,11 @@ int cache_prefix_root(struct pohm_cache *c)
  * create after it there is two calls fewer, and creates that go from
  * one directory to another pay what they paid before.  Threads share it:
  * kdir_users counts the creates using it (vlock), and it is replaced only
- * while none does.
+ * while none does.  It takes one of the program's numbers: an open that
+ * fails EMFILE or ENFILE (the program's, procopen.c and preload/open.c,
+ * or cache_walk_open's) closes it while no create uses it and is tried
+ * once more (pohm_cache_kept_drop).  Once a move high failed (a limit at
+ * or below POHM_FD_BASE) nothing is kept or moved any more (klow).
  */
 static int look_take(struct pohm_cache *c, const char *rel, const struct pohm_dfresh *e)
 {
@@ -111,7 +115,8 @@ static int look_take(struct pohm_cache *c, const char *rel, const struct pohm_df
 	int fd, rn = cache_prefix_root(c), n;
 	size_t l = strlen(rel);
 
-	if (rn <= 0)
+	/* A rel whose kernel path could be read as a removed directory's. */
+	if (rn <= 0 || (l >= 10 && !strcmp(rel + l - 10, " (deleted)")))
 		return -1;
 	pthread_mutex_lock(&c->vlock);
 	fd = __atomic_load_n(&c->kdir, __ATOMIC_ACQUIRE);
@@ -194,6 +199,8 @@ int cache_walk_open(struct pohm_cache *c, const char *rel, uint64_t ldev, uint64
 	 * would lead to the remembered one under another path.  Where openat2
 	 * is missing or filtered, the walk. */
 	fd = pohm_sys_open_dir_nolinks(c->pfd, rel);
+	if ((fd == -EMFILE || fd == -ENFILE) && pohm_cache_kept_drop(c))
+		fd = pohm_sys_open_dir_nolinks(c->pfd, rel);
 	if (fd < 0)
 		return -ENOENT;
 	if (pohm_sys_fstat(fd, &st) || (uint64_t)st.st_dev != ldev ||
@@ -228,14 +235,21 @@ void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look
 		 * that go from one directory to another pay no move high and
 		 * no close of the one kept before. */
 		again = c->klast_dev == look->ldev && c->klast_ino == look->lino &&
-			!c->kdir_users;
+			!c->kdir_users && !c->klow;
 		c->klast_dev = look->ldev;
 		c->klast_ino = look->lino;
 	}
 	pthread_mutex_unlock(&c->vlock);
 	if (look->kept)
 		return;
-	if (!again || dfd < 0 || (dfd = pohm_sys_move_high(dfd)) < POHM_FD_BASE) {
+	if (again && dfd >= 0 && (dfd = pohm_sys_move_high(dfd)) >= 0 && dfd < POHM_FD_BASE) {
+		/* No high number (RLIMIT_NOFILE): stop trying (2 calls a create). */
+		pthread_mutex_lock(&c->vlock);
+		c->klow = 1;
+		pthread_mutex_unlock(&c->vlock);
+		again = 0;
+	}
+	if (!again || dfd < 0) {
 		if (dfd >= 0)
 			pohm_sys_close(dfd);
 		return;
@@ -243,16 +257,33 @@ void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look
 	pthread_mutex_lock(&c->vlock);
 	if (!c->kdir_users) {
 		old = pohm_own_release(&c->kdir);
-		pohm_own_set(&c->kdir, dfd);
-		c->kdir_dev = look->ldev;
-		c->kdir_ino = look->lino;
-		dfd = -1;
+		if (!pohm_own_set(&c->kdir, dfd)) {
+			c->kdir_dev = look->ldev;
+			c->kdir_ino = look->lino;
+			dfd = -1;
+		} else {
+			pohm_own_release(&c->kdir);	/* own-fd table full: unprotected, closed */
+		}
 	}
 	pthread_mutex_unlock(&c->vlock);
 	if (old >= 0)
 		pohm_sys_close(old);
 	if (dfd >= 0)
 		pohm_sys_close(dfd);
+}
+
+int pohm_cache_kept_drop(struct pohm_cache *c)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&c->vlock);
+	if (!c->kdir_users && __atomic_load_n(&c->kdir, __ATOMIC_ACQUIRE) >= 0)
+		fd = pohm_own_release(&c->kdir);
+	pthread_mutex_unlock(&c->vlock);
+	if (fd < 0)
+		return 0;
+	pohm_sys_close(fd);
+	return 1;
 }
 
 int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,

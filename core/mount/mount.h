@@ -143,6 +143,9 @@ struct pohm_mount *pohm_proc_mount_now(void);
 struct pohm_mount *pohm_proc_mount_of(const struct pohm_cache *c);
 /* The process's first mount (the euid it started with) if it opened, or NULL. */
 struct pohm_mount *pohm_proc_mount_first(void);
+/* A host open failed EMFILE or ENFILE: every open mount's kept fd given
+ * back (pohm_cache_kept_drop).  1 when one was closed (retry once), 0. */
+int pohm_proc_fds_relief(void);
 /* Count one call of kind k with result r (an error when the storage or the
  * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
  * local disk answers too).  Returns r. */

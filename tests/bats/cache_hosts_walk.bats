@@ -103,3 +103,50 @@ link_after_creates() {
 	# must see that d/s is no longer reached as spelled.
 	link_after_creates 3
 }
+
+# opens_until_full N PATH: one process on host a (RLIMIT_NOFILE 760) makes
+# N files in d/s, then opens PATH until EMFILE; prints the opens counted.
+opens_until_full() {
+	shim a python3 -c '
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (760, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for i in range(int(sys.argv[2])):
+    open("%s/d/s/f0.%d" % (sys.argv[1], i), "w").close()
+n = 0
+try:
+    while True:
+        os.open(sys.argv[3], os.O_RDONLY)
+        n += 1
+except OSError as e:
+    assert e.errno == 24, e
+print(n)' "$T/a" "$1" "$2"
+}
+
+@test "a program near RLIMIT_NOFILE: the kept parent is given back at its EMFILE" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	shim a bash -c ': >"$1"' sh "$T/a/d/s/r"
+	for p in "$T/a/d/s/r" /dev/null; do
+		one=$(opens_until_full 1 "$p")
+		three=$(opens_until_full 3 "$p")
+		echo "$p: after 1 create $one, after 3 (parent kept) $three"
+		[ "$one" -gt 600 ]
+		[ "$three" -eq "$one" ]
+	done
+}
+
+@test "RLIMIT_NOFILE below the internal fds: a create's parent is moved high once, not at every create" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	shim a strace -f -y -qq -o "$T/tr" python3 -c '
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (600, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for i in range(6):
+    open("%s/d/s/f%d" % (sys.argv[1], i), "w").close()' "$T/a"
+	[ -e "$T/a/d/s/f5" ]
+	n=$(grep -cE '/d/s>, F_DUPFD_CLOEXEC, 700\) = -1' "$T/tr" || true)
+	echo "failed moves of d/s: $n"
+	[ "$n" -eq 1 ]
+}
