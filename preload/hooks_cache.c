@@ -96,7 +96,7 @@ static int fds_next(int from, uint64_t *ino, unsigned *flags)
 }
 
 static const struct pohm_host_fds host_fds = {
-	fds_next, pohm_shadow_get, pohm_shadow_host_closing, pohm_shadow_sweep,
+	fds_next, pohm_shadow_get, pohm_shadow_host_closing, pohm_shadow_sweep, pohm_shadow_known,
 };
 
 /* What the first mount needs of the shim: the signal handlers' queue

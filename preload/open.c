@@ -97,8 +97,14 @@ __attribute__((noinline, cold)) static int open_outside_failed(int dirfd, const 
 							      int flags, mode_t mode)
 {
 	char real[PATH_MAX];
-	int e = errno;
+	int e = errno, fd;
 
+	if ((e == EMFILE || e == ENFILE) && pohm_state.on && !pohm_depth && pohm_proc_fds_relief()) {
+		fd = pohm_real.openat(dirfd, path, flags, mode);	/* a kept fd given back */
+		if (fd >= 0)
+			return fd;
+		e = errno;
+	}
 	if ((e == EACCES || e == ENXIO) && pohm_state.on && !pohm_depth && (dirfd == AT_FDCWD || path[0] == '/') &&
 	    pohm_real.realpath(path, real) && !pohm_pass(AT_FDCWD, real))
 		return open_slow_at(AT_FDCWD, real, flags, mode, 1);

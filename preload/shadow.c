@@ -32,6 +32,8 @@
 
 struct shadow {
 	int fd;			/* -1 = free slot */
+	int host;		/* the host fd whose open made it, while that fd is
+				 * the inode's (-1: none, or not known) */
 	dev_t dev;
 	ino_t ino;
 };
@@ -103,6 +105,10 @@ int pohm_shadow_get(int fd, const struct stat *known, int fresh)
 	if (!S_ISREG(st.st_mode))
 		return -EBADF;
 	pohm_busy_lock(&shadow_lock);
+	if (fresh == 1)		/* fd names another file now than any shadow made at its open */
+		for (i = 0; i < cap; i++)
+			if (shadows[i].fd >= 0 && shadows[i].host == fd)
+				shadows[i].host = -1;
 	s = find(st.st_dev, st.st_ino);
 	if (s && ((known && fresh == POHM_HOST_FD_UNCHECKED) || valid(s))) {
 		r = s->fd;
@@ -131,10 +137,31 @@ int pohm_shadow_get(int fd, const struct stat *known, int fresh)
 	if (r >= 0) {
 		__atomic_add_fetch(&nshadows, 1, __ATOMIC_RELAXED);
 		shadows[i].fd = r;
+		shadows[i].host = fresh == 1 ? fd : -1;
 		shadows[i].dev = st.st_dev;
 		shadows[i].ino = st.st_ino;
 	}
 out:
+	pohm_busy_unlock(&shadow_lock);
+	return r;
+}
+
+int pohm_shadow_known(int fd, struct stat *st)
+{
+	int i, r = -ENOENT;
+
+	if (!__atomic_load_n(&nshadows, __ATOMIC_RELAXED))
+		return r;
+	pohm_busy_lock(&shadow_lock);
+	for (i = 0; i < cap; i++)
+		if (shadows[i].fd >= 0 && shadows[i].host == fd) {
+			memset(st, 0, sizeof(*st));
+			st->st_dev = shadows[i].dev;
+			st->st_ino = shadows[i].ino;
+			st->st_mode = S_IFREG;
+			r = 0;
+			break;
+		}
 	pohm_busy_unlock(&shadow_lock);
 	return r;
 }
@@ -173,6 +200,8 @@ void pohm_shadow_host_closing(int fd, const struct stat *known)
 			pohm_sys_close(s->fd);
 		s->fd = -1;
 		__atomic_sub_fetch(&nshadows, 1, __ATOMIC_RELAXED);
+	} else if (s && s->host == fd) {
+		s->host = -1;	/* the inode's other fds stay: fd's number goes */
 	}
 	pohm_busy_unlock(&shadow_lock);
 }

@@ -15,6 +15,10 @@ struct stat;
  * or POHM_HOST_FD_UNCHECKED with known: a kept shadow is returned without
  * its fstat (the caller's push checks it, struct pohm_host_fds). */
 int pohm_shadow_get(int fd, const struct stat *known, int fresh);
+/* The inode of the shadow host fd's open made (fresh 1 above) while fd
+ * still names it in this table: dev, ino and S_IFREG in *st, 0 (no call);
+ * else -ENOENT. */
+int pohm_shadow_known(int fd, struct stat *st);
 /* Immediately before the host's close of fd (known: its stat, or NULL):
  * close the shadow if fd is its inode's last host fd. */
 void pohm_shadow_host_closing(int fd, const struct stat *known);

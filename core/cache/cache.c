@@ -125,7 +125,7 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->pfd = c->stage_fd = c->cmark_fd = -1;
+	c->pfd = c->stage_fd = c->cmark_fd = c->kdir = -1;
 	c->j.dirfd = c->j.xfd = c->j.sfd = -1;
 	pthread_mutex_init(&c->vlock, NULL);
 	if (cache_writers_init(c) || cache_lockfds_init(c)) {
@@ -236,6 +236,7 @@ void pohm_cache_atfork_child(struct pohm_cache *c)
 	if (!c)
 		return;
 	pthread_mutex_init(&c->vlock, NULL);
+	c->kdir_users = 0;	/* only the forking thread is here: no create uses it */
 	pohm_journal_atfork_child();
 	cache_lockfds_atfork_child(c);
 	cache_writers_atfork_child(c);
@@ -254,6 +255,7 @@ void pohm_cache_close(struct pohm_cache *c)
 	pohm_own_close(&c->pfd);
 	pohm_own_close(&c->stage_fd);
 	pohm_own_close(&c->cmark_fd);
+	pohm_own_close(&c->kdir);
 	cache_writers_close(c);
 	cache_lockfds_close(c);
 	pthread_mutex_destroy(&c->vlock);
@@ -2132,7 +2134,8 @@ static int dir_known(struct pohm_cache *c, int dfd, uint64_t *ino)
  * it (the own record alone let an ancestor be up to twice that stale,
  * review s15).  0 with *dfd (O_PATH) and *ino, else -1 (walk).
  */
-static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino)
+static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino,
+			 struct cache_look *look)
 {
 	struct cache_walk_chain ch;
 	const char *p;
@@ -2143,12 +2146,18 @@ static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64
 		return -1;
 	for (p = dir; *p; p++)
 		n += *p == '/';
-	fd = cache_walk_start(c, dir, &ch, NULL);
+	fd = look ? cache_walk_start_look(c, dir, &ch, look) : cache_walk_start(c, dir, &ch, NULL);
 	if (fd < 0)
 		return -1;
 	if (ch.n != n) {
 		/* Not a chain from the root as dir spells it ("a//b", "./a"). */
-		pohm_sys_close(fd);
+		if (look) {
+			look->ldev = look->lino = 0;	/* given back or closed, not kept */
+			cache_walk_look_done(c, fd, look);
+			look->kept = 0;
+		} else {
+			pohm_sys_close(fd);
+		}
 		return -1;
 	}
 	*dfd = fd;
@@ -2157,13 +2166,13 @@ static int parent_recent(struct pohm_cache *c, const char *dir, int *dfd, uint64
 }
 
 static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint64_t *ino,
-			   int direct)
+			   int direct, struct cache_look *look)
 {
 	struct mat_dir md = { -1, 0, 0, 0 };
 	int r;
 
 	*dfd = -1;
-	if (!parent_recent(c, dir, dfd, ino))
+	if (!parent_recent(c, dir, dfd, ino, look))
 		return 0;
 	r = materialize_dir(c, dir, 0, 0, &md, NULL);
 	if (!r && md.err)
@@ -2194,7 +2203,7 @@ static int walk_parent_dir(struct pohm_cache *c, const char *dir, int *dfd, uint
 }
 
 static int walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
-		       const char **name, int direct)
+		       const char **name, int direct, struct cache_look *look)
 {
 	char sdir[4096], *dir;
 	const char *slash = strrchr(rel, '/');
@@ -2208,7 +2217,7 @@ static int walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t
 		dir = cache_cut(rel, (size_t)(slash - rel), sdir);
 		if (!dir)
 			return -ENOMEM;
-		r = walk_parent_dir(c, dir, dfd, &ino, direct);
+		r = walk_parent_dir(c, dir, dfd, &ino, direct, look);
 		cache_cut_free(dir, sdir);
 		if (r)
 			return r;
@@ -2227,13 +2236,14 @@ static int walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t
 int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
 		      const char **name)
 {
-	return walk_parent(c, rel, dfd, dino, name, 0);
+	return walk_parent(c, rel, dfd, dino, name, 0, NULL);
 }
 
 int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
-			     const char **name)
+			     const char **name, struct cache_look *look)
 {
-	return walk_parent(c, rel, dfd, dino, name, 1);
+	*look = (struct cache_look){ 0, 0, 0 };
+	return walk_parent(c, rel, dfd, dino, name, 1, look);
 }
 
 int pohm_cache_parent_real(struct pohm_cache *c, const char *rel, char *out, size_t len)

@@ -102,6 +102,9 @@ void pohm_cache_fork_mark(void);
 void pohm_cache_kept_flush(struct pohm_cache *c);
 /* The prefix directory fd (held open, high, O_PATH). */
 int pohm_cache_prefix_fd(const struct pohm_cache *c);
+/* An open failed EMFILE or ENFILE: the kept look (a create's parent,
+ * walkfresh.c) closed when no create uses it.  1: closed (retry once), 0. */
+int pohm_cache_kept_drop(struct pohm_cache *c);
 /* How many local directories this thread's calls moved so far to follow
  * a rename made on another host (dirmove.c): a call whose walk moved one
  * on its own way may have looked for the old name. */

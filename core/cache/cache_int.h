@@ -66,10 +66,17 @@ struct pohm_cache {
 	struct pohm_ns *ns;
 	struct pohm_journal j;
 	int pfd;			/* the prefix directory, O_PATH, high */
-	int proot_len;			/* proot's length; 0 until names_fd reads it, -1
+	int proot_len;			/* proot's length; 0 until first read, -1
 					 * unusable (atomic: filled under vlock, then set) */
-	char proot[4096];		/* the kernel's path of pfd, read once (cachens.c) */
+	char proot[4096];		/* the kernel's path of pfd, read once (cache_prefix_root) */
 	int stage_fd;			/* where fetches build temp files (same filesystem) */
+	int kdir;			/* the kept look (walkfresh.c): the last create's
+					 * parent, O_PATH, high, registered as ownfd; -1 none */
+	uint64_t kdir_dev, kdir_ino;	/* its local directory (vlock) */
+	int kdir_users;			/* creates using it now (vlock) */
+	uint64_t klast_dev, klast_ino;	/* the last create's parent from the walk table (vlock) */
+	int klow;			/* 1: a move high failed (RLIMIT_NOFILE at or below
+					 * POHM_FD_BASE): nothing kept, no move tried (vlock) */
 	int cmark_fd;			/* c.lock, read-only, for cache_create_marked: opened
 					 * at its first use (-1 until then; set by compare-
 					 * and-swap, then registered as ownfd) */
@@ -80,7 +87,7 @@ struct pohm_cache {
 	char host[256];
 	int is_root;			/* may chown: local files carry the stored owner */
 	pthread_mutex_t vlock;		/* guards vino, vtime, pfresh, dfresh, lhint, sib, sibnext,
-					 * stats */
+					 * stats, kdir_dev/ino/users, klast_dev/ino, klow */
 	uint64_t vino[POHM_VCACHE];	/* validated inodes (direct-mapped) */
 	uint64_t vtime[POHM_VCACHE];	/* monotonic ns of that validation */
 	struct pohm_pfresh pfresh[POHM_PCACHE];	/* paths done recently (direct-mapped) */
@@ -148,6 +155,26 @@ int cache_walk_start(struct pohm_cache *c, const char *rel, struct cache_walk_ch
 /* rel's local directory opened from the prefix root with no symlink on the
  * way (O_PATH), when it is (ldev, lino): the fd, or -ENOENT. */
 int cache_walk_open(struct pohm_cache *c, const char *rel, uint64_t ldev, uint64_t lino);
+/* How a create's parent fd was had (cache_walk_parent_direct): kept, the
+ * kept look (c->kdir, not to close); else ldev/lino non-zero when it is
+ * the walk table's directory (it may be kept). */
+struct cache_look {
+	int kept;
+	uint64_t ldev, lino;
+};
+/* cache_walk_start for a create's parent: the kept look when it is the
+ * table's directory and its kernel's path is still the prefix's and rel
+ * (look->kept 1; give it back with cache_walk_look_done), else as
+ * cache_walk_start (look->ldev/lino the table's directory). */
+int cache_walk_start_look(struct pohm_cache *c, const char *rel, struct cache_walk_chain *ch,
+			  struct cache_look *look);
+/* Done with a create's parent fd: the kept look given back; a walk table
+ * directory's fd kept instead of the one kept before (when no create uses
+ * that one); any other closed. */
+void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look *look);
+/* The length of the kernel's path of the prefix directory (c->proot,
+ * read once), or <= 0 (unusable). */
+int cache_prefix_root(struct pohm_cache *c);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
@@ -303,9 +330,11 @@ int cache_walk_parent(struct pohm_cache *c, const char *rel, int *dfd, uint64_t 
 /* cache_walk_parent, and -EXDEV when the walk to the parent followed a
  * symlink: the caller goes by the parent's real path (pohm_cache_create:
  * its rel must name the new file without a symlink, as pohm_cache_opened
- * checks it; else the file is never recorded, never pushed). */
+ * checks it; else the file is never recorded, never pushed).  *dfd may be
+ * the kept look: the caller ends with cache_walk_look_done(c, *dfd, look),
+ * never closes it itself. */
 int cache_walk_parent_direct(struct pohm_cache *c, const char *rel, int *dfd, uint64_t *dino,
-			     const char **name);
+			     const char **name, struct cache_look *look);
 /* Make dfd/name exist locally as a copy (or stub) of storage inode ino. */
 int cache_make_local(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 		     const struct pohm_inode *in);

@@ -198,11 +198,12 @@ static int create_offline(struct pohm_cache *c, const char *rel)
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
+	struct cache_look look;
 	const char *name;
 	uint64_t dino;
 	int dfd, r;
 
-	r = cache_walk_parent_direct(c, rel, &dfd, &dino, &name);
+	r = cache_walk_parent_direct(c, rel, &dfd, &dino, &name, &look);
 	if (r)
 		return r == -EIO && !excl && cache_offline(c) ? create_offline(c, rel) : r;
 	/* A cache is its owner's (DESIGN §2): an fsuid that may not write its
@@ -214,7 +215,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	if (r == -EEXIST && !excl)
 		r = 0;		/* opening an existing file needs no write on the directory */
 	if (r) {
-		pohm_sys_close(dfd);
+		cache_walk_look_done(c, dfd, &look);
 		return r;
 	}
 	cache_create_mark(c, dino, name, 1);
@@ -225,7 +226,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	if (r < 0 && r != -EEXIST)
 		cache_dir_incomplete(c, dino);	/* the insert may have happened */
 	if (r < 0 && !excl && cache_offline(c)) {
-		pohm_sys_close(dfd);
+		cache_walk_look_done(c, dfd, &look);
 		return create_offline(c, rel);
 	}
 	if (r == 1) {
@@ -272,7 +273,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 			created_ino = 0;	/* not a new file's inode: the open asks */
 		pohm_inode_clear(&in);
 	}
-	pohm_sys_close(dfd);
+	cache_walk_look_done(c, dfd, &look);
 	return r;
 }
 
@@ -298,25 +299,6 @@ static int names_fd_walk(struct pohm_cache *c, const char *rel, const struct sta
 	return same;
 }
 
-/* The kernel's path of the prefix directory, read at the first need and
- * kept (c->proot): its length, or <= 0 (none: walk instead). */
-static int prefix_root(struct pohm_cache *c)
-{
-	int n = __atomic_load_n(&c->proot_len, __ATOMIC_ACQUIRE);
-
-	if (n)
-		return n;
-	pthread_mutex_lock(&c->vlock);
-	n = c->proot_len;
-	if (!n) {
-		n = pohm_sys_fd_path(c->pfd, c->proot, sizeof(c->proot));
-		n = n > 0 ? n : -1;
-		__atomic_store_n(&c->proot_len, n, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&c->vlock);
-	return n;
-}
-
 /*
  * names_fd_walk's answer in one readlink when it is yes: the kernel's path
  * of the open file (the path the open reached, every symlink on the way
@@ -330,7 +312,7 @@ static int names_fd(struct pohm_cache *c, const char *rel, int fd, const struct 
 {
 	char got[4096];
 	size_t l = strlen(rel);
-	int rn = prefix_root(c), n;
+	int rn = cache_prefix_root(c), n;
 
 	/* Not a name the kernel's " (deleted)" mark could fake. */
 	if (rn > 0 && S_ISREG(fst->st_mode) && (l < 10 || strcmp(rel + l - 10, " (deleted)"))) {

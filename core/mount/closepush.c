@@ -182,8 +182,17 @@ int pohm_proc_close(struct pohm_mount *m, const struct pohm_host_fds *h, int fd,
 	 * is still being written: it stays open for write (writer.c), and
 	 * under sync_on_close that fd's close pushes (issue 22 item 12); the
 	 * exit pushes it at the latest.  fd's stat serves the push and the
-	 * shadow's close too (issue 23). */
-	known = pohm_sys_fstat(fd, &st) ? NULL : &st;
+	 * shadow's close too (issue 23).  A write-only fd's file as its open
+	 * recorded it with its shadow, without an fstat (issue 23): the
+	 * push's own fstat of the shadow in its turn checks the shadow is
+	 * still that file, and it is the file the program wrote through fd —
+	 * even if a raw dup2 put another file on fd's number since, whose
+	 * fstat would have pushed the other file and left this one's shadow
+	 * open. */
+	if ((hfl & POHM_HOST_FD_WRONLY) && h->known && !h->known(fd, &st))
+		known = &st;
+	else
+		known = pohm_sys_fstat(fd, &st) ? NULL : &st;
 	last = known && S_ISREG(st.st_mode);
 	if (last && held(h, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 1, fd)) {
 		last = 0;

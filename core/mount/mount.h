@@ -143,6 +143,9 @@ struct pohm_mount *pohm_proc_mount_now(void);
 struct pohm_mount *pohm_proc_mount_of(const struct pohm_cache *c);
 /* The process's first mount (the euid it started with) if it opened, or NULL. */
 struct pohm_mount *pohm_proc_mount_first(void);
+/* A host open failed EMFILE or ENFILE: every open mount's kept fd given
+ * back (pohm_cache_kept_drop).  1 when one was closed (retry once), 0. */
+int pohm_proc_fds_relief(void);
 /* Count one call of kind k with result r (an error when the storage or the
  * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
  * local disk answers too).  Returns r. */
@@ -190,6 +193,10 @@ struct pohm_host_fds {
 	/* Drop the readable fds of files no fd of the host has open any more
 	 * (closed behind the host table's back: a raw SYS_close). */
 	void (*sweep)(void);
+	/* Write-only fd's file as its open recorded it with the readable fd
+	 * it made then (dev, ino and S_IFREG in *st, no call): 0, or -ENOENT
+	 * (not known: fstat fd).  NULL: never known. */
+	int (*known)(int fd, struct stat *st);
 };
 /* 1 if the local file (dev, ino) is open through an fd the host opened
  * under the prefix (h: a struct pohm_host_fds; the shape of the held

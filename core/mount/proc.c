@@ -223,6 +223,16 @@ struct pohm_mount *pohm_proc_mount_of(const struct pohm_cache *c)
 	return NULL;
 }
 
+int pohm_proc_fds_relief(void)
+{
+	int i, r = 0, n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (!mounts[i].rc && mounts[i].m.cache)
+			r |= pohm_cache_kept_drop(mounts[i].m.cache);
+	return r;
+}
+
 struct pohm_mount *pohm_proc_mount_first(void)
 {
 	if (!__atomic_load_n(&nmounts, __ATOMIC_ACQUIRE) || mounts[0].rc)

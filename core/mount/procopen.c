@@ -226,8 +226,11 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 	 * open and its copy checked (pohm_cache_writer_open_pre). */
 	if (r == KERNEL && !outside && !created)
 		pohm_cache_writer_prelock(c, own ? own : rel, flags, &pl);
-	if (r == KERNEL)
+	if (r == KERNEL) {
 		r = real->call(real->arg);
+		if ((r == -EMFILE || r == -ENFILE) && pohm_cache_kept_drop(c))
+			r = real->call(real->arg);	/* the kept look's number given back */
+	}
 	if (outside)
 		return r;	/* through a symlink out of the prefix: the kernel's alone */
 	r = open_after(c, h, rel, own ? own : rel, flags, r, created, &pl, ino);

@@ -78,22 +78,85 @@ teardown() {
 	[ "$output" = d2 ]
 }
 
-@test "an ancestor replaced here by a symlink: the walk table does not follow it" {
+# link_after_creates N: one process on host a makes N files in d/s, then d
+# becomes a symlink to the same directory under another name (d_old),
+# without the shim, and the process creates d/s/f1: that create must fail
+# and make nothing in d_old/s.
+link_after_creates() {
 	export POHMELFS_ATTR_TIMEOUT=30
 	shim a mkdir -p "$T/a/d/s"
-	# One process: walks d/s (the walk table holds d and d/s), then the
-	# local d becomes a symlink to the same directory under another name,
-	# without the shim; a fresh process's walk refuses d now (the stored
-	# d is a directory, the local name a link) and so must this one's.
 	run shim a bash -c '
-		: >"$1/d/s/f0" || exit 9
+		for i in $(seq "$2"); do : >"$1/d/s/f0.$i" || exit 9; done
 		env -u LD_PRELOAD mv "$1/d" "$1/d_old" || exit 7
 		env -u LD_PRELOAD ln -s d_old "$1/d" || exit 7
 		: >"$1/d/s/f1" && exit 1
-		exit 0' sh "$T/a"
+		exit 0' sh "$T/a" "$1"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ ! -e "$T/a/d_old/s/f1" ]
+	[ -e "$T/a/d_old/s/f0.$1" ]
+}
+
+@test "an ancestor replaced here by a symlink: the walk table does not follow it" {
+	# One create walks d/s (the walk table holds d and d/s); a fresh
+	# process's walk refuses d after the switch (the stored d is a
+	# directory, the local name a link) and so must this one's.
+	link_after_creates 1
 	run shim a bash -c ': >"$1/d/s/f2"' sh "$T/a"
 	[ "$status" -ne 0 ]
+}
+
+@test "an ancestor replaced here by a symlink after creates in the directory: the kept parent is not taken" {
+	# Three creates: the first walks, the second takes d/s from the walk
+	# table, the third keeps its parent fd for the next create
+	# (walkfresh.c, the kept look, issue 23); the create after the switch
+	# must see that d/s is no longer reached as spelled.
+	link_after_creates 3
+}
+
+# opens_until_full N PATH: one process on host a (RLIMIT_NOFILE 760) makes
+# N files in d/s, then opens PATH until EMFILE; prints the opens counted.
+opens_until_full() {
+	shim a python3 -c '
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (760, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for i in range(int(sys.argv[2])):
+    open("%s/d/s/f0.%d" % (sys.argv[1], i), "w").close()
+n = 0
+try:
+    while True:
+        os.open(sys.argv[3], os.O_RDONLY)
+        n += 1
+except OSError as e:
+    assert e.errno == 24, e
+print(n)' "$T/a" "$1" "$2"
+}
+
+@test "a program near RLIMIT_NOFILE: the kept parent is given back at its EMFILE" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	shim a bash -c ': >"$1"' sh "$T/a/d/s/r"
+	for p in "$T/a/d/s/r" /dev/null; do
+		one=$(opens_until_full 1 "$p")
+		three=$(opens_until_full 3 "$p")
+		echo "$p: after 1 create $one, after 3 (parent kept) $three"
+		[ "$one" -gt 600 ]
+		[ "$three" -eq "$one" ]
+	done
+}
+
+@test "RLIMIT_NOFILE below the internal fds: a create's parent is moved high once, not at every create" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	shim a strace -f -y -qq -o "$T/tr" python3 -c '
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (600, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for i in range(6):
+    open("%s/d/s/f%d" % (sys.argv[1], i), "w").close()' "$T/a"
+	[ -e "$T/a/d/s/f5" ]
+	n=$(grep -cE '/d/s>, F_DUPFD_CLOEXEC, 700\) = -1' "$T/tr" || true)
+	echo "failed moves of d/s: $n"
+	[ "$n" -eq 1 ]
 }

@@ -144,3 +144,27 @@ print('kept', os.pread(sh[0], 64, 0).decode())
 	[[ "$output" == *"kept other bytes, not the file"* ]]
 	[ "$(shim b cat "$T/b/f")" = "the file own bytes" ]
 }
+
+@test "sync_on_close: the program's fd number taken over by another file (raw dup2): its close pushes the file it wrote, by its shadow" {
+	[ "$(uname -m)" = x86_64 ] || skip "raw syscall numbers of x86_64"
+	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
+	printf 'other bytes, not the file' >"$T/other"
+	# The close takes the file from the shadow its open made, not from an
+	# fstat of the number (issue 23): host b reads the bytes while the
+	# writer still runs (no exit push yet), and the other file is untouched.
+	run shim a python3 -c "
+import ctypes, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open('$T/a/f', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b'the file own bytes')
+o = os.open('$T/other', os.O_RDONLY)
+assert libc.syscall(33, o, fd) == fd	# SYS_dup2 behind the shim: fd names the other file now
+os.close(fd)
+subprocess.run('$(reader_cmd "$T/read")', shell=True)
+print('read', open('$T/read').read())
+"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"read the file own bytes"* ]]
+	[ "$(cat "$T/other")" = "other bytes, not the file" ]
+}

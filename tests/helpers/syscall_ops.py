@@ -1,5 +1,5 @@
-# syscall_ops.py OP DIR — issue 23's syscall budget: OP (create, stat or
-# read, wattr) once and then 10 times in DIR, between marker calls (a stat of a
+# syscall_ops.py OP DIR — issue 23's syscall budget: OP (create, alt, stat
+# or read, wattr) once and then 10 times in DIR, between marker calls (a stat of a
 # path that does not exist) that tests/helpers/syscall_counts.awk finds in
 # an `strace -f -y` trace.  Used by tests/bats/cache_syscalls.bats and
 # tests/bench/bench_syscalls.sh.
@@ -15,6 +15,11 @@ def one():
     if op == "create":
         n[0] += 1
         with open("%s/new%02d" % (d, n[0]), "wb") as f:
+            f.write(b"z" * 4096)
+    elif op == "alt":
+        # creates that go from one directory to the other (d, d/t) each time
+        n[0] += 1
+        with open("%s%s/alt%02d" % (d, "/t" if n[0] % 2 else "", n[0]), "wb") as f:
             f.write(b"z" * 4096)
     elif op == "wattr":
         # tar -x's file: create write-only, write, then fchmod and futimens

@@ -51,7 +51,7 @@ static void fake_sweep(void)
 {
 }
 
-static const struct pohm_host_fds host = { fake_next, fake_readable, fake_closing, fake_sweep };
+static const struct pohm_host_fds host = { fake_next, fake_readable, fake_closing, fake_sweep, NULL };
 
 /* Two fds on one scratch file (a writer, and w2 per its flags), one on another. */
 static void setup(const char *dir, unsigned second)

@@ -46,7 +46,7 @@ static void fake_sweep(void)
 {
 }
 
-static const struct pohm_host_fds hfds = { fake_next, fake_readable, fake_closing, fake_sweep };
+static const struct pohm_host_fds hfds = { fake_next, fake_readable, fake_closing, fake_sweep, NULL };
 
 /* The fake host's real open: of host h's local name, counted; fail set:
  * refused as the kernel would refuse it. */
