@@ -150,7 +150,7 @@ print(n)' "$T/a" "$1" "$2"
 	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
 	export POHMELFS_ATTR_TIMEOUT=30
 	shim a mkdir -p "$T/a/d/s"
-	shim a strace -f -y -qq -o "$T/tr" python3 -c '
+	shim a strace -y -qq -o "$T/tr" python3 -c '
 import resource, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (600, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 for i in range(6):
