@@ -447,10 +447,14 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const cha
  * p/<ino>.mv intent)?  1 or 0. */
 int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
 /* dirmove.c: the local directory dfd/name was moved to rel: every record
- * of an entry below it (any depth, up to 64 levels) whose hint no longer
- * names its local file takes the entry's new path, so that the push, which
- * finds a file by its hint, finds it (DESIGN §2).  Best effort. */
-void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+ * of an entry below it (any depth) whose hint no longer names its local
+ * file takes the entry's new path, so that the push, which finds a file by
+ * its hint, finds it (DESIGN §2).  0, or -errno when some entry may have
+ * been missed (the sync's repair, cache_rehint_all, finds it later). */
+int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+/* dirmove.c: the same for the whole local tree (the prefix root): the
+ * repair of hints a cut-short walk left stale (pushmany.c).  0 or -errno. */
+int cache_rehint_all(struct pohm_cache *c);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the
  * root or a directory the journal places here: a listing of each parent

@@ -29,8 +29,9 @@
 
 /* A parent chain longer than this is not followed (the old rule then). */
 #define MOVE_MAX_DEPTH 16
-/* Levels below a moved directory whose records get their new hints. */
-#define REHINT_MAX_DEPTH 64
+/* Directory fds a re-hint walk keeps open: the levels nearest its place;
+ * those above are closed and opened again by ".." on the way back. */
+#define REHINT_KEEP_FDS 16
 
 /* This thread's moves (pohm_cache_dir_moves; per thread: no lock). */
 static __thread unsigned dir_moves;
@@ -174,21 +175,34 @@ int cache_dir_stored_path(struct pohm_cache *c, uint64_t ino, const struct pohm_
 	return off < len ? 0 : -ENAMETOOLONG;
 }
 
-/* pohm_journal_update's edit: the record of local file (ldev, lino) takes
- * the hint `hint` when its own no longer names that file (a second name of
- * a hard link elsewhere that still does keeps it). */
+/* pohm_journal_update's edit: the record of local file (ldev, lino, of
+ * type mode) takes the hint `hint` when its own no longer names that file
+ * (a second name of a hard link elsewhere that still does keeps it).  Only
+ * under the same last name: a move of a directory above keeps it, and a
+ * file made without the shim on the reused number of one removed without
+ * it (the index cannot tell them apart) rarely has it. */
 struct below {
 	struct pohm_cache *c;
 	const char *hint;
 	uint64_t ldev, lino;
+	mode_t mode;
 };
+
+/* The last component of a path. */
+static const char *last_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
 
 static int below_fn(struct pohm_jrec *r, const void *arg)
 {
 	const struct below *b = arg;
 	struct stat st;
 
-	if (r->ldev != b->ldev || r->lino != b->lino || !strcmp(r->hint, b->hint))
+	if (r->ldev != b->ldev || r->lino != b->lino || !strcmp(r->hint, b->hint) ||
+	    !S_ISDIR(r->mode) != !S_ISDIR(b->mode) || strcmp(last_name(r->hint), last_name(b->hint)))
 		return -ESTALE;
 	if (r->hint[0] && !pohm_sys_fstatat(b->c->pfd, r->hint, &st, AT_SYMLINK_NOFOLLOW) &&
 	    (uint64_t)st.st_dev == r->ldev && (uint64_t)st.st_ino == r->lino)
@@ -197,57 +211,194 @@ static int below_fn(struct pohm_jrec *r, const void *arg)
 	return 0;
 }
 
-/* The entries of the local directory open as fd, whose path is rel[0..len)
- * (rel has room for PATH_MAX bytes): each known one re-hinted, each
- * directory in turn. */
-static void rehint_dir(struct pohm_cache *c, int fd, char *rel, size_t len, int depth)
+/* One level of a walk (rehint_walk): a directory whose listing is being read. */
+struct rh_frame {
+	int fd;			/* -1: closed, opened again by ".." from its child */
+	uint64_t dev, ino;	/* the directory, to check that reopen by identity */
+	off_t resume;		/* where its listing goes on after the child's */
+	size_t len;		/* its path's length in rel */
+};
+
+/* Enter the directory fd (st), path rel[0..len): a new deepest frame; the
+ * frame REHINT_KEEP_FDS levels above closes its fd.  0 or -ENOMEM. */
+static int frame_push(struct rh_frame **v, size_t *n, size_t *cap, int fd, const struct stat *st,
+		      size_t len)
 {
+	struct rh_frame *nv;
+
+	if (*n == *cap) {
+		nv = realloc(*v, (*cap ? *cap * 2 : 16) * sizeof(**v));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	(*v)[*n].fd = fd;
+	(*v)[*n].dev = (uint64_t)st->st_dev;
+	(*v)[*n].ino = (uint64_t)st->st_ino;
+	(*v)[*n].resume = 0;
+	(*v)[*n].len = len;
+	(*n)++;
+	if (*n > REHINT_KEEP_FDS && (*v)[*n - 1 - REHINT_KEEP_FDS].fd >= 0) {
+		pohm_sys_close((*v)[*n - 1 - REHINT_KEEP_FDS].fd);
+		(*v)[*n - 1 - REHINT_KEEP_FDS].fd = -1;
+	}
+	return 0;
+}
+
+/* Leave the deepest frame: its parent open again if it was closed (by "..",
+ * checked by identity) and its listing back where it stopped.  0 or -errno
+ * (the walk cannot go on: moved meanwhile, or out of fds). */
+static int frame_pop(struct rh_frame *v, size_t *n)
+{
+	struct rh_frame *ch = &v[*n - 1], *p = *n > 1 ? &v[*n - 2] : NULL;
+	struct stat st;
+	off_t o;
+	int r = 0;
+
+	if (p && p->fd < 0) {
+		r = pohm_sys_openat(ch->fd, "..", O_RDONLY | O_DIRECTORY, 0);
+		if (r >= 0) {
+			p->fd = r;
+			r = pohm_sys_fstat(p->fd, &st);
+			if (!r && ((uint64_t)st.st_dev != p->dev || (uint64_t)st.st_ino != p->ino))
+				r = -ESTALE;
+		}
+	}
+	if (p && !r) {
+		o = pohm_sys_lseek(p->fd, p->resume, SEEK_SET);
+		r = o < 0 ? (int)o : 0;
+	}
+	pohm_sys_close(ch->fd);
+	(*n)--;
+	return r;
+}
+
+/* The record of the local entry st (known to the journal) takes rel when its
+ * hint no longer names it.  0 or the update's -errno. */
+static int rehint_entry(struct pohm_cache *c, const char *rel, const struct stat *st)
+{
+	struct below b = { c, rel, (uint64_t)st->st_dev, (uint64_t)st->st_ino, st->st_mode };
+	uint64_t known;
+	int r;
+
+	if (pohm_journal_lookup_local(&c->j, b.ldev, b.lino, &known))
+		return 0;	/* not ours */
+	r = pohm_journal_update(&c->j, known, below_fn, &b);
+	return r == -ESTALE || r == -EEXIST || r == -ENOENT ? 0 : r;
+}
+
+/*
+ * Every entry below the directory top (opened by the caller, closed here),
+ * whose path is rel (PATH_MAX bytes of room; "" the prefix root, whose
+ * staging directory is left out), re-hinted (rehint_entry), at any depth:
+ * iterative, its levels on the heap, at most REHINT_KEEP_FDS fds open.
+ * 0 when every entry was seen and every record that needed it updated,
+ * else the last -errno met (the walk went on where it could).
+ */
+static int rehint_walk(struct pohm_cache *c, int top, char *rel)
+{
+	struct rh_frame *v = NULL, *f;
+	size_t n = 0, cap = 0, len = strlen(rel);
 	char buf[2048];
 	struct stat st;
-	uint64_t known;
-	long n, off;
-	int sub;
+	long got, off;
+	int err, r, sub;
 
-	while ((n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
-		for (off = 0; off < n;) {
+	err = pohm_sys_fstat(top, &st);
+	if (!err)
+		err = frame_push(&v, &n, &cap, top, &st, len);
+	if (err) {
+		pohm_sys_close(top);
+		return err;
+	}
+	while (n) {
+		f = &v[n - 1];
+		got = pohm_sys_getdents64(f->fd, buf, sizeof(buf));
+		if (got <= 0) {
+			if (got < 0)
+				err = (int)got;
+			r = frame_pop(v, &n);
+			if (r) {
+				err = r;
+				break;
+			}
+			continue;
+		}
+		for (off = 0; off < got;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
-			struct below b = { c, rel, 0, 0 };
+			size_t room = PATH_MAX - f->len;
 
 			off += de->d_reclen;
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-			    (size_t)snprintf(rel + len, PATH_MAX - len, "%s%s", len ? "/" : "",
-					     de->d_name) >= PATH_MAX - len ||
-			    pohm_sys_fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			    (!f->len && !strcmp(de->d_name, ".pohmelfs-staging")))
 				continue;
-			b.ldev = (uint64_t)st.st_dev;
-			b.lino = (uint64_t)st.st_ino;
-			if (!pohm_journal_lookup_local(&c->j, b.ldev, b.lino, &known))
-				pohm_journal_update(&c->j, known, below_fn, &b);
-			if (!S_ISDIR(st.st_mode) || depth >= REHINT_MAX_DEPTH)
+			if ((size_t)snprintf(rel + f->len, room, "%s%s", f->len ? "/" : "",
+					     de->d_name) >= room) {
+				err = -ENAMETOOLONG;	/* no hint can name it */
 				continue;
-			sub = pohm_sys_openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-			if (sub < 0)
+			}
+			if (pohm_sys_fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+				continue;	/* gone meanwhile */
+			r = rehint_entry(c, rel, &st);
+			if (r)
+				err = r;
+			if (!S_ISDIR(st.st_mode))
 				continue;
-			rehint_dir(c, sub, rel, strlen(rel), depth + 1);
-			pohm_sys_close(sub);
+			sub = pohm_sys_openat(f->fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+			if (sub < 0) {
+				if (sub != -EACCES)	/* not ours to reach (another user's) */
+					err = sub;
+				continue;
+			}
+			f->resume = (off_t)de->d_off;
+			r = frame_push(&v, &n, &cap, sub, &st, strlen(rel));
+			if (r) {
+				pohm_sys_close(sub);
+				err = r;
+				continue;
+			}
+			break;	/* the child's entries first, then f's from f->resume */
 		}
 	}
-	rel[len] = '\0';
+	while (n)
+		if (v[--n].fd >= 0)
+			pohm_sys_close(v[n].fd);
+	free(v);
+	return err;
 }
 
-void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+{
+	char *path;
+	int fd, r;
+
+	pohm_sys_test_kill(POHM_TEST_KILL_IN_REHINT);	/* test only: the walk cut short */
+	if (strlen(rel) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	path = malloc(PATH_MAX);
+	if (!path)
+		return -ENOMEM;
+	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	strcpy(path, rel);
+	r = fd < 0 ? fd : rehint_walk(c, fd, path);
+	free(path);
+	if (r)
+		pohm_debug("%s: not every record below re-hinted (%s): the next sync's repair does it",
+			   rel, strerror(-r));
+	return r;
+}
+
+int cache_rehint_all(struct pohm_cache *c)
 {
 	char *path = malloc(PATH_MAX);
-	int fd;
+	int fd, r;
 
 	if (!path)
-		return;
-	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-	if (fd >= 0 && strlen(rel) < PATH_MAX) {
-		strcpy(path, rel);
-		rehint_dir(c, fd, path, strlen(path), 0);
-	}
-	if (fd >= 0)
-		pohm_sys_close(fd);
+		return -ENOMEM;
+	path[0] = '\0';
+	fd = pohm_sys_openat(c->pfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	r = fd < 0 ? fd : rehint_walk(c, fd, path);
 	free(path);
+	return r;
 }

@@ -174,6 +174,11 @@ struct sync_ctx {
 	int err;
 	int fds[SYNC_BATCH];		/* the batch being gathered */
 	size_t nfds;
+	/* Files not at their hints (sync_repair): collected (REPAIR_COLLECT),
+	 * or, after the repair, their fingerprint (REPAIR_AFTER). */
+	enum { REPAIR_NO, REPAIR_COLLECT, REPAIR_AFTER } repair;
+	uint64_t *stale, left_fp;
+	size_t nstale, capstale;
 };
 
 /* The gathered files' pushes, together (issue 23); their fds closed. */
@@ -258,6 +263,35 @@ static int sync_defer(struct sync_ctx *s, const struct pohm_jrec *rec, const str
 	return 0;
 }
 
+/* A set of inodes' fingerprint term (order does not matter: summed). */
+static uint64_t fp_term(uint64_t ino)
+{
+	ino ^= ino >> 31;
+	ino *= 0x9e3779b97f4a7c15ULL;
+	return ino ^ (ino >> 29);
+}
+
+/* rec's file is not at its hint: noted for sync_repair. */
+static void stale_note(struct sync_ctx *s, uint64_t ino)
+{
+	uint64_t *v;
+
+	if (s->repair == REPAIR_AFTER) {
+		s->left_fp += fp_term(ino);
+		return;
+	}
+	if (s->repair != REPAIR_COLLECT)
+		return;
+	if (s->nstale == s->capstale) {
+		v = realloc(s->stale, (s->capstale ? s->capstale * 2 : 16) * sizeof(*v));
+		if (!v)
+			return;	/* this round without it; the next one notes it again */
+		s->stale = v;
+		s->capstale = s->capstale ? s->capstale * 2 : 16;
+	}
+	s->stale[s->nstale++] = ino;
+}
+
 static int sync_one(void *arg, struct pohm_jrec *rec)
 {
 	struct sync_ctx *s = arg;
@@ -268,8 +302,9 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
 	    (uint64_t)st.st_ino != rec->lino) {
 		/* Not at its hint (removed, or moved without its record
-		 * following): the push cannot find it; say so. */
+		 * following): the push cannot find it here; sync_repair may. */
 		pohm_debug("%s: not found at its hint; not pushed", rec->hint);
+		stale_note(s, rec->ino);
 		return 0;
 	}
 	/* A stub counts only once written without the shim (it then becomes a
@@ -285,22 +320,81 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	return 0;
 }
 
+/*
+ * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
+ * process's exit: it walks the whole tree): files found not at their hints
+ * are looked for by identity.  A directory move re-hints the records below
+ * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
+ * leaves some stale, and the push finds a file only by its hint; so the
+ * whole local tree is walked (cache_rehint_all: each known entry whose
+ * record's hint names nothing takes its path), and those files pushed.
+ * d (the daemon's memory) keeps the fingerprint of what a complete repair
+ * left not found (files removed without the shim): the same set again is
+ * walked for only every REPAIR_AGAIN rounds (a file the walk missed while
+ * it moved again is found then).
+ */
+#define REPAIR_AGAIN 64
+
+static void sync_repair(struct sync_ctx *s)
+{
+	struct pohm_jrec rec;
+	uint64_t fp = 0;
+	size_t i;
+	int r;
+
+	for (i = 0; i < s->nstale; i++)
+		fp += fp_term(s->stale[i]);
+	if (!s->nstale || (s->defer && s->defer->stale_fp == fp &&
+			   s->defer->round - s->defer->stale_round < REPAIR_AGAIN)) {
+		if (s->defer && !s->nstale)
+			s->defer->stale_fp = 0;
+		return;
+	}
+	r = cache_rehint_all(s->c);
+	if (r == -ENAMETOOLONG)
+		r = 0;	/* names no hint can hold: no walk again finds more */
+	if (r)
+		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
+	s->repair = REPAIR_AFTER;
+	s->left_fp = 0;
+	for (i = 0; i < s->nstale; i++)
+		if (!pohm_journal_get(&s->c->j, s->stale[i], &rec)) {
+			sync_one(s, &rec);
+			pohm_jrec_clear(&rec);
+		}
+	sync_flush(s);
+	if (s->defer) {
+		s->defer->stale_fp = r ? 0 : s->left_fp;
+		s->defer->stale_round = s->defer->round;
+	}
+}
+
+/* A pass over every record (sync_one), then the repair when asked for. */
+static int sync_pass(struct sync_ctx *s)
+{
+	int r = pohm_journal_each(&s->c->j, sync_one, s);
+
+	sync_flush(s);
+	if (!r && s->repair == REPAIR_COLLECT)
+		sync_repair(s);
+	free(s->stale);
+	if (r)
+		return r;
+	return s->err ? s->err : s->pushed;
+}
+
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0 };
-	int r = pohm_journal_each(&c->j, sync_one, &s);
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, 0 };
 
-	sync_flush(&s);
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
+	return sync_pass(&s);
 }
 
 int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0 };
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, 0 };
 	struct pohm_jrec rec;
 	size_t i;
 	int r;
@@ -321,24 +415,23 @@ int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
 {
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0 };
+	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, 0 };
 	size_t i;
 	int r;
 
 	d->round++;
-	r = pohm_journal_each(&c->j, sync_one, &s);
-	sync_flush(&s);
+	r = sync_pass(&s);
 	/* What this round did not leave again is pushed or clean: forget it, so
 	 * that a later writer of it gets its own 4 periods. */
 	for (i = 0; i < sizeof(d->e) / sizeof(d->e[0]); i++)
 		if (d->e[i].ino && d->e[i].round != d->round)
 			d->e[i].ino = 0;
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
+	return r;
 }
 
 int pohm_cache_sync_all(struct pohm_cache *c)
 {
-	return pohm_cache_sync_others(c, NULL, NULL);
+	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, 0 };
+
+	return sync_pass(&s);
 }

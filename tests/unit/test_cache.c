@@ -1447,3 +1447,73 @@ TEST(a_handed_down_lstat_below_a_named_base_does_not_decide_a_replacement)
 {
 	handed_down_replacement(1);
 }
+
+/* How many known entries below host a's rel (a chain of 40 "s", 5 files
+ * f0..f4 at each level) have records not naming their paths. */
+static int misnamed_below(struct pohm_cache *c, const char *top)
+{
+	char rel[256], name[300];
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int lvl, k, bad = 0;
+
+	snprintf(rel, sizeof(rel), "%s", top);
+	for (lvl = 0; lvl <= 40; lvl++) {
+		for (k = lvl < 40 ? 0 : 5; k < 6; k++) {
+			if (k < 5)
+				snprintf(name, sizeof(name), "%s/f%d", rel, k);
+			else
+				snprintf(name, sizeof(name), "%s", rel);
+			if (lstat(path("a", name), &st) ||
+			    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+			    pohm_journal_get(&c->j, ino, &rec)) {
+				bad++;
+				continue;
+			}
+			bad += !!strcmp(rec.hint, name);
+			pohm_jrec_clear(&rec);
+		}
+		strcat(rel, "/s");
+	}
+	return bad;
+}
+
+/* Every record below a directory renamed here names its new path, at any
+ * depth and width (dirmove.c's walk: iterative; past 16 levels the upper
+ * fds are closed and opened again by "..", and each listing goes on after
+ * its subdirectory's); and the repair walk of the whole tree
+ * (cache_rehint_all) finds them after a move behind the journal's back. */
+TEST(every_record_below_a_moved_directory_takes_its_new_path_at_any_depth)
+{
+	struct pohm_cache *a;
+	char rel[256], name[300];
+	int lvl, k;
+
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	strcpy(rel, "d");
+	for (lvl = 0; lvl < 40; lvl++) {
+		for (k = 0; k < 5; k++) {
+			snprintf(name, sizeof(name), "%s/f%d", rel, k);
+			EXPECT_EQ_INT(write_file(a, "a", name, "x"), 0);
+		}
+		strcat(rel, "/s");
+		EXPECT_EQ_INT(pohm_cache_mkdir(a, rel, 0755), 0);
+	}
+	EXPECT_EQ_INT(misnamed_below(a, "d"), 0);
+	EXPECT_EQ_INT(pohm_cache_rename(a, "d", "d2", 0), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "d2"), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2/s"), path("a", "d2/t")), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2/t"), path("a", "d2/s")), 0);	/* same names: untouched */
+	/* Moved behind the journal's back, under its own name (as a move of
+	 * a directory above it: a record changes only under its last name). */
+	EXPECT_EQ_INT(mkdir(path("a", "x"), 0755), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2"), path("a", "x/d2")), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "x/d2"), 41 * 6 - 5);
+	EXPECT_EQ_INT(cache_rehint_all(a), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "x/d2"), 0);
+	pohm_cache_close(a);
+}
