@@ -215,16 +215,21 @@ static int below_fn(struct pohm_jrec *r, const void *arg)
 struct rh_frame {
 	int fd;			/* -1: closed, opened again by ".." from its child */
 	uint64_t dev, ino;	/* the directory, to check that reopen by identity */
-	off_t resume;		/* where its listing goes on after the child's */
+	off_t resume;		/* where its listing goes on once reopened */
 	size_t len;		/* its path's length in rel */
+	char *buf;		/* its listing's last read, RH_BUF bytes ... */
+	long got, off;		/* ... got of them, read up to off */
 };
 
+#define RH_BUF 2048
+
 /* Enter the directory fd (st), path rel[0..len): a new deepest frame; the
- * frame REHINT_KEEP_FDS levels above closes its fd.  0 or -ENOMEM. */
+ * frame REHINT_KEEP_FDS levels above closes its fd (its listing is read
+ * again from its resume point once reopened).  0 or -ENOMEM. */
 static int frame_push(struct rh_frame **v, size_t *n, size_t *cap, int fd, const struct stat *st,
 		      size_t len)
 {
-	struct rh_frame *nv;
+	struct rh_frame *nv, *f;
 
 	if (*n == *cap) {
 		nv = realloc(*v, (*cap ? *cap * 2 : 16) * sizeof(**v));
@@ -233,22 +238,29 @@ static int frame_push(struct rh_frame **v, size_t *n, size_t *cap, int fd, const
 		*v = nv;
 		*cap = *cap ? *cap * 2 : 16;
 	}
-	(*v)[*n].fd = fd;
-	(*v)[*n].dev = (uint64_t)st->st_dev;
-	(*v)[*n].ino = (uint64_t)st->st_ino;
-	(*v)[*n].resume = 0;
-	(*v)[*n].len = len;
+	f = &(*v)[*n];
+	f->buf = malloc(RH_BUF);
+	if (!f->buf)
+		return -ENOMEM;
+	f->fd = fd;
+	f->dev = (uint64_t)st->st_dev;
+	f->ino = (uint64_t)st->st_ino;
+	f->resume = 0;
+	f->len = len;
+	f->got = f->off = 0;
 	(*n)++;
 	if (*n > REHINT_KEEP_FDS && (*v)[*n - 1 - REHINT_KEEP_FDS].fd >= 0) {
-		pohm_sys_close((*v)[*n - 1 - REHINT_KEEP_FDS].fd);
-		(*v)[*n - 1 - REHINT_KEEP_FDS].fd = -1;
+		f = &(*v)[*n - 1 - REHINT_KEEP_FDS];
+		pohm_sys_close(f->fd);
+		f->fd = -1;
+		f->got = f->off = 0;
 	}
 	return 0;
 }
 
-/* Leave the deepest frame: its parent open again if it was closed (by "..",
- * checked by identity) and its listing back where it stopped.  0 or -errno
- * (the walk cannot go on: moved meanwhile, or out of fds). */
+/* Leave the deepest frame; its parent, if closed, is opened again (by "..",
+ * checked by identity) at its resume point.  0 or -errno (the walk cannot
+ * go on: moved meanwhile, or out of fds). */
 static int frame_pop(struct rh_frame *v, size_t *n)
 {
 	struct rh_frame *ch = &v[*n - 1], *p = *n > 1 ? &v[*n - 2] : NULL;
@@ -264,12 +276,13 @@ static int frame_pop(struct rh_frame *v, size_t *n)
 			if (!r && ((uint64_t)st.st_dev != p->dev || (uint64_t)st.st_ino != p->ino))
 				r = -ESTALE;
 		}
-	}
-	if (p && !r) {
-		o = pohm_sys_lseek(p->fd, p->resume, SEEK_SET);
-		r = o < 0 ? (int)o : 0;
+		if (!r) {
+			o = pohm_sys_lseek(p->fd, p->resume, SEEK_SET);
+			r = o < 0 ? (int)o : 0;
+		}
 	}
 	pohm_sys_close(ch->fd);
+	free(ch->buf);
 	(*n)--;
 	return r;
 }
@@ -300,9 +313,7 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel)
 {
 	struct rh_frame *v = NULL, *f;
 	size_t n = 0, cap = 0, len = strlen(rel);
-	char buf[2048];
 	struct stat st;
-	long got, off;
 	int err, r, sub;
 
 	err = pohm_sys_fstat(top, &st);
@@ -310,26 +321,30 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel)
 		err = frame_push(&v, &n, &cap, top, &st, len);
 	if (err) {
 		pohm_sys_close(top);
+		free(v);
 		return err;
 	}
 	while (n) {
 		f = &v[n - 1];
-		got = pohm_sys_getdents64(f->fd, buf, sizeof(buf));
-		if (got <= 0) {
-			if (got < 0)
-				err = (int)got;
-			r = frame_pop(v, &n);
-			if (r) {
-				err = r;
-				break;
+		if (f->off >= f->got) {
+			f->off = 0;
+			f->got = pohm_sys_getdents64(f->fd, f->buf, RH_BUF);
+			if (f->got <= 0) {
+				if (f->got < 0)
+					err = (int)f->got;
+				r = frame_pop(v, &n);
+				if (r) {
+					err = r;
+					break;
+				}
+				continue;
 			}
-			continue;
 		}
-		for (off = 0; off < got;) {
-			struct dirent64 *de = (struct dirent64 *)(buf + off);
+		while (f->off < f->got) {
+			struct dirent64 *de = (struct dirent64 *)(f->buf + f->off);
 			size_t room = PATH_MAX - f->len;
 
-			off += de->d_reclen;
+			f->off += de->d_reclen;
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 			    (!f->len && !strcmp(de->d_name, ".pohmelfs-staging")))
 				continue;
@@ -356,14 +371,18 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel)
 			if (r) {
 				pohm_sys_close(sub);
 				err = r;
+				f = &v[n - 1];	/* v may have moved */
 				continue;
 			}
-			break;	/* the child's entries first, then f's from f->resume */
+			break;	/* the child's entries first, then the rest of f's */
 		}
 	}
-	while (n)
-		if (v[--n].fd >= 0)
+	while (n) {
+		n--;
+		if (v[n].fd >= 0)
 			pohm_sys_close(v[n].fd);
+		free(v[n].buf);
+	}
 	free(v);
 	return err;
 }
