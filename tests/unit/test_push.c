@@ -1367,3 +1367,51 @@ TEST(same_bytes_stored_at_another_chunk_size_are_no_conflict)
 	small_b[sizeof(small_b) - 1] ^= 1;
 	EXPECT_EQ_INT(batch_then_small_push(small_b), -1);
 }
+
+/* Overwrite host h's rel without the shim (a program not under it). */
+static void write_behind(const char *h, const char *rel, const char *s)
+{
+	int fd = open(ch_path(h, rel), O_WRONLY | O_TRUNC);
+
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, s, strlen(s)), (int)strlen(s));
+	close(fd);
+}
+
+/* pohmelfsd's rounds look for files not at their hints (pushmany.c
+ * sync_repair): a file removed without the shim is not found, and its
+ * round remembers it; a file whose directory then moves (here behind the
+ * journal's back, as a cut-short re-hint leaves it) is still found by the
+ * next round, whose set differs, and pushed. */
+TEST(pohmelfsds_rounds_push_a_file_found_away_from_its_hint)
+{
+	struct pohm_sync_defer d;
+	struct pohm_cache *a, *c;
+	char buf[16];
+	ssize_t n;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	memset(&d, 0, sizeof(d));
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "d/f", "one", 3), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "gone", "x", 1), 0);
+	EXPECT_EQ_INT(unlink(ch_path("a", "gone")), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	EXPECT(d.stale_fp != 0);	/* "gone": looked for, not found */
+	EXPECT_EQ_INT(mkdir(ch_path("a", "x"), 0755), 0);
+	EXPECT_EQ_INT(rename(ch_path("a", "d"), ch_path("a", "x/d")), 0);
+	usleep(20000);
+	write_behind("a", "x/d/f", "two");
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 1);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "d/f", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("c", "d/f"), buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	EXPECT_EQ_STR(buf, "two");
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	pohm_cache_close(a);
+	pohm_cache_close(c);
+}
