@@ -453,7 +453,10 @@ int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
  * been missed (the sync's repair, cache_rehint_all, finds it later). */
 int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
 /* dirmove.c: the same for the whole local tree (the prefix root): the
- * repair of hints a cut-short walk left stale (pushmany.c).  0 or -errno. */
+ * repair of hints a cut-short walk left stale (pushmany.c); an entry takes
+ * a record only when born before the record's local state was recorded
+ * (or, with no birth time, of its recorded ctime).  0 when complete, or
+ * -errno (-ENAMETOOLONG: only paths no hint can hold were left out). */
 int cache_rehint_all(struct pohm_cache *c);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the

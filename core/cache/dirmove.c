@@ -178,14 +178,24 @@ int cache_dir_stored_path(struct pohm_cache *c, uint64_t ino, const struct pohm_
 /* pohm_journal_update's edit: the record of local file (ldev, lino, of
  * type mode) takes the hint `hint` when its own no longer names that file
  * (a second name of a hard link elsewhere that still does keeps it).  Only
- * under the same last name: a move of a directory above keeps it, and a
- * file made without the shim on the reused number of one removed without
- * it (the index cannot tell them apart) rarely has it. */
+ * under the same last name and file type: a move of a directory above
+ * keeps them.  The whole-tree repair (strict) also asks that the entry be
+ * the file the record last saw: a file made without the shim on the reused
+ * inode number of one removed without it (the index cannot tell them
+ * apart) would otherwise take its record, and its push would overwrite the
+ * removed file's stored copy.  Born no later than the record's local state
+ * was recorded (statx's birth time), or where the filesystem keeps none,
+ * with the recorded ctime (a move of a directory above changes no ctime
+ * below it; a file changed since is then left to the reconcile scan). */
 struct below {
 	struct pohm_cache *c;
 	const char *hint;
 	uint64_t ldev, lino;
 	mode_t mode;
+	int strict;		/* the whole-tree repair: the birth/ctime rule */
+	int has_btime;		/* btime_ns is the entry's birth time */
+	uint64_t btime_ns;
+	struct timespec ctime;
 };
 
 /* The last component of a path. */
@@ -196,13 +206,22 @@ static const char *last_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Is the entry b the file record r last saw (below's strict rule)? */
+static int same_birth(const struct pohm_jrec *r, const struct below *b)
+{
+	if (b->has_btime)
+		return b->btime_ns <= r->recorded_ns;
+	return b->ctime.tv_sec == r->lctime.sec && (uint32_t)b->ctime.tv_nsec == r->lctime.nsec;
+}
+
 static int below_fn(struct pohm_jrec *r, const void *arg)
 {
 	const struct below *b = arg;
 	struct stat st;
 
 	if (r->ldev != b->ldev || r->lino != b->lino || !strcmp(r->hint, b->hint) ||
-	    !S_ISDIR(r->mode) != !S_ISDIR(b->mode) || strcmp(last_name(r->hint), last_name(b->hint)))
+	    (r->mode & S_IFMT) != (b->mode & S_IFMT) || strcmp(last_name(r->hint), last_name(b->hint)) ||
+	    (b->strict && !same_birth(r, b)))
 		return -ESTALE;
 	if (r->hint[0] && !pohm_sys_fstatat(b->c->pfd, r->hint, &st, AT_SYMLINK_NOFOLLOW) &&
 	    (uint64_t)st.st_dev == r->ldev && (uint64_t)st.st_ino == r->lino)
@@ -287,42 +306,65 @@ static int frame_pop(struct rh_frame *v, size_t *n)
 	return r;
 }
 
-/* The record of the local entry st (known to the journal) takes rel when its
- * hint no longer names it.  0 or the update's -errno. */
-static int rehint_entry(struct pohm_cache *c, const char *rel, const struct stat *st)
+/* The record of the local entry dfd/name, st (known to the journal), takes
+ * rel when its hint no longer names it (below_fn; strict: the repair's
+ * rule).  0 or the update's -errno. */
+static int rehint_entry(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			const struct stat *st, int strict)
 {
-	struct below b = { c, rel, (uint64_t)st->st_dev, (uint64_t)st->st_ino, st->st_mode };
+	struct below b = { c, rel, (uint64_t)st->st_dev, (uint64_t)st->st_ino, st->st_mode, strict,
+			   0, 0, st->st_ctim };
+	struct statx sx;
 	uint64_t known;
 	int r;
 
 	if (pohm_journal_lookup_local(&c->j, b.ldev, b.lino, &known))
 		return 0;	/* not ours */
+	if (strict && !pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) &&
+	    (sx.stx_mask & STATX_BTIME) && sx.stx_ino == b.lino) {
+		b.has_btime = 1;
+		b.btime_ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
+	}
 	r = pohm_journal_update(&c->j, known, below_fn, &b);
 	return r == -ESTALE || r == -EEXIST || r == -ENOENT ? 0 : r;
+}
+
+/* Is the directory st one of the walk's levels v[0..n) (a bind mount of
+ * an ancestor below itself: the walk would never end)?  1 or 0. */
+static int on_stack(const struct rh_frame *v, size_t n, const struct stat *st)
+{
+	while (n--)
+		if (v[n].dev == (uint64_t)st->st_dev && v[n].ino == (uint64_t)st->st_ino)
+			return 1;
+	return 0;
 }
 
 /*
  * Every entry below the directory top (opened by the caller, closed here),
  * whose path is rel (PATH_MAX bytes of room; "" the prefix root, whose
- * staging directory is left out), re-hinted (rehint_entry), at any depth:
- * iterative, its levels on the heap, at most REHINT_KEEP_FDS fds open.
- * 0 when every entry was seen and every record that needed it updated,
- * else the last -errno met (the walk went on where it could).
+ * staging directory is left out), re-hinted (rehint_entry; strict: the
+ * repair's rule), at any depth: iterative, its levels on the heap, at most
+ * REHINT_KEEP_FDS fds open.  Entries on another filesystem than top's and
+ * a directory that is one of its own ancestors (bind mounts) are left out.
+ * 0 when every entry was seen and every record that needed it updated;
+ * else an -errno met (the walk went on where it could): a failure's
+ * before -ENAMETOOLONG (a path no hint can hold: the walk is not complete
+ * either, but no walk again finds more there).
  */
-static int rehint_walk(struct pohm_cache *c, int top, char *rel)
+static int rehint_walk(struct pohm_cache *c, int top, char *rel, int strict)
 {
 	struct rh_frame *v = NULL, *f;
 	size_t n = 0, cap = 0, len = strlen(rel);
 	struct stat st;
-	int err, r, sub;
+	int err = 0, toolong = 0, r, sub;
 
-	err = pohm_sys_fstat(top, &st);
-	if (!err)
-		err = frame_push(&v, &n, &cap, top, &st, len);
-	if (err) {
+	r = pohm_sys_fstat(top, &st);
+	if (!r)
+		r = frame_push(&v, &n, &cap, top, &st, len);
+	if (r) {
 		pohm_sys_close(top);
 		free(v);
-		return err;
+		return r;
 	}
 	while (n) {
 		f = &v[n - 1];
@@ -350,15 +392,16 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel)
 				continue;
 			if ((size_t)snprintf(rel + f->len, room, "%s%s", f->len ? "/" : "",
 					     de->d_name) >= room) {
-				err = -ENAMETOOLONG;	/* no hint can name it */
+				toolong = 1;	/* no hint can name it */
 				continue;
 			}
-			if (pohm_sys_fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-				continue;	/* gone meanwhile */
-			r = rehint_entry(c, rel, &st);
+			if (pohm_sys_fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+			    (uint64_t)st.st_dev != v[0].dev)
+				continue;	/* gone meanwhile, or another filesystem's */
+			r = rehint_entry(c, f->fd, de->d_name, rel, &st, strict);
 			if (r)
 				err = r;
-			if (!S_ISDIR(st.st_mode))
+			if (!S_ISDIR(st.st_mode) || on_stack(v, n, &st))
 				continue;
 			sub = pohm_sys_openat(f->fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 			if (sub < 0) {
@@ -384,7 +427,7 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel)
 		free(v[n].buf);
 	}
 	free(v);
-	return err;
+	return err ? err : toolong ? -ENAMETOOLONG : 0;
 }
 
 int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
@@ -400,7 +443,7 @@ int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, cons
 		return -ENOMEM;
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	strcpy(path, rel);
-	r = fd < 0 ? fd : rehint_walk(c, fd, path);
+	r = fd < 0 ? fd : rehint_walk(c, fd, path, 0);
 	free(path);
 	if (r)
 		pohm_debug("%s: not every record below re-hinted (%s): the next sync's repair does it",
@@ -417,7 +460,7 @@ int cache_rehint_all(struct pohm_cache *c)
 		return -ENOMEM;
 	path[0] = '\0';
 	fd = pohm_sys_openat(c->pfd, ".", O_RDONLY | O_DIRECTORY, 0);
-	r = fd < 0 ? fd : rehint_walk(c, fd, path);
+	r = fd < 0 ? fd : rehint_walk(c, fd, path, 1);
 	free(path);
 	return r;
 }

@@ -300,7 +300,7 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	if (!rec->hint[0] || !S_ISREG(rec->mode))
 		return 0;
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st.st_ino != rec->lino) {
+	    (uint64_t)st.st_ino != rec->lino || (uint64_t)st.st_dev != rec->ldev) {
 		/* Not at its hint (removed, or moved without its record
 		 * following): the push cannot find it here; sync_repair may. */
 		pohm_debug("%s: not found at its hint; not pushed", rec->hint);
@@ -351,9 +351,7 @@ static void sync_repair(struct sync_ctx *s)
 		return;
 	}
 	r = cache_rehint_all(s->c);
-	if (r == -ENAMETOOLONG)
-		r = 0;	/* names no hint can hold: no walk again finds more */
-	if (r)
+	if (r && r != -ENAMETOOLONG)	/* that one: paths no hint can hold */
 		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
 	s->repair = REPAIR_AFTER;
 	s->left_fp = 0;
