@@ -379,6 +379,11 @@ struct pohm_sync_defer {
 	uint64_t stale_fp;		/* the files the last repair did not find
 					 * (pushmany.c sync_repair); 0: none */
 	uint64_t stale_round;		/* the round of that repair */
+	/* The files the last round found not at their hints, each as its
+	 * (ino, hint, local inode): a repair walks only for one seen so
+	 * twice in a row (not a fetch between its rename and its record). */
+	uint64_t seen[64];
+	uint32_t nseen;			/* more than 64: every file counts as seen */
 };
 /* pohmelfsd's timed round: as sync_all, but a file some process still has
  * open for write (writer.c) is left to it while its ctime is younger than

@@ -177,7 +177,8 @@ struct sync_ctx {
 	/* Files not at their hints (sync_repair): collected (REPAIR_COLLECT),
 	 * or, after the repair, their fingerprint (REPAIR_AFTER). */
 	enum { REPAIR_NO, REPAIR_COLLECT, REPAIR_AFTER } repair;
-	uint64_t *stale, left_fp;
+	struct stale { uint64_t ino, key; } *stale;
+	uint64_t left_fp;
 	size_t nstale, capstale;
 };
 
@@ -271,13 +272,25 @@ static uint64_t fp_term(uint64_t ino)
 	return ino ^ (ino >> 29);
 }
 
-/* rec's file is not at its hint: noted for sync_repair. */
-static void stale_note(struct sync_ctx *s, uint64_t ino)
+/* What a stale record's state is remembered by from one round to the
+ * next: its inode, hint and local inode (the same file left the same). */
+static uint64_t stale_key(const struct pohm_jrec *rec)
 {
-	uint64_t *v;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *p;
+
+	for (p = rec->hint; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+	return fp_term(rec->ino ^ fp_term(rec->lino ^ fp_term(h)));
+}
+
+/* rec's file is not at its hint: noted for sync_repair. */
+static void stale_note(struct sync_ctx *s, const struct pohm_jrec *rec)
+{
+	struct stale *v;
 
 	if (s->repair == REPAIR_AFTER) {
-		s->left_fp += fp_term(ino);
+		s->left_fp += fp_term(rec->ino);
 		return;
 	}
 	if (s->repair != REPAIR_COLLECT)
@@ -289,7 +302,8 @@ static void stale_note(struct sync_ctx *s, uint64_t ino)
 		s->stale = v;
 		s->capstale = s->capstale ? s->capstale * 2 : 16;
 	}
-	s->stale[s->nstale++] = ino;
+	s->stale[s->nstale].ino = rec->ino;
+	s->stale[s->nstale++].key = stale_key(rec);
 }
 
 static int sync_one(void *arg, struct pohm_jrec *rec)
@@ -304,7 +318,7 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 		/* Not at its hint (removed, or moved without its record
 		 * following): the push cannot find it here; sync_repair may. */
 		pohm_debug("%s: not found at its hint; not pushed", rec->hint);
-		stale_note(s, rec->ino);
+		stale_note(s, rec);
 		return 0;
 	}
 	/* A stub counts only once written without the shim (it then becomes a
@@ -335,19 +349,92 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
  */
 #define REPAIR_AGAIN 64
 
-static void sync_repair(struct sync_ctx *s)
+/* Is ino's file still not at its record's hint, read again (a sync by
+ * hand: a fetch may have put its record meanwhile)?  1 or 0. */
+static int still_stale(struct sync_ctx *s, uint64_t ino)
 {
 	struct pohm_jrec rec;
-	uint64_t fp = 0;
-	size_t i;
+	struct stat st;
 	int r;
 
+	if (pohm_journal_get(&s->c->j, ino, &rec))
+		return 0;	/* forgotten: unlinked since */
+	r = pohm_sys_fstatat(s->c->pfd, rec.hint, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)st.st_ino != rec.lino || (uint64_t)st.st_dev != rec.ldev;
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+/* Was key among the last round's stale files (d->seen)?  1 or 0. */
+static int seen_before(const struct pohm_sync_defer *d, uint64_t key)
+{
+	uint32_t i;
+
+	if (d->nseen > sizeof(d->seen) / sizeof(d->seen[0]))
+		return 1;
+	for (i = 0; i < d->nseen; i++)
+		if (d->seen[i] == key)
+			return 1;
+	return 0;
+}
+
+/* The files a repair looks for, moved to the front of s->stale: those seen
+ * stale the round before as well (pohmelfsd), or still stale when read
+ * again (a sync by hand).  The round's set becomes d->seen.  Their count. */
+static size_t stale_confirm(struct sync_ctx *s)
+{
+	struct pohm_sync_defer *d = s->defer;
+	uint64_t now[sizeof(d->seen) / sizeof(d->seen[0])];
+	size_t i, k = 0, max = sizeof(now) / sizeof(now[0]);
+	struct stale t;
+
+	for (i = 0; i < s->nstale && i < max; i++)
+		now[i] = s->stale[i].key;
 	for (i = 0; i < s->nstale; i++)
-		fp += fp_term(s->stale[i]);
-	if (!s->nstale || (s->defer && s->defer->stale_fp == fp &&
-			   s->defer->round - s->defer->stale_round < REPAIR_AGAIN)) {
-		if (s->defer && !s->nstale)
-			s->defer->stale_fp = 0;
+		if (d ? seen_before(d, s->stale[i].key) : still_stale(s, s->stale[i].ino)) {
+			t = s->stale[k];
+			s->stale[k++] = s->stale[i];
+			s->stale[i] = t;
+		}
+	if (d) {
+		d->nseen = (uint32_t)(s->nstale > max ? max + 1 : s->nstale);
+		memcpy(d->seen, now, (s->nstale < max ? s->nstale : max) * sizeof(now[0]));
+	}
+	return k;
+}
+
+/* The stale files s->stale[from..to) read again and pushed when found. */
+static void stale_push(struct sync_ctx *s, size_t from, size_t to)
+{
+	struct pohm_jrec rec;
+	size_t i;
+
+	for (i = from; i < to; i++)
+		if (!pohm_journal_get(&s->c->j, s->stale[i].ino, &rec)) {
+			sync_one(s, &rec);
+			pohm_jrec_clear(&rec);
+		}
+	sync_flush(s);
+}
+
+static void sync_repair(struct sync_ctx *s)
+{
+	struct pohm_sync_defer *d = s->defer;
+	uint64_t fp = 0;
+	size_t i, n;
+	int r;
+
+	n = stale_confirm(s);
+	for (i = 0; i < n; i++)
+		fp += fp_term(s->stale[i].ino);
+	if (!d && n < s->nstale) {
+		/* A sync by hand: those found at their hints when read again. */
+		s->repair = REPAIR_NO;
+		stale_push(s, n, s->nstale);
+	}
+	if (!n || (d && d->stale_fp == fp && d->round - d->stale_round < REPAIR_AGAIN)) {
+		if (d && !n)
+			d->stale_fp = 0;
 		return;
 	}
 	r = cache_rehint_all(s->c);
@@ -355,15 +442,10 @@ static void sync_repair(struct sync_ctx *s)
 		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
 	s->repair = REPAIR_AFTER;
 	s->left_fp = 0;
-	for (i = 0; i < s->nstale; i++)
-		if (!pohm_journal_get(&s->c->j, s->stale[i], &rec)) {
-			sync_one(s, &rec);
-			pohm_jrec_clear(&rec);
-		}
-	sync_flush(s);
-	if (s->defer) {
-		s->defer->stale_fp = r ? 0 : s->left_fp;
-		s->defer->stale_round = s->defer->round;
+	stale_push(s, 0, n);
+	if (d) {
+		d->stale_fp = r ? 0 : s->left_fp;
+		d->stale_round = d->round;
 	}
 }
 
