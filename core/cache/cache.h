@@ -376,9 +376,6 @@ struct pohm_sync_defer {
 		uint64_t ino, since_ns;	/* ino 0: free */
 		uint64_t round;		/* the last round that left it */
 	} e[64];
-	uint64_t stale_fp;		/* the files the last repair did not find
-					 * (pushmany.c sync_repair); 0: none */
-	uint64_t stale_round;		/* the round of that repair */
 	/* The files the last round found not at their hints, each as its
 	 * (ino, hint, local inode): a repair walks only for one seen so
 	 * twice in a row (not a fetch between its rename and its record). */

@@ -175,11 +175,11 @@ struct sync_ctx {
 	int fds[SYNC_BATCH];		/* the batch being gathered */
 	size_t nfds;
 	/* Files not at their hints (sync_repair): collected (REPAIR_COLLECT),
-	 * or, after the repair, their fingerprint (REPAIR_AFTER). */
+	 * or, after a complete repair, marked as not found (REPAIR_AFTER). */
 	enum { REPAIR_NO, REPAIR_COLLECT, REPAIR_AFTER } repair;
 	struct stale { uint64_t ino, key; } *stale;
-	uint64_t left_fp;
 	size_t nstale, capstale;
+	struct cache_miss *miss;	/* REPAIR_AFTER: the marks (NULL: none) */
 };
 
 /* The gathered files' pushes, together (issue 23); their fds closed. */
@@ -290,7 +290,8 @@ static void stale_note(struct sync_ctx *s, const struct pohm_jrec *rec)
 	struct stale *v;
 
 	if (s->repair == REPAIR_AFTER) {
-		s->left_fp += fp_term(rec->ino);
+		if (s->miss)
+			cache_miss_add(s->c, s->miss, rec, stale_key(rec), NULL);
 		return;
 	}
 	if (s->repair != REPAIR_COLLECT)
@@ -342,13 +343,10 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
  * leaves some stale, and the push finds a file only by its hint; so the
  * whole local tree is walked (cache_rehint_all: each known entry whose
  * record's hint names nothing takes its path), and those files pushed.
- * d (the daemon's memory) keeps the fingerprint of what a complete repair
- * left not found (files removed without the shim): the same set again is
- * walked for only every REPAIR_AGAIN rounds (a file the walk missed while
- * it moved again is found then).
+ * Not for a file a complete repair did not find while nothing changed
+ * around it since (rehintmiss.c: a file removed without the shim), nor
+ * for one a round sees away from its hint for the first time.
  */
-#define REPAIR_AGAIN 64
-
 /* Is ino's file still not at its record's hint, read again (a sync by
  * hand: a fetch may have put its record meanwhile)?  1 or 0. */
 static int still_stale(struct sync_ctx *s, uint64_t ino)
@@ -417,36 +415,64 @@ static void stale_push(struct sync_ctx *s, size_t from, size_t to)
 	sync_flush(s);
 }
 
+/* The stale files a mark still holds for (rehintmiss.c) left out of
+ * s->stale, their marks kept in keep.  The count of marks read. */
+static size_t stale_unmarked(struct sync_ctx *s, struct cache_miss *keep)
+{
+	const struct cache_miss_ent *e;
+	struct cache_miss old;
+	struct pohm_jrec rec;
+	size_t i, k = 0, had;
+
+	if (cache_miss_load(s->c, &old) || !old.n) {
+		cache_miss_free(&old);
+		return 0;
+	}
+	for (i = 0; i < s->nstale; i++) {
+		e = NULL;
+		if (!pohm_journal_get(&s->c->j, s->stale[i].ino, &rec)) {
+			e = cache_miss_holds(s->c, &old, &rec, s->stale[i].key);
+			if (e && cache_miss_add(s->c, keep, &rec, 0, e))
+				e = NULL;
+			pohm_jrec_clear(&rec);
+		}
+		if (!e)
+			s->stale[k++] = s->stale[i];
+	}
+	s->nstale = k;
+	had = old.n;
+	cache_miss_free(&old);
+	return had;
+}
+
 static void sync_repair(struct sync_ctx *s)
 {
-	struct pohm_sync_defer *d = s->defer;
-	uint64_t fp = 0;
-	size_t i, n;
+	struct cache_miss keep = { NULL, 0, 0 };
+	size_t n, had;
 	int r;
 
+	had = stale_unmarked(s, &keep);
 	n = stale_confirm(s);
-	for (i = 0; i < n; i++)
-		fp += fp_term(s->stale[i].ino);
-	if (!d && n < s->nstale) {
+	if (!s->defer && n < s->nstale) {
 		/* A sync by hand: those found at their hints when read again. */
 		s->repair = REPAIR_NO;
 		stale_push(s, n, s->nstale);
 	}
-	if (!n || (d && d->stale_fp == fp && d->round - d->stale_round < REPAIR_AGAIN)) {
-		if (d && !n)
-			d->stale_fp = 0;
-		return;
+	if (!n) {
+		if (keep.n != had)
+			cache_miss_save(s->c, &keep);	/* some changed: looked for again */
+		goto out;
 	}
 	r = cache_rehint_all(s->c);
 	if (r && r != -ENAMETOOLONG)	/* that one: paths no hint can hold */
 		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
 	s->repair = REPAIR_AFTER;
-	s->left_fp = 0;
+	s->miss = r ? NULL : &keep;	/* an incomplete walk marks nothing */
 	stale_push(s, 0, n);
-	if (d) {
-		d->stale_fp = r ? 0 : s->left_fp;
-		d->stale_round = d->round;
-	}
+	if (!r || keep.n != had)
+		cache_miss_save(s->c, &keep);
+out:
+	cache_miss_free(&keep);
 }
 
 /* A pass over every record (sync_one), then the repair when asked for. */
@@ -466,7 +492,7 @@ static int sync_pass(struct sync_ctx *s)
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, 0 };
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
 
 	return sync_pass(&s);
 }
@@ -474,7 +500,7 @@ int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t
 int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, 0 };
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
 	struct pohm_jrec rec;
 	size_t i;
 	int r;
@@ -495,7 +521,7 @@ int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
 {
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, 0 };
+	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
 	size_t i;
 	int r;
 
@@ -511,7 +537,7 @@ int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_s
 
 int pohm_cache_sync_all(struct pohm_cache *c)
 {
-	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, 0 };
+	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
 
 	return sync_pass(&s);
 }

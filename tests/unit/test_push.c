@@ -1378,6 +1378,12 @@ static void write_behind(const char *h, const char *rel, const char *s)
 	close(fd);
 }
 
+/* Has host c marked a file its repair did not find (rehintmiss.c)? */
+static int miss_marked(struct pohm_cache *c)
+{
+	return !faccessat(c->j.dirfd, "rehint.miss", F_OK, 0);
+}
+
 /* pohmelfsd's rounds look for files not at their hints (pushmany.c
  * sync_repair), each only once a second round in a row finds it so (a
  * fetch between its rename and its record is not worth a walk of the whole
@@ -1401,9 +1407,9 @@ TEST(pohmelfsds_rounds_push_a_file_found_away_from_its_hint)
 	EXPECT_EQ_INT(ch_write(a, "a", "gone", "x", 1), 0);
 	EXPECT_EQ_INT(unlink(ch_path("a", "gone")), 0);
 	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
-	EXPECT(d.stale_fp == 0);	/* "gone" seen once: not looked for yet */
+	EXPECT(!miss_marked(a));	/* "gone" seen once: not looked for yet */
 	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
-	EXPECT(d.stale_fp != 0);	/* twice: looked for, not found */
+	EXPECT(miss_marked(a));		/* twice: looked for, not found */
 	EXPECT_EQ_INT(mkdir(ch_path("a", "x"), 0755), 0);
 	EXPECT_EQ_INT(rename(ch_path("a", "d"), ch_path("a", "x/d")), 0);
 	usleep(20000);
@@ -1476,4 +1482,63 @@ TEST(the_repair_leaves_a_file_born_after_the_record_it_would_take)
 	EXPECT_EQ_STR(buf, "mine");
 	pohm_cache_close(a);
 	pohm_cache_close(c);
+}
+
+/* The hint of host c's record of the local entry rel (known to it). */
+static void hint_of(struct pohm_cache *c, const char *local, char *out, size_t len)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+
+	out[0] = '\0';
+	if (lstat(local, &st) ||
+	    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+	    pohm_journal_get(&c->j, ino, &rec))
+		return;
+	snprintf(out, len, "%s", rec.hint);
+	pohm_jrec_clear(&rec);
+}
+
+/* A file removed without the shim is looked for by one complete repair,
+ * then marked (cache_dir/rehint.miss): a restarted pohmelfsd (a new
+ * memory) does not walk the tree for it again; a change in its hint's
+ * directory does.  Whether a round walked shows in a directory record
+ * left stale (the walk re-hints it; no round collects directories). */
+TEST(a_file_the_repair_did_not_find_is_not_looked_for_again_after_a_restart)
+{
+	struct pohm_sync_defer d;
+	struct pohm_cache *a;
+	char hint[4096];
+	int i, fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	memset(&d, 0, sizeof(d));
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "g", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "g/gone", "x", 1), 0);
+	EXPECT_EQ_INT(unlink(ch_path("a", "g/gone")), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	EXPECT(miss_marked(a));
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "dd", 0755), 0);
+	EXPECT_EQ_INT(mkdir(ch_path("a", "y"), 0755), 0);
+	EXPECT_EQ_INT(rename(ch_path("a", "dd"), ch_path("a", "y/dd")), 0);
+	memset(&d, 0, sizeof(d));	/* pohmelfsd started again */
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_all(a), 0);
+	hint_of(a, ch_path("a", "y/dd"), hint, sizeof(hint));
+	EXPECT_EQ_STR(hint, "dd");	/* no walk */
+	usleep(20000);
+	fd = open(ch_path("a", "g/new"), O_WRONLY | O_CREAT, 0644);	/* g changes */
+	EXPECT(fd >= 0);
+	close(fd);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
+	hint_of(a, ch_path("a", "y/dd"), hint, sizeof(hint));
+	EXPECT_EQ_STR(hint, "y/dd");	/* walked again */
+	EXPECT(miss_marked(a));
+	pohm_cache_close(a);
 }
