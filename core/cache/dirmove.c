@@ -330,7 +330,8 @@ static int rehint_entry(struct pohm_cache *c, int dfd, const char *name, const c
 }
 
 /* Is the directory st one of the walk's levels v[0..n) (a bind mount of
- * an ancestor below itself: the walk would never end)?  1 or 0. */
+ * an ancestor below itself: the walk would go over it again, and records
+ * take paths through the bind)?  1 or 0. */
 static int on_stack(const struct rh_frame *v, size_t n, const struct stat *st)
 {
 	while (n--)

@@ -335,18 +335,6 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	return 0;
 }
 
-/*
- * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
- * process's exit: it walks the whole tree): files found not at their hints
- * are looked for by identity.  A directory move re-hints the records below
- * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
- * leaves some stale, and the push finds a file only by its hint; so the
- * whole local tree is walked (cache_rehint_all: each known entry whose
- * record's hint names nothing takes its path), and those files pushed.
- * Not for a file a complete repair did not find while nothing changed
- * around it since (rehintmiss.c: a file removed without the shim), nor
- * for one a round sees away from its hint for the first time.
- */
 /* Is ino's file still not at its record's hint, read again (a sync by
  * hand: a fetch may have put its record meanwhile)?  1 or 0. */
 static int still_stale(struct sync_ctx *s, uint64_t ino)
@@ -445,6 +433,18 @@ static size_t stale_unmarked(struct sync_ctx *s, struct cache_miss *keep)
 	return had;
 }
 
+/*
+ * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
+ * process's exit: it walks the whole tree): files found not at their hints
+ * are looked for by identity.  A directory move re-hints the records below
+ * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
+ * leaves some stale, and the push finds a file only by its hint; so the
+ * whole local tree is walked (cache_rehint_all: each known entry whose
+ * record's hint names nothing takes its path), and those files pushed.
+ * Not for a file a complete repair did not find while nothing changed
+ * around it since (rehintmiss.c: a file removed without the shim), nor
+ * for one a round sees away from its hint for the first time.
+ */
 static void sync_repair(struct sync_ctx *s)
 {
 	struct cache_miss keep = { NULL, 0, 0 };
