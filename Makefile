@@ -265,6 +265,8 @@ $(B)/obj/tests/unit/test_reallazy.o: CPPFLAGS += -Ipreload
 
 # test_jstale watches the cache's journal reads (tests/unit/test_jstale.c).
 $(B)/tests/test_jstale: LDFLAGS += -Wl,--wrap=pohm_journal_get
+# test_sigqueue runs a replay just before a chosen local unlink (tests/unit/test_sigqueue.c).
+$(B)/tests/test_sigqueue: LDFLAGS += -Wl,--wrap=pohm_sys_unlinkat
 # test_crash dies at a chosen record put or test-kill point (tests/unit/test_crash.c).
 $(B)/tests/test_crash: LDFLAGS += -Wl,--wrap=pohm_journal_put -Wl,--wrap=pohm_journal_put_commit \
 	-Wl,--wrap=pohm_sys_test_kill

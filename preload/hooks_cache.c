@@ -796,10 +796,18 @@ void pohm_hook_fork(enum pohm_fork_phase phase)
 		__atomic_store_n(&mount_asked, 0, __ATOMIC_RELAXED);
 }
 
-/* Push everything this process wrote (core/mount pohm_proc_exit_push). */
+/*
+ * Push everything this process wrote (core/mount pohm_proc_exit_push).
+ * No settle of the deferred writes when this thread is inside the shim
+ * (pohm_busy: an exit from a signal handler that interrupted it): the
+ * settle waits on the net's lock, which the interrupted frame may hold
+ * (review of s19-mv4); their outcomes are the readers' to settle.
+ */
 static void push_written(void)
 {
-	HELD((pohm_proc_exit_push(&host_fds), 0));
+	int settle = !pohm_busy;
+
+	HELD((pohm_proc_exit_push(&host_fds, settle), 0));
 }
 
 /* This image's counters (core/mount pohm_proc_flush_stats): at exit, and

@@ -14,7 +14,9 @@
  *
  * Names outside the prefix go to glibc; when glibc fails there with ENOENT
  * the name is tried once more here, because a symlink outside the prefix
- * may lead into it (the kernel then meets an entry not fetched yet).
+ * may lead into it (the kernel then meets an entry not fetched yet); not
+ * when the kernel's own walk, following no symlink, ends at the missing
+ * name.
  */
 #include "shim.h"
 #include "walk.h"
@@ -231,10 +233,25 @@ static int ours(const char *path)
 	return pohm_claim_ro(AT_FDCWD, path, &p);
 }
 
-/* glibc failed with ENOENT outside the prefix: try once more here (see the file comment). */
-static int retry(void)
+/*
+ * glibc failed with ENOENT outside the prefix: try once more here (see the
+ * file comment), unless the kernel meets no symlink on the way to the
+ * missing name (one openat2 that follows none answers ENOENT too): then no
+ * link leads into the prefix, and our walk would only repeat glibc's
+ * readlink of every component (gcc's include search: half of cc1's extra
+ * system calls, issue 23).  errno stays ENOENT.
+ */
+static int retry(const char *path)
 {
-	return errno == ENOENT && pohm_active();
+	int fd;
+
+	if (errno != ENOENT || !pohm_active())
+		return 0;
+	fd = pohm_sys_open_dir_nolinks(AT_FDCWD, path);
+	if (fd >= 0)
+		pohm_sys_close(fd);
+	errno = ENOENT;
+	return fd != -ENOENT;
 }
 
 POHM_EXPORT char *realpath(const char *path, char *resolved)
@@ -244,7 +261,7 @@ POHM_EXPORT char *realpath(const char *path, char *resolved)
 	if (ours(path))
 		return realpath_ours(path, resolved);
 	r = pohm_real.realpath(path, resolved);
-	return r || !retry() ? r : realpath_ours(path, resolved);
+	return r || !retry(path) ? r : realpath_ours(path, resolved);
 }
 
 POHM_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
@@ -256,7 +273,7 @@ POHM_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
 	if (ours(path))
 		return realpath_ours(path, resolved);
 	r = pohm_real.__realpath_chk(path, resolved, len);
-	return r || !retry() ? r : realpath_ours(path, resolved);
+	return r || !retry(path) ? r : realpath_ours(path, resolved);
 }
 
 POHM_EXPORT char *canonicalize_file_name(const char *path)
@@ -266,5 +283,5 @@ POHM_EXPORT char *canonicalize_file_name(const char *path)
 	if (ours(path))
 		return realpath_ours(path, NULL);
 	r = pohm_real.canonicalize_file_name(path);
-	return r || !retry() ? r : realpath_ours(path, NULL);
+	return r || !retry(path) ? r : realpath_ours(path, NULL);
 }

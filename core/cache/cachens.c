@@ -724,6 +724,32 @@ static void renote_if_clean(struct pohm_cache *c, uint64_t ino, const struct sta
 	pohm_journal_update(&c->j, ino, renote_fn, &a);
 }
 
+/*
+ * A file made behind the storage's back (no name in the storage, no inode
+ * of ours) was just removed locally only.  The signal queue's replay may
+ * have adopted it meanwhile (sigqueue.c sq_adopt_check, the mirror of this
+ * look): created its name in the storage after this removal's look there,
+ * and looked at the local name before the unlink.  Its journal record
+ * (for lst, the removed file) then exists, and the stored name goes.  The
+ * adopt records before its look and this looks after the unlink: one of
+ * the two sees the other.
+ */
+static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino,
+			    const char *name, const struct stat *lst)
+{
+	uint64_t ino, sino;
+	uint8_t type;
+
+	if (cache_index_known(c, lst, &ino) ||
+	    pohm_ns_lookup(c->ns, dino, name, &sino, &type) || sino != ino)
+		return;
+	if (!pohm_ns_unlink(c->ns, dino, name)) {
+		cache_dir_changed(c, dino);
+		forget_if_gone(c, ino);
+		pohm_debug("%s: adopted while removed; removed from the storage", rel);
+	}
+}
+
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
 	struct stat pre, post;
@@ -752,6 +778,8 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 		/* Only here (made behind the storage's back, e.g. by libc's mkstemp): local only. */
 		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
 			r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
+		if (!r && !dir && S_ISREG(lst.st_mode))
+			drop_if_adopted(c, rel, dino, name, &lst);
 		goto out;
 	}
 	if (r)

@@ -1075,6 +1075,40 @@ int pohm_journal_is_dirty(const struct pohm_jrec *r, const struct stat *st)
 	return (int64_t)r->recorded_ns - ct < RACY_NS ? 2 : 0;
 }
 
+struct settle_arg {
+	const struct pohm_jrec *seen;
+	const struct stat *st;
+	uint64_t checked_ns;
+};
+
+/* Still the copy the caller hashed: the same local file and state, the same
+ * data identity, and nobody recorded it again meanwhile. */
+static int settle_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct settle_arg *a = arg;
+	const struct pohm_jrec *s = a->seen;
+
+	if (r->ldev != (uint64_t)a->st->st_dev || pohm_journal_is_dirty(r, a->st) != 2 ||
+	    r->recorded_ns != s->recorded_ns || r->dversion != s->dversion || r->size != s->size ||
+	    r->nchunks != s->nchunks || r->chunk_shift != s->chunk_shift)
+		return -ESTALE;
+	r->recorded_ns = a->checked_ns;
+	return 0;
+}
+
+int pohm_journal_settle_racy(struct pohm_journal *j, const struct pohm_jrec *seen,
+			     const struct stat *st, uint64_t checked_ns)
+{
+	struct settle_arg a = { seen, st, checked_ns };
+	int64_t ct = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+
+	/* A write after checked_ns moves the ctime past this tick (git's rule
+	 * for a racily clean entry written again). */
+	if ((int64_t)checked_ns - ct < RACY_NS)
+		return -EAGAIN;
+	return pohm_journal_update(j, seen->ino, settle_fn, &a);
+}
+
 int pohm_journal_content_differs(const struct pohm_jrec *r, int fd, uint64_t size)
 {
 	uint64_t cs = 1ULL << (r->chunk_shift ? r->chunk_shift : 20), nch = (size + cs - 1) / cs, i;

@@ -210,6 +210,17 @@ void pohm_jrec_set_hint(struct pohm_jrec *r, const char *rel);
 /* Does the local file (st) differ from what the record saw?  0 no, 1 yes,
  * 2 cannot tell from the metadata (a racy ctime): compare the contents. */
 int pohm_journal_is_dirty(const struct pohm_jrec *r, const struct stat *st);
+/*
+ * A racy record (is_dirty 2 against st) whose local file's bytes were
+ * found equal to its checksums by a read begun at realtime checked_ns: when
+ * checked_ns is a tick or more after st's ctime, any later write moves the
+ * ctime, so the record takes checked_ns as its recorded_ns and is no longer
+ * racy (the next scan need not read the file again), under its lock and
+ * only if it is still seen (same local state, data identity, recorded_ns).
+ * 0, -EAGAIN (too soon after the ctime), -ESTALE, -ENOENT, -errno.
+ */
+int pohm_journal_settle_racy(struct pohm_journal *j, const struct pohm_jrec *seen,
+			     const struct stat *st, uint64_t checked_ns);
 /* 1 if the file open as fd differs from the record's chunk checksums, 0 if not, -errno. */
 int pohm_journal_content_differs(const struct pohm_jrec *r, int fd, uint64_t size);
 /* Record st as the local state after a fetch or push. */

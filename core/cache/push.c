@@ -601,6 +601,7 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	struct pohm_ts mt;
 	struct stat now;
 	uint32_t base_mode, base_uid, base_gid, seen_gid;
+	uint64_t checked = 0;	/* when a racy record's bytes were read */
 	unsigned shift = rec->chunk_shift ? rec->chunk_shift : 20;
 	size_t n = 0;
 	int r, d, pushed_attrs = 0, carried = 0, resized = 0;
@@ -619,11 +620,21 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 	}
 	d = pohm_journal_is_dirty(rec, st);
 	if (d == 2 && !(rec->flags & POHM_J_STUB) &&
-	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec &&
-	    !pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size))
-		d = 0;	/* a racy ctime, but the same bytes and times: nothing to send */
-	if (!d && (st->st_mode & 07777) == (rec->mode & 07777) && !chgrp_due(rec, st))
+	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec) {
+		checked = pohm_sys_real_ns();
+		if (!pohm_journal_content_differs(rec, fd, (uint64_t)st->st_size))
+			d = 0;	/* a racy ctime, but the same bytes and times: nothing to send */
+	}
+	if (!d && (st->st_mode & 07777) == (rec->mode & 07777) && !chgrp_due(rec, st)) {
+		/* Read once: not again at every later scan (pohmelfsd's
+		 * rounds, pohmelfs sync), which would hash the whole cache. */
+		/* Not while a writer holds the inode: a store through a
+		 * mapping whose page is already dirty moves no time, so a
+		 * settled record would hide it for good (s19 review). */
+		if (checked && pohm_cache_writer_alive(c, rec->ino) == 0)
+			pohm_journal_settle_racy(&c->j, rec, st, checked);
 		return 0;
+	}
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (rec->flags & POHM_J_STUB) {

@@ -167,6 +167,43 @@ static int sq_known_name(struct pohm_cache *c, uint64_t ino, const char *rel)
 	return r;
 }
 
+/*
+ * The file open at fd was just adopted as rel: is rel still its name?  The
+ * look before the adopt and the storage's create are apart by a round
+ * trip, and the handler's next call may remove rel in between (a pid
+ * file's handler removes the last one).  That removal found no rel in the
+ * storage (a hook's unlink then removes it locally only; a record's
+ * replay finds nothing to remove), so the name the adopt made would stay
+ * for good (shim_procs 23 under UBSan, session 19).  This look comes after
+ * the create and the journal's record: a removal after it finds both in
+ * the storage's and the journal's view.  A name no longer the file's
+ * leaves the storage if the storage still has it for the adopted inode.
+ * 0 (still its name, or nothing of ours), 1 (the stored name removed), or -errno.
+ */
+static int sq_adopt_check(struct pohm_cache *c, const char *rel, int fd)
+{
+	struct stat fst, st;
+	const char *name;
+	uint64_t ino, sino, dino;
+	uint8_t type;
+	int dfd, r;
+
+	if (pohm_sys_fstat(fd, &fst) || cache_index_known(c, &fst, &ino))
+		return 0;	/* not adopted: nothing of ours in the storage */
+	r = local_has(c, rel, &st);
+	if (r < 0 || (r && st.st_dev == fst.st_dev && st.st_ino == fst.st_ino))
+		return r < 0 ? r : 0;
+	r = cache_walk_parent(c, rel, &dfd, &dino, &name);
+	if (r)
+		return r == -ENOENT || r == -ENOTDIR ? 0 : r;
+	r = pohm_ns_lookup(c->ns, dino, name, &sino, &type);
+	pohm_sys_close(dfd);
+	if (r || sino != ino)
+		return r == -ENOENT ? 0 : r;	/* gone, or another file's name now */
+	r = pohm_cache_drop_stored(c, rel);
+	return r ? r : 1;
+}
+
 /* rel is present locally: 1 when the record must wait for a replayer that may open it. */
 static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *st,
 		      unsigned flags)
@@ -198,9 +235,13 @@ static int sq_present(struct pohm_cache *c, const char *rel, const struct stat *
 	r = pohm_cache_adopt(c, rel, fd);
 	if (!r)
 		r = pohm_cache_push_fd(c, fd);
+	if (r >= 0)
+		r = sq_adopt_check(c, rel, fd);
 	pohm_sys_close(fd);
 	if (r < 0)
 		pohm_warn("%s: written by a signal handler, not adopted (%s)", rel, strerror(-r));
+	else if (r == 1)
+		pohm_debug("%s: removed locally while adopted; removed from the storage", rel);
 	else
 		pohm_info("%s: written by a signal handler, now in the storage", rel);
 	return r < 0 ? r : 0;

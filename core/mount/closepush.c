@@ -25,6 +25,10 @@
 #include "mount.h"
 #include "sys.h"
 
+/* How long an exit waits for the replies of writes sent without a wait
+ * (decision 0073): over loopback and a LAN they are in long before. */
+#define POHM_EXIT_SETTLE_NS (500ULL * 1000 * 1000)
+
 /* Is the local file (dev, ino) open through an fd of the host under the
  * prefix (for writing only, with want_write) other than except (-1: any)? */
 static int held(const struct pohm_host_fds *h, uint64_t dev, uint64_t ino, int want_write,
@@ -253,7 +257,7 @@ int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int 
 	return 0;
 }
 
-void pohm_proc_exit_push(const struct pohm_host_fds *h)
+void pohm_proc_exit_push(const struct pohm_host_fds *h, int settle)
 {
 	struct pohm_mount *m = pohm_proc_mount_now();
 	uint64_t *own = NULL;
@@ -266,6 +270,10 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h)
 	if (m && (n = pohm_dirty_take_list(pohm_proc_dirty(), &own)))
 		push_process(m, h, 0, own, n);
 	free(own);
+	/* Writes sent without a wait (a rename's finish, decision 0073): their
+	 * outcome, briefly; one not answered by then is the readers'. */
+	if (m && settle && m->kv.ops->settle)
+		m->kv.ops->settle(m->kv.ctx, pohm_sys_mono_ns() + POHM_EXIT_SETTLE_NS);
 	/* The CAS bases for the next process, once (decision 0048). */
 	if (m)
 		pohm_cache_kept_flush(m->cache);

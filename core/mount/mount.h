@@ -214,8 +214,11 @@ void pohm_proc_mapped(struct pohm_mount *m, const struct pohm_host_fds *h, int f
  * or -EIO). */
 int pohm_proc_unmapped(struct pohm_mount *m, const struct pohm_host_fds *h, int sync);
 /* At exit and at an exec that replaces the image: everything on the dirty
- * list pushed through the mount of the current euid (if it is open). */
-void pohm_proc_exit_push(const struct pohm_host_fds *h);
+ * list pushed through the mount of the current euid (if it is open); with
+ * settle, its deferred writes' outcomes briefly waited for (0: a caller
+ * that may hold the net's lock, a signal handler's exit: the readers
+ * settle them). */
+void pohm_proc_exit_push(const struct pohm_host_fds *h, int settle);
 
 /*
  * The host's own call of an operation (the shim's real libc call), made

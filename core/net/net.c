@@ -956,6 +956,14 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	int why;
 
 	pthread_mutex_lock(&net->lock);
+	/* A wait counts only when it must block (decision 0073): first the
+	 * replies already on the connections, read without blocking (a
+	 * round whose poll has timeout 0), unless a leader is reading them. */
+	if (!r->done && !net->leader_active) {
+		net->leader_active = 1;
+		lead_round(net, 0);
+		net->leader_active = 0;
+	}
 	count(&net->win_waits, !r->done);
 	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
 	if (w->waiting)
@@ -967,6 +975,43 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 		pthread_cond_signal(&net->waiters->cv);
 	pthread_mutex_unlock(&net->lock);
 	return r->status;
+}
+
+/* Is w enough now: every request done, or enough() says so (or lowered
+ * its deadline to a time already past, as wait_loop reads it)?  Lock held. */
+static int window_enough(struct pohm_batch *w, pohm_enough_fn enough, void *arg,
+			 uint64_t deadline)
+{
+	uint64_t dl = deadline;
+
+	if (!w->remaining || enough(arg, NULL, 0, &dl))
+		return 1;
+	return dl < deadline && now_ns() >= dl;
+}
+
+int pohm_net_window_wait_enough(struct pohm_net *net, struct pohm_batch *w,
+				pohm_enough_fn enough, void *arg, uint64_t deadline)
+{
+	int done, why = 0;
+
+	pthread_mutex_lock(&net->lock);
+	/* Counted as pohm_net_window_wait counts (decision 0073). */
+	done = window_enough(w, enough, arg, deadline);
+	if (!done && !net->leader_active) {
+		net->leader_active = 1;
+		lead_round(net, 0);
+		net->leader_active = 0;
+		done = window_enough(w, enough, arg, deadline);
+	}
+	count(&net->win_waits, !done);
+	if (!done)
+		why = wait_loop(net, w, NULL, 0, deadline, enough, arg);
+	if (w->waiting)
+		waiter_remove(net, w);
+	if (!net->leader_active && net->waiters)
+		pthread_cond_signal(&net->waiters->cv);
+	pthread_mutex_unlock(&net->lock);
+	return why < 0 ? why : 0;
 }
 
 void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,

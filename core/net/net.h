@@ -155,9 +155,17 @@ struct pohm_batch *pohm_net_window_open(struct pohm_net *net);
 /* Send reqs now (connecting their nodes first, bounded by deadline); no waiting. */
 void pohm_net_window_send(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
 			  size_t n, uint64_t deadline);
-/* Wait until r (sent in w) is done, or fail it with -ETIMEDOUT at deadline. r->status. */
+/* Wait until r (sent in w) is done, or fail it with -ETIMEDOUT at deadline. r->status.
+ * Counted a wait (pohm_net_counts) only when its reply was not in after a
+ * read of the connections that does not block. */
 int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm_req *r,
 			 uint64_t deadline);
+/* Wait until every request sent in w is done or enough(arg, NULL, 0, &dl)
+ * says w has what it needs (it may lower dl, as for pohm_net_run); 0, or
+ * -ETIMEDOUT at deadline.  Nothing is cancelled (pohm_net_window_close
+ * does).  Counted a wait as pohm_net_window_wait is. */
+int pohm_net_window_wait_enough(struct pohm_net *net, struct pohm_batch *w,
+				pohm_enough_fn enough, void *arg, uint64_t deadline);
 /* Cancel what of reqs (every request sent in w) is not done (-ECANCELED), free w. */
 void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct pohm_req **reqs,
 			   size_t n);
@@ -208,7 +216,9 @@ int pohm_net_ping_all(struct pohm_net *net, uint64_t deadline);
 
 /* What this process's client asked of the cluster (issue 23's budget). */
 struct pohm_net_counts {
-	uint64_t waits;		/* times a caller waited for replies (pohm_net_run, a window wait) */
+	uint64_t waits;		/* times a caller waited for replies: every pohm_net_run (its
+				 * requests leave in it), a window wait only when its reply
+				 * was not on the connections yet (decision 0073) */
 	uint64_t requests;	/* requests those callers sent */
 	uint64_t setup_waits;	/* waits of connection setup: handshake, ping, route list */
 	uint64_t setup_requests;	/* requests of connection setup */

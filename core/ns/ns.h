@@ -97,10 +97,12 @@ int pohm_ns_getattr(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out);
  * pohm_ns_getattr of inos[0..n) together: the inodes read by the same
  * committed (majority) reads, pipelined, a few hundred per round trip (kv
  * get_n).  st[i] is what pohm_ns_getattr gives for inos[i], out[i] filled
- * when 0 (clear each).  0, or -errno with nothing filled.
+ * when 0 (clear each).  head (NULL: none): where head[i], out[i] has only
+ * the inode's fixed part (pohm_inode_decode_head: version, attributes; no
+ * inline bytes, maps, xattrs or target).  0, or -errno with nothing filled.
  */
 int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
-			 struct pohm_inode *out, int *st);
+			 const uint8_t *head, struct pohm_inode *out, int *st);
 
 /*
  * The inode ino as the base of this thread's next CAS of it holds it (what

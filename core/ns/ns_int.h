@@ -51,6 +51,9 @@ struct pohm_ns {
 	 * 0067: its finish or a settle was acknowledged; a txid is never
 	 * reused, so it stays true); lossy, direct-mapped by txid. */
 	uint64_t settled[POHM_NS_HINTS];
+	/* Refused deferred finishes not yet redone (ns_finish_owed): pushed
+	 * by a settle's done, taken whole by atomic exchange, no lock. */
+	struct ns_owed *owed;
 };
 
 /* A decoded bucket plus what is needed to CAS it back. */
@@ -150,6 +153,17 @@ int ns_check_name(const char *name);
 /* DT_* for an inode mode. */
 uint8_t ns_dtype(uint32_t mode);
 
+/* nsops.c */
+/*
+ * Redo the finishes of this handle's renames whose deferred finish was
+ * refused (finish_told queued them: a settle's done must not make store
+ * calls, every other thread's call waits for it).  Called where no settle
+ * is running on this thread: at close, at the start of a rename and of a
+ * listing (ns_moved_settle does the finish it needs itself).  A no-op
+ * when none is owed.
+ */
+void ns_finish_owed(struct pohm_ns *ns);
+
 /* nsdir.c */
 /* A reader's view of e (decision 0067): no intent, or only the MOVED_IN mark. */
 #define NS_PLAIN(e)	((e)->intent == POHM_INTENT_NONE || (e)->intent == POHM_INTENT_MOVED_IN)
@@ -224,6 +238,13 @@ int ns_tomb_fn(struct pohm_inode *in, void *arg);
  * answer; decision 0022).  1: not sent (no put_n, or not a NORMAL bucket
  * already stored); else as ns_bucket_store. */
 int ns_bucket_store_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct ns_put *also);
+/* ns_bucket_store of a NORMAL bucket already stored, sent through kv
+ * put_deferred (decision 0073): 0 sent, done(arg, st) told later with
+ * put's answer (-EAGAIN/-EEXIST lost, -EIO unknown); 1 not sent (no
+ * put_deferred, not such a bucket, or the store would not defer it: store
+ * it); -errno nothing sent. */
+int ns_bucket_store_deferred(struct pohm_ns *ns, struct ns_bucket_ref *ref,
+			     void (*done)(void *arg, int st), void *arg);
 /* Write ref->bk back by CAS: 0, -EAGAIN (lost a race), -errno. */
 int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref);
 void ns_bucket_release(struct ns_bucket_ref *ref);
@@ -414,9 +435,13 @@ struct ns_deadline {
  * entry gets the MOVED_IN mark naming (sdir, e->name); no put starts once
  * until has passed (NULL: none; -ETIME then, nothing written), so a
  * resolver that fences the destination after the intent's timeout
- * (decision 0067) cannot be overtaken by this commit. */
+ * (decision 0067) cannot be overtaken by this commit.  also (may be NULL,
+ * st 1 on entry): a write sent in one put_n with the first attempt's CAS
+ * on the peeked bucket (ns_bucket_store_along; also->st its answer, left
+ * 1 when not sent), one that may land alone (decision 0073: the source's
+ * ctime). */
 int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
 			const struct ns_deadline *until, uint64_t *replaced,
-			uint8_t *replaced_type);
+			uint8_t *replaced_type, struct ns_put *also);
 
 #endif

@@ -73,7 +73,7 @@ int pohm_ns_getattr_dir(struct pohm_ns *ns, uint64_t ino, struct pohm_inode *out
 }
 
 int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
-			 struct pohm_inode *out, int *st)
+			 const uint8_t *head, struct pohm_inode *out, int *st)
 {
 	struct pohm_kv_val *v = NULL;
 	char (*keys)[POHM_KEY_MAX] = NULL;
@@ -88,7 +88,7 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 	if (!ns->kv.ops->get_n) {
 		for (i = 0; i < n; i++)
 			st[i] = pohm_ns_getattr(ns, inos[i], &out[i]);
-		return 0;
+		return 0;	/* all of each: more than head asks */
 	}
 	v = calloc(n, sizeof(*v));
 	keys = calloc(n, sizeof(*keys));
@@ -107,10 +107,12 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
 	for (i = 0; i < n; i++) {
 		struct pohm_inode *in = &out[i];
+		int hd = head && head[i];
 
 		if (st[i])
 			continue;
-		if (pohm_inode_decode(in, v[i].data, v[i].len)) {
+		if (hd ? pohm_inode_decode_head(in, v[i].data, v[i].len)
+		       : pohm_inode_decode(in, v[i].data, v[i].len)) {
 			memset(in, 0, sizeof(*in));
 			st[i] = -EIO;
 		} else if (in->ino != inos[i]) {
@@ -119,7 +121,7 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 		} else if (in->hdr.flags & POHM_OBJF_TOMBSTONE) {
 			pohm_inode_clear(in);
 			st[i] = -ENOENT;
-		} else if ((st[i] = pohm_ns_map_load(ns, in))) {
+		} else if (!hd && (st[i] = pohm_ns_map_load(ns, in))) {
 			pohm_inode_clear(in);
 		}
 	}

@@ -14,6 +14,7 @@
  * first anyway).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ns_int.h"
@@ -155,6 +156,62 @@ static int bs_write_n(void *ctx, size_t n, const char *const *keys, const void *
 	return ns->base_kv.ops->write_n(ns->base_kv.ctx, n, keys, data, len, st);
 }
 
+/* A put_deferred's note, told at its settle (bs_put_deferred). */
+struct bs_deferred {
+	struct pohm_ns *ns;
+	void (*done)(void *arg, int st);
+	void *arg;
+	size_t len;
+	char key[POHM_KEY_MAX];
+	uint8_t data[];
+};
+
+static void bs_deferred_done(void *arg, int st)
+{
+	struct bs_deferred *d = arg;
+
+	if (!st)
+		note(d->ns, d->key, d->data, d->len);
+	if (d->done)
+		d->done(d->arg, st);
+	free(d);
+}
+
+/* The base is noted when the outcome is told: committed, the bytes sent;
+ * else forgotten (the send replaced it, or it was stale). */
+static int bs_put_deferred(void *ctx, const char *key, const void *data, size_t len,
+			   const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
+{
+	struct pohm_ns *ns = ctx;
+	struct bs_deferred *d;
+	int r;
+
+	if (strlen(key) >= sizeof(d->key))
+		return -EAGAIN;
+	d = malloc(sizeof(*d) + len);
+	if (!d)
+		return -ENOMEM;
+	d->ns = ns;
+	d->done = done;
+	d->arg = arg;
+	d->len = len;
+	strcpy(d->key, key);
+	memcpy(d->data, data, len);
+	lost(ns, key);
+	r = ns->base_kv.ops->put_deferred(ns->base_kv.ctx, key, data, len, expect,
+					  bs_deferred_done, d);
+	if (r)
+		free(d);
+	return r;
+}
+
+static int bs_settle(void *ctx, uint64_t deadline_ns)
+{
+	struct pohm_ns *ns = ctx;
+
+	return ns->base_kv.ops->settle(ns->base_kv.ctx, deadline_ns);
+}
+
 static int bs_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
 	struct pohm_ns *ns = ctx;
@@ -186,6 +243,8 @@ void ns_base_kv(struct pohm_ns *ns)
 	ns->base_ops.put_n = o->put_n ? bs_put_n : NULL;
 	ns->base_ops.put_many = o->put_many ? bs_put_many : NULL;
 	ns->base_ops.write_n = o->write_n ? bs_write_n : NULL;
+	ns->base_ops.put_deferred = o->put_deferred && o->settle ? bs_put_deferred : NULL;
+	ns->base_ops.settle = o->put_deferred && o->settle ? bs_settle : NULL;
 	ns->kv.ops = &ns->base_ops;
 	ns->kv.ctx = ns;
 }

@@ -210,6 +210,23 @@ int ns_bucket_store(struct pohm_ns *ns, struct ns_bucket_ref *ref)
 	return r;
 }
 
+int ns_bucket_store_deferred(struct pohm_ns *ns, struct ns_bucket_ref *ref,
+			     void (*done)(void *arg, int st), void *arg)
+{
+	struct pohm_buf b = POHM_BUF_INIT;
+	int r;
+
+	if (!ns->kv.ops->put_deferred || ref->absent || ref->bk.state != POHM_BUCKET_NORMAL)
+		return 1;
+	ref->bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(&b, &ref->bk);
+	if (!r)
+		r = ns->kv.ops->put_deferred(ns->kv.ctx, ref->key, b.p, b.len, ref->csum, done,
+					     arg);
+	pohm_buf_free(&b);
+	return r == -EAGAIN ? 1 : r;
+}
+
 void ns_bucket_release(struct ns_bucket_ref *ref)
 {
 	pohm_bucket_clear(&ref->bk);
@@ -507,6 +524,12 @@ int ns_moved_settle(struct pohm_ns *ns, uint64_t ddir, const struct pohm_dentry 
 
 	if (e->intent != POHM_INTENT_MOVED_IN || !e->i_name || moved_known(ns, e))
 		return 0;
+	/* This process's own finish may be still untold (decision 0073):
+	 * its outcome first, no wait when its replies are in. */
+	if (ns->kv.ops->settle && ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX) > 0 &&
+	    moved_known(ns, e))
+		return 0;
+	/* A refused one (owed, ns_finish_owed) is the finish done below. */
 	for (attempt = 0; attempt < ns->max_retries; attempt++) {
 		ns_backoff(ns, attempt);
 		r = ns_bucket_locate(ns, e->i_dir, e->i_name, &sref);
@@ -1772,7 +1795,7 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
 int ns_move_commit(struct pohm_ns *ns, const struct pohm_dentry *e, uint64_t *replaced,
 		   uint8_t *replaced_type)
 {
-	return ns_move_commit_from(ns, 0, e, NULL, replaced, replaced_type);
+	return ns_move_commit_from(ns, 0, e, NULL, replaced, replaced_type, NULL);
 }
 
 /* Give d (the destination entry just written by e's commit) the MOVED_IN
@@ -1796,7 +1819,7 @@ static int move_mark(struct pohm_dentry *d, uint64_t sdir, const struct pohm_den
 
 int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_dentry *e,
 			const struct ns_deadline *until, uint64_t *replaced,
-			uint8_t *replaced_type)
+			uint8_t *replaced_type, struct ns_put *also)
 {
 	struct ns_bucket_ref ref;
 	unsigned attempt;
@@ -1868,7 +1891,11 @@ int ns_move_commit_from(struct pohm_ns *ns, uint64_t sdir, const struct pohm_den
 		if (!r && until && (pohm_sys_boot_ns() >= until->boot_ns ||
 				    ns_now_ns() >= until->real_ns))
 			r = -ETIME;	/* past the renamer's deadline: a resolver may fence */
-		if (!r)
+		if (!r && also && also->st == 1 && peeked)	/* first attempt (0022) */
+			r = ns_bucket_store_along(ns, &ref, also);
+		else if (!r)
+			r = 1;
+		if (r == 1)
 			r = ns_bucket_store(ns, &ref);
 		ns_bucket_release(&ref);
 		if (r != -EAGAIN)

@@ -180,6 +180,24 @@ static int lz_write_n(void *ctx, size_t n, const char *const *keys, const void *
 	return r ? r : ns->store.ops->write_n(ns->store.ctx, n, keys, data, len, st);
 }
 
+static int lz_put_deferred(void *ctx, const char *key, const void *data, size_t len,
+			   const uint8_t *expect, void (*done)(void *arg, int st), void *arg)
+{
+	struct pohm_ns *ns = ctx;
+	int r = ready(ns);
+
+	return r ? r : ns->store.ops->put_deferred(ns->store.ctx, key, data, len, expect, done,
+						   arg);
+}
+
+/* Nothing to check: only outcomes of writes this handle sent. */
+static int lz_settle(void *ctx, uint64_t deadline_ns)
+{
+	struct pohm_ns *ns = ctx;
+
+	return ns->store.ops->settle(ns->store.ctx, deadline_ns);
+}
+
 /* No storage call, nothing to check: a value this thread read or wrote. */
 static int lz_peek(void *ctx, const char *key, struct pohm_kv_val *out, uint64_t *age_ns)
 {
@@ -211,6 +229,8 @@ void ns_lazy_kv(struct pohm_ns *ns)
 	ns->lazy_ops.put_n = ns->store.ops->put_n ? lz_put_n : NULL;
 	ns->lazy_ops.put_many = ns->store.ops->put_many ? lz_put_many : NULL;
 	ns->lazy_ops.write_n = ns->store.ops->write_n ? lz_write_n : NULL;
+	ns->lazy_ops.put_deferred = ns->store.ops->put_deferred ? lz_put_deferred : NULL;
+	ns->lazy_ops.settle = ns->store.ops->settle ? lz_settle : NULL;
 	ns->kv.ops = &ns->lazy_ops;
 	ns->kv.ctx = ns;
 }

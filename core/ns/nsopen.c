@@ -94,6 +94,12 @@ void pohm_ns_close(struct pohm_ns *ns)
 {
 	if (!ns)
 		return;
+	/* A deferred finish's done names ns (decision 0073): told now (an
+	 * unanswered one -EIO, left to the readers), never after the free. */
+	if (ns->kv.ops && ns->kv.ops->settle) {
+		ns->kv.ops->settle(ns->kv.ctx, UINT64_MAX);
+		ns_finish_owed(ns);	/* the refused ones (finish_told) */
+	}
 	pthread_mutex_destroy(&ns->rng_lock);
 	pthread_mutex_destroy(&ns->hint_lock);
 	pthread_mutex_destroy(&ns->root_lock);

@@ -22,6 +22,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -754,15 +755,56 @@ struct seal_ctx {
 	uint64_t parent;
 	const char *name;
 	int restart;
+	uint64_t dir;		/* the directory sealed */
+	int resolved;		/* seal_moved_out removed entries: walk again */
 };
+
+/*
+ * ref's entries, when every one is a MOVE intent: each resolved as a
+ * reader resolves it (ns_entry_get: a committed one's source name goes,
+ * decision 0067), so that a file moved out whose finish was lost or is
+ * still untold does not keep its old directory from being removed.  1
+ * when at least one went (walk again), else -ENOTEMPTY.
+ */
+static int seal_moved_out(struct pohm_ns *ns, struct ns_bucket_ref *ref, struct seal_ctx *c)
+{
+	char (*names)[POHM_NAME_MAX + 1];
+	uint32_t i, n = ref->bk.n;
+	int r = -ENOTEMPTY;
+
+	for (i = 0; i < n; i++)
+		if (ref->bk.e[i].intent != POHM_INTENT_MOVE)
+			return -ENOTEMPTY;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		snprintf(names[i], sizeof(names[i]), "%s", ref->bk.e[i].name);
+	for (i = 0; i < n; i++) {
+		struct pohm_dentry d = { 0 };
+		int g = ns_entry_get(ns, c->dir, names[i], &d);
+
+		pohm_dentry_clear(&d);
+		if (g == -ENOENT)
+			r = 1;		/* moved: its source name went */
+		else if (g && g != -ENOENT && r != 1)
+			r = g;
+	}
+	free(names);
+	if (r == 1)
+		c->resolved = 1;
+	return r;
+}
 
 static int seal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 {
 	struct seal_ctx *c = arg;
 	int r;
 
-	if (ref->bk.n || ref->bk.state == POHM_BUCKET_SPLITTING)
+	if (ref->bk.state == POHM_BUCKET_SPLITTING)
 		return -ENOTEMPTY;
+	if (ref->bk.n)
+		return seal_moved_out(ns, ref, c);
 	if ((ref->bk.state == POHM_BUCKET_SEALED || ref->bk.state == POHM_BUCKET_SEALED_WITH) &&
 	    ref->bk.txid == c->txid)
 		return 0;
@@ -803,7 +845,7 @@ static int unseal_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t parent,
 		    const char *name)
 {
-	struct seal_ctx c = { txid, parent, name, 0 };
+	struct seal_ctx c = { txid, parent, name, 0, dir, 0 };
 	unsigned round;
 	int r = 0;
 
@@ -816,12 +858,12 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 		return r;
 	r = 0;
 	for (round = 0; round < ns->max_retries; round++) {
-		c.restart = 0;
+		c.restart = c.resolved = 0;
 		r = ns_bucket_walk(ns, dir, seal_fn, &c);
-		if (r < 0 || !c.restart)
+		if (r < 0 || (!c.restart && !c.resolved))
 			break;
 	}
-	if (r > 0 || c.restart)
+	if (r > 0 || c.restart || c.resolved)
 		r = -EBUSY;
 	if (r)
 		ns_bucket_walk(ns, dir, unseal_fn, &c);
@@ -830,7 +872,7 @@ static int seal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid, uint64_t pa
 
 static void unseal_dir(struct pohm_ns *ns, uint64_t dir, uint64_t txid)
 {
-	struct seal_ctx c = { txid, 0, "", 0 };
+	struct seal_ctx c = { txid, 0, "", 0, dir, 0 };
 
 	ns_bucket_walk(ns, dir, unseal_fn, &c);
 }
@@ -1172,6 +1214,119 @@ static int touch_along_fn(struct pohm_inode *in, void *arg)
 	return touch_fn(in, arg);
 }
 
+/* touch (a put_n's write) set to fn's change of the copy of ino this
+ * thread read (ns_inode_change_peeked): its bytes in *tb, its base in
+ * tcsum, its key in tkey.  Left untouched when there is no such copy or
+ * fn says no. */
+static void touch_prepare(struct pohm_ns *ns, uint64_t ino,
+			  int (*fn)(struct pohm_inode *in, void *arg), struct pohm_buf *tb,
+			  uint8_t *tcsum, char *tkey, struct ns_put *touch)
+{
+	if (ns_inode_change_peeked(ns, ino, fn, NULL, tb, tcsum))
+		return;
+	pohm_key_inode(tkey, ino);
+	touch->key = tkey;
+	touch->data = tb->p;
+	touch->len = tb->len;
+	touch->expect = tcsum;
+}
+
+/* The deferred finish (finish_deferred), told at its settle; owed (on
+ * ns->owed) when refused. */
+struct ns_owed {
+	struct ns_owed *next;
+	struct pohm_ns *ns;
+	uint64_t dir;
+	uint64_t txid;
+	char name[POHM_NAME_MAX + 1];
+};
+
+/*
+ * T is known settled only when the finish was acknowledged (decision
+ * 0067).  One refused (-EAGAIN, -EEXIST: the source's bucket changed since
+ * the intent, a concurrent mover's or creator's write) is owed: queued
+ * here, redone by ns_finish_owed once no settle is running -- a done runs
+ * while this thread is the process's one settler and every other thread's
+ * store call waits for it, and intent_finish may read and CAS up to
+ * max_retries times.  Unknown (-EIO: no quorum in time, a fork child's
+ * copy, a closed client) is the readers' to settle, as a renamer killed
+ * after its commit leaves it.
+ */
+static void finish_told(void *arg, int st)
+{
+	struct ns_owed *f = arg;
+
+	if (st == -EAGAIN || st == -EEXIST) {
+		f->next = __atomic_load_n(&f->ns->owed, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(&f->ns->owed, &f->next, f, 1,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+		return;
+	}
+	if (!st)
+		ns_moved_note(f->ns, f->txid);
+	free(f);
+}
+
+/* Set while this thread redoes owed finishes (their own calls do not). */
+static __thread int owing_here;
+
+void ns_finish_owed(struct pohm_ns *ns)
+{
+	struct ns_owed *f, *next;
+	int r;
+
+	if (owing_here || !__atomic_load_n(&ns->owed, __ATOMIC_RELAXED))
+		return;
+	owing_here = 1;
+	/* Again while the redos' own calls told more refusals. */
+	while ((f = __atomic_exchange_n(&ns->owed, NULL, __ATOMIC_ACQUIRE)))
+		for (; f; f = next) {
+			next = f->next;
+			r = intent_finish(ns, f->dir, f->name, f->txid, 1, 0, 0, NULL);
+			if (!r || r == -ENOENT)	/* -ENOENT: a helper finished it */
+				ns_moved_note(ns, f->txid);
+			free(f);
+		}
+	owing_here = 0;
+}
+
+/*
+ * A marked file move's finish after its commit, sent without waiting
+ * (decision 0073): the source entry dir/name (ino, intent txid) removed on
+ * the copy this thread's intent_set wrote, by kv put_deferred.  Any
+ * outcome is one the namespace reads and repairs: the MOVE intent stays a
+ * committed one until a reader or a changer of the destination removes it
+ * (decision 0067); a refused one is redone (finish_told).  0 sent; 1
+ * nothing sent: finish it with intent_finish.
+ */
+static int finish_deferred(struct pohm_ns *ns, uint64_t dir, const char *name, uint64_t ino,
+			   uint64_t txid)
+{
+	struct ns_bucket_ref ref;
+	struct ns_owed *f;
+	int i, r = 1;
+
+	if (!ns->kv.ops->put_deferred || strlen(name) > POHM_NAME_MAX ||
+	    ns_bucket_peek(ns, dir, name, &ref))
+		return 1;
+	i = pohm_bucket_find(&ref.bk, name);
+	f = malloc(sizeof(*f));
+	if (f && i >= 0 && ref.bk.e[i].ino == ino && ref.bk.e[i].intent == POHM_INTENT_MOVE &&
+	    ref.bk.e[i].i_txid == txid) {
+		f->ns = ns;
+		f->dir = dir;
+		f->txid = txid;
+		strcpy(f->name, name);
+		pohm_bucket_remove(&ref.bk, (uint32_t)i);
+		r = ns_bucket_store_deferred(ns, &ref, finish_told, f) ? 1 : 0;
+	}
+	ns_bucket_release(&ref);
+	if (r)
+		free(f);
+	return r;
+}
+
 int pohm_ns_rename(struct pohm_ns *ns, uint64_t sdir, const char *sname, uint64_t ddir,
 		   const char *dname, unsigned flags)
 {
@@ -1199,6 +1354,7 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		return -EINVAL;
 	if ((r = ns_check_name(sname)) || (r = ns_check_name(dname)))
 		return r == -EINVAL ? -EBUSY : r;	/* rename of "." or ".." */
+	ns_finish_owed(ns);	/* the renamer's refused finishes, redone first */
 	intent.i_txid = ns_random(ns);
 	if (sdir == ddir) {
 		/* The bucket this thread just read (the cache's lookup of the
@@ -1209,13 +1365,8 @@ int pohm_ns_rename_ino(struct pohm_ns *ns, uint64_t sdir, const char *sname, uin
 		/* The source's ctime in the same round trip, on the copy read
 		 * along with the lookup (decision 0022): independent of the
 		 * move, so any of the two may land alone. */
-		if (guess && !ns_inode_change_peeked(ns, guess, touch_along_fn, NULL, &tb, tcsum)) {
-			pohm_key_inode(tkey, guess);
-			touch.key = tkey;
-			touch.data = tb.p;
-			touch.len = tb.len;
-			touch.expect = tcsum;
-		}
+		if (guess)
+			touch_prepare(ns, guess, touch_along_fn, &tb, tcsum, tkey, &touch);
 		r = ns_entry_rename_peeked(ns, sdir, sname, dname, flags, intent.i_txid, &src,
 					   &replaced, &rtype, touch.key ? &touch : NULL, guess);
 		pohm_buf_free(&tb);
@@ -1394,11 +1545,23 @@ again:
 	strcpy(src.i_name, dname);
 	/* Test only: a renamer killed between its intent and the commit. */
 	pohm_sys_test_kill(POHM_TEST_KILL_AT_RENAME_INTENT);
-	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);	/* the commit point */
+	/*
+	 * A file's ctime goes in the commit's put_n, on the copy read along
+	 * (the cache's pohm_ns_read_along): it may land alone, and then never
+	 * clears an UNLINKED mark (touch_along_fn; decisions 0022, 0073).
+	 */
+	if (!exch && src.type != DT_DIR)
+		touch_prepare(ns, src.ino, touch_along_fn, &tb, tcsum, tkey, &touch);
+	r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype,
+				touch.key ? &touch : NULL);	/* the commit point */
+	pohm_buf_free(&tb);
+	touched = touch.key && !touch.st;
+	touch.key = NULL;
+	touch.st = 1;
 	for (unsure = 0; NS_UNSURE(r) && unsure < NS_UNSURE_RETRIES; unsure++) {
 		/* Our put may have landed: its read finds our txid (0), or
 		 * commits it now.  A commit only ever displaces i_replaced. */
-		r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype);
+		r = ns_move_commit_from(ns, sdir, &src, &until, &replaced, &rtype, NULL);
 		if (!r) {
 			replaced = intent.i_replaced;
 			rtype = replaced ? dst.type : 0;
@@ -1434,20 +1597,20 @@ again:
 		r = -EIO;	/* too slow: nothing committed, the intent goes */
 	if (r)
 		goto abort;
+	/* A file's move whose ctime went with the commit answers there: the
+	 * finish goes out without a wait (decision 0073).  Else the ctime
+	 * rides in the finish's put_n, which is waited for (3 waits). */
+	if (touched && (intent.i_flags & POHM_MOVE_MARKED) &&
+	    !finish_deferred(ns, sdir, sname, src.ino, intent.i_txid))
+		goto committed;
 	/*
 	 * The source name goes (or, for an exchange, takes the other inode);
 	 * a file's ctime goes with it, on the copy read along before (the
 	 * cache's pohm_ns_read_along): both after the commit point, either
 	 * may land alone (decision 0022).
 	 */
-	if (!exch && src.type != DT_DIR && !ns_inode_change_peeked(ns, src.ino, touch_fn, NULL,
-								  &tb, tcsum)) {
-		pohm_key_inode(tkey, src.ino);
-		touch.key = tkey;
-		touch.data = tb.p;
-		touch.len = tb.len;
-		touch.expect = tcsum;
-	}
+	if (!exch && src.type != DT_DIR && !touched)
+		touch_prepare(ns, src.ino, touch_fn, &tb, tcsum, tkey, &touch);
 	r = intent_finish(ns, sdir, sname, intent.i_txid, 1, exch ? replaced : 0, rtype,
 			  touch.key ? &touch : NULL);
 	pohm_buf_free(&tb);
@@ -1558,9 +1721,13 @@ static int readdir_fn(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg)
 			if (r && r != -ENOENT)
 				return r;
 			if (r == -ENOENT || d.ino != e->ino || !d.intent) {
-				c->changed = 1;	/* resolved: this snapshot is stale */
+				/* Resolved: this snapshot is stale.  The rest of
+				 * the walk is resolved too, so a directory with
+				 * many leftover moves lists in a round or two,
+				 * not one per entry (16 rounds: EBUSY). */
+				c->changed = 1;
 				pohm_dentry_clear(&d);
-				return 1;
+				continue;
 			}
 			pohm_dentry_clear(&d);
 		}
@@ -1595,6 +1762,7 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 	size_t i;
 	int r = 0;
 
+	ns_finish_owed(ns);
 	/* The first round reads dir's inode with the root bucket: check_dir
 	 * without a round trip of its own. */
 	for (round = 0; round < 16; round++) {

@@ -72,6 +72,9 @@ void io_op_run(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
 /* io_op_run's second half, for requests run together with other ops' (a
  * multi-key CAS): those answered -95 are re-routed and sent once more. */
 void io_op_reroute(struct gop *op, uint64_t deadline, pohm_enough_fn enough);
+/* The end of op's grace for a quorum in at quorum_t: as long again as the
+ * quorum took (at least 20 ms). */
+uint64_t io_grace_end(const struct gop *op, uint64_t quorum_t);
 /* The quorum is in: lower *dl to a grace as long as the quorum took (at least 20 ms). */
 void io_set_grace(struct gop *op, uint64_t *dl);
 /* io_set_grace for a read's repair, except with read_repair 2 (fsck's

@@ -282,18 +282,23 @@ void io_op_reroute(struct gop *op, uint64_t deadline, pohm_enough_fn enough)
 	pohm_net_run(op->c->net, again, m, deadline, enough, op);
 }
 
+uint64_t io_grace_end(const struct gop *op, uint64_t quorum_t)
+{
+	uint64_t grace = quorum_t - op->start;
+
+	return quorum_t + (grace < GRACE_MIN_NS ? GRACE_MIN_NS : grace);
+}
+
 void io_set_grace(struct gop *op, uint64_t *dl)
 {
-	uint64_t t = pohm_sys_mono_ns(), grace;
+	uint64_t t = pohm_sys_mono_ns(), end;
 
 	if (op->quorum_at)
 		return;
 	op->quorum_at = t;
-	grace = t - op->start;
-	if (grace < GRACE_MIN_NS)
-		grace = GRACE_MIN_NS;
-	if (t + grace < *dl)
-		*dl = t + grace;
+	end = io_grace_end(op, t);
+	if (end < *dl)
+		*dl = end;
 }
 
 

@@ -120,32 +120,59 @@ fail:
 	return r;
 }
 
-/* Wait for d's replies until deadline: 1 when every one is in. */
+/*
+ * enough() for a deferred put: io_write_enough's rule (a quorum applied,
+ * then a grace as long as the quorum took for the rest), the quorum's time
+ * being when its last reply came (done_ns), not this settle's: a settle
+ * long after the send waits for no slow group whose grace is over.
+ */
+static int deferred_enough(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
+{
+	struct io_deferred *d = arg;
+	uint64_t t[POHM_MAX_GROUPS], q, end;
+	size_t k, j, ok = 0, pending = 0;
+
+	(void)reqs;
+	(void)n;
+	for (k = 0; k < d->op.n; k++) {
+		const struct pohm_req *r = &d->op.reqs[k];
+
+		if (!r->done) {
+			pending++;
+			continue;
+		}
+		if (r->status)
+			continue;
+		/* Insertion sort: the reply times in order. */
+		for (j = ok++; j && t[j - 1] > r->done_ns; j--)
+			t[j] = t[j - 1];
+		t[j] = r->done_ns;
+	}
+	if (ok < d->op.w)
+		return 0;
+	q = t[d->op.w - 1];
+	end = io_grace_end(&d->op, q);
+	if (end < *dl)
+		*dl = end;
+	return !pending;
+}
+
+/* Wait for d's replies until deadline, by deferred_enough: 1 when enough
+ * (every one in, or the quorum's grace over), 0 at the deadline. */
 static int deferred_wait(struct pohm_client *c, struct io_deferred *d, uint64_t deadline)
 {
-	size_t k;
-	int all = 1;
-
-	for (k = 0; k < d->op.n; k++) {
-		struct pohm_req *r = &d->op.reqs[k];
-
-		/* Under net's lock: a leader may be handing r its reply (no
-		 * wait counted when it already did). */
-		pohm_net_window_wait(c->net, d->w, r, deadline);
-		all &= r->done && r->status != -ETIMEDOUT;
-	}
-	return all;
+	return !pohm_net_window_wait_enough(c->net, d->w, deferred_enough, d, deadline);
 }
 
 /* Process one entry (see the file comment): what its done() is told. */
 static int deferred_settle_one(struct pohm_client *c, struct io_deferred *d, uint64_t deadline)
 {
 	uint64_t end = d->op.start + io_cas_ack_window(c);
-	int retry, all;
+	int retry, enough;
 	size_t k;
 
-	all = deferred_wait(c, d, deadline < end ? deadline : end);
-	if (!all && deadline < end) {
+	enough = deferred_wait(c, d, deadline < end ? deadline : end);
+	if (!enough && deadline < end) {
 		/* The caller's bound (an exit) before the window's end: what
 		 * landed is the readers' to settle, as a dead writer's. */
 		pohm_net_window_close(c->net, d->w, d->op.ptrs, d->op.n);

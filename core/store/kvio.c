@@ -283,8 +283,10 @@ static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 static int get_n_batch(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		       int *st, int keep)
 {
-	/* ~1.2 KB each: on the heap, a host thread's stack may be small. */
-	struct pohm_io_result *res = calloc(n ? n : 1, sizeof(*res));
+	/* ~5.5 KB each: on the heap, a host thread's stack may be small.  Not
+	 * calloc (io.c pohm_io_cas_get_many's op array says why): io_op_init
+	 * clears each one. */
+	struct pohm_io_result *res = malloc((n ? n : 1) * sizeof(*res));
 	struct pohm_io_cas_val *v = calloc(n ? n : 1, sizeof(*v));
 	struct trace t;
 	size_t i;

@@ -469,36 +469,57 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n)
 	return pohm_inode_decode_known(in, p, n, INODE_EXT_MAPS | INODE_EXT_PNAME | INODE_EXT_INLINE);
 }
 
+/* The fixed part: header, attributes, versions, chunk_shift, depth hint. */
+static int inode_head_decode(struct pohm_inode *in, struct pohm_rd *r)
+{
+	int err;
+
+	memset(in, 0, sizeof(*in));
+	err = hdr_decode(&in->hdr, r);
+	if (err)
+		return err;
+	if (in->hdr.type != POHM_OBJ_INODE)
+		return -EPROTO;
+	in->ino = pohm_rd_u64(r);
+	in->mode = pohm_rd_u32(r);
+	in->uid = pohm_rd_u32(r);
+	in->gid = pohm_rd_u32(r);
+	in->nlink = pohm_rd_u32(r);
+	in->size = pohm_rd_u64(r);
+	in->rdev = pohm_rd_u64(r);
+	rd_ts(r, &in->atime);
+	rd_ts(r, &in->mtime);
+	rd_ts(r, &in->ctime);
+	rd_ts(r, &in->btime);
+	in->version = pohm_rd_u64(r);
+	in->dversion = pohm_rd_u64(r);
+	in->txid = pohm_rd_u64(r);
+	in->chunk_shift = pohm_rd_u8(r);
+	in->depth_hint = pohm_rd_u8(r);
+	if (in->chunk_shift < 12 || in->chunk_shift > 30)
+		r->err = r->err ? r->err : -EPROTO;
+	return r->err;
+}
+
+int pohm_inode_decode_head(struct pohm_inode *in, const uint8_t *p, size_t n)
+{
+	struct pohm_rd r = pohm_rd_make(p, n);
+	int err = inode_head_decode(in, &r);
+
+	if (err)
+		memset(in, 0, sizeof(*in));
+	return err;
+}
+
 int pohm_inode_decode_known(struct pohm_inode *in, const uint8_t *p, size_t n, uint8_t known)
 {
 	struct pohm_rd r = pohm_rd_make(p, n);
 	uint32_t i, tl, cnt;
 	int err;
 
-	memset(in, 0, sizeof(*in));
-	err = hdr_decode(&in->hdr, &r);
+	err = inode_head_decode(in, &r);
 	if (err)
-		return err;
-	if (in->hdr.type != POHM_OBJ_INODE)
-		return -EPROTO;
-	in->ino = pohm_rd_u64(&r);
-	in->mode = pohm_rd_u32(&r);
-	in->uid = pohm_rd_u32(&r);
-	in->gid = pohm_rd_u32(&r);
-	in->nlink = pohm_rd_u32(&r);
-	in->size = pohm_rd_u64(&r);
-	in->rdev = pohm_rd_u64(&r);
-	rd_ts(&r, &in->atime);
-	rd_ts(&r, &in->mtime);
-	rd_ts(&r, &in->ctime);
-	rd_ts(&r, &in->btime);
-	in->version = pohm_rd_u64(&r);
-	in->dversion = pohm_rd_u64(&r);
-	in->txid = pohm_rd_u64(&r);
-	in->chunk_shift = pohm_rd_u8(&r);
-	in->depth_hint = pohm_rd_u8(&r);
-	if (in->chunk_shift < 12 || in->chunk_shift > 30)
-		r.err = r.err ? r.err : -EPROTO;
+		goto fail;
 	tl = pohm_rd_u32(&r);
 	if (tl)
 		in->target = rd_str(&r, tl, 4095);

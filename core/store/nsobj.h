@@ -258,6 +258,10 @@ int pohm_inode_decode(struct pohm_inode *in, const uint8_t *p, size_t n);
  * refusing inline data with -EPROTO (the tests' "old client"). */
 #define POHM_INODE_EXT_V1	0x3
 int pohm_inode_decode_known(struct pohm_inode *in, const uint8_t *p, size_t n, uint8_t known);
+/* Only the fixed part (header, ino, attributes, versions, chunk_shift):
+ * no target, xattrs, chunks, maps, hint or inline bytes (not hashed), so
+ * nothing to clear.  For a caller that wants the version alone.  0 or -errno. */
+int pohm_inode_decode_head(struct pohm_inode *in, const uint8_t *p, size_t n);
 /* Does in carry its data inline (chunk 0 of POHM_GEN_INLINE)? */
 int pohm_inode_is_inline(const struct pohm_inode *in);
 /* Make in's data the len ≤ POHM_INLINE_MAX bytes at p, inline (len 0: no

@@ -130,16 +130,18 @@ os.unlink('$E/g')"
 # setattr's CAS.  Decision 0052: a rename in a directory whose target is not
 # here is its put_n alone (the bucket's CAS, the source's ctime), no lookup;
 # decision 0054: a file into another directory is its intent, its commit
-# and the finish with the ctime, no lookup; decision 0055: rmdir needs no
-# lookup; decision 0058: its intent with the seal created on the empty
+# and the finish with the ctime, no lookup; decision 0073: the ctime in
+# the commit's put_n, the finish sent without a wait and its reply read at
+# exit (not counted when it is in by then: a wait that does not block);
+# decision 0055: rmdir needs no lookup; decision 0058: its intent with the seal created on the empty
 # directory (one put_n), then the entry's removal with the tombstone and
 # the parent's count (one put_n).
-@test "mkdir 1, unlink 1, rmdir 2, rename 1 in a directory and 3 across, chmod 1, utimes 1 waits" {
+@test "mkdir 1, unlink 1, rmdir 2, rename 1 in a directory and 2 across, chmod 1, utimes 1 waits" {
 	within mkdir 1 a "$PY" -c "import os; os.mkdir('$D/sub')"
 	within unlink 1 a "$PY" -c "import os; os.unlink('$D/u')"
 	within rmdir 2 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
-	within rename-across 3 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
+	within rename-across 2 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
 	within utimes 1 a "$PY" -c "import os; os.utime('$D/c', (1, 1))"
 	# What another cache sees.
@@ -152,17 +154,19 @@ os.unlink('$E/g')"
 
 # Decision 0067: the destination entry of a rename across carries the
 # MOVED_IN mark until its first change, which settles the source first.
-# The renaming process knows its finish landed: its unlink is the one
-# put_n of a kept copy (mv 3 + rm 1).  A later process reads the source's
-# bucket first (1 wait), then the same put_n: 2 where a plain entry takes
-# 1.  Its rename away: the source's read, then the 3 waits of a rename
-# across on kept copies: 4 where a plain entry takes 3.
-@test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 4" {
+# The renaming process knows its finish landed once told (decision 0073:
+# the finish left without a wait; the unlink right after the rename waits
+# for its reply, which is not in yet), then its unlink is the one put_n of
+# a kept copy (mv 2 + the finish's outcome 1 + rm 1; 3 when the reply is
+# in before the rm asks).  A later process reads the source's bucket first
+# (1 wait), then the same put_n: 2 where a plain entry takes 1.  Its rename away: the source's read, then the 2 waits of a rename
+# across on kept copies (decision 0073): 3 where a plain entry takes 2.
+@test "first change of an entry moved across: unlink 1 in the renaming process, 2 in a later one; rename away 3" {
 	within mv-then-rm 4 a "$PY" -c "
 import os; os.rename('$D/x', '$E/x'); os.unlink('$E/x')"
 	shim a "$PY" -c "import os; os.rename('$D/u', '$E/u'); os.rename('$D/c', '$E/c')"
 	within moved-unlink 2 a "$PY" -c "import os; os.unlink('$E/u')"
-	within moved-rename-away 4 a "$PY" -c "import os; os.rename('$E/c', '$D/c2')"
+	within moved-rename-away 3 a "$PY" -c "import os; os.rename('$E/c', '$D/c2')"
 	run shim b ls "$T/b/d" "$T/b/e"
 	[ "$output" = "$(printf '%s\n' "$T/b/d:" c2 r rd s '' "$T/b/e:")" ]
 }

@@ -20,20 +20,30 @@ teardown() {
 @test "an ancestor renamed on another host: an open by the old path fails after attr_timeout" {
 	shim b mkdir -p "$T/b/d/s"
 	shim b bash -c 'echo x >"$1/d/s/f"' sh "$T/b"
-	# One process on host a (bash's own stat and open): d and d/s checked
-	# now; 0.8 s later d/s/f is opened first (d, d/s from their records,
-	# f looked up now); b renames d meanwhile; 0.7 s after that open d was
-	# last checked 1.5 s ago (> attr_timeout=1): the open must find d gone.
-	shim_bg a bash -c '
+	# One process on host a (bash's own stat and open), attr_timeout=3:
+	# d and d/s checked between ta and tb; b renames d; at once after that
+	# d/s/f is opened first (d, d/s from their records, f looked up now);
+	# at tb + 3.3 s d was last checked longer than attr_timeout ago: the
+	# open must find d gone.  The times are the process's own clock, not
+	# sleeps after the rename: under TSan and load a shimmed mv and each
+	# sleep process take hundreds of ms (a 0.05 s head start and a 0.7 s
+	# sleep with attr_timeout=1 failed so, doc/notes-s19-ciflake.md).
+	# Exit 7: the rename took so long that no open inside the window was
+	# left to try.
+	shim_bg a env POHMELFS_ATTR_TIMEOUT=3 bash -c '
+		ta=${EPOCHREALTIME/[.,]/}
 		[ -d "$1/d/s" ] || exit 9
+		tb=${EPOCHREALTIME/[.,]/}
+		: >"$2/checked"
 		while [ ! -e "$2/moved" ]; do sleep 0.02; done
-		sleep 0.7
+		((${EPOCHREALTIME/[.,]/} - ta < 2500000)) || exit 7
 		read -r x <"$1/d/s/f" || exit 8
-		sleep 0.7
+		while ((${EPOCHREALTIME/[.,]/} - tb < 3300000)); do sleep 0.05; done
 		read -r x <"$1/d/s/f" 2>/dev/null && exit 1
 		exit 0' sh "$T/a" "$T"
 	pid=$SHIM_BG_PID
-	sleep 0.05
+	# The rename only after a's check (a's start under TSan is slow).
+	while [ ! -e "$T/checked" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
 	shim b mv "$T/b/d" "$T/b/d2"
 	touch "$T/moved"
 	st=0

@@ -120,3 +120,34 @@ os.close(fd1)" 2>"$T/stats" || { cat "$T/stats"; false; }
 	shim c cat "$T/c/f" >"$T/got"
 	cmp "$T/got" "$T/want"
 }
+
+# Session 19 review of the racy-record settle: the kernel moves a file's
+# times at a shared mapping's write fault only; a later store to the same
+# dirty page moves nothing.  A sync that settled the racy record between
+# the two (the fd closed, the mapping still live) must not hide the store.
+@test "a store through a still-dirty mapping after pohmelfs sync read the file reaches a fresh cache" {
+	printf 'aaaaaaaa' >"$T/small"
+	shim a cp "$T/small" "$T/a/m"
+	# ctypes' mmap: Python's mmap module keeps a dup of the fd, and the
+	# close below must be the last writer fd's.
+	shim a python3 -c "
+import ctypes, os, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+fd = os.open('$T/a/m', os.O_RDWR)
+m = libc.mmap(None, 8, 3, 1, fd, 0)     # PROT_READ|PROT_WRITE, MAP_SHARED
+ctypes.memmove(m, b'B', 1)              # the write fault: ctime moves
+os.close(fd)                            # the close push records it (racy)
+time.sleep(0.1)
+subprocess.run(['$B/pohmelfs', 'sync'], check=True)   # reads it: the same bytes
+time.sleep(0.05)
+ctypes.memmove(m + 1, b'C', 1)          # no fault: no time moves
+libc.munmap(m, 8)
+"
+	shim a "$B/pohmelfs" sync
+	run shim c cat "$T/c/m"
+	echo "host c reads: $output; host a has: $(cat "$T/a/m")"
+	[ "$output" = "BCaaaaaa" ]
+}

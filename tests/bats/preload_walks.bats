@@ -109,6 +109,31 @@ both() {
 	both "$W" canon w/al/b/g w/follow/. w/a/../al/f w/nothing/x
 }
 
+@test "realpath through a link outside the prefix into entries not fetched yet" {
+	mkdir -p "$T/out" "$T/f9"
+	ln -s "$T/f9/w" "$T/out/l"
+	run shim f9 "$W" realpath "$T/out/l/a/b/g" "$T/out/l/a/nothing"
+	[ "${lines[0]}" = "$T/out/l/a/b/g -> $T/f9/w/a/b/g" ]
+	[ "${lines[1]}" = "${lines[0]}" ]
+	[[ "${lines[2]}" = "$T/out/l/a/nothing -> "*No\ such* ]]
+}
+
+# Issue 23 (make -j2): gcc's include search asks realpath of many names
+# that do not exist, outside the prefix; with no link on the way the shim
+# adds no walk of its own (it used to repeat every readlink).
+@test "realpath of a missing name outside the prefix makes only glibc's readlinks" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null /bin/true 2>/dev/null || skip "ptrace is refused here"
+	mkdir -p "$T/out/d1/d2" "$T/f8"
+	strace -f -e trace=readlink -o "$T/native.tr" "$W" realpath "$T/out/d1/d2/missing"
+	shim f8 strace -f -e trace=readlink -o "$T/shim.tr" "$W" realpath "$T/out/d1/d2/missing"
+	n=$(grep -c "readlink(\"$T/out" "$T/native.tr")
+	s=$(grep -c "readlink(\"$T/out" "$T/shim.tr")
+	echo "native $n, shim $s"
+	[ "$n" -ge 6 ]	# out, d1, d2, missing: by realpath(name, NULL) and (name, buf)
+	[ "$s" -eq "$n" ]
+}
+
 @test "execvp, execlp and posix_spawnp find a binary copied into the prefix through PATH" {
 	export PATH="w/bin:$PATH"
 	both "$S" execvp myecho one two

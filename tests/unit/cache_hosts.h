@@ -71,10 +71,21 @@ static int ch_read(void *ctx, const char *key, uint64_t off, void *buf, size_t l
  * before it runs, so the hook's own writes pass. */
 static void (*ch_before_inode_cas)(void);
 
+/* A one-shot ordering hook: run just before the next write of a key that
+ * starts with ch_before_put_prefix, whoever makes it; cleared before it runs. */
+static void (*ch_before_put)(void);
+static char ch_before_put_prefix[64];
+
 static int ch_put(void *ctx, const char *key, const void *data, size_t len, const uint8_t *expect)
 {
 	int r;
 
+	if (ch_before_put && !strncmp(key, ch_before_put_prefix, strlen(ch_before_put_prefix))) {
+		void (*fn)(void) = ch_before_put;
+
+		ch_before_put = NULL;
+		fn();
+	}
 	if (ch_before_inode_cas && key[0] == 'i' && key[1] == ':' && expect) {
 		void (*fn)(void) = ch_before_inode_cas;
 
@@ -199,6 +210,7 @@ static void ch_setup(void)
 	ch_before_inode_cas = NULL;
 	ch_after_chunk_get = NULL;
 	ch_after_get = NULL;
+	ch_before_put = NULL;
 	ch_no_inline = 0;
 	ch_chunk_shift = 0;
 }

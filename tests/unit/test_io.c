@@ -10,6 +10,8 @@
  * offline mode of the kv seam (no group answers: -EIO at once, never a
  * network errno, online again after the window).
  */
+#include <sys/resource.h>
+
 #include "harness.h"
 #include "fake_node.h"
 
@@ -1438,6 +1440,101 @@ TEST(cas_get_many_one_round_trip_and_the_full_reader_for_splits)
 	EXPECT(fn_count(&cl.fn[0], POHM_CMD_READ) - reads >= 2);
 	free(v[0].data);
 	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, POHM_IO_CAS_MANY + 1, keys, v, res), -EINVAL);
+	stop3(&cl);
+}
+
+/*
+ * Session 19: without read_repair, pohm_io_cas_get_many hashes only the
+ * copy it takes (the vote is on the nodes' checksums), not every group's:
+ * a listing's inodes were hashed once per group.  A taken copy damaged on
+ * the way still goes to the full reader, which takes a clean one.
+ */
+TEST(cas_get_many_hashes_the_taken_copy_only_and_a_damaged_one_fails_over)
+{
+	static const char *const keys[] = { "big" };
+	static char data[8193];
+	struct pohm_io_result res[1];
+	struct pohm_io_cas_val v[1];
+	struct cluster cl;
+	uint64_t now = pohm_sys_real_ns(), blocks;
+	int i;
+
+	memset(data, 'd', sizeof(data) - 1);
+	start3(&cl, NULL, 0);
+	for (i = 0; i < 3; i++)
+		set_copy(&cl, i, "big", data, now - 3 * MS);
+	blocks = pohm_sha512_blocks();
+	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, 1, keys, v, res), 0);
+	blocks = pohm_sha512_blocks() - blocks;
+	EXPECT_EQ_INT(v[0].status, 0);
+	EXPECT(v[0].len == 8192 && !memcmp(v[0].data, data, 8192));
+	free(v[0].data);
+	/* One copy is 65 blocks (8 KiB and the padding), the key's id one or two. */
+	EXPECT(blocks >= 65 && blocks < 2 * 65);
+	if (blocks >= 2 * 65)
+		printf("# %llu SHA-512 blocks for one 8 KiB key\n", (unsigned long long)blocks);
+	/* Group 1's copy damaged on the way: its node's checksum is the
+	 * others', so the vote may take it; the bytes taken are the true ones. */
+	fn_set_flags(&cl.fn[0], FN_CORRUPT_READ);
+	EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, 1, keys, v, res), 0);
+	EXPECT_EQ_INT(v[0].status, 0);
+	EXPECT(v[0].len == 8192 && !memcmp(v[0].data, data, 8192));
+	EXPECT(res[0].chosen == 1 || res[0].chosen == 2);
+	free(v[0].data);
+	stop3(&cl);
+}
+
+/* Minor page faults of the calling thread so far. */
+static long thread_minflt(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_minflt;
+}
+
+/*
+ * Session 19: pohm_io_cas_get_many's per-key state (~13 KiB a key) was
+ * calloc'ed, and the allocator zeroed a recycled extent by handing its
+ * pages back, so every batch faulted its pages in again (3 faults a key of
+ * a revalidated listing).  The same batch again touches pages it had.
+ */
+TEST(cas_get_many_again_faults_no_pages_per_key)
+{
+	enum { N = 60 };		/* a fake node holds 64 objects */
+	static char names[N][8];
+	const char *keys[N];
+	struct pohm_io_result *res = calloc(N, sizeof(*res));
+	struct pohm_io_cas_val v[N];
+	struct cluster cl;
+	uint64_t now = pohm_sys_real_ns();
+	long f = 0;
+	int i, round;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	free(res);
+	SKIP("a sanitizer's allocator keeps freed memory apart (quarantine): every batch is new pages");
+#endif
+	start3(&cl, NULL, 0);
+	for (i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "k%d", i);
+		keys[i] = names[i];
+		for (round = 0; round < 3; round++)
+			set_copy(&cl, round, names[i], "v", now - 3 * MS);
+	}
+	for (round = 0; round < 3; round++) {
+		f = thread_minflt();
+		EXPECT_EQ_INT(pohm_io_cas_get_many(cl.c, N, keys, v, res), 0);
+		f = thread_minflt() - f;
+		for (i = 0; i < N; i++) {
+			EXPECT_EQ_INT(v[i].status, 0);
+			free(v[i].data);
+		}
+	}
+	/* Before: ~3 a key; now the batch's state stays mapped. */
+	if (f >= N / 2)
+		printf("# %ld page faults for the third batch of %d keys\n", f, N);
+	EXPECT(f >= 0 && f < N / 2);
+	free(res);
 	stop3(&cl);
 }
 

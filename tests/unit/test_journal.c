@@ -801,6 +801,59 @@ TEST(content_differs_by_chunk_shift)
 }
 
 /*
+ * A racy record (recorded within a tick of its file's ctime) found equal to
+ * its file by a read a tick or more after that ctime takes the read's time
+ * and stops being racy; too soon after the ctime, or over a record
+ * another writer recorded again since it was read, nothing changes.
+ */
+TEST(a_racy_record_read_clean_later_is_settled)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r, seen, back;
+	struct stat st;
+	char path[160];
+	uint64_t ct;
+	int fd;
+
+	fresh(&j);
+	snprintf(path, sizeof(path), "%s/racy", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "abc", 3), 3);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	close(fd);
+	ct = (uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec;
+	memset(&r, 0, sizeof(r));
+	r.ino = 0x510;
+	r.mode = 0100644;
+	r.size = 3;
+	pohm_journal_note_local(&r, &st);
+	r.recorded_ns = ct + 1000000;	/* a push at close: 1 ms after the write */
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, r.ino, &seen), 0);
+	EXPECT_EQ_INT(pohm_journal_is_dirty(&seen, &st), 2);
+	/* Read within the tick: a later write may keep the ctime. */
+	EXPECT_EQ_INT(pohm_journal_settle_racy(&j, &seen, &st, ct + 5000000), -EAGAIN);
+	/* Recorded again meanwhile (another push): that writer's word stands. */
+	r.recorded_ns = ct + 2000000;
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	EXPECT_EQ_INT(pohm_journal_settle_racy(&j, &seen, &st, ct + 30000000), -ESTALE);
+	EXPECT_EQ_INT(pohm_journal_get(&j, r.ino, &back), 0);
+	EXPECT_EQ_U64(back.recorded_ns, ct + 2000000);
+	pohm_jrec_clear(&seen);
+	/* As read: settled, no longer racy. */
+	seen = back;
+	EXPECT_EQ_INT(pohm_journal_settle_racy(&j, &seen, &st, ct + 30000000), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&j, r.ino, &back), 0);
+	EXPECT_EQ_U64(back.recorded_ns, ct + 30000000);
+	EXPECT_EQ_INT(pohm_journal_is_dirty(&back, &st), 0);
+	pohm_jrec_clear(&back);
+	pohm_jrec_clear(&seen);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/*
  * RELIABILITY.md finding 7 (found by fuzz_journal): a record file under
  * another inode's name (j/43 holding inode 0x42's record) decoded its
  * checksums, then get returned -EIO without freeing them; callers do not

@@ -168,3 +168,138 @@ TEST(a_handlers_file_on_a_stale_index_entry_is_adopted)
 	pohm_cache_close(a);
 	pohm_cache_close(c);
 }
+
+/*
+ * shim_procs 23 under UBSan (session 19): pohmelfsd replayed a handler's
+ * create of pid-0 (its write record) and adopted the file: it found the
+ * name locally and not in the storage, then created it in the storage.
+ * Between the two the handler's next call removed pid-0: through the
+ * hooks (the storage had no pid-0 yet: removed locally only) or straight
+ * to libc with a record whose replay found no pid-0 in the storage.  The
+ * adopt then made the storage's pid-0, and nothing ever removed it.
+ * Here the removal runs just before the adopt writes its inode, by a
+ * second cache of host a (the host process beside pohmelfsd).
+ */
+static struct pohm_cache *sq_other;	/* host a's other process */
+static int sq_removed;
+
+static void sq_remove_by_hook(void)
+{
+	sq_removed = pohm_cache_unlink(sq_other, "s/pid") == 0;
+}
+
+static void sq_remove_by_libc_and_record(void)
+{
+	sq_removed = unlink(ch_path("a", "s/pid")) == 0 &&
+		     pohm_cache_sigq_gone(sq_other, "s/pid") == 0;
+}
+
+/* Host a's s/pid ("x"), made by a handler straight through libc, and its write record. */
+static void handler_made_pid(struct pohm_cache *a)
+{
+	int fd;
+
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	fd = open(ch_path("a", "s/pid"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "x", 1), 1);
+	close(fd);
+	EXPECT_EQ_INT(sq_put("a", POHM_SQ_WRITE, "s/pid", ""), 0);
+}
+
+/* A fresh host sees the storage: s without pid. */
+static void storage_lacks_pid(void)
+{
+	struct pohm_cache *c = ch_host("c");
+
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s", POHM_MAT_LIST), 0);
+	EXPECT(access(ch_path("c", "s/pid"), F_OK) != 0);
+	pohm_cache_close(c);
+}
+
+static void adopt_raced_by_removal(void (*remove)(void))
+{
+	struct pohm_cache *a;
+
+	ch_setup();
+	a = ch_host("a");
+	sq_other = ch_host("a");
+	EXPECT(a && sq_other);
+	handler_made_pid(a);
+	sq_removed = 0;
+	snprintf(ch_before_put_prefix, sizeof(ch_before_put_prefix), "i:");
+	ch_before_put = remove;
+	EXPECT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, NULL) >= 0);
+	EXPECT(ch_before_put == NULL);
+	EXPECT(sq_removed);
+	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
+	storage_lacks_pid();
+	pohm_cache_close(a);
+	pohm_cache_close(sq_other);
+}
+
+TEST(a_handlers_file_removed_through_the_hooks_while_adopted_leaves_the_storage)
+{
+	adopt_raced_by_removal(sq_remove_by_hook);
+}
+
+TEST(a_handlers_file_removed_by_libc_and_replayed_while_adopted_leaves_the_storage)
+{
+	adopt_raced_by_removal(sq_remove_by_libc_and_record);
+}
+
+/* Linked with --wrap=pohm_sys_unlinkat (Makefile): before the next local
+ * unlink of a name sq_unlink_name, sq_before_unlink runs (one-shot). */
+int __real_pohm_sys_unlinkat(int dirfd, const char *path, int flags);
+int __wrap_pohm_sys_unlinkat(int dirfd, const char *path, int flags);
+static const char *sq_unlink_name;
+static void (*sq_before_unlink)(void);
+
+int __wrap_pohm_sys_unlinkat(int dirfd, const char *path, int flags)
+{
+	if (sq_before_unlink && !strcmp(path, sq_unlink_name)) {
+		void (*fn)(void) = sq_before_unlink;
+
+		sq_before_unlink = NULL;
+		fn();
+	}
+	return __real_pohm_sys_unlinkat(dirfd, path, flags);
+}
+
+static struct pohm_cache *sq_replayer;	/* host a's pohmelfsd */
+static int sq_replayed;
+
+static void sq_replay_now(void)
+{
+	sq_replayed = pohm_cache_sigq_replay(sq_replayer, POHM_SQ_OPEN, NULL);
+}
+
+/*
+ * The hooks' side of the same race: the host's unlink found no s/pid in
+ * the storage (made behind its back) and removes it locally only; the
+ * whole adopt — the storage's create, the journal's record, the push and
+ * the adopt's second look, which still sees s/pid — falls between that
+ * look and the local unlink.  The unlink then finds the journal's record
+ * of the file it removed and removes the adopt's name.
+ */
+TEST(a_handlers_file_adopted_between_the_hooks_look_and_its_local_unlink_leaves_the_storage)
+{
+	struct pohm_cache *a;
+
+	ch_setup();
+	sq_replayer = ch_host("a");
+	a = ch_host("a");
+	EXPECT(a && sq_replayer);
+	handler_made_pid(a);
+	sq_replayed = -1;
+	sq_unlink_name = "pid";
+	sq_before_unlink = sq_replay_now;
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "s/pid"), 0);
+	EXPECT(sq_before_unlink == NULL);
+	EXPECT_EQ_INT(sq_replayed, 1);	/* adopted, the record done */
+	EXPECT(access(ch_path("a", "s/pid"), F_OK) != 0);
+	storage_lacks_pid();
+	pohm_cache_close(a);
+	pohm_cache_close(sq_replayer);
+}
