@@ -356,11 +356,14 @@ int pohm_cache_follow(struct pohm_cache *c, const char *rel, char *out, size_t l
  */
 int pohm_cache_attr_offline(struct pohm_cache *c, const char *rel, int fd, unsigned flags,
 			    int owner);
-/* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count pushed or -errno. */
+/* Push every dirty file this host holds (pohmelfs sync, pohmelfsd): count
+ * pushed or -errno.  A file not at its record's name is looked for in the
+ * whole local tree by identity (a directory move's re-hint cut short). */
 int pohm_cache_sync_all(struct pohm_cache *c);
 /* As sync_all, but skip local files held(arg, st_dev, st_ino) says the caller
  * has open: those are pushed through the caller's own fds (an fd the cache
- * opened and closed would release the caller's POSIX locks on the file). */
+ * opened and closed would release the caller's POSIX locks on the file).
+ * For host processes: no look for files not at their names (pohmelfsd's). */
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg);
 /* As sync_others, but only the files of the storage inodes inos[0..n) (a
@@ -376,6 +379,11 @@ struct pohm_sync_defer {
 		uint64_t ino, since_ns;	/* ino 0: free */
 		uint64_t round;		/* the last round that left it */
 	} e[64];
+	/* The files the last round found not at their hints, each as its
+	 * (ino, hint, local inode): a repair walks only for one seen so
+	 * twice in a row (not a fetch between its rename and its record). */
+	uint64_t seen[64];
+	uint32_t nseen;			/* more than 64: every file counts as seen */
 };
 /* pohmelfsd's timed round: as sync_all, but a file some process still has
  * open for write (writer.c) is left to it while its ctime is younger than

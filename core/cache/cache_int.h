@@ -476,10 +476,43 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const cha
  * p/<ino>.mv intent)?  1 or 0. */
 int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
 /* dirmove.c: the local directory dfd/name was moved to rel: every record
- * of an entry below it (any depth, up to 64 levels) whose hint no longer
- * names its local file takes the entry's new path, so that the push, which
- * finds a file by its hint, finds it (DESIGN §2).  Best effort. */
-void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+ * of an entry below it (any depth) whose hint no longer names its local
+ * file takes the entry's new path, so that the push, which finds a file by
+ * its hint, finds it (DESIGN §2).  0, or -errno when some entry may have
+ * been missed (the sync's repair, cache_rehint_all, finds it later). */
+int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+/* rehintmiss.c: the files a complete repair walk did not find (records
+ * of files removed without the shim), cache_dir/rehint.miss: each as its
+ * storage inode, its stale_key (pushmany.c), its hint's parent directory's
+ * state then, and when. */
+struct cache_miss_ent {
+	uint64_t ino, key;
+	uint64_t pdev, pino, pmt_sec, pmt_nsec, pct_sec, pct_nsec;	/* all 0: none */
+	uint64_t at_ns;
+};
+struct cache_miss {
+	struct cache_miss_ent *e;
+	size_t n, cap;
+};
+/* Read the file into m (empty when none, torn or of another format).  0 or
+ * -ENOMEM.  Free with cache_miss_free. */
+int cache_miss_load(struct pohm_cache *c, struct cache_miss *m);
+/* m's entry for rec (whose stale_key is key) while it still holds: its hint's
+ * parent as it was, younger than a day.  The entry or NULL. */
+const struct cache_miss_ent *cache_miss_holds(struct pohm_cache *c, const struct cache_miss *m,
+					      const struct pohm_jrec *rec, uint64_t key);
+/* Add to m old (an entry kept) or, NULL, rec's entry as of now.  0 or -ENOMEM. */
+int cache_miss_add(struct pohm_cache *c, struct cache_miss *m, const struct pohm_jrec *rec,
+		   uint64_t key, const struct cache_miss_ent *old);
+/* Replace the file by m's entries (removed when none).  0 or -errno. */
+int cache_miss_save(struct pohm_cache *c, const struct cache_miss *m);
+void cache_miss_free(struct cache_miss *m);
+/* dirmove.c: the same for the whole local tree (the prefix root): the
+ * repair of hints a cut-short walk left stale (pushmany.c); an entry takes
+ * a record only when born before the record's local state was recorded
+ * (or, with no birth time, of its recorded ctime).  0 when complete, or
+ * -errno (-ENAMETOOLONG: only paths no hint can hold were left out). */
+int cache_rehint_all(struct pohm_cache *c);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the
  * root or a directory the journal places here: a listing of each parent

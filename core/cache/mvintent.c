@@ -221,6 +221,48 @@ static int replaceable(struct pohm_cache *c, const struct stat *tst, const struc
 	return cache_index_known(c, tst, &known) != -ENOENT;
 }
 
+/* pohm_journal_update's edit: the renamed file's record names mi->to,
+ * unless its hint names the file already (another name of a hard link). */
+static int own_hint_fn(struct pohm_jrec *r, const void *arg)
+{
+	const struct mv_intent *mi = arg;
+
+	if (r->ldev != mi->ldev || r->lino != mi->lino || !strcmp(r->hint, mi->to))
+		return -ESTALE;
+	pohm_jrec_set_hint(r, mi->to);
+	return 0;
+}
+
+/*
+ * The renamed file is at mi->to by identity (this completion moved it, or
+ * the renamer did before it died): its record names it, and, a directory,
+ * the records below it take their new paths (dirmove.c) -- what the
+ * renamer did after its local rename, and a kill may have cut short.
+ */
+static void intent_rehint(struct pohm_cache *c, const struct mv_intent *mi)
+{
+	const char *name;
+	struct stat st, hst;
+	struct pohm_jrec rec;
+	int dfd = pohm_sys_open_parent(c->pfd, mi->to, &name);
+
+	if (dfd < 0)
+		return;
+	if (pohm_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)st.st_dev != mi->ldev || (uint64_t)st.st_ino != mi->lino)
+		goto out;
+	if (!pohm_journal_get(&c->j, mi->ino, &rec)) {
+		if (pohm_sys_fstatat(c->pfd, rec.hint, &hst, AT_SYMLINK_NOFOLLOW) ||
+		    hst.st_ino != st.st_ino || hst.st_dev != st.st_dev)
+			pohm_journal_update(&c->j, mi->ino, own_hint_fn, mi);
+		pohm_jrec_clear(&rec);
+	}
+	if (S_ISDIR(st.st_mode))
+		cache_dir_rehint_below(c, dfd, name, mi->to);
+out:
+	pohm_sys_close(dfd);
+}
+
 /* Finish the local half of the rename mi, whose storage half is done. */
 static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 {
@@ -235,7 +277,8 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 		return 0;	/* the old name's directory is gone: nothing left to move */
 	r = pohm_sys_fstatat(ffd, fname, &fst, AT_SYMLINK_NOFOLLOW);
 	if (r || (uint64_t)fst.st_ino != mi->lino || (uint64_t)fst.st_dev != mi->ldev) {
-		r = 0;		/* moved already, or another file now */
+		intent_rehint(c, mi);	/* moved already (its records maybe not) */
+		r = 0;		/* or another file now */
 		goto out;
 	}
 	if (pohm_ns_resolve(c->ns, mi->to, 0, &sino) || sino != mi->ino) {
@@ -285,6 +328,7 @@ static int intent_complete(struct pohm_cache *c, const struct mv_intent *mi)
 		r = pohm_journal_put(&c->j, &rec);
 		pohm_jrec_clear(&rec);
 	}
+	intent_rehint(c, mi);
 	cache_unmark(c, mi->ino);
 	pohm_info("%s: the rename to %s, cut short by the death of its process, is completed",
 		  mi->from, mi->to);

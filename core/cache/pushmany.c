@@ -174,6 +174,12 @@ struct sync_ctx {
 	int err;
 	int fds[SYNC_BATCH];		/* the batch being gathered */
 	size_t nfds;
+	/* Files not at their hints (sync_repair): collected (REPAIR_COLLECT),
+	 * or, after a complete repair, marked as not found (REPAIR_AFTER). */
+	enum { REPAIR_NO, REPAIR_COLLECT, REPAIR_AFTER } repair;
+	struct stale { uint64_t ino, key; } *stale;
+	size_t nstale, capstale;
+	struct cache_miss *miss;	/* REPAIR_AFTER: the marks (NULL: none) */
 };
 
 /* The gathered files' pushes, together (issue 23); their fds closed. */
@@ -258,6 +264,49 @@ static int sync_defer(struct sync_ctx *s, const struct pohm_jrec *rec, const str
 	return 0;
 }
 
+/* A set of inodes' fingerprint term (order does not matter: summed). */
+static uint64_t fp_term(uint64_t ino)
+{
+	ino ^= ino >> 31;
+	ino *= 0x9e3779b97f4a7c15ULL;
+	return ino ^ (ino >> 29);
+}
+
+/* What a stale record's state is remembered by from one round to the
+ * next: its inode, hint and local inode (the same file left the same). */
+static uint64_t stale_key(const struct pohm_jrec *rec)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *p;
+
+	for (p = rec->hint; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+	return fp_term(rec->ino ^ fp_term(rec->lino ^ fp_term(h)));
+}
+
+/* rec's file is not at its hint: noted for sync_repair. */
+static void stale_note(struct sync_ctx *s, const struct pohm_jrec *rec)
+{
+	struct stale *v;
+
+	if (s->repair == REPAIR_AFTER) {
+		if (s->miss)
+			cache_miss_add(s->c, s->miss, rec, stale_key(rec), NULL);
+		return;
+	}
+	if (s->repair != REPAIR_COLLECT)
+		return;
+	if (s->nstale == s->capstale) {
+		v = realloc(s->stale, (s->capstale ? s->capstale * 2 : 16) * sizeof(*v));
+		if (!v)
+			return;	/* this round without it; the next one notes it again */
+		s->stale = v;
+		s->capstale = s->capstale ? s->capstale * 2 : 16;
+	}
+	s->stale[s->nstale].ino = rec->ino;
+	s->stale[s->nstale++].key = stale_key(rec);
+}
+
 static int sync_one(void *arg, struct pohm_jrec *rec)
 {
 	struct sync_ctx *s = arg;
@@ -266,10 +315,11 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	if (!rec->hint[0] || !S_ISREG(rec->mode))
 		return 0;
 	if (pohm_sys_fstatat(s->c->pfd, rec->hint, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (uint64_t)st.st_ino != rec->lino) {
+	    (uint64_t)st.st_ino != rec->lino || (uint64_t)st.st_dev != rec->ldev) {
 		/* Not at its hint (removed, or moved without its record
-		 * following): the push cannot find it; say so. */
+		 * following): the push cannot find it here; sync_repair may. */
 		pohm_debug("%s: not found at its hint; not pushed", rec->hint);
+		stale_note(s, rec);
 		return 0;
 	}
 	/* A stub counts only once written without the shim (it then becomes a
@@ -285,22 +335,172 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	return 0;
 }
 
+/* Is ino's file still not at its record's hint, read again (a sync by
+ * hand: a fetch may have put its record meanwhile)?  1 or 0. */
+static int still_stale(struct sync_ctx *s, uint64_t ino)
+{
+	struct pohm_jrec rec;
+	struct stat st;
+	int r;
+
+	if (pohm_journal_get(&s->c->j, ino, &rec))
+		return 0;	/* forgotten: unlinked since */
+	r = pohm_sys_fstatat(s->c->pfd, rec.hint, &st, AT_SYMLINK_NOFOLLOW) ||
+	    (uint64_t)st.st_ino != rec.lino || (uint64_t)st.st_dev != rec.ldev;
+	pohm_jrec_clear(&rec);
+	return r;
+}
+
+/* Was key among the last round's stale files (d->seen)?  1 or 0. */
+static int seen_before(const struct pohm_sync_defer *d, uint64_t key)
+{
+	uint32_t i;
+
+	if (d->nseen > sizeof(d->seen) / sizeof(d->seen[0]))
+		return 1;
+	for (i = 0; i < d->nseen; i++)
+		if (d->seen[i] == key)
+			return 1;
+	return 0;
+}
+
+/* The files a repair looks for, moved to the front of s->stale: those seen
+ * stale the round before as well (pohmelfsd), or still stale when read
+ * again (a sync by hand).  The round's set becomes d->seen.  Their count. */
+static size_t stale_confirm(struct sync_ctx *s)
+{
+	struct pohm_sync_defer *d = s->defer;
+	uint64_t now[sizeof(d->seen) / sizeof(d->seen[0])];
+	size_t i, k = 0, max = sizeof(now) / sizeof(now[0]);
+	struct stale t;
+
+	for (i = 0; i < s->nstale && i < max; i++)
+		now[i] = s->stale[i].key;
+	for (i = 0; i < s->nstale; i++)
+		if (d ? seen_before(d, s->stale[i].key) : still_stale(s, s->stale[i].ino)) {
+			t = s->stale[k];
+			s->stale[k++] = s->stale[i];
+			s->stale[i] = t;
+		}
+	if (d) {
+		d->nseen = (uint32_t)(s->nstale > max ? max + 1 : s->nstale);
+		memcpy(d->seen, now, (s->nstale < max ? s->nstale : max) * sizeof(now[0]));
+	}
+	return k;
+}
+
+/* The stale files s->stale[from..to) read again and pushed when found. */
+static void stale_push(struct sync_ctx *s, size_t from, size_t to)
+{
+	struct pohm_jrec rec;
+	size_t i;
+
+	for (i = from; i < to; i++)
+		if (!pohm_journal_get(&s->c->j, s->stale[i].ino, &rec)) {
+			sync_one(s, &rec);
+			pohm_jrec_clear(&rec);
+		}
+	sync_flush(s);
+}
+
+/* The stale files a mark still holds for (rehintmiss.c) left out of
+ * s->stale, their marks kept in keep.  The count of marks read. */
+static size_t stale_unmarked(struct sync_ctx *s, struct cache_miss *keep)
+{
+	const struct cache_miss_ent *e;
+	struct cache_miss old;
+	struct pohm_jrec rec;
+	size_t i, k = 0, had;
+
+	if (cache_miss_load(s->c, &old) || !old.n) {
+		cache_miss_free(&old);
+		return 0;
+	}
+	for (i = 0; i < s->nstale; i++) {
+		e = NULL;
+		if (!pohm_journal_get(&s->c->j, s->stale[i].ino, &rec)) {
+			e = cache_miss_holds(s->c, &old, &rec, s->stale[i].key);
+			if (e && cache_miss_add(s->c, keep, &rec, 0, e))
+				e = NULL;
+			pohm_jrec_clear(&rec);
+		}
+		if (!e)
+			s->stale[k++] = s->stale[i];
+	}
+	s->nstale = k;
+	had = old.n;
+	cache_miss_free(&old);
+	return had;
+}
+
+/*
+ * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
+ * process's exit: it walks the whole tree): files found not at their hints
+ * are looked for by identity.  A directory move re-hints the records below
+ * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
+ * leaves some stale, and the push finds a file only by its hint; so the
+ * whole local tree is walked (cache_rehint_all: each known entry whose
+ * record's hint names nothing takes its path), and those files pushed.
+ * Not for a file a complete repair did not find while nothing changed
+ * around it since (rehintmiss.c: a file removed without the shim), nor
+ * for one a round sees away from its hint for the first time.
+ */
+static void sync_repair(struct sync_ctx *s)
+{
+	struct cache_miss keep = { NULL, 0, 0 };
+	size_t n, had;
+	int r;
+
+	had = stale_unmarked(s, &keep);
+	n = stale_confirm(s);
+	if (!s->defer && n < s->nstale) {
+		/* A sync by hand: those found at their hints when read again. */
+		s->repair = REPAIR_NO;
+		stale_push(s, n, s->nstale);
+	}
+	if (!n) {
+		if (keep.n != had)
+			cache_miss_save(s->c, &keep);	/* some changed: looked for again */
+		goto out;
+	}
+	r = cache_rehint_all(s->c);
+	if (r && r != -ENAMETOOLONG)	/* that one: paths no hint can hold */
+		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
+	s->repair = REPAIR_AFTER;
+	s->miss = r ? NULL : &keep;	/* an incomplete walk marks nothing */
+	stale_push(s, 0, n);
+	if (!r || keep.n != had)
+		cache_miss_save(s->c, &keep);
+out:
+	cache_miss_free(&keep);
+}
+
+/* A pass over every record (sync_one), then the repair when asked for. */
+static int sync_pass(struct sync_ctx *s)
+{
+	int r = pohm_journal_each(&s->c->j, sync_one, s);
+
+	sync_flush(s);
+	if (!r && s->repair == REPAIR_COLLECT)
+		sync_repair(s);
+	free(s->stale);
+	if (r)
+		return r;
+	return s->err ? s->err : s->pushed;
+}
+
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0 };
-	int r = pohm_journal_each(&c->j, sync_one, &s);
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
 
-	sync_flush(&s);
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
+	return sync_pass(&s);
 }
 
 int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0 };
+	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
 	struct pohm_jrec rec;
 	size_t i;
 	int r;
@@ -321,24 +521,23 @@ int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
 {
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0 };
+	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
 	size_t i;
 	int r;
 
 	d->round++;
-	r = pohm_journal_each(&c->j, sync_one, &s);
-	sync_flush(&s);
+	r = sync_pass(&s);
 	/* What this round did not leave again is pushed or clean: forget it, so
 	 * that a later writer of it gets its own 4 periods. */
 	for (i = 0; i < sizeof(d->e) / sizeof(d->e[0]); i++)
 		if (d->e[i].ino && d->e[i].round != d->round)
 			d->e[i].ino = 0;
-	if (r)
-		return r;
-	return s.err ? s.err : s.pushed;
+	return r;
 }
 
 int pohm_cache_sync_all(struct pohm_cache *c)
 {
-	return pohm_cache_sync_others(c, NULL, NULL);
+	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
+
+	return sync_pass(&s);
 }

@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -1446,4 +1449,156 @@ TEST(a_handed_down_lstat_does_not_decide_a_replacement)
 TEST(a_handed_down_lstat_below_a_named_base_does_not_decide_a_replacement)
 {
 	handed_down_replacement(1);
+}
+
+/* How many known entries below host a's rel (a chain of 40 "s", 5 files
+ * f0..f4 at each level) have records not naming their paths. */
+static int misnamed_below(struct pohm_cache *c, const char *top)
+{
+	char rel[256], name[300];
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int lvl, k, bad = 0;
+
+	snprintf(rel, sizeof(rel), "%s", top);
+	for (lvl = 0; lvl <= 40; lvl++) {
+		for (k = lvl < 40 ? 0 : 5; k < 6; k++) {
+			if (k < 5)
+				snprintf(name, sizeof(name), "%s/f%d", rel, k);
+			else
+				snprintf(name, sizeof(name), "%s", rel);
+			if (lstat(path("a", name), &st) ||
+			    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+			    pohm_journal_get(&c->j, ino, &rec)) {
+				bad++;
+				continue;
+			}
+			bad += !!strcmp(rec.hint, name);
+			pohm_jrec_clear(&rec);
+		}
+		strcat(rel, "/s");
+	}
+	return bad;
+}
+
+/* Every record below a directory renamed here names its new path, at any
+ * depth and width (dirmove.c's walk: iterative; past 16 levels the upper
+ * fds are closed and opened again by "..", and each listing goes on after
+ * its subdirectory's); and the repair walk of the whole tree
+ * (cache_rehint_all) finds them after a move behind the journal's back. */
+TEST(every_record_below_a_moved_directory_takes_its_new_path_at_any_depth)
+{
+	struct pohm_cache *a;
+	char rel[256], name[300];
+	int lvl, k;
+
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	strcpy(rel, "d");
+	for (lvl = 0; lvl < 40; lvl++) {
+		for (k = 0; k < 5; k++) {
+			snprintf(name, sizeof(name), "%s/f%d", rel, k);
+			EXPECT_EQ_INT(write_file(a, "a", name, "x"), 0);
+		}
+		strcat(rel, "/s");
+		EXPECT_EQ_INT(pohm_cache_mkdir(a, rel, 0755), 0);
+	}
+	EXPECT_EQ_INT(misnamed_below(a, "d"), 0);
+	EXPECT_EQ_INT(pohm_cache_rename(a, "d", "d2", 0), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "d2"), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2/s"), path("a", "d2/t")), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2/t"), path("a", "d2/s")), 0);	/* same names: untouched */
+	/* Moved behind the journal's back, under its own name (as a move of
+	 * a directory above it: a record changes only under its last name). */
+	EXPECT_EQ_INT(mkdir(path("a", "x"), 0755), 0);
+	EXPECT_EQ_INT(rename(path("a", "d2"), path("a", "x/d2")), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "x/d2"), 41 * 6 - 5);
+	EXPECT_EQ_INT(cache_rehint_all(a), 0);
+	EXPECT_EQ_INT(misnamed_below(a, "x/d2"), 0);
+	pohm_cache_close(a);
+}
+
+/* How many of host a's files old/f0..f31, moved to d/ behind the journal's
+ * back, have records not naming d/fN. */
+static int misnamed_moved(struct pohm_cache *c)
+{
+	char name[32];
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int k, bad = 0;
+
+	for (k = 0; k < 32; k++) {
+		snprintf(name, sizeof(name), "d/f%d", k);
+		if (lstat(path("a", name), &st) ||
+		    pohm_journal_lookup_local(&c->j, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &ino) ||
+		    pohm_journal_get(&c->j, ino, &rec)) {
+			bad++;
+			continue;
+		}
+		bad += !!strcmp(rec.hint, name);
+		pohm_jrec_clear(&rec);
+	}
+	return bad;
+}
+
+/* The repair's walk in a mount namespace of its own where d/loop0 and
+ * d/loop1 are bind mounts of d: 0 (complete, and every record names its
+ * file's path outside the binds), 1 (not), 77 (no such namespace here). */
+static int rehint_all_over_bind_loops(struct pohm_cache *c)
+{
+	pid_t pid = fork();
+	int status = 0, fd;
+
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) && unshare(CLONE_NEWUSER | CLONE_NEWNS))
+			_exit(77);
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount(path("a", "d"), path("a", "d/loop0"), NULL, MS_BIND, NULL) ||
+		    mount(path("a", "d"), path("a", "d/loop1"), NULL, MS_BIND, NULL))
+			_exit(77);
+		/* The prefix's fd opened again here: the old one's walk sees the
+		 * mounts of the namespace it was opened in. */
+		fd = open(path("a", ""), O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || dup2(fd, c->pfd) < 0)
+			_exit(1);
+		close(fd);
+		alarm(60);
+		_exit(cache_rehint_all(c) || misnamed_moved(c) ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 1;
+	return WEXITSTATUS(status);
+}
+
+/* A bind mount of a directory below itself: the repair's walk leaves it out
+ * (the same directory as one of its levels), so a record takes the path
+ * outside it, not one through it (which the listing order may put first),
+ * and the walk does not go over the tree again through each bind. */
+TEST(the_repair_walk_leaves_out_a_bind_mount_of_its_own_ancestor)
+{
+	struct pohm_cache *a;
+	char name[32];
+	int k, r;
+
+	setup();
+	a = host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "old", 0755), 0);
+	for (k = 0; k < 32; k++) {
+		snprintf(name, sizeof(name), "old/f%d", k);
+		EXPECT_EQ_INT(write_file(a, "a", name, "x"), 0);
+	}
+	EXPECT_EQ_INT(rename(path("a", "old"), path("a", "d")), 0);
+	EXPECT_EQ_INT(mkdir(path("a", "d/loop0"), 0755), 0);
+	EXPECT_EQ_INT(mkdir(path("a", "d/loop1"), 0755), 0);
+	EXPECT_EQ_INT(misnamed_moved(a), 32);
+	r = rehint_all_over_bind_loops(a);
+	pohm_cache_close(a);
+	if (r == 77)
+		SKIP("no mount namespace here");
+	EXPECT_EQ_INT(r, 0);
 }

@@ -26,7 +26,8 @@
  *   eviction (clean → stub, `pohmelfs clean` and pohmelfsd): after the
  *     stub's exchange with the copy, before the record put.
  *   rename: between the storage rename and the local one (the intent
- *     file's case; also tests/bats/cache_hosts.bats, the kill loop).
+ *     file's case; also tests/bats/cache_hosts.bats, the kill loop); a
+ *     directory's, there or in the re-hint of the records below it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,7 +53,7 @@ int __real_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jre
 int __wrap_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jrec *r);
 
 /* Where the child dies (set in the child only). */
-enum { AT_NONE, AT_PUT_CLEAN, AT_PUT_ANY, AT_PUT_COMMIT, AT_IN_RENAME };
+enum { AT_NONE, AT_PUT_CLEAN, AT_PUT_ANY, AT_PUT_COMMIT, AT_IN_RENAME, AT_IN_REHINT };
 static int crash_at;
 static uint64_t crash_ino;	/* the record whose put kills */
 static char dump_path[600];
@@ -97,7 +98,8 @@ int __wrap_pohm_journal_put_commit(struct pohm_journal *j, const struct pohm_jre
 
 void __wrap_pohm_sys_test_kill(enum pohm_test_switch s)
 {
-	if (s == POHM_TEST_KILL_IN_RENAME && crash_at == AT_IN_RENAME)
+	if ((s == POHM_TEST_KILL_IN_RENAME && crash_at == AT_IN_RENAME) ||
+	    (s == POHM_TEST_KILL_IN_REHINT && crash_at == AT_IN_REHINT))
 		die_here();
 }
 
@@ -546,4 +548,59 @@ TEST(a_rename_that_dies_between_its_halves_is_completed)
 	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", ""), 0);
 	pohm_cache_close(b);
 	pohm_cache_close(c);
+}
+
+static void step_rename_dir(struct pohm_cache *b)
+{
+	pohm_cache_rename(b, "d", "d2", 0);
+}
+
+/* A directory's rename dies between its halves (AT_IN_RENAME) or after its
+ * local half, in the re-hint of the records below it (AT_IN_REHINT).  The
+ * completion leaves d/sub/f's record naming d2/sub/f: a push that finds a
+ * file by its record's name alone (a process's exit, sync_inos: no repair
+ * walk) pushes its next change, and a fresh host reads it. */
+static void a_directory_rename_dies(int at)
+{
+	struct pohm_cache *a, *b, *c;
+	char buf[64];
+	struct stat st;
+	uint64_t ino;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d", 0755), 0);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "d/sub", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "d/sub/f", "x\n", 2), 0);
+	EXPECT_EQ_STR(read_on(b, "b", "d/sub/f", buf, sizeof(buf)), "x\n");
+	pohm_cache_close(b);
+	pohm_cache_close(a);
+	EXPECT_EQ_INT(crash_b(at, 0, step_rename_dir), 1);
+	EXPECT_EQ_INT(lstat(ch_path("b", "d2/sub/f"), &st), at == AT_IN_RENAME ? -1 : 0);
+	b = ch_host("b");
+	EXPECT(b != NULL);
+	EXPECT(pohm_cache_reconcile(b) >= 0);
+	EXPECT_EQ_INT(lstat(ch_path("b", "d"), &st), -1);
+	ino = sino(b, "b", "d2/sub/f");
+	EXPECT(ino != 0);
+	local_write("b", "d2/sub/f", "next\n");
+	EXPECT_EQ_INT(pohm_cache_sync_inos(b, 1, &ino, NULL, NULL), 1);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_STR(read_on(c, "c", "d2/sub/f", buf, sizeof(buf)), "next\n");
+	EXPECT_EQ_INT(ch_conflict_copies(c, "c", "b", ""), 0);
+	pohm_cache_close(b);
+	pohm_cache_close(c);
+}
+
+TEST(a_directory_rename_that_dies_between_its_halves_leaves_the_records_below_pushable)
+{
+	a_directory_rename_dies(AT_IN_RENAME);
+}
+
+TEST(a_directory_rename_that_dies_in_its_rehint_leaves_the_records_below_pushable)
+{
+	a_directory_rename_dies(AT_IN_REHINT);
 }
