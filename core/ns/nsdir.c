@@ -1054,6 +1054,7 @@ static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 		r = ns_bucket_store_along(ns, ref, also);
 	return r == 1 ? ns_bucket_store(ns, ref) : r;	/* (changed: store it alone) */
 }
+
 /*
  * Whether dir/dname is sino written by txid (a rename's own entry), read in
  * dname's own bucket: 1 yes, 0 no, -errno when the read failed.  A settling
