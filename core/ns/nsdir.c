@@ -1054,6 +1054,27 @@ static int bucket_move_along(struct pohm_ns *ns, struct ns_bucket_ref *ref, int 
 		r = ns_bucket_store_along(ns, ref, also);
 	return r == 1 ? ns_bucket_store(ns, ref) : r;	/* (changed: store it alone) */
 }
+
+/*
+ * Whether dir/dname is sino written by txid (a rename's own entry), read in
+ * dname's own bucket: 1 yes, 0 no, -errno when the read failed.  A settling
+ * rename whose source's bucket split since its put (a concurrent creator's)
+ * finds its target in another bucket than the source's.
+ */
+static int renamed_here(struct pohm_ns *ns, uint64_t dir, const char *dname, uint64_t sino,
+			uint64_t txid)
+{
+	struct ns_bucket_ref ref;
+	int j, r = ns_bucket_locate(ns, dir, dname, &ref);
+
+	if (r)
+		return r;
+	j = pohm_bucket_find(&ref.bk, dname);
+	r = j >= 0 && ref.bk.e[j].ino == sino && ref.bk.e[j].txid == txid;
+	ns_bucket_release(&ref);
+	return r;
+}
+
 /* ns_entry_rename_local; unsure: a put of this txid (replacing dino) had an
  * unknown outcome before the call (ns_entry_rename_settle). */
 static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uint64_t sino,
@@ -1098,6 +1119,20 @@ static int rename_local(struct pohm_ns *ns, uint64_t dir, const char *sname, uin
 			ns_bucket_release(&ref);
 			if (peeked)
 				continue;	/* maybe stale: decide on a read */
+			if (unsure && i < 0) {
+				/* The source gone and our target not beside it:
+				 * the bucket split since our put, which may have
+				 * landed -- our txid at dname, in its own bucket,
+				 * says it did (ns_replicas, s19-mv4b). */
+				r = renamed_here(ns, dir, dname, sino, txid);
+				if (r == 1) {
+					*replaced = rep0;
+					*replaced_type = rtype0;
+					return 0;
+				}
+				if (NS_UNSURE(r) && unsure++ < NS_UNSURE_RETRIES)
+					continue;
+			}
 			/* The intent path's case, nothing written -- unless an
 			 * unknown outcome of ours is still unsettled. */
 			return unsure ? -EIO : 1;

@@ -1620,6 +1620,15 @@ again:
 		ns_moved_note(ns, intent.i_txid);	/* acknowledged: settled (0067) */
 	if (r == -ENOENT)
 		r = 0;		/* a helper finished it for us */
+	if (NS_UNSURE(r)) {
+		/* Past the commit point the rename happened: a finish with
+		 * no quorum in time (a group killed mid-request) leaves a
+		 * committed MOVE, the readers' as a renamer killed here
+		 * leaves it and as a lost deferred finish does (0073); the
+		 * lease expires with it. */
+		leased = 0;
+		r = 0;
+	}
 	if (r)
 		goto out;
 committed:

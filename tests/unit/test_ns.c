@@ -5014,8 +5014,11 @@ static void f1_case_with(int how, int deferred)
 		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
 		pohm_kvmem_defer_lose(&kv, 0);
 	} else {
-		pohm_kvmem_fail_after(&kv, 2);	/* the intent and the commit land */
-		EXPECT(pohm_ns_rename(ns, d1, "a", d2, "b", 0) != 0);	/* the finish failed */
+		/* The intent and the commit land, the finish answers -EIO
+		 * (no quorum in time): the rename happened, and says so
+		 * (s19-mv4b; it was -EIO, ns_replicas test 4). */
+		pohm_kvmem_fail_after(&kv, 2);
+		EXPECT_EQ_INT(pohm_ns_rename(ns, d1, "a", d2, "b", 0), 0);
 		pohm_kvmem_fail_after(&kv, -1);
 	}
 	EXPECT_EQ_INT(raw_intent(d1, "a"), POHM_INTENT_MOVE);
@@ -5519,4 +5522,72 @@ TEST(f1_lost_deferred_finish_rename_away_settles_first)
 TEST(f1_lost_deferred_finish_unlink_by_the_renamer_settles_first)
 {
 	f1_case_with(3, 1);
+}
+
+/*
+ * A store whose put, once it answered -EIO (pohm_kvmem_fail_unsure: applied,
+ * the answer lost), lets another handle create names in directory 1 until
+ * its bucket splits -- as 8 workers in one directory split it between a
+ * renamer's lost answer and its settling read (ns_replicas test 4, s19).
+ */
+static struct pohm_kv_ops splitty_ops;
+static struct pohm_ns *splitter;
+
+static int splitty_put(void *ctx, const char *key, const void *data, size_t len,
+		       const uint8_t *expect)
+{
+	int r = kv.ops->put(ctx, key, data, len, expect), i;
+	char name[16];
+
+	if (r == -EIO && splitter) {
+		for (i = 0; i < 24; i++) {
+			snprintf(name, sizeof(name), "z%d", i);
+			EXPECT(made(splitter, 1, name, 0) != 0);
+		}
+		splitter = NULL;
+	}
+	return r;
+}
+
+/*
+ * A one-bucket rename a -> b whose bucket put applied but answered -EIO,
+ * after which the bucket split with a and b in different children: the
+ * settling read finds its txid at b in b's bucket: 0 (it was -EIO: the read
+ * of a's bucket alone found neither name, for a rename that happened).
+ */
+TEST(rename_in_one_bucket_unknown_outcome_then_split_settles_it)
+{
+	static struct pohm_kv splitty;
+	struct pohm_ns_opts o = { .fsid = "test", .bucket_max = 8, .intent_timeout_ms = 10000,
+				  .chunk_shift = 12 };
+	struct pohm_ns *ns = NULL, *ns2 = fresh(8);
+	struct pohm_inode a, x;
+	char dname[16];
+	int i;
+
+	/* A target name whose bucket differs from a's from the first split on. */
+	for (i = 0; i < 100; i++) {
+		snprintf(dname, sizeof(dname), "b%d", i);
+		if ((pohm_name_hash(dname) ^ pohm_name_hash("a")) & 1)
+			break;
+	}
+	splitty_ops = *kv.ops;
+	splitty_ops.put = splitty_put;
+	splitty.ops = &splitty_ops;
+	splitty.ctx = kv.ctx;
+	EXPECT_EQ_INT(pohm_ns_open(&ns, &splitty, &o), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, 1, "a", 0644, 0, 0, 0, 0, &a), 0);
+	splitter = ns2;
+	pohm_kvmem_fail_unsure(&kv, 0, 0);	/* the rename's bucket put */
+	EXPECT_EQ_INT(pohm_ns_rename(ns, 1, "a", 1, dname, 0), 0);
+	pohm_kvmem_fail_unsure(&kv, -1, 0);
+	EXPECT(splitter == NULL);	/* the split did happen in between */
+	EXPECT_EQ_U64(ino_of(ns2, 1, dname), a.ino);
+	EXPECT_EQ_U64(ino_of(ns2, 1, "a"), 0);
+	EXPECT_EQ_INT(pohm_ns_getattr(ns2, a.ino, &x), 0);
+	EXPECT_EQ_U64(x.nlink, 1);
+	pohm_inode_clear(&x);
+	pohm_inode_clear(&a);
+	pohm_ns_close(ns);
+	pohm_ns_close(ns2);
 }
