@@ -379,8 +379,9 @@ struct pohm_sync_defer {
 		uint64_t ino, since_ns;	/* ino 0: free */
 		uint64_t round;		/* the last round that left it */
 	} e[64];
-	/* The files the last round found not at their hints, each as its
-	 * (ino, hint, local inode): a repair walks only for one seen so
+	/* The files the last round found not at their hints, each as a
+	 * 64-bit hash of its (ino, hint, local inode) (pushmany.c stale_key):
+	 * a repair walks only for one seen so
 	 * twice in a row (not a fetch between its rename and its record). */
 	uint64_t seen[64];
 	uint32_t nseen;			/* more than 64: every file counts as seen */

@@ -494,11 +494,12 @@ struct cache_miss {
 	struct cache_miss_ent *e;
 	size_t n, cap;
 };
-/* Read the file into m (empty when none, torn or of another format).  0 or
- * -ENOMEM.  Free with cache_miss_free. */
+/* Read the file into m, sorted for cache_miss_holds (empty when none, torn
+ * or of another format).  0 or -ENOMEM.  Free with cache_miss_free. */
 int cache_miss_load(struct pohm_cache *c, struct cache_miss *m);
-/* m's entry for rec (whose stale_key is key) while it still holds: its hint's
- * parent as it was, younger than a day.  The entry or NULL. */
+/* m's entry (m as cache_miss_load made it) for rec (whose stale_key is key)
+ * while it still holds: its hint's parent as it was, younger than a day.
+ * The entry or NULL. */
 const struct cache_miss_ent *cache_miss_holds(struct pohm_cache *c, const struct cache_miss *m,
 					      const struct pohm_jrec *rec, uint64_t key);
 /* Add to m old (an entry kept) or, NULL, rec's entry as of now.  0 or -ENOMEM. */
@@ -506,6 +507,7 @@ int cache_miss_add(struct pohm_cache *c, struct cache_miss *m, const struct pohm
 		   uint64_t key, const struct cache_miss_ent *old);
 /* Replace the file by m's entries (removed when none).  0 or -errno. */
 int cache_miss_save(struct pohm_cache *c, const struct cache_miss *m);
+/* Free m's entries; m is empty again. */
 void cache_miss_free(struct cache_miss *m);
 /* dirmove.c: the same for the whole local tree (the prefix root): the
  * repair of hints a cut-short walk left stale (pushmany.c); an entry takes

@@ -264,7 +264,7 @@ static int sync_defer(struct sync_ctx *s, const struct pohm_jrec *rec, const str
 	return 0;
 }
 
-/* A set of inodes' fingerprint term (order does not matter: summed). */
+/* A 64-bit mixer of one value (stale_key's terms). */
 static uint64_t fp_term(uint64_t ino)
 {
 	ino ^= ino >> 31;

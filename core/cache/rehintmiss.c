@@ -50,6 +50,16 @@ static void parent_state(struct pohm_cache *c, const struct pohm_jrec *rec, stru
 	e->pct_nsec = (uint64_t)st.st_ctim.tv_nsec;
 }
 
+/* Order of the loaded marks: by ino, then key (cache_miss_holds bsearches). */
+static int miss_cmp(const void *a, const void *b)
+{
+	const struct cache_miss_ent *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
 int cache_miss_load(struct pohm_cache *c, struct cache_miss *m)
 {
 	char magic[sizeof(MISS_MAGIC) - 1];
@@ -78,6 +88,7 @@ int cache_miss_load(struct pohm_cache *c, struct cache_miss *m)
 	}
 	got = pohm_sys_pread_full(fd, m->e, n * sizeof(*m->e), (off_t)sizeof(magic));
 	m->n = m->cap = got > 0 ? (size_t)got / sizeof(*m->e) : 0;
+	qsort(m->e, m->n, sizeof(*m->e), miss_cmp);
 out:
 	pohm_sys_close(fd);
 	return r;
@@ -86,20 +97,17 @@ out:
 const struct cache_miss_ent *cache_miss_holds(struct pohm_cache *c, const struct cache_miss *m,
 					      const struct pohm_jrec *rec, uint64_t key)
 {
-	struct cache_miss_ent now;
-	size_t i;
+	struct cache_miss_ent now, want = { .ino = rec->ino, .key = key };
+	const struct cache_miss_ent *e;
 
-	for (i = 0; i < m->n; i++)
-		if (m->e[i].ino == rec->ino && m->e[i].key == key)
-			break;
-	if (i == m->n || pohm_sys_real_ns() - m->e[i].at_ns > MISS_TTL_NS)
+	e = m->n ? bsearch(&want, m->e, m->n, sizeof(*m->e), miss_cmp) : NULL;
+	if (!e || pohm_sys_real_ns() - e->at_ns > MISS_TTL_NS)
 		return NULL;
 	parent_state(c, rec, &now);
-	if (now.pdev != m->e[i].pdev || now.pino != m->e[i].pino || now.pmt_sec != m->e[i].pmt_sec ||
-	    now.pmt_nsec != m->e[i].pmt_nsec || now.pct_sec != m->e[i].pct_sec ||
-	    now.pct_nsec != m->e[i].pct_nsec)
+	if (now.pdev != e->pdev || now.pino != e->pino || now.pmt_sec != e->pmt_sec ||
+	    now.pmt_nsec != e->pmt_nsec || now.pct_sec != e->pct_sec || now.pct_nsec != e->pct_nsec)
 		return NULL;
-	return &m->e[i];
+	return e;
 }
 
 int cache_miss_add(struct pohm_cache *c, struct cache_miss *m, const struct pohm_jrec *rec,

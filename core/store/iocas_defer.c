@@ -6,13 +6,14 @@
  * (the parallel attempt of pohm_io_cas_put) through a window of its own
  * and returns: no wait.  The entry (its copies of the key, the bytes and
  * the content replaced, the op and its requests) stays in the client's
- * list until pohm_io_cas_settle_deferred processes it: it waits for the
- * replies that are not in yet (bounded), then goes on exactly as
+ * list until pohm_io_cas_settle_deferred processes it: it waits until a
+ * quorum of replies and its grace are in (deferred_enough; bounded), then
+ * goes on exactly as
  * pohm_io_cas_put's first attempt does (confirm unknown outcomes, catch up
  * a refused group after a commit, roll back our copies where a split left
  * them) — everything but the second attempt: a deferred put that lost is
  * reported lost (-EBADFD), its caller's state must be one the readers
- * settle.  A settle whose deadline ends before every reply is in leaves
+ * settle.  A settle whose deadline ends before a quorum is in leaves
  * the entry's outcome to the readers, as a writer that died after sending
  * does (-EIO, "unknown").
  */
