@@ -115,6 +115,10 @@ struct pohm_cache {
 int cache_writer_exclude(struct pohm_cache *c, uint64_t ino);
 void cache_writer_include(int fd);
 
+/* writer.c: 1 if this process mapped the local file (ldev, lino) writable
+ * and shared (pohm_cache_writer_mapped; until the process ends), else 0. */
+int cache_writer_mapped_here(struct pohm_cache *c, uint64_t ldev, uint64_t lino);
+
 /* cachestat.c: pohm_cache_stat_fix with the storage inode *ino when the
  * caller knows it (non-zero: trusted only when its record names st's local
  * inode; else the index is asked).  *ino: the inode the overlay used, 0

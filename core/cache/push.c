@@ -619,6 +619,10 @@ int cache_push_known(struct pohm_cache *c, int fd, struct pohm_jrec *rec, const 
 		goto committed;
 	}
 	d = pohm_journal_is_dirty(rec, st);
+	/* A store through our writable shared mapping to a page already dirty
+	 * moves no time: whatever the record says, compare the bytes. */
+	if (!d && cache_writer_mapped_here(c, (uint64_t)st->st_dev, (uint64_t)st->st_ino))
+		d = 2;
 	if (d == 2 && !(rec->flags & POHM_J_STUB) &&
 	    st->st_mtim.tv_sec == rec->mtime.sec && (uint32_t)st->st_mtim.tv_nsec == rec->mtime.nsec) {
 		checked = pohm_sys_real_ns();

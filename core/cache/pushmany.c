@@ -325,8 +325,10 @@ static int sync_one(void *arg, struct pohm_jrec *rec)
 	/* A stub counts only once written without the shim (it then becomes a
 	 * conflict copy, push_known); an untouched one has nothing to send. */
 	if ((rec->flags & POHM_J_STUB) ? !S_ISREG(st.st_mode) || pohm_stub_shape(&st)
-				       : !pohm_journal_is_dirty(rec, &st))
-		return 0;
+				       : !pohm_journal_is_dirty(rec, &st) &&
+					 !cache_writer_mapped_here(s->c, (uint64_t)st.st_dev,
+								   (uint64_t)st.st_ino))
+		return 0;	/* a file our writable mapping may have changed: push_known compares */
 	if (s->held && s->held(s->arg, (uint64_t)st.st_dev, (uint64_t)st.st_ino))
 		return 0;	/* open in the calling process: an fd of ours would drop its locks */
 	if (s->defer && sync_defer(s, rec, &st))

@@ -102,6 +102,9 @@ struct wr_ent {
 struct cache_writers {
 	pthread_mutex_t mu;
 	int n;			/* entries in use */
+	int nmapped;		/* entries ever marked mapped: written under mu,
+				 * read without it (cache_writer_mapped_here's
+				 * shortcut: 0 in almost every process) */
 	int dfd;		/* cache_dir/pohmelfsd.lock, opened once, ownfd slot */
 	struct wr_ent e[WR_MAX];
 };
@@ -521,9 +524,26 @@ void pohm_cache_writer_mapped(struct pohm_cache *c, uint64_t ldev, uint64_t lino
 
 	pthread_mutex_lock(&w->mu);
 	e = wr_find(w, ldev, lino);
-	if (e)
+	if (e && !e->mapped) {
 		e->mapped = 1;
+		__atomic_store_n(&w->nmapped, w->nmapped + 1, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&w->mu);
+}
+
+int cache_writer_mapped_here(struct pohm_cache *c, uint64_t ldev, uint64_t lino)
+{
+	struct cache_writers *w = c->wr;
+	struct wr_ent *e;
+	int r;
+
+	if (!w || !__atomic_load_n(&w->nmapped, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	e = wr_find(w, ldev, lino);
+	r = e && e->mapped;
+	pthread_mutex_unlock(&w->mu);
+	return r;
 }
 
 int pohm_cache_writer_sweep(struct pohm_cache *c, int (*held)(void *arg, uint64_t ldev,
