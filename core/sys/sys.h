@@ -103,8 +103,9 @@ int pohm_sys_fcntl(int fd, int cmd, long arg);
 /* Lock (F_WRLCK, F_RDLCK: waiting, EINTR retried) or unlock (F_UNLCK) len bytes
  * at off of fd; POSIX record locks, or OFD locks with ofd.  0 or -errno. */
 int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd);
-/* The kernel's path of fd (readlink of /proc/self/fd/N) into buf,
- * NUL-terminated: its length, or -errno (-ENAMETOOLONG if it does not fit). */
+/* The kernel's path of fd in the calling thread's table (readlink of
+ * /proc/thread-self/fd/N) into buf, NUL-terminated: its length, or -errno
+ * (-ENAMETOOLONG if it does not fit). */
 int pohm_sys_fd_path(int fd, char *buf, size_t len);
 /* The parent of rel under pfd, one O_NOFOLLOW component at a time: an O_PATH
  * fd (close it) and *name, its last component; -errno (-EINVAL for "" or "a/"). */
