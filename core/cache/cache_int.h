@@ -478,9 +478,9 @@ int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
 /* dirmove.c: the local directory dfd/name was moved to rel: every record
  * of an entry below it (any depth) whose hint no longer names its local
  * file takes the entry's new path, so that the push, which finds a file by
- * its hint, finds it (DESIGN §2).  0, or -errno when some entry may have
- * been missed (the sync's repair, cache_rehint_all, finds it later). */
-int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+ * its hint, finds it (DESIGN §2).  Best effort: an entry it may have
+ * missed is logged, and the sync's repair (cache_rehint_all) finds it. */
+void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
 /* rehintmiss.c: the files a complete repair walk did not find (records
  * of files removed without the shim), cache_dir/rehint.miss: each as its
  * storage inode, its stale_key (pushmany.c), its hint's parent directory's

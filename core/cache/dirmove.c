@@ -431,25 +431,27 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel, int strict)
 	return err ? err : toolong ? -ENAMETOOLONG : 0;
 }
 
-int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
+void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel)
 {
-	char *path;
+	char *path = NULL;
 	int fd, r;
 
 	pohm_sys_test_kill(POHM_TEST_KILL_IN_REHINT);	/* test only: the walk cut short */
+	r = -ENAMETOOLONG;
 	if (strlen(rel) >= PATH_MAX)
-		return -ENAMETOOLONG;
+		goto out;
+	r = -ENOMEM;
 	path = malloc(PATH_MAX);
 	if (!path)
-		return -ENOMEM;
+		goto out;
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	strcpy(path, rel);
 	r = fd < 0 ? fd : rehint_walk(c, fd, path, 0);
+out:
 	free(path);
 	if (r)
 		pohm_debug("%s: not every record below re-hinted (%s): the next sync's repair does it",
 			   rel, strerror(-r));
-	return r;
 }
 
 int cache_rehint_all(struct pohm_cache *c)
