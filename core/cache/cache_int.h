@@ -475,7 +475,7 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const cha
 /* dirmove.c: does a rename of this host in flight move ino (cachens.c's
  * p/<ino>.mv intent)?  1 or 0. */
 int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
-/* dirmove.c: the local directory dfd/name was moved to rel: every record
+/* rehint.c: the local directory dfd/name was moved to rel: every record
  * of an entry below it (any depth) whose hint no longer names its local
  * file takes the entry's new path, so that the push, which finds a file by
  * its hint, finds it (DESIGN §2).  Best effort: an entry it may have
@@ -509,11 +509,12 @@ int cache_miss_add(struct pohm_cache *c, struct cache_miss *m, const struct pohm
 int cache_miss_save(struct pohm_cache *c, const struct cache_miss *m);
 /* Free m's entries; m is empty again. */
 void cache_miss_free(struct cache_miss *m);
-/* dirmove.c: the same for the whole local tree (the prefix root): the
- * repair of hints a cut-short walk left stale (pushmany.c); an entry takes
- * a record only when born before the record's local state was recorded
- * (or, with no birth time, of its recorded ctime).  0 when complete, or
- * -errno (-ENAMETOOLONG: only paths no hint can hold were left out). */
+/* rehint.c: cache_dir_rehint_below's walk of the whole local tree (the
+ * prefix root): the repair of hints a cut-short walk left stale
+ * (pushmany.c); an entry takes a record only when born before the
+ * record's local state was recorded (or, with no birth time, of its
+ * recorded ctime).  0 when complete, or -errno (-ENAMETOOLONG: only
+ * paths no hint can hold were left out). */
 int cache_rehint_all(struct pohm_cache *c);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the

@@ -437,7 +437,7 @@ static size_t stale_unmarked(struct sync_ctx *s, struct cache_miss *keep)
  * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
  * process's exit: it walks the whole tree): files found not at their hints
  * are looked for by identity.  A directory move re-hints the records below
- * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
+ * it (rehint.c), but a walk cut short (a kill, no fd, a journal error)
  * leaves some stale, and the push finds a file only by its hint; so the
  * whole local tree is walked (cache_rehint_all: each known entry whose
  * record's hint names nothing takes its path), and those files pushed.

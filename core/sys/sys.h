@@ -196,7 +196,7 @@ enum pohm_test_switch {
 	POHM_TEST_BOOT_ID,		/* core/cache/cacheboot.c: this text is the boot id */
 	POHM_TEST_KILL_AT_RENAME_INTENT,	/* core/ns/nsops.c, see pohm_sys_test_kill */
 	POHM_TEST_KILL_IN_RENAME,	/* core/cache/cachens.c, see pohm_sys_test_kill */
-	POHM_TEST_KILL_IN_REHINT,	/* core/cache/dirmove.c, see pohm_sys_test_kill */
+	POHM_TEST_KILL_IN_REHINT,	/* core/cache/rehint.c, see pohm_sys_test_kill */
 	POHM_TEST_KILL_AT_RMDIR_SEALED,	/* core/ns/nsops.c, see pohm_sys_test_kill */
 	POHM_TEST_DIR_TIME_LAG,		/* core/cache/cachedirtime.c: the lag, in seconds */
 	POHM_TEST_REFRESH_IN_OPEN,	/* preload: a write-open's refresh runs between its

@@ -1495,7 +1495,7 @@ static int reuse_fn(struct pohm_jrec *r, const void *arg)
 
 /* A file removed without the shim whose inode number another program's
  * new file gets again, under the same last name elsewhere: the repair
- * (pushmany.c sync_repair, dirmove.c below_fn's strict rule) must not
+ * (pushmany.c sync_repair, rehint.c below_fn's strict rule) must not
  * take it for the removed file (born after the record last saw its file),
  * else its push overwrites the removed file's stored copy.  The reuse is
  * made by hand (the kernel's choice of number cannot be forced). */
