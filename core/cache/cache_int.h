@@ -11,6 +11,7 @@
 #define POHM_CORE_CACHE_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "cache.h"
 #include "journal.h"
@@ -475,6 +476,15 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const cha
 /* dirmove.c: does a rename of this host in flight move ino (cachens.c's
  * p/<ino>.mv intent)?  1 or 0. */
 int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
+/* Is name, an entry of a local directory (at_root: the prefix root), one
+ * of the cache's own (".", "..", POHM_STAGING_NAME), which no walk of the
+ * tree takes (cachescan.c, rehint.c)?  1 or 0.  Inline: the two files are
+ * otherwise no unit (tests/circles.sh). */
+static inline int cache_name_ours(int at_root, const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..") ||
+	       (at_root && !strcmp(name, POHM_STAGING_NAME));
+}
 /* rehint.c: the local directory dfd/name was moved to rel: every record
  * of an entry below it (any depth) whose hint no longer names its local
  * file takes the entry's new path, so that the push, which finds a file by

@@ -237,8 +237,7 @@ static int rehint_walk(struct pohm_cache *c, int top, char *rel, int strict)
 			size_t room = PATH_MAX - f->len;
 
 			f->off += de->d_reclen;
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-			    (!f->len && !strcmp(de->d_name, ".pohmelfs-staging")))
+			if (cache_name_ours(!f->len, de->d_name))
 				continue;
 			if ((size_t)snprintf(rel + f->len, room, "%s%s", f->len ? "/" : "",
 					     de->d_name) >= room) {
