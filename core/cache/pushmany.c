@@ -492,7 +492,7 @@ static int sync_pass(struct sync_ctx *s)
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .held = held, .arg = arg, .repair = REPAIR_NO };
 
 	return sync_pass(&s);
 }
@@ -500,7 +500,7 @@ int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t
 int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .held = held, .arg = arg, .repair = REPAIR_NO };
 	struct pohm_jrec rec;
 	size_t i;
 	int r;
@@ -521,7 +521,7 @@ int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
 {
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .quiet_ns = quiet_ns, .defer = d, .repair = REPAIR_COLLECT };
 	size_t i;
 	int r;
 
@@ -537,7 +537,7 @@ int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_s
 
 int pohm_cache_sync_all(struct pohm_cache *c)
 {
-	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .repair = REPAIR_COLLECT };
 
 	return sync_pass(&s);
 }
