@@ -176,6 +176,10 @@ void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look
 /* The length of the kernel's path of the prefix directory (c->proot,
  * read once), or <= 0 (unusable). */
 int cache_prefix_root(struct pohm_cache *c);
+/* cachens.c: is the kernel's path of fd (the calling thread's table) the
+ * prefix's own (cache_prefix_root) and rel, a rel the kernel's
+ * " (deleted)" mark cannot fake?  1 or 0 (also when the root is unknown). */
+int cache_fd_is_rel(struct pohm_cache *c, int fd, const char *rel);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
