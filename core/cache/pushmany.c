@@ -464,7 +464,11 @@ static void sync_repair(struct sync_ctx *s)
 		goto out;
 	}
 	r = cache_rehint_all(s->c);
-	if (r && r != -ENAMETOOLONG)	/* that one: paths no hint can hold */
+	/* -ENAMETOOLONG: only paths no hint can hold were left out, and no
+	 * walk ever finds a record's file there: complete for the marks. */
+	if (r == -ENAMETOOLONG)
+		r = 0;
+	if (r)
 		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
 	s->repair = REPAIR_AFTER;
 	s->miss = r ? NULL : &keep;	/* an incomplete walk marks nothing */

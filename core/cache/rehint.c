@@ -198,8 +198,9 @@ static int on_stack(const struct rh_frame *v, size_t n, const struct stat *st)
  * a directory that is one of its own ancestors (bind mounts) are left out.
  * 0 when every entry was seen and every record that needed it updated;
  * else an -errno met (the walk went on where it could): a failure's
- * before -ENAMETOOLONG (a path no hint can hold: the walk is not complete
- * either, but no walk again finds more there).
+ * before -ENAMETOOLONG (paths no hint can hold, and what is below them,
+ * left out: no walk ever re-hints a record there, so the repair takes
+ * the walk as complete).
  */
 static int rehint_walk(struct pohm_cache *c, int top, char *rel, int strict)
 {
