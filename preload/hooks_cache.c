@@ -653,7 +653,7 @@ static int hook_readdir(DIR *dir, int fd, struct dirent64 *ent)
 	struct stat st;
 	int r;
 
-	if (!strcmp(ent->d_name, ".pohmelfs-staging"))
+	if (!strcmp(ent->d_name, POHM_STAGING_NAME))
 		return 1;
 	if (!(c = cache(&r)) || fd < 0)
 		return 0;

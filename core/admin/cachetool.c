@@ -305,10 +305,10 @@ static int open_stage(struct pohm_ct *t)
 		return r;
 	if (!pohm_sys_fstatat(t->j.dirfd, "tmp", &sst, 0) && sst.st_dev == pst.st_dev)
 		return pohm_sys_openat(t->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
-	r = pohm_journal_mkdir_own(t->pfd, ".pohmelfs-staging");
+	r = pohm_journal_mkdir_own(t->pfd, POHM_STAGING_NAME);
 	if (r && r != -EEXIST)
 		return r;
-	return pohm_sys_openat(t->pfd, ".pohmelfs-staging", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	return pohm_sys_openat(t->pfd, POHM_STAGING_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 }
 
 /* Does the file open as fd have a user.* xattr?  1 when unsure. */

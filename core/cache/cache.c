@@ -187,10 +187,10 @@ int pohm_cache_open(struct pohm_cache **out, const struct pohm_cache_opts *o, ch
 	if (!r && sst.st_dev == pst.st_dev) {
 		c->stage_fd = pohm_sys_open_high(c->j.dirfd, "tmp", O_PATH | O_DIRECTORY, 0);
 	} else {
-		r = pohm_journal_mkdir_own(c->pfd, ".pohmelfs-staging");
+		r = pohm_journal_mkdir_own(c->pfd, POHM_STAGING_NAME);
 		if (r && r != -EEXIST)
 			goto fail_stage;
-		c->stage_fd = pohm_sys_open_high(c->pfd, ".pohmelfs-staging",
+		c->stage_fd = pohm_sys_open_high(c->pfd, POHM_STAGING_NAME,
 						 O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 	}
 	if (c->stage_fd < 0) {

@@ -112,6 +112,11 @@ unsigned pohm_cache_dir_moves(void);
 /* The device number reported for everything under the prefix. */
 uint64_t pohm_cache_dev(const struct pohm_cache *c);
 
+/* The hidden directory at the prefix root where fetches are built when
+ * cache_dir is on another filesystem (cache.c): never listed, pushed,
+ * adopted or re-hinted. */
+#define POHM_STAGING_NAME ".pohmelfs-staging"
+
 #define POHM_MAT_DATA     0x1	/* fetch the last component's contents */
 #define POHM_MAT_LIST     0x2	/* list the last component (a directory) whole */
 #define POHM_MAT_NOFOLLOW 0x4	/* a symlink as the last component is not followed */

@@ -11,6 +11,7 @@
 #define POHM_CORE_CACHE_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "cache.h"
 #include "journal.h"
@@ -179,6 +180,10 @@ void cache_walk_look_done(struct pohm_cache *c, int dfd, const struct cache_look
 /* The length of the kernel's path of the prefix directory (c->proot,
  * read once), or <= 0 (unusable). */
 int cache_prefix_root(struct pohm_cache *c);
+/* cachens.c: is the kernel's path of fd (the calling thread's table) the
+ * prefix's own (cache_prefix_root) and rel, a rel the kernel's
+ * " (deleted)" mark cannot fake?  1 or 0 (also when the root is unknown). */
+int cache_fd_is_rel(struct pohm_cache *c, int fd, const char *rel);
 
 /* Is the store offline (no group answers) right now?  1 or 0. */
 int cache_offline(struct pohm_cache *c);
@@ -479,12 +484,21 @@ int cache_dir_move_in(struct pohm_cache *c, int dfd, const char *name, const cha
 /* dirmove.c: does a rename of this host in flight move ino (cachens.c's
  * p/<ino>.mv intent)?  1 or 0. */
 int cache_dir_moving(struct pohm_cache *c, uint64_t ino);
-/* dirmove.c: the local directory dfd/name was moved to rel: every record
+/* Is name, an entry of a local directory (at_root: the prefix root), one
+ * of the cache's own (".", "..", POHM_STAGING_NAME), which no walk of the
+ * tree takes (cachescan.c, rehint.c)?  1 or 0.  Inline: the two files are
+ * otherwise no unit (tests/circles.sh). */
+static inline int cache_name_ours(int at_root, const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..") ||
+	       (at_root && !strcmp(name, POHM_STAGING_NAME));
+}
+/* rehint.c: the local directory dfd/name was moved to rel: every record
  * of an entry below it (any depth) whose hint no longer names its local
  * file takes the entry's new path, so that the push, which finds a file by
- * its hint, finds it (DESIGN §2).  0, or -errno when some entry may have
- * been missed (the sync's repair, cache_rehint_all, finds it later). */
-int cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
+ * its hint, finds it (DESIGN §2).  Best effort: an entry it may have
+ * missed is logged, and the sync's repair (cache_rehint_all) finds it. */
+void cache_dir_rehint_below(struct pohm_cache *c, int dfd, const char *name, const char *rel);
 /* rehintmiss.c: the files a complete repair walk did not find (records
  * of files removed without the shim), cache_dir/rehint.miss: each as its
  * storage inode, its stale_key (pushmany.c), its hint's parent directory's
@@ -513,11 +527,12 @@ int cache_miss_add(struct pohm_cache *c, struct cache_miss *m, const struct pohm
 int cache_miss_save(struct pohm_cache *c, const struct cache_miss *m);
 /* Free m's entries; m is empty again. */
 void cache_miss_free(struct cache_miss *m);
-/* dirmove.c: the same for the whole local tree (the prefix root): the
- * repair of hints a cut-short walk left stale (pushmany.c); an entry takes
- * a record only when born before the record's local state was recorded
- * (or, with no birth time, of its recorded ctime).  0 when complete, or
- * -errno (-ENAMETOOLONG: only paths no hint can hold were left out). */
+/* rehint.c: cache_dir_rehint_below's walk of the whole local tree (the
+ * prefix root): the repair of hints a cut-short walk left stale
+ * (pushmany.c); an entry takes a record only when born before the
+ * record's local state was recorded (or, with no birth time, of its
+ * recorded ctime).  0 when complete, or -errno (-ENAMETOOLONG: only
+ * paths no hint can hold were left out). */
 int cache_rehint_all(struct pohm_cache *c);
 /* dirmove.c: the path (relative to the prefix) of the stored directory
  * ino, whose inode in was just read, found up its hdr.parent chain to the

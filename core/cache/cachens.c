@@ -310,18 +310,24 @@ static int names_fd_walk(struct pohm_cache *c, const char *rel, const struct sta
  */
 static int names_fd(struct pohm_cache *c, const char *rel, int fd, const struct stat *fst)
 {
+	if (S_ISREG(fst->st_mode) && cache_fd_is_rel(c, fd, rel))
+		return 1;
+	return names_fd_walk(c, rel, fst);
+}
+
+int cache_fd_is_rel(struct pohm_cache *c, int fd, const char *rel)
+{
+	static const char mark[] = " (deleted)";
 	char got[4096];
-	size_t l = strlen(rel);
+	size_t l = strlen(rel), ml = sizeof(mark) - 1;
 	int rn = cache_prefix_root(c), n;
 
-	/* Not a name the kernel's " (deleted)" mark could fake. */
-	if (rn > 0 && S_ISREG(fst->st_mode) && (l < 10 || strcmp(rel + l - 10, " (deleted)"))) {
-		n = pohm_sys_fd_path(fd, got, sizeof(got));
-		if (n > rn && !memcmp(got, c->proot, (size_t)rn) &&
-		    got[rn] == '/' && !strcmp(got + rn + 1, rel))
-			return 1;
-	}
-	return names_fd_walk(c, rel, fst);
+	/* A removed file's or directory's kernel path ends in the mark. */
+	if (rn <= 0 || (l >= ml && !strcmp(rel + l - ml, mark)))
+		return 0;
+	n = pohm_sys_fd_path(fd, got, sizeof(got));
+	return n > rn && !memcmp(got, c->proot, (size_t)rn) && got[rn] == '/' &&
+	       !strcmp(got + rn + 1, rel);
 }
 
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)

@@ -52,13 +52,6 @@ struct scan {
 	int err;
 };
 
-/* Names the cache itself keeps in the prefix. */
-static int ours(const char *rel, const char *name)
-{
-	return !strcmp(name, ".") || !strcmp(name, "..") ||
-	       (!*rel && !strcmp(name, ".pohmelfs-staging"));
-}
-
 /* Record a symlink or FIFO found at dfd/name as a new storage inode. */
 static int adopt_other(struct scan *s, int dfd, uint64_t dino, const char *name, const char *rel,
 		       const struct stat *st)
@@ -262,7 +255,7 @@ static int scan_dir(struct scan *s, const char *rel, int depth)
 			int e;
 
 			off += de->d_reclen;
-			if (ours(rel, de->d_name))
+			if (cache_name_ours(!*rel, de->d_name))
 				continue;
 			e = scan_entry(s, fd, dino, rel, de->d_name);
 			if (e && e != -EEXIST) {

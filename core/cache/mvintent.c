@@ -236,7 +236,7 @@ static int own_hint_fn(struct pohm_jrec *r, const void *arg)
 /*
  * The renamed file is at mi->to by identity (this completion moved it, or
  * the renamer did before it died): its record names it, and, a directory,
- * the records below it take their new paths (dirmove.c) -- what the
+ * the records below it take their new paths (rehint.c) -- what the
  * renamer did after its local rename, and a kill may have cut short.
  */
 static void intent_rehint(struct pohm_cache *c, const struct mv_intent *mi)

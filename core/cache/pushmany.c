@@ -439,7 +439,7 @@ static size_t stale_unmarked(struct sync_ctx *s, struct cache_miss *keep)
  * After a pass (pohmelfsd's rounds and the syncs by hand, never a host
  * process's exit: it walks the whole tree): files found not at their hints
  * are looked for by identity.  A directory move re-hints the records below
- * it (dirmove.c), but a walk cut short (a kill, no fd, a journal error)
+ * it (rehint.c), but a walk cut short (a kill, no fd, a journal error)
  * leaves some stale, and the push finds a file only by its hint; so the
  * whole local tree is walked (cache_rehint_all: each known entry whose
  * record's hint names nothing takes its path), and those files pushed.
@@ -466,7 +466,11 @@ static void sync_repair(struct sync_ctx *s)
 		goto out;
 	}
 	r = cache_rehint_all(s->c);
-	if (r && r != -ENAMETOOLONG)	/* that one: paths no hint can hold */
+	/* -ENAMETOOLONG: only paths no hint can hold were left out, and no
+	 * walk ever finds a record's file there: complete for the marks. */
+	if (r == -ENAMETOOLONG)
+		r = 0;
+	if (r)
 		pohm_warn("looking for files not at their recorded names: %s", strerror(-r));
 	s->repair = REPAIR_AFTER;
 	s->miss = r ? NULL : &keep;	/* an incomplete walk marks nothing */
@@ -494,7 +498,7 @@ static int sync_pass(struct sync_ctx *s)
 int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t dev, uint64_t ino),
 			   void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .held = held, .arg = arg, .repair = REPAIR_NO };
 
 	return sync_pass(&s);
 }
@@ -502,7 +506,7 @@ int pohm_cache_sync_others(struct pohm_cache *c, int (*held)(void *arg, uint64_t
 int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 			 int (*held)(void *arg, uint64_t dev, uint64_t ino), void *arg)
 {
-	struct sync_ctx s = { c, held, arg, 0, NULL, 0, 0, { 0 }, 0, REPAIR_NO, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .held = held, .arg = arg, .repair = REPAIR_NO };
 	struct pohm_jrec rec;
 	size_t i;
 	int r;
@@ -523,7 +527,7 @@ int pohm_cache_sync_inos(struct pohm_cache *c, size_t n, const uint64_t *inos,
 
 int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_sync_defer *d)
 {
-	struct sync_ctx s = { c, NULL, NULL, quiet_ns, d, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .quiet_ns = quiet_ns, .defer = d, .repair = REPAIR_COLLECT };
 	size_t i;
 	int r;
 
@@ -539,7 +543,7 @@ int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_s
 
 int pohm_cache_sync_all(struct pohm_cache *c)
 {
-	struct sync_ctx s = { c, NULL, NULL, 0, NULL, 0, 0, { 0 }, 0, REPAIR_COLLECT, NULL, 0, 0, NULL };
+	struct sync_ctx s = { .c = c, .repair = REPAIR_COLLECT };
 
 	return sync_pass(&s);
 }

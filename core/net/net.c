@@ -949,6 +949,20 @@ static int req_done(void *arg, struct pohm_req **reqs, size_t n, uint64_t *dl)
 	return ((struct pohm_req *)arg)->done;
 }
 
+/* Before a window wait, which counts only when it must block (decision
+ * 0073): the replies already on the connections, read without blocking (a
+ * round whose poll has timeout 0), unless a leader is reading them.  1 read,
+ * 0 not (a leader is active).  Lock held. */
+static int lead_round_now(struct pohm_net *net)
+{
+	if (net->leader_active)
+		return 0;
+	net->leader_active = 1;
+	lead_round(net, 0);
+	net->leader_active = 0;
+	return 1;
+}
+
 int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm_req *r,
 			 uint64_t deadline)
 {
@@ -956,14 +970,8 @@ int pohm_net_window_wait(struct pohm_net *net, struct pohm_batch *w, struct pohm
 	int why;
 
 	pthread_mutex_lock(&net->lock);
-	/* A wait counts only when it must block (decision 0073): first the
-	 * replies already on the connections, read without blocking (a
-	 * round whose poll has timeout 0), unless a leader is reading them. */
-	if (!r->done && !net->leader_active) {
-		net->leader_active = 1;
-		lead_round(net, 0);
-		net->leader_active = 0;
-	}
+	if (!r->done)
+		lead_round_now(net);
 	count(&net->win_waits, !r->done);
 	why = r->done ? 0 : wait_loop(net, w, &one, 1, deadline, req_done, r);
 	if (w->waiting)
@@ -997,12 +1005,8 @@ int pohm_net_window_wait_enough(struct pohm_net *net, struct pohm_batch *w,
 	pthread_mutex_lock(&net->lock);
 	/* Counted as pohm_net_window_wait counts (decision 0073). */
 	done = window_enough(w, enough, arg, deadline);
-	if (!done && !net->leader_active) {
-		net->leader_active = 1;
-		lead_round(net, 0);
-		net->leader_active = 0;
+	if (!done && lead_round_now(net))
 		done = window_enough(w, enough, arg, deadline);
-	}
 	count(&net->win_waits, !done);
 	if (!done)
 		why = wait_loop(net, w, NULL, 0, deadline, enough, arg);

@@ -403,11 +403,19 @@ uint64_t pohm_sys_seed(void)
 
 int pohm_sys_fd_path(int fd, char *buf, size_t len)
 {
-	char link[40];
+	char link[48];
 	long n;
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	/* The calling thread's table: a thread that did unshare(CLONE_FILES)
+	 * has its own, and /proc/self is the main thread's.  /proc/self/fd
+	 * only where thread-self itself is missing (before Linux 3.17), not
+	 * when fd is just not open in this thread's table. */
+	snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
 	n = pohm_sys_readlinkat(AT_FDCWD, link, buf, len - 1);
+	if (n == -ENOENT && pohm_sys_readlinkat(AT_FDCWD, "/proc/thread-self", link, 1) == -ENOENT) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = pohm_sys_readlinkat(AT_FDCWD, link, buf, len - 1);
+	}
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n >= len - 1)

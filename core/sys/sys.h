@@ -103,8 +103,9 @@ int pohm_sys_fcntl(int fd, int cmd, long arg);
 /* Lock (F_WRLCK, F_RDLCK: waiting, EINTR retried) or unlock (F_UNLCK) len bytes
  * at off of fd; POSIX record locks, or OFD locks with ofd.  0 or -errno. */
 int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd);
-/* The kernel's path of fd (readlink of /proc/self/fd/N) into buf,
- * NUL-terminated: its length, or -errno (-ENAMETOOLONG if it does not fit). */
+/* The kernel's path of fd in the calling thread's table (readlink of
+ * /proc/thread-self/fd/N) into buf, NUL-terminated: its length, or -errno
+ * (-ENAMETOOLONG if it does not fit). */
 int pohm_sys_fd_path(int fd, char *buf, size_t len);
 /* The parent of rel under pfd, one O_NOFOLLOW component at a time: an O_PATH
  * fd (close it) and *name, its last component; -errno (-EINVAL for "" or "a/"). */
@@ -195,7 +196,7 @@ enum pohm_test_switch {
 	POHM_TEST_BOOT_ID,		/* core/cache/cacheboot.c: this text is the boot id */
 	POHM_TEST_KILL_AT_RENAME_INTENT,	/* core/ns/nsops.c, see pohm_sys_test_kill */
 	POHM_TEST_KILL_IN_RENAME,	/* core/cache/cachens.c, see pohm_sys_test_kill */
-	POHM_TEST_KILL_IN_REHINT,	/* core/cache/dirmove.c, see pohm_sys_test_kill */
+	POHM_TEST_KILL_IN_REHINT,	/* core/cache/rehint.c, see pohm_sys_test_kill */
 	POHM_TEST_KILL_AT_RMDIR_SEALED,	/* core/ns/nsops.c, see pohm_sys_test_kill */
 	POHM_TEST_DIR_TIME_LAG,		/* core/cache/cachedirtime.c: the lag, in seconds */
 	POHM_TEST_REFRESH_IN_OPEN,	/* preload: a write-open's refresh runs between its

@@ -1483,7 +1483,7 @@ static int misnamed_below(struct pohm_cache *c, const char *top)
 }
 
 /* Every record below a directory renamed here names its new path, at any
- * depth and width (dirmove.c's walk: iterative; past 16 levels the upper
+ * depth and width (rehint.c's walk: iterative; past 16 levels the upper
  * fds are closed and opened again by "..", and each listing goes on after
  * its subdirectory's); and the repair walk of the whole tree
  * (cache_rehint_all) finds them after a move behind the journal's back. */

@@ -1495,7 +1495,7 @@ static int reuse_fn(struct pohm_jrec *r, const void *arg)
 
 /* A file removed without the shim whose inode number another program's
  * new file gets again, under the same last name elsewhere: the repair
- * (pushmany.c sync_repair, dirmove.c below_fn's strict rule) must not
+ * (pushmany.c sync_repair, rehint.c below_fn's strict rule) must not
  * take it for the removed file (born after the record last saw its file),
  * else its push overwrites the removed file's stored copy.  The reuse is
  * made by hand (the kernel's choice of number cannot be forced). */
@@ -1555,6 +1555,18 @@ static void hint_of(struct pohm_cache *c, const char *local, char *out, size_t l
 	pohm_jrec_clear(&rec);
 }
 
+/* g/gone made here, then removed without the shim: pohmelfsd's second
+ * round looks for it by a complete repair and marks it (rehint.miss). */
+static void gone_marked(struct pohm_cache *a, struct pohm_sync_defer *d)
+{
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "g", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "g/gone", "x", 1), 0);
+	EXPECT_EQ_INT(unlink(ch_path("a", "g/gone")), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, d), 0);
+	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, d), 0);
+	EXPECT(miss_marked(a));
+}
+
 /* A file removed without the shim is looked for by one complete repair,
  * then marked (cache_dir/rehint.miss): a restarted pohmelfsd (a new
  * memory) does not walk the tree for it again; a change in its hint's
@@ -1571,12 +1583,7 @@ TEST(a_file_the_repair_did_not_find_is_not_looked_for_again_after_a_restart)
 	a = ch_host("a");
 	EXPECT(a != NULL);
 	memset(&d, 0, sizeof(d));
-	EXPECT_EQ_INT(pohm_cache_mkdir(a, "g", 0755), 0);
-	EXPECT_EQ_INT(ch_write(a, "a", "g/gone", "x", 1), 0);
-	EXPECT_EQ_INT(unlink(ch_path("a", "g/gone")), 0);
-	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
-	EXPECT_EQ_INT(pohm_cache_sync_round(a, 0, &d), 0);
-	EXPECT(miss_marked(a));
+	gone_marked(a, &d);
 	EXPECT_EQ_INT(pohm_cache_mkdir(a, "dd", 0755), 0);
 	EXPECT_EQ_INT(mkdir(ch_path("a", "y"), 0755), 0);
 	EXPECT_EQ_INT(rename(ch_path("a", "dd"), ch_path("a", "y/dd")), 0);
@@ -1595,5 +1602,39 @@ TEST(a_file_the_repair_did_not_find_is_not_looked_for_again_after_a_restart)
 	hint_of(a, ch_path("a", "y/dd"), hint, sizeof(hint));
 	EXPECT_EQ_STR(hint, "y/dd");	/* walked again */
 	EXPECT(miss_marked(a));
+	pohm_cache_close(a);
+}
+
+/* A tree that holds a path of PATH_MAX bytes or more (made without the
+ * shim): the repair walk leaves it out (no hint can hold such a path, nor
+ * one below it, so no walk ever finds a record's file there) and is
+ * otherwise complete, so a file removed without the shim is still marked
+ * (before, -ENAMETOOLONG counted as a walk cut short: nothing was marked
+ * and pohmelfsd walked the whole tree again every second round). */
+TEST(a_path_too_long_for_a_hint_does_not_keep_the_repair_from_marking)
+{
+	struct pohm_sync_defer d;
+	struct pohm_cache *a;
+	char name[251];
+	int i, fd, sub;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	memset(&d, 0, sizeof(d));
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	fd = open(ch_path("a", ""), O_RDONLY | O_DIRECTORY);
+	EXPECT(fd >= 0);
+	for (i = 0; i < 18 && fd >= 0; i++) {	/* 18 * 251 bytes > PATH_MAX */
+		EXPECT_EQ_INT(mkdirat(fd, name, 0755), 0);
+		sub = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = sub;
+	}
+	EXPECT(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	gone_marked(a, &d);
 	pohm_cache_close(a);
 }

@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,4 +634,54 @@ TEST(open_parent_walks_from_the_base)
 	close(after);
 	EXPECT_EQ_INT(after, before);	/* nothing left open */
 	close(pfd);
+}
+
+/* fd_path_thread: in a thread with its own table (unshare(CLONE_FILES)),
+ * pohm_sys_fd_path of fd 900 (open only there) and of fd 901 (open only in
+ * the main thread's table). */
+struct fd_path_res {
+	int unshared, n900, n901;
+	char p900[256];
+};
+
+static void *fd_path_thread(void *arg)
+{
+	struct fd_path_res *r = arg;
+	char buf[256];
+	int fd;
+
+	r->unshared = !unshare(CLONE_FILES);
+	if (!r->unshared)
+		return NULL;
+	close(901);
+	fd = open("/", O_PATH | O_DIRECTORY);
+	if (fd >= 0 && dup3(fd, 900, O_CLOEXEC) == 900) {
+		r->n900 = pohm_sys_fd_path(900, r->p900, sizeof(r->p900));
+		close(900);
+	}
+	if (fd >= 0)
+		close(fd);
+	r->n901 = pohm_sys_fd_path(901, buf, sizeof(buf));
+	return NULL;
+}
+
+/* The kernel's path of an fd is read in the calling thread's table
+ * (/proc/thread-self/fd): a thread that did unshare(CLONE_FILES) has its
+ * own, which /proc/self/fd (the main thread's) does not show. */
+TEST(fd_path_reads_the_callers_table)
+{
+	struct fd_path_res r = { 0, -1, -1, "" };
+	char buf[64];
+	pthread_t t;
+
+	EXPECT_EQ_INT(dup2(0, 901), 901);
+	EXPECT_EQ_INT(pohm_sys_fd_path(901, buf, sizeof(buf)) > 0, 1);
+	EXPECT_EQ_INT(pthread_create(&t, NULL, fd_path_thread, &r), 0);
+	EXPECT_EQ_INT(pthread_join(t, NULL), 0);
+	close(901);
+	if (!r.unshared)
+		SKIP("unshare(CLONE_FILES) is refused here");
+	EXPECT_EQ_INT(r.n900, 1);
+	EXPECT_EQ_STR(r.p900, "/");
+	EXPECT_EQ_INT(r.n901, -ENOENT);
 }
