@@ -241,15 +241,72 @@ TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
 	fn_set_flags(&cl.fn[s], 0);
 	EXPECT_EQ_INT(cas_get(&cl, key, got, sizeof(got), &res), 0);
 	EXPECT(!strcmp(got, "N"));
-	/* Where no majority holds our bytes it is still "lost" (-EBADFD), and undone. */
+	/*
+	 * Where no majority holds our bytes but group s may (a and s would be
+	 * a majority), it is unknown, not lost, and not undone (0078).
+	 */
 	set_copy(&cl, a, key, "P", now - 20 * SEC);
 	set_copy(&cl, b, key, "Q", now - 5 * SEC);
 	set_copy(&cl, s, key, "P", now - 20 * SEC);
 	fn_set_flags(&cl.fn[s], FN_SILENT_KEYS);
 	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
-	EXPECT(i == -EBADFD || i == -EIO);
-	EXPECT(copy_is(&cl, a, key, "P"));
+	EXPECT_EQ_INT(i, -EIO);
+	EXPECT(copy_is(&cl, a, key, "N"));
 	fn_set_flags(&cl.fn[s], 0);
+	/* Where group s refuses too, ours is on a minority for good: lost, and
+	 * group a brought forward to what the majority holds. */
+	set_copy(&cl, a, key, "P", now - 20 * SEC);
+	set_copy(&cl, s, key, "Q", now - 5 * SEC);
+	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
+	EXPECT_EQ_INT(i, -EBADFD);
+	EXPECT(copy_is(&cl, a, key, "Q"));
+	stop3(&cl);
+}
+
+/*
+ * Decision 0078: a write whose applied groups plus the groups whose
+ * outcome is unknown make a quorum may have been acknowledged by a quorum
+ * (and read as committed): its writer never undoes it.  Group 1 applies
+ * and answers, group 2 applies and is killed before its reply, group 3
+ * holds the request unanswered (slow): 1 and 2 held the write at once,
+ * so a reader could have taken it.  The put says unknown (-EIO), group
+ * 1 keeps it, and once group 2 answers again the majority holds it.
+ * Before 0078 the rollback put group 1 back to "P": the majority was "P"
+ * again, a write readers may have seen was undone.
+ */
+TEST(cas_put_that_may_be_on_a_quorum_is_never_rolled_back)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_cas_old o;
+	uint64_t now = pohm_sys_real_ns();
+	uint8_t sum[64];
+	char got[16];
+	int g, r;
+
+	start3(&cl, "0.3");
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "q", "P", now - 20 * SEC);
+	fn_set_flags(&cl.fn[1], FN_APPLY_MUTE);
+	fn_set_flags(&cl.fn[2], FN_SILENT_KEYS);
+	memset(&o, 0, sizeof(o));
+	pohm_sha512("P", 1, sum);
+	o.csum = sum;
+	o.data = "P";
+	o.len = 1;
+	o.min_ts_ns = now - 20 * SEC + 1;
+	r = pohm_io_cas_put(cl.c, "q", 1, "N", 1, &o, &res);
+	printf("# cas_put: %d: %s\n", r, res.msg);
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(res.unknown >= 2);
+	EXPECT(copy_is(&cl, 0, "q", "N"));
+	EXPECT(copy_is(&cl, 1, "q", "N"));
+	EXPECT(copy_is(&cl, 2, "q", "P"));
+	/* Group 2 answers again (group 3 still silent): the majority holds "N". */
+	fn_set_flags(&cl.fn[1], 0);
+	EXPECT_EQ_INT(cas_get(&cl, "q", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "N"));
+	fn_set_flags(&cl.fn[2], 0);
 	stop3(&cl);
 }
 
