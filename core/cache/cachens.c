@@ -775,6 +775,19 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
 	if (r == -ENOENT)
 		r = 0;
+	/*
+	 * The storage's seal found the directory empty and removed it: what
+	 * is still here was removed on another host after this host listed
+	 * it (a stale listing), or made without the shim.  It goes as a
+	 * directory removed elsewhere does (listgone.c: a file changed here
+	 * is kept as a conflict copy first); the rmdir is done either way.
+	 */
+	if (r == -ENOTEMPTY && dir) {
+		if (!cache_drop_gone_dir(c, dfd, name, rel, sino))
+			pohm_warn("%s: removed from the storage; local entries another host "
+				  "removed, or made without the shim, stay here", rel);
+		r = 0;
+	}
 	if (!r && kfd >= 0 && !pohm_sys_fstat(kfd, &post))
 		renote_if_clean(c, ino, &pre, &post);
 	if (kfd >= 0)

@@ -103,3 +103,40 @@ two" ]
 	[ "$status" -eq 0 ]
 	[ ! -e "$T/a/d" ]
 }
+
+# Host c listed d (x, y); host a removed x and y; c's rmdir d decides
+# emptiness by the storage, not by c's stale listing: before session 20 it
+# failed "Directory not empty" although the storage's d was empty (and,
+# from session 19, removed), and c kept listing d with x and y for good.
+# A directory that holds an entry in the storage is still refused.
+@test "rmdir of a directory another host emptied: removed, though this host listed its entries" {
+	shim a mkdir -p "$T/a/d" "$T/a/e"
+	shim a sh -c "echo x >'$T/a/d/x'; echo y >'$T/a/d/y'; echo z >'$T/a/e/z'"
+	run shim c ls "$T/c/d" "$T/c/e"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *x*y*z* ]]
+	shim a rm "$T/a/d/x" "$T/a/d/y"
+	# Within attr_timeout: c's listing of d is young, and stale.
+	run shim c rmdir "$T/c/d"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/c/d" ]
+	run shim b ls "$T/b"
+	[[ "$output" != *d* ]]
+	# e holds z in the storage: refused, e and z stay on every host.
+	run shim c rmdir "$T/c/e"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not empty"* ]]
+	[ "$(shim b cat "$T/b/e/z")" = z ]
+	# The other way round: c's listing of e is stale by a newer entry.
+	shim a sh -c "echo w >'$T/a/e/w'"
+	shim c rm "$T/c/e/z"
+	run shim c rmdir "$T/c/e"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not empty"* ]]
+	# A fresh host sees e with w only.
+	mkdir -p "$T/f"
+	run shim f ls "$T/f/e"
+	[ "$status" -eq 0 ]
+	[ "$output" = w ]
+}
