@@ -201,10 +201,10 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 			 uint32_t mode, uint32_t uid, uint32_t gid, uint64_t rdev,
 			 const char *target, struct pohm_inode *in, int *parent_done)
 {
-	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT;
+	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT, bb = POHM_BUF_INIT;
 	uint8_t pcsum[POHM_KV_CSUM];
-	char pkey[POHM_KEY_MAX];
-	struct ns_put p[2];
+	char pkey[POHM_KEY_MAX], bkey[POHM_KEY_MAX];
+	struct ns_put p[3];
 	size_t n = 1;
 	int r, delta = 1;
 
@@ -216,7 +216,7 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		goto out;
 	e->ino = in->ino;
 	memset(p, 0, sizeof(p));
-	p[0].st = p[1].st = 1;	/* not sent */
+	p[0].st = p[1].st = p[2].st = 1;	/* not sent */
 	p[0].key = in->hdr.key;
 	p[0].data = b.p;
 	p[0].len = b.len;
@@ -233,13 +233,26 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		p[1].len = pb.len;
 		p[1].expect = pcsum;
 		n = 2;
+		/*
+		 * Its empty root bucket, so that its first entry (a create, a
+		 * rename into it) has a copy to change without a read, in this
+		 * process and the next (decision 0079).  Lost or refused: the
+		 * first entry creates it, as before.
+		 */
+		if (!ns_bucket_new_root(ns, in->ino, &bb, bkey)) {
+			p[2].key = bkey;
+			p[2].data = bb.p;
+			p[2].len = bb.len;
+			p[2].expect = POHM_KV_NEW;
+			n = 3;
+		}
 	}
 	r = ns_entry_insert_along(ns, dir, e, p, n);
 	if (r == 1 || p[0].st == 1) {
 		r = r == 1 || !r ? 2 : r;	/* nothing sent (or failed before) */
 		goto out;
 	}
-	*parent_done = n == 2 && !p[1].st;
+	*parent_done = n >= 2 && !p[1].st;
 	if (!p[0].st) {
 		if (inode_own_target(in, target))
 			r = -ENOMEM;	/* (the entry, if in, names a live inode) */
@@ -259,6 +272,7 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 out:
 	pohm_buf_free(&b);
 	pohm_buf_free(&pb);
+	pohm_buf_free(&bb);
 	return r;
 }
 

@@ -133,6 +133,8 @@ os.unlink('$E/g')"
 # and the finish with the ctime, no lookup; decision 0073: the ctime in
 # the commit's put_n, the finish sent without a wait and its reply read at
 # exit (not counted when it is in by then: a wait that does not block);
+# decision 0079: also into a new directory as its first entry (its mkdir
+# wrote its empty bucket: kept, no lookup, the ctime with the commit; was 5);
 # decision 0055: rmdir needs no lookup; decision 0058: its intent with the seal created on the empty
 # directory (one put_n), then the entry's removal with the tombstone and
 # the parent's count (one put_n).
@@ -142,11 +144,14 @@ os.unlink('$E/g')"
 	within rmdir 2 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 2 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
+	shim a mkdir "$D/new"
+	within rename-across-new 2 a "$PY" -c "import os; os.rename('$D/s', '$D/new/s')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
 	within utimes 1 a "$PY" -c "import os; os.utime('$D/c', (1, 1))"
 	# What another cache sees.
 	run shim b ls "$T/b/d"
-	[ "$output" = "$(printf 'c\nr2\ns\nsub')" ]
+	[ "$output" = "$(printf 'c\nnew\nr2\nsub')" ]
+	[ "$(shim b ls "$T/b/d/new")" = s ]
 	[ "$(shim b ls "$T/b/e")" = x ]
 	[ "$(shim b stat -c %X "$T/b/d/c")" = 1 ]
 	[ "$(shim b stat -c %a "$T/b/d/c")" = 600 ]
