@@ -780,14 +780,12 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	 * is still here was removed on another host after this host listed
 	 * it (a stale listing), or made without the shim.  It goes as a
 	 * directory removed elsewhere does (listgone.c: a file changed here
-	 * is kept as a conflict copy first); the rmdir is done either way.
+	 * is kept as a conflict copy first).  What must stay (a file open
+	 * for write here, a socket, which lives here only) keeps the
+	 * directory here, and the call says so (below: ENOTEMPTY).
 	 */
-	if (r == -ENOTEMPTY && dir) {
-		if (!cache_drop_gone_dir(c, dfd, name, rel, sino))
-			pohm_warn("%s: removed from the storage; local entries another host "
-				  "removed, or made without the shim, stay here", rel);
+	if (r == -ENOTEMPTY && dir && cache_drop_gone_dir(c, dfd, name, rel, sino))
 		r = 0;
-	}
 	if (!r && kfd >= 0 && !pohm_sys_fstat(kfd, &post))
 		renote_if_clean(c, ino, &pre, &post);
 	if (kfd >= 0)

@@ -123,6 +123,14 @@ two" ]
 	[ ! -e "$T/c/d" ]
 	run shim b ls "$T/b"
 	[[ "$output" != *d* ]]
+	# A socket lives here only: the storage's s is empty and goes, the
+	# local s stays with the socket, and the call says it is not empty.
+	shim c mkdir "$T/c/s"
+	shim c python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$T/c/s/sock')"
+	run shim c rmdir "$T/c/s"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not empty"* ]]
+	[ -S "$T/c/s/sock" ]
 	# e holds z in the storage: refused, e and z stay on every host.
 	run shim c rmdir "$T/c/e"
 	[ "$status" -ne 0 ]
