@@ -183,10 +183,11 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
  * The new inode and its entry in one round trip (issue 23, decision 0022):
  * the inode's create-new and the insert into the bucket this thread just
  * read (ns_entry_insert_along), sent together; for a directory also the
- * parent's link count + 1 on the copy of the parent the lookup just read.
+ * parent's link count + 1 on the copy of the parent the lookup just read,
+ * and the new directory's empty root bucket (decision 0079).
  * Any of them may land without the others (no order, and the writer may
  * die between): an inode without its entry is an orphan (fsck collects
- * it, as before); an entry whose inode is not there reads as absent
+ * it, as before), so is a bucket without its inode (by age); an entry whose inode is not there reads as absent
  * (getattr -ENOENT; dangling_settle; fsck by age); a parent count too high
  * is fsck's, as before; one too low (the entry in, the count's CAS lost
  * or not landed) is raised by the caller at once (*parent_done 0), and

@@ -282,6 +282,7 @@ static int mem_del(void *ctx, const char *key)
 {
 	struct mem_kv *m = ctx;
 	struct mem_ent **pp, *e;
+	size_t i;
 	int r = -ENOENT;
 
 	mem_gate(ctx);
@@ -302,7 +303,7 @@ static int mem_del(void *ctx, const char *key)
 		break;
 	}
 	/* What any thread read or wrote of it is gone with it (mem_peek). */
-	for (size_t i = 0; !r && i < PEEK_N; i++)
+	for (i = 0; !r && i < PEEK_N; i++)
 		if (m->seen[i].key && !strcmp(m->seen[i].key, key)) {
 			free(m->seen[i].key);
 			free(m->seen[i].data);

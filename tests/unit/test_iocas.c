@@ -263,6 +263,17 @@ TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
 	stop3(&cl);
 }
 
+/* old as "data" read stamped ts_ns (sum: its checksum, the caller's). */
+static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint64_t ts_ns)
+{
+	memset(o, 0, sizeof(*o));
+	pohm_sha512(data, strlen(data), sum);
+	o->csum = sum;
+	o->data = data;
+	o->len = strlen(data);
+	o->min_ts_ns = ts_ns + 1;
+}
+
 /*
  * Decision 0078: a write whose applied groups plus the groups whose
  * outcome is unknown make a quorum may have been acknowledged by a quorum
@@ -289,12 +300,7 @@ TEST(cas_put_that_may_be_on_a_quorum_is_never_rolled_back)
 		set_copy(&cl, g, "q", "P", now - 20 * SEC);
 	fn_set_flags(&cl.fn[1], FN_APPLY_MUTE);
 	fn_set_flags(&cl.fn[2], FN_SILENT_KEYS);
-	memset(&o, 0, sizeof(o));
-	pohm_sha512("P", 1, sum);
-	o.csum = sum;
-	o.data = "P";
-	o.len = 1;
-	o.min_ts_ns = now - 20 * SEC + 1;
+	old_of(&o, sum, "P", now - 20 * SEC);
 	r = pohm_io_cas_put(cl.c, "q", 1, "N", 1, &o, &res);
 	printf("# cas_put: %d: %s\n", r, res.msg);
 	EXPECT_EQ_INT(r, -EIO);
@@ -367,17 +373,6 @@ static void dres_fn(void *arg, int rc, const struct pohm_io_result *res)
 	d->calls++;
 	d->rc = rc;
 	d->unknown = res->unknown;
-}
-
-/* old as "data" read stamped ts_ns (sum: its checksum, the caller's). */
-static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint64_t ts_ns)
-{
-	memset(o, 0, sizeof(*o));
-	pohm_sha512(data, strlen(data), sum);
-	o->csum = sum;
-	o->data = data;
-	o->len = strlen(data);
-	o->min_ts_ns = ts_ns + 1;
 }
 
 /*
