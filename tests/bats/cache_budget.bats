@@ -84,6 +84,11 @@ within() {
 @test "create + write 4 KiB + close with sync_on_close: at most 2 waits" {
 	within create 2 a "$PY" -c "open('$D/new', 'wb').write(b'z' * 4096)"
 	[ "$(shim b cat "$T/b/d/new" | wc -c)" -eq 4096 ]
+	# The first file of a directory a process before made (decision 0079).
+	shim a mkdir "$D/nd"
+	within create-first 2 a "$PY" -c "open('$D/nd/f', 'wb').write(b'z' * 4096)"
+	mkdir -p "$T/c"		# (b's listing of d is younger than nd: attr_timeout)
+	[ "$(shim c cat "$T/c/d/nd/f" | wc -c)" -eq 4096 ]
 }
 
 # A second cache reads a small file: the bucket and the inode (which brings
