@@ -742,9 +742,9 @@ static int cas_settle(struct gop *op, const uint8_t *sum, const uint8_t *parent,
  * *committed is set to how many groups hold them.  *forward: a majority
  * held other content (the key moved on) and that is what went back.
  * keep: our write may be on a quorum (decision 0078): nothing is undone
- * unless a majority holds other content (then ours is not committed now
- * and goes forward to it, as a reader's repair would); the groups that
- * applied are returned as stuck.
+ * unless a majority holds content other than ours and our parent (then
+ * the key moved on past ours and goes forward to it, as a reader's repair
+ * would); the groups that applied are returned as stuck.
  */
 static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct pohm_cas_old *old,
 			     const struct pohm_time *ours, int keep, unsigned *replaced,
@@ -781,7 +781,15 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 		io_op_release(op);
 		return 0;
 	}
-	if (keep && idx < 0 && idx != -ENOENT) {
+	/*
+	 * keep: no majority, or a majority of what ours replaced (our parent,
+	 * or absence for a create), is no sign ours lost: the groups whose
+	 * outcome is unknown may answer this read before our write to them
+	 * lands, and going back to the parent could take back what readers
+	 * saw once ours did land (decision 0078 point 2).  Left in place.
+	 */
+	if (keep && (idx == -ENOENT ? !old->csum :
+		     idx < 0 || (old->csum && !memcmp(v[idx].csum, old->csum, POHM_ID_SIZE)))) {
 		io_op_release(op);
 		for (gi = 0; gi < res->ngroups; gi++)
 			stuck += res->g[gi].applied > 0;

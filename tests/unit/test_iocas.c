@@ -317,6 +317,49 @@ TEST(cas_put_that_may_be_on_a_quorum_is_never_rolled_back)
 }
 
 /*
+ * Decision 0078 point 2 (review of s20-mvleft): group 1 applied our "N";
+ * groups 2 and 3 never answered the write (it is still on its way to
+ * them), so it may be on a quorum, and the rollback's read finds them
+ * still holding our parent "P".  Nothing is written: the old content's
+ * majority is no sign the write lost (ours may land on group 2 any time),
+ * and rolling group 1 forward to "P" could take back what readers saw
+ * once groups 1 and 2 held "N".  Before this fix group 1 went back to
+ * "P", and after group 2's copy of "N" landed a read gave "P" again.
+ */
+TEST(cas_put_that_may_be_on_a_quorum_is_not_rolled_forward_to_its_parent)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	struct pohm_cas_old o;
+	uint64_t now = pohm_sys_real_ns(), ts;
+	uint8_t sum[64];
+	char got[16];
+	int g, r;
+
+	start3(&cl, "0.3");
+	for (g = 0; g < 3; g++)
+		set_copy(&cl, g, "q", "P", now - 20 * SEC);
+	fn_set_flags(&cl.fn[1], FN_WRITE_LOST);
+	fn_set_flags(&cl.fn[2], FN_WRITE_LOST);
+	old_of(&o, sum, "P", now - 20 * SEC);
+	r = pohm_io_cas_put(cl.c, "q", 1, "N", 1, &o, &res);
+	printf("# cas_put: %d: %s\n", r, res.msg);
+	ts = pohm_time_to_ns(&res.ts);
+	fn_set_flags(&cl.fn[1], 0);
+	fn_set_flags(&cl.fn[2], 0);
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(res.unknown >= 1);
+	EXPECT(copy_is(&cl, 0, "q", "N"));
+	EXPECT(copy_is(&cl, 1, "q", "P"));
+	/* Our write lands on group 2: groups 1 and 2 hold "N", for good. */
+	set_copy(&cl, 1, "q", "N", ts);
+	EXPECT_EQ_INT(cas_get(&cl, "q", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "N"));
+	EXPECT(copy_is(&cl, 0, "q", "N"));
+	stop3(&cl);
+}
+
+/*
  * pohm_io_cas_put_n of one key goes alone (nothing to send together) after
  * hashing the object to ready it: the lone CAS takes that checksum instead
  * of hashing the 64 KiB again (issue 23).  Counted in SHA-512 blocks of
