@@ -275,6 +275,28 @@ static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint6
 }
 
 /*
+ * A 3-group cluster where every group holds "P" (20 s old), groups 2 and 3
+ * with the fake-node flags f2 and f3; "N" put over "P".  Its return.
+ */
+static int put_n_over_p(struct cluster *cl, int f2, int f3, struct pohm_io_result *res)
+{
+	struct pohm_cas_old o;
+	uint64_t now = pohm_sys_real_ns();
+	uint8_t sum[64];
+	int g, r;
+
+	start3(cl, "0.3");
+	for (g = 0; g < 3; g++)
+		set_copy(cl, g, "q", "P", now - 20 * SEC);
+	fn_set_flags(&cl->fn[1], f2);
+	fn_set_flags(&cl->fn[2], f3);
+	old_of(&o, sum, "P", now - 20 * SEC);
+	r = pohm_io_cas_put(cl->c, "q", 1, "N", 1, &o, res);
+	printf("# cas_put: %d: %s\n", r, res->msg);
+	return r;
+}
+
+/*
  * Decision 0078: a write whose applied groups plus the groups whose
  * outcome is unknown make a quorum may have been acknowledged by a quorum
  * (and read as committed): its writer never undoes it.  Group 1 applies
@@ -289,20 +311,9 @@ TEST(cas_put_that_may_be_on_a_quorum_is_never_rolled_back)
 {
 	struct cluster cl;
 	struct pohm_io_result res;
-	struct pohm_cas_old o;
-	uint64_t now = pohm_sys_real_ns();
-	uint8_t sum[64];
 	char got[16];
-	int g, r;
+	int r = put_n_over_p(&cl, FN_APPLY_MUTE, FN_SILENT_KEYS, &res);
 
-	start3(&cl, "0.3");
-	for (g = 0; g < 3; g++)
-		set_copy(&cl, g, "q", "P", now - 20 * SEC);
-	fn_set_flags(&cl.fn[1], FN_APPLY_MUTE);
-	fn_set_flags(&cl.fn[2], FN_SILENT_KEYS);
-	old_of(&o, sum, "P", now - 20 * SEC);
-	r = pohm_io_cas_put(cl.c, "q", 1, "N", 1, &o, &res);
-	printf("# cas_put: %d: %s\n", r, res.msg);
 	EXPECT_EQ_INT(r, -EIO);
 	EXPECT(res.unknown >= 2);
 	EXPECT(copy_is(&cl, 0, "q", "N"));
@@ -330,21 +341,10 @@ TEST(cas_put_that_may_be_on_a_quorum_is_not_rolled_forward_to_its_parent)
 {
 	struct cluster cl;
 	struct pohm_io_result res;
-	struct pohm_cas_old o;
-	uint64_t now = pohm_sys_real_ns(), ts;
-	uint8_t sum[64];
 	char got[16];
-	int g, r;
+	int r = put_n_over_p(&cl, FN_WRITE_LOST, FN_WRITE_LOST, &res);
+	uint64_t ts = pohm_time_to_ns(&res.ts);
 
-	start3(&cl, "0.3");
-	for (g = 0; g < 3; g++)
-		set_copy(&cl, g, "q", "P", now - 20 * SEC);
-	fn_set_flags(&cl.fn[1], FN_WRITE_LOST);
-	fn_set_flags(&cl.fn[2], FN_WRITE_LOST);
-	old_of(&o, sum, "P", now - 20 * SEC);
-	r = pohm_io_cas_put(cl.c, "q", 1, "N", 1, &o, &res);
-	printf("# cas_put: %d: %s\n", r, res.msg);
-	ts = pohm_time_to_ns(&res.ts);
 	fn_set_flags(&cl.fn[1], 0);
 	fn_set_flags(&cl.fn[2], 0);
 	EXPECT_EQ_INT(r, -EIO);
