@@ -468,6 +468,18 @@ int cache_local_changed(struct pohm_cache *c, const struct pohm_jrec *rec, int d
  * 1 gone, 0 (part) kept. */
 int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 			uint64_t ino);
+/* listgone.c: may this host's rmdir drop every entry of the local
+ * directory dfd/name (journal ino) once the storage removed it?  1 when
+ * each is a stale copy the journal knows (none made without the shim or
+ * not adopted yet, no socket or fifo of this host only, nothing open for
+ * write here or being renamed, no conflict-marked file); nothing changes. */
+int cache_rmdir_only_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			   uint64_t ino);
+/* listgone.c: after the storage removed the stored directory ino, drop
+ * the local dfd/name's stale copies the journal knows (a changed file
+ * kept as a conflict copy first), and the directory.  1 gone, 0 kept. */
+int cache_rmdir_drop_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			   uint64_t ino);
 /* dirmove.c: rename the local directory odfd/oname to dfd/name, never
  * over a name that exists (counted: pohm_cache_dir_moves).  0 or -errno. */
 int cache_dir_rename_local(int odfd, const char *oname, int dfd, const char *name);

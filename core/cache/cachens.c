@@ -757,6 +757,18 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	if (r)
 		goto out;
 	ino = local_ino(c, dfd, name);
+	/*
+	 * Emptiness is the storage's (a stale listing of entries another host
+	 * removed does not keep the directory), but only for what the storage
+	 * holds: an entry here that is not a stale stored copy (made without
+	 * the shim or not adopted yet, a socket, a file open for write here, a
+	 * rename in flight) keeps the directory, refused before the storage
+	 * changes.
+	 */
+	if (dir && !cache_rmdir_only_stale(c, dfd, name, rel, ino)) {
+		r = -ENOTEMPTY;
+		goto out;
+	}
 	sino = ino;	/* the journal's guess comes along with the lookup */
 	r = dir ? pohm_ns_rmdir_ino(c->ns, dino, name, &sino, &gone) :
 		  pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
@@ -780,6 +792,16 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	/* The storage change is made; the local copy follows. */
 	r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
 	if (r == -ENOENT)
+		r = 0;
+	/*
+	 * The storage's seal found the directory empty and removed it: what
+	 * is still here was removed on another host after this host listed
+	 * it (a stale listing; the check above let only such copies by).  It
+	 * goes (listgone.c: a file changed here kept as a conflict copy
+	 * first).  Something made here without the shim since that check
+	 * stays, and the directory with it (below: the warning, ENOTEMPTY).
+	 */
+	if (r == -ENOTEMPTY && dir && cache_rmdir_drop_stale(c, dfd, name, rel, sino))
 		r = 0;
 	if (!r && kfd >= 0 && !pohm_sys_fstat(kfd, &post))
 		renote_if_clean(c, ino, &pre, &post);

@@ -26,11 +26,19 @@
 /* Deeper trees are left (the stack holds a name per level). */
 #define GONE_MAX_DEPTH 64
 
-/* One removal: the top local directory (ldev, lino) and the storage
- * directory ino whose lookup said it is gone. */
+/* What a walk may drop: GONE_ANY also what the journal does not know (a
+ * directory removed on another host: kept as conflict copies); GONE_KNOWN
+ * only stale copies the journal knows (this host's rmdir: a file made
+ * without the shim, or not adopted yet, is not the storage's to remove);
+ * GONE_DRY drops nothing and answers whether GONE_KNOWN would drop all. */
+enum gone_mode { GONE_ANY, GONE_KNOWN, GONE_DRY };
+
+/* One removal: the top local directory (ldev, lino), the storage
+ * directory ino whose lookup said it is gone, and what may go. */
 struct gone_walk {
 	struct pohm_cache *c;
 	uint64_t ldev, lino, ino;
+	enum gone_mode mode;
 };
 
 /* The journal's record of the local file st, or -ENOENT (none, or an
@@ -111,11 +119,17 @@ static int gone_file(const struct gone_walk *w, int dfd, const char *name, const
 	int have = !gone_rec(c, st, &rec), gone = 0, clean, lk = -1, reg = S_ISREG(st->st_mode);
 	uint64_t key = have ? rec.ino : (uint64_t)st->st_ino;
 
+	if (!have && w->mode != GONE_ANY)
+		goto out;	/* not the storage's: made here without the shim, or not adopted yet */
 	if (have && ((rec.flags & POHM_J_CONFLICT) || cache_dir_moving(c, rec.ino)))
 		goto out;
 	if (reg && pohm_cache_writer_alive(c, key))
 		goto out;	/* open for write here: no copy while it is written */
 	clean = have && !cache_local_changed(c, &rec, dfd, name, st);
+	if (w->mode == GONE_DRY) {
+		gone = clean || reg;	/* a changed file would be kept as a copy */
+		goto out;
+	}
 	if (!clean && (!reg || gone_keep(c, dfd, name, rel, &rec, st)))
 		goto out;	/* nothing to keep it as: it stays */
 	if (reg && (lk = cache_writer_exclude(c, key)) < 0)
@@ -149,7 +163,7 @@ static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *
 		return 0;
 	fd = pohm_sys_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (fd < 0)
-		return 0;
+		return w->mode == GONE_DRY && !depth;	/* nothing here: the storage decides */
 	have = !pohm_sys_fstat(fd, &dst) && !gone_rec(c, &dst, &rec);
 	if (!depth) {
 		w->ldev = (uint64_t)dst.st_dev;
@@ -159,8 +173,11 @@ static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *
 	 * again here meanwhile stays (gone_still).  Else every entry that can
 	 * go goes, whatever stays beside it. */
 	moving = have && (cache_dir_moving(c, rec.ino) || (!depth && rec.ino != w->ino));
-	kept = moving || (!depth && !have);
-	while (!moving && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+	kept = moving || ((!depth || w->mode != GONE_ANY) && !have);
+	if (w->mode == GONE_DRY && !depth)
+		moving = kept = 0;	/* the rmdir's own directory: only its entries count */
+	while (!moving && !(kept && w->mode == GONE_DRY) &&
+	       (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
 
@@ -185,7 +202,9 @@ static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *
 	}
 	kept |= n < 0;
 	pohm_sys_close(fd);
-	if (!kept && gone_still(w) && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
+	if (w->mode == GONE_DRY) {
+		/* nothing dropped */
+	} else if (!kept && gone_still(w) && !pohm_sys_unlinkat(dfd, name, AT_REMOVEDIR)) {
 		if (have) {
 			pohm_journal_del(&c->j, rec.ino);
 			cache_unmark(c, rec.ino);
@@ -201,7 +220,23 @@ static int gone_dir(struct gone_walk *w, int dfd, const char *name, const char *
 int cache_drop_gone_dir(struct pohm_cache *c, int dfd, const char *name, const char *rel,
 			uint64_t ino)
 {
-	struct gone_walk w = { c, 0, 0, ino };
+	struct gone_walk w = { c, 0, 0, ino, GONE_ANY };
+
+	return gone_dir(&w, dfd, name, rel, 0);
+}
+
+int cache_rmdir_only_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			   uint64_t ino)
+{
+	struct gone_walk w = { c, 0, 0, ino, GONE_DRY };
+
+	return gone_dir(&w, dfd, name, rel, 0);
+}
+
+int cache_rmdir_drop_stale(struct pohm_cache *c, int dfd, const char *name, const char *rel,
+			   uint64_t ino)
+{
+	struct gone_walk w = { c, 0, 0, ino, GONE_KNOWN };
 
 	return gone_dir(&w, dfd, name, rel, 0);
 }

@@ -280,9 +280,11 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h, int settle)
 		push_process(m, h, 0, own, n);
 	free(own);
 	/* Writes sent without a wait (a rename's finish, decision 0073): their
-	 * outcome, briefly; one not answered by then is the readers'. */
-	if (m && settle && m->kv.ops->settle)
-		m->kv.ops->settle(m->kv.ctx, pohm_sys_mono_ns() + POHM_EXIT_SETTLE_NS);
+	 * outcome, briefly; one not answered by then is the readers'.  Every
+	 * mount's, one deadline: a process that switched users made its
+	 * renames through the other user's mount (session 20). */
+	if (settle)
+		pohm_proc_settle_all(pohm_sys_mono_ns() + POHM_EXIT_SETTLE_NS);
 	/* The CAS bases for the next process, once (decision 0048). */
 	if (m)
 		pohm_cache_kept_flush(m->cache);

@@ -146,6 +146,10 @@ struct pohm_mount *pohm_proc_mount_first(void);
 /* A host open failed EMFILE or ENFILE: every open mount's kept fd given
  * back (pohm_cache_kept_drop).  1 when one was closed (retry once), 0. */
 int pohm_proc_fds_relief(void);
+/* Read the outcomes of every open mount's writes sent without a wait (a
+ * rename's finish, decision 0073), whatever euid made them, until deadline
+ * (CLOCK_MONOTONIC ns); network only, no cache_dir is touched. */
+void pohm_proc_settle_all(uint64_t deadline_ns);
 /* Count one call of kind k with result r (an error when the storage or the
  * cache failed: -EIO, -ENOTCONN, -ENOSPC...; not ENOENT, EEXIST, which a
  * local disk answers too).  Returns r. */

@@ -233,6 +233,15 @@ int pohm_proc_fds_relief(void)
 	return r;
 }
 
+void pohm_proc_settle_all(uint64_t deadline_ns)
+{
+	int i, n = __atomic_load_n(&nmounts, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (!mounts[i].rc && mounts[i].m.kv.ops && mounts[i].m.kv.ops->settle)
+			mounts[i].m.kv.ops->settle(mounts[i].m.kv.ctx, deadline_ns);
+}
+
 struct pohm_mount *pohm_proc_mount_first(void)
 {
 	if (!__atomic_load_n(&nmounts, __ATOMIC_ACQUIRE) || mounts[0].rc)

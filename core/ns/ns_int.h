@@ -215,6 +215,10 @@ int ns_entry_insert_along(struct pohm_ns *ns, uint64_t dir, const struct pohm_de
  * has put_n: a create may go straight to ns_entry_insert_along, whose CAS
  * succeeding proves all of that held at its commit (decision 0017). */
 int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name);
+/* The empty root bucket of the new directory dir (a fresh tag) encoded
+ * into b, its key into key (POHM_KEY_MAX): a mkdir writes it with the
+ * inode (decision 0079).  0 or -errno. */
+int ns_bucket_new_root(struct pohm_ns *ns, uint64_t dir, struct pohm_buf *b, char *key);
 /*
  * The first attempt of ns_inode_update without its write: fn run on the
  * version of ino this thread saw (ns_peek), version and txid moved on, the

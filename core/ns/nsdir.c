@@ -816,6 +816,19 @@ int ns_name_absent_peeked(struct pohm_ns *ns, uint64_t dir, const char *name)
 	return r;
 }
 
+int ns_bucket_new_root(struct pohm_ns *ns, uint64_t dir, struct pohm_buf *b, char *key)
+{
+	struct ns_bucket_ref ref;
+	int r;
+
+	empty_bucket(ns, &ref, dir, 0, 0);
+	ref.bk.txid = ns_random(ns);	/* a fresh tag (ns_bucket_store) */
+	r = pohm_bucket_encode(b, &ref.bk);
+	memcpy(key, ref.key, POHM_KEY_MAX);
+	ns_bucket_release(&ref);
+	return r;
+}
+
 /*
  * The peeked bucket ref, re-encoded with a fresh tag, and the writes also[]
  * in one put_n, the bucket last (by CAS on its peeked copy): 1 when

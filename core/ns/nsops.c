@@ -183,10 +183,11 @@ static int inode_new(struct pohm_ns *ns, uint64_t parent, uint32_t mode, uint32_
  * The new inode and its entry in one round trip (issue 23, decision 0022):
  * the inode's create-new and the insert into the bucket this thread just
  * read (ns_entry_insert_along), sent together; for a directory also the
- * parent's link count + 1 on the copy of the parent the lookup just read.
+ * parent's link count + 1 on the copy of the parent the lookup just read,
+ * and the new directory's empty root bucket (decision 0079).
  * Any of them may land without the others (no order, and the writer may
  * die between): an inode without its entry is an orphan (fsck collects
- * it, as before); an entry whose inode is not there reads as absent
+ * it, as before), so is a bucket without its inode (by age); an entry whose inode is not there reads as absent
  * (getattr -ENOENT; dangling_settle; fsck by age); a parent count too high
  * is fsck's, as before; one too low (the entry in, the count's CAS lost
  * or not landed) is raised by the caller at once (*parent_done 0), and
@@ -201,10 +202,10 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 			 uint32_t mode, uint32_t uid, uint32_t gid, uint64_t rdev,
 			 const char *target, struct pohm_inode *in, int *parent_done)
 {
-	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT;
+	struct pohm_buf b = POHM_BUF_INIT, pb = POHM_BUF_INIT, bb = POHM_BUF_INIT;
 	uint8_t pcsum[POHM_KV_CSUM];
-	char pkey[POHM_KEY_MAX];
-	struct ns_put p[2];
+	char pkey[POHM_KEY_MAX], bkey[POHM_KEY_MAX];
+	struct ns_put p[3];
 	size_t n = 1;
 	int r, delta = 1;
 
@@ -216,7 +217,7 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		goto out;
 	e->ino = in->ino;
 	memset(p, 0, sizeof(p));
-	p[0].st = p[1].st = 1;	/* not sent */
+	p[0].st = p[1].st = p[2].st = 1;	/* not sent */
 	p[0].key = in->hdr.key;
 	p[0].data = b.p;
 	p[0].len = b.len;
@@ -233,13 +234,26 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 		p[1].len = pb.len;
 		p[1].expect = pcsum;
 		n = 2;
+		/*
+		 * Its empty root bucket, so that its first entry (a create, a
+		 * rename into it) has a copy to change without a read, in this
+		 * process and the next (decision 0079).  Lost or refused: the
+		 * first entry creates it, as before.
+		 */
+		if (!ns_bucket_new_root(ns, in->ino, &bb, bkey)) {
+			p[2].key = bkey;
+			p[2].data = bb.p;
+			p[2].len = bb.len;
+			p[2].expect = POHM_KV_NEW;
+			n = 3;
+		}
 	}
 	r = ns_entry_insert_along(ns, dir, e, p, n);
 	if (r == 1 || p[0].st == 1) {
 		r = r == 1 || !r ? 2 : r;	/* nothing sent (or failed before) */
 		goto out;
 	}
-	*parent_done = n == 2 && !p[1].st;
+	*parent_done = n >= 2 && !p[1].st;
 	if (!p[0].st) {
 		if (inode_own_target(in, target))
 			r = -ENOMEM;	/* (the entry, if in, names a live inode) */
@@ -259,6 +273,7 @@ static int make_together(struct pohm_ns *ns, uint64_t dir, struct pohm_dentry *e
 out:
 	pohm_buf_free(&b);
 	pohm_buf_free(&pb);
+	pohm_buf_free(&bb);
 	return r;
 }
 

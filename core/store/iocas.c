@@ -741,10 +741,14 @@ static int cas_settle(struct gop *op, const uint8_t *sum, const uint8_t *parent,
  * unknown, or another writer made the same change), nothing is undone and
  * *committed is set to how many groups hold them.  *forward: a majority
  * held other content (the key moved on) and that is what went back.
+ * keep: our write may be on a quorum (decision 0078): nothing is undone
+ * unless a majority holds content other than ours and our parent (then
+ * the key moved on past ours and goes forward to it, as a reader's repair
+ * would); the groups that applied are returned as stuck.
  */
 static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct pohm_cas_old *old,
-			     const struct pohm_time *ours, unsigned *replaced, unsigned *committed,
-			     int *forward)
+			     const struct pohm_time *ours, int keep, unsigned *replaced,
+			     unsigned *committed, int *forward)
 {
 	struct pohm_io_result *res = op->res;
 	struct pohm_cas_vote v[POHM_MAX_GROUPS];
@@ -776,6 +780,22 @@ static unsigned cas_rollback(struct gop *op, const uint8_t *sum, const struct po
 			*committed);
 		io_op_release(op);
 		return 0;
+	}
+	/*
+	 * keep: no majority, or a majority of what ours replaced (our parent,
+	 * or absence for a create), is no sign ours lost: the groups whose
+	 * outcome is unknown may answer this read before our write to them
+	 * lands, and going back to the parent could take back what readers
+	 * saw once ours did land (decision 0078 point 2).  Left in place.
+	 */
+	if (keep && (idx == -ENOENT ? !old->csum :
+		     idx < 0 || (old->csum && !memcmp(v[idx].csum, old->csum, POHM_ID_SIZE)))) {
+		io_op_release(op);
+		for (gi = 0; gi < res->ngroups; gi++)
+			stuck += res->g[gi].applied > 0;
+		io_note(op, "not undone: with the groups whose outcome is unknown it may be on a "
+			"majority (decision 0078)");
+		return stuck;
 	}
 	/* The version put back keeps its stamp (every copy of a version carries it). */
 	stamp = pohm_clock_next(&op->c->clock_last, pohm_sys_real_ns(), pohm_time_to_ns(ours) + 1);
@@ -1063,7 +1083,7 @@ int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8
 	} a;
 	uint64_t deadline = op->start + io_cas_ack_window(c);	/* later acks do not count */
 	unsigned gi, applied = 0, unknown = 0, refused = 0, stuck, replaced = 0, held = 0;
-	int tie, forward = 0, late = 0;
+	int tie, forward = 0, late = 0, maybe;
 
 	*retry = 0;
 	memcpy(a.parent, old->csum ? old->csum : c->marker_sum, POHM_ID_SIZE);
@@ -1119,18 +1139,25 @@ int io_cas_attempt_end(struct gop *op, const void *data, size_t len, const uint8
 	 * Also where none is known to have applied but some outcome is unknown
 	 * and a group refused (a racing writer, maybe with the same bytes): the
 	 * rollback's read tells whether a majority holds our bytes after all.
+	 * Where the groups that applied (in the window or found later) and
+	 * those whose outcome is unknown make a quorum, our write may have
+	 * been on a quorum at once, and a reader may have taken it as
+	 * committed: it is never undone and never reported lost, only
+	 * committed or unknown (decision 0078).  Readers settle it once the
+	 * silent groups answer (pohm_cas_pick, cas_split_settleable).
 	 */
+	maybe = applied + unknown >= op->w;
 	stuck = applied || (unknown && refused) ?
-		cas_rollback(op, sum, old, &res->ts, &replaced, &held, &forward) : 0;
+		cas_rollback(op, sum, old, &res->ts, maybe, &replaced, &held, &forward) : 0;
 	res->split += applied > 0;
 	if (held >= op->w) {
 		/* The truth is "committed", whoever's write put the bytes there. */
 		res->committed = held;
 		return 0;
 	}
-	if (stuck + unknown >= op->w || (replaced && unknown)) {
+	if (maybe || stuck + unknown >= op->w || (replaced && unknown)) {
 		io_note(op, "outcome unknown: %u group(s) may still hold this version", stuck + unknown);
-		res->unknown = stuck + unknown;
+		res->unknown = stuck + unknown ? stuck + unknown : 1;
 		return -EIO;
 	}
 	if (refused) {

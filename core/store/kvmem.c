@@ -282,6 +282,7 @@ static int mem_del(void *ctx, const char *key)
 {
 	struct mem_kv *m = ctx;
 	struct mem_ent **pp, *e;
+	size_t i;
 	int r = -ENOENT;
 
 	mem_gate(ctx);
@@ -301,6 +302,13 @@ static int mem_del(void *ctx, const char *key)
 		r = 0;
 		break;
 	}
+	/* What any thread read or wrote of it is gone with it (mem_peek). */
+	for (i = 0; !r && i < PEEK_N; i++)
+		if (m->seen[i].key && !strcmp(m->seen[i].key, key)) {
+			free(m->seen[i].key);
+			free(m->seen[i].data);
+			memset(&m->seen[i], 0, sizeof(m->seen[i]));
+		}
 out:
 	pthread_mutex_unlock(&m->lock);
 	return r;

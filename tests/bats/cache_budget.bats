@@ -84,6 +84,11 @@ within() {
 @test "create + write 4 KiB + close with sync_on_close: at most 2 waits" {
 	within create 2 a "$PY" -c "open('$D/new', 'wb').write(b'z' * 4096)"
 	[ "$(shim b cat "$T/b/d/new" | wc -c)" -eq 4096 ]
+	# The first file of a directory a process before made (decision 0079).
+	shim a mkdir "$D/nd"
+	within create-first 2 a "$PY" -c "open('$D/nd/f', 'wb').write(b'z' * 4096)"
+	mkdir -p "$T/c"		# (b's listing of d is younger than nd: attr_timeout)
+	[ "$(shim c cat "$T/c/d/nd/f" | wc -c)" -eq 4096 ]
 }
 
 # A second cache reads a small file: the bucket and the inode (which brings
@@ -133,6 +138,8 @@ os.unlink('$E/g')"
 # and the finish with the ctime, no lookup; decision 0073: the ctime in
 # the commit's put_n, the finish sent without a wait and its reply read at
 # exit (not counted when it is in by then: a wait that does not block);
+# decision 0079: also into a new directory as its first entry (its mkdir
+# wrote its empty bucket: kept, no lookup, the ctime with the commit; was 5);
 # decision 0055: rmdir needs no lookup; decision 0058: its intent with the seal created on the empty
 # directory (one put_n), then the entry's removal with the tombstone and
 # the parent's count (one put_n).
@@ -142,11 +149,14 @@ os.unlink('$E/g')"
 	within rmdir 2 a "$PY" -c "import os; os.rmdir('$D/rd')"
 	within rename 1 a "$PY" -c "import os; os.rename('$D/r', '$D/r2')"
 	within rename-across 2 a "$PY" -c "import os; os.rename('$D/x', '$E/x')"
+	shim a mkdir "$D/new"
+	within rename-across-new 2 a "$PY" -c "import os; os.rename('$D/s', '$D/new/s')"
 	within chmod 1 a "$PY" -c "import os; os.chmod('$D/c', 0o600)"
 	within utimes 1 a "$PY" -c "import os; os.utime('$D/c', (1, 1))"
 	# What another cache sees.
 	run shim b ls "$T/b/d"
-	[ "$output" = "$(printf 'c\nr2\ns\nsub')" ]
+	[ "$output" = "$(printf 'c\nnew\nr2\nsub')" ]
+	[ "$(shim b ls "$T/b/d/new")" = s ]
 	[ "$(shim b ls "$T/b/e")" = x ]
 	[ "$(shim b stat -c %X "$T/b/d/c")" = 1 ]
 	[ "$(shim b stat -c %a "$T/b/d/c")" = 600 ]

@@ -77,3 +77,21 @@ except FileNotFoundError: pass"
 		[ "$(shim c ls "$T/c/d" | grep -c "^s$k\$")" -eq 0 ]
 	done
 }
+
+# The exit reads the finish's reply of every mount the process used, not
+# only the current euid's: a process that renamed as root and then
+# switched to another user exits without a call as that user (session 20;
+# before, the root mount's finish went untold, its refusal never owed).
+@test "a rename across, then seteuid to another user: the exit still reads the finish's reply" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (seteuid)"
+	POHMELFS_LOG_LEVEL=debug POHMELFS_LOG=$T/su.log shim a "$PY" -c "
+import os
+os.rename('$T/a/d/x', '$T/a/e/x')
+os.setegid(65534); os.seteuid(65534)"
+	grep -q "deferred .*sent" "$T/su.log"
+	run grep -c "deferred put told" "$T/su.log"
+	echo "$output"
+	[ "$output" -ge 1 ]
+	run shim b ls "$T/b/d" "$T/b/e"
+	[ "$output" = "$(printf '%s\n' "$T/b/d:" y z '' "$T/b/e:" keep x)" ]
+}

@@ -49,6 +49,10 @@
 					 * with the smaller data first (once; then cleared) */
 #define FN_PAIR_HIGH		0x4000	/* the same, the larger data first */
 #define FN_SLOW_READ		0x8000	/* answer READ 150 ms late */
+#define FN_APPLY_MUTE		0x10000	/* key commands: apply a WRITE, answer nothing (a node
+					 * killed after applying, before its reply) */
+#define FN_WRITE_LOST		0x20000	/* WRITE: neither applied nor answered (still on its
+					 * way); other commands answered */
 
 #define FN_MAX_OBJS	64
 #define FN_MAX_CONNS	16
@@ -203,6 +207,10 @@ static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, cons
 	fn_addr(&self, fn->port);
 	if ((fn_flags(fn) & FN_SILENT) || (key_cmd && (fn_flags(fn) & FN_SILENT_KEYS)))
 		return -1;
+	if (key_cmd && q->cmd != POHM_CMD_WRITE && (fn_flags(fn) & FN_APPLY_MUTE))
+		return -1;
+	if (q->cmd == POHM_CMD_WRITE && (fn_flags(fn) & FN_WRITE_LOST))
+		return -1;
 	if (key_cmd && (fn_flags(fn) & FN_ENOTSUP)) {
 		rc->status = -EOPNOTSUPP;
 		return 0;
@@ -302,6 +310,8 @@ static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, cons
 			fi.mtime = o->ts;
 		}
 		pthread_mutex_unlock(&fn->lock);
+		if (fn_flags(fn) & FN_APPLY_MUTE)
+			return -1;
 		if (!rc->status)
 			pohm_lookup_reply_encode(rb, &self, &fi, "/fake/blob");
 		return 0;

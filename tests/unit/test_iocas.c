@@ -241,15 +241,121 @@ TEST(cas_put_committed_with_an_unknown_and_a_refused_group_says_committed)
 	fn_set_flags(&cl.fn[s], 0);
 	EXPECT_EQ_INT(cas_get(&cl, key, got, sizeof(got), &res), 0);
 	EXPECT(!strcmp(got, "N"));
-	/* Where no majority holds our bytes it is still "lost" (-EBADFD), and undone. */
+	/*
+	 * Where no majority holds our bytes but group s may (a and s would be
+	 * a majority), it is unknown, not lost, and not undone (0078).
+	 */
 	set_copy(&cl, a, key, "P", now - 20 * SEC);
 	set_copy(&cl, b, key, "Q", now - 5 * SEC);
 	set_copy(&cl, s, key, "P", now - 20 * SEC);
 	fn_set_flags(&cl.fn[s], FN_SILENT_KEYS);
 	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
-	EXPECT(i == -EBADFD || i == -EIO);
-	EXPECT(copy_is(&cl, a, key, "P"));
+	EXPECT_EQ_INT(i, -EIO);
+	EXPECT(copy_is(&cl, a, key, "N"));
 	fn_set_flags(&cl.fn[s], 0);
+	/* Where group s refuses too, ours is on a minority for good: lost, and
+	 * group a brought forward to what the majority holds. */
+	set_copy(&cl, a, key, "P", now - 20 * SEC);
+	set_copy(&cl, s, key, "Q", now - 5 * SEC);
+	i = pohm_io_cas_put(cl.c, key, strlen(key), "N", 1, &o, &res);
+	EXPECT_EQ_INT(i, -EBADFD);
+	EXPECT(copy_is(&cl, a, key, "Q"));
+	stop3(&cl);
+}
+
+/* old as "data" read stamped ts_ns (sum: its checksum, the caller's). */
+static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint64_t ts_ns)
+{
+	memset(o, 0, sizeof(*o));
+	pohm_sha512(data, strlen(data), sum);
+	o->csum = sum;
+	o->data = data;
+	o->len = strlen(data);
+	o->min_ts_ns = ts_ns + 1;
+}
+
+/*
+ * A 3-group cluster where every group holds "P" (20 s old), groups 2 and 3
+ * with the fake-node flags f2 and f3; "N" put over "P".  Its return.
+ */
+static int put_n_over_p(struct cluster *cl, int f2, int f3, struct pohm_io_result *res)
+{
+	struct pohm_cas_old o;
+	uint64_t now = pohm_sys_real_ns();
+	uint8_t sum[64];
+	int g, r;
+
+	start3(cl, "0.3");
+	for (g = 0; g < 3; g++)
+		set_copy(cl, g, "q", "P", now - 20 * SEC);
+	fn_set_flags(&cl->fn[1], f2);
+	fn_set_flags(&cl->fn[2], f3);
+	old_of(&o, sum, "P", now - 20 * SEC);
+	r = pohm_io_cas_put(cl->c, "q", 1, "N", 1, &o, res);
+	printf("# cas_put: %d: %s\n", r, res->msg);
+	return r;
+}
+
+/*
+ * Decision 0078: a write whose applied groups plus the groups whose
+ * outcome is unknown make a quorum may have been acknowledged by a quorum
+ * (and read as committed): its writer never undoes it.  Group 1 applies
+ * and answers, group 2 applies and is killed before its reply, group 3
+ * holds the request unanswered (slow): 1 and 2 held the write at once,
+ * so a reader could have taken it.  The put says unknown (-EIO), group
+ * 1 keeps it, and once group 2 answers again the majority holds it.
+ * Before 0078 the rollback put group 1 back to "P": the majority was "P"
+ * again, a write readers may have seen was undone.
+ */
+TEST(cas_put_that_may_be_on_a_quorum_is_never_rolled_back)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	char got[16];
+	int r = put_n_over_p(&cl, FN_APPLY_MUTE, FN_SILENT_KEYS, &res);
+
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(res.unknown >= 2);
+	EXPECT(copy_is(&cl, 0, "q", "N"));
+	EXPECT(copy_is(&cl, 1, "q", "N"));
+	EXPECT(copy_is(&cl, 2, "q", "P"));
+	/* Group 2 answers again (group 3 still silent): the majority holds "N". */
+	fn_set_flags(&cl.fn[1], 0);
+	EXPECT_EQ_INT(cas_get(&cl, "q", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "N"));
+	fn_set_flags(&cl.fn[2], 0);
+	stop3(&cl);
+}
+
+/*
+ * Decision 0078 point 2 (review of s20-mvleft): group 1 applied our "N";
+ * groups 2 and 3 never answered the write (it is still on its way to
+ * them), so it may be on a quorum, and the rollback's read finds them
+ * still holding our parent "P".  Nothing is written: the old content's
+ * majority is no sign the write lost (ours may land on group 2 any time),
+ * and rolling group 1 forward to "P" could take back what readers saw
+ * once groups 1 and 2 held "N".  Before this fix group 1 went back to
+ * "P", and after group 2's copy of "N" landed a read gave "P" again.
+ */
+TEST(cas_put_that_may_be_on_a_quorum_is_not_rolled_forward_to_its_parent)
+{
+	struct cluster cl;
+	struct pohm_io_result res;
+	char got[16];
+	int r = put_n_over_p(&cl, FN_WRITE_LOST, FN_WRITE_LOST, &res);
+	uint64_t ts = pohm_time_to_ns(&res.ts);
+
+	fn_set_flags(&cl.fn[1], 0);
+	fn_set_flags(&cl.fn[2], 0);
+	EXPECT_EQ_INT(r, -EIO);
+	EXPECT(res.unknown >= 1);
+	EXPECT(copy_is(&cl, 0, "q", "N"));
+	EXPECT(copy_is(&cl, 1, "q", "P"));
+	/* Our write lands on group 2: groups 1 and 2 hold "N", for good. */
+	set_copy(&cl, 1, "q", "N", ts);
+	EXPECT_EQ_INT(cas_get(&cl, "q", got, sizeof(got), &res), 0);
+	EXPECT(!strcmp(got, "N"));
+	EXPECT(copy_is(&cl, 0, "q", "N"));
 	stop3(&cl);
 }
 
@@ -310,17 +416,6 @@ static void dres_fn(void *arg, int rc, const struct pohm_io_result *res)
 	d->calls++;
 	d->rc = rc;
 	d->unknown = res->unknown;
-}
-
-/* old as "data" read stamped ts_ns (sum: its checksum, the caller's). */
-static void old_of(struct pohm_cas_old *o, uint8_t *sum, const char *data, uint64_t ts_ns)
-{
-	memset(o, 0, sizeof(*o));
-	pohm_sha512(data, strlen(data), sum);
-	o->csum = sum;
-	o->data = data;
-	o->len = strlen(data);
-	o->min_ts_ns = ts_ns + 1;
 }
 
 /*
