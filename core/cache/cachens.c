@@ -446,7 +446,7 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	uint64_t ino;
 	/* Made by the open at its held parent with O_EXCL: a new, empty
 	 * regular file of that name in the directory rel's parent names
-	 * (walked or kept, no symlink on the way) — what names_fd checks; its
+	 * (the kept parent, no symlink on the way) — what names_fd checks; its
 	 * stat is taken once, under the record's lock (opened_fn). */
 	int r, created = 0, fresh = created_at && created_ino && created_hash == cache_rel_hash(rel);
 

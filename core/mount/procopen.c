@@ -224,20 +224,22 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 	int hold = real->at && !(flags & (O_DIRECTORY | O_PATH));
 
 	r = open_before(c, rel, pflags, flags, mode, hold, &created, &own, &outside);
-	/* The create made a new inode and holds its local parent (the walk's
-	 * or the kept one, no symlink on the way): the host's open is made
+	/* The create made a new inode and holds its local parent (the kept
+	 * one, checked by its kernel path: no symlink on the way; a walk's
+	 * low fd is never held): the host's open is made
 	 * there, by name, with O_EXCL — the new file, made by this open, at
-	 * rel (two calls fewer: no stale-name check before it, no name check
-	 * after).  A name there already (a stale copy, another process's
+	 * rel (three calls fewer: no stale-name check before it, no name
+	 * check and no fstat after it).  A name there already (a stale copy, another process's
 	 * file, a symlink), or any failure: the stale-name check, then the
 	 * host's own open by its path, as before. */
 	if (hold && (dfd = pohm_cache_create_parent(c, &name)) >= 0) {
-		r = r == KERNEL && created ? real->at(real->arg, dfd, name, O_EXCL) : KERNEL;
-		pohm_cache_create_parent_done(c, r >= 0);
-		if (r < 0)
-			r = KERNEL;
-		else
+		int fd = r == KERNEL && created ? real->at(real->arg, dfd, name, O_EXCL) : -1;
+
+		pohm_cache_create_parent_done(c, fd >= 0);
+		if (fd >= 0) {
+			r = fd;
 			goto opened;
+		}
 	}
 	/* A writer's open of an existing file takes its open-for-write lock
 	 * first (no refresh renames over the name until the fd is held).  Not
