@@ -26,10 +26,6 @@
  *     read-only).  Readers take no lock; a slot whose check fails (a
  *     writer is in it) is read once more under a read lock on the kept fd
  *     (never a second fd: its close would drop the process's POSIX locks).
- *     In a cache whose j.slots is version 2 (decision 0075) the same
- *     bucket locks are byte ranges of j.slots (JS_XLOCK_AT + the bucket's
- *     offset), so a writer inside a record's section (journal.c) leaves
- *     them to its one F_UNLCK at jslots_wend: no lock call on x.idx.
  *
  * One fd per journal, opened at pohm_journal_open.  A cache
  * made by the earlier format has the directory x/: it is moved into the
@@ -108,15 +104,12 @@ static int put_slot(struct pohm_buf *b, uint64_t dev, uint64_t lino, uint64_t in
 	return pohm_buf_put_u64(b, slot_check(dev, lino, ino));
 }
 
-/* Lock (type) or unlock the bucket at off: with j->xlocks a POSIX record
- * lock of its range in j.slots; else POSIX record locks on the journal's
- * own x.idx fd (posix), or OFD locks on a fresh open fd (a cache whose
- * x.idx this process could only open read-only).  POSIX locks only under
- * jslots' writers' mutex. */
-static int lock_bucket(const struct pohm_journal *j, int fd, off_t off, short type, int posix)
+/* Lock (type) or unlock a bucket: POSIX record locks on the journal's own
+ * x.idx fd (posix: under jslots' writers' mutex, as j.slots's), else OFD
+ * locks on a fresh open (a cache whose x.idx this process could only open
+ * read-only). */
+static int lock_bucket(int fd, off_t off, short type, int posix)
 {
-	if (j->xlocks)
-		return pohm_sys_lock_range(j->sfd, JS_XLOCK_AT + off, XBUCKET, type, 0);
 	return pohm_sys_lock_range(fd, off, XBUCKET, type, !posix);
 }
 
@@ -246,10 +239,9 @@ int pohm_journal_lookup_local(struct pohm_journal *j, uint64_t dev, uint64_t lin
 			 * read lock on the kept fd (a second fd's close would drop
 			 * this process's POSIX locks on x.idx). */
 			took = jslots_mutex_enter();
-			if (!lock_bucket(j, j->xfd, off, F_RDLCK, 1) &&
-			    read_bucket(j, j->xfd, off, b) >= 0)
+			if (!lock_bucket(j->xfd, off, F_RDLCK, 1) && read_bucket(j, j->xfd, off, b) >= 0)
 				i = jindex_bucket_find(b, XBUCKET, dev, lino, &got, &free_i, &has_empty);
-			lock_bucket(j, j->xfd, off, F_UNLCK, 1);
+			lock_bucket(j->xfd, off, F_UNLCK, 1);
 			if (took)
 				jslots_mutex_exit();
 		}
@@ -301,17 +293,16 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 
 	if (posix) {
 		fd = j->xfd;
+		took = jslots_mutex_enter();
 	} else {
 		fd = pohm_journal_open_own(j->dirfd, XINDEX, O_RDWR | O_CREAT);
 		if (fd < 0)
 			return fd;
 	}
-	if (posix || j->xlocks)
-		took = jslots_mutex_enter();
 	for (level = 0; level < XLEVELS; level++) {
 		off_t off = jindex_bucket_off(dev, lino, level);
 
-		r = lock_bucket(j, fd, off, F_WRLCK, posix);
+		r = lock_bucket(fd, off, F_WRLCK, posix);
 		if (!r)
 			r = read_bucket(j, fd, off, b);
 		if (r < 0)
@@ -347,18 +338,13 @@ static int index_change(struct pohm_journal *j, uint64_t dev, uint64_t lino, uin
 	}
 	r = write_slot(fd, free_off, free_at, dev, lino, ino);
 out:
-	if (j->xlocks) {
-		/* Every bucket lock: a record writer's section drops them
-		 * with its own at jslots_wend. */
-		if (!jslots_in_writer())
-			pohm_sys_lock_range(j->sfd, JS_XLOCK_AT, 0, F_UNLCK, 0);
-	} else if (posix) {
+	if (posix) {
 		pohm_sys_lock_range(fd, 0, 0, F_UNLCK, 0);	/* every bucket lock */
+		if (took)
+			jslots_mutex_exit();
+	} else {
+		pohm_sys_close(fd);	/* drops every bucket lock */
 	}
-	if (took)
-		jslots_mutex_exit();
-	if (!posix)
-		pohm_sys_close(fd);	/* drops every OFD bucket lock */
 	return r;
 }
 

@@ -77,7 +77,6 @@ int pohm_journal_open(struct pohm_journal *j, const char *cache_dir)
 	j->owner = -1;
 	j->legacy = 0;
 	j->jfiles = 1;
-	j->xlocks = 0;
 	r = pohm_journal_mkdir_own(AT_FDCWD, cache_dir);
 	if (r && r != -EEXIST)
 		return r;

@@ -77,8 +77,6 @@ struct pohm_journal {
 	long owner;			/* uid owning cache_dir (-1 unknown) */
 	int jfiles;			/* record files j/<ino> of an earlier format may be
 					 * left: a record with no slot is looked for there */
-	int xlocks;			/* j.slots is version 2: x.idx's bucket locks are
-					 * byte ranges of j.slots (jslots.h JS_XLOCK_AT) */
 };
 
 /* Open (creating 0700) the journal under cache_dir. 0 or -errno.  Set

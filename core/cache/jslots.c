@@ -6,16 +6,8 @@
  * Layout (little-endian):
  *
  *   0     the file header, 4096 bytes, of which 24 are used: u32 magic
- *         "PHSF", u32 version (1 or 2), u32 flags (1: no record file
- *         j/<ino> of the earlier format is left to read), u32 0, u64
- *         check.  Version 2 (decision 0075): x.idx's bucket locks are byte
- *         ranges of this file (XLOCK_AT + the bucket's offset in x.idx),
- *         not of x.idx, so a writer's one F_UNLCK at wend drops them with
- *         its record locks.  A file this library makes is version 2 (its
- *         header written by its maker, under the grow lock, before any
- *         slot); a version-1 file stays version 1 (its x.idx locks on
- *         x.idx: a library of sessions 14-19 may be running on it).  An
- *         older library refuses version 2 (it reads no slot and says so).
+ *         "PHSF", u32 version 1, u32 flags (1: no record file j/<ino> of
+ *         the earlier format is left to read), u32 0, u64 check.
  *   4096  levels of buckets.  Level L has 1024 << min(L, 8) buckets; a
  *         bucket is JS_PER = 4 slots of JS_SLOT = 1024 bytes (4 KiB,
  *         aligned: one pread).  An inode's bucket in level L is a hash of
@@ -73,7 +65,7 @@
 
 #define SMAGIC 0x31534850u	/* "PHS1": a slot */
 #define FMAGIC 0x46534850u	/* "PHSF": the file header */
-#define FVERSION 2u	/* the newest this library reads (and makes) */
+#define FVERSION 1u
 #define F_MIGRATED 1u
 #define JS_HEAD 4096		/* the file header's bytes */
 #define JS_NB0 1024u		/* buckets of level 0 (4 MiB, 4096 slots) */
@@ -84,9 +76,8 @@
 /* Every journal writer of this process: see the top comment.  Guards the
  * POSIX record locks this process holds on j.slots. */
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
-/* Does this thread hold writers?  Is it between jslots_wbegin and
- * jslots_wend?  (Its own: thread-local.) */
-static __thread int holding, in_writer;
+/* Does this thread hold writers?  (Its own: thread-local.) */
+static __thread int holding;
 
 int jslots_mutex_enter(void)
 {
@@ -192,79 +183,15 @@ static void put_hdr(uint8_t *p, uint32_t magic, uint32_t kind, uint64_t ino)
 	pohm_st64(p + 16, hdr_check(magic, kind, ino));
 }
 
-/* The 24 header bytes: flags with version. */
-static void put_head(uint8_t *h, uint32_t version, uint32_t flags)
-{
-	pohm_st32(h, FMAGIC);
-	pohm_st32(h + 4, version);
-	pohm_st32(h + 8, flags);
-	pohm_st32(h + 12, 0);
-	pohm_st64(h + 16, jfmix(((uint64_t)flags << 32) ^ FMAGIC));
-}
-
-/* The header's version (0: no header; at most 0xffff); *flags_ok: its
- * flags (their check passes, else 0). */
-static int read_head(int fd, uint32_t *flags_ok)
+int jslots_open(struct pohm_journal *j)
 {
 	uint8_t h[24];
 	struct pohm_rd d;
-	uint32_t magic, version, flags;
-
-	*flags_ok = 0;
-	if (pohm_sys_pread_full(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		return 0;
-	d = pohm_rd_make(h, sizeof(h));
-	magic = pohm_rd_u32(&d);
-	version = pohm_rd_u32(&d);
-	flags = pohm_rd_u32(&d);
-	pohm_rd_u32(&d);
-	if (magic != FMAGIC)
-		return 0;
-	if (pohm_rd_u64(&d) == jfmix(((uint64_t)flags << 32) ^ FMAGIC))
-		*flags_ok = flags;
-	return (int)(version > 0xffffu ? 0xffffu : version);
-}
-
-/*
- * A file with no header: a new one (empty: no library covered it yet) is
- * made version 2 here, its header written before any slot; one that was
- * covered without a header (a version-1 file whose earlier-format files
- * were never all moved) stays version 1.  Under the grow lock, so two
- * makers agree.  The version.
- */
-static int head_of_new(int fd)
-{
-	uint8_t h[24];
-	uint32_t flags;
 	struct stat st;
-	int took = jslots_mutex_enter(), v = 1;
-
-	if (pohm_sys_lock_range(fd, GROW_BYTE, 1, F_WRLCK, 0))
-		goto out;
-	v = read_head(fd, &flags);
-	if (!v) {
-		v = 1;
-		if (!pohm_sys_fstat(fd, &st) && st.st_size == 0) {
-			put_head(h, 2, 0);
-			if (pohm_sys_pwrite_full(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h))
-				v = 2;
-		}
-	}
-	pohm_sys_lock_range(fd, GROW_BYTE, 1, F_UNLCK, 0);
-out:
-	if (took)
-		jslots_mutex_exit();
-	return v;
-}
-
-int jslots_open(struct pohm_journal *j)
-{
-	uint32_t flags;
-	struct stat st;
-	int fd, version;
+	ssize_t n;
+	int fd;
 
 	j->jfiles = 1;
-	j->xlocks = 0;
 	fd = pohm_journal_open_own(j->dirfd, JSLOTS, O_RDWR | O_CREAT);
 	if (fd < 0)
 		fd = pohm_journal_open_own(j->dirfd, JSLOTS, O_RDONLY);	/* a cache we may only read */
@@ -273,19 +200,24 @@ int jslots_open(struct pohm_journal *j)
 	fd = pohm_sys_move_high(fd);
 	if (fd < 0 || pohm_own_set(&j->sfd, fd) < 0)
 		return 0;
-	version = read_head(j->sfd, &flags);
-	if (version > (int)FVERSION) {
-		pohm_warn("journal: %s of format %d (a newer libpohmelfs); this one reads "
-			  "formats 1 and %u", JSLOTS, version, FVERSION);
-		pohm_own_close(&j->sfd);
-		return 0;
-	}
-	if (!version)
-		version = head_of_new(j->sfd);
-	j->xlocks = version >= 2;
-	if (flags & F_MIGRATED) {
-		j->jfiles = 0;
-		return 0;
+	n = pohm_sys_pread_full(j->sfd, h, sizeof(h), 0);
+	if (n == (ssize_t)sizeof(h)) {
+		d = pohm_rd_make(h, sizeof(h));
+		uint32_t magic = pohm_rd_u32(&d), version = pohm_rd_u32(&d);
+		uint32_t flags = pohm_rd_u32(&d);
+
+		pohm_rd_u32(&d);
+		if (magic == FMAGIC && version > FVERSION) {
+			pohm_warn("journal: %s of format %u (a newer libpohmelfs); this one reads "
+				  "format %u", JSLOTS, version, FVERSION);
+			pohm_own_close(&j->sfd);
+			return 0;
+		}
+		if (magic == FMAGIC && pohm_rd_u64(&d) == jfmix(((uint64_t)flags << 32) ^ FMAGIC) &&
+		    (flags & F_MIGRATED)) {
+			j->jfiles = 0;
+			return 0;
+		}
 	}
 	/* A new file (or one whose header was never written): cover level 0. */
 	if (!pohm_sys_fstat(j->sfd, &st) && st.st_size < level_off(1)) {
@@ -305,7 +237,11 @@ int jslots_set_migrated(struct pohm_journal *j)
 
 	if (j->sfd < 0)
 		return -ENOENT;
-	put_head(h, j->xlocks ? 2 : 1, F_MIGRATED);	/* the version stays */
+	pohm_st32(h, FMAGIC);
+	pohm_st32(h + 4, FVERSION);
+	pohm_st32(h + 8, F_MIGRATED);
+	pohm_st32(h + 12, 0);
+	pohm_st64(h + 16, jfmix(((uint64_t)F_MIGRATED << 32) ^ FMAGIC));
 	n = pohm_sys_pwrite_full(j->sfd, h, sizeof(h), 0);
 	if (n < 0)
 		return (int)n;
@@ -323,7 +259,7 @@ void jslots_close(struct pohm_journal *j)
 void jslots_atfork_child(void)
 {
 	pthread_mutex_init(&writers, NULL);
-	holding = in_writer = 0;
+	holding = 0;
 }
 
 /*
@@ -419,21 +355,13 @@ void jslots_wbegin(struct pohm_journal *j)
 {
 	(void)j;
 	jslots_mutex_enter();
-	in_writer = 1;
 }
 
 void jslots_wend(struct pohm_journal *j)
 {
-	/* Every bucket this writer locked, x.idx's too (version 2). */
 	if (j->sfd >= 0)
-		pohm_sys_lock_range(j->sfd, 0, 0, F_UNLCK, 0);
-	in_writer = 0;
+		pohm_sys_lock_range(j->sfd, 0, 0, F_UNLCK, 0);	/* every bucket this writer locked */
 	jslots_mutex_exit();
-}
-
-int jslots_in_writer(void)
-{
-	return in_writer;
 }
 
 int jslots_wlocate(struct pohm_journal *j, uint64_t ino, struct jsloc *l)

@@ -63,12 +63,6 @@ void jslots_mutex_exit(void);
  * and every record lock this process took on j.slots. */
 void jslots_wbegin(struct pohm_journal *j);
 void jslots_wend(struct pohm_journal *j);
-/* Is this thread in a writer's section (its locks dropped at jslots_wend)? */
-int jslots_in_writer(void);
-/* Where x.idx's bucket locks are in j.slots when j->xlocks (version 2):
- * XLOCK_AT + the bucket's offset in x.idx, past every slot and the grow
- * byte. */
-#define JS_XLOCK_AT ((off_t)1 << 61)
 /* Inside a writer's section: lock the buckets of ino's chain, level by
  * level, and say where its slot is (l).  0, -ENOENT (no slot file),
  * -errno. */

@@ -1220,7 +1220,7 @@ TEST(slot_file_of_a_newer_format_is_not_used)
 	struct pohm_journal j;
 	struct pohm_jrec r, back;
 	char path[160];
-	uint8_t v = 3;
+	uint8_t v = 2;
 	int fd;
 
 	fresh(&j);
@@ -1237,134 +1237,6 @@ TEST(slot_file_of_a_newer_format_is_not_used)
 	EXPECT(pohm_journal_get(&j, 0x5200, &back) < 0);
 	pohm_jrec_clear(&r);
 	done(&j);
-}
-
-/* The byte at off of j.slots (the header's version at 4). */
-static int slots_byte(off_t off)
-{
-	char path[160];
-	uint8_t v = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/j.slots", dir);
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || pread(fd, &v, 1, off) != 1)
-		v = 0xff;
-	if (fd >= 0)
-		close(fd);
-	return v;
-}
-
-/* Set n bytes of j.slots's header at off to v. */
-static void slots_set(off_t off, uint8_t v, size_t n)
-{
-	char path[160];
-	uint8_t b[24];
-	int fd;
-
-	memset(b, v, sizeof(b));
-	snprintf(path, sizeof(path), "%s/j.slots", dir);
-	fd = open(path, O_RDWR);
-	EXPECT(fd >= 0 && pwrite(fd, b, n, off) == (ssize_t)n);
-	close(fd);
-}
-
-/*
- * Decision 0075: a slot file this library makes is version 2, and x.idx's
- * bucket locks are then byte ranges of j.slots: a put whose index bucket
- * another process holds in j.slots waits for it, and its section's end
- * drops the lock (another process can take it at once).
- */
-TEST(a_new_cache_locks_its_index_buckets_in_the_slot_file)
-{
-	struct pohm_journal j;
-	struct pohm_jrec r;
-	struct timespec t0, t1;
-	char path[160];
-	int p[2], q[2], status = -1;
-	uint64_t ino = 0;
-	off_t at = JS_XLOCK_AT + jindex_bucket_off(7, 4242, 0);
-	long ms;
-	pid_t kid;
-	char c = 0;
-
-	fresh(&j);
-	EXPECT(j.xlocks);
-	EXPECT_EQ_INT(slots_byte(4), 2);
-	snprintf(path, sizeof(path), "%s/j.slots", dir);
-	EXPECT(!pipe(p) && !pipe(q));
-	kid = fork();
-	if (kid == 0) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = at,
-				    .l_len = 512 };
-		int fd = open(path, O_RDWR);
-
-		if (fd < 0 || fcntl(fd, F_SETLK, &fl))
-			_exit(2);
-		if (write(p[1], "l", 1) != 1)
-			_exit(3);
-		usleep(300 * 1000);
-		fl.l_type = F_UNLCK;
-		fcntl(fd, F_SETLK, &fl);
-		/* Wait for the parent's put, then take the lock again: its
-		 * section must have dropped it. */
-		if (read(q[0], &c, 1) != 1)
-			_exit(4);
-		fl.l_type = F_WRLCK;
-		_exit(fcntl(fd, F_SETLK, &fl) ? 5 : 0);
-	}
-	EXPECT(read(p[0], &c, 1) == 1);
-	make_rec(&r, 0x5600, 3);
-	r.lino = 4242;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-	EXPECT(ms >= 200);	/* it waited for the child's lock */
-	EXPECT(write(q[1], "p", 1) == 1);
-	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
-	       WEXITSTATUS(status) == 0);
-	EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 4242, &ino), 0);
-	EXPECT_EQ_INT(ino, 0x5600);
-	pohm_jrec_clear(&r);
-	close(p[0]), close(p[1]), close(q[0]), close(q[1]);
-	done(&j);
-}
-
-/* A version-1 slot file (sessions 14-19), and one covered without a header
- * (a version-1 cache whose j/ files were never all moved), stay version 1:
- * read, written, and their index locked on x.idx as before (decision 0075). */
-TEST(a_version_1_slot_file_stays_version_1)
-{
-	struct pohm_journal j;
-	struct pohm_jrec r, back;
-	uint64_t ino = 0;
-	int round;
-
-	for (round = 0; round < 2; round++) {
-		fresh(&j);
-		make_rec(&r, 0x5700, 2);
-		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
-		pohm_journal_close(&j);
-		if (round == 0)
-			slots_set(4, 1, 1);	/* version 1, flags as they were */
-		else
-			slots_set(0, 0, 24);	/* no header */
-		EXPECT_EQ_INT(pohm_journal_open(&j, dir), 0);
-		EXPECT(j.sfd >= 0);
-		EXPECT(!j.xlocks);
-		EXPECT_EQ_INT(pohm_journal_get(&j, 0x5700, &back), 0);
-		EXPECT_EQ_INT(back.version, 2);
-		pohm_jrec_clear(&back);
-		r.lino = 4343;
-		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
-		EXPECT_EQ_INT(pohm_journal_lookup_local(&j, 7, 4343, &ino), 0);
-		EXPECT_EQ_INT(ino, 0x5700);
-		EXPECT_EQ_INT(slots_byte(4), 1);	/* the header (rewritten by the
-							 * move of j/ when absent) stays 1 */
-		pohm_jrec_clear(&r);
-		done(&j);
-	}
 }
 
 /* A cache of the earlier format (every record a file j/<ino>): its first
