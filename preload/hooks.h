@@ -95,6 +95,9 @@
 struct pohm_real_call {
 	int (*call)(void *arg);
 	void *arg;
+	/* An open's only (NULL: none): the same open by name in the
+	 * directory dirfd, more or'ed into its flags; fd or -errno. */
+	int (*at)(void *arg, int dirfd, const char *name, int more);
 };
 
 /* ------------------------------------------------------------ paths */

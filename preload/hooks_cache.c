@@ -335,13 +335,26 @@ static int real_outside(void *v)
 	return r;
 }
 
+/* real_outside for the open by name in a directory (real->at). */
+static int real_outside_at(void *v, int dirfd, const char *name, int more)
+{
+	const struct pohm_real_call *real = v;
+	int r;
+
+	pohm_unhold();
+	r = real->at(real->arg, dirfd, name, more);
+	pohm_hold();
+	return r;
+}
+
 /* ---------------------------------------------------------------- open */
 
 /* An open in one call: core/mount pohm_proc_open (procopen.c). */
 static int hook_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_fd_info *fi,
 		     const struct pohm_real_call *real)
 {
-	struct pohm_proc_real outside = { real_outside, (void *)real };
+	struct pohm_proc_real outside = { real_outside, (void *)real,
+					  real->at ? real_outside_at : NULL };
 	struct pohm_cache *c;
 	unsigned pf = 0;
 	int r;
@@ -402,7 +415,7 @@ static int hook_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info
 		       const struct pohm_real_call *real)
 {
 	struct mktemp_real m = { real, p, 0 };
-	struct pohm_proc_real outside = { real_mktemp, &m };
+	struct pohm_proc_real outside = { real_mktemp, &m, NULL };
 	struct pohm_cache *c;
 	size_t plen;
 	int r;
@@ -435,7 +448,7 @@ int pohm_hk_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi
 static int hook_stat(const struct pohm_path *p, int flags, struct stat *st, struct statx *stx,
 		     const struct pohm_real_call *real)
 {
-	struct pohm_proc_real outside = { real_outside, (void *)real };
+	struct pohm_proc_real outside = { real_outside, (void *)real, NULL };
 	struct pohm_cache *c;
 	int r;
 
@@ -501,7 +514,7 @@ static const enum pohm_proc_ns ns_op[] = {
 static int hook_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_path *b,
 		   const struct pohm_ns_arg *arg, const struct pohm_real_call *real)
 {
-	struct pohm_proc_real outside = { real_outside, (void *)real };
+	struct pohm_proc_real outside = { real_outside, (void *)real, NULL };
 	struct pohm_proc_ns_arg pa = {
 		arg->mode, (uint64_t)arg->dev, arg->flags, arg->target,
 		!!((a->flags | (b ? b->flags : 0)) & POHM_PATH_SLASH),
@@ -576,7 +589,7 @@ static const char *attr_rel(const struct pohm_path *p)
 static int hook_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 		     const struct pohm_fd_info *fi, int flags, const struct pohm_real_call *real)
 {
-	struct pohm_proc_real outside = { real_outside, (void *)real };
+	struct pohm_proc_real outside = { real_outside, (void *)real, NULL };
 	struct pohm_cache *c;
 	int r;
 

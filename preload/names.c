@@ -271,7 +271,7 @@ static int locate_again(struct pohm_path *p)
 static int ns_call(enum pohm_ns_op op, struct pohm_path *a, struct pohm_path *b,
 		   struct pohm_ns_arg *arg, int (*fn)(void *), void *x)
 {
-	struct pohm_real_call real = { fn, x };
+	struct pohm_real_call real = { fn, x, NULL };
 	int r = ns_pre(op, a, b, arg, &real);
 
 	if (r == POHM_PROC_AGAIN) {

@@ -36,6 +36,15 @@ static int real_open(void *v)
 	return x->fd = pohm_sysret(pohm_real.openat(x->dirfd, x->path, x->flags, x->mode));
 }
 
+/* The same open by name in dirfd, more flags or'ed in (a new file's open
+ * at its held parent: core/mount procopen.c). */
+static int real_open_at(void *v, int dirfd, const char *name, int more)
+{
+	struct real_open *x = v;
+
+	return x->fd = pohm_sysret(pohm_real.openat(dirfd, name, x->flags | more, x->mode));
+}
+
 /* Under the prefix, or needing the full classifier: the open hook around libc.
  * A path that resolved into the prefix (open_outside_failed) comes back with
  * retried set, so that it is never retried twice. */
@@ -73,7 +82,8 @@ __attribute__((noinline)) static int open_slow_at(int dirfd, const char *path, i
 	fi.cookie = 0;
 	fi.flags = pohm_fd_flags_of(flags);
 	x = (struct real_open){ dirfd, path, flags, mode, -1 };
-	r = pohm_hook_open(&p, flags, mode, &fi, &(struct pohm_real_call){ real_open, &x });
+	r = pohm_hook_open(&p, flags, mode, &fi,
+			   &(struct pohm_real_call){ real_open, &x, real_open_at });
 	if (r < 0 && x.fd >= 0)
 		pohm_sys_close(x.fd);
 	pohm_fd_opened(r, &p, &w, &fi);

@@ -336,7 +336,7 @@ static inline int pohm_attr_call(enum pohm_attr_op op, const struct pohm_path *p
 				 const struct pohm_fd_info *fi, int flags, int (*fn)(void *),
 				 void *x)
 {
-	struct pohm_real_call real = { fn, x };
+	struct pohm_real_call real = { fn, x, NULL };
 
 	return pohm_ret(pohm_hook_attr(op, p, fd, fi, flags, &real));
 }

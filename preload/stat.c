@@ -113,7 +113,7 @@ __attribute__((noinline)) static int stat_slow(enum stat_fn f, int ver, int dirf
 	if (pohm_locate(dirfd, path, loc_flags(flags, hflags), &p, NULL) != POHM_PC_IN)
 		return real_stat(f, ver, dirfd, path, st, flags);
 	return pohm_ret(base_done(&p, pohm_hook_stat(&p, hflags, st, &(struct pohm_real_call){
-		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags } })));
+		real_path_stat, &(struct real_path_stat){ f, ver, dirfd, path, st, flags }, NULL })));
 }
 
 /* ------------------------------------------------------------ path forms */
@@ -269,5 +269,5 @@ POHM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 	if (!pohm_claim_at_op(dirfd, path, flags, 0, POHM_LOC_BASE, &p))
 		return pohm_real.statx(dirfd, path, flags, mask, stx);
 	return pohm_ret(base_done(&p, pohm_hook_statx(&p, flags, mask, stx, &(struct pohm_real_call){
-		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx } })));
+		real_statx, &(struct real_statx){ dirfd, path, flags, mask, stx }, NULL })));
 }

@@ -109,7 +109,7 @@ static FILE *do_fopen(int which, const char *path, const char *mode, FILE *old)
 	}
 	flags = mode_flags(mode);
 	fi.flags = pohm_fd_flags_of(flags);
-	r = pohm_hook_open(&p, flags, 0666, &fi, &(struct pohm_real_call){ real_fopen_call, &x });
+	r = pohm_hook_open(&p, flags, 0666, &fi, &(struct pohm_real_call){ real_fopen_call, &x, NULL });
 	f = x.f;
 	if (r < 0 && f) {
 		pohm_real.fclose(f);
@@ -294,7 +294,7 @@ static int do_mkstemp(int which, int is64, char *tmpl, int suffix, int flags)
 		return fd;
 	}
 	r = pohm_hook_mktemp(&p, O_RDWR | O_CREAT | O_EXCL | flags, &fi,
-			     &(struct pohm_real_call){ real_mkstemp_call, &x });
+			     &(struct pohm_real_call){ real_mkstemp_call, &x, NULL });
 	if (r < 0 && x.fd >= 0)
 		pohm_real.close(x.fd);
 	if (r >= 0)

@@ -227,6 +227,19 @@ int pohm_cache_xattr_ready(struct pohm_cache *c, const char *rel, unsigned flags
 /* Create rel in the storage before a real open(O_CREAT) (excl: O_EXCL).
  * Returns 1 if it existed already (and was materialized), 0 if created. */
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl);
+/* pohm_cache_create, and when it made a new inode (0) in the kept parent
+ * (a high fd: walkfresh.c) that parent is held for the open
+ * (pohm_cache_create_parent), which must end with
+ * pohm_cache_create_parent_done in this thread before any other call. */
+int pohm_cache_create_held(struct pohm_cache *c, const char *rel, mode_t mode, int excl);
+/* The parent pohm_cache_create_held holds (an fd not to close) and *name,
+ * rel's last component; -1 none. */
+int pohm_cache_create_parent(struct pohm_cache *c, const char **name);
+/* Done with it: opened_new, the open by it with O_EXCL made the file (its
+ * pohm_cache_opened_as then needs no name check); else a stale local file
+ * of the name is moved away now, as pohm_cache_create does, for the open
+ * by path that follows.  No-op when nothing is held. */
+void pohm_cache_create_parent_done(struct pohm_cache *c, int opened_new);
 /* After the real open of a path under the prefix: learn its local identity. */
 int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd);
 /* pohm_cache_opened, and when it recorded the file (0): *st the fd's local

@@ -36,6 +36,11 @@ static __thread char created_name[256];
  * write per create, none before the open). */
 static __thread struct pohm_inode created_in;
 static __thread uint64_t created_vns;
+/* pohm_cache_create_held's parent, held for the open (hdfd -1: none), and
+ * whether the open by it made the file (created_at: no names_fd needed). */
+static __thread int hdfd = -1, created_at;
+static __thread struct cache_look hlook;
+static __thread const char *hname;
 
 /* Is dfd/name (lst) a clean copy of an inode other than ino, i.e. of a file
  * deleted elsewhere?  An unknown file, or a changed one, is not stale. */
@@ -195,7 +200,23 @@ static int create_offline(struct pohm_cache *c, const char *rel)
 	return 1;
 }
 
-int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
+/* A stale local file of dfd/name (deleted elsewhere, clean) makes way for
+ * the new inode ino.  Not a file the journal does not tie to another
+ * inode: that may be another process's local copy of the inode we just
+ * made (its create found ours), already being written. */
+static void stale_name_away(struct pohm_cache *c, int dfd, const char *name, uint64_t ino)
+{
+	struct stat lst;
+
+	if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode) &&
+	    stale_local(c, dfd, name, &lst, ino))
+		pohm_sys_unlinkat(dfd, name, 0);
+}
+
+/* pohm_cache_create; hold: a new inode's parent, when it is the kept one
+ * (walkfresh.c), stays held for the open (hdfd), its stale-name check
+ * left to pohm_cache_create_parent_done. */
+static int create(struct pohm_cache *c, const char *rel, mode_t mode, int excl, int hold)
 {
 	struct pohm_inode in;
 	struct cache_look look;
@@ -203,6 +224,7 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	uint64_t dino;
 	int dfd, r;
 
+	created_at = 0;
 	r = cache_walk_parent_direct(c, rel, &dfd, &dino, &name, &look);
 	if (r)
 		return r == -EIO && !excl && cache_offline(c) ? create_offline(c, rel) : r;
@@ -243,15 +265,11 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		}
 		pohm_inode_clear(&in);
 	} else if (r == 0) {
-		struct stat lst;
-
-		/* A stale local file of that name (deleted elsewhere, clean) makes way.
-		 * Not a file the journal does not tie to another inode: that may be
-		 * another process's local copy of the inode we just made (its create
-		 * found ours), already being written. */
-		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(lst.st_mode) &&
-		    stale_local(c, dfd, name, &lst, in.ino))
-			pohm_sys_unlinkat(dfd, name, 0);
+		/* Only the kept parent (a high fd) is held across the open: a
+		 * walk's low fd would change the number the host's open gets. */
+		hold = hold && look.kept;
+		if (!hold)
+			stale_name_away(c, dfd, name, in.ino);
 		cache_mark_fresh(c, in.ino);
 		cache_dir_changed(c, dino);
 		created_ino = in.ino;
@@ -272,9 +290,43 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 		if (in.nchunks)
 			created_ino = 0;	/* not a new file's inode: the open asks */
 		pohm_inode_clear(&in);
+		if (hold) {
+			hdfd = dfd;
+			hlook = look;
+			hname = name;
+			return 0;
+		}
 	}
 	cache_walk_look_done(c, dfd, &look);
 	return r;
+}
+
+int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
+{
+	return create(c, rel, mode, excl, 0);
+}
+
+int pohm_cache_create_held(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
+{
+	return create(c, rel, mode, excl, 1);
+}
+
+int pohm_cache_create_parent(struct pohm_cache *c, const char **name)
+{
+	(void)c;
+	*name = hname;
+	return hdfd;
+}
+
+void pohm_cache_create_parent_done(struct pohm_cache *c, int opened_new)
+{
+	if (hdfd < 0)
+		return;
+	if (!opened_new)
+		stale_name_away(c, hdfd, hname, created_in.ino);
+	created_at = opened_new;
+	cache_walk_look_done(c, hdfd, &hlook);
+	hdfd = -1;
 }
 
 /*
@@ -342,9 +394,10 @@ int pohm_cache_opened(struct pohm_cache *c, const char *rel, int fd)
  * pohm_cache_opened_as knows of the inode (base) and the local file. */
 struct opened_arg {
 	struct pohm_jrec *base;	/* used when ino has no record yet (its csum then moves) */
-	struct stat *st;
+	struct stat *st;	/* unset when fresh: taken here */
 	const char *rel;
 	int fd;
+	int fresh;		/* made empty by its open's O_EXCL (created_at) */
 };
 
 /* pohm_journal_update_make's edit, under the record's lock: the record as
@@ -364,18 +417,25 @@ static int opened_fn(struct pohm_jrec *r, const void *arg)
 		a->base->csum = NULL;	/* r's now */
 		a->base->nchunks = 0;
 	}
-	if (!r->lino && !st->st_size) {
+	if (!r->lino && (a->fresh || !st->st_size)) {
 		struct timespec tv[2] = {
 			{ r->atime.sec, r->atime.nsec }, { r->mtime.sec, r->mtime.nsec },
 		};
+		int rc = 0;
 
-		if (!pohm_sys_utimensat(a->fd, NULL, tv, 0))
-			pohm_sys_fstat(a->fd, st);
+		if (!pohm_sys_utimensat(a->fd, NULL, tv, 0) || a->fresh)
+			rc = pohm_sys_fstat(a->fd, st);
+		if (rc && a->fresh)
+			return rc;
 		if (!st->st_size)
 			pohm_journal_note_local(r, st);
 		else	/* another process wrote meanwhile: that is a change to push */
 			r->ldev = (uint64_t)st->st_dev, r->lino = (uint64_t)st->st_ino;
 	} else {
+		int rc = a->fresh ? pohm_sys_fstat(a->fd, st) : 0;
+
+		if (rc)
+			return rc;
 		r->ldev = (uint64_t)st->st_dev;
 		r->lino = (uint64_t)st->st_ino;
 	}
@@ -390,14 +450,22 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 	struct pohm_jrec rec;
 	struct stat st;
 	uint64_t ino;
-	int r, created = 0;
+	/* Made by the open at its held parent with O_EXCL: a new, empty
+	 * regular file of that name in the directory rel's parent names
+	 * (the kept parent, no symlink on the way) — what names_fd checks; its
+	 * stat is taken once, under the record's lock (opened_fn). */
+	int r, created = 0, fresh = created_at && created_ino && created_hash == cache_rel_hash(rel);
 
 	*oino = 0;
-	r = pohm_sys_fstat(fd, &st);
-	if (r)
-		return r;
-	if (!names_fd(c, rel, fd, &st))
-		return 0;
+	created_at = 0;
+	memset(&st, 0, sizeof(st));
+	if (!fresh) {
+		r = pohm_sys_fstat(fd, &st);
+		if (r)
+			return r;
+		if (!names_fd(c, rel, fd, &st))
+			return 0;
+	}
 	/*
 	 * Just created: whatever the index says about this local inode number
 	 * is stale (the file system reuses numbers of deleted files at once).
@@ -437,9 +505,11 @@ int pohm_cache_opened_as(struct pohm_cache *c, const char *rel, int fd, struct s
 			return r;
 		}
 	}
-	a = (struct opened_arg){ &rec, &st, rel, fd };
+	a = (struct opened_arg){ &rec, &st, rel, fd, fresh };
 	r = pohm_journal_update_make(&c->j, ino, opened_fn, &a);
 	pohm_jrec_clear(&rec);
+	if (!r && !st.st_ino)
+		r = -EIO;	/* fresh, and opened_fn did not take the stat */
 	if (!r) {
 		*out = st;
 		*oino = ino;

@@ -240,6 +240,9 @@ void pohm_proc_exit_push(const struct pohm_host_fds *h, int settle);
 struct pohm_proc_real {
 	int (*call)(void *arg);
 	void *arg;
+	/* The same open made by name in the directory dirfd with more flags
+	 * or'ed in (an open's only; NULL: none): fd or -errno. */
+	int (*at)(void *arg, int dirfd, const char *name, int more);
 };
 
 /*

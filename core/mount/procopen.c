@@ -87,9 +87,11 @@ static int open_beyond(struct pohm_cache *c, const char *rel, mode_t mode, int e
 }
 
 /* The storage's half of an open of rel: KERNEL (do the real open) or
- * -errno.  *created, *own, *outside as open_beyond; counted. */
+ * -errno.  hold: a create's new file's parent is held for the open
+ * (pohm_cache_create_held).  *created, *own, *outside as open_beyond;
+ * counted. */
 static int open_before(struct pohm_cache *c, const char *rel, unsigned pflags, int flags,
-		       mode_t mode, int *created, char **own, int *outside)
+		       mode_t mode, int hold, int *created, char **own, int *outside)
 {
 	unsigned mf = POHM_MAT_DATA | POHM_MAT_LIST;	/* a file's data, a directory's entries */
 	int r;
@@ -97,7 +99,8 @@ static int open_before(struct pohm_cache *c, const char *rel, unsigned pflags, i
 	if ((flags & O_CREAT) && (pflags & POHM_POF_DIRNAME))
 		return KERNEL;	/* a directory's name: EISDIR (or ENOTDIR, EEXIST) from the kernel */
 	if (flags & O_CREAT) {
-		r = pohm_cache_create(c, rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL));
+		r = hold ? pohm_cache_create_held(c, rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL))
+			 : pohm_cache_create(c, rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL));
 		if (r == -EXDEV)
 			r = open_beyond(c, rel, pohm_mount_new_mode(mode), !!(flags & O_EXCL), own,
 					outside);
@@ -213,10 +216,31 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 		   const struct pohm_proc_real *real)
 {
 	struct pohm_wprelock pl = { .state = POHM_WPRE_NONE };
+	const char *name;
 	char *own = NULL;
-	int created = 0, outside = 0, r;
+	int created = 0, outside = 0, dfd, r;
+	/* A new file may be opened by its parent (issue 23): not a
+	 * directory's or a path-only open. */
+	int hold = real->at && !(flags & (O_DIRECTORY | O_PATH));
 
-	r = open_before(c, rel, pflags, flags, mode, &created, &own, &outside);
+	r = open_before(c, rel, pflags, flags, mode, hold, &created, &own, &outside);
+	/* The create made a new inode and holds its local parent (the kept
+	 * one, checked by its kernel path: no symlink on the way; a walk's
+	 * low fd is never held): the host's open is made
+	 * there, by name, with O_EXCL — the new file, made by this open, at
+	 * rel (three calls fewer: no stale-name check before it, no name
+	 * check and no fstat after it).  A name there already (a stale copy, another process's
+	 * file, a symlink), or any failure: the stale-name check, then the
+	 * host's own open by its path, as before. */
+	if (hold && (dfd = pohm_cache_create_parent(c, &name)) >= 0) {
+		int fd = r == KERNEL && created ? real->at(real->arg, dfd, name, O_EXCL) : -1;
+
+		pohm_cache_create_parent_done(c, fd >= 0);
+		if (fd >= 0) {
+			r = fd;
+			goto opened;
+		}
+	}
 	/* A writer's open of an existing file takes its open-for-write lock
 	 * first (no refresh renames over the name until the fd is held).  Not
 	 * a name this open just created: its create found no local file there
@@ -233,6 +257,7 @@ int pohm_proc_open(struct pohm_cache *c, const struct pohm_host_fds *h, const ch
 	}
 	if (outside)
 		return r;	/* through a symlink out of the prefix: the kernel's alone */
+opened:
 	r = open_after(c, h, rel, own ? own : rel, flags, r, created, &pl, ino);
 	free(own);
 	return r;

@@ -160,3 +160,56 @@ for i in range(6):
 	echo "failed moves of d/s: $n"
 	[ "$n" -eq 1 ]
 }
+
+# A create in the kept parent is opened there by name with O_EXCL
+# (procopen.c, issue 23); anything at the name already makes it the
+# host's own open by path, as before.  new_files DIR: one python process
+# makes f1..f4 in DIR (f0 held open, f2 closed before f3), then ln5, a
+# dangling symlink to ../out5 made beforehand, and f6 over a file made
+# beforehand, and closes them all; prints the fd numbers its opens got.
+new_files() {
+	local d=$1
+	shift
+	"$@" python3 -c '
+import os, sys
+d = sys.argv[1]
+w = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+got = [os.open(d + "/f0", w, 0o644)]
+for i in range(1, 5):
+    got.append(os.open("%s/f%d" % (d, i), w, 0o644))
+    os.write(got[-1], b"x%d" % i)
+    if i == 2:
+        os.close(got[-1])
+for n in ("ln5", "f6"):
+    fd = os.open(d + "/" + n, w, 0o644)
+    got.append(fd)
+    os.write(fd, n.encode())
+    os.close(fd)
+for fd in got[:2] + got[3:5]:
+    os.close(fd)
+print(" ".join(map(str, got)))' "$d"
+}
+
+@test "creates in the kept parent: the fd numbers, a symlink and a file at the name as on local disk" {
+	export POHMELFS_ATTR_TIMEOUT=30
+	shim a mkdir -p "$T/a/d/s"
+	mkdir -p "$T/l/d/s"
+	for base in "$T/a/d" "$T/l/d"; do
+		ln -s ../out5 "$base/s/ln5"
+		echo old >"$base/s/f6"
+	done
+	shim a cat "$T/a/d/s/f6" >/dev/null
+	local disk shimmed
+	disk=$(new_files "$T/l/d/s" env)
+	shimmed=$(new_files "$T/a/d/s" shim a)
+	echo "disk: $disk; shim: $shimmed"
+	[ "$shimmed" = "$disk" ]
+	# The symlink was followed (its target made), as the kernel does.
+	[ -L "$T/a/d/s/ln5" ]
+	[ "$(cat "$T/a/d/out5")" = ln5 ]
+	[ "$(cat "$T/a/d/s/f6")" = f6 ]
+	# The new files are in the storage: host b reads them.
+	mkdir -p "$T/b"
+	[ "$(shim b cat "$T/b/d/s/f4")" = x4 ]
+	[ "$(shim b cat "$T/b/d/s/f6")" = f6 ]
+}

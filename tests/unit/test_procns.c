@@ -44,7 +44,7 @@ static int real_none(void *v)
 TEST(the_storage_answers_alone_for_the_root_and_a_new_directory)
 {
 	struct pohm_proc_ns_arg arg = { .mode = 0755 };
-	struct pohm_proc_real real = { real_none, NULL };
+	struct pohm_proc_real real = { real_none, NULL, NULL };
 	struct pohm_cache *c, *c2;
 	struct stat st;
 
@@ -71,7 +71,7 @@ TEST(a_local_only_rename_is_the_kernels_and_drops_the_stored_name_it_replaced)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct pohm_cache *c, *c2, *c3;
 	struct ren x;
-	struct pohm_proc_real real = { real_rename, &x };
+	struct pohm_proc_real real = { real_rename, &x, NULL };
 	int fd, s;
 
 	ch_setup();

@@ -68,7 +68,7 @@ static int real_open(void *v)
 TEST(a_create_whose_real_open_fails_leaves_no_name_in_the_storage)
 {
 	struct ropen x = { NULL, O_CREAT | O_WRONLY | O_EXCL, EACCES };
-	struct pohm_proc_real real = { real_open, &x };
+	struct pohm_proc_real real = { real_open, &x, NULL };
 	struct pohm_cache *c, *c2;
 	uint64_t ino = 0;
 
@@ -90,7 +90,7 @@ TEST(a_create_whose_real_open_fails_leaves_no_name_in_the_storage)
 TEST(a_create_opens_once_and_the_writer_gets_its_inode_and_readable_fd)
 {
 	struct ropen x = { NULL, O_CREAT | O_WRONLY | O_TRUNC, 0 };
-	struct pohm_proc_real real = { real_open, &x };
+	struct pohm_proc_real real = { real_open, &x, NULL };
 	struct pohm_cache *c, *c2;
 	uint64_t ino = 0;
 	int fd;
@@ -146,7 +146,7 @@ TEST(mkstemp_makes_the_templates_directory_local_then_adopts_the_chosen_name)
 {
 	char tmpl[1024], rel[] = "d/tXXXXXX", name[64];
 	struct rtemp x = { tmpl, rel, -1, 0 };
-	struct pohm_proc_real real = { real_mkstemp, &x };
+	struct pohm_proc_real real = { real_mkstemp, &x, NULL };
 	struct pohm_cache *c, *c2;
 	uint64_t ino = 0;
 	int fd;
@@ -184,7 +184,7 @@ TEST(mkstemp_whose_loop_fails_adopts_nothing_and_returns_its_error)
 {
 	char tmpl[1024], rel[] = "uXXXXXX";
 	struct rtemp x = { tmpl, rel, -1, EEXIST };
-	struct pohm_proc_real real = { real_mkstemp, &x };
+	struct pohm_proc_real real = { real_mkstemp, &x, NULL };
 	struct pohm_cache *c;
 	uint64_t ino = 0;
 
