@@ -164,6 +164,12 @@ int pohm_journal_decode(const uint8_t *p, size_t n, uint64_t ino, struct pohm_jr
  */
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 		       uint64_t validated_ns);
+/* pohm_journal_touch of inos[i] with versions[i], each, in one writer's
+ * section (one lock of the slot file's level 0 for all, then a pwrite a
+ * record): 0, or -errno with none touched (one's -ENOENT or -ESTALE only
+ * leaves that one). */
+int pohm_journal_touch_many(struct pohm_journal *j, size_t n, const uint64_t *inos,
+			    const uint64_t *versions, uint64_t validated_ns);
 /*
  * Note st as ino's local state (pohm_journal_note_local) in the record as
  * it is now, under its lock, leaving every other field as the last writer

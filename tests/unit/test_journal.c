@@ -939,6 +939,67 @@ TEST(last_commit_survives_a_stale_put)
 	done(&j);
 }
 
+/* May another process write-lock the slot file's first bytes of level 0
+ * now?  1, 0 (held), -1 (no child). */
+static int level0_free(const char *path)
+{
+	pid_t kid = fork();
+	int status;
+
+	if (kid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 4096,
+				    .l_len = 4 << 20 };
+		int fd = open(path, O_RDWR);
+
+		_exit(fd >= 0 && !fcntl(fd, F_SETLK, &fl) ? 0 : 1);
+	}
+	if (kid < 0 || waitpid(kid, &status, 0) != kid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 0;
+}
+
+/* pohm_journal_touch_many (session 20: a listing's checked entries in one
+ * writer's section, one lock of level 0): each record touched as
+ * pohm_journal_touch would (another version or no record: left), the
+ * lock given back after, and a later write locks as before. */
+TEST(touch_many_touches_each_and_gives_the_lock_back)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	uint64_t inos[20], vers[20];
+	char path[200];
+	unsigned i;
+
+	fresh(&j);
+	for (i = 0; i < 20; i++) {
+		make_rec(&r, 0x300 + i, i + 1);
+		if (i < 18)
+			EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		pohm_jrec_clear(&r);
+		inos[i] = 0x300 + i;
+		vers[i] = i == 17 ? 99 : i + 1;	/* 17: another version; 18, 19: none */
+	}
+	EXPECT_EQ_INT(pohm_journal_touch_many(&j, 20, inos, vers, 4242), 0);
+	for (i = 0; i < 18; i++) {
+		EXPECT_EQ_INT(pohm_journal_get(&j, inos[i], &r), 0);
+		EXPECT_EQ_U64(r.validated_ns, i == 17 ? 0 : 4242);
+		EXPECT(rec_consistent(&r, inos[i]));
+		pohm_jrec_clear(&r);
+	}
+	EXPECT_EQ_INT(pohm_journal_get(&j, inos[18], &r), -ENOENT);
+	pohm_jrec_clear(&r);
+	snprintf(path, sizeof(path), "%s/%s", dir, JSLOTS);
+	EXPECT_EQ_INT(level0_free(path), 1);
+	/* The next writer takes its bucket's lock itself (not "held"). */
+	make_rec(&r, 0x300, 50);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x300, &r), 0);
+	EXPECT_EQ_U64(r.version, 50);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
 /* A cache of the earlier format: x/<dev>.<ino> and p/<ino> symlinks and a
  * format-2 record.  The x/ links move into the index at open (one that
  * would replace a newer entry does not), x/ goes, p/<ino> is still read

@@ -2097,6 +2097,67 @@ TEST(readdir_reads_a_level_at_a_time)
 	pohm_ns_close(ns);
 }
 
+static int along_count(void *arg, const char *name, uint64_t ino, uint8_t type, unsigned flags)
+{
+	(void)name;
+	(void)ino;
+	(void)type;
+	(void)flags;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* pohm_ns_readdir_along: the listing and the inodes asked along in one
+ * round trip for a directory of one bucket (issue 23, session 20: the
+ * listing, then the known entries' inodes, were two), each inode as
+ * pohm_ns_getattr_many's head gives it; one never made -ENOENT. */
+TEST(readdir_along_reads_the_inodes_with_the_listing)
+{
+	struct pohm_ns *ns = fresh(256), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
+	struct pohm_inode a, b, out[3];
+	struct pohm_kv ckv;
+	uint64_t inos[3];
+	int st[3], n = 0;
+	struct pohm_ns_along along = { 3, inos, out, st };
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, a.ino, "f", 0644, 0, 0, 0, 0, &b), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, a.ino, "g", 0644, 0, 0, 0, 0, NULL), 0);
+	inos[0] = b.ino;
+	inos[1] = ino_of(ns, a.ino, "g");
+	inos[2] = 0x7654321;		/* never existed */
+	counting_kv(&ckv);
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, a.ino, along_count, &n, &along), 0);
+	EXPECT_EQ_INT(n, 2);
+	EXPECT_EQ_INT(all_reads, 1);
+	EXPECT_EQ_INT(st[0], 0);
+	EXPECT_EQ_U64(out[0].ino, b.ino);
+	EXPECT_EQ_U64(out[0].version, b.version);
+	EXPECT_EQ_INT(st[1], 0);
+	EXPECT_EQ_INT(st[2], -ENOENT);
+	pohm_inode_clear(&out[0]);
+	pohm_inode_clear(&out[1]);
+	/* Not a directory: the listing fails; the inodes were read in its
+	 * round trip all the same, each st set. */
+	n = 0;
+	st[2] = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, b.ino, along_count, &n, &along), -ENOTDIR);
+	EXPECT_EQ_INT(n, 0);
+	EXPECT_EQ_INT(st[2], -ENOENT);
+	if (!st[0])
+		pohm_inode_clear(&out[0]);
+	if (!st[1])
+		pohm_inode_clear(&out[1]);
+	pohm_ns_close(cns);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+}
+
 /*
  * RELIABILITY.md finding 15: create then unlink of one name must not bring
  * back the bucket's bytes from before the create.  A writer that read the
