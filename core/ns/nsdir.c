@@ -1631,6 +1631,34 @@ static int level_add(struct walk_level *l, unsigned depth, uint32_t index)
 	return 0;
 }
 
+void ns_inodes_take(struct pohm_ns *ns, size_t n, const uint64_t *inos, const uint8_t *head,
+		    const struct pohm_kv_val *v, struct pohm_inode *out, int *st)
+{
+	size_t i;
+
+	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
+	for (i = 0; i < n; i++) {
+		struct pohm_inode *in = &out[i];
+		int hd = head && head[i];
+
+		if (st[i])
+			continue;
+		if (hd ? pohm_inode_decode_head(in, v[i].data, v[i].len)
+		       : pohm_inode_decode(in, v[i].data, v[i].len)) {
+			memset(in, 0, sizeof(*in));
+			st[i] = -EIO;
+		} else if (in->ino != inos[i]) {
+			pohm_inode_clear(in);
+			st[i] = -EIO;
+		} else if (in->hdr.flags & POHM_OBJF_TOMBSTONE) {
+			pohm_inode_clear(in);
+			st[i] = -ENOENT;
+		} else if (!hd && (st[i] = pohm_ns_map_load(ns, in))) {
+			pohm_inode_clear(in);
+		}
+	}
+}
+
 /*
  * Read level cur's buckets together into refs/st (st[i]: 0, -ENOENT,
  * -errno); with_dir: dir's inode along (a check as check_dir's: 0,
