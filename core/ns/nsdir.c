@@ -1738,22 +1738,39 @@ int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 {
 	struct walk_level cur = { 0 }, next = { 0 }, t;
 	struct ns_bucket_ref *refs = NULL;
+	struct pohm_ns_along part = { 0 };
 	int *st = NULL, r, dir_st = 0;
-	size_t i;
+	size_t i, aoff = 0;
 
 	for (i = 0; along && i < along->n; i++) {
 		memset(&along->out[i], 0, sizeof(along->out[i]));
 		along->st[i] = -EIO;	/* until read */
 	}
 	r = level_add(&cur, 0, 0);
-	while (!r && cur.n) {
-		refs = calloc(cur.n, sizeof(*refs));
-		st = calloc(cur.n, sizeof(*st));
-		r = refs && st ? level_read(ns, dir, &cur, refs, st, check, &dir_st, along) : -ENOMEM;
+	while (!r && (cur.n || (along && aoff < along->n))) {
+		/* The inodes along fill each level's round trip up to a get_n
+		 * round (POHM_KV_GET_N_ROUND keys), the first level's first;
+		 * what the levels leave goes in rounds of its own after. */
+		size_t used = cur.n + (check ? 1 : 0);
+		size_t room = used < POHM_KV_GET_N_ROUND ? POHM_KV_GET_N_ROUND - used : 0;
+
+		if (along && aoff < along->n) {
+			part.n = along->n - aoff < room || !cur.n ? along->n - aoff : room;
+			part.inos = along->inos + aoff;
+			part.out = along->out + aoff;
+			part.st = along->st + aoff;
+			aoff += part.n;
+		} else {
+			part.n = 0;
+		}
+		refs = cur.n ? calloc(cur.n, sizeof(*refs)) : NULL;
+		st = cur.n ? calloc(cur.n, sizeof(*st)) : NULL;
+		r = (refs && st) || !cur.n ?
+			level_read(ns, dir, &cur, refs, st, check, &dir_st, part.n ? &part : NULL) :
+			-ENOMEM;
 		if (!r && check && dir_st)
 			r = dir_st;	/* not a live directory: nothing walked */
 		check = 0;
-		along = NULL;	/* the first level's only */
 		/* Each bucket as ns_bucket_walk treats it. */
 		for (i = 0; i < cur.n; i++) {
 			unsigned d = cur.b[i].depth, have = 0;

@@ -156,6 +156,8 @@ static int counting_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return kv.ops->get(ctx, key, out);
 }
 
+static size_t largest_get_n;	/* the most keys of one get_n */
+
 static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 			  struct pohm_kv_val *out, int *st)
 {
@@ -164,6 +166,8 @@ static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 	for (i = 0; i < n; i++)
 		root_reads += !strcmp(keys[i], "i:1");
 	all_reads++;
+	if (n > largest_get_n)
+		largest_get_n = n;
 	return kv.ops->get_n(ctx, n, keys, out, st);
 }
 
@@ -2155,6 +2159,54 @@ TEST(readdir_along_reads_the_inodes_with_the_listing)
 	pohm_ns_close(cns);
 	pohm_inode_clear(&a);
 	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+}
+
+/* More inodes along than one get_n round holds (POHM_KV_GET_N_ROUND):
+ * they fill each bucket level's round trip, not a round of their own
+ * before the levels (a directory of 1000 entries was 2 rounds for its
+ * first level); every one is read. */
+TEST(readdir_along_spreads_over_the_levels)
+{
+	struct pohm_ns *ns = fresh(8), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .bucket_max = 8, .chunk_shift = 12 };
+	enum { NA = POHM_KV_GET_N_ROUND + 100 };
+	static uint64_t inos[NA];
+	static struct pohm_inode out[NA];
+	static int st[NA];
+	struct pohm_ns_along along = { NA, inos, out, st };
+	struct pohm_kv ckv;
+	uint64_t f[40];
+	char name[32];
+	int i, n = 0, levels, ok = 0;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
+		f[i] = ino_of(ns, 1, name);
+	}
+	for (i = 0; i < NA; i++)
+		inos[i] = f[i % 40];
+	counting_kv(&ckv);
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(count_entries(cns, 1), 40);
+	levels = all_reads;
+	EXPECT(levels >= 2);
+	all_reads = 0;
+	largest_get_n = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, 1, along_count, &n, &along), 0);
+	EXPECT_EQ_INT(n, 40);
+	EXPECT_EQ_INT(all_reads, levels);
+	EXPECT(largest_get_n <= POHM_KV_GET_N_ROUND);
+	for (i = 0; i < NA; i++) {
+		ok += !st[i] && out[i].ino == inos[i];
+		if (!st[i])
+			pohm_inode_clear(&out[i]);
+	}
+	EXPECT_EQ_INT(ok, NA);
+	pohm_ns_close(cns);
 	pohm_ns_close(ns);
 }
 
