@@ -2296,18 +2296,21 @@ struct list_ctx {
 	int partial;			/* a stored name left missing or held by another
 					 * file here: not complete (COMPLETE) */
 	int marks;			/* list_prefetch: check present entries only (no stubs) */
-	struct list_known *k;		/* the local entries to check (list_known), by name */
+	struct list_known *k;		/* the local entries before the listing (list_known), by name */
 	size_t nk;
-	uint64_t *kino;			/* k[i].ino, for the read along the listing */
-	struct pohm_inode *kin;		/* k[i]'s inode's fixed part as read along, when !kst[i] */
+	uint64_t *kino;			/* the inodes of the ones to check, read along the listing */
+	struct pohm_inode *kin;		/* kino[a]'s fixed part as read along, when !kst[a] */
 	int *kst;
+	size_t na;			/* how many: kino[0..na) */
 };
 
-/* A local entry whose record list_prefetch would check: its name, the
- * inode and version its record holds. */
+/* A local entry as list_known saw it: its name, the inode and version its
+ * record holds (ino 0: none, or a stale index entry), and where its inode
+ * is in the read along the listing (-1: list_prefetch would not check it). */
 struct list_known {
 	char *name;
 	uint64_t ino, ver;
+	long a;
 };
 
 /* Collect one storage entry (pohm_ns_readdir_flags's callback). */
@@ -2359,8 +2362,8 @@ static int known_cmp(const void *a, const void *b)
 
 /*
  * Would list_prefetch check the local entry whose lstat is lst (its
- * record's, not a stale index entry, not fresh unless recheck)?  1 with
- * *ino and *ver its record's, else 0.
+ * record's, not a stale index entry, not fresh unless recheck)?  1 or 0;
+ * *ino and *ver its record's (0: no record).
  */
 static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino, uint64_t *ver)
 {
@@ -2369,6 +2372,7 @@ static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino
 	uint64_t known = 0;
 	int keep;
 
+	*ino = *ver = 0;
 	if (pohm_journal_lookup_local(&c->j, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino, &known) ||
 	    pohm_journal_get(&c->j, known, &rec))
 		return 0;
@@ -2382,9 +2386,9 @@ static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino
 }
 
 /*
- * Before the listing (issue 23): the local entries list_prefetch would
- * check, each with the inode its record holds, so that their inodes are
- * read in the listing's first round trip (pohm_ns_readdir_along): an
+ * Before the listing (issue 23): the local entries, each with the inode
+ * its record holds; of those list_prefetch would check, the inodes are
+ * read in the listing's first round trips (pohm_ns_readdir_along): an
  * unchanged directory is one wait, not two.  Which of them the listing
  * confirms is list_prefetch's to say.  0 or -errno (l->k as far as it got).
  */
@@ -2408,12 +2412,13 @@ static int list_known(struct list_ctx *l)
 			struct list_known *k;
 			struct stat lst;
 			uint64_t ino, ver;
+			int check;
 
 			off += de->d_reclen;
 			if (list_own_name(l, de->d_name) ||
-			    pohm_sys_fstatat(l->dfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) ||
-			    !list_checks(l, &lst, &ino, &ver))
+			    pohm_sys_fstatat(l->dfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW))
 				continue;
+			check = list_checks(l, &lst, &ino, &ver);
 			if (l->nk == cap) {
 				cap = cap ? cap * 2 : 64;
 				k = realloc(l->k, cap * sizeof(*k));
@@ -2432,6 +2437,7 @@ static int list_known(struct list_ctx *l)
 			strcpy(k->name, de->d_name);
 			k->ino = ino;
 			k->ver = ver;
+			k->a = check ? 0 : -1;
 			l->nk++;
 		}
 	}
@@ -2446,8 +2452,12 @@ static int list_known(struct list_ctx *l)
 		return -ENOMEM;
 	if (l->nk)
 		qsort(l->k, l->nk, sizeof(*l->k), known_cmp);
-	for (i = 0; i < l->nk; i++)
-		l->kino[i] = l->k[i].ino;
+	for (i = 0; i < l->nk; i++) {
+		if (l->k[i].a < 0)
+			continue;
+		l->k[i].a = (long)l->na;
+		l->kino[l->na++] = l->k[i].ino;
+	}
 	return 0;
 }
 
@@ -2461,22 +2471,22 @@ static int list_read(struct list_ctx *l)
 	struct pohm_ns_along along;
 	int r;
 
-	if (list_known(l) || !l->nk)
+	if (list_known(l) || !l->na)
 		return pohm_ns_readdir_flags(l->c->ns, l->dino, list_collect, l);
-	along.n = l->nk;
+	along.n = l->na;
 	along.inos = l->kino;
 	along.out = l->kin;
 	along.st = l->kst;
 	r = pohm_ns_readdir_along(l->c->ns, l->dino, list_collect, l, &along);
 	if (!r)
-		cache_count(l->c, &l->c->stats.lookups, l->nk);
+		cache_count(l->c, &l->c->stats.lookups, l->na);
 	return r;
 }
 
-/* l's known entry of name whose inode was read along the listing, or NULL. */
+/* list_known's entry of name, or NULL (not seen, or list_known failed). */
 static const struct list_known *list_known_find(const struct list_ctx *l, const char *name)
 {
-	struct list_known key = { (char *)name, 0, 0 };
+	struct list_known key = { (char *)name, 0, 0, 0 };
 
 	return l->nk && l->kst ? bsearch(&key, l->k, l->nk, sizeof(key), known_cmp) : NULL;
 }
@@ -2525,14 +2535,13 @@ static int list_prefetch(struct list_ctx *l)
 		uint64_t known = 0;
 
 		if (k) {
-			/* Read along the listing: confirmed, or (another inode
-			 * or version, gone, a failed read) left to ensure_entry
+			/* Present before the listing; its inode read along it
+			 * when to check: confirmed, or (another inode or
+			 * version, gone, a failed read) left to ensure_entry
 			 * as below. */
-			size_t ki = (size_t)(k - l->k);
-
-			e->same = k->ino == e->ino;
-			if (k->ino == e->ino && !(e->flags & POHM_NS_DENT_INTENT) && !l->kst[ki] &&
-			    l->kin[ki].version == k->ver) {
+			e->same = k->ino && k->ino == e->ino;
+			if (e->same && k->a >= 0 && !(e->flags & POHM_NS_DENT_INTENT) &&
+			    !l->kst[k->a] && l->kin[k->a].version == k->ver) {
 				mino[nm] = k->ino;
 				mver[nm++] = k->ver;
 			}
@@ -2841,11 +2850,11 @@ static void list_free(struct list_ctx *l)
 	free(l->v);
 	l->v = NULL;
 	l->n = 0;
-	for (i = 0; i < l->nk; i++) {
+	for (i = 0; i < l->nk; i++)
 		free(l->k[i].name);
-		if (l->kst && !l->kst[i])
+	for (i = 0; i < l->na; i++)
+		if (!l->kst[i])
 			pohm_inode_clear(&l->kin[i]);
-	}
 	free(l->k);
 	free(l->kino);
 	free(l->kin);
@@ -2854,7 +2863,7 @@ static void list_free(struct list_ctx *l)
 	l->kino = NULL;
 	l->kin = NULL;
 	l->kst = NULL;
-	l->nk = 0;
+	l->nk = l->na = 0;
 }
 
 /*
@@ -2873,8 +2882,6 @@ static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino)
 	l.mono0 = pohm_sys_mono_ns();
 	l.real0 = pohm_sys_real_ns();
 	r = list_read(&l);
-	if (!r && l.n)
-		qsort(l.v, l.n, sizeof(*l.v), ent_cmp);
 	if (!r)
 		r = list_prefetch(&l);
 	list_free(&l);
