@@ -2297,7 +2297,7 @@ struct list_ctx {
 					 * file here: not complete (COMPLETE) */
 	int marks;			/* list_prefetch: check present entries only (no stubs) */
 	struct list_known *k;		/* the local entries before the listing (list_known), by name */
-	size_t nk;
+	size_t nk, kcap;
 	uint64_t *kino;			/* the inodes of the ones to check, read along the listing */
 	struct pohm_inode *kin;		/* kino[a]'s fixed part as read along, when !kst[a] */
 	int *kst;
@@ -2385,6 +2385,68 @@ static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino
 	return keep;
 }
 
+/* fn(l, name) for every name of the local directory l->dfd but the
+ * cache's own (list_own_name), until one returns non-zero: its value, 0,
+ * or -errno. */
+static int list_local_each(struct list_ctx *l, int (*fn)(struct list_ctx *l, const char *name))
+{
+	char buf[8192];
+	long n;
+	int fd, r = 0;
+
+	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n && !r) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (!list_own_name(l, de->d_name))
+				r = fn(l, de->d_name);
+		}
+	}
+	if (n < 0 && !r)
+		r = (int)n;
+	pohm_sys_close(fd);
+	return r;
+}
+
+/* list_known's look at one local name: kept in l->k with its record's
+ * inode and version, and whether list_prefetch would check it. */
+static int known_one(struct list_ctx *l, const char *name)
+{
+	struct list_known *k;
+	struct stat lst;
+	uint64_t ino, ver;
+	int check;
+
+	if (pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+		return 0;
+	check = list_checks(l, &lst, &ino, &ver);
+	if (l->nk == l->kcap) {
+		size_t cap = l->kcap ? l->kcap * 2 : 64;
+
+		k = realloc(l->k, cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		l->k = k;
+		l->kcap = cap;
+	}
+	k = &l->k[l->nk];
+	k->name = malloc(strlen(name) + 1);
+	if (!k->name)
+		return -ENOMEM;
+	strcpy(k->name, name);
+	k->ino = ino;
+	k->ver = ver;
+	k->a = check ? 0 : -1;
+	l->nk++;
+	return 0;
+}
+
 /*
  * Before the listing (issue 23): the local entries, each with the inode
  * its record holds; of those list_prefetch would check, the inodes are
@@ -2394,54 +2456,12 @@ static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino
  */
 static int list_known(struct list_ctx *l)
 {
-	char buf[8192];
-	size_t cap = 0, k1, i;
-	long n;
-	int fd, r = 0;
+	size_t k1, i;
+	int r;
 
 	if (cache_offline(l->c))
 		return 0;
-	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd;
-	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
-		long off = 0;
-
-		while (off < n && !r) {
-			struct dirent64 *de = (struct dirent64 *)(buf + off);
-			struct list_known *k;
-			struct stat lst;
-			uint64_t ino, ver;
-			int check;
-
-			off += de->d_reclen;
-			if (list_own_name(l, de->d_name) ||
-			    pohm_sys_fstatat(l->dfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW))
-				continue;
-			check = list_checks(l, &lst, &ino, &ver);
-			if (l->nk == cap) {
-				cap = cap ? cap * 2 : 64;
-				k = realloc(l->k, cap * sizeof(*k));
-				if (!k) {
-					r = -ENOMEM;
-					break;
-				}
-				l->k = k;
-			}
-			k = &l->k[l->nk];
-			k->name = malloc(strlen(de->d_name) + 1);
-			if (!k->name) {
-				r = -ENOMEM;
-				break;
-			}
-			strcpy(k->name, de->d_name);
-			k->ino = ino;
-			k->ver = ver;
-			k->a = check ? 0 : -1;
-			l->nk++;
-		}
-	}
-	pohm_sys_close(fd);
+	r = list_local_each(l, known_one);
 	if (r)
 		return r;
 	k1 = l->nk ? l->nk : 1;
@@ -2804,32 +2824,16 @@ static int list_own_name(const struct list_ctx *l, const char *name)
 	       (!*l->rel && !strncmp(name, ".pohmelfs-", 10));
 }
 
+/* list_sweep's look at one local name. */
+static int sweep_one(struct list_ctx *l, const char *name)
+{
+	return list_find(l, name) ? 0 : list_drop_gone(l, name);
+}
+
 /* Remove or rename the local names the storage listing lacks. */
 static int list_sweep(struct list_ctx *l)
 {
-	char buf[8192];
-	long n;
-	int fd, r = 0;
-
-	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd;
-	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
-		long off = 0;
-
-		while (off < n && !r) {
-			struct dirent64 *de = (struct dirent64 *)(buf + off);
-
-			off += de->d_reclen;
-			if (list_own_name(l, de->d_name) || list_find(l, de->d_name))
-				continue;
-			r = list_drop_gone(l, de->d_name);
-		}
-	}
-	if (n < 0 && !r)
-		r = (int)n;
-	pohm_sys_close(fd);
-	return r;
+	return list_local_each(l, sweep_one);
 }
 
 /* The validation table also remembers listings, under a salted key: a
@@ -2863,7 +2867,7 @@ static void list_free(struct list_ctx *l)
 	l->kino = NULL;
 	l->kin = NULL;
 	l->kst = NULL;
-	l->nk = l->na = 0;
+	l->nk = l->kcap = l->na = 0;
 }
 
 /*
