@@ -266,6 +266,7 @@ void jslots_atfork_child(void)
 {
 	pthread_mutex_init(&writers, NULL);
 	holding = 0;
+	level0_held = 0;	/* the parent's locks are not the child's */
 }
 
 /*

@@ -319,7 +319,9 @@ struct pohm_ns_along {
  * pohm_ns_readdir_flags, with along->inos read as pohm_ns_getattr_many
  * reads them with head set (the committed reads, the fixed part only), in
  * the same round trip as the listing's first bucket level (issue 23: an
- * unchanged directory's listing and its known entries' inodes, one wait).
+ * unchanged directory's listing and its known entries' inodes, one wait);
+ * past a get_n round (POHM_KV_GET_N_ROUND keys) the rest go with the
+ * next levels' reads, and what they leave in rounds of their own after.
  * Every st[i] is set, also when the listing fails (-errno where the
  * read did not happen).  The reads are made after the call's start, as
  * the listing's are.  along NULL or along->n 0: pohm_ns_readdir_flags.

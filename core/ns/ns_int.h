@@ -311,8 +311,8 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
  * (kv.h peek), so fn must not store the buckets it is given.  check: dir's
  * inode is read with the first level and must be a live directory (else
  * -ENOENT / -ENOTDIR / -errno before fn is called), as a check first would.
- * along (NULL: none): inodes read with the first level (ns.h
- * pohm_ns_readdir_along; every along->st[i] set).
+ * along (NULL: none): inodes read with the levels, the first level's
+ * round first (ns.h pohm_ns_readdir_along; every along->st[i] set).
  */
 int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
