@@ -2468,8 +2468,17 @@ static int list_known(struct list_ctx *l)
 	l->kino = calloc(k1, sizeof(*l->kino));
 	l->kin = calloc(k1, sizeof(*l->kin));
 	l->kst = calloc(k1, sizeof(*l->kst));
-	if (!l->kino || !l->kin || !l->kst)
+	if (!l->kino || !l->kin || !l->kst) {
+		/* all three or none: list_known_find and list_prefetch read
+		 * kin wherever kst is set */
+		free(l->kino);
+		free(l->kin);
+		free(l->kst);
+		l->kino = NULL;
+		l->kin = NULL;
+		l->kst = NULL;
 		return -ENOMEM;
+	}
 	if (l->nk)
 		qsort(l->k, l->nk, sizeof(*l->k), known_cmp);
 	for (i = 0; i < l->nk; i++) {

@@ -870,19 +870,31 @@ int pohm_journal_touch_many(struct pohm_journal *j, size_t n, const uint64_t *in
 			    const uint64_t *versions, uint64_t validated_ns)
 {
 	size_t i;
-	int rc = n ? pohm_journal_may(j) : 0;
+	int rc = n ? pohm_journal_may(j) : 0, whole;
 
 	if (rc || !n)
 		return rc;
+	/* Level 0 whole, not waiting for it (a writer of another process
+	 * holding a bucket of it: no wait behind it, nor a wait that others'
+	 * buckets could starve).  Without it, a section a record: one section
+	 * holding the chains of several records while it waits for the next
+	 * one's could deadlock with a writer of another process (its level-0
+	 * bucket held, waiting for a later level's bucket this section
+	 * holds). */
 	jslots_wbegin(j);
-	if (n > 1)
-		jslots_wlock_level0(j);	/* else (or failing) each bucket's own lock */
+	whole = n > 1 && !jslots_wlock_level0(j);
+	if (!whole)
+		jslots_wend(j);
 	for (i = 0; i < n; i++) {
 		struct touch_arg t = { versions[i], validated_ns };
 
-		update_in(j, inos[i], touch_fn, &t, 0);
+		if (whole)
+			update_in(j, inos[i], touch_fn, &t, 0);
+		else
+			update_rec(j, inos[i], touch_fn, &t, 0);
 	}
-	jslots_wend(j);
+	if (whole)
+		jslots_wend(j);
 	return 0;
 }
 

@@ -37,9 +37,10 @@
  * in them) and POSIX record write locks (F_SETLKW) on the 4 KiB of each
  * bucket of the chain it scans, taken on the fd opened once per process
  * and released together at wend (a batch of records, pohm_journal_touch_many,
- * takes all of level 0 at once first: jslots_wlock_level0).  POSIX locks,
- * not OFD: a fork child
- * shares the parent's open file description but not its POSIX locks, so
+ * takes all of level 0 at once first without waiting: jslots_wlock_level0;
+ * when another process holds a bucket of it, a section a record instead).
+ * POSIX locks, not OFD: a fork child shares the parent's open file
+ * description but not its POSIX locks, so
  * parent and child exclude each other with one fd; the price is that
  * closing any fd of j.slots drops them, and the library opens it once.
  * The kernel drops them when a writer dies.  A reader that meets a torn
@@ -370,7 +371,7 @@ int jslots_wlock_level0(struct pohm_journal *j)
 
 	if (j->sfd < 0)
 		return -ENOENT;
-	rc = pohm_sys_lock_range(j->sfd, level_off(0), level_off(1) - level_off(0), F_WRLCK, 0);
+	rc = pohm_sys_trylock_range(j->sfd, level_off(0), level_off(1) - level_off(0), F_WRLCK);
 	if (!rc)
 		level0_held = 1;
 	return rc;
