@@ -36,11 +36,11 @@
  * record locks below belong to the process, so its threads must not meet
  * in them) and POSIX record write locks (F_SETLKW) on the 4 KiB of each
  * bucket of the chain it scans, taken on the fd opened once per process
- * and released together at wend (a batch of records, pohm_journal_touch_many,
- * takes all of level 0 at once first without waiting: jslots_wlock_level0;
- * when another process holds a bucket of it, a section a record instead).
- * POSIX locks, not OFD: a fork child shares the parent's open file
- * description but not its POSIX locks, so
+ * and released together at wend (a batch of records,
+ * pohm_journal_touch_many, takes all of level 0 at once first without
+ * waiting: jslots_wlock_level0; when another process holds a bucket of
+ * it, a section a record instead).  POSIX locks, not OFD: a fork child
+ * shares the parent's open file description but not its POSIX locks, so
  * parent and child exclude each other with one fd; the price is that
  * closing any fd of j.slots drops them, and the library opens it once.
  * The kernel drops them when a writer dies.  A reader that meets a torn
