@@ -2447,6 +2447,18 @@ static int known_one(struct list_ctx *l, const char *name)
 	return 0;
 }
 
+/* list_known's arrays of the inodes to read along (kino, kin, kst) freed
+ * (the inodes in kin cleared by the caller) and set NULL. */
+static void known_arrays_free(struct list_ctx *l)
+{
+	free(l->kino);
+	free(l->kin);
+	free(l->kst);
+	l->kino = NULL;
+	l->kin = NULL;
+	l->kst = NULL;
+}
+
 /*
  * Before the listing (issue 23): the local entries, each with the inode
  * its record holds; of those list_prefetch would check, the inodes are
@@ -2471,12 +2483,7 @@ static int list_known(struct list_ctx *l)
 	if (!l->kino || !l->kin || !l->kst) {
 		/* all three or none: list_known_find and list_prefetch read
 		 * kin wherever kst is set */
-		free(l->kino);
-		free(l->kin);
-		free(l->kst);
-		l->kino = NULL;
-		l->kin = NULL;
-		l->kst = NULL;
+		known_arrays_free(l);
 		return -ENOMEM;
 	}
 	if (l->nk)
@@ -2869,13 +2876,8 @@ static void list_free(struct list_ctx *l)
 		if (!l->kst[i])
 			pohm_inode_clear(&l->kin[i]);
 	free(l->k);
-	free(l->kino);
-	free(l->kin);
-	free(l->kst);
 	l->k = NULL;
-	l->kino = NULL;
-	l->kin = NULL;
-	l->kst = NULL;
+	known_arrays_free(l);
 	l->nk = l->kcap = l->na = 0;
 }
 
