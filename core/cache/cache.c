@@ -2281,6 +2281,7 @@ struct list_ent {
 	unsigned flags;			/* POHM_NS_DENT_* */
 	struct pohm_inode *in;		/* read by list_prefetch for a stub to make, or NULL */
 	int gone;			/* list_prefetch found the inode removed */
+	int same;			/* list_prefetch found it present here as ino */
 };
 
 struct list_ctx {
@@ -2295,6 +2296,21 @@ struct list_ctx {
 	int partial;			/* a stored name left missing or held by another
 					 * file here: not complete (COMPLETE) */
 	int marks;			/* list_prefetch: check present entries only (no stubs) */
+	struct list_known *k;		/* the local entries before the listing (list_known), by name */
+	size_t nk, kcap;
+	uint64_t *kino;			/* the inodes of the ones to check, read along the listing */
+	struct pohm_inode *kin;		/* kino[a]'s fixed part as read along, when !kst[a] */
+	int *kst;
+	size_t na;			/* how many: kino[0..na) */
+};
+
+/* A local entry as list_known saw it: its name, the inode and version its
+ * record holds (ino 0: none, or a stale index entry), and where its inode
+ * is in the read along the listing (-1: list_prefetch would not check it). */
+struct list_known {
+	char *name;
+	uint64_t ino, ver;
+	long a;
 };
 
 /* Collect one storage entry (pohm_ns_readdir_flags's callback). */
@@ -2320,6 +2336,7 @@ static int list_collect(void *arg, const char *name, uint64_t ino, uint8_t type,
 	l->v[l->n].flags = flags;
 	l->v[l->n].in = NULL;
 	l->v[l->n].gone = 0;
+	l->v[l->n].same = 0;
 	l->v[l->n++].ino = ino;
 	return 0;
 }
@@ -2331,9 +2348,183 @@ static int ent_cmp(const void *a, const void *b)
 
 static const struct list_ent *list_find(const struct list_ctx *l, const char *name)
 {
-	struct list_ent key = { (char *)name, 0, 0, NULL, 0 };
+	struct list_ent key = { .name = (char *)name };
 
 	return l->n ? bsearch(&key, l->v, l->n, sizeof(key), ent_cmp) : NULL;
+}
+
+static int list_own_name(const struct list_ctx *l, const char *name);
+
+static int known_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct list_known *)a)->name, ((const struct list_known *)b)->name);
+}
+
+/*
+ * Would list_prefetch check the local entry whose lstat is lst (its
+ * record's, not a stale index entry, not fresh unless recheck)?  1 or 0;
+ * *ino and *ver its record's (0: no record).
+ */
+static int list_checks(struct list_ctx *l, const struct stat *lst, uint64_t *ino, uint64_t *ver)
+{
+	struct pohm_cache *c = l->c;
+	struct pohm_jrec rec;
+	uint64_t known = 0;
+	int keep;
+
+	*ino = *ver = 0;
+	if (pohm_journal_lookup_local(&c->j, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino, &known) ||
+	    pohm_journal_get(&c->j, known, &rec))
+		return 0;
+	/* As ensure_entry: not a stale index entry, not fresh yet. */
+	keep = !cache_index_stale(&rec, lst) && rec.version &&
+	       (l->recheck || !cache_fresh_at_count(c, rec.ino, rec.validated_ns, 0));
+	*ino = known;
+	*ver = rec.version;
+	pohm_jrec_clear(&rec);
+	return keep;
+}
+
+/* fn(l, name) for every name of the local directory l->dfd but the
+ * cache's own (list_own_name), until one returns non-zero: its value, 0,
+ * or -errno. */
+static int list_local_each(struct list_ctx *l, int (*fn)(struct list_ctx *l, const char *name))
+{
+	char buf[8192];
+	long n;
+	int fd, r = 0;
+
+	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n && !r) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (!list_own_name(l, de->d_name))
+				r = fn(l, de->d_name);
+		}
+	}
+	if (n < 0 && !r)
+		r = (int)n;
+	pohm_sys_close(fd);
+	return r;
+}
+
+/* list_known's look at one local name: kept in l->k with its record's
+ * inode and version, and whether list_prefetch would check it. */
+static int known_one(struct list_ctx *l, const char *name)
+{
+	struct list_known *k;
+	struct stat lst;
+	uint64_t ino, ver;
+	int check;
+
+	if (pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
+		return 0;
+	check = list_checks(l, &lst, &ino, &ver);
+	if (l->nk == l->kcap) {
+		size_t cap = l->kcap ? l->kcap * 2 : 64;
+
+		k = realloc(l->k, cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		l->k = k;
+		l->kcap = cap;
+	}
+	k = &l->k[l->nk];
+	k->name = malloc(strlen(name) + 1);
+	if (!k->name)
+		return -ENOMEM;
+	strcpy(k->name, name);
+	k->ino = ino;
+	k->ver = ver;
+	k->a = check ? 0 : -1;
+	l->nk++;
+	return 0;
+}
+
+/* list_known's arrays of the inodes to read along (kino, kin, kst) freed
+ * (the inodes in kin cleared by the caller) and set NULL. */
+static void known_arrays_free(struct list_ctx *l)
+{
+	free(l->kino);
+	free(l->kin);
+	free(l->kst);
+	l->kino = NULL;
+	l->kin = NULL;
+	l->kst = NULL;
+}
+
+/*
+ * Before the listing (issue 23): the local entries, each with the inode
+ * its record holds; of those list_prefetch would check, the inodes are
+ * read in the listing's first round trips (pohm_ns_readdir_along): an
+ * unchanged directory is one wait, not two.  Which of them the listing
+ * confirms is list_prefetch's to say.  0 or -errno (l->k as far as it got).
+ */
+static int list_known(struct list_ctx *l)
+{
+	size_t k1, i;
+	int r;
+
+	if (cache_offline(l->c))
+		return 0;
+	r = list_local_each(l, known_one);
+	if (r)
+		return r;
+	k1 = l->nk ? l->nk : 1;
+	l->kino = calloc(k1, sizeof(*l->kino));
+	l->kin = calloc(k1, sizeof(*l->kin));
+	l->kst = calloc(k1, sizeof(*l->kst));
+	if (!l->kino || !l->kin || !l->kst) {
+		/* all three or none: list_known_find and list_prefetch read
+		 * kin wherever kst is set */
+		known_arrays_free(l);
+		return -ENOMEM;
+	}
+	if (l->nk)
+		qsort(l->k, l->nk, sizeof(*l->k), known_cmp);
+	for (i = 0; i < l->nk; i++) {
+		if (l->k[i].a < 0)
+			continue;
+		l->k[i].a = (long)l->na;
+		l->kino[l->na++] = l->k[i].ino;
+	}
+	return 0;
+}
+
+/*
+ * List dino into l (list_collect), with the inodes of l's known entries
+ * (list_known) read in the listing's first round trip; without them when
+ * they cannot be had (list_prefetch reads them after, as before).
+ */
+static int list_read(struct list_ctx *l)
+{
+	struct pohm_ns_along along;
+	int r;
+
+	if (list_known(l) || !l->na)
+		return pohm_ns_readdir_flags(l->c->ns, l->dino, list_collect, l);
+	along.n = l->na;
+	along.inos = l->kino;
+	along.out = l->kin;
+	along.st = l->kst;
+	r = pohm_ns_readdir_along(l->c->ns, l->dino, list_collect, l, &along);
+	if (!r)
+		cache_count(l->c, &l->c->stats.lookups, l->na);
+	return r;
+}
+
+/* list_known's entry of name, or NULL (not seen, or list_known failed). */
+static const struct list_known *list_known_find(const struct list_ctx *l, const char *name)
+{
+	struct list_known key = { (char *)name, 0, 0, 0 };
+
+	return l->nk && l->kst ? bsearch(&key, l->k, l->nk, sizeof(key), known_cmp) : NULL;
 }
 
 /*
@@ -2354,9 +2545,9 @@ static int list_prefetch(struct list_ctx *l)
 {
 	struct pohm_cache *c = l->c;
 	struct pohm_inode *in = NULL;
-	uint64_t *inos = NULL, *ver = NULL;
+	uint64_t *inos = NULL, *ver = NULL, *mino = NULL, *mver = NULL;
 	uint8_t *head = NULL;
-	size_t *idx = NULL, i, m = 0;
+	size_t *idx = NULL, i, m = 0, nm = 0;
 	int *st = NULL, r = 0;
 
 	if (!l->n || cache_offline(c))
@@ -2367,33 +2558,40 @@ static int list_prefetch(struct list_ctx *l)
 	idx = calloc(l->n, sizeof(*idx));
 	st = calloc(l->n, sizeof(*st));
 	in = calloc(l->n, sizeof(*in));
-	if (!inos || !ver || !head || !idx || !st || !in) {
+	mino = calloc(l->n, sizeof(*mino));
+	mver = calloc(l->n, sizeof(*mver));
+	if (!inos || !ver || !head || !idx || !st || !in || !mino || !mver) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < l->n; i++) {
-		const struct list_ent *e = &l->v[i];
-		struct pohm_jrec rec;
+		struct list_ent *e = &l->v[i];
+		const struct list_known *k = list_known_find(l, e->name);
 		struct stat lst;
 		uint64_t known = 0;
-		int keep;
 
+		if (k) {
+			/* Present before the listing; its inode read along it
+			 * when to check: confirmed, or (another inode or
+			 * version, gone, a failed read) left to ensure_entry
+			 * as below. */
+			e->same = k->ino && k->ino == e->ino;
+			if (e->same && k->a >= 0 && !(e->flags & POHM_NS_DENT_INTENT) &&
+			    !l->kst[k->a] && l->kin[k->a].version == k->ver) {
+				mino[nm] = k->ino;
+				mver[nm++] = k->ver;
+			}
+			continue;
+		}
 		if (pohm_sys_fstatat(l->dfd, e->name, &lst, AT_SYMLINK_NOFOLLOW)) {
 			if (l->marks || cache_create_marked(c, l->dino, e->name))
 				continue;
 			ver[m] = 0;	/* a stub to make */
 		} else {
-			if ((e->flags & POHM_NS_DENT_INTENT) ||
-			    pohm_journal_lookup_local(&c->j, (uint64_t)lst.st_dev,
-						      (uint64_t)lst.st_ino, &known) ||
-			    known != e->ino || pohm_journal_get(&c->j, known, &rec))
-				continue;
-			/* As ensure_entry: not a stale index entry, not fresh yet. */
-			keep = !cache_index_stale(&rec, &lst) && rec.version &&
-			       (l->recheck || !cache_fresh_at_count(c, rec.ino, rec.validated_ns, 0));
-			ver[m] = rec.version;
-			pohm_jrec_clear(&rec);
-			if (!keep)
+			int keep = list_checks(l, &lst, &known, &ver[m]);
+
+			e->same = known == e->ino;
+			if ((e->flags & POHM_NS_DENT_INTENT) || !keep || !e->same)
 				continue;
 		}
 		/* A present entry's check needs the version alone: no inline
@@ -2420,18 +2618,25 @@ static int list_prefetch(struct list_ctx *l)
 				continue;	/* list_one's now */
 			}
 		} else if (!st[i] && in[i].version == ver[i]) {
-			cache_mark_checked_at(c, inos[i], ver[i], l->mono0, l->real0);
+			mino[nm] = inos[i];
+			mver[nm++] = ver[i];
 		}
 		if (!st[i])
 			pohm_inode_clear(&in[i]);
 	}
 out:
+	/* The checked ones' marks, in one journal pass (issue 23: not three
+	 * calls an entry). */
+	if (nm)
+		cache_mark_checked_many(c, nm, mino, mver, l->mono0, l->real0);
 	free(inos);
 	free(ver);
 	free(head);
 	free(idx);
 	free(st);
 	free(in);
+	free(mino);
+	free(mver);
 	return r;
 }
 
@@ -2449,6 +2654,8 @@ static int list_one(struct list_ctx *l, const struct list_ent *e)
 	uint64_t known = 0;
 	int r, have_local;
 
+	if (e->same)
+		return 0;	/* list_prefetch found it present, the same inode */
 	have_local = !pohm_sys_fstatat(l->dfd, name, &lst, AT_SYMLINK_NOFOLLOW);
 	if (have_local &&
 	    !pohm_journal_lookup_local(&l->c->j, (uint64_t)lst.st_dev, (uint64_t)lst.st_ino, &known) &&
@@ -2633,32 +2840,16 @@ static int list_own_name(const struct list_ctx *l, const char *name)
 	       (!*l->rel && !strncmp(name, ".pohmelfs-", 10));
 }
 
+/* list_sweep's look at one local name. */
+static int sweep_one(struct list_ctx *l, const char *name)
+{
+	return list_find(l, name) ? 0 : list_drop_gone(l, name);
+}
+
 /* Remove or rename the local names the storage listing lacks. */
 static int list_sweep(struct list_ctx *l)
 {
-	char buf[8192];
-	long n;
-	int fd, r = 0;
-
-	fd = pohm_sys_openat(l->dfd, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd;
-	while (!r && (n = pohm_sys_getdents64(fd, buf, sizeof(buf))) > 0) {
-		long off = 0;
-
-		while (off < n && !r) {
-			struct dirent64 *de = (struct dirent64 *)(buf + off);
-
-			off += de->d_reclen;
-			if (list_own_name(l, de->d_name) || list_find(l, de->d_name))
-				continue;
-			r = list_drop_gone(l, de->d_name);
-		}
-	}
-	if (n < 0 && !r)
-		r = (int)n;
-	pohm_sys_close(fd);
-	return r;
+	return list_local_each(l, sweep_one);
 }
 
 /* The validation table also remembers listings, under a salted key: a
@@ -2679,6 +2870,15 @@ static void list_free(struct list_ctx *l)
 	free(l->v);
 	l->v = NULL;
 	l->n = 0;
+	for (i = 0; i < l->nk; i++)
+		free(l->k[i].name);
+	for (i = 0; i < l->na; i++)
+		if (!l->kst[i])
+			pohm_inode_clear(&l->kin[i]);
+	free(l->k);
+	l->k = NULL;
+	known_arrays_free(l);
+	l->nk = l->kcap = l->na = 0;
 }
 
 /*
@@ -2691,12 +2891,12 @@ static void list_free(struct list_ctx *l)
  */
 static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino)
 {
-	struct list_ctx l = { c, dfd, dino, "", NULL, 0, 0, 0, 0, 0, 0, 1 };
+	struct list_ctx l = { .c = c, .dfd = dfd, .dino = dino, .rel = "", .marks = 1 };
 	int r;
 
 	l.mono0 = pohm_sys_mono_ns();
 	l.real0 = pohm_sys_real_ns();
-	r = pohm_ns_readdir_flags(c->ns, dino, list_collect, &l);
+	r = list_read(&l);
 	if (!r)
 		r = list_prefetch(&l);
 	list_free(&l);
@@ -2705,7 +2905,7 @@ static int sib_batch(struct pohm_cache *c, int dfd, uint64_t dino)
 
 static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *rel)
 {
-	struct list_ctx l = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 0, 0, 0 };
+	struct list_ctx l = { .c = c, .dfd = dfd, .dino = dino, .rel = rel };
 	size_t i, made = 0;
 	int r;
 
@@ -2713,12 +2913,10 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 		return 0;	/* listed (or made here) within attr_timeout */
 	l.mono0 = pohm_sys_mono_ns();
 	l.real0 = pohm_sys_real_ns();
-	r = pohm_ns_readdir_flags(c->ns, dino, list_collect, &l);
+	r = list_read(&l);
 	if (r && cache_offline(c)) {
 		/* Offline: the local entries, as last listed. */
-		for (i = 0; i < l.n; i++)
-			free(l.v[i].name);
-		free(l.v);
+		list_free(&l);
 		return 0;
 	}
 	if (!r) {
@@ -2751,11 +2949,12 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 	    pohm_sys_mono_ns() - l.mono0 >= c->attr_timeout_ns / 2) {
 		/* Their records are fresh still, but not for long: checked
 		 * again whatever they say. */
-		struct list_ctx again = { c, dfd, dino, rel, NULL, 0, 0, 0, 0, 1, 0, 1 };
+		struct list_ctx again = { .c = c, .dfd = dfd, .dino = dino, .rel = rel,
+					  .recheck = 1, .marks = 1 };
 
 		again.mono0 = pohm_sys_mono_ns();
 		again.real0 = pohm_sys_real_ns();
-		if (!pohm_ns_readdir_flags(c->ns, dino, list_collect, &again))
+		if (!list_read(&again))
 			list_prefetch(&again);	/* marks only: stubs are list_one's */
 		list_free(&again);
 	}

@@ -266,6 +266,10 @@ void cache_mark_checked(struct pohm_cache *c, uint64_t ino, uint64_t version);
  * counted from them. */
 void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
 			   uint64_t mono_ns, uint64_t real_ns);
+/* cache_mark_checked_at of inos[i] with versions[i], each: the records'
+ * validated_ns in one journal pass (pohm_journal_touch_many). */
+void cache_mark_checked_many(struct pohm_cache *c, size_t n, const uint64_t *inos,
+			     const uint64_t *versions, uint64_t mono_ns, uint64_t real_ns);
 /* Forget that (after a local or remote change), here and in ino's record. */
 void cache_unmark(struct pohm_cache *c, uint64_t ino);
 /*

@@ -149,6 +149,23 @@ void cache_mark_checked_at(struct pohm_cache *c, uint64_t ino, uint64_t version,
 		pohm_journal_touch(&c->j, ino, version, real_ns);
 }
 
+void cache_mark_checked_many(struct pohm_cache *c, size_t n, const uint64_t *inos,
+			     const uint64_t *versions, uint64_t mono_ns, uint64_t real_ns)
+{
+	size_t i;
+
+	pthread_mutex_lock(&c->vlock);
+	for (i = 0; i < n; i++) {
+		unsigned s = vslot(inos[i]);
+
+		c->vino[s] = inos[i];
+		c->vtime[s] = mono_ns;
+	}
+	pthread_mutex_unlock(&c->vlock);
+	if (c->attr_timeout_ns)
+		pohm_journal_touch_many(&c->j, n, inos, versions, real_ns);
+}
+
 void cache_unmark(struct pohm_cache *c, uint64_t ino)
 {
 	unsigned s = vslot(ino);

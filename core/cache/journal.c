@@ -738,18 +738,14 @@ out:
  * follows a change of the local file, and the last commit stays (only
  * pohm_journal_put_commit writes it).
  */
-static int update_rec(struct pohm_journal *j, uint64_t ino,
-		      int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg, int make)
+static int update_in(struct pohm_journal *j, uint64_t ino,
+		     int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg, int make)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
 	uint64_t ldev, lino, cdv, cli;
 	struct jw w;
 	int rc;
 
-	rc = pohm_journal_may(j);
-	if (rc)
-		return rc;
-	jslots_wbegin(j);
 	rc = w_read(j, ino, &w);
 	if (!rc && !w.had && !make)
 		rc = -ENOENT;	/* none, or torn: nothing to change */
@@ -780,8 +776,21 @@ static int update_rec(struct pohm_journal *j, uint64_t ino,
 		pohm_journal_index_set(j, w.prev.ldev, w.prev.lino, ino);
 out:
 	w_done(&w);
-	jslots_wend(j);
 	pohm_buf_free(&b);
+	return rc;
+}
+
+/* update_in in a writer's section of its own. */
+static int update_rec(struct pohm_journal *j, uint64_t ino,
+		      int (*fn)(struct pohm_jrec *r, const void *arg), const void *arg, int make)
+{
+	int rc = pohm_journal_may(j);
+
+	if (rc)
+		return rc;
+	jslots_wbegin(j);
+	rc = update_in(j, ino, fn, arg, make);
+	jslots_wend(j);
 	return rc;
 }
 
@@ -855,6 +864,38 @@ int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 	struct touch_arg t = { version, validated_ns };
 
 	return pohm_journal_update(j, ino, touch_fn, &t);
+}
+
+int pohm_journal_touch_many(struct pohm_journal *j, size_t n, const uint64_t *inos,
+			    const uint64_t *versions, uint64_t validated_ns)
+{
+	size_t i;
+	int rc = n ? pohm_journal_may(j) : 0, whole;
+
+	if (rc || !n)
+		return rc;
+	/* Level 0 whole, not waiting for it (a writer of another process
+	 * holding a bucket of it: no wait behind it, nor a wait that others'
+	 * buckets could starve).  Without it, a section a record: one section
+	 * holding the chains of several records while it waits for the next
+	 * one's could deadlock with a writer of another process (its level-0
+	 * bucket held, waiting for a later level's bucket this section
+	 * holds). */
+	jslots_wbegin(j);
+	whole = n > 1 && !jslots_wlock_level0(j);
+	if (!whole)
+		jslots_wend(j);
+	for (i = 0; i < n; i++) {
+		struct touch_arg t = { versions[i], validated_ns };
+
+		if (whole)
+			update_in(j, inos[i], touch_fn, &t, 0);
+		else
+			update_rec(j, inos[i], touch_fn, &t, 0);
+	}
+	if (whole)
+		jslots_wend(j);
+	return 0;
 }
 
 static int relocal_fn(struct pohm_jrec *r, const void *arg)

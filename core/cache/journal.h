@@ -164,6 +164,14 @@ int pohm_journal_decode(const uint8_t *p, size_t n, uint64_t ino, struct pohm_jr
  */
 int pohm_journal_touch(struct pohm_journal *j, uint64_t ino, uint64_t version,
 		       uint64_t validated_ns);
+/* pohm_journal_touch of inos[i] with versions[i], each: in one writer's
+ * section when the slot file's level 0 can be locked whole at once (one
+ * lock for all, then a pwrite a record), else a section a record.  0, or
+ * -errno with none touched (the journal is not writable); one record's
+ * error (-ENOENT, -ESTALE, -EIO, ...) only leaves that one untouched and
+ * is not returned: a touch is a hint. */
+int pohm_journal_touch_many(struct pohm_journal *j, size_t n, const uint64_t *inos,
+			    const uint64_t *versions, uint64_t validated_ns);
 /*
  * Note st as ino's local state (pohm_journal_note_local) in the record as
  * it is now, under its lock, leaving every other field as the last writer

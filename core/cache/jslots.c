@@ -36,7 +36,10 @@
  * record locks below belong to the process, so its threads must not meet
  * in them) and POSIX record write locks (F_SETLKW) on the 4 KiB of each
  * bucket of the chain it scans, taken on the fd opened once per process
- * and released together at wend.  POSIX locks, not OFD: a fork child
+ * and released together at wend (a batch of records,
+ * pohm_journal_touch_many, takes all of level 0 at once first without
+ * waiting: jslots_wlock_level0; when another process holds a bucket of
+ * it, a section a record instead).  POSIX locks, not OFD: a fork child
  * shares the parent's open file description but not its POSIX locks, so
  * parent and child exclude each other with one fd; the price is that
  * closing any fd of j.slots drops them, and the library opens it once.
@@ -78,6 +81,10 @@
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
 /* Does this thread hold writers?  (Its own: thread-local.) */
 static __thread int holding;
+/* The writer holding writers holds level 0's write lock whole
+ * (jslots_wlock_level0): wlocate takes no lock of its own there.  Guarded
+ * by writers (only its holder reads or changes it). */
+static int level0_held;
 
 int jslots_mutex_enter(void)
 {
@@ -260,6 +267,7 @@ void jslots_atfork_child(void)
 {
 	pthread_mutex_init(&writers, NULL);
 	holding = 0;
+	level0_held = 0;	/* the parent's locks are not the child's */
 }
 
 /*
@@ -357,8 +365,21 @@ void jslots_wbegin(struct pohm_journal *j)
 	jslots_mutex_enter();
 }
 
+int jslots_wlock_level0(struct pohm_journal *j)
+{
+	int rc;
+
+	if (j->sfd < 0)
+		return -ENOENT;
+	rc = pohm_sys_trylock_range(j->sfd, level_off(0), level_off(1) - level_off(0), F_WRLCK);
+	if (!rc)
+		level0_held = 1;
+	return rc;
+}
+
 void jslots_wend(struct pohm_journal *j)
 {
+	level0_held = 0;
 	if (j->sfd >= 0)
 		pohm_sys_lock_range(j->sfd, 0, 0, F_UNLCK, 0);	/* every bucket this writer locked */
 	jslots_mutex_exit();
@@ -376,7 +397,7 @@ int jslots_wlocate(struct pohm_journal *j, uint64_t ino, struct jsloc *l)
 	for (level = 0; level < JS_LEVELS; level++) {
 		off_t off = jslots_bucket_off(ino, level);
 
-		rc = pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_WRLCK, 0);
+		rc = level || !level0_held ? pohm_sys_lock_range(j->sfd, off, JS_BUCKET, F_WRLCK, 0) : 0;
 		if (!rc)
 			rc = read_bucket(j, off, b);
 		if (rc)

@@ -63,6 +63,13 @@ void jslots_mutex_exit(void);
  * and every record lock this process took on j.slots. */
 void jslots_wbegin(struct pohm_journal *j);
 void jslots_wend(struct pohm_journal *j);
+/* Inside a writer's section, before any other lock of it: one write lock
+ * on every bucket of level 0 without waiting (a batch of records: one
+ * fcntl, not one per record; other writers wait for the whole batch),
+ * which wlocate then takes as held.  0, -EAGAIN (another process holds a
+ * bucket of it), or -errno; on failure nothing is held and wlocate locks
+ * as before. */
+int jslots_wlock_level0(struct pohm_journal *j);
 /* Inside a writer's section: lock the buckets of ino's chain, level by
  * level, and say where its slot is (l).  0, -ENOENT (no slot file),
  * -errno. */

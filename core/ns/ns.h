@@ -307,6 +307,30 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 				    unsigned flags),
 			  void *arg);
 
+/* Inodes read along with a listing (pohm_ns_readdir_along). */
+struct pohm_ns_along {
+	size_t n;
+	const uint64_t *inos;		/* the inodes to read */
+	struct pohm_inode *out;		/* out[i]: inos[i]'s fixed part when st[i] is 0 (clear each) */
+	int *st;			/* st[i]: what pohm_ns_getattr_many gives for a head entry */
+};
+
+/*
+ * pohm_ns_readdir_flags, with along->inos read as pohm_ns_getattr_many
+ * reads them with head set (the committed reads, the fixed part only), in
+ * the same round trip as the listing's first bucket level (issue 23: an
+ * unchanged directory's listing and its known entries' inodes, one wait);
+ * past a get_n round (POHM_KV_GET_N_ROUND keys) the rest go with the
+ * next levels' reads, and what they leave in rounds of their own after.
+ * Every st[i] is set, also when the listing fails (-errno where the
+ * read did not happen).  The reads are made after the call's start, as
+ * the listing's are.  along NULL or along->n 0: pohm_ns_readdir_flags.
+ */
+int pohm_ns_readdir_along(struct pohm_ns *ns, uint64_t dir,
+			  int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type,
+				    unsigned flags),
+			  void *arg, struct pohm_ns_along *along);
+
 /*
  * Resolve a path relative to the fsid root ("/a/b" or "a/b"), following
  * symlinks inside the fsid when follow is set for the last component

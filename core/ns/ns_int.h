@@ -315,10 +315,17 @@ int ns_bucket_walk(struct pohm_ns *ns, uint64_t dir,
  * (kv.h peek), so fn must not store the buckets it is given.  check: dir's
  * inode is read with the first level and must be a live directory (else
  * -ENOENT / -ENOTDIR / -errno before fn is called), as a check first would.
+ * along (NULL: none): inodes read with the levels, the first level's
+ * round first (ns.h pohm_ns_readdir_along; every along->st[i] set).
  */
 int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
-			void *arg);
+			void *arg, struct pohm_ns_along *along);
+/* pohm_ns_getattr_many's judgement of the values v[0..n) its get_n read
+ * for inos (st[i] 0 on entry: read; else left): out[i] decoded (its head
+ * only where head[i]), st[i] 0, -EIO, -ENOENT (tombstone) or the map's. */
+void ns_inodes_take(struct pohm_ns *ns, size_t n, const uint64_t *inos, const uint8_t *head,
+		    const struct pohm_kv_val *v, struct pohm_inode *out, int *st);
 /*
  * A bucket put whose outcome is unknown (-EIO: a group took it, then went
  * silent) is settled by reading again, at most this many times per call:

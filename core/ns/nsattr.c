@@ -102,29 +102,8 @@ int pohm_ns_getattr_many(struct pohm_ns *ns, size_t n, const uint64_t *inos,
 		kp[i] = keys[i];
 	}
 	r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, st);
-	if (r)
-		goto out;
-	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
-	for (i = 0; i < n; i++) {
-		struct pohm_inode *in = &out[i];
-		int hd = head && head[i];
-
-		if (st[i])
-			continue;
-		if (hd ? pohm_inode_decode_head(in, v[i].data, v[i].len)
-		       : pohm_inode_decode(in, v[i].data, v[i].len)) {
-			memset(in, 0, sizeof(*in));
-			st[i] = -EIO;
-		} else if (in->ino != inos[i]) {
-			pohm_inode_clear(in);
-			st[i] = -EIO;
-		} else if (in->hdr.flags & POHM_OBJF_TOMBSTONE) {
-			pohm_inode_clear(in);
-			st[i] = -ENOENT;
-		} else if (!hd && (st[i] = pohm_ns_map_load(ns, in))) {
-			pohm_inode_clear(in);
-		}
-	}
+	if (!r)
+		ns_inodes_take(ns, n, inos, head, v, out, st);
 out:
 	if (v)
 		for (i = 0; i < n; i++)

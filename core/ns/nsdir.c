@@ -406,7 +406,7 @@ static int seal_name_gone(struct pohm_ns *ns, uint64_t dir, struct ns_bucket_ref
 	if (!moved) {
 		if (st > now || now - st < ns->intent_timeout_ns)
 			return -EAGAIN;
-		r = ns_bucket_walk_read(ns, ref->bk.seal_parent, 0, named_fn, &a);
+		r = ns_bucket_walk_read(ns, ref->bk.seal_parent, 0, named_fn, &a, NULL);
 		if (r < 0)
 			return r;
 		if (!a.found)
@@ -1644,20 +1644,51 @@ static int level_add(struct walk_level *l, unsigned depth, uint32_t index)
 	return 0;
 }
 
+void ns_inodes_take(struct pohm_ns *ns, size_t n, const uint64_t *inos, const uint8_t *head,
+		    const struct pohm_kv_val *v, struct pohm_inode *out, int *st)
+{
+	size_t i;
+
+	/* Each as ns_inode_get and pohm_ns_getattr judge it. */
+	for (i = 0; i < n; i++) {
+		struct pohm_inode *in = &out[i];
+		int hd = head && head[i];
+
+		if (st[i])
+			continue;
+		if (hd ? pohm_inode_decode_head(in, v[i].data, v[i].len)
+		       : pohm_inode_decode(in, v[i].data, v[i].len)) {
+			memset(in, 0, sizeof(*in));
+			st[i] = -EIO;
+		} else if (in->ino != inos[i]) {
+			pohm_inode_clear(in);
+			st[i] = -EIO;
+		} else if (in->hdr.flags & POHM_OBJF_TOMBSTONE) {
+			pohm_inode_clear(in);
+			st[i] = -ENOENT;
+		} else if (!hd && (st[i] = pohm_ns_map_load(ns, in))) {
+			pohm_inode_clear(in);
+		}
+	}
+}
+
 /*
  * Read level cur's buckets together into refs/st (st[i]: 0, -ENOENT,
  * -errno); with_dir: dir's inode along (a check as check_dir's: 0,
- * -ENOTDIR, -ENOENT, -errno in *dir_st).
+ * -ENOTDIR, -ENOENT, -errno in *dir_st); along (NULL: none): its inodes
+ * too, judged into along->out/st (head only).
  */
 static int level_read(struct pohm_ns *ns, uint64_t dir, const struct walk_level *cur,
-		      struct ns_bucket_ref *refs, int *st, int with_dir, int *dir_st)
+		      struct ns_bucket_ref *refs, int *st, int with_dir, int *dir_st,
+		      struct pohm_ns_along *along)
 {
-	size_t n = cur->n + (with_dir ? 1 : 0), i;
+	size_t na = along ? along->n : 0, nd = cur->n + (with_dir ? 1 : 0), n = nd + na, i;
 	struct pohm_kv_val *v = calloc(n, sizeof(*v));
 	const char **kp = calloc(n, sizeof(*kp));
 	int *vs = calloc(n, sizeof(*vs));
-	char ikey[POHM_KEY_MAX];
-	int r = v && kp && vs ? 0 : -ENOMEM;
+	char ikey[POHM_KEY_MAX], (*akeys)[POHM_KEY_MAX] = na ? calloc(na, sizeof(*akeys)) : NULL;
+	uint8_t *head = na ? malloc(na) : NULL;
+	int r = v && kp && vs && (!na || (akeys && head)) ? 0 : -ENOMEM;
 
 	for (i = 0; !r && i < cur->n; i++) {
 		pohm_key_bucket(refs[i].key, dir, cur->b[i].depth, cur->b[i].index);
@@ -1666,6 +1697,11 @@ static int level_read(struct pohm_ns *ns, uint64_t dir, const struct walk_level 
 	if (!r && with_dir) {
 		pohm_key_inode(ikey, dir);
 		kp[cur->n] = ikey;
+	}
+	for (i = 0; !r && i < na; i++) {
+		pohm_key_inode(akeys[i], along->inos[i]);
+		kp[nd + i] = akeys[i];
+		head[i] = 1;
 	}
 	if (!r && ns->kv.ops->get_n)
 		r = ns->kv.ops->get_n(ns->kv.ctx, n, kp, v, vs);
@@ -1690,31 +1726,61 @@ static int level_read(struct pohm_ns *ns, uint64_t dir, const struct walk_level 
 		}
 		pohm_kv_val_free(&v[cur->n]);
 	}
+	if (!r && na) {
+		memcpy(along->st, vs + nd, na * sizeof(*vs));
+		ns_inodes_take(ns, na, along->inos, head, v + nd, along->out, along->st);
+	}
 	for (i = 0; !r && i < cur->n; i++) {
 		st[i] = vs[i];
 		if (!st[i])
 			st[i] = bucket_from(&v[i], dir, cur->b[i].depth, cur->b[i].index, &refs[i]);
 	}
+	for (i = 0; v && i < na; i++)
+		pohm_kv_val_free(&v[nd + i]);
 	free(v);
 	free(kp);
 	free(vs);
+	free(akeys);
+	free(head);
 	return r;
 }
 
 int ns_bucket_walk_read(struct pohm_ns *ns, uint64_t dir, int check,
 			int (*fn)(struct pohm_ns *ns, struct ns_bucket_ref *ref, void *arg),
-			void *arg)
+			void *arg, struct pohm_ns_along *along)
 {
 	struct walk_level cur = { 0 }, next = { 0 }, t;
 	struct ns_bucket_ref *refs = NULL;
+	struct pohm_ns_along part = { 0 };
 	int *st = NULL, r, dir_st = 0;
-	size_t i;
+	size_t i, aoff = 0;
 
+	for (i = 0; along && i < along->n; i++) {
+		memset(&along->out[i], 0, sizeof(along->out[i]));
+		along->st[i] = -EIO;	/* until read */
+	}
 	r = level_add(&cur, 0, 0);
-	while (!r && cur.n) {
-		refs = calloc(cur.n, sizeof(*refs));
-		st = calloc(cur.n, sizeof(*st));
-		r = refs && st ? level_read(ns, dir, &cur, refs, st, check, &dir_st) : -ENOMEM;
+	while (!r && (cur.n || (along && aoff < along->n))) {
+		/* The inodes along fill each level's round trip up to a get_n
+		 * round (POHM_KV_GET_N_ROUND keys), the first level's first;
+		 * what the levels leave goes in rounds of its own after. */
+		size_t used = cur.n + (check ? 1 : 0);
+		size_t room = used < POHM_KV_GET_N_ROUND ? POHM_KV_GET_N_ROUND - used : 0;
+
+		if (along && aoff < along->n) {
+			part.n = along->n - aoff < room || !cur.n ? along->n - aoff : room;
+			part.inos = along->inos + aoff;
+			part.out = along->out + aoff;
+			part.st = along->st + aoff;
+			aoff += part.n;
+		} else {
+			part.n = 0;
+		}
+		refs = cur.n ? calloc(cur.n, sizeof(*refs)) : NULL;
+		st = cur.n ? calloc(cur.n, sizeof(*st)) : NULL;
+		r = (refs && st) || !cur.n ?
+			level_read(ns, dir, &cur, refs, st, check, &dir_st, part.n ? &part : NULL) :
+			-ENOMEM;
 		if (!r && check && dir_st)
 			r = dir_st;	/* not a live directory: nothing walked */
 		check = 0;

@@ -1781,6 +1781,14 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 				    unsigned flags),
 			  void *arg)
 {
+	return pohm_ns_readdir_along(ns, dir, fn, arg, NULL);
+}
+
+int pohm_ns_readdir_along(struct pohm_ns *ns, uint64_t dir,
+			  int (*fn)(void *arg, const char *name, uint64_t ino, uint8_t type,
+				    unsigned flags),
+			  void *arg, struct pohm_ns_along *along)
+{
 	struct readdir_ctx c = { 0 };
 	unsigned round;
 	size_t i;
@@ -1791,7 +1799,8 @@ int pohm_ns_readdir_flags(struct pohm_ns *ns, uint64_t dir,
 	 * without a round trip of its own. */
 	for (round = 0; round < 16; round++) {
 		readdir_reset(&c);
-		r = ns_bucket_walk_read(ns, dir, round == 0, readdir_fn, &c);
+		r = ns_bucket_walk_read(ns, dir, round == 0, readdir_fn, &c,
+					round == 0 && along && along->n ? along : NULL);
 		if (r < 0 || !c.changed)
 			break;
 	}

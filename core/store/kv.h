@@ -27,6 +27,7 @@
 
 #define POHM_KV_CSUM 64
 #define POHM_KV_GET_N 4		/* get_n batches up to this size are remembered (peek) */
+#define POHM_KV_GET_N_ROUND 512	/* get_n keys per round trip (kvio.c: POHM_IO_CAS_MANY) */
 #define POHM_KV_PUT_N 4		/* keys per put_n */
 #define POHM_KV_PUT_MANY 128	/* keys per wait of put_many */
 

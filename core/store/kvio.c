@@ -279,6 +279,8 @@ static int raw_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return 0;
 }
 
+_Static_assert(POHM_KV_GET_N_ROUND == POHM_IO_CAS_MANY, "kv.h's get_n round is the io batch");
+
 /* One get_n batch of n <= POHM_IO_CAS_MANY keys; remember: keep the values for peek. */
 static int get_n_batch(void *ctx, size_t n, const char *const *keys, struct pohm_kv_val *out,
 		       int *st, int keep)

@@ -195,24 +195,38 @@ int pohm_sys_fcntl(int fd, int cmd, long arg)
 	return (int)POHM_RAW(SYS_fcntl, fd, cmd, arg);
 }
 
-int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd)
+static int lock_cmd(int fd, int cmd, off_t off, off_t len, short type)
 {
 	struct flock fl;
-	int cmd, r;
+	int r;
 
 	memset(&fl, 0, sizeof(fl));
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
 	fl.l_start = off;
 	fl.l_len = len;
-	if (type == F_UNLCK)
-		cmd = ofd ? F_OFD_SETLK : F_SETLK;
-	else
-		cmd = ofd ? F_OFD_SETLKW : F_SETLKW;
 	do
 		r = pohm_sys_fcntl(fd, cmd, (long)&fl);
 	while (r == -EINTR);
 	return r;
+}
+
+int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd)
+{
+	int cmd;
+
+	if (type == F_UNLCK)
+		cmd = ofd ? F_OFD_SETLK : F_SETLK;
+	else
+		cmd = ofd ? F_OFD_SETLKW : F_SETLKW;
+	return lock_cmd(fd, cmd, off, len, type);
+}
+
+int pohm_sys_trylock_range(int fd, off_t off, off_t len, short type)
+{
+	int r = lock_cmd(fd, F_SETLK, off, len, type);
+
+	return r == -EACCES ? -EAGAIN : r;
 }
 
 static uint64_t clock_ns(clockid_t id)

@@ -103,6 +103,9 @@ int pohm_sys_fcntl(int fd, int cmd, long arg);
 /* Lock (F_WRLCK, F_RDLCK: waiting, EINTR retried) or unlock (F_UNLCK) len bytes
  * at off of fd; POSIX record locks, or OFD locks with ofd.  0 or -errno. */
 int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd);
+/* pohm_sys_lock_range's POSIX record lock without waiting: 0, -EAGAIN
+ * (another process holds a conflicting lock), or -errno. */
+int pohm_sys_trylock_range(int fd, off_t off, off_t len, short type);
 /* The kernel's path of fd in the calling thread's table (readlink of
  * /proc/thread-self/fd/N) into buf, NUL-terminated: its length, or -errno
  * (-ENAMETOOLONG if it does not fit). */

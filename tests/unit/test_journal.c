@@ -939,6 +939,165 @@ TEST(last_commit_survives_a_stale_put)
 	done(&j);
 }
 
+/* May another process write-lock the slot file's first bytes of level 0
+ * now?  1, 0 (held), -1 (no child). */
+static int level0_free(const char *path)
+{
+	pid_t kid = fork();
+	int status;
+
+	if (kid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 4096,
+				    .l_len = 4 << 20 };
+		int fd = open(path, O_RDWR);
+
+		_exit(fd >= 0 && !fcntl(fd, F_SETLK, &fl) ? 0 : 1);
+	}
+	if (kid < 0 || waitpid(kid, &status, 0) != kid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 0;
+}
+
+/* pohm_journal_touch_many (session 20: a listing's checked entries in one
+ * writer's section, one lock of level 0): each record touched as
+ * pohm_journal_touch would (another version or no record: left), the
+ * lock given back after, and a later write locks as before. */
+TEST(touch_many_touches_each_and_gives_the_lock_back)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	uint64_t inos[20], vers[20];
+	char path[200];
+	unsigned i;
+
+	fresh(&j);
+	for (i = 0; i < 20; i++) {
+		make_rec(&r, 0x300 + i, i + 1);
+		if (i < 18)
+			EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		pohm_jrec_clear(&r);
+		inos[i] = 0x300 + i;
+		vers[i] = i == 17 ? 99 : i + 1;	/* 17: another version; 18, 19: none */
+	}
+	EXPECT_EQ_INT(pohm_journal_touch_many(&j, 20, inos, vers, 4242), 0);
+	for (i = 0; i < 18; i++) {
+		EXPECT_EQ_INT(pohm_journal_get(&j, inos[i], &r), 0);
+		EXPECT_EQ_U64(r.validated_ns, i == 17 ? 0 : 4242);
+		EXPECT(rec_consistent(&r, inos[i]));
+		pohm_jrec_clear(&r);
+	}
+	EXPECT_EQ_INT(pohm_journal_get(&j, inos[18], &r), -ENOENT);
+	pohm_jrec_clear(&r);
+	snprintf(path, sizeof(path), "%s/%s", dir, JSLOTS);
+	EXPECT_EQ_INT(level0_free(path), 1);
+	/* A later put works (that it locks its bucket itself: the fork child
+	 * test below). */
+	make_rec(&r, 0x300, 50);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x300, &r), 0);
+	EXPECT_EQ_U64(r.version, 50);
+	pohm_jrec_clear(&r);
+	done(&j);
+}
+
+/* Does a process hold a write lock on the bucket at off of the slot file
+ * at path (F_GETLK from this process, which holds none on it)? */
+static int bucket_locked(const char *path, off_t off)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off,
+			    .l_len = JS_BUCKET };
+	int fd = open(path, O_RDWR), rc;
+
+	rc = fd >= 0 && !fcntl(fd, F_GETLK, &fl) && fl.l_type != F_UNLCK;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* ino's validated_ns as a reader sees it now (0: none, or no record). */
+static uint64_t validated(struct pohm_journal *j, uint64_t ino)
+{
+	struct pohm_jrec r;
+	uint64_t v = 0;
+
+	if (!pohm_journal_get(j, ino, &r))
+		v = r.validated_ns;
+	pohm_jrec_clear(&r);
+	return v;
+}
+
+/* Review fix (M1, L6): when another process holds a bucket of level 0,
+ * touch_many does not wait for the level whole; it touches the records
+ * one writer's section each: the first record's bucket is given back
+ * before it waits for the second's (one section holding both could
+ * deadlock with a writer of another process). */
+TEST(touch_many_with_a_level0_bucket_busy_takes_a_section_a_record)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	uint64_t inos[2] = { 0x700, 0x701 }, vers[2] = { 1, 2 };
+	char path[200], c = 0;
+	int ready[2], go[2], status, i, freed = 0, b_waits = 0;
+	pid_t holder, batch;
+	off_t a_off, b_off;
+
+	fresh(&j);
+	while (jslots_bucket_off(inos[1], 0) == jslots_bucket_off(inos[0], 0))
+		inos[1]++;
+	a_off = jslots_bucket_off(inos[0], 0);
+	b_off = jslots_bucket_off(inos[1], 0);
+	for (i = 0; i < 2; i++) {
+		make_rec(&r, inos[i], (unsigned)vers[i]);
+		EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+		pohm_jrec_clear(&r);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, JSLOTS);
+	EXPECT_EQ_INT(pipe(ready), 0);
+	EXPECT_EQ_INT(pipe(go), 0);
+	holder = fork();
+	if (holder == 0) {	/* another process's writer in the second's bucket */
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = b_off,
+				    .l_len = JS_BUCKET };
+		int fd = open(path, O_RDWR);
+
+		if (fd < 0 || fcntl(fd, F_SETLK, &fl))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	EXPECT_EQ_INT((int)read(ready[0], &c, 1), 1);
+	batch = fork();
+	if (batch == 0)
+		_exit(pohm_journal_touch_many(&j, 2, inos, vers, 4242) ? 2 : 0);
+	/* The first is touched although level 0 is not free whole ... */
+	for (i = 0; i < 500 && validated(&j, inos[0]) != 4242; i++)
+		usleep(10000);
+	EXPECT_EQ_U64(validated(&j, inos[0]), 4242);
+	/* ... and its bucket is given back while the batch waits for the
+	 * second's. */
+	for (i = 0; i < 200 && !freed; i++) {
+		freed = !bucket_locked(path, a_off);
+		if (!freed)
+			usleep(10000);
+	}
+	b_waits = validated(&j, inos[1]) == 0;
+	EXPECT(freed);
+	EXPECT(b_waits);
+	EXPECT_EQ_INT((int)write(go[1], "g", 1), 1);
+	EXPECT_EQ_INT(waitpid(holder, &status, 0), holder);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(waitpid(batch, &status, 0), batch);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_U64(validated(&j, inos[1]), 4242);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	done(&j);
+}
+
 /* A cache of the earlier format: x/<dev>.<ino> and p/<ino> symlinks and a
  * format-2 record.  The x/ links move into the index at open (one that
  * would replace a newer entry does not), x/ goes, p/<ino> is still read
@@ -1453,5 +1612,48 @@ TEST(inserts_sharing_buckets_from_threads_and_a_fork_child)
 	}
 	EXPECT(kid > 0 && waitpid(kid, &status, 0) == kid);
 	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	done(&j);
+}
+
+/* Review fix (M3): a batch's level-0 lock (jslots_wlock_level0) is held
+ * whole while its section lasts and given back at wend; a fork child of
+ * the writer (which does not inherit the parent's POSIX locks, nor its
+ * level0_held) takes its own bucket lock and so waits for the parent's
+ * section. */
+TEST(level0_lock_is_held_for_the_section_and_a_fork_child_waits_for_it)
+{
+	struct pohm_journal j;
+	struct pohm_jrec r;
+	char path[200];
+	pid_t kid;
+	int status, early;
+
+	fresh(&j);
+	snprintf(path, sizeof(path), "%s/%s", dir, JSLOTS);
+	make_rec(&r, 0x555, 1);
+	EXPECT_EQ_INT(pohm_journal_put(&j, &r), 0);
+	pohm_jrec_clear(&r);
+	jslots_wbegin(&j);
+	EXPECT_EQ_INT(jslots_wlock_level0(&j), 0);
+	EXPECT_EQ_INT(level0_free(path), 0);
+	kid = fork();
+	if (kid == 0) {
+		struct pohm_jrec k;
+
+		pohm_journal_atfork_child();
+		make_rec(&k, 0x555, 2);
+		_exit(pohm_journal_put(&j, &k) ? 2 : 0);
+	}
+	usleep(300000);
+	early = waitpid(kid, &status, WNOHANG) == kid;
+	jslots_wend(&j);
+	if (!early)
+		EXPECT_EQ_INT(waitpid(kid, &status, 0), kid);
+	EXPECT(!early);
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ_INT(level0_free(path), 1);
+	EXPECT_EQ_INT(pohm_journal_get(&j, 0x555, &r), 0);
+	EXPECT_EQ_U64(r.version, 2);
+	pohm_jrec_clear(&r);
 	done(&j);
 }

@@ -156,6 +156,8 @@ static int counting_get(void *ctx, const char *key, struct pohm_kv_val *out)
 	return kv.ops->get(ctx, key, out);
 }
 
+static size_t largest_get_n;	/* the most keys of one get_n */
+
 static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 			  struct pohm_kv_val *out, int *st)
 {
@@ -164,6 +166,8 @@ static int counting_get_n(void *ctx, size_t n, const char *const *keys,
 	for (i = 0; i < n; i++)
 		root_reads += !strcmp(keys[i], "i:1");
 	all_reads++;
+	if (n > largest_get_n)
+		largest_get_n = n;
 	return kv.ops->get_n(ctx, n, keys, out, st);
 }
 
@@ -2093,6 +2097,115 @@ TEST(readdir_reads_a_level_at_a_time)
 	if (all_reads > 6)
 		printf("# %d reads\n", all_reads);
 	EXPECT(all_reads <= 6);
+	pohm_ns_close(cns);
+	pohm_ns_close(ns);
+}
+
+static int along_count(void *arg, const char *name, uint64_t ino, uint8_t type, unsigned flags)
+{
+	(void)name;
+	(void)ino;
+	(void)type;
+	(void)flags;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* pohm_ns_readdir_along: the listing and the inodes asked along in one
+ * round trip for a directory of one bucket (issue 23, session 20: the
+ * listing, then the known entries' inodes, were two), each inode as
+ * pohm_ns_getattr_many's head gives it; one never made -ENOENT. */
+TEST(readdir_along_reads_the_inodes_with_the_listing)
+{
+	struct pohm_ns *ns = fresh(256), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .chunk_shift = 12 };
+	struct pohm_inode a, b, out[3];
+	struct pohm_kv ckv;
+	uint64_t inos[3];
+	int st[3], n = 0;
+	struct pohm_ns_along along = { 3, inos, out, st };
+
+	EXPECT_EQ_INT(pohm_ns_mkdir(ns, 1, "d", 0755, 0, 0, &a), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, a.ino, "f", 0644, 0, 0, 0, 0, &b), 0);
+	EXPECT_EQ_INT(pohm_ns_create(ns, a.ino, "g", 0644, 0, 0, 0, 0, NULL), 0);
+	inos[0] = b.ino;
+	inos[1] = ino_of(ns, a.ino, "g");
+	inos[2] = 0x7654321;		/* never existed */
+	counting_kv(&ckv);
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, a.ino, along_count, &n, &along), 0);
+	EXPECT_EQ_INT(n, 2);
+	EXPECT_EQ_INT(all_reads, 1);
+	EXPECT_EQ_INT(st[0], 0);
+	EXPECT_EQ_U64(out[0].ino, b.ino);
+	EXPECT_EQ_U64(out[0].version, b.version);
+	EXPECT_EQ_INT(st[1], 0);
+	EXPECT_EQ_INT(st[2], -ENOENT);
+	pohm_inode_clear(&out[0]);
+	pohm_inode_clear(&out[1]);
+	/* Not a directory: the listing fails; the inodes were read in its
+	 * round trip all the same, each st set. */
+	n = 0;
+	st[2] = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, b.ino, along_count, &n, &along), -ENOTDIR);
+	EXPECT_EQ_INT(n, 0);
+	EXPECT_EQ_INT(st[2], -ENOENT);
+	if (!st[0])
+		pohm_inode_clear(&out[0]);
+	if (!st[1])
+		pohm_inode_clear(&out[1]);
+	pohm_ns_close(cns);
+	pohm_inode_clear(&a);
+	pohm_inode_clear(&b);
+	pohm_ns_close(ns);
+}
+
+/* More inodes along than one get_n round holds (POHM_KV_GET_N_ROUND):
+ * they fill each bucket level's round trip, not a round of their own
+ * before the levels (a directory of 1000 entries was 2 rounds for its
+ * first level); every one is read. */
+TEST(readdir_along_spreads_over_the_levels)
+{
+	struct pohm_ns *ns = fresh(8), *cns;
+	struct pohm_ns_opts o = { .fsid = "test", .bucket_max = 8, .chunk_shift = 12 };
+	enum { NA = POHM_KV_GET_N_ROUND + 100 };
+	static uint64_t inos[NA];
+	static struct pohm_inode out[NA];
+	static int st[NA];
+	struct pohm_ns_along along = { NA, inos, out, st };
+	struct pohm_kv ckv;
+	uint64_t f[40];
+	char name[32];
+	int i, n = 0, levels, ok = 0;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		EXPECT_EQ_INT(pohm_ns_create(ns, 1, name, 0644, 0, 0, 0, 0, NULL), 0);
+		f[i] = ino_of(ns, 1, name);
+	}
+	for (i = 0; i < NA; i++)
+		inos[i] = f[i % 40];
+	counting_kv(&ckv);
+	cns = NULL;
+	EXPECT_EQ_INT(pohm_ns_open(&cns, &ckv, &o), 0);
+	all_reads = 0;
+	EXPECT_EQ_INT(count_entries(cns, 1), 40);
+	levels = all_reads;
+	EXPECT(levels >= 2);
+	all_reads = 0;
+	largest_get_n = 0;
+	EXPECT_EQ_INT(pohm_ns_readdir_along(cns, 1, along_count, &n, &along), 0);
+	EXPECT_EQ_INT(n, 40);
+	EXPECT_EQ_INT(all_reads, levels);
+	EXPECT(largest_get_n <= POHM_KV_GET_N_ROUND);
+	for (i = 0; i < NA; i++) {
+		ok += !st[i] && out[i].ino == inos[i];
+		if (!st[i])
+			pohm_inode_clear(&out[i]);
+	}
+	EXPECT_EQ_INT(ok, NA);
 	pohm_ns_close(cns);
 	pohm_ns_close(ns);
 }
