@@ -229,6 +229,7 @@ static int sig_deferred;
  * keep the thread in its drains (shim_procs 23 under TSan); pohmelfsd and later
  * drains take the rest. */
 #define SIG_DRAIN_BUDGET	8
+#define SIG_DRAIN_NS		(5 * 1000000ULL)	/* nor for longer than this */
 
 /* The call a drain runs before: its paths (NULL when fewer), all set when one
  * could not be told (a path too long for rel: every record is applied). */
@@ -265,29 +266,20 @@ static void sig_drain(int all, const struct sig_call *call)
 			;
 		goto out;
 	}
-	if (replay) {
-		/* Lock-free names only here (removals, renames); a record that
-		 * needs a file opened waits for pohmelfsd (started below). */
-		struct pohm_sigq_bound bd = { { call->rel[0], call->rel[1] }, SIG_DRAIN_BUDGET, 0 };
-
-		pohm_hold();
-		r = call->all ? pohm_cache_sigq_replay(um->cache, 0, &left)
-			      : pohm_cache_sigq_replay_for(um->cache, &bd, &left);
-		pohm_unhold();
-		__atomic_store_n(&sig_deferred, !!bd.deferred, __ATOMIC_RELAXED);
-		if (r < 0)
-			pohm_warn("replaying the signal queue: %s", strerror(-r));
-	}
-	/* pohmelfsd for what the replay left (records needing a file opened,
-	 * locked or failed) and for names taken below; not for a replay that
-	 * found the queue empty (every process's first one: its queue's
-	 * opening asks for one, for older records). */
-	daemon = left || pohm_sig_pending();
-	/* At most a ring's worth: a handler that keeps firing must not keep
-	 * this call here (the rest waits for the next hook). */
+	/* Names the handlers could not record (their ring: no record entry
+	 * free, the queue not open yet) become records, replayed below as the
+	 * others; a name that cannot is settled here.  At most a ring's worth:
+	 * a handler that keeps firing must not keep this call here. */
 	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {
 		if (!pohm_classify(AT_FDCWD, abs, &p) || !p.rel[0] || (p.flags & POHM_PATH_TRUNC))
 			continue;
+		pohm_hold();
+		r = pohm_cache_sigq_put(um->cache, p.rel);
+		pohm_unhold();
+		if (!r) {
+			replay = 1;
+			continue;
+		}
 		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->cache), p.rel, &st,
 				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
 			continue;	/* present: pohmelfsd's reconcile and sync */
@@ -298,6 +290,27 @@ static void sig_drain(int all, const struct sig_call *call)
 		pohm_cache_sigq_gone(um->cache, p.rel);	/* logs */
 		pohm_unhold();
 	}
+	if (replay) {
+		/* Lock-free names only here (removals, renames); a record that
+		 * needs a file opened waits for pohmelfsd (started below). */
+		struct pohm_sigq_bound bd = {
+			{ call->rel[0], call->rel[1] }, SIG_DRAIN_BUDGET,
+			pohm_sys_mono_ns() + SIG_DRAIN_NS, 0
+		};
+
+		pohm_hold();
+		r = call->all ? pohm_cache_sigq_replay(um->cache, 0, &left)
+			      : pohm_cache_sigq_replay_for(um->cache, &bd, &left);
+		pohm_unhold();
+		__atomic_store_n(&sig_deferred, !!bd.deferred, __ATOMIC_RELAXED);
+		if (r < 0)
+			pohm_warn("replaying the signal queue: %s", strerror(-r));
+	}
+	/* pohmelfsd for what the replay left (records needing a file opened,
+	 * locked, failed or deferred) and for names settled above; not for a
+	 * replay that found the queue empty (every process's first one: its
+	 * queue's opening asks for one, for older records). */
+	daemon = left || n || pohm_sig_pending();
 out:
 	pthread_mutex_unlock(&sig_lock);
 	if (daemon)

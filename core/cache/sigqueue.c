@@ -461,6 +461,8 @@ static int sq_record(struct pohm_cache *c, int fd, unsigned flags, struct sq_run
 
 	if (r)
 		return r > 0 ? 0 : r;
+	if (run && run->budget && run->bd->until_ns && pohm_sys_mono_ns() >= run->bd->until_ns)
+		run->budget = 0;	/* out of time: the budget is spent */
 	if (run && !run->budget && !sq_needed(c, run, &rec)) {
 		run->bd->deferred++;
 		return 1;
@@ -576,4 +578,41 @@ int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd,
 	run.calls_plain = -1;
 	run.dir_len = SIZE_MAX;
 	return sq_replay(c, 0, &run, left);
+}
+
+int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel)
+{
+	static unsigned long seq;	/* atomic */
+	char name[64], rec[sizeof(POHM_SQ_MAGIC) + 2 + 4096];
+	size_t m = sizeof(POHM_SQ_MAGIC) - 1, n = strlen(rel) + 1;
+	int q, t, fd = -EEXIST, r;
+
+	if (n > 4096)
+		return -ENAMETOOLONG;
+	r = pohm_cache_sigq_dirs(c, &q, &t);
+	if (r)
+		return r;
+	for (int tries = 0; tries < 8 && fd == -EEXIST; tries++) {
+		snprintf(name, sizeof(name), "%ld-r-%lu", (long)pohm_sys_getpid(),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		fd = pohm_sys_openat(t, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	memcpy(rec, POHM_SQ_MAGIC, m);
+	rec[m] = POHM_SQ_PATH;
+	rec[m + 1] = '\0';
+	memcpy(rec + m + 2, rel, n);
+	r = pohm_sys_write_full(fd, rec, m + 2 + n) == (ssize_t)(m + 2 + n) ? 0 : -ENOSPC;
+	pohm_sys_close(fd);
+	if (!r)
+		r = pohm_sys_renameat(t, name, q, name);
+	if (r)
+		pohm_sys_unlinkat(t, name, 0);
+out:
+	pohm_sys_close(q);
+	pohm_sys_close(t);
+	return r;
 }

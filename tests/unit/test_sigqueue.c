@@ -338,7 +338,7 @@ static const char *const sq_four[] = { "s/p0", "s/p1", "s/p2", "s/p3" };
 
 TEST(a_bounded_replay_applies_its_budget_of_records_no_call_needs_and_defers_the_rest)
 {
-	struct pohm_sigq_bound bd = { { "m-0", NULL }, 1, 0 };
+	struct pohm_sigq_bound bd = { { "m-0", NULL }, 1, 0, 0 };
 	struct pohm_cache *a;
 	int left;
 
@@ -363,7 +363,7 @@ TEST(a_bounded_replay_applies_its_budget_of_records_no_call_needs_and_defers_the
  * to be want, what deferred is returned). */
 static unsigned replay_for(struct pohm_cache *a, const char *p, const char *q, int want)
 {
-	struct pohm_sigq_bound bd = { { p, q }, 0, 0 };
+	struct pohm_sigq_bound bd = { { p, q }, 0, 0, 0 };
 
 	EXPECT_EQ_INT(pohm_cache_sigq_replay_for(a, &bd, NULL), want);
 	return bd.deferred;
@@ -426,5 +426,30 @@ TEST(a_bounded_replay_applies_every_record_a_symlink_may_lead_to)
 	EXPECT_EQ_INT(unlink(ch_path("a", "l/w")), 0);
 	EXPECT_EQ_INT(sq_put("a", POHM_SQ_PATH, "l/w", ""), 0);
 	EXPECT_EQ_INT(replay_for(a, "s/w", NULL, 1), 0);
+	pohm_cache_close(a);
+}
+
+/* A name a handler could not record (its ring's: no record entry free)
+ * becomes a record the bounded replay treats as the others: deferred while
+ * no call needs it, applied for the call that does. */
+TEST(a_ring_name_put_as_a_record_is_deferred_then_applied_for_its_call)
+{
+	static const char *const gone[] = { "s/k" };
+	struct pohm_cache *a;
+	int left;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	EXPECT_EQ_INT(ch_write(a, "a", "s/k", "x", 1), 0);
+	EXPECT_EQ_INT(unlink(ch_path("a", "s/k")), 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_put(a, "s/k"), 0);
+	EXPECT_EQ_INT(replay_for(a, "m-2", NULL, 0), 1);
+	EXPECT_EQ_INT(stored("c", gone, 1), 1);
+	EXPECT_EQ_INT(replay_for(a, "s/k", NULL, 1), 0);
+	EXPECT_EQ_INT(stored("d", gone, 1), 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, POHM_SQ_OPEN, &left), 0);
+	EXPECT_EQ_INT(left, 0);
 	pohm_cache_close(a);
 }
