@@ -532,6 +532,9 @@ for i, m in enumerate((0o022, 0o077, 0o002, 0o027)):
 	[ "$hits" -gt 10 ]
 	# Locally: the last pid file alone (no shim: the kernel's view).
 	[ "$(ls "$T/a/w/sig/s")" = "pid-$((hits - 1))" ]
+	# Handler runs against the main thread's creates (a queue livelock:
+	# thousands of runs, few creates) and what the drains left queued.
+	echo "creates: $(ls "$T/a/w/sig" | grep -c '^[mx]-') queue: $(ls "$T/a-state/sq" | wc -l)"
 	# pohmelfsd's part (names made without the shim are adopted once 5 s
 	# old): one pass of pohmelfs sync.
 	[ -f "$T/a-state/pohmelfsd.pid" ] && kill "$(cat "$T/a-state/pohmelfsd.pid")" 2>/dev/null
