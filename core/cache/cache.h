@@ -430,6 +430,27 @@ int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
  * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or
  * -errno; *left (if not NULL): how many records stay (locked, failed or needing an open). */
 int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left);
+/* A call about to run: its paths (relative to the prefix, NULL when fewer)
+ * and how many records beyond those it needs a replay may apply, until when
+ * (pohm_sys_mono_ns; 0: no time limit); deferred is set by the replay:
+ * records it left unapplied or found locked by another (the caller's next
+ * call must replay again before it runs). */
+struct pohm_sigq_bound {
+	const char *rel[2];
+	unsigned budget;
+	uint64_t until_ns;
+	unsigned deferred;
+};
+/* pohm_cache_sigq_replay without POHM_SQ_OPEN, bounded for the call bd: applies
+ * every unlocked record that names one of its paths, a path above or below one,
+ * or that it may reach through a symlink, and at most bd->budget others
+ * (records left for an open not counted); the rest stay for a later replay. */
+int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd,
+			       int *left);
+/* A record (POHM_SQ_PATH) of rel, a name a signal handler changed whose call is
+ * done, replayable at once (a name the handler could not record: its ring's).
+ * 0 or -errno. */
+int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);
