@@ -645,6 +645,11 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 	c->space_arg = arg;
 }
 
+void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel))
+{
+	c->follow_fn = fn;
+}
+
 /* ---------------------------------------------------------------- walk */
 
 /* What materialize needs of an inode, from its journal record and the local copy. */
@@ -1697,6 +1702,10 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 			break;
 		memcpy(w->cur, w->norm, strlen(w->norm) + 1);
 		rel = w->cur;
+		/* The walk now reaches a name its caller did not spell: what
+		 * a signal handler did to it must be in the storage first. */
+		if (c->follow_fn)
+			c->follow_fn(c, rel);
 		if (md)
 			md->followed = 1;
 		if (ml) {

@@ -401,6 +401,10 @@ int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_s
  * before the cache is used by several threads.
  */
 void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t need), void *arg);
+/* fn(c, rel) runs before a walk follows a symlink to rel (relative to the
+ * prefix), before anything of rel is looked up (pohm_cache_sigq_follow).
+ * Set once, before the cache is used by several threads. */
+void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
 
 /* Adopt names made under the prefix without the shim (pohmelfsd, pohmelfs
  * sync only: it opens and closes files).  Count adopted, or -errno. */
@@ -451,6 +455,10 @@ int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd,
  * done, replayable at once (a name the handler could not record: its ring's).
  * 0 or -errno. */
 int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel);
+/* A walk is about to follow a symlink to rel: while a bounded replay of this
+ * cache left records, apply those rel needs (as pohm_cache_sigq_replay_for
+ * with rel as the call's path and no budget).  Not inside a replay. */
+void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

@@ -510,6 +510,10 @@ static void sq_clean_tmp(struct pohm_cache *c)
 	pohm_sys_close(t);
 }
 
+/* This thread is in sq_replay: a walk of a record's own replay that follows
+ * a symlink must not start another (pohm_cache_sigq_follow). */
+static __thread int sq_replaying;
+
 /* Both replays: run NULL applies every unlocked record. */
 static int sq_replay(struct pohm_cache *c, unsigned flags, struct sq_run *run, int *left)
 {
@@ -523,6 +527,7 @@ static int sq_replay(struct pohm_cache *c, unsigned flags, struct sq_run *run, i
 	q = sq_dir(c, "sq", 0);
 	if (q < 0)
 		return q == -ENOENT ? 0 : q;
+	sq_replaying = 1;
 	while ((n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
 		for (ssize_t off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
@@ -556,6 +561,7 @@ static int sq_replay(struct pohm_cache *c, unsigned flags, struct sq_run *run, i
 			pohm_sys_close(fd);
 		}
 	}
+	sq_replaying = 0;
 	pohm_sys_close(q);
 	sq_clean_tmp(c);
 	if (left)
@@ -571,13 +577,29 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd, int *left)
 {
 	static __thread struct sq_run run;	/* this thread's; too large for a hook's stack */
+	int r;
 
 	run.bd = bd;
 	run.budget = bd->budget;
 	bd->deferred = 0;
 	run.calls_plain = -1;
 	run.dir_len = SIZE_MAX;
-	return sq_replay(c, 0, &run, left);
+	r = sq_replay(c, 0, &run, left);
+	__atomic_store_n(&c->sq_deferred, bd->deferred != 0, __ATOMIC_RELAXED);
+	return r;
+}
+
+void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel)
+{
+	struct pohm_sigq_bound bd = { { rel, NULL }, 0, 0, 0 };
+	int r;
+
+	if (sq_replaying || !__atomic_load_n(&c->sq_deferred, __ATOMIC_RELAXED))
+		return;
+	r = pohm_cache_sigq_replay_for(c, &bd, NULL);
+	if (r < 0)
+		pohm_warn("%s: replaying the signal queue before following a symlink: %s", rel,
+			  strerror(-r));
 }
 
 int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel)

@@ -457,3 +457,35 @@ TEST(a_ring_name_put_as_a_record_is_deferred_then_applied_for_its_call)
 	EXPECT_EQ_INT(left, 0);
 	pohm_cache_close(a);
 }
+
+/*
+ * The bound's lexical relation sees only what the local tree shows: a
+ * call's last component absent here (a create's new name) counts as plain.
+ * Another host made it a symlink in the storage: the walk follows it to a
+ * name the call never spelled, whose record the bound deferred, and
+ * fetched that name back (the review of session 19's bound).  The walk
+ * now has the records of a symlink's target applied before it follows.
+ */
+TEST(a_walk_through_a_stored_symlink_has_its_targets_records_applied_first)
+{
+	static const char *const gone[] = { "s/t" };
+	struct pohm_cache *a, *b;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT(a && b);
+	pohm_cache_set_follow_fn(a, pohm_cache_sigq_follow);	/* as core/mount/host.c */
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	handler_removed(a, "s/t");
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "s", POHM_MAT_LIST), 0);
+	EXPECT_EQ_INT(pohm_cache_symlink(b, "t", "s/l"), 0);
+	/* The call: a stat of s/l, absent here. */
+	EXPECT_EQ_INT(replay_for(a, "s/l", NULL, 0), 1);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "s/l", 0), 0);
+	EXPECT_EQ_INT(readlink(ch_path("a", "s/l"), (char[8]){ 0 }, 8), 1);	/* the walk saw it */
+	EXPECT(access(ch_path("a", "s/t"), F_OK) != 0);
+	EXPECT_EQ_INT(stored("c", gone, 1), 0);
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
