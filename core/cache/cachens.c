@@ -754,14 +754,21 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	sino = ino;	/* the journal's guess comes along with the lookup */
 	r = dir ? pohm_ns_rmdir_ino(c->ns, dino, name, &sino, &gone) :
 		  pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
-	if (r == -ENOENT && !ino) {
+	if (r == -ENOENT) {
 		struct stat lst;
 
-		/* Only here (made behind the storage's back, e.g. by libc's mkstemp): local only. */
+		/* Not in the storage (made behind its back, e.g. by libc's
+		 * mkstemp or a signal handler): local only.  Also when the index
+		 * named an inode for the local file: its number may be a removed
+		 * file's, reused at once (ext4), whose removal waits in the
+		 * signal queue (shim_procs 23 under TSan: the unlink said ENOENT
+		 * and the file stayed). */
 		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
 			r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
-		if (!r && !dir && S_ISREG(lst.st_mode))
+		if (!r && !dir && S_ISREG(lst.st_mode) && !ino)
 			drop_if_adopted(c, rel, dino, name, &lst);
+		if (!r && ino)
+			forget_if_gone(c, ino);
 		goto out;
 	}
 	if (r)

@@ -489,3 +489,48 @@ TEST(a_walk_through_a_stored_symlink_has_its_targets_records_applied_first)
 	pohm_cache_close(a);
 	pohm_cache_close(b);
 }
+
+/*
+ * shim_procs 23's one TSan failure (session 19: "the handler's call failed
+ * (2)", the unlink's file still there).  The handler makes pid-K, then
+ * removes pid-K-1, every 10 ms.  pohmelfsd adopted pid-0 (its record on
+ * local number N); the handler removed pid-0 through libc (a record the
+ * bound deferred) and its next create, pid-2, got N again (ext4 hands a
+ * freed number out at once).  The handler's unlink of pid-2, through the
+ * hooks, took pid-0's inode for pid-2's (the index by local number), the
+ * storage has no pid-2 under it: ENOENT, and the local file stayed.  A name
+ * the storage lacks is removed here alone, whatever the index guessed.
+ */
+TEST(an_unlink_of_a_new_file_on_a_deferred_removals_local_number_removes_it)
+{
+	static const char *const gone[] = { "s/pid-0", "s/pid-2" };
+	struct pohm_cache *a;
+	struct pohm_jrec rec;
+	struct stat st;
+	uint64_t ino;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	handler_removed(a, "s/pid-0");	/* stored, removed by libc, its record waits */
+	fd = open(ch_path("a", "s/pid-2"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	EXPECT(fd >= 0);
+	EXPECT_EQ_INT(write(fd, "x", 1), 1);
+	EXPECT_EQ_INT(fstat(fd, &st), 0);
+	close(fd);
+	/* pid-0's record on pid-2's number, as the reuse leaves it (ext4
+	 * gives the same number; another file system may not). */
+	EXPECT_EQ_INT(pohm_ns_resolve(a->ns, "s/pid-0", 0, &ino), 0);
+	EXPECT_EQ_INT(pohm_journal_get(&a->j, ino, &rec), 0);
+	rec.lino = (uint64_t)st.st_ino;
+	EXPECT_EQ_INT(pohm_journal_put(&a->j, &rec), 0);
+	pohm_jrec_clear(&rec);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "s/pid-2"), 0);
+	EXPECT(access(ch_path("a", "s/pid-2"), F_OK) != 0);
+	/* The deferred record still removes pid-0 from the storage. */
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a, 0, NULL), 1);
+	EXPECT_EQ_INT(stored("c", gone, 2), 0);
+	pohm_cache_close(a);
+}
