@@ -377,8 +377,9 @@ static int sq_related(const char *x, const char *y)
  * Do the first n bytes of rel name what they spell, locally: no component
  * a symlink, and every directory above the last component present (one
  * absent may be fetched and be a stored symlink)?  The last component may
- * be absent if new_ok (a create).  1 yes, 0 no or unknown.  Local fstatat
- * calls only.
+ * be absent if new_ok (a create; one the storage holds as a symlink is
+ * caught where the walk follows it, pohm_cache_sigq_follow).  1 yes, 0 no
+ * or unknown.  Local fstatat calls only.
  */
 static int sq_plain(struct pohm_cache *c, const char *rel, size_t n, int new_ok)
 {
