@@ -732,6 +732,44 @@ static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino
 	}
 }
 
+/* Was dfd/name (st) born after rec recorded its local file (dirmove.c's
+ * birth rule): a new file on the recorded file's reused number?  Without a
+ * birth time: no. */
+static int born_after(const struct pohm_jrec *rec, int dfd, const char *name,
+		      const struct stat *st)
+{
+	struct statx sx;
+
+	return !pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) &&
+	       (sx.stx_mask & STATX_BTIME) && sx.stx_ino == (uint64_t)st->st_ino &&
+	       (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec >
+		       rec->recorded_ns;
+}
+
+/*
+ * Is the local file dfd/name (st, known in the index as ino) ino's own copy
+ * with data not pushed yet: changed since the last fetch or push, or open
+ * for write here?  Then a removal the storage refuses (the name moved or
+ * went elsewhere) keeps it.  Not its own copy: a file the record does not
+ * name (rel), or one born after the record saw its file — a reused local
+ * number (pohmelfsd's replay may have re-hinted the record to rel,
+ * sigqueue.c sq_known_name).  1, 0.
+ */
+static int own_copy_unpushed(struct pohm_cache *c, uint64_t ino, const char *rel, int dfd,
+			     const char *name, const struct stat *st)
+{
+	struct pohm_jrec rec;
+	int keep = 0;
+
+	if (pohm_journal_get(&c->j, ino, &rec))
+		return 0;
+	if (!strcmp(rec.hint, rel) && S_ISREG(st->st_mode) && !born_after(&rec, dfd, name, st))
+		keep = pohm_cache_writer_alive(c, ino) == 1 ||
+		       cache_local_changed(c, &rec, dfd, name, st);
+	pohm_jrec_clear(&rec);
+	return keep;
+}
+
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
 	struct stat pre, post;
@@ -759,13 +797,16 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 
 		/* Not in the storage (made behind its back, e.g. by libc's
 		 * mkstemp or a signal handler): local only.  Also when the index
-		 * named an inode for the local file: its number may be a removed
-		 * file's, reused at once (ext4), whose removal waits in the
-		 * signal queue (shim_procs 23 under TSan: the unlink said ENOENT
-		 * and the file stayed). */
-		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
-			r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
-		if (!r && !dir && S_ISREG(lst.st_mode) && !ino)
+		 * named an inode for the local file but only by a reused number
+		 * (ext4 hands a removed file's number out at once, its removal
+		 * waiting in the signal queue: shim_procs 23 under TSan).  The
+		 * inode's own copy changed here or open for write stays (its
+		 * data is pushed to wherever the storage has it now). */
+		if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) ||
+		    (ino && own_copy_unpushed(c, ino, rel, dfd, name, &lst)))
+			goto out;
+		r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
+		if (!r && !dir && S_ISREG(lst.st_mode))
 			drop_if_adopted(c, rel, dino, name, &lst);
 		if (!r && ino)
 			forget_if_gone(c, ino);

@@ -276,3 +276,37 @@ TEST(an_unlink_whose_last_inode_read_fails_frees_nothing_unread)
 	inode_gets_fail_at = -1;
 	pohm_cache_close(a);
 }
+
+/* A changed copy (not pushed yet) whose name another host renamed is
+ * unlinked here: the storage lacks the name, the copy is the inode's own
+ * (its record names f): the unlink says ENOENT, the copy stays and its
+ * data reaches g (review of s20-sigcap2: c292208 unlinked it, data lost). */
+TEST(unlink_of_a_changed_copy_renamed_elsewhere_keeps_it)
+{
+	struct pohm_cache *a, *b;
+	struct pohm_sync_defer d = { 0 };
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	ch_setup();
+	a = ch_host("a");
+	b = ch_host("b");
+	EXPECT_EQ_INT(ch_write(a, "a", "f", "one", 3), 0);
+	usleep(30000);
+	EXPECT_EQ_INT(pohm_cache_materialize(a, "f", POHM_MAT_DATA), 0);
+	fd = open(ch_path("a", "f"), O_WRONLY | O_TRUNC);
+	EXPECT(fd >= 0);
+	pohm_cache_opened(a, "f", fd);
+	EXPECT_EQ_INT(write(fd, "two2", 4), 4);
+	close(fd);		/* no push: pohmelfsd's, later */
+	EXPECT_EQ_INT(pohm_cache_rename(b, "f", "g", 0), 0);
+	EXPECT_EQ_INT(pohm_cache_unlink(a, "f"), -ENOENT);
+	EXPECT(exists("a", "f"));
+	pohm_cache_sync_round(a, 0, &d);
+	EXPECT_EQ_INT(pohm_cache_materialize(b, "g", POHM_MAT_DATA), 0);
+	n = ch_read_all(ch_path("b", "g"), buf, sizeof(buf) - 1);
+	EXPECT(n == 4 && !memcmp(buf, "two2", 4));
+	pohm_cache_close(a);
+	pohm_cache_close(b);
+}
