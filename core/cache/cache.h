@@ -405,6 +405,10 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
  * prefix), before anything of rel is looked up (pohm_cache_sigq_follow).
  * Set once, before the cache is used by several threads. */
 void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
+/* fn(c, rel) runs before a walk asks the storage for a name rel it lacks
+ * locally (the name may come back here from the storage), never on a walk
+ * answered locally (pohm_cache_sigq_absent).  Set once, as above. */
+void pohm_cache_set_absent_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
 
 /* Adopt names made under the prefix without the shim (pohmelfsd, pohmelfs
  * sync only: it opens and closes files).  Count adopted, or -errno. */
@@ -459,6 +463,11 @@ int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel);
  * cache left records, apply those rel needs (as pohm_cache_sigq_replay_for
  * with rel as the call's path and no budget).  Not inside a replay. */
 void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel);
+/* A walk is about to ask the storage for rel, absent locally: while any
+ * process of the host left records in the queue, apply those rel needs
+ * (as pohm_cache_sigq_follow), so that a name whose removal or rename a
+ * handler made does not come back from the storage.  Not inside a replay. */
+void pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

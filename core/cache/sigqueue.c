@@ -603,6 +603,42 @@ void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel)
 			  strerror(-r));
 }
 
+/* Does the queue hold a record (any process's, replayable or not)?  One
+ * folder read; 1, 0 (none, or the folder cannot be read). */
+static int sq_queued(struct pohm_cache *c)
+{
+	char buf[1024];
+	ssize_t n;
+	int q, any = 0;
+
+	q = sq_dir(c, "sq", 0);
+	if (q < 0)
+		return 0;
+	while (!any && (n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n && !any;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			any = de->d_name[0] != '.';
+		}
+	}
+	pohm_sys_close(q);
+	return any;
+}
+
+void pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel)
+{
+	struct pohm_sigq_bound bd = { { rel, NULL }, 0, 0, 0 };
+	int r;
+
+	if (sq_replaying || !sq_queued(c))
+		return;
+	r = pohm_cache_sigq_replay_for(c, &bd, NULL);
+	if (r < 0)
+		pohm_warn("%s: replaying the signal queue before asking the storage: %s", rel,
+			  strerror(-r));
+}
+
 int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel)
 {
 	static unsigned long seq;	/* atomic */

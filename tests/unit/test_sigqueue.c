@@ -585,3 +585,48 @@ TEST(an_unlink_of_a_file_on_a_reused_number_adopted_meanwhile_leaves_the_storage
 {
 	unlink_on_a_reused_number(REUSE_ADOPTED);
 }
+
+/*
+ * A bounded replay (the exit's, no paths) deferred P s/x; another process
+ * of host a, past its first drain (it never replays again), opens s/x: its
+ * walk asked the storage for the name the handler removed here and fetched
+ * it back; the later replay found s/x present locally and still stored,
+ * took it for the local truth and dropped the record: the removal lost for
+ * good (review of s20-sigcap2, HIGH 2).  A walk that asks the storage for
+ * a name it lacks locally first applies the queue's records that name
+ * needs, whichever process left them (pohm_cache_sigq_absent).
+ */
+static void deferred_removal_then_another_process(const char *rel, unsigned flags)
+{
+	static const char *const gone[] = { "s/x" };
+	struct pohm_sigq_bound bd = { { NULL, NULL }, 0, 0, 0 };
+	struct pohm_cache *a, *a3;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	handler_removed(a, "s/x");
+	EXPECT_EQ_INT(pohm_cache_sigq_replay_for(a, &bd, NULL), 0);	/* the exit's: deferred */
+	EXPECT_EQ_INT(bd.deferred, 1);
+	pohm_cache_close(a);
+	a3 = ch_host("a");	/* another process, no replay of its own */
+	EXPECT(a3 != NULL);
+	pohm_cache_set_absent_fn(a3, pohm_cache_sigq_absent);	/* as core/mount/host.c */
+	EXPECT_EQ_INT(pohm_cache_materialize(a3, rel, flags), 0);
+	EXPECT(access(ch_path("a", "s/x"), F_OK) != 0);
+	EXPECT_EQ_INT(stored("c", gone, 1), 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a3, 0, NULL), 0);	/* nothing left */
+	pohm_cache_close(a3);
+}
+
+TEST(a_deferred_removal_is_applied_before_another_process_asks_the_storage_for_the_name)
+{
+	deferred_removal_then_another_process("s/x", POHM_MAT_DATA);
+}
+
+/* The same through a listing of s (ls, a glob): x must not come back as a stub. */
+TEST(a_deferred_removal_is_applied_before_another_process_lists_its_directory)
+{
+	deferred_removal_then_another_process("s", POHM_MAT_LIST);
+}
