@@ -650,7 +650,7 @@ void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache
 	c->follow_fn = fn;
 }
 
-void pohm_cache_set_absent_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel))
+void pohm_cache_set_absent_fn(struct pohm_cache *c, int (*fn)(struct pohm_cache *c, const char *rel))
 {
 	c->absent_fn = fn;
 }

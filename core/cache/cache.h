@@ -406,9 +406,12 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
  * Set once, before the cache is used by several threads. */
 void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
 /* fn(c, rel) runs before a walk asks the storage for a name rel it lacks
- * locally (the name may come back here from the storage), never on a walk
- * answered locally (pohm_cache_sigq_absent).  Set once, as above. */
-void pohm_cache_set_absent_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
+ * locally, or lists the directory rel from the storage, and when a create
+ * finds rel stored but not here (the name may come back here from the
+ * storage); never on a call answered locally nor on a create of a new
+ * name.  It returns how many changes it made (pohm_cache_sigq_absent).
+ * Set once, as above. */
+void pohm_cache_set_absent_fn(struct pohm_cache *c, int (*fn)(struct pohm_cache *c, const char *rel));
 
 /* Adopt names made under the prefix without the shim (pohmelfsd, pohmelfs
  * sync only: it opens and closes files).  Count adopted, or -errno. */
@@ -466,8 +469,9 @@ void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel);
 /* A walk is about to ask the storage for rel, absent locally: while any
  * process of the host left records in the queue, apply those rel needs
  * (as pohm_cache_sigq_follow), so that a name whose removal or rename a
- * handler made does not come back from the storage.  Not inside a replay. */
-void pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel);
+ * handler made does not come back from the storage.  Not inside a replay.
+ * Records applied (0: none, or the replay failed: logged). */
+int pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

@@ -100,7 +100,7 @@ struct pohm_cache {
 	void *space_arg;
 	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
 	void (*follow_fn)(struct pohm_cache *c, const char *rel);	/* set once (see cache.h) */
-	void (*absent_fn)(struct pohm_cache *c, const char *rel);	/* set once (see cache.h) */
+	int (*absent_fn)(struct pohm_cache *c, const char *rel);	/* set once (see cache.h) */
 	unsigned sq_deferred;		/* atomic: the last bounded replay left records (sigqueue.c) */
 	void *offline_arg;
 	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */

@@ -195,6 +195,20 @@ static int create_offline(struct pohm_cache *c, const char *rel)
 	return 1;
 }
 
+/* A create found rel stored: absent here, it may be a name a signal
+ * handler removed or renamed, its record still queued (another process's
+ * bounded drain left it): applied now (the cache's absent_fn), the create
+ * is asked again.  1 (records applied), 0. */
+static int stored_by_queued_removal(struct pohm_cache *c, int dfd, const char *name,
+				    const char *rel)
+{
+	struct stat lst;
+
+	return c->absent_fn &&
+	       pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == -ENOENT &&
+	       c->absent_fn(c, rel) > 0;
+}
+
 int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int excl)
 {
 	struct pohm_inode in;
@@ -221,6 +235,12 @@ int pohm_cache_create(struct pohm_cache *c, const char *rel, mode_t mode, int ex
 	cache_create_mark(c, dino, name, 1);
 	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
 			   excl ? POHM_CREATE_EXCL : 0, &in);
+	if ((r == 1 || r == -EEXIST) && stored_by_queued_removal(c, dfd, name, rel)) {
+		if (r == 1)
+			pohm_inode_clear(&in);
+		r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(),
+				   0, excl ? POHM_CREATE_EXCL : 0, &in);
+	}
 	if (r)
 		cache_create_mark(c, dino, name, 0);
 	if (r < 0 && r != -EEXIST)

@@ -626,17 +626,18 @@ static int sq_queued(struct pohm_cache *c)
 	return any;
 }
 
-void pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel)
+int pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel)
 {
 	struct pohm_sigq_bound bd = { { rel, NULL }, 0, 0, 0 };
 	int r;
 
 	if (sq_replaying || !sq_queued(c))
-		return;
+		return 0;
 	r = pohm_cache_sigq_replay_for(c, &bd, NULL);
 	if (r < 0)
 		pohm_warn("%s: replaying the signal queue before asking the storage: %s", rel,
 			  strerror(-r));
+	return r > 0 ? r : 0;
 }
 
 int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel)

@@ -630,3 +630,49 @@ TEST(a_deferred_removal_is_applied_before_another_process_lists_its_directory)
 {
 	deferred_removal_then_another_process("s", POHM_MAT_LIST);
 }
+
+/*
+ * The same through a create (the shell's `echo >> s/x` after the program
+ * whose handler removed s/x): the storage's create found the old s/x and
+ * the create fetched it back to be appended to.  A create that finds a
+ * stored name absent here applies its queued records and asks again: a
+ * new, empty s/x (O_EXCL: made, not EEXIST).
+ */
+static void deferred_removal_then_create(int excl)
+{
+	struct pohm_sigq_bound bd = { { NULL, NULL }, 0, 0, 0 };
+	struct pohm_cache *a, *a3, *c;
+	struct stat st;
+
+	ch_setup();
+	a = ch_host("a");
+	EXPECT(a != NULL);
+	EXPECT_EQ_INT(pohm_cache_mkdir(a, "s", 0755), 0);
+	handler_removed(a, "s/x");	/* stored with "x" */
+	EXPECT_EQ_INT(pohm_cache_sigq_replay_for(a, &bd, NULL), 0);
+	EXPECT_EQ_INT(bd.deferred, 1);
+	pohm_cache_close(a);
+	a3 = ch_host("a");
+	EXPECT(a3 != NULL);
+	pohm_cache_set_absent_fn(a3, pohm_cache_sigq_absent);	/* as core/mount/host.c */
+	EXPECT_EQ_INT(pohm_cache_create(a3, "s/x", 0644, excl), 0);	/* made, not found */
+	EXPECT(stat(ch_path("a", "s/x"), &st) != 0 || st.st_size == 0);
+	EXPECT_EQ_INT(pohm_cache_sigq_replay(a3, 0, NULL), 0);	/* nothing left */
+	pohm_cache_close(a3);
+	c = ch_host("c");
+	EXPECT(c != NULL);
+	EXPECT_EQ_INT(pohm_cache_materialize(c, "s/x", POHM_MAT_DATA), 0);
+	EXPECT_EQ_INT(stat(ch_path("c", "s/x"), &st), 0);
+	EXPECT_EQ_INT((int)st.st_size, 0);	/* the new file, not the removed one */
+	pohm_cache_close(c);
+}
+
+TEST(a_deferred_removal_is_applied_before_another_process_creates_the_name)
+{
+	deferred_removal_then_create(0);
+}
+
+TEST(a_deferred_removal_is_applied_before_another_process_creates_the_name_exclusively)
+{
+	deferred_removal_then_create(1);
+}
