@@ -755,37 +755,48 @@ static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino
 /* Was dfd/name (st) born after rec recorded its local file (dirmove.c's
  * birth rule): a new file on the recorded file's reused number?  Without a
  * birth time: no. */
-static int born_after(const struct pohm_jrec *rec, int dfd, const char *name,
-		      const struct stat *st)
+/* The local file dfd/name's birth time (st's inode) into *ns: 1, or 0 where
+ * the file system keeps none. */
+static int birth_ns(int dfd, const char *name, const struct stat *st, uint64_t *ns)
 {
 	struct statx sx;
 
-	return !pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) &&
-	       (sx.stx_mask & STATX_BTIME) && sx.stx_ino == (uint64_t)st->st_ino &&
-	       (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec >
-		       rec->recorded_ns;
+	if (pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) ||
+	    !(sx.stx_mask & STATX_BTIME) || sx.stx_ino != (uint64_t)st->st_ino)
+		return 0;
+	*ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
+	return 1;
 }
 
 /*
  * Is the local file dfd/name (st, known in the index as ino) ino's own copy
  * with data not pushed yet: changed since the last fetch or push, or open
  * for write here?  Then a removal the storage refuses (the name moved or
- * went elsewhere) keeps it.  Not its own copy: a file the record does not
- * name (rel), or one born after the record saw its file — a reused local
- * number (pohmelfsd's replay may have re-hinted the record to rel,
- * sigqueue.c sq_known_name).  1, 0.
+ * went elsewhere) keeps it.  Its own copy: the record's local file, born
+ * no later than the record saw it — a file born after is a reused local
+ * number (ext4 hands a removed file's number out at once).  Where the file
+ * system keeps no birth time, the record's name (rel) decides instead (a
+ * hardlink of the file removed by another name is then not kept; with a
+ * birth time it is: session 20 re-review).  1, 0.
  */
 static int own_copy_unpushed(struct pohm_cache *c, uint64_t ino, const char *rel, int dfd,
 			     const char *name, const struct stat *st)
 {
 	struct pohm_jrec rec;
+	uint64_t born;
 	int keep = 0;
 
 	if (pohm_journal_get(&c->j, ino, &rec))
 		return 0;
-	if (!strcmp(rec.hint, rel) && S_ISREG(st->st_mode) && !born_after(&rec, dfd, name, st))
-		keep = pohm_cache_writer_alive(c, ino) == 1 ||
-		       cache_local_changed(c, &rec, dfd, name, st);
+	if (!S_ISREG(st->st_mode))
+		goto out;
+	if (birth_ns(dfd, name, st, &born) ? (uint64_t)st->st_ino != rec.lino ||
+						 (uint64_t)st->st_dev != rec.ldev ||
+						 born > rec.recorded_ns
+					   : strcmp(rec.hint, rel) != 0)
+		goto out;
+	keep = pohm_cache_writer_alive(c, ino) == 1 || cache_local_changed(c, &rec, dfd, name, st);
+out:
 	pohm_jrec_clear(&rec);
 	return keep;
 }
