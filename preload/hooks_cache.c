@@ -212,6 +212,10 @@ static struct pohm_cache *cache(int *rc)
  * to the first operation, not to the next one (issue 23's counts). */
 static int sig_drained;
 
+/* Atomic: 1 while the last drain deferred records (pohm_sigq_bound.deferred):
+ * each outermost hook drains until one defers none. */
+static int sig_deferred;
+
 /*
  * Paths a signal handler changed while this thread or another was inside
  * the shim (sigsafe.c): the local name is the truth now.  Gone locally →
@@ -220,7 +224,21 @@ static int sig_drained;
  * new name and its sync pushes a changed one.  Runs at the start of an
  * outermost hook and at exit, never inside the shim.
  */
-static void sig_drain(int all)
+/* Records a drain replays beyond those its call needs (pohm_cache_sigq_replay_for):
+ * a handler whose records cost more round trips than its period allows must not
+ * keep the thread in its drains (shim_procs 23 under TSan); pohmelfsd and later
+ * drains take the rest. */
+#define SIG_DRAIN_BUDGET	8
+#define SIG_DRAIN_NS		(5 * 1000000ULL)	/* nor for longer than this */
+
+/* The call a drain runs before: its paths (NULL when fewer), all set when one
+ * could not be told (a path too long for rel: every record is applied). */
+struct sig_call {
+	const char *rel[2];
+	int all;
+};
+
+static void sig_drain(int all, const struct sig_call *call)
 {
 	static struct pohm_path p;	/* sig_lock */
 	static char abs[POHM_REL_MAX];	/* sig_lock */
@@ -241,31 +259,27 @@ static void sig_drain(int all)
 	um = mount_here(&r);
 	/* This thread's handlers are done with their calls (all threads' at
 	 * exit): their queue records may be replayed now. */
-	replay = pohm_sig_commit(all) + pohm_sig_replay_take();
+	replay = pohm_sig_commit(all) + pohm_sig_replay_take() +
+		 __atomic_load_n(&sig_deferred, __ATOMIC_RELAXED);
 	if (!um) {
 		while (pohm_sig_take(abs, sizeof(abs)))
 			;
 		goto out;
 	}
-	if (replay) {
-		/* Lock-free names only here (removals, renames); a record that
-		 * needs a file opened waits for pohmelfsd (started below). */
-		pohm_hold();
-		r = pohm_cache_sigq_replay(um->cache, 0, &left);
-		pohm_unhold();
-		if (r < 0)
-			pohm_warn("replaying the signal queue: %s", strerror(-r));
-	}
-	/* pohmelfsd for what the replay left (records needing a file opened,
-	 * locked or failed) and for names taken below; not for a replay that
-	 * found the queue empty (every process's first one: its queue's
-	 * opening asks for one, for older records). */
-	daemon = left || pohm_sig_pending();
-	/* At most a ring's worth: a handler that keeps firing must not keep
-	 * this call here (the rest waits for the next hook). */
+	/* Names the handlers could not record (their ring: no record entry
+	 * free, the queue not open yet) become records, replayed below as the
+	 * others; a name that cannot is settled here.  At most a ring's worth:
+	 * a handler that keeps firing must not keep this call here. */
 	for (n = 0; n < POHM_SIG_SLOTS && pohm_sig_take(abs, sizeof(abs)); n++) {
 		if (!pohm_classify(AT_FDCWD, abs, &p) || !p.rel[0] || (p.flags & POHM_PATH_TRUNC))
 			continue;
+		pohm_hold();
+		r = pohm_cache_sigq_put(um->cache, p.rel);
+		pohm_unhold();
+		if (!r) {
+			replay = 1;
+			continue;
+		}
 		if (pohm_sys_fstatat(pohm_cache_prefix_fd(um->cache), p.rel, &st,
 				     AT_SYMLINK_NOFOLLOW) != -ENOENT)
 			continue;	/* present: pohmelfsd's reconcile and sync */
@@ -276,6 +290,27 @@ static void sig_drain(int all)
 		pohm_cache_sigq_gone(um->cache, p.rel);	/* logs */
 		pohm_unhold();
 	}
+	if (replay) {
+		/* Lock-free names only here (removals, renames); a record that
+		 * needs a file opened waits for pohmelfsd (started below). */
+		struct pohm_sigq_bound bd = {
+			{ call->rel[0], call->rel[1] }, SIG_DRAIN_BUDGET,
+			pohm_sys_mono_ns() + SIG_DRAIN_NS, 0
+		};
+
+		pohm_hold();
+		r = call->all ? pohm_cache_sigq_replay(um->cache, 0, &left)
+			      : pohm_cache_sigq_replay_for(um->cache, &bd, &left);
+		pohm_unhold();
+		__atomic_store_n(&sig_deferred, !!bd.deferred, __ATOMIC_RELAXED);
+		if (r < 0)
+			pohm_warn("replaying the signal queue: %s", strerror(-r));
+	}
+	/* pohmelfsd for what the replay left (records needing a file opened,
+	 * locked, failed or deferred) and for names settled above; not for a
+	 * replay that found the queue empty (every process's first one: its
+	 * queue's opening asks for one, for older records). */
+	daemon = left || n || pohm_sig_pending();
 out:
 	pthread_mutex_unlock(&sig_lock);
 	if (daemon)
@@ -292,11 +327,19 @@ static void busy_enter(void)
 /* A hook that starts an operation (never a *_done, *_fix or readdir hook,
  * whose operation's state a drain's own cache calls could disturb): the
  * outermost one first settles what signal handlers noted. */
-static void busy_enter_drain(void)
+static void busy_enter_drain(const struct pohm_path *a, const struct pohm_path *b, int all)
 {
+	struct sig_call call = { { NULL, NULL }, 0 };
+
 	if (!pohm_busy++ && !pohm_depth &&
-	    (pohm_sig_pending() || !__atomic_load_n(&sig_drained, __ATOMIC_RELAXED)))
-		sig_drain(0);
+	    (pohm_sig_pending() || !__atomic_load_n(&sig_drained, __ATOMIC_RELAXED) ||
+	     __atomic_load_n(&sig_deferred, __ATOMIC_RELAXED))) {
+		call.rel[0] = a ? a->rel : NULL;
+		call.rel[1] = b ? b->rel : NULL;
+		call.all = all || (a && (a->flags & POHM_PATH_TRUNC)) ||
+			   (b && (b->flags & POHM_PATH_TRUNC));
+		sig_drain(0, &call);
+	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -380,7 +423,7 @@ int pohm_hk_open(const struct pohm_path *p, int flags, mode_t mode, struct pohm_
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 0);
 	r = hook_open(p, flags, mode, fi, real);
 	busy_leave();
 	return r;
@@ -436,7 +479,7 @@ int pohm_hk_mktemp(const struct pohm_path *p, int flags, struct pohm_fd_info *fi
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 1);
 	r = hook_mktemp(p, flags, fi, real);
 	busy_leave();
 	return r;
@@ -465,7 +508,7 @@ int pohm_hk_stat(const struct pohm_path *p, int flags, struct stat *st,
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 0);
 	r = hook_stat(p, flags, st, NULL, real);
 	busy_leave();
 	return r;
@@ -476,7 +519,7 @@ int pohm_hk_statx(const struct pohm_path *p, int flags, unsigned mask, struct st
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 0);
 	r = hook_stat(p, flags, NULL, stx, real);
 	busy_leave();
 	return r;
@@ -534,7 +577,7 @@ int pohm_hk_ns(enum pohm_ns_op op, const struct pohm_path *a, const struct pohm_
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(a, b, 0);
 	r = hook_ns(op, a, b, arg, real);
 	busy_leave();
 	return r;
@@ -604,7 +647,7 @@ int pohm_hk_attr(enum pohm_attr_op op, const struct pohm_path *p, int fd,
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 0);
 	r = hook_attr(op, p, fd, fi, flags, real);
 	busy_leave();
 	return r;
@@ -652,7 +695,7 @@ int pohm_hk_lookup(enum pohm_proc_lookup why, const struct pohm_path *p, int fla
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(p, NULL, 0);
 	r = hook_lookup(why, p, flags);
 	busy_leave();
 	return r;
@@ -712,7 +755,7 @@ int pohm_hk_close(int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(NULL, NULL, 0);
 	r = hook_close(fd, fi);
 	busy_leave();
 	return r;
@@ -734,7 +777,7 @@ int pohm_hk_sync(enum pohm_sync_op op, int fd, const struct pohm_fd_info *fi)
 {
 	int r;
 
-	busy_enter_drain();
+	busy_enter_drain(NULL, NULL, 0);
 	r = hook_sync(op, fd, fi);
 	busy_leave();
 	return r;
@@ -874,8 +917,10 @@ void pohm_hk_exit(void)
 {
 	fork_resets();
 	if (!pohm_depth && pohm_sig_pending()) {
+		struct sig_call none = { { NULL, NULL }, 0 };
+
 		pohm_busy++;
-		sig_drain(1);
+		sig_drain(1, &none);
 		pohm_busy--;
 	}
 	push_written();

@@ -645,6 +645,16 @@ void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t
 	c->space_arg = arg;
 }
 
+void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel))
+{
+	c->follow_fn = fn;
+}
+
+void pohm_cache_set_absent_fn(struct pohm_cache *c, int (*fn)(struct pohm_cache *c, const char *rel))
+{
+	c->absent_fn = fn;
+}
+
 /* ---------------------------------------------------------------- walk */
 
 /* What materialize needs of an inode, from its journal record and the local copy. */
@@ -1076,6 +1086,11 @@ static int ensure_entry(struct pohm_cache *c, int dfd, uint64_t dino, const char
 			pohm_jrec_clear(&now);
 		}
 	}
+	/* A name this host lacks may lack it by a signal handler's removal or
+	 * rename still in the queue (another process's, whose drains are
+	 * bounded): applied first, or the storage's name comes back here. */
+	if (!have_local && c->absent_fn)
+		c->absent_fn(c, rel);
 	cache_count(c, &c->stats.lookups, 1);
 	pohm_debug("%s: asking the storage (local %d, record %d, version %llu, validated %llu ns ago)",
 		   rel, have_local, have_rec, (unsigned long long)(have_rec ? rec.version : 0),
@@ -1697,6 +1712,10 @@ static int materialize_dir(struct pohm_cache *c, const char *rel, unsigned flags
 			break;
 		memcpy(w->cur, w->norm, strlen(w->norm) + 1);
 		rel = w->cur;
+		/* The walk now reaches a name its caller did not spell: what
+		 * a signal handler did to it must be in the storage first. */
+		if (c->follow_fn)
+			c->follow_fn(c, rel);
 		if (md)
 			md->followed = 1;
 		if (ml) {
@@ -2911,6 +2930,10 @@ static int list_dir(struct pohm_cache *c, int dfd, uint64_t dino, const char *re
 
 	if (cache_dir_complete(c, dino))
 		return 0;	/* listed (or made here) within attr_timeout */
+	/* As ensure_entry: names below rel a handler removed or renamed, in
+	 * the queue still, must not come back from the listing. */
+	if (c->absent_fn)
+		c->absent_fn(c, rel);
 	l.mono0 = pohm_sys_mono_ns();
 	l.real0 = pohm_sys_real_ns();
 	r = list_read(&l);

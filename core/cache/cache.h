@@ -419,6 +419,17 @@ int pohm_cache_sync_round(struct pohm_cache *c, uint64_t quiet_ns, struct pohm_s
  * before the cache is used by several threads.
  */
 void pohm_cache_set_space_fn(struct pohm_cache *c, int (*fn)(void *arg, uint64_t need), void *arg);
+/* fn(c, rel) runs before a walk follows a symlink to rel (relative to the
+ * prefix), before anything of rel is looked up (pohm_cache_sigq_follow).
+ * Set once, before the cache is used by several threads. */
+void pohm_cache_set_follow_fn(struct pohm_cache *c, void (*fn)(struct pohm_cache *c, const char *rel));
+/* fn(c, rel) runs before a walk asks the storage for a name rel it lacks
+ * locally, or lists the directory rel from the storage, and when a create
+ * finds rel stored but not here (the name may come back here from the
+ * storage); never on a call answered locally nor on a create of a new
+ * name.  It returns how many changes it made (pohm_cache_sigq_absent).
+ * Set once, as above. */
+void pohm_cache_set_absent_fn(struct pohm_cache *c, int (*fn)(struct pohm_cache *c, const char *rel));
 
 /* Adopt names made under the prefix without the shim (pohmelfsd, pohmelfs
  * sync only: it opens and closes files).  Count adopted, or -errno. */
@@ -448,6 +459,37 @@ int pohm_cache_sigq_dirs(struct pohm_cache *c, int *qfd, int *tfd);
  * without POHM_SQ_OPEN a record that needs a local file opened stays.  Count applied or
  * -errno; *left (if not NULL): how many records stay (locked, failed or needing an open). */
 int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left);
+/* A call about to run: its paths (relative to the prefix, NULL when fewer)
+ * and how many records beyond those it needs a replay may apply, until when
+ * (pohm_sys_mono_ns; 0: no time limit); deferred is set by the replay:
+ * records it left unapplied or found locked by another (the caller's next
+ * call must replay again before it runs). */
+struct pohm_sigq_bound {
+	const char *rel[2];
+	unsigned budget;
+	uint64_t until_ns;
+	unsigned deferred;
+};
+/* pohm_cache_sigq_replay without POHM_SQ_OPEN, bounded for the call bd: applies
+ * every unlocked record that names one of its paths, a path above or below one,
+ * or that it may reach through a symlink, and at most bd->budget others
+ * (records left for an open not counted); the rest stay for a later replay. */
+int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd,
+			       int *left);
+/* A record (POHM_SQ_PATH) of rel, a name a signal handler changed whose call is
+ * done, replayable at once (a name the handler could not record: its ring's).
+ * 0 or -errno. */
+int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel);
+/* A walk is about to follow a symlink to rel: while a bounded replay of this
+ * cache left records, apply those rel needs (as pohm_cache_sigq_replay_for
+ * with rel as the call's path and no budget).  Not inside a replay. */
+void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel);
+/* A walk is about to ask the storage for rel, absent locally: while any
+ * process of the host left records in the queue, apply those rel needs
+ * (as pohm_cache_sigq_follow), so that a name whose removal or rename a
+ * handler made does not come back from the storage.  Not inside a replay.
+ * Records applied (0: none, or the replay failed: logged). */
+int pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel);
 /* rel is gone locally: remove it from the storage if this cache knew its inode,
  * without touching the local tree (directories: rmdir).  0 or -errno. */
 int pohm_cache_sigq_gone(struct pohm_cache *c, const char *rel);

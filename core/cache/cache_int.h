@@ -100,6 +100,9 @@ struct pohm_cache {
 	int (*space_fn)(void *arg, uint64_t need);	/* set once at init (see cache.h) */
 	void *space_arg;
 	int (*offline)(void *arg);	/* pohm_cache_opts.offline, set at open */
+	void (*follow_fn)(struct pohm_cache *c, const char *rel);	/* set once (see cache.h) */
+	int (*absent_fn)(struct pohm_cache *c, const char *rel);	/* set once (see cache.h) */
+	unsigned sq_deferred;		/* atomic: the last bounded replay left records (sigqueue.c) */
 	void *offline_arg;
 	struct cache_writers *wr;	/* open-for-write locks of this process (writer.c) */
 	struct cache_lockfds *lf;	/* lock files' descriptions kept between uses (lockfd.c) */

@@ -200,6 +200,20 @@ static int create_offline(struct pohm_cache *c, const char *rel)
 	return 1;
 }
 
+/* A create found rel stored: absent here, it may be a name a signal
+ * handler removed or renamed, its record still queued (another process's
+ * bounded drain left it): applied now (the cache's absent_fn), the create
+ * is asked again.  1 (records applied), 0. */
+static int stored_by_queued_removal(struct pohm_cache *c, int dfd, const char *name,
+				    const char *rel)
+{
+	struct stat lst;
+
+	return c->absent_fn &&
+	       pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == -ENOENT &&
+	       c->absent_fn(c, rel) > 0;
+}
+
 /* A stale local file of dfd/name (deleted elsewhere, clean) makes way for
  * the new inode ino.  Not a file the journal does not tie to another
  * inode: that may be another process's local copy of the inode we just
@@ -243,6 +257,12 @@ static int create(struct pohm_cache *c, const char *rel, mode_t mode, int excl, 
 	cache_create_mark(c, dino, name, 1);
 	r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(), 0,
 			   excl ? POHM_CREATE_EXCL : 0, &in);
+	if ((r == 1 || r == -EEXIST) && stored_by_queued_removal(c, dfd, name, rel)) {
+		if (r == 1)
+			pohm_inode_clear(&in);
+		r = pohm_ns_create(c->ns, dino, name, S_IFREG | (mode & 07777), my_uid(), my_gid(),
+				   0, excl ? POHM_CREATE_EXCL : 0, &in);
+	}
 	if (r)
 		cache_create_mark(c, dino, name, 0);
 	if (r < 0 && r != -EEXIST)
@@ -808,6 +828,55 @@ static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino
 	}
 }
 
+/* Was dfd/name (st) born after rec recorded its local file (dirmove.c's
+ * birth rule): a new file on the recorded file's reused number?  Without a
+ * birth time: no. */
+/* The local file dfd/name's birth time (st's inode) into *ns: 1, or 0 where
+ * the file system keeps none. */
+static int birth_ns(int dfd, const char *name, const struct stat *st, uint64_t *ns)
+{
+	struct statx sx;
+
+	if (pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) ||
+	    !(sx.stx_mask & STATX_BTIME) || sx.stx_ino != (uint64_t)st->st_ino)
+		return 0;
+	*ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
+	return 1;
+}
+
+/*
+ * Is the local file dfd/name (st, known in the index as ino) ino's own copy
+ * with data not pushed yet: changed since the last fetch or push, or open
+ * for write here?  Then a removal the storage refuses (the name moved or
+ * went elsewhere) keeps it.  Its own copy: the record's local file, born
+ * no later than the record saw it — a file born after is a reused local
+ * number (ext4 hands a removed file's number out at once).  Where the file
+ * system keeps no birth time, the record's name (rel) decides instead (a
+ * hardlink of the file removed by another name is then not kept; with a
+ * birth time it is: session 20 re-review).  1, 0.
+ */
+static int own_copy_unpushed(struct pohm_cache *c, uint64_t ino, const char *rel, int dfd,
+			     const char *name, const struct stat *st)
+{
+	struct pohm_jrec rec;
+	uint64_t born;
+	int keep = 0;
+
+	if (pohm_journal_get(&c->j, ino, &rec))
+		return 0;
+	if (!S_ISREG(st->st_mode))
+		goto out;
+	if (birth_ns(dfd, name, st, &born) ? (uint64_t)st->st_ino != rec.lino ||
+						 (uint64_t)st->st_dev != rec.ldev ||
+						 born > rec.recorded_ns
+					   : strcmp(rec.hint, rel) != 0)
+		goto out;
+	keep = pohm_cache_writer_alive(c, ino) == 1 || cache_local_changed(c, &rec, dfd, name, st);
+out:
+	pohm_jrec_clear(&rec);
+	return keep;
+}
+
 static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 {
 	struct stat pre, post;
@@ -842,14 +911,24 @@ static int remove_entry(struct pohm_cache *c, const char *rel, int dir)
 	sino = ino;	/* the journal's guess comes along with the lookup */
 	r = dir ? pohm_ns_rmdir_ino(c->ns, dino, name, &sino, &gone) :
 		  pohm_ns_unlink_ino(c->ns, dino, name, &sino, &gone);
-	if (r == -ENOENT && !ino) {
+	if (r == -ENOENT) {
 		struct stat lst;
 
-		/* Only here (made behind the storage's back, e.g. by libc's mkstemp): local only. */
-		if (!pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW))
-			r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
+		/* Not in the storage (made behind its back, e.g. by libc's
+		 * mkstemp or a signal handler): local only.  Also when the index
+		 * named an inode for the local file but only by a reused number
+		 * (ext4 hands a removed file's number out at once, its removal
+		 * waiting in the signal queue: shim_procs 23 under TSan).  The
+		 * inode's own copy changed here or open for write stays (its
+		 * data is pushed to wherever the storage has it now). */
+		if (pohm_sys_fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) ||
+		    (ino && own_copy_unpushed(c, ino, rel, dfd, name, &lst)))
+			goto out;
+		r = pohm_sys_unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0);
 		if (!r && !dir && S_ISREG(lst.st_mode))
 			drop_if_adopted(c, rel, dino, name, &lst);
+		if (!r && ino)
+			forget_if_gone(c, ino);
 		goto out;
 	}
 	if (r)

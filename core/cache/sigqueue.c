@@ -43,6 +43,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -325,13 +326,18 @@ static int sq_apply(struct pohm_cache *c, char op, const char *a, const char *b,
 	return 0;
 }
 
-/* Parse and apply the record open at fd. */
-static int sq_record(struct pohm_cache *c, int fd, unsigned flags)
+/* A record's operation and its one or two paths (b "" for one). */
+struct sq_rec {
+	char op;
+	char a[4096], b[4096];
+};
+
+/* Parse the record open at fd: 0, 1 malformed (said, to be dropped), -errno. */
+static int sq_read(int fd, struct sq_rec *rec)
 {
-	char buf[SQ_REC_MAX + 1], a[4096], b[4096];
+	char buf[SQ_REC_MAX + 1];
 	size_t m = sizeof(POHM_SQ_MAGIC) - 1, la;
 	ssize_t n;
-	char op;
 
 	n = pohm_sys_read_full(fd, buf, SQ_REC_MAX);
 	if (n < 0)
@@ -339,20 +345,133 @@ static int sq_record(struct pohm_cache *c, int fd, unsigned flags)
 	buf[n] = '\0';
 	if ((size_t)n < m + 3 || memcmp(buf, POHM_SQ_MAGIC, m) || buf[m + 1] || buf[n - 1])
 		goto bad;
-	op = buf[m];
+	rec->op = buf[m];
 	la = strlen(buf + m + 2);
-	if (pohm_cache_normalize(buf + m + 2, a, sizeof(a)) || !a[0])
+	if (pohm_cache_normalize(buf + m + 2, rec->a, sizeof(rec->a)) || !rec->a[0])
 		goto bad;
-	b[0] = '\0';
-	if (op == POHM_SQ_RENAME || op == POHM_SQ_LINK) {
+	rec->b[0] = '\0';
+	if (rec->op == POHM_SQ_RENAME || rec->op == POHM_SQ_LINK) {
 		if ((size_t)n <= m + 2 + la + 1 ||
-		    pohm_cache_normalize(buf + m + 2 + la + 1, b, sizeof(b)) || !b[0])
+		    pohm_cache_normalize(buf + m + 2 + la + 1, rec->b, sizeof(rec->b)) || !rec->b[0])
 			goto bad;
 	}
-	return sq_apply(c, op, a, b, flags);
+	return 0;
 bad:
 	pohm_warn("signal queue: a malformed record dropped");
+	return 1;
+}
+
+/* x is y, or one is below the other, component by component ("" is the root). */
+static int sq_related(const char *x, const char *y)
+{
+	size_t nx = strlen(x), ny = strlen(y), n = nx < ny ? nx : ny;
+
+	if (!nx || !ny)
+		return 1;
+	if (memcmp(x, y, n))
+		return 0;
+	return nx == ny || (nx < ny ? y[n] == '/' : x[n] == '/');
+}
+
+/*
+ * Do the first n bytes of rel name what they spell, locally: no component
+ * a symlink, and every directory above the last component present (one
+ * absent may be fetched and be a stored symlink)?  The last component may
+ * be absent if new_ok (a create; one the storage holds as a symlink is
+ * caught where the walk follows it, pohm_cache_sigq_follow).  1 yes, 0 no
+ * or unknown.  Local fstatat calls only.
+ */
+static int sq_plain(struct pohm_cache *c, const char *rel, size_t n, int new_ok)
+{
+	char p[4096];
+	struct stat st;
+	int r;
+
+	if (n >= sizeof(p))
+		return 0;
+	memcpy(p, rel, n);
+	p[n] = '\0';
+	for (size_t i = 0; i <= n; i++) {
+		if (p[i] != '/' && p[i])
+			continue;
+		p[i] = '\0';
+		r = pohm_sys_fstatat(c->pfd, p, &st, AT_SYMLINK_NOFOLLOW);
+		p[i] = i < n ? '/' : '\0';
+		if (r == -ENOENT && i == n && new_ok)
+			return 1;	/* a new name */
+		if (r || S_ISLNK(st.st_mode))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A bounded replay's state (one drain): the call about to run, how many
+ * costly records it may still apply beyond those that call needs, and the
+ * last record directory found plain (a backlog's records mostly share one).
+ */
+struct sq_run {
+	struct pohm_sigq_bound *bd;
+	unsigned budget;
+	int calls_plain;		/* -1: not looked at yet */
+	size_t dir_len;			/* plain_dir's; SIZE_MAX: none yet */
+	char plain_dir[4096];
+};
+
+/* Must the record be applied before the call: does it name a path the call
+ * reaches (that path, above or below it), or may it through a symlink? */
+static int sq_needed(struct pohm_cache *c, struct sq_run *run, const struct sq_rec *rec)
+{
+	const struct pohm_sigq_bound *bd = run->bd;
+	const char *paths[2] = { rec->a, rec->b };
+	const char *slash;
+	size_t n;
+
+	if (run->calls_plain < 0) {
+		run->calls_plain = 1;
+		for (int i = 0; i < 2; i++)
+			if (bd->rel[i] && !sq_plain(c, bd->rel[i], strlen(bd->rel[i]), 1))
+				run->calls_plain = 0;
+	}
+	if (!run->calls_plain)
+		return 1;
+	for (int j = 0; j < 2 && paths[j][0]; j++) {
+		for (int i = 0; i < 2; i++)
+			if (bd->rel[i] && sq_related(bd->rel[i], paths[j]))
+				return 1;
+		slash = strrchr(paths[j], '/');
+		if (!slash)
+			continue;	/* in the prefix's root: no directory to follow */
+		n = (size_t)(slash - paths[j]);
+		if (n == run->dir_len && !memcmp(paths[j], run->plain_dir, n))
+			continue;
+		if (!sq_plain(c, paths[j], n, 0))
+			return 1;
+		memcpy(run->plain_dir, paths[j], n);
+		run->dir_len = n;
+	}
 	return 0;
+}
+
+/* Parse and apply the record open at fd: 0 done, 1 left (needs an open, or
+ * deferred past the run's budget), -errno. */
+static int sq_record(struct pohm_cache *c, int fd, unsigned flags, struct sq_run *run)
+{
+	static __thread struct sq_rec rec;	/* this thread's; too large for a hook's stack */
+	int r = sq_read(fd, &rec);
+
+	if (r)
+		return r > 0 ? 0 : r;
+	if (run && run->budget && run->bd->until_ns && pohm_sys_mono_ns() >= run->bd->until_ns)
+		run->budget = 0;	/* out of time: the budget is spent */
+	if (run && !run->budget && !sq_needed(c, run, &rec)) {
+		run->bd->deferred++;
+		return 1;
+	}
+	r = sq_apply(c, rec.op, rec.a, rec.b, flags);
+	if (run && run->budget && r != 1)
+		run->budget--;
+	return r;
 }
 
 /* A staged record younger than this may be its writer's between its
@@ -392,7 +511,12 @@ static void sq_clean_tmp(struct pohm_cache *c)
 	pohm_sys_close(t);
 }
 
-int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
+/* This thread is in sq_replay: a walk of a record's own replay that follows
+ * a symlink must not start another (pohm_cache_sigq_follow). */
+static __thread int sq_replaying;
+
+/* Both replays: run NULL applies every unlocked record. */
+static int sq_replay(struct pohm_cache *c, unsigned flags, struct sq_run *run, int *left)
 {
 	char buf[4096];
 	struct stat st;
@@ -404,6 +528,7 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 	q = sq_dir(c, "sq", 0);
 	if (q < 0)
 		return q == -ENOENT ? 0 : q;
+	sq_replaying = 1;
 	while ((n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
 		for (ssize_t off = 0; off < n;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + off);
@@ -416,6 +541,8 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 				continue;	/* another replayer removed it */
 			if (sq_lock(fd)) {
 				kept++;			/* in flight */
+				if (run)
+					run->bd->deferred++;
 				pohm_sys_close(fd);
 				continue;
 			}
@@ -423,7 +550,7 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 				pohm_sys_close(fd);	/* replayed meanwhile */
 				continue;
 			}
-			r = sq_record(c, fd, flags);
+			r = sq_record(c, fd, flags, run);
 			if (r == 0) {
 				pohm_sys_unlinkat(q, de->d_name, 0);
 				done++;
@@ -435,9 +562,117 @@ int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
 			pohm_sys_close(fd);
 		}
 	}
+	sq_replaying = 0;
 	pohm_sys_close(q);
 	sq_clean_tmp(c);
 	if (left)
 		*left = kept;
 	return err && !done ? err : done;
+}
+
+int pohm_cache_sigq_replay(struct pohm_cache *c, unsigned flags, int *left)
+{
+	return sq_replay(c, flags, NULL, left);
+}
+
+int pohm_cache_sigq_replay_for(struct pohm_cache *c, struct pohm_sigq_bound *bd, int *left)
+{
+	static __thread struct sq_run run;	/* this thread's; too large for a hook's stack */
+	int r;
+
+	run.bd = bd;
+	run.budget = bd->budget;
+	bd->deferred = 0;
+	run.calls_plain = -1;
+	run.dir_len = SIZE_MAX;
+	r = sq_replay(c, 0, &run, left);
+	__atomic_store_n(&c->sq_deferred, bd->deferred != 0, __ATOMIC_RELAXED);
+	return r;
+}
+
+void pohm_cache_sigq_follow(struct pohm_cache *c, const char *rel)
+{
+	struct pohm_sigq_bound bd = { { rel, NULL }, 0, 0, 0 };
+	int r;
+
+	if (sq_replaying || !__atomic_load_n(&c->sq_deferred, __ATOMIC_RELAXED))
+		return;
+	r = pohm_cache_sigq_replay_for(c, &bd, NULL);
+	if (r < 0)
+		pohm_warn("%s: replaying the signal queue before following a symlink: %s", rel,
+			  strerror(-r));
+}
+
+/* Does the queue hold a record (any process's, replayable or not)?  One
+ * folder read; 1, 0 (none, or the folder cannot be read). */
+static int sq_queued(struct pohm_cache *c)
+{
+	char buf[1024];
+	ssize_t n;
+	int q, any = 0;
+
+	q = sq_dir(c, "sq", 0);
+	if (q < 0)
+		return 0;
+	while (!any && (n = pohm_sys_getdents64(q, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n && !any;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			any = de->d_name[0] != '.';
+		}
+	}
+	pohm_sys_close(q);
+	return any;
+}
+
+int pohm_cache_sigq_absent(struct pohm_cache *c, const char *rel)
+{
+	struct pohm_sigq_bound bd = { { rel, NULL }, 0, 0, 0 };
+	int r;
+
+	if (sq_replaying || !sq_queued(c))
+		return 0;
+	r = pohm_cache_sigq_replay_for(c, &bd, NULL);
+	if (r < 0)
+		pohm_warn("%s: replaying the signal queue before asking the storage: %s", rel,
+			  strerror(-r));
+	return r > 0 ? r : 0;
+}
+
+int pohm_cache_sigq_put(struct pohm_cache *c, const char *rel)
+{
+	static unsigned long seq;	/* atomic */
+	char name[64], rec[sizeof(POHM_SQ_MAGIC) + 2 + 4096];
+	size_t m = sizeof(POHM_SQ_MAGIC) - 1, n = strlen(rel) + 1;
+	int q, t, fd = -EEXIST, r;
+
+	if (n > 4096)
+		return -ENAMETOOLONG;
+	r = pohm_cache_sigq_dirs(c, &q, &t);
+	if (r)
+		return r;
+	for (int tries = 0; tries < 8 && fd == -EEXIST; tries++) {
+		snprintf(name, sizeof(name), "%ld-r-%lu", (long)pohm_sys_getpid(),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		fd = pohm_sys_openat(t, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	memcpy(rec, POHM_SQ_MAGIC, m);
+	rec[m] = POHM_SQ_PATH;
+	rec[m + 1] = '\0';
+	memcpy(rec + m + 2, rel, n);
+	r = pohm_sys_write_full(fd, rec, m + 2 + n) == (ssize_t)(m + 2 + n) ? 0 : -ENOSPC;
+	pohm_sys_close(fd);
+	if (!r)
+		r = pohm_sys_renameat(t, name, q, name);
+	if (r)
+		pohm_sys_unlinkat(t, name, 0);
+out:
+	pohm_sys_close(q);
+	pohm_sys_close(t);
+	return r;
 }

@@ -40,6 +40,8 @@ static int host_space(void *arg, uint64_t need)
 void pohm_mount_host_attach(struct pohm_mount *m)
 {
 	pohm_cache_set_space_fn(m->cache, host_space, m);
+	pohm_cache_set_follow_fn(m->cache, pohm_cache_sigq_follow);
+	pohm_cache_set_absent_fn(m->cache, pohm_cache_sigq_absent);
 	pohm_mount_offline_load(m);
 	/* DESIGN §3: what an unclean shutdown left dirty is pushed when the
 	 * cache is next used, by whatever process uses it first. */

@@ -248,7 +248,7 @@ static int do_umask(const char *dir, int n)
 /* The handler's state: written before the timer starts, then only by it. */
 static char sig_base[PATH_MAX];
 static size_t sig_baselen;
-static volatile sig_atomic_t sig_hits, sig_bad;
+static volatile sig_atomic_t sig_hits, sig_bad, sig_errno, sig_badrun;	/* the last failed call's */
 
 /* sig_base + K into p (no stdio in a handler). */
 static void sig_name(char *p, long k)
@@ -274,12 +274,18 @@ static void on_alarm(int sig)
 	(void)sig;
 	sig_name(p, k);
 	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, "x", 1) != 1 || close(fd))
+	if (fd < 0 || write(fd, "x", 1) != 1 || close(fd)) {
 		sig_bad = 1;
+		sig_errno = errno;
+		sig_badrun = (sig_atomic_t)k;
+	}
 	if (k > 0) {
 		sig_name(p, k - 1);
-		if (unlink(p))
+		if (unlink(p)) {
 			sig_bad = 2;
+			sig_errno = errno;
+			sig_badrun = (sig_atomic_t)k;
+		}
 	}
 	sig_hits = (sig_atomic_t)(k + 1);
 	errno = saved;
@@ -320,7 +326,10 @@ static int do_sighandler(const char *dir, int n)
 	}
 	setitimer(ITIMER_REAL, &off, NULL);
 	if (sig_bad) {
-		printf("ERR the handler's call failed (%d)\n", (int)sig_bad);
+		const char *e = strerrorname_np((int)sig_errno);
+
+		printf("ERR the handler's call failed (%d, %s, in run %ld of %ld)\n", (int)sig_bad,
+		       e ? e : "?", (long)sig_badrun, (long)sig_hits);
 		return 1;
 	}
 	printf("ok %d\n", (int)sig_hits);
