@@ -193,7 +193,7 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 # on first use, not at every start (/bin/true: ~85k instructions less);
 # -z relro still makes the rest of the GOT read-only after relocation.
 # The allocator comes first: without it the build stops before compiling.
-LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
+LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) -Wl,-fini=pohm_dt_fini \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs -Wl,-T,preload/start.ld \
 	    $(LDFLAGS) -ldl -lm
 # What every process start runs (light init, the symbol table, the exit
