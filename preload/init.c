@@ -275,16 +275,20 @@ static void atfork_child(void)
 
 static void shim_init(void)
 {
-	uint64_t t0 = pohm_sys_mono_ns();
-	const char *lvl;
+	const char *lvl = getenv("POHMELFS_LOG_LEVEL");
+	uint64_t t0 = 0;
 	int saved = errno;
 
 	in_init = 1;
 	pohm_depth++;
-	pohm_real_init();
-	lvl = getenv("POHMELFS_LOG_LEVEL");
 	if (lvl && pohm_log_parse_level(lvl) >= 0)
 		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
+	/* The clock only for the debug line: its first read binds
+	 * clock_gettime and faults in the vDSO's data page and libc's code,
+	 * two faults of a start that has no other use for it (issue 23). */
+	if (pohm_log_level() >= POHM_LOG_DEBUG)
+		t0 = pohm_sys_mono_ns();
+	pohm_real_init();
 	if (pohm_log_level() >= POHM_LOG_DEBUG && getenv("POHMELFS_LOG"))
 		pohm_log_configure(NULL, 0);	/* the light init's own debug line */
 	prefix_setup();
@@ -296,8 +300,10 @@ static void shim_init(void)
 		pohm_sys_keep_attrs();	/* creds.c reports their changes */
 	}
 	test_ifd_setup();
-	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,
-		   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
+	if (t0)
+		pohm_debug("light init: %.1f us, prefix %s",
+			   (double)(pohm_sys_mono_ns() - t0) / 1e3,
+			   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
 	pohm_depth--;
 	in_init = 0;
 	pohm_fd_plain_start();
