@@ -272,11 +272,13 @@ PY
 		sleep 0.05
 	done
 	sleep 0.2	# past light init and sleep's own start
+	local ok=0
 	awk -v lib="$SHIPPED_LIB" '
 		/^[0-9a-f]+-[0-9a-f]+ / { inlib = ($6 == lib); perm = $2 }
 		inlib && perm == "r-xp" && $1 == "Rss:" { text += $2 }
 		inlib && perm == "rw-p" && $1 == "Anonymous:" { data += $2 }
 		END { print "text kB mapped " text ", .data kB copied " data; exit !(text > 0 && text <= 64 && data <= 12) }
-	' "/proc/$pid/smaps"
-	kill "$pid"
+	' "/proc/$pid/smaps" || ok=$?
+	kill "$pid"	# before the verdict: no sleep outlives a failure
+	[ "$ok" -eq 0 ]
 }
