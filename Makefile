@@ -193,14 +193,16 @@ $(B)/jemalloc_lazy.a: $(wildcard $(JEMALLOC_PIC)) Makefile
 # on first use, not at every start (/bin/true: ~85k instructions less);
 # -z relro still makes the rest of the GOT read-only after relocation.
 # The allocator comes first: without it the build stops before compiling.
-LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) \
+# DT_FINI is init.c's empty pohm_dt_fini, in the start code's window
+# (crti's _fini, past the end of .text, cost a text fault at every exit).
+LIB_LINK = $(CC) -shared -o $@.tmp $(filter %.o,$^) $(filter %.a,$^) -Wl,-fini=pohm_dt_fini \
 	    -Wl,--version-script=$(B)/libpohmelfs.map -Wl,-z,relro -Wl,-z,defs -Wl,-T,preload/start.ld \
 	    $(LDFLAGS) -ldl -lm
 # What every process start runs (light init, the symbol table, the exit
-# path; the fd and cwd tables every wrapper asks) is linked first: ~40 KiB
-# of text at the start of .text, which the kernel maps in one or two
-# faults (fault-around maps the 64 KiB around a fault), where spread over
-# the library it took seven.  A name missing here only costs that.
+# path; the fd and cwd tables every wrapper asks) is linked first.  Where
+# its code goes is preload/start.ld's (.text.pohm_start, with what a
+# shell's fork child runs: one fault-around window, issue 23); this order
+# is its data's.  A name missing here only costs a fault.
 LIB_START_OBJ := $(filter $(PRELOAD_OBJ) $(LIB_CORE_OBJ),$(addprefix $(B)/obj/, \
 	preload/init.o preload/real.o preload/real_lazy.o preload/elfsym.o preload/fallback.o preload/state.o \
 	preload/cwd.o preload/fd.o preload/handoff.o preload/sigsafe.o preload/stack.o \

@@ -34,18 +34,20 @@ extern char **environ;
  * the wrappers do (pohm_init_slow, through shim.h's pohm_init and
  * pohm_active).  doc/ARCHITECTURE.md §4.6. */
 
-static POHM_START_BSS pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* pohm_sys_once's word (no futex wake at the end of a lone start). */
+static POHM_START_BSS int init_once;
 /* This thread is running init: its nested wrappers must not wait for it. */
 static POHM_TLS int in_init;
 
 /* ------------------------------------------------------------ light init */
 
 /*
- * realpath() of a prefix that may not exist yet ("created on first use"):
+ * realpath() of a prefix that does not exist yet ("created on first use"):
  * resolve the longest existing ancestor and append the rest.  Uses the
- * real realpath with our own buffer (nothing allocated).
+ * real realpath with our own buffer (nothing allocated).  Not inlined:
+ * its buffer stays off the stack of a start whose prefix exists.
  */
-static int prefix_realpath(const char *prefix, char *out)
+static __attribute__((noinline)) int prefix_realpath_ancestor(const char *prefix, char *out)
 {
 	char tmp[PATH_MAX];
 	size_t n = strlen(prefix), cut = n, m;
@@ -53,15 +55,15 @@ static int prefix_realpath(const char *prefix, char *out)
 	if (n >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	memcpy(tmp, prefix, n + 1);
-	while (!pohm_real.realpath(cut ? tmp : "/", out)) {
-		if (errno != ENOENT || !cut)
-			return -errno;
+	for (;;) {
 		while (cut && tmp[cut] != '/')
 			cut--;
 		tmp[cut] = '\0';
+		if (pohm_real.realpath(cut ? tmp : "/", out))
+			break;
+		if (errno != ENOENT || !cut)
+			return -errno;
 	}
-	if (cut == n)
-		return 0;
 	m = strlen(out);
 	if (m == 1)
 		m = 0;		/* "/" + "/rest" */
@@ -69,6 +71,15 @@ static int prefix_realpath(const char *prefix, char *out)
 		return -ENAMETOOLONG;
 	memcpy(out + m, prefix + cut, n - cut + 1);
 	return 0;
+}
+
+/* realpath() of the prefix (normalised, shorter than PATH_MAX), or of its
+ * longest existing ancestor with the rest appended. */
+static int prefix_realpath(const char *prefix, char *out)
+{
+	if (pohm_real.realpath(prefix, out))
+		return 0;
+	return errno == ENOENT ? prefix_realpath_ancestor(prefix, out) : -errno;
 }
 
 /*
@@ -107,7 +118,7 @@ static int prefix_from_files(char *out, size_t len)
 
 /* Before a line of the light init: the log= of the configuration, if any
  * (errors only, so nothing is loaded in the common case). */
-static void log_early(void)
+static __attribute__((noinline)) void log_early(void)
 {
 	struct pohm_config c;
 	char err[POHM_CFG_ERRLEN];
@@ -132,16 +143,13 @@ static void fast_setup(void)
 	pohm_state.nfast = pf->nsp;
 }
 
-static void prefix_setup(void)
+/* Light init's prefix p: its spellings (as given, and its realpath when that
+ * differs) and the hot path's copy. */
+static void prefix_use(const char *p)
 {
-	char real[PATH_MAX], file[PATH_MAX];
-	const char *p = getenv("POHMELFS_PREFIX");
+	char real[PATH_MAX];
 	int r;
 
-	if ((!p || !*p) && prefix_from_files(file, sizeof(file)))
-		p = file;
-	if (!p || !*p)
-		return;
 	r = pohm_pc_prefix_add(&pohm_state.prefix, p);
 	if (r < 0) {
 		log_early();
@@ -149,7 +157,10 @@ static void prefix_setup(void)
 			 p);
 		return;
 	}
+	/* A realpath equal to the spelling is not set as a second one only to
+	 * be found a duplicate: that wrote two more pages of the state. */
 	if (prefix_realpath(pohm_state.prefix.sp[0].path, real) == 0 &&
+	    strcmp(real, pohm_state.prefix.sp[0].path) &&
 	    pohm_pc_prefix_add(&pohm_state.prefix, real) < 0) {
 		log_early();
 		pohm_warn("prefix=%s: its realpath %s is inside it or contains it; "
@@ -157,6 +168,28 @@ static void prefix_setup(void)
 	}
 	fast_setup();
 	pohm_state.on = 1;
+}
+
+/* prefix= of the configuration files.  Not inlined: its buffers (and the
+ * configuration's) stay off the stack of a start that has POHMELFS_PREFIX;
+ * light init's frames took ~16 KiB of stack, pages a small program never
+ * touches otherwise (issue 23). */
+static __attribute__((noinline)) void prefix_setup_files(void)
+{
+	char file[PATH_MAX];
+
+	if (prefix_from_files(file, sizeof(file)))
+		prefix_use(file);
+}
+
+static void prefix_setup(void)
+{
+	const char *p = getenv("POHMELFS_PREFIX");
+
+	if (p && *p)
+		prefix_use(p);
+	else
+		prefix_setup_files();
 }
 
 /* Test builds only (sys.h pohm_sys_test_switch): POHMELFS_TEST_INTERNAL_FD=FILE
@@ -192,6 +225,19 @@ static void test_ifd_setup(void)
  * 0066's corrections).
  */
 static POHM_TLS int fork_locked;
+
+#ifdef __GLIBC__
+/* What libc_nonshared's pthread_atfork stub calls (glibc's exported
+ * __register_atfork@GLIBC_2.3.2, the ABI every program's pthread_atfork
+ * uses), called directly: the stub is linked at the very end of .text,
+ * a text fault of its own in every process started (issue 23). */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso);
+extern void *__dso_handle;
+#define register_atfork(p, a, c) __register_atfork(p, a, c, __dso_handle)
+#else
+#define register_atfork(p, a, c) pthread_atfork(p, a, c)
+#endif
 
 static void atfork_prepare(void)
 {
@@ -229,29 +275,35 @@ static void atfork_child(void)
 
 static void shim_init(void)
 {
-	uint64_t t0 = pohm_sys_mono_ns();
-	const char *lvl;
+	const char *lvl = getenv("POHMELFS_LOG_LEVEL");
+	uint64_t t0 = 0;
 	int saved = errno;
 
 	in_init = 1;
 	pohm_depth++;
-	pohm_real_init();
-	lvl = getenv("POHMELFS_LOG_LEVEL");
 	if (lvl && pohm_log_parse_level(lvl) >= 0)
 		pohm_log_setup((enum pohm_log_level)pohm_log_parse_level(lvl), -1);
+	/* The clock only for the debug line: its first read binds
+	 * clock_gettime and faults in the vDSO's data page and libc's code,
+	 * two faults of a start that has no other use for it (issue 23). */
+	if (pohm_log_level() >= POHM_LOG_DEBUG)
+		t0 = pohm_sys_mono_ns();
+	pohm_real_init();
 	if (pohm_log_level() >= POHM_LOG_DEBUG && getenv("POHMELFS_LOG"))
 		pohm_log_configure(NULL, 0);	/* the light init's own debug line */
 	prefix_setup();
 	if (pohm_state.on) {
 		pohm_cwd_resync();
 		pohm_fd_adopt_env();
-		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		register_atfork(atfork_prepare, atfork_parent, atfork_child);
 		pohm_vfork_forks = 1;	/* exec.c's vfork */
 		pohm_sys_keep_attrs();	/* creds.c reports their changes */
 	}
 	test_ifd_setup();
-	pohm_debug("light init: %.1f us, prefix %s", (double)(pohm_sys_mono_ns() - t0) / 1e3,
-		   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
+	if (t0)
+		pohm_debug("light init: %.1f us, prefix %s",
+			   (double)(pohm_sys_mono_ns() - t0) / 1e3,
+			   pohm_state.on ? pohm_state.prefix.sp[0].path : "(none)");
 	pohm_depth--;
 	in_init = 0;
 	pohm_fd_plain_start();
@@ -276,7 +328,7 @@ void pohm_init_slow(void)
 		pohm_real_init();
 		return;
 	}
-	pthread_once(&init_once, shim_init);
+	pohm_sys_once(&init_once, shim_init);
 }
 
 /* ------------------------------------------------------------ constructor and destructor */
@@ -284,6 +336,18 @@ void pohm_init_slow(void)
 __attribute__((constructor)) static void shim_constructor(void)
 {
 	pohm_init_slow();
+}
+
+/*
+ * The library's DT_FINI (Makefile: -Wl,-fini=pohm_dt_fini) instead of
+ * crti's _fini, which does nothing (a stack adjustment: no object of the
+ * library puts code in .fini) and lies after the last byte of .text: a text
+ * fault at every process exit (issue 23).  Destructors run from
+ * .fini_array, as before.
+ */
+POHM_HIDDEN void pohm_dt_fini(void);
+void pohm_dt_fini(void)
+{
 }
 
 __attribute__((destructor)) static void shim_destructor(void)

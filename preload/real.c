@@ -54,7 +54,8 @@ typedef void (*real_fn)(void);
 #define REAL_N (sizeof(struct pohm_real) / sizeof(real_fn))
 _Static_assert(sizeof(struct pohm_real) % sizeof(real_fn) == 0, "pohm_real: pointers only");
 
-static POHM_START_BSS pthread_once_t real_once = PTHREAD_ONCE_INIT;
+/* pohm_sys_once's word (no futex wake at the end of a lone start). */
+static POHM_START_BSS int real_once;
 
 /* Set on a thread while it runs dlsym for an entry (see the top). */
 static POHM_TLS int real_in_dlsym;
@@ -296,5 +297,5 @@ void pohm_real_bind_all(void)
 
 void pohm_real_init(void)
 {
-	pthread_once(&real_once, real_setup);
+	pohm_sys_once(&real_once, real_setup);
 }

@@ -5,7 +5,7 @@
  * (dlsym(RTLD_NEXT), or dlvsym with the base glibc version for symbols
  * that are compat-only in this libc), or at a stand-in that resolves the
  * entry at its first call and goes on to it (x86-64: real_lazy.c).
- * pohm_real_init() makes the table callable, under pthread_once, from
+ * pohm_real_init() makes the table callable, under pohm_sys_once, from
  * light init; never NULL afterwards, so a wrapper can always call through
  * it.  A symbol this libc lacks gets a stub that fails with ENOSYS
  * (logged at debug level), or a raw-syscall fallback for the open, stat,
@@ -52,7 +52,7 @@ struct pohm_real {
  */
 #define POHM_HIDDEN __attribute__((visibility("hidden")))
 
-/* Filled by pohm_real_init() under pthread_once; later an entry changes
+/* Filled by pohm_real_init() under pohm_sys_once; later an entry changes
  * only from its stand-in to the function it stands for (an atomic store). */
 extern POHM_HIDDEN struct pohm_real pohm_real;
 

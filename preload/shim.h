@@ -45,7 +45,7 @@
  * struct pohm_state (state.c; filled by init.c) — the shim's global state,
  * one struct.
  *
- *   prefix   written once by light init (under pthread_once), read-only
+ *   prefix   written once by light init (under pohm_sys_once), read-only
  *            afterwards: no lock.
  *   on       1 when a prefix is configured; same rule.
  *   ready    0 until init finished, then POHM_READY_OFF or POHM_READY_ON

@@ -364,6 +364,12 @@ void pohm_sig_fork_child(void)
 {
 	int k, rfd;
 
+	/* rec_held counts an entry before it holds an fd and after it let go:
+	 * 0 means none holds one, and rec_fd1's page, which a process that
+	 * never noted a record never touched, is not faulted in by every fork
+	 * child (issue 23). */
+	if (!__atomic_load_n(&rec_held, __ATOMIC_ACQUIRE))
+		return;
 	for (k = 0; k < SQ_RECS; k++) {
 		if ((rfd = __atomic_load_n(&rec_fd1[k], __ATOMIC_ACQUIRE)) <= 0 ||
 		    !__atomic_compare_exchange_n(&rec_fd1[k], &rfd, -1, 0, __ATOMIC_ACQUIRE,

@@ -11,7 +11,7 @@
  */
 #include "shim.h"
 
-/* Written by light init (init.c) under pthread_once; shim.h says the rules. */
+/* Written by light init (init.c) under pohm_sys_once; shim.h says the rules. */
 struct pohm_state pohm_state = { .test_ifd = -1, .utop = POHM_UADDR_HI };
 POHM_TLS int pohm_depth;
 POHM_TLS int pohm_busy;		/* shim.h */

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -239,6 +241,35 @@ static uint64_t clock_ns(clockid_t id)
 	if (clock_gettime(id, &ts))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* pohm_sys_once's word: not run, running, running with a waiter, done. */
+enum { ONCE_NEW, ONCE_RUNNING, ONCE_WAITED, ONCE_DONE };
+
+void pohm_sys_once(int *once, void (*fn)(void))
+{
+	int s = __atomic_load_n(once, __ATOMIC_ACQUIRE);
+
+	if (s == ONCE_DONE)
+		return;
+	if (s == ONCE_NEW &&
+	    __atomic_compare_exchange_n(once, &s, ONCE_RUNNING, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_ACQUIRE)) {
+		fn();
+		if (__atomic_exchange_n(once, ONCE_DONE, __ATOMIC_RELEASE) == ONCE_WAITED)
+			POHM_RAW(SYS_futex, once, FUTEX_WAKE_PRIVATE, INT_MAX);
+		return;
+	}
+	/* s: the value the load or the failed exchange saw */
+	while (s != ONCE_DONE) {
+		if (s == ONCE_RUNNING &&
+		    !__atomic_compare_exchange_n(once, &s, ONCE_WAITED, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_ACQUIRE))
+			continue;	/* s is the new value */
+		/* returns at once (EAGAIN) when the word is no longer WAITED */
+		POHM_RAW(SYS_futex, once, FUTEX_WAIT_PRIVATE, ONCE_WAITED, 0);
+		s = __atomic_load_n(once, __ATOMIC_ACQUIRE);
+	}
 }
 
 uint64_t pohm_sys_mono_ns(void)

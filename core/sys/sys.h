@@ -138,6 +138,21 @@ pid_t pohm_sys_getpid(void);
  * call.  Lock-free; async-signal-safe.
  */
 pid_t pohm_sys_pid(void);
+/*
+ * Run fn once per process, as pthread_once does, for a word that starts
+ * as 0: later calls return at once; a thread that finds fn running on
+ * another thread waits (futex) until it ends.  Unlike glibc's
+ * pthread_once, the end wakes only when a thread is waiting: no futex
+ * call in a start that has one thread (issue 23).  Must not be entered
+ * again by fn's own thread (it would wait for itself; the callers guard
+ * that).  No cancellation, no fork generation: while fn runs, no other
+ * thread may fork — its child would find the word taken by a thread it
+ * does not have and wait forever (pthread_once restarts fn there).  The
+ * library's init runs before the program's threads could fork in any
+ * start we know of (session 20 review: a library constructor's thread
+ * forking in those tens of µs is the case left).
+ */
+void pohm_sys_once(int *once, void (*fn)(void));
 /* geteuid(2) (never fails); kept per process after pohm_sys_keep_attrs.
  * Defined in perm.c beside the kept credentials (pohm_perm_euid), so that
  * sys.c stays below perm.c (tests/circles.sh). */

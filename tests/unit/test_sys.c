@@ -506,6 +506,46 @@ TEST(sys_pid_per_process)
 }
 
 /*
+ * pohm_sys_once (light init's and the real table's once, issue 23): the
+ * function runs once; threads that arrive while it runs return only after
+ * it ended (they wait on the futex, and its end wakes them); later calls
+ * return at once.  Run under SAN=thread too.
+ */
+static int once_word, once_runs, once_done;
+
+static void once_slow(void)
+{
+	__atomic_add_fetch(&once_runs, 1, __ATOMIC_RELAXED);
+	usleep(50000);	/* the other threads arrive meanwhile */
+	__atomic_store_n(&once_done, 1, __ATOMIC_RELAXED);
+}
+
+static void *once_caller(void *arg)
+{
+	int *saw_done = arg;
+
+	pohm_sys_once(&once_word, once_slow);
+	*saw_done = __atomic_load_n(&once_done, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+TEST(once_runs_once_and_others_wait_for_it)
+{
+	pthread_t t[8];
+	int saw[8], i;
+
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ_INT(pthread_create(&t[i], NULL, once_caller, &saw[i]), 0);
+	for (i = 0; i < 8; i++) {
+		EXPECT_EQ_INT(pthread_join(t[i], NULL), 0);
+		EXPECT_EQ_INT(saw[i], 1);
+	}
+	EXPECT_EQ_INT(once_runs, 1);
+	pohm_sys_once(&once_word, once_slow);	/* done: returns at once */
+	EXPECT_EQ_INT(once_runs, 1);
+}
+
+/*
  * The kept credentials (core/sys perm.c, issue 23): after
  * pohm_sys_keep_attrs, asked once and again only after
  * pohm_sys_creds_changed; a change nobody reports (a raw system call) is
