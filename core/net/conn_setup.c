@@ -53,6 +53,26 @@ static int handshake_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm
 	return rc;
 }
 
+/*
+ * on_reply hook of a handshake nobody waits for (connect_nodes, detached):
+ * the node is up already; its reply checks the version and replaces the
+ * node's routes, or fails the connection and every request sent behind it.
+ */
+static int handshake_detached_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
+{
+	char msg[sizeof(c->last_msg)];
+	int rc = apply_handshake(net, c, r, msg, sizeof(msg));
+
+	if (rc) {
+		pohm_conn_fail(net, c, rc, msg);
+		return rc;
+	}
+	c->handshake_ok = 1;
+	pohm_info("node %s: connected, protocol %d.%d.%d.%d (handshake sent ahead)", c->name,
+		  c->version[0], c->version[1], c->version[2], c->version[3]);
+	return 0;
+}
+
 static void handshake_req(struct pohm_req *r, int node, const int32_t v[4])
 {
 	/* No NEED_ACK: the reply has no MORE, an ack would trail it (§3.1). */
@@ -174,11 +194,42 @@ static void tcp_connect_all(struct pohm_conn **cs, int *fds, int *errs, size_t m
 }
 
 /*
+ * The connected nodes of a detached connect: up at once, their handshake
+ * sent and not waited for (handshake_detached_hook takes its reply).
+ * Lock held.
+ */
+static void start_detached(struct pohm_net *net, struct pohm_conn **cs, const int *errs, size_t m)
+{
+	size_t i;
+
+	for (i = 0; i < m; i++) {
+		struct pohm_conn *c = cs[i];
+
+		if (errs[i] || c->state != CONN_CONNECTING || c->fd < 0)
+			continue;
+		pohm_req_release(&c->hs);
+		handshake_req(&c->hs, c->idx, our_version(net));
+		c->hs.on_reply = handshake_detached_hook;
+		c->state = CONN_UP;
+		c->handshake_ok = 0;
+		c->fails = 0;
+		c->stalls = 0;
+		c->last_err = 0;
+		c->last_msg[0] = 0;
+		pohm_conn_send_detached(net, c, &c->hs);
+	}
+}
+
+/*
  * Connect and handshake (and authenticate) the given nodes in parallel:
  * those down whose backoff has expired.  On success they are CONN_UP with
  * their backends in the route table; on failure down with a message.
+ * detached (a table from the route file, no auth_cookie): up once TCP
+ * connected, the handshake sent ahead of the requests and not waited for
+ * (decision 0074; Elliptics serves requests without it, PROTOCOL.md §3.1).
  */
-static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint64_t deadline)
+static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint64_t deadline,
+			  int detached)
 {
 	struct pohm_conn *cs[POHM_MAX_NODES];
 	int fds[POHM_MAX_NODES], errs[POHM_MAX_NODES], mismatch[POHM_MAX_NODES];
@@ -227,6 +278,12 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 		cs[i]->last_rx_ns = cs[i]->last_tx_ns = pohm_sys_mono_ns();
 	}
 	pohm_net_poke(net);
+	if (detached) {
+		start_detached(net, cs, errs, m);
+		pthread_cond_broadcast(&net->conncv);
+		pthread_mutex_unlock(&net->lock);
+		return;
+	}
 	pthread_mutex_unlock(&net->lock);
 
 	reqs = calloc(m, sizeof(*reqs));
@@ -457,7 +514,7 @@ void pohm_net_prepare(struct pohm_net *net, struct pohm_req **reqs, size_t n, ui
 		pthread_mutex_unlock(&net->lock);
 	}
 	if (nc)
-		connect_nodes(net, conn_list, nc, deadline);
+		connect_nodes(net, conn_list, nc, deadline, 0);
 	if (nw) {
 		pthread_mutex_lock(&net->lock);
 		while (any_connecting(net, wait_list, nw) && pohm_sys_mono_ns() < deadline)
@@ -555,7 +612,7 @@ static void route_list(struct pohm_net *net, uint64_t deadline)
 		break;
 	}
 	if (nnew)
-		connect_nodes(net, fresh, (size_t)nnew, deadline);
+		connect_nodes(net, fresh, (size_t)nnew, deadline, 0);
 }
 
 static int count_up(struct pohm_net *net)
@@ -581,12 +638,41 @@ static void note_unreachable(struct pohm_net *net)
 					"not tried yet (backing off)");
 }
 
+/*
+ * A first refresh from the route file (decision 0074): its nodes connected
+ * in parallel, their handshakes sent ahead and not waited for, no
+ * ROUTE_LIST.  Taken only when every node of the file connects; else the
+ * caller goes on with a full refresh.  1 when taken.  Lock not held.
+ */
+static int refresh_from_file(struct pohm_net *net, uint64_t deadline)
+{
+	int nodes[POHM_MAX_NODES] = { 0 };
+	size_t k = 0;
+	int i, ok;
+
+	if (net->cfg->auth_cookie[0] || pohm_routefile_load(net, our_version(net)))
+		return 0;
+	pthread_mutex_lock(&net->lock);
+	for (i = 0; i < net->nconns; i++)
+		if (net->conns[i]->listed)
+			nodes[k++] = i;
+	net->refresh_due = 0;
+	pthread_mutex_unlock(&net->lock);
+	connect_nodes(net, nodes, k, deadline, 1);
+	pthread_mutex_lock(&net->lock);
+	ok = !net->refresh_due;
+	for (i = 0; i < (int)k && ok; i++)
+		ok = net->conns[nodes[i]]->state == CONN_UP;
+	pthread_mutex_unlock(&net->lock);
+	return ok;
+}
+
 int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 {
 	int all[POHM_MAX_NODES] = { 0 }, up[POHM_MAX_NODES] = { 0 };
 	size_t nall = 0, nup = 0;
 	uint64_t t;
-	int i, r;
+	int i, r, first;
 
 	pohm_net_fork_check(net);
 	pthread_mutex_lock(&net->lock);
@@ -595,13 +681,26 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 			.tv_sec = (time_t)(deadline / 1000000000ULL),
 			.tv_nsec = (long)(deadline % 1000000000ULL) });
 	t = pohm_sys_mono_ns();
-	if (net->refreshing || (net->bootstrapped && !force && count_up(net) &&
-				!(net->refresh_due && t - net->last_refresh_ns >= 1000000000ULL))) {
+	/* A node failed since a table from the file was taken: the file may be
+	 * what is wrong, so the full refresh comes at once, not a second later. */
+	if (net->refreshing ||
+	    (net->bootstrapped && !force && count_up(net) &&
+	     !(net->refresh_due && (net->routes_cached || t - net->last_refresh_ns >= 1000000000ULL)))) {
 		r = count_up(net) ? 0 : -ETIMEDOUT;
 		pthread_mutex_unlock(&net->lock);
 		return r;
 	}
 	net->refreshing = 1;
+	first = !net->bootstrapped && !force && !net->route.n;
+	pthread_mutex_unlock(&net->lock);
+
+	if (first && net->route_path[0] && refresh_from_file(net, deadline)) {
+		pthread_mutex_lock(&net->lock);
+		net->routes_cached = 1;
+		goto done;
+	}
+
+	pthread_mutex_lock(&net->lock);
 	net->refresh_due = 0;
 	for (i = 0; i < net->nconns; i++) {
 		all[nall++] = i;
@@ -610,12 +709,15 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 	}
 	pthread_mutex_unlock(&net->lock);
 
-	connect_nodes(net, all, nall, deadline);
+	connect_nodes(net, all, nall, deadline, 0);
 	if (force && nup)
 		rehandshake(net, up, nup, deadline);
 	route_list(net, deadline);
+	pohm_routefile_save(net);
 
 	pthread_mutex_lock(&net->lock);
+	net->routes_cached = 0;
+done:
 	net->bootstrapped = 1;
 	net->last_refresh_ns = pohm_sys_mono_ns();
 	net->refreshing = 0;

@@ -155,6 +155,7 @@ void pohm_net_close(struct pohm_net *net)
 		pohm_own_close(&c->fd);
 		queue_clear(c, 0);
 		pohm_rx_reset(&c->rx);
+		pohm_req_release(&c->hs);
 		free(c);
 	}
 	pohm_own_close(&net->evfd);
@@ -346,6 +347,8 @@ void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const ch
 
 	if (err >= 0)
 		err = -EIO;
+	if (err == -ECONNRESET && c->hs.hashed && !c->hs.replies)
+		msg = "connection closed before the handshake's answer (a protocol version mismatch?)";
 	if (c->state != CONN_DOWN || c->fd >= 0)
 		pohm_warn("node %s: %s", c->name, msg ? msg : strerror(-err));
 	c->state = CONN_DOWN;
@@ -484,6 +487,16 @@ void pohm_net_poke(struct pohm_net *net)
 
 	if (net->evfd >= 0)
 		pohm_sys_write(net->evfd, &one, sizeof(one));
+}
+
+void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
+{
+	count(&net->all_sent, 1);
+	submit(net, r, NULL, 1);
+	if (c->sq_head)
+		conn_flush(net, c);
+	if (c->sq_head && net->leader_active)
+		pohm_net_poke(net);
 }
 
 /*
@@ -1065,6 +1078,8 @@ void pohm_net_atfork_child(struct pohm_net *net)
 		c->close_pending = 0;
 		c->tx_busy = 0;
 		memset(c->hash, 0, sizeof(c->hash));
+		c->hs.hashed = 0;
+		pohm_req_release(&c->hs);
 		c->inflight = 0;
 		for (struct pohm_req *q = c->sq_head; q; q = q->qnext)
 			q->tx_inflight = 0;
