@@ -40,33 +40,67 @@ static struct pohm_conn *conn_of(struct pohm_net *net, int node)
 /* ---------------------------------------------------------------- requests */
 
 static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const struct pohm_req *r,
-			   char *msg, size_t len);
+			   struct pohm_route *into, char *msg, size_t len);
 
 /* on_reply hook: take the handshake when it arrives, before any push behind it. */
 static int handshake_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
 {
 	char msg[sizeof(c->last_msg)];
-	int rc = apply_handshake(net, c, r, msg, sizeof(msg));
+	int rc = apply_handshake(net, c, r, &net->route, msg, sizeof(msg));
 
 	if (rc)
 		memcpy(c->last_msg, msg, sizeof(msg));	/* read back by the caller */
 	return rc;
 }
 
+/* A digest of node's entries in r (their order is the table's). Lock held. */
+static uint64_t node_routes_hash(const struct pohm_route *r, int node)
+{
+	uint64_t h = POHM_FNV_BASIS;
+	size_t i, k;
+
+	for (i = 0; i < r->n; i++) {
+		const struct pohm_route_entry *e = &r->e[i];
+
+		if (e->node != node)
+			continue;
+		for (k = 0; k < POHM_ID_SIZE; k++)
+			h = pohm_fnv1a_step(h, e->id[k]);
+		for (k = 0; k < 4; k++) {
+			h = pohm_fnv1a_step(h, (uint8_t)(e->group >> (8 * k)));
+			h = pohm_fnv1a_step(h, (uint8_t)((uint32_t)e->backend >> (8 * k)));
+		}
+	}
+	return h;
+}
+
 /*
  * on_reply hook of a handshake nobody waits for (connect_nodes, detached):
- * the node is up already; its reply checks the version and replaces the
- * node's routes, or fails the connection and every request sent behind it.
+ * the node is up already; its reply checks the version, or fails the
+ * connection and every request sent behind it.  Its backends are compared
+ * with the file's, not applied: a table half the file's and half the
+ * nodes' could leave a group with no owner (-ENXIO, no request at all),
+ * while a wrong whole table is only refused (-95, a full refresh and a
+ * retry).  A difference makes the next refresh a full one, which writes
+ * the file anew.
  */
 static int handshake_detached_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
 {
+	struct pohm_route theirs = POHM_ROUTE_INIT;
 	char msg[sizeof(c->last_msg)];
-	int rc = apply_handshake(net, c, r, msg, sizeof(msg));
+	int rc = apply_handshake(net, c, r, &theirs, msg, sizeof(msg));
 
 	if (rc) {
+		pohm_route_free(&theirs);
 		pohm_conn_fail(net, c, rc, msg);
 		return rc;
 	}
+	if (node_routes_hash(&theirs, c->idx) != node_routes_hash(&net->route, c->idx)) {
+		pohm_info("node %s: its backends differ from %s: a full refresh", c->name,
+			  net->route_path);
+		net->refresh_due = 1;
+	}
+	pohm_route_free(&theirs);
 	c->handshake_ok = 1;
 	pohm_info("node %s: connected, protocol %d.%d.%d.%d (handshake sent ahead)", c->name,
 		  c->version[0], c->version[1], c->version[2], c->version[3]);
@@ -98,11 +132,11 @@ static void ping_req(struct pohm_req *r, int node)
 
 /*
  * Take a handshake reply for c: check the version, learn which of its
- * addresses we dialled, replace its route entries.  0 or -errno with a
+ * addresses we dialled, replace its route entries in into.  0 or -errno with a
  * message.  Lock held.
  */
 static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const struct pohm_req *r,
-			   char *msg, size_t len)
+			   struct pohm_route *into, char *msg, size_t len)
 {
 	const struct pohm_pkt *p = pohm_req_final(r);
 	const int32_t *our = our_version(net);
@@ -133,7 +167,7 @@ static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const stru
 				break;
 			}
 		}
-		rc = pohm_route_apply_ids(&net->route, c->idx, ids, idslen, 1);
+		rc = pohm_route_apply_ids(into, c->idx, ids, idslen, 1);
 	}
 	if (rc) {
 		snprintf(msg, len, "malformed handshake reply (%s)", strerror(-rc));
@@ -641,8 +675,10 @@ static void note_unreachable(struct pohm_net *net)
 /*
  * A first refresh from the route file (decision 0074): its nodes connected
  * in parallel, their handshakes sent ahead and not waited for, no
- * ROUTE_LIST.  Taken only when every node of the file connects; else the
- * caller goes on with a full refresh.  1 when taken.  Lock not held.
+ * ROUTE_LIST.  Taken only when every node of the file connects; else its
+ * routes are dropped and the caller goes on with a full refresh, which
+ * asks the nodes connected here for their backends again.  1 when taken,
+ * -1 when read but not taken, 0 when there is no fresh file.  Lock not held.
  */
 static int refresh_from_file(struct pohm_net *net, uint64_t deadline)
 {
@@ -663,8 +699,13 @@ static int refresh_from_file(struct pohm_net *net, uint64_t deadline)
 	ok = !net->refresh_due;
 	for (i = 0; i < (int)k && ok; i++)
 		ok = net->conns[nodes[i]]->state == CONN_UP;
+	if (!ok) {
+		pohm_route_free(&net->route);	/* empty before the file's */
+		for (i = 0; i < net->nconns; i++)
+			net->conns[i]->listed = 0;
+	}
 	pthread_mutex_unlock(&net->lock);
-	return ok;
+	return ok ? 1 : -1;
 }
 
 int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
@@ -672,7 +713,7 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 	int all[POHM_MAX_NODES] = { 0 }, up[POHM_MAX_NODES] = { 0 };
 	size_t nall = 0, nup = 0;
 	uint64_t t;
-	int i, r, first;
+	int i, r, first, from_file = 0, ask;
 
 	pohm_net_fork_check(net);
 	pthread_mutex_lock(&net->lock);
@@ -694,7 +735,9 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 	first = !net->bootstrapped && !force && !net->route.n;
 	pthread_mutex_unlock(&net->lock);
 
-	if (first && net->route_path[0] && refresh_from_file(net, deadline)) {
+	if (first && net->route_path[0])
+		from_file = refresh_from_file(net, deadline);
+	if (from_file > 0) {
 		pthread_mutex_lock(&net->lock);
 		net->routes_cached = 1;
 		goto done;
@@ -702,6 +745,8 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 
 	pthread_mutex_lock(&net->lock);
 	net->refresh_due = 0;
+	/* Backends the nodes never told this process (the file's) are asked for. */
+	ask = force || from_file < 0 || net->routes_cached;
 	for (i = 0; i < net->nconns; i++) {
 		all[nall++] = i;
 		if (net->conns[i]->state == CONN_UP)
@@ -710,7 +755,7 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 	pthread_mutex_unlock(&net->lock);
 
 	connect_nodes(net, all, nall, deadline, 0);
-	if (force && nup)
+	if (ask && nup)
 		rehandshake(net, up, nup, deadline);
 	route_list(net, deadline);
 	pohm_routefile_save(net);
