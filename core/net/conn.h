@@ -163,9 +163,9 @@ int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed)
 /* Wake the leader's poll (new fd or queued output). Lock held. */
 void pohm_net_poke(struct pohm_net *net);
 
-/* Send r (a handshake) on c, which is connecting, with no batch: nobody
- * waits for it; r->on_reply takes its reply.  Counted a setup request, no
- * wait.  Lock held. */
+/* Queue r (a handshake) on c, which is connecting, with no batch: nobody
+ * waits for it, the next flush of c sends it ahead of what follows, and
+ * r->on_reply takes its reply.  Counted a setup request, no wait.  Lock held. */
 void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r);
 
 /* ---- routefile.c (decision 0074) */

@@ -491,12 +491,10 @@ void pohm_net_poke(struct pohm_net *net)
 
 void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
 {
+	/* Queued only: the first request on c takes it along in its sendmsg
+	 * (conn_flush sends the queue's head first). */
 	count(&net->all_sent, 1);
 	submit(net, r, NULL, 1);
-	if (c->sq_head)
-		conn_flush(net, c);
-	if (c->sq_head && net->leader_active)
-		pohm_net_poke(net);
 }
 
 /*
