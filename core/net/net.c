@@ -489,12 +489,14 @@ void pohm_net_poke(struct pohm_net *net)
 		pohm_sys_write(net->evfd, &one, sizeof(one));
 }
 
-void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
+void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r,
+			     uint64_t answer_by)
 {
 	/* Queued only: the first request on c takes it along in its sendmsg
 	 * (conn_flush sends the queue's head first). */
 	count(&net->all_sent, 1);
 	submit(net, r, NULL, 1);
+	c->hs_deadline = answer_by;
 }
 
 /*
@@ -687,6 +689,8 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 
 		if (c->fd < 0 || c->close_pending || c->state == CONN_DOWN)
 			continue;
+		if (c->hs.hashed && c->hs_deadline < deadline)
+			deadline = c->hs_deadline > t ? c->hs_deadline : t;
 		fds[n].fd = c->fd;
 		fds[n].events = POLLIN | (c->sq_head && !c->tx_busy ? POLLOUT : 0);
 		fds[n].revents = 0;
@@ -738,6 +742,10 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 				       err[i] == -EPROTO ? "malformed packet from the node" : NULL);
 		if ((fds[i].revents & POLLOUT) && c->state != CONN_DOWN)
 			conn_flush(net, c);
+		/* A handshake sent ahead and unanswered in its time: the node is
+		 * hung, as a waited-for handshake would have found (connect_nodes). */
+		if (c->state != CONN_DOWN && c->hs.hashed && now_ns() >= c->hs_deadline)
+			pohm_conn_fail(net, c, -ETIMEDOUT, "no answer to the version handshake in time");
 		pohm_conn_release(net, c);
 	}
 }
