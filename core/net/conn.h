@@ -98,7 +98,9 @@ struct pohm_conn {
 	 * (a table from the route file, conn_setup.c); its reply is taken
 	 * by its on_reply hook whenever a waiter reads it. */
 	struct pohm_req hs;
-	uint64_t hs_deadline;		/* hs unanswered then: c fails (lead_round) */
+	uint64_t hs_budget;		/* ns hs may take, from when it went out */
+	uint64_t hs_deadline;		/* hs unanswered then: c fails (lead_round);
+					 * UINT64_MAX until it went out */
 };
 
 struct pohm_batch {
@@ -167,9 +169,10 @@ void pohm_net_poke(struct pohm_net *net);
 /* Queue r (a handshake) on c, which is connecting, with no batch: nobody
  * waits for it, the next flush of c sends it ahead of what follows, and
  * r->on_reply takes its reply.  A leader's round that finds it unanswered
- * at answer_by fails c.  Counted a setup request, no wait.  Lock held. */
+ * budget ns after it went out fails c.  Counted a setup request, no wait.
+ * Lock held. */
 void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r,
-			     uint64_t answer_by);
+			     uint64_t budget);
 
 /* ---- routefile.c (decision 0074) */
 /* Put the table of route_path into net (nodes added, their backends and

@@ -230,10 +230,11 @@ static void tcp_connect_all(struct pohm_conn **cs, int *fds, int *errs, size_t m
 /*
  * The connected nodes of a detached connect: up at once, their handshake
  * sent and not waited for (handshake_detached_hook takes its reply; one
- * still unanswered at answer_by fails its node, lead_round).  Lock held.
+ * still unanswered budget ns after it went out fails its node,
+ * lead_round).  Lock held.
  */
 static void start_detached(struct pohm_net *net, struct pohm_conn **cs, const int *errs, size_t m,
-			   uint64_t answer_by)
+			   uint64_t budget)
 {
 	size_t i;
 
@@ -251,7 +252,7 @@ static void start_detached(struct pohm_net *net, struct pohm_conn **cs, const in
 		c->stalls = 0;
 		c->last_err = 0;
 		c->last_msg[0] = 0;
-		pohm_conn_send_detached(net, c, &c->hs, answer_by);
+		pohm_conn_send_detached(net, c, &c->hs, budget);
 	}
 }
 
@@ -315,7 +316,7 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 	pohm_net_poke(net);
 	if (detached) {
 		/* Answered within the budget a waited-for handshake gets. */
-		start_detached(net, cs, errs, m, pohm_sys_mono_ns() + budget);
+		start_detached(net, cs, errs, m, budget);
 		pthread_cond_broadcast(&net->conncv);
 		pthread_mutex_unlock(&net->lock);
 		return;

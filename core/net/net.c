@@ -469,6 +469,8 @@ static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
 			left -= want;
 			r->txoff = total_len(r);
 			queue_remove(c, r);
+			if (r == &c->hs)	/* sent ahead: answered within its budget */
+				c->hs_deadline = c->last_tx_ns + c->hs_budget;
 			if (r->orphan) {
 				free((void *)r->p1);
 				free(r);
@@ -490,13 +492,14 @@ void pohm_net_poke(struct pohm_net *net)
 }
 
 void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r,
-			     uint64_t answer_by)
+			     uint64_t budget)
 {
 	/* Queued only: the first request on c takes it along in its sendmsg
-	 * (conn_flush sends the queue's head first). */
+	 * (conn_flush sends the queue's head first, and starts the clock). */
 	count(&net->all_sent, 1);
 	submit(net, r, NULL, 1);
-	c->hs_deadline = answer_by;
+	c->hs_budget = budget;
+	c->hs_deadline = UINT64_MAX;
 }
 
 /*
