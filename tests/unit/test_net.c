@@ -1338,3 +1338,94 @@ TEST(ring_rule_over_live_nodes_wraps_around)
 	pohm_buf_free(&b);
 	pohm_route_free(&rt);
 }
+
+/* ---------------------------------------------------------------- the route file (0074) */
+
+/* A LOOKUP of id in group on its owner: the request's status. */
+static int lookup_status(struct pohm_net *net, uint32_t group, const uint8_t *id)
+{
+	struct pohm_req r, *rp = &r;
+	int node = -1, st;
+	int32_t be = 0;
+
+	if (pohm_net_owner(net, group, id, 0, &node, &be))
+		return -ENXIO;
+	pohm_req_init(&r, node, POHM_CMD_LOOKUP, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+	memcpy(r.cmd.id.id, id, POHM_ID_SIZE);
+	r.cmd.id.group = group;
+	pohm_net_run(net, &rp, 1, after(2000 * MS), NULL, NULL);
+	st = r.status;
+	pohm_req_release(&r);
+	return st;
+}
+
+TEST(route_file_spares_a_second_client_its_setup_waits)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_net_counts nc;
+	uint8_t id[POHM_ID_SIZE] = { 1 }, *bytes;
+	char dir[64], path[96];
+	int node, fd;
+	int32_t be;
+	ssize_t len, cut;
+
+	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
+	EXPECT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+
+	/* The first client: handshakes and ROUTE_LIST, waited for; writes the file. */
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_counts(net, &nc);
+	EXPECT(nc.setup_waits >= 2);
+	pohm_net_close(net);
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_ROUTE_LIST), 1);
+
+	/* The second: no ROUTE_LIST, no setup wait; its request is its first wait. */
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, 0, &node, &be), 0);
+	EXPECT_EQ_INT(node, 1);
+	EXPECT_EQ_INT(lookup_status(net, 2, id), -ENOENT);	/* answered: the key is absent */
+	pohm_net_counts(net, &nc);
+	EXPECT_EQ_U64(nc.setup_waits, 0);
+	EXPECT_EQ_U64(nc.waits, 1);
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_ROUTE_LIST), 1);
+	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_REVERSE_LOOKUP), 2);	/* sent ahead, still sent */
+	pohm_net_close(net);
+
+	/* Every truncation of the file and a flipped byte anywhere: not taken. */
+	fd = open(path, O_RDONLY);
+	bytes = malloc(65536);
+	len = read(fd, bytes, 65536);
+	close(fd);
+	EXPECT(len > 100);
+	for (cut = 0; cut <= len; cut++) {
+		int whole = cut == len;
+
+		EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+		EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+		if (whole)
+			bytes[cut / 2] ^= 0x40;
+		fd = open(path, O_WRONLY | O_TRUNC);
+		EXPECT_EQ_INT((int)write(fd, bytes, (size_t)cut), (int)cut);
+		close(fd);
+		EXPECT(pohm_routefile_load(net, (const int32_t[]){ 3, 0, 0, 1 }) != 0);
+		EXPECT_EQ_INT(pohm_net_nodes(net), 1);		/* the seed only */
+		pohm_net_close(net);
+	}
+	free(bytes);
+	unlink(path);
+	rmdir(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
