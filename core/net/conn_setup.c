@@ -227,6 +227,17 @@ static void tcp_connect_all(struct pohm_conn **cs, int *fds, int *errs, size_t m
 	}
 }
 
+/* c is open for requests, its failures forgotten. Lock held. */
+static void mark_up(struct pohm_conn *c, int handshake_ok)
+{
+	c->state = CONN_UP;
+	c->handshake_ok = handshake_ok;
+	c->fails = 0;
+	c->stalls = 0;
+	c->last_err = 0;
+	c->last_msg[0] = 0;
+}
+
 /*
  * The connected nodes of a detached connect: up at once, their handshake
  * sent and not waited for (handshake_detached_hook takes its reply; one
@@ -246,12 +257,7 @@ static void start_detached(struct pohm_net *net, struct pohm_conn **cs, const in
 		pohm_req_release(&c->hs);
 		handshake_req(&c->hs, c->idx, our_version(net));
 		c->hs.on_reply = handshake_detached_hook;
-		c->state = CONN_UP;
-		c->handshake_ok = 0;
-		c->fails = 0;
-		c->stalls = 0;
-		c->last_err = 0;
-		c->last_msg[0] = 0;
+		mark_up(c, 0);
 		pohm_conn_send_detached(net, c, &c->hs, budget);
 	}
 }
@@ -420,12 +426,7 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 
 		if (errs[i] || c->state != CONN_CONNECTING || c->fd < 0)
 			continue;
-		c->state = CONN_UP;
-		c->handshake_ok = 1;
-		c->fails = 0;
-		c->stalls = 0;
-		c->last_err = 0;
-		c->last_msg[0] = 0;
+		mark_up(c, 1);
 		pohm_info("node %s: connected, protocol %d.%d.%d.%d", c->name, c->version[0],
 			  c->version[1], c->version[2], c->version[3]);
 	}
