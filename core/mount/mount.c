@@ -166,7 +166,7 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 {
 	struct pohm_cache_opts o = { 0 };
 	const char *prefix = pohm_config_raw(cfg, "prefix");
-	char host[256], routes[sizeof(m->cache_dir) + 8];
+	char host[256];
 	int r, pfd = -1;
 
 	memset(m, 0, sizeof(*m));
@@ -199,8 +199,7 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	if (r)
 		return r;
 	/* The cache's processes share the route table the last one saw (0074). */
-	snprintf(routes, sizeof(routes), "%s/routes", m->cache_dir);
-	pohm_net_route_file(pohm_client_net(m->client), routes);	/* too long: none */
+	pohm_net_route_file(pohm_client_net(m->client), m->cache_dir);	/* too long: none */
 	pohm_kvio_init(&m->kv, m->client);
 	if (cfg->host_id[0])
 		snprintf(host, sizeof(host), "%s", cfg->host_id);

@@ -14,9 +14,12 @@
  *   dnet_addr (32 bytes), 4 × i32 protocol version, u32 len, len bytes of
  *   dnet_id_container (as in its handshake reply); last the FNV-1a of
  *   every byte before it (u64).
- * Written to routes.tmp.PID and renamed over routes (never half a file);
- * read with one open and one read.  Not synced: a file a crash damaged
- * fails its sum and is ignored.
+ * Written to cache_dir/tmp/routes.PID (made with O_EXCL|O_NOFOLLOW in the
+ * owner's 0700 tmp/) and renamed over routes (never half a file); read
+ * with O_NOFOLLOW and taken only when the process's euid owns it and no
+ * one else may write it.  A process in a cache_dir it does not own (root
+ * in a user's cache) never writes one, so never finds one of its own
+ * there.  Not synced: a file a crash damaged fails its sum and is ignored.
  */
 #include "conn.h"
 
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sys.h"
 
@@ -66,12 +70,21 @@ static uint64_t routefile_key(const struct pohm_config *cfg)
 	return h;
 }
 
-int pohm_net_route_file(struct pohm_net *net, const char *path)
+int pohm_net_route_file(struct pohm_net *net, const char *cache_dir)
 {
-	if (strlen(path) >= sizeof(net->route_path))
+	int n = snprintf(net->route_path, sizeof(net->route_path), "%s/routes", cache_dir);
+
+	if (n < 0 || n >= (int)sizeof(net->route_path)) {
+		net->route_path[0] = '\0';
 		return -ENAMETOOLONG;
-	memcpy(net->route_path, path, strlen(path) + 1);
+	}
 	return 0;
+}
+
+/* Is st ours alone: owned by our euid, writable by no one else? */
+static int owned_alone(const struct stat *st)
+{
+	return st->st_uid == pohm_sys_geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
 /* ---------------------------------------------------------------- save */
@@ -166,11 +179,38 @@ static int encode_table(struct pohm_net *net, struct pohm_buf *b)
 	return pohm_buf_put_u64(b, fnv_bytes(b->p, b->len)) ? -ENOMEM : 0;
 }
 
+/*
+ * The cache_dir's tmp/ as an O_PATH fd, when the cache_dir is the euid's
+ * and tmp/ is its own directory (not a link) no one else may write: no
+ * one else can then put anything at the temporary's name.  fd or -errno.
+ */
+static int own_tmp_dir(const char *routes)
+{
+	char dir[sizeof(((struct pohm_net *)0)->route_path) + 8];
+	size_t n = strlen(routes) - strlen("routes");
+	struct stat st;
+	int fd;
+
+	memcpy(dir, routes, n);
+	dir[n] = '\0';
+	if (pohm_sys_fstatat(AT_FDCWD, n ? dir : ".", &st, 0) || st.st_uid != pohm_sys_geteuid())
+		return -EPERM;	/* another user's cache_dir (root in a user's cache) */
+	memcpy(dir + n, "tmp", 4);
+	fd = pohm_sys_openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	if (pohm_sys_fstat(fd, &st) || !owned_alone(&st)) {
+		pohm_sys_close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 void pohm_routefile_save(struct pohm_net *net)
 {
 	struct pohm_buf b = POHM_BUF_INIT;
-	char tmp[sizeof(net->route_path) + 32];
-	int rc, fd;
+	char tmp[32];
+	int rc, fd, dfd = -1;
 
 	if (!net->route_path[0])
 		return;
@@ -179,36 +219,48 @@ void pohm_routefile_save(struct pohm_net *net)
 	pthread_mutex_unlock(&net->lock);
 	if (rc)
 		goto out;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", net->route_path, (long)pohm_sys_pid());
-	fd = pohm_sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dfd = own_tmp_dir(net->route_path);
+	if (dfd < 0)
+		goto out;
+	snprintf(tmp, sizeof(tmp), "routes.%ld", (long)pohm_sys_pid());
+	fd = pohm_sys_openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd == -EEXIST && !pohm_sys_unlinkat(dfd, tmp, 0))	/* a dead namesake's */
+		fd = pohm_sys_openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	rc = pohm_sys_write(fd, b.p, b.len) == (ssize_t)b.len ? 0 : -EIO;
 	pohm_sys_close(fd);
-	if (rc || pohm_sys_renameat(AT_FDCWD, tmp, AT_FDCWD, net->route_path))
-		pohm_sys_unlinkat(AT_FDCWD, tmp, 0);
+	/* rename replaces whatever is at routes, a link included; never follows it. */
+	if (rc || pohm_sys_renameat(dfd, tmp, AT_FDCWD, net->route_path))
+		pohm_sys_unlinkat(dfd, tmp, 0);
 out:
+	if (dfd >= 0)
+		pohm_sys_close(dfd);
 	pohm_buf_free(&b);
 }
 
 /* ---------------------------------------------------------------- load */
 
 /* The file's bytes (malloc'd) in *out, their count in *len: one open, one
- * read for a table under 64 KiB.  0 or -errno. */
+ * fstat, one read for a table under 64 KiB.  A link, or a file not ours
+ * alone (owned_alone), is refused: -EPERM.  0 or -errno. */
 static int read_all(const char *path, uint8_t **out, size_t *len)
 {
 	size_t cap = RT_READ_CHUNK, got = 0;
 	uint8_t *p = malloc(cap), *np;
+	struct stat st;
 	int fd, rc = 0;
 
 	if (!p)
 		return -ENOMEM;
-	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
+	fd = pohm_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd < 0) {
 		free(p);
 		return fd;
 	}
-	for (;;) {
+	if (pohm_sys_fstat(fd, &st) || !S_ISREG(st.st_mode) || !owned_alone(&st))
+		rc = -EPERM;
+	while (!rc) {
 		ssize_t n = pohm_sys_read(fd, p + got, cap - got);
 
 		if (n < 0) {

@@ -161,3 +161,66 @@ PY
 	[ "$status" -eq 0 ]
 	[ "$(net net_setup_waits)" -ge 1 ]
 }
+
+# plant_links: a link to $T/victim at every name a table's temporary may
+# take in the next 3000 process ids: state/tmp/routes.PID, and the
+# state/routes.tmp.PID a first version used (one process: the ids stay free).
+plant_links() {
+	python3 - "$T" <<'PY'
+import os, sys
+t = sys.argv[1]
+last = int(open("/proc/sys/kernel/ns_last_pid").read())
+top = int(open("/proc/sys/kernel/pid_max").read())
+for i in range(1, 3001):
+    pid = (last + i) % top
+    for name in ("%s/state/tmp/routes.%d" % (t, pid), "%s/state/routes.tmp.%d" % (t, pid)):
+        if os.path.lexists(name):
+            os.unlink(name)
+        os.symlink(t + "/victim", name)
+PY
+}
+
+@test "links planted at the temporary's name and at routes are not followed" {
+	shim_run touch "$T/p/a"
+	[ "$status" -eq 0 ]
+	echo victim >"$T/victim"
+	plant_links
+	rm -f "$T/state/routes"
+	ln -s "$T/victim" "$T/state/routes"
+	shim_run touch "$T/p/b"
+	[ "$status" -eq 0 ]
+	[ "$(net net_setup_waits)" -ge 1 ]	# the link is not read as a table
+	[ "$(cat "$T/victim")" = victim ]
+	[ -f "$T/state/routes" ] && [ ! -L "$T/state/routes" ]	# renamed over the link
+	shim_run touch "$T/p/c"
+	[ "$status" -eq 0 ]
+	[ "$(net net_setup_waits)" -eq 0 ]	# the table it wrote is taken
+	[ "$(cat "$T/victim")" = victim ]
+}
+
+@test "a table not the process's alone is ignored; none in a cache_dir it does not own" {
+	id nobody >/dev/null 2>&1 || skip "no user nobody"
+	[ "$(id -u)" -eq 0 ] || skip "chown needs root"
+	shim_run touch "$T/p/a"
+	[ "$status" -eq 0 ]
+	chown nobody "$T/state/routes"
+	shim_run touch "$T/p/b"
+	[ "$status" -eq 0 ]
+	[ "$(net net_setup_waits)" -ge 1 ]	# another user's: not taken
+	[ "$(stat -c %u "$T/state/routes")" -eq 0 ]	# rewritten by the refresh
+	chmod g+w "$T/state/routes"
+	shim_run touch "$T/p/c"
+	[ "$status" -eq 0 ]
+	[ "$(net net_setup_waits)" -ge 1 ]	# group-writable: not taken
+	# Root in a cache_dir another user owns: no table written there.
+	rm -f "$T/state/routes"
+	chown nobody "$T/state"
+	shim_run touch "$T/p/d"
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/state/routes" ]
+	chown 0 "$T/state"
+	run env LD_PRELOAD=$PRELOAD POHMELFS_CACHE_DIR=$T/state2 POHMELFS_PREFIX=$T/p2 \
+		ls "$T/p2"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'a\nb\nc\nd')" ]
+}

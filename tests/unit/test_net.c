@@ -1373,6 +1373,8 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 
 	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
 	EXPECT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	EXPECT_EQ_INT(mkdir(path, 0700), 0);	/* the cache's tmp/: the temporary's place */
 	snprintf(path, sizeof(path), "%s/routes", dir);
 	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
 	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
@@ -1381,7 +1383,7 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 
 	/* The first client: handshakes and ROUTE_LIST, waited for; writes the file. */
 	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
-	EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
 	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
 	pohm_net_counts(net, &nc);
 	EXPECT(nc.setup_waits >= 2);
@@ -1390,7 +1392,7 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 
 	/* The second: no ROUTE_LIST, no setup wait; its request is its first wait. */
 	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
-	EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
 	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
 	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, 0, &node, &be), 0);
 	EXPECT_EQ_INT(node, 1);
@@ -1412,7 +1414,7 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 		int whole = cut == len;
 
 		EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
-		EXPECT_EQ_INT(pohm_net_route_file(net, path), 0);
+		EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
 		if (whole)
 			bytes[cut / 2] ^= 0x40;
 		fd = open(path, O_WRONLY | O_TRUNC);
@@ -1424,6 +1426,8 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 	}
 	free(bytes);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
 	rmdir(dir);
 	pohm_config_free(&cfg);
 	fn_stop(&a);
