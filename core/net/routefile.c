@@ -352,6 +352,23 @@ static int parse_table(const struct pohm_net *net, const int32_t our[4], const u
 	return 0;
 }
 
+/* Is every configured server (seed) a node of the file?  A seed that was
+ * down when the file was written would stay unused for a minute, and a
+ * read could be served by a node with an older copy: a full refresh. */
+static int seeds_listed(const struct pohm_config *cfg, const struct rt_node *v, uint32_t n)
+{
+	unsigned s;
+	uint32_t i;
+
+	for (s = 0; s < cfg->nservers; s++) {
+		for (i = 0; i < n && !pohm_addr_equal(&v[i].addr, &cfg->servers[s]); i++)
+			;
+		if (i == n)
+			return 0;
+	}
+	return 1;
+}
+
 /* Does every configured group have an owner in r? */
 static int groups_covered(const struct pohm_config *cfg, const struct pohm_route *r)
 {
@@ -377,6 +394,8 @@ int pohm_routefile_load(struct pohm_net *net, const int32_t our[4])
 	rc = read_all(net->route_path, &p, &len);
 	if (!rc)
 		rc = parse_table(net, our, p, len, pohm_sys_real_ns(), &v, &n, &dial);
+	if (!rc && !seeds_listed(net->cfg, v, n))
+		rc = -ESTALE;
 	/* The whole table first, with the file's node numbers: every group covered? */
 	for (i = 0; i < n && !rc; i++)
 		rc = pohm_route_apply_ids(&check, (int)i, v[i].ids, v[i].idslen, 1);

@@ -1433,3 +1433,53 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 	fn_stop(&a);
 	fn_stop(&b);
 }
+
+/* A configured server that was down when the file was written (its group
+ * still covered by another node) is not in the file: the file is not
+ * taken, the full refresh uses that server again (review M2). */
+TEST(route_file_without_a_seed_is_not_taken)
+{
+	struct fake_node a, b, c;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	char dir[64], path[96];
+	int hs;
+
+	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
+	EXPECT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	EXPECT_EQ_INT(mkdir(path, 0700), 0);
+	EXPECT_EQ_INT(fn_start_id(&a, 1, 0, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	EXPECT_EQ_INT(fn_start_id(&c, 1, FN_EOF_HANDSHAKE, 0x80), 0);	/* "down" */
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port, c.port }, 3);
+	cfg_for(&cfg, (uint16_t[]){ a.port, b.port, c.port }, 3, "1:2");
+
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_close(net);
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	EXPECT_EQ_INT(access(path, F_OK), 0);	/* a and b: both groups covered */
+
+	fn_set_flags(&c, 0);	/* back */
+	hs = fn_count(&c, POHM_CMD_REVERSE_LOOKUP);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_routefile_load(net, (const int32_t[]){ 3, 0, 0, 1 }), -ESTALE);
+	pohm_net_close(net);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(fn_count(&c, POHM_CMD_REVERSE_LOOKUP), hs + 1);	/* c used again */
+	pohm_net_close(net);
+
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
+	rmdir(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+	fn_stop(&c);
+}
