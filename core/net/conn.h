@@ -177,7 +177,8 @@ void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct p
 /* ---- routefile.c (decision 0074) */
 /* Put the table of route_path into net (nodes added, their backends and
  * protocol versions, dial_idx) if the file is fresh, for this
- * configuration and protocol line our, and covers every configured group.
+ * configuration and protocol line our, lists every configured server and
+ * covers every configured group.
  * Lock not held; net's table must be empty.  0, or -errno (nothing taken). */
 int pohm_routefile_load(struct pohm_net *net, const int32_t our[4]);
 /* Save the table of the nodes that are up to route_path (atomically: a

@@ -11,7 +11,10 @@ setup() {
 	load lib/common
 	load lib/cluster
 	preload_ok || skip "LD_PRELOAD does not work here"
-	cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync
+	case $BATS_TEST_DESCRIPTION in
+	"one group"*) cluster_start "$BATS_TEST_NAME" --groups 1 --nodes-per-group 2 --nosync ;;
+	*) cluster_start "$BATS_TEST_NAME" --groups 2 --nodes-per-group 1 --nosync ;;
+	esac
 	T=$BATS_TEST_TMPDIR
 	export POHMELFS_FSID=rt-$RANDOM POHMELFS_PREFIX=$T/p POHMELFS_CACHE_DIR=$T/state
 	export POHMELFS_SYNC_ON_CLOSE=1 POHMELFS_ATTR_TIMEOUT=0
@@ -120,6 +123,31 @@ PY
 		cat "$T/p2/b" "$T/p2/c"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'hello\nagain')" ]
+}
+
+# Both nodes in the right group, each given the other's ids: every key
+# goes to the node that does not own it, which refuses it (-95).
+@test "one group of two nodes, their ids swapped in the table: writes and reads right" {
+	shim_run touch "$T/p/a"
+	[ "$status" -eq 0 ]
+	routes_edit swap
+	mkdir -m 700 "$T/state3"
+	cp -p "$T/state/routes" "$T/state3/routes"	# for the reads below
+	mkdir "$T/src"
+	for i in 1 2 3 4 5 6 7 8; do echo "data $i" >"$T/src/f$i"; done
+	shim_run cp "$T"/src/f? "$T/p/"
+	[ "$status" -eq 0 ]
+	[ "$(net net_setup_waits)" -ge 1 ]	# the -95's full refresh
+	# A fresh cache whose table is the swapped one reads every file right.
+	shim_run env POHMELFS_CACHE_DIR=$T/state3 POHMELFS_PREFIX=$T/p3 cat "$T"/p3/f1 \
+		"$T"/p3/f2 "$T"/p3/f3 "$T"/p3/f4 "$T"/p3/f5 "$T"/p3/f6 "$T"/p3/f7 "$T"/p3/f8
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(cat "$T"/src/f?)" ]
+	[ "$(net net_setup_waits)" -ge 1 ]
+	run env LD_PRELOAD=$PRELOAD POHMELFS_CACHE_DIR=$T/state2 POHMELFS_PREFIX=$T/p2 \
+		cat "$T/p2/f1" "$T/p2/f8"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'data 1\ndata 8')" ]
 }
 
 @test "a table older than a minute is not taken; a node of the table gone: full refresh" {
