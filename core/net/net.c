@@ -657,6 +657,15 @@ static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt 
 		rc = pohm_status_errno(pkt->cmd.status);
 		if (!rc && r->on_reply)
 			rc = r->on_reply(net, c, r);
+		else if (rc && r == &c->hs) {
+			/* A handshake sent ahead and refused: what went behind it
+			 * cannot be trusted, the node is not ours to use. */
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "the handshake sent ahead was refused (status %d)",
+				 rc);
+			pohm_conn_fail(net, c, rc, msg);
+		}
 		finish(r, rc);
 	}
 }

@@ -1483,3 +1483,45 @@ TEST(route_file_without_a_seed_is_not_taken)
 	fn_stop(&b);
 	fn_stop(&c);
 }
+
+/* A handshake sent ahead (a table from the file) answered with an error
+ * status: the connection fails, the request behind it is not taken as
+ * answered (review L1). */
+TEST(route_file_refused_handshake_fails_the_node)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	uint8_t id[POHM_ID_SIZE] = { 1 };
+	char dir[64], path[96];
+
+	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
+	EXPECT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	EXPECT_EQ_INT(mkdir(path, 0700), 0);
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_close(net);
+
+	fn_set_flags(&b, FN_HS_REFUSE);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);	/* the file's */
+	EXPECT(lookup_status(net, 2, id) != -ENOENT);	/* b's answer not taken */
+	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_LOOKUP), 1);	/* sent behind the handshake */
+	pohm_net_close(net);
+
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
+	rmdir(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
