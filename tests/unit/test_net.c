@@ -1359,6 +1359,31 @@ static int lookup_status(struct pohm_net *net, uint32_t group, const uint8_t *id
 	return st;
 }
 
+/* A cache_dir for a route file test (dir: 64 bytes): made 0700 with its
+ * tmp/ (the temporary's place), like the cache's own.  0 or -1. */
+static int rt_dir_make(char *dir)
+{
+	char tmp[96];
+
+	snprintf(dir, 64, "/tmp/pohm-routefile.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	return mkdir(tmp, 0700);
+}
+
+/* Remove what rt_dir_make made and the table written in it. */
+static void rt_dir_remove(const char *dir)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 TEST(route_file_spares_a_second_client_its_setup_waits)
 {
 	struct fake_node a, b;
@@ -1371,10 +1396,7 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 	int32_t be;
 	ssize_t len, cut;
 
-	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
-	EXPECT(mkdtemp(dir) != NULL);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	EXPECT_EQ_INT(mkdir(path, 0700), 0);	/* the cache's tmp/: the temporary's place */
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
 	snprintf(path, sizeof(path), "%s/routes", dir);
 	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
 	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
@@ -1425,10 +1447,7 @@ TEST(route_file_spares_a_second_client_its_setup_waits)
 		pohm_net_close(net);
 	}
 	free(bytes);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	rmdir(path);
-	rmdir(dir);
+	rt_dir_remove(dir);
 	pohm_config_free(&cfg);
 	fn_stop(&a);
 	fn_stop(&b);
@@ -1445,10 +1464,7 @@ TEST(route_file_without_a_seed_is_not_taken)
 	char dir[64], path[96];
 	int hs;
 
-	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
-	EXPECT(mkdtemp(dir) != NULL);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	EXPECT_EQ_INT(mkdir(path, 0700), 0);
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
 	EXPECT_EQ_INT(fn_start_id(&a, 1, 0, 0), 0);
 	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
 	EXPECT_EQ_INT(fn_start_id(&c, 1, FN_EOF_HANDSHAKE, 0x80), 0);	/* "down" */
@@ -1474,10 +1490,7 @@ TEST(route_file_without_a_seed_is_not_taken)
 	EXPECT_EQ_INT(fn_count(&c, POHM_CMD_REVERSE_LOOKUP), hs + 1);	/* c used again */
 	pohm_net_close(net);
 
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	rmdir(path);
-	rmdir(dir);
+	rt_dir_remove(dir);
 	pohm_config_free(&cfg);
 	fn_stop(&a);
 	fn_stop(&b);
@@ -1493,12 +1506,9 @@ TEST(route_file_refused_handshake_fails_the_node)
 	struct pohm_config cfg;
 	struct pohm_net *net;
 	uint8_t id[POHM_ID_SIZE] = { 1 };
-	char dir[64], path[96];
+	char dir[64];
 
-	snprintf(dir, sizeof(dir), "/tmp/pohm-routefile.XXXXXX");
-	EXPECT(mkdtemp(dir) != NULL);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	EXPECT_EQ_INT(mkdir(path, 0700), 0);
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
 	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
 	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
 	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
@@ -1516,11 +1526,7 @@ TEST(route_file_refused_handshake_fails_the_node)
 	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_LOOKUP), 1);	/* sent behind the handshake */
 	pohm_net_close(net);
 
-	snprintf(path, sizeof(path), "%s/routes", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tmp", dir);
-	rmdir(path);
-	rmdir(dir);
+	rt_dir_remove(dir);
 	pohm_config_free(&cfg);
 	fn_stop(&a);
 	fn_stop(&b);
