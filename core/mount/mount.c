@@ -198,6 +198,8 @@ int pohm_mount_open_like(struct pohm_mount *m, const struct pohm_config *cfg,
 	r = pohm_client_open(&m->client, cfg, err, errlen);
 	if (r)
 		return r;
+	/* The cache's processes share the route table the last one saw (0074). */
+	pohm_net_route_file(pohm_client_net(m->client), m->cache_dir);	/* too long: none */
 	pohm_kvio_init(&m->kv, m->client);
 	if (cfg->host_id[0])
 		snprintf(host, sizeof(host), "%s", cfg->host_id);

@@ -94,6 +94,13 @@ struct pohm_conn {
 	int tx_busy;			/* a flusher owns the queue head */
 	struct pohm_rx rx;		/* leader only */
 	uint64_t rtt_ns;		/* last ping round trip */
+	/* The handshake sent ahead of the first requests, not waited for
+	 * (a table from the route file, conn_setup.c); its reply is taken
+	 * by its on_reply hook whenever a waiter reads it. */
+	struct pohm_req hs;
+	uint64_t hs_budget;		/* ns hs may take, from when it went out */
+	uint64_t hs_deadline;		/* hs unanswered then: c fails (lead_round);
+					 * UINT64_MAX until it went out */
 };
 
 struct pohm_batch {
@@ -122,6 +129,9 @@ struct pohm_net {
 	int refresh_due;		/* a node failed since the last refresh */
 	uint64_t last_refresh_ns;
 	uint32_t dial_idx;		/* which of a node's addresses we dial */
+	char route_path[4096];		/* cache_dir/routes, "" = none (routefile.c) */
+	int routes_cached;		/* the table came from route_path: no full
+					 * refresh yet, nor a node failure since */
 	char last_msg[256];		/* last cluster-level error text */
 	/* Counters (pohm_net_counts), relaxed atomics, any thread; zeroed in a
 	 * fork child.  all_*: every batch run, setup included; run_*: the
@@ -155,6 +165,25 @@ void pohm_net_window_submit(struct pohm_net *net, struct pohm_batch *w, struct p
 int pohm_net_node_add(struct pohm_net *net, const struct pohm_addr *a, int seed);
 /* Wake the leader's poll (new fd or queued output). Lock held. */
 void pohm_net_poke(struct pohm_net *net);
+
+/* Queue r (a handshake) on c, which is connecting, with no batch: nobody
+ * waits for it, the next flush of c sends it ahead of what follows, and
+ * r->on_reply takes its reply.  A leader's round that finds it unanswered
+ * budget ns after it went out fails c.  Counted a setup request, no wait.
+ * Lock held. */
+void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r,
+			     uint64_t budget);
+
+/* ---- routefile.c (decision 0074) */
+/* Put the table of route_path into net (nodes added, their backends and
+ * protocol versions, dial_idx) if the file is fresh, for this
+ * configuration and protocol line our, lists every configured server and
+ * covers every configured group.
+ * Lock not held; net's table must be empty.  0, or -errno (nothing taken). */
+int pohm_routefile_load(struct pohm_net *net, const int32_t our[4]);
+/* Save the table of the nodes that are up to route_path (atomically: a
+ * temporary file renamed over it); failures are ignored.  Lock not held. */
+void pohm_routefile_save(struct pohm_net *net);
 
 /* ---- conn_setup.c */
 /* Bring up the nodes of reqs before a run: connect the down ones whose

@@ -40,17 +40,71 @@ static struct pohm_conn *conn_of(struct pohm_net *net, int node)
 /* ---------------------------------------------------------------- requests */
 
 static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const struct pohm_req *r,
-			   char *msg, size_t len);
+			   struct pohm_route *into, char *msg, size_t len);
 
 /* on_reply hook: take the handshake when it arrives, before any push behind it. */
 static int handshake_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
 {
 	char msg[sizeof(c->last_msg)];
-	int rc = apply_handshake(net, c, r, msg, sizeof(msg));
+	int rc = apply_handshake(net, c, r, &net->route, msg, sizeof(msg));
 
 	if (rc)
 		memcpy(c->last_msg, msg, sizeof(msg));	/* read back by the caller */
 	return rc;
+}
+
+/* A digest of node's entries in r (their order is the table's). Lock held. */
+static uint64_t node_routes_hash(const struct pohm_route *r, int node)
+{
+	uint64_t h = POHM_FNV_BASIS;
+	size_t i, k;
+
+	for (i = 0; i < r->n; i++) {
+		const struct pohm_route_entry *e = &r->e[i];
+
+		if (e->node != node)
+			continue;
+		for (k = 0; k < POHM_ID_SIZE; k++)
+			h = pohm_fnv1a_step(h, e->id[k]);
+		for (k = 0; k < 4; k++) {
+			h = pohm_fnv1a_step(h, (uint8_t)(e->group >> (8 * k)));
+			h = pohm_fnv1a_step(h, (uint8_t)((uint32_t)e->backend >> (8 * k)));
+		}
+	}
+	return h;
+}
+
+/*
+ * on_reply hook of a handshake nobody waits for (connect_nodes, detached):
+ * the node is up already; its reply checks the version, or fails the
+ * connection and every request sent behind it.  Its backends are compared
+ * with the file's, not applied: a table half the file's and half the
+ * nodes' could leave a group with no owner (-ENXIO, no request at all),
+ * while a wrong whole table is only refused (-95, a full refresh and a
+ * retry).  A difference makes the next refresh a full one, which writes
+ * the file anew.
+ */
+static int handshake_detached_hook(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r)
+{
+	struct pohm_route theirs = POHM_ROUTE_INIT;
+	char msg[sizeof(c->last_msg)];
+	int rc = apply_handshake(net, c, r, &theirs, msg, sizeof(msg));
+
+	if (rc) {
+		pohm_route_free(&theirs);
+		pohm_conn_fail(net, c, rc, msg);
+		return rc;
+	}
+	if (node_routes_hash(&theirs, c->idx) != node_routes_hash(&net->route, c->idx)) {
+		pohm_info("node %s: its backends differ from %s: a full refresh", c->name,
+			  net->route_path);
+		net->refresh_due = 1;
+	}
+	pohm_route_free(&theirs);
+	c->handshake_ok = 1;
+	pohm_info("node %s: connected, protocol %d.%d.%d.%d (handshake sent ahead)", c->name,
+		  c->version[0], c->version[1], c->version[2], c->version[3]);
+	return 0;
 }
 
 static void handshake_req(struct pohm_req *r, int node, const int32_t v[4])
@@ -78,11 +132,11 @@ static void ping_req(struct pohm_req *r, int node)
 
 /*
  * Take a handshake reply for c: check the version, learn which of its
- * addresses we dialled, replace its route entries.  0 or -errno with a
+ * addresses we dialled, replace its route entries in into.  0 or -errno with a
  * message.  Lock held.
  */
 static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const struct pohm_req *r,
-			   char *msg, size_t len)
+			   struct pohm_route *into, char *msg, size_t len)
 {
 	const struct pohm_pkt *p = pohm_req_final(r);
 	const int32_t *our = our_version(net);
@@ -113,7 +167,7 @@ static int apply_handshake(struct pohm_net *net, struct pohm_conn *c, const stru
 				break;
 			}
 		}
-		rc = pohm_route_apply_ids(&net->route, c->idx, ids, idslen, 1);
+		rc = pohm_route_apply_ids(into, c->idx, ids, idslen, 1);
 	}
 	if (rc) {
 		snprintf(msg, len, "malformed handshake reply (%s)", strerror(-rc));
@@ -173,12 +227,51 @@ static void tcp_connect_all(struct pohm_conn **cs, int *fds, int *errs, size_t m
 	}
 }
 
+/* c is open for requests, its failures forgotten. Lock held. */
+static void mark_up(struct pohm_conn *c, int handshake_ok)
+{
+	c->state = CONN_UP;
+	c->handshake_ok = handshake_ok;
+	c->fails = 0;
+	c->stalls = 0;
+	c->last_err = 0;
+	c->last_msg[0] = 0;
+}
+
+/*
+ * The connected nodes of a detached connect: up at once, their handshake
+ * sent and not waited for (handshake_detached_hook takes its reply; one
+ * still unanswered budget ns after it went out fails its node,
+ * lead_round).  Lock held.
+ */
+static void start_detached(struct pohm_net *net, struct pohm_conn **cs, const int *errs, size_t m,
+			   uint64_t budget)
+{
+	size_t i;
+
+	for (i = 0; i < m; i++) {
+		struct pohm_conn *c = cs[i];
+
+		if (errs[i] || c->state != CONN_CONNECTING || c->fd < 0)
+			continue;
+		pohm_req_release(&c->hs);
+		handshake_req(&c->hs, c->idx, our_version(net));
+		c->hs.on_reply = handshake_detached_hook;
+		mark_up(c, 0);
+		pohm_conn_send_detached(net, c, &c->hs, budget);
+	}
+}
+
 /*
  * Connect and handshake (and authenticate) the given nodes in parallel:
  * those down whose backoff has expired.  On success they are CONN_UP with
  * their backends in the route table; on failure down with a message.
+ * detached (a table from the route file, no auth_cookie): up once TCP
+ * connected, the handshake sent ahead of the requests and not waited for
+ * (decision 0074; Elliptics serves requests without it, PROTOCOL.md §3.1).
  */
-static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint64_t deadline)
+static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint64_t deadline,
+			  int detached)
 {
 	struct pohm_conn *cs[POHM_MAX_NODES];
 	int fds[POHM_MAX_NODES], errs[POHM_MAX_NODES], mismatch[POHM_MAX_NODES];
@@ -227,6 +320,13 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 		cs[i]->last_rx_ns = cs[i]->last_tx_ns = pohm_sys_mono_ns();
 	}
 	pohm_net_poke(net);
+	if (detached) {
+		/* Answered within the budget a waited-for handshake gets. */
+		start_detached(net, cs, errs, m, budget);
+		pthread_cond_broadcast(&net->conncv);
+		pthread_mutex_unlock(&net->lock);
+		return;
+	}
 	pthread_mutex_unlock(&net->lock);
 
 	reqs = calloc(m, sizeof(*reqs));
@@ -326,12 +426,7 @@ static void connect_nodes(struct pohm_net *net, const int *nodes, size_t k, uint
 
 		if (errs[i] || c->state != CONN_CONNECTING || c->fd < 0)
 			continue;
-		c->state = CONN_UP;
-		c->handshake_ok = 1;
-		c->fails = 0;
-		c->stalls = 0;
-		c->last_err = 0;
-		c->last_msg[0] = 0;
+		mark_up(c, 1);
 		pohm_info("node %s: connected, protocol %d.%d.%d.%d", c->name, c->version[0],
 			  c->version[1], c->version[2], c->version[3]);
 	}
@@ -457,7 +552,7 @@ void pohm_net_prepare(struct pohm_net *net, struct pohm_req **reqs, size_t n, ui
 		pthread_mutex_unlock(&net->lock);
 	}
 	if (nc)
-		connect_nodes(net, conn_list, nc, deadline);
+		connect_nodes(net, conn_list, nc, deadline, 0);
 	if (nw) {
 		pthread_mutex_lock(&net->lock);
 		while (any_connecting(net, wait_list, nw) && pohm_sys_mono_ns() < deadline)
@@ -555,7 +650,7 @@ static void route_list(struct pohm_net *net, uint64_t deadline)
 		break;
 	}
 	if (nnew)
-		connect_nodes(net, fresh, (size_t)nnew, deadline);
+		connect_nodes(net, fresh, (size_t)nnew, deadline, 0);
 }
 
 static int count_up(struct pohm_net *net)
@@ -581,12 +676,48 @@ static void note_unreachable(struct pohm_net *net)
 					"not tried yet (backing off)");
 }
 
+/*
+ * A first refresh from the route file (decision 0074): its nodes connected
+ * in parallel, their handshakes sent ahead and not waited for, no
+ * ROUTE_LIST.  Taken only when every node of the file connects; else its
+ * routes are dropped and the caller goes on with a full refresh, which
+ * asks the nodes connected here for their backends again.  1 when taken,
+ * -1 when read but not taken, 0 when there is no fresh file.  Lock not held.
+ */
+static int refresh_from_file(struct pohm_net *net, uint64_t deadline)
+{
+	int nodes[POHM_MAX_NODES] = { 0 };
+	size_t k = 0;
+	int i, ok;
+
+	if (net->cfg->auth_cookie[0] || pohm_routefile_load(net, our_version(net)))
+		return 0;
+	pthread_mutex_lock(&net->lock);
+	for (i = 0; i < net->nconns; i++)
+		if (net->conns[i]->listed)
+			nodes[k++] = i;
+	net->refresh_due = 0;
+	pthread_mutex_unlock(&net->lock);
+	connect_nodes(net, nodes, k, deadline, 1);
+	pthread_mutex_lock(&net->lock);
+	ok = !net->refresh_due;
+	for (i = 0; i < (int)k && ok; i++)
+		ok = net->conns[nodes[i]]->state == CONN_UP;
+	if (!ok) {
+		pohm_route_free(&net->route);	/* empty before the file's */
+		for (i = 0; i < net->nconns; i++)
+			net->conns[i]->listed = 0;
+	}
+	pthread_mutex_unlock(&net->lock);
+	return ok ? 1 : -1;
+}
+
 int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 {
 	int all[POHM_MAX_NODES] = { 0 }, up[POHM_MAX_NODES] = { 0 };
 	size_t nall = 0, nup = 0;
 	uint64_t t;
-	int i, r;
+	int i, r, first, from_file = 0, ask;
 
 	pohm_net_fork_check(net);
 	pthread_mutex_lock(&net->lock);
@@ -595,14 +726,31 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 			.tv_sec = (time_t)(deadline / 1000000000ULL),
 			.tv_nsec = (long)(deadline % 1000000000ULL) });
 	t = pohm_sys_mono_ns();
-	if (net->refreshing || (net->bootstrapped && !force && count_up(net) &&
-				!(net->refresh_due && t - net->last_refresh_ns >= 1000000000ULL))) {
+	/* A node failed since a table from the file was taken: the file may be
+	 * what is wrong, so the full refresh comes at once, not a second later. */
+	if (net->refreshing ||
+	    (net->bootstrapped && !force && count_up(net) &&
+	     !(net->refresh_due && (net->routes_cached || t - net->last_refresh_ns >= 1000000000ULL)))) {
 		r = count_up(net) ? 0 : -ETIMEDOUT;
 		pthread_mutex_unlock(&net->lock);
 		return r;
 	}
 	net->refreshing = 1;
+	first = !net->bootstrapped && !force && !net->route.n;
+	pthread_mutex_unlock(&net->lock);
+
+	if (first && net->route_path[0])
+		from_file = refresh_from_file(net, deadline);
+	if (from_file > 0) {
+		pthread_mutex_lock(&net->lock);
+		net->routes_cached = 1;
+		goto done;
+	}
+
+	pthread_mutex_lock(&net->lock);
 	net->refresh_due = 0;
+	/* Backends the nodes never told this process (the file's) are asked for. */
+	ask = force || from_file < 0 || net->routes_cached;
 	for (i = 0; i < net->nconns; i++) {
 		all[nall++] = i;
 		if (net->conns[i]->state == CONN_UP)
@@ -610,12 +758,15 @@ int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force)
 	}
 	pthread_mutex_unlock(&net->lock);
 
-	connect_nodes(net, all, nall, deadline);
-	if (force && nup)
+	connect_nodes(net, all, nall, deadline, 0);
+	if (ask && nup)
 		rehandshake(net, up, nup, deadline);
 	route_list(net, deadline);
+	pohm_routefile_save(net);
 
 	pthread_mutex_lock(&net->lock);
+	net->routes_cached = 0;
+done:
 	net->bootstrapped = 1;
 	net->last_refresh_ns = pohm_sys_mono_ns();
 	net->refreshing = 0;

@@ -155,6 +155,7 @@ void pohm_net_close(struct pohm_net *net)
 		pohm_own_close(&c->fd);
 		queue_clear(c, 0);
 		pohm_rx_reset(&c->rx);
+		pohm_req_release(&c->hs);
 		free(c);
 	}
 	pohm_own_close(&net->evfd);
@@ -346,6 +347,8 @@ void pohm_conn_fail(struct pohm_net *net, struct pohm_conn *c, int err, const ch
 
 	if (err >= 0)
 		err = -EIO;
+	if (err == -ECONNRESET && c->hs.hashed && !c->hs.replies)
+		msg = "connection closed before the handshake's answer (a protocol version mismatch?)";
 	if (c->state != CONN_DOWN || c->fd >= 0)
 		pohm_warn("node %s: %s", c->name, msg ? msg : strerror(-err));
 	c->state = CONN_DOWN;
@@ -466,6 +469,8 @@ static void conn_flush(struct pohm_net *net, struct pohm_conn *c)
 			left -= want;
 			r->txoff = total_len(r);
 			queue_remove(c, r);
+			if (r == &c->hs)	/* sent ahead: answered within its budget */
+				c->hs_deadline = c->last_tx_ns + c->hs_budget;
 			if (r->orphan) {
 				free((void *)r->p1);
 				free(r);
@@ -484,6 +489,17 @@ void pohm_net_poke(struct pohm_net *net)
 
 	if (net->evfd >= 0)
 		pohm_sys_write(net->evfd, &one, sizeof(one));
+}
+
+void pohm_conn_send_detached(struct pohm_net *net, struct pohm_conn *c, struct pohm_req *r,
+			     uint64_t budget)
+{
+	/* Queued only: the first request on c takes it along in its sendmsg
+	 * (conn_flush sends the queue's head first, and starts the clock). */
+	count(&net->all_sent, 1);
+	submit(net, r, NULL, 1);
+	c->hs_budget = budget;
+	c->hs_deadline = UINT64_MAX;
 }
 
 /*
@@ -641,6 +657,15 @@ static void dispatch(struct pohm_net *net, struct pohm_conn *c, struct pohm_pkt 
 		rc = pohm_status_errno(pkt->cmd.status);
 		if (!rc && r->on_reply)
 			rc = r->on_reply(net, c, r);
+		else if (rc && r == &c->hs) {
+			/* A handshake sent ahead and refused: what went behind it
+			 * cannot be trusted, the node is not ours to use. */
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "the handshake sent ahead was refused (status %d)",
+				 rc);
+			pohm_conn_fail(net, c, rc, msg);
+		}
 		finish(r, rc);
 	}
 }
@@ -676,6 +701,8 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 
 		if (c->fd < 0 || c->close_pending || c->state == CONN_DOWN)
 			continue;
+		if (c->hs.hashed && c->hs_deadline < deadline)
+			deadline = c->hs_deadline > t ? c->hs_deadline : t;
 		fds[n].fd = c->fd;
 		fds[n].events = POLLIN | (c->sq_head && !c->tx_busy ? POLLOUT : 0);
 		fds[n].revents = 0;
@@ -727,6 +754,10 @@ static void lead_round(struct pohm_net *net, uint64_t deadline)
 				       err[i] == -EPROTO ? "malformed packet from the node" : NULL);
 		if ((fds[i].revents & POLLOUT) && c->state != CONN_DOWN)
 			conn_flush(net, c);
+		/* A handshake sent ahead and unanswered in its time: the node is
+		 * hung, as a waited-for handshake would have found (connect_nodes). */
+		if (c->state != CONN_DOWN && c->hs.hashed && now_ns() >= c->hs_deadline)
+			pohm_conn_fail(net, c, -ETIMEDOUT, "no answer to the version handshake in time");
 		pohm_conn_release(net, c);
 	}
 }
@@ -1069,6 +1100,8 @@ void pohm_net_atfork_child(struct pohm_net *net)
 		c->close_pending = 0;
 		c->tx_busy = 0;
 		memset(c->hash, 0, sizeof(c->hash));
+		c->hs.hashed = 0;
+		pohm_req_release(&c->hs);
 		c->inflight = 0;
 		for (struct pohm_req *q = c->sq_head; q; q = q->qnext)
 			q->tx_inflight = 0;

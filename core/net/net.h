@@ -181,6 +181,15 @@ void pohm_net_window_close(struct pohm_net *net, struct pohm_batch *w, struct po
 int pohm_net_refresh(struct pohm_net *net, uint64_t deadline, int force);
 
 /*
+ * Keep the route table in cache_dir/routes (decision 0074): a first
+ * refresh takes it when it is fresh and the euid's alone (no ROUTE_LIST,
+ * the handshakes sent ahead of the first requests, not waited for); every
+ * full refresh writes it through cache_dir/tmp/, only in a cache_dir the
+ * euid owns.  Call before the first refresh.  0 or -ENAMETOOLONG.
+ */
+int pohm_net_route_file(struct pohm_net *net, const char *cache_dir);
+
+/*
  * Owner of key id in group: node index and backend, by the ring rule over
  * the group's nodes that have not failed (a failed node's keys fall to its
  * live neighbours, as in Elliptics); the plain owner when all have failed,

@@ -53,6 +53,7 @@
 					 * killed after applying, before its reply) */
 #define FN_WRITE_LOST		0x20000	/* WRITE: neither applied nor answered (still on its
 					 * way); other commands answered */
+#define FN_HS_REFUSE		0x40000	/* answer the handshake with status -EPROTO */
 
 #define FN_MAX_OBJS	64
 #define FN_MAX_CONNS	16
@@ -224,6 +225,10 @@ static inline int fn_handle(struct fake_node *fn, const struct pohm_cmd *q, cons
 		struct pohm_backend_ids b = { 0, fn->group, 0, 1, one_id };
 
 		rc->flags = POHM_FLAG_NOLOCK | POHM_FLAG_REPLY;
+		if (fn_flags(fn) & FN_HS_REFUSE) {
+			rc->status = -EPROTO;
+			return 0;
+		}
 		pohm_version_decode(v, q->id.id);
 		pohm_version_encode(rc->id.id, v);
 		pohm_addr_list_encode(rb, 1, &self, 1);

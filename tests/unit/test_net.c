@@ -1338,3 +1338,196 @@ TEST(ring_rule_over_live_nodes_wraps_around)
 	pohm_buf_free(&b);
 	pohm_route_free(&rt);
 }
+
+/* ---------------------------------------------------------------- the route file (0074) */
+
+/* A LOOKUP of id in group on its owner: the request's status. */
+static int lookup_status(struct pohm_net *net, uint32_t group, const uint8_t *id)
+{
+	struct pohm_req r, *rp = &r;
+	int node = -1, st;
+	int32_t be = 0;
+
+	if (pohm_net_owner(net, group, id, 0, &node, &be))
+		return -ENXIO;
+	pohm_req_init(&r, node, POHM_CMD_LOOKUP, POHM_FLAG_NEED_ACK | POHM_FLAG_DIRECT);
+	memcpy(r.cmd.id.id, id, POHM_ID_SIZE);
+	r.cmd.id.group = group;
+	pohm_net_run(net, &rp, 1, after(2000 * MS), NULL, NULL);
+	st = r.status;
+	pohm_req_release(&r);
+	return st;
+}
+
+/* A cache_dir for a route file test (dir: 64 bytes): made 0700 with its
+ * tmp/ (the temporary's place), like the cache's own.  0 or -1. */
+static int rt_dir_make(char *dir)
+{
+	char tmp[96];
+
+	snprintf(dir, 64, "/tmp/pohm-routefile.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	return mkdir(tmp, 0700);
+}
+
+/* Remove what rt_dir_make made and the table written in it. */
+static void rt_dir_remove(const char *dir)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
+TEST(route_file_spares_a_second_client_its_setup_waits)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	struct pohm_net_counts nc;
+	uint8_t id[POHM_ID_SIZE] = { 1 }, *bytes;
+	char dir[64], path[96];
+	int node, fd;
+	int32_t be;
+	ssize_t len, cut;
+
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+
+	/* The first client: handshakes and ROUTE_LIST, waited for; writes the file. */
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_counts(net, &nc);
+	EXPECT(nc.setup_waits >= 2);
+	pohm_net_close(net);
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_ROUTE_LIST), 1);
+
+	/* The second: no ROUTE_LIST, no setup wait; its request is its first wait. */
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(pohm_net_owner(net, 2, id, 0, &node, &be), 0);
+	EXPECT_EQ_INT(node, 1);
+	EXPECT_EQ_INT(lookup_status(net, 2, id), -ENOENT);	/* answered: the key is absent */
+	pohm_net_counts(net, &nc);
+	EXPECT_EQ_U64(nc.setup_waits, 0);
+	EXPECT_EQ_U64(nc.waits, 1);
+	EXPECT_EQ_INT(fn_count(&a, POHM_CMD_ROUTE_LIST), 1);
+	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_REVERSE_LOOKUP), 2);	/* sent ahead, still sent */
+	pohm_net_close(net);
+
+	/* Every truncation of the file and a flipped byte anywhere: not taken. */
+	fd = open(path, O_RDONLY);
+	bytes = malloc(65536);
+	len = read(fd, bytes, 65536);
+	close(fd);
+	EXPECT(len > 100);
+	for (cut = 0; cut <= len; cut++) {
+		int whole = cut == len;
+
+		EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+		EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+		if (whole)
+			bytes[cut / 2] ^= 0x40;
+		fd = open(path, O_WRONLY | O_TRUNC);
+		EXPECT_EQ_INT((int)write(fd, bytes, (size_t)cut), (int)cut);
+		close(fd);
+		EXPECT(pohm_routefile_load(net, (const int32_t[]){ 3, 0, 0, 1 }) != 0);
+		EXPECT_EQ_INT(pohm_net_nodes(net), 1);		/* the seed only */
+		pohm_net_close(net);
+	}
+	free(bytes);
+	rt_dir_remove(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
+
+/* A configured server that was down when the file was written (its group
+ * still covered by another node) is not in the file: the file is not
+ * taken, the full refresh uses that server again (review M2). */
+TEST(route_file_without_a_seed_is_not_taken)
+{
+	struct fake_node a, b, c;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	char dir[64], path[96];
+	int hs;
+
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
+	EXPECT_EQ_INT(fn_start_id(&a, 1, 0, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	EXPECT_EQ_INT(fn_start_id(&c, 1, FN_EOF_HANDSHAKE, 0x80), 0);	/* "down" */
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port, c.port }, 3);
+	cfg_for(&cfg, (uint16_t[]){ a.port, b.port, c.port }, 3, "1:2");
+
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_close(net);
+	snprintf(path, sizeof(path), "%s/routes", dir);
+	EXPECT_EQ_INT(access(path, F_OK), 0);	/* a and b: both groups covered */
+
+	fn_set_flags(&c, 0);	/* back */
+	hs = fn_count(&c, POHM_CMD_REVERSE_LOOKUP);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_routefile_load(net, (const int32_t[]){ 3, 0, 0, 1 }), -ESTALE);
+	pohm_net_close(net);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	EXPECT_EQ_INT(fn_count(&c, POHM_CMD_REVERSE_LOOKUP), hs + 1);	/* c used again */
+	pohm_net_close(net);
+
+	rt_dir_remove(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+	fn_stop(&c);
+}
+
+/* A handshake sent ahead (a table from the file) answered with an error
+ * status: the connection fails, the request behind it is not taken as
+ * answered (review L1). */
+TEST(route_file_refused_handshake_fails_the_node)
+{
+	struct fake_node a, b;
+	struct pohm_config cfg;
+	struct pohm_net *net;
+	uint8_t id[POHM_ID_SIZE] = { 1 };
+	char dir[64];
+
+	EXPECT_EQ_INT(rt_dir_make(dir), 0);
+	EXPECT_EQ_INT(fn_start(&a, 1, 0), 0);
+	EXPECT_EQ_INT(fn_start(&b, 2, 0), 0);
+	fn_set_peers(&a, (uint16_t[]){ a.port, b.port }, 2);
+	cfg_for(&cfg, &a.port, 1, "1:2");
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);
+	pohm_net_close(net);
+
+	fn_set_flags(&b, FN_HS_REFUSE);
+	EXPECT_EQ_INT(pohm_net_open(&net, &cfg), 0);
+	EXPECT_EQ_INT(pohm_net_route_file(net, dir), 0);
+	EXPECT_EQ_INT(pohm_net_refresh(net, after(2000 * MS), 0), 0);	/* the file's */
+	EXPECT(lookup_status(net, 2, id) != -ENOENT);	/* b's answer not taken */
+	EXPECT_EQ_INT(fn_count(&b, POHM_CMD_LOOKUP), 1);	/* sent behind the handshake */
+	pohm_net_close(net);
+
+	rt_dir_remove(dir);
+	pohm_config_free(&cfg);
+	fn_stop(&a);
+	fn_stop(&b);
+}
