@@ -828,9 +828,6 @@ static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino
 	}
 }
 
-/* Was dfd/name (st) born after rec recorded its local file (dirmove.c's
- * birth rule): a new file on the recorded file's reused number?  Without a
- * birth time: no. */
 /* The local file dfd/name's birth time (st's inode) into *ns: 1, or 0 where
  * the file system keeps none. */
 static int birth_ns(int dfd, const char *name, const struct stat *st, uint64_t *ns)

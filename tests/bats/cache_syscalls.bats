@@ -218,7 +218,8 @@ trace() {
 #     handshakes with its first requests (sendmsg calls saved; the waits'
 #     ppoll and socket reads saved too but not counted here): the first
 #     create 190 (the file's 4 calls against the sendmsg saved: 189
-#     without the fstat; with pread: 198); the ten 347, 44 requests in
+#     without the fstat; with pread: 198); the ten 347 on its branch (323
+#     after the create merge), 44 requests in
 #     all (a process that pays ROUTE_LIST and sends its handshakes alone
 #     sends more: the request count catches the route file lost).
 # The ten creates, stats and opens count one call more in some runs than
