@@ -828,19 +828,6 @@ static void drop_if_adopted(struct pohm_cache *c, const char *rel, uint64_t dino
 	}
 }
 
-/* The local file dfd/name's birth time (st's inode) into *ns: 1, or 0 where
- * the file system keeps none. */
-static int birth_ns(int dfd, const char *name, const struct stat *st, uint64_t *ns)
-{
-	struct statx sx;
-
-	if (pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) ||
-	    !(sx.stx_mask & STATX_BTIME) || sx.stx_ino != (uint64_t)st->st_ino)
-		return 0;
-	*ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
-	return 1;
-}
-
 /*
  * Is the local file dfd/name (st, known in the index as ino) ino's own copy
  * with data not pushed yet: changed since the last fetch or push, or open
@@ -863,7 +850,7 @@ static int own_copy_unpushed(struct pohm_cache *c, uint64_t ino, const char *rel
 		return 0;
 	if (!S_ISREG(st->st_mode))
 		goto out;
-	if (birth_ns(dfd, name, st, &born) ? (uint64_t)st->st_ino != rec.lino ||
+	if (pohm_sys_birth_ns(dfd, name, (uint64_t)st->st_ino, &born) ? (uint64_t)st->st_ino != rec.lino ||
 						 (uint64_t)st->st_dev != rec.ldev ||
 						 born > rec.recorded_ns
 					   : strcmp(rec.hint, rel) != 0)

@@ -163,17 +163,13 @@ static int rehint_entry(struct pohm_cache *c, int dfd, const char *name, const c
 {
 	struct below b = { c, rel, (uint64_t)st->st_dev, (uint64_t)st->st_ino, st->st_mode, strict,
 			   0, 0, st->st_ctim };
-	struct statx sx;
 	uint64_t known;
 	int r;
 
 	if (pohm_journal_lookup_local(&c->j, b.ldev, b.lino, &known))
 		return 0;	/* not ours */
-	if (strict && !pohm_sys_statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) &&
-	    (sx.stx_mask & STATX_BTIME) && sx.stx_ino == b.lino) {
-		b.has_btime = 1;
-		b.btime_ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
-	}
+	if (strict)
+		b.has_btime = pohm_sys_birth_ns(dfd, name, b.lino, &b.btime_ns);
 	r = pohm_journal_update(&c->j, known, below_fn, &b);
 	return r == -ESTALE || r == -EEXIST || r == -ENOENT ? 0 : r;
 }

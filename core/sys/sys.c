@@ -446,6 +446,17 @@ uint64_t pohm_sys_seed(void)
 	return z ? z : 0x9E3779B97F4A7C15ULL;
 }
 
+int pohm_sys_birth_ns(int dirfd, const char *path, uint64_t ino, uint64_t *ns)
+{
+	struct statx sx;
+
+	if (pohm_sys_statx(dirfd, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_INO, &sx) ||
+	    !(sx.stx_mask & STATX_BTIME) || sx.stx_ino != ino)
+		return 0;
+	*ns = (uint64_t)sx.stx_btime.tv_sec * 1000000000ULL + sx.stx_btime.tv_nsec;
+	return 1;
+}
+
 int pohm_sys_fd_path(int fd, char *buf, size_t len)
 {
 	char link[48];

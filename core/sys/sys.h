@@ -106,6 +106,9 @@ int pohm_sys_lock_range(int fd, off_t off, off_t len, short type, int ofd);
 /* pohm_sys_lock_range's POSIX record lock without waiting: 0, -EAGAIN
  * (another process holds a conflicting lock), or -errno. */
 int pohm_sys_trylock_range(int fd, off_t off, off_t len, short type);
+/* The birth time of dirfd/path (not followed) into *ns when the file
+ * system keeps one and the name is still the local inode ino: 1, else 0. */
+int pohm_sys_birth_ns(int dirfd, const char *path, uint64_t ino, uint64_t *ns);
 /* The kernel's path of fd in the calling thread's table (readlink of
  * /proc/thread-self/fd/N) into buf, NUL-terminated: its length, or -errno
  * (-ENAMETOOLONG if it does not fit). */
